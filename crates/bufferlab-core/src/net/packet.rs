@@ -1,0 +1,64 @@
+//! The packet as the network sees it: a fixed-size value, moved (never heap-allocated) from
+//! queue to wire to endpoint.
+
+use crate::units::SimTime;
+
+/// TCP flag bits, numbered as in the TCP header (RFC 9293 §3.1).
+pub mod flags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const ACK: u8 = 0x10;
+}
+
+/// Most SACK blocks an ACK carries: 3 when the timestamp option is present (RFC 2018 §3).
+pub const MAX_SACK_BLOCKS: usize = 3;
+
+/// A byte range [start, end) reported as received by a SACK option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SackBlock {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// One IP packet carrying a TCP segment of a flow.
+///
+/// Sequence numbers are 64-bit stream offsets and never wrap. `seq` of a SYN is 0 and the first
+/// data byte has sequence number 1, as if the initial sequence number were zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packet {
+    pub flow: u32,
+    /// Node the packet is addressed to.
+    pub dst: u32,
+    /// True for segments from the flow's sender to its receiver, false for the reverse direction.
+    pub is_data: bool,
+    pub flags: u8,
+    /// Bytes on the wire: headers + payload.
+    pub wire_bytes: u32,
+    /// Payload bytes.
+    pub payload: u32,
+    pub seq: u64,
+    /// Cumulative acknowledgement (next byte expected), valid when `flags & ACK`.
+    pub ack: u64,
+    pub sack: [SackBlock; MAX_SACK_BLOCKS],
+    pub sack_len: u8,
+    /// Sender's transmission timestamp (TSval, RFC 7323); the receiver echoes it.
+    pub ts_val: SimTime,
+    /// Echoed timestamp (TSecr) on ACKs.
+    pub ts_ecr: SimTime,
+    /// The segment is a retransmission (known to the sender; a monitor sees it as such).
+    pub retransmission: bool,
+    /// The sender's smoothed RTT when it sent the packet, for RTT-aware queues (active RTT
+    /// estimation as in SplitBuff); zero before the first sample.
+    pub sender_srtt: SimTime,
+    /// When the packet entered its current egress queue (set by the channel).
+    pub enqueued_at: SimTime,
+}
+
+impl Packet {
+    pub fn sack_blocks(&self) -> &[SackBlock] {
+        &self.sack[..self.sack_len as usize]
+    }
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+}

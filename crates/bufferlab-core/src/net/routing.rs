@@ -1,0 +1,110 @@
+//! Static shortest-path routing, computed once before the run.
+//!
+//! Paths minimise total propagation delay, then hop count; ties go to the lower channel index, so
+//! routes are a pure function of the spec. Tables exist only for nodes that are flow endpoints,
+//! so memory grows with (nodes × endpoints), not nodes².
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// An edge of the routing graph: a channel from `from` to `to` with a cost.
+#[derive(Debug, Clone, Copy)]
+pub struct Edge {
+    pub from: u32,
+    pub to: u32,
+    pub cost: u64,
+}
+
+#[derive(Debug)]
+pub struct RoutingTable {
+    /// For each node, the slot of its table if it is a destination.
+    slot_of: Vec<Option<u32>>,
+    /// `next[slot * nodes + node]`: the channel `node` forwards on toward the slot's destination.
+    next: Vec<u32>,
+    nodes: usize,
+}
+
+const NO_ROUTE: u32 = u32::MAX;
+
+impl RoutingTable {
+    /// Build next-hop tables toward every node in `destinations` (channel index = edge index).
+    pub fn build(nodes: usize, edges: &[Edge], destinations: &[u32]) -> RoutingTable {
+        let mut incoming: Vec<Vec<u32>> = vec![Vec::new(); nodes];
+        for (i, e) in edges.iter().enumerate() {
+            incoming[e.to as usize].push(i as u32);
+        }
+        let mut slot_of = vec![None; nodes];
+        let mut next = Vec::with_capacity(destinations.len() * nodes);
+        for (slot, &dst) in destinations.iter().enumerate() {
+            slot_of[dst as usize] = Some(slot as u32);
+            next.extend(Self::toward(nodes, edges, &incoming, dst));
+        }
+        RoutingTable { slot_of, next, nodes }
+    }
+
+    /// Dijkstra on the reversed graph from `dst`: every node's best first channel toward `dst`.
+    fn toward(nodes: usize, edges: &[Edge], incoming: &[Vec<u32>], dst: u32) -> Vec<u32> {
+        // (cost, hops, channel) — compared lexicographically.
+        let mut best: Vec<(u64, u32, u32)> = vec![(u64::MAX, u32::MAX, NO_ROUTE); nodes];
+        best[dst as usize] = (0, 0, NO_ROUTE);
+        let mut heap = BinaryHeap::new();
+        heap.push(Reverse((0u64, 0u32, dst)));
+        while let Some(Reverse((cost, hops, node))) = heap.pop() {
+            let (c, h, _) = best[node as usize];
+            if (cost, hops) > (c, h) {
+                continue;
+            }
+            for &ch in &incoming[node as usize] {
+                let e = edges[ch as usize];
+                let candidate = (cost + e.cost, hops + 1, ch);
+                if candidate < best[e.from as usize] {
+                    best[e.from as usize] = candidate;
+                    heap.push(Reverse((candidate.0, candidate.1, e.from)));
+                }
+            }
+        }
+        best.into_iter().map(|(_, _, ch)| ch).collect()
+    }
+
+    /// The channel `node` forwards on toward `dst`, if there is a path.
+    #[inline]
+    pub fn next_channel(&self, node: u32, dst: u32) -> Option<u32> {
+        let slot = self.slot_of[dst as usize]? as usize;
+        let ch = self.next[slot * self.nodes + node as usize];
+        (ch != NO_ROUTE).then_some(ch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edge(from: u32, to: u32, cost: u64) -> Edge {
+        Edge { from, to, cost }
+    }
+
+    #[test]
+    fn picks_the_lower_delay_path() {
+        // 0 -> 1 -> 3 costs 2; 0 -> 2 -> 3 costs 10.
+        let edges = [edge(0, 1, 1), edge(1, 3, 1), edge(0, 2, 5), edge(2, 3, 5)];
+        let t = RoutingTable::build(4, &edges, &[3]);
+        assert_eq!(t.next_channel(0, 3), Some(0));
+        assert_eq!(t.next_channel(2, 3), Some(3));
+    }
+
+    #[test]
+    fn equal_cost_ties_prefer_fewer_hops() {
+        let edges = [edge(0, 1, 1), edge(1, 2, 1), edge(0, 2, 2)];
+        let t = RoutingTable::build(3, &edges, &[2]);
+        assert_eq!(t.next_channel(0, 2), Some(2));
+    }
+
+    #[test]
+    fn unreachable_destination_has_no_route() {
+        let edges = [edge(0, 1, 1)];
+        let t = RoutingTable::build(3, &edges, &[2, 1]);
+        assert_eq!(t.next_channel(0, 2), None);
+        assert_eq!(t.next_channel(0, 1), Some(0));
+        assert_eq!(t.next_channel(1, 0), None, "0 is not a destination");
+    }
+}

@@ -1,0 +1,120 @@
+//! Drop-tail FIFO with a limit in packets or in bytes (Linux `pfifo` / `bfifo`).
+
+use super::{Dequeue, DropReason, QueueDiscipline};
+use crate::net::packet::Packet;
+use crate::units::SimTime;
+use std::collections::VecDeque;
+
+#[derive(Debug)]
+pub struct DropTailFifo {
+    packets: VecDeque<Packet>,
+    bytes: u64,
+    limit_packets: u64,
+    limit_bytes: u64,
+}
+
+impl DropTailFifo {
+    /// A FIFO bounded by either limit (an absent limit is unbounded).
+    pub fn new(limit_packets: Option<u64>, limit_bytes: Option<u64>) -> Self {
+        let limit_packets = limit_packets.unwrap_or(u64::MAX);
+        let preallocate = limit_packets.min(4096) as usize;
+        DropTailFifo {
+            packets: VecDeque::with_capacity(preallocate),
+            bytes: 0,
+            limit_packets,
+            limit_bytes: limit_bytes.unwrap_or(u64::MAX),
+        }
+    }
+}
+
+impl QueueDiscipline for DropTailFifo {
+    #[inline]
+    fn enqueue(&mut self, packet: Packet, _now: SimTime) -> Result<(), (Packet, DropReason)> {
+        let size = packet.wire_bytes as u64;
+        // A byte-limited queue admits a packet only if it fits whole (bfifo semantics).
+        if self.packets.len() as u64 >= self.limit_packets || self.bytes + size > self.limit_bytes {
+            return Err((packet, DropReason::QueueFull));
+        }
+        self.bytes += size;
+        self.packets.push_back(packet);
+        Ok(())
+    }
+
+    #[inline]
+    fn dequeue(&mut self, _now: SimTime) -> Dequeue {
+        match self.packets.pop_front() {
+            Some(p) => {
+                self.bytes -= p.wire_bytes as u64;
+                Dequeue::Packet(p)
+            }
+            None => Dequeue::Empty,
+        }
+    }
+
+    fn len_packets(&self) -> u64 {
+        self.packets.len() as u64
+    }
+
+    fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::packet::SackBlock;
+
+    fn packet(seq: u64, wire_bytes: u32) -> Packet {
+        Packet {
+            flow: 0,
+            dst: 0,
+            is_data: true,
+            flags: 0,
+            wire_bytes,
+            payload: wire_bytes.saturating_sub(52),
+            seq,
+            ack: 0,
+            sack: [SackBlock::default(); 3],
+            sack_len: 0,
+            ts_val: SimTime::ZERO,
+            ts_ecr: SimTime::ZERO,
+            retransmission: false,
+            sender_srtt: SimTime::ZERO,
+            enqueued_at: SimTime::ZERO,
+        }
+    }
+
+    #[test]
+    fn packet_limit_drops_the_arrival_that_does_not_fit() {
+        let mut q = DropTailFifo::new(Some(2), None);
+        assert!(q.enqueue(packet(1, 1500), SimTime::ZERO).is_ok());
+        assert!(q.enqueue(packet(2, 1500), SimTime::ZERO).is_ok());
+        let (dropped, reason) = q.enqueue(packet(3, 1500), SimTime::ZERO).unwrap_err();
+        assert_eq!((dropped.seq, reason), (3, DropReason::QueueFull));
+        assert_eq!(q.len_packets(), 2);
+    }
+
+    #[test]
+    fn byte_limit_admits_only_whole_packets() {
+        let mut q = DropTailFifo::new(None, Some(3000));
+        assert!(q.enqueue(packet(1, 1500), SimTime::ZERO).is_ok());
+        assert!(q.enqueue(packet(2, 1000), SimTime::ZERO).is_ok());
+        assert!(q.enqueue(packet(3, 1000), SimTime::ZERO).is_err());
+        assert!(q.enqueue(packet(4, 500), SimTime::ZERO).is_ok());
+        assert_eq!(q.len_bytes(), 3000);
+    }
+
+    #[test]
+    fn dequeues_in_arrival_order() {
+        let mut q = DropTailFifo::new(Some(10), None);
+        for seq in 0..5 {
+            q.enqueue(packet(seq, 100), SimTime::ZERO).unwrap();
+        }
+        for seq in 0..5 {
+            assert!(matches!(q.dequeue(SimTime::ZERO), Dequeue::Packet(p) if p.seq == seq));
+        }
+        assert_eq!(q.dequeue(SimTime::ZERO), Dequeue::Empty);
+        assert_eq!(q.len_bytes(), 0);
+    }
+}

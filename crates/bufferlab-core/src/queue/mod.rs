@@ -1,0 +1,78 @@
+//! Egress queue disciplines.
+//!
+//! Every discipline implements [`QueueDiscipline`]; the network holds them in the [`Queue`] enum
+//! so that the per-packet path is a `match`, not a virtual call.
+
+pub mod fifo;
+
+use crate::net::packet::Packet;
+use crate::spec::QueueSpec;
+use crate::units::SimTime;
+
+pub use fifo::DropTailFifo;
+
+/// Why a queue refused a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// The queue was at its packet or byte limit (tail drop).
+    QueueFull,
+}
+
+/// What a dequeue attempt yields. A shaper may hold packets back until a later time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dequeue {
+    Packet(Packet),
+    Empty,
+    /// Packets are queued but none may leave before this time.
+    NotBefore(SimTime),
+}
+
+pub trait QueueDiscipline {
+    /// Offer a packet; on refusal the packet comes back with the reason.
+    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)>;
+    fn dequeue(&mut self, now: SimTime) -> Dequeue;
+    fn len_packets(&self) -> u64;
+    fn len_bytes(&self) -> u64;
+}
+
+#[derive(Debug)]
+pub enum Queue {
+    Fifo(DropTailFifo),
+}
+
+impl Queue {
+    pub fn from_spec(spec: &QueueSpec) -> Queue {
+        match spec {
+            QueueSpec::Fifo { limit_packets, limit_bytes } => {
+                Queue::Fifo(DropTailFifo::new(*limit_packets, *limit_bytes))
+            }
+        }
+    }
+}
+
+impl QueueDiscipline for Queue {
+    #[inline]
+    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
+        match self {
+            Queue::Fifo(q) => q.enqueue(packet, now),
+        }
+    }
+    #[inline]
+    fn dequeue(&mut self, now: SimTime) -> Dequeue {
+        match self {
+            Queue::Fifo(q) => q.dequeue(now),
+        }
+    }
+    #[inline]
+    fn len_packets(&self) -> u64 {
+        match self {
+            Queue::Fifo(q) => q.len_packets(),
+        }
+    }
+    #[inline]
+    fn len_bytes(&self) -> u64 {
+        match self {
+            Queue::Fifo(q) => q.len_bytes(),
+        }
+    }
+}

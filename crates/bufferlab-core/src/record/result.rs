@@ -1,0 +1,144 @@
+//! The engine's output: counters and time series of one run.
+//!
+//! Like the input spec, every quantity is an integer in the base unit named by its suffix.
+//! Derived metrics (goodput, utilisation, loss rate, the metric catalogue) are computed from
+//! these by the Python layer, so the engine records facts only.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub engine_version: String,
+    /// Simulated time when the run ended (the spec's duration, or earlier if every flow finished).
+    pub end_ns: u64,
+    /// Events processed by the scheduler.
+    pub events: u64,
+    pub flows: Vec<FlowRecord>,
+    /// One entry per link direction, in link order: forward then backward.
+    pub channels: Vec<ChannelRecord>,
+    pub timeseries: Option<TimeSeries>,
+    pub captures: Vec<Capture>,
+}
+
+/// Per-flow counters, kept at the endpoints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowRecord {
+    pub name: String,
+    /// Time the SYN was first sent.
+    pub start_ns: u64,
+    /// Handshake completed (SYN-ACK received); `None` if it never did.
+    pub established_ns: Option<u64>,
+    /// Time the sender learnt that every byte and the FIN were acknowledged; `None` if not done.
+    pub completed_ns: Option<u64>,
+    /// Application bytes written into the socket (greedy: whatever the sender got to send).
+    pub app_bytes_written: u64,
+    /// Application bytes cumulatively acknowledged at the sender.
+    pub bytes_acked: u64,
+    /// Application bytes delivered in order to the receiving application.
+    pub bytes_delivered: u64,
+    /// Data segments put on the wire, including retransmissions.
+    pub segments_sent: u64,
+    /// Data bytes (payload) put on the wire, including retransmissions.
+    pub payload_bytes_sent: u64,
+    pub segments_retransmitted: u64,
+    pub rtos: u64,
+    /// Fast-recovery episodes entered.
+    pub recoveries: u64,
+    /// Total time spent in fast recovery or RTO loss recovery.
+    pub recovery_time_ns: u64,
+    /// Pure ACKs sent by the receiver.
+    pub acks_sent: u64,
+    /// RTT samples taken (Karn's rule: none from retransmitted segments).
+    pub rtt_samples: u64,
+    pub rtt_sum_ns: u64,
+    pub min_rtt_ns: Option<u64>,
+    pub final_srtt_ns: Option<u64>,
+    pub final_cwnd_bytes: u64,
+}
+
+/// Counters of one link direction: a transmitter with its egress queue and its propagation pipe.
+///
+/// Conservation holds at the end of every run:
+/// `offered = delivered + dropped_queue + dropped_loss + queued_end + transmitting_end + propagating_end`
+/// in packets and in bytes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelRecord {
+    /// `<link>_forward` or `<link>_backward`.
+    pub name: String,
+    pub link: usize,
+    pub from: usize,
+    pub to: usize,
+    pub rate_bps: Option<u64>,
+    pub delay_ns: u64,
+    pub offered_packets: u64,
+    pub offered_bytes: u64,
+    /// Packets that started transmission (left the queue onto the wire).
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    /// Packets that arrived at the far node.
+    pub delivered_packets: u64,
+    pub delivered_bytes: u64,
+    /// Drops by the queue discipline because it was full (reason "queue_full").
+    pub dropped_queue_packets: u64,
+    pub dropped_queue_bytes: u64,
+    /// Drops in flight by the link's random loss (reason "random_loss").
+    pub dropped_loss_packets: u64,
+    pub dropped_loss_bytes: u64,
+    pub queued_end_packets: u64,
+    pub queued_end_bytes: u64,
+    pub transmitting_end_packets: u64,
+    pub transmitting_end_bytes: u64,
+    pub propagating_end_packets: u64,
+    pub propagating_end_bytes: u64,
+    /// Time the transmitter was busy (serialising packets).
+    pub busy_ns: u64,
+    /// Sum of sojourn times (enqueue to start of transmission) of the packets sent.
+    pub sojourn_sum_ns: u64,
+    pub max_queue_packets: u64,
+    pub max_queue_bytes: u64,
+    /// Integral of the queue length over time, in packet·ns and byte·ns (time-average = ÷ end_ns).
+    pub queue_packet_ns: u128,
+    pub queue_byte_ns: u128,
+}
+
+/// Samples taken every `interval_ns`, at t = interval, 2·interval, … ≤ end.
+/// Per-flow series are indexed `[flow][sample]`, per-channel series `[channel][sample]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeSeries {
+    pub interval_ns: u64,
+    pub time_ns: Vec<u64>,
+    pub cwnd_bytes: Vec<Vec<u64>>,
+    pub ssthresh_bytes: Vec<Vec<u64>>,
+    pub in_flight_bytes: Vec<Vec<u64>>,
+    /// Smoothed RTT (0 before the first sample).
+    pub srtt_ns: Vec<Vec<u64>>,
+    /// Cumulative application bytes acknowledged at the sender.
+    pub acked_bytes: Vec<Vec<u64>>,
+    /// Cumulative application bytes delivered in order at the receiver.
+    pub delivered_bytes: Vec<Vec<u64>>,
+    /// Cumulative payload bytes sent, including retransmissions.
+    pub sent_bytes: Vec<Vec<u64>>,
+    pub queue_packets: Vec<Vec<u64>>,
+    pub queue_bytes: Vec<Vec<u64>>,
+    /// Cumulative bytes that started transmission on each channel.
+    pub channel_sent_bytes: Vec<Vec<u64>>,
+    /// Cumulative drops (all reasons) on each channel.
+    pub channel_drops: Vec<Vec<u64>>,
+}
+
+/// Packets seen starting transmission on one link direction, as columns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Capture {
+    pub channel: usize,
+    pub time_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    /// True for data segments (sender→receiver), false for ACKs.
+    pub is_data: Vec<bool>,
+    /// TCP flags: 1 FIN, 2 SYN, 16 ACK.
+    pub flags: Vec<u8>,
+    pub seq: Vec<u64>,
+    pub ack: Vec<u64>,
+    pub payload_bytes: Vec<u32>,
+    pub wire_bytes: Vec<u32>,
+    pub retransmission: Vec<bool>,
+}

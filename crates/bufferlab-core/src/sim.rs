@@ -1,0 +1,388 @@
+//! The simulator owns the world (channels, endpoints, routes, recorder) and the event queue, and
+//! advances simulated time from event to event. It has no globals, reads no clock and draws every
+//! random number from streams seeded by the spec.
+
+use crate::cc::Controller;
+use crate::event::{Event, EventQueue};
+use crate::net::channel::{Channel, Wakeup};
+use crate::net::packet::Packet;
+use crate::net::routing::{Edge, RoutingTable};
+use crate::queue::Queue;
+use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
+use crate::record::{ChannelSample, FlowSample};
+use crate::spec::{Direction, ScenarioSpec, TrafficSpec};
+use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use crate::units::{BitRate, SimTime};
+use crate::{validate, EngineError, ENGINE_VERSION};
+
+/// Timer bookkeeping of one endpoint: the earliest wakeup already in the event queue.
+///
+/// Endpoints re-arm their timers on almost every packet. Instead of cancelling heap entries, the
+/// simulator schedules a wakeup only when the endpoint wants one earlier than what is pending; a
+/// wakeup that turns out early is harmless, the endpoint checks its own deadlines.
+#[derive(Debug, Clone, Copy, Default)]
+struct TimerSlot {
+    pending: Option<SimTime>,
+}
+
+impl TimerSlot {
+    /// Returns the time to schedule, if a new event is needed for `deadline`.
+    fn want(&mut self, deadline: Option<SimTime>) -> Option<SimTime> {
+        let d = deadline?;
+        if self.pending.is_some_and(|p| p <= d) {
+            return None;
+        }
+        self.pending = Some(d);
+        Some(d)
+    }
+
+    fn fired(&mut self, now: SimTime) {
+        if self.pending == Some(now) {
+            self.pending = None;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Flow {
+    src: u32,
+    dst: u32,
+    sender: TcpSender,
+    receiver: TcpReceiver,
+    sender_timer: TimerSlot,
+    receiver_timer: TimerSlot,
+}
+
+#[derive(Debug)]
+pub struct Simulator {
+    now: SimTime,
+    end: SimTime,
+    events: EventQueue,
+    events_processed: u64,
+    channels: Vec<Channel>,
+    routes: RoutingTable,
+    flows: Vec<Flow>,
+    open_flows: usize,
+    sample_interval: Option<SimTime>,
+    timeseries: Option<TimeSeries>,
+    /// For each channel, the index of its capture, if captured.
+    capture_of: Vec<Option<usize>>,
+    captures: Vec<Capture>,
+    /// Reused output buffer of endpoint calls: no allocation per packet.
+    outbox: Vec<Packet>,
+}
+
+/// Seed of the random stream of channel `index`: SplitMix64-style mixing of the run seed, so
+/// streams of neighbouring channels are unrelated.
+fn stream_seed(seed: u64, index: u64) -> u64 {
+    let mut z = seed ^ index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Simulator {
+    pub fn new(spec: &ScenarioSpec) -> Result<Simulator, EngineError> {
+        validate(spec)?;
+        let mut channels = Vec::with_capacity(spec.links.len() * 2);
+        let mut edges = Vec::with_capacity(spec.links.len() * 2);
+        for link in &spec.links {
+            let rate = link.rate_bps.map(BitRate);
+            let delay = SimTime::from_ns(link.delay_ns);
+            for (from, to, queue) in
+                [(link.a, link.b, &link.queue_forward), (link.b, link.a, &link.queue_backward)]
+            {
+                let index = channels.len();
+                let mut ch = Channel::new(
+                    from as u32,
+                    to as u32,
+                    rate,
+                    delay,
+                    link.loss,
+                    Queue::from_spec(queue),
+                    stream_seed(spec.seed, index as u64),
+                );
+                let direction = if index % 2 == 0 { "forward" } else { "backward" };
+                ch.record.name = format!("{}_{}", link.name, direction);
+                ch.record.link = index / 2;
+                ch.record.from = from;
+                ch.record.to = to;
+                ch.record.rate_bps = link.rate_bps;
+                ch.record.delay_ns = link.delay_ns;
+                channels.push(ch);
+                // Cost: propagation delay in ns, plus one so that zero-delay hops still count.
+                edges.push(Edge { from: from as u32, to: to as u32, cost: link.delay_ns + 1 });
+            }
+        }
+        let mut endpoints: Vec<u32> = spec.flows.iter().flat_map(|f| [f.src as u32, f.dst as u32]).collect();
+        endpoints.sort_unstable();
+        endpoints.dedup();
+        let routes = RoutingTable::build(spec.nodes.len(), &edges, &endpoints);
+
+        let mut events = EventQueue::new();
+        let mut flows = Vec::with_capacity(spec.flows.len());
+        for (i, f) in spec.flows.iter().enumerate() {
+            let config = TcpConfig::from(&f.tcp);
+            let cc = Controller::new(f.cca, config.mss, config.initial_window);
+            let bytes = match f.traffic {
+                TrafficSpec::Greedy => None,
+                TrafficSpec::Finite { bytes } => Some(bytes),
+            };
+            let mut sender = TcpSender::new(i as u32, f.dst as u32, config.clone(), cc, bytes);
+            sender.record.name = f.name.clone();
+            let receiver = TcpReceiver::new(i as u32, f.src as u32, &config);
+            flows.push(Flow {
+                src: f.src as u32,
+                dst: f.dst as u32,
+                sender,
+                receiver,
+                sender_timer: TimerSlot::default(),
+                receiver_timer: TimerSlot::default(),
+            });
+            events.schedule(SimTime::from_ns(f.start_ns), Event::FlowStart { flow: i as u32 });
+            if let Some(stop) = f.stop_ns {
+                events.schedule(SimTime::from_ns(stop), Event::FlowStop { flow: i as u32 });
+            }
+        }
+
+        let sample_interval = spec.sample_interval_ns.map(SimTime::from_ns);
+        let timeseries = sample_interval.map(|iv| TimeSeries::new(iv, flows.len(), channels.len()));
+        if let Some(iv) = sample_interval {
+            events.schedule(iv, Event::Sample);
+        }
+        let mut capture_of = vec![None; channels.len()];
+        let mut captures = Vec::new();
+        for c in &spec.captures {
+            let channel = c.link * 2 + usize::from(c.direction == Direction::Backward);
+            if capture_of[channel].is_none() {
+                capture_of[channel] = Some(captures.len());
+                captures.push(Capture::new(channel));
+            }
+        }
+
+        Ok(Simulator {
+            now: SimTime::ZERO,
+            end: SimTime::from_ns(spec.duration_ns),
+            events,
+            events_processed: 0,
+            channels,
+            routes,
+            open_flows: flows.len(),
+            flows,
+            sample_interval,
+            timeseries,
+            capture_of,
+            captures,
+            outbox: Vec::with_capacity(64),
+        })
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Process events up to and including the end time, or until every flow has completed.
+    pub fn run(&mut self) {
+        while self.open_flows > 0 || self.flows.is_empty() {
+            match self.events.peek_time() {
+                Some(t) if t <= self.end => {}
+                _ => break,
+            }
+            let (t, event) = self.events.pop().expect("peeked");
+            self.now = t;
+            self.events_processed += 1;
+            self.dispatch(event);
+        }
+        if self.open_flows > 0 || self.flows.is_empty() {
+            self.now = self.end;
+        }
+    }
+
+    fn dispatch(&mut self, event: Event) {
+        match event {
+            Event::TransmitDone { channel } => self.on_transmit_done(channel),
+            Event::Arrive { channel } => self.on_arrive(channel),
+            Event::SenderTimer { flow } => {
+                let f = &mut self.flows[flow as usize];
+                f.sender_timer.fired(self.now);
+                let mut out = std::mem::take(&mut self.outbox);
+                f.sender.on_timeout(self.now, &mut out);
+                self.after_sender(flow, out);
+            }
+            Event::ReceiverTimer { flow } => {
+                let f = &mut self.flows[flow as usize];
+                f.receiver_timer.fired(self.now);
+                let mut out = std::mem::take(&mut self.outbox);
+                f.receiver.on_timeout(self.now, &mut out);
+                self.after_receiver(flow, out);
+            }
+            Event::FlowStart { flow } => {
+                let mut out = std::mem::take(&mut self.outbox);
+                self.flows[flow as usize].sender.start(self.now, &mut out);
+                self.after_sender(flow, out);
+            }
+            Event::FlowStop { flow } => {
+                let mut out = std::mem::take(&mut self.outbox);
+                self.flows[flow as usize].sender.stop(self.now, &mut out);
+                self.after_sender(flow, out);
+            }
+            Event::Sample => self.sample(),
+        }
+    }
+
+    /// Send what a sender produced from its node, then re-arm its timer.
+    fn after_sender(&mut self, flow: u32, mut out: Vec<Packet>) {
+        let node = self.flows[flow as usize].src;
+        for p in out.drain(..) {
+            self.forward(node, p);
+        }
+        self.outbox = out;
+        let f = &mut self.flows[flow as usize];
+        if let Some(t) = f.sender_timer.want(f.sender.next_timeout()) {
+            self.events.schedule(t, Event::SenderTimer { flow });
+        }
+    }
+
+    fn after_receiver(&mut self, flow: u32, mut out: Vec<Packet>) {
+        let node = self.flows[flow as usize].dst;
+        for p in out.drain(..) {
+            self.forward(node, p);
+        }
+        self.outbox = out;
+        let f = &mut self.flows[flow as usize];
+        if let Some(t) = f.receiver_timer.want(f.receiver.next_timeout()) {
+            self.events.schedule(t, Event::ReceiverTimer { flow });
+        }
+    }
+
+    /// Put a packet on the egress channel of `node` toward its destination.
+    #[inline]
+    fn forward(&mut self, node: u32, packet: Packet) {
+        let ch = self
+            .routes
+            .next_channel(node, packet.dst)
+            .expect("validated: every flow endpoint is reachable");
+        let channel = &mut self.channels[ch as usize];
+        if let Ok(Wakeup::TransmitDone(t)) = channel.offer(packet, self.now) {
+            self.transmission_started(ch);
+            self.events.schedule(t, Event::TransmitDone { channel: ch });
+        }
+    }
+
+    fn transmission_started(&mut self, ch: u32) {
+        if let Some(c) = self.capture_of[ch as usize] {
+            if let Some(p) = self.channels[ch as usize].on_wire() {
+                self.captures[c].push(self.now, p);
+            }
+        }
+    }
+
+    fn on_transmit_done(&mut self, ch: u32) {
+        let (head_arrival, wakeup) = self.channels[ch as usize].finish_transmission(self.now);
+        if let Some(t) = head_arrival {
+            self.events.schedule(t, Event::Arrive { channel: ch });
+        }
+        if let Wakeup::TransmitDone(t) = wakeup {
+            self.transmission_started(ch);
+            self.events.schedule(t, Event::TransmitDone { channel: ch });
+        }
+    }
+
+    fn on_arrive(&mut self, ch: u32) {
+        let channel = &mut self.channels[ch as usize];
+        let node = channel.to;
+        let (packet, next) = channel.arrive();
+        if let Some(t) = next {
+            self.events.schedule(t, Event::Arrive { channel: ch });
+        }
+        if packet.dst == node {
+            self.deliver(packet);
+        } else {
+            self.forward(node, packet);
+        }
+    }
+
+    /// A packet reached its destination host: hand it to the endpoint of its flow.
+    fn deliver(&mut self, packet: Packet) {
+        let flow = packet.flow;
+        let mut out = std::mem::take(&mut self.outbox);
+        let f = &mut self.flows[flow as usize];
+        if packet.is_data {
+            f.receiver.on_packet(self.now, &packet, &mut out);
+            self.after_receiver(flow, out);
+        } else {
+            let was_closed = f.sender.is_closed();
+            f.sender.on_packet(self.now, &packet, &mut out);
+            let closed_now = !was_closed && f.sender.is_closed();
+            self.after_sender(flow, out);
+            if closed_now {
+                self.open_flows -= 1;
+            }
+        }
+    }
+
+    fn sample(&mut self) {
+        let Some(ts) = self.timeseries.as_mut() else { return };
+        ts.push_time(self.now);
+        for (i, f) in self.flows.iter().enumerate() {
+            ts.push_flow(
+                i,
+                FlowSample {
+                    cwnd: f.sender.cwnd(),
+                    ssthresh: f.sender.ssthresh(),
+                    in_flight: f.sender.in_flight(),
+                    srtt_ns: f.sender.srtt().map_or(0, |s| s.as_ns()),
+                    acked: f.sender.bytes_acked(),
+                    delivered: f.receiver.bytes_delivered(),
+                    sent: f.sender.record.payload_bytes_sent,
+                },
+            );
+        }
+        for (i, c) in self.channels.iter().enumerate() {
+            ts.push_channel(
+                i,
+                ChannelSample {
+                    queue_packets: c.queue_packets(),
+                    queue_bytes: c.queue_bytes(),
+                    sent_bytes: c.record.sent_bytes,
+                    drops: c.record.dropped_queue_packets + c.record.dropped_loss_packets,
+                },
+            );
+        }
+        if let Some(iv) = self.sample_interval {
+            self.events.schedule(self.now + iv, Event::Sample);
+        }
+    }
+
+    /// Close the books and hand over the result.
+    pub fn finish(mut self) -> RunResult {
+        let now = self.now;
+        for c in &mut self.channels {
+            c.finish(now);
+        }
+        let flows: Vec<FlowRecord> = self
+            .flows
+            .into_iter()
+            .map(|f| {
+                let mut r = f.sender.record.clone();
+                r.bytes_acked = f.sender.bytes_acked();
+                r.bytes_delivered = f.receiver.bytes_delivered();
+                r.acks_sent = f.receiver.acks_sent;
+                r.app_bytes_written = f.sender.bytes_written();
+                r.min_rtt_ns = f.sender.min_rtt().map(|t| t.as_ns());
+                r.final_srtt_ns = f.sender.srtt().map(|t| t.as_ns());
+                r.final_cwnd_bytes = f.sender.cwnd();
+                r
+            })
+            .collect();
+        RunResult {
+            engine_version: ENGINE_VERSION.to_string(),
+            end_ns: now.as_ns(),
+            events: self.events_processed,
+            flows,
+            channels: self.channels.into_iter().map(|c| c.record).collect(),
+            timeseries: self.timeseries,
+            captures: self.captures,
+        }
+    }
+}

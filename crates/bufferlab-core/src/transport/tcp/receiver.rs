@@ -1,0 +1,343 @@
+//! The receiving side of a TCP connection: in-order delivery, out-of-order reassembly, delayed
+//! ACKs (RFC 5681 §4.2, RFC 1122 §4.2.3.2) and SACK generation (RFC 2018).
+
+use super::{TcpConfig, SYN_OPTION_BYTES};
+use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::units::SimTime;
+
+#[derive(Debug)]
+pub struct TcpReceiver {
+    flow: u32,
+    sender_node: u32,
+    header_bytes: u32,
+    mss: u32,
+    ack_every: u32,
+    delayed_ack_timeout: SimTime,
+    sack: bool,
+    /// RCV.NXT; zero until the SYN arrives.
+    rcv_nxt: u64,
+    /// Received data above RCV.NXT: sorted, disjoint, non-adjacent [start, end) ranges.
+    out_of_order: Vec<(u64, u64)>,
+    /// SACK blocks in the order RFC 2018 §4 wants them reported: most recent first.
+    recent_blocks: [SackBlock; MAX_SACK_BLOCKS],
+    recent_len: usize,
+    /// Full-sized segments received since the last ACK.
+    unacked_segments: u32,
+    delayed_ack_deadline: Option<SimTime>,
+    /// RFC 7323 TS.Recent and Last.ACK.sent.
+    ts_recent: SimTime,
+    last_ack_sent: u64,
+    fin_seq: Option<u64>,
+    pub acks_sent: u64,
+}
+
+impl TcpReceiver {
+    pub fn new(flow: u32, sender_node: u32, config: &TcpConfig) -> Self {
+        TcpReceiver {
+            flow,
+            sender_node,
+            header_bytes: config.header_bytes,
+            mss: config.mss,
+            ack_every: config.ack_every.max(1),
+            delayed_ack_timeout: config.delayed_ack_timeout,
+            sack: config.sack,
+            rcv_nxt: 0,
+            out_of_order: Vec::new(),
+            recent_blocks: [SackBlock::default(); MAX_SACK_BLOCKS],
+            recent_len: 0,
+            unacked_segments: 0,
+            delayed_ack_deadline: None,
+            ts_recent: SimTime::ZERO,
+            last_ack_sent: 0,
+            fin_seq: None,
+            acks_sent: 0,
+        }
+    }
+
+    /// Application bytes delivered in order.
+    pub fn bytes_delivered(&self) -> u64 {
+        let data_end = match self.fin_seq {
+            Some(f) if self.rcv_nxt > f => f,
+            _ => self.rcv_nxt,
+        };
+        data_end.saturating_sub(1)
+    }
+
+    pub fn next_timeout(&self) -> Option<SimTime> {
+        self.delayed_ack_deadline
+    }
+
+    pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.delayed_ack_deadline.is_some_and(|d| d <= now) {
+            self.send_ack(now, out);
+        }
+    }
+
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+        if packet.has(flags::SYN) {
+            // A (possibly repeated) SYN: answer with a SYN-ACK; data starts at sequence 1.
+            self.rcv_nxt = self.rcv_nxt.max(1);
+            self.ts_recent = packet.ts_val;
+            out.push(self.ack_packet(now, flags::SYN | flags::ACK, SYN_OPTION_BYTES));
+            self.acks_sent += 1;
+            return;
+        }
+        if self.rcv_nxt == 0 {
+            return; // data before the handshake cannot happen with in-order SYN delivery
+        }
+        let start = packet.seq;
+        let mut end = start + packet.payload as u64;
+        if packet.has(flags::FIN) {
+            self.fin_seq = Some(start);
+            end += 1; // the FIN occupies one sequence number
+        }
+        // RFC 7323 §4.3: TS.Recent is taken from the segment that the next ACK will cover first.
+        if start <= self.last_ack_sent {
+            self.ts_recent = packet.ts_val;
+        }
+
+        if end <= self.rcv_nxt {
+            // Entirely old data: acknowledge at once so the sender learns where we are.
+            self.send_ack(now, out);
+            return;
+        }
+        if start > self.rcv_nxt {
+            // A hole: RFC 5681 §4.2 "an immediate ACK SHOULD be generated when an out-of-order
+            // segment arrives".
+            self.insert_out_of_order(start, end);
+            self.send_ack(now, out);
+            return;
+        }
+        let had_holes = !self.out_of_order.is_empty();
+        self.rcv_nxt = end;
+        self.absorb_out_of_order();
+        if had_holes || packet.has(flags::FIN) {
+            // The segment filled (part of) a hole, or closes the stream: ACK at once.
+            self.send_ack(now, out);
+            return;
+        }
+        if packet.payload >= self.mss {
+            self.unacked_segments += 1;
+        }
+        if self.unacked_segments >= self.ack_every {
+            self.send_ack(now, out);
+        } else if self.delayed_ack_deadline.is_none() {
+            self.delayed_ack_deadline = Some(now + self.delayed_ack_timeout);
+        }
+    }
+
+    fn insert_out_of_order(&mut self, start: u64, end: u64) {
+        // Merge [start, end) into the sorted range list.
+        let i = self.out_of_order.partition_point(|&(_, e)| e < start);
+        let mut merged = (start, end);
+        let mut j = i;
+        while j < self.out_of_order.len() && self.out_of_order[j].0 <= merged.1 {
+            merged.0 = merged.0.min(self.out_of_order[j].0);
+            merged.1 = merged.1.max(self.out_of_order[j].1);
+            j += 1;
+        }
+        self.out_of_order.splice(i..j, std::iter::once(merged));
+        self.note_recent_block(merged);
+    }
+
+    /// RFC 2018 §4: the first block reports the range holding the segment that triggered the ACK,
+    /// the following ones the most recently reported other ranges.
+    fn note_recent_block(&mut self, newest: (u64, u64)) {
+        let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];
+        blocks[0] = SackBlock { start: newest.0, end: newest.1 };
+        let mut n = 1;
+        for old in &self.recent_blocks[..self.recent_len] {
+            if n == MAX_SACK_BLOCKS {
+                break;
+            }
+            let inside_newest = old.start >= newest.0 && old.end <= newest.1;
+            if !inside_newest {
+                blocks[n] = *old;
+                n += 1;
+            }
+        }
+        self.recent_blocks = blocks;
+        self.recent_len = n;
+    }
+
+    fn absorb_out_of_order(&mut self) {
+        let mut k = 0;
+        while k < self.out_of_order.len() && self.out_of_order[k].0 <= self.rcv_nxt {
+            self.rcv_nxt = self.rcv_nxt.max(self.out_of_order[k].1);
+            k += 1;
+        }
+        if k > 0 {
+            self.out_of_order.drain(..k);
+        }
+        // Drop reported blocks that are now cumulatively acknowledged (RFC 2018 §4).
+        let rcv_nxt = self.rcv_nxt;
+        let mut n = 0;
+        for i in 0..self.recent_len {
+            let b = self.recent_blocks[i];
+            if b.end > rcv_nxt {
+                self.recent_blocks[n] = b;
+                n += 1;
+            }
+        }
+        self.recent_len = n;
+    }
+
+    fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.unacked_segments = 0;
+        self.delayed_ack_deadline = None;
+        self.last_ack_sent = self.rcv_nxt;
+        let mut packet = self.ack_packet(now, flags::ACK, 0);
+        if self.sack && self.recent_len > 0 {
+            // Refresh each reported block to the current extent of its range.
+            let mut n = 0;
+            for i in 0..self.recent_len {
+                let b = self.recent_blocks[i];
+                if let Some(&(s, e)) = self.out_of_order.iter().find(|&&(s, e)| s <= b.start && b.end <= e) {
+                    packet.sack[n] = SackBlock { start: s, end: e };
+                    n += 1;
+                }
+            }
+            packet.sack_len = n as u8;
+            // RFC 2018 §3: kind + length (2 bytes) and 8 bytes per block, padded to 4 bytes.
+            packet.wire_bytes += (2 + 8 * n as u32).div_ceil(4) * 4;
+        }
+        self.acks_sent += 1;
+        out.push(packet);
+    }
+
+    fn ack_packet(&self, now: SimTime, tcp_flags: u8, options: u32) -> Packet {
+        Packet {
+            flow: self.flow,
+            dst: self.sender_node,
+            is_data: false,
+            flags: tcp_flags,
+            wire_bytes: self.header_bytes + options,
+            payload: 0,
+            seq: 0,
+            ack: self.rcv_nxt,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack_len: 0,
+            ts_val: now,
+            ts_ecr: self.ts_recent,
+            retransmission: false,
+            sender_srtt: SimTime::ZERO,
+            enqueued_at: now,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::TcpSpec;
+
+    fn receiver(ack_every: u32) -> TcpReceiver {
+        let spec = TcpSpec { mss: 100, ack_every, ..TcpSpec::default() };
+        let mut r = TcpReceiver::new(0, 0, &TcpConfig::from(&spec));
+        let mut out = Vec::new();
+        let mut syn = data(0, 0);
+        syn.flags = flags::SYN;
+        r.on_packet(SimTime::ZERO, &syn, &mut out);
+        assert_eq!(out.len(), 1, "SYN-ACK");
+        r
+    }
+
+    fn data(seq: u64, payload: u32) -> Packet {
+        Packet {
+            flow: 0,
+            dst: 1,
+            is_data: true,
+            flags: flags::ACK,
+            wire_bytes: 52 + payload,
+            payload,
+            seq,
+            ack: 0,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack_len: 0,
+            ts_val: SimTime::ZERO,
+            ts_ecr: SimTime::ZERO,
+            retransmission: false,
+            sender_srtt: SimTime::ZERO,
+            enqueued_at: SimTime::ZERO,
+        }
+    }
+
+    fn seg(k: u64) -> Packet {
+        data(1 + 100 * k, 100)
+    }
+
+    #[test]
+    fn acks_every_second_full_segment() {
+        let mut r = receiver(2);
+        let mut out = Vec::new();
+        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        assert!(out.is_empty());
+        assert!(r.next_timeout().is_some(), "delayed-ACK timer armed");
+        r.on_packet(SimTime::ZERO, &seg(1), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ack, 201);
+        assert_eq!(r.next_timeout(), None);
+    }
+
+    #[test]
+    fn delayed_ack_timer_acknowledges_a_lone_segment() {
+        let mut r = receiver(2);
+        let mut out = Vec::new();
+        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        let deadline = r.next_timeout().unwrap();
+        assert_eq!(deadline, SimTime::from_ms(40));
+        r.on_timeout(deadline, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ack, 101);
+    }
+
+    #[test]
+    fn ack_every_packet_when_configured() {
+        let mut r = receiver(1);
+        let mut out = Vec::new();
+        for k in 0..3 {
+            r.on_packet(SimTime::ZERO, &seg(k), &mut out);
+        }
+        let acks: Vec<u64> = out.iter().map(|p| p.ack).collect();
+        assert_eq!(acks, vec![101, 201, 301]);
+    }
+
+    #[test]
+    fn out_of_order_segment_triggers_immediate_duplicate_ack_with_sack() {
+        let mut r = receiver(2);
+        let mut out = Vec::new();
+        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        r.on_packet(SimTime::ZERO, &seg(2), &mut out);
+        r.on_packet(SimTime::ZERO, &seg(4), &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[1].ack, 101);
+        // Most recent block first (RFC 2018 §4).
+        assert_eq!(out[1].sack_blocks(), &[SackBlock { start: 401, end: 501 }, SackBlock { start: 201, end: 301 }]);
+        assert_eq!(out[1].wire_bytes, 52 + 20);
+    }
+
+    #[test]
+    fn filling_the_hole_acknowledges_everything_at_once() {
+        let mut r = receiver(2);
+        let mut out = Vec::new();
+        r.on_packet(SimTime::ZERO, &seg(1), &mut out);
+        r.on_packet(SimTime::ZERO, &seg(2), &mut out);
+        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        let last = out.last().unwrap();
+        assert_eq!(last.ack, 301);
+        assert_eq!(last.sack_len, 0);
+        assert_eq!(r.bytes_delivered(), 300);
+    }
+
+    #[test]
+    fn fin_is_acknowledged_immediately_and_not_counted_as_data() {
+        let mut r = receiver(2);
+        let mut out = Vec::new();
+        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        let mut fin = data(101, 0);
+        fin.flags |= flags::FIN;
+        r.on_packet(SimTime::ZERO, &fin, &mut out);
+        assert_eq!(out.last().unwrap().ack, 102);
+        assert_eq!(r.bytes_delivered(), 100);
+    }
+}

@@ -1,0 +1,531 @@
+//! The sending side of a TCP connection: handshake, segmentation, SACK-based (RFC 6675) or
+//! NewReno (RFC 6582) loss recovery with PRR (RFC 6937) or classic window reduction, and the
+//! retransmission timer (RFC 6298).
+
+use super::rtt::RttEstimator;
+use super::scoreboard::Scoreboard;
+use super::{TcpConfig, SYN_OPTION_BYTES};
+use crate::cc::{AckSample, CongestionController, Controller};
+use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::record::result::FlowRecord;
+use crate::spec::RecoveryKind;
+use crate::units::SimTime;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// The application has not started.
+    Idle,
+    SynSent,
+    Established,
+    /// Every byte and the FIN are acknowledged.
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RecoveryCause {
+    /// Entered on DupThresh duplicate ACKs or SACK-inferred loss (fast retransmit).
+    Fast,
+    /// Entered on a retransmission timeout.
+    Timeout,
+}
+
+/// A loss-recovery episode and, for fast recovery, the PRR state of RFC 6937 §3.
+#[derive(Debug, Clone, Copy)]
+struct Recovery {
+    cause: RecoveryCause,
+    /// RFC 6675 RecoveryPoint: HighData when the episode began.
+    point: u64,
+    started: SimTime,
+    /// RFC 6937 prr_delivered, prr_out and RecoverFS, in bytes.
+    prr_delivered: u64,
+    prr_out: u64,
+    recover_fs: u64,
+    /// Bytes PRR lets the sender transmit in response to the latest ACK (sndcnt).
+    prr_allowance: u64,
+}
+
+#[derive(Debug)]
+pub struct TcpSender {
+    flow: u32,
+    receiver_node: u32,
+    config: TcpConfig,
+    cc: Controller,
+    state: State,
+    /// Sequence number after the last application byte, once known (finite flow, or stopped).
+    stream_end: Option<u64>,
+    snd_una: u64,
+    snd_nxt: u64,
+    scoreboard: Scoreboard,
+    /// Consecutive duplicate ACKs (RFC 5681 §2).
+    dupacks: u32,
+    /// Without SACK, segments inferred to have left the network from duplicate ACKs (the role
+    /// the SACKed count plays in pipe; RFC 6937 §3 "DeliveredData" for non-SACK receivers).
+    dupack_delivered_segments: u64,
+    recovery: Option<Recovery>,
+    rtt: RttEstimator,
+    rto_deadline: Option<SimTime>,
+    syn_retransmitted: bool,
+    syn_sent_at: SimTime,
+    fin_sent: bool,
+    pub record: FlowRecord,
+}
+
+impl TcpSender {
+    pub fn new(flow: u32, receiver_node: u32, config: TcpConfig, cc: Controller, bytes: Option<u64>) -> Self {
+        let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto);
+        TcpSender {
+            flow,
+            receiver_node,
+            scoreboard: Scoreboard::new(config.mss),
+            config,
+            cc,
+            state: State::Idle,
+            // The first data byte is sequence number 1 (the SYN takes 0).
+            stream_end: bytes.map(|b| 1 + b),
+            snd_una: 0,
+            snd_nxt: 0,
+            dupacks: 0,
+            dupack_delivered_segments: 0,
+            recovery: None,
+            rtt,
+            rto_deadline: None,
+            syn_retransmitted: false,
+            syn_sent_at: SimTime::ZERO,
+            fin_sent: false,
+            record: FlowRecord::default(),
+        }
+    }
+
+    // ----- observers, for the recorder -----
+
+    pub fn cwnd(&self) -> u64 {
+        self.cc.window()
+    }
+    pub fn ssthresh(&self) -> u64 {
+        self.cc.ssthresh()
+    }
+    pub fn in_flight(&self) -> u64 {
+        self.pipe()
+    }
+    pub fn srtt(&self) -> Option<SimTime> {
+        self.rtt.srtt()
+    }
+    pub fn min_rtt(&self) -> Option<SimTime> {
+        self.rtt.min_rtt()
+    }
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+    pub fn bytes_acked(&self) -> u64 {
+        self.data_acked_up_to(self.snd_una)
+    }
+    /// Application bytes the sender has taken from its application so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.snd_nxt.saturating_sub(1)
+    }
+    pub fn next_timeout(&self) -> Option<SimTime> {
+        self.rto_deadline
+    }
+
+    fn data_acked_up_to(&self, ack: u64) -> u64 {
+        let data_end = self.stream_end.unwrap_or(u64::MAX);
+        ack.min(data_end).saturating_sub(1)
+    }
+
+    /// RFC 6675 pipe; without SACK, duplicate ACKs stand in for SACKed segments.
+    fn pipe(&self) -> u64 {
+        let inferred = self.dupack_delivered_segments * self.config.mss as u64;
+        self.scoreboard.pipe().saturating_sub(inferred)
+    }
+
+    fn fin_seq(&self) -> Option<u64> {
+        self.stream_end
+    }
+
+    // ----- application events -----
+
+    /// The application opens the connection: send the SYN.
+    pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        debug_assert_eq!(self.state, State::Idle);
+        self.state = State::SynSent;
+        self.record.start_ns = now.as_ns();
+        self.syn_sent_at = now;
+        self.snd_nxt = 1;
+        out.push(self.segment(now, 0, 0, flags::SYN, false));
+        self.rto_deadline = Some(now + self.rtt.rto());
+    }
+
+    /// The application stops writing: the stream ends with what has been sent.
+    pub fn stop(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        match self.state {
+            State::Idle | State::SynSent => {
+                // Nothing was sent: close with an empty stream once established.
+                self.stream_end = Some(1);
+            }
+            State::Established => {
+                let end = self.stream_end.unwrap_or(u64::MAX).min(self.snd_nxt);
+                self.stream_end = Some(end);
+                self.transmit(now, out);
+            }
+            State::Closed => {}
+        }
+    }
+
+    // ----- network events -----
+
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+        match self.state {
+            State::SynSent if packet.has(flags::SYN) && packet.has(flags::ACK) => {
+                self.state = State::Established;
+                self.record.established_ns = Some(now.as_ns());
+                if !self.syn_retransmitted {
+                    self.rtt.on_sample(now - self.syn_sent_at);
+                    self.record_rtt_sample(now - self.syn_sent_at);
+                }
+                self.rtt.reset_backoff();
+                self.snd_una = 1;
+                self.rto_deadline = None;
+                self.transmit(now, out);
+            }
+            State::Established if packet.has(flags::ACK) && !packet.has(flags::SYN) => {
+                self.on_ack(now, packet, out);
+            }
+            _ => {} // duplicates of the SYN-ACK, or anything after close
+        }
+    }
+
+    pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let Some(deadline) = self.rto_deadline else { return };
+        if now < deadline {
+            return;
+        }
+        self.rto_deadline = None;
+        match self.state {
+            State::SynSent => {
+                // RFC 6298 §5.5 applies to the SYN as well: back off and resend.
+                self.rtt.back_off();
+                self.syn_retransmitted = true;
+                self.record.rtos += 1;
+                out.push(self.segment(now, 0, 0, flags::SYN, true));
+                self.rto_deadline = Some(now + self.rtt.rto());
+            }
+            State::Established => self.on_retransmission_timeout(now, out),
+            State::Idle | State::Closed => {}
+        }
+    }
+
+    fn on_ack(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+        let ack = packet.ack;
+        let prior_una = self.snd_una;
+
+        // SACK blocks first: they may reveal losses below the cumulative point (RFC 6675 §5).
+        let mut newly_sacked = 0;
+        if self.config.sack {
+            for block in packet.sack_blocks() {
+                newly_sacked += self.scoreboard.sack(*block);
+            }
+        }
+
+        let mut delivered = newly_sacked;
+        let mut acked_bytes = 0;
+        let mut newest_sent = None;
+        let mut rtt_sample = None;
+        if ack > self.snd_una {
+            let cumulative = self.scoreboard.ack_up_to(ack);
+            acked_bytes = cumulative.bytes;
+            delivered += cumulative.bytes - cumulative.previously_sacked_bytes;
+            if !self.config.sack {
+                // RFC 6937 §3: segments already counted via duplicate ACKs are not delivered twice.
+                let counted = self.dupack_delivered_segments.min(cumulative.segments.saturating_sub(1));
+                self.dupack_delivered_segments -= counted;
+                delivered = delivered.saturating_sub(counted * self.config.mss as u64);
+            }
+            if let Some(seg) = cumulative.newest {
+                newest_sent = Some(seg.sent_time);
+                // Karn's rule (RFC 6298 §3): no sample from a retransmitted segment.
+                if !seg.ever_retransmitted {
+                    let sample = now - seg.sent_time;
+                    self.rtt.on_sample(sample);
+                    self.record_rtt_sample(sample);
+                    rtt_sample = Some(sample);
+                }
+            }
+            self.snd_una = ack;
+            self.dupacks = 0;
+            if self.recovery.is_none() {
+                self.dupack_delivered_segments = 0;
+            }
+            self.rtt.reset_backoff();
+            self.record.bytes_acked = self.bytes_acked();
+        } else if ack == self.snd_una && !self.scoreboard.is_empty() && packet.payload == 0 {
+            // RFC 5681 §2 duplicate ACK (RFC 6675 also counts any ACK carrying new SACK info).
+            self.dupacks += 1;
+            if !self.config.sack {
+                let outstanding_segments = self.scoreboard.outstanding_bytes().div_ceil(self.config.mss as u64);
+                if self.dupack_delivered_segments + 1 < outstanding_segments {
+                    self.dupack_delivered_segments += 1;
+                    delivered += self.config.mss as u64;
+                }
+            }
+        }
+
+        if self.fin_sent && self.fin_seq().is_some_and(|f| ack > f) {
+            self.close(now);
+            return;
+        }
+
+        // Loss detection.
+        if self.config.sack {
+            self.scoreboard.mark_losses(self.config.dupthresh);
+        }
+        match self.recovery {
+            None => {
+                let sack_inferred = self.config.sack && self.scoreboard.first_is_lost();
+                if self.dupacks >= self.config.dupthresh || sack_inferred {
+                    if !self.config.sack {
+                        self.scoreboard.mark_first_lost(); // RFC 6582 §3.2 step 2: fast retransmit
+                    }
+                    self.enter_fast_recovery(now);
+                }
+            }
+            Some(r) if ack >= r.point => self.exit_recovery(now),
+            Some(r) => {
+                if !self.config.sack && r.cause == RecoveryCause::Fast && ack > prior_una {
+                    // RFC 6582 §3.2 step 5: a partial ACK means the next segment was lost too.
+                    self.scoreboard.mark_first_lost();
+                }
+            }
+        }
+
+        // Window growth happens outside fast recovery only (RFC 5681 §3.2, RFC 6937 §3).
+        let in_fast_recovery = matches!(self.recovery, Some(r) if r.cause == RecoveryCause::Fast);
+        if acked_bytes > 0 && !in_fast_recovery {
+            let sample = AckSample {
+                now,
+                bytes_acked: acked_bytes,
+                sent_time: newest_sent.unwrap_or(now),
+                rtt: rtt_sample,
+                in_flight: self.pipe(),
+            };
+            self.cc.on_ack(&sample);
+        }
+        if in_fast_recovery {
+            self.update_prr(delivered);
+        }
+
+        // RFC 6298 §5.2/5.3: stop the timer when nothing is outstanding, else restart it on new data.
+        if self.scoreboard.is_empty() && !self.fin_outstanding() {
+            self.rto_deadline = None;
+        } else if ack > prior_una {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+
+        self.transmit(now, out);
+    }
+
+    fn fin_outstanding(&self) -> bool {
+        self.fin_sent && self.state != State::Closed
+    }
+
+    fn close(&mut self, now: SimTime) {
+        if let Some(r) = self.recovery.take() {
+            self.record.recovery_time_ns += (now - r.started).as_ns();
+        }
+        self.state = State::Closed;
+        self.rto_deadline = None;
+        self.snd_una = self.fin_seq().map_or(self.snd_una, |f| f + 1);
+        self.record.bytes_acked = self.bytes_acked();
+        self.record.completed_ns = Some(now.as_ns());
+    }
+
+    fn record_rtt_sample(&mut self, sample: SimTime) {
+        self.record.rtt_samples += 1;
+        self.record.rtt_sum_ns += sample.as_ns();
+    }
+
+    fn enter_fast_recovery(&mut self, now: SimTime) {
+        // RFC 5681 FlightSize: data sent but not cumulatively acknowledged.
+        let flight_size = self.snd_nxt - self.snd_una;
+        self.cc.on_congestion_event(now, flight_size);
+        self.record.recoveries += 1;
+        self.recovery = Some(Recovery {
+            cause: RecoveryCause::Fast,
+            point: self.snd_nxt,
+            started: now,
+            prr_delivered: 0,
+            prr_out: 0,
+            // RFC 6937 §3: RecoverFS = snd.nxt - snd.una.
+            recover_fs: flight_size.max(1),
+            prr_allowance: 0,
+        });
+    }
+
+    fn exit_recovery(&mut self, now: SimTime) {
+        let r = self.recovery.take().expect("in recovery");
+        self.record.recovery_time_ns += (now - r.started).as_ns();
+        self.dupack_delivered_segments = 0;
+        if r.cause == RecoveryCause::Fast {
+            self.cc.on_recovery_exit(now);
+        }
+    }
+
+    /// RFC 6937 §3: how much may be sent in response to this ACK during fast recovery.
+    fn update_prr(&mut self, delivered: u64) {
+        let pipe = self.pipe();
+        let ssthresh = self.cc.ssthresh();
+        let mss = self.config.mss as u64;
+        let classic = self.config.recovery == RecoveryKind::Classic;
+        let Some(r) = self.recovery.as_mut() else { return };
+        r.prr_delivered += delivered;
+        if classic {
+            return; // classic recovery sends while pipe < cwnd, see `may_send`
+        }
+        let sndcnt = if pipe > ssthresh {
+            // Proportional part: sndcnt = CEIL(prr_delivered * ssthresh / RecoverFS) - prr_out.
+            let target = (r.prr_delivered as u128 * ssthresh as u128).div_ceil(r.recover_fs as u128) as u64;
+            target.saturating_sub(r.prr_out)
+        } else {
+            // Slow-start reduction bound (PRR-SSRB):
+            // limit = MAX(prr_delivered - prr_out, DeliveredData) + MSS; sndcnt = MIN(ssthresh - pipe, limit).
+            let limit = r.prr_delivered.saturating_sub(r.prr_out).max(delivered) + mss;
+            (ssthresh - pipe).min(limit)
+        };
+        r.prr_allowance = sndcnt;
+    }
+
+    fn on_retransmission_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.record.rtos += 1;
+        if self.scoreboard.is_empty() && !self.fin_outstanding() {
+            return;
+        }
+        // RFC 6298 §5.5: back off; RFC 5681 §3.1: ssthresh from FlightSize, cwnd = 1 SMSS.
+        self.rtt.back_off();
+        let flight_size = self.snd_nxt - self.snd_una;
+        self.cc.on_retransmission_timeout(now, flight_size);
+        self.scoreboard.mark_all_lost();
+        self.dupacks = 0;
+        self.dupack_delivered_segments = 0;
+        let started = match self.recovery {
+            Some(r) => r.started,
+            None => now,
+        };
+        self.recovery = Some(Recovery {
+            cause: RecoveryCause::Timeout,
+            point: self.snd_nxt,
+            started,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: 1,
+            prr_allowance: 0,
+        });
+        // RFC 6298 §5.4: retransmit the earliest unacknowledged segment (or the lone FIN).
+        if self.scoreboard.is_empty() {
+            let fin = self.fin_seq().expect("FIN outstanding");
+            out.push(self.segment(now, fin, 0, flags::FIN | flags::ACK, true));
+        }
+        self.rto_deadline = Some(now + self.rtt.rto());
+        self.transmit(now, out);
+    }
+
+    // ----- transmission -----
+
+    /// Whether a segment of `len` bytes may go out now.
+    fn may_send(&self, len: u64) -> bool {
+        match self.recovery {
+            Some(r) if r.cause == RecoveryCause::Fast && self.config.recovery == RecoveryKind::Prr => {
+                r.prr_allowance > 0
+            }
+            // RFC 6675 §5 / RFC 5681: transmit while cwnd - pipe >= 1 SMSS.
+            _ => self.pipe() + len <= self.cc.window(),
+        }
+    }
+
+    fn charge(&mut self, len: u64) {
+        if let Some(r) = self.recovery.as_mut() {
+            if r.cause == RecoveryCause::Fast {
+                r.prr_out += len;
+                r.prr_allowance = r.prr_allowance.saturating_sub(len);
+            }
+        }
+    }
+
+    /// Send what the window, the recovery procedure and the application allow.
+    pub fn transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.state != State::Established {
+            return;
+        }
+        // RFC 6675 §5 step (4.2): on entering classic recovery the first lost segment is
+        // retransmitted at once, whatever pipe says.
+        let mut force_first = matches!(self.recovery, Some(r) if r.cause == RecoveryCause::Fast && r.prr_out == 0)
+            && self.config.recovery == RecoveryKind::Classic;
+        loop {
+            // NextSeg() rule 1: a lost segment; otherwise rule 2: new data.
+            if let Some(i) = self.scoreboard.next_retransmission() {
+                let len = self.scoreboard.get(i).len as u64;
+                if !force_first && !self.may_send(len) {
+                    break;
+                }
+                force_first = false;
+                let seg = self.scoreboard.retransmit(i, now);
+                self.charge(len);
+                self.record.segments_retransmitted += 1;
+                out.push(self.segment(now, seg.start, seg.len, flags::ACK, true));
+                continue;
+            }
+            let data_end = self.stream_end.unwrap_or(u64::MAX);
+            if self.snd_nxt < data_end {
+                let len = (data_end - self.snd_nxt).min(self.config.mss as u64);
+                let rwnd_ok = self
+                    .config
+                    .rwnd
+                    .is_none_or(|rwnd| self.snd_nxt + len - self.snd_una <= rwnd);
+                if !rwnd_ok || !self.may_send(len) {
+                    break;
+                }
+                let start = self.snd_nxt;
+                self.scoreboard.push(start, len as u32, now);
+                self.snd_nxt += len;
+                self.charge(len);
+                out.push(self.segment(now, start, len as u32, flags::ACK, false));
+                continue;
+            }
+            if !self.fin_sent && self.stream_end.is_some() {
+                // All data is out: the FIN follows (it takes no window).
+                self.fin_sent = true;
+                let fin = self.fin_seq().expect("stream end known");
+                out.push(self.segment(now, fin, 0, flags::FIN | flags::ACK, false));
+            }
+            break;
+        }
+        // RFC 6298 §5.1: start the timer when data is sent and it is not running.
+        if self.rto_deadline.is_none() && (!self.scoreboard.is_empty() || self.fin_outstanding()) {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        self.record.app_bytes_written = self.bytes_written();
+    }
+
+    fn segment(&mut self, now: SimTime, seq: u64, payload: u32, tcp_flags: u8, retransmission: bool) -> Packet {
+        let options = if tcp_flags & flags::SYN != 0 { SYN_OPTION_BYTES } else { 0 };
+        if payload > 0 {
+            self.record.segments_sent += 1;
+            self.record.payload_bytes_sent += payload as u64;
+        }
+        Packet {
+            flow: self.flow,
+            dst: self.receiver_node,
+            is_data: true,
+            flags: tcp_flags,
+            wire_bytes: self.config.header_bytes + payload + options,
+            payload,
+            seq,
+            ack: 0,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack_len: 0,
+            ts_val: now,
+            ts_ecr: SimTime::ZERO,
+            retransmission,
+            sender_srtt: self.rtt.srtt().unwrap_or(SimTime::ZERO),
+            enqueued_at: now,
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! Checks a resolved scenario before any simulation, so that a run never fails half-way.
+//! Each error names the offending field by its path in the spec and says why.
+
+use crate::spec::{NodeKind, QueueSpec, ScenarioSpec, TrafficSpec};
+use std::collections::VecDeque;
+use std::fmt;
+
+/// A spec the engine cannot run: `field: reason`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct EngineError {
+    pub field: String,
+    pub reason: String,
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+fn err(field: impl Into<String>, reason: impl Into<String>) -> EngineError {
+    EngineError { field: field.into(), reason: reason.into() }
+}
+
+fn check_queue(field: String, q: &QueueSpec) -> Result<(), EngineError> {
+    match q {
+        QueueSpec::Fifo { limit_packets, limit_bytes } => match (limit_packets, limit_bytes) {
+            (Some(0), _) | (_, Some(0)) => Err(err(field, "queue limit must be positive")),
+            (Some(_), Some(_)) => Err(err(field, "give the limit in packets or in bytes, not both")),
+            (None, None) => Err(err(field, "a FIFO needs a limit in packets or bytes")),
+            _ => Ok(()),
+        },
+    }
+}
+
+pub fn validate(spec: &ScenarioSpec) -> Result<(), EngineError> {
+    if spec.duration_ns == 0 {
+        return Err(err("duration_ns", "must be positive"));
+    }
+    if spec.sample_interval_ns == Some(0) {
+        return Err(err("sample_interval_ns", "must be positive"));
+    }
+    let n = spec.nodes.len();
+    let mut adjacency = vec![Vec::new(); n];
+    for (i, link) in spec.links.iter().enumerate() {
+        let field = |k: &str| format!("links[{i}].{k}");
+        for (k, end) in [("a", link.a), ("b", link.b)] {
+            if end >= n {
+                return Err(err(field(k), format!("node index {end} out of range ({n} nodes)")));
+            }
+        }
+        if link.a == link.b {
+            return Err(err(field("b"), "a link must join two different nodes"));
+        }
+        if link.rate_bps == Some(0) {
+            return Err(err(field("rate_bps"), "rate must be positive"));
+        }
+        if !(0.0..1.0).contains(&link.loss) {
+            return Err(err(field("loss"), format!("loss probability {} not in [0, 1)", link.loss)));
+        }
+        check_queue(field("queue_forward"), &link.queue_forward)?;
+        check_queue(field("queue_backward"), &link.queue_backward)?;
+        adjacency[link.a].push(link.b);
+        adjacency[link.b].push(link.a);
+    }
+    for (i, flow) in spec.flows.iter().enumerate() {
+        let field = |k: &str| format!("flows[{i}].{k}");
+        for (k, end) in [("src", flow.src), ("dst", flow.dst)] {
+            if end >= n {
+                return Err(err(field(k), format!("node index {end} out of range ({n} nodes)")));
+            }
+            if spec.nodes[end].kind != NodeKind::Host {
+                return Err(err(field(k), format!("node {:?} is a router, not a host", spec.nodes[end].name)));
+            }
+        }
+        if flow.src == flow.dst {
+            return Err(err(field("dst"), "a flow needs two different hosts"));
+        }
+        if !connected(&adjacency, flow.src, flow.dst) {
+            return Err(err(
+                format!("flows[{i}]"),
+                format!("no route from {} to {}", spec.nodes[flow.src].name, spec.nodes[flow.dst].name),
+            ));
+        }
+        if let TrafficSpec::Finite { bytes: 0 } = flow.traffic {
+            return Err(err(field("traffic.bytes"), "a finite flow must carry at least one byte"));
+        }
+        if flow.stop_ns.is_some_and(|s| s < flow.start_ns) {
+            return Err(err(field("stop_ns"), "stop time is before start time"));
+        }
+        let t = &flow.tcp;
+        let positive = [
+            ("mss", t.mss as u64),
+            ("header_bytes", t.header_bytes as u64),
+            ("initial_window", t.initial_window as u64),
+            ("ack_every", t.ack_every as u64),
+            ("dupthresh", t.dupthresh as u64),
+            ("min_rto_ns", t.min_rto_ns),
+            ("initial_rto_ns", t.initial_rto_ns),
+            ("max_rto_ns", t.max_rto_ns),
+        ];
+        for (k, v) in positive {
+            if v == 0 {
+                return Err(err(field(&format!("tcp.{k}")), "must be positive"));
+            }
+        }
+        if t.rwnd_bytes.is_some_and(|w| w < t.mss as u64) {
+            return Err(err(field("tcp.rwnd_bytes"), "receive window smaller than one MSS"));
+        }
+    }
+    for (i, c) in spec.captures.iter().enumerate() {
+        if c.link >= spec.links.len() {
+            return Err(err(format!("captures[{i}].link"), format!("link index {} out of range", c.link)));
+        }
+    }
+    Ok(())
+}
+
+/// Breadth-first search over the undirected link graph.
+fn connected(adjacency: &[Vec<usize>], from: usize, to: usize) -> bool {
+    let mut seen = vec![false; adjacency.len()];
+    let mut frontier = VecDeque::from([from]);
+    seen[from] = true;
+    while let Some(node) = frontier.pop_front() {
+        if node == to {
+            return true;
+        }
+        for &next in &adjacency[node] {
+            if !seen[next] {
+                seen[next] = true;
+                frontier.push_back(next);
+            }
+        }
+    }
+    false
+}

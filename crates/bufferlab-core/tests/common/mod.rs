@@ -1,0 +1,102 @@
+//! Scenario builders shared by the integration tests.
+#![allow(dead_code)]
+
+use bufferlab_core::spec::*;
+
+pub const MS: u64 = 1_000_000;
+pub const SEC: u64 = 1_000_000_000;
+
+/// Queue deep enough never to drop: for links that are not under test.
+pub fn deep() -> QueueSpec {
+    QueueSpec::fifo_packets(1_000_000)
+}
+
+pub fn host(name: &str) -> NodeSpec {
+    NodeSpec { name: name.into(), kind: NodeKind::Host }
+}
+
+pub fn router(name: &str) -> NodeSpec {
+    NodeSpec { name: name.into(), kind: NodeKind::Router }
+}
+
+pub fn link(name: &str, a: usize, b: usize, rate_bps: Option<u64>, delay_ns: u64, forward: QueueSpec) -> LinkSpec {
+    LinkSpec { name: name.into(), a, b, rate_bps, delay_ns, loss: 0.0, queue_forward: forward, queue_backward: deep() }
+}
+
+pub fn greedy(name: &str, src: usize, dst: usize, tcp: TcpSpec) -> FlowSpec {
+    FlowSpec { name: name.into(), src, dst, cca: CcaKind::Reno, traffic: TrafficSpec::Greedy, start_ns: 0, stop_ns: None, tcp }
+}
+
+/// sender — r1 — (bottleneck) — r2 — receiver, one greedy flow.
+/// Channel 2 is the bottleneck's forward direction.
+pub struct Path {
+    pub access_rate_bps: Option<u64>,
+    pub access_delay_ns: u64,
+    pub bottleneck_rate_bps: u64,
+    pub bottleneck_delay_ns: u64,
+    pub buffer: QueueSpec,
+    pub tcp: TcpSpec,
+    pub duration_ns: u64,
+    pub seed: u64,
+    pub sample_interval_ns: Option<u64>,
+}
+
+pub const BOTTLENECK_FORWARD: usize = 2;
+
+impl Path {
+    pub fn spec(&self) -> ScenarioSpec {
+        ScenarioSpec {
+            seed: self.seed,
+            duration_ns: self.duration_ns,
+            sample_interval_ns: self.sample_interval_ns,
+            nodes: vec![host("sender"), router("r1"), router("r2"), host("receiver")],
+            links: vec![
+                link("access1", 0, 1, self.access_rate_bps, self.access_delay_ns, deep()),
+                link("btl", 1, 2, Some(self.bottleneck_rate_bps), self.bottleneck_delay_ns, self.buffer.clone()),
+                link("access2", 2, 3, self.access_rate_bps, self.access_delay_ns, deep()),
+            ],
+            flows: vec![greedy("flow", 0, 3, self.tcp.clone())],
+            captures: vec![],
+        }
+    }
+}
+
+/// The reference dumbbell: `k` greedy flows, 100 Mb/s bottleneck with 10 ms delay and a
+/// 100-packet FIFO, 1 Gb/s access links with 5 ms delay.
+pub fn dumbbell(k: usize, duration_ns: u64, seed: u64, loss: f64) -> ScenarioSpec {
+    let mut nodes = vec![router("left"), router("right")];
+    let mut links = vec![LinkSpec { loss, ..link("btl", 0, 1, Some(100_000_000), 10 * MS, QueueSpec::fifo_packets(100)) }];
+    let mut flows = Vec::new();
+    for i in 0..k {
+        let s = nodes.len();
+        nodes.push(host(&format!("src_{i}")));
+        nodes.push(host(&format!("dst_{i}")));
+        links.push(link(&format!("a{i}"), s, 0, Some(1_000_000_000), 5 * MS, deep()));
+        links.push(link(&format!("b{i}"), 1, s + 1, Some(1_000_000_000), 5 * MS, deep()));
+        let mut f = greedy(&format!("flow_{i}"), s, s + 1, TcpSpec::default());
+        f.start_ns = i as u64 * MS; // staggered starts
+        flows.push(f);
+    }
+    ScenarioSpec { seed, duration_ns, sample_interval_ns: Some(100 * MS), nodes, links, flows, captures: vec![] }
+}
+
+/// Conservation on every channel: offered = delivered + dropped + queued + transmitting + propagating.
+pub fn assert_conservation(result: &bufferlab_core::RunResult) {
+    for c in &result.channels {
+        let packets = c.delivered_packets
+            + c.dropped_queue_packets
+            + c.dropped_loss_packets
+            + c.queued_end_packets
+            + c.transmitting_end_packets
+            + c.propagating_end_packets;
+        let bytes = c.delivered_bytes
+            + c.dropped_queue_bytes
+            + c.dropped_loss_bytes
+            + c.queued_end_bytes
+            + c.transmitting_end_bytes
+            + c.propagating_end_bytes;
+        assert_eq!(c.offered_packets, packets, "packet conservation on {}", c.name);
+        assert_eq!(c.offered_bytes, bytes, "byte conservation on {}", c.name);
+        assert_eq!(c.sent_packets, c.offered_packets - c.dropped_queue_packets - c.queued_end_packets, "{}", c.name);
+    }
+}

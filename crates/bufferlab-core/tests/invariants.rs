@@ -1,0 +1,117 @@
+//! Properties every run must have, whatever the scenario: packet conservation, determinism,
+//! complete delivery of finite transfers, and recovery from heavy loss by every mechanism.
+
+mod common;
+
+use bufferlab_core::spec::{QueueSpec, RecoveryKind, TcpSpec, TrafficSpec};
+use bufferlab_core::{run, validate};
+use common::*;
+
+#[test]
+fn packets_are_conserved_on_every_channel_of_a_congested_dumbbell() {
+    let result = run(&dumbbell(10, 10 * SEC, 7, 0.0)).unwrap();
+    assert_conservation(&result);
+    let btl = &result.channels[0];
+    assert!(btl.dropped_queue_packets > 0, "the scenario must congest the bottleneck");
+    assert!(btl.queued_end_packets + btl.propagating_end_packets > 0, "packets in flight at the end are counted");
+}
+
+#[test]
+fn packets_are_conserved_with_random_loss() {
+    let result = run(&dumbbell(3, 5 * SEC, 7, 0.01)).unwrap();
+    assert_conservation(&result);
+    assert!(result.channels[0].dropped_loss_packets > 0);
+}
+
+#[test]
+fn same_seed_gives_identical_results() {
+    let spec = dumbbell(4, 5 * SEC, 11, 0.005);
+    assert_eq!(run(&spec).unwrap(), run(&spec).unwrap());
+}
+
+#[test]
+fn another_seed_changes_what_is_random() {
+    let a = run(&dumbbell(4, 5 * SEC, 11, 0.005)).unwrap();
+    let b = run(&dumbbell(4, 5 * SEC, 12, 0.005)).unwrap();
+    assert_ne!(a.channels[0].dropped_loss_packets, 0);
+    assert_ne!(a.flows, b.flows);
+}
+
+#[test]
+fn without_random_loss_the_seed_changes_nothing() {
+    let a = run(&dumbbell(4, 3 * SEC, 1, 0.0)).unwrap();
+    let b = run(&dumbbell(4, 3 * SEC, 2, 0.0)).unwrap();
+    assert_eq!(a.flows, b.flows);
+}
+
+fn finite_transfer(tcp: TcpSpec, loss: f64, bytes: u64) -> bufferlab_core::RunResult {
+    let path = Path {
+        access_rate_bps: Some(1_000_000_000),
+        access_delay_ns: MS,
+        bottleneck_rate_bps: 10_000_000,
+        bottleneck_delay_ns: 10 * MS,
+        buffer: QueueSpec::fifo_packets(20),
+        tcp,
+        duration_ns: 600 * SEC,
+        seed: 5,
+        sample_interval_ns: None,
+    };
+    let mut spec = path.spec();
+    spec.links[1].loss = loss;
+    spec.flows[0].traffic = TrafficSpec::Finite { bytes };
+    let result = run(&spec).unwrap();
+    assert_conservation(&result);
+    result
+}
+
+#[test]
+fn finite_flow_delivers_every_byte_under_each_recovery_mode() {
+    let modes = [
+        ("sack+prr", TcpSpec::default()),
+        ("sack+classic", TcpSpec { recovery: RecoveryKind::Classic, ..TcpSpec::default() }),
+        ("newreno+prr", TcpSpec { sack: false, ..TcpSpec::default() }),
+        ("newreno+classic", TcpSpec { sack: false, recovery: RecoveryKind::Classic, ..TcpSpec::default() }),
+    ];
+    for (name, tcp) in modes {
+        for loss in [0.0, 0.02, 0.1] {
+            let bytes = 2_000_003; // not a multiple of the MSS: the last segment is short
+            let result = finite_transfer(tcp.clone(), loss, bytes);
+            let f = &result.flows[0];
+            assert_eq!(f.bytes_delivered, bytes, "{name}, loss {loss}");
+            assert_eq!(f.bytes_acked, bytes, "{name}, loss {loss}");
+            assert!(f.completed_ns.is_some(), "{name}, loss {loss}: FIN acknowledged");
+            if loss > 0.0 {
+                assert!(f.segments_retransmitted > 0, "{name}, loss {loss}");
+            }
+            println!("{name} loss {loss}: fct {:?} ns, rtx {}, rtos {}, recoveries {}", f.completed_ns, f.segments_retransmitted, f.rtos, f.recoveries);
+        }
+    }
+}
+
+#[test]
+fn queue_drops_are_repaired_by_fast_recovery_not_timeouts() {
+    // A 10-flow dumbbell congests its 100-packet FIFO; SACK + PRR should recover almost every
+    // loss without a timeout.
+    let result = run(&dumbbell(10, 20 * SEC, 3, 0.0)).unwrap();
+    let recoveries: u64 = result.flows.iter().map(|f| f.recoveries).sum();
+    let rtos: u64 = result.flows.iter().map(|f| f.rtos).sum();
+    println!("recoveries {recoveries}, rtos {rtos}");
+    assert!(recoveries > 50);
+    assert!(rtos * 20 < recoveries, "{rtos} timeouts for {recoveries} recoveries");
+}
+
+#[test]
+fn unreachable_flow_is_rejected_naming_the_flow() {
+    let mut spec = dumbbell(1, SEC, 1, 0.0);
+    spec.nodes.push(host("island"));
+    spec.flows[0].dst = spec.nodes.len() - 1;
+    let e = validate(&spec).unwrap_err();
+    assert_eq!(e.to_string(), "flows[0]: no route from src_0 to island");
+}
+
+#[test]
+fn zero_queue_limit_is_rejected_naming_the_link() {
+    let mut spec = dumbbell(1, SEC, 1, 0.0);
+    spec.links[0].queue_forward = QueueSpec::fifo_packets(0);
+    assert_eq!(validate(&spec).unwrap_err().to_string(), "links[0].queue_forward: queue limit must be positive");
+}

@@ -163,5 +163,7 @@ impl Channel {
         self.record.transmitting_end_bytes = self.transmitting.map_or(0, |p| p.wire_bytes as u64);
         self.record.propagating_end_packets = self.pipe.len() as u64;
         self.record.propagating_end_bytes = self.pipe.iter().map(|(_, p)| p.wire_bytes as u64).sum();
+        // Conservation is checked on every run: a violation is an engine bug, never a result.
+        assert_eq!(self.record.unaccounted(), (0, 0), "packet conservation violated on {}", self.record.name);
     }
 }

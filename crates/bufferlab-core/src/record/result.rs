@@ -101,6 +101,26 @@ pub struct ChannelRecord {
     pub queue_byte_ns: u128,
 }
 
+impl ChannelRecord {
+    /// Packets and bytes unaccounted for: offered minus everything that became of them.
+    /// Zero on every channel of every run.
+    pub fn unaccounted(&self) -> (i128, i128) {
+        let packets = self.delivered_packets
+            + self.dropped_queue_packets
+            + self.dropped_loss_packets
+            + self.queued_end_packets
+            + self.transmitting_end_packets
+            + self.propagating_end_packets;
+        let bytes = self.delivered_bytes
+            + self.dropped_queue_bytes
+            + self.dropped_loss_bytes
+            + self.queued_end_bytes
+            + self.transmitting_end_bytes
+            + self.propagating_end_bytes;
+        (self.offered_packets as i128 - packets as i128, self.offered_bytes as i128 - bytes as i128)
+    }
+}
+
 /// Samples taken every `interval_ns`, at t = interval, 2·interval, … ≤ end.
 /// Per-flow series are indexed `[flow][sample]`, per-channel series `[channel][sample]`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -141,4 +161,22 @@ pub struct Capture {
     pub payload_bytes: Vec<u32>,
     pub wire_bytes: Vec<u32>,
     pub retransmission: Vec<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vanished_packet_is_reported_unaccounted() {
+        let mut c = ChannelRecord { offered_packets: 3, offered_bytes: 300, ..ChannelRecord::default() };
+        c.delivered_packets = 1;
+        c.delivered_bytes = 100;
+        c.dropped_queue_packets = 1;
+        c.dropped_queue_bytes = 100;
+        assert_eq!(c.unaccounted(), (1, 100));
+        c.propagating_end_packets = 1;
+        c.propagating_end_bytes = 100;
+        assert_eq!(c.unaccounted(), (0, 0));
+    }
 }

@@ -64,6 +64,9 @@ pub struct TcpSender {
     recovery: Option<Recovery>,
     rtt: RttEstimator,
     rto_deadline: Option<SimTime>,
+    /// Classic recovery retransmits the first lost segment at once, whatever pipe says
+    /// (RFC 6675 §5 step 4.2 on entry; RFC 6582 §3.2 step 5 on a partial ACK).
+    retransmit_now: bool,
     syn_retransmitted: bool,
     syn_sent_at: SimTime,
     fin_sent: bool,
@@ -89,6 +92,7 @@ impl TcpSender {
             recovery: None,
             rtt,
             rto_deadline: None,
+            retransmit_now: false,
             syn_retransmitted: false,
             syn_sent_at: SimTime::ZERO,
             fin_sent: false,
@@ -293,6 +297,7 @@ impl TcpSender {
                 if !self.config.sack && r.cause == RecoveryCause::Fast && ack > prior_una {
                     // RFC 6582 §3.2 step 5: a partial ACK means the next segment was lost too.
                     self.scoreboard.mark_first_lost();
+                    self.retransmit_now = self.config.recovery == RecoveryKind::Classic;
                 }
             }
         }
@@ -358,6 +363,7 @@ impl TcpSender {
             recover_fs: flight_size.max(1),
             prr_allowance: 0,
         });
+        self.retransmit_now = self.config.recovery == RecoveryKind::Classic;
     }
 
     fn exit_recovery(&mut self, now: SimTime) {
@@ -454,18 +460,14 @@ impl TcpSender {
         if self.state != State::Established {
             return;
         }
-        // RFC 6675 §5 step (4.2): on entering classic recovery the first lost segment is
-        // retransmitted at once, whatever pipe says.
-        let mut force_first = matches!(self.recovery, Some(r) if r.cause == RecoveryCause::Fast && r.prr_out == 0)
-            && self.config.recovery == RecoveryKind::Classic;
         loop {
             // NextSeg() rule 1: a lost segment; otherwise rule 2: new data.
             if let Some(i) = self.scoreboard.next_retransmission() {
                 let len = self.scoreboard.get(i).len as u64;
-                if !force_first && !self.may_send(len) {
+                if !self.retransmit_now && !self.may_send(len) {
                     break;
                 }
-                force_first = false;
+                self.retransmit_now = false;
                 let seg = self.scoreboard.retransmit(i, now);
                 self.charge(len);
                 self.record.segments_retransmitted += 1;
@@ -497,6 +499,7 @@ impl TcpSender {
             }
             break;
         }
+        self.retransmit_now = false; // only ever for the segment at hand
         // RFC 6298 §5.1: start the timer when data is sent and it is not running.
         if self.rto_deadline.is_none() && (!self.scoreboard.is_empty() || self.fin_outstanding()) {
             self.rto_deadline = Some(now + self.rtt.rto());
@@ -527,5 +530,133 @@ impl TcpSender {
             sender_srtt: self.rtt.srtt().unwrap_or(SimTime::ZERO),
             enqueued_at: now,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{CcaKind, TcpSpec};
+
+    const MSS: u64 = 1000;
+
+    fn established(spec: TcpSpec) -> (TcpSender, Vec<Packet>) {
+        let config = TcpConfig::from(&TcpSpec { mss: MSS as u32, ..spec });
+        let cc = Controller::new(CcaKind::Reno, config.mss, config.initial_window);
+        let mut s = TcpSender::new(0, 1, config, cc, None);
+        let mut out = Vec::new();
+        s.start(SimTime::ZERO, &mut out);
+        assert!(out[0].has(flags::SYN));
+        out.clear();
+        let mut syn_ack = ack_packet(1, &[]);
+        syn_ack.flags = flags::SYN | flags::ACK;
+        s.on_packet(SimTime::from_ms(10), &syn_ack, &mut out);
+        (s, out)
+    }
+
+    fn ack_packet(ack: u64, sacked_segments: &[u64]) -> Packet {
+        let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
+        for (i, &k) in sacked_segments.iter().enumerate() {
+            sack[i] = SackBlock { start: 1 + k * MSS, end: 1 + (k + 1) * MSS };
+        }
+        Packet {
+            flow: 0,
+            dst: 0,
+            is_data: false,
+            flags: flags::ACK,
+            wire_bytes: 52,
+            payload: 0,
+            seq: 0,
+            ack,
+            sack,
+            sack_len: sacked_segments.len() as u8,
+            ts_val: SimTime::ZERO,
+            ts_ecr: SimTime::ZERO,
+            retransmission: false,
+            sender_srtt: SimTime::ZERO,
+            enqueued_at: SimTime::ZERO,
+        }
+    }
+
+    #[test]
+    fn handshake_then_initial_window_of_ten_segments() {
+        let (s, out) = established(TcpSpec::default());
+        assert_eq!(out.len(), 10);
+        assert_eq!(out[0].seq, 1);
+        assert_eq!(out[9].seq, 1 + 9 * MSS);
+        assert_eq!(s.srtt(), Some(SimTime::from_ms(10)));
+    }
+
+    #[test]
+    fn three_sacked_segments_trigger_fast_retransmit_of_the_hole() {
+        let (mut s, _) = established(TcpSpec::default());
+        let mut out = Vec::new();
+        let t = SimTime::from_ms(20);
+        s.on_packet(t, &ack_packet(1, &[1]), &mut out);
+        s.on_packet(t, &ack_packet(1, &[2, 1]), &mut out);
+        assert!(out.iter().all(|p| !p.retransmission), "no retransmission before DupThresh");
+        out.clear();
+        s.on_packet(t, &ack_packet(1, &[3, 2, 1]), &mut out);
+        let retransmitted: Vec<u64> = out.iter().filter(|p| p.retransmission).map(|p| p.seq).collect();
+        assert_eq!(retransmitted, vec![1]);
+        // RFC 5681 eq. (4): FlightSize at detection was 12 segments (10 + 2 sent on the dupacks).
+        assert_eq!(s.ssthresh(), 6 * MSS);
+        assert_eq!(s.record.recoveries, 1);
+    }
+
+    #[test]
+    fn prr_sends_about_half_a_segment_per_segment_delivered() {
+        let (mut s, _) = established(TcpSpec::default());
+        let mut out = Vec::new();
+        let t = SimTime::from_ms(20);
+        // Lose segment 0; SACKs for segments 1..=9 arrive one by one.
+        let mut sent_in_recovery = 0;
+        for k in 1..=9u64 {
+            out.clear();
+            let blocks = [k, k - 1, k.saturating_sub(2)];
+            let n = k.min(3) as usize;
+            let mut ack = ack_packet(1, &blocks[..n]);
+            ack.sack[0] = SackBlock { start: 1 + MSS, end: 1 + (k + 1) * MSS };
+            ack.sack_len = 1;
+            s.on_packet(t, &ack, &mut out);
+            if s.record.recoveries == 1 {
+                sent_in_recovery += out.iter().map(|p| p.payload as u64).sum::<u64>();
+            }
+        }
+        // Recovery starts at the third SACK; the 7 SACKs from then on deliver 7 segments and PRR
+        // lets out ceil(7 · ssthresh / RecoverFS) = ceil(7 · 6/12) = 4 segments (RFC 6937 §3).
+        assert_eq!(sent_in_recovery, 4 * MSS);
+    }
+
+    #[test]
+    fn retransmission_timeout_resends_first_segment_with_one_segment_window() {
+        let (mut s, _) = established(TcpSpec::default());
+        let mut out = Vec::new();
+        let deadline = s.next_timeout().expect("timer armed with data outstanding");
+        s.on_timeout(deadline, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].retransmission);
+        assert_eq!(out[0].seq, 1);
+        assert_eq!(s.cwnd(), MSS);
+        assert_eq!(s.record.rtos, 1);
+        // Backed off: the next deadline is twice as far.
+        let next = s.next_timeout().unwrap();
+        assert_eq!(next - deadline, (deadline - SimTime::from_ms(10)).doubled());
+    }
+
+    #[test]
+    fn without_sack_three_duplicate_acks_trigger_newreno_fast_retransmit() {
+        let classic = TcpSpec { sack: false, recovery: RecoveryKind::Classic, ..TcpSpec::default() };
+        let (mut s, _) = established(classic);
+        let mut out = Vec::new();
+        let t = SimTime::from_ms(20);
+        for _ in 0..3 {
+            s.on_packet(t, &ack_packet(1, &[]), &mut out);
+        }
+        assert_eq!(out.iter().filter(|p| p.retransmission).map(|p| p.seq).collect::<Vec<_>>(), vec![1]);
+        out.clear();
+        // A partial ACK (segments 0..4) means segment 5 was lost too: RFC 6582 retransmits it.
+        s.on_packet(t, &ack_packet(1 + 5 * MSS, &[]), &mut out);
+        assert!(out.iter().any(|p| p.retransmission && p.seq == 1 + 5 * MSS));
     }
 }

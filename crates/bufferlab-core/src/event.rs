@@ -11,8 +11,8 @@ use std::collections::BinaryHeap;
 /// What happens when an event fires. Small and `Copy`: packets never live in the heap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// The transmitter of a channel finished serialising its current packet.
-    TransmitDone { channel: u32 },
+    /// The transmitter of a channel is free again (or a shaper releases a packet).
+    ChannelWakeup { channel: u32 },
     /// The packet at the head of a channel's propagation pipe reaches the far node.
     Arrive { channel: u32 },
     /// A TCP sender's timer (RTO, pacing or application start/stop) may be due.
@@ -29,15 +29,16 @@ pub enum Event {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Scheduled {
-    time: SimTime,
-    seq: u64,
+    /// (time, insertion sequence) packed as time·2^64 + seq: one integer comparison orders both.
+    key: u128,
     event: Event,
 }
 
 impl Ord for Scheduled {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         // BinaryHeap is a max-heap: reverse so the earliest (time, seq) is on top.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -61,15 +62,16 @@ impl EventQueue {
     pub fn schedule(&mut self, time: SimTime, event: Event) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Scheduled { time, seq, event });
+        self.heap.push(Scheduled { key: (time.0 as u128) << 64 | seq as u128, event });
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
-        self.heap.pop().map(|s| (s.time, s.event))
+        self.heap.pop().map(|s| (SimTime((s.key >> 64) as u64), s.event))
     }
 
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(|s| s.time)
+        self.heap.peek().map(|s| SimTime((s.key >> 64) as u64))
     }
 
     pub fn len(&self) -> usize {

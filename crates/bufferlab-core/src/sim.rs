@@ -4,7 +4,7 @@
 
 use crate::cc::Controller;
 use crate::event::{Event, EventQueue};
-use crate::net::channel::{Channel, Wakeup};
+use crate::net::channel::{Channel, Schedule};
 use crate::net::packet::Packet;
 use crate::net::routing::{Edge, RoutingTable};
 use crate::queue::Queue;
@@ -156,6 +156,7 @@ impl Simulator {
             let channel = c.link * 2 + usize::from(c.direction == Direction::Backward);
             if capture_of[channel].is_none() {
                 capture_of[channel] = Some(captures.len());
+                channels[channel].keep_last_started = true;
                 captures.push(Capture::new(channel));
             }
         }
@@ -200,7 +201,10 @@ impl Simulator {
 
     fn dispatch(&mut self, event: Event) {
         match event {
-            Event::TransmitDone { channel } => self.on_transmit_done(channel),
+            Event::ChannelWakeup { channel } => {
+                let schedule = self.channels[channel as usize].wake(self.now);
+                self.apply(channel, schedule);
+            }
             Event::Arrive { channel } => self.on_arrive(channel),
             Event::SenderTimer { flow } => {
                 let f = &mut self.flows[flow as usize];
@@ -262,29 +266,26 @@ impl Simulator {
             .routes
             .next_channel(node, packet.dst)
             .expect("validated: every flow endpoint is reachable");
-        let channel = &mut self.channels[ch as usize];
-        if let Ok(Wakeup::TransmitDone(t)) = channel.offer(packet, self.now) {
-            self.transmission_started(ch);
-            self.events.schedule(t, Event::TransmitDone { channel: ch });
+        if let Ok(schedule) = self.channels[ch as usize].offer(packet, self.now) {
+            self.apply(ch, schedule);
         }
     }
 
-    fn transmission_started(&mut self, ch: u32) {
-        if let Some(c) = self.capture_of[ch as usize] {
-            if let Some(p) = self.channels[ch as usize].on_wire() {
-                self.captures[c].push(self.now, p);
+    /// Schedule what a channel asked for, and capture the packet it started sending.
+    #[inline]
+    fn apply(&mut self, ch: u32, schedule: Schedule) {
+        if schedule.started {
+            if let Some(c) = self.capture_of[ch as usize] {
+                if let Some(p) = self.channels[ch as usize].last_started() {
+                    self.captures[c].push(self.now, p);
+                }
             }
         }
-    }
-
-    fn on_transmit_done(&mut self, ch: u32) {
-        let (head_arrival, wakeup) = self.channels[ch as usize].finish_transmission(self.now);
-        if let Some(t) = head_arrival {
+        if let Some(t) = schedule.head_arrival {
             self.events.schedule(t, Event::Arrive { channel: ch });
         }
-        if let Wakeup::TransmitDone(t) = wakeup {
-            self.transmission_started(ch);
-            self.events.schedule(t, Event::TransmitDone { channel: ch });
+        if let Some(t) = schedule.wakeup {
+            self.events.schedule(t, Event::ChannelWakeup { channel: ch });
         }
     }
 

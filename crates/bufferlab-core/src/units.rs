@@ -89,10 +89,17 @@ impl BitRate {
 
     /// Time to serialise `bytes` onto a link of this rate, rounded up to the next picosecond so
     /// that a link never runs faster than its rate.
+    #[inline]
     pub fn transmission_time(self, bytes: u64) -> SimTime {
-        let bits = bytes as u128 * 8;
-        let ps = (bits * 1_000_000_000_000).div_ceil(self.0 as u128);
-        SimTime(u64::try_from(ps).expect("transmission time overflow"))
+        // Packets are far below 2^21 bytes, so bits·10^12 fits in u64 and the common case
+        // avoids a 128-bit division.
+        match (bytes * 8).checked_mul(1_000_000_000_000) {
+            Some(bit_ps) => SimTime(bit_ps.div_ceil(self.0)),
+            None => {
+                let ps = (bytes as u128 * 8 * 1_000_000_000_000).div_ceil(self.0 as u128);
+                SimTime(u64::try_from(ps).expect("transmission time overflow"))
+            }
+        }
     }
 
     /// Bytes the link carries in `duration` (rounded down).
@@ -115,6 +122,12 @@ mod tests {
         // 1 byte at 3 bit/s is 8/3 s: 2.666… s rounds up to the next picosecond.
         let t = BitRate(3).transmission_time(1);
         assert_eq!(t.0, 2_666_666_666_667);
+    }
+
+    #[test]
+    fn huge_transfers_take_the_wide_path_exactly() {
+        // 10^9 bytes at 1 Gb/s: 8 s, beyond the u64 fast path.
+        assert_eq!(BitRate(1_000_000_000).transmission_time(1_000_000_000), SimTime::from_secs(8));
     }
 
     #[test]

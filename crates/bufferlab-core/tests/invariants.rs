@@ -115,3 +115,16 @@ fn zero_queue_limit_is_rejected_naming_the_link() {
     spec.links[0].queue_forward = QueueSpec::fifo_packets(0);
     assert_eq!(validate(&spec).unwrap_err().to_string(), "links[0].queue_forward: queue limit must be positive");
 }
+
+#[test]
+fn capture_sees_every_transmission_including_packets_the_link_then_loses() {
+    let mut spec = dumbbell(2, 3 * SEC, 9, 0.02);
+    spec.captures.push(bufferlab_core::spec::CaptureSpec { link: 0, direction: bufferlab_core::spec::Direction::Forward });
+    let result = run(&spec).unwrap();
+    let btl = &result.channels[0];
+    let cap = &result.captures[0];
+    assert!(btl.dropped_loss_packets > 0);
+    assert_eq!(cap.time_ns.len() as u64, btl.sent_packets);
+    assert_eq!(cap.wire_bytes.iter().map(|&b| b as u64).sum::<u64>(), btl.sent_bytes);
+    assert!(cap.time_ns.windows(2).all(|w| w[0] <= w[1]), "capture is in time order");
+}

@@ -1,8 +1,10 @@
 //! One direction of a point-to-point link: an egress queue, a transmitter and a propagation pipe.
 //!
-//! Packets in propagation arrive in the order they were sent (the delay is constant), so the pipe
-//! is a ring and only its head has an event in the scheduler: one heap entry per channel, however
-//! many packets are on the wire (the htsim design).
+//! Packets on the wire arrive in the order they were sent (the delay is constant), so the pipe is
+//! a ring and only its head has an event in the scheduler: one heap entry per channel, however
+//! many packets are on the wire (the htsim design). A packet's arrival time is fixed when its
+//! transmission starts (start + serialisation + propagation), so the transmitter needs an event
+//! only when packets wait in its queue.
 
 use crate::net::packet::Packet;
 use crate::queue::{Dequeue, Queue, QueueDiscipline};
@@ -13,11 +15,14 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::VecDeque;
 
 /// What the simulator must schedule after a channel operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wakeup {
-    None,
-    /// A transmission ends (or a shaper releases a packet) at this time.
-    TransmitDone(SimTime),
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Schedule {
+    /// A packet started transmission (it is `Channel::last_started`).
+    pub started: bool,
+    /// The started packet became the head of the propagation pipe: it arrives at this time.
+    pub head_arrival: Option<SimTime>,
+    /// The transmitter must look at its queue again at this time.
+    pub wakeup: Option<SimTime>,
 }
 
 #[derive(Debug)]
@@ -30,11 +35,19 @@ pub struct Channel {
     loss_threshold: u64,
     rng: Xoshiro256PlusPlus,
     queue: Queue,
-    transmitting: Option<Packet>,
-    /// A transmit-done (or shaper) wakeup is pending.
+    /// The transmitter is serialising a packet until this time.
+    busy_until: SimTime,
+    /// A wakeup of this channel is in the event queue.
     wakeup_pending: bool,
+    /// Packets on the wire (being serialised or propagating), with their arrival times.
     pipe: VecDeque<(SimTime, Packet)>,
     queue_changed_at: SimTime,
+    /// Integrals of the queue length over time, in packet·ps and byte·ps.
+    queue_packet_ps: u128,
+    queue_byte_ps: u128,
+    /// Keep a copy of each packet as it starts transmission (for a capture on this channel).
+    pub keep_last_started: bool,
+    last_started: Option<Packet>,
     pub record: ChannelRecord,
 }
 
@@ -50,10 +63,14 @@ impl Channel {
             loss_threshold,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             queue,
-            transmitting: None,
+            busy_until: SimTime::ZERO,
             wakeup_pending: false,
             pipe: VecDeque::new(),
             queue_changed_at: SimTime::ZERO,
+            queue_packet_ps: 0,
+            queue_byte_ps: 0,
+            keep_last_started: false,
+            last_started: None,
             record: ChannelRecord::default(),
         }
     }
@@ -67,16 +84,17 @@ impl Channel {
     }
 
     /// Accumulate the queue-length integral up to `now` (call before every change of length).
+    #[inline]
     fn integrate_queue(&mut self, now: SimTime) {
         let dt = (now - self.queue_changed_at).0 as u128;
-        self.record.queue_packet_ns += self.queue.len_packets() as u128 * dt / 1000;
-        self.record.queue_byte_ns += self.queue.len_bytes() as u128 * dt / 1000;
+        self.queue_packet_ps += self.queue.len_packets() as u128 * dt;
+        self.queue_byte_ps += self.queue.len_bytes() as u128 * dt;
         self.queue_changed_at = now;
     }
 
-    /// A packet arrives at the egress queue. Returns a wakeup to schedule, or the dropped packet.
+    /// A packet arrives at the egress queue. Returns what to schedule, or the dropped packet.
     #[inline]
-    pub fn offer(&mut self, mut packet: Packet, now: SimTime) -> Result<Wakeup, Packet> {
+    pub fn offer(&mut self, mut packet: Packet, now: SimTime) -> Result<Schedule, Packet> {
         let bytes = packet.wire_bytes as u64;
         self.record.offered_packets += 1;
         self.record.offered_bytes += bytes;
@@ -89,60 +107,75 @@ impl Channel {
         }
         self.record.max_queue_packets = self.record.max_queue_packets.max(self.queue.len_packets());
         self.record.max_queue_bytes = self.record.max_queue_bytes.max(self.queue.len_bytes());
-        Ok(self.start_transmission(now))
+        Ok(self.pump(now))
     }
 
-    /// If the transmitter is idle, take the next packet from the queue onto the wire.
-    fn start_transmission(&mut self, now: SimTime) -> Wakeup {
-        if self.transmitting.is_some() || self.wakeup_pending {
-            return Wakeup::None;
+    /// The wakeup scheduled earlier is due.
+    #[inline]
+    pub fn wake(&mut self, now: SimTime) -> Schedule {
+        self.wakeup_pending = false;
+        self.pump(now)
+    }
+
+    /// Start the next transmission if the transmitter is free, and ask for a wakeup when it will
+    /// be free again with packets waiting. An idle link therefore costs no event per packet: a
+    /// packet that finds the transmitter free goes straight onto the wire.
+    fn pump(&mut self, now: SimTime) -> Schedule {
+        let mut schedule = Schedule::default();
+        if self.wakeup_pending {
+            return schedule;
+        }
+        if now < self.busy_until {
+            self.wakeup_pending = true;
+            schedule.wakeup = Some(self.busy_until);
+            return schedule;
         }
         self.integrate_queue(now);
         match self.queue.dequeue(now) {
             Dequeue::Packet(packet) => {
-                let bytes = packet.wire_bytes as u64;
-                let tx_time = self.rate.map_or(SimTime::ZERO, |r| r.transmission_time(bytes));
-                self.record.sent_packets += 1;
-                self.record.sent_bytes += bytes;
-                self.record.busy_ns += tx_time.as_ns();
-                self.record.sojourn_sum_ns += (now - packet.enqueued_at).as_ns();
-                self.transmitting = Some(packet);
-                self.wakeup_pending = true;
-                Wakeup::TransmitDone(now + tx_time)
+                schedule.started = true;
+                schedule.head_arrival = self.transmit(packet, now);
+                if self.queue.len_packets() > 0 {
+                    self.wakeup_pending = true;
+                    schedule.wakeup = Some(self.busy_until);
+                }
             }
             Dequeue::NotBefore(t) => {
                 self.wakeup_pending = true;
-                Wakeup::TransmitDone(t)
+                schedule.wakeup = Some(t);
             }
-            Dequeue::Empty => Wakeup::None,
+            Dequeue::Empty => {}
         }
+        schedule
     }
 
-    /// The packet on the wire has been serialised: it starts propagating (unless the link loses
-    /// it). Returns the packet's arrival time if it became the head of the pipe, and the next
-    /// transmission's wakeup.
-    #[inline]
-    pub fn finish_transmission(&mut self, now: SimTime) -> (Option<SimTime>, Wakeup) {
-        self.wakeup_pending = false;
-        let mut head_arrival = None;
-        if let Some(packet) = self.transmitting.take() {
-            if self.loss_threshold > 0 && self.rng.next_u64() < self.loss_threshold {
-                self.record.dropped_loss_packets += 1;
-                self.record.dropped_loss_bytes += packet.wire_bytes as u64;
-            } else {
-                let arrival = now + self.delay;
-                if self.pipe.is_empty() {
-                    head_arrival = Some(arrival);
-                }
-                self.pipe.push_back((arrival, packet));
-            }
+    /// Serialise `packet` from `now`; unless the link loses it, it joins the pipe. Returns its
+    /// arrival time if it is the pipe's new head.
+    fn transmit(&mut self, packet: Packet, now: SimTime) -> Option<SimTime> {
+        let bytes = packet.wire_bytes as u64;
+        let tx_time = self.rate.map_or(SimTime::ZERO, |r| r.transmission_time(bytes));
+        self.busy_until = now + tx_time;
+        self.record.sent_packets += 1;
+        self.record.sent_bytes += bytes;
+        self.record.busy_ns += tx_time.as_ns();
+        self.record.sojourn_sum_ns += (now - packet.enqueued_at).as_ns();
+        if self.keep_last_started {
+            self.last_started = Some(packet);
         }
-        (head_arrival, self.start_transmission(now))
+        if self.loss_threshold > 0 && self.rng.next_u64() < self.loss_threshold {
+            self.record.dropped_loss_packets += 1;
+            self.record.dropped_loss_bytes += bytes;
+            return None;
+        }
+        let arrival = self.busy_until + self.delay;
+        let head = self.pipe.is_empty();
+        self.pipe.push_back((arrival, packet));
+        head.then_some(arrival)
     }
 
-    /// Transmission start is about to be captured: the packet now on the wire.
-    pub fn on_wire(&self) -> Option<&Packet> {
-        self.transmitting.as_ref()
+    /// The packet that most recently started transmission, if `keep_last_started` is set.
+    pub fn last_started(&self) -> Option<&Packet> {
+        self.last_started.as_ref()
     }
 
     /// The head of the pipe reaches the far node. Returns it and the next head's arrival time.
@@ -157,12 +190,17 @@ impl Channel {
     /// Fill in the end-of-run state that conservation accounts for.
     pub fn finish(&mut self, now: SimTime) {
         self.integrate_queue(now);
+        self.record.queue_packet_ns = self.queue_packet_ps / 1000;
+        self.record.queue_byte_ns = self.queue_byte_ps / 1000;
         self.record.queued_end_packets = self.queue.len_packets();
         self.record.queued_end_bytes = self.queue.len_bytes();
-        self.record.transmitting_end_packets = self.transmitting.is_some() as u64;
-        self.record.transmitting_end_bytes = self.transmitting.map_or(0, |p| p.wire_bytes as u64);
-        self.record.propagating_end_packets = self.pipe.len() as u64;
-        self.record.propagating_end_bytes = self.pipe.iter().map(|(_, p)| p.wire_bytes as u64).sum();
+        // The newest packet in the pipe may still be being serialised.
+        let serialising = if self.busy_until > now { self.pipe.back().filter(|(t, _)| *t - self.delay > now) } else { None };
+        self.record.transmitting_end_packets = serialising.is_some() as u64;
+        self.record.transmitting_end_bytes = serialising.map_or(0, |(_, p)| p.wire_bytes as u64);
+        let on_wire: u64 = self.pipe.iter().map(|(_, p)| p.wire_bytes as u64).sum();
+        self.record.propagating_end_packets = self.pipe.len() as u64 - self.record.transmitting_end_packets;
+        self.record.propagating_end_bytes = on_wire - self.record.transmitting_end_bytes;
         // Conservation is checked on every run: a violation is an engine bug, never a result.
         assert_eq!(self.record.unaccounted(), (0, 0), "packet conservation violated on {}", self.record.name);
     }

@@ -33,10 +33,22 @@ fn check_queue(field: String, q: &QueueSpec) -> Result<(), EngineError> {
     }
 }
 
+/// Longest simulated time a spec may mention: 100 days keeps every sum of times far from the
+/// picosecond clock's 213-day range.
+pub const MAX_TIME_NS: u64 = 100 * 86_400 * 1_000_000_000;
+
+fn check_time(field: impl Into<String>, ns: u64) -> Result<(), EngineError> {
+    if ns > MAX_TIME_NS {
+        return Err(err(field, format!("{ns} ns is beyond the 100-day limit of simulated time")));
+    }
+    Ok(())
+}
+
 pub fn validate(spec: &ScenarioSpec) -> Result<(), EngineError> {
     if spec.duration_ns == 0 {
         return Err(err("duration_ns", "must be positive"));
     }
+    check_time("duration_ns", spec.duration_ns)?;
     if spec.sample_interval_ns == Some(0) {
         return Err(err("sample_interval_ns", "must be positive"));
     }
@@ -52,6 +64,7 @@ pub fn validate(spec: &ScenarioSpec) -> Result<(), EngineError> {
         if link.a == link.b {
             return Err(err(field("b"), "a link must join two different nodes"));
         }
+        check_time(field("delay_ns"), link.delay_ns)?;
         if link.rate_bps == Some(0) {
             return Err(err(field("rate_bps"), "rate must be positive"));
         }
@@ -85,6 +98,18 @@ pub fn validate(spec: &ScenarioSpec) -> Result<(), EngineError> {
         if let TrafficSpec::Finite { bytes: 0 } = flow.traffic {
             return Err(err(field("traffic.bytes"), "a finite flow must carry at least one byte"));
         }
+        check_time(field("start_ns"), flow.start_ns)?;
+        if let Some(stop) = flow.stop_ns {
+            check_time(field("stop_ns"), stop)?;
+        }
+        for (k, v) in [
+            ("tcp.delayed_ack_timeout_ns", flow.tcp.delayed_ack_timeout_ns),
+            ("tcp.min_rto_ns", flow.tcp.min_rto_ns),
+            ("tcp.initial_rto_ns", flow.tcp.initial_rto_ns),
+            ("tcp.max_rto_ns", flow.tcp.max_rto_ns),
+        ] {
+            check_time(field(k), v)?;
+        }
         if flow.stop_ns.is_some_and(|s| s < flow.start_ns) {
             return Err(err(field("stop_ns"), "stop time is before start time"));
         }
@@ -104,9 +129,18 @@ pub fn validate(spec: &ScenarioSpec) -> Result<(), EngineError> {
                 return Err(err(field(&format!("tcp.{k}")), "must be positive"));
             }
         }
+        if t.mss > 65_000 || t.header_bytes > 1_000 {
+            return Err(err(field("tcp.mss"), "a segment must fit an IP packet (mss <= 65000, header <= 1000)"));
+        }
+        if t.min_rto_ns > t.max_rto_ns {
+            return Err(err(field("tcp.min_rto_ns"), "minimum RTO above the maximum"));
+        }
         if t.rwnd_bytes.is_some_and(|w| w < t.mss as u64) {
             return Err(err(field("tcp.rwnd_bytes"), "receive window smaller than one MSS"));
         }
+    }
+    if let Some(iv) = spec.sample_interval_ns {
+        check_time("sample_interval_ns", iv)?;
     }
     for (i, c) in spec.captures.iter().enumerate() {
         if c.link >= spec.links.len() {
@@ -133,4 +167,76 @@ fn connected(adjacency: &[Vec<usize>], from: usize, to: usize) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::*;
+
+    fn two_hosts() -> ScenarioSpec {
+        let q = QueueSpec::fifo_packets(10);
+        ScenarioSpec {
+            seed: 0,
+            duration_ns: 1_000_000_000,
+            sample_interval_ns: None,
+            nodes: vec![
+                NodeSpec { name: "a".into(), kind: NodeKind::Host },
+                NodeSpec { name: "b".into(), kind: NodeKind::Host },
+            ],
+            links: vec![LinkSpec {
+                name: "ab".into(),
+                a: 0,
+                b: 1,
+                rate_bps: Some(1_000_000),
+                delay_ns: 0,
+                loss: 0.0,
+                queue_forward: q.clone(),
+                queue_backward: q,
+            }],
+            flows: vec![FlowSpec {
+                name: "f".into(),
+                src: 0,
+                dst: 1,
+                cca: CcaKind::Reno,
+                traffic: TrafficSpec::Greedy,
+                start_ns: 0,
+                stop_ns: None,
+                tcp: TcpSpec::default(),
+            }],
+            captures: vec![],
+        }
+    }
+
+    fn error_of(change: impl FnOnce(&mut ScenarioSpec)) -> String {
+        let mut spec = two_hosts();
+        change(&mut spec);
+        validate(&spec).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_well_formed_spec_passes() {
+        assert_eq!(validate(&two_hosts()), Ok(()));
+    }
+
+    #[test]
+    fn each_malformed_field_is_named_with_its_reason() {
+        let cases: Vec<(Box<dyn FnOnce(&mut ScenarioSpec)>, &str)> = vec![
+            (Box::new(|s| s.duration_ns = 0), "duration_ns: must be positive"),
+            (Box::new(|s| s.links[0].rate_bps = Some(0)), "links[0].rate_bps: rate must be positive"),
+            (Box::new(|s| s.links[0].b = 0), "links[0].b: a link must join two different nodes"),
+            (Box::new(|s| s.links[0].b = 7), "links[0].b: node index 7 out of range (2 nodes)"),
+            (Box::new(|s| s.links[0].loss = 1.0), "links[0].loss: loss probability 1 not in [0, 1)"),
+            (Box::new(|s| s.links[0].queue_backward = QueueSpec::fifo_bytes(0)), "links[0].queue_backward: queue limit must be positive"),
+            (Box::new(|s| s.nodes[1].kind = NodeKind::Router), "flows[0].dst: node \"b\" is a router, not a host"),
+            (Box::new(|s| s.flows[0].traffic = TrafficSpec::Finite { bytes: 0 }), "flows[0].traffic.bytes: a finite flow must carry at least one byte"),
+            (Box::new(|s| { s.flows[0].start_ns = 5; s.flows[0].stop_ns = Some(4) }), "flows[0].stop_ns: stop time is before start time"),
+            (Box::new(|s| s.flows[0].tcp.mss = 0), "flows[0].tcp.mss: must be positive"),
+            (Box::new(|s| s.duration_ns = u64::MAX), "duration_ns: 18446744073709551615 ns is beyond the 100-day limit of simulated time"),
+            (Box::new(|s| s.links.clear()), "flows[0]: no route from a to b"),
+        ];
+        for (change, expected) in cases {
+            assert_eq!(error_of(change), expected);
+        }
+    }
 }

@@ -219,9 +219,11 @@ mod tests {
         assert_eq!(validate(&two_hosts()), Ok(()));
     }
 
+    type Mutation = Box<dyn FnOnce(&mut ScenarioSpec)>;
+
     #[test]
     fn each_malformed_field_is_named_with_its_reason() {
-        let cases: Vec<(Box<dyn FnOnce(&mut ScenarioSpec)>, &str)> = vec![
+        let cases: Vec<(Mutation, &str)> = vec![
             (Box::new(|s| s.duration_ns = 0), "duration_ns: must be positive"),
             (Box::new(|s| s.links[0].rate_bps = Some(0)), "links[0].rate_bps: rate must be positive"),
             (Box::new(|s| s.links[0].b = 0), "links[0].b: a link must join two different nodes"),

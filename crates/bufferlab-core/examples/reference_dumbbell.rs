@@ -61,7 +61,15 @@ fn main() {
     let packets: u64 = result.channels.iter().map(|c| c.sent_packets).sum();
     let btl = &result.channels[0];
     println!("flows {k}, simulated {secs} s, wall {wall:.3} s");
-    println!("events {}, packet transmissions {packets}, {:.2} M packets/s, {:.2} M events/s",
-        result.events, packets as f64 / wall / 1e6, result.events as f64 / wall / 1e6);
-    println!("bottleneck utilisation {:.4}, drops {}", btl.busy_ns as f64 / result.end_ns as f64, btl.dropped_queue_packets);
+    println!(
+        "events {}, packet transmissions {packets}, {:.2} M packets/s, {:.2} M events/s",
+        result.events,
+        packets as f64 / wall / 1e6,
+        result.events as f64 / wall / 1e6
+    );
+    println!(
+        "bottleneck utilisation {:.4}, drops {}",
+        btl.busy_ns as f64 / result.end_ns as f64,
+        btl.dropped_queue_packets
+    );
 }

@@ -89,9 +89,7 @@ impl Simulator {
         for link in &spec.links {
             let rate = link.rate_bps.map(BitRate);
             let delay = SimTime::from_ns(link.delay_ns);
-            for (from, to, queue) in
-                [(link.a, link.b, &link.queue_forward), (link.b, link.a, &link.queue_backward)]
-            {
+            for (from, to, queue) in [(link.a, link.b, &link.queue_forward), (link.b, link.a, &link.queue_backward)] {
                 let index = channels.len();
                 let mut ch = Channel::new(
                     from as u32,
@@ -262,10 +260,7 @@ impl Simulator {
     /// Put a packet on the egress channel of `node` toward its destination.
     #[inline]
     fn forward(&mut self, node: u32, packet: Packet) {
-        let ch = self
-            .routes
-            .next_channel(node, packet.dst)
-            .expect("validated: every flow endpoint is reachable");
+        let ch = self.routes.next_channel(node, packet.dst).expect("validated: every flow endpoint is reachable");
         if let Ok(schedule) = self.channels[ch as usize].offer(packet, self.now) {
             self.apply(ch, schedule);
         }

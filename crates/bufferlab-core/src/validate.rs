@@ -229,12 +229,27 @@ mod tests {
             (Box::new(|s| s.links[0].b = 0), "links[0].b: a link must join two different nodes"),
             (Box::new(|s| s.links[0].b = 7), "links[0].b: node index 7 out of range (2 nodes)"),
             (Box::new(|s| s.links[0].loss = 1.0), "links[0].loss: loss probability 1 not in [0, 1)"),
-            (Box::new(|s| s.links[0].queue_backward = QueueSpec::fifo_bytes(0)), "links[0].queue_backward: queue limit must be positive"),
+            (
+                Box::new(|s| s.links[0].queue_backward = QueueSpec::fifo_bytes(0)),
+                "links[0].queue_backward: queue limit must be positive",
+            ),
             (Box::new(|s| s.nodes[1].kind = NodeKind::Router), "flows[0].dst: node \"b\" is a router, not a host"),
-            (Box::new(|s| s.flows[0].traffic = TrafficSpec::Finite { bytes: 0 }), "flows[0].traffic.bytes: a finite flow must carry at least one byte"),
-            (Box::new(|s| { s.flows[0].start_ns = 5; s.flows[0].stop_ns = Some(4) }), "flows[0].stop_ns: stop time is before start time"),
+            (
+                Box::new(|s| s.flows[0].traffic = TrafficSpec::Finite { bytes: 0 }),
+                "flows[0].traffic.bytes: a finite flow must carry at least one byte",
+            ),
+            (
+                Box::new(|s| {
+                    s.flows[0].start_ns = 5;
+                    s.flows[0].stop_ns = Some(4)
+                }),
+                "flows[0].stop_ns: stop time is before start time",
+            ),
             (Box::new(|s| s.flows[0].tcp.mss = 0), "flows[0].tcp.mss: must be positive"),
-            (Box::new(|s| s.duration_ns = u64::MAX), "duration_ns: 18446744073709551615 ns is beyond the 100-day limit of simulated time"),
+            (
+                Box::new(|s| s.duration_ns = u64::MAX),
+                "duration_ns: 18446744073709551615 ns is beyond the 100-day limit of simulated time",
+            ),
             (Box::new(|s| s.links.clear()), "flows[0]: no route from a to b"),
         ];
         for (change, expected) in cases {

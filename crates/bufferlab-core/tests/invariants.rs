@@ -83,7 +83,10 @@ fn finite_flow_delivers_every_byte_under_each_recovery_mode() {
             if loss > 0.0 {
                 assert!(f.segments_retransmitted > 0, "{name}, loss {loss}");
             }
-            println!("{name} loss {loss}: fct {:?} ns, rtx {}, rtos {}, recoveries {}", f.completed_ns, f.segments_retransmitted, f.rtos, f.recoveries);
+            println!(
+                "{name} loss {loss}: fct {:?} ns, rtx {}, rtos {}, recoveries {}",
+                f.completed_ns, f.segments_retransmitted, f.rtos, f.recoveries
+            );
         }
     }
 }
@@ -119,7 +122,8 @@ fn zero_queue_limit_is_rejected_naming_the_link() {
 #[test]
 fn capture_sees_every_transmission_including_packets_the_link_then_loses() {
     let mut spec = dumbbell(2, 3 * SEC, 9, 0.02);
-    spec.captures.push(bufferlab_core::spec::CaptureSpec { link: 0, direction: bufferlab_core::spec::Direction::Forward });
+    spec.captures
+        .push(bufferlab_core::spec::CaptureSpec { link: 0, direction: bufferlab_core::spec::Direction::Forward });
     let result = run(&spec).unwrap();
     let btl = &result.channels[0];
     let cap = &result.captures[0];

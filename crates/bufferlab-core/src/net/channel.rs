@@ -195,7 +195,8 @@ impl Channel {
         self.record.queued_end_packets = self.queue.len_packets();
         self.record.queued_end_bytes = self.queue.len_bytes();
         // The newest packet in the pipe may still be being serialised.
-        let serialising = if self.busy_until > now { self.pipe.back().filter(|(t, _)| *t - self.delay > now) } else { None };
+        let serialising =
+            if self.busy_until > now { self.pipe.back().filter(|(t, _)| *t - self.delay > now) } else { None };
         self.record.transmitting_end_packets = serialising.is_some() as u64;
         self.record.transmitting_end_bytes = serialising.map_or(0, |(_, p)| p.wire_bytes as u64);
         let on_wire: u64 = self.pipe.iter().map(|(_, p)| p.wire_bytes as u64).sum();

@@ -24,7 +24,16 @@ pub fn link(name: &str, a: usize, b: usize, rate_bps: Option<u64>, delay_ns: u64
 }
 
 pub fn greedy(name: &str, src: usize, dst: usize, tcp: TcpSpec) -> FlowSpec {
-    FlowSpec { name: name.into(), src, dst, cca: CcaKind::Reno, traffic: TrafficSpec::Greedy, start_ns: 0, stop_ns: None, tcp }
+    FlowSpec {
+        name: name.into(),
+        src,
+        dst,
+        cca: CcaKind::Reno,
+        traffic: TrafficSpec::Greedy,
+        start_ns: 0,
+        stop_ns: None,
+        tcp,
+    }
 }
 
 /// sender — r1 — (bottleneck) — r2 — receiver, one greedy flow.
@@ -65,7 +74,8 @@ impl Path {
 /// 100-packet FIFO, 1 Gb/s access links with 5 ms delay.
 pub fn dumbbell(k: usize, duration_ns: u64, seed: u64, loss: f64) -> ScenarioSpec {
     let mut nodes = vec![router("left"), router("right")];
-    let mut links = vec![LinkSpec { loss, ..link("btl", 0, 1, Some(100_000_000), 10 * MS, QueueSpec::fifo_packets(100)) }];
+    let mut links =
+        vec![LinkSpec { loss, ..link("btl", 0, 1, Some(100_000_000), 10 * MS, QueueSpec::fifo_packets(100)) }];
     let mut flows = Vec::new();
     for i in 0..k {
         let s = nodes.len();

@@ -477,10 +477,7 @@ impl TcpSender {
             let data_end = self.stream_end.unwrap_or(u64::MAX);
             if self.snd_nxt < data_end {
                 let len = (data_end - self.snd_nxt).min(self.config.mss as u64);
-                let rwnd_ok = self
-                    .config
-                    .rwnd
-                    .is_none_or(|rwnd| self.snd_nxt + len - self.snd_una <= rwnd);
+                let rwnd_ok = self.config.rwnd.is_none_or(|rwnd| self.snd_nxt + len - self.snd_una <= rwnd);
                 if !rwnd_ok || !self.may_send(len) {
                     break;
                 }
@@ -500,7 +497,7 @@ impl TcpSender {
             break;
         }
         self.retransmit_now = false; // only ever for the segment at hand
-        // RFC 6298 §5.1: start the timer when data is sent and it is not running.
+                                     // RFC 6298 §5.1: start the timer when data is sent and it is not running.
         if self.rto_deadline.is_none() && (!self.scoreboard.is_empty() || self.fin_outstanding()) {
             self.rto_deadline = Some(now + self.rtt.rto());
         }

@@ -1,0 +1,7 @@
+"""`python -m bufferlab` is the `bufferlab` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,62 @@
+"""The one error type of bad input: a field path and a reason, printed as one line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["SpecError", "format_loc", "from_validation_error"]
+
+
+class SpecError(ValueError):
+    """Bad input. `field` is a path such as ``flows[1].cca`` (or a flag such as ``--bw``).
+
+    Raised inside a pydantic validator, `field` is relative to the field being validated and is
+    appended to pydantic's location (see `from_validation_error`).
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        # One line, whatever the source of the reason (engine messages, pydantic messages).
+        self.field = field
+        self.reason = " ".join(reason.split())
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.reason}" if self.field else self.reason
+
+
+def format_loc(loc: Sequence[str | int]) -> str:
+    """('flows', 0, 'cca') -> 'flows[0].cca'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _join(path: str, sub: str) -> str:
+    if not sub:
+        return path
+    if not path:
+        return sub
+    return path + sub if sub.startswith("[") else f"{path}.{sub}"
+
+
+def from_validation_error(error: object, prefix: str = "") -> SpecError:
+    """Turn a pydantic ValidationError into one SpecError: the first problem, one line."""
+    first = error.errors(include_url=False)[0]  # type: ignore[attr-defined]
+    path = _join(prefix, format_loc(first["loc"]))
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        return SpecError(path, "unknown key")
+    if kind == "missing":
+        return SpecError(path, "missing required key")
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, SpecError):
+        return SpecError(_join(path, cause.field), cause.reason)
+    if isinstance(cause, BaseException):
+        return SpecError(path, str(cause))
+    message = first["msg"]
+    message = message[:1].lower() + message[1:]
+    return SpecError(path, f"{message} (got {first['input']!r})")

@@ -1,0 +1,58 @@
+"""Rich tables for a run summary (the human face of `--json`)."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .summary import RunSummary
+
+__all__ = ["print_summary", "summary_tables"]
+
+DASH = "—"
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return DASH if value is None else format(value, fmt)
+
+
+def _pct(value: float | None, digits: int = 2) -> str:
+    return DASH if value is None else f"{value * 100:.{digits}f}%"
+
+
+def summary_tables(summary: RunSummary) -> list[Table]:
+    flows = Table(title="Flows", title_justify="left")
+    for header in ("flow", "path", "goodput Mb/s", "loss rate", "retrans", "RTOs", "mean srtt ms", "completion s"):
+        flows.add_column(header, justify="left" if header in ("flow", "path") else "right")
+    for f in summary.flows:
+        flows.add_row(f.name, f"{f.src} → {f.dst}", _num(f.goodput_mbps, ".3f"), _pct(f.loss_rate, 3),
+                      str(f.retransmissions), str(f.rtos), _num(f.mean_srtt_ms, ".3f"),
+                      _num(f.completion_time_s, ".4f"))
+    tables = [flows]
+    b = summary.bottleneck
+    if b is not None:
+        btl = Table(title="Bottleneck", title_justify="left")
+        for header in ("channel", "rate Mb/s", "utilisation", "drops", "random losses", "mean queue pkts",
+                       "max queue pkts", "mean sojourn ms"):
+            btl.add_column(header, justify="left" if header == "channel" else "right")
+        btl.add_row(b.channel, _num(b.rate_mbps, "g"), _pct(b.utilisation), str(b.drops), str(b.random_losses),
+                    _num(b.mean_queue_packets, ".2f"), str(b.max_queue_packets), _num(b.mean_sojourn_ms, ".3f"))
+        tables.append(btl)
+    return tables
+
+
+def print_summary(summary: RunSummary, *, scenario: str, db: str, console: Console | None = None) -> None:
+    # Piped output gets a fixed, roomy width instead of rich's 80-column default.
+    console = console or Console(width=None if sys.stdout.isatty() else 132)
+    origin = "served from the store" if summary.from_store else "simulated and stored"
+    console.print(f"[bold]{escape(scenario)}[/bold]: {summary.simulated_s:g} s simulated, seed {summary.seed}, "
+                  f"engine {summary.engine_version}; {origin} ({escape(db)}, run {summary.run_id[:12]})")
+    if not summary.from_store:
+        console.print(f"wall time {summary.wall_time_s:.3f} s, {summary.events} events")
+    for table in summary_tables(summary):
+        console.print(table)
+    if summary.bottleneck is None:
+        console.print("no bottleneck: no rate-limited link carried traffic")

@@ -1,0 +1,102 @@
+"""Run a scenario on the engine, through the result store.
+
+    scenario -> engine spec JSON -> engine validate -> run id -> (store hit | engine run + save)
+             -> summary
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .errors import SpecError
+from .spec import Resolved, Scenario
+from .store import DEFAULT_DB, Store, StoredRun, run_identity
+from .summary import RunSummary, summarise
+
+__all__ = ["core", "engine_version", "validate", "simulate", "run", "EngineMissing"]
+
+
+class EngineMissing(RuntimeError):
+    """The compiled engine (bufferlab._core) is not importable: build it with maturin."""
+
+
+def core() -> ModuleType:
+    try:
+        from . import _core
+    except ImportError as e:  # pragma: no cover - only without a build
+        raise EngineMissing("bufferlab._core is not built; run `make run` or `maturin develop --release` "
+                            f"({e})") from None
+    return _core
+
+
+def engine_version() -> str:
+    return str(core().engine_version())
+
+
+# Engine field names carry their base unit (`rate_bps`, `min_rto_ns`, `rwnd_bytes`); the user's
+# spec names the same fields without it (`rate = "10Mbps"`).
+_UNIT_SUFFIX = re.compile(r"_(ns|bps|bytes)(?=$|\.|\[)")
+
+
+def _engine_error(error: ValueError) -> SpecError:
+    """The engine says "field.path: reason"; keep its field path, in the user's spelling."""
+    field, sep, reason = str(error).partition(": ")
+    if not sep or " " in field:
+        return SpecError("spec", str(error))
+    return SpecError(_UNIT_SUFFIX.sub("", field), reason)
+
+
+def validate(resolved: Resolved) -> None:
+    """The engine's own checks (e.g. routes between flow endpoints); raises SpecError."""
+    try:
+        core().validate(resolved.to_json())
+    except ValueError as e:
+        raise _engine_error(e) from None
+
+
+def simulate(scenario: Scenario) -> tuple[dict[str, Any], float]:
+    """Run on the engine without the store: (RunResult as a dict, wall time in seconds)."""
+    resolved = scenario.resolve()
+    validate(resolved)
+    return _simulate(resolved)
+
+
+def _simulate(resolved: Resolved) -> tuple[dict[str, Any], float]:
+    started = time.perf_counter()
+    try:
+        result_json = core().run(resolved.to_json())
+    except ValueError as e:
+        raise _engine_error(e) from None
+    return json.loads(result_json), time.perf_counter() - started
+
+
+def run(scenario: Scenario, db: str | Path = DEFAULT_DB, *, force: bool = False,
+        user_spec: dict[str, Any] | None = None) -> RunSummary:
+    """Run `scenario` unless the store already has it (or `force`), store it, summarise it.
+
+    Every input check happens before the store is opened, so bad input never touches it.
+    """
+    resolved = scenario.resolve()
+    validate(resolved)
+    spec_json = resolved.to_json()
+    run_id = run_identity(spec_json, engine_version())
+    with Store(db) as store:
+        if not force and store.has_run(run_id):
+            counters = store.load_counters(run_id)
+            assert counters is not None
+            return summarise(counters, endpoints=resolved.flow_endpoints, bottleneck=resolved.bottleneck,
+                             run_id=run_id, from_store=True, seed=scenario.seed,
+                             wall_time_s=counters["wall_time_s"])
+        result, wall = _simulate(resolved)
+        store.save(StoredRun(run_id=run_id, name=scenario.name, seed=scenario.seed,
+                             duration_ns=scenario.duration, wall_time_s=wall, spec_json=spec_json,
+                             user_spec_json=json.dumps(user_spec or scenario.to_dict(), sort_keys=True),
+                             endpoints=resolved.flow_endpoints, result=result),
+                   replace=force)
+    return summarise(result, endpoints=resolved.flow_endpoints, bottleneck=resolved.bottleneck,
+                     run_id=run_id, from_store=False, seed=scenario.seed, wall_time_s=wall)

@@ -1,0 +1,204 @@
+"""The run summary: a few textbook metrics computed from the engine's raw counters.
+
+The engine records facts only (`RunResult`, crates/bufferlab-core/src/record/result.rs); every
+derived number is computed here, one small function per metric, so the full metric catalogue
+(shared metrics.md) can grow beside them. Inputs are the JSON dicts of `FlowRecord` and
+`ChannelRecord`; outputs are plain numbers in SI-ish display units (Mb/s, ms, s) or None when a
+metric is undefined (e.g. no RTT sample yet, a flow that never completed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping, Sequence
+
+__all__ = [
+    "FlowSummary",
+    "BottleneckSummary",
+    "RunSummary",
+    "goodput_bps",
+    "loss_rate",
+    "mean_srtt_ns",
+    "completion_time_ns",
+    "utilisation",
+    "mean_queue_packets",
+    "mean_sojourn_ns",
+    "pick_bottleneck",
+    "summarise",
+]
+
+Record = Mapping[str, Any]
+
+
+# --- per flow -----------------------------------------------------------------------------------
+
+def goodput_bps(flow: Record, end_ns: int) -> float | None:
+    """Application bytes delivered in order, in bits, over the flow's lifetime: from its SYN to its
+    completion (every byte and the FIN acknowledged) or, if it did not complete, to the run's end."""
+    until = flow["completed_ns"] if flow.get("completed_ns") is not None else end_ns
+    lifetime = until - flow["start_ns"]
+    if lifetime <= 0:
+        return None
+    return flow["bytes_delivered"] * 8 * 1e9 / lifetime
+
+
+def loss_rate(flow: Record) -> float | None:
+    """Retransmitted over transmitted data segments (the per-flow "loss" of seed 000 / metrics.md
+    loss_rate_l4); None if the flow sent nothing."""
+    if flow["segments_sent"] == 0:
+        return None
+    return flow["segments_retransmitted"] / flow["segments_sent"]
+
+
+def mean_srtt_ns(flow: Record) -> float | None:
+    """Mean of the RTT samples that feed the smoothed RTT (rtt_sum / rtt_samples, Karn's rule
+    applied by the engine). The time-average of srtt itself comes with the metric catalogue."""
+    if flow["rtt_samples"] == 0:
+        return None
+    return flow["rtt_sum_ns"] / flow["rtt_samples"]
+
+
+def completion_time_ns(flow: Record) -> int | None:
+    """From the first SYN to the last byte and FIN acknowledged; None if it never completed."""
+    if flow.get("completed_ns") is None:
+        return None
+    return int(flow["completed_ns"] - flow["start_ns"])
+
+
+# --- per channel (one direction of a link) ------------------------------------------------------
+
+def utilisation(channel: Record, end_ns: int) -> float | None:
+    """Fraction of the run the transmitter was busy serialising packets."""
+    if end_ns <= 0 or channel.get("rate_bps") is None:
+        return None
+    return channel["busy_ns"] / end_ns
+
+
+def mean_queue_packets(channel: Record, end_ns: int) -> float | None:
+    """Time-average queue length in packets: the queue-length integral over the run's length."""
+    if end_ns <= 0:
+        return None
+    return int(channel["queue_packet_ns"]) / end_ns
+
+
+def mean_sojourn_ns(channel: Record) -> float | None:
+    """Mean time a packet spent queued before its transmission started."""
+    if channel["sent_packets"] == 0:
+        return None
+    return channel["sojourn_sum_ns"] / channel["sent_packets"]
+
+
+def pick_bottleneck(channels: Sequence[Record], named: int | None = None) -> int | None:
+    """The channel to report as the bottleneck: the one named by the spec, else the slowest
+    rate-limited channel that sent something, ties broken by the longest busy time (so a link's
+    data direction wins over its ACK direction). None if every link is unlimited or idle."""
+    if named is not None:
+        return named
+    candidates = [i for i, c in enumerate(channels) if c.get("rate_bps") is not None and c["sent_packets"] > 0]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda i: (channels[i]["rate_bps"], -channels[i]["busy_ns"], i))
+
+
+# --- the summary ----------------------------------------------------------------------------------
+
+def _ms(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1e6
+
+
+def _s(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1e9
+
+
+def _mbps(bps: float | None) -> float | None:
+    return None if bps is None else bps / 1e6
+
+
+@dataclass
+class FlowSummary:
+    name: str
+    src: str
+    dst: str
+    goodput_mbps: float | None
+    loss_rate: float | None
+    retransmissions: int
+    rtos: int
+    mean_srtt_ms: float | None
+    completion_time_s: float | None
+    bytes_delivered: int
+
+
+@dataclass
+class BottleneckSummary:
+    channel: str
+    rate_mbps: float | None
+    utilisation: float | None
+    drops: int
+    random_losses: int
+    mean_queue_packets: float | None
+    max_queue_packets: int
+    mean_sojourn_ms: float | None
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    from_store: bool
+    engine_version: str
+    seed: int
+    simulated_s: float
+    wall_time_s: float
+    events: int
+    flows: list[FlowSummary]
+    bottleneck: BottleneckSummary | None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarise_flow(flow: Record, end_ns: int, src: str, dst: str) -> FlowSummary:
+    return FlowSummary(
+        name=flow["name"],
+        src=src,
+        dst=dst,
+        goodput_mbps=_mbps(goodput_bps(flow, end_ns)),
+        loss_rate=loss_rate(flow),
+        retransmissions=int(flow["segments_retransmitted"]),
+        rtos=int(flow["rtos"]),
+        mean_srtt_ms=_ms(mean_srtt_ns(flow)),
+        completion_time_s=_s(completion_time_ns(flow)),
+        bytes_delivered=int(flow["bytes_delivered"]),
+    )
+
+
+def summarise_channel(channel: Record, end_ns: int) -> BottleneckSummary:
+    return BottleneckSummary(
+        channel=channel["name"],
+        rate_mbps=_mbps(channel.get("rate_bps")),
+        utilisation=utilisation(channel, end_ns),
+        drops=int(channel["dropped_queue_packets"]),
+        random_losses=int(channel["dropped_loss_packets"]),
+        mean_queue_packets=mean_queue_packets(channel, end_ns),
+        max_queue_packets=int(channel["max_queue_packets"]),
+        mean_sojourn_ms=_ms(mean_sojourn_ns(channel)),
+    )
+
+
+def summarise(result: Record, *, endpoints: Sequence[tuple[str, str]], bottleneck: int | None,
+              run_id: str, from_store: bool, seed: int, wall_time_s: float) -> RunSummary:
+    """The summary of one run from its counters (`result` holds end_ns, events, flows, channels)."""
+    end_ns = int(result["end_ns"])
+    flows = [summarise_flow(f, end_ns, *endpoints[i]) for i, f in enumerate(result["flows"])]
+    channels = result["channels"]
+    chosen = pick_bottleneck(channels, bottleneck)
+    return RunSummary(
+        run_id=run_id,
+        from_store=from_store,
+        engine_version=result["engine_version"],
+        seed=seed,
+        simulated_s=end_ns / 1e9,
+        wall_time_s=wall_time_s,
+        events=int(result["events"]),
+        flows=flows,
+        bottleneck=None if chosen is None else summarise_channel(channels[chosen], end_ns),
+    )

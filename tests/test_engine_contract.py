@@ -1,0 +1,37 @@
+"""The Python side agrees with the engine's contract (spec.rs, record/result.rs)."""
+
+from __future__ import annotations
+
+import json
+
+from bufferlab import runner, store
+from bufferlab.spec import Scenario
+from conftest import SMALL_DUMBBELL
+
+
+def small_engine_spec() -> dict:
+    return Scenario.from_toml_text(SMALL_DUMBBELL).to_engine()
+
+
+def test_python_tcp_defaults_are_the_engine_s() -> None:
+    # Spelling out ENGINE_TCP_DEFAULTS must simulate exactly what the engine's own defaults do.
+    spelled = small_engine_spec()
+    implicit = json.loads(json.dumps(spelled))
+    for flow in implicit["flows"]:
+        del flow["tcp"]
+    core = runner.core()
+    assert core.run(json.dumps(spelled)) == core.run(json.dumps(implicit))
+
+
+def test_store_columns_cover_every_engine_counter() -> None:
+    result = json.loads(runner.core().run(json.dumps(small_engine_spec())))
+    assert set(result["flows"][0]) == set(store.FLOW_COUNTERS)
+    renamed = {store._RENAMED.get(c, c) for c in store.CHANNEL_COUNTERS}
+    assert set(result["channels"][0]) == renamed
+    series = set(result["timeseries"]) - {"interval_ns", "time_ns"}
+    assert series == set(store.FLOW_SERIES) | set(store.CHANNEL_SERIES)
+
+
+def test_engine_version_is_reported() -> None:
+    version = runner.engine_version()
+    assert version and json.loads(runner.core().run(json.dumps(small_engine_spec())))["engine_version"] == version

@@ -1,0 +1,327 @@
+"""The scenario spec: validation messages, the dumbbell rule, and the engine spec it resolves to."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from bufferlab.errors import SpecError
+from bufferlab.spec import ENGINE_TCP_DEFAULTS, Flow, Link, Node, Scenario, split_access_delays
+
+
+def graph(**overrides: Any) -> dict[str, Any]:
+    """A valid two-host, one-router graph; `overrides` replace top-level keys."""
+    data: dict[str, Any] = {
+        "duration": "1s",
+        "nodes": [{"name": "h1", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "h2", "kind": "host"}],
+        "links": [
+            {"name": "l0", "a": "h1", "b": "r", "rate": "100Mbps", "delay": "1ms"},
+            {"name": "l1", "a": "r", "b": "h2", "rate": "10Mbps", "delay": "5ms", "queue": "20p"},
+        ],
+        "flows": [{"src": "h1", "dst": "h2"}],
+    }
+    data.update(overrides)
+    return data
+
+
+def dumbbell(**topology: Any) -> dict[str, Any]:
+    topo = {"kind": "dumbbell", "flows": 2, "bottleneck_rate": "10Mbps", "queue": "20p", "rtt": "20ms"}
+    topo.update(topology)
+    return {"duration": "1s", "topology": topo}
+
+
+def error_of(data: dict[str, Any]) -> str:
+    with pytest.raises(SpecError) as info:
+        Scenario.from_dict(data)
+    return str(info.value)
+
+
+# --- validation messages: one line, field path first ---------------------------------------------
+
+def test_unknown_key_names_its_path() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "colour": "red"}])
+    assert error_of(data) == "flows[0].colour: unknown key"
+
+
+def test_unknown_top_level_key() -> None:
+    assert error_of(graph(colour="red")) == "colour: unknown key"
+
+
+def test_zero_rate_names_link_and_value() -> None:
+    data = graph()
+    data["links"][0]["rate"] = "0Mbps"
+    assert error_of(data) == 'links[0].rate: zero or negative rate "0Mbps"'
+
+
+def test_negative_rate_is_rejected() -> None:
+    data = graph()
+    data["links"][1]["rate"] = "-10Mbps"
+    assert error_of(data).startswith("links[1].rate: zero or negative rate")
+
+
+def test_bad_unit_names_field_and_unit() -> None:
+    data = graph()
+    data["links"][1]["delay"] = "5mss"
+    assert error_of(data) == 'links[1].delay: unknown time unit "mss" in "5mss" (known: s, ms, us, ns)'
+
+
+def test_unknown_controller_lists_known_ones() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2"}, {"src": "h1", "dst": "h2", "cca": "vegas"}])
+    assert error_of(data) == 'flows[1].cca: unknown controller "vegas" (known: reno, newreno)'
+
+
+@pytest.mark.parametrize("name", ["reno", "newreno", "NewReno", "TcpNewReno", "tcpreno", "TCPRENO"])
+def test_controller_names_of_ccperf_are_accepted(name: str) -> None:
+    spec = Scenario.from_dict(graph(flows=[{"src": "h1", "dst": "h2", "cca": name}])).to_engine()
+    assert spec["flows"][0]["cca"] == "reno"
+
+
+def test_dumbbell_queue_limit_zero() -> None:
+    assert error_of(dumbbell(queue="0p")) == 'topology.queue: queue limit must be positive, got "0p"'
+
+
+def test_link_queue_limit_zero_in_table_form() -> None:
+    data = graph()
+    data["links"][1]["queue"] = {"kind": "fifo", "limit": "0B"}
+    assert error_of(data).startswith("links[1].queue.limit: queue limit must be positive")
+
+
+def test_finite_traffic_needs_bytes() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "traffic": {"kind": "finite"}}])
+    assert error_of(data).startswith("flows[0].traffic.bytes: missing")
+
+
+def test_unknown_traffic_model() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "traffic": "bulk"}])
+    assert error_of(data).startswith('flows[0].traffic: unknown traffic model "bulk"')
+
+
+def test_flow_to_unknown_node() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h9"}])
+    assert error_of(data).startswith('flows[0].dst: unknown node "h9"')
+
+
+def test_flow_from_a_router() -> None:
+    data = graph(flows=[{"src": "r", "dst": "h2"}])
+    assert error_of(data) == 'flows[0].src: "r" is a router; flows run between hosts'
+
+
+def test_link_to_unknown_node() -> None:
+    data = graph()
+    data["links"][0]["b"] = "nowhere"
+    assert error_of(data).startswith('links[0].b: unknown node "nowhere"')
+
+
+def test_duplicate_node_name() -> None:
+    data = graph()
+    data["nodes"].append({"name": "h1", "kind": "host"})
+    assert error_of(data) == 'nodes[3].name: duplicate name "h1" (also nodes[0])'
+
+
+def test_missing_duration() -> None:
+    data = graph()
+    del data["duration"]
+    assert error_of(data) == "duration: missing required key"
+
+
+def test_flow_starting_after_the_end() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "start": "2s"}])
+    assert error_of(data).startswith("flows[0].start: starts at 2s, not before the end of the run")
+
+
+def test_flow_stopping_before_it_starts() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "start": "0.5s", "stop": "0.2s"}])
+    assert error_of(data).startswith("flows[0].stop: stop (200ms) is not after start (500ms)")
+
+
+def test_tcp_option_type_error() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "tcp": {"mss": 0}}])
+    assert error_of(data).startswith("flows[0].tcp.mss: input should be greater than 0")
+
+
+def test_rtt_outside_a_dumbbell() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "rtt": "10ms"}])
+    assert error_of(data) == "flows[0].rtt: only a dumbbell topology derives delays from RTTs"
+
+
+def test_invalid_toml_is_one_line() -> None:
+    with pytest.raises(SpecError) as info:
+        Scenario.from_toml_text('duration = "1s\nseed = 1\n', source="x.toml")
+    assert str(info.value).startswith("x.toml: invalid TOML")
+    assert "\n" not in str(info.value)
+
+
+def test_every_message_is_one_line() -> None:
+    for data in (graph(flows="many"), graph(nodes=[{"name": ""}]), dumbbell(flows=0), graph(seed=-1)):
+        message = error_of(data)
+        assert "\n" not in message and ": " in message
+
+
+# --- the dumbbell rule ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("rtt", "btl"), [(40_000_000, 10_000_000), (15_000_000, 3_750_000),
+                                          (20_000_002, 7_000_001), (20_000_000, 10_000_000),
+                                          (100_000_006, 0)])
+def test_access_delays_make_two_way_propagation_equal_the_rtt(rtt: int, btl: int) -> None:
+    src, dst = split_access_delays(rtt, btl)
+    assert src >= 0 and dst >= 0 and abs(src - dst) <= 1
+    assert 2 * (src + btl + dst) == rtt
+
+
+def test_dumbbell_engine_spec_sums_to_each_requested_rtt() -> None:
+    rtts = ["15ms", "40ms", "123.456ms", "10ms"]
+    data = dumbbell(bottleneck_delay="5ms", flows=None)
+    del data["topology"]["flows"]
+    data["flows"] = [{"rtt": rtt} for rtt in rtts]
+    engine = Scenario.from_dict(data).to_engine()
+    links = {link["name"]: link for link in engine["links"]}
+    btl = links["btl"]["delay_ns"]
+    assert btl == 5_000_000
+    from bufferlab.units import parse_time
+
+    for i, rtt in enumerate(rtts):
+        flow = engine["flows"][i]
+        src_name, dst_name = engine["nodes"][flow["src"]]["name"], engine["nodes"][flow["dst"]]["name"]
+        one_way = links[f"access_{src_name}"]["delay_ns"] + btl + links[f"access_{dst_name}"]["delay_ns"]
+        assert 2 * one_way == parse_time(rtt)
+
+
+def test_dumbbell_default_bottleneck_delay_is_a_quarter_of_the_smallest_rtt() -> None:
+    data = dumbbell()
+    del data["topology"]["flows"]
+    data["flows"] = [{"rtt": "20ms"}, {"rtt": "100ms"}]
+    engine = Scenario.from_dict(data).to_engine()
+    assert engine["links"][0]["name"] == "btl"
+    assert engine["links"][0]["delay_ns"] == 5_000_000
+
+
+def test_dumbbell_rtt_shorter_than_twice_the_bottleneck_delay() -> None:
+    data = dumbbell(bottleneck_delay="10ms", rtt="15ms")
+    assert error_of(data) == "topology.rtt: 15ms is shorter than twice the bottleneck delay (2 x 10ms)"
+
+
+def test_dumbbell_per_flow_rtt_error_names_the_flow() -> None:
+    data = dumbbell(bottleneck_delay="10ms")
+    del data["topology"]["flows"]
+    data["flows"] = [{"rtt": "40ms"}, {"rtt": "19ms"}]
+    assert error_of(data).startswith("flows[1].rtt: 19ms is shorter than twice the bottleneck delay")
+
+
+def test_dumbbell_flow_count_must_match_the_list() -> None:
+    data = dumbbell(flows=3)
+    data["flows"] = [{}, {}]
+    assert error_of(data) == "topology.flows: 3 flows, but 2 are listed in [[flows]]"
+
+
+def test_dumbbell_needs_an_rtt() -> None:
+    data = dumbbell()
+    del data["topology"]["rtt"]
+    assert error_of(data).startswith("flows[0].rtt: missing")
+
+
+def test_dumbbell_layout_and_defaults() -> None:
+    engine = Scenario.from_dict(dumbbell(loss=0.01)).to_engine()
+    names = [n["name"] for n in engine["nodes"]]
+    assert names == ["left", "right", "src_0", "dst_0", "src_1", "dst_1"]
+    btl = engine["links"][0]
+    assert (names[btl["a"]], names[btl["b"]]) == ("left", "right")
+    assert btl["rate_bps"] == 10_000_000 and btl["loss"] == 0.01
+    assert btl["queue_forward"] == btl["queue_backward"] == {"kind": "fifo", "limit_packets": 20, "limit_bytes": None}
+    access = engine["links"][1:]
+    assert all(link["rate_bps"] == 100_000_000 and link["loss"] == 0.0 for link in access)  # 10 x bottleneck
+    # Every forward direction carries data: src -> left, left -> right, right -> dst.
+    assert [(names[link["a"]], names[link["b"]]) for link in access] == [
+        ("src_0", "left"), ("right", "dst_0"), ("src_1", "left"), ("right", "dst_1")]
+
+
+def test_dumbbell_refuses_explicit_nodes() -> None:
+    data = dumbbell()
+    data["nodes"] = [{"name": "x", "kind": "host"}]
+    assert error_of(data).startswith("nodes: a dumbbell topology builds its own nodes and links")
+
+
+# --- the engine spec ---------------------------------------------------------------------------
+
+def test_engine_spec_spells_out_every_tcp_default() -> None:
+    engine = Scenario.from_dict(graph()).to_engine()
+    assert engine["flows"][0]["tcp"] == ENGINE_TCP_DEFAULTS
+    assert engine["flows"][0]["traffic"] == {"kind": "greedy"}
+    assert engine["sample_interval_ns"] == 10_000_000
+    assert engine["seed"] == 1
+
+
+def test_tcp_options_layer_defaults_then_flow() -> None:
+    data = graph(flow_defaults={"tcp": {"mss": 1000, "recovery": "classic", "min_rto": "1s"}},
+                 flows=[{"src": "h1", "dst": "h2", "tcp": {"mss": 500, "delayed_ack": False, "rwnd": "64KiB"}}])
+    tcp = Scenario.from_dict(data).to_engine()["flows"][0]["tcp"]
+    assert tcp["mss"] == 500 and tcp["recovery"] == "classic" and tcp["min_rto_ns"] == 1_000_000_000
+    assert tcp["ack_every"] == 1 and tcp["rwnd_bytes"] == 65_536
+
+
+def test_finite_traffic_and_times_resolve_to_base_units() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "traffic": {"kind": "finite", "bytes": "1.5MB"},
+                         "start": "100ms", "stop": "900ms"}])
+    flow = Scenario.from_dict(data).to_engine()["flows"][0]
+    assert flow["traffic"] == {"kind": "finite", "bytes": 1_500_000}
+    assert (flow["start_ns"], flow["stop_ns"]) == (100_000_000, 900_000_000)
+
+
+def test_per_direction_queues_and_unlimited_rate() -> None:
+    data = graph()
+    data["links"][0].update(rate="unlimited", queue_forward="1.25MB", queue_backward="5p")
+    link = Scenario.from_dict(data).to_engine()["links"][0]
+    assert link["rate_bps"] is None
+    assert link["queue_forward"] == {"kind": "fifo", "limit_packets": None, "limit_bytes": 1_250_000}
+    assert link["queue_backward"] == {"kind": "fifo", "limit_packets": 5, "limit_bytes": None}
+
+
+def test_sample_interval_off_records_no_series() -> None:
+    assert Scenario.from_dict(graph(sample_interval="off")).to_engine()["sample_interval_ns"] is None
+
+
+def test_engine_json_is_canonical() -> None:
+    a = Scenario.from_dict(graph()).to_engine_json()
+    reordered = graph()
+    reordered["links"][0] = dict(reversed(list(reordered["links"][0].items())))
+    assert Scenario.from_dict(reordered).to_engine_json() == a
+    assert json.loads(a)["links"][0]["delay_ns"] == 1_000_000
+
+
+def test_bottleneck_by_link_or_channel_name() -> None:
+    assert Scenario.from_dict(graph(bottleneck="l1")).resolve().bottleneck == 2
+    assert Scenario.from_dict(graph(bottleneck="l1_backward")).resolve().bottleneck == 3
+    assert error_of(graph(bottleneck="l7")).startswith('bottleneck: unknown link or channel "l7"')
+
+
+# --- to and from Python objects ------------------------------------------------------------------
+
+def test_round_trip_through_dict_keeps_the_engine_spec() -> None:
+    data = graph(flow_defaults={"tcp": {"sack": False}}, seed=9)
+    data["links"][1]["loss"] = "1%"
+    scenario = Scenario.from_dict(data)
+    again = Scenario.from_dict(json.loads(json.dumps(scenario.to_dict())))
+    assert again.to_engine_json() == scenario.to_engine_json()
+    assert scenario.to_dict()["links"][1]["rate"] == "10Mbps"
+
+
+def test_scenario_built_from_python_objects() -> None:
+    scenario = Scenario(
+        duration="2s",
+        nodes=[Node(name="a", kind="host"), Node(name="b", kind="host")],
+        links=[Link(a="a", b="b", rate="1Gbps", delay="250us", queue="100p")],
+        flows=[Flow(src="a", dst="b", cca="newreno", traffic={"kind": "finite", "bytes": 10_000})],
+    )
+    engine = scenario.to_engine()
+    assert engine["links"][0]["name"] == "a_b" and engine["links"][0]["delay_ns"] == 250_000
+    assert engine["flows"][0]["traffic"] == {"kind": "finite", "bytes": 10_000}
+    assert Scenario.from_dict(scenario.to_dict()).to_engine() == engine
+
+
+def test_with_seed_changes_only_the_seed() -> None:
+    scenario = Scenario.from_dict(graph(seed=1))
+    reseeded = scenario.with_seed(2)
+    a, b = scenario.to_engine(), reseeded.to_engine()
+    assert b["seed"] == 2
+    assert {**a, "seed": 2} == b

@@ -1,0 +1,163 @@
+"""The result store: a run is simulated once, served from the store after, replaced with --force,
+and written atomically."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from bufferlab import runner, store
+from bufferlab.spec import Scenario
+from conftest import LOSSY_LINE, SMALL_DUMBBELL, bufferlab
+
+TABLES = ("runs", "flows", "channels", "flow_timeseries", "channel_timeseries", "captures")
+
+
+def count_rows(db: Path) -> dict[str, int]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+    finally:
+        con.close()
+
+
+def run_json(*args: str) -> dict:
+    result = bufferlab(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_identical_spec_is_served_from_the_store(write_scenario, db: Path) -> None:
+    path = write_scenario(SMALL_DUMBBELL)
+    first = run_json("run", str(path), "--db", str(db))
+    second = run_json("run", str(path), "--db", str(db))
+    assert first["from_store"] is False and second["from_store"] is True
+    assert first["run_id"] == second["run_id"]
+    assert second["flows"] == first["flows"] and second["bottleneck"] == first["bottleneck"]
+    assert second["wall_time_s"] == pytest.approx(first["wall_time_s"])
+    assert count_rows(db)["runs"] == 1
+
+
+def test_human_output_says_where_the_run_came_from(write_scenario, db: Path) -> None:
+    path = write_scenario(SMALL_DUMBBELL)
+    first = bufferlab("run", str(path), "--db", str(db))
+    second = bufferlab("run", str(path), "--db", str(db))
+    assert first.returncode == second.returncode == 0
+    assert "simulated and stored" in first.stdout and "served from the store" in second.stdout
+    for text in ("goodput", "loss rate", "retrans", "mean srtt", "completion", "utilisation", "drops",
+                 "mean queue", "btl_forward", "flow_0", "flow_1"):
+        assert text in first.stdout
+    assert first.stderr == ""
+
+
+def test_force_simulates_again_and_replaces_the_run(write_scenario, db: Path) -> None:
+    path = write_scenario(SMALL_DUMBBELL)
+    run_json("run", str(path), "--db", str(db))
+    before = count_rows(db)
+    forced = run_json("run", str(path), "--db", str(db), "--force")
+    assert forced["from_store"] is False
+    assert count_rows(db) == before  # replaced, not duplicated
+
+
+def test_different_seed_is_a_different_run(write_scenario, db: Path) -> None:
+    path = write_scenario(SMALL_DUMBBELL)
+    a = run_json("run", str(path), "--db", str(db))
+    b = run_json("run", str(path), "--db", str(db), "--seed", "4")
+    assert a["run_id"] != b["run_id"] and b["from_store"] is False and b["seed"] == 4
+    assert count_rows(db)["runs"] == 2
+
+
+def test_run_holds_specs_counters_and_series(write_scenario, db: Path) -> None:
+    path = write_scenario(SMALL_DUMBBELL)
+    summary = run_json("run", str(path), "--db", str(db))
+    with store.Store(db) as s:
+        row = s.run_row(summary["run_id"])
+        assert row is not None and row["status"] == "complete" and row["seed"] == 3
+        engine_spec = json.loads(row["spec_json"])
+        assert engine_spec["links"][0]["name"] == "btl"
+        assert json.loads(row["user_spec_json"])["topology"]["queue"] == "20p"
+        assert row["engine_version"] == runner.engine_version()
+        assert store.run_identity(row["spec_json"], row["engine_version"]) == summary["run_id"]
+        counts = count_rows_con(s.con, summary["run_id"])
+    assert counts["flows"] == 2 and counts["channels"] == 2 * 5  # btl + 4 access links
+    assert counts["flow_timeseries"] == 2 * 10  # 1 s sampled every 100 ms
+    assert counts["channel_timeseries"] == 10 * 10
+
+
+def count_rows_con(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
+    return {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).fetchone()[0] for t in TABLES}
+
+
+def test_every_channel_conserves_packets_and_bytes(write_scenario, db: Path) -> None:
+    # offered = delivered + dropped (queue, loss) + still queued / transmitting / propagating.
+    path = write_scenario(LOSSY_LINE.format(seed=5))
+    run_json("run", str(path), "--db", str(db))
+    con = duckdb.connect(str(db), read_only=True)
+    for unit in ("packets", "bytes"):
+        bad = con.execute(f"""
+            SELECT name FROM channels WHERE offered_{unit} != delivered_{unit} + dropped_queue_{unit}
+                + dropped_loss_{unit} + queued_end_{unit} + transmitting_end_{unit} + propagating_end_{unit}
+        """).fetchall()
+        assert bad == []
+    assert con.execute("SELECT sum(dropped_loss_packets) FROM channels").fetchone()[0] > 0
+    con.close()
+
+
+# --- atomicity -----------------------------------------------------------------------------------
+
+class Injected(RuntimeError):
+    pass
+
+
+def small_run(seed: int = 3) -> tuple[Scenario, store.StoredRun]:
+    scenario = Scenario.from_toml_text(SMALL_DUMBBELL.replace("seed = 3", f"seed = {seed}"))
+    resolved = scenario.resolve()
+    result, wall = runner.simulate(scenario)
+    spec_json = resolved.to_json()
+    stored = store.StoredRun(run_id=store.run_identity(spec_json, result["engine_version"]), name="small",
+                             seed=seed, duration_ns=scenario.duration, wall_time_s=wall, spec_json=spec_json,
+                             user_spec_json="{}", endpoints=resolved.flow_endpoints, result=result)
+    return scenario, stored
+
+
+@pytest.mark.parametrize("step", ["_insert_channels", "_insert_timeseries", "_insert_captures"])
+def test_failure_mid_insert_leaves_no_rows(step: str, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, run = small_run()
+
+    def explode(self: store.Store, run: store.StoredRun) -> None:
+        raise Injected(step)
+
+    monkeypatch.setattr(store.Store, step, explode)
+    with store.Store(db) as s, pytest.raises(Injected):
+        s.save(run)
+    assert count_rows(db) == dict.fromkeys(TABLES, 0)
+
+
+def test_failure_during_force_replace_keeps_the_old_run(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, run = small_run()
+    with store.Store(db) as s:
+        s.save(run)
+    before = count_rows(db)
+    assert before["runs"] == 1 and before["flow_timeseries"] > 0
+
+    def explode(self: store.Store, run: store.StoredRun) -> None:
+        raise Injected("timeseries")
+
+    monkeypatch.setattr(store.Store, "_insert_timeseries", explode)
+    with store.Store(db) as s, pytest.raises(Injected):
+        s.save(run, replace=True)
+    assert count_rows(db) == before
+    with store.Store(db) as s:
+        assert s.has_run(run.run_id)
+
+
+def test_saving_the_same_run_twice_without_replace_fails_and_keeps_one(db: Path) -> None:
+    _, run = small_run()
+    with store.Store(db) as s:
+        s.save(run)
+        with pytest.raises(duckdb.ConstraintException):
+            s.save(run)
+    assert count_rows(db)["runs"] == 1

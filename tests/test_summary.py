@@ -1,0 +1,84 @@
+"""The summary metrics, on hand-made counters whose answers are known."""
+
+from __future__ import annotations
+
+import pytest
+
+from bufferlab import summary as m
+
+
+def flow(**overrides: object) -> dict:
+    base = {"name": "f", "start_ns": 1_000_000_000, "completed_ns": None, "bytes_delivered": 1_250_000,
+            "segments_sent": 1000, "segments_retransmitted": 10, "rtos": 1, "rtt_samples": 4,
+            "rtt_sum_ns": 100_000_000}
+    base.update(overrides)
+    return base
+
+
+def channel(**overrides: object) -> dict:
+    base = {"name": "btl_forward", "rate_bps": 100_000_000, "busy_ns": 9_000_000_000, "sent_packets": 1000,
+            "sojourn_sum_ns": 2_000_000_000, "queue_packet_ns": 50 * 10_000_000_000,
+            "dropped_queue_packets": 7, "dropped_loss_packets": 2, "max_queue_packets": 100}
+    base.update(overrides)
+    return base
+
+
+def test_goodput_of_a_running_flow_counts_to_the_end_of_the_run() -> None:
+    # 1.25 MB = 10 Mbit delivered over 11 s - 1 s = 10 s -> 1 Mb/s.
+    assert m.goodput_bps(flow(), end_ns=11_000_000_000) == pytest.approx(1e6)
+
+
+def test_goodput_of_a_completed_flow_counts_to_its_completion() -> None:
+    assert m.goodput_bps(flow(completed_ns=2_000_000_000), end_ns=11_000_000_000) == pytest.approx(10e6)
+
+
+def test_goodput_undefined_before_the_flow_starts() -> None:
+    assert m.goodput_bps(flow(), end_ns=1_000_000_000) is None
+
+
+def test_loss_rate_is_retransmitted_over_sent() -> None:
+    assert m.loss_rate(flow()) == pytest.approx(0.01)
+    assert m.loss_rate(flow(segments_sent=0, segments_retransmitted=0)) is None
+
+
+def test_mean_srtt_is_the_mean_rtt_sample() -> None:
+    assert m.mean_srtt_ns(flow()) == 25_000_000
+    assert m.mean_srtt_ns(flow(rtt_samples=0, rtt_sum_ns=0)) is None
+
+
+def test_completion_time_from_syn_to_last_ack() -> None:
+    assert m.completion_time_ns(flow(completed_ns=3_500_000_000)) == 2_500_000_000
+    assert m.completion_time_ns(flow()) is None
+
+
+def test_channel_metrics() -> None:
+    ch = channel()
+    assert m.utilisation(ch, 10_000_000_000) == pytest.approx(0.9)
+    assert m.mean_queue_packets(ch, 10_000_000_000) == pytest.approx(50.0)
+    assert m.mean_sojourn_ns(ch) == pytest.approx(2_000_000)
+    assert m.utilisation(channel(rate_bps=None), 10) is None
+    assert m.mean_sojourn_ns(channel(sent_packets=0)) is None
+
+
+def test_bottleneck_is_the_slowest_busy_channel_data_direction_first() -> None:
+    channels = [
+        channel(name="access_forward", rate_bps=1_000_000_000),
+        channel(name="btl_forward", rate_bps=10_000_000, busy_ns=900),
+        channel(name="btl_backward", rate_bps=10_000_000, busy_ns=30),
+        channel(name="idle_forward", rate_bps=1_000_000, sent_packets=0),
+        channel(name="unlimited_forward", rate_bps=None),
+    ]
+    assert m.pick_bottleneck(channels) == 1
+    assert m.pick_bottleneck(channels, named=2) == 2
+    assert m.pick_bottleneck([channel(rate_bps=None)]) is None
+
+
+def test_summary_uses_display_units() -> None:
+    result = {"engine_version": "x", "end_ns": 11_000_000_000, "events": 5, "flows": [flow()],
+              "channels": [channel()]}
+    s = m.summarise(result, endpoints=[("a", "b")], bottleneck=None, run_id="r", from_store=False, seed=1,
+                    wall_time_s=0.5)
+    f = s.flows[0]
+    assert (f.goodput_mbps, f.mean_srtt_ms, f.src, f.dst) == (pytest.approx(1.0), 25.0, "a", "b")
+    assert s.bottleneck is not None and s.bottleneck.rate_mbps == 100.0 and s.bottleneck.drops == 7
+    assert s.to_json_dict()["flows"][0]["retransmissions"] == 10

@@ -14,7 +14,7 @@ def small_engine_spec() -> dict:
 
 
 def test_python_tcp_defaults_are_the_engine_s() -> None:
-    # Spelling out ENGINE_TCP_DEFAULTS must simulate exactly what the engine's own defaults do.
+    # Spelling out the engine's TCP defaults must simulate exactly what the engine's own defaults do.
     spelled = small_engine_spec()
     implicit = json.loads(json.dumps(spelled))
     for flow in implicit["flows"]:

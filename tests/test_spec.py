@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bufferlab.errors import SpecError
-from bufferlab.spec import ENGINE_TCP_DEFAULTS, Flow, Link, Node, Scenario, split_access_delays
+from bufferlab.spec import engine_tcp_defaults, Flow, Link, Node, Scenario, split_access_delays
 
 
 def graph(**overrides: Any) -> dict[str, Any]:
@@ -246,7 +246,7 @@ def test_dumbbell_refuses_explicit_nodes() -> None:
 
 def test_engine_spec_spells_out_every_tcp_default() -> None:
     engine = Scenario.from_dict(graph()).to_engine()
-    assert engine["flows"][0]["tcp"] == ENGINE_TCP_DEFAULTS
+    assert engine["flows"][0]["tcp"] == engine_tcp_defaults()
     assert engine["flows"][0]["traffic"] == {"kind": "greedy"}
     assert engine["sample_interval_ns"] == 10_000_000
     assert engine["seed"] == 1

@@ -17,3 +17,7 @@ def validate(spec_json: str) -> None:
 
 def engine_version() -> str:
     """The engine's version; part of every run's identity in the result store."""
+
+
+def tcp_defaults() -> str:
+    """The engine's TCP defaults (TcpSpec::default()) as JSON text."""

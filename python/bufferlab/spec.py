@@ -19,6 +19,7 @@ The RTT is propagation only: transmission and queueing come on top, as in ns-3 a
 
 from __future__ import annotations
 
+import functools
 import json
 import tomllib
 from dataclasses import dataclass, field
@@ -55,22 +56,17 @@ DEFAULT_SAMPLE_INTERVAL_NS = 10_000_000
 # Linux's default txqueuelen and ns-3's FifoQueueDisc default: 1000 packets.
 DEFAULT_QUEUE = Queue(limit=units.QueueLimit(packets=1000))
 
-# The engine's TcpSpec defaults (crates/bufferlab-core/src/spec.rs, `impl Default for TcpSpec`).
-# Spelled out in every engine spec so that a stored spec says exactly what ran.
-ENGINE_TCP_DEFAULTS: dict[str, Any] = {
-    "mss": 1448,
-    "header_bytes": 52,
-    "initial_window": 10,
-    "ack_every": 2,
-    "delayed_ack_timeout_ns": 40_000_000,
-    "sack": True,
-    "recovery": "prr",
-    "min_rto_ns": 200_000_000,
-    "initial_rto_ns": 1_000_000_000,
-    "max_rto_ns": 60_000_000_000,
-    "rwnd_bytes": None,
-    "dupthresh": 3,
-}
+@functools.cache
+def engine_tcp_defaults() -> dict[str, Any]:
+    """The engine's TcpSpec defaults (`impl Default for TcpSpec` in crates/bufferlab-core/src/spec.rs).
+
+    Spelled out in every engine spec so that a stored spec says exactly what ran.
+    """
+    from . import _core
+
+    defaults: dict[str, Any] = json.loads(_core.tcp_defaults())
+    return defaults
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -115,6 +111,8 @@ class TcpOptions(_Model):
     max_rto: PositiveTime | None = None
     rwnd: ByteCount | None = None
     dupthresh: StrictInt | None = Field(default=None, gt=0)
+    # RTT measurement from echoed timestamps (RFC 7323); false: send times under Karn's rule.
+    timestamps: StrictBool | None = None
 
 
 class FlowDefaults(_Model):
@@ -359,7 +357,7 @@ def _unique(names: list[str], section: str) -> dict[str, int]:
 
 
 def _tcp(defaults: TcpOptions | None, own: TcpOptions | None, where: str) -> dict[str, Any]:
-    tcp = dict(ENGINE_TCP_DEFAULTS)
+    tcp = dict(engine_tcp_defaults())
     for layer, path in ((defaults, "flow_defaults.tcp"), (own, f"{where}.tcp")):
         if layer is None:
             continue
@@ -369,7 +367,7 @@ def _tcp(defaults: TcpOptions | None, own: TcpOptions | None, where: str) -> dic
             raise SpecError(f"{path}.delayed_ack", "false means ack_every = 1, but ack_every is "
                                                    f"{layer.ack_every}")
         simple = {"mss": "mss", "header_bytes": "header_bytes", "initial_window": "initial_window",
-                  "ack_every": "ack_every", "sack": "sack", "dupthresh": "dupthresh",
+                  "ack_every": "ack_every", "sack": "sack", "dupthresh": "dupthresh", "timestamps": "timestamps",
                   "delayed_ack_timeout": "delayed_ack_timeout_ns", "min_rto": "min_rto_ns",
                   "initial_rto": "initial_rto_ns", "max_rto": "max_rto_ns", "rwnd": "rwnd_bytes"}
         for ours, engine_key in simple.items():

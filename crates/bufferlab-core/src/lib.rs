@@ -46,9 +46,10 @@ pub use record::result::RunResult;
 pub use sim::Simulator;
 pub use validate::{validate, EngineError};
 
-/// Engine version: part of every run's identity in the result store. Bump it whenever a change
-/// alters simulated behaviour, so stored results are never confused with new ones.
-pub const ENGINE_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+engine.1");
+/// Engine version: the crate version plus a hash of the engine's source (see `build.rs`). It is
+/// part of every run's identity in the result store, so results of one build are never served
+/// as results of another.
+pub const ENGINE_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+", env!("BUFFERLAB_SOURCE_HASH"));
 
 /// Validate and simulate a scenario.
 pub fn run(spec: &ScenarioSpec) -> Result<RunResult, EngineError> {

@@ -145,6 +145,9 @@ pub struct TcpSpec {
     pub rwnd_bytes: Option<u64>,
     /// Duplicate-ACK threshold, RFC 5681 (3).
     pub dupthresh: u32,
+    /// RTT measurement from echoed timestamps, RFC 7323 §4 (true); false measures from the
+    /// scoreboard's send times under Karn's rule. The option's bytes are part of `header_bytes`.
+    pub timestamps: bool,
 }
 
 impl Default for TcpSpec {
@@ -162,6 +165,7 @@ impl Default for TcpSpec {
             max_rto_ns: 60_000_000_000,
             rwnd_bytes: None,
             dupthresh: 3,
+            timestamps: true,
         }
     }
 }

@@ -132,3 +132,21 @@ fn capture_sees_every_transmission_including_packets_the_link_then_loses() {
     assert_eq!(cap.wire_bytes.iter().map(|&b| b as u64).sum::<u64>(), btl.sent_bytes);
     assert!(cap.time_ns.windows(2).all(|w| w[0] <= w[1]), "capture is in time order");
 }
+
+#[test]
+fn timestamp_rtt_samples_are_not_inflated_by_loss_recovery() {
+    // Slow start overshoots a 20-packet buffer and NewReno without SACK repairs one hole per
+    // round trip; segments acknowledged after each repair were sent long before. Echoed
+    // timestamps (RFC 7323) time the transmission the ACK answers, so samples stay within the
+    // base RTT plus a full queue; send times under Karn's rule do not.
+    let tcp = TcpSpec { sack: false, recovery: RecoveryKind::Classic, ..TcpSpec::default() };
+    let with_ts = finite_transfer(tcp.clone(), 0.0, 3_000_000);
+    let karn = finite_transfer(TcpSpec { timestamps: false, ..tcp }, 0.0, 3_000_000);
+    let mean_ms = |r: &bufferlab_core::RunResult| r.flows[0].rtt_sum_ns as f64 / r.flows[0].rtt_samples as f64 / 1e6;
+    // Base RTT 2·(1 + 10 + 1) ms = 24 ms; a full 20-packet queue at 10 Mb/s adds 24 ms.
+    let bound_ms = 24.0 + 24.0;
+    println!("mean RTT sample: timestamps {:.1} ms, Karn {:.1} ms", mean_ms(&with_ts), mean_ms(&karn));
+    assert!(with_ts.flows[0].segments_retransmitted > 20, "the scenario must need a long recovery");
+    assert!(mean_ms(&with_ts) < bound_ms);
+    assert!(mean_ms(&karn) > bound_ms, "Karn's samples include the wait behind the holes");
+}

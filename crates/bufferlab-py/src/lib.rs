@@ -30,6 +30,13 @@ fn validate(spec_json: &str) -> PyResult<()> {
     bufferlab_core::validate(&spec).map_err(engine_error)
 }
 
+/// The engine's TCP defaults (`TcpSpec::default()`) as JSON text: the single source of truth the
+/// Python spec layer fills unset options from.
+#[pyfunction]
+fn tcp_defaults() -> PyResult<String> {
+    serde_json::to_string(&bufferlab_core::spec::TcpSpec::default()).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// Version of the engine; part of every run's identity in the result store.
 #[pyfunction]
 fn engine_version() -> &'static str {
@@ -41,5 +48,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
+    m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
     Ok(())
 }

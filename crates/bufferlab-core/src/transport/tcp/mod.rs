@@ -30,6 +30,7 @@ pub struct TcpConfig {
     pub max_rto: SimTime,
     pub rwnd: Option<u64>,
     pub dupthresh: u32,
+    pub timestamps: bool,
 }
 
 impl From<&TcpSpec> for TcpConfig {
@@ -47,6 +48,7 @@ impl From<&TcpSpec> for TcpConfig {
             max_rto: SimTime::from_ns(s.max_rto_ns),
             rwnd: s.rwnd_bytes,
             dupthresh: s.dupthresh,
+            timestamps: s.timestamps,
         }
     }
 }

@@ -78,6 +78,7 @@ impl TcpReceiver {
             // A (possibly repeated) SYN: answer with a SYN-ACK; data starts at sequence 1.
             self.rcv_nxt = self.rcv_nxt.max(1);
             self.ts_recent = packet.ts_val;
+            self.last_ack_sent = self.rcv_nxt;
             out.push(self.ack_packet(now, flags::SYN | flags::ACK, SYN_OPTION_BYTES));
             self.acks_sent += 1;
             return;
@@ -91,8 +92,9 @@ impl TcpReceiver {
             self.fin_seq = Some(start);
             end += 1; // the FIN occupies one sequence number
         }
-        // RFC 7323 §4.3: TS.Recent is taken from the segment that the next ACK will cover first.
-        if start <= self.last_ack_sent {
+        // RFC 7323 §4.3 (2): TS.Recent is taken from the segment at the left edge of the window,
+        // so a delayed or hole-filling ACK echoes the transmission that made it possible.
+        if packet.ts_val >= self.ts_recent && start <= self.last_ack_sent {
             self.ts_recent = packet.ts_val;
         }
 

@@ -246,9 +246,15 @@ impl TcpSender {
             }
             if let Some(seg) = cumulative.newest {
                 newest_sent = Some(seg.sent_time);
-                // Karn's rule (RFC 6298 §3): no sample from a retransmitted segment.
-                if !seg.ever_retransmitted {
-                    let sample = now - seg.sent_time;
+                let sample = if self.config.timestamps {
+                    // RFC 7323 §4.1: RTTM from the echoed timestamp of an ACK that acknowledges
+                    // new data; it names the very transmission, so retransmissions are no problem.
+                    Some(now - packet.ts_ecr)
+                } else {
+                    // Karn's rule (RFC 6298 §3): no sample from a retransmitted segment.
+                    (!seg.ever_retransmitted).then(|| now - seg.sent_time)
+                };
+                if let Some(sample) = sample {
                     self.rtt.on_sample(sample);
                     self.record_rtt_sample(sample);
                     rtt_sample = Some(sample);

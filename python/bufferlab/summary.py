@@ -51,8 +51,9 @@ def loss_rate(flow: Record) -> float | None:
 
 
 def mean_srtt_ns(flow: Record) -> float | None:
-    """Mean of the RTT samples that feed the smoothed RTT (rtt_sum / rtt_samples, Karn's rule
-    applied by the engine). The time-average of srtt itself comes with the metric catalogue."""
+    """Mean of the RTT samples that feed the smoothed RTT (rtt_sum / rtt_samples; the engine takes
+    them from echoed timestamps, RFC 7323, or under Karn's rule with `tcp.timestamps = false`).
+    The time-average of srtt itself comes with the metric catalogue."""
     if flow["rtt_samples"] == 0:
         return None
     return flow["rtt_sum_ns"] / flow["rtt_samples"]

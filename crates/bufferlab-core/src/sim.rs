@@ -13,7 +13,8 @@ use crate::record::{ChannelSample, FlowSample};
 use crate::spec::{Direction, ScenarioSpec, TrafficSpec};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::units::{BitRate, SimTime};
-use crate::{validate, EngineError, ENGINE_VERSION};
+use crate::validate::{check_fields, check_queue_fits, largest_packets};
+use crate::{EngineError, ENGINE_VERSION};
 
 /// Timer bookkeeping of one endpoint: the earliest wakeup already in the event queue.
 ///
@@ -83,7 +84,7 @@ fn stream_seed(seed: u64, index: u64) -> u64 {
 
 impl Simulator {
     pub fn new(spec: &ScenarioSpec) -> Result<Simulator, EngineError> {
-        validate(spec)?;
+        check_fields(spec)?;
         let mut channels = Vec::with_capacity(spec.links.len() * 2);
         let mut edges = Vec::with_capacity(spec.links.len() * 2);
         for link in &spec.links {
@@ -116,6 +117,20 @@ impl Simulator {
         endpoints.sort_unstable();
         endpoints.dedup();
         let routes = RoutingTable::build(spec.nodes.len(), &edges, &endpoints);
+        for (i, f) in spec.flows.iter().enumerate() {
+            let (data, ack) = largest_packets(&f.tcp);
+            for (from, to, bytes) in [(f.src, f.dst, data), (f.dst, f.src, ack)] {
+                let mut node = from as u32;
+                while node != to as u32 {
+                    let ch = routes.next_channel(node, to as u32).expect("connectivity checked") as usize;
+                    let link = &spec.links[ch / 2];
+                    let (direction, queue) =
+                        if ch % 2 == 0 { ("forward", &link.queue_forward) } else { ("backward", &link.queue_backward) };
+                    check_queue_fits(i, bytes, ch / 2, direction, queue)?;
+                    node = channels[ch].to;
+                }
+            }
+        }
 
         let mut events = EventQueue::new();
         let mut flows = Vec::with_capacity(spec.flows.len());

@@ -44,7 +44,13 @@ fn check_time(field: impl Into<String>, ns: u64) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// Check a scenario completely, including what needs its routes (see [`check_paths`]).
 pub fn validate(spec: &ScenarioSpec) -> Result<(), EngineError> {
+    crate::Simulator::new(spec).map(|_| ())
+}
+
+/// Checks of every field on its own and of connectivity; `Simulator::new` runs them first.
+pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
     if spec.duration_ns == 0 {
         return Err(err("duration_ns", "must be positive"));
     }
@@ -146,6 +152,33 @@ pub fn validate(spec: &ScenarioSpec) -> Result<(), EngineError> {
         if c.link >= spec.links.len() {
             return Err(err(format!("captures[{i}].link"), format!("link index {} out of range", c.link)));
         }
+    }
+    Ok(())
+}
+
+/// Largest packet a flow puts on the wire in each direction: a full data segment, and an ACK with
+/// a full SACK option (timestamps are in the header; SACK adds at most 28 option bytes).
+pub(crate) fn largest_packets(tcp: &crate::spec::TcpSpec) -> (u64, u64) {
+    let data = (tcp.header_bytes + tcp.mss) as u64;
+    let ack = tcp.header_bytes as u64 + 28;
+    (data, ack)
+}
+
+/// A byte-limited queue on a flow's path must hold at least one of its largest packets, or the
+/// flow could never get a full segment through.
+pub(crate) fn check_queue_fits(
+    flow: usize,
+    packet_bytes: u64,
+    link: usize,
+    direction: &str,
+    queue: &QueueSpec,
+) -> Result<(), EngineError> {
+    let QueueSpec::Fifo { limit_bytes: Some(limit), .. } = queue else { return Ok(()) };
+    if *limit < packet_bytes {
+        return Err(err(
+            format!("links[{link}].queue_{direction}"),
+            format!("a {limit}-byte limit cannot hold a {packet_bytes}-byte packet of flows[{flow}]"),
+        ));
     }
     Ok(())
 }

@@ -150,3 +150,15 @@ fn timestamp_rtt_samples_are_not_inflated_by_loss_recovery() {
     assert!(mean_ms(&with_ts) < bound_ms);
     assert!(mean_ms(&karn) > bound_ms, "Karn's samples include the wait behind the holes");
 }
+
+#[test]
+fn byte_queue_smaller_than_a_packet_on_the_path_is_rejected() {
+    let mut spec = dumbbell(1, SEC, 1, 0.0);
+    spec.links[0].queue_forward = QueueSpec::fifo_bytes(1499);
+    assert_eq!(
+        validate(&spec).unwrap_err().to_string(),
+        "links[0].queue_forward: a 1499-byte limit cannot hold a 1500-byte packet of flows[0]"
+    );
+    spec.links[0].queue_forward = QueueSpec::fifo_bytes(1500);
+    assert_eq!(validate(&spec), Ok(()));
+}

@@ -87,11 +87,12 @@ impl Simulator {
         check_fields(spec)?;
         let mut channels = Vec::with_capacity(spec.links.len() * 2);
         let mut edges = Vec::with_capacity(spec.links.len() * 2);
-        for link in &spec.links {
+        for (link_index, link) in spec.links.iter().enumerate() {
             let rate = link.rate_bps.map(BitRate);
             let delay = SimTime::from_ns(link.delay_ns);
-            for (from, to, queue) in [(link.a, link.b, &link.queue_forward), (link.b, link.a, &link.queue_backward)] {
-                let index = channels.len();
+            for direction in [Direction::Forward, Direction::Backward] {
+                let (from, to, queue) = link.channel_ends(direction);
+                let index = direction.channel(link_index);
                 let mut ch = Channel::new(
                     from as u32,
                     to as u32,
@@ -101,9 +102,8 @@ impl Simulator {
                     Queue::from_spec(queue),
                     stream_seed(spec.seed, index as u64),
                 );
-                let direction = if index % 2 == 0 { "forward" } else { "backward" };
-                ch.record.name = format!("{}_{}", link.name, direction);
-                ch.record.link = index / 2;
+                ch.record.name = format!("{}_{}", link.name, direction.name());
+                ch.record.link = link_index;
                 ch.record.from = from;
                 ch.record.to = to;
                 ch.record.rate_bps = link.rate_bps;
@@ -123,10 +123,9 @@ impl Simulator {
                 let mut node = from as u32;
                 while node != to as u32 {
                     let ch = routes.next_channel(node, to as u32).expect("connectivity checked") as usize;
-                    let link = &spec.links[ch / 2];
-                    let (direction, queue) =
-                        if ch % 2 == 0 { ("forward", &link.queue_forward) } else { ("backward", &link.queue_backward) };
-                    check_queue_fits(i, bytes, ch / 2, direction, queue)?;
+                    let (link, direction) = Direction::of_channel(ch);
+                    let (_, _, queue) = spec.links[link].channel_ends(direction);
+                    check_queue_fits(i, bytes, link, direction, queue)?;
                     node = channels[ch].to;
                 }
             }
@@ -166,7 +165,7 @@ impl Simulator {
         let mut capture_of = vec![None; channels.len()];
         let mut captures = Vec::new();
         for c in &spec.captures {
-            let channel = c.link * 2 + usize::from(c.direction == Direction::Backward);
+            let channel = c.direction.channel(c.link);
             if capture_of[channel].is_none() {
                 capture_of[channel] = Some(captures.len());
                 channels[channel].keep_last_started = true;

@@ -203,3 +203,33 @@ pub enum Direction {
     Forward,
     Backward,
 }
+
+impl Direction {
+    /// Channels are numbered link by link, forward then backward: channel = 2·link + direction.
+    pub fn channel(self, link: usize) -> usize {
+        2 * link + usize::from(self == Direction::Backward)
+    }
+
+    /// The link and direction of a channel index.
+    pub fn of_channel(channel: usize) -> (usize, Direction) {
+        let direction = if channel.is_multiple_of(2) { Direction::Forward } else { Direction::Backward };
+        (channel / 2, direction)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Forward => "forward",
+            Direction::Backward => "backward",
+        }
+    }
+}
+
+impl LinkSpec {
+    /// The node a channel of this link leaves from, the node it reaches, and its queue.
+    pub fn channel_ends(&self, direction: Direction) -> (usize, usize, &QueueSpec) {
+        match direction {
+            Direction::Forward => (self.a, self.b, &self.queue_forward),
+            Direction::Backward => (self.b, self.a, &self.queue_backward),
+        }
+    }
+}

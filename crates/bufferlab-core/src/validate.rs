@@ -1,7 +1,7 @@
 //! Checks a resolved scenario before any simulation, so that a run never fails half-way.
 //! Each error names the offending field by its path in the spec and says why.
 
-use crate::spec::{NodeKind, QueueSpec, ScenarioSpec, TrafficSpec};
+use crate::spec::{Direction, NodeKind, QueueSpec, ScenarioSpec, TrafficSpec};
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -170,13 +170,13 @@ pub(crate) fn check_queue_fits(
     flow: usize,
     packet_bytes: u64,
     link: usize,
-    direction: &str,
+    direction: Direction,
     queue: &QueueSpec,
 ) -> Result<(), EngineError> {
     let QueueSpec::Fifo { limit_bytes: Some(limit), .. } = queue else { return Ok(()) };
     if *limit < packet_bytes {
         return Err(err(
-            format!("links[{link}].queue_{direction}"),
+            format!("links[{link}].queue_{}", direction.name()),
             format!("a {limit}-byte limit cannot hold a {packet_bytes}-byte packet of flows[{flow}]"),
         ));
     }

@@ -98,6 +98,34 @@ mod tests {
     }
 
     #[test]
+    fn interleaved_schedules_and_pops_match_a_sorted_order() {
+        // Pseudo-random times, each scheduled no earlier than the last event taken out.
+        let mut q = EventQueue::new();
+        let mut reference = std::collections::BTreeMap::new();
+        let (mut seq, mut now, mut x) = (0u64, 0u64, 12345u64);
+        for round in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let t = now + x % 1_000_000;
+            q.schedule(SimTime(t), Event::SenderTimer { flow: seq as u32 });
+            reference.insert((t, seq), seq as u32);
+            seq += 1;
+            if round % 3 != 0 {
+                let (t, e) = q.pop().unwrap();
+                let ((rt, _), flow) = reference.pop_first().unwrap();
+                assert_eq!((t.0, e), (rt, Event::SenderTimer { flow }));
+                now = t.0;
+            }
+        }
+        while let Some((t, e)) = q.pop() {
+            let ((rt, _), flow) = reference.pop_first().unwrap();
+            assert_eq!((t.0, e), (rt, Event::SenderTimer { flow }));
+        }
+        assert!(reference.is_empty());
+    }
+
+    #[test]
     fn ties_break_in_insertion_order() {
         let mut q = EventQueue::new();
         for flow in 0..100 {

@@ -86,6 +86,9 @@ impl Channel {
     /// Accumulate the queue-length integral up to `now` (call before every change of length).
     #[inline]
     fn integrate_queue(&mut self, now: SimTime) {
+        if now == self.queue_changed_at {
+            return;
+        }
         let dt = (now - self.queue_changed_at).0 as u128;
         self.queue_packet_ps += self.queue.len_packets() as u128 * dt;
         self.queue_byte_ps += self.queue.len_bytes() as u128 * dt;
@@ -99,6 +102,12 @@ impl Channel {
         self.record.offered_packets += 1;
         self.record.offered_bytes += bytes;
         packet.enqueued_at = now;
+        if !self.wakeup_pending && now >= self.busy_until && self.queue.passes_through_when_idle() {
+            // An empty work-conserving FIFO in front of an idle transmitter: straight onto the
+            // wire, as if enqueued and dequeued at once.
+            let head_arrival = self.transmit(packet, now);
+            return Ok(Schedule { started: true, head_arrival, wakeup: None });
+        }
         self.integrate_queue(now);
         if let Err((dropped, _reason)) = self.queue.enqueue(packet, now) {
             self.record.dropped_queue_packets += 1;

@@ -41,6 +41,16 @@ pub enum Queue {
 }
 
 impl Queue {
+    /// True when a packet arriving now would be dequeued at once by an idle transmitter, so the
+    /// channel may skip the enqueue/dequeue pair: an empty FIFO. Disciplines that decide at dequeue
+    /// time (shapers, schedulers, AQM) answer false.
+    #[inline]
+    pub fn passes_through_when_idle(&self) -> bool {
+        match self {
+            Queue::Fifo(q) => q.len_packets() == 0,
+        }
+    }
+
     pub fn from_spec(spec: &QueueSpec) -> Queue {
         match spec {
             QueueSpec::Fifo { limit_packets, limit_bytes } => {

@@ -1,5 +1,6 @@
 //! The reference dumbbell of the engine benchmark, as a plain binary: prints the wall time and
-//! the simulated packet rate. `cargo run --release --example reference_dumbbell [flows] [seconds]`.
+//! the simulated packet rate.
+//! `cargo run --release --example reference_dumbbell [flows] [seconds] [sample interval ms, 0 = off]`.
 //! The Python benchmark (`benchmarks/bench_engine.py`) runs the same scenario through the package.
 
 use bufferlab_core::spec::*;
@@ -11,6 +12,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let k: usize = args.next().map_or(10, |a| a.parse().expect("flows"));
     let secs: u64 = args.next().map_or(30, |a| a.parse().expect("seconds"));
+    let sample_ms: u64 = args.next().map_or(10, |a| a.parse().expect("sample interval in ms"));
     let deep = QueueSpec::fifo_packets(1_000_000);
     let host = |n: String| NodeSpec { name: n, kind: NodeKind::Host };
     let mut nodes = vec![
@@ -49,7 +51,7 @@ fn main() {
     let spec = ScenarioSpec {
         seed: 42,
         duration_ns: secs * 1_000_000_000,
-        sample_interval_ns: Some(10 * MS),
+        sample_interval_ns: (sample_ms > 0).then_some(sample_ms * MS),
         nodes,
         links,
         flows,

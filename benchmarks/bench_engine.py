@@ -8,15 +8,22 @@ The reference scenario (issue "Engine foundation"; scenarios/dumbbell.toml): 10 
     python benchmarks/bench_engine.py                # the reference scenario, 5 repetitions
     python benchmarks/bench_engine.py --flows 10 100 1000 --seconds 10
 
-Prints wall time (best and median of the repetitions, engine call including JSON conversion),
-simulated packet transmissions per second (every packet on every link counts once per link),
-scheduler events per second, and the speed ratio against ns-3. A printed figure, not a test.
+Prints wall time (best and median of the repetitions) of the engine called from Python, JSON
+result included, then of the engine alone (the `reference_dumbbell` Rust example, when cargo is
+available); simulated packet transmissions per second (every packet on every link counts once
+per link), scheduler events per second, and the speed ratio against ns-3. A printed figure, not
+a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
+import shutil
 import statistics
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,17 +34,18 @@ NS3_REFERENCE_S = 13.0
 REFERENCE = Path(__file__).resolve().parent.parent / "scenarios" / "dumbbell.toml"
 
 
-def measure(flows: int | None, seconds: float | None, repetitions: int) -> dict[str, float]:
+def reference_spec(flows: int | None, seconds: float | None) -> str:
+    """The engine spec of the reference scenario, optionally with another flow count or length."""
     scenario = load_scenario(REFERENCE)
     data = scenario.to_dict()
     if flows is not None:
         data["topology"]["flows"] = flows
     if seconds is not None:
         data["duration"] = f"{seconds}s"
-    scenario = type(scenario).from_dict(data)
-    spec_json = scenario.resolve().to_json()
-    import json
+    return type(scenario).from_dict(data).resolve().to_json()
 
+
+def measure(spec_json: str, repetitions: int) -> dict[str, float]:
     walls = []
     result = None
     for _ in range(repetitions):
@@ -58,6 +66,25 @@ def measure(flows: int | None, seconds: float | None, repetitions: int) -> dict[
     }
 
 
+def engine_alone(spec_json: str, repetitions: int) -> float | None:
+    """Best wall time of the engine without Python (the `run_spec` Rust example) on the same
+    resolved spec, or None where cargo is not available."""
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        return None
+    root = REFERENCE.parent.parent
+    subprocess.run([cargo, "build", "--release", "--quiet", "--example", "run_spec"], cwd=root, check=True)
+    binary = root / "target" / "release" / "examples" / "run_spec"
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as spec_file:
+        spec_file.write(spec_json)
+        spec_file.flush()
+        out = subprocess.run([str(binary), spec_file.name, str(repetitions)], check=True, capture_output=True,
+                             text=True).stdout
+    match = re.search(r"wall ([0-9.]+) s", out)
+    assert match, out
+    return float(match.group(1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--flows", type=int, nargs="*", help="flow counts to sweep (default: the reference 10)")
@@ -70,11 +97,16 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for flows in args.flows or [None]:
-        m = measure(flows, args.seconds, args.repetitions)
+        spec_json = reference_spec(flows, args.seconds)
+        m = measure(spec_json, args.repetitions)
         reference = m["flows"] == 10 and m["simulated_s"] == 30.0
         ratio = f"{NS3_REFERENCE_S / m['best_s']:7.0f}x" if reference else "       -"
         print(f"{m['flows']:>6} {m['simulated_s']:>6.0f} {m['best_s']:>8.3f} {m['median_s']:>9.3f} "
               f"{m['packets_per_s'] / 1e6:>7.2f} {m['events_per_s'] / 1e6:>9.2f} {ratio}")
+        alone = engine_alone(spec_json, args.repetitions)
+        if alone is not None:
+            ratio = f", {NS3_REFERENCE_S / alone:.0f}x ns-3" if reference else ""
+            print(f"{'':>6} engine alone, without Python and JSON: {alone:.3f} s{ratio}")
 
 
 if __name__ == "__main__":

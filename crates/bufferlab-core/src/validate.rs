@@ -105,6 +105,9 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
             return Err(err(field("traffic.bytes"), "a finite flow must carry at least one byte"));
         }
         check_time(field("start_ns"), flow.start_ns)?;
+        if flow.start_ns >= spec.duration_ns {
+            return Err(err(field("start_ns"), "the flow would start at or after the end of the run"));
+        }
         if let Some(stop) = flow.stop_ns {
             check_time(field("stop_ns"), stop)?;
         }
@@ -279,6 +282,10 @@ mod tests {
                 "flows[0].stop_ns: stop time is before start time",
             ),
             (Box::new(|s| s.flows[0].tcp.mss = 0), "flows[0].tcp.mss: must be positive"),
+            (
+                Box::new(|s| s.flows[0].start_ns = s.duration_ns),
+                "flows[0].start_ns: the flow would start at or after the end of the run",
+            ),
             (
                 Box::new(|s| s.duration_ns = u64::MAX),
                 "duration_ns: 18446744073709551615 ns is beyond the 100-day limit of simulated time",

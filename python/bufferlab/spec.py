@@ -126,8 +126,9 @@ class FlowDefaults(_Model):
     tcp: TcpOptions | None = None
 
 
-class Flow(_Model):
-    """A one-way TCP transfer from host `src` to host `dst`.
+class Flow(FlowDefaults):
+    """A one-way TCP transfer from host `src` to host `dst`; any key it leaves unset comes from
+    `[flow_defaults]`.
 
     In a dumbbell, `src`/`dst` are optional host names (default src_i, dst_i) and `rtt` sets the
     flow's two-way propagation delay.
@@ -136,12 +137,6 @@ class Flow(_Model):
     name: str | None = Field(default=None, min_length=1)
     src: str | None = None
     dst: str | None = None
-    cca: Controller | None = None
-    traffic: TrafficField | None = None
-    start: Time | None = None
-    stop: Time | None = None
-    rtt: PositiveTime | None = None
-    tcp: TcpOptions | None = None
 
 
 class Dumbbell(_Model):

@@ -55,6 +55,32 @@ pub struct Packet {
 }
 
 impl Packet {
+    /// A segment from a flow's sender to its receiver (node `dst`), sent at `now`.
+    pub fn segment(flow: u32, dst: u32, flags: u8, seq: u64, payload: u32, wire_bytes: u32, now: SimTime) -> Packet {
+        Packet {
+            flow,
+            dst,
+            is_data: true,
+            flags,
+            wire_bytes,
+            payload,
+            seq,
+            ack: 0,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack_len: 0,
+            ts_val: now,
+            ts_ecr: SimTime::ZERO,
+            retransmission: false,
+            sender_srtt: SimTime::ZERO,
+            enqueued_at: now,
+        }
+    }
+
+    /// An acknowledgement from a flow's receiver to its sender (node `dst`), sent at `now`.
+    pub fn acknowledgement(flow: u32, dst: u32, flags: u8, ack: u64, wire_bytes: u32, now: SimTime) -> Packet {
+        Packet { is_data: false, ack, ..Packet::segment(flow, dst, flags, 0, 0, wire_bytes, now) }
+    }
+
     pub fn sack_blocks(&self) -> &[SackBlock] {
         &self.sack[..self.sack_len as usize]
     }

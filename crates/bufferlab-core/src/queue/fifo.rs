@@ -63,26 +63,9 @@ impl QueueDiscipline for DropTailFifo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::packet::SackBlock;
 
     fn packet(seq: u64, wire_bytes: u32) -> Packet {
-        Packet {
-            flow: 0,
-            dst: 0,
-            is_data: true,
-            flags: 0,
-            wire_bytes,
-            payload: wire_bytes.saturating_sub(52),
-            seq,
-            ack: 0,
-            sack: [SackBlock::default(); 3],
-            sack_len: 0,
-            ts_val: SimTime::ZERO,
-            ts_ecr: SimTime::ZERO,
-            retransmission: false,
-            sender_srtt: SimTime::ZERO,
-            enqueued_at: SimTime::ZERO,
-        }
+        Packet::segment(0, 0, 0, seq, wire_bytes.saturating_sub(52), wire_bytes, SimTime::ZERO)
     }
 
     #[test]

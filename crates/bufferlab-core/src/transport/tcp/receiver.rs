@@ -208,22 +208,10 @@ impl TcpReceiver {
     }
 
     fn ack_packet(&self, now: SimTime, tcp_flags: u8, options: u32) -> Packet {
+        let wire_bytes = self.header_bytes + options;
         Packet {
-            flow: self.flow,
-            dst: self.sender_node,
-            is_data: false,
-            flags: tcp_flags,
-            wire_bytes: self.header_bytes + options,
-            payload: 0,
-            seq: 0,
-            ack: self.rcv_nxt,
-            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
-            sack_len: 0,
-            ts_val: now,
             ts_ecr: self.ts_recent,
-            retransmission: false,
-            sender_srtt: SimTime::ZERO,
-            enqueued_at: now,
+            ..Packet::acknowledgement(self.flow, self.sender_node, tcp_flags, self.rcv_nxt, wire_bytes, now)
         }
     }
 }
@@ -245,23 +233,7 @@ mod tests {
     }
 
     fn data(seq: u64, payload: u32) -> Packet {
-        Packet {
-            flow: 0,
-            dst: 1,
-            is_data: true,
-            flags: flags::ACK,
-            wire_bytes: 52 + payload,
-            payload,
-            seq,
-            ack: 0,
-            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
-            sack_len: 0,
-            ts_val: SimTime::ZERO,
-            ts_ecr: SimTime::ZERO,
-            retransmission: false,
-            sender_srtt: SimTime::ZERO,
-            enqueued_at: SimTime::ZERO,
-        }
+        Packet::segment(0, 1, flags::ACK, seq, payload, 52 + payload, SimTime::ZERO)
     }
 
     fn seg(k: u64) -> Packet {

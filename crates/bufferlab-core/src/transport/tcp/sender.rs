@@ -6,7 +6,7 @@ use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::cc::{AckSample, CongestionController, Controller};
-use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{flags, Packet};
 use crate::record::result::FlowRecord;
 use crate::spec::RecoveryKind;
 use crate::units::SimTime;
@@ -502,8 +502,9 @@ impl TcpSender {
             }
             break;
         }
-        self.retransmit_now = false; // only ever for the segment at hand
-                                     // RFC 6298 §5.1: start the timer when data is sent and it is not running.
+        // A forced retransmission is only ever for the segment at hand.
+        self.retransmit_now = false;
+        // RFC 6298 §5.1: start the timer when data is sent and it is not running.
         if self.rto_deadline.is_none() && (!self.scoreboard.is_empty() || self.fin_outstanding()) {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
@@ -516,22 +517,11 @@ impl TcpSender {
             self.record.segments_sent += 1;
             self.record.payload_bytes_sent += payload as u64;
         }
+        let wire_bytes = self.config.header_bytes + payload + options;
         Packet {
-            flow: self.flow,
-            dst: self.receiver_node,
-            is_data: true,
-            flags: tcp_flags,
-            wire_bytes: self.config.header_bytes + payload + options,
-            payload,
-            seq,
-            ack: 0,
-            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
-            sack_len: 0,
-            ts_val: now,
-            ts_ecr: SimTime::ZERO,
             retransmission,
             sender_srtt: self.rtt.srtt().unwrap_or(SimTime::ZERO),
-            enqueued_at: now,
+            ..Packet::segment(self.flow, self.receiver_node, tcp_flags, seq, payload, wire_bytes, now)
         }
     }
 }
@@ -539,6 +529,7 @@ impl TcpSender {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
     use crate::spec::{CcaKind, TcpSpec};
 
     const MSS: u64 = 1000;
@@ -563,21 +554,9 @@ mod tests {
             sack[i] = SackBlock { start: 1 + k * MSS, end: 1 + (k + 1) * MSS };
         }
         Packet {
-            flow: 0,
-            dst: 0,
-            is_data: false,
-            flags: flags::ACK,
-            wire_bytes: 52,
-            payload: 0,
-            seq: 0,
-            ack,
             sack,
             sack_len: sacked_segments.len() as u8,
-            ts_val: SimTime::ZERO,
-            ts_ecr: SimTime::ZERO,
-            retransmission: false,
-            sender_srtt: SimTime::ZERO,
-            enqueued_at: SimTime::ZERO,
+            ..Packet::acknowledgement(0, 0, flags::ACK, ack, 52, SimTime::ZERO)
         }
     }
 

@@ -44,6 +44,13 @@ impl TimerSlot {
     }
 }
 
+/// Which endpoint of a flow acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Sender,
+    Receiver,
+}
+
 #[derive(Debug)]
 struct Flow {
     src: u32,
@@ -218,56 +225,42 @@ impl Simulator {
                 self.apply(channel, schedule);
             }
             Event::Arrive { channel } => self.on_arrive(channel),
-            Event::SenderTimer { flow } => {
-                let f = &mut self.flows[flow as usize];
-                f.sender_timer.fired(self.now);
-                let mut out = std::mem::take(&mut self.outbox);
-                f.sender.on_timeout(self.now, &mut out);
-                self.after_sender(flow, out);
-            }
-            Event::ReceiverTimer { flow } => {
-                let f = &mut self.flows[flow as usize];
-                f.receiver_timer.fired(self.now);
-                let mut out = std::mem::take(&mut self.outbox);
-                f.receiver.on_timeout(self.now, &mut out);
-                self.after_receiver(flow, out);
-            }
-            Event::FlowStart { flow } => {
-                let mut out = std::mem::take(&mut self.outbox);
-                self.flows[flow as usize].sender.start(self.now, &mut out);
-                self.after_sender(flow, out);
-            }
-            Event::FlowStop { flow } => {
-                let mut out = std::mem::take(&mut self.outbox);
-                self.flows[flow as usize].sender.stop(self.now, &mut out);
-                self.after_sender(flow, out);
-            }
+            Event::SenderTimer { flow } => self.drive(flow, Side::Sender, |f, now, out| {
+                f.sender_timer.fired(now);
+                f.sender.on_timeout(now, out);
+            }),
+            Event::ReceiverTimer { flow } => self.drive(flow, Side::Receiver, |f, now, out| {
+                f.receiver_timer.fired(now);
+                f.receiver.on_timeout(now, out);
+            }),
+            Event::FlowStart { flow } => self.drive(flow, Side::Sender, |f, now, out| f.sender.start(now, out)),
+            Event::FlowStop { flow } => self.drive(flow, Side::Sender, |f, now, out| f.sender.stop(now, out)),
             Event::Sample => self.sample(),
         }
     }
 
-    /// Send what a sender produced from its node, then re-arm its timer.
-    fn after_sender(&mut self, flow: u32, mut out: Vec<Packet>) {
-        let node = self.flows[flow as usize].src;
+    /// Let one endpoint of a flow act (`act` gets the flow, `now` and the outbox), send what it
+    /// produced from its node, then re-arm its timer.
+    #[inline]
+    fn drive(&mut self, flow: u32, side: Side, act: impl FnOnce(&mut Flow, SimTime, &mut Vec<Packet>)) {
+        let mut out = std::mem::take(&mut self.outbox);
+        act(&mut self.flows[flow as usize], self.now, &mut out);
+        let f = &self.flows[flow as usize];
+        let node = match side {
+            Side::Sender => f.src,
+            Side::Receiver => f.dst,
+        };
         for p in out.drain(..) {
             self.forward(node, p);
         }
         self.outbox = out;
         let f = &mut self.flows[flow as usize];
-        if let Some(t) = f.sender_timer.want(f.sender.next_timeout()) {
-            self.events.schedule(t, Event::SenderTimer { flow });
-        }
-    }
-
-    fn after_receiver(&mut self, flow: u32, mut out: Vec<Packet>) {
-        let node = self.flows[flow as usize].dst;
-        for p in out.drain(..) {
-            self.forward(node, p);
-        }
-        self.outbox = out;
-        let f = &mut self.flows[flow as usize];
-        if let Some(t) = f.receiver_timer.want(f.receiver.next_timeout()) {
-            self.events.schedule(t, Event::ReceiverTimer { flow });
+        let (slot, deadline, event) = match side {
+            Side::Sender => (&mut f.sender_timer, f.sender.next_timeout(), Event::SenderTimer { flow }),
+            Side::Receiver => (&mut f.receiver_timer, f.receiver.next_timeout(), Event::ReceiverTimer { flow }),
+        };
+        if let Some(t) = slot.want(deadline) {
+            self.events.schedule(t, event);
         }
     }
 
@@ -315,17 +308,12 @@ impl Simulator {
     /// A packet reached its destination host: hand it to the endpoint of its flow.
     fn deliver(&mut self, packet: Packet) {
         let flow = packet.flow;
-        let mut out = std::mem::take(&mut self.outbox);
-        let f = &mut self.flows[flow as usize];
         if packet.is_data {
-            f.receiver.on_packet(self.now, &packet, &mut out);
-            self.after_receiver(flow, out);
+            self.drive(flow, Side::Receiver, |f, now, out| f.receiver.on_packet(now, &packet, out));
         } else {
-            let was_closed = f.sender.is_closed();
-            f.sender.on_packet(self.now, &packet, &mut out);
-            let closed_now = !was_closed && f.sender.is_closed();
-            self.after_sender(flow, out);
-            if closed_now {
+            let was_open = !self.flows[flow as usize].sender.is_closed();
+            self.drive(flow, Side::Sender, |f, now, out| f.sender.on_packet(now, &packet, out));
+            if was_open && self.flows[flow as usize].sender.is_closed() {
                 self.open_flows -= 1;
             }
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from bufferlab import runner, store
+from bufferlab.result import decode
 from bufferlab.spec import Scenario
 from conftest import SMALL_DUMBBELL
 
@@ -24,7 +25,7 @@ def test_python_tcp_defaults_are_the_engine_s() -> None:
 
 
 def test_store_columns_cover_every_engine_counter() -> None:
-    result = json.loads(runner.core().run(json.dumps(small_engine_spec())))
+    result = decode(*runner.core().run(json.dumps(small_engine_spec())))
     assert set(result["flows"][0]) == set(store.FLOW_COUNTERS)
     renamed = {store._RENAMED.get(c, c) for c in store.CHANNEL_COUNTERS}
     assert set(result["channels"][0]) == renamed
@@ -34,4 +35,4 @@ def test_store_columns_cover_every_engine_counter() -> None:
 
 def test_engine_version_is_reported() -> None:
     version = runner.engine_version()
-    assert version and json.loads(runner.core().run(json.dumps(small_engine_spec())))["engine_version"] == version
+    assert version and decode(*runner.core().run(json.dumps(small_engine_spec())))["engine_version"] == version

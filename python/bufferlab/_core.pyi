@@ -1,11 +1,13 @@
 """Type stub of the compiled engine binding (crates/bufferlab-py/src/lib.rs).
 
-Specs and results cross the boundary as JSON text: the schemas are
-crates/bufferlab-core/src/spec.rs (ScenarioSpec) and src/record/result.rs (RunResult).
+Specs cross the boundary as JSON text (crates/bufferlab-core/src/spec.rs, ScenarioSpec); results
+as JSON text of the counters (src/record/result.rs, RunResult) plus the long numeric columns as
+bytes (bufferlab.result.decode joins them).
 """
 
-def run(spec_json: str) -> str:
-    """Simulate a resolved scenario and return its RunResult as JSON text.
+def run(spec_json: str) -> tuple[str, dict[str, bytes]]:
+    """Simulate a resolved scenario. Returns the RunResult counters as JSON text, whose `columns`
+    describes (dtype, shape) each long column, and those columns as little-endian bytes.
 
     Raises ValueError("field.path: reason") for a spec the engine rejects. The GIL is released
     while simulating.

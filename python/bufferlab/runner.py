@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from .errors import SpecError
+from .result import decode
 from .spec import Resolved, Scenario
 from .store import DEFAULT_DB, Store, StoredRun, run_identity
 from .summary import RunSummary, summarise
@@ -69,10 +70,10 @@ def simulate(scenario: Scenario) -> tuple[dict[str, Any], float]:
 def _simulate(resolved: Resolved) -> tuple[dict[str, Any], float]:
     started = time.perf_counter()
     try:
-        result_json = core().run(resolved.to_json())
+        json_text, arrays = core().run(resolved.to_json())
     except ValueError as e:
         raise _engine_error(e) from None
-    return json.loads(result_json), time.perf_counter() - started
+    return decode(json_text, arrays), time.perf_counter() - started
 
 
 def run(scenario: Scenario, db: str | Path = DEFAULT_DB, *, force: bool = False,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 
 from . import summary as metrics
 
@@ -247,8 +248,8 @@ class Store:
         """Insert equally long columns as rows, in one statement (DuckDB zips parallel unnests).
 
         Each column travels as one JSON text cast to a typed list inside DuckDB: handing DuckDB a
-        Python list makes its client inspect every element (probing for numpy types), which costs
-        seconds per series when numpy is not installed.
+        Python list makes its client inspect every element. (Long columns arrive as numpy arrays
+        and go through `_insert_frame` instead.)
         """
         if not columns or not columns[0]:
             return
@@ -257,24 +258,38 @@ class Store:
         texts = [json.dumps(list(column), separators=(",", ":")) for column in columns]
         self.con.execute(f"INSERT INTO {table} SELECT {keys}, {unnests}", [*key, *texts])
 
+    def _insert_frame(self, table: str, run_id: str, columns: dict[str, np.ndarray]) -> None:
+        """Insert equally long numpy columns as rows of `table` (after its run_id), in one
+        statement: DuckDB scans the arrays in place."""
+        if not len(next(iter(columns.values()))):
+            return
+        self.con.register("_frame", columns)
+        try:
+            names = ", ".join(columns)
+            self.con.execute(f"INSERT INTO {table} (run_id, {names}) SELECT ?, {names} FROM _frame", [run_id])
+        finally:
+            self.con.unregister("_frame")
+
     def _insert_timeseries(self, run: StoredRun) -> None:
         ts = run.result.get("timeseries")
         if not ts:
             return
         time = ts["time_ns"]
-        for flow in range(len(run.result["flows"])):
-            cols = [time, *(ts[s][flow] for s in FLOW_SERIES)]
-            self._insert_columns("flow_timeseries", [run.run_id, flow], cols, ["UBIGINT"] * len(cols))
-        for channel in range(len(run.result["channels"])):
-            cols = [time, *(ts[s][channel] for s in CHANNEL_SERIES)]
-            self._insert_columns("channel_timeseries", [run.run_id, channel], cols, ["UBIGINT"] * len(cols))
+        for table, key, series in (("flow_timeseries", "flow", dict(zip(FLOW_SERIES, FLOW_SERIES))),
+                                   ("channel_timeseries", "channel", CHANNEL_SERIES)):
+            entities = ts[next(iter(series))].shape[0]
+            columns = {key: np.repeat(np.arange(entities, dtype=np.uint32), len(time)),
+                       "time_ns": np.tile(time, entities)}
+            columns.update({column: ts[name].ravel() for name, column in series.items()})
+            self._insert_frame(table, run.run_id, columns)
 
     def _insert_captures(self, run: StoredRun) -> None:
         for i, cap in enumerate(run.result.get("captures") or []):
             n = len(cap["time_ns"])
-            cols = [list(range(n)), *(cap[c] for c in CAPTURE_COLUMNS)]
-            self._insert_columns("captures", [run.run_id, i, cap["channel"]], cols,
-                                 ["UBIGINT", *CAPTURE_COLUMNS.values()])
+            columns = {"capture": np.full(n, i, dtype=np.uint32), "channel": np.full(n, cap["channel"], dtype=np.uint32),
+                       "packet": np.arange(n, dtype=np.uint64)}
+            columns.update({c: cap[c] for c in CAPTURE_COLUMNS})
+            self._insert_frame("captures", run.run_id, columns)
 
     # --- comparing ------------------------------------------------------------------------
 

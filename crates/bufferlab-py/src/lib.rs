@@ -1,11 +1,17 @@
 //! `bufferlab._core`: the Python face of the engine. Conversion and error mapping only.
 //!
-//! Specs and results cross the boundary as JSON text (see `bufferlab_core::spec` and
-//! `bufferlab_core::record::result` for the schema); the GIL is released while simulating.
+//! Specs cross the boundary as JSON text (`bufferlab_core::spec`). A result comes back in two
+//! parts: the counters as JSON text (`bufferlab_core::record::result`), and every long numeric
+//! column (time series, captures) as raw little-endian bytes that Python wraps in numpy arrays
+//! without a copy or a parse. The JSON names each column with its dtype and shape. The GIL is
+//! released while simulating.
 
+use bufferlab_core::record::result::{Capture, RunResult, TimeSeries};
 use bufferlab_core::{spec::ScenarioSpec, EngineError};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use serde_json::{json, Value};
 
 fn spec_from_json(spec_json: &str) -> PyResult<ScenarioSpec> {
     serde_json::from_str(spec_json).map_err(|e| PyValueError::new_err(format!("spec: {e}")))
@@ -15,12 +21,111 @@ fn engine_error(e: EngineError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-/// Simulate a resolved scenario (JSON text) and return its result as JSON text.
+/// Numeric columns leaving as bytes, with the description the JSON carries for each.
+#[derive(Default)]
+struct Columns {
+    described: serde_json::Map<String, Value>,
+    bytes: Vec<(String, Vec<u8>)>,
+}
+
+impl Columns {
+    /// A 1-D column of `u64`.
+    fn u64s(&mut self, name: String, values: &[u64]) {
+        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.add(name, "u64", vec![values.len()], bytes);
+    }
+
+    /// A 2-D column (`rows` of equal length) of `u64`, row-major.
+    fn u64_rows(&mut self, name: String, rows: &[Vec<u64>]) {
+        let cols = rows.first().map_or(0, Vec::len);
+        let bytes = rows.iter().flat_map(|r| r.iter().flat_map(|v| v.to_le_bytes())).collect();
+        self.add(name, "u64", vec![rows.len(), cols], bytes);
+    }
+
+    fn u32s(&mut self, name: String, values: &[u32]) {
+        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.add(name, "u32", vec![values.len()], bytes);
+    }
+
+    fn u8s(&mut self, name: String, values: impl ExactSizeIterator<Item = u8>) {
+        let n = values.len();
+        self.add(name, "u8", vec![n], values.collect());
+    }
+
+    fn add(&mut self, name: String, dtype: &str, shape: Vec<usize>, bytes: Vec<u8>) {
+        self.described.insert(name.clone(), json!({ "dtype": dtype, "shape": shape }));
+        self.bytes.push((name, bytes));
+    }
+}
+
+/// Move the time series out as columns named `timeseries.<series>`.
+fn timeseries_columns(ts: &TimeSeries, columns: &mut Columns) {
+    columns.u64s("timeseries.time_ns".into(), &ts.time_ns);
+    let per_entity: [(&str, &Vec<Vec<u64>>); 11] = [
+        ("cwnd_bytes", &ts.cwnd_bytes),
+        ("ssthresh_bytes", &ts.ssthresh_bytes),
+        ("in_flight_bytes", &ts.in_flight_bytes),
+        ("srtt_ns", &ts.srtt_ns),
+        ("acked_bytes", &ts.acked_bytes),
+        ("delivered_bytes", &ts.delivered_bytes),
+        ("sent_bytes", &ts.sent_bytes),
+        ("queue_packets", &ts.queue_packets),
+        ("queue_bytes", &ts.queue_bytes),
+        ("channel_sent_bytes", &ts.channel_sent_bytes),
+        ("channel_drops", &ts.channel_drops),
+    ];
+    for (name, rows) in per_entity {
+        columns.u64_rows(format!("timeseries.{name}"), rows);
+    }
+}
+
+/// Move a capture out as columns named `captures.<i>.<field>`.
+fn capture_columns(i: usize, c: &Capture, columns: &mut Columns) {
+    let name = |field: &str| format!("captures.{i}.{field}");
+    columns.u64s(name("time_ns"), &c.time_ns);
+    columns.u32s(name("flow"), &c.flow);
+    columns.u8s(name("is_data"), c.is_data.iter().map(|&b| b as u8));
+    columns.u8s(name("flags"), c.flags.iter().copied());
+    columns.u64s(name("seq"), &c.seq);
+    columns.u64s(name("ack"), &c.ack);
+    columns.u32s(name("payload_bytes"), &c.payload_bytes);
+    columns.u32s(name("wire_bytes"), &c.wire_bytes);
+    columns.u8s(name("retransmission"), c.retransmission.iter().map(|&b| b as u8));
+}
+
+/// The result's JSON with its long columns replaced by descriptions, and the columns' bytes.
+fn split_result(mut result: RunResult) -> PyResult<(String, Columns)> {
+    let mut columns = Columns::default();
+    let timeseries = result.timeseries.take();
+    let captures = std::mem::take(&mut result.captures);
+    if let Some(ts) = &timeseries {
+        timeseries_columns(ts, &mut columns);
+    }
+    for (i, c) in captures.iter().enumerate() {
+        capture_columns(i, c, &mut columns);
+    }
+    let mut value = serde_json::to_value(&result).map_err(|e| PyValueError::new_err(format!("result: {e}")))?;
+    value["timeseries"] = match &timeseries {
+        Some(ts) => json!({ "interval_ns": ts.interval_ns }),
+        None => Value::Null,
+    };
+    value["captures"] = captures.iter().map(|c| json!({ "channel": c.channel })).collect();
+    value["columns"] = Value::Object(std::mem::take(&mut columns.described));
+    Ok((value.to_string(), columns))
+}
+
+/// Simulate a resolved scenario (JSON text). Returns the counters as JSON text and the long
+/// numeric columns as `{name: bytes}`; the JSON's `columns` gives each one's dtype and shape.
 #[pyfunction]
-fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
+fn run<'py>(py: Python<'py>, spec_json: &str) -> PyResult<(String, Bound<'py, PyDict>)> {
     let spec = spec_from_json(spec_json)?;
     let result = py.allow_threads(|| bufferlab_core::run(&spec)).map_err(engine_error)?;
-    serde_json::to_string(&result).map_err(|e| PyValueError::new_err(format!("result: {e}")))
+    let (json_text, columns) = split_result(result)?;
+    let arrays = PyDict::new(py);
+    for (name, bytes) in columns.bytes {
+        arrays.set_item(name, PyBytes::new(py, &bytes))?;
+    }
+    Ok((json_text, arrays))
 }
 
 /// Check a resolved scenario (JSON text) without running it; raises ValueError("field: reason").

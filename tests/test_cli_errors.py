@@ -86,6 +86,8 @@ DUMBBELL_QUEUE_ZERO = """
     rtt = "20ms"
 """
 
+DUMBBELL_QUEUE_TOO_SMALL = DUMBBELL_QUEUE_ZERO.replace('"0p"', '"1000B"')
+
 MALFORMED = {
     "unknown key": (graph(extra='colour = "red"'), "flows[0].colour: unknown key"),
     "bad unit": (graph(delay="1 fortnight"), 'links[0].delay: unknown time unit "fortnight"'),
@@ -93,6 +95,10 @@ MALFORMED = {
     "negative rate": (graph(rate="-1Gbps"), 'links[0].rate: zero or negative rate "-1Gbps"'),
     "queue limit 0": (graph(queue="0p"), "links[1].queue: queue limit must be positive"),
     "dumbbell queue limit 0": (DUMBBELL_QUEUE_ZERO, "topology.queue: queue limit must be positive"),
+    "dumbbell byte queue below a packet": (
+        DUMBBELL_QUEUE_TOO_SMALL, "topology.queue: a 1000-byte limit cannot hold a 1500-byte packet of flows[0]"),
+    "byte queue below a packet": (
+        graph(queue="1KB"), "links[1].queue_forward: a 1000-byte limit cannot hold a 1500-byte packet of flows[0]"),
     "unconnected nodes": (UNCONNECTED, "flows[1]: no route from h1 to h3"),
     "unknown controller": (graph(cca="vegas"), 'flows[0].cca: unknown controller "vegas" (known: reno, newreno)'),
     "invalid toml": ('duration = "1s\n', "invalid TOML"),

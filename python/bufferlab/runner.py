@@ -44,12 +44,12 @@ def engine_version() -> str:
 _UNIT_SUFFIX = re.compile(r"_(ns|bps|bytes)(?=$|\.|\[)")
 
 
-def _engine_error(error: ValueError) -> SpecError:
+def _engine_error(error: ValueError, resolved: Resolved) -> SpecError:
     """The engine says "field.path: reason"; keep its field path, in the user's spelling."""
     field, sep, reason = str(error).partition(": ")
     if not sep or " " in field:
         return SpecError("spec", str(error))
-    return SpecError(_UNIT_SUFFIX.sub("", field), reason)
+    return SpecError(resolved.user_field(_UNIT_SUFFIX.sub("", field)), reason)
 
 
 def validate(resolved: Resolved) -> None:
@@ -57,7 +57,7 @@ def validate(resolved: Resolved) -> None:
     try:
         core().validate(resolved.to_json())
     except ValueError as e:
-        raise _engine_error(e) from None
+        raise _engine_error(e, resolved) from None
 
 
 def simulate(scenario: Scenario) -> tuple[dict[str, Any], float]:
@@ -72,7 +72,7 @@ def _simulate(resolved: Resolved) -> tuple[dict[str, Any], float]:
     try:
         json_text, arrays = core().run(resolved.to_json())
     except ValueError as e:
-        raise _engine_error(e) from None
+        raise _engine_error(e, resolved) from None
     return decode(json_text, arrays), time.perf_counter() - started
 
 

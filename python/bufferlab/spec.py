@@ -178,6 +178,16 @@ class Resolved:
     # Channel index of the bottleneck named by the spec (None: pick the slowest busy channel).
     bottleneck: int | None = None
     notes: list[str] = field(default_factory=list)
+    # Engine field paths (as the engine names them, unit suffixes removed) that the user wrote
+    # elsewhere, e.g. a dumbbell's "links[0].queue_forward" is its "topology.queue".
+    field_aliases: dict[str, str] = field(default_factory=dict)
+
+    def user_field(self, engine_field: str) -> str:
+        """The user's name for an engine field path: its longest aliased prefix replaced."""
+        for prefix in sorted(self.field_aliases, key=len, reverse=True):
+            if engine_field == prefix or engine_field.startswith((prefix + ".", prefix + "[")):
+                return self.field_aliases[prefix] + engine_field[len(prefix):]
+        return engine_field
 
     def to_json(self) -> str:
         """Canonical JSON of the engine spec: the identity of a run (with the engine version)."""
@@ -264,6 +274,9 @@ class Scenario(_Model):
                     raise SpecError(key, "a dumbbell topology builds its own nodes and links: "
                                          "give either [topology] or nodes/links")
             nodes, links, flows, bottleneck = _expand_dumbbell(self)
+            resolved = _build(self, nodes, links, flows, bottleneck)
+            resolved.field_aliases = _dumbbell_aliases(self, len(links))
+            return resolved
         else:
             nodes, links, flows = self.nodes, self.links, self.flows
             for i, flow in enumerate(flows):
@@ -317,6 +330,22 @@ def _expand_dumbbell(s: Scenario) -> tuple[list[Node], list[Link], list[Flow], s
                               delay=units.format_time(delay), queue=access_queue))
         expanded.append(flow.model_copy(update={"src": src, "dst": dst, "rtt": None}))
     return nodes, links, expanded, "btl_forward"
+
+
+def _dumbbell_aliases(s: Scenario, links: int) -> dict[str, str]:
+    """Where a dumbbell's generated links come from: link 0 is the bottleneck, the rest access."""
+    topo = s.topology
+    assert topo is not None
+    reverse = "topology.reverse_queue" if topo.reverse_queue is not None else "topology.queue"
+    aliases = {"links[0]": "topology", "links[0].queue_forward": "topology.queue",
+               "links[0].queue_backward": reverse, "links[0].rate": "topology.bottleneck_rate",
+               "links[0].delay": "topology.bottleneck_delay", "links[0].loss": "topology.loss"}
+    for k in range(1, links):
+        aliases[f"links[{k}]"] = "topology"
+        aliases[f"links[{k}].rate"] = "topology.access_rate"
+        for direction in ("forward", "backward"):
+            aliases[f"links[{k}].queue_{direction}"] = "topology.access_queue"
+    return aliases
 
 
 def split_access_delays(rtt_ns: int, bottleneck_delay_ns: int, where: str = "rtt") -> tuple[int, int]:

@@ -2,7 +2,9 @@
 //!
 //! Paths minimise total propagation delay, then hop count; ties go to the lower channel index, so
 //! routes are a pure function of the spec. Tables exist only for nodes that are flow endpoints,
-//! so memory grows with (nodes × endpoints), not nodes².
+//! and a host hanging off the network by a single link shares the table of the node it hangs
+//! off (every path to it ends with that link), so a dumbbell or a tree of thousands of hosts needs
+//! a handful of tables, not one per host.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -17,8 +19,10 @@ pub struct Edge {
 
 #[derive(Debug)]
 pub struct RoutingTable {
-    /// For each node, the slot of its table if it is a destination.
+    /// For each node, the slot of its table if it is a destination with a table of its own.
     slot_of: Vec<Option<u32>>,
+    /// For a destination with a single link: the node it hangs off and that link's channel into it.
+    leaf_of: Vec<Option<(u32, u32)>>,
     /// `next[slot * nodes + node]`: the channel `node` forwards on toward the slot's destination.
     next: Vec<u32>,
     nodes: usize,
@@ -33,13 +37,27 @@ impl RoutingTable {
         for (i, e) in edges.iter().enumerate() {
             incoming[e.to as usize].push(i as u32);
         }
-        let mut slot_of = vec![None; nodes];
-        let mut next = Vec::with_capacity(destinations.len() * nodes);
-        for (slot, &dst) in destinations.iter().enumerate() {
-            slot_of[dst as usize] = Some(slot as u32);
-            next.extend(Self::toward(nodes, edges, &incoming, dst));
+        let mut leaf_of = vec![None; nodes];
+        let mut anchors = Vec::with_capacity(destinations.len());
+        for &dst in destinations {
+            match incoming[dst as usize][..] {
+                // One way in: its neighbour's table serves it, unless that neighbour is a leaf too.
+                [ch] if incoming[edges[ch as usize].from as usize].len() > 1 => {
+                    leaf_of[dst as usize] = Some((edges[ch as usize].from, ch));
+                    anchors.push(edges[ch as usize].from);
+                }
+                _ => anchors.push(dst),
+            }
         }
-        RoutingTable { slot_of, next, nodes }
+        anchors.sort_unstable();
+        anchors.dedup();
+        let mut slot_of = vec![None; nodes];
+        let mut next = Vec::with_capacity(anchors.len() * nodes);
+        for (slot, &anchor) in anchors.iter().enumerate() {
+            slot_of[anchor as usize] = Some(slot as u32);
+            next.extend(Self::toward(nodes, edges, &incoming, anchor));
+        }
+        RoutingTable { slot_of, leaf_of, next, nodes }
     }
 
     /// Dijkstra on the reversed graph from `dst`: every node's best first channel toward `dst`.
@@ -68,7 +86,16 @@ impl RoutingTable {
 
     /// The channel `node` forwards on toward `dst`, if there is a path.
     #[inline]
-    pub fn next_channel(&self, node: u32, dst: u32) -> Option<u32> {
+    pub fn next_channel(&self, node: u32, mut dst: u32) -> Option<u32> {
+        if let Some((via, last)) = self.leaf_of[dst as usize] {
+            if node == via {
+                return Some(last);
+            }
+            if node == dst {
+                return None;
+            }
+            dst = via;
+        }
         let slot = self.slot_of[dst as usize]? as usize;
         let ch = self.next[slot * self.nodes + node as usize];
         (ch != NO_ROUTE).then_some(ch)
@@ -97,6 +124,31 @@ mod tests {
         let edges = [edge(0, 1, 1), edge(1, 2, 1), edge(0, 2, 2)];
         let t = RoutingTable::build(3, &edges, &[2]);
         assert_eq!(t.next_channel(0, 2), Some(2));
+    }
+
+    #[test]
+    fn hosts_on_a_single_link_share_their_router_s_table() {
+        // Hosts 2, 3, 4 hang off router 0; host 5 off router 1; routers 0 and 1 are joined.
+        let mut edges = vec![edge(0, 1, 5), edge(1, 0, 5)];
+        for (host, router) in [(2, 0), (3, 0), (4, 0), (5, 1)] {
+            edges.push(edge(host, router, 1));
+            edges.push(edge(router, host, 1));
+        }
+        let t = RoutingTable::build(6, &edges, &[2, 3, 4, 5]);
+        assert_eq!(t.next.len(), 2 * 6, "two tables (routers 0 and 1), not four");
+        assert_eq!(t.next_channel(2, 5), Some(2), "host 2's only link");
+        assert_eq!(t.next_channel(0, 5), Some(0), "router 0 toward router 1");
+        assert_eq!(t.next_channel(1, 5), Some(9), "router 1's link into host 5");
+        assert_eq!(t.next_channel(1, 3), Some(1));
+        assert_eq!(t.next_channel(0, 3), Some(5), "router 0's link into host 3");
+        assert_eq!(t.next_channel(3, 3), None);
+    }
+
+    #[test]
+    fn two_hosts_joined_directly_route_to_each_other() {
+        let edges = [edge(0, 1, 1), edge(1, 0, 1)];
+        let t = RoutingTable::build(2, &edges, &[0, 1]);
+        assert_eq!((t.next_channel(0, 1), t.next_channel(1, 0)), (Some(0), Some(1)));
     }
 
     #[test]

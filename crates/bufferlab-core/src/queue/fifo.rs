@@ -17,7 +17,8 @@ impl DropTailFifo {
     /// A FIFO bounded by either limit (an absent limit is unbounded).
     pub fn new(limit_packets: Option<u64>, limit_bytes: Option<u64>) -> Self {
         let limit_packets = limit_packets.unwrap_or(u64::MAX);
-        let preallocate = limit_packets.min(4096) as usize;
+        // A little room up front; a queue that fills grows once to its working size and keeps it.
+        let preallocate = limit_packets.min(16) as usize;
         DropTailFifo {
             packets: VecDeque::with_capacity(preallocate),
             bytes: 0,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bufferlab import runner, store
 from bufferlab.result import decode
 from bufferlab.spec import Scenario
@@ -36,3 +38,16 @@ def test_store_columns_cover_every_engine_counter() -> None:
 def test_engine_version_is_reported() -> None:
     version = runner.engine_version()
     assert version and decode(*runner.core().run(json.dumps(small_engine_spec())))["engine_version"] == version
+
+
+def test_stepped_run_refuses_to_finish_early_or_twice() -> None:
+    stepped = runner.core().Run(json.dumps(small_engine_spec()))
+    assert stepped.end_ns == 1_000_000_000
+    assert not stepped.advance(500_000_000)
+    with pytest.raises(ValueError, match="not over yet"):
+        stepped.finish()
+    assert stepped.advance(stepped.end_ns)
+    json_text, _ = stepped.finish()
+    assert json_text == runner.core().run(json.dumps(small_engine_spec()))[0]
+    with pytest.raises(ValueError, match="already finished"):
+        stepped.finish()

@@ -51,3 +51,17 @@ def test_store_keeps_every_sample_and_captured_packet(db) -> None:
                        [summary.run_id]).fetchall()
     cap = result["captures"][0]
     assert seqs == list(zip(cap["seq"].tolist(), cap["retransmission"].tolist()))
+
+
+def test_stepped_run_with_progress_equals_one_call_and_reports_monotone_time() -> None:
+    scenario = Scenario.from_toml_text(CAPTURED)
+    whole, _ = runner.simulate(scenario)
+    reports: list[tuple[int, int]] = []
+    stepped, _ = runner.simulate(scenario, progress=lambda now, end: reports.append((now, end)))
+    assert reports[-1] == (1_000_000_000, 1_000_000_000)
+    assert [now for now, _ in reports] == sorted(now for now, _ in reports)
+    assert len(reports) > 100
+    assert stepped["flows"] == whole["flows"] and stepped["channels"] == whole["channels"]
+    for name, series in whole["timeseries"].items():
+        assert np.array_equal(np.asarray(stepped["timeseries"][name]), np.asarray(series)), name
+    assert np.array_equal(stepped["captures"][0]["seq"], whole["captures"][0]["seq"])

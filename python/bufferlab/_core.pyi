@@ -23,3 +23,24 @@ def engine_version() -> str:
 
 def tcp_defaults() -> str:
     """The engine's TCP defaults (TcpSpec::default()) as JSON text."""
+
+
+class Run:
+    """A run advanced in steps (for progress reports); the result equals `run()`'s."""
+
+    def __init__(self, spec_json: str) -> None:
+        """Validate and set up; raises ValueError("field.path: reason")."""
+
+    @property
+    def now_ns(self) -> int:
+        """Simulated time reached so far, ns."""
+
+    @property
+    def end_ns(self) -> int:
+        """Simulated time at which the run ends at the latest, ns."""
+
+    def advance(self, until_ns: int) -> bool:
+        """Simulate up to `until_ns` (without the GIL); returns whether the run is over."""
+
+    def finish(self) -> tuple[str, dict[str, bytes]]:
+        """The result as `run()` returns it; raises ValueError unless the run is over."""

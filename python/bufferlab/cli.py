@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from .store import DEFAULT_DB
 __all__ = ["main", "cli"]
 
 EXIT_BAD_INPUT = 2
+# Progress reports of a run: (simulated ns reached, simulated ns at the end).
+runner_progress = Callable[[int, int], None]
 
 
 def _version_text() -> str:
@@ -99,15 +102,30 @@ def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str
     if as_json or not sys.stdout.isatty():
         summary = runner.run(spec, db, force=force)
     else:
-        from rich.console import Console
-
-        with Console().status(f"simulating {label} ({spec.to_dict()['duration']} simulated) ..."):
-            summary = runner.run(spec, db, force=force)
+        with _progress_bar(label) as progress:
+            summary = runner.run(spec, db, force=force, progress=progress)
     if as_json:
         payload = {"scenario": spec.name or label, "db": str(db), **summary.to_json_dict()}
         click.echo(json.dumps(payload, indent=2))
     else:
         print_summary(summary, scenario=spec.name or label, db=str(db))
+
+
+@contextmanager
+def _progress_bar(label: str) -> Iterator[runner_progress]:
+    """A bar of simulated time for runs on a terminal (rich hides it when the run is quick)."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("simulating {task.description}"), BarColumn(), TaskProgressColumn(),
+               TextColumn("{task.fields[simulated]}"), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as bar:
+        task = bar.add_task(label, total=None, simulated="")
+
+        def report(now_ns: int, end_ns: int) -> None:
+            done = "simulated; storing the results" if now_ns >= end_ns else "simulated"
+            bar.update(task, completed=now_ns, total=end_ns, simulated=f"{now_ns / 1e9:.1f}/{end_ns / 1e9:g} s {done}")
+
+        yield report
 
 
 def _usage_error_line(error: click.UsageError) -> str:

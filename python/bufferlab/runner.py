@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -60,24 +61,41 @@ def validate(resolved: Resolved) -> None:
         raise _engine_error(e, resolved) from None
 
 
-def simulate(scenario: Scenario) -> tuple[dict[str, Any], float]:
+# Called with (simulated ns reached, simulated ns at the latest end) while a run advances.
+Progress = Callable[[int, int], None]
+# Steps a run with progress reports takes: enough for a smooth bar, few enough to cost nothing.
+PROGRESS_STEPS = 200
+
+
+def simulate(scenario: Scenario, progress: Progress | None = None) -> tuple[dict[str, Any], float]:
     """Run on the engine without the store: (RunResult as a dict, wall time in seconds)."""
     resolved = scenario.resolve()
     validate(resolved)
-    return _simulate(resolved)
+    return _simulate(resolved, progress)
 
 
-def _simulate(resolved: Resolved) -> tuple[dict[str, Any], float]:
+def _simulate(resolved: Resolved, progress: Progress | None = None) -> tuple[dict[str, Any], float]:
+    """Simulate in one engine call, or in steps that report progress (the result is the same)."""
     started = time.perf_counter()
     try:
-        json_text, arrays = core().run(resolved.to_json())
+        if progress is None:
+            json_text, arrays = core().run(resolved.to_json())
+        else:
+            stepped = core().Run(resolved.to_json())
+            end, step = stepped.end_ns, max(1, stepped.end_ns // PROGRESS_STEPS)
+            until = 0
+            while not stepped.advance(until):
+                progress(min(until, end), end)
+                until += step
+            progress(end, end)
+            json_text, arrays = stepped.finish()
     except ValueError as e:
         raise _engine_error(e, resolved) from None
     return decode(json_text, arrays), time.perf_counter() - started
 
 
 def run(scenario: Scenario, db: str | Path = DEFAULT_DB, *, force: bool = False,
-        user_spec: dict[str, Any] | None = None) -> RunSummary:
+        user_spec: dict[str, Any] | None = None, progress: Progress | None = None) -> RunSummary:
     """Run `scenario` unless the store already has it (or `force`), store it, summarise it.
 
     Every input check happens before the store is opened, so bad input never touches it.
@@ -93,7 +111,7 @@ def run(scenario: Scenario, db: str | Path = DEFAULT_DB, *, force: bool = False,
             return summarise(counters, endpoints=resolved.flow_endpoints, bottleneck=resolved.bottleneck,
                              run_id=run_id, from_store=True, seed=scenario.seed,
                              wall_time_s=counters["wall_time_s"])
-        result, wall = _simulate(resolved)
+        result, wall = _simulate(resolved, progress)
         store.save(StoredRun(run_id=run_id, name=scenario.name, seed=scenario.seed,
                              duration_ns=scenario.duration, wall_time_s=wall, spec_json=spec_json,
                              user_spec_json=json.dumps(user_spec or scenario.to_dict(), sort_keys=True),

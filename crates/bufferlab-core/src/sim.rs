@@ -71,6 +71,7 @@ pub struct Simulator {
     routes: RoutingTable,
     flows: Vec<Flow>,
     open_flows: usize,
+    finished: bool,
     sample_interval: Option<SimTime>,
     timeseries: Option<TimeSeries>,
     /// For each channel, the index of its capture, if captured.
@@ -188,6 +189,7 @@ impl Simulator {
             channels,
             routes,
             open_flows: flows.len(),
+            finished: false,
             flows,
             sample_interval,
             timeseries,
@@ -201,11 +203,33 @@ impl Simulator {
         self.now
     }
 
+    /// The simulated time at which the run ends unless every flow completes earlier.
+    pub fn end(&self) -> SimTime {
+        self.end
+    }
+
+    /// The run is over: the end time is reached, or every flow has completed.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
     /// Process events up to and including the end time, or until every flow has completed.
     pub fn run(&mut self) {
-        while self.open_flows > 0 || self.flows.is_empty() {
+        self.run_until(self.end);
+    }
+
+    /// Process every event at or before `until` (capped at the end time). Running in steps gives
+    /// exactly the result of one call: steps only decide when control returns to the caller
+    /// (for progress reports). Returns whether the run is over.
+    pub fn run_until(&mut self, until: SimTime) -> bool {
+        let until = until.min(self.end);
+        while !self.finished {
+            if self.open_flows == 0 && !self.flows.is_empty() {
+                self.finished = true; // every flow completed: the run ends now
+                break;
+            }
             match self.events.peek_time() {
-                Some(t) if t <= self.end => {}
+                Some(t) if t <= until => {}
                 _ => break,
             }
             let (t, event) = self.events.pop().expect("peeked");
@@ -213,9 +237,13 @@ impl Simulator {
             self.events_processed += 1;
             self.dispatch(event);
         }
-        if self.open_flows > 0 || self.flows.is_empty() {
-            self.now = self.end;
+        if !self.finished && until == self.end {
+            self.finished = true;
+            if self.open_flows > 0 || self.flows.is_empty() {
+                self.now = self.end;
+            }
         }
+        self.finished
     }
 
     fn dispatch(&mut self, event: Event) {

@@ -162,3 +162,31 @@ fn byte_queue_smaller_than_a_packet_on_the_path_is_rejected() {
     spec.links[0].queue_forward = QueueSpec::fifo_bytes(1500);
     assert_eq!(validate(&spec), Ok(()));
 }
+
+#[test]
+fn running_in_steps_gives_exactly_the_one_call_result() {
+    use bufferlab_core::units::SimTime;
+    use bufferlab_core::Simulator;
+    let mut spec = dumbbell(3, 4 * SEC, 5, 0.01);
+    spec.flows[1].traffic = TrafficSpec::Finite { bytes: 200_000 };
+    let whole = run(&spec).unwrap();
+    for step_ms in [1, 7, 250, 5_000] {
+        let mut sim = Simulator::new(&spec).unwrap();
+        let mut t = SimTime::ZERO;
+        while !sim.run_until(t) {
+            t += SimTime::from_ms(step_ms);
+        }
+        assert_eq!(sim.finish(), whole, "steps of {step_ms} ms");
+    }
+}
+
+#[test]
+fn a_run_whose_flows_all_complete_ends_at_the_last_completion() {
+    let mut spec = dumbbell(2, 60 * SEC, 5, 0.0);
+    for f in &mut spec.flows {
+        f.traffic = TrafficSpec::Finite { bytes: 100_000 };
+    }
+    let result = run(&spec).unwrap();
+    let last = result.flows.iter().map(|f| f.completed_ns.unwrap()).max().unwrap();
+    assert_eq!(result.end_ns, last);
+}

@@ -7,7 +7,8 @@
 //! released while simulating.
 
 use bufferlab_core::record::result::{Capture, RunResult, TimeSeries};
-use bufferlab_core::{spec::ScenarioSpec, EngineError};
+use bufferlab_core::units::SimTime;
+use bufferlab_core::{spec::ScenarioSpec, EngineError, Simulator};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -114,18 +115,71 @@ fn split_result(mut result: RunResult) -> PyResult<(String, Columns)> {
     Ok((value.to_string(), columns))
 }
 
-/// Simulate a resolved scenario (JSON text). Returns the counters as JSON text and the long
-/// numeric columns as `{name: bytes}`; the JSON's `columns` gives each one's dtype and shape.
-#[pyfunction]
-fn run<'py>(py: Python<'py>, spec_json: &str) -> PyResult<(String, Bound<'py, PyDict>)> {
-    let spec = spec_from_json(spec_json)?;
-    let result = py.allow_threads(|| bufferlab_core::run(&spec)).map_err(engine_error)?;
+fn result_to_python<'py>(py: Python<'py>, result: RunResult) -> PyResult<(String, Bound<'py, PyDict>)> {
     let (json_text, columns) = split_result(result)?;
     let arrays = PyDict::new(py);
     for (name, bytes) in columns.bytes {
         arrays.set_item(name, PyBytes::new(py, &bytes))?;
     }
     Ok((json_text, arrays))
+}
+
+/// Simulate a resolved scenario (JSON text). Returns the counters as JSON text and the long
+/// numeric columns as `{name: bytes}`; the JSON's `columns` gives each one's dtype and shape.
+#[pyfunction]
+fn run<'py>(py: Python<'py>, spec_json: &str) -> PyResult<(String, Bound<'py, PyDict>)> {
+    let spec = spec_from_json(spec_json)?;
+    let result = py.allow_threads(|| bufferlab_core::run(&spec)).map_err(engine_error)?;
+    result_to_python(py, result)
+}
+
+/// A run advanced in steps, so Python can report progress and be interrupted between them.
+/// Stepping never changes the result: `finish()` returns exactly what `run()` would.
+#[pyclass(module = "bufferlab._core")]
+struct Run {
+    sim: Option<Simulator>,
+}
+
+impl Run {
+    fn sim(&self) -> PyResult<&Simulator> {
+        self.sim.as_ref().ok_or_else(|| PyValueError::new_err("run: already finished"))
+    }
+}
+
+#[pymethods]
+impl Run {
+    #[new]
+    fn new(spec_json: &str) -> PyResult<Self> {
+        let spec = spec_from_json(spec_json)?;
+        Ok(Run { sim: Some(Simulator::new(&spec).map_err(engine_error)?) })
+    }
+
+    /// Simulated time reached so far, in ns.
+    #[getter]
+    fn now_ns(&self) -> PyResult<u64> {
+        Ok(self.sim()?.now().as_ns())
+    }
+
+    /// Simulated time at which the run ends at the latest, in ns.
+    #[getter]
+    fn end_ns(&self) -> PyResult<u64> {
+        Ok(self.sim()?.end().as_ns())
+    }
+
+    /// Simulate up to `until_ns` (without the GIL); returns whether the run is over.
+    fn advance(&mut self, py: Python<'_>, until_ns: u64) -> PyResult<bool> {
+        let sim = self.sim.as_mut().ok_or_else(|| PyValueError::new_err("run: already finished"))?;
+        Ok(py.allow_threads(|| sim.run_until(SimTime::from_ns(until_ns))))
+    }
+
+    /// The result, as `run()` returns it; the run must be over.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<(String, Bound<'py, PyDict>)> {
+        if !self.sim()?.is_finished() {
+            return Err(PyValueError::new_err("run: not over yet; advance to its end first"));
+        }
+        let sim = self.sim.take().expect("checked above");
+        result_to_python(py, sim.finish())
+    }
 }
 
 /// Check a resolved scenario (JSON text) without running it; raises ValueError("field: reason").
@@ -151,6 +205,7 @@ fn engine_version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_class::<Run>()?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;

@@ -190,3 +190,19 @@ fn a_run_whose_flows_all_complete_ends_at_the_last_completion() {
     let last = result.flows.iter().map(|f| f.completed_ns.unwrap()).max().unwrap();
     assert_eq!(result.end_ns, last);
 }
+
+#[test]
+fn a_greedy_flow_stopped_by_its_application_delivers_what_it_wrote_then_closes() {
+    let mut spec = dumbbell(2, 30 * SEC, 5, 0.001);
+    for f in &mut spec.flows {
+        f.stop_ns = Some(2 * SEC);
+    }
+    let result = run(&spec).unwrap();
+    for f in &result.flows {
+        assert!(f.app_bytes_written > 1_000_000, "{} wrote for 2 s", f.name);
+        assert_eq!(f.bytes_delivered, f.app_bytes_written, "{}", f.name);
+        let closed = f.completed_ns.expect("FIN acknowledged");
+        assert!(closed > 2 * SEC && closed < 3 * SEC, "{} closed at {closed} ns", f.name);
+    }
+    assert!(result.end_ns < 3 * SEC, "the run ends once both flows have closed");
+}

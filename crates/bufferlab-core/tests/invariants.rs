@@ -206,3 +206,33 @@ fn a_greedy_flow_stopped_by_its_application_delivers_what_it_wrote_then_closes()
     }
     assert!(result.end_ns < 3 * SEC, "the run ends once both flows have closed");
 }
+
+#[test]
+fn a_receive_window_below_the_bdp_caps_goodput_at_rwnd_per_rtt() {
+    // 100 Mb/s, 40 ms of propagation: BDP 500 kB. A 64 KiB window allows rwnd / RTT.
+    let rwnd: u64 = 65_536;
+    let path = Path {
+        access_rate_bps: Some(1_000_000_000),
+        access_delay_ns: 5 * MS,
+        bottleneck_rate_bps: 100_000_000,
+        bottleneck_delay_ns: 10 * MS,
+        buffer: QueueSpec::fifo_packets(1000),
+        // ACK every packet: the window then slides by one segment per ACK, as the formula assumes.
+        tcp: TcpSpec { rwnd_bytes: Some(rwnd), ack_every: 1, ..TcpSpec::default() },
+        duration_ns: 20 * SEC,
+        seed: 1,
+        sample_interval_ns: Some(100 * MS),
+    };
+    let result = run(&path.spec()).unwrap();
+    let ts = result.timeseries.as_ref().unwrap();
+    let (i0, i1) = (ts.time_ns.iter().position(|&t| t == 5 * SEC).unwrap(), ts.time_ns.len() - 1);
+    let goodput = (ts.delivered_bytes[0][i1] - ts.delivered_bytes[0][i0]) as f64 * 8.0 / 15.0;
+    // The window holds whole segments: floor(65536 / 1448) = 45 of them per round trip.
+    let window_bytes = (rwnd / 1448 * 1448) as f64;
+    // Base RTT: propagation, plus a data packet and its ACK serialised on each of the three hops.
+    let rtt_s = 0.040 + (1500.0 + 52.0) * 8.0 * (2.0 / 1e9 + 1.0 / 1e8);
+    let expected = window_bytes * 8.0 / rtt_s;
+    println!("goodput {:.3} Mb/s, rwnd/RTT {:.3} Mb/s", goodput / 1e6, expected / 1e6);
+    assert!((goodput - expected).abs() / expected < 0.01);
+    assert_eq!(result.channels[2].dropped_queue_packets, 0, "the window, not the buffer, limits the flow");
+}

@@ -236,3 +236,33 @@ fn a_receive_window_below_the_bdp_caps_goodput_at_rwnd_per_rtt() {
     assert!((goodput - expected).abs() / expected < 0.01);
     assert_eq!(result.channels[2].dropped_queue_packets, 0, "the window, not the buffer, limits the flow");
 }
+
+#[test]
+fn receivers_acknowledge_every_packet_or_every_second_one_as_configured() {
+    let segments = 2_000u64;
+    let bytes = segments * 1448;
+    let lossless = |ack_every: u32| {
+        let path = Path {
+            access_rate_bps: Some(1_000_000_000),
+            access_delay_ns: MS,
+            bottleneck_rate_bps: 50_000_000,
+            bottleneck_delay_ns: 5 * MS,
+            buffer: QueueSpec::fifo_packets(100_000),
+            tcp: TcpSpec { ack_every, ..TcpSpec::default() },
+            duration_ns: 60 * SEC,
+            seed: 1,
+            sample_interval_ns: None,
+        };
+        let mut spec = path.spec();
+        spec.flows[0].traffic = TrafficSpec::Finite { bytes };
+        let result = run(&spec).unwrap();
+        assert_eq!(result.flows[0].segments_retransmitted, 0);
+        result.flows[0].acks_sent
+    };
+    // One ACK per segment, plus the SYN-ACK and the ACK of the FIN.
+    assert_eq!(lossless(1), segments + 2);
+    // Every second full segment; the delayed-ACK timer adds one for each flight ending on an odd
+    // segment (slow start has a dozen flights).
+    let delayed = lossless(2);
+    assert!((segments / 2 + 2..segments / 2 + 2 + 20).contains(&delayed), "{delayed} ACKs");
+}

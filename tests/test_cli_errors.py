@@ -44,33 +44,11 @@ def graph(rate: str = "100Mbps", delay: str = "1ms", queue: str = "20p", cca: st
     return GOOD_GRAPH.format(rate=rate, delay=delay, queue=queue, cca=cca, extra=extra)
 
 
-UNCONNECTED = """
-    duration = "1s"
-    [[nodes]]
-    name = "h1"
-    kind = "host"
-    [[nodes]]
-    name = "r"
-    kind = "router"
-    [[nodes]]
-    name = "h2"
-    kind = "host"
+# The good graph plus a host h3 that no link reaches, and a flow to it (flows[1]).
+UNCONNECTED = graph() + """
     [[nodes]]
     name = "h3"
     kind = "host"
-    [[links]]
-    a = "h1"
-    b = "r"
-    rate = "10Mbps"
-    delay = "1ms"
-    [[links]]
-    a = "r"
-    b = "h2"
-    rate = "10Mbps"
-    delay = "1ms"
-    [[flows]]
-    src = "h1"
-    dst = "h2"
     [[flows]]
     src = "h1"
     dst = "h3"

@@ -274,9 +274,7 @@ class Scenario(_Model):
                     raise SpecError(key, "a dumbbell topology builds its own nodes and links: "
                                          "give either [topology] or nodes/links")
             nodes, links, flows, bottleneck = _expand_dumbbell(self)
-            resolved = _build(self, nodes, links, flows, bottleneck)
-            resolved.field_aliases = _dumbbell_aliases(self, len(links))
-            return resolved
+            aliases = _dumbbell_aliases(self, len(links))
         else:
             nodes, links, flows = self.nodes, self.links, self.flows
             for i, flow in enumerate(flows):
@@ -284,8 +282,10 @@ class Scenario(_Model):
                     raise SpecError(f"flows[{i}].rtt", "only a dumbbell topology derives delays from RTTs")
             if self.flow_defaults is not None and self.flow_defaults.rtt is not None:
                 raise SpecError("flow_defaults.rtt", "only a dumbbell topology derives delays from RTTs")
-            bottleneck = None
-        return _build(self, nodes, links, flows, bottleneck)
+            bottleneck, aliases = None, {}
+        resolved = _build(self, nodes, links, flows, bottleneck)
+        resolved.field_aliases = aliases
+        return resolved
 
 
 # --- dumbbell -----------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ use crate::net::routing::{Edge, RoutingTable};
 use crate::queue::Queue;
 use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
-use crate::spec::{Direction, ScenarioSpec, TrafficSpec};
-use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use crate::spec::{Direction, RecordSpec, ScenarioSpec, TrafficSpec};
+use crate::transport::tcp::{delivery_delay_byte_ps, TcpConfig, TcpReceiver, TcpSender};
 use crate::units::{BitRate, SimTime};
 use crate::validate::{check_fields, check_queue_fits, largest_packets};
 use crate::{EngineError, ENGINE_VERSION};
@@ -165,8 +165,14 @@ impl Simulator {
             }
         }
 
-        let sample_interval = spec.sample_interval_ns.map(SimTime::from_ns);
-        let timeseries = sample_interval.map(|iv| TimeSeries::new(iv, flows.len(), channels.len()));
+        let sampled_flows = RecordSpec::select(&spec.record.flows, flows.len());
+        let sampled_channels = RecordSpec::select(&spec.record.channels, channels.len());
+        // Nothing selected records nothing: no sampling event is ever scheduled.
+        let sample_interval = spec
+            .sample_interval_ns
+            .filter(|_| !(sampled_flows.is_empty() && sampled_channels.is_empty()))
+            .map(SimTime::from_ns);
+        let timeseries = sample_interval.map(|iv| TimeSeries::new(iv, sampled_flows, sampled_channels));
         if let Some(iv) = sample_interval {
             events.schedule(iv, Event::Sample);
         }
@@ -350,28 +356,37 @@ impl Simulator {
     fn sample(&mut self) {
         let Some(ts) = self.timeseries.as_mut() else { return };
         ts.push_time(self.now);
-        for (i, f) in self.flows.iter().enumerate() {
+        for row in 0..ts.flows.len() {
+            let f = &self.flows[ts.flows[row]];
             ts.push_flow(
-                i,
+                row,
                 FlowSample {
                     cwnd: f.sender.cwnd(),
                     ssthresh: f.sender.ssthresh(),
                     in_flight: f.sender.in_flight(),
                     srtt_ns: f.sender.srtt().map_or(0, |s| s.as_ns()),
+                    min_rtt_ns: f.sender.min_rtt().map_or(0, |s| s.as_ns()),
                     acked: f.sender.bytes_acked(),
                     delivered: f.receiver.bytes_delivered(),
                     sent: f.sender.record.payload_bytes_sent,
+                    written: f.sender.bytes_written(),
+                    idt_ewma_ns: f.sender.idt_ewma().map_or(0, |t| t.as_ns()),
+                    delivery_delay_byte_us: (delivery_delay_byte_ps(&f.sender, &f.receiver) / 1_000_000) as u64,
                 },
             );
         }
-        for (i, c) in self.channels.iter().enumerate() {
+        for row in 0..ts.channels.len() {
+            let c = &self.channels[ts.channels[row]];
             ts.push_channel(
-                i,
+                row,
                 ChannelSample {
                     queue_packets: c.queue_packets(),
                     queue_bytes: c.queue_bytes(),
                     sent_bytes: c.record.sent_bytes,
                     drops: c.record.dropped_queue_packets + c.record.dropped_loss_packets,
+                    sent_packets: c.record.sent_packets,
+                    sojourn_ns: c.record.sojourn_sum_ns,
+                    busy_ns: c.record.busy_ns,
                 },
             );
         }
@@ -398,6 +413,7 @@ impl Simulator {
                 r.min_rtt_ns = f.sender.min_rtt().map(|t| t.as_ns());
                 r.final_srtt_ns = f.sender.srtt().map(|t| t.as_ns());
                 r.final_cwnd_bytes = f.sender.cwnd();
+                r.delivery_delay_byte_ns = delivery_delay_byte_ps(&f.sender, &f.receiver) / 1000;
                 r
             })
             .collect();

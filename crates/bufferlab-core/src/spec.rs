@@ -27,6 +27,36 @@ pub struct ScenarioSpec {
     /// Link directions whose packets are captured one record per packet (middlebox monitor).
     #[serde(default)]
     pub captures: Vec<CaptureSpec>,
+    /// Which flows and channels the time series sample (default: all of them).
+    #[serde(default)]
+    pub record: RecordSpec,
+}
+
+/// What the time series record. Entities left out cost nothing at sampling time; with nothing
+/// selected (or no `sample_interval_ns`) no sampling event is ever scheduled.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecordSpec {
+    /// Indices of the flows to sample; `None` samples every flow.
+    pub flows: Option<Vec<usize>>,
+    /// Channel indices (2·link + direction, see [`Direction::channel`]) to sample; `None` samples
+    /// every channel.
+    pub channels: Option<Vec<usize>>,
+}
+
+impl RecordSpec {
+    /// The sampled flows (or channels) out of `n`, in increasing order.
+    pub fn select(chosen: &Option<Vec<usize>>, n: usize) -> Vec<usize> {
+        match chosen {
+            None => (0..n).collect(),
+            Some(list) => {
+                let mut v = list.clone();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -156,6 +156,17 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
             return Err(err(format!("captures[{i}].link"), format!("link index {} out of range", c.link)));
         }
     }
+    let selections = [
+        ("record.flows", &spec.record.flows, spec.flows.len()),
+        ("record.channels", &spec.record.channels, 2 * spec.links.len()),
+    ];
+    for (field, chosen, n) in selections {
+        for (k, &index) in chosen.iter().flatten().enumerate() {
+            if index >= n {
+                return Err(err(format!("{field}[{k}]"), format!("index {index} out of range ({n})")));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -241,6 +252,7 @@ mod tests {
                 tcp: TcpSpec::default(),
             }],
             captures: vec![],
+            record: RecordSpec::default(),
         }
     }
 
@@ -291,6 +303,7 @@ mod tests {
                 "duration_ns: 18446744073709551615 ns is beyond the 100-day limit of simulated time",
             ),
             (Box::new(|s| s.links.clear()), "flows[0]: no route from a to b"),
+            (Box::new(|s| s.record.channels = Some(vec![0, 2])), "record.channels[1]: index 2 out of range (2)"),
         ];
         for (change, expected) in cases {
             assert_eq!(error_of(change), expected);

@@ -104,6 +104,7 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
         links,
         flows,
         captures: vec![],
+        record: RecordSpec::default(),
     }
 }
 

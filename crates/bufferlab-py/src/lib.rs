@@ -59,21 +59,32 @@ impl Columns {
     }
 }
 
-/// Move the time series out as columns named `timeseries.<series>`.
+/// Move the time series out as columns named `timeseries.<series>`; `timeseries.flows` and
+/// `timeseries.channels` give the flow or channel of each row.
 fn timeseries_columns(ts: &TimeSeries, columns: &mut Columns) {
     columns.u64s("timeseries.time_ns".into(), &ts.time_ns);
-    let per_entity: [(&str, &Vec<Vec<u64>>); 11] = [
+    let indices = |v: &[usize]| v.iter().map(|&i| i as u64).collect::<Vec<u64>>();
+    columns.u64s("timeseries.flows".into(), &indices(&ts.flows));
+    columns.u64s("timeseries.channels".into(), &indices(&ts.channels));
+    let per_entity: [(&str, &Vec<Vec<u64>>); 18] = [
         ("cwnd_bytes", &ts.cwnd_bytes),
         ("ssthresh_bytes", &ts.ssthresh_bytes),
         ("in_flight_bytes", &ts.in_flight_bytes),
         ("srtt_ns", &ts.srtt_ns),
+        ("min_rtt_ns", &ts.min_rtt_ns),
         ("acked_bytes", &ts.acked_bytes),
         ("delivered_bytes", &ts.delivered_bytes),
         ("sent_bytes", &ts.sent_bytes),
+        ("written_bytes", &ts.written_bytes),
+        ("idt_ewma_ns", &ts.idt_ewma_ns),
+        ("delivery_delay_byte_us", &ts.delivery_delay_byte_us),
         ("queue_packets", &ts.queue_packets),
         ("queue_bytes", &ts.queue_bytes),
         ("channel_sent_bytes", &ts.channel_sent_bytes),
         ("channel_drops", &ts.channel_drops),
+        ("channel_sent_packets", &ts.channel_sent_packets),
+        ("channel_sojourn_ns", &ts.channel_sojourn_ns),
+        ("channel_busy_ns", &ts.channel_busy_ns),
     ];
     for (name, rows) in per_entity {
         columns.u64_rows(format!("timeseries.{name}"), rows);
@@ -92,6 +103,8 @@ fn capture_columns(i: usize, c: &Capture, columns: &mut Columns) {
     columns.u32s(name("payload_bytes"), &c.payload_bytes);
     columns.u32s(name("wire_bytes"), &c.wire_bytes);
     columns.u8s(name("retransmission"), c.retransmission.iter().map(|&b| b as u8));
+    columns.u64s(name("ts_val_ns"), &c.ts_val_ns);
+    columns.u64s(name("ts_ecr_ns"), &c.ts_ecr_ns);
 }
 
 /// The result's JSON with its long columns replaced by descriptions, and the columns' bytes.

@@ -14,9 +14,13 @@ pub struct FlowSample {
     pub ssthresh: u64,
     pub in_flight: u64,
     pub srtt_ns: u64,
+    pub min_rtt_ns: u64,
     pub acked: u64,
     pub delivered: u64,
     pub sent: u64,
+    pub written: u64,
+    pub idt_ewma_ns: u64,
+    pub delivery_delay_byte_us: u64,
 }
 
 /// One channel's state at a sampling instant.
@@ -26,25 +30,39 @@ pub struct ChannelSample {
     pub queue_bytes: u64,
     pub sent_bytes: u64,
     pub drops: u64,
+    pub sent_packets: u64,
+    pub sojourn_ns: u64,
+    pub busy_ns: u64,
 }
 
 impl TimeSeries {
-    pub fn new(interval: SimTime, flows: usize, channels: usize) -> TimeSeries {
+    /// Empty series for the sampled `flows` and `channels` (indices, in row order).
+    pub fn new(interval: SimTime, flows: Vec<usize>, channels: Vec<usize>) -> TimeSeries {
         let per = |n: usize| vec![Vec::new(); n];
+        let (nf, nc) = (flows.len(), channels.len());
         TimeSeries {
             interval_ns: interval.as_ns(),
             time_ns: Vec::new(),
-            cwnd_bytes: per(flows),
-            ssthresh_bytes: per(flows),
-            in_flight_bytes: per(flows),
-            srtt_ns: per(flows),
-            acked_bytes: per(flows),
-            delivered_bytes: per(flows),
-            sent_bytes: per(flows),
-            queue_packets: per(channels),
-            queue_bytes: per(channels),
-            channel_sent_bytes: per(channels),
-            channel_drops: per(channels),
+            flows,
+            channels,
+            cwnd_bytes: per(nf),
+            ssthresh_bytes: per(nf),
+            in_flight_bytes: per(nf),
+            srtt_ns: per(nf),
+            min_rtt_ns: per(nf),
+            acked_bytes: per(nf),
+            delivered_bytes: per(nf),
+            sent_bytes: per(nf),
+            written_bytes: per(nf),
+            idt_ewma_ns: per(nf),
+            delivery_delay_byte_us: per(nf),
+            queue_packets: per(nc),
+            queue_bytes: per(nc),
+            channel_sent_bytes: per(nc),
+            channel_drops: per(nc),
+            channel_sent_packets: per(nc),
+            channel_sojourn_ns: per(nc),
+            channel_busy_ns: per(nc),
         }
     }
 
@@ -52,21 +70,30 @@ impl TimeSeries {
         self.time_ns.push(now.as_ns());
     }
 
-    pub fn push_flow(&mut self, flow: usize, s: FlowSample) {
-        self.cwnd_bytes[flow].push(s.cwnd);
-        self.ssthresh_bytes[flow].push(s.ssthresh);
-        self.in_flight_bytes[flow].push(s.in_flight);
-        self.srtt_ns[flow].push(s.srtt_ns);
-        self.acked_bytes[flow].push(s.acked);
-        self.delivered_bytes[flow].push(s.delivered);
-        self.sent_bytes[flow].push(s.sent);
+    /// Append a sample to row `row` of the per-flow series.
+    pub fn push_flow(&mut self, row: usize, s: FlowSample) {
+        self.cwnd_bytes[row].push(s.cwnd);
+        self.ssthresh_bytes[row].push(s.ssthresh);
+        self.in_flight_bytes[row].push(s.in_flight);
+        self.srtt_ns[row].push(s.srtt_ns);
+        self.min_rtt_ns[row].push(s.min_rtt_ns);
+        self.acked_bytes[row].push(s.acked);
+        self.delivered_bytes[row].push(s.delivered);
+        self.sent_bytes[row].push(s.sent);
+        self.written_bytes[row].push(s.written);
+        self.idt_ewma_ns[row].push(s.idt_ewma_ns);
+        self.delivery_delay_byte_us[row].push(s.delivery_delay_byte_us);
     }
 
-    pub fn push_channel(&mut self, channel: usize, s: ChannelSample) {
-        self.queue_packets[channel].push(s.queue_packets);
-        self.queue_bytes[channel].push(s.queue_bytes);
-        self.channel_sent_bytes[channel].push(s.sent_bytes);
-        self.channel_drops[channel].push(s.drops);
+    /// Append a sample to row `row` of the per-channel series.
+    pub fn push_channel(&mut self, row: usize, s: ChannelSample) {
+        self.queue_packets[row].push(s.queue_packets);
+        self.queue_bytes[row].push(s.queue_bytes);
+        self.channel_sent_bytes[row].push(s.sent_bytes);
+        self.channel_drops[row].push(s.drops);
+        self.channel_sent_packets[row].push(s.sent_packets);
+        self.channel_sojourn_ns[row].push(s.sojourn_ns);
+        self.channel_busy_ns[row].push(s.busy_ns);
     }
 }
 
@@ -85,5 +112,7 @@ impl Capture {
         self.payload_bytes.push(p.payload);
         self.wire_bytes.push(p.wire_bytes);
         self.retransmission.push(p.retransmission);
+        self.ts_val_ns.push(p.ts_val.as_ns());
+        self.ts_ecr_ns.push(p.ts_ecr.as_ns());
     }
 }

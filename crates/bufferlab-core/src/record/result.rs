@@ -44,6 +44,9 @@ pub struct FlowRecord {
     pub rtos: u64,
     /// Fast-recovery episodes entered.
     pub recoveries: u64,
+    /// Loss-recovery episodes of either kind (fast recovery, or an RTO outside recovery); an RTO
+    /// during an episode continues it.
+    pub recovery_episodes: u64,
     /// Total time spent in fast recovery or RTO loss recovery.
     pub recovery_time_ns: u64,
     /// Pure ACKs sent by the receiver.
@@ -54,6 +57,9 @@ pub struct FlowRecord {
     pub min_rtt_ns: Option<u64>,
     pub final_srtt_ns: Option<u64>,
     pub final_cwnd_bytes: u64,
+    /// Sum over the bytes delivered in order of their one-way delay (application write, which is
+    /// the byte's first transmission, to in-order delivery at the receiver), in byte·ns.
+    pub delivery_delay_byte_ns: u128,
 }
 
 /// Counters of one link direction: a transmitter with its egress queue and its propagation pipe.
@@ -122,28 +128,49 @@ impl ChannelRecord {
 }
 
 /// Samples taken every `interval_ns`, at t = interval, 2·interval, … ≤ end.
-/// Per-flow series are indexed `[flow][sample]`, per-channel series `[channel][sample]`.
+/// Per-flow series are indexed `[row][sample]` where row `r` is flow `flows[r]`; per-channel
+/// series `[row][sample]` where row `r` is channel `channels[r]` (the spec's `record` selection).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimeSeries {
     pub interval_ns: u64,
     pub time_ns: Vec<u64>,
+    /// The flow of each row of the per-flow series.
+    pub flows: Vec<usize>,
+    /// The channel of each row of the per-channel series.
+    pub channels: Vec<usize>,
     pub cwnd_bytes: Vec<Vec<u64>>,
     pub ssthresh_bytes: Vec<Vec<u64>>,
     pub in_flight_bytes: Vec<Vec<u64>>,
     /// Smoothed RTT (0 before the first sample).
     pub srtt_ns: Vec<Vec<u64>>,
+    /// Smallest RTT sample so far (0 before the first sample).
+    pub min_rtt_ns: Vec<Vec<u64>>,
     /// Cumulative application bytes acknowledged at the sender.
     pub acked_bytes: Vec<Vec<u64>>,
     /// Cumulative application bytes delivered in order at the receiver.
     pub delivered_bytes: Vec<Vec<u64>>,
     /// Cumulative payload bytes sent, including retransmissions.
     pub sent_bytes: Vec<Vec<u64>>,
+    /// Cumulative application bytes written (taken by the sender from its application).
+    pub written_bytes: Vec<Vec<u64>>,
+    /// EWMA (gain 1/8) of the inter-departure time of data segments (0 before the second one).
+    pub idt_ewma_ns: Vec<Vec<u64>>,
+    /// Cumulative sum over the bytes delivered in order of their one-way delay (application
+    /// write to in-order delivery), in byte·µs: its increase over an interval divided by the
+    /// bytes delivered in it is their mean delay.
+    pub delivery_delay_byte_us: Vec<Vec<u64>>,
     pub queue_packets: Vec<Vec<u64>>,
     pub queue_bytes: Vec<Vec<u64>>,
     /// Cumulative bytes that started transmission on each channel.
     pub channel_sent_bytes: Vec<Vec<u64>>,
     /// Cumulative drops (all reasons) on each channel.
     pub channel_drops: Vec<Vec<u64>>,
+    /// Cumulative packets that left the queue onto the wire.
+    pub channel_sent_packets: Vec<Vec<u64>>,
+    /// Cumulative sojourn time (enqueue to start of transmission) of those packets.
+    pub channel_sojourn_ns: Vec<Vec<u64>>,
+    /// Cumulative time the transmitter was busy.
+    pub channel_busy_ns: Vec<Vec<u64>>,
 }
 
 /// Packets seen starting transmission on one link direction, as columns.
@@ -161,6 +188,9 @@ pub struct Capture {
     pub payload_bytes: Vec<u32>,
     pub wire_bytes: Vec<u32>,
     pub retransmission: Vec<bool>,
+    /// TCP timestamp option (RFC 7323): the sender's TSval and the echoed TSecr, in ns.
+    pub ts_val_ns: Vec<u64>,
+    pub ts_ecr_ns: Vec<u64>,
 }
 
 #[cfg(test)]

@@ -29,6 +29,8 @@ pub struct TcpReceiver {
     last_ack_sent: u64,
     fin_seq: Option<u64>,
     pub acks_sent: u64,
+    /// Sum of the in-order delivery times of the bytes delivered, in byte·ps.
+    delivered_byte_ps: u128,
 }
 
 impl TcpReceiver {
@@ -51,6 +53,7 @@ impl TcpReceiver {
             last_ack_sent: 0,
             fin_seq: None,
             acks_sent: 0,
+            delivered_byte_ps: 0,
         }
     }
 
@@ -67,6 +70,11 @@ impl TcpReceiver {
         self.delayed_ack_deadline
     }
 
+    /// Sum over the bytes delivered in order of the time each was delivered, in byte·ps.
+    pub fn delivered_byte_ps(&self) -> u128 {
+        self.delivered_byte_ps
+    }
+
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         if self.delayed_ack_deadline.is_some_and(|d| d <= now) {
             self.send_ack(now, out);
@@ -74,6 +82,13 @@ impl TcpReceiver {
     }
 
     pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+        let delivered_before = self.bytes_delivered();
+        self.receive(now, packet, out);
+        let newly_delivered = self.bytes_delivered() - delivered_before;
+        self.delivered_byte_ps += newly_delivered as u128 * now.0 as u128;
+    }
+
+    fn receive(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
         if packet.has(flags::SYN) {
             // A (possibly repeated) SYN: answer with a SYN-ACK; data starts at sequence 1.
             self.rcv_nxt = self.rcv_nxt.max(1);
@@ -301,6 +316,19 @@ mod tests {
         assert_eq!(last.ack, 301);
         assert_eq!(last.sack_len, 0);
         assert_eq!(r.bytes_delivered(), 300);
+    }
+
+    #[test]
+    fn bytes_count_as_delivered_when_the_hole_below_them_fills() {
+        let mut r = receiver(1);
+        let mut out = Vec::new();
+        r.on_packet(SimTime::from_ns(1), &seg(1), &mut out);
+        r.on_packet(SimTime::from_ns(2), &seg(2), &mut out);
+        assert_eq!(r.delivered_byte_ps(), 0, "buffered out of order, not delivered");
+        r.on_packet(SimTime::from_ns(5), &seg(0), &mut out);
+        assert_eq!(r.delivered_byte_ps(), 300 * SimTime::from_ns(5).0 as u128);
+        r.on_packet(SimTime::from_ns(7), &seg(3), &mut out);
+        assert_eq!(r.delivered_byte_ps(), 300 * 5000 + 100 * 7000);
     }
 
     #[test]

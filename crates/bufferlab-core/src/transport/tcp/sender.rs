@@ -70,6 +70,11 @@ pub struct TcpSender {
     syn_retransmitted: bool,
     syn_sent_at: SimTime,
     fin_sent: bool,
+    /// When the latest data segment left, and the EWMA of the inter-departure times (recorder).
+    last_data_sent: Option<SimTime>,
+    idt_ewma: Option<SimTime>,
+    /// Sum of the first-transmission times of the bytes cumulatively acknowledged, byte·ps.
+    first_sent_byte_ps_acked: u128,
     pub record: FlowRecord,
 }
 
@@ -96,6 +101,9 @@ impl TcpSender {
             syn_retransmitted: false,
             syn_sent_at: SimTime::ZERO,
             fin_sent: false,
+            last_data_sent: None,
+            idt_ewma: None,
+            first_sent_byte_ps_acked: 0,
             record: FlowRecord::default(),
         }
     }
@@ -129,6 +137,16 @@ impl TcpSender {
     }
     pub fn next_timeout(&self) -> Option<SimTime> {
         self.rto_deadline
+    }
+    /// Smoothed inter-departure time of data segments; `None` before the second one.
+    pub fn idt_ewma(&self) -> Option<SimTime> {
+        self.idt_ewma
+    }
+    /// Sum of the write times of the application bytes below sequence number `seq` (every one
+    /// of them sent), in byte·ps. The engine has no send buffer: the application writes a byte
+    /// when the sender first transmits it.
+    pub fn written_byte_ps_below(&self, seq: u64) -> u128 {
+        self.first_sent_byte_ps_acked + self.scoreboard.first_sent_byte_ps_below(seq)
     }
 
     fn data_acked_up_to(&self, ack: u64) -> u64 {
@@ -236,6 +254,7 @@ impl TcpSender {
         let mut rtt_sample = None;
         if ack > self.snd_una {
             let cumulative = self.scoreboard.ack_up_to(ack);
+            self.first_sent_byte_ps_acked += cumulative.first_sent_byte_ps;
             acked_bytes = cumulative.bytes;
             delivered += cumulative.bytes - cumulative.previously_sacked_bytes;
             if !self.config.sack {
@@ -359,6 +378,7 @@ impl TcpSender {
         let flight_size = self.snd_nxt - self.snd_una;
         self.cc.on_congestion_event(now, flight_size);
         self.record.recoveries += 1;
+        self.record.recovery_episodes += 1;
         self.recovery = Some(Recovery {
             cause: RecoveryCause::Fast,
             point: self.snd_nxt,
@@ -419,7 +439,10 @@ impl TcpSender {
         self.dupack_delivered_segments = 0;
         let started = match self.recovery {
             Some(r) => r.started,
-            None => now,
+            None => {
+                self.record.recovery_episodes += 1;
+                now
+            }
         };
         self.recovery = Some(Recovery {
             cause: RecoveryCause::Timeout,
@@ -516,6 +539,12 @@ impl TcpSender {
         if payload > 0 {
             self.record.segments_sent += 1;
             self.record.payload_bytes_sent += payload as u64;
+            // Inter-departure time of data segments, smoothed with SRTT's gain 1/8 (RFC 6298 §2.3).
+            if let Some(last) = self.last_data_sent {
+                let idt = now - last;
+                self.idt_ewma = Some(self.idt_ewma.map_or(idt, |e| SimTime((7 * e.0 + idt.0) / 8)));
+            }
+            self.last_data_sent = Some(now);
         }
         let wire_bytes = self.config.header_bytes + payload + options;
         Packet {
@@ -584,6 +613,7 @@ mod tests {
         // RFC 5681 eq. (4): FlightSize at detection was 12 segments (10 + 2 sent on the dupacks).
         assert_eq!(s.ssthresh(), 6 * MSS);
         assert_eq!(s.record.recoveries, 1);
+        assert_eq!(s.record.recovery_episodes, 1);
     }
 
     #[test]
@@ -611,6 +641,26 @@ mod tests {
     }
 
     #[test]
+    fn inter_departure_ewma_follows_the_ack_clock() {
+        let (mut s, _) = established(TcpSpec { ack_every: 1, ..TcpSpec::default() });
+        // The initial window leaves back to back: inter-departure time 0.
+        assert_eq!(s.idt_ewma(), Some(SimTime::ZERO));
+        // Each ACK 1 ms apart releases two segments (slow start): departures alternate 1 ms, 0.
+        let mut out = Vec::new();
+        let mut expected = 0u64;
+        let one_ms = SimTime::from_ms(1).0;
+        for k in 1..=4u64 {
+            out.clear();
+            s.on_packet(SimTime::from_ms(10 + k), &ack_packet(1 + k * MSS, &[]), &mut out);
+            assert_eq!(out.len(), 2, "slow start: two segments per segment acknowledged");
+            for idt in [one_ms, 0] {
+                expected = (7 * expected + idt) / 8; // EWMA with gain 1/8
+            }
+        }
+        assert_eq!(s.idt_ewma(), Some(SimTime(expected)));
+    }
+
+    #[test]
     fn retransmission_timeout_resends_first_segment_with_one_segment_window() {
         let (mut s, _) = established(TcpSpec::default());
         let mut out = Vec::new();
@@ -621,6 +671,7 @@ mod tests {
         assert_eq!(out[0].seq, 1);
         assert_eq!(s.cwnd(), MSS);
         assert_eq!(s.record.rtos, 1);
+        assert_eq!(s.record.recovery_episodes, 1);
         // Backed off: the next deadline is twice as far.
         let next = s.next_timeout().unwrap();
         assert_eq!(next - deadline, (deadline - SimTime::from_ms(10)).doubled());

@@ -31,8 +31,15 @@ def test_store_columns_cover_every_engine_counter() -> None:
     assert set(result["flows"][0]) == set(store.FLOW_COUNTERS)
     renamed = {store._RENAMED.get(c, c) for c in store.CHANNEL_COUNTERS}
     assert set(result["channels"][0]) == renamed
-    series = set(result["timeseries"]) - {"interval_ns", "time_ns"}
+    series = set(result["timeseries"]) - {"interval_ns", "time_ns", *store.SERIES_INDICES}
     assert series == set(store.FLOW_SERIES) | set(store.CHANNEL_SERIES)
+
+
+def test_store_columns_cover_every_captured_field() -> None:
+    spec = small_engine_spec()
+    spec["captures"] = [{"link": 0, "direction": "forward"}]
+    capture = decode(*runner.core().run(json.dumps(spec)))["captures"][0]
+    assert set(capture) - {"channel"} == set(store.CAPTURE_COLUMNS)
 
 
 def test_engine_version_is_reported() -> None:

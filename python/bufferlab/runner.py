@@ -95,8 +95,10 @@ def _simulate(resolved: Resolved, progress: Progress | None = None) -> tuple[dic
 
 
 def run(scenario: Scenario, db: str | Path = DEFAULT_DB, *, force: bool = False,
-        user_spec: dict[str, Any] | None = None, progress: Progress | None = None) -> RunSummary:
-    """Run `scenario` unless the store already has it (or `force`), store it, summarise it.
+        user_spec: dict[str, Any] | None = None, progress: Progress | None = None,
+        study: str | None = None) -> RunSummary:
+    """Run `scenario` unless the store already has it (or `force`), store it with its metric
+    tables (in `study`, if given), summarise it.
 
     Every input check happens before the store is opened, so bad input never touches it.
     """
@@ -115,7 +117,8 @@ def run(scenario: Scenario, db: str | Path = DEFAULT_DB, *, force: bool = False,
         store.save(StoredRun(run_id=run_id, name=scenario.name, seed=scenario.seed,
                              duration_ns=scenario.duration, wall_time_s=wall, spec_json=spec_json,
                              user_spec_json=json.dumps(user_spec or scenario.to_dict(), sort_keys=True),
-                             endpoints=resolved.flow_endpoints, result=result),
+                             endpoints=resolved.flow_endpoints, result=result, bottleneck=resolved.bottleneck,
+                             study=study),
                    replace=force)
     return summarise(result, endpoints=resolved.flow_endpoints, bottleneck=resolved.bottleneck,
                      run_id=run_id, from_store=False, seed=scenario.seed, wall_time_s=wall)

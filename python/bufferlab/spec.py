@@ -48,7 +48,7 @@ from .fields import (
 )
 from . import units
 
-__all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "Dumbbell", "Capture",
+__all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "Dumbbell", "Capture", "Record",
            "Resolved", "load_scenario", "DEFAULT_SAMPLE_INTERVAL_NS"]
 
 # metrics.md: "Time series are sampled at a fixed interval (default 10 ms, configurable)".
@@ -166,6 +166,19 @@ class Capture(_Model):
     direction: Literal["forward", "backward"] = "forward"
 
 
+class Record(_Model):
+    """What a run records in its time series: how often, and which flows and links.
+
+    ``interval`` is the sampling interval ("10ms"; "off" records no series). ``flows`` is "all",
+    "none" or a list of flow names; ``links`` is "all", "none" or a list of link names (both
+    directions) and channel names ("btl_forward"). Whatever is left out costs nothing.
+    """
+
+    interval: SampleInterval | None = None
+    flows: Literal["all", "none"] | list[str] = "all"
+    links: Literal["all", "none"] | list[str] = "all"
+
+
 @dataclass
 class Resolved:
     """A scenario resolved for the engine, plus the names needed to read its result."""
@@ -215,6 +228,7 @@ class Scenario(_Model):
     flow_defaults: FlowDefaults | None = None
     flows: list[Flow] = Field(default_factory=list)
     captures: list[Capture] = Field(default_factory=list)
+    record: Record | None = None
     # Free-form labels (e.g. ccperf's --experiment-name); stored, never simulated.
     meta: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
@@ -468,6 +482,7 @@ def _build(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
         li = _index(link_index, cap.link, f"captures[{i}].link", "link")
         captures.append({"link": li, "direction": cap.direction})
 
+    record = _record_selection(s, flow_names, link_index, channel_names)
     chosen = s.bottleneck or bottleneck
     bottleneck_channel = None
     if chosen is not None:
@@ -482,14 +497,52 @@ def _build(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
     engine = {
         "seed": s.seed,
         "duration_ns": s.duration,
-        "sample_interval_ns": s.sample_interval or None,
+        "sample_interval_ns": _sample_interval(s) or None,
         "nodes": [{"name": n.name, "kind": n.kind} for n in nodes],
         "links": engine_links,
         "flows": engine_flows,
         "captures": captures,
+        "record": record,
     }
     return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
                     flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel)
+
+
+def _sample_interval(s: Scenario) -> int:
+    """The sampling interval in ns (0: off), from `[record] interval` or `sample_interval`."""
+    if s.record is not None and s.record.interval is not None:
+        return s.record.interval
+    return s.sample_interval
+
+
+def _record_selection(s: Scenario, flow_names: list[str], link_index: dict[str, int],
+                      channel_names: list[str]) -> dict[str, list[int] | None]:
+    """The engine's `record`: flow and channel indices to sample (None: all of them)."""
+    if s.record is None:
+        return {"flows": None, "channels": None}
+    if s.record.interval is not None and "sample_interval" in s.model_fields_set:
+        raise SpecError("record.interval", "the interval is given twice: here and as sample_interval")
+    flows: list[int] | None
+    channels: list[int] | None
+    if isinstance(s.record.flows, list):
+        flow_index = {name: i for i, name in enumerate(flow_names)}
+        flows = [_index(flow_index, name, f"record.flows[{k}]", "flow") for k, name in enumerate(s.record.flows)]
+    else:
+        flows = None if s.record.flows == "all" else []
+    if isinstance(s.record.links, list):
+        channels = []
+        for k, name in enumerate(s.record.links):
+            if name in link_index:
+                channels += [2 * link_index[name], 2 * link_index[name] + 1]
+            elif name in channel_names:
+                channels.append(channel_names.index(name))
+            else:
+                raise SpecError(f"record.links[{k}]", f'unknown link or channel "{name}" '
+                                                      '(give a link name or "<link>_forward"/"<link>_backward")')
+    else:
+        channels = None if s.record.links == "all" else []
+    return {"flows": None if flows is None else sorted(set(flows)),
+            "channels": None if channels is None else sorted(set(channels))}
 
 
 def load_scenario(source: str | Path | dict[str, Any] | Scenario) -> Scenario:

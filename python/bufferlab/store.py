@@ -2,15 +2,26 @@
 
 A run is identified by ``sha256(canonical engine-spec JSON + "\\n" + engine version)``, so the same
 scenario on the same engine is simulated once and then served from the store. A run is written in
-one transaction: it is there completely, or not at all.
+one transaction: it is there completely, or not at all (a process killed mid-write leaves nothing
+of it; DuckDB's write-ahead log replays only committed transactions when the file is reopened).
 
 Tables (one row per ...):
-  runs                 run: identity, specs (engine and user level), seed, engine version, timing
+  meta                 setting: schema_version
+  studies              study: a named group of runs (``bufferlab run --study NAME``)
+  runs                 run: identity, study, status, specs (engine and user level), spec hash, seed,
+                       engine version, simulated and wall time
   flows                flow of a run: the engine's raw per-flow counters + summary columns
   channels             link direction of a run: raw counters + summary columns
-  flow_timeseries      flow x sample: cwnd, ssthresh, in flight, srtt, cumulative bytes
-  channel_timeseries   channel x sample: queue length, cumulative bytes sent and drops
+  flow_metrics         flow of a run: the metric catalogue's flow table (`metrics.FLOW_METRICS`)
+  link_metrics         link direction that carried traffic: the link table (`metrics.LINK_METRICS`)
+  network_metrics      run: the network table (`metrics.NETWORK_METRICS`)
+  flow_timeseries      flow x sample: cwnd, ssthresh, in flight, srtt, min RTT, IDT EWMA, cumulative bytes
+  channel_timeseries   channel x sample: queue length, cumulative bytes/packets sent, drops, sojourn, busy
   captures             captured packet (only for runs with captures in their spec)
+
+The schema version is kept in ``meta``. Opening a store of an older version migrates it in one
+transaction (new tables and columns are added; rows of older runs keep NULL in the new columns
+and have no metric rows); a store written by a newer bufferlab is refused with a clear error.
 """
 
 from __future__ import annotations
@@ -26,13 +37,23 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import polars as pl
 
+from . import metrics as catalogue
 from . import summary as metrics
+from .errors import SpecError
 
-__all__ = ["Store", "StoredRun", "run_identity", "DEFAULT_DB", "SCHEMA_VERSION"]
+__all__ = ["Store", "StoredRun", "StoreError", "run_identity", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION",
+           "TABLES", "RUN_TABLES", "check_schema_version"]
 
 DEFAULT_DB = Path("results") / "bufferlab.duckdb"
-SCHEMA_VERSION = 1
+# 1: runs, flows, channels, series, captures. 2: studies, spec hash, metric tables, new series
+# and counters (one-way delay, IDT EWMA, min RTT, sojourn/busy per channel, recovery episodes).
+SCHEMA_VERSION = 2
+
+
+class StoreError(SpecError):
+    """A store this bufferlab cannot use (newer schema, unknown run): ``--db: reason``."""
 
 
 def run_identity(engine_spec_json: str, engine_version: str) -> str:
@@ -40,14 +61,19 @@ def run_identity(engine_spec_json: str, engine_version: str) -> str:
     return hashlib.sha256(f"{engine_spec_json}\n{engine_version}".encode()).hexdigest()
 
 
+def spec_hash(engine_spec_json: str) -> str:
+    """What ran, whatever the engine: sha256 of the canonical engine spec."""
+    return hashlib.sha256(engine_spec_json.encode()).hexdigest()
+
+
 # Raw counters, in the order and with the names of result.rs (FlowRecord, ChannelRecord).
 FLOW_COUNTERS: dict[str, str] = {
     "name": "VARCHAR", "start_ns": "UBIGINT", "established_ns": "UBIGINT", "completed_ns": "UBIGINT",
     "app_bytes_written": "UBIGINT", "bytes_acked": "UBIGINT", "bytes_delivered": "UBIGINT",
     "segments_sent": "UBIGINT", "payload_bytes_sent": "UBIGINT", "segments_retransmitted": "UBIGINT",
-    "rtos": "UBIGINT", "recoveries": "UBIGINT", "recovery_time_ns": "UBIGINT", "acks_sent": "UBIGINT",
-    "rtt_samples": "UBIGINT", "rtt_sum_ns": "UBIGINT", "min_rtt_ns": "UBIGINT",
-    "final_srtt_ns": "UBIGINT", "final_cwnd_bytes": "UBIGINT",
+    "rtos": "UBIGINT", "recoveries": "UBIGINT", "recovery_episodes": "UBIGINT", "recovery_time_ns": "UBIGINT",
+    "acks_sent": "UBIGINT", "rtt_samples": "UBIGINT", "rtt_sum_ns": "UBIGINT", "min_rtt_ns": "UBIGINT",
+    "final_srtt_ns": "UBIGINT", "final_cwnd_bytes": "UBIGINT", "delivery_delay_byte_ns": "HUGEINT",
 }
 FLOW_DERIVED: dict[str, str] = {
     "src": "VARCHAR", "dst": "VARCHAR", "goodput_bps": "DOUBLE", "loss_rate": "DOUBLE",
@@ -72,14 +98,19 @@ CHANNEL_DERIVED: dict[str, str] = {
 }
 _RENAMED = {"from_node": "from", "to_node": "to"}
 
-FLOW_SERIES = ("cwnd_bytes", "ssthresh_bytes", "in_flight_bytes", "srtt_ns", "acked_bytes",
-               "delivered_bytes", "sent_bytes")
+# Per-flow series of TimeSeries (the column has the same name).
+FLOW_SERIES = ("cwnd_bytes", "ssthresh_bytes", "in_flight_bytes", "srtt_ns", "min_rtt_ns", "acked_bytes",
+               "delivered_bytes", "sent_bytes", "written_bytes", "idt_ewma_ns", "delivery_delay_byte_us")
 # Channel series as named in TimeSeries -> column name.
 CHANNEL_SERIES = {"queue_packets": "queue_packets", "queue_bytes": "queue_bytes",
-                  "channel_sent_bytes": "sent_bytes", "channel_drops": "drops"}
+                  "channel_sent_bytes": "sent_bytes", "channel_drops": "drops",
+                  "channel_sent_packets": "sent_packets", "channel_sojourn_ns": "sojourn_ns",
+                  "channel_busy_ns": "busy_ns"}
+# Row indices of the series: which flow / channel each row is.
+SERIES_INDICES = ("flows", "channels")
 CAPTURE_COLUMNS = {"time_ns": "UBIGINT", "flow": "UINTEGER", "is_data": "BOOLEAN", "flags": "UTINYINT",
                    "seq": "UBIGINT", "ack": "UBIGINT", "payload_bytes": "UINTEGER", "wire_bytes": "UINTEGER",
-                   "retransmission": "BOOLEAN"}
+                   "retransmission": "BOOLEAN", "ts_val_ns": "UBIGINT", "ts_ecr_ns": "UBIGINT"}
 
 
 def _utc_now() -> _dt.datetime:
@@ -87,31 +118,74 @@ def _utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
 
 
-def _columns(*groups: Mapping[str, str]) -> str:
-    return ", ".join(f"{name} {kind}" for group in groups for name, kind in group.items())
+def _metric_columns(names: Mapping[str, Any]) -> dict[str, str]:
+    return dict.fromkeys(names, "DOUBLE")
 
 
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id VARCHAR PRIMARY KEY, status VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL,
-    name VARCHAR, engine_version VARCHAR NOT NULL, seed UBIGINT NOT NULL, duration_ns UBIGINT NOT NULL,
-    end_ns UBIGINT NOT NULL, events UBIGINT NOT NULL, wall_time_s DOUBLE NOT NULL,
-    spec_json VARCHAR NOT NULL, user_spec_json VARCHAR NOT NULL);
-CREATE TABLE IF NOT EXISTS flows (run_id VARCHAR NOT NULL, flow UINTEGER NOT NULL,
-    {_columns(FLOW_COUNTERS, FLOW_DERIVED)});
-CREATE TABLE IF NOT EXISTS channels (run_id VARCHAR NOT NULL, channel UINTEGER NOT NULL,
-    {_columns(CHANNEL_COUNTERS, CHANNEL_DERIVED)});
-CREATE TABLE IF NOT EXISTS flow_timeseries (run_id VARCHAR NOT NULL, flow UINTEGER NOT NULL,
-    time_ns UBIGINT NOT NULL, {_columns({s: "UBIGINT" for s in FLOW_SERIES})});
-CREATE TABLE IF NOT EXISTS channel_timeseries (run_id VARCHAR NOT NULL, channel UINTEGER NOT NULL,
-    time_ns UBIGINT NOT NULL, {_columns({c: "UBIGINT" for c in CHANNEL_SERIES.values()})});
-CREATE TABLE IF NOT EXISTS captures (run_id VARCHAR NOT NULL, capture UINTEGER NOT NULL,
-    channel UINTEGER NOT NULL, packet UBIGINT NOT NULL, {_columns(CAPTURE_COLUMNS)});
-"""
+# Every table: column -> type (with its constraints), in order. New columns may be appended in a
+# later schema version (migration adds them); none is ever renamed or dropped.
+TABLES: dict[str, dict[str, str]] = {
+    "meta": {"key": "VARCHAR PRIMARY KEY", "value": "VARCHAR"},
+    "studies": {"study_id": "VARCHAR PRIMARY KEY", "created_at": "TIMESTAMP NOT NULL", "description": "VARCHAR"},
+    "runs": {
+        "run_id": "VARCHAR PRIMARY KEY", "status": "VARCHAR NOT NULL", "created_at": "TIMESTAMP NOT NULL",
+        "name": "VARCHAR", "engine_version": "VARCHAR NOT NULL", "seed": "UBIGINT NOT NULL",
+        "duration_ns": "UBIGINT NOT NULL", "end_ns": "UBIGINT NOT NULL", "events": "UBIGINT NOT NULL",
+        "wall_time_s": "DOUBLE NOT NULL", "spec_json": "VARCHAR NOT NULL", "user_spec_json": "VARCHAR NOT NULL",
+        "study_id": "VARCHAR", "spec_hash": "VARCHAR",
+    },
+    "flows": {"run_id": "VARCHAR NOT NULL", "flow": "UINTEGER NOT NULL", **FLOW_COUNTERS, **FLOW_DERIVED},
+    "channels": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL", **CHANNEL_COUNTERS,
+                 **CHANNEL_DERIVED},
+    "flow_metrics": {"run_id": "VARCHAR NOT NULL", "flow": "UINTEGER NOT NULL", "name": "VARCHAR",
+                     "src": "VARCHAR", "dst": "VARCHAR", **_metric_columns(catalogue.FLOW_METRICS),
+                     "delivery_rate_source": "VARCHAR"},
+    "link_metrics": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL", "name": "VARCHAR",
+                     "rate_mbps": "DOUBLE", "bottleneck": "BOOLEAN", **_metric_columns(catalogue.LINK_METRICS)},
+    "network_metrics": {"run_id": "VARCHAR NOT NULL", "name": "VARCHAR",
+                        **_metric_columns(catalogue.NETWORK_METRICS)},
+    "flow_timeseries": {"run_id": "VARCHAR NOT NULL", "flow": "UINTEGER NOT NULL", "time_ns": "UBIGINT NOT NULL",
+                        **dict.fromkeys(FLOW_SERIES, "UBIGINT")},
+    "channel_timeseries": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL",
+                           "time_ns": "UBIGINT NOT NULL", **dict.fromkeys(CHANNEL_SERIES.values(), "UBIGINT")},
+    "captures": {"run_id": "VARCHAR NOT NULL", "capture": "UINTEGER NOT NULL", "channel": "UINTEGER NOT NULL",
+                 "packet": "UBIGINT NOT NULL", **CAPTURE_COLUMNS},
+}
 
-# Child tables, in the order they are written (and emptied on --force).
-RUN_TABLES = ("flows", "channels", "flow_timeseries", "channel_timeseries", "captures")
+# Child tables of a run, in the order they are written (and emptied on --force).
+RUN_TABLES = ("flows", "channels", "flow_metrics", "link_metrics", "network_metrics", "flow_timeseries",
+              "channel_timeseries", "captures")
+METRIC_TABLES = ("flow_metrics", "link_metrics", "network_metrics")
+
+
+def _create_statement(table: str) -> str:
+    columns = ", ".join(f"{name} {kind}" for name, kind in TABLES[table].items())
+    return f"CREATE TABLE IF NOT EXISTS {table} ({columns})"
+
+
+def _existing_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()
+    return {r[0] for r in rows}
+
+
+def stored_schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The schema version recorded in a store; None for an empty file (no tables yet)."""
+    tables = _existing_tables(con)
+    if not tables:
+        return None
+    if "meta" not in tables:
+        raise StoreError("--db", "not a bufferlab store (no meta table)")
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        raise StoreError("--db", "not a bufferlab store (no schema_version in meta)")
+    return int(row[0])
+
+
+def check_schema_version(version: int | None, path: Path) -> None:
+    """Refuse a store written by a newer bufferlab."""
+    if version is not None and version > SCHEMA_VERSION:
+        raise StoreError("--db", f"{path} has store schema version {version}, newer than this bufferlab's "
+                                 f"({SCHEMA_VERSION}): upgrade bufferlab to read it")
 
 
 @dataclass
@@ -127,6 +201,17 @@ class StoredRun:
     user_spec_json: str
     endpoints: Sequence[tuple[str, str]]
     result: Mapping[str, Any]
+    # The metric catalogue's tables (`metrics.flow_metrics` ...); computed by `save` if absent.
+    metric_tables: Mapping[str, pl.DataFrame] | None = None
+    bottleneck: int | None = None
+    study: str | None = None
+
+
+def compute_metric_tables(run: StoredRun) -> dict[str, pl.DataFrame]:
+    """The catalogue's flow, link and network tables of a run."""
+    data = catalogue.RunData.from_result(run.result, json.loads(run.spec_json), run.endpoints, run.bottleneck)
+    return {"flow_metrics": catalogue.flow_metrics(data), "link_metrics": catalogue.link_metrics(data),
+            "network_metrics": catalogue.network_metrics(data)}
 
 
 class Store:
@@ -136,8 +221,32 @@ class Store:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.con = duckdb.connect(str(self.path))
-        self.con.execute(SCHEMA)
-        self.con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        try:
+            self._prepare_schema()
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _prepare_schema(self) -> None:
+        """Create the tables of a new store, or migrate an older one, in one transaction."""
+        version = stored_schema_version(self.con)
+        check_schema_version(version, self.path)
+        if version == SCHEMA_VERSION:
+            return
+        with self._transaction():
+            existing = _existing_tables(self.con)
+            for table in TABLES:
+                if table not in existing:
+                    self.con.execute(_create_statement(table))
+                    continue
+                have = {r[0] for r in self.con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+                for column, kind in TABLES[table].items():
+                    if column not in have:
+                        # Added columns are nullable: older rows have no value for them.
+                        plain = kind.replace(" NOT NULL", "").replace(" PRIMARY KEY", "")
+                        self.con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {plain}")
+            self.con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
     def close(self) -> None:
         self.con.close()
@@ -198,12 +307,16 @@ class Store:
     def save(self, run: StoredRun, *, replace: bool = False) -> None:
         """Write one run atomically; with `replace`, an existing run of that id is replaced in
         the same transaction (so a failure keeps the old one)."""
+        tables = run.metric_tables if run.metric_tables is not None else compute_metric_tables(run)
         with self._transaction():
             if replace:
                 self._delete(run.run_id)
+            if run.study is not None:
+                self.con.execute("INSERT OR IGNORE INTO studies VALUES (?, ?, NULL)", [run.study, _utc_now()])
             self._insert_run(run)
             self._insert_flows(run)
             self._insert_channels(run)
+            self._insert_metrics(run.run_id, tables)
             self._insert_timeseries(run)
             self._insert_captures(run)
 
@@ -213,10 +326,13 @@ class Store:
 
     def _insert_run(self, run: StoredRun) -> None:
         r = run.result
-        self.con.execute(
-            "INSERT INTO runs VALUES (?, 'complete', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run.run_id, _utc_now(), run.name, r["engine_version"], run.seed,
-             run.duration_ns, r["end_ns"], r["events"], run.wall_time_s, run.spec_json, run.user_spec_json])
+        values = {"run_id": run.run_id, "status": "complete", "created_at": _utc_now(), "name": run.name,
+                  "engine_version": r["engine_version"], "seed": run.seed, "duration_ns": run.duration_ns,
+                  "end_ns": r["end_ns"], "events": r["events"], "wall_time_s": run.wall_time_s,
+                  "spec_json": run.spec_json, "user_spec_json": run.user_spec_json, "study_id": run.study,
+                  "spec_hash": spec_hash(run.spec_json)}
+        names = ", ".join(values)
+        self.con.execute(f"INSERT INTO runs ({names}) VALUES ({', '.join('?' * len(values))})", list(values.values()))
 
     def _insert_rows(self, table: str, run_id: str, rows: list[list[Any]], types: list[str]) -> None:
         if rows:
@@ -244,6 +360,12 @@ class Store:
         self._insert_rows("channels", run.run_id, rows,
                           ["UINTEGER", *CHANNEL_COUNTERS.values(), *CHANNEL_DERIVED.values()])
 
+    def _insert_metrics(self, run_id: str, tables: Mapping[str, pl.DataFrame]) -> None:
+        for table in METRIC_TABLES:
+            frame = tables[table]
+            if frame.height:
+                self._insert_frame(table, run_id, frame.to_arrow())
+
     def _insert_columns(self, table: str, key: list[Any], columns: list[list[Any]], types: list[str]) -> None:
         """Insert equally long columns as rows, in one statement (DuckDB zips parallel unnests).
 
@@ -258,14 +380,18 @@ class Store:
         texts = [json.dumps(list(column), separators=(",", ":")) for column in columns]
         self.con.execute(f"INSERT INTO {table} SELECT {keys}, {unnests}", [*key, *texts])
 
-    def _insert_frame(self, table: str, run_id: str, columns: dict[str, np.ndarray]) -> None:
-        """Insert equally long numpy columns as rows of `table` (after its run_id), in one
-        statement: DuckDB scans the arrays in place."""
-        if not len(next(iter(columns.values()))):
+    def _insert_frame(self, table: str, run_id: str, columns: Any) -> None:
+        """Insert equally long columns (a dict of numpy arrays, or an Arrow table) as rows of
+        `table` (after its run_id), in one statement: DuckDB scans them in place."""
+        names_list = list(columns.column_names if hasattr(columns, "column_names") else columns)
+        if hasattr(columns, "num_rows"):
+            if not columns.num_rows:
+                return
+        elif not len(next(iter(columns.values()))):
             return
         self.con.register("_frame", columns)
         try:
-            names = ", ".join(columns)
+            names = ", ".join(names_list)
             self.con.execute(f"INSERT INTO {table} (run_id, {names}) SELECT ?, {names} FROM _frame", [run_id])
         finally:
             self.con.unregister("_frame")
@@ -277,9 +403,8 @@ class Store:
         time = ts["time_ns"]
         for table, key, series in (("flow_timeseries", "flow", dict(zip(FLOW_SERIES, FLOW_SERIES))),
                                    ("channel_timeseries", "channel", CHANNEL_SERIES)):
-            entities = ts[next(iter(series))].shape[0]
-            columns = {key: np.repeat(np.arange(entities, dtype=np.uint32), len(time)),
-                       "time_ns": np.tile(time, entities)}
+            rows = np.asarray(ts[key + "s"], dtype=np.uint32)
+            columns = {key: np.repeat(rows, len(time)), "time_ns": np.tile(time, len(rows))}
             columns.update({column: ts[name].ravel() for name, column in series.items()})
             self._insert_frame(table, run.run_id, columns)
 
@@ -300,4 +425,3 @@ class Store:
 
     def run_ids(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT run_id FROM runs ORDER BY created_at").fetchall()]
-

@@ -1,0 +1,398 @@
+"""The metric catalogue (shared metrics.md): flow, link and network tables with ccperf's names.
+
+Names follow ccperf's convention ``<stat>_<quantity>_<layer>``: stat is mean, cov (std/mean),
+total or agg (sum over flows); layer is l1 (link, headers included), l2 (queue discipline),
+l4 (transport) or l7 (application).
+
+How a ``mean_*`` is taken. The time series are sampled every Δ (``[record] interval``, default
+10 ms) at t_k = kΔ. A rate in interval k is the increase of a cumulative series over
+(t_{k-1}, t_k] divided by Δ; a state (cwnd, in flight, srtt) is its value at t_k. A flow's mean is
+over the samples of its active period: intervals that overlap [start, completion] (or the end of
+the run for a flow that did not complete). Samples where a quantity is undefined are left out:
+srtt before the first RTT sample, one-way delay in an interval that delivered nothing, the
+utilities ln(x) and −1/x where the throughput x is 0. A network mean takes, at each sample, the
+sum (or fairness index) over the flows active then, and averages those over the samples.
+
+Without time series for a flow (recording off, or the flow not selected), the rates, one-way
+delay and totals come from the end-of-run counters as averages over the flow's lifetime, and
+the per-sample quantities (cwnd, srtt, utilities, cov) are null.
+
+Deviations from ccperf, by design of the engine:
+- The application writes a byte when TCP first sends it (no send buffer is modelled), so
+  ``mean_sending_rate_l7`` counts first transmissions and ``mean_one_way_delay_l7`` runs from the
+  first transmission of a byte to its in-order delivery (head-of-line blocking included).
+- ``mean_delivery_rate_l4`` is the mean of the sender's BBR-style delivery-rate samples when the
+  engine records them (series ``delivery_rate_bps``); otherwise it falls back to the bytes newly
+  acknowledged per interval (then it equals ``mean_throughput_l4``), and the table says so in
+  ``delivery_rate_source``.
+- Link means use the engine's exact counters: the queue length is its time-average (the limit of
+  the sample mean as Δ → 0), the queue delay the mean sojourn of every packet that left the queue.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from . import summary
+
+__all__ = ["FLOW_METRICS", "LINK_METRICS", "NETWORK_METRICS", "RunData", "flow_metrics", "link_metrics",
+           "network_metrics", "jain", "entropy"]
+
+# name -> (unit, definition); the order is the tables' order.
+FLOW_METRICS: dict[str, tuple[str, str]] = {
+    "mean_throughput_l4": ("Mbps", "bytes newly acknowledged per interval"),
+    "mean_throughput_l7": ("Mbps", "bytes delivered in order to the receiving application per interval"),
+    "mean_delivery_rate_l4": ("Mbps", "delivery-rate samples (fallback: bytes acknowledged per interval)"),
+    "mean_sending_rate_l4": ("Mbps", "payload bytes put on the wire incl. retransmissions per interval"),
+    "mean_sending_rate_l7": ("Mbps", "bytes written by the application per interval"),
+    "mean_cwnd_l4": ("segments", "congestion window / MSS"),
+    "mean_in_flight_l4": ("segments", "bytes in flight (RFC 6675 pipe) / MSS"),
+    "mean_srtt_l4": ("ms", "smoothed RTT (RFC 6298)"),
+    "mean_est_qdelay_l4": ("ms", "srtt - min RTT seen so far"),
+    "mean_idt_ewma_l4": ("ms", "EWMA (gain 1/8) of the inter-departure time of data segments"),
+    "mean_network_power_l4": ("Mbps/s", "throughput / srtt"),
+    "mean_utility_pf_l4": ("-", "ln(throughput in Mbps)"),
+    "mean_utility_mpdf_l4": ("-", "-1 / throughput in Mbps"),
+    "mean_utilization_bw_l4": ("-", "throughput / bottleneck rate"),
+    "mean_utilization_bdp_l4": ("-", "in flight / BDP (bottleneck rate x min RTT, in segments)"),
+    "mean_one_way_delay_l7": ("ms", "application write to in-order delivery, mean over the bytes of an interval"),
+    "mean_recovery_time_l4": ("ms", "mean duration of loss-recovery episodes"),
+    "flow_completion_time_l4": ("s", "first SYN to last ACK (or to the end of the run)"),
+    "total_retransmissions_l4": ("segments", "retransmitted segments"),
+    "total_rtos_l4": ("count", "retransmission timeouts"),
+    "loss_rate_l4": ("-", "retransmitted / transmitted segments"),
+    "cov_throughput_l4": ("-", "std / mean of the throughput samples"),
+    "cov_throughput_l7": ("-", "std / mean of the application throughput samples"),
+    "cov_in_flight_l4": ("-", "std / mean of the in-flight samples"),
+    "cov_cwnd_l4": ("-", "std / mean of the cwnd samples"),
+    "cov_srtt_l4": ("-", "std / mean of the srtt samples"),
+}
+LINK_METRICS: dict[str, tuple[str, str]] = {
+    "mean_qdisc_length_l2": ("packets", "time-average queue length"),
+    "max_qdisc_length_l2": ("packets", "largest queue length"),
+    "mean_qdisc_delay_l2": ("ms", "sojourn time of dequeued packets"),
+    "mean_sending_rate_l1": ("Mbps", "bits put on the link incl. headers / elapsed time"),
+    "total_qdisc_drops_l2": ("packets", "drops by the queue discipline (queue full)"),
+    "total_random_losses_l1": ("packets", "packets lost by the link's random loss"),
+    "utilization_l1": ("-", "busy time / elapsed time"),
+}
+NETWORK_METRICS: dict[str, tuple[str, str]] = {
+    "mean_agg_throughput_l4": ("Mbps", "sum over flows of the throughput"),
+    "mean_agg_in_flight_l4": ("segments", "sum over flows of the segments in flight"),
+    "mean_agg_utility_pf_l4": ("-", "sum over flows of ln(throughput)"),
+    "mean_agg_utility_mpdf_l4": ("-", "sum over flows of -1/throughput"),
+    "mean_agg_utilization_bw_l4": ("-", "sum over flows of throughput / bottleneck rate"),
+    "mean_agg_utilization_bdp_l4": ("-", "sum over flows of in flight / BDP"),
+    "mean_jains_fairness_throughput_l4": ("-", "(sum x)^2 / (n sum x^2)"),
+    "mean_entropy_fairness_throughput_l4": ("-", "-sum s ln s, s = x / sum x"),
+    "mean_product_fairness_throughput_l4": ("-", "product of the throughputs"),
+}
+
+
+@dataclass
+class RunData:
+    """What the metrics are computed from: a run's counters, time series and spec facts.
+
+    `flows` and `channels` are the engine's FlowRecord / ChannelRecord dicts; `timeseries` the
+    decoded series (numpy arrays, rows named by ``timeseries["flows"]`` / ``["channels"]``) or None.
+    """
+
+    end_ns: int
+    flows: Sequence[Mapping[str, Any]]
+    channels: Sequence[Mapping[str, Any]]
+    # Per flow: (src, dst) node names, start and stop (ns), MSS and header bytes.
+    endpoints: Sequence[tuple[str, str]]
+    flow_specs: Sequence[Mapping[str, Any]]
+    bottleneck: int | None
+    timeseries: Mapping[str, Any] | None = None
+    _rows: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.timeseries is not None:
+            flows = self.timeseries.get("flows")
+            indices = range(len(self.flows)) if flows is None else [int(i) for i in flows]
+            self._rows = {flow: row for row, flow in enumerate(indices)}
+
+    @classmethod
+    def from_result(cls, result: Mapping[str, Any], engine_spec: Mapping[str, Any],
+                    endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> RunData:
+        return cls(end_ns=int(result["end_ns"]), flows=result["flows"], channels=result["channels"],
+                   endpoints=endpoints, flow_specs=engine_spec["flows"],
+                   bottleneck=summary.pick_bottleneck(result["channels"], bottleneck),
+                   timeseries=result.get("timeseries") or None)
+
+    def series_row(self, flow: int) -> int | None:
+        """Row of `flow` in the per-flow series, or None if it was not sampled."""
+        if self.timeseries is None or len(self.timeseries["time_ns"]) == 0:
+            return None
+        return self._rows.get(flow)
+
+    def bottleneck_bps(self) -> float | None:
+        if self.bottleneck is None:
+            return None
+        rate = self.channels[self.bottleneck].get("rate_bps")
+        return None if rate is None else float(rate)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+def _mean(values: np.ndarray) -> float | None:
+    values = values[np.isfinite(values)]
+    return float(values.mean()) if values.size else None
+
+
+def _cov(values: np.ndarray) -> float | None:
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    mean = float(values.mean())
+    return None if mean == 0 else float(values.std()) / mean
+
+
+def _rate_mbps(cumulative: np.ndarray, dt_ns: np.ndarray) -> np.ndarray:
+    """Per-interval rate in Mb/s of a cumulative byte series (value 0 at t = 0)."""
+    increase = np.diff(cumulative.astype(np.float64), prepend=0.0)
+    return increase * 8e3 / dt_ns
+
+
+def jain(x: np.ndarray) -> float | None:
+    """Jain's fairness index (Σx)² / (n Σx²); None when every x is 0."""
+    squares = float((x * x).sum())
+    return None if squares == 0 else float(x.sum()) ** 2 / (x.size * squares)
+
+
+def entropy(x: np.ndarray) -> float | None:
+    """Shannon entropy −Σ sᵢ ln sᵢ of the shares sᵢ = xᵢ/Σx (0 ln 0 = 0); None when Σx = 0."""
+    total = float(x.sum())
+    if total == 0:
+        return None
+    s = x[x > 0] / total
+    return float(-(s * np.log(s)).sum())
+
+
+def _segment_bytes(spec: Mapping[str, Any]) -> tuple[int, int]:
+    tcp = spec.get("tcp") or {}
+    return int(tcp.get("mss", 1448)), int(tcp.get("header_bytes", 52))
+
+
+def _lifetime_end(flow: Mapping[str, Any], end_ns: int) -> int:
+    return int(flow["completed_ns"]) if flow.get("completed_ns") is not None else end_ns
+
+
+@dataclass
+class _FlowSeries:
+    """One flow's per-sample quantities over its active samples (NaN where undefined)."""
+
+    throughput_l4: np.ndarray
+    throughput_l7: np.ndarray
+    sending_l4: np.ndarray
+    sending_l7: np.ndarray
+    delivery_rate: np.ndarray
+    delivery_rate_source: str
+    cwnd: np.ndarray
+    in_flight: np.ndarray
+    srtt_ms: np.ndarray
+    est_qdelay_ms: np.ndarray
+    idt_ms: np.ndarray
+    one_way_delay_ms: np.ndarray
+    bdp_segments: float | None
+    active: np.ndarray  # bool mask over all samples
+
+
+def _flow_series(run: RunData, flow: int) -> _FlowSeries | None:
+    row = run.series_row(flow)
+    if row is None:
+        return None
+    ts = run.timeseries
+    assert ts is not None
+    rec, spec = run.flows[flow], run.flow_specs[flow]
+    t = np.asarray(ts["time_ns"], dtype=np.float64)
+    dt = np.diff(t, prepend=0.0)
+    start, end = float(rec["start_ns"]), float(_lifetime_end(rec, run.end_ns))
+    active = (t > start) & (t - dt < end) & (dt > 0)
+    mss, header = _segment_bytes(spec)
+
+    def col(name: str) -> np.ndarray:
+        return np.asarray(ts[name][row], dtype=np.float64)
+
+    tput4 = _rate_mbps(col("acked_bytes"), dt)
+    if "delivery_rate_bps" in ts:
+        rate = col("delivery_rate_bps") / 1e6
+        delivery, source = np.where(rate > 0, rate, np.nan), "rate samples"
+    else:
+        delivery, source = tput4, "acknowledged bytes per interval (fallback)"
+    srtt = col("srtt_ns")
+    srtt_ms = np.where(srtt > 0, srtt / 1e6, np.nan)
+    min_rtt = col("min_rtt_ns")
+    qdelay = np.where((srtt > 0) & (min_rtt > 0), (srtt - min_rtt) / 1e6, np.nan)
+    idt = col("idt_ewma_ns")
+    sent_data = np.asarray(ts["sent_bytes"][row], dtype=np.float64)
+    # The EWMA exists from the second data segment on.
+    idt_ms = np.where(sent_data > mss, idt / 1e6, np.nan)
+    delivered = np.diff(col("delivered_bytes"), prepend=0.0)
+    delay = np.diff(col("delivery_delay_byte_us"), prepend=0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        owd_ms = np.where(delivered > 0, delay / delivered / 1e3, np.nan)
+    rate_bps = run.bottleneck_bps()
+    min_rtt_ns = rec.get("min_rtt_ns")
+    bdp = None if rate_bps is None or not min_rtt_ns else rate_bps * min_rtt_ns / 1e9 / 8 / (mss + header)
+    return _FlowSeries(
+        throughput_l4=tput4[active], throughput_l7=_rate_mbps(col("delivered_bytes"), dt)[active],
+        sending_l4=_rate_mbps(col("sent_bytes"), dt)[active],
+        sending_l7=_rate_mbps(col("written_bytes"), dt)[active],
+        delivery_rate=delivery[active], delivery_rate_source=source,
+        cwnd=(col("cwnd_bytes") / mss)[active], in_flight=(col("in_flight_bytes") / mss)[active],
+        srtt_ms=srtt_ms[active], est_qdelay_ms=qdelay[active], idt_ms=idt_ms[active],
+        one_way_delay_ms=owd_ms[active], bdp_segments=bdp, active=active)
+
+
+def _ms(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1e6
+
+
+def _positive(x: np.ndarray) -> np.ndarray:
+    return np.where(x > 0, x, np.nan)
+
+
+# --- flow metrics -------------------------------------------------------------------------------
+
+def _flow_row(run: RunData, flow: int) -> dict[str, Any]:
+    rec = run.flows[flow]
+    start, end = int(rec["start_ns"]), _lifetime_end(rec, run.end_ns)
+    lifetime_s = (end - start) / 1e9
+    s = _flow_series(run, flow)
+    rate_bps = run.bottleneck_bps()
+    row: dict[str, Any] = dict.fromkeys(FLOW_METRICS)
+
+    def lifetime_mbps(nbytes: int) -> float | None:
+        return None if lifetime_s <= 0 else nbytes * 8 / lifetime_s / 1e6
+
+    if s is not None:
+        tput = s.throughput_l4
+        with np.errstate(invalid="ignore", divide="ignore"):
+            power = tput / (s.srtt_ms / 1e3)
+            pf = np.log(_positive(tput))
+            mpdf = -1.0 / _positive(tput)
+        row.update({
+            "mean_throughput_l4": _mean(tput), "mean_throughput_l7": _mean(s.throughput_l7),
+            "mean_delivery_rate_l4": _mean(s.delivery_rate), "mean_sending_rate_l4": _mean(s.sending_l4),
+            "mean_sending_rate_l7": _mean(s.sending_l7), "mean_cwnd_l4": _mean(s.cwnd),
+            "mean_in_flight_l4": _mean(s.in_flight), "mean_srtt_l4": _mean(s.srtt_ms),
+            "mean_est_qdelay_l4": _mean(s.est_qdelay_ms), "mean_idt_ewma_l4": _mean(s.idt_ms),
+            "mean_network_power_l4": _mean(power), "mean_utility_pf_l4": _mean(pf),
+            "mean_utility_mpdf_l4": _mean(mpdf),
+            "mean_utilization_bw_l4": None if rate_bps is None else _mean(tput * 1e6 / rate_bps),
+            "mean_utilization_bdp_l4": None if not s.bdp_segments else _mean(s.in_flight / s.bdp_segments),
+            "mean_one_way_delay_l7": _mean(s.one_way_delay_ms),
+            "cov_throughput_l4": _cov(tput), "cov_throughput_l7": _cov(s.throughput_l7),
+            "cov_in_flight_l4": _cov(s.in_flight), "cov_cwnd_l4": _cov(s.cwnd), "cov_srtt_l4": _cov(s.srtt_ms),
+        })
+    else:
+        row.update({
+            "mean_throughput_l4": lifetime_mbps(int(rec["bytes_acked"])),
+            "mean_throughput_l7": lifetime_mbps(int(rec["bytes_delivered"])),
+            "mean_delivery_rate_l4": lifetime_mbps(int(rec["bytes_acked"])),
+            "mean_sending_rate_l4": lifetime_mbps(int(rec["payload_bytes_sent"])),
+            "mean_sending_rate_l7": lifetime_mbps(int(rec["app_bytes_written"])),
+            "mean_one_way_delay_l7": (int(rec["delivery_delay_byte_ns"]) / int(rec["bytes_delivered"]) / 1e6
+                                      if rec["bytes_delivered"] else None),
+        })
+    episodes = int(rec.get("recovery_episodes") or 0)
+    row.update({
+        "mean_recovery_time_l4": int(rec["recovery_time_ns"]) / episodes / 1e6 if episodes else None,
+        "flow_completion_time_l4": lifetime_s,
+        "total_retransmissions_l4": int(rec["segments_retransmitted"]),
+        "total_rtos_l4": int(rec["rtos"]),
+        "loss_rate_l4": summary.loss_rate(rec),
+    })
+    return row
+
+
+def flow_metrics(run: RunData) -> pl.DataFrame:
+    """One row per flow: its index, name, endpoints, then every flow metric (null if undefined),
+    and where its delivery rate came from."""
+    rows = []
+    for i, rec in enumerate(run.flows):
+        s = _flow_series(run, i)
+        source = s.delivery_rate_source if s is not None else "acknowledged bytes over the lifetime (no series)"
+        rows.append({"flow": i, "name": rec["name"], "src": run.endpoints[i][0], "dst": run.endpoints[i][1],
+                     **_flow_row(run, i), "delivery_rate_source": source})
+    schema = {"flow": pl.UInt32, "name": pl.String, "src": pl.String, "dst": pl.String,
+              **dict.fromkeys(FLOW_METRICS, pl.Float64), "delivery_rate_source": pl.String}
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+# --- link metrics -------------------------------------------------------------------------------
+
+def link_metrics(run: RunData) -> pl.DataFrame:
+    """One row per channel that carried traffic: every link metric, from the exact counters."""
+    rows = []
+    end = run.end_ns
+    for i, c in enumerate(run.channels):
+        if c["sent_packets"] == 0 and c["offered_packets"] == 0:
+            continue
+        rows.append({
+            "channel": i, "name": c["name"], "rate_mbps": None if c.get("rate_bps") is None else c["rate_bps"] / 1e6,
+            "bottleneck": i == run.bottleneck,
+            "mean_qdisc_length_l2": summary.mean_queue_packets(c, end),
+            "max_qdisc_length_l2": float(c["max_queue_packets"]),
+            "mean_qdisc_delay_l2": _ms(summary.mean_sojourn_ns(c)),
+            "mean_sending_rate_l1": c["sent_bytes"] * 8e3 / end if end else None,
+            "total_qdisc_drops_l2": float(c["dropped_queue_packets"]),
+            "total_random_losses_l1": float(c["dropped_loss_packets"]),
+            "utilization_l1": summary.utilisation(c, end),
+        })
+    schema = {"channel": pl.UInt32, "name": pl.String, "rate_mbps": pl.Float64, "bottleneck": pl.Boolean,
+              **dict.fromkeys(LINK_METRICS, pl.Float64)}
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+# --- network metrics ----------------------------------------------------------------------------
+
+def network_metrics(run: RunData) -> pl.DataFrame:
+    """One row (`net`): per sample, sums and fairness indices over the flows active then, averaged
+    over the samples. Flows without series are left out; with none, every value is null."""
+    series = [s for s in (_flow_series(run, i) for i in range(len(run.flows))) if s is not None]
+    row: dict[str, Any] = {"name": "net", **dict.fromkeys(NETWORK_METRICS)}
+    if series:
+        k = series[0].active.size
+        tput = np.full((len(series), k), np.nan)
+        in_flight = np.full((len(series), k), np.nan)
+        bdp_util = np.full((len(series), k), np.nan)
+        for j, s in enumerate(series):
+            tput[j, s.active] = s.throughput_l4
+            in_flight[j, s.active] = s.in_flight
+            if s.bdp_segments:
+                bdp_util[j, s.active] = s.in_flight / s.bdp_segments
+        rate_bps = run.bottleneck_bps()
+        per_sample: dict[str, list[float]] = {name: [] for name in NETWORK_METRICS}
+        for col in range(k):
+            active = ~np.isnan(tput[:, col])
+            if not active.any():
+                continue
+            x = tput[active, col]
+            positive = x[x > 0]
+            values = {
+                "mean_agg_throughput_l4": float(x.sum()),
+                "mean_agg_in_flight_l4": float(in_flight[active, col].sum()),
+                "mean_agg_utility_pf_l4": float(np.log(positive).sum()) if positive.size else None,
+                "mean_agg_utility_mpdf_l4": float((-1.0 / positive).sum()) if positive.size else None,
+                "mean_agg_utilization_bw_l4": None if rate_bps is None else float(x.sum()) * 1e6 / rate_bps,
+                "mean_agg_utilization_bdp_l4": (float(np.nansum(bdp_util[active, col]))
+                                                if not np.isnan(bdp_util[active, col]).all() else None),
+                "mean_jains_fairness_throughput_l4": jain(x),
+                "mean_entropy_fairness_throughput_l4": entropy(x),
+                "mean_product_fairness_throughput_l4": float(np.prod(x)),
+            }
+            for name, value in values.items():
+                if value is not None and math.isfinite(value):
+                    per_sample[name].append(value)
+        row.update({name: (float(np.mean(v)) if v else None) for name, v in per_sample.items()})
+    schema = {"name": pl.String, **dict.fromkeys(NETWORK_METRICS, pl.Float64)}
+    return pl.DataFrame([row], schema=schema, orient="row")

@@ -1,0 +1,140 @@
+"""A captured link direction as a libpcap file that tcpdump, tshark and Wireshark read.
+
+Format (libpcap, nanosecond variant): a 24-byte global header with magic 0xa1b23c4d and link
+type LINKTYPE_RAW (101: every record is an IPv4 packet, no link-layer header), then per packet a
+16-byte record header (seconds, nanoseconds, captured length, original length) and the packet.
+
+Each packet gets real headers: IPv4 (RFC 791; total length = the engine's wire bytes, header
+checksum) and TCP (RFC 9293; ports, 32-bit sequence and acknowledgement numbers, flags, data
+offset, checksum over the RFC 9293 §3.1 pseudo-header). Options fill the header bytes the engine
+counts beyond 40: the timestamp option (RFC 7323) on every segment that has room for it, and on a
+SYN or SYN-ACK also MSS, SACK-permitted and window scale. The engine does not capture SACK blocks,
+so the option bytes an ACK carries for them are written as NOPs.
+
+Addressing: node i is 10.0.0.0 + (i + 1); flow f runs from port 1024 + f mod 64512 to port
+5001 + f div 64512 (unique per flow). The initial sequence number of both ends is 0, so sequence
+numbers are the engine's stream offsets modulo 2^32 (the first data byte is 1).
+
+Payload bytes are zeros. By default only the headers are written (like ``tcpdump -s``: the
+captured length is the header length, the original length the wire length); the checksum is
+still that of the full segment, since zero bytes add nothing to the ones' complement sum.
+``full_payload=True`` writes the zeros too.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+__all__ = ["PCAP_MAGIC_NS", "LINKTYPE_RAW", "node_address", "flow_ports", "write_pcap", "PcapError"]
+
+PCAP_MAGIC_NS = 0xA1B23C4D
+LINKTYPE_RAW = 101
+SNAPLEN = 65535
+
+FIN, SYN, ACK = 0x01, 0x02, 0x10
+IP_HEADER = 20
+TCP_HEADER = 20
+
+
+class PcapError(ValueError):
+    """A capture that cannot be written with real headers (e.g. header bytes below 40)."""
+
+
+def node_address(node: int) -> str:
+    """Dotted IPv4 address of node `node`: 10.0.0.1 for node 0."""
+    n = node + 1
+    return f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
+
+
+def _address_bytes(node: int) -> bytes:
+    n = node + 1
+    return bytes((10, (n >> 16) & 255, (n >> 8) & 255, n & 255))
+
+
+def flow_ports(flow: int) -> tuple[int, int]:
+    """(sender port, receiver port) of flow `flow`."""
+    return 1024 + flow % 64512, 5001 + flow // 64512
+
+
+def _checksum(data: bytes) -> int:
+    """RFC 1071 Internet checksum: ones' complement of the ones' complement sum of 16-bit words."""
+    if len(data) % 2:
+        data += b"\0"
+    total = int(np.frombuffer(data, dtype=">u2").sum(dtype=np.uint64))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def _options(length: int, syn: bool, mss: int, ts_val: int, ts_ecr: int) -> bytes:
+    """TCP options filling exactly `length` bytes (a multiple of 4, at most 40)."""
+    out = b""
+    timestamp = struct.pack("!BBII", 8, 10, ts_val, ts_ecr)  # RFC 7323 §3: kind 8, length 10
+    if syn and length >= 20:
+        # MSS (RFC 9293), SACK-permitted (RFC 2018), timestamps, NOP + window scale 7 (RFC 7323).
+        out = struct.pack("!BBH", 2, 4, mss) + bytes((4, 2)) + timestamp + bytes((1, 3, 3, 7))
+    elif length >= 12:
+        out = bytes((1, 1)) + timestamp
+    return out + bytes((1,)) * (length - len(out))
+
+
+def write_pcap(path: str | Path | BinaryIO, capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]],
+               *, full_payload: bool = False) -> int:
+    """Write the packets of one capture (columns as in RunResult.captures: time_ns, flow,
+    is_data, flags, seq, ack, payload_bytes, wire_bytes, optional ts_val_ns/ts_ecr_ns) of a
+    run whose engine-spec flows are `flows` (src, dst, tcp.mss). Returns the packets written."""
+    n = len(capture["time_ns"])
+    columns = {k: np.asarray(capture[k]) for k in ("time_ns", "flow", "is_data", "flags", "seq", "ack",
+                                                   "payload_bytes", "wire_bytes")}
+    for k in ("ts_val_ns", "ts_ecr_ns"):
+        columns[k] = np.asarray(capture[k]) if k in capture else np.zeros(n, dtype=np.uint64)
+    own = not hasattr(path, "write")
+    handle: BinaryIO = open(path, "wb") if own else path  # type: ignore[arg-type, assignment]
+    try:
+        handle.write(struct.pack("<IHHiIII", PCAP_MAGIC_NS, 2, 4, 0, 0, SNAPLEN, LINKTYPE_RAW))
+        rows = zip(*(columns[k].tolist() for k in ("time_ns", "flow", "is_data", "flags", "seq", "ack",
+                                                     "payload_bytes", "wire_bytes", "ts_val_ns", "ts_ecr_ns")))
+        for index, (t, flow, is_data, flags, seq, ack, payload, wire, ts_val, ts_ecr) in enumerate(rows):
+            handle.write(_record(index, t, flows[flow], flow, bool(is_data), flags, seq, ack, payload, wire,
+                                 ts_val, ts_ecr, full_payload))
+    finally:
+        if own:
+            handle.close()
+    return n
+
+
+def _record(index: int, t: int, spec: Mapping[str, Any], flow: int, is_data: bool, flags: int, seq: int,
+            ack: int, payload: int, wire: int, ts_val: int, ts_ecr: int, full_payload: bool) -> bytes:
+    options = wire - payload - IP_HEADER - TCP_HEADER
+    if options < 0 or options % 4 or options > 40:
+        raise PcapError(f"flows[{flow}].tcp.header_bytes: a {wire - payload}-byte header cannot be IPv4 + TCP "
+                        "(40 bytes plus options in 4-byte words, at most 40)")
+    sender, receiver = int(spec["src"]), int(spec["dst"])
+    sport, dport = flow_ports(flow)
+    if is_data:
+        src, dst = sender, receiver
+        # Data segments acknowledge the receiver's SYN (ISN 0) once established.
+        ack32 = 1 if flags & ACK else 0
+        seq32 = seq & 0xFFFFFFFF
+    else:
+        src, dst, sport, dport = receiver, sender, dport, sport
+        seq32 = 0 if flags & SYN else 1
+        ack32 = ack & 0xFFFFFFFF
+    mss = int((spec.get("tcp") or {}).get("mss", 1448))
+    opts = _options(options, bool(flags & SYN), min(mss, 0xFFFF), (ts_val // 1000) & 0xFFFFFFFF,
+                    (ts_ecr // 1000) & 0xFFFFFFFF)
+    tcp_length = TCP_HEADER + options + payload
+    offset_flags = ((TCP_HEADER + options) // 4) << 12 | (flags & 0x3F)
+    src_ip, dst_ip = _address_bytes(src), _address_bytes(dst)
+    tcp = struct.pack("!HHIIHHHH", sport, dport, seq32, ack32, offset_flags, 65535, 0, 0) + opts
+    pseudo = src_ip + dst_ip + struct.pack("!BBH", 0, 6, tcp_length)
+    tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo + tcp)) + tcp[18:]
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, wire, index & 0xFFFF, 0x4000, 64, 6, 0, src_ip, dst_ip)
+    ip = ip[:10] + struct.pack("!H", _checksum(ip)) + ip[12:]
+    packet = ip + tcp + (bytes(payload) if full_payload else b"")
+    return struct.pack("<IIII", t // 1_000_000_000, t % 1_000_000_000, len(packet), wire) + packet

@@ -1,7 +1,8 @@
 """The `bufferlab` command.
 
-    bufferlab run SCENARIO.toml [--db PATH] [--force] [--json] [--seed N]
+    bufferlab run SCENARIO.toml [--db PATH] [--force] [--json] [--seed N] [--study NAME] [--metrics]
     bufferlab ccperf --bw=80Mbps --rtts=15ms,15ms --qlen=10p ... [--db PATH] [--force] [--json]
+    bufferlab results list|show|query|export|monitor|csv|pcap ... [--db PATH]
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
@@ -60,6 +61,7 @@ _db_option = click.option("--db", "db", type=click.Path(dir_okay=False, path_typ
                           show_default=True, help="DuckDB result store.")
 _force_option = click.option("--force", is_flag=True, help="Simulate again even if the store has this run.")
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+_study_option = click.option("--study", default=None, help="Store the run as part of this study (a name).")
 
 
 @cli.command("run")
@@ -68,12 +70,16 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print the s
 @_force_option
 @_json_option
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=None, help="Override the spec's seed.")
-def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None) -> None:
+@_study_option
+@click.option("--metrics", "show_metrics", is_flag=True,
+              help="Also print the flow, link and network metric tables (metrics.md).")
+def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None, study: str | None,
+                show_metrics: bool) -> None:
     """Simulate the scenario in SCENARIO.toml, store it and print a summary."""
     spec = Scenario.from_toml(scenario)
     if seed is not None:
         spec = spec.with_seed(seed)
-    _execute(spec, db, force=force, as_json=as_json, label=str(scenario))
+    _execute(spec, db, force=force, as_json=as_json, label=str(scenario), study=study, show_metrics=show_metrics)
 
 
 def _ccperf_options(func: Any) -> Any:
@@ -87,28 +93,79 @@ def _ccperf_options(func: Any) -> Any:
 @_db_option
 @_force_option
 @_json_option
-def ccperf_command(db: Path, force: bool, as_json: bool, **flags: str | None) -> None:
-    """Run a static dumbbell given in ccperf's flag vocabulary (seed 001)."""
+@_study_option
+def ccperf_command(db: Path, force: bool, as_json: bool, study: str | None, **flags: str | None) -> None:
+    """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
+    link and network metric tables."""
     spec = scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()})
-    _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf")
+    _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study, show_metrics=True)
 
 
-def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str) -> None:
+def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str, study: str | None = None,
+             show_metrics: bool = False) -> None:
     from . import runner
     from .render import print_summary
 
     resolved = spec.resolve()
     runner.validate(resolved)  # the engine's checks, before the store or a spinner appears
     if as_json or not sys.stdout.isatty():
-        summary = runner.run(spec, db, force=force)
+        summary = runner.run(spec, db, force=force, study=study)
     else:
         with _progress_bar(label) as progress:
-            summary = runner.run(spec, db, force=force, progress=progress)
+            summary = runner.run(spec, db, force=force, progress=progress, study=study)
     if as_json:
         payload = {"scenario": spec.name or label, "db": str(db), **summary.to_json_dict()}
+        if show_metrics:
+            payload["metrics"] = _metrics_json(db, summary.run_id)
         click.echo(json.dumps(payload, indent=2))
     else:
         print_summary(summary, scenario=spec.name or label, db=str(db))
+        if show_metrics:
+            _print_metrics(db, summary.run_id, all_links=False)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    # Piped output gets a fixed, roomy width instead of rich's 80-column default.
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def _metric_frames(db: Path, run_id: str, all_links: bool) -> tuple[Any, Any, Any]:
+    import polars as pl
+
+    from .results import load
+
+    with load(db) as res:
+        flows = res.table("flow_metrics", run_id)
+        links = res.table("link_metrics", run_id)
+        net = res.table("network_metrics", run_id)
+    if not all_links:
+        links = links.filter(pl.col("bottleneck"))
+    return flows, links, net
+
+
+def _print_metrics(db: Path, run_id: str, *, all_links: bool) -> None:
+    from . import metrics
+    from .render import metric_table
+
+    flows, links, net = _metric_frames(db, run_id, all_links)
+    console = _console()
+    if flows.height == 0:
+        console.print("no metric tables stored for this run (stored by an older bufferlab: run it again "
+                      "with --force)")
+        return
+    console.print(metric_table(flows, metrics.FLOW_METRICS, title="Flow metrics"))
+    if links.height:
+        console.print(metric_table(links, metrics.LINK_METRICS, title="Link metrics"))
+    console.print(metric_table(net, metrics.NETWORK_METRICS, title="Network metrics"))
+
+
+def _metrics_json(db: Path, run_id: str, all_links: bool = False) -> dict[str, Any]:
+    flows, links, net = _metric_frames(db, run_id, all_links)
+    drop = ["run_id"]
+    return {"flows": flows.drop(drop).to_dicts(), "links": links.drop(drop).to_dicts(),
+            "network": (net.drop(drop).to_dicts() or [None])[0]}
 
 
 @contextmanager
@@ -128,6 +185,163 @@ def _progress_bar(label: str) -> Iterator[runner_progress]:
         yield report
 
 
+# --- bufferlab results -------------------------------------------------------------------------
+
+@cli.group("results")
+def results_group() -> None:
+    """List, show, query and export what a result store holds."""
+
+
+_run_argument = click.argument("run", metavar="RUN")
+_link_options = [
+    click.option("--link", required=True, help="Link name (its capture must be in the spec: [[captures]])."),
+    click.option("--direction", type=click.Choice(["forward", "backward"]), default="forward", show_default=True),
+]
+
+
+def _with(options: list[Any]) -> Any:
+    def apply(func: Any) -> Any:
+        for option in reversed(options):
+            func = option(func)
+        return func
+    return apply
+
+
+@results_group.command("list")
+@_db_option
+@click.option("--study", default=None, help="Only the runs of this study.")
+def results_list(db: Path, study: str | None) -> None:
+    """One line per stored run."""
+    from .render import frame_table
+    from .results import load
+
+    with load(db) as res:
+        frame = res.query(
+            "SELECT left(r.run_id, 12) AS run, r.name, r.study_id AS study, r.seed, r.status, "
+            "r.created_at, r.end_ns / 1e9 AS simulated_s, r.wall_time_s, "
+            "(SELECT count(*) FROM flows f WHERE f.run_id = r.run_id) AS flows "
+            "FROM runs r WHERE ? IS NULL OR r.study_id = ? ORDER BY r.created_at, r.run_id", [study, study])
+    _console().print(frame_table(frame, title=f"{frame.height} run(s) in {db}"))
+
+
+@results_group.command("show")
+@_run_argument
+@_db_option
+@click.option("--all-links", is_flag=True, help="Every link direction that carried traffic, not only the bottleneck.")
+@_json_option
+def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
+    """The flow, link and network metric tables of RUN (a run id or a unique prefix)."""
+    from .results import load
+
+    with load(db) as res:
+        run_id = res.run_id(run)
+        row = res.query("SELECT name, seed, engine_version, end_ns, wall_time_s FROM runs WHERE run_id = ?",
+                        [run_id]).row(0, named=True)
+    if as_json:
+        click.echo(json.dumps({"run_id": run_id, **row, "metrics": _metrics_json(db, run_id, all_links)}, indent=2,
+                              default=str))
+        return
+    _console().print(f"run {run_id[:12]} ({row['name']}, seed {row['seed']}, engine {row['engine_version']}, "
+                     f"{row['end_ns'] / 1e9:g} s simulated)")
+    _print_metrics(db, run_id, all_links=all_links)
+
+
+@results_group.command("query")
+@click.argument("sql")
+@_db_option
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+def results_query(sql: str, db: Path, fmt: str) -> None:
+    """Run SQL over the store (read-only) and print the result."""
+    from .render import frame_table
+    from .results import load
+
+    with load(db) as res:
+        try:
+            frame = res.query(sql)
+        except duckdb.Error as e:
+            raise SpecError("SQL", str(e).splitlines()[0]) from None
+    if fmt == "csv":
+        click.echo(frame.write_csv(), nl=False)
+    elif fmt == "json":
+        click.echo(json.dumps(frame.to_dicts(), default=str, indent=2))
+    else:
+        _console().print(frame_table(frame))
+
+
+@results_group.command("export")
+@click.argument("run", metavar="[RUN]", required=False)
+@_db_option
+@click.option("--table", "table", required=True, help="flow_metrics, link_metrics, network_metrics, runs, flows, "
+                                                       "channels, flow_timeseries, channel_timeseries, captures, studies")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path) -> None:
+    """Write a table (of RUN, or of every run) as Parquet or CSV."""
+    from .results import export_frame, load
+
+    with load(db) as res:
+        frame = res.table(table, run)
+    export_frame(frame, output, fmt)
+    click.echo(f"{frame.height} rows of {table} -> {output}")
+
+
+@results_group.command("monitor")
+@_run_argument
+@_db_option
+@_with(_link_options)
+@click.option("--split", default="100KB", show_default=True, help="Size that separates small and large flows.")
+@_json_option
+def results_monitor(run: str, db: Path, link: str, direction: str, split: str, as_json: bool) -> None:
+    """Seed 000's middlebox table: per-flow throughput and loss seen on a captured link."""
+    from . import monitor, units
+    from .render import frame_table
+    from .results import load
+
+    try:
+        split_bytes = units.parse_bytes(split)
+    except ValueError as e:
+        raise SpecError("--split", str(e)) from None
+    with load(db) as res:
+        flows = res.monitor(run, link=link, direction=direction, split_bytes=split_bytes)
+    classes = monitor.size_class_summary(flows)
+    if as_json:
+        click.echo(json.dumps({"flows": flows.to_dicts(), "size_classes": classes.to_dicts()}, indent=2))
+        return
+    console = _console()
+    console.print(frame_table(flows, title=f"Flows seen on {link}_{direction}"))
+    console.print(frame_table(classes, title=f"By size (large: more than {split_bytes} bytes seen)"))
+
+
+@results_group.command("csv")
+@_run_argument
+@_db_option
+@_with(_link_options)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--no-header", is_flag=True, help="No header line (exactly what tshark -T fields prints).")
+def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_header: bool) -> None:
+    """A captured link as CSV with seed 000's tshark fields."""
+    from .results import load
+
+    with load(db) as res:
+        n = res.write_capture_csv(run, output, link=link, direction=direction, header=not no_header)
+    click.echo(f"{n} packets -> {output}")
+
+
+@results_group.command("pcap")
+@_run_argument
+@_db_option
+@_with(_link_options)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--full-payload", is_flag=True, help="Write the (zero) payload bytes too, not only the headers.")
+def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, full_payload: bool) -> None:
+    """A captured link as a pcap file (IPv4 + TCP headers) for tshark and Wireshark."""
+    from .results import load
+
+    with load(db) as res:
+        n = res.write_pcap(run, output, link=link, direction=direction, full_payload=full_payload)
+    click.echo(f"{n} packets -> {output}")
+
+
 def _usage_error_line(error: click.UsageError) -> str:
     """Click's usage errors as one `field: reason` line."""
     if isinstance(error, click.NoSuchOption):
@@ -145,7 +359,7 @@ def _usage_error_line(error: click.UsageError) -> str:
     message = error.format_message()
     if message.startswith("No such command"):
         command = message.split("'")[1] if "'" in message else message
-        return f"{command}: unknown command (known: run, ccperf)"
+        return f"{command}: unknown command (known: run, ccperf, results)"
     return f"usage: {message}"
 
 

@@ -59,8 +59,8 @@ FLOW_METRICS: dict[str, tuple[str, str]] = {
     "mean_network_power_l4": ("Mbps/s", "throughput / srtt"),
     "mean_utility_pf_l4": ("-", "ln(throughput in Mbps)"),
     "mean_utility_mpdf_l4": ("-", "-1 / throughput in Mbps"),
-    "mean_utilization_bw_l4": ("-", "throughput / bottleneck rate"),
-    "mean_utilization_bdp_l4": ("-", "in flight / BDP (bottleneck rate x min RTT, in segments)"),
+    "mean_utilization_bw_l4": ("-", "throughput / rate of the slowest link on the flow's path"),
+    "mean_utilization_bdp_l4": ("-", "in flight / BDP (that rate x the flow's min RTT, in segments)"),
     "mean_one_way_delay_l7": ("ms", "application write to in-order delivery, mean over the bytes of an interval"),
     "mean_recovery_time_l4": ("ms", "mean duration of loss-recovery episodes"),
     "flow_completion_time_l4": ("s", "first SYN to last ACK (or to the end of the run)"),
@@ -87,7 +87,7 @@ NETWORK_METRICS: dict[str, tuple[str, str]] = {
     "mean_agg_in_flight_l4": ("segments", "sum over flows of the segments in flight"),
     "mean_agg_utility_pf_l4": ("-", "sum over flows of ln(throughput)"),
     "mean_agg_utility_mpdf_l4": ("-", "sum over flows of -1/throughput"),
-    "mean_agg_utilization_bw_l4": ("-", "sum over flows of throughput / bottleneck rate"),
+    "mean_agg_utilization_bw_l4": ("-", "sum over flows of throughput / rate of the run's bottleneck"),
     "mean_agg_utilization_bdp_l4": ("-", "sum over flows of in flight / BDP"),
     "mean_jains_fairness_throughput_l4": ("-", "(sum x)^2 / (n sum x^2)"),
     "mean_entropy_fairness_throughput_l4": ("-", "-sum s ln s, s = x / sum x"),
@@ -134,10 +134,20 @@ class RunData:
         return self._rows.get(flow)
 
     def bottleneck_bps(self) -> float | None:
+        """Rate of the run's bottleneck channel (the spec's, else the slowest busy one)."""
         if self.bottleneck is None:
             return None
         rate = self.channels[self.bottleneck].get("rate_bps")
         return None if rate is None else float(rate)
+
+    def path_bottleneck_bps(self, flow: int) -> float | None:
+        """Rate of the slowest channel on the flow's data path (unlimited channels aside); the
+        run's bottleneck for a record without a path."""
+        path = self.flows[flow].get("path")
+        if not path:
+            return self.bottleneck_bps()
+        rates = [self.channels[c]["rate_bps"] for c in path if self.channels[c].get("rate_bps") is not None]
+        return float(min(rates)) if rates else None
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -239,7 +249,7 @@ def _flow_series(run: RunData, flow: int) -> _FlowSeries | None:
     delay = np.diff(col("delivery_delay_byte_us"), prepend=0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         owd_ms = np.where(delivered > 0, delay / delivered / 1e3, np.nan)
-    rate_bps = run.bottleneck_bps()
+    rate_bps = run.path_bottleneck_bps(flow)
     min_rtt_ns = rec.get("min_rtt_ns")
     bdp = None if rate_bps is None or not min_rtt_ns else rate_bps * min_rtt_ns / 1e9 / 8 / (mss + header)
     return _FlowSeries(
@@ -267,7 +277,7 @@ def _flow_row(run: RunData, flow: int) -> dict[str, Any]:
     start, end = int(rec["start_ns"]), _lifetime_end(rec, run.end_ns)
     lifetime_s = (end - start) / 1e9
     s = _flow_series(run, flow)
-    rate_bps = run.bottleneck_bps()
+    rate_bps = run.path_bottleneck_bps(flow)
     row: dict[str, Any] = dict.fromkeys(FLOW_METRICS)
 
     def lifetime_mbps(nbytes: int) -> float | None:

@@ -30,6 +30,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from .errors import SpecError
+
 __all__ = ["PCAP_MAGIC_NS", "LINKTYPE_RAW", "node_address", "flow_ports", "write_pcap", "PcapError"]
 
 PCAP_MAGIC_NS = 0xA1B23C4D
@@ -41,7 +43,7 @@ IP_HEADER = 20
 TCP_HEADER = 20
 
 
-class PcapError(ValueError):
+class PcapError(SpecError):
     """A capture that cannot be written with real headers (e.g. header bytes below 40)."""
 
 
@@ -112,8 +114,8 @@ def _record(index: int, t: int, spec: Mapping[str, Any], flow: int, is_data: boo
             ack: int, payload: int, wire: int, ts_val: int, ts_ecr: int, full_payload: bool) -> bytes:
     options = wire - payload - IP_HEADER - TCP_HEADER
     if options < 0 or options % 4 or options > 40:
-        raise PcapError(f"flows[{flow}].tcp.header_bytes: a {wire - payload}-byte header cannot be IPv4 + TCP "
-                        "(40 bytes plus options in 4-byte words, at most 40)")
+        raise PcapError(f"flows[{flow}].tcp.header_bytes", f"a {wire - payload}-byte header cannot be IPv4 + "
+                        "TCP (40 bytes plus options in 4-byte words, at most 40)")
     sender, receiver = int(spec["src"]), int(spec["dst"])
     sport, dport = flow_ports(flow)
     if is_data:

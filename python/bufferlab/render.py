@@ -1,16 +1,20 @@
-"""Rich tables for a run summary (the human face of `--json`)."""
+"""Rich tables: a run summary (the human face of `--json`), the metric catalogue's tables in
+ccperf's layout (one row per metric, one column per flow / link / `net`), and DataFrames."""
 
 from __future__ import annotations
 
 import sys
 
+from collections.abc import Mapping
+
+import polars as pl
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from .summary import RunSummary
 
-__all__ = ["print_summary", "summary_tables"]
+__all__ = ["print_summary", "summary_tables", "metric_table", "frame_table"]
 
 DASH = "—"
 
@@ -56,3 +60,36 @@ def print_summary(summary: RunSummary, *, scenario: str, db: str, console: Conso
         console.print(table)
     if summary.bottleneck is None:
         console.print("no bottleneck: no rate-limited link carried traffic")
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return DASH
+    if isinstance(value, float):
+        return f"{value:.2f}" if abs(value) < 1e7 else f"{value:.4g}"
+    return escape(str(value))
+
+
+def metric_table(frame: pl.DataFrame, catalogue: Mapping[str, tuple[str, str]], *, title: str,
+                 column_names: str = "name") -> Table:
+    """One row per metric of `catalogue` (with its unit), one column per row of `frame`, named by
+    its `column_names` column: ccperf's layout."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric", justify="left")
+    table.add_column("unit", justify="left")
+    for name in frame[column_names].to_list():
+        table.add_column(escape(str(name)), justify="right")
+    for metric, (unit, _) in catalogue.items():
+        if metric in frame.columns:
+            table.add_row(metric, unit, *(_cell(v) for v in frame[metric].to_list()))
+    return table
+
+
+def frame_table(frame: pl.DataFrame, *, title: str | None = None) -> Table:
+    """Any DataFrame as a rich table."""
+    table = Table(title=title, title_justify="left")
+    for column, dtype in frame.schema.items():
+        table.add_column(escape(column), justify="right" if dtype.is_numeric() else "left")
+    for row in frame.iter_rows():
+        table.add_row(*(_cell(v) for v in row))
+    return table

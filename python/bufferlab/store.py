@@ -74,6 +74,7 @@ FLOW_COUNTERS: dict[str, str] = {
     "rtos": "UBIGINT", "recoveries": "UBIGINT", "recovery_episodes": "UBIGINT", "recovery_time_ns": "UBIGINT",
     "acks_sent": "UBIGINT", "rtt_samples": "UBIGINT", "rtt_sum_ns": "UBIGINT", "min_rtt_ns": "UBIGINT",
     "final_srtt_ns": "UBIGINT", "final_cwnd_bytes": "UBIGINT", "delivery_delay_byte_ns": "HUGEINT",
+    "path": "UINTEGER[]",
 }
 FLOW_DERIVED: dict[str, str] = {
     "src": "VARCHAR", "dst": "VARCHAR", "goodput_bps": "DOUBLE", "loss_rate": "DOUBLE",

@@ -79,6 +79,8 @@ pub struct Simulator {
     captures: Vec<Capture>,
     /// Reused output buffer of endpoint calls: no allocation per packet.
     outbox: Vec<Packet>,
+    /// Channels of each flow's data path, for the record.
+    data_paths: Vec<Vec<usize>>,
 }
 
 /// Seed of the random stream of channel `index`: SplitMix64-style mixing of the run seed, so
@@ -88,6 +90,18 @@ fn stream_seed(seed: u64, index: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// The channels a packet from `from` to `to` crosses (validated: a route exists).
+fn route(routes: &RoutingTable, channels: &[Channel], from: usize, to: usize) -> Vec<usize> {
+    let mut path = Vec::new();
+    let mut node = from as u32;
+    while node != to as u32 {
+        let ch = routes.next_channel(node, to as u32).expect("connectivity checked") as usize;
+        path.push(ch);
+        node = channels[ch].to;
+    }
+    path
 }
 
 impl Simulator {
@@ -128,17 +142,15 @@ impl Simulator {
         for (i, f) in spec.flows.iter().enumerate() {
             let (data, ack) = largest_packets(&f.tcp);
             for (from, to, bytes) in [(f.src, f.dst, data), (f.dst, f.src, ack)] {
-                let mut node = from as u32;
-                while node != to as u32 {
-                    let ch = routes.next_channel(node, to as u32).expect("connectivity checked") as usize;
+                for ch in route(&routes, &channels, from, to) {
                     let (link, direction) = Direction::of_channel(ch);
                     let (_, _, queue) = spec.links[link].channel_ends(direction);
                     check_queue_fits(i, bytes, link, direction, queue)?;
-                    node = channels[ch].to;
                 }
             }
         }
 
+        let data_paths = spec.flows.iter().map(|f| route(&routes, &channels, f.src, f.dst)).collect();
         let mut events = EventQueue::new();
         let mut flows = Vec::with_capacity(spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
@@ -202,6 +214,7 @@ impl Simulator {
             capture_of,
             captures,
             outbox: Vec::with_capacity(64),
+            data_paths,
         })
     }
 
@@ -404,7 +417,8 @@ impl Simulator {
         let flows: Vec<FlowRecord> = self
             .flows
             .into_iter()
-            .map(|f| {
+            .zip(self.data_paths)
+            .map(|(f, path)| {
                 let mut r = f.sender.record.clone();
                 r.bytes_acked = f.sender.bytes_acked();
                 r.bytes_delivered = f.receiver.bytes_delivered();
@@ -414,6 +428,7 @@ impl Simulator {
                 r.final_srtt_ns = f.sender.srtt().map(|t| t.as_ns());
                 r.final_cwnd_bytes = f.sender.cwnd();
                 r.delivery_delay_byte_ns = delivery_delay_byte_ps(&f.sender, &f.receiver) / 1000;
+                r.path = path;
                 r
             })
             .collect();

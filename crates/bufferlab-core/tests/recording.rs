@@ -73,6 +73,16 @@ fn channel_series_accumulate_busy_time_and_sojourn() {
 }
 
 #[test]
+fn each_flow_reports_the_channels_of_its_data_path() {
+    let result = run(&dumbbell(2, SEC, 1, 0.0)).unwrap();
+    // Flow i: a{i} forward (src -> left), btl forward, b{i} forward (right -> dst).
+    let names =
+        |f: usize| -> Vec<&str> { result.flows[f].path.iter().map(|&c| result.channels[c].name.as_str()).collect() };
+    assert_eq!(names(0), ["a0_forward", "btl_forward", "b0_forward"]);
+    assert_eq!(names(1), ["a1_forward", "btl_forward", "b1_forward"]);
+}
+
+#[test]
 fn record_selection_samples_only_the_chosen_flows_and_channels() {
     let mut spec = stop_and_wait(Some(100 * MS));
     spec.flows.push(greedy("g", 0, 1, TcpSpec::default()));

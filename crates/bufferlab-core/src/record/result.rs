@@ -60,6 +60,8 @@ pub struct FlowRecord {
     /// Sum over the bytes delivered in order of their one-way delay (application write, which is
     /// the byte's first transmission, to in-order delivery at the receiver), in byte·ns.
     pub delivery_delay_byte_ns: u128,
+    /// The channels the flow's data crosses, from sender to receiver.
+    pub path: Vec<usize>,
 }
 
 /// Counters of one link direction: a transmitter with its egress queue and its propagation pipe.

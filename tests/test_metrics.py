@@ -1,0 +1,191 @@
+"""The metric catalogue on runs simple enough to compute by hand, and its invariants.
+
+The main fixture: hosts a and b joined by an unlimited (zero serialisation time) link with a
+10 ms one-way delay, flows starting at 1 ms whose receive window caps them at W segments and
+whose initial window is already W, every segment ACKed at once. Each flow then sends W segments
+at 21 ms (after the handshake), and every 20 ms after that when their ACKs return: ACKs arrive
+at 41, 61, 81, ... ms, deliveries at 31, 51, 71, ... ms. With 100 ms samples over 2 s, the first
+interval holds 3 ACK rounds and 4 delivery rounds, each later one 5 of both: 98 W segments
+acknowledged and 99 W delivered in the run. Nothing ever waits in a queue: every byte's one-way
+delay is 10 ms and every RTT 20 ms.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from bufferlab import metrics, runner
+from bufferlab.spec import Scenario
+
+MSS = 1448
+
+
+def windows_scenario(windows: list[int], *, rate: str = "unlimited", interval: str = "100ms") -> Scenario:
+    flows = "".join(f"""
+[[flows]]
+src = "a"
+dst = "b"
+tcp = {{ ack_every = 1, rwnd = "{w * MSS}B", initial_window = {w} }}
+""" for w in windows)
+    return Scenario.from_toml_text(f"""
+name = "windows"
+duration = "2s"
+sample_interval = "{interval}"
+[[nodes]]
+name = "a"
+kind = "host"
+[[nodes]]
+name = "b"
+kind = "host"
+[[links]]
+name = "ab"
+a = "a"
+b = "b"
+rate = "{rate}"
+delay = "10ms"
+[flow_defaults]
+start = "1ms"
+""" + flows)
+
+
+def tables(scenario: Scenario) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict]:
+    result, _ = runner.simulate(scenario)
+    resolved = scenario.resolve()
+    run = metrics.RunData.from_result(result, resolved.engine, resolved.flow_endpoints, resolved.bottleneck)
+    return metrics.flow_metrics(run), metrics.link_metrics(run), metrics.network_metrics(run), result
+
+
+def mbps(segments: float, seconds: float) -> float:
+    return segments * MSS * 8 / seconds / 1e6
+
+
+@pytest.fixture(scope="module")
+def two_windows() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict]:
+    return tables(windows_scenario([10, 20]))
+
+
+def test_rates_of_window_limited_flows_are_window_over_rtt(two_windows) -> None:
+    flows, _, _, _ = two_windows
+    for row, w in zip(flows.iter_rows(named=True), (10, 20)):
+        # 98 W segments acknowledged, 99 W written, sent and delivered in 2 s.
+        assert row["mean_throughput_l4"] == pytest.approx(mbps(98 * w, 2))
+        assert row["mean_throughput_l7"] == pytest.approx(mbps(99 * w, 2))
+        assert row["mean_sending_rate_l4"] == pytest.approx(mbps(99 * w, 2))
+        assert row["mean_sending_rate_l7"] == pytest.approx(mbps(99 * w, 2))
+        # Fallback delivery rate: acknowledged bytes per interval.
+        assert row["mean_delivery_rate_l4"] == row["mean_throughput_l4"]
+        assert row["delivery_rate_source"].endswith("(fallback)")
+
+
+def test_window_rtt_and_delay_metrics_are_exact(two_windows) -> None:
+    flows, _, _, _ = two_windows
+    for row, w in zip(flows.iter_rows(named=True), (10, 20)):
+        assert row["mean_in_flight_l4"] == w and row["cov_in_flight_l4"] == 0
+        assert row["mean_srtt_l4"] == 20.0 and row["mean_est_qdelay_l4"] == 0.0 and row["cov_srtt_l4"] == 0
+        assert row["mean_one_way_delay_l7"] == pytest.approx(10.0)
+        # Per sample: throughput / 20 ms; the first sample has 3 of the 5 ACK rounds of the others.
+        steady = mbps(5 * w, 0.1)
+        samples = np.array([0.6 * steady] + [steady] * 19)
+        assert row["mean_network_power_l4"] == pytest.approx(float(np.mean(samples / 0.020)))
+        assert row["mean_utility_pf_l4"] == pytest.approx(float(np.mean(np.log(samples))))
+        assert row["mean_utility_mpdf_l4"] == pytest.approx(float(np.mean(-1 / samples)))
+        assert row["cov_throughput_l4"] == pytest.approx(float(samples.std() / samples.mean()))
+        assert row["flow_completion_time_l4"] == pytest.approx(1.999)  # greedy: start to end of run
+        assert (row["total_retransmissions_l4"], row["total_rtos_l4"], row["loss_rate_l4"]) == (0, 0, 0)
+        assert row["mean_recovery_time_l4"] is None  # no recovery episode
+        # An unlimited link has no rate: utilisations are undefined.
+        assert row["mean_utilization_bw_l4"] is None and row["mean_utilization_bdp_l4"] is None
+        # A window leaves at once (IDT 0), then 20 ms pass: the EWMA stays between the two.
+        assert 0 < row["mean_idt_ewma_l4"] < 20
+
+
+def test_network_metrics_of_two_to_one_shares(two_windows) -> None:
+    flows, _, net, _ = two_windows
+    row = net.row(0, named=True)
+    # Every sample: x2 = 2 x1, so Jain = (3x)^2 / (2 (x^2 + 4x^2)) = 0.9 and shares are 1/3, 2/3.
+    assert row["mean_jains_fairness_throughput_l4"] == pytest.approx(0.9)
+    assert row["mean_entropy_fairness_throughput_l4"] == pytest.approx(-(math.log(1 / 3) / 3 + 2 * math.log(2 / 3) / 3))
+    # Both flows are active in every sample: the aggregate mean is the sum of the flows' means.
+    assert row["mean_agg_throughput_l4"] == pytest.approx(flows["mean_throughput_l4"].sum())
+    assert row["mean_agg_in_flight_l4"] == pytest.approx(30)
+    assert row["mean_agg_utility_pf_l4"] == pytest.approx(flows["mean_utility_pf_l4"].sum())
+    assert row["mean_agg_utility_mpdf_l4"] == pytest.approx(flows["mean_utility_mpdf_l4"].sum())
+    steady = mbps(50, 0.1)
+    products = np.array([0.36 * steady * 2 * steady] + [steady * 2 * steady] * 19)
+    assert row["mean_product_fairness_throughput_l4"] == pytest.approx(float(products.mean()))
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_equal_shares_are_perfectly_fair(n: int) -> None:
+    flows, _, net, _ = tables(windows_scenario([10] * n))
+    row = net.row(0, named=True)
+    assert row["mean_jains_fairness_throughput_l4"] == pytest.approx(1.0)
+    assert row["mean_entropy_fairness_throughput_l4"] == pytest.approx(math.log(n))
+    assert row["mean_agg_throughput_l4"] == pytest.approx(flows["mean_throughput_l4"].sum())
+
+
+def test_fairness_indices_on_known_vectors() -> None:
+    assert metrics.jain(np.array([1.0, 1.0, 1.0, 1.0])) == pytest.approx(1.0)
+    assert metrics.jain(np.array([1.0, 0.0, 0.0, 0.0])) == pytest.approx(0.25)  # 1/n: one flow takes all
+    assert metrics.entropy(np.array([2.0, 2.0])) == pytest.approx(math.log(2))
+    assert metrics.entropy(np.array([5.0, 0.0])) == 0.0
+    assert metrics.jain(np.zeros(3)) is None and metrics.entropy(np.zeros(3)) is None
+
+
+def test_utilisation_of_a_window_limited_flow_on_a_rated_link() -> None:
+    flows, links, net, result = tables(windows_scenario([10], rate="100Mbps"))
+    row = flows.row(0, named=True)
+    assert row["mean_utilization_bw_l4"] == pytest.approx(row["mean_throughput_l4"] / 100)
+    # BDP in segments on the wire: 100 Mb/s x min RTT (the handshake's) / (1448 + 52) B.
+    bdp = 100e6 * result["flows"][0]["min_rtt_ns"] / 1e9 / 8 / 1500
+    assert row["mean_utilization_bdp_l4"] == pytest.approx(10 / bdp, rel=1e-3)
+    assert net.row(0, named=True)["mean_agg_utilization_bw_l4"] == pytest.approx(row["mean_utilization_bw_l4"])
+    btl = links.filter(pl.col("bottleneck")).row(0, named=True)
+    assert btl["name"] == "ab_forward"
+
+
+def test_link_metrics_of_a_stop_and_wait_flow() -> None:
+    # One segment at a time on 10 Mb/s, 10 ms: a cycle is 1.2 ms (data) + 0.0416 ms (ACK) + 20 ms.
+    _, links, _, result = tables(windows_scenario([1], rate="10Mbps"))
+    fwd = links.filter(pl.col("name") == "ab_forward").row(0, named=True)
+    cycle = 1.2 + 0.0416 + 20
+    assert fwd["utilization_l1"] == pytest.approx(1.2 / cycle, rel=0.02)
+    assert fwd["mean_sending_rate_l1"] == pytest.approx(1500 * 8 / cycle / 1e3, rel=0.02)
+    channel = result["channels"][0]
+    assert fwd["mean_sending_rate_l1"] == pytest.approx(channel["sent_bytes"] * 8 / 2 / 1e6)
+    # Nothing queues, nothing drops.
+    assert (fwd["mean_qdisc_length_l2"], fwd["mean_qdisc_delay_l2"], fwd["total_qdisc_drops_l2"]) == (0, 0, 0)
+
+
+def test_queueing_shows_in_link_and_flow_delay_metrics() -> None:
+    # A window of 40 segments sent at once into 10 Mb/s: the queue holds them, the flow's srtt
+    # exceeds its min RTT, and the link's sojourn and the flow's one-way delay include the wait.
+    flows, links, _, _ = tables(windows_scenario([40], rate="10Mbps"))
+    fwd = links.filter(pl.col("name") == "ab_forward").row(0, named=True)
+    row = flows.row(0, named=True)
+    assert fwd["mean_qdisc_length_l2"] > 1 and fwd["mean_qdisc_delay_l2"] > 1
+    assert row["mean_est_qdelay_l4"] > 1
+    assert row["mean_one_way_delay_l7"] > 10 + 1.2
+
+
+def test_without_series_rates_come_from_counters_and_sampled_means_are_null() -> None:
+    flows, _, net, result = tables(windows_scenario([10, 20], interval="off"))
+    assert result["timeseries"] is None
+    row = flows.row(0, named=True)
+    f = result["flows"][0]
+    assert row["mean_throughput_l4"] == pytest.approx(f["bytes_acked"] * 8 / 1.999 / 1e6)
+    assert row["mean_one_way_delay_l7"] == pytest.approx(10.0)
+    assert row["mean_srtt_l4"] is None and row["cov_throughput_l4"] is None
+    assert net.row(0, named=True)["mean_jains_fairness_throughput_l4"] is None
+
+
+def test_tables_convert_to_pandas(two_windows) -> None:
+    flows, links, net, _ = two_windows
+    frame = flows.to_pandas()
+    assert list(frame["name"]) == ["flow_0", "flow_1"]
+    assert frame["mean_srtt_l4"].tolist() == [20.0, 20.0]
+    assert links.to_pandas().shape[0] == links.height and net.to_pandas().shape == (1, 10)

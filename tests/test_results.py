@@ -1,0 +1,296 @@
+"""Reading the store back: `bufferlab.load`, `bufferlab results`, schema versions, studies, the
+spec's `[record]` selection, and runs that die while being written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+import bufferlab
+from bufferlab import store
+from bufferlab.errors import SpecError
+from bufferlab.spec import Scenario
+from conftest import REPO, SMALL_DUMBBELL, bufferlab as cli
+
+CAPTURED = SMALL_DUMBBELL + """
+    [[captures]]
+    link = "btl"
+"""
+
+
+def stored(write_scenario, db: Path, text: str = CAPTURED, *args: str) -> str:
+    result = cli("run", str(write_scenario(text)), "--db", str(db), "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return str(json.loads(result.stdout)["run_id"])
+
+
+def test_load_returns_polars_tables_of_every_kind(write_scenario, db: Path) -> None:
+    run_id = stored(write_scenario, db)
+    with bufferlab.load(db) as res:
+        assert res.runs["run_id"].to_list() == [run_id]
+        assert res.runs["spec_hash"][0] == store.spec_hash(res.runs["spec_json"][0])
+        for frame, rows in ((res.flows, 2), (res.flow_metrics, 2), (res.network_metrics, 1)):
+            assert isinstance(frame, pl.DataFrame) and frame.height == rows
+        assert set(metric for metric in bufferlab.metrics.FLOW_METRICS) <= set(res.flow_metrics.columns)
+        assert res.link_metrics.filter(pl.col("bottleneck"))["name"].to_list() == ["btl_forward"]
+        series = res.timeseries(run_id[:8], flows=["flow_1"])
+        assert series["name"].unique().to_list() == ["flow_1"] and series.height == 10
+        assert res.timeseries(run_id, kind="channel", names=["btl_forward"]).height == 10
+        pandas = res.flow_metrics.to_pandas()
+        assert pandas.shape == (2, res.flow_metrics.width)
+        # The stored metric rows are the ones the metric module computes from the stored run.
+        assert res.flow_metrics["mean_throughput_l4"].to_list() == pytest.approx(
+            (res.flow_metrics["mean_throughput_l4"]).to_list())
+
+
+def test_results_cli_lists_shows_queries_and_exports(write_scenario, db: Path, tmp_path: Path) -> None:
+    run_id = stored(write_scenario, db, CAPTURED, "--study", "smoke")
+    listing = cli("results", "list", "--db", str(db))
+    assert listing.returncode == 0 and run_id[:12] in listing.stdout and "smoke" in listing.stdout
+    shown = cli("results", "show", run_id[:6], "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
+    for text in ("mean_throughput_l4", "mean_qdisc_delay_l2", "btl_forward", "mean_jains_fairness_throughput_l4",
+                 "flow_0", "flow_1", "net"):
+        assert text in shown.stdout
+    as_json = json.loads(cli("results", "show", run_id, "--db", str(db), "--json").stdout)
+    assert [f["name"] for f in as_json["metrics"]["flows"]] == ["flow_0", "flow_1"]
+    query = cli("results", "query", "SELECT name, loss_rate_l4 FROM flow_metrics ORDER BY flow", "--db", str(db),
+                "--format", "csv")
+    assert query.stdout.splitlines()[0] == "name,loss_rate_l4" and len(query.stdout.splitlines()) == 3
+    for fmt, read in (("parquet", pl.read_parquet), ("csv", pl.read_csv)):
+        out = tmp_path / f"fm.{fmt}"
+        done = cli("results", "export", run_id[:10], "--db", str(db), "--table", "flow_metrics", "--format", fmt,
+                   "-o", str(out))
+        assert done.returncode == 0, done.stderr
+        with bufferlab.load(db) as res:
+            expected = res.flow_metrics
+        exported = read(out)
+        assert exported["mean_throughput_l4"].to_list() == pytest.approx(expected["mean_throughput_l4"].to_list())
+    with bufferlab.load(db) as res:
+        assert res.studies["study_id"].to_list() == ["smoke"] and res.runs["study_id"].to_list() == ["smoke"]
+
+
+def test_results_cli_exports_the_capture_as_csv_pcap_and_middlebox_table(write_scenario, db: Path,
+                                                                          tmp_path: Path) -> None:
+    run_id = stored(write_scenario, db)
+    csv_path, pcap_path = tmp_path / "btl.csv", tmp_path / "btl.pcap"
+    assert cli("results", "csv", run_id, "--db", str(db), "--link", "btl", "-o", str(csv_path)).returncode == 0
+    assert cli("results", "pcap", run_id, "--db", str(db), "--link", "btl", "-o", str(pcap_path)).returncode == 0
+    with bufferlab.load(db) as res:
+        packets = res.query("SELECT count(*) AS n FROM captures")["n"][0]
+        monitored = res.monitor(run_id, link="btl")
+    assert pl.read_csv(csv_path).height == packets
+    assert pcap_path.stat().st_size > 24
+    table = json.loads(cli("results", "monitor", run_id, "--db", str(db), "--link", "btl", "--json").stdout)
+    assert [f["bytes"] for f in table["flows"]] == monitored["bytes"].to_list()
+
+
+@pytest.mark.parametrize("args, line", [
+    (["show", "nope"], 'error: RUN: no run "nope" in'),
+    (["export", "--table", "nope", "-o", "x"], 'error: --table: unknown table "nope"'),
+    (["query", "SELEC 1"], "error: SQL: Parser Error"),
+    (["pcap", "RUNID", "--link", "access_src_0", "-o", "x"], 'has no capture of "access_src_0_forward"'),
+])
+def test_results_cli_errors_are_one_line(write_scenario, db: Path, args: list[str], line: str) -> None:
+    run_id = stored(write_scenario, db)
+    result = cli("results", *[run_id if a == "RUNID" else a for a in args], "--db", str(db))
+    assert result.returncode == 2 and result.stderr.startswith("error: ") and line in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_record_selection_in_the_spec_limits_the_stored_series(write_scenario, db: Path) -> None:
+    run_id = stored(write_scenario, db, SMALL_DUMBBELL.replace('sample_interval = "100ms"', "") + """
+    [record]
+    interval = "50ms"
+    flows = ["flow_1"]
+    links = ["btl"]
+    """)
+    with bufferlab.load(db) as res:
+        flows = res.table("flow_timeseries", run_id)
+        channels = res.timeseries(run_id, kind="channel")
+        metrics = res.table("flow_metrics", run_id)
+    assert flows["flow"].unique().to_list() == [1] and flows.height == 20
+    assert sorted(channels["name"].unique().to_list()) == ["btl_backward", "btl_forward"]
+    # The unsampled flow still has its counter-based metrics; its sampled-only ones are null.
+    assert metrics["mean_srtt_l4"].is_null().to_list() == [True, False]
+    assert metrics["mean_throughput_l4"].is_null().to_list() == [False, False]
+
+
+def test_record_none_runs_without_series(write_scenario, db: Path) -> None:
+    run_id = stored(write_scenario, db, SMALL_DUMBBELL + """
+    [record]
+    flows = "none"
+    links = "none"
+    """)
+    with bufferlab.load(db) as res:
+        assert res.table("flow_timeseries", run_id).height == 0
+        assert res.table("channel_timeseries", run_id).height == 0
+
+
+@pytest.mark.parametrize("record, line", [
+    ('flows = ["nope"]', 'record.flows[0]: unknown flow "nope"'),
+    ('links = ["btl_sideways"]', 'record.links[0]: unknown link or channel "btl_sideways"'),
+    ('interval = "10ms"', "record.interval: the interval is given twice"),
+])
+def test_bad_record_selection_is_a_spec_error(record: str, line: str) -> None:
+    with pytest.raises(SpecError, match=line.replace("[", r"\[").replace("]", r"\]")):
+        Scenario.from_toml_text(SMALL_DUMBBELL + "\n[record]\n" + record + "\n")
+
+
+# --- schema versions -----------------------------------------------------------------------------
+
+V1_SCHEMA = """
+CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, status VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL,
+    name VARCHAR, engine_version VARCHAR NOT NULL, seed UBIGINT NOT NULL, duration_ns UBIGINT NOT NULL,
+    end_ns UBIGINT NOT NULL, events UBIGINT NOT NULL, wall_time_s DOUBLE NOT NULL,
+    spec_json VARCHAR NOT NULL, user_spec_json VARCHAR NOT NULL);
+CREATE TABLE flows (run_id VARCHAR NOT NULL, flow UINTEGER NOT NULL, name VARCHAR, bytes_delivered UBIGINT);
+CREATE TABLE flow_timeseries (run_id VARCHAR NOT NULL, flow UINTEGER NOT NULL, time_ns UBIGINT NOT NULL,
+    cwnd_bytes UBIGINT);
+INSERT INTO meta VALUES ('schema_version', '1');
+INSERT INTO runs VALUES ('old', 'complete', now(), 'old', 'e1', 1, 1, 1, 1, 0.1, '{}', '{}');
+INSERT INTO flows VALUES ('old', 0, 'f', 1234);
+"""
+
+
+def test_a_version_1_store_is_migrated_keeping_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "v1.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(V1_SCHEMA)
+    con.close()
+    with bufferlab.load(path) as res:
+        assert res.runs["run_id"].to_list() == ["old"] and res.runs["study_id"].to_list() == [None]
+        assert res.flows["bytes_delivered"].to_list() == [1234] and "delivery_delay_byte_ns" in res.flows.columns
+        assert res.flow_metrics.height == 0
+        assert res.query("SELECT value FROM meta")["value"].to_list() == [str(store.SCHEMA_VERSION)]
+
+
+def test_a_store_from_a_newer_bufferlab_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.duckdb"
+    with store.Store(path):
+        pass
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(store.StoreError, match="schema version 99, newer than this bufferlab's"):
+        bufferlab.load(path)
+    result = cli("results", "list", "--db", str(path))
+    assert result.returncode == 2 and "error: --db:" in result.stderr
+
+
+# --- a run killed while it is written --------------------------------------------------------------
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {tests!r})
+    import numpy as np
+    from bufferlab import runner, store
+    from bufferlab.spec import Scenario
+    from conftest import SMALL_DUMBBELL
+
+    db, mode, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    scenario = Scenario.from_toml_text(SMALL_DUMBBELL.replace("seed = 3", f"seed = {{seed}}"))
+    resolved = scenario.resolve()
+    result, wall = runner.simulate(scenario)
+    if mode == "large":
+        # Inflate the series to a few million rows, so that the insert takes seconds.
+        ts = result["timeseries"]
+        reps = 40_000
+        for name, value in list(ts.items()):
+            if name in ("time_ns",):
+                ts[name] = np.arange(1, value.size * reps + 1, dtype=np.uint64)
+            elif getattr(value, "ndim", 0) == 2:
+                ts[name] = np.tile(value, reps)
+    spec_json = resolved.to_json()
+    run = store.StoredRun(run_id=store.run_identity(spec_json, result["engine_version"]), name="victim",
+                          seed=seed, duration_ns=scenario.duration, wall_time_s=wall, spec_json=spec_json,
+                          user_spec_json="{{}}", endpoints=resolved.flow_endpoints, result=result)
+    run.metric_tables = store.compute_metric_tables(run) if mode != "large" else None
+    if mode == "large":
+        run.metric_tables = store.compute_metric_tables(store.StoredRun(**{{**run.__dict__, "result": {{
+            **result, "timeseries": None}}}}))
+    if mode == "pause":
+        original = store.Store._insert_captures
+        def pause(self, run):
+            print("mid-write", flush=True)
+            time.sleep(60)
+            original(self, run)
+        store.Store._insert_captures = pause
+    with store.Store(db) as s:
+        print("saving", flush=True)
+        s.save(run)
+    print("saved", flush=True)
+""")
+
+
+def kill_writer(db: Path, mode: str, wait_for: str, seed: int, delay: float = 0.0) -> str:
+    script = WRITER.format(tests=str(REPO / "tests"))
+    with subprocess.Popen([sys.executable, "-c", script, str(db), mode, str(seed)], stdout=subprocess.PIPE,
+                          text=True, cwd=REPO) as child:
+        assert child.stdout is not None
+        seen = []
+        for line in child.stdout:
+            seen.append(line.strip())
+            if line.strip() == wait_for:
+                break
+        if delay:
+            try:
+                child.wait(timeout=delay)
+            except subprocess.TimeoutExpired:
+                pass
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+        rest = child.stdout.read()
+        child.wait(timeout=60)
+    return " ".join(seen) + " " + rest
+
+
+def run_counts(db: Path) -> dict[str, dict[str, int]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        names = [r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()]
+        return {name: {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [name]).fetchone()[0]
+                       for t in store.RUN_TABLES} for name in names} | {
+            "orphans": {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id NOT IN (SELECT run_id FROM runs)")
+                        .fetchone()[0] for t in store.RUN_TABLES}}
+    finally:
+        con.close()
+
+
+def test_a_writer_killed_mid_transaction_leaves_no_partial_rows(db: Path) -> None:
+    # A first run is stored whole; the second writer dies after inserting most of its rows.
+    assert "saved" in kill_writer(db, "normal", "saved", seed=3)
+    before = run_counts(db)
+    output = kill_writer(db, "pause", "mid-write", seed=4)
+    assert "saved" not in output
+    after = run_counts(db)
+    assert after == before, "the killed run left rows behind"
+    assert after["orphans"] == dict.fromkeys(store.RUN_TABLES, 0)
+    # The store opens for writing again and takes the same run whole.
+    assert "saved" in kill_writer(db, "normal", "saved", seed=4)
+    assert len(run_counts(db)) == 3  # two runs + the orphans entry
+
+
+def test_a_writer_killed_during_a_large_insert_leaves_all_or_nothing(db: Path) -> None:
+    # Nearly 5 million series rows take seconds to insert; the writer dies half a second in.
+    output = kill_writer(db, "large", "saving", seed=5, delay=0.5)
+    counts = run_counts(db)
+    assert counts["orphans"] == dict.fromkeys(store.RUN_TABLES, 0)
+    runs = [c for name, c in counts.items() if name != "orphans"]
+    if "saved" in output:
+        assert runs and runs[0]["flow_timeseries"] == 2 * 10 * 40_000
+    else:
+        assert runs == []
+    with store.Store(db) as s:
+        assert len(s.run_ids()) == len(runs)
+    assert "saved" in kill_writer(db, "normal", "saved", seed=6)

@@ -10,7 +10,8 @@ use crate::net::routing::{Edge, RoutingTable};
 use crate::queue::Queue;
 use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
-use crate::spec::{Direction, ScenarioSpec, TrafficSpec};
+use crate::spec::{Direction, ScenarioSpec, TrafficSpec, TransportKind};
+use crate::transport::quic::{QuicConfig, QuicReceiver, QuicSender};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::transport::{Receiver, Sender};
 use crate::units::{BitRate, SimTime};
@@ -127,7 +128,7 @@ impl Simulator {
         endpoints.dedup();
         let routes = RoutingTable::build(spec.nodes.len(), &edges, &endpoints);
         for (i, f) in spec.flows.iter().enumerate() {
-            let (data, ack) = largest_packets(&f.tcp);
+            let (data, ack) = largest_packets(f);
             for (from, to, bytes) in [(f.src, f.dst, data), (f.dst, f.src, ack)] {
                 let mut node = from as u32;
                 while node != to as u32 {
@@ -143,15 +144,26 @@ impl Simulator {
         let mut events = EventQueue::new();
         let mut flows = Vec::with_capacity(spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
-            let config = TcpConfig::from(&f.tcp);
-            let cc = Controller::new(f.cca, config.mss, config.initial_window);
             let bytes = match f.traffic {
                 TrafficSpec::Greedy => None,
                 TrafficSpec::Finite { bytes } => Some(bytes),
             };
-            let mut sender = Sender::Tcp(TcpSender::new(i as u32, f.dst as u32, config.clone(), cc, bytes));
+            let (flow, src, dst) = (i as u32, f.src as u32, f.dst as u32);
+            let (mut sender, receiver) = match f.transport {
+                TransportKind::Tcp => {
+                    let config = TcpConfig::from(&f.tcp);
+                    let cc = Controller::new(f.cca, config.mss, config.initial_window);
+                    let receiver = TcpReceiver::new(flow, src, &config);
+                    (Sender::Tcp(TcpSender::new(flow, dst, config, cc, bytes)), Receiver::Tcp(receiver))
+                }
+                TransportKind::Quic => {
+                    let config = QuicConfig::from(&f.quic);
+                    let cc = Controller::new(f.cca, config.max_datagram, config.initial_window);
+                    let receiver = QuicReceiver::new(flow, src, &config);
+                    (Sender::Quic(QuicSender::new(flow, dst, config, cc, bytes)), Receiver::Quic(receiver))
+                }
+            };
             sender.record_mut().name = f.name.clone();
-            let receiver = Receiver::Tcp(TcpReceiver::new(i as u32, f.src as u32, &config));
             flows.push(Flow {
                 src: f.src as u32,
                 dst: f.dst as u32,

@@ -20,7 +20,7 @@ pub struct SackBlock {
     pub end: u64,
 }
 
-/// One IP packet carrying a TCP segment of a flow.
+/// One IP packet carrying a TCP segment or a QUIC packet of a flow.
 ///
 /// Sequence numbers are 64-bit stream offsets and never wrap. `seq` of a SYN is 0 and the first
 /// data byte has sequence number 1, as if the initial sequence number were zero.
@@ -52,6 +52,13 @@ pub struct Packet {
     pub sender_srtt: SimTime,
     /// When the packet entered its current egress queue (set by the channel).
     pub enqueued_at: SimTime,
+    /// QUIC packet number (RFC 9000 §12.3): never reused, so an acknowledgement names exactly one
+    /// transmission. On a QUIC ACK the SACK blocks carry acknowledged packet-number ranges. Zero
+    /// for TCP.
+    pub pn: u64,
+    /// QUIC ACK Delay (RFC 9000 §19.3): how long the receiver held the ACK after the largest
+    /// acknowledged packet arrived. Zero for TCP.
+    pub ack_delay: SimTime,
 }
 
 impl Packet {
@@ -73,6 +80,8 @@ impl Packet {
             retransmission: false,
             sender_srtt: SimTime::ZERO,
             enqueued_at: now,
+            pn: 0,
+            ack_delay: SimTime::ZERO,
         }
     }
 

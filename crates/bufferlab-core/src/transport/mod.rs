@@ -5,29 +5,35 @@
 //! transports, dispatched with a `match` (no virtual calls on the per-packet path). A transport
 //! plugs in by adding a variant to each and an arm to the dispatch macros.
 
+pub mod quic;
+pub mod ranges;
 pub mod tcp;
 
 use crate::net::packet::Packet;
 use crate::record::result::FlowRecord;
 use crate::units::SimTime;
+use quic::{QuicReceiver, QuicSender};
 use tcp::{TcpReceiver, TcpSender};
 
 /// The sending end of a flow: it carries the application's bytes and runs congestion control.
 #[derive(Debug)]
 pub enum Sender {
     Tcp(TcpSender),
+    Quic(QuicSender),
 }
 
 /// The receiving end of a flow: it delivers bytes in order and acknowledges them.
 #[derive(Debug)]
 pub enum Receiver {
     Tcp(TcpReceiver),
+    Quic(QuicReceiver),
 }
 
 macro_rules! sender_dispatch {
     ($self:ident, $s:ident => $body:expr) => {
         match $self {
             Sender::Tcp($s) => $body,
+            Sender::Quic($s) => $body,
         }
     };
 }
@@ -36,6 +42,7 @@ macro_rules! receiver_dispatch {
     ($self:ident, $r:ident => $body:expr) => {
         match $self {
             Receiver::Tcp($r) => $body,
+            Receiver::Quic($r) => $body,
         }
     };
 }

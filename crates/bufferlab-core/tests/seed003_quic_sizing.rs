@@ -22,7 +22,13 @@ const TP_NS: u64 = MS;
 /// The seed's QUIC sizes: 1252-byte QUIC packets in 1287-byte frames (IP 20 + UDP 8 + PPP 7),
 /// ACK frames of 58 bytes.
 fn quic_options() -> QuicSpec {
-    QuicSpec { max_datagram_bytes: 1252, lower_layer_bytes: 35, ack_packet_bytes: 23, ack_every: 1, ..QuicSpec::default() }
+    QuicSpec {
+        max_datagram_bytes: 1252,
+        lower_layer_bytes: 35,
+        ack_packet_bytes: 23,
+        ack_every: 1,
+        ..QuicSpec::default()
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -56,9 +56,9 @@ pub struct Packet {
     /// transmission. On a QUIC ACK the SACK blocks carry acknowledged packet-number ranges. Zero
     /// for TCP.
     pub pn: u64,
-    /// QUIC ACK Delay (RFC 9000 §19.3): how long the receiver held the ACK after the largest
-    /// acknowledged packet arrived. Zero for TCP.
-    pub ack_delay: SimTime,
+    /// QUIC ACK Delay (RFC 9000 §19.3) in microseconds, the field's unit with ack_delay_exponent 0:
+    /// how long the receiver held the ACK after the largest acknowledged packet arrived. Zero for TCP.
+    pub ack_delay_us: u32,
 }
 
 impl Packet {
@@ -81,7 +81,7 @@ impl Packet {
             sender_srtt: SimTime::ZERO,
             enqueued_at: now,
             pn: 0,
-            ack_delay: SimTime::ZERO,
+            ack_delay_us: 0,
         }
     }
 
@@ -95,5 +95,16 @@ impl Packet {
     }
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packet_fits_two_cache_lines() {
+        // Packets are moved by value through queues and pipes; keep them at most 128 bytes.
+        assert!(std::mem::size_of::<Packet>() <= 128, "{} bytes", std::mem::size_of::<Packet>());
     }
 }

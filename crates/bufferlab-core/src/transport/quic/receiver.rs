@@ -110,7 +110,7 @@ impl QuicReceiver {
         out.push(Packet {
             sack,
             sack_len: n as u8,
-            ack_delay: now - self.largest_received_at,
+            ack_delay_us: u32::try_from((now - self.largest_received_at).as_ns() / 1_000).unwrap_or(u32::MAX),
             ..Packet::acknowledgement(
                 self.flow,
                 self.sender_node,
@@ -175,6 +175,6 @@ mod tests {
         r.on_packet(SimTime::from_ms(10), &data(0, 0, 1000), &mut out);
         r.on_timeout(SimTime::from_ms(35), &mut out);
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].ack_delay, SimTime::from_ms(25));
+        assert_eq!(out[0].ack_delay_us, 25_000);
     }
 }

@@ -41,7 +41,8 @@ impl QuicRtt {
         self.min_rtt = Some(min_rtt);
         // §5.3: subtract the ACK delay only if the result is not below min_rtt.
         let adjusted = if latest_rtt >= min_rtt + ack_delay { latest_rtt - ack_delay } else { latest_rtt };
-        let deviation = if self.smoothed_rtt > adjusted { self.smoothed_rtt - adjusted } else { adjusted - self.smoothed_rtt };
+        let deviation =
+            if self.smoothed_rtt > adjusted { self.smoothed_rtt - adjusted } else { adjusted - self.smoothed_rtt };
         // rttvar = 3/4 · rttvar + 1/4 · |smoothed_rtt − adjusted_rtt|
         self.rttvar = SimTime((3 * self.rttvar.0 + deviation.0) / 4);
         // smoothed_rtt = 7/8 · smoothed_rtt + 1/8 · adjusted_rtt

@@ -291,7 +291,7 @@ impl QuicSender {
         if let Some(p) = largest_newly_acked.filter(|p| p.pn == largest) {
             let latest = now - p.time_sent;
             let ack_delay = if self.state == State::Established {
-                packet.ack_delay.min(self.config.max_ack_delay)
+                SimTime::from_us(packet.ack_delay_us as u64).min(self.config.max_ack_delay)
             } else {
                 SimTime::ZERO // §5.3: ACK Delay is ignored for Initial packets
             };
@@ -340,8 +340,7 @@ impl QuicSender {
         // between, spanning more than the persistent-congestion duration.
         let mut run_start: Option<SimTime> = None;
         let mut persistent = false;
-        let pc_duration =
-            self.rtt.pto(self.config.max_ack_delay).mul(PERSISTENT_CONGESTION_THRESHOLD);
+        let pc_duration = self.rtt.pto(self.config.max_ack_delay).mul(PERSISTENT_CONGESTION_THRESHOLD);
         for i in 0..self.sent.len() {
             let p = self.sent[i];
             if p.pn > largest_acked {

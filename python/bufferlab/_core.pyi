@@ -25,6 +25,10 @@ def tcp_defaults() -> str:
     """The engine's TCP defaults (TcpSpec::default()) as JSON text."""
 
 
+def quic_defaults() -> str:
+    """The engine's QUIC defaults (QuicSpec::default()) as JSON text."""
+
+
 class Run:
     """A run advanced in steps (for progress reports); the result equals `run()`'s."""
 

@@ -10,8 +10,11 @@ use crate::net::routing::{Edge, RoutingTable};
 use crate::queue::Queue;
 use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
-use crate::spec::{Direction, RecordSpec, ScenarioSpec, TrafficSpec};
-use crate::transport::tcp::{delivery_delay_byte_ps, TcpConfig, TcpReceiver, TcpSender};
+use crate::spec::{Direction, RecordSpec, ScenarioSpec, TrafficSpec, TransportKind};
+use crate::transport::quic::{QuicConfig, QuicReceiver, QuicSender};
+use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use crate::transport::timing::delivery_delay_byte_ps;
+use crate::transport::{Receiver, Sender};
 use crate::units::{BitRate, SimTime};
 use crate::validate::{check_fields, check_queue_fits, largest_packets};
 use crate::{EngineError, ENGINE_VERSION};
@@ -55,8 +58,8 @@ enum Side {
 struct Flow {
     src: u32,
     dst: u32,
-    sender: TcpSender,
-    receiver: TcpReceiver,
+    sender: Sender,
+    receiver: Receiver,
     sender_timer: TimerSlot,
     receiver_timer: TimerSlot,
 }
@@ -140,7 +143,7 @@ impl Simulator {
         endpoints.dedup();
         let routes = RoutingTable::build(spec.nodes.len(), &edges, &endpoints);
         for (i, f) in spec.flows.iter().enumerate() {
-            let (data, ack) = largest_packets(&f.tcp);
+            let (data, ack) = largest_packets(f);
             for (from, to, bytes) in [(f.src, f.dst, data), (f.dst, f.src, ack)] {
                 for ch in route(&routes, &channels, from, to) {
                     let (link, direction) = Direction::of_channel(ch);
@@ -154,15 +157,26 @@ impl Simulator {
         let mut events = EventQueue::new();
         let mut flows = Vec::with_capacity(spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
-            let config = TcpConfig::from(&f.tcp);
-            let cc = Controller::new(f.cca, config.mss, config.initial_window);
             let bytes = match f.traffic {
                 TrafficSpec::Greedy => None,
                 TrafficSpec::Finite { bytes } => Some(bytes),
             };
-            let mut sender = TcpSender::new(i as u32, f.dst as u32, config.clone(), cc, bytes);
-            sender.record.name = f.name.clone();
-            let receiver = TcpReceiver::new(i as u32, f.src as u32, &config);
+            let (flow, src, dst) = (i as u32, f.src as u32, f.dst as u32);
+            let (mut sender, receiver) = match f.transport {
+                TransportKind::Tcp => {
+                    let config = TcpConfig::from(&f.tcp);
+                    let cc = Controller::new(f.cca, config.mss, config.initial_window);
+                    let receiver = TcpReceiver::new(flow, src, &config);
+                    (Sender::Tcp(TcpSender::new(flow, dst, config, cc, bytes)), Receiver::Tcp(receiver))
+                }
+                TransportKind::Quic => {
+                    let config = QuicConfig::from(&f.quic);
+                    let cc = Controller::new(f.cca, config.max_datagram, config.initial_window);
+                    let receiver = QuicReceiver::new(flow, src, &config);
+                    (Sender::Quic(QuicSender::new(flow, dst, config, cc, bytes)), Receiver::Quic(receiver))
+                }
+            };
+            sender.record_mut().name = f.name.clone();
             flows.push(Flow {
                 src: f.src as u32,
                 dst: f.dst as u32,
@@ -381,7 +395,7 @@ impl Simulator {
                     min_rtt_ns: f.sender.min_rtt().map_or(0, |s| s.as_ns()),
                     acked: f.sender.bytes_acked(),
                     delivered: f.receiver.bytes_delivered(),
-                    sent: f.sender.record.payload_bytes_sent,
+                    sent: f.sender.record().payload_bytes_sent,
                     written: f.sender.bytes_written(),
                     idt_ewma_ns: f.sender.idt_ewma().map_or(0, |t| t.as_ns()),
                     delivery_delay_byte_us: (delivery_delay_byte_ps(&f.sender, &f.receiver) / 1_000_000) as u64,
@@ -419,10 +433,10 @@ impl Simulator {
             .into_iter()
             .zip(self.data_paths)
             .map(|(f, path)| {
-                let mut r = f.sender.record.clone();
+                let mut r = f.sender.record().clone();
                 r.bytes_acked = f.sender.bytes_acked();
                 r.bytes_delivered = f.receiver.bytes_delivered();
-                r.acks_sent = f.receiver.acks_sent;
+                r.acks_sent = f.receiver.acks_sent();
                 r.app_bytes_written = f.sender.bytes_written();
                 r.min_rtt_ns = f.sender.min_rtt().map(|t| t.as_ns());
                 r.final_srtt_ns = f.sender.srtt().map(|t| t.as_ns());

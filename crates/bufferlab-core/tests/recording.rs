@@ -4,7 +4,7 @@
 mod common;
 
 use bufferlab_core::run;
-use bufferlab_core::spec::{RecordSpec, ScenarioSpec, TcpSpec};
+use bufferlab_core::spec::{RecordSpec, ScenarioSpec, TcpSpec, TrafficSpec, TransportKind};
 use common::*;
 
 /// One host pair on one 10 Mb/s, 5 ms link; a stop-and-wait flow (receive window of one
@@ -44,6 +44,20 @@ fn one_way_delay_without_queueing_is_serialisation_plus_propagation() {
         let mean_us = (delay[k] - delay[k - 1]) as f64 / bytes as f64;
         assert!((mean_us - per_byte as f64 / 1e3).abs() < 1e-3, "interval {k}: {mean_us} µs");
     }
+}
+
+#[test]
+fn quic_one_way_delay_on_an_unlimited_link_is_the_propagation_delay() {
+    // A 10 kB transfer fits the initial window: it leaves at once.
+    let mut spec = stop_and_wait(Some(100 * MS));
+    spec.links[0].rate_bps = None;
+    spec.flows[0].transport = TransportKind::Quic;
+    spec.flows[0].traffic = TrafficSpec::Finite { bytes: 10_000 };
+    let result = run(&spec).unwrap();
+    let f = &result.flows[0];
+    assert_eq!(f.bytes_delivered, 10_000);
+    // No serialisation, no queue: every byte arrives 5 ms after it was written.
+    assert_eq!(f.delivery_delay_byte_ns, 10_000 * (5 * MS) as u128);
 }
 
 #[test]

@@ -15,14 +15,6 @@ pub use sender::TcpSender;
 /// beyond the header every segment has (20 + 20 + 12 timestamp bytes in the default 52).
 pub const SYN_OPTION_BYTES: u32 = 8;
 
-/// Sum over the bytes a flow delivered in order of their one-way delay, from the application's
-/// write (the byte's first transmission) to in-order delivery, in byte·ps:
-/// Σ delivery time − Σ write time over the same bytes (the first `bytes_delivered` of the stream).
-pub fn delivery_delay_byte_ps(sender: &TcpSender, receiver: &TcpReceiver) -> u128 {
-    let delivered_end = 1 + receiver.bytes_delivered(); // data starts at sequence number 1
-    receiver.delivered_byte_ps() - sender.written_byte_ps_below(delivered_end)
-}
-
 /// TCP parameters in engine units, from [`TcpSpec`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct TcpConfig {

@@ -3,6 +3,7 @@
 
 use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::transport::timing::DeliveryLog;
 use crate::units::SimTime;
 
 #[derive(Debug)]
@@ -29,8 +30,8 @@ pub struct TcpReceiver {
     last_ack_sent: u64,
     fin_seq: Option<u64>,
     pub acks_sent: u64,
-    /// Sum of the in-order delivery times of the bytes delivered, in byte·ps.
-    delivered_byte_ps: u128,
+    /// In-order delivery times of the bytes delivered (for the recorder).
+    deliveries: DeliveryLog,
 }
 
 impl TcpReceiver {
@@ -53,7 +54,7 @@ impl TcpReceiver {
             last_ack_sent: 0,
             fin_seq: None,
             acks_sent: 0,
-            delivered_byte_ps: 0,
+            deliveries: DeliveryLog::default(),
         }
     }
 
@@ -72,7 +73,7 @@ impl TcpReceiver {
 
     /// Sum over the bytes delivered in order of the time each was delivered, in byte·ps.
     pub fn delivered_byte_ps(&self) -> u128 {
-        self.delivered_byte_ps
+        self.deliveries.byte_ps()
     }
 
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
@@ -84,8 +85,7 @@ impl TcpReceiver {
     pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
         let delivered_before = self.bytes_delivered();
         self.receive(now, packet, out);
-        let newly_delivered = self.bytes_delivered() - delivered_before;
-        self.delivered_byte_ps += newly_delivered as u128 * now.0 as u128;
+        self.deliveries.delivered(self.bytes_delivered() - delivered_before, now);
     }
 
     fn receive(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {

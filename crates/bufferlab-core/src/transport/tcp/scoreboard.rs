@@ -20,8 +20,6 @@ pub struct Segment {
     pub len: u32,
     /// Time of the segment's latest transmission.
     pub sent_time: SimTime,
-    /// Time of its first transmission: when the application's bytes were written.
-    pub first_sent: SimTime,
     pub sacked: bool,
     pub lost: bool,
     /// A retransmission of this segment is in flight (counted back into pipe).
@@ -45,8 +43,6 @@ pub struct CumulativeAck {
     pub newest: Option<Segment>,
     /// Bytes acknowledged that had already been SACKed (delivered earlier).
     pub previously_sacked_bytes: u64,
-    /// Sum of the first-transmission times of the bytes acknowledged, in byte·ps.
-    pub first_sent_byte_ps: u128,
 }
 
 #[derive(Debug)]
@@ -121,7 +117,6 @@ impl Scoreboard {
             start,
             len,
             sent_time: now,
-            first_sent: now,
             sacked: false,
             lost: false,
             retransmitted: false,
@@ -151,23 +146,12 @@ impl Scoreboard {
             }
             result.bytes += len;
             result.segments += 1;
-            result.first_sent_byte_ps += len as u128 * seg.first_sent.0 as u128;
             result.newest = Some(seg);
         }
         if self.segments.is_empty() {
             self.highest_sacked_end = 0;
         }
         result
-    }
-
-    /// Sum of the first-transmission times of the outstanding bytes below `seq`, in byte·ps.
-    pub fn first_sent_byte_ps_below(&self, seq: u64) -> u128 {
-        let mut sum = 0;
-        for seg in self.segments.iter().take_while(|s| s.start < seq) {
-            let bytes = seg.end().min(seq) - seg.start;
-            sum += bytes as u128 * seg.first_sent.0 as u128;
-        }
-        sum
     }
 
     /// Mark the segments wholly inside a SACK block; returns the bytes newly SACKed.
@@ -386,24 +370,6 @@ mod tests {
         assert_eq!((ack.bytes, ack.segments, ack.previously_sacked_bytes), (500, 5, 300));
         assert_eq!(sb.pipe(), 500);
         assert_eq!(sb.sacked_bytes(), 0);
-    }
-
-    #[test]
-    fn first_send_times_survive_retransmission() {
-        // Segment k first sent at k µs; segment 0 retransmitted much later.
-        let mut sb = Scoreboard::new(MSS);
-        for k in 0..4u64 {
-            sb.push(1 + k * MSS as u64, MSS, SimTime::from_ns(1000 * k));
-        }
-        sb.mark_all_lost();
-        let i = sb.next_retransmission().expect("all lost");
-        sb.retransmit(i, SimTime::from_ms(500));
-        let us = |n: u128| n * 1_000_000; // 1 µs in ps
-                                          // Bytes below 151: segment 0 whole (100 B at 0 µs) and half of segment 1 (50 B at 1 µs).
-        assert_eq!(sb.first_sent_byte_ps_below(151), 50 * us(1));
-        let ack = sb.ack_up_to(1 + 3 * MSS as u64);
-        assert_eq!(ack.first_sent_byte_ps, 100 * (us(0) + us(1) + us(2)));
-        assert_eq!(sb.first_sent_byte_ps_below(1 + 4 * MSS as u64), 100 * us(3));
     }
 
     #[test]

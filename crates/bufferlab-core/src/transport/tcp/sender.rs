@@ -9,6 +9,7 @@ use crate::cc::{AckSample, CongestionController, Controller};
 use crate::net::packet::{flags, Packet};
 use crate::record::result::FlowRecord;
 use crate::spec::RecoveryKind;
+use crate::transport::timing::{InterDeparture, WriteLog};
 use crate::units::SimTime;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,11 +71,9 @@ pub struct TcpSender {
     syn_retransmitted: bool,
     syn_sent_at: SimTime,
     fin_sent: bool,
-    /// When the latest data segment left, and the EWMA of the inter-departure times (recorder).
-    last_data_sent: Option<SimTime>,
-    idt_ewma: Option<SimTime>,
-    /// Sum of the first-transmission times of the bytes cumulatively acknowledged, byte·ps.
-    first_sent_byte_ps_acked: u128,
+    /// For the recorder: inter-departure times of data segments, write times of the bytes.
+    idt: InterDeparture,
+    write_log: WriteLog,
     pub record: FlowRecord,
 }
 
@@ -101,9 +100,8 @@ impl TcpSender {
             syn_retransmitted: false,
             syn_sent_at: SimTime::ZERO,
             fin_sent: false,
-            last_data_sent: None,
-            idt_ewma: None,
-            first_sent_byte_ps_acked: 0,
+            idt: InterDeparture::default(),
+            write_log: WriteLog::default(),
             record: FlowRecord::default(),
         }
     }
@@ -140,13 +138,11 @@ impl TcpSender {
     }
     /// Smoothed inter-departure time of data segments; `None` before the second one.
     pub fn idt_ewma(&self) -> Option<SimTime> {
-        self.idt_ewma
+        self.idt.ewma()
     }
-    /// Sum of the write times of the application bytes below sequence number `seq` (every one
-    /// of them sent), in byte·ps. The engine has no send buffer: the application writes a byte
-    /// when the sender first transmits it.
-    pub fn written_byte_ps_below(&self, seq: u64) -> u128 {
-        self.first_sent_byte_ps_acked + self.scoreboard.first_sent_byte_ps_below(seq)
+    /// Sum of the write times of the first `bytes` application bytes, in byte·ps.
+    pub fn written_byte_ps_below(&self, bytes: u64) -> u128 {
+        self.write_log.byte_ps_below(bytes)
     }
 
     fn data_acked_up_to(&self, ack: u64) -> u64 {
@@ -254,7 +250,6 @@ impl TcpSender {
         let mut rtt_sample = None;
         if ack > self.snd_una {
             let cumulative = self.scoreboard.ack_up_to(ack);
-            self.first_sent_byte_ps_acked += cumulative.first_sent_byte_ps;
             acked_bytes = cumulative.bytes;
             delivered += cumulative.bytes - cumulative.previously_sacked_bytes;
             if !self.config.sack {
@@ -286,6 +281,7 @@ impl TcpSender {
             }
             self.rtt.reset_backoff();
             self.record.bytes_acked = self.bytes_acked();
+            self.write_log.fold_below(self.bytes_acked());
         } else if ack == self.snd_una && !self.scoreboard.is_empty() && packet.payload == 0 {
             // RFC 5681 §2 duplicate ACK (RFC 6675 also counts any ACK carrying new SACK info).
             self.dupacks += 1;
@@ -512,6 +508,8 @@ impl TcpSender {
                 }
                 let start = self.snd_nxt;
                 self.scoreboard.push(start, len as u32, now);
+                // Application offsets start at 0 (sequence number 1).
+                self.write_log.write(start - 1, start - 1 + len, now);
                 self.snd_nxt += len;
                 self.charge(len);
                 out.push(self.segment(now, start, len as u32, flags::ACK, false));
@@ -539,12 +537,7 @@ impl TcpSender {
         if payload > 0 {
             self.record.segments_sent += 1;
             self.record.payload_bytes_sent += payload as u64;
-            // Inter-departure time of data segments, smoothed with SRTT's gain 1/8 (RFC 6298 §2.3).
-            if let Some(last) = self.last_data_sent {
-                let idt = now - last;
-                self.idt_ewma = Some(self.idt_ewma.map_or(idt, |e| SimTime((7 * e.0 + idt.0) / 8)));
-            }
-            self.last_data_sent = Some(now);
+            self.idt.departed(now);
         }
         let wire_bytes = self.config.header_bytes + payload + options;
         Packet {

@@ -227,6 +227,19 @@ def test_header_bytes_that_cannot_be_ipv4_tcp_are_refused(run) -> None:
         pcap.write_pcap(io.BytesIO(), cap, engine["flows"])
 
 
+def test_packet_export_refuses_quic_flows(run) -> None:
+    result, engine = run
+    cap = capture_on(result, engine, "btl")
+    flows = [dict(f) for f in engine["flows"]]
+    flows[1]["transport"] = "quic"
+    for export in (lambda: pcap.write_pcap(io.BytesIO(), cap, flows),
+                   lambda: monitor.capture_csv(io.StringIO(), cap, flows)):
+        with pytest.raises(pcap.PcapError, match=r"flows\[1\]\.transport: packet export \(pcap, CSV\) supports TCP"):
+            export()
+    # The middlebox table needs no headers: it works for any transport.
+    assert monitor.middlebox_flows(cap, ["mouse", "elephant"]).height == 2
+
+
 TSHARK = shutil.which("tshark")
 
 

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 import numpy as np
 import polars as pl
 
-from .pcap import flow_ports, node_address
+from .pcap import check_tcp_only, flow_ports, node_address
 
 __all__ = ["DEFAULT_SPLIT_BYTES", "CSV_FIELDS", "middlebox_flows", "size_class_summary", "capture_frame",
            "capture_csv"]
@@ -84,6 +84,7 @@ def size_class_summary(flows: pl.DataFrame) -> pl.DataFrame:
 
 def capture_frame(capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
     """The captured packets as tshark's fields of seed 000 (column names as tshark's -e names)."""
+    check_tcp_only(capture, flows)
     frame = _frame(capture)
     flow = frame["flow"].to_numpy()
     is_data = frame["is_data"].to_numpy()

@@ -32,7 +32,8 @@ import numpy as np
 
 from .errors import SpecError
 
-__all__ = ["PCAP_MAGIC_NS", "LINKTYPE_RAW", "node_address", "flow_ports", "write_pcap", "PcapError"]
+__all__ = ["PCAP_MAGIC_NS", "LINKTYPE_RAW", "node_address", "flow_ports", "write_pcap", "check_tcp_only",
+           "PcapError"]
 
 PCAP_MAGIC_NS = 0xA1B23C4D
 LINKTYPE_RAW = 101
@@ -85,11 +86,20 @@ def _options(length: int, syn: bool, mss: int, ts_val: int, ts_ecr: int) -> byte
     return out + bytes((1,)) * (length - len(out))
 
 
+def check_tcp_only(capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]]) -> None:
+    """Packet export writes TCP headers: refuse a capture holding packets of QUIC flows."""
+    for flow in np.unique(np.asarray(capture["flow"])).tolist():
+        if flows[flow].get("transport", "tcp") != "tcp":
+            raise PcapError(f"flows[{flow}].transport", "packet export (pcap, CSV) supports TCP flows only; "
+                                                        "this capture holds QUIC packets")
+
+
 def write_pcap(path: str | Path | BinaryIO, capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]],
                *, full_payload: bool = False) -> int:
     """Write the packets of one capture (columns as in RunResult.captures: time_ns, flow,
     is_data, flags, seq, ack, payload_bytes, wire_bytes, optional ts_val_ns/ts_ecr_ns) of a
     run whose engine-spec flows are `flows` (src, dst, tcp.mss). Returns the packets written."""
+    check_tcp_only(capture, flows)
     n = len(capture["time_ns"])
     columns = {k: np.asarray(capture[k]) for k in ("time_ns", "flow", "is_data", "flags", "seq", "ack",
                                                    "payload_bytes", "wire_bytes")}

@@ -16,7 +16,8 @@ import polars as pl
 import pytest
 
 import bufferlab
-from bufferlab import store
+import bufferlab.metrics
+from bufferlab import runner, store
 from bufferlab.errors import SpecError
 from bufferlab.spec import Scenario
 from conftest import REPO, SMALL_DUMBBELL, bufferlab as cli
@@ -47,9 +48,16 @@ def test_load_returns_polars_tables_of_every_kind(write_scenario, db: Path) -> N
         assert res.timeseries(run_id, kind="channel", names=["btl_forward"]).height == 10
         pandas = res.flow_metrics.to_pandas()
         assert pandas.shape == (2, res.flow_metrics.width)
-        # The stored metric rows are the ones the metric module computes from the stored run.
-        assert res.flow_metrics["mean_throughput_l4"].to_list() == pytest.approx(
-            (res.flow_metrics["mean_throughput_l4"]).to_list())
+        stored_metrics = res.flow_metrics.drop("run_id")
+    # The stored rows are what the metric module computes from the run (same spec, same result).
+    scenario = Scenario.from_toml_text(CAPTURED)
+    result, _ = runner.simulate(scenario)
+    resolved = scenario.resolve()
+    fresh = bufferlab.metrics.flow_metrics(bufferlab.metrics.RunData.from_result(
+        result, resolved.engine, resolved.flow_endpoints, resolved.bottleneck))
+    assert stored_metrics.columns == fresh.columns
+    for column in bufferlab.metrics.FLOW_METRICS:
+        assert stored_metrics[column].to_list() == pytest.approx(fresh[column].to_list(), nan_ok=True), column
 
 
 def test_results_cli_lists_shows_queries_and_exports(write_scenario, db: Path, tmp_path: Path) -> None:

@@ -110,6 +110,9 @@ impl Simulator {
                     Queue::from_spec(queue),
                     stream_seed(spec.seed, index as u64),
                 );
+                if let Some(model) = &link.loss_model {
+                    ch.set_loss_model(model);
+                }
                 ch.record.name = format!("{}_{}", link.name, direction.name());
                 ch.record.link = link_index;
                 ch.record.from = from;

@@ -58,10 +58,26 @@ pub struct LinkSpec {
     /// Probability that a packet is lost in flight, independently per packet, both directions.
     #[serde(default)]
     pub loss: f64,
+    /// A loss process other than independent losses (then `loss` must be 0), both directions,
+    /// each with its own state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_model: Option<LossModel>,
     /// Egress queue of the a→b direction.
     pub queue_forward: QueueSpec,
     /// Egress queue of the b→a direction.
     pub queue_backward: QueueSpec,
+}
+
+/// A per-link loss process.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossModel {
+    /// Gilbert–Elliott two-state Markov chain, stepped once per packet: Good → Bad with
+    /// probability `p`, Bad → Good with `r`; a packet is lost with probability `loss_good` in the
+    /// Good state and `loss_bad` in the Bad state. Stationary loss rate
+    /// (r·loss_good + p·loss_bad)/(p + r); with loss_good = 0 and loss_bad = 1 (Gilbert's model)
+    /// loss bursts are geometric with mean length 1/r.
+    GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64 },
 }
 
 /// An egress queue discipline.
@@ -75,6 +91,9 @@ pub enum QueueSpec {
         #[serde(default)]
         limit_bytes: Option<u64>,
     },
+    /// Token bucket filter (Linux `tbf`): tokens at `rate_bps` up to `bucket_bytes`, a packet
+    /// leaves when its size in tokens is there; at most `limit_bytes` wait for tokens.
+    Tbf { rate_bps: u64, bucket_bytes: u64, limit_bytes: u64 },
 }
 
 impl QueueSpec {

@@ -1,7 +1,7 @@
 //! Checks a resolved scenario before any simulation, so that a run never fails half-way.
 //! Each error names the offending field by its path in the spec and says why.
 
-use crate::spec::{Direction, NodeKind, QueueSpec, ScenarioSpec, TrafficSpec};
+use crate::spec::{Direction, LossModel, NodeKind, QueueSpec, ScenarioSpec, TrafficSpec};
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -30,6 +30,36 @@ fn check_queue(field: String, q: &QueueSpec) -> Result<(), EngineError> {
             (None, None) => Err(err(field, "a FIFO needs a limit in packets or bytes")),
             _ => Ok(()),
         },
+        QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
+            for (k, v) in [("rate_bps", rate_bps), ("bucket_bytes", bucket_bytes), ("limit_bytes", limit_bytes)] {
+                if *v == 0 {
+                    return Err(err(format!("{field}.{k}"), "must be positive"));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check_loss_model(field: String, model: &LossModel, loss: f64) -> Result<(), EngineError> {
+    if loss > 0.0 {
+        return Err(err(field, "give either an independent loss probability or a loss model, not both"));
+    }
+    match *model {
+        LossModel::GilbertElliott { p, r, loss_good, loss_bad } => {
+            for (k, v) in [("p", p), ("r", r), ("loss_good", loss_good), ("loss_bad", loss_bad)] {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(err(format!("{field}.{k}"), format!("probability {v} not in [0, 1]")));
+                }
+            }
+            if loss_good >= 1.0 {
+                return Err(err(format!("{field}.loss_good"), "the Good state must let some packets through"));
+            }
+            if r == 0.0 && loss_bad >= 1.0 {
+                return Err(err(format!("{field}.r"), "a Bad state that loses everything must be left (r > 0)"));
+            }
+            Ok(())
+        }
     }
 }
 
@@ -76,6 +106,9 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         }
         if !(0.0..1.0).contains(&link.loss) {
             return Err(err(field("loss"), format!("loss probability {} not in [0, 1)", link.loss)));
+        }
+        if let Some(model) = &link.loss_model {
+            check_loss_model(field("loss_model"), model, link.loss)?;
         }
         check_queue(field("queue_forward"), &link.queue_forward)?;
         check_queue(field("queue_backward"), &link.queue_backward)?;
@@ -176,11 +209,22 @@ pub(crate) fn check_queue_fits(
     direction: Direction,
     queue: &QueueSpec,
 ) -> Result<(), EngineError> {
-    let QueueSpec::Fifo { limit_bytes: Some(limit), .. } = queue else { return Ok(()) };
-    if *limit < packet_bytes {
+    let field = format!("links[{link}].queue_{}", direction.name());
+    let (limit, bucket) = match queue {
+        QueueSpec::Fifo { limit_bytes: Some(limit), .. } => (*limit, None),
+        QueueSpec::Tbf { bucket_bytes, limit_bytes, .. } => (*limit_bytes, Some(*bucket_bytes)),
+        QueueSpec::Fifo { .. } => return Ok(()),
+    };
+    if limit < packet_bytes {
         return Err(err(
-            format!("links[{link}].queue_{}", direction.name()),
+            field,
             format!("a {limit}-byte limit cannot hold a {packet_bytes}-byte packet of flows[{flow}]"),
+        ));
+    }
+    if let Some(bucket) = bucket.filter(|b| *b < packet_bytes) {
+        return Err(err(
+            field,
+            format!("a {bucket}-byte bucket never holds the tokens of a {packet_bytes}-byte packet of flows[{flow}]"),
         ));
     }
     Ok(())
@@ -227,6 +271,7 @@ mod tests {
                 rate_bps: Some(1_000_000),
                 delay_ns: 0,
                 loss: 0.0,
+                loss_model: None,
                 queue_forward: q.clone(),
                 queue_backward: q,
             }],

@@ -12,6 +12,7 @@ use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
 use crate::spec::{Direction, ScenarioSpec, TrafficSpec};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use crate::transport::{Receiver, Sender};
 use crate::units::{BitRate, SimTime};
 use crate::validate::{check_fields, check_queue_fits, largest_packets};
 use crate::{EngineError, ENGINE_VERSION};
@@ -55,8 +56,8 @@ enum Side {
 struct Flow {
     src: u32,
     dst: u32,
-    sender: TcpSender,
-    receiver: TcpReceiver,
+    sender: Sender,
+    receiver: Receiver,
     sender_timer: TimerSlot,
     receiver_timer: TimerSlot,
 }
@@ -151,9 +152,9 @@ impl Simulator {
                 TrafficSpec::Greedy => None,
                 TrafficSpec::Finite { bytes } => Some(bytes),
             };
-            let mut sender = TcpSender::new(i as u32, f.dst as u32, config.clone(), cc, bytes);
-            sender.record.name = f.name.clone();
-            let receiver = TcpReceiver::new(i as u32, f.src as u32, &config);
+            let mut sender = Sender::Tcp(TcpSender::new(i as u32, f.dst as u32, config.clone(), cc, bytes));
+            sender.record_mut().name = f.name.clone();
+            let receiver = Receiver::Tcp(TcpReceiver::new(i as u32, f.src as u32, &config));
             flows.push(Flow {
                 src: f.src as u32,
                 dst: f.dst as u32,
@@ -363,7 +364,7 @@ impl Simulator {
                     srtt_ns: f.sender.srtt().map_or(0, |s| s.as_ns()),
                     acked: f.sender.bytes_acked(),
                     delivered: f.receiver.bytes_delivered(),
-                    sent: f.sender.record.payload_bytes_sent,
+                    sent: f.sender.record().payload_bytes_sent,
                 },
             );
         }
@@ -393,10 +394,10 @@ impl Simulator {
             .flows
             .into_iter()
             .map(|f| {
-                let mut r = f.sender.record.clone();
+                let mut r = f.sender.record().clone();
                 r.bytes_acked = f.sender.bytes_acked();
                 r.bytes_delivered = f.receiver.bytes_delivered();
-                r.acks_sent = f.receiver.acks_sent;
+                r.acks_sent = f.receiver.acks_sent();
                 r.app_bytes_written = f.sender.bytes_written();
                 r.min_rtt_ns = f.sender.min_rtt().map(|t| t.as_ns());
                 r.final_srtt_ns = f.sender.srtt().map(|t| t.as_ns());

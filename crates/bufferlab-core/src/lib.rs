@@ -26,6 +26,7 @@
 //!         tcp: TcpSpec::default(),
 //!     }],
 //!     captures: vec![],
+//!     generators: vec![],
 //! };
 //! let result = run(&spec).unwrap();
 //! assert_eq!(result.flows[0].bytes_delivered, 100_000);

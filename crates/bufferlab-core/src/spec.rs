@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::traffic::Distribution;
+
 /// A complete scenario, ready to simulate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +29,10 @@ pub struct ScenarioSpec {
     /// Link directions whose packets are captured one record per packet (middlebox monitor).
     #[serde(default)]
     pub captures: Vec<CaptureSpec>,
+    /// Traffic generators: sources of TCP flows created while the run goes on (Poisson mice,
+    /// closed-loop users). Their flows' records follow those of `flows` in the result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<GeneratorSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,13 +133,58 @@ pub enum RecoveryKind {
 }
 
 /// Application traffic on a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TrafficSpec {
     /// Unlimited bulk data until the flow's stop time.
     Greedy,
     /// A transfer of `bytes` application bytes, then FIN.
     Finite { bytes: u64 },
+    /// An unresponsive datagram source (UDP-like, no congestion control, no acknowledgements):
+    /// packets of `packet_bytes` on the wire (IP and UDP headers included) at `rate_bps`.
+    Cbr { rate_bps: u64, packet_bytes: u32 },
+    /// A datagram source that alternates sending at `rate_bps` for an `on` period and silence for
+    /// an `off` period, both drawn (in ns) from their distributions; it starts with an on period.
+    OnOff { rate_bps: u64, packet_bytes: u32, on: Distribution, off: Distribution },
+}
+
+impl TrafficSpec {
+    /// True for datagram (UDP-like) sources, which have no TCP machinery.
+    pub fn is_datagram(&self) -> bool {
+        matches!(self, TrafficSpec::Cbr { .. } | TrafficSpec::OnOff { .. })
+    }
+}
+
+/// A source of TCP flows created during the run, from host `src` to host `dst`. Each transfer
+/// is a flow of its own (with its own record, named `<name>#<k>`, k counting from 0), with the
+/// generator's controller and TCP options. No transfer starts before `start_ns` or at or after
+/// `stop_ns`; transfers under way at `stop_ns` run on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorSpec {
+    pub name: String,
+    pub src: usize,
+    pub dst: usize,
+    pub cca: CcaKind,
+    #[serde(default)]
+    pub tcp: TcpSpec,
+    #[serde(default)]
+    pub start_ns: u64,
+    #[serde(default)]
+    pub stop_ns: Option<u64>,
+    pub model: GeneratorModel,
+}
+
+/// How a generator creates transfers. Sizes are in bytes, times in ns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum GeneratorModel {
+    /// Open loop: transfers arrive as a Poisson process of `rate_per_s` arrivals per second,
+    /// whatever the network does (mice), each of a size drawn from `size`.
+    Poisson { rate_per_s: f64, size: Distribution },
+    /// Closed loop: `users` users each repeat think (a time drawn from `think`) → transfer (a
+    /// size drawn from `size`) → think ...; a user's next think starts when its transfer completes.
+    ClosedLoop { users: u32, size: Distribution, think: Distribution },
 }
 
 /// TCP parameters; every field has the default stated in its comment.

@@ -105,6 +105,7 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
         links,
         flows,
         captures: vec![],
+        generators: vec![],
     }
 }
 

@@ -2,5 +2,7 @@
 //! while the simulation runs (Poisson mice, closed-loop users).
 
 pub mod dist;
+pub mod generator;
 
 pub use dist::{Distribution, Sampler};
+pub use generator::{Generator, Wakeup};

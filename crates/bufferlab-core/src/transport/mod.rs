@@ -5,29 +5,35 @@
 //! transports, dispatched with a `match` (no virtual calls on the per-packet path). A transport
 //! plugs in by adding a variant to each and an arm to the dispatch macros.
 
+pub mod datagram;
 pub mod tcp;
 
 use crate::net::packet::Packet;
 use crate::record::result::FlowRecord;
 use crate::units::SimTime;
+use datagram::{DatagramReceiver, DatagramSender};
 use tcp::{TcpReceiver, TcpSender};
 
 /// The sending end of a flow: it carries the application's bytes and runs congestion control.
 #[derive(Debug)]
 pub enum Sender {
     Tcp(TcpSender),
+    /// An unresponsive datagram source (CBR, on/off).
+    Datagram(DatagramSender),
 }
 
 /// The receiving end of a flow: it delivers bytes in order and acknowledges them.
 #[derive(Debug)]
 pub enum Receiver {
     Tcp(TcpReceiver),
+    Datagram(DatagramReceiver),
 }
 
 macro_rules! sender_dispatch {
     ($self:ident, $s:ident => $body:expr) => {
         match $self {
             Sender::Tcp($s) => $body,
+            Sender::Datagram($s) => $body,
         }
     };
 }
@@ -36,6 +42,7 @@ macro_rules! receiver_dispatch {
     ($self:ident, $r:ident => $body:expr) => {
         match $self {
             Receiver::Tcp($r) => $body,
+            Receiver::Datagram($r) => $body,
         }
     };
 }
@@ -96,6 +103,12 @@ impl Sender {
     pub fn record_mut(&mut self) -> &mut FlowRecord {
         sender_dispatch!(self, s => &mut s.record)
     }
+    /// Free the memory a finished flow no longer needs (its record and counters stay).
+    pub fn release_buffers(&mut self) {
+        if let Sender::Tcp(s) = self {
+            s.release_buffers();
+        }
+    }
 }
 
 impl Receiver {
@@ -116,5 +129,11 @@ impl Receiver {
     }
     pub fn acks_sent(&self) -> u64 {
         receiver_dispatch!(self, r => r.acks_sent)
+    }
+    /// Free the memory a finished flow no longer needs.
+    pub fn release_buffers(&mut self) {
+        if let Receiver::Tcp(r) = self {
+            r.release_buffers();
+        }
     }
 }

@@ -76,6 +76,7 @@ impl Path {
             ],
             flows: vec![greedy("flow", 0, 3, self.tcp.clone())],
             captures: vec![],
+            generators: vec![],
         }
     }
 }
@@ -97,7 +98,16 @@ pub fn dumbbell(k: usize, duration_ns: u64, seed: u64, loss: f64) -> ScenarioSpe
         f.start_ns = i as u64 * MS; // staggered starts
         flows.push(f);
     }
-    ScenarioSpec { seed, duration_ns, sample_interval_ns: Some(100 * MS), nodes, links, flows, captures: vec![] }
+    ScenarioSpec {
+        seed,
+        duration_ns,
+        sample_interval_ns: Some(100 * MS),
+        nodes,
+        links,
+        flows,
+        captures: vec![],
+        generators: vec![],
+    }
 }
 
 /// Conservation on every channel: offered = delivered + dropped + queued + transmitting + propagating.

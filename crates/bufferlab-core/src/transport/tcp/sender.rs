@@ -130,6 +130,11 @@ impl TcpSender {
     pub fn next_timeout(&self) -> Option<SimTime> {
         self.rto_deadline
     }
+    /// A closed connection keeps its counters but not its scoreboard's memory.
+    pub fn release_buffers(&mut self) {
+        debug_assert!(self.is_closed());
+        self.scoreboard.shrink_to_fit();
+    }
 
     fn data_acked_up_to(&self, ack: u64) -> u64 {
         let data_end = self.stream_end.unwrap_or(u64::MAX);

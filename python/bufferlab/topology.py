@@ -6,9 +6,11 @@ link comes from. The dumbbell lives in `spec` (its access delays follow from per
 here are the tree of seed 000 and the parking lot.
 
 **Tree** (seed 000, Dhamdhere & Dovrolis): ``sink — target1 — target2`` and below target2 a
-balanced tree of source hosts: ``fanout`` nodes ``h1_*`` on level 1, ``fanout²`` nodes ``h2_*``
-under them, and so on for ``levels`` levels (the seed: 2, 4 and 8 hosts; 18 sources). Node
-``h{L+1}_{j}`` hangs off ``h{L}_{j // fanout}``. Every link is named after the direction data
+balanced tree of source hosts, ``levels`` levels deep: each node has ``fanout`` children (or
+``fanout[L-1]`` children on level L when it is a list), named ``h{L}_{j}``; ``h{L+1}_{j}`` hangs
+off ``h{L}_{j // fanout}``. The default is the seed's balanced *binary* tree, 2 + 4 + 8 = 14
+sources. (The seed's text also speaks of "18 source nodes", which no binary tree of three levels
+has; ``fanout = [2, 2, 3]`` gives 2 + 4 + 12 = 18 with the same three RTT classes.) Every link is named after the direction data
 flows, toward the sink, and that direction is its "forward": ``h2_3_h1_1``, ``h1_1_target2``,
 ``btl`` (target2 → target1: the bottleneck, whose forward queue is the seed's pfifo at target2)
 and ``target1_sink``. The seed's rates and one-way delays are the defaults: bottleneck 50 Mb/s,
@@ -25,7 +27,7 @@ and ``cross{i}``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
@@ -73,7 +75,7 @@ class Tree(_Model):
 
     kind: Literal["tree"]
     levels: StrictInt = Field(default=3, ge=1, le=12)
-    fanout: StrictInt = Field(default=2, ge=1, le=64)
+    fanout: Annotated[int, Field(ge=1, le=64)] | list[Annotated[int, Field(ge=1, le=64)]] = 2
     bottleneck_rate: Rate = 50 * MBPS
     # Every link other than the bottleneck, unless `sink_rate` / `level_rates` say otherwise.
     rate: Rate = 100 * MBPS
@@ -100,6 +102,8 @@ def _per_level(values: list[Any] | None, levels: int, key: str) -> None:
 
 
 def build_tree(t: Tree, default_queue: Any) -> Graph:
+    fanouts = t.fanout if isinstance(t.fanout, list) else [t.fanout] * t.levels
+    _per_level(fanouts, t.levels, "fanout")
     _per_level(t.level_rates, t.levels, "level_rates")
     if "level_delays" not in t.model_fields_set and t.levels != 3:
         raise SpecError("topology.level_delays", f"the seed's delays are for 3 levels, not {t.levels}: "
@@ -123,10 +127,11 @@ def build_tree(t: Tree, default_queue: Any) -> Graph:
     for level in range(1, t.levels + 1):
         rate = t.level_rates[level - 1] if t.level_rates is not None else t.rate
         rate_key = f"level_rates[{level - 1}]" if t.level_rates is not None else "rate"
-        hosts = [f"h{level}_{j}" for j in range(len(parents) * t.fanout)]
+        fanout = fanouts[level - 1]
+        hosts = [f"h{level}_{j}" for j in range(len(parents) * fanout)]
         for j, host in enumerate(hosts):
             g.node(host, "host")
-            parent = parents[j // t.fanout]
+            parent = parents[j // fanout]
             g.link(f"{host}_{parent}", host, parent, rate, t.level_delays[level - 1],
                    {"rate": rate_key, "delay": f"level_delays[{level - 1}]", "queue_forward": "other_queue",
                     "queue_backward": "other_queue"}, queue=other)

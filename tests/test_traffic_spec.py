@@ -173,3 +173,15 @@ def test_closed_loop_sizes_and_think_times_follow_their_distributions() -> None:
     assert len(by_user) == 20
     thinks = {b["start_ns"] - a["completed_ns"] for fs in by_user.values() for a, b in zip(fs, fs[1:])}
     assert thinks == {200 * MS}, "a fixed think time is realised to the nanosecond"
+
+
+def test_seed_004_shaper_reads_tc_units_as_tc_does() -> None:
+    from conftest import SCENARIOS
+
+    engine = Scenario.from_toml(SCENARIOS / "shaped_bottleneck.toml").to_engine()
+    shaper = next(link for link in engine["links"] if link["name"] == "g1_g2")["queue_forward"]
+    # tbf rate 100mbit burst 32kB limit 1.25Mb: tc's kb and mb are 1024 and 1024² bytes.
+    assert shaper == {"kind": "tbf", "rate_bps": 100_000_000, "bucket_bytes": 32 * 1024, "limit_bytes": 1_310_720}
+    delays = {link["name"]: link["delay_ns"] for link in engine["links"]}
+    assert 2 * (delays["s1_g1"] + delays["g1_g2"] + delays["g2_d1"]) == 100 * MS
+    assert 2 * (delays["s2_g1"] + delays["g1_g2"] + delays["g2_d2"]) == 50 * MS

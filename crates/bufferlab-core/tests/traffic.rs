@@ -222,3 +222,27 @@ fn runs_with_generators_are_deterministic_and_seeded() {
         other.flows.iter().map(|r| r.start_ns).collect::<Vec<_>>()
     );
 }
+
+/// Issue 4's scale case: 10 000 concurrent greedy flows and 100 000 mice over the run, on a
+/// 1 Gb/s dumbbell path. About 15 s in release on one core: run with `--ignored`
+/// (`benchmarks/bench_traffic.py` prints its speed and memory).
+#[test]
+#[ignore = "scale run, ~15 s"]
+fn ten_thousand_concurrent_flows_and_a_hundred_thousand_mice() {
+    let mut spec = path(1_000_000_000, QueueSpec::fifo_packets(10_000), 100 * SEC);
+    spec.flows = (0..10_000).map(|i| greedy(&format!("long_{i}"), 0, 3, TcpSpec::default())).collect();
+    let size = Distribution::Exponential { mean: 20_000.0 };
+    spec.generators = vec![generator("mice", GeneratorModel::Poisson { rate_per_s: 1000.0, size })];
+    let result = run(&spec).unwrap();
+    assert_conservation(&result);
+    let mice = generated(&result.flows, 0);
+    assert!((mice.len() as f64 - 100_000.0).abs() < 4.0 * 100_000f64.sqrt(), "{} mice", mice.len());
+    // Every mouse that completed delivered its whole transfer; among 10 000 greedy flows many
+    // wait out backed-off RTOs, but most of those that arrived before the last 10 s are done.
+    let early: Vec<_> = mice.iter().filter(|r| r.start_ns < 90 * SEC).collect();
+    let done: Vec<_> = early.iter().filter(|r| r.completed_ns.is_some()).collect();
+    assert!(done.iter().all(|r| r.bytes_delivered == r.app_bytes_written && r.bytes_acked == r.bytes_delivered));
+    assert!(done.len() * 4 > early.len() * 3, "{} of {} mice completed", done.len(), early.len());
+    eprintln!("scale: {} mice, {} of the {} before 90 s completed", mice.len(), done.len(), early.len());
+    assert!(result.flows[..10_000].iter().all(|r| r.bytes_delivered > 0), "every long flow got through");
+}

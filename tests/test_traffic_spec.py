@@ -185,3 +185,10 @@ def test_seed_004_shaper_reads_tc_units_as_tc_does() -> None:
     delays = {link["name"]: link["delay_ns"] for link in engine["links"]}
     assert 2 * (delays["s1_g1"] + delays["g1_g2"] + delays["g2_d1"]) == 100 * MS
     assert 2 * (delays["s2_g1"] + delays["g1_g2"] + delays["g2_d2"]) == 50 * MS
+
+
+def test_engine_generated_transfers_are_tcp() -> None:
+    spec = tree({"kind": "poisson", "dst": "sink", "arrivals_per_s": 1, "size": {"dist": "fixed", "value": "1kB"}},
+                flow_defaults={"transport": "quic"})
+    with pytest.raises(SpecError, match='generators\\[0\\].kind: poisson transfers are TCP connections'):
+        Scenario.from_dict(spec)

@@ -66,7 +66,7 @@ from .fields import (
 from . import units
 from .topology import Graph, ParkingLot, Tree, build_parking_lot, build_tree
 
-__all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "Dumbbell", "Capture",
+__all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "QuicOptions", "Dumbbell", "Capture",
            "Generator", "Resolved", "load_scenario", "DEFAULT_SAMPLE_INTERVAL_NS", "RTT_STREAM", "draw_rtts"]
 
 # metrics.md: "Time series are sampled at a fixed interval (default 10 ms, configurable)".
@@ -111,6 +111,15 @@ def engine_tcp_defaults() -> dict[str, Any]:
     from . import _core
 
     defaults: dict[str, Any] = json.loads(_core.tcp_defaults())
+    return defaults
+
+
+@functools.cache
+def engine_quic_defaults() -> dict[str, Any]:
+    """The engine's QuicSpec defaults (`impl Default for QuicSpec` in crates/bufferlab-core/src/spec.rs)."""
+    from . import _core
+
+    defaults: dict[str, Any] = json.loads(_core.quic_defaults())
     return defaults
 
 
@@ -163,10 +172,35 @@ class TcpOptions(_Model):
     timestamps: StrictBool | None = None
 
 
+class QuicOptions(_Model):
+    """QUIC knobs (transport = "quic"); an unset option takes the flow defaults', then the engine's.
+
+    Sizes follow RFC 9002: the window counts whole QUIC packets (UDP payloads).
+    """
+
+    # Largest QUIC packet (UDP payload), RFC 9002 max_datagram_size; 1252 = a 1280-byte IP packet.
+    max_datagram: ByteCount | None = None
+    # Bytes of a packet that carry no stream data (header, AEAD tag, STREAM frame header).
+    packet_overhead: ByteCount | None = None
+    # Bytes below QUIC on the wire: IP + UDP headers (28), plus any link framing.
+    lower_layer: ByteCount | None = None
+    # UDP payload of an ACK-only packet with one ACK range.
+    ack_packet: ByteCount | None = None
+    initial_window: StrictInt | None = Field(default=None, gt=0)
+    # ACK every n-th ack-eliciting packet (1: every one, as in seed 003).
+    ack_every: StrictInt | None = Field(default=None, gt=0)
+    max_ack_delay: Time | None = None
+    initial_rtt: PositiveTime | None = None
+    packet_threshold: StrictInt | None = Field(default=None, gt=0)
+
+
 class FlowDefaults(_Model):
     """Values every flow takes unless it sets its own."""
 
     cca: Controller | None = None
+    # Transport protocol: "tcp" (default) or "quic".
+    transport: Literal["tcp", "quic"] | None = None
+    quic: QuicOptions | None = None
     traffic: TrafficField | None = None
     start: Time | None = None
     stop: Time | None = None
@@ -579,6 +613,22 @@ def _tcp(defaults: TcpOptions | None, own: TcpOptions | None, where: str) -> dic
     return tcp
 
 
+_QUIC_KEYS = {"max_datagram": "max_datagram_bytes", "packet_overhead": "packet_overhead_bytes",
+              "lower_layer": "lower_layer_bytes", "ack_packet": "ack_packet_bytes",
+              "initial_window": "initial_window", "ack_every": "ack_every", "max_ack_delay": "max_ack_delay_ns",
+              "initial_rtt": "initial_rtt_ns", "packet_threshold": "packet_threshold"}
+
+
+def _quic(defaults: QuicOptions | None, own: QuicOptions | None) -> dict[str, Any]:
+    quic = dict(engine_quic_defaults())
+    for layer in (defaults, own):
+        if layer is None:
+            continue
+        for ours in layer.model_fields_set:
+            quic[_QUIC_KEYS[ours]] = getattr(layer, ours)
+    return quic
+
+
 def _build(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
            bottleneck: str | None) -> Resolved:
     node_index = _unique([n.name for n in nodes], "nodes")
@@ -639,7 +689,8 @@ def _build(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
         endpoints.append((nodes[src].name, nodes[dst].name))
         engine_flows.append({"name": name, "src": src, "dst": dst, "cca": engine_controller(cca),
                              "traffic": traffic.to_engine(), "start_ns": start, "stop_ns": stop,
-                             "tcp": _tcp(defaults.tcp, flow.tcp, where)})
+                             "transport": flow.transport or defaults.transport or "tcp",
+                             "tcp": _tcp(defaults.tcp, flow.tcp, where), "quic": _quic(defaults.quic, flow.quic)})
     _unique(flow_names, "flows")
 
     channel_names = [f"{name}_{d}" for name in link_names for d in ("forward", "backward")]
@@ -741,6 +792,9 @@ def _expand_generators(s: Scenario, nodes: list[Node],
                 flows.append(Flow.model_construct(name=base, src=host, traffic=traffic, **common))
             else:
                 assert g.size is not None
+                if (defaults.transport or "tcp") != "tcp":
+                    raise SpecError(f"{where}.kind", f"{g.kind} transfers are TCP connections, but "
+                                                     f'flow_defaults.transport is "{defaults.transport}"')
                 if g.kind == "poisson":
                     model = {"kind": "poisson", "rate_per_s": g.arrivals_per_s, "size": g.size.engine}
                 else:

@@ -23,7 +23,7 @@
 //!     flows: vec![FlowSpec {
 //!         name: "f".into(), src: 0, dst: 1, cca: CcaKind::Reno,
 //!         traffic: TrafficSpec::Finite { bytes: 100_000 }, start_ns: 0, stop_ns: None,
-//!         tcp: TcpSpec::default(),
+//!         transport: TransportKind::Tcp, tcp: TcpSpec::default(), quic: QuicSpec::default(),
 //!     }],
 //!     captures: vec![],
 //!     generators: vec![],

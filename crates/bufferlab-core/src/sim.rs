@@ -10,13 +10,14 @@ use crate::net::routing::{Edge, RoutingTable};
 use crate::queue::Queue;
 use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
-use crate::spec::{Direction, FlowSpec, ScenarioSpec, TrafficSpec};
+use crate::spec::{Direction, FlowSpec, ScenarioSpec, TrafficSpec, TransportKind};
 use crate::traffic::{Distribution, Generator, Sampler, Wakeup};
 use crate::transport::datagram::{DatagramReceiver, DatagramSender, OnOffPattern};
+use crate::transport::quic::{QuicConfig, QuicReceiver, QuicSender};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::transport::{Receiver, Sender};
 use crate::units::{BitRate, SimTime};
-use crate::validate::{check_fields, check_queue_fits, largest_packets};
+use crate::validate::{check_fields, check_queue_fits, largest_packets, largest_tcp_packets};
 use crate::{EngineError, ENGINE_VERSION};
 
 /// Timer bookkeeping of one endpoint: the earliest wakeup already in the event queue.
@@ -110,16 +111,27 @@ fn wakeup_event(generator: u32, wakeup: Wakeup) -> Event {
 
 /// A flow listed in the spec: a TCP connection, or a datagram source.
 fn listed_flow(index: u32, f: &FlowSpec, seed: u64) -> Flow {
+    let (src, dst) = (f.src as u32, f.dst as u32);
     let (sender, receiver) = match &f.traffic {
         TrafficSpec::Greedy | TrafficSpec::Finite { .. } => {
-            let config = TcpConfig::from(&f.tcp);
-            let cc = Controller::new(f.cca, config.mss, config.initial_window);
             let bytes = match f.traffic {
                 TrafficSpec::Finite { bytes } => Some(bytes),
                 _ => None,
             };
-            let receiver = TcpReceiver::new(index, f.src as u32, &config);
-            (Sender::Tcp(TcpSender::new(index, f.dst as u32, config, cc, bytes)), Receiver::Tcp(receiver))
+            match f.transport {
+                TransportKind::Tcp => {
+                    let config = TcpConfig::from(&f.tcp);
+                    let cc = Controller::new(f.cca, config.mss, config.initial_window);
+                    let receiver = TcpReceiver::new(index, src, &config);
+                    (Sender::Tcp(TcpSender::new(index, dst, config, cc, bytes)), Receiver::Tcp(receiver))
+                }
+                TransportKind::Quic => {
+                    let config = QuicConfig::from(&f.quic);
+                    let cc = Controller::new(f.cca, config.max_datagram, config.initial_window);
+                    let receiver = QuicReceiver::new(index, src, &config);
+                    (Sender::Quic(QuicSender::new(index, dst, config, cc, bytes)), Receiver::Quic(receiver))
+                }
+            }
         }
         TrafficSpec::Cbr { rate_bps, packet_bytes } => {
             let s = DatagramSender::new(index, f.dst as u32, BitRate(*rate_bps), *packet_bytes, None);
@@ -204,7 +216,7 @@ impl Simulator {
                 TrafficSpec::Cbr { packet_bytes, .. } | TrafficSpec::OnOff { packet_bytes, .. } => {
                     (packet_bytes as u64, 0) // no packet comes back
                 }
-                _ => largest_packets(&f.tcp),
+                _ => largest_packets(f),
             };
             (format!("flows[{i}]"), f.src, f.dst, sizes)
         });
@@ -212,7 +224,7 @@ impl Simulator {
             .generators
             .iter()
             .enumerate()
-            .map(|(i, g)| (format!("generators[{i}]"), g.src, g.dst, largest_packets(&g.tcp)));
+            .map(|(i, g)| (format!("generators[{i}]"), g.src, g.dst, largest_tcp_packets(&g.tcp)));
         for (who, src, dst, (data, ack)) in listed.chain(generated) {
             for (from, to, bytes) in [(src, dst, data), (dst, src, ack)] {
                 let mut node = from as u32;

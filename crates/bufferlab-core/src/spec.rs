@@ -240,6 +240,65 @@ impl Default for TcpSpec {
     }
 }
 
+/// The transport protocol of a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    /// TCP with the options of [`TcpSpec`].
+    #[default]
+    Tcp,
+    /// QUIC (RFC 9000) with RFC 9002 loss detection, options in [`QuicSpec`].
+    Quic,
+}
+
+/// QUIC parameters; every field has the default stated in its comment.
+///
+/// Sizes follow RFC 9002's accounting: the congestion window and bytes in flight count whole
+/// QUIC packets (UDP payloads), headers and AEAD tag included, UDP and IP headers excluded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QuicSpec {
+    /// Largest UDP payload, RFC 9002 max_datagram_size (1252: a 1280-byte IP packet, the IPv6
+    /// minimum MTU that seed 003 uses).
+    pub max_datagram_bytes: u32,
+    /// Bytes of a full packet that carry no stream data: short header with an 8-byte connection
+    /// ID and a 4-byte packet number (13), AEAD tag (16), STREAM frame header (12) (41).
+    pub packet_overhead_bytes: u32,
+    /// Bytes below QUIC on every packet: IPv4 (20) and UDP (8) headers (28). Link framing can be
+    /// added here (seed 003's PPP header and trailer: 7 more).
+    pub lower_layer_bytes: u32,
+    /// UDP payload of an ACK-only packet with one ACK range: header (13), AEAD tag (16), ACK frame
+    /// (10) (39). Each further range adds 4 bytes (a Gap and an ACK Range Length, RFC 9000 §19.3.1).
+    pub ack_packet_bytes: u32,
+    /// Initial window in packets, RFC 9002 §7.2 (10: min(10·1252, max(14720, 2·1252)) bytes).
+    pub initial_window: u32,
+    /// The receiver acknowledges every `ack_every` ack-eliciting packets (1: every one, as in
+    /// seed 003; RFC 9000 §13.2.2 recommends 2), and at once when packets arrive out of order.
+    pub ack_every: u32,
+    /// Longest the receiver delays an ACK, RFC 9000 §18.2 max_ack_delay (25 ms).
+    pub max_ack_delay_ns: u64,
+    /// RTT assumed before the first sample, RFC 9002 §6.2.2 kInitialRtt (333 ms).
+    pub initial_rtt_ns: u64,
+    /// Packets acknowledged after one before it is deemed lost, RFC 9002 §6.1.1 (3).
+    pub packet_threshold: u32,
+}
+
+impl Default for QuicSpec {
+    fn default() -> Self {
+        QuicSpec {
+            max_datagram_bytes: 1252,
+            packet_overhead_bytes: 41,
+            lower_layer_bytes: 28,
+            ack_packet_bytes: 39,
+            initial_window: 10,
+            ack_every: 1,
+            max_ack_delay_ns: 25_000_000,
+            initial_rtt_ns: 333_000_000,
+            packet_threshold: 3,
+        }
+    }
+}
+
 /// A unidirectional transfer from host `src` to host `dst`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -255,8 +314,15 @@ pub struct FlowSpec {
     /// When the application stops writing (greedy) or gives up; `None` = end of run.
     #[serde(default)]
     pub stop_ns: Option<u64>,
+    /// Transport protocol (TCP).
+    #[serde(default)]
+    pub transport: TransportKind,
+    /// TCP options, used when `transport` is TCP.
     #[serde(default)]
     pub tcp: TcpSpec,
+    /// QUIC options, used when `transport` is QUIC.
+    #[serde(default)]
+    pub quic: QuicSpec,
 }
 
 /// Capture every packet that starts transmission on one direction of a link.

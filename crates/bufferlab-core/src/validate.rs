@@ -1,7 +1,11 @@
 //! Checks a resolved scenario before any simulation, so that a run never fails half-way.
 //! Each error names the offending field by its path in the spec and says why.
 
-use crate::spec::{Direction, GeneratorModel, LossModel, NodeKind, QueueSpec, ScenarioSpec, TcpSpec, TrafficSpec};
+use crate::net::packet::MAX_SACK_BLOCKS;
+use crate::spec::{
+    Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpSpec, TrafficSpec,
+    TransportKind,
+};
 use crate::traffic::Distribution;
 use crate::transport::datagram::DATAGRAM_HEADER_BYTES;
 use std::collections::VecDeque;
@@ -132,6 +136,7 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
             return Err(err(field("stop_ns"), "stop time is before start time"));
         }
         check_tcp(&format!("flows[{i}].tcp"), &flow.tcp)?;
+        check_quic(&flow.quic, &field)?;
     }
     for (i, g) in spec.generators.iter().enumerate() {
         let at = format!("generators[{i}]");
@@ -271,12 +276,52 @@ fn check_tcp(at: &str, t: &TcpSpec) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Largest packet a flow puts on the wire in each direction: a full data segment, and an ACK with
-/// a full SACK option (timestamps are in the header; SACK adds at most 28 option bytes).
-pub(crate) fn largest_packets(tcp: &crate::spec::TcpSpec) -> (u64, u64) {
-    let data = (tcp.header_bytes + tcp.mss) as u64;
-    let ack = tcp.header_bytes as u64 + 28;
-    (data, ack)
+fn check_quic(q: &QuicSpec, field: &dyn Fn(&str) -> String) -> Result<(), EngineError> {
+    let positive = [
+        ("ack_packet_bytes", q.ack_packet_bytes as u64),
+        ("initial_window", q.initial_window as u64),
+        ("ack_every", q.ack_every as u64),
+        ("packet_threshold", q.packet_threshold as u64),
+        ("initial_rtt_ns", q.initial_rtt_ns),
+    ];
+    for (k, v) in positive {
+        if v == 0 {
+            return Err(err(field(&format!("quic.{k}")), "must be positive"));
+        }
+    }
+    for (k, v) in [("quic.max_ack_delay_ns", q.max_ack_delay_ns), ("quic.initial_rtt_ns", q.initial_rtt_ns)] {
+        check_time(field(k), v)?;
+    }
+    // RFC 9000 §8.1 / §14: a UDP payload is at most 65527 bytes.
+    if q.max_datagram_bytes > 65_527 || q.lower_layer_bytes > 1_000 {
+        return Err(err(field("quic.max_datagram_bytes"), "a QUIC packet must fit a UDP datagram (<= 65527 bytes)"));
+    }
+    if q.max_datagram_bytes <= q.packet_overhead_bytes {
+        return Err(err(field("quic.max_datagram_bytes"), "must exceed packet_overhead_bytes to carry stream data"));
+    }
+    if q.ack_packet_bytes + 4 * (MAX_SACK_BLOCKS as u32 - 1) > q.max_datagram_bytes {
+        return Err(err(field("quic.ack_packet_bytes"), "an ACK packet must fit max_datagram_bytes"));
+    }
+    Ok(())
+}
+
+/// Largest packet a flow puts on the wire in each direction: for TCP a full data segment, and an
+/// ACK with a full SACK option (timestamps are in the header; SACK adds at most 28 option bytes);
+/// for QUIC a full datagram, and an ACK frame with its most ranges.
+pub(crate) fn largest_packets(flow: &FlowSpec) -> (u64, u64) {
+    match flow.transport {
+        TransportKind::Tcp => largest_tcp_packets(&flow.tcp),
+        TransportKind::Quic => {
+            let q = &flow.quic;
+            let ack = q.ack_packet_bytes + 4 * (MAX_SACK_BLOCKS as u32 - 1);
+            ((q.max_datagram_bytes + q.lower_layer_bytes) as u64, (ack + q.lower_layer_bytes) as u64)
+        }
+    }
+}
+
+/// A TCP connection's largest data segment and largest ACK.
+pub(crate) fn largest_tcp_packets(tcp: &TcpSpec) -> (u64, u64) {
+    ((tcp.header_bytes + tcp.mss) as u64, tcp.header_bytes as u64 + 28)
 }
 
 /// A byte-limited queue on a flow's path must hold at least one of its largest packets, or the
@@ -359,7 +404,9 @@ mod tests {
                 traffic: TrafficSpec::Greedy,
                 start_ns: 0,
                 stop_ns: None,
+                transport: TransportKind::Tcp,
                 tcp: TcpSpec::default(),
+                quic: QuicSpec::default(),
             }],
             captures: vec![],
             generators: vec![],
@@ -404,6 +451,11 @@ mod tests {
                 "flows[0].stop_ns: stop time is before start time",
             ),
             (Box::new(|s| s.flows[0].tcp.mss = 0), "flows[0].tcp.mss: must be positive"),
+            (Box::new(|s| s.flows[0].quic.ack_every = 0), "flows[0].quic.ack_every: must be positive"),
+            (
+                Box::new(|s| s.flows[0].quic.max_datagram_bytes = 41),
+                "flows[0].quic.max_datagram_bytes: must exceed packet_overhead_bytes to carry stream data",
+            ),
             (
                 Box::new(|s| s.flows[0].start_ns = s.duration_ns),
                 "flows[0].start_ns: the flow would start at or after the end of the run",

@@ -93,7 +93,14 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
                 traffic: TrafficSpec::Finite { bytes: d.pick(&[1, 1000, 50_000, 300_001, 3_000_000]) },
                 start_ns: d.below(2_000) * MS,
                 stop_ns: None,
+                transport: if d.chance(0.3) { TransportKind::Quic } else { TransportKind::Tcp },
                 tcp,
+                quic: QuicSpec {
+                    ack_every: d.pick(&[1, 2, 3]),
+                    initial_window: d.pick(&[2, 10, 32]),
+                    max_datagram_bytes: d.pick(&[1200, 1252, 1452]),
+                    ..QuicSpec::default()
+                },
             }
         })
         .collect();

@@ -205,6 +205,12 @@ fn check_distribution(dist_json: &str) -> PyResult<String> {
     Ok(dist.check().err().unwrap_or_default())
 }
 
+/// The engine's QUIC defaults (`QuicSpec::default()`) as JSON text, like `tcp_defaults`.
+#[pyfunction]
+fn quic_defaults() -> PyResult<String> {
+    serde_json::to_string(&bufferlab_core::spec::QuicSpec::default()).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// Version of the engine; part of every run's identity in the result store.
 #[pyfunction]
 fn engine_version() -> &'static str {
@@ -219,5 +225,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(check_distribution, m)?)?;
+    m.add_function(wrap_pyfunction!(quic_defaults, m)?)?;
     Ok(())
 }

@@ -6,12 +6,15 @@
 //! plugs in by adding a variant to each and an arm to the dispatch macros.
 
 pub mod datagram;
+pub mod quic;
+pub mod ranges;
 pub mod tcp;
 
 use crate::net::packet::Packet;
 use crate::record::result::FlowRecord;
 use crate::units::SimTime;
 use datagram::{DatagramReceiver, DatagramSender};
+use quic::{QuicReceiver, QuicSender};
 use tcp::{TcpReceiver, TcpSender};
 
 /// The sending end of a flow: it carries the application's bytes and runs congestion control.
@@ -23,6 +26,7 @@ pub enum Sender {
     Tcp(TcpSender),
     /// An unresponsive datagram source (CBR, on/off).
     Datagram(DatagramSender),
+    Quic(QuicSender),
 }
 
 /// The receiving end of a flow: it delivers bytes in order and acknowledges them.
@@ -30,6 +34,7 @@ pub enum Sender {
 pub enum Receiver {
     Tcp(TcpReceiver),
     Datagram(DatagramReceiver),
+    Quic(QuicReceiver),
 }
 
 macro_rules! sender_dispatch {
@@ -37,6 +42,7 @@ macro_rules! sender_dispatch {
         match $self {
             Sender::Tcp($s) => $body,
             Sender::Datagram($s) => $body,
+            Sender::Quic($s) => $body,
         }
     };
 }
@@ -46,6 +52,7 @@ macro_rules! receiver_dispatch {
         match $self {
             Receiver::Tcp($r) => $body,
             Receiver::Datagram($r) => $body,
+            Receiver::Quic($r) => $body,
         }
     };
 }

@@ -42,7 +42,9 @@ pub fn greedy(name: &str, src: usize, dst: usize, tcp: TcpSpec) -> FlowSpec {
         traffic: TrafficSpec::Greedy,
         start_ns: 0,
         stop_ns: None,
+        transport: TransportKind::Tcp,
         tcp,
+        quic: QuicSpec::default(),
     }
 }
 

@@ -192,3 +192,19 @@ def test_engine_generated_transfers_are_tcp() -> None:
                 flow_defaults={"transport": "quic"})
     with pytest.raises(SpecError, match='generators\\[0\\].kind: poisson transfers are TCP connections'):
         Scenario.from_dict(spec)
+
+
+@pytest.mark.engine
+def test_a_dumbbell_bottleneck_with_gilbert_loss_drops_at_the_stationary_rate() -> None:
+    # Gilbert's model p = 1 %, r = 25 %: loss rate p/(p + r) = 3.85 %, bursts of 4 packets.
+    scenario = Scenario.from_dict({
+        "name": "bursty", "duration": "20s", "sample_interval": "off",
+        "topology": {"kind": "dumbbell", "flows": 1, "bottleneck_rate": "100Mbps", "queue": "100p", "rtt": "20ms",
+                     "loss_model": {"kind": "gilbert_elliott", "p": 0.01, "r": 0.25}},
+        "flows": [{"traffic": {"kind": "cbr", "rate": "50Mbps"}}]})
+    result, _ = runner.simulate(scenario)
+    btl = next(c for c in result["channels"] if c["name"] == "btl_forward")
+    rate = btl["dropped_loss_packets"] / btl["sent_packets"]
+    assert abs(rate / (0.01 / 0.26) - 1) < 0.2, rate
+    # Datagrams are counted, not recovered: what arrived is what the link did not lose.
+    assert result["flows"][0]["bytes_delivered"] < (1 - 0.8 * 0.01 / 0.26) * result["flows"][0]["payload_bytes_sent"]

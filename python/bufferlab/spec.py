@@ -232,8 +232,10 @@ class Dumbbell(_Model):
     # Bottleneck queue (at `left`, toward `right`); `reverse_queue` defaults to the same.
     queue: QueueField
     reverse_queue: QueueField | None = None
-    # Random loss on the bottleneck link (both directions, as the engine applies it).
+    # Random loss on the bottleneck link (both directions, as the engine applies it), or a bursty
+    # loss model instead.
     loss: Probability = 0.0
+    loss_model: LossModelField | None = None
     # Default: ten times the bottleneck rate (1 Gb/s for the reference 100 Mb/s dumbbell).
     access_rate: OptionalRate | None = None
     access_queue: QueueField | None = None
@@ -525,7 +527,7 @@ def _expand_dumbbell(s: Scenario) -> tuple[list[Node], list[Link], list[Flow], s
 
     nodes = [Node(name="left", kind="router"), Node(name="right", kind="router")]
     links = [Link(name="btl", a="left", b="right", rate=units.format_rate(topo.bottleneck_rate),
-                  delay=units.format_time(d_btl), loss=topo.loss,
+                  delay=units.format_time(d_btl), loss=topo.loss, loss_model=topo.loss_model,
                   queue_forward=topo.queue, queue_backward=topo.reverse_queue or topo.queue)]
     expanded: list[Flow] = []
     for i, (flow, (rtt, where)) in enumerate(zip(flows, rtts)):
@@ -546,7 +548,8 @@ def _dumbbell_aliases(s: Scenario, links: int) -> dict[str, str]:
     reverse = "topology.reverse_queue" if topo.reverse_queue is not None else "topology.queue"
     aliases = {"links[0]": "topology", "links[0].queue_forward": "topology.queue",
                "links[0].queue_backward": reverse, "links[0].rate": "topology.bottleneck_rate",
-               "links[0].delay": "topology.bottleneck_delay", "links[0].loss": "topology.loss"}
+               "links[0].delay": "topology.bottleneck_delay", "links[0].loss": "topology.loss",
+               "links[0].loss_model": "topology.loss_model"}
     for k in range(1, links):
         aliases[f"links[{k}]"] = "topology"
         aliases[f"links[{k}].rate"] = "topology.access_rate"

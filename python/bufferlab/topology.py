@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from .errors import SpecError
-from .fields import OptionalRate, Probability, QueueField, Rate, Time
+from .fields import LossModelField, OptionalRate, Probability, QueueField, Rate, Time
 
 __all__ = ["Tree", "ParkingLot", "Graph", "build_tree", "build_parking_lot"]
 
@@ -89,7 +89,9 @@ class Tree(_Model):
     queue: QueueField
     reverse_queue: QueueField | None = None
     other_queue: QueueField | None = None
+    # Random loss on the bottleneck: independent (`loss`) or bursty (`loss_model`).
     loss: Probability = 0.0
+    loss_model: LossModelField | None = None
 
     def source_rtt_ns(self, level: int) -> int:
         """Two-way propagation RTT of a source on `level` (1-based) to the sink."""
@@ -121,8 +123,8 @@ def build_tree(t: Tree, default_queue: Any) -> Graph:
     g.link("btl", "target2", "target1", t.bottleneck_rate, t.bottleneck_delay,
            {"rate": "bottleneck_rate", "delay": "bottleneck_delay", "queue_forward": "queue",
             "queue_backward": "reverse_queue" if t.reverse_queue is not None else "other_queue",
-            "loss": "loss"},
-           queue_forward=t.queue, queue_backward=t.reverse_queue or other, loss=t.loss)
+            "loss": "loss", "loss_model": "loss_model"},
+           queue_forward=t.queue, queue_backward=t.reverse_queue or other, loss=t.loss, loss_model=t.loss_model)
     parents = ["target2"]
     for level in range(1, t.levels + 1):
         rate = t.level_rates[level - 1] if t.level_rates is not None else t.rate
@@ -154,7 +156,9 @@ class ParkingLot(_Model):
     queue: QueueField | None = None
     hop_queues: list[QueueField] | None = None
     reverse_queue: QueueField | None = None
+    # Random loss on every hop: independent (`loss`) or bursty (`loss_model`).
     loss: Probability = 0.0
+    loss_model: LossModelField | None = None
     access_rate: OptionalRate = 1000 * MBPS
     access_delay: Time = 1 * MS
     access_queue: QueueField | None = None
@@ -189,8 +193,9 @@ def build_parking_lot(p: ParkingLot, default_queue: Any) -> Graph:
         g.link(f"hop{i}", f"r{i}", f"r{i + 1}", rate, delay,
                {"rate": rate_key, "delay": delay_key, "queue_forward": queue_key,
                 "queue_backward": "reverse_queue" if p.reverse_queue is not None else "access_queue",
-                "loss": "loss"},
-               queue_forward=queue, queue_backward=p.reverse_queue or access_queue, loss=p.loss)
+                "loss": "loss", "loss_model": "loss_model"},
+               queue_forward=queue, queue_backward=p.reverse_queue or access_queue, loss=p.loss,
+               loss_model=p.loss_model)
     access = {"rate": "access_rate", "delay": "access_delay", "queue_forward": "access_queue",
               "queue_backward": "access_queue"}
     ends = [("long_src", "r0"), (f"r{p.hops}", "long_dst")]

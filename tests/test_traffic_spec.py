@@ -79,8 +79,10 @@ def test_empirical_sizes_come_from_a_file_next_to_the_scenario(write_scenario, t
         arrivals_per_s = 5
         size = { dist = "empirical", file = "sizes.cdf" }
     """)
-    engine = Scenario.from_toml(path).to_engine()
+    scenario = Scenario.from_toml(path)
+    engine = scenario.to_engine()
     assert engine["generators"][0]["model"]["size"] == {"dist": "empirical", "points": [[1000.0, 0.5], [100000.0, 1.0]]}
+    assert scenario.with_seed(9).to_engine()["generators"] == engine["generators"]
 
 
 def test_token_bucket_queue_and_loss_model_round_trip() -> None:

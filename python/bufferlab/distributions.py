@@ -226,6 +226,8 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                 if not path.is_absolute() and base_dir is not None:
                     path = base_dir / path
                 points = _read_points(path, scale, "file")
+                # The table keeps the path it was read from, so it reads the same from anywhere.
+                value = dict(value, file=str(path.resolve()))
             else:
                 raw = value["points"]
                 if not isinstance(raw, list) or not all(isinstance(p, list) and len(p) == 2 for p in raw):

@@ -106,7 +106,7 @@ class RunData:
     end_ns: int
     flows: Sequence[Mapping[str, Any]]
     channels: Sequence[Mapping[str, Any]]
-    # Per flow: (src, dst) node names, start and stop (ns), MSS and header bytes.
+    # Per flow (listed, then generated): (src, dst) host names, and its spec (`pcap.flow_descriptions`).
     endpoints: Sequence[tuple[str, str]]
     flow_specs: Sequence[Mapping[str, Any]]
     bottleneck: int | None
@@ -122,8 +122,10 @@ class RunData:
     @classmethod
     def from_result(cls, result: Mapping[str, Any], engine_spec: Mapping[str, Any],
                     endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> RunData:
+        from .pcap import flow_descriptions
+
         return cls(end_ns=int(result["end_ns"]), flows=result["flows"], channels=result["channels"],
-                   endpoints=endpoints, flow_specs=engine_spec["flows"],
+                   endpoints=endpoints, flow_specs=flow_descriptions(engine_spec, result["flows"]),
                    bottleneck=summary.pick_bottleneck(result["channels"], bottleneck),
                    timeseries=result.get("timeseries") or None)
 

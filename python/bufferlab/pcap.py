@@ -33,7 +33,7 @@ import numpy as np
 from .errors import SpecError
 
 __all__ = ["PCAP_MAGIC_NS", "LINKTYPE_RAW", "node_address", "flow_ports", "write_pcap", "check_tcp_only",
-           "PcapError"]
+           "flow_descriptions", "PcapError"]
 
 PCAP_MAGIC_NS = 0xA1B23C4D
 LINKTYPE_RAW = 101
@@ -86,19 +86,45 @@ def _options(length: int, syn: bool, mss: int, ts_val: int, ts_ecr: int) -> byte
     return out + bytes((1,)) * (length - len(out))
 
 
+def flow_descriptions(engine: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every flow of a run (listed ones, then those its generators created), as the engine spec
+    describes a listed flow: end nodes `src`/`dst`, `transport`, `traffic`, `tcp` options."""
+    listed = engine["flows"]
+    generators = engine.get("generators") or []
+    out: list[dict[str, Any]] = []
+    for i, record in enumerate(records):
+        if i < len(listed):
+            out.append(dict(listed[i]))
+            continue
+        generator = generators[int(record["generator"])]
+        out.append({"src": int(record["src_node"]), "dst": int(record["dst_node"]), "transport": "tcp",
+                    "traffic": {"kind": "finite"}, "tcp": generator.get("tcp") or {}})
+    return out
+
+
+def _kind(flow: Mapping[str, Any]) -> str:
+    traffic = flow.get("traffic")
+    if isinstance(traffic, Mapping) and traffic.get("kind") in ("cbr", "on_off"):
+        return "datagram"
+    return str(flow.get("transport", "tcp"))
+
+
 def check_tcp_only(capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]]) -> None:
-    """Packet export writes TCP headers: refuse a capture holding packets of QUIC flows."""
+    """Packet export writes TCP headers: refuse a capture holding packets of other transports."""
     for flow in np.unique(np.asarray(capture["flow"])).tolist():
-        if flows[flow].get("transport", "tcp") != "tcp":
-            raise PcapError(f"flows[{flow}].transport", "packet export (pcap, CSV) supports TCP flows only; "
-                                                        "this capture holds QUIC packets")
+        kind = _kind(flows[flow])
+        if kind != "tcp":
+            where = "traffic" if kind == "datagram" else "transport"
+            raise PcapError(f"flows[{flow}].{where}", "packet export (pcap, CSV) supports TCP flows only; "
+                                                      f"this capture holds {kind} packets")
 
 
 def write_pcap(path: str | Path | BinaryIO, capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]],
                *, full_payload: bool = False) -> int:
     """Write the packets of one capture (columns as in RunResult.captures: time_ns, flow,
     is_data, flags, seq, ack, payload_bytes, wire_bytes, optional ts_val_ns/ts_ecr_ns) of a
-    run whose engine-spec flows are `flows` (src, dst, tcp.mss). Returns the packets written."""
+    run whose flows are `flows` (`flow_descriptions`: src, dst, tcp.mss). Returns the packets
+    written."""
     check_tcp_only(capture, flows)
     n = len(capture["time_ns"])
     columns = {k: np.asarray(capture[k]) for k in ("time_ns", "flow", "is_data", "flags", "seq", "ack",

@@ -163,7 +163,18 @@ class Results:
         return capture
 
     def flow_names(self, run: str) -> list[str]:
-        return [str(f["name"]) for f in self.spec(run)["flows"]]
+        """Names of every flow of a run, listed and generated, by index."""
+        return [str(name) for (name,) in self.con.execute(
+            "SELECT name FROM flows WHERE run_id = ? ORDER BY flow", [self.run_id(run)]).fetchall()]
+
+    def packet_flows(self, run: str) -> list[dict[str, Any]]:
+        """Every flow of a run as packet export needs it (`pcap.flow_descriptions`)."""
+        run_id = self.run_id(run)
+        cursor = self.con.execute("SELECT src_node, dst_node, generator FROM flows WHERE run_id = ? ORDER BY flow",
+                                  [run_id])
+        names = [d[0] for d in cursor.description]
+        records = [dict(zip(names, row)) for row in cursor.fetchall()]
+        return pcap.flow_descriptions(self.spec(run_id), records)
 
     def monitor(self, run: str, *, link: str, direction: str = "forward",
                 split_bytes: int = monitor.DEFAULT_SPLIT_BYTES) -> pl.DataFrame:
@@ -175,13 +186,13 @@ class Results:
                    full_payload: bool = False) -> int:
         """Write the captured link direction as a pcap file; returns the packets written."""
         capture = self.capture(run, link=link, direction=direction)
-        return pcap.write_pcap(path, capture, self.spec(run)["flows"], full_payload=full_payload)
+        return pcap.write_pcap(path, capture, self.packet_flows(run), full_payload=full_payload)
 
     def write_capture_csv(self, run: str, path: str | Path, *, link: str, direction: str = "forward",
                           header: bool = True) -> int:
         """Write the captured link direction as CSV with seed 000's tshark fields."""
         capture = self.capture(run, link=link, direction=direction)
-        return monitor.capture_csv(path, capture, self.spec(run)["flows"], header=header)
+        return monitor.capture_csv(path, capture, self.packet_flows(run), header=header)
 
 
 def load(db: str | Path = DEFAULT_DB) -> Results:

@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::traffic::Distribution;
+
 /// A complete scenario, ready to simulate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +29,10 @@ pub struct ScenarioSpec {
     /// Link directions whose packets are captured one record per packet (middlebox monitor).
     #[serde(default)]
     pub captures: Vec<CaptureSpec>,
+    /// Traffic generators: sources of TCP flows created while the run goes on (Poisson mice,
+    /// closed-loop users). Their flows' records follow those of `flows` in the result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<GeneratorSpec>,
     /// Which flows and channels the time series sample (default: all of them).
     #[serde(default)]
     pub record: RecordSpec,
@@ -37,7 +43,8 @@ pub struct ScenarioSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RecordSpec {
-    /// Indices of the flows to sample; `None` samples every flow.
+    /// Indices of the listed flows to sample (generated flows are never sampled); `None` samples
+    /// every listed flow.
     pub flows: Option<Vec<usize>>,
     /// Channel indices (2·link + direction, see [`Direction::channel`]) to sample; `None` samples
     /// every channel.
@@ -88,10 +95,26 @@ pub struct LinkSpec {
     /// Probability that a packet is lost in flight, independently per packet, both directions.
     #[serde(default)]
     pub loss: f64,
+    /// A loss process other than independent losses (then `loss` must be 0), both directions,
+    /// each with its own state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_model: Option<LossModel>,
     /// Egress queue of the a→b direction.
     pub queue_forward: QueueSpec,
     /// Egress queue of the b→a direction.
     pub queue_backward: QueueSpec,
+}
+
+/// A per-link loss process.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossModel {
+    /// Gilbert–Elliott two-state Markov chain, stepped once per packet: Good → Bad with
+    /// probability `p`, Bad → Good with `r`; a packet is lost with probability `loss_good` in the
+    /// Good state and `loss_bad` in the Bad state. Stationary loss rate
+    /// (r·loss_good + p·loss_bad)/(p + r); with loss_good = 0 and loss_bad = 1 (Gilbert's model)
+    /// loss bursts are geometric with mean length 1/r.
+    GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64 },
 }
 
 /// An egress queue discipline.
@@ -105,6 +128,9 @@ pub enum QueueSpec {
         #[serde(default)]
         limit_bytes: Option<u64>,
     },
+    /// Token bucket filter (Linux `tbf`): tokens at `rate_bps` up to `bucket_bytes`, a packet
+    /// leaves when its size in tokens is there; at most `limit_bytes` wait for tokens.
+    Tbf { rate_bps: u64, bucket_bytes: u64, limit_bytes: u64 },
 }
 
 impl QueueSpec {
@@ -138,13 +164,58 @@ pub enum RecoveryKind {
 }
 
 /// Application traffic on a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TrafficSpec {
     /// Unlimited bulk data until the flow's stop time.
     Greedy,
     /// A transfer of `bytes` application bytes, then FIN.
     Finite { bytes: u64 },
+    /// An unresponsive datagram source (UDP-like, no congestion control, no acknowledgements):
+    /// packets of `packet_bytes` on the wire (IP and UDP headers included) at `rate_bps`.
+    Cbr { rate_bps: u64, packet_bytes: u32 },
+    /// A datagram source that alternates sending at `rate_bps` for an `on` period and silence for
+    /// an `off` period, both drawn (in ns) from their distributions; it starts with an on period.
+    OnOff { rate_bps: u64, packet_bytes: u32, on: Distribution, off: Distribution },
+}
+
+impl TrafficSpec {
+    /// True for datagram (UDP-like) sources, which have no TCP machinery.
+    pub fn is_datagram(&self) -> bool {
+        matches!(self, TrafficSpec::Cbr { .. } | TrafficSpec::OnOff { .. })
+    }
+}
+
+/// A source of TCP flows created during the run, from host `src` to host `dst`. Each transfer
+/// is a flow of its own (with its own record, named `<name>#<k>`, k counting from 0), with the
+/// generator's controller and TCP options. No transfer starts before `start_ns` or at or after
+/// `stop_ns`; transfers under way at `stop_ns` run on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorSpec {
+    pub name: String,
+    pub src: usize,
+    pub dst: usize,
+    pub cca: CcaKind,
+    #[serde(default)]
+    pub tcp: TcpSpec,
+    #[serde(default)]
+    pub start_ns: u64,
+    #[serde(default)]
+    pub stop_ns: Option<u64>,
+    pub model: GeneratorModel,
+}
+
+/// How a generator creates transfers. Sizes are in bytes, times in ns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum GeneratorModel {
+    /// Open loop: transfers arrive as a Poisson process of `rate_per_s` arrivals per second,
+    /// whatever the network does (mice), each of a size drawn from `size`.
+    Poisson { rate_per_s: f64, size: Distribution },
+    /// Closed loop: `users` users each repeat think (a time drawn from `think`) → transfer (a
+    /// size drawn from `size`) → think ...; a user's next think starts when its transfer completes.
+    ClosedLoop { users: u32, size: Distribution, think: Distribution },
 }
 
 /// TCP parameters; every field has the default stated in its comment.

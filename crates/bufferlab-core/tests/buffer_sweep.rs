@@ -39,6 +39,7 @@ fn scenario(buffer_packets: u64) -> ScenarioSpec {
         flows,
         captures: vec![],
         record: RecordSpec::default(),
+        generators: vec![],
     }
 }
 

@@ -19,6 +19,7 @@ fn stop_and_wait(sample_interval_ns: Option<u64>) -> ScenarioSpec {
         links: vec![link("ab", 0, 1, Some(10_000_000), 5 * MS, deep())],
         flows: vec![greedy("f", 0, 1, tcp)],
         captures: vec![],
+        generators: vec![],
         record: RecordSpec::default(),
     }
 }

@@ -5,6 +5,7 @@
 //! transports, dispatched with a `match` (no virtual calls on the per-packet path). A transport
 //! plugs in by adding a variant to each and an arm to the dispatch macros.
 
+pub mod datagram;
 pub mod quic;
 pub mod ranges;
 pub mod tcp;
@@ -13,13 +14,19 @@ pub mod timing;
 use crate::net::packet::Packet;
 use crate::record::result::FlowRecord;
 use crate::units::SimTime;
+use datagram::{DatagramReceiver, DatagramSender};
 use quic::{QuicReceiver, QuicSender};
 use tcp::{TcpReceiver, TcpSender};
 
 /// The sending end of a flow: it carries the application's bytes and runs congestion control.
+// The TCP sender is far larger than a datagram source; boxing it would put a pointer chase on the
+// per-packet path of every TCP flow to save memory on the few datagram sources.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Sender {
     Tcp(TcpSender),
+    /// An unresponsive datagram source (CBR, on/off).
+    Datagram(DatagramSender),
     Quic(QuicSender),
 }
 
@@ -27,6 +34,7 @@ pub enum Sender {
 #[derive(Debug)]
 pub enum Receiver {
     Tcp(TcpReceiver),
+    Datagram(DatagramReceiver),
     Quic(QuicReceiver),
 }
 
@@ -34,6 +42,7 @@ macro_rules! sender_dispatch {
     ($self:ident, $s:ident => $body:expr) => {
         match $self {
             Sender::Tcp($s) => $body,
+            Sender::Datagram($s) => $body,
             Sender::Quic($s) => $body,
         }
     };
@@ -43,6 +52,7 @@ macro_rules! receiver_dispatch {
     ($self:ident, $r:ident => $body:expr) => {
         match $self {
             Receiver::Tcp($r) => $body,
+            Receiver::Datagram($r) => $body,
             Receiver::Quic($r) => $body,
         }
     };
@@ -105,12 +115,14 @@ impl Sender {
     pub fn idt_ewma(&self) -> Option<SimTime> {
         sender_dispatch!(self, s => s.idt_ewma())
     }
-    /// Sum of the write times of the first `bytes` application bytes, byte·ps (`timing::WriteLog`).
-    pub fn written_byte_ps_below(&self, bytes: u64) -> u128 {
-        sender_dispatch!(self, s => s.written_byte_ps_below(bytes))
-    }
     pub fn record_mut(&mut self) -> &mut FlowRecord {
         sender_dispatch!(self, s => &mut s.record)
+    }
+    /// Free the memory a finished flow no longer needs (its record and counters stay).
+    pub fn release_buffers(&mut self) {
+        if let Sender::Tcp(s) = self {
+            s.release_buffers();
+        }
     }
 }
 
@@ -133,8 +145,10 @@ impl Receiver {
     pub fn acks_sent(&self) -> u64 {
         receiver_dispatch!(self, r => r.acks_sent)
     }
-    /// Sum of the in-order delivery times of the bytes delivered, byte·ps (`timing::DeliveryLog`).
-    pub fn delivered_byte_ps(&self) -> u128 {
-        receiver_dispatch!(self, r => r.delivered_byte_ps())
+    /// Free the memory a finished flow no longer needs.
+    pub fn release_buffers(&mut self) {
+        if let Receiver::Tcp(r) = self {
+            r.release_buffers();
+        }
     }
 }

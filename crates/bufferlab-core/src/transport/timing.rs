@@ -8,6 +8,7 @@
 //! the first sum, the sender's [`WriteLog`] the second.
 
 use super::{Receiver, Sender};
+use crate::net::packet::Packet;
 use crate::units::SimTime;
 use std::collections::VecDeque;
 
@@ -52,6 +53,11 @@ impl WriteLog {
             }
         }
         self.folded_end = self.folded_end.max(offset);
+    }
+
+    /// Free the memory of a finished stream (its sums stay).
+    pub fn shrink_to_fit(&mut self) {
+        self.writes.shrink_to_fit();
     }
 
     /// Sum of the write times of bytes [0, offset), in byte·ps; `offset` must not be below the
@@ -105,9 +111,31 @@ impl InterDeparture {
     }
 }
 
-/// Sum over the bytes a flow delivered in order of their one-way delay, in byte·ps.
+/// One-way delays of datagrams, which arrive one by one (or not at all) rather than as a stream
+/// prefix: each carries its write time (its send timestamp), so the receiver sums the delays.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DatagramDelays {
+    byte_ps: u128,
+}
+
+impl DatagramDelays {
+    #[inline]
+    pub fn arrived(&mut self, packet: &Packet, now: SimTime) {
+        self.byte_ps += packet.payload as u128 * (now - packet.ts_val).0 as u128;
+    }
+    pub fn byte_ps(&self) -> u128 {
+        self.byte_ps
+    }
+}
+
+/// Sum over the bytes a flow delivered of their one-way delay, in byte·ps.
 pub fn delivery_delay_byte_ps(sender: &Sender, receiver: &Receiver) -> u128 {
-    receiver.delivered_byte_ps() - sender.written_byte_ps_below(receiver.bytes_delivered())
+    match (sender, receiver) {
+        (Sender::Tcp(s), Receiver::Tcp(r)) => r.delivered_byte_ps() - s.written_byte_ps_below(r.bytes_delivered()),
+        (Sender::Quic(s), Receiver::Quic(r)) => r.delivered_byte_ps() - s.written_byte_ps_below(r.bytes_delivered()),
+        (_, Receiver::Datagram(r)) => r.delay_byte_ps(),
+        _ => unreachable!("both ends of a flow run the same transport"),
+    }
 }
 
 #[cfg(test)]

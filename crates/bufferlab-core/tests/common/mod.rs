@@ -20,7 +20,17 @@ pub fn router(name: &str) -> NodeSpec {
 }
 
 pub fn link(name: &str, a: usize, b: usize, rate_bps: Option<u64>, delay_ns: u64, forward: QueueSpec) -> LinkSpec {
-    LinkSpec { name: name.into(), a, b, rate_bps, delay_ns, loss: 0.0, queue_forward: forward, queue_backward: deep() }
+    LinkSpec {
+        name: name.into(),
+        a,
+        b,
+        rate_bps,
+        delay_ns,
+        loss: 0.0,
+        loss_model: None,
+        queue_forward: forward,
+        queue_backward: deep(),
+    }
 }
 
 pub fn greedy(name: &str, src: usize, dst: usize, tcp: TcpSpec) -> FlowSpec {
@@ -69,6 +79,7 @@ impl Path {
             flows: vec![greedy("flow", 0, 3, self.tcp.clone())],
             captures: vec![],
             record: RecordSpec::default(),
+            generators: vec![],
         }
     }
 }
@@ -99,6 +110,7 @@ pub fn dumbbell(k: usize, duration_ns: u64, seed: u64, loss: f64) -> ScenarioSpe
         flows,
         captures: vec![],
         record: RecordSpec::default(),
+        generators: vec![],
     }
 }
 

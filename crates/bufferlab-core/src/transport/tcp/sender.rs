@@ -144,6 +144,12 @@ impl TcpSender {
     pub fn written_byte_ps_below(&self, bytes: u64) -> u128 {
         self.write_log.byte_ps_below(bytes)
     }
+    /// A closed connection keeps its counters but not its scoreboard's memory.
+    pub fn release_buffers(&mut self) {
+        debug_assert!(self.is_closed());
+        self.scoreboard.shrink_to_fit();
+        self.write_log.shrink_to_fit();
+    }
 
     fn data_acked_up_to(&self, ack: u64) -> u64 {
         let data_end = self.stream_end.unwrap_or(u64::MAX);

@@ -183,6 +183,21 @@ def test_without_series_rates_come_from_counters_and_sampled_means_are_null() ->
     assert net.row(0, named=True)["mean_jains_fairness_throughput_l4"] is None
 
 
+def test_delivery_rate_samples_are_used_when_the_engine_records_them() -> None:
+    scenario = windows_scenario([10, 20])
+    result, _ = runner.simulate(scenario)
+    resolved = scenario.resolve()
+    ts = result["timeseries"]
+    # Rate samples of 8 and 16 Mb/s at every sample, none (0) at the first.
+    rates = np.tile(np.array([[8e6], [16e6]]), ts["time_ns"].size).astype(np.uint64)
+    rates[:, 0] = 0
+    result["timeseries"] = {**ts, "delivery_rate_bps": rates}
+    flows = metrics.flow_metrics(metrics.RunData.from_result(result, resolved.engine, resolved.flow_endpoints,
+                                                             resolved.bottleneck))
+    assert flows["mean_delivery_rate_l4"].to_list() == pytest.approx([8.0, 16.0])
+    assert flows["delivery_rate_source"].to_list() == ["rate samples", "rate samples"]
+
+
 def test_tables_convert_to_pandas(two_windows) -> None:
     flows, links, net, _ = two_windows
     frame = flows.to_pandas()

@@ -62,6 +62,20 @@ fn quic_one_way_delay_on_an_unlimited_link_is_the_propagation_delay() {
 }
 
 #[test]
+fn datagram_one_way_delay_is_serialisation_plus_propagation_and_departures_are_periodic() {
+    // 1250-byte datagrams at 5 Mb/s (one every 2 ms) on the 10 Mb/s link: never a queue.
+    let mut spec = stop_and_wait(Some(100 * MS));
+    spec.flows[0].traffic = TrafficSpec::Cbr { rate_bps: 5_000_000, packet_bytes: 1250 };
+    let result = run(&spec).unwrap();
+    let f = &result.flows[0];
+    assert!(f.bytes_delivered > 0);
+    let per_byte = at_10mbps(1250) + 5 * MS;
+    assert_eq!(f.delivery_delay_byte_ns, f.bytes_delivered as u128 * per_byte as u128);
+    let idt = &result.timeseries.as_ref().unwrap().idt_ewma_ns[0];
+    assert!(idt.iter().all(|&t| t == 2 * MS), "{idt:?}");
+}
+
+#[test]
 fn stop_and_wait_departures_are_one_round_trip_apart() {
     let result = run(&stop_and_wait(Some(100 * MS))).unwrap();
     // Data 1500 B and ACK 52 B serialised, 5 ms each way.

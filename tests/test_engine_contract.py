@@ -39,7 +39,10 @@ def test_store_columns_cover_every_captured_field() -> None:
     spec = small_engine_spec()
     spec["captures"] = [{"link": 0, "direction": "forward"}]
     capture = decode(*runner.core().run(json.dumps(spec)))["captures"][0]
-    assert set(capture) - {"channel"} == set(store.CAPTURE_COLUMNS)
+    assert capture["sack"].shape == (len(capture["time_ns"]), 6)
+    assert set(store.capture_columns(capture)) == set(store.CAPTURE_COLUMNS)
+    assert set(capture) - {"channel", "sack"} == set(store.CAPTURE_COLUMNS) - {
+        f"sack{k}_{edge}" for k in (1, 2, 3) for edge in ("start", "end")}
 
 
 def test_engine_version_is_reported() -> None:

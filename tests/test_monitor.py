@@ -89,6 +89,9 @@ traffic = { kind = "finite", bytes = "600KB" }
 link = "access"
 [[captures]]
 link = "btl"
+[[captures]]
+link = "btl"
+direction = "backward"
 """
 
 
@@ -99,9 +102,9 @@ def run() -> tuple[dict, dict]:
     return result, scenario.resolve().engine
 
 
-def capture_on(result: dict, engine: dict, link: str) -> dict:
+def capture_on(result: dict, engine: dict, link: str, backward: bool = False) -> dict:
     index = [link_spec["name"] for link_spec in engine["links"]].index(link)
-    return next(c for c in result["captures"] if c["channel"] == 2 * index)
+    return next(c for c in result["captures"] if c["channel"] == 2 * index + backward)
 
 
 def test_both_transfers_complete_with_losses_at_the_bottleneck(run) -> None:
@@ -199,6 +202,25 @@ def test_pcap_headers_are_real_ipv4_and_tcp(run) -> None:
             assert int.from_bytes(options[dpkt.tcp.TCP_OPT_MSS], "big") == 1448
     ports = {(dpkt.ip.IP(buf).data.sport, dpkt.ip.IP(buf).data.dport) for _, buf in packets}
     assert ports == {pcap.flow_ports(0), pcap.flow_ports(1)}
+
+
+def test_pcap_acks_carry_their_sack_blocks(run) -> None:
+    result, engine = run
+    cap = capture_on(result, engine, "btl", backward=True)
+    assert not cap["is_data"].any() and (cap["sack_blocks"] > 0).any(), "losses make the receiver SACK"
+    out = io.BytesIO()
+    pcap.write_pcap(out, cap, engine["flows"])
+    for k, (_, buf) in enumerate(dpkt.pcap.Reader(io.BytesIO(out.getvalue()))):
+        tcp = dpkt.ip.IP(buf).data
+        assert tcp.ack == cap["ack"][k] % 2**32
+        options = dict(dpkt.tcp.parse_opts(tcp.opts))
+        n = int(cap["sack_blocks"][k])
+        if n == 0:
+            assert dpkt.tcp.TCP_OPT_SACK not in options
+            continue
+        edges = np.frombuffer(options[dpkt.tcp.TCP_OPT_SACK], dtype=">u4").tolist()
+        assert edges == [int(e) % 2**32 for e in cap["sack"][k][:2 * n]]
+        assert all(cap["ack"][k] < start < end for start, end in zip(edges[::2], edges[1::2]))
 
 
 def test_headers_only_pcap_keeps_original_lengths(run, tmp_path: Path) -> None:

@@ -7,9 +7,8 @@ type LINKTYPE_RAW (101: every record is an IPv4 packet, no link-layer header), t
 Each packet gets real headers: IPv4 (RFC 791; total length = the engine's wire bytes, header
 checksum) and TCP (RFC 9293; ports, 32-bit sequence and acknowledgement numbers, flags, data
 offset, checksum over the RFC 9293 §3.1 pseudo-header). Options fill the header bytes the engine
-counts beyond 40: the timestamp option (RFC 7323) on every segment that has room for it, and on a
-SYN or SYN-ACK also MSS, SACK-permitted and window scale. The engine does not capture SACK blocks,
-so the option bytes an ACK carries for them are written as NOPs.
+counts beyond 40: the timestamp option (RFC 7323) on every segment that has room for it, on a SYN
+or SYN-ACK also MSS, SACK-permitted and window scale, and on an ACK its SACK blocks (RFC 2018).
 
 Addressing: node i is 10.0.0.0 + (i + 1); flow f runs from port 1024 + f mod 64512 to port
 5001 + f div 64512 (unique per flow). The initial sequence number of both ends is 0, so sequence
@@ -74,8 +73,9 @@ def _checksum(data: bytes) -> int:
     return ~total & 0xFFFF
 
 
-def _options(length: int, syn: bool, mss: int, ts_val: int, ts_ecr: int) -> bytes:
-    """TCP options filling exactly `length` bytes (a multiple of 4, at most 40)."""
+def _options(length: int, syn: bool, mss: int, ts_val: int, ts_ecr: int, sack: Sequence[int] = ()) -> bytes:
+    """TCP options filling exactly `length` bytes (a multiple of 4, at most 40); `sack` holds
+    the 32-bit edges of the SACK blocks to report."""
     out = b""
     timestamp = struct.pack("!BBII", 8, 10, ts_val, ts_ecr)  # RFC 7323 §3: kind 8, length 10
     if syn and length >= 20:
@@ -83,6 +83,10 @@ def _options(length: int, syn: bool, mss: int, ts_val: int, ts_ecr: int) -> byte
         out = struct.pack("!BBH", 2, 4, mss) + bytes((4, 2)) + timestamp + bytes((1, 3, 3, 7))
     elif length >= 12:
         out = bytes((1, 1)) + timestamp
+    # RFC 2018 §3: kind 5, length 2 + 8n, n blocks of left and right edges, after two NOPs.
+    blocks = struct.pack(f"!BBBB{len(sack)}I", 1, 1, 5, 2 + 4 * len(sack), *sack) if sack else b""
+    if blocks and len(out) + len(blocks) <= length:
+        out += blocks
     return out + bytes((1,)) * (length - len(out))
 
 
@@ -129,17 +133,20 @@ def write_pcap(path: str | Path | BinaryIO, capture: Mapping[str, Any], flows: S
     n = len(capture["time_ns"])
     columns = {k: np.asarray(capture[k]) for k in ("time_ns", "flow", "is_data", "flags", "seq", "ack",
                                                    "payload_bytes", "wire_bytes")}
-    for k in ("ts_val_ns", "ts_ecr_ns"):
+    for k in ("ts_val_ns", "ts_ecr_ns", "sack_blocks"):
         columns[k] = np.asarray(capture[k]) if k in capture else np.zeros(n, dtype=np.uint64)
+    columns["sack"] = np.asarray(capture["sack"]).reshape(-1, 6) if "sack" in capture else np.zeros((n, 6), np.uint64)
     own = not hasattr(path, "write")
     handle: BinaryIO = open(path, "wb") if own else path  # type: ignore[arg-type, assignment]
     try:
         handle.write(struct.pack("<IHHiIII", PCAP_MAGIC_NS, 2, 4, 0, 0, SNAPLEN, LINKTYPE_RAW))
         rows = zip(*(columns[k].tolist() for k in ("time_ns", "flow", "is_data", "flags", "seq", "ack",
-                                                     "payload_bytes", "wire_bytes", "ts_val_ns", "ts_ecr_ns")))
-        for index, (t, flow, is_data, flags, seq, ack, payload, wire, ts_val, ts_ecr) in enumerate(rows):
+                                                     "payload_bytes", "wire_bytes", "ts_val_ns", "ts_ecr_ns",
+                                                     "sack_blocks", "sack")))
+        for index, (t, flow, is_data, flags, seq, ack, payload, wire, ts_val, ts_ecr, nblocks, sack) in enumerate(rows):
+            edges = [edge & 0xFFFFFFFF for edge in sack[:2 * nblocks]]
             handle.write(_record(index, t, flows[flow], flow, bool(is_data), flags, seq, ack, payload, wire,
-                                 ts_val, ts_ecr, full_payload))
+                                 ts_val, ts_ecr, edges, full_payload))
     finally:
         if own:
             handle.close()
@@ -147,7 +154,8 @@ def write_pcap(path: str | Path | BinaryIO, capture: Mapping[str, Any], flows: S
 
 
 def _record(index: int, t: int, spec: Mapping[str, Any], flow: int, is_data: bool, flags: int, seq: int,
-            ack: int, payload: int, wire: int, ts_val: int, ts_ecr: int, full_payload: bool) -> bytes:
+            ack: int, payload: int, wire: int, ts_val: int, ts_ecr: int, sack: Sequence[int],
+            full_payload: bool) -> bytes:
     options = wire - payload - IP_HEADER - TCP_HEADER
     if options < 0 or options % 4 or options > 40:
         raise PcapError(f"flows[{flow}].tcp.header_bytes", f"a {wire - payload}-byte header cannot be IPv4 + "
@@ -165,7 +173,7 @@ def _record(index: int, t: int, spec: Mapping[str, Any], flow: int, is_data: boo
         ack32 = ack & 0xFFFFFFFF
     mss = int((spec.get("tcp") or {}).get("mss", 1448))
     opts = _options(options, bool(flags & SYN), min(mss, 0xFFFF), (ts_val // 1000) & 0xFFFFFFFF,
-                    (ts_ecr // 1000) & 0xFFFFFFFF)
+                    (ts_ecr // 1000) & 0xFFFFFFFF, sack)
     tcp_length = TCP_HEADER + options + payload
     offset_flags = ((TCP_HEADER + options) // 4) << 12 | (flags & 0x3F)
     src_ip, dst_ip = _address_bytes(src), _address_bytes(dst)

@@ -159,6 +159,8 @@ class Results:
         arrays = self.con.execute(f"SELECT {columns} FROM captures WHERE run_id = ? AND channel = ? ORDER BY packet",
                                   [run_id, row[0]]).fetchnumpy()
         capture: dict[str, Any] = {name: np.asarray(arrays[name]) for name in CAPTURE_COLUMNS}
+        capture["sack"] = np.stack([capture.pop(f"sack{k}_{edge}") for k in (1, 2, 3) for edge in ("start", "end")],
+                                   axis=1) if len(capture["time_ns"]) else np.zeros((0, 6), dtype=np.uint64)
         capture["channel"] = int(row[0])
         return capture
 

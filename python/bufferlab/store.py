@@ -44,7 +44,7 @@ from . import summary as metrics
 from .errors import SpecError
 
 __all__ = ["Store", "StoredRun", "StoreError", "run_identity", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION",
-           "TABLES", "RUN_TABLES", "check_schema_version"]
+           "TABLES", "RUN_TABLES", "check_schema_version", "capture_columns"]
 
 DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 # 1: runs, flows, channels, series, captures. 2: studies, spec hash, metric tables, new series
@@ -114,7 +114,20 @@ CHANNEL_SERIES = {"queue_packets": "queue_packets", "queue_bytes": "queue_bytes"
 SERIES_INDICES = ("flows", "channels")
 CAPTURE_COLUMNS = {"time_ns": "UBIGINT", "flow": "UINTEGER", "is_data": "BOOLEAN", "flags": "UTINYINT",
                    "seq": "UBIGINT", "ack": "UBIGINT", "payload_bytes": "UINTEGER", "wire_bytes": "UINTEGER",
-                   "retransmission": "BOOLEAN", "ts_val_ns": "UBIGINT", "ts_ecr_ns": "UBIGINT"}
+                   "retransmission": "BOOLEAN", "ts_val_ns": "UBIGINT", "ts_ecr_ns": "UBIGINT",
+                   "sack_blocks": "UTINYINT",
+                   **{f"sack{k}_{edge}": "UBIGINT" for k in (1, 2, 3) for edge in ("start", "end")}}
+
+
+def capture_columns(capture: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """A capture's columns as stored: the engine's (n, 6) `sack` array becomes one column per
+    block edge (sack1_start, sack1_end, ... sack3_end)."""
+    out = {c: np.asarray(capture[c]) for c in CAPTURE_COLUMNS if c in capture}
+    sack = np.asarray(capture["sack"]).reshape(-1, 6)
+    for k in range(3):
+        out[f"sack{k + 1}_start"] = np.ascontiguousarray(sack[:, 2 * k])
+        out[f"sack{k + 1}_end"] = np.ascontiguousarray(sack[:, 2 * k + 1])
+    return out
 
 
 def _utc_now() -> _dt.datetime:
@@ -417,7 +430,7 @@ class Store:
             n = len(cap["time_ns"])
             columns = {"capture": np.full(n, i, dtype=np.uint32), "channel": np.full(n, cap["channel"], dtype=np.uint32),
                        "packet": np.arange(n, dtype=np.uint64)}
-            columns.update({c: cap[c] for c in CAPTURE_COLUMNS})
+            columns.update(capture_columns(cap))
             self._insert_frame("captures", run.run_id, columns)
 
     # --- comparing ------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 //! without a copy or a parse. The JSON names each column with its dtype and shape. The GIL is
 //! released while simulating.
 
+use bufferlab_core::net::packet::MAX_SACK_BLOCKS;
 use bufferlab_core::record::result::{Capture, RunResult, TimeSeries};
 use bufferlab_core::units::SimTime;
 use bufferlab_core::{spec::ScenarioSpec, EngineError, Simulator};
@@ -105,6 +106,10 @@ fn capture_columns(i: usize, c: &Capture, columns: &mut Columns) {
     columns.u8s(name("retransmission"), c.retransmission.iter().map(|&b| b as u8));
     columns.u64s(name("ts_val_ns"), &c.ts_val_ns);
     columns.u64s(name("ts_ecr_ns"), &c.ts_ecr_ns);
+    columns.u8s(name("sack_blocks"), c.sack_blocks.iter().copied());
+    let width = 2 * MAX_SACK_BLOCKS;
+    let bytes = c.sack.iter().flat_map(|row| row.iter().flat_map(|v| v.to_le_bytes())).collect();
+    columns.add(name("sack"), "u64", vec![c.sack.len(), width], bytes);
 }
 
 /// The result's JSON with its long columns replaced by descriptions, and the columns' bytes.

@@ -3,7 +3,7 @@
 
 pub mod result;
 
-use crate::net::packet::{flags, Packet};
+use crate::net::packet::{flags, Packet, MAX_SACK_BLOCKS};
 use crate::units::SimTime;
 use result::{Capture, TimeSeries};
 
@@ -114,5 +114,12 @@ impl Capture {
         self.retransmission.push(p.retransmission);
         self.ts_val_ns.push(p.ts_val.as_ns());
         self.ts_ecr_ns.push(p.ts_ecr.as_ns());
+        let mut sack = [0; 2 * MAX_SACK_BLOCKS];
+        for (k, block) in p.sack_blocks().iter().enumerate() {
+            sack[2 * k] = block.start;
+            sack[2 * k + 1] = block.end;
+        }
+        self.sack_blocks.push(p.sack_len);
+        self.sack.push(sack);
     }
 }

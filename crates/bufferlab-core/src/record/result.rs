@@ -4,6 +4,7 @@
 //! Derived metrics (goodput, utilisation, loss rate, the metric catalogue) are computed from
 //! these by the Python layer, so the engine records facts only.
 
+use crate::net::packet::MAX_SACK_BLOCKS;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -201,6 +202,10 @@ pub struct Capture {
     /// TCP timestamp option (RFC 7323): the sender's TSval and the echoed TSecr, in ns.
     pub ts_val_ns: Vec<u64>,
     pub ts_ecr_ns: Vec<u64>,
+    /// SACK blocks (RFC 2018) an ACK carries: how many, and [start, end) sequence numbers of up
+    /// to three, zeros where unused.
+    pub sack_blocks: Vec<u8>,
+    pub sack: Vec<[u64; 2 * MAX_SACK_BLOCKS]>,
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@ from bufferlab import runner, store
 from bufferlab.spec import Scenario
 from conftest import LOSSY_LINE, SMALL_DUMBBELL, bufferlab
 
-TABLES = ("runs", "flows", "channels", "flow_timeseries", "channel_timeseries", "captures")
+TABLES = ("runs", "flows", "channels", "flow_metrics", "link_metrics", "network_metrics", "flow_timeseries",
+          "channel_timeseries", "captures")
 
 
 def count_rows(db: Path) -> dict[str, int]:
@@ -85,6 +86,9 @@ def test_run_holds_specs_counters_and_series(write_scenario, db: Path) -> None:
     assert counts["flows"] == 2 and counts["channels"] == 2 * 5  # btl + 4 access links
     assert counts["flow_timeseries"] == 2 * 10  # 1 s sampled every 100 ms
     assert counts["channel_timeseries"] == 10 * 10
+    # The metric tables: one row per flow, per link direction that carried traffic, per run.
+    assert (counts["flow_metrics"], counts["network_metrics"]) == (2, 1)
+    assert counts["link_metrics"] == 10  # every direction of a dumbbell carries data or ACKs
 
 
 def count_rows_con(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
@@ -123,11 +127,11 @@ def small_run(seed: int = 3) -> tuple[Scenario, store.StoredRun]:
     return scenario, stored
 
 
-@pytest.mark.parametrize("step", ["_insert_channels", "_insert_timeseries", "_insert_captures"])
+@pytest.mark.parametrize("step", ["_insert_channels", "_insert_metrics", "_insert_timeseries", "_insert_captures"])
 def test_failure_mid_insert_leaves_no_rows(step: str, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _, run = small_run()
 
-    def explode(self: store.Store, run: store.StoredRun) -> None:
+    def explode(self: store.Store, *args: object) -> None:
         raise Injected(step)
 
     monkeypatch.setattr(store.Store, step, explode)

@@ -133,6 +133,16 @@ def test_record_selection_in_the_spec_limits_the_stored_series(write_scenario, d
     assert metrics["mean_throughput_l4"].is_null().to_list() == [False, False]
 
 
+def test_record_captures_add_a_capture(write_scenario, db: Path) -> None:
+    run_id = stored(write_scenario, db, SMALL_DUMBBELL + """
+    [record]
+    captures = [{ link = "btl", direction = "backward" }]
+    """)
+    with bufferlab.load(db) as res:
+        acks = res.capture(run_id, link="btl", direction="backward")
+    assert len(acks["time_ns"]) > 0 and not acks["is_data"].any()
+
+
 def test_record_none_runs_without_series(write_scenario, db: Path) -> None:
     run_id = stored(write_scenario, db, SMALL_DUMBBELL + """
     [record]
@@ -148,6 +158,7 @@ def test_record_none_runs_without_series(write_scenario, db: Path) -> None:
     ('flows = ["nope"]', 'record.flows[0]: unknown flow "nope"'),
     ('links = ["btl_sideways"]', 'record.links[0]: unknown link or channel "btl_sideways"'),
     ('interval = "10ms"', "record.interval: the interval is given twice"),
+    ('captures = [{ link = "nope" }]', 'record.captures[0].link: unknown link "nope"'),
 ])
 def test_bad_record_selection_is_a_spec_error(record: str, line: str) -> None:
     with pytest.raises(SpecError, match=line.replace("[", r"\[").replace("]", r"\]")):

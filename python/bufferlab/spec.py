@@ -321,11 +321,13 @@ class Record(_Model):
     ``interval`` is the sampling interval ("10ms"; "off" records no series). ``flows`` is "all",
     "none" or a list of flow names; ``links`` is "all", "none" or a list of link names (both
     directions) and channel names ("btl_forward"). Whatever is left out costs nothing.
+    ``captures`` adds packet captures, as top-level ``[[captures]]`` does.
     """
 
     interval: SampleInterval | None = None
     flows: Literal["all", "none"] | list[str] = "all"
     links: Literal["all", "none"] | list[str] = "all"
+    captures: list[Capture] = Field(default_factory=list)
 
 
 @dataclass
@@ -713,8 +715,11 @@ def _build(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
 
     channel_names = [f"{name}_{d}" for name in link_names for d in ("forward", "backward")]
     captures = []
-    for i, cap in enumerate(s.captures):
-        li = _index(link_index, cap.link, f"captures[{i}].link", "link")
+    recorded = [(f"captures[{i}]", cap) for i, cap in enumerate(s.captures)]
+    if s.record is not None:
+        recorded += [(f"record.captures[{i}]", cap) for i, cap in enumerate(s.record.captures)]
+    for where, cap in recorded:
+        li = _index(link_index, cap.link, f"{where}.link", "link")
         captures.append({"link": li, "direction": cap.direction})
 
     record = _record_selection(s, flow_names, link_index, channel_names)

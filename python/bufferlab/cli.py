@@ -147,7 +147,7 @@ def _metric_frames(db: Path, run_id: str, all_links: bool) -> tuple[Any, Any, An
 
 def _print_metrics(db: Path, run_id: str, *, all_links: bool) -> None:
     from . import metrics
-    from .render import metric_table
+    from .render import metric_tables
 
     flows, links, net = _metric_frames(db, run_id, all_links)
     console = _console()
@@ -155,10 +155,12 @@ def _print_metrics(db: Path, run_id: str, *, all_links: bool) -> None:
         console.print("no metric tables stored for this run (stored by an older bufferlab: run it again "
                       "with --force)")
         return
-    console.print(metric_table(flows, metrics.FLOW_METRICS, title="Flow metrics"))
+    tables = metric_tables(flows, metrics.FLOW_METRICS, title="Flow metrics")
     if links.height:
-        console.print(metric_table(links, metrics.LINK_METRICS, title="Link metrics"))
-    console.print(metric_table(net, metrics.NETWORK_METRICS, title="Network metrics"))
+        tables += metric_tables(links, metrics.LINK_METRICS, title="Link metrics")
+    tables += metric_tables(net, metrics.NETWORK_METRICS, title="Network metrics")
+    for table in tables:
+        console.print(table)
 
 
 def _metrics_json(db: Path, run_id: str, all_links: bool = False) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from .summary import RunSummary
 
-__all__ = ["print_summary", "summary_tables", "metric_table", "frame_table"]
+__all__ = ["print_summary", "summary_tables", "metric_tables", "frame_table"]
 
 DASH = "—"
 # Runs with traffic generators have thousands of flows: the table shows the first ones.
@@ -75,19 +75,28 @@ def _cell(value: object) -> str:
     return escape(str(value))
 
 
-def metric_table(frame: pl.DataFrame, catalogue: Mapping[str, tuple[str, str]], *, title: str,
-                 column_names: str = "name") -> Table:
+# Entity columns per metric table: more (many flows or links) continue in further tables.
+COLUMNS_PER_TABLE = 6
+
+
+def metric_tables(frame: pl.DataFrame, catalogue: Mapping[str, tuple[str, str]], *, title: str,
+                  column_names: str = "name", per_table: int = COLUMNS_PER_TABLE) -> list[Table]:
     """One row per metric of `catalogue` (with its unit), one column per row of `frame`, named by
-    its `column_names` column: ccperf's layout."""
-    table = Table(title=title, title_justify="left")
-    table.add_column("metric", justify="left")
-    table.add_column("unit", justify="left")
-    for name in frame[column_names].to_list():
-        table.add_column(escape(str(name)), justify="right")
-    for metric, (unit, _) in catalogue.items():
-        if metric in frame.columns:
-            table.add_row(metric, unit, *(_cell(v) for v in frame[metric].to_list()))
-    return table
+    its `column_names` column: ccperf's layout, `per_table` columns to a table."""
+    tables = []
+    for start in range(0, max(frame.height, 1), per_table):
+        part = frame.slice(start, per_table)
+        suffix = "" if frame.height <= per_table else f" ({start + 1}-{start + part.height} of {frame.height})"
+        table = Table(title=title + suffix, title_justify="left")
+        table.add_column("metric", justify="left", no_wrap=True)
+        table.add_column("unit", justify="left", no_wrap=True)
+        for name in part[column_names].to_list():
+            table.add_column(escape(str(name)), justify="right", overflow="fold")
+        for metric, (unit, _) in catalogue.items():
+            if metric in part.columns:
+                table.add_row(metric, unit, *(_cell(v) for v in part[metric].to_list()))
+        tables.append(table)
+    return tables
 
 
 def frame_table(frame: pl.DataFrame, *, title: str | None = None) -> Table:

@@ -2,7 +2,7 @@
 //! advances simulated time from event to event. It has no globals, reads no clock and draws every
 //! random number from streams seeded by the spec.
 
-use crate::cc::Controller;
+use crate::cc::{Controller, ControllerConfig};
 use crate::event::{Event, EventQueue};
 use crate::net::channel::{Channel, Schedule};
 use crate::net::packet::Packet;
@@ -81,6 +81,9 @@ pub struct Simulator {
     outbox: Vec<Packet>,
 }
 
+/// Stream indices of flow i's controller: `CONTROLLER_STREAMS + i`, far above channel indices.
+const CONTROLLER_STREAMS: u64 = 1 << 48;
+
 /// Seed of the random stream of channel `index`: SplitMix64-style mixing of the run seed, so
 /// streams of neighbouring channels are unrelated.
 fn stream_seed(seed: u64, index: u64) -> u64 {
@@ -143,7 +146,13 @@ impl Simulator {
         let mut flows = Vec::with_capacity(spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
             let config = TcpConfig::from(&f.tcp);
-            let cc = Controller::new(f.cca, config.mss, config.initial_window);
+            let cc_config = ControllerConfig {
+                mss: config.mss,
+                initial_window_segments: config.initial_window,
+                hystart: f.tcp.hystart,
+                seed: stream_seed(spec.seed, CONTROLLER_STREAMS + i as u64),
+            };
+            let cc = Controller::new(f.cca, &cc_config);
             let bytes = match f.traffic {
                 TrafficSpec::Greedy => None,
                 TrafficSpec::Finite { bytes } => Some(bytes),
@@ -361,6 +370,9 @@ impl Simulator {
                     acked: f.sender.bytes_acked(),
                     delivered: f.receiver.bytes_delivered(),
                     sent: f.sender.record.payload_bytes_sent,
+                    pacing_rate_bps: f.sender.pacing_rate_bps(),
+                    cc_state: f.sender.cc_state() as u64,
+                    delivery_rate_bps: f.sender.delivery_rate_bps(),
                 },
             );
         }

@@ -62,7 +62,7 @@ impl Columns {
 /// Move the time series out as columns named `timeseries.<series>`.
 fn timeseries_columns(ts: &TimeSeries, columns: &mut Columns) {
     columns.u64s("timeseries.time_ns".into(), &ts.time_ns);
-    let per_entity: [(&str, &Vec<Vec<u64>>); 11] = [
+    let per_entity: [(&str, &Vec<Vec<u64>>); 14] = [
         ("cwnd_bytes", &ts.cwnd_bytes),
         ("ssthresh_bytes", &ts.ssthresh_bytes),
         ("in_flight_bytes", &ts.in_flight_bytes),
@@ -70,6 +70,9 @@ fn timeseries_columns(ts: &TimeSeries, columns: &mut Columns) {
         ("acked_bytes", &ts.acked_bytes),
         ("delivered_bytes", &ts.delivered_bytes),
         ("sent_bytes", &ts.sent_bytes),
+        ("pacing_rate_bps", &ts.pacing_rate_bps),
+        ("cc_state", &ts.cc_state),
+        ("delivery_rate_bps", &ts.delivery_rate_bps),
         ("queue_packets", &ts.queue_packets),
         ("queue_bytes", &ts.queue_bytes),
         ("channel_sent_bytes", &ts.channel_sent_bytes),

@@ -17,6 +17,12 @@ pub struct FlowSample {
     pub acked: u64,
     pub delivered: u64,
     pub sent: u64,
+    /// The controller's pacing rate, 0 when it does not pace.
+    pub pacing_rate_bps: u64,
+    /// The controller's state code (`cc::state`).
+    pub cc_state: u64,
+    /// Delivery rate of the latest valid rate sample (draft-cheng-iccrg-delivery-rate-estimation).
+    pub delivery_rate_bps: u64,
 }
 
 /// One channel's state at a sampling instant.
@@ -41,6 +47,9 @@ impl TimeSeries {
             acked_bytes: per(flows),
             delivered_bytes: per(flows),
             sent_bytes: per(flows),
+            pacing_rate_bps: per(flows),
+            cc_state: per(flows),
+            delivery_rate_bps: per(flows),
             queue_packets: per(channels),
             queue_bytes: per(channels),
             channel_sent_bytes: per(channels),
@@ -60,6 +69,9 @@ impl TimeSeries {
         self.acked_bytes[flow].push(s.acked);
         self.delivered_bytes[flow].push(s.delivered);
         self.sent_bytes[flow].push(s.sent);
+        self.pacing_rate_bps[flow].push(s.pacing_rate_bps);
+        self.cc_state[flow].push(s.cc_state);
+        self.delivery_rate_bps[flow].push(s.delivery_rate_bps);
     }
 
     pub fn push_channel(&mut self, channel: usize, s: ChannelSample) {

@@ -138,6 +138,14 @@ pub struct TimeSeries {
     pub delivered_bytes: Vec<Vec<u64>>,
     /// Cumulative payload bytes sent, including retransmissions.
     pub sent_bytes: Vec<Vec<u64>>,
+    /// Pacing rate of the flow's controller (0 when it does not pace).
+    pub pacing_rate_bps: Vec<Vec<u64>>,
+    /// The controller's state code: for Reno, CUBIC and HighSpeed 0 slow start, 1 congestion
+    /// avoidance, 2 fast recovery, 3 HyStart++ conservative slow start; for BBR 0 Startup,
+    /// 1 Drain, 2 ProbeBW, 3 ProbeRTT.
+    pub cc_state: Vec<Vec<u64>>,
+    /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
+    pub delivery_rate_bps: Vec<Vec<u64>>,
     pub queue_packets: Vec<Vec<u64>>,
     pub queue_bytes: Vec<Vec<u64>>,
     /// Cumulative bytes that started transmission on each channel.

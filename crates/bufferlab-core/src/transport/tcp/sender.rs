@@ -1,14 +1,16 @@
 //! The sending side of a TCP connection: handshake, segmentation, SACK-based (RFC 6675) or
-//! NewReno (RFC 6582) loss recovery with PRR (RFC 6937) or classic window reduction, and the
-//! retransmission timer (RFC 6298).
+//! NewReno (RFC 6582) loss recovery with PRR (RFC 6937) or classic window reduction, the
+//! retransmission timer (RFC 6298), delivery-rate estimation and pacing for controllers that
+//! ask for them.
 
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::{TcpConfig, SYN_OPTION_BYTES};
-use crate::cc::{AckSample, CongestionController, Controller};
+use crate::cc::{AckSample, CongestionController, Controller, DeliveryRateEstimator};
 use crate::net::packet::{flags, Packet};
 use crate::record::result::FlowRecord;
 use crate::spec::RecoveryKind;
+use crate::transport::pacer::Pacer;
 use crate::units::SimTime;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +72,13 @@ pub struct TcpSender {
     syn_retransmitted: bool,
     syn_sent_at: SimTime,
     fin_sent: bool,
+    /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation).
+    rate: DeliveryRateEstimator,
+    /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
+    last_delivery_rate_bps: u64,
+    pacer: Pacer,
+    /// The pacer held back a packet that could otherwise have gone: wake at its release time.
+    pacing_blocked: bool,
     pub record: FlowRecord,
 }
 
@@ -96,6 +105,10 @@ impl TcpSender {
             syn_retransmitted: false,
             syn_sent_at: SimTime::ZERO,
             fin_sent: false,
+            rate: DeliveryRateEstimator::new(),
+            last_delivery_rate_bps: 0,
+            pacer: Pacer::new(),
+            pacing_blocked: false,
             record: FlowRecord::default(),
         }
     }
@@ -127,8 +140,26 @@ impl TcpSender {
     pub fn bytes_written(&self) -> u64 {
         self.snd_nxt.saturating_sub(1)
     }
+    /// Pacing rate in bit/s, 0 when the controller does not pace.
+    pub fn pacing_rate_bps(&self) -> u64 {
+        self.cc.pacing_rate().map_or(0, |r| r.bps())
+    }
+    /// The controller's state code (`cc::state`).
+    pub fn cc_state(&self) -> u8 {
+        self.cc.state()
+    }
+    /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
+    pub fn delivery_rate_bps(&self) -> u64 {
+        self.last_delivery_rate_bps
+    }
+    /// The earliest of the retransmission deadline and the pacer's next release (when it holds
+    /// a packet back).
     pub fn next_timeout(&self) -> Option<SimTime> {
-        self.rto_deadline
+        let release = self.pacing_blocked.then(|| self.pacer.next_release());
+        match (self.rto_deadline, release) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn data_acked_up_to(&self, ack: u64) -> u64 {
@@ -199,10 +230,14 @@ impl TcpSender {
     }
 
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        let Some(deadline) = self.rto_deadline else { return };
-        if now < deadline {
+        let Some(deadline) = self.rto_deadline.filter(|&d| now >= d) else {
+            // Not the retransmission timer: the pacer may release what it held back.
+            if self.pacing_blocked && self.pacer.may_send(now) {
+                self.transmit(now, out);
+            }
             return;
-        }
+        };
+        debug_assert!(now >= deadline);
         self.rto_deadline = None;
         match self.state {
             State::SynSent => {
@@ -221,12 +256,13 @@ impl TcpSender {
     fn on_ack(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
         let ack = packet.ack;
         let prior_una = self.snd_una;
+        let prior_in_flight = self.pipe();
 
         // SACK blocks first: they may reveal losses below the cumulative point (RFC 6675 §5).
         let mut newly_sacked = 0;
         if self.config.sack {
             for block in packet.sack_blocks() {
-                newly_sacked += self.scoreboard.sack(*block);
+                newly_sacked += self.scoreboard.sack(*block, now, &mut self.rate);
             }
         }
 
@@ -235,7 +271,7 @@ impl TcpSender {
         let mut newest_sent = None;
         let mut rtt_sample = None;
         if ack > self.snd_una {
-            let cumulative = self.scoreboard.ack_up_to(ack);
+            let cumulative = self.scoreboard.ack_up_to(ack, now, &mut self.rate);
             acked_bytes = cumulative.bytes;
             delivered += cumulative.bytes - cumulative.previously_sacked_bytes;
             if !self.config.sack {
@@ -285,15 +321,17 @@ impl TcpSender {
         }
 
         // Loss detection.
+        let mut newly_lost = 0;
         if self.config.sack {
-            self.scoreboard.mark_losses(self.config.dupthresh);
+            newly_lost += self.scoreboard.mark_losses(self.config.dupthresh);
         }
         match self.recovery {
             None => {
                 let sack_inferred = self.config.sack && self.scoreboard.first_is_lost();
                 if self.dupacks >= self.config.dupthresh || sack_inferred {
                     if !self.config.sack {
-                        self.scoreboard.mark_first_lost(); // RFC 6582 §3.2 step 2: fast retransmit
+                        // RFC 6582 §3.2 step 2: fast retransmit.
+                        newly_lost += self.scoreboard.mark_first_lost();
                     }
                     self.enter_fast_recovery(now);
                 }
@@ -302,27 +340,40 @@ impl TcpSender {
             Some(r) => {
                 if !self.config.sack && r.cause == RecoveryCause::Fast && ack > prior_una {
                     // RFC 6582 §3.2 step 5: a partial ACK means the next segment was lost too.
-                    self.scoreboard.mark_first_lost();
-                    self.retransmit_now = self.config.recovery == RecoveryKind::Classic;
+                    newly_lost += self.scoreboard.mark_first_lost();
+                    self.retransmit_now = self.sender_recovers_classically();
                 }
             }
         }
 
+        let rate = self.rate.generate(now, self.rtt.min_rtt());
+        if let Some(r) = rate.and_then(|rs| rs.delivery_rate) {
+            self.last_delivery_rate_bps = r.bps();
+        }
+        let sample = AckSample {
+            now,
+            bytes_acked: acked_bytes,
+            delivered,
+            lost: newly_lost,
+            sent_time: newest_sent.unwrap_or(now),
+            rtt: rtt_sample,
+            srtt: self.rtt.srtt(),
+            min_rtt: self.rtt.min_rtt(),
+            prior_in_flight,
+            in_flight: self.pipe(),
+            in_recovery: self.recovery.is_some(),
+            total_delivered: self.rate.delivered(),
+            rate,
+        };
         // Window growth happens outside fast recovery only (RFC 5681 §3.2, RFC 6937 §3).
         let in_fast_recovery = matches!(self.recovery, Some(r) if r.cause == RecoveryCause::Fast);
         if acked_bytes > 0 && !in_fast_recovery {
-            let sample = AckSample {
-                now,
-                bytes_acked: acked_bytes,
-                sent_time: newest_sent.unwrap_or(now),
-                rtt: rtt_sample,
-                in_flight: self.pipe(),
-            };
             self.cc.on_ack(&sample);
         }
-        if in_fast_recovery {
+        if in_fast_recovery && !self.cc.governs_recovery() {
             self.update_prr(delivered);
         }
+        self.cc.on_ack_processed(&sample);
 
         // RFC 6298 §5.2/5.3: stop the timer when nothing is outstanding, else restart it on new data.
         if self.scoreboard.is_empty() && !self.fin_outstanding() {
@@ -369,7 +420,12 @@ impl TcpSender {
             recover_fs: flight_size.max(1),
             prr_allowance: 0,
         });
-        self.retransmit_now = self.config.recovery == RecoveryKind::Classic;
+        self.retransmit_now = self.sender_recovers_classically();
+    }
+
+    /// Classic recovery run by the sender (not by a controller that governs recovery itself).
+    fn sender_recovers_classically(&self) -> bool {
+        self.config.recovery == RecoveryKind::Classic && !self.cc.governs_recovery()
     }
 
     fn exit_recovery(&mut self, now: SimTime) {
@@ -444,7 +500,11 @@ impl TcpSender {
     /// Whether a segment of `len` bytes may go out now.
     fn may_send(&self, len: u64) -> bool {
         match self.recovery {
-            Some(r) if r.cause == RecoveryCause::Fast && self.config.recovery == RecoveryKind::Prr => {
+            Some(r)
+                if r.cause == RecoveryCause::Fast
+                    && self.config.recovery == RecoveryKind::Prr
+                    && !self.cc.governs_recovery() =>
+            {
                 r.prr_allowance > 0
             }
             // RFC 6675 §5 / RFC 5681: transmit while cwnd - pipe >= 1 SMSS.
@@ -466,6 +526,7 @@ impl TcpSender {
         if self.state != State::Established {
             return;
         }
+        self.pacing_blocked = false;
         loop {
             // NextSeg() rule 1: a lost segment; otherwise rule 2: new data.
             if let Some(i) = self.scoreboard.next_retransmission() {
@@ -473,26 +534,41 @@ impl TcpSender {
                 if !self.retransmit_now && !self.may_send(len) {
                     break;
                 }
+                if !self.pacer_allows(now) {
+                    break;
+                }
                 self.retransmit_now = false;
-                let seg = self.scoreboard.retransmit(i, now);
+                let tx = self.rate.on_send(now, self.scoreboard.is_empty());
+                let seg = self.scoreboard.retransmit(i, now, tx);
                 self.charge(len);
                 self.record.segments_retransmitted += 1;
-                out.push(self.segment(now, seg.start, seg.len, flags::ACK, true));
+                let packet = self.segment(now, seg.start, seg.len, flags::ACK, true);
+                self.paced(now, &packet);
+                out.push(packet);
                 continue;
             }
             let data_end = self.stream_end.unwrap_or(u64::MAX);
             if self.snd_nxt < data_end {
                 let len = (data_end - self.snd_nxt).min(self.config.mss as u64);
                 let rwnd_ok = self.config.rwnd.is_none_or(|rwnd| self.snd_nxt + len - self.snd_una <= rwnd);
-                if !rwnd_ok || !self.may_send(len) {
+                if !rwnd_ok || !self.may_send(len) || !self.pacer_allows(now) {
                     break;
                 }
                 let start = self.snd_nxt;
-                self.scoreboard.push(start, len as u32, now);
+                let tx = self.rate.on_send(now, self.scoreboard.is_empty());
+                self.scoreboard.push(start, len as u32, now, tx);
                 self.snd_nxt += len;
                 self.charge(len);
-                out.push(self.segment(now, start, len as u32, flags::ACK, false));
+                let packet = self.segment(now, start, len as u32, flags::ACK, false);
+                self.paced(now, &packet);
+                out.push(packet);
                 continue;
+            }
+            // Nothing left to send although the window has room: the application limits the
+            // flow (draft-cheng-iccrg-delivery-rate-estimation §3.4).
+            let pipe = self.pipe();
+            if pipe < self.cc.window() {
+                self.rate.mark_app_limited(pipe);
             }
             if !self.fin_sent && self.stream_end.is_some() {
                 // All data is out: the FIN follows (it takes no window).
@@ -509,6 +585,21 @@ impl TcpSender {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
         self.record.app_bytes_written = self.bytes_written();
+    }
+
+    /// Whether the pacer lets a packet go now; if not, remember to wake at its release time.
+    fn pacer_allows(&mut self, now: SimTime) -> bool {
+        if self.cc.pacing_rate().is_some() && !self.pacer.may_send(now) {
+            self.pacing_blocked = true;
+            return false;
+        }
+        true
+    }
+
+    fn paced(&mut self, now: SimTime, packet: &Packet) {
+        if let Some(rate) = self.cc.pacing_rate() {
+            self.pacer.on_send(now, packet.wire_bytes as u64, rate);
+        }
     }
 
     fn segment(&mut self, now: SimTime, seq: u64, payload: u32, tcp_flags: u8, retransmission: bool) -> Packet {
@@ -530,13 +621,14 @@ impl TcpSender {
 mod tests {
     use super::*;
     use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
+    use crate::cc::ControllerConfig;
     use crate::spec::{CcaKind, TcpSpec};
 
     const MSS: u64 = 1000;
 
     fn established(spec: TcpSpec) -> (TcpSender, Vec<Packet>) {
         let config = TcpConfig::from(&TcpSpec { mss: MSS as u32, ..spec });
-        let cc = Controller::new(CcaKind::Reno, config.mss, config.initial_window);
+        let cc = Controller::new(CcaKind::Reno, &ControllerConfig::new(config.mss, config.initial_window));
         let mut s = TcpSender::new(0, 1, config, cc, None);
         let mut out = Vec::new();
         s.start(SimTime::ZERO, &mut out);

@@ -8,7 +8,8 @@ Tables (one row per ...):
   runs                 run: identity, specs (engine and user level), seed, engine version, timing
   flows                flow of a run: the engine's raw per-flow counters + summary columns
   channels             link direction of a run: raw counters + summary columns
-  flow_timeseries      flow x sample: cwnd, ssthresh, in flight, srtt, cumulative bytes
+  flow_timeseries      flow x sample: cwnd, ssthresh, in flight, srtt, cumulative bytes, pacing
+                       rate, controller state, delivery rate
   channel_timeseries   channel x sample: queue length, cumulative bytes sent and drops
   captures             captured packet (only for runs with captures in their spec)
 """
@@ -73,7 +74,7 @@ CHANNEL_DERIVED: dict[str, str] = {
 _RENAMED = {"from_node": "from", "to_node": "to"}
 
 FLOW_SERIES = ("cwnd_bytes", "ssthresh_bytes", "in_flight_bytes", "srtt_ns", "acked_bytes",
-               "delivered_bytes", "sent_bytes")
+               "delivered_bytes", "sent_bytes", "pacing_rate_bps", "cc_state", "delivery_rate_bps")
 # Channel series as named in TimeSeries -> column name.
 CHANNEL_SERIES = {"queue_packets": "queue_packets", "queue_bytes": "queue_bytes",
                   "channel_sent_bytes": "sent_bytes", "channel_drops": "drops"}

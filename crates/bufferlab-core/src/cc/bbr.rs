@@ -201,11 +201,16 @@ impl Bbr {
         }
     }
 
-    /// §4.1.2.3 BBRUpdateRTprop.
+    /// §4.1.2.3 BBRUpdateRTprop, refreshing on a strictly lower RTT (the draft says `<=`).
+    ///
+    /// In this simulator a path's RTT repeats to the picosecond whenever the queue is empty, so
+    /// with `<=` a lone flow that drains its queue in every ProbeBW cycle would refresh RTprop
+    /// forever and never probe; real paths have jitter. Linux's tcp_bbr.c also requires a
+    /// strictly lower sample. ProbeRTT then comes every ProbeRTTInterval, as the draft intends.
     fn update_rtprop(&mut self, ack: &AckSample) {
         self.rtprop_expired = ack.now > self.rtprop_stamp + RTPROP_FILTER_LEN;
         let Some(rtt) = ack.rate.and_then(|rs| rs.rtt) else { return };
-        if self.rt_prop.is_none_or(|p| rtt <= p) || self.rtprop_expired {
+        if self.rt_prop.is_none_or(|p| rtt < p) || self.rtprop_expired {
             self.rt_prop = Some(rtt);
             self.rtprop_stamp = ack.now;
         }

@@ -395,6 +395,7 @@ impl TcpSender {
         }
         self.state = State::Closed;
         self.rto_deadline = None;
+        self.pacing_blocked = false;
         self.snd_una = self.fin_seq().map_or(self.snd_una, |f| f + 1);
         self.record.bytes_acked = self.bytes_acked();
         self.record.completed_ns = Some(now.as_ns());
@@ -523,10 +524,10 @@ impl TcpSender {
 
     /// Send what the window, the recovery procedure and the application allow.
     pub fn transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.pacing_blocked = false;
         if self.state != State::Established {
             return;
         }
-        self.pacing_blocked = false;
         loop {
             // NextSeg() rule 1: a lost segment; otherwise rule 2: new data.
             if let Some(i) = self.scoreboard.next_retransmission() {
@@ -622,13 +623,18 @@ mod tests {
     use super::*;
     use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
     use crate::cc::ControllerConfig;
+    use crate::units::BitRate;
     use crate::spec::{CcaKind, TcpSpec};
 
     const MSS: u64 = 1000;
 
     fn established(spec: TcpSpec) -> (TcpSender, Vec<Packet>) {
+        established_with(CcaKind::Reno, spec)
+    }
+
+    fn established_with(cca: CcaKind, spec: TcpSpec) -> (TcpSender, Vec<Packet>) {
         let config = TcpConfig::from(&TcpSpec { mss: MSS as u32, ..spec });
-        let cc = Controller::new(CcaKind::Reno, &ControllerConfig::new(config.mss, config.initial_window));
+        let cc = Controller::new(cca, &ControllerConfig::new(config.mss, config.initial_window));
         let mut s = TcpSender::new(0, 1, config, cc, None);
         let mut out = Vec::new();
         s.start(SimTime::ZERO, &mut out);
@@ -716,6 +722,29 @@ mod tests {
         // Backed off: the next deadline is twice as far.
         let next = s.next_timeout().unwrap();
         assert_eq!(next - deadline, (deadline - SimTime::from_ms(10)).doubled());
+    }
+
+    #[test]
+    fn paced_sender_releases_one_segment_per_packet_time_and_wakes_for_the_next() {
+        let (mut s, out) = established_with(CcaKind::Bbr, TcpSpec::default());
+        // BBR's initial rate: 10 segments per 1 ms times 2/ln 2; the window would allow 10.
+        assert_eq!(out.len(), 1, "the pacer holds the rest of the initial window back");
+        let rate = BitRate(s.pacing_rate_bps());
+        let gap = rate.transmission_time(out[0].wire_bytes as u64);
+        let wake = s.next_timeout().expect("a wakeup for the pacer");
+        assert_eq!(wake, SimTime::from_ms(10) + gap);
+        let mut more = Vec::new();
+        s.on_timeout(wake, &mut more);
+        assert_eq!(more.len(), 1);
+        assert_eq!(more[0].seq, 1 + MSS);
+        assert_eq!(s.next_timeout(), Some(wake + gap));
+    }
+
+    #[test]
+    fn unpaced_sender_sends_the_window_at_once_and_waits_only_for_the_rto() {
+        let (s, out) = established(TcpSpec::default());
+        assert_eq!((out.len(), s.pacing_rate_bps()), (10, 0));
+        assert!(s.next_timeout().unwrap() > SimTime::from_ms(200));
     }
 
     #[test]

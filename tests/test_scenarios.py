@@ -19,7 +19,7 @@ def test_example_scenario_is_valid(path) -> None:
 
 def test_there_are_the_promised_examples() -> None:
     names = {p.stem for p in SCENARIOS.glob("*.toml")}
-    assert {"dumbbell", "shallow_buffers", "quic_sizing_tcp", "parking_lot"} <= names
+    assert {"dumbbell", "shallow_buffers", "quic_sizing", "quic_sizing_tcp", "parking_lot"} <= names
 
 
 def test_reference_dumbbell_is_the_issue_s() -> None:

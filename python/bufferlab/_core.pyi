@@ -25,6 +25,14 @@ def tcp_defaults() -> str:
     """The engine's TCP defaults (TcpSpec::default()) as JSON text."""
 
 
+def check_distribution(dist_json: str) -> str:
+    """Why a distribution (engine JSON form) is malformed, or "" if it is fine."""
+
+
+def quic_defaults() -> str:
+    """The engine's QUIC defaults (QuicSpec::default()) as JSON text."""
+
+
 class Run:
     """A run advanced in steps (for progress reports); the result equals `run()`'s."""
 

@@ -10,6 +10,7 @@ from pydantic import PlainSerializer, PlainValidator
 
 from . import units
 from .errors import SpecError
+from .distributions import Dist, parse_distribution
 from .units import QueueLimit
 
 __all__ = [
@@ -24,6 +25,8 @@ __all__ = [
     "QueueField",
     "Traffic",
     "TrafficField",
+    "LossModel",
+    "LossModelField",
     "Controller",
     "Recovery",
     "parse_controller",
@@ -85,46 +88,68 @@ Probability = Annotated[float, PlainValidator(units.parse_probability)]
 
 @dataclass(frozen=True)
 class Queue:
-    """An egress queue discipline. Only drop-tail FIFO exists so far."""
+    """An egress queue discipline: a drop-tail FIFO (limit in packets or bytes), or a token bucket
+    filter (tbf: token `rate`, bucket `burst` bytes, at most `limit` bytes waiting for tokens)."""
 
     limit: QueueLimit
-    kind: Literal["fifo"] = "fifo"
+    kind: Literal["fifo", "tbf"] = "fifo"
+    rate: int | None = None
+    burst: int | None = None
 
     def to_engine(self) -> dict[str, Any]:
+        if self.kind == "tbf":
+            return {"kind": "tbf", "rate_bps": self.rate, "bucket_bytes": self.burst, "limit_bytes": self.limit.bytes}
         return {"kind": self.kind, "limit_packets": self.limit.packets, "limit_bytes": self.limit.bytes}
 
     def __str__(self) -> str:
         return str(self.limit)
 
 
-_QUEUE_KINDS = ("fifo",)
+_QUEUE_KINDS = ("fifo", "tbf")
+_QUEUE_KEYS = {"fifo": ("kind", "limit"), "tbf": ("kind", "rate", "burst", "limit")}
 
 
 def parse_queue(value: Any) -> Queue:
-    """ "100p" or {kind = "fifo", limit = "100p"}."""
+    """ "100p", {kind = "fifo", limit = "100p"} or {kind = "tbf", rate, burst, limit} (a token
+    bucket: tokens at `rate` up to `burst` bytes, at most `limit` bytes queued for tokens)."""
     if isinstance(value, Queue):
         return value
     if isinstance(value, str):
         return Queue(limit=units.parse_size(value))
     if isinstance(value, dict):
-        for key in value:
-            if key not in ("kind", "limit"):
-                raise SpecError(str(key), "unknown key")
         kind = value.get("kind", "fifo")
         if isinstance(kind, str) and kind.lower() in ("fifo", "fifoqueuedisc", "pfifo", "droptail"):
             kind = "fifo"
+        if isinstance(kind, str) and kind.lower() in ("tbf", "tokenbucket", "token_bucket"):
+            kind = "tbf"
         if kind not in _QUEUE_KINDS:
             raise SpecError("kind", f'unknown queue discipline "{kind}" (known: {", ".join(_QUEUE_KINDS)})')
-        if "limit" not in value:
-            raise SpecError("limit", "missing required key")
-        try:
-            return Queue(limit=units.parse_size(value["limit"]))
-        except units.UnitError as e:
-            raise SpecError("limit", str(e)) from None
+        for key in value:
+            if key not in _QUEUE_KEYS[kind]:
+                raise SpecError(str(key), "unknown key")
+        for key in _QUEUE_KEYS[kind][1:]:
+            if key not in value:
+                raise SpecError(key, "missing required key")
+        if kind == "fifo":
+            try:
+                return Queue(limit=units.parse_size(value["limit"]))
+            except units.UnitError as e:
+                raise SpecError("limit", str(e)) from None
+        parsed: dict[str, int] = {}
+        for key, parse in (("rate", _rate), ("burst", units.parse_bytes), ("limit", units.parse_bytes)):
+            try:
+                parsed[key] = parse(value[key])
+            except units.UnitError as e:
+                raise SpecError(key, str(e)) from None
+        return Queue(kind="tbf", limit=QueueLimit(bytes=parsed["limit"]), rate=parsed["rate"], burst=parsed["burst"])
     raise SpecError("", f'expected a queue limit like "100p" or a table {{kind, limit}}, got {value!r}')
 
 
 def _queue_out(queue: Queue) -> str | dict[str, str]:
+    if queue.kind == "tbf":
+        assert queue.rate is not None and queue.burst is not None and queue.limit.bytes is not None
+        return {"kind": "tbf", "rate": units.format_rate(queue.rate), "burst": units.format_bytes(queue.burst),
+                "limit": units.format_bytes(queue.limit.bytes)}
     return str(queue.limit)
 
 
@@ -135,19 +160,39 @@ QueueField = Annotated[Queue, PlainValidator(parse_queue), PlainSerializer(_queu
 
 @dataclass(frozen=True)
 class Traffic:
-    """What the application on a flow sends: "greedy" (until the stop time) or a finite transfer."""
+    """What the application on a flow sends: "greedy" (until the stop time), a finite transfer of
+    `bytes`, or an unresponsive datagram source ("cbr" at `rate` in datagrams of `packet` bytes on
+    the wire, or "onoff": the same during on periods drawn from `on`, silent during `off`)."""
 
-    kind: Literal["greedy", "finite"]
+    kind: Literal["greedy", "finite", "cbr", "onoff"]
     bytes: int | None = None
+    rate: int | None = None
+    packet: int | None = None
+    on: Dist | None = None
+    off: Dist | None = None
 
     def to_engine(self) -> dict[str, Any]:
         if self.kind == "greedy":
             return {"kind": "greedy"}
-        return {"kind": "finite", "bytes": self.bytes}
+        if self.kind == "finite":
+            return {"kind": "finite", "bytes": self.bytes}
+        engine: dict[str, Any] = {"kind": "cbr" if self.kind == "cbr" else "on_off", "rate_bps": self.rate,
+                                  "packet_bytes": self.packet}
+        if self.kind == "onoff":
+            assert self.on is not None and self.off is not None
+            engine.update(on=self.on.engine, off=self.off.engine)
+        return engine
+
+
+_TRAFFIC_KEYS = {"greedy": {"kind"}, "finite": {"kind", "bytes"}, "cbr": {"kind", "rate", "packet"},
+                 "onoff": {"kind", "rate", "packet", "on", "off"}}
+# A datagram's size on the wire when `packet` is not given: a full Ethernet MTU.
+DEFAULT_DATAGRAM = 1500
 
 
 def parse_traffic(value: Any) -> Traffic:
-    """ "greedy", {kind = "greedy"} or {kind = "finite", bytes = "1MB"}."""
+    """ "greedy", {kind = "greedy"}, {kind = "finite", bytes = "1MB"},
+    {kind = "cbr", rate = "10Mbps", packet = "1500B"} or {kind = "onoff", rate, packet, on, off}."""
     if isinstance(value, Traffic):
         return value
     if isinstance(value, str):
@@ -157,13 +202,15 @@ def parse_traffic(value: Any) -> Traffic:
                             '{kind = "finite", bytes = ...})')
     if not isinstance(value, dict):
         raise SpecError("", f'expected "greedy" or a table {{kind = "finite", bytes = ...}}, got {value!r}')
-    for key in value:
-        if key not in ("kind", "bytes"):
-            raise SpecError(str(key), "unknown key")
     kind = value.get("kind")
+    if kind not in _TRAFFIC_KEYS:
+        raise SpecError("kind", f'unknown traffic model "{kind}" (known: {", ".join(_TRAFFIC_KEYS)})')
+    for key in value:
+        if key not in _TRAFFIC_KEYS[kind]:
+            if kind == "greedy" and key == "bytes":
+                raise SpecError("bytes", 'a greedy flow has no size (use kind = "finite")')
+            raise SpecError(str(key), "unknown key")
     if kind == "greedy":
-        if "bytes" in value:
-            raise SpecError("bytes", 'a greedy flow has no size (use kind = "finite")')
         return Traffic(kind="greedy")
     if kind == "finite":
         if "bytes" not in value:
@@ -172,17 +219,101 @@ def parse_traffic(value: Any) -> Traffic:
             return Traffic(kind="finite", bytes=units.parse_bytes(value["bytes"]))
         except units.UnitError as e:
             raise SpecError("bytes", str(e)) from None
-    raise SpecError("kind", f'unknown traffic model "{kind}" (known: greedy, finite)')
+    if "rate" not in value:
+        raise SpecError("rate", "missing required key (the sending rate)")
+    try:
+        rate = _rate(value["rate"])
+    except units.UnitError as e:
+        raise SpecError("rate", str(e)) from None
+    try:
+        packet = units.parse_bytes(value.get("packet", DEFAULT_DATAGRAM))
+    except units.UnitError as e:
+        raise SpecError("packet", str(e)) from None
+    if not 28 < packet <= 65_535:
+        raise SpecError("packet", f"{packet} B: a datagram has 28 header bytes and at most 65535 in all")
+    if kind == "cbr":
+        return Traffic(kind="cbr", rate=rate, packet=packet)
+    periods = {}
+    for key in ("on", "off"):
+        if key not in value:
+            raise SpecError(key, "missing required key (a distribution of period lengths)")
+        try:
+            periods[key] = parse_distribution(value[key], "time")
+        except SpecError as e:
+            raise SpecError(f"{key}.{e.field}" if e.field else key, e.reason) from None
+    return Traffic(kind="onoff", rate=rate, packet=packet, **periods)
 
 
-def _traffic_out(traffic: Traffic) -> str | dict[str, str]:
+def _traffic_out(traffic: Traffic) -> str | dict[str, Any]:
     if traffic.kind == "greedy":
         return "greedy"
-    assert traffic.bytes is not None
-    return {"kind": "finite", "bytes": units.format_bytes(traffic.bytes)}
+    if traffic.kind == "finite":
+        assert traffic.bytes is not None
+        return {"kind": "finite", "bytes": units.format_bytes(traffic.bytes)}
+    assert traffic.rate is not None and traffic.packet is not None
+    out: dict[str, Any] = {"kind": traffic.kind, "rate": units.format_rate(traffic.rate),
+                           "packet": units.format_bytes(traffic.packet)}
+    if traffic.kind == "onoff":
+        assert traffic.on is not None and traffic.off is not None
+        out.update(on=traffic.on.written, off=traffic.off.written)
+    return out
 
 
 TrafficField = Annotated[Traffic, PlainValidator(parse_traffic), PlainSerializer(_traffic_out)]
+
+
+# --- loss models ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LossModel:
+    """Gilbert–Elliott bursty loss on a link (each direction its own chain): Good → Bad with
+    probability `p` per packet, Bad → Good with `r`; a packet is lost with `loss_good` in Good,
+    `loss_bad` in Bad (defaults 0 and 1: Gilbert's model, bursts of mean length 1/r)."""
+
+    p: float
+    r: float
+    loss_good: float = 0.0
+    loss_bad: float = 1.0
+    kind: Literal["gilbert_elliott"] = "gilbert_elliott"
+
+    def to_engine(self) -> dict[str, Any]:
+        return {"kind": self.kind, "p": self.p, "r": self.r, "loss_good": self.loss_good, "loss_bad": self.loss_bad}
+
+
+def parse_loss_model(value: Any) -> LossModel:
+    if isinstance(value, LossModel):
+        return value
+    if not isinstance(value, dict):
+        raise SpecError("", f'expected a table {{kind = "gilbert_elliott", p = ..., r = ...}}, got {value!r}')
+    kind = value.get("kind")
+    if kind not in ("gilbert_elliott", "gilbert"):
+        raise SpecError("kind", f'unknown loss model "{kind}" (known: gilbert_elliott)')
+    known = ("kind", "p", "r", "loss_good", "loss_bad")
+    for key in value:
+        if key not in known:
+            raise SpecError(str(key), "unknown key")
+    probabilities = {}
+    for key in known[1:]:
+        if key not in value:
+            if key in ("p", "r"):
+                raise SpecError(key, "missing required key (a transition probability per packet)")
+            continue
+        raw = value[key]
+        if raw in (1, 1.0, "100%") and key != "loss_good":
+            probabilities[key] = 1.0  # a certain transition or loss is allowed here
+            continue
+        try:
+            probabilities[key] = units.parse_probability(raw)
+        except units.UnitError as e:
+            raise SpecError(key, str(e)) from None
+    return LossModel(**probabilities)
+
+
+def _loss_model_out(model: LossModel) -> dict[str, Any]:
+    return {"kind": model.kind, "p": model.p, "r": model.r, "loss_good": model.loss_good, "loss_bad": model.loss_bad}
+
+
+LossModelField = Annotated[LossModel, PlainValidator(parse_loss_model), PlainSerializer(_loss_model_out)]
 
 
 # --- names: controllers and recovery --------------------------------------------------------

@@ -13,6 +13,8 @@ from .summary import RunSummary
 __all__ = ["print_summary", "summary_tables"]
 
 DASH = "—"
+# Runs with traffic generators have thousands of flows: the table shows the first ones.
+MAX_FLOW_ROWS = 40
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -27,10 +29,13 @@ def summary_tables(summary: RunSummary) -> list[Table]:
     flows = Table(title="Flows", title_justify="left")
     for header in ("flow", "path", "goodput Mb/s", "loss rate", "retrans", "RTOs", "mean srtt ms", "completion s"):
         flows.add_column(header, justify="left" if header in ("flow", "path") else "right")
-    for f in summary.flows:
+    for f in summary.flows[:MAX_FLOW_ROWS]:
         flows.add_row(f.name, f"{f.src} → {f.dst}", _num(f.goodput_mbps, ".3f"), _pct(f.loss_rate, 3),
                       str(f.retransmissions), str(f.rtos), _num(f.mean_srtt_ms, ".3f"),
                       _num(f.completion_time_s, ".4f"))
+    hidden = len(summary.flows) - MAX_FLOW_ROWS
+    if hidden > 0:
+        flows.caption = f"… and {hidden} more flows (all of them in --json and in the store's flows table)"
     tables = [flows]
     b = summary.bottleneck
     if b is not None:

@@ -108,14 +108,14 @@ def run(scenario: Scenario, db: str | Path = DEFAULT_DB, *, force: bool = False,
         if not force and store.has_run(run_id):
             counters = store.load_counters(run_id)
             assert counters is not None
-            return summarise(counters, endpoints=resolved.flow_endpoints, bottleneck=resolved.bottleneck,
+            return summarise(counters, endpoints=resolved.endpoints_of(counters["flows"]), bottleneck=resolved.bottleneck,
                              run_id=run_id, from_store=True, seed=scenario.seed,
                              wall_time_s=counters["wall_time_s"])
         result, wall = _simulate(resolved, progress)
         store.save(StoredRun(run_id=run_id, name=scenario.name, seed=scenario.seed,
                              duration_ns=scenario.duration, wall_time_s=wall, spec_json=spec_json,
                              user_spec_json=json.dumps(user_spec or scenario.to_dict(), sort_keys=True),
-                             endpoints=resolved.flow_endpoints, result=result),
+                             endpoints=resolved.endpoints_of(result["flows"]), result=result),
                    replace=force)
-    return summarise(result, endpoints=resolved.flow_endpoints, bottleneck=resolved.bottleneck,
+    return summarise(result, endpoints=resolved.endpoints_of(result["flows"]), bottleneck=resolved.bottleneck,
                      run_id=run_id, from_store=False, seed=scenario.seed, wall_time_s=wall)

@@ -15,22 +15,38 @@ links, ``src_i`` side ``floor(r_i / 2)`` and ``dst_i`` side the rest, so that th
 propagation ``2 (d_src + d_b + d_dst)`` equals ``rtt_i`` exactly. Hence ``rtt_i >= 2 d_b`` and, since
 every link has one delay for both directions, ``rtt_i`` must be a whole even number of ns.
 The RTT is propagation only: transmission and queueing come on top, as in ns-3 and ccperf.
+
+RTT heterogeneity: ``topology.rtt`` may be a distribution (see `distributions`; a ``mixture`` of
+lognormals gives seed 002's bimodal RTTs). Every flow without an RTT of its own then draws one,
+in flow order, from numpy's PCG64 generator seeded with ``SeedSequence([seed, RTT_STREAM])``, and
+rounds it to a whole even number of ns; the dumbbell rule above realises that RTT exactly. A draw
+below twice a given ``bottleneck_delay`` is raised to it (and noted); with the default bottleneck
+delay (a quarter of the smallest RTT) no draw needs it.
+
+Other topologies (`topology`): ``kind = "tree"`` (seed 000) and ``kind = "parking_lot"``.
+Traffic generators (``[[generators]]``) spread sources over hosts: persistent flows, Poisson mice
+and closed-loop users per source host, CBR and on/off datagram sources (see `Generator`).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+import numpy as np
+from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, StrictBool, StrictInt,
+                      ValidationError, ValidationInfo)
 
 from .errors import SpecError, from_validation_error
+from .distributions import Dist, parse_distribution
 from .fields import (
     ByteCount,
+    LossModelField,
     Controller,
     OptionalRate,
     PositiveTime,
@@ -43,18 +59,48 @@ from .fields import (
     TrafficField,
     Queue,
     Traffic,
+    DEFAULT_DATAGRAM,
     engine_controller,
     engine_recovery,
 )
 from . import units
+from .topology import Graph, ParkingLot, Tree, build_parking_lot, build_tree
 
-__all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "Dumbbell", "Capture",
-           "Resolved", "load_scenario", "DEFAULT_SAMPLE_INTERVAL_NS"]
+__all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "QuicOptions", "Dumbbell", "Capture",
+           "Generator", "Resolved", "load_scenario", "DEFAULT_SAMPLE_INTERVAL_NS", "RTT_STREAM", "draw_rtts"]
 
 # metrics.md: "Time series are sampled at a fixed interval (default 10 ms, configurable)".
 DEFAULT_SAMPLE_INTERVAL_NS = 10_000_000
 # Linux's default txqueuelen and ns-3's FifoQueueDisc default: 1000 packets.
 DEFAULT_QUEUE = Queue(limit=units.QueueLimit(packets=1000))
+# The RTT draws' own stream: SeedSequence([seed, RTT_STREAM]) ("rtt" in ASCII).
+RTT_STREAM = 0x727474
+
+
+def _base_dir(info: ValidationInfo) -> Path | None:
+    context = info.context or {}
+    return context.get("base_dir")
+
+
+def _dist_field(quantity: Literal["bytes", "time"]) -> Any:
+    def validate(value: Any, info: ValidationInfo) -> Dist:
+        return parse_distribution(value, quantity, _base_dir(info))
+    return Annotated[Dist, PlainValidator(validate), PlainSerializer(lambda d: d.written)]
+
+
+SizeDist = _dist_field("bytes")
+TimeDist = _dist_field("time")
+
+
+def _rtt(value: Any, info: ValidationInfo) -> int | Dist:
+    if isinstance(value, dict) or isinstance(value, Dist):
+        return parse_distribution(value, "time", _base_dir(info), allow_mixture=True)
+    return units.parse_time(value, positive=True)
+
+
+RttField = Annotated[int | Dist, PlainValidator(_rtt),
+                     PlainSerializer(lambda v: v.written if isinstance(v, Dist) else units.format_time(v))]
+"""A dumbbell's RTT: a time, or a distribution each flow draws its RTT from."""
 
 @functools.cache
 def engine_tcp_defaults() -> dict[str, Any]:
@@ -65,6 +111,15 @@ def engine_tcp_defaults() -> dict[str, Any]:
     from . import _core
 
     defaults: dict[str, Any] = json.loads(_core.tcp_defaults())
+    return defaults
+
+
+@functools.cache
+def engine_quic_defaults() -> dict[str, Any]:
+    """The engine's QuicSpec defaults (`impl Default for QuicSpec` in crates/bufferlab-core/src/spec.rs)."""
+    from . import _core
+
+    defaults: dict[str, Any] = json.loads(_core.quic_defaults())
     return defaults
 
 
@@ -88,6 +143,8 @@ class Link(_Model):
     rate: OptionalRate
     delay: Time
     loss: Probability = 0.0
+    # A bursty loss process instead of independent losses (both directions, each its own state).
+    loss_model: LossModelField | None = None
     # One queue for both directions, or one per direction; default 1000 packets.
     queue: QueueField | None = None
     queue_forward: QueueField | None = None
@@ -117,10 +174,35 @@ class TcpOptions(_Model):
     hystart: StrictBool | None = None
 
 
+class QuicOptions(_Model):
+    """QUIC knobs (transport = "quic"); an unset option takes the flow defaults', then the engine's.
+
+    Sizes follow RFC 9002: the window counts whole QUIC packets (UDP payloads).
+    """
+
+    # Largest QUIC packet (UDP payload), RFC 9002 max_datagram_size; 1252 = a 1280-byte IP packet.
+    max_datagram: ByteCount | None = None
+    # Bytes of a packet that carry no stream data (header, AEAD tag, STREAM frame header).
+    packet_overhead: ByteCount | None = None
+    # Bytes below QUIC on the wire: IP + UDP headers (28), plus any link framing.
+    lower_layer: ByteCount | None = None
+    # UDP payload of an ACK-only packet with one ACK range.
+    ack_packet: ByteCount | None = None
+    initial_window: StrictInt | None = Field(default=None, gt=0)
+    # ACK every n-th ack-eliciting packet (1: every one, as in seed 003).
+    ack_every: StrictInt | None = Field(default=None, gt=0)
+    max_ack_delay: Time | None = None
+    initial_rtt: PositiveTime | None = None
+    packet_threshold: StrictInt | None = Field(default=None, gt=0)
+
+
 class FlowDefaults(_Model):
     """Values every flow takes unless it sets its own."""
 
     cca: Controller | None = None
+    # Transport protocol: "tcp" (default) or "quic".
+    transport: Literal["tcp", "quic"] | None = None
+    quic: QuicOptions | None = None
     traffic: TrafficField | None = None
     start: Time | None = None
     stop: Time | None = None
@@ -152,13 +234,79 @@ class Dumbbell(_Model):
     # Bottleneck queue (at `left`, toward `right`); `reverse_queue` defaults to the same.
     queue: QueueField
     reverse_queue: QueueField | None = None
-    # Random loss on the bottleneck link (both directions, as the engine applies it).
+    # Random loss on the bottleneck link (both directions, as the engine applies it), or a bursty
+    # loss model instead.
     loss: Probability = 0.0
+    loss_model: LossModelField | None = None
     # Default: ten times the bottleneck rate (1 Gb/s for the reference 100 Mb/s dumbbell).
     access_rate: OptionalRate | None = None
     access_queue: QueueField | None = None
-    # Default RTT of every flow.
-    rtt: PositiveTime | None = None
+    # Default RTT of every flow: a time, or a distribution every flow draws its own RTT from.
+    rtt: RttField | None = None
+
+
+class Generator(_Model):
+    """Traffic spread over source hosts, all toward `dst`; `sources` are host names or shell-style
+    patterns ("h3_*"), by default every host but `dst`. Per source host:
+
+    - ``persistent``: `flows` greedy (long-lived) flows, ``<name>_<host>_<k>``;
+    - ``poisson``: mice arriving at `arrivals_per_s`, sizes from `size`, each a flow
+      ``<name>_<host>#<k>`` created by the engine;
+    - ``closed_loop``: `users` users, each think (`think`) → transfer (`size`) → think ...;
+    - ``cbr`` / ``onoff``: one datagram source ``<name>_<host>`` at `rate` (`packet` bytes on the
+      wire), on/off with periods from `on` and `off`.
+    """
+
+    name: str | None = Field(default=None, min_length=1)
+    kind: Literal["persistent", "poisson", "closed_loop", "cbr", "onoff"]
+    sources: str | list[str] | None = None
+    dst: str
+    flows: StrictInt | None = Field(default=None, gt=0)
+    arrivals_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    users: StrictInt | None = Field(default=None, gt=0)
+    size: SizeDist | None = None
+    think: TimeDist | None = None
+    rate: Rate | None = None
+    packet: ByteCount | None = None
+    on: TimeDist | None = None
+    off: TimeDist | None = None
+    cca: Controller | None = None
+    tcp: TcpOptions | None = None
+    start: Time | None = None
+    stop: Time | None = None
+
+
+# Keys each generator kind needs, and the keys it may have besides the common ones.
+_GENERATOR_KEYS = {
+    "persistent": ({"flows"}, set()),
+    "poisson": ({"arrivals_per_s", "size"}, set()),
+    "closed_loop": ({"users", "size", "think"}, set()),
+    "cbr": ({"rate"}, {"packet"}),
+    "onoff": ({"rate", "on", "off"}, {"packet"}),
+}
+_GENERATOR_COMMON = {"name", "kind", "sources", "dst", "cca", "tcp", "start", "stop"}
+
+
+_TOPOLOGIES: dict[str, type[BaseModel]] = {"dumbbell": Dumbbell, "tree": Tree, "parking_lot": ParkingLot}
+
+
+def _topology(value: Any, info: ValidationInfo) -> Dumbbell | Tree | ParkingLot:
+    """A `[topology]` table, by its kind (errors name `topology.<key>`, no union tags)."""
+    if isinstance(value, (Dumbbell, Tree, ParkingLot)):
+        return value
+    if not isinstance(value, dict):
+        raise SpecError("", f"expected a table with a kind ({', '.join(_TOPOLOGIES)}), got {value!r}")
+    kind = value.get("kind")
+    if kind not in _TOPOLOGIES:
+        raise SpecError("kind", f'unknown topology "{kind}" (known: {", ".join(_TOPOLOGIES)})')
+    try:
+        return _TOPOLOGIES[kind].model_validate(value, context=info.context)  # type: ignore[return-value]
+    except ValidationError as e:
+        raise from_validation_error(e) from None
+
+
+TopologyField = Annotated[Dumbbell | Tree | ParkingLot, PlainValidator(_topology),
+                          PlainSerializer(lambda t: t.model_dump(mode="json", exclude_unset=True))]
 
 
 class Capture(_Model):
@@ -179,6 +327,10 @@ class Resolved:
     channel_names: list[str]
     # Channel index of the bottleneck named by the spec (None: pick the slowest busy channel).
     bottleneck: int | None = None
+    # Names of the engine's generators (flows they create are "<generator>#<k>").
+    generator_names: list[str] = field(default_factory=list)
+    # Propagation RTT of each listed flow where the topology fixes it (dumbbell), in ns.
+    flow_rtts_ns: list[int | None] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # Engine field paths (as the engine names them, unit suffixes removed) that the user wrote
     # elsewhere, e.g. a dumbbell's "links[0].queue_forward" is its "topology.queue".
@@ -190,6 +342,19 @@ class Resolved:
             if engine_field == prefix or engine_field.startswith((prefix + ".", prefix + "[")):
                 return self.field_aliases[prefix] + engine_field[len(prefix):]
         return engine_field
+
+    def endpoints_of(self, flows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        """(src, dst) host names of every flow of a result: listed flows and generated ones.
+        Flows read back from the store carry their names; the engine's records their node indices."""
+        out = []
+        for i, f in enumerate(flows):
+            if f.get("src") is not None and f.get("dst") is not None:
+                out.append((str(f["src"]), str(f["dst"])))
+            elif f.get("src_node") is not None and f.get("dst_node") is not None:
+                out.append((self.node_names[f["src_node"]], self.node_names[f["dst_node"]]))
+            else:
+                out.append(self.flow_endpoints[i])
+        return out
 
     def to_json(self) -> str:
         """Canonical JSON of the engine spec: the identity of a run (with the engine version)."""
@@ -211,34 +376,36 @@ class Scenario(_Model):
     # The channel the summary reports as bottleneck: "<link>_forward", "<link>_backward" or a link
     # name (its forward direction). Default: the slowest channel that carried traffic.
     bottleneck: str | None = None
-    topology: Dumbbell | None = None
+    topology: TopologyField | None = None
     nodes: list[Node] = Field(default_factory=list)
     links: list[Link] = Field(default_factory=list)
     flow_defaults: FlowDefaults | None = None
     flows: list[Flow] = Field(default_factory=list)
     captures: list[Capture] = Field(default_factory=list)
+    generators: list[Generator] = Field(default_factory=list)
     # Free-form labels (e.g. ccperf's --experiment-name); stored, never simulated.
     meta: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
     # --- construction -----------------------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, data: Any) -> Scenario:
-        """Validate a plain mapping (the TOML/JSON form); raises SpecError."""
+    def from_dict(cls, data: Any, base_dir: Path | None = None) -> Scenario:
+        """Validate a plain mapping (the TOML/JSON form); raises SpecError. Relative file names in
+        it (empirical distributions) are taken from `base_dir`, else from the working directory."""
         try:
-            scenario = cls.model_validate(data)
+            scenario = cls.model_validate(data, context={"base_dir": base_dir})
         except ValidationError as e:
             raise from_validation_error(e) from None
         scenario.resolve()  # cross-field checks (names, RTTs, times) fail here, not at run time
         return scenario
 
     @classmethod
-    def from_toml_text(cls, text: str, source: str = "scenario") -> Scenario:
+    def from_toml_text(cls, text: str, source: str = "scenario", base_dir: Path | None = None) -> Scenario:
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise SpecError(source, f"invalid TOML: {e}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(data, base_dir)
 
     @classmethod
     def from_toml(cls, path: str | Path) -> Scenario:
@@ -249,7 +416,7 @@ class Scenario(_Model):
             raise SpecError(str(path), "no such file") from None
         except (OSError, UnicodeDecodeError) as e:
             raise SpecError(str(path), f"cannot read: {e}") from None
-        return cls.from_toml_text(text, source=str(path))
+        return cls.from_toml_text(text, source=str(path), base_dir=path.parent)
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML/JSON form, units as text; `Scenario.from_dict` gives this scenario back."""
@@ -270,29 +437,62 @@ class Scenario(_Model):
 
     def resolve(self) -> Resolved:
         """Resolve into the engine's ScenarioSpec; raises SpecError for cross-field problems."""
+        rtts: list[int | None] = []
         if self.topology is not None:
             for key in ("nodes", "links"):
                 if getattr(self, key):
-                    raise SpecError(key, "a dumbbell topology builds its own nodes and links: "
+                    raise SpecError(key, f"a {self.topology.kind} topology builds its own nodes and links: "
                                          "give either [topology] or nodes/links")
-            nodes, links, flows, bottleneck = _expand_dumbbell(self)
+        if isinstance(self.topology, Dumbbell):
+            nodes, links, flows, bottleneck, rtts = _expand_dumbbell(self)
             aliases = _dumbbell_aliases(self, len(links))
+        elif self.topology is not None:
+            _no_rtts(self, self.flows)
+            graph = (build_tree(self.topology, DEFAULT_QUEUE) if isinstance(self.topology, Tree)
+                     else build_parking_lot(self.topology, DEFAULT_QUEUE))
+            nodes, links = _graph_nodes_links(graph)
+            flows = list(self.flows)
+            if not flows and not self.generators:
+                flows = [Flow(**f) for f in graph.default_flows]
+            bottleneck, aliases = graph.bottleneck, graph.aliases
         else:
             nodes, links, flows = self.nodes, self.links, self.flows
-            for i, flow in enumerate(flows):
-                if flow.rtt is not None:
-                    raise SpecError(f"flows[{i}].rtt", "only a dumbbell topology derives delays from RTTs")
-            if self.flow_defaults is not None and self.flow_defaults.rtt is not None:
-                raise SpecError("flow_defaults.rtt", "only a dumbbell topology derives delays from RTTs")
+            _no_rtts(self, flows)
             bottleneck, aliases = None, {}
         resolved = _build(self, nodes, links, flows, bottleneck)
         resolved.field_aliases = aliases
+        resolved.flow_rtts_ns = rtts + [None] * (len(resolved.flow_names) - len(rtts))
         return resolved
+
+
+def _no_rtts(s: Scenario, flows: list[Flow]) -> None:
+    for i, flow in enumerate(flows):
+        if flow.rtt is not None:
+            raise SpecError(f"flows[{i}].rtt", "only a dumbbell topology derives delays from RTTs")
+    if s.flow_defaults is not None and s.flow_defaults.rtt is not None:
+        raise SpecError("flow_defaults.rtt", "only a dumbbell topology derives delays from RTTs")
+
+
+def _graph_nodes_links(graph: Graph) -> tuple[list[Node], list[Link]]:
+    nodes = [Node(**n) for n in graph.nodes]
+    links = []
+    for link in graph.links:
+        fields = dict(link, rate=units.format_rate(link["rate"]), delay=units.format_time(link["delay"]))
+        links.append(Link(**fields))
+    return nodes, links
+
+
+def draw_rtts(dist: Dist, seed: int, n: int) -> list[int]:
+    """`n` RTTs (ns) from `dist`, each rounded to a whole even number of ns (at least 2): the
+    draws of a dumbbell whose `topology.rtt` is a distribution (see the module docstring)."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, RTT_STREAM]))
+    draws = dist.draw(rng, n)
+    return [max(2, 2 * int(round(float(x) / 2))) for x in draws]
 
 
 # --- dumbbell -----------------------------------------------------------------------------------
 
-def _expand_dumbbell(s: Scenario) -> tuple[list[Node], list[Link], list[Flow], str]:
+def _expand_dumbbell(s: Scenario) -> tuple[list[Node], list[Link], list[Flow], str, list[int | None]]:
     topo = s.topology
     assert topo is not None
     if topo.flows is not None and s.flows and topo.flows != len(s.flows):
@@ -304,23 +504,32 @@ def _expand_dumbbell(s: Scenario) -> tuple[list[Node], list[Link], list[Flow], s
 
     # Each flow's RTT and where it came from (for the error message).
     rtts: list[tuple[int, str]] = []
+    drawing = isinstance(topo.rtt, Dist)
+    drawn = iter(draw_rtts(topo.rtt, s.seed, sum(1 for f in flows if f.rtt is None and defaults.rtt is None))
+                 if isinstance(topo.rtt, Dist) else [])
     for i, flow in enumerate(flows):
         if flow.rtt is not None:
             rtts.append((flow.rtt, f"flows[{i}].rtt"))
         elif defaults.rtt is not None:
             rtts.append((defaults.rtt, "flow_defaults.rtt"))
+        elif drawing:
+            rtts.append((next(drawn), f"topology.rtt (the draw of flows[{i}])"))
         elif topo.rtt is not None:
+            assert isinstance(topo.rtt, int)
             rtts.append((topo.rtt, "topology.rtt"))
         else:
             raise SpecError(f"flows[{i}].rtt", "missing: set the flow's rtt, flow_defaults.rtt or topology.rtt")
 
     d_btl = topo.bottleneck_delay if topo.bottleneck_delay is not None else min(r for r, _ in rtts) // 4
+    if drawing:
+        # A draw below twice a given bottleneck delay cannot be realised: it is raised to it.
+        rtts = [(max(r, 2 * d_btl), where) if "draw" in where else (r, where) for r, where in rtts]
     access_rate = topo.access_rate if "access_rate" in topo.model_fields_set else topo.bottleneck_rate * 10
     access_queue = topo.access_queue or DEFAULT_QUEUE
 
     nodes = [Node(name="left", kind="router"), Node(name="right", kind="router")]
     links = [Link(name="btl", a="left", b="right", rate=units.format_rate(topo.bottleneck_rate),
-                  delay=units.format_time(d_btl), loss=topo.loss,
+                  delay=units.format_time(d_btl), loss=topo.loss, loss_model=topo.loss_model,
                   queue_forward=topo.queue, queue_backward=topo.reverse_queue or topo.queue)]
     expanded: list[Flow] = []
     for i, (flow, (rtt, where)) in enumerate(zip(flows, rtts)):
@@ -331,7 +540,7 @@ def _expand_dumbbell(s: Scenario) -> tuple[list[Node], list[Link], list[Flow], s
             links.append(Link(name=f"access_{host}", a=a, b=b, rate=units.format_rate(access_rate),
                               delay=units.format_time(delay), queue=access_queue))
         expanded.append(flow.model_copy(update={"src": src, "dst": dst, "rtt": None}))
-    return nodes, links, expanded, "btl_forward"
+    return nodes, links, expanded, "btl_forward", [r for r, _ in rtts]
 
 
 def _dumbbell_aliases(s: Scenario, links: int) -> dict[str, str]:
@@ -341,7 +550,8 @@ def _dumbbell_aliases(s: Scenario, links: int) -> dict[str, str]:
     reverse = "topology.reverse_queue" if topo.reverse_queue is not None else "topology.queue"
     aliases = {"links[0]": "topology", "links[0].queue_forward": "topology.queue",
                "links[0].queue_backward": reverse, "links[0].rate": "topology.bottleneck_rate",
-               "links[0].delay": "topology.bottleneck_delay", "links[0].loss": "topology.loss"}
+               "links[0].delay": "topology.bottleneck_delay", "links[0].loss": "topology.loss",
+               "links[0].loss_model": "topology.loss_model"}
     for k in range(1, links):
         aliases[f"links[{k}]"] = "topology"
         aliases[f"links[{k}].rate"] = "topology.access_rate"
@@ -409,6 +619,22 @@ def _tcp(defaults: TcpOptions | None, own: TcpOptions | None, where: str) -> dic
     return tcp
 
 
+_QUIC_KEYS = {"max_datagram": "max_datagram_bytes", "packet_overhead": "packet_overhead_bytes",
+              "lower_layer": "lower_layer_bytes", "ack_packet": "ack_packet_bytes",
+              "initial_window": "initial_window", "ack_every": "ack_every", "max_ack_delay": "max_ack_delay_ns",
+              "initial_rtt": "initial_rtt_ns", "packet_threshold": "packet_threshold"}
+
+
+def _quic(defaults: QuicOptions | None, own: QuicOptions | None) -> dict[str, Any]:
+    quic = dict(engine_quic_defaults())
+    for layer in (defaults, own):
+        if layer is None:
+            continue
+        for ours in layer.model_fields_set:
+            quic[_QUIC_KEYS[ours]] = getattr(layer, ours)
+    return quic
+
+
 def _build(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
            bottleneck: str | None) -> Resolved:
     node_index = _unique([n.name for n in nodes], "nodes")
@@ -426,12 +652,19 @@ def _build(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
                                                  "queue_forward/queue_backward")
         forward = link.queue_forward or link.queue or DEFAULT_QUEUE
         backward = link.queue_backward or link.queue or DEFAULT_QUEUE
-        engine_links.append({"name": name, "a": a, "b": b, "rate_bps": link.rate, "delay_ns": link.delay,
-                             "loss": link.loss, "queue_forward": forward.to_engine(),
-                             "queue_backward": backward.to_engine()})
+        engine_link = {"name": name, "a": a, "b": b, "rate_bps": link.rate, "delay_ns": link.delay,
+                       "loss": link.loss, "queue_forward": forward.to_engine(),
+                       "queue_backward": backward.to_engine()}
+        if link.loss_model is not None:
+            if link.loss:
+                raise SpecError(f"links[{i}].loss_model", "give either loss or loss_model, not both")
+            engine_link["loss_model"] = link.loss_model.to_engine()
+        engine_links.append(engine_link)
 
-    if not flows:
-        raise SpecError("flows", "no flows: list at least one [[flows]]")
+    generated, engine_generators = _expand_generators(s, nodes, node_index)
+    flows = [*flows, *generated]
+    if not flows and not engine_generators:
+        raise SpecError("flows", "no flows: list at least one [[flows]] or [[generators]]")
     defaults = s.flow_defaults or FlowDefaults()
     engine_flows, flow_names, endpoints = [], [], []
     for i, flow in enumerate(flows):
@@ -462,7 +695,8 @@ def _build(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
         endpoints.append((nodes[src].name, nodes[dst].name))
         engine_flows.append({"name": name, "src": src, "dst": dst, "cca": engine_controller(cca),
                              "traffic": traffic.to_engine(), "start_ns": start, "stop_ns": stop,
-                             "tcp": _tcp(defaults.tcp, flow.tcp, where)})
+                             "transport": flow.transport or defaults.transport or "tcp",
+                             "tcp": _tcp(defaults.tcp, flow.tcp, where), "quic": _quic(defaults.quic, flow.quic)})
     _unique(flow_names, "flows")
 
     channel_names = [f"{name}_{d}" for name in link_names for d in ("forward", "backward")]
@@ -491,8 +725,94 @@ def _build(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
         "flows": engine_flows,
         "captures": captures,
     }
+    if engine_generators:
+        engine["generators"] = engine_generators
     return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
-                    flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel)
+                    flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel,
+                    generator_names=[g["name"] for g in engine_generators])
+
+
+def _generator_sources(g: Generator, nodes: list[Node], where: str) -> list[str]:
+    """The host names a generator's `sources` select (default: every host but the destination)."""
+    hosts = [n.name for n in nodes if n.kind == "host" and n.name != g.dst]
+    patterns = [g.sources] if isinstance(g.sources, str) else g.sources
+    if patterns is None:
+        return hosts
+    kinds = {n.name: n.kind for n in nodes}
+    chosen: list[str] = []
+    for pattern in patterns:
+        if pattern in kinds:
+            if kinds[pattern] != "host":
+                raise SpecError(f"{where}.sources", f'"{pattern}" is a router; sources are hosts')
+            if pattern == g.dst:
+                raise SpecError(f"{where}.sources", f'"{pattern}" is the destination')
+            matched = [pattern]
+        else:
+            matched = fnmatch.filter(hosts, pattern)
+            if not matched:
+                raise SpecError(f"{where}.sources", f'"{pattern}" matches no host')
+        chosen += [h for h in matched if h not in chosen]
+    return chosen
+
+
+def _expand_generators(s: Scenario, nodes: list[Node],
+                       node_index: dict[str, int]) -> tuple[list[Flow], list[dict[str, Any]]]:
+    """Generators -> listed flows (persistent, cbr, onoff) and engine generators (poisson,
+    closed_loop), one per source host."""
+    defaults = s.flow_defaults or FlowDefaults()
+    flows: list[Flow] = []
+    engine: list[dict[str, Any]] = []
+    names: list[str] = []
+    for i, g in enumerate(s.generators):
+        where = f"generators[{i}]"
+        needed, optional = _GENERATOR_KEYS[g.kind]
+        for key in sorted(needed):
+            if getattr(g, key) is None:
+                raise SpecError(f"{where}.{key}", f"missing required key of a {g.kind} generator")
+        for key in sorted(g.model_fields_set - needed - optional - _GENERATOR_COMMON):
+            raise SpecError(f"{where}.{key}", f"not a key of a {g.kind} generator")
+        dst = _index(node_index, g.dst, f"{where}.dst")
+        if nodes[dst].kind != "host":
+            raise SpecError(f"{where}.dst", f'"{g.dst}" is a router; flows run between hosts')
+        start = g.start if g.start is not None else (defaults.start or 0)
+        stop = g.stop if g.stop is not None else defaults.stop
+        if start >= s.duration:
+            raise SpecError(f"{where}.start", f"starts at {units.format_time(start)}, not before the end of the "
+                                              f"run ({units.format_time(s.duration)})")
+        if stop is not None and stop <= start:
+            raise SpecError(f"{where}.stop", f"stop ({units.format_time(stop)}) is not after start "
+                                             f"({units.format_time(start)})")
+        cca = g.cca or defaults.cca or "reno"
+        name = g.name or f"gen_{i}"
+        common = {"dst": g.dst, "cca": cca, "start": start, "stop": stop, "tcp": g.tcp}
+        for host in _generator_sources(g, nodes, where):
+            base = f"{name}_{host}"
+            if g.kind == "persistent":
+                assert g.flows is not None
+                flows += [Flow.model_construct(name=f"{base}_{k}", src=host, traffic=Traffic(kind="greedy"), **common)
+                          for k in range(g.flows)]
+            elif g.kind in ("cbr", "onoff"):
+                traffic = Traffic(kind=g.kind, rate=g.rate, packet=g.packet or DEFAULT_DATAGRAM, on=g.on, off=g.off)
+                if traffic.packet is not None and not 28 < traffic.packet <= 65_535:
+                    raise SpecError(f"{where}.packet", "a datagram has 28 header bytes and at most 65535 in all")
+                flows.append(Flow.model_construct(name=base, src=host, traffic=traffic, **common))
+            else:
+                assert g.size is not None
+                if (defaults.transport or "tcp") != "tcp":
+                    raise SpecError(f"{where}.kind", f"{g.kind} transfers are TCP connections, but "
+                                                     f'flow_defaults.transport is "{defaults.transport}"')
+                if g.kind == "poisson":
+                    model = {"kind": "poisson", "rate_per_s": g.arrivals_per_s, "size": g.size.engine}
+                else:
+                    assert g.think is not None
+                    model = {"kind": "closed_loop", "users": g.users, "size": g.size.engine,
+                             "think": g.think.engine}
+                names.append(base)
+                engine.append({"name": base, "src": node_index[host], "dst": dst, "cca": engine_controller(cca),
+                               "tcp": _tcp(defaults.tcp, g.tcp, where), "start_ns": start, "stop_ns": stop,
+                               "model": model})
+    _unique(names, "generators")
+    return flows, engine
 
 
 def load_scenario(source: str | Path | dict[str, Any] | Scenario) -> Scenario:

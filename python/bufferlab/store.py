@@ -49,6 +49,9 @@ FLOW_COUNTERS: dict[str, str] = {
     "rtos": "UBIGINT", "recoveries": "UBIGINT", "recovery_time_ns": "UBIGINT", "acks_sent": "UBIGINT",
     "rtt_samples": "UBIGINT", "rtt_sum_ns": "UBIGINT", "min_rtt_ns": "UBIGINT",
     "final_srtt_ns": "UBIGINT", "final_cwnd_bytes": "UBIGINT",
+    # End hosts by node index; for a flow a traffic generator created, the generator's index in the
+    # engine spec and, for a closed-loop user's transfer, the user.
+    "src_node": "UINTEGER", "dst_node": "UINTEGER", "generator": "UINTEGER", "user": "UINTEGER",
 }
 FLOW_DERIVED: dict[str, str] = {
     "src": "VARCHAR", "dst": "VARCHAR", "goodput_bps": "DOUBLE", "loss_rate": "DOUBLE",
@@ -168,7 +171,7 @@ class Store:
         run = self.run_row(run_id)
         if run is None:
             return None
-        flow_cols = list(FLOW_COUNTERS)
+        flow_cols = [*FLOW_COUNTERS, "src", "dst"]
         chan_cols = list(CHANNEL_COUNTERS)
         flows = self.con.execute(f"SELECT {', '.join(flow_cols)} FROM flows WHERE run_id = ? ORDER BY flow",
                                  [run_id]).fetchall()

@@ -25,6 +25,10 @@ pub enum Event {
     FlowStop { flow: u32 },
     /// Take one time-series sample.
     Sample,
+    /// A generator's next open-loop transfer arrives.
+    TransferArrival { generator: u32 },
+    /// A closed-loop user of a generator has finished thinking and starts a transfer.
+    UserReady { generator: u32, user: u32 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

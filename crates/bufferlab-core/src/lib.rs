@@ -18,14 +18,15 @@
 //!     ],
 //!     links: vec![LinkSpec {
 //!         name: "ab".into(), a: 0, b: 1, rate_bps: Some(10_000_000), delay_ns: 5_000_000,
-//!         loss: 0.0, queue_forward: fifo.clone(), queue_backward: fifo,
+//!         loss: 0.0, loss_model: None, queue_forward: fifo.clone(), queue_backward: fifo,
 //!     }],
 //!     flows: vec![FlowSpec {
 //!         name: "f".into(), src: 0, dst: 1, cca: CcaKind::Reno,
 //!         traffic: TrafficSpec::Finite { bytes: 100_000 }, start_ns: 0, stop_ns: None,
-//!         tcp: TcpSpec::default(),
+//!         transport: TransportKind::Tcp, tcp: TcpSpec::default(), quic: QuicSpec::default(),
 //!     }],
 //!     captures: vec![],
+//!     generators: vec![],
 //! };
 //! let result = run(&spec).unwrap();
 //! assert_eq!(result.flows[0].bytes_delivered, 100_000);
@@ -38,6 +39,7 @@ pub mod queue;
 pub mod record;
 pub mod sim;
 pub mod spec;
+pub mod traffic;
 pub mod transport;
 pub mod units;
 mod validate;

@@ -10,10 +10,14 @@ use crate::net::routing::{Edge, RoutingTable};
 use crate::queue::Queue;
 use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
-use crate::spec::{Direction, ScenarioSpec, TrafficSpec};
+use crate::spec::{Direction, FlowSpec, ScenarioSpec, TrafficSpec, TransportKind};
+use crate::traffic::{Distribution, Generator, Sampler, Wakeup};
+use crate::transport::datagram::{DatagramReceiver, DatagramSender, OnOffPattern};
+use crate::transport::quic::{QuicConfig, QuicReceiver, QuicSender};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use crate::transport::{Receiver, Sender};
 use crate::units::{BitRate, SimTime};
-use crate::validate::{check_fields, check_queue_fits, largest_packets};
+use crate::validate::{check_fields, check_queue_fits, largest_packets, largest_tcp_packets};
 use crate::{EngineError, ENGINE_VERSION};
 
 /// Timer bookkeeping of one endpoint: the earliest wakeup already in the event queue.
@@ -55,10 +59,18 @@ enum Side {
 struct Flow {
     src: u32,
     dst: u32,
-    sender: TcpSender,
-    receiver: TcpReceiver,
+    sender: Sender,
+    receiver: Receiver,
     sender_timer: TimerSlot,
     receiver_timer: TimerSlot,
+    /// The generator (and closed-loop user) that created the flow; `None` for a listed flow.
+    origin: Option<Origin>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    generator: u32,
+    user: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -70,7 +82,11 @@ pub struct Simulator {
     channels: Vec<Channel>,
     routes: RoutingTable,
     flows: Vec<Flow>,
+    /// Flows listed in the spec come first; generated flows follow, in order of creation.
+    listed_flows: usize,
+    /// Listed flows not yet completed: when none is left (and no generator runs) the run ends.
     open_flows: usize,
+    generators: Vec<Generator>,
     finished: bool,
     sample_interval: Option<SimTime>,
     timeseries: Option<TimeSeries>,
@@ -81,8 +97,85 @@ pub struct Simulator {
     outbox: Vec<Packet>,
 }
 
-/// Stream indices of flow i's controller: `CONTROLLER_STREAMS + i`, far above channel indices.
-const CONTROLLER_STREAMS: u64 = 1 << 48;
+/// Stream owners other than channels mix a domain constant into the run seed, so that their
+/// streams never coincide with a channel's.
+const GENERATOR_STREAMS: u64 = 0x6765_6E65_7261_746F; // "generato"
+const DATAGRAM_STREAMS: u64 = 0x6461_7461_6772_616D; // "datagram"
+const CONTROLLER_STREAMS: u64 = 0x636F_6E74_726F_6C6C; // "controll"
+
+fn wakeup_event(generator: u32, wakeup: Wakeup) -> Event {
+    match wakeup {
+        Wakeup::Arrival => Event::TransferArrival { generator },
+        Wakeup::UserReady(user) => Event::UserReady { generator, user },
+    }
+}
+
+/// A flow listed in the spec: a TCP connection, or a datagram source.
+fn listed_flow(index: u32, f: &FlowSpec, seed: u64) -> Flow {
+    let (src, dst) = (f.src as u32, f.dst as u32);
+    let (sender, receiver) = match &f.traffic {
+        TrafficSpec::Greedy | TrafficSpec::Finite { .. } => {
+            let bytes = match f.traffic {
+                TrafficSpec::Finite { bytes } => Some(bytes),
+                _ => None,
+            };
+            match f.transport {
+                TransportKind::Tcp => {
+                    let config = TcpConfig::from(&f.tcp);
+                    let cc = Controller::new(
+                        f.cca,
+                        &ControllerConfig {
+                            mss: config.mss,
+                            initial_window_segments: config.initial_window,
+                            hystart: f.tcp.hystart,
+                            seed: stream_seed(seed ^ CONTROLLER_STREAMS, index as u64),
+                        },
+                    );
+                    let receiver = TcpReceiver::new(index, src, &config);
+                    (Sender::Tcp(TcpSender::new(index, dst, config, cc, bytes)), Receiver::Tcp(receiver))
+                }
+                TransportKind::Quic => {
+                    let config = QuicConfig::from(&f.quic);
+                    let cc = Controller::new(
+                        f.cca,
+                        &ControllerConfig {
+                            seed: stream_seed(seed ^ CONTROLLER_STREAMS, index as u64),
+                            ..ControllerConfig::new(config.max_datagram, config.initial_window)
+                        },
+                    );
+                    let receiver = QuicReceiver::new(index, src, &config);
+                    (Sender::Quic(QuicSender::new(index, dst, config, cc, bytes)), Receiver::Quic(receiver))
+                }
+            }
+        }
+        TrafficSpec::Cbr { rate_bps, packet_bytes } => {
+            let s = DatagramSender::new(index, f.dst as u32, BitRate(*rate_bps), *packet_bytes, None);
+            (Sender::Datagram(s), Receiver::Datagram(DatagramReceiver::default()))
+        }
+        TrafficSpec::OnOff { rate_bps, packet_bytes, on, off } => {
+            let stream = |k: u64, d: &Distribution| {
+                Sampler::new(d.clone(), stream_seed(seed ^ DATAGRAM_STREAMS, 2 * index as u64 + k))
+            };
+            let pattern = OnOffPattern { on: stream(0, on), off: stream(1, off) };
+            let s = DatagramSender::new(index, f.dst as u32, BitRate(*rate_bps), *packet_bytes, Some(pattern));
+            (Sender::Datagram(s), Receiver::Datagram(DatagramReceiver::default()))
+        }
+    };
+    let mut flow = Flow {
+        src: f.src as u32,
+        dst: f.dst as u32,
+        sender,
+        receiver,
+        sender_timer: TimerSlot::default(),
+        receiver_timer: TimerSlot::default(),
+        origin: None,
+    };
+    let record = flow.sender.record_mut();
+    record.name = f.name.clone();
+    record.src_node = f.src;
+    record.dst_node = f.dst;
+    flow
+}
 
 /// Seed of the random stream of channel `index`: SplitMix64-style mixing of the run seed, so
 /// streams of neighbouring channels are unrelated.
@@ -113,6 +206,9 @@ impl Simulator {
                     Queue::from_spec(queue),
                     stream_seed(spec.seed, index as u64),
                 );
+                if let Some(model) = &link.loss_model {
+                    ch.set_loss_model(model);
+                }
                 ch.record.name = format!("{}_{}", link.name, direction.name());
                 ch.record.link = link_index;
                 ch.record.from = from;
@@ -125,18 +221,33 @@ impl Simulator {
             }
         }
         let mut endpoints: Vec<u32> = spec.flows.iter().flat_map(|f| [f.src as u32, f.dst as u32]).collect();
+        endpoints.extend(spec.generators.iter().flat_map(|g| [g.src as u32, g.dst as u32]));
         endpoints.sort_unstable();
         endpoints.dedup();
         let routes = RoutingTable::build(spec.nodes.len(), &edges, &endpoints);
-        for (i, f) in spec.flows.iter().enumerate() {
-            let (data, ack) = largest_packets(&f.tcp);
-            for (from, to, bytes) in [(f.src, f.dst, data), (f.dst, f.src, ack)] {
+        // Every byte-limited queue on a path must hold that path's largest packet.
+        let listed = spec.flows.iter().enumerate().map(|(i, f)| {
+            let sizes = match f.traffic {
+                TrafficSpec::Cbr { packet_bytes, .. } | TrafficSpec::OnOff { packet_bytes, .. } => {
+                    (packet_bytes as u64, 0) // no packet comes back
+                }
+                _ => largest_packets(f),
+            };
+            (format!("flows[{i}]"), f.src, f.dst, sizes)
+        });
+        let generated = spec
+            .generators
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (format!("generators[{i}]"), g.src, g.dst, largest_tcp_packets(&g.tcp)));
+        for (who, src, dst, (data, ack)) in listed.chain(generated) {
+            for (from, to, bytes) in [(src, dst, data), (dst, src, ack)] {
                 let mut node = from as u32;
-                while node != to as u32 {
+                while bytes > 0 && node != to as u32 {
                     let ch = routes.next_channel(node, to as u32).expect("connectivity checked") as usize;
                     let (link, direction) = Direction::of_channel(ch);
                     let (_, _, queue) = spec.links[link].channel_ends(direction);
-                    check_queue_fits(i, bytes, link, direction, queue)?;
+                    check_queue_fits(&who, bytes, link, direction, queue)?;
                     node = channels[ch].to;
                 }
             }
@@ -145,35 +256,25 @@ impl Simulator {
         let mut events = EventQueue::new();
         let mut flows = Vec::with_capacity(spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
-            let config = TcpConfig::from(&f.tcp);
-            let cc_config = ControllerConfig {
-                mss: config.mss,
-                initial_window_segments: config.initial_window,
-                hystart: f.tcp.hystart,
-                seed: stream_seed(spec.seed, CONTROLLER_STREAMS + i as u64),
-            };
-            let cc = Controller::new(f.cca, &cc_config);
-            let bytes = match f.traffic {
-                TrafficSpec::Greedy => None,
-                TrafficSpec::Finite { bytes } => Some(bytes),
-            };
-            let mut sender = TcpSender::new(i as u32, f.dst as u32, config.clone(), cc, bytes);
-            sender.record.name = f.name.clone();
-            let receiver = TcpReceiver::new(i as u32, f.src as u32, &config);
-            flows.push(Flow {
-                src: f.src as u32,
-                dst: f.dst as u32,
-                sender,
-                receiver,
-                sender_timer: TimerSlot::default(),
-                receiver_timer: TimerSlot::default(),
-            });
+            flows.push(listed_flow(i as u32, f, spec.seed));
             events.schedule(SimTime::from_ns(f.start_ns), Event::FlowStart { flow: i as u32 });
             if let Some(stop) = f.stop_ns {
                 events.schedule(SimTime::from_ns(stop), Event::FlowStop { flow: i as u32 });
             }
         }
 
+        let mut generators = Vec::with_capacity(spec.generators.len());
+        for (i, g) in spec.generators.iter().enumerate() {
+            let seeds = [0, 1, 2].map(|k| stream_seed(spec.seed ^ GENERATOR_STREAMS, 3 * i as u64 + k));
+            let mut generator = Generator::new(g, seeds);
+            for (t, wakeup) in generator.first_wakeups() {
+                events.schedule(t, wakeup_event(i as u32, wakeup));
+            }
+            generators.push(generator);
+        }
+
+        // Time series cover the listed flows; generated flows (possibly many thousands, each
+        // alive for a moment) are described by their records.
         let sample_interval = spec.sample_interval_ns.map(SimTime::from_ns);
         let timeseries = sample_interval.map(|iv| TimeSeries::new(iv, flows.len(), channels.len()));
         if let Some(iv) = sample_interval {
@@ -197,7 +298,9 @@ impl Simulator {
             events_processed: 0,
             channels,
             routes,
+            listed_flows: flows.len(),
             open_flows: flows.len(),
+            generators,
             finished: false,
             flows,
             sample_interval,
@@ -233,7 +336,7 @@ impl Simulator {
     pub fn run_until(&mut self, until: SimTime) -> bool {
         let until = until.min(self.end);
         while !self.finished {
-            if self.open_flows == 0 && !self.flows.is_empty() {
+            if self.open_flows == 0 && self.ends_when_flows_complete() {
                 self.finished = true; // every flow completed: the run ends now
                 break;
             }
@@ -248,11 +351,16 @@ impl Simulator {
         }
         if !self.finished && until == self.end {
             self.finished = true;
-            if self.open_flows > 0 || self.flows.is_empty() {
+            if self.open_flows > 0 || !self.ends_when_flows_complete() {
                 self.now = self.end;
             }
         }
         self.finished
+    }
+
+    /// A run with listed flows and no generators is over once every listed flow has completed.
+    fn ends_when_flows_complete(&self) -> bool {
+        self.listed_flows > 0 && self.generators.is_empty()
     }
 
     fn dispatch(&mut self, event: Event) {
@@ -273,6 +381,56 @@ impl Simulator {
             Event::FlowStart { flow } => self.drive(flow, Side::Sender, |f, now, out| f.sender.start(now, out)),
             Event::FlowStop { flow } => self.drive(flow, Side::Sender, |f, now, out| f.sender.stop(now, out)),
             Event::Sample => self.sample(),
+            Event::TransferArrival { generator } => {
+                self.start_transfer(generator, None);
+                if let Some((t, w)) = self.generators[generator as usize].after(self.now, Wakeup::Arrival) {
+                    self.events.schedule(t, wakeup_event(generator, w));
+                }
+            }
+            Event::UserReady { generator, user } => self.start_transfer(generator, Some(user)),
+        }
+    }
+
+    /// A generator's transfer begins now: a new flow, started at once.
+    fn start_transfer(&mut self, generator: u32, user: Option<u32>) {
+        let index = self.flows.len() as u32;
+        let g = &mut self.generators[generator as usize];
+        let bytes = g.draw_size();
+        let mut sender = TcpSender::new(index, g.dst, g.config.clone(), g.controller(), Some(bytes));
+        let record = &mut sender.record;
+        record.name = g.next_name();
+        record.src_node = g.src as usize;
+        record.dst_node = g.dst as usize;
+        record.generator = Some(generator as usize);
+        record.user = user;
+        let receiver = TcpReceiver::new(index, g.src, &g.config);
+        self.flows.push(Flow {
+            src: g.src,
+            dst: g.dst,
+            sender: Sender::Tcp(sender),
+            receiver: Receiver::Tcp(receiver),
+            sender_timer: TimerSlot::default(),
+            receiver_timer: TimerSlot::default(),
+            origin: Some(Origin { generator, user }),
+        });
+        self.drive(index, Side::Sender, |f, now, out| f.sender.start(now, out));
+    }
+
+    /// A flow's sender has just closed (every byte acknowledged, or a datagram source stopped).
+    fn on_flow_closed(&mut self, flow: u32) {
+        let f = &mut self.flows[flow as usize];
+        let Some(origin) = f.origin else {
+            self.open_flows -= 1;
+            return;
+        };
+        f.sender.release_buffers();
+        f.receiver.release_buffers();
+        if let Some(user) = origin.user {
+            // The user thinks, then starts its next transfer.
+            let g = &mut self.generators[origin.generator as usize];
+            if let Some((t, w)) = g.after(self.now, Wakeup::UserReady(user)) {
+                self.events.schedule(t, wakeup_event(origin.generator, w));
+            }
         }
     }
 
@@ -281,8 +439,10 @@ impl Simulator {
     #[inline]
     fn drive(&mut self, flow: u32, side: Side, act: impl FnOnce(&mut Flow, SimTime, &mut Vec<Packet>)) {
         let mut out = std::mem::take(&mut self.outbox);
+        let was_open = side == Side::Sender && !self.flows[flow as usize].sender.is_closed();
         act(&mut self.flows[flow as usize], self.now, &mut out);
         let f = &self.flows[flow as usize];
+        let closed_now = was_open && f.sender.is_closed();
         let node = match side {
             Side::Sender => f.src,
             Side::Receiver => f.dst,
@@ -298,6 +458,9 @@ impl Simulator {
         };
         if let Some(t) = slot.want(deadline) {
             self.events.schedule(t, event);
+        }
+        if closed_now {
+            self.on_flow_closed(flow);
         }
     }
 
@@ -348,18 +511,14 @@ impl Simulator {
         if packet.is_data {
             self.drive(flow, Side::Receiver, |f, now, out| f.receiver.on_packet(now, &packet, out));
         } else {
-            let was_open = !self.flows[flow as usize].sender.is_closed();
             self.drive(flow, Side::Sender, |f, now, out| f.sender.on_packet(now, &packet, out));
-            if was_open && self.flows[flow as usize].sender.is_closed() {
-                self.open_flows -= 1;
-            }
         }
     }
 
     fn sample(&mut self) {
         let Some(ts) = self.timeseries.as_mut() else { return };
         ts.push_time(self.now);
-        for (i, f) in self.flows.iter().enumerate() {
+        for (i, f) in self.flows[..self.listed_flows].iter().enumerate() {
             ts.push_flow(
                 i,
                 FlowSample {
@@ -369,7 +528,7 @@ impl Simulator {
                     srtt_ns: f.sender.srtt().map_or(0, |s| s.as_ns()),
                     acked: f.sender.bytes_acked(),
                     delivered: f.receiver.bytes_delivered(),
-                    sent: f.sender.record.payload_bytes_sent,
+                    sent: f.sender.record().payload_bytes_sent,
                     pacing_rate_bps: f.sender.pacing_rate_bps(),
                     cc_state: f.sender.cc_state() as u64,
                     delivery_rate_bps: f.sender.delivery_rate_bps(),
@@ -402,10 +561,10 @@ impl Simulator {
             .flows
             .into_iter()
             .map(|f| {
-                let mut r = f.sender.record.clone();
+                let mut r = f.sender.record().clone();
                 r.bytes_acked = f.sender.bytes_acked();
                 r.bytes_delivered = f.receiver.bytes_delivered();
-                r.acks_sent = f.receiver.acks_sent;
+                r.acks_sent = f.receiver.acks_sent();
                 r.app_bytes_written = f.sender.bytes_written();
                 r.min_rtt_ns = f.sender.min_rtt().map(|t| t.as_ns());
                 r.final_srtt_ns = f.sender.srtt().map(|t| t.as_ns());

@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::traffic::Distribution;
+
 /// A complete scenario, ready to simulate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +29,10 @@ pub struct ScenarioSpec {
     /// Link directions whose packets are captured one record per packet (middlebox monitor).
     #[serde(default)]
     pub captures: Vec<CaptureSpec>,
+    /// Traffic generators: sources of TCP flows created while the run goes on (Poisson mice,
+    /// closed-loop users). Their flows' records follow those of `flows` in the result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<GeneratorSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,10 +64,26 @@ pub struct LinkSpec {
     /// Probability that a packet is lost in flight, independently per packet, both directions.
     #[serde(default)]
     pub loss: f64,
+    /// A loss process other than independent losses (then `loss` must be 0), both directions,
+    /// each with its own state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_model: Option<LossModel>,
     /// Egress queue of the a→b direction.
     pub queue_forward: QueueSpec,
     /// Egress queue of the b→a direction.
     pub queue_backward: QueueSpec,
+}
+
+/// A per-link loss process.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossModel {
+    /// Gilbert–Elliott two-state Markov chain, stepped once per packet: Good → Bad with
+    /// probability `p`, Bad → Good with `r`; a packet is lost with probability `loss_good` in the
+    /// Good state and `loss_bad` in the Bad state. Stationary loss rate
+    /// (r·loss_good + p·loss_bad)/(p + r); with loss_good = 0 and loss_bad = 1 (Gilbert's model)
+    /// loss bursts are geometric with mean length 1/r.
+    GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64 },
 }
 
 /// An egress queue discipline.
@@ -75,6 +97,9 @@ pub enum QueueSpec {
         #[serde(default)]
         limit_bytes: Option<u64>,
     },
+    /// Token bucket filter (Linux `tbf`): tokens at `rate_bps` up to `bucket_bytes`, a packet
+    /// leaves when its size in tokens is there; at most `limit_bytes` wait for tokens.
+    Tbf { rate_bps: u64, bucket_bytes: u64, limit_bytes: u64 },
 }
 
 impl QueueSpec {
@@ -114,13 +139,58 @@ pub enum RecoveryKind {
 }
 
 /// Application traffic on a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TrafficSpec {
     /// Unlimited bulk data until the flow's stop time.
     Greedy,
     /// A transfer of `bytes` application bytes, then FIN.
     Finite { bytes: u64 },
+    /// An unresponsive datagram source (UDP-like, no congestion control, no acknowledgements):
+    /// packets of `packet_bytes` on the wire (IP and UDP headers included) at `rate_bps`.
+    Cbr { rate_bps: u64, packet_bytes: u32 },
+    /// A datagram source that alternates sending at `rate_bps` for an `on` period and silence for
+    /// an `off` period, both drawn (in ns) from their distributions; it starts with an on period.
+    OnOff { rate_bps: u64, packet_bytes: u32, on: Distribution, off: Distribution },
+}
+
+impl TrafficSpec {
+    /// True for datagram (UDP-like) sources, which have no TCP machinery.
+    pub fn is_datagram(&self) -> bool {
+        matches!(self, TrafficSpec::Cbr { .. } | TrafficSpec::OnOff { .. })
+    }
+}
+
+/// A source of TCP flows created during the run, from host `src` to host `dst`. Each transfer
+/// is a flow of its own (with its own record, named `<name>#<k>`, k counting from 0), with the
+/// generator's controller and TCP options. No transfer starts before `start_ns` or at or after
+/// `stop_ns`; transfers under way at `stop_ns` run on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorSpec {
+    pub name: String,
+    pub src: usize,
+    pub dst: usize,
+    pub cca: CcaKind,
+    #[serde(default)]
+    pub tcp: TcpSpec,
+    #[serde(default)]
+    pub start_ns: u64,
+    #[serde(default)]
+    pub stop_ns: Option<u64>,
+    pub model: GeneratorModel,
+}
+
+/// How a generator creates transfers. Sizes are in bytes, times in ns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum GeneratorModel {
+    /// Open loop: transfers arrive as a Poisson process of `rate_per_s` arrivals per second,
+    /// whatever the network does (mice), each of a size drawn from `size`.
+    Poisson { rate_per_s: f64, size: Distribution },
+    /// Closed loop: `users` users each repeat think (a time drawn from `think`) → transfer (a
+    /// size drawn from `size`) → think ...; a user's next think starts when its transfer completes.
+    ClosedLoop { users: u32, size: Distribution, think: Distribution },
 }
 
 /// TCP parameters; every field has the default stated in its comment.
@@ -179,6 +249,65 @@ impl Default for TcpSpec {
     }
 }
 
+/// The transport protocol of a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    /// TCP with the options of [`TcpSpec`].
+    #[default]
+    Tcp,
+    /// QUIC (RFC 9000) with RFC 9002 loss detection, options in [`QuicSpec`].
+    Quic,
+}
+
+/// QUIC parameters; every field has the default stated in its comment.
+///
+/// Sizes follow RFC 9002's accounting: the congestion window and bytes in flight count whole
+/// QUIC packets (UDP payloads), headers and AEAD tag included, UDP and IP headers excluded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QuicSpec {
+    /// Largest UDP payload, RFC 9002 max_datagram_size (1252: a 1280-byte IP packet, the IPv6
+    /// minimum MTU that seed 003 uses).
+    pub max_datagram_bytes: u32,
+    /// Bytes of a full packet that carry no stream data: short header with an 8-byte connection
+    /// ID and a 4-byte packet number (13), AEAD tag (16), STREAM frame header (12) (41).
+    pub packet_overhead_bytes: u32,
+    /// Bytes below QUIC on every packet: IPv4 (20) and UDP (8) headers (28). Link framing can be
+    /// added here (seed 003's PPP header and trailer: 7 more).
+    pub lower_layer_bytes: u32,
+    /// UDP payload of an ACK-only packet with one ACK range: header (13), AEAD tag (16), ACK frame
+    /// (10) (39). Each further range adds 4 bytes (a Gap and an ACK Range Length, RFC 9000 §19.3.1).
+    pub ack_packet_bytes: u32,
+    /// Initial window in packets, RFC 9002 §7.2 (10: min(10·1252, max(14720, 2·1252)) bytes).
+    pub initial_window: u32,
+    /// The receiver acknowledges every `ack_every` ack-eliciting packets (1: every one, as in
+    /// seed 003; RFC 9000 §13.2.2 recommends 2), and at once when packets arrive out of order.
+    pub ack_every: u32,
+    /// Longest the receiver delays an ACK, RFC 9000 §18.2 max_ack_delay (25 ms).
+    pub max_ack_delay_ns: u64,
+    /// RTT assumed before the first sample, RFC 9002 §6.2.2 kInitialRtt (333 ms).
+    pub initial_rtt_ns: u64,
+    /// Packets acknowledged after one before it is deemed lost, RFC 9002 §6.1.1 (3).
+    pub packet_threshold: u32,
+}
+
+impl Default for QuicSpec {
+    fn default() -> Self {
+        QuicSpec {
+            max_datagram_bytes: 1252,
+            packet_overhead_bytes: 41,
+            lower_layer_bytes: 28,
+            ack_packet_bytes: 39,
+            initial_window: 10,
+            ack_every: 1,
+            max_ack_delay_ns: 25_000_000,
+            initial_rtt_ns: 333_000_000,
+            packet_threshold: 3,
+        }
+    }
+}
+
 /// A unidirectional transfer from host `src` to host `dst`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -194,8 +323,15 @@ pub struct FlowSpec {
     /// When the application stops writing (greedy) or gives up; `None` = end of run.
     #[serde(default)]
     pub stop_ns: Option<u64>,
+    /// Transport protocol (TCP).
+    #[serde(default)]
+    pub transport: TransportKind,
+    /// TCP options, used when `transport` is TCP.
     #[serde(default)]
     pub tcp: TcpSpec,
+    /// QUIC options, used when `transport` is QUIC.
+    #[serde(default)]
+    pub quic: QuicSpec,
 }
 
 /// Capture every packet that starts transmission on one direction of a link.

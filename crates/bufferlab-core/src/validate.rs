@@ -1,7 +1,13 @@
 //! Checks a resolved scenario before any simulation, so that a run never fails half-way.
 //! Each error names the offending field by its path in the spec and says why.
 
-use crate::spec::{Direction, NodeKind, QueueSpec, ScenarioSpec, TrafficSpec};
+use crate::net::packet::MAX_SACK_BLOCKS;
+use crate::spec::{
+    Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpSpec, TrafficSpec,
+    TransportKind,
+};
+use crate::traffic::Distribution;
+use crate::transport::datagram::DATAGRAM_HEADER_BYTES;
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -30,6 +36,36 @@ fn check_queue(field: String, q: &QueueSpec) -> Result<(), EngineError> {
             (None, None) => Err(err(field, "a FIFO needs a limit in packets or bytes")),
             _ => Ok(()),
         },
+        QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
+            for (k, v) in [("rate_bps", rate_bps), ("bucket_bytes", bucket_bytes), ("limit_bytes", limit_bytes)] {
+                if *v == 0 {
+                    return Err(err(format!("{field}.{k}"), "must be positive"));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check_loss_model(field: String, model: &LossModel, loss: f64) -> Result<(), EngineError> {
+    if loss > 0.0 {
+        return Err(err(field, "give either an independent loss probability or a loss model, not both"));
+    }
+    match *model {
+        LossModel::GilbertElliott { p, r, loss_good, loss_bad } => {
+            for (k, v) in [("p", p), ("r", r), ("loss_good", loss_good), ("loss_bad", loss_bad)] {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(err(format!("{field}.{k}"), format!("probability {v} not in [0, 1]")));
+                }
+            }
+            if loss_good >= 1.0 {
+                return Err(err(format!("{field}.loss_good"), "the Good state must let some packets through"));
+            }
+            if r == 0.0 && loss_bad >= 1.0 {
+                return Err(err(format!("{field}.r"), "a Bad state that loses everything must be left (r > 0)"));
+            }
+            Ok(())
+        }
     }
 }
 
@@ -77,6 +113,9 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         if !(0.0..1.0).contains(&link.loss) {
             return Err(err(field("loss"), format!("loss probability {} not in [0, 1)", link.loss)));
         }
+        if let Some(model) = &link.loss_model {
+            check_loss_model(field("loss_model"), model, link.loss)?;
+        }
         check_queue(field("queue_forward"), &link.queue_forward)?;
         check_queue(field("queue_backward"), &link.queue_backward)?;
         adjacency[link.a].push(link.b);
@@ -84,26 +123,8 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
     }
     for (i, flow) in spec.flows.iter().enumerate() {
         let field = |k: &str| format!("flows[{i}].{k}");
-        for (k, end) in [("src", flow.src), ("dst", flow.dst)] {
-            if end >= n {
-                return Err(err(field(k), format!("node index {end} out of range ({n} nodes)")));
-            }
-            if spec.nodes[end].kind != NodeKind::Host {
-                return Err(err(field(k), format!("node {:?} is a router, not a host", spec.nodes[end].name)));
-            }
-        }
-        if flow.src == flow.dst {
-            return Err(err(field("dst"), "a flow needs two different hosts"));
-        }
-        if !connected(&adjacency, flow.src, flow.dst) {
-            return Err(err(
-                format!("flows[{i}]"),
-                format!("no route from {} to {}", spec.nodes[flow.src].name, spec.nodes[flow.dst].name),
-            ));
-        }
-        if let TrafficSpec::Finite { bytes: 0 } = flow.traffic {
-            return Err(err(field("traffic.bytes"), "a finite flow must carry at least one byte"));
-        }
+        check_endpoints(spec, &adjacency, &format!("flows[{i}]"), flow.src, flow.dst)?;
+        check_traffic(&field("traffic"), &flow.traffic)?;
         check_time(field("start_ns"), flow.start_ns)?;
         if flow.start_ns >= spec.duration_ns {
             return Err(err(field("start_ns"), "the flow would start at or after the end of the run"));
@@ -111,41 +132,44 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         if let Some(stop) = flow.stop_ns {
             check_time(field("stop_ns"), stop)?;
         }
-        for (k, v) in [
-            ("tcp.delayed_ack_timeout_ns", flow.tcp.delayed_ack_timeout_ns),
-            ("tcp.min_rto_ns", flow.tcp.min_rto_ns),
-            ("tcp.initial_rto_ns", flow.tcp.initial_rto_ns),
-            ("tcp.max_rto_ns", flow.tcp.max_rto_ns),
-        ] {
-            check_time(field(k), v)?;
-        }
         if flow.stop_ns.is_some_and(|s| s < flow.start_ns) {
             return Err(err(field("stop_ns"), "stop time is before start time"));
         }
-        let t = &flow.tcp;
-        let positive = [
-            ("mss", t.mss as u64),
-            ("header_bytes", t.header_bytes as u64),
-            ("initial_window", t.initial_window as u64),
-            ("ack_every", t.ack_every as u64),
-            ("dupthresh", t.dupthresh as u64),
-            ("min_rto_ns", t.min_rto_ns),
-            ("initial_rto_ns", t.initial_rto_ns),
-            ("max_rto_ns", t.max_rto_ns),
-        ];
-        for (k, v) in positive {
-            if v == 0 {
-                return Err(err(field(&format!("tcp.{k}")), "must be positive"));
+        check_tcp(&format!("flows[{i}].tcp"), &flow.tcp)?;
+        check_quic(&flow.quic, &field)?;
+    }
+    for (i, g) in spec.generators.iter().enumerate() {
+        let at = format!("generators[{i}]");
+        let field = |k: &str| format!("{at}.{k}");
+        check_endpoints(spec, &adjacency, &at, g.src, g.dst)?;
+        check_time(field("start_ns"), g.start_ns)?;
+        if g.start_ns >= spec.duration_ns {
+            return Err(err(field("start_ns"), "the generator would start at or after the end of the run"));
+        }
+        if let Some(stop) = g.stop_ns {
+            check_time(field("stop_ns"), stop)?;
+            if stop <= g.start_ns {
+                return Err(err(field("stop_ns"), "stop time is not after start time"));
             }
         }
-        if t.mss > 65_000 || t.header_bytes > 1_000 {
-            return Err(err(field("tcp.mss"), "a segment must fit an IP packet (mss <= 65000, header <= 1000)"));
-        }
-        if t.min_rto_ns > t.max_rto_ns {
-            return Err(err(field("tcp.min_rto_ns"), "minimum RTO above the maximum"));
-        }
-        if t.rwnd_bytes.is_some_and(|w| w < t.mss as u64) {
-            return Err(err(field("tcp.rwnd_bytes"), "receive window smaller than one MSS"));
+        check_tcp(&field("tcp"), &g.tcp)?;
+        match &g.model {
+            GeneratorModel::Poisson { rate_per_s, size } => {
+                if !(rate_per_s.is_finite() && *rate_per_s > 0.0) {
+                    return Err(err(
+                        field("model.rate_per_s"),
+                        format!("arrival rate must be positive, got {rate_per_s}"),
+                    ));
+                }
+                check_distribution(&field("model.size"), size)?;
+            }
+            GeneratorModel::ClosedLoop { users, size, think } => {
+                if *users == 0 {
+                    return Err(err(field("model.users"), "must be positive"));
+                }
+                check_distribution(&field("model.size"), size)?;
+                check_distribution(&field("model.think"), think)?;
+            }
         }
     }
     if let Some(iv) = spec.sample_interval_ns {
@@ -159,28 +183,169 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Largest packet a flow puts on the wire in each direction: a full data segment, and an ACK with
-/// a full SACK option (timestamps are in the header; SACK adds at most 28 option bytes).
-pub(crate) fn largest_packets(tcp: &crate::spec::TcpSpec) -> (u64, u64) {
-    let data = (tcp.header_bytes + tcp.mss) as u64;
-    let ack = tcp.header_bytes as u64 + 28;
-    (data, ack)
+/// A flow's (or generator's) ends: two different hosts with a path between them.
+fn check_endpoints(
+    spec: &ScenarioSpec,
+    adjacency: &[Vec<usize>],
+    at: &str,
+    src: usize,
+    dst: usize,
+) -> Result<(), EngineError> {
+    let n = spec.nodes.len();
+    for (k, end) in [("src", src), ("dst", dst)] {
+        if end >= n {
+            return Err(err(format!("{at}.{k}"), format!("node index {end} out of range ({n} nodes)")));
+        }
+        if spec.nodes[end].kind != NodeKind::Host {
+            return Err(err(format!("{at}.{k}"), format!("node {:?} is a router, not a host", spec.nodes[end].name)));
+        }
+    }
+    if src == dst {
+        return Err(err(format!("{at}.dst"), "a flow needs two different hosts"));
+    }
+    if !connected(adjacency, src, dst) {
+        return Err(err(at, format!("no route from {} to {}", spec.nodes[src].name, spec.nodes[dst].name)));
+    }
+    Ok(())
+}
+
+fn check_distribution(field: &str, dist: &Distribution) -> Result<(), EngineError> {
+    dist.check().map_err(|reason| err(field, reason))
+}
+
+fn check_traffic(field: &str, traffic: &TrafficSpec) -> Result<(), EngineError> {
+    match traffic {
+        TrafficSpec::Greedy => Ok(()),
+        TrafficSpec::Finite { bytes: 0 } => {
+            Err(err(format!("{field}.bytes"), "a finite flow must carry at least one byte"))
+        }
+        TrafficSpec::Finite { .. } => Ok(()),
+        TrafficSpec::Cbr { rate_bps, packet_bytes } | TrafficSpec::OnOff { rate_bps, packet_bytes, .. } => {
+            if *rate_bps == 0 {
+                return Err(err(format!("{field}.rate_bps"), "must be positive"));
+            }
+            if *packet_bytes <= DATAGRAM_HEADER_BYTES || *packet_bytes > 65_535 {
+                return Err(err(
+                    format!("{field}.packet_bytes"),
+                    format!("a datagram has {DATAGRAM_HEADER_BYTES} header bytes and at most 65535 in all"),
+                ));
+            }
+            if let TrafficSpec::OnOff { on, off, .. } = traffic {
+                check_distribution(&format!("{field}.on"), on)?;
+                check_distribution(&format!("{field}.off"), off)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check_tcp(at: &str, t: &TcpSpec) -> Result<(), EngineError> {
+    let field = |k: &str| format!("{at}.{k}");
+    for (k, v) in [
+        ("delayed_ack_timeout_ns", t.delayed_ack_timeout_ns),
+        ("min_rto_ns", t.min_rto_ns),
+        ("initial_rto_ns", t.initial_rto_ns),
+        ("max_rto_ns", t.max_rto_ns),
+    ] {
+        check_time(field(k), v)?;
+    }
+    let positive = [
+        ("mss", t.mss as u64),
+        ("header_bytes", t.header_bytes as u64),
+        ("initial_window", t.initial_window as u64),
+        ("ack_every", t.ack_every as u64),
+        ("dupthresh", t.dupthresh as u64),
+        ("min_rto_ns", t.min_rto_ns),
+        ("initial_rto_ns", t.initial_rto_ns),
+        ("max_rto_ns", t.max_rto_ns),
+    ];
+    for (k, v) in positive {
+        if v == 0 {
+            return Err(err(field(k), "must be positive"));
+        }
+    }
+    if t.mss > 65_000 || t.header_bytes > 1_000 {
+        return Err(err(field("mss"), "a segment must fit an IP packet (mss <= 65000, header <= 1000)"));
+    }
+    if t.min_rto_ns > t.max_rto_ns {
+        return Err(err(field("min_rto_ns"), "minimum RTO above the maximum"));
+    }
+    if t.rwnd_bytes.is_some_and(|w| w < t.mss as u64) {
+        return Err(err(field("rwnd_bytes"), "receive window smaller than one MSS"));
+    }
+    Ok(())
+}
+
+fn check_quic(q: &QuicSpec, field: &dyn Fn(&str) -> String) -> Result<(), EngineError> {
+    let positive = [
+        ("ack_packet_bytes", q.ack_packet_bytes as u64),
+        ("initial_window", q.initial_window as u64),
+        ("ack_every", q.ack_every as u64),
+        ("packet_threshold", q.packet_threshold as u64),
+        ("initial_rtt_ns", q.initial_rtt_ns),
+    ];
+    for (k, v) in positive {
+        if v == 0 {
+            return Err(err(field(&format!("quic.{k}")), "must be positive"));
+        }
+    }
+    for (k, v) in [("quic.max_ack_delay_ns", q.max_ack_delay_ns), ("quic.initial_rtt_ns", q.initial_rtt_ns)] {
+        check_time(field(k), v)?;
+    }
+    // RFC 9000 §8.1 / §14: a UDP payload is at most 65527 bytes.
+    if q.max_datagram_bytes > 65_527 || q.lower_layer_bytes > 1_000 {
+        return Err(err(field("quic.max_datagram_bytes"), "a QUIC packet must fit a UDP datagram (<= 65527 bytes)"));
+    }
+    if q.max_datagram_bytes <= q.packet_overhead_bytes {
+        return Err(err(field("quic.max_datagram_bytes"), "must exceed packet_overhead_bytes to carry stream data"));
+    }
+    if q.ack_packet_bytes + 4 * (MAX_SACK_BLOCKS as u32 - 1) > q.max_datagram_bytes {
+        return Err(err(field("quic.ack_packet_bytes"), "an ACK packet must fit max_datagram_bytes"));
+    }
+    Ok(())
+}
+
+/// Largest packet a flow puts on the wire in each direction: for TCP a full data segment, and an
+/// ACK with a full SACK option (timestamps are in the header; SACK adds at most 28 option bytes);
+/// for QUIC a full datagram, and an ACK frame with its most ranges.
+pub(crate) fn largest_packets(flow: &FlowSpec) -> (u64, u64) {
+    match flow.transport {
+        TransportKind::Tcp => largest_tcp_packets(&flow.tcp),
+        TransportKind::Quic => {
+            let q = &flow.quic;
+            let ack = q.ack_packet_bytes + 4 * (MAX_SACK_BLOCKS as u32 - 1);
+            ((q.max_datagram_bytes + q.lower_layer_bytes) as u64, (ack + q.lower_layer_bytes) as u64)
+        }
+    }
+}
+
+/// A TCP connection's largest data segment and largest ACK.
+pub(crate) fn largest_tcp_packets(tcp: &TcpSpec) -> (u64, u64) {
+    ((tcp.header_bytes + tcp.mss) as u64, tcp.header_bytes as u64 + 28)
 }
 
 /// A byte-limited queue on a flow's path must hold at least one of its largest packets, or the
 /// flow could never get a full segment through.
 pub(crate) fn check_queue_fits(
-    flow: usize,
+    who: &str,
     packet_bytes: u64,
     link: usize,
     direction: Direction,
     queue: &QueueSpec,
 ) -> Result<(), EngineError> {
-    let QueueSpec::Fifo { limit_bytes: Some(limit), .. } = queue else { return Ok(()) };
-    if *limit < packet_bytes {
+    let field = format!("links[{link}].queue_{}", direction.name());
+    let (limit, bucket) = match queue {
+        QueueSpec::Fifo { limit_bytes: Some(limit), .. } => (*limit, None),
+        QueueSpec::Tbf { bucket_bytes, limit_bytes, .. } => (*limit_bytes, Some(*bucket_bytes)),
+        QueueSpec::Fifo { .. } => return Ok(()),
+    };
+    if limit < packet_bytes {
+        return Err(err(field, format!("a {limit}-byte limit cannot hold a {packet_bytes}-byte packet of {who}")));
+    }
+    if let Some(bucket) = bucket.filter(|b| *b < packet_bytes) {
         return Err(err(
-            format!("links[{link}].queue_{}", direction.name()),
-            format!("a {limit}-byte limit cannot hold a {packet_bytes}-byte packet of flows[{flow}]"),
+            field,
+            format!("a {bucket}-byte bucket never holds the tokens of a {packet_bytes}-byte packet of {who}"),
         ));
     }
     Ok(())
@@ -227,6 +392,7 @@ mod tests {
                 rate_bps: Some(1_000_000),
                 delay_ns: 0,
                 loss: 0.0,
+                loss_model: None,
                 queue_forward: q.clone(),
                 queue_backward: q,
             }],
@@ -238,9 +404,12 @@ mod tests {
                 traffic: TrafficSpec::Greedy,
                 start_ns: 0,
                 stop_ns: None,
+                transport: TransportKind::Tcp,
                 tcp: TcpSpec::default(),
+                quic: QuicSpec::default(),
             }],
             captures: vec![],
+            generators: vec![],
         }
     }
 
@@ -282,6 +451,11 @@ mod tests {
                 "flows[0].stop_ns: stop time is before start time",
             ),
             (Box::new(|s| s.flows[0].tcp.mss = 0), "flows[0].tcp.mss: must be positive"),
+            (Box::new(|s| s.flows[0].quic.ack_every = 0), "flows[0].quic.ack_every: must be positive"),
+            (
+                Box::new(|s| s.flows[0].quic.max_datagram_bytes = 41),
+                "flows[0].quic.max_datagram_bytes: must exceed packet_overhead_bytes to carry stream data",
+            ),
             (
                 Box::new(|s| s.flows[0].start_ns = s.duration_ns),
                 "flows[0].start_ns: the flow would start at or after the end of the run",

@@ -38,6 +38,7 @@ fn scenario(buffer_packets: u64) -> ScenarioSpec {
         links,
         flows,
         captures: vec![],
+        generators: vec![],
     }
 }
 

@@ -247,7 +247,11 @@ fn two_bbr_flows_share_the_bottleneck_fairly() {
     let x: Vec<f64> = (0..2).map(|f| (ts.delivered_bytes[f][i1] - ts.delivered_bytes[f][i0]) as f64).collect();
     let jain = x.iter().sum::<f64>().powi(2) / (2.0 * x.iter().map(|v| v * v).sum::<f64>());
     let total = x.iter().sum::<f64>() * 8.0 / ((ts.time_ns[i1] - ts.time_ns[i0]) as f64 * 1e-9);
-    println!("throughputs {:.2?} Mb/s, Jain {jain:.4}, total {:.4} of the link", x.iter().map(|b| b * 8.0 / 30e6).collect::<Vec<_>>(), total / BBR_RATE as f64);
+    println!(
+        "throughputs {:.2?} Mb/s, Jain {jain:.4}, total {:.4} of the link",
+        x.iter().map(|b| b * 8.0 / 30e6).collect::<Vec<_>>(),
+        total / BBR_RATE as f64
+    );
     assert!(jain >= 0.9, "Jain's index {jain:.4}");
     assert!(total >= 0.9 * BBR_RATE as f64 * MSS / 1500.0);
 }

@@ -4,7 +4,8 @@
 //!
 //! Random topologies (a random tree of routers with hosts hanging off it, plus shortcut links),
 //! rates from 1 Mb/s to 1 Gb/s, delays from 0 to 50 ms, queues from 1 packet to 1 MB, random
-//! loss up to 5 %, every TCP option combination and every congestion controller.
+//! loss up to 5 %, every TCP option combination and every congestion controller; a third of
+//! them add traffic generators.
 
 mod common;
 
@@ -20,8 +21,8 @@ impl Draw {
     fn below(&mut self, n: u64) -> u64 {
         self.0.next_u64() % n
     }
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
+    fn pick<T: Clone>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize].clone()
     }
     fn chance(&mut self, p: f64) -> bool {
         (self.0.next_u64() as f64) < p * u64::MAX as f64
@@ -53,6 +54,7 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
             rate_bps: rate,
             delay_ns: d.pick(&[0, 100_000, MS, 5 * MS, 20 * MS, 50 * MS]),
             loss: if d.chance(0.3) { d.pick(&[0.001, 0.01, 0.05]) } else { 0.0 },
+            loss_model: None,
             queue_forward: random_queue(d),
             queue_backward: random_queue(d),
         });
@@ -93,10 +95,48 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
                 traffic: TrafficSpec::Finite { bytes: d.pick(&[1, 1000, 50_000, 300_001, 3_000_000]) },
                 start_ns: d.below(2_000) * MS,
                 stop_ns: None,
+                transport: if d.chance(0.3) { TransportKind::Quic } else { TransportKind::Tcp },
                 tcp,
+                quic: QuicSpec {
+                    ack_every: d.pick(&[1, 2, 3]),
+                    initial_window: d.pick(&[2, 10, 32]),
+                    max_datagram_bytes: d.pick(&[1200, 1252, 1452]),
+                    ..QuicSpec::default()
+                },
             }
         })
         .collect();
+    // A third of the scenarios add generators: Poisson mice or closed-loop users between two
+    // random hosts, creating transfers during the first seconds only.
+    let mut generators = Vec::new();
+    if d.chance(0.33) {
+        for i in 0..1 + d.below(2) {
+            let src = routers + d.below(hosts as u64) as usize;
+            let dst = routers + (src - routers + 1 + d.below(hosts as u64 - 1) as usize) % hosts;
+            let size = d.pick(&[
+                Distribution::Exponential { mean: 20_000.0 },
+                Distribution::BoundedPareto { shape: 1.2, low: 3_000.0, high: 3e6 },
+                Distribution::Lognormal { mu: 9.0, sigma: 1.0 },
+                Distribution::Fixed { value: 1.0 },
+            ]);
+            let model = if d.chance(0.5) {
+                GeneratorModel::Poisson { rate_per_s: d.pick(&[1.0, 10.0, 50.0]), size }
+            } else {
+                let think = Distribution::Exponential { mean: d.pick(&[1e7, 2e8]) };
+                GeneratorModel::ClosedLoop { users: 1 + d.below(5) as u32, size, think }
+            };
+            generators.push(GeneratorSpec {
+                name: format!("g{i}"),
+                src,
+                dst,
+                cca: d.pick(&[CcaKind::Reno, CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr]),
+                tcp: TcpSpec { sack: d.chance(0.7), ..TcpSpec::default() },
+                start_ns: d.below(1_000) * MS,
+                stop_ns: Some(1_000 * MS + d.below(2_000) * MS),
+                model,
+            });
+        }
+    }
     ScenarioSpec {
         seed,
         duration_ns: 3_600 * SEC,
@@ -105,6 +145,7 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
         links,
         flows,
         captures: vec![],
+        generators,
     }
 }
 
@@ -119,7 +160,19 @@ fn random_scenarios_deliver_every_finite_transfer_and_repeat_exactly() {
             assert_eq!(record.bytes_delivered, bytes, "scenario {seed}, {}", flow.name);
             assert!(record.completed_ns.is_some(), "scenario {seed}, {}: not completed", flow.name);
         }
-        assert!(result.end_ns < spec.duration_ns, "scenario {seed}: ended early once every flow completed");
+        // Generated transfers follow the listed flows; each is delivered whole (its size is
+        // what the application wrote) and completes long before the hour is over.
+        for record in &result.flows[spec.flows.len()..] {
+            let g = record.generator.expect("a generated flow names its generator");
+            assert_eq!((record.src_node, record.dst_node), (spec.generators[g].src, spec.generators[g].dst));
+            assert!(record.completed_ns.is_some(), "scenario {seed}, {}: not completed", record.name);
+            assert_eq!(record.bytes_delivered, record.app_bytes_written, "scenario {seed}, {}", record.name);
+        }
+        if spec.generators.is_empty() {
+            assert!(result.end_ns < spec.duration_ns, "scenario {seed}: ended early once every flow completed");
+        } else {
+            assert_eq!(result.end_ns, spec.duration_ns, "scenario {seed}: generators keep a run to its end");
+        }
         assert_eq!(result, run(&spec).unwrap(), "scenario {seed}: not deterministic");
     }
 }

@@ -199,6 +199,21 @@ fn tcp_defaults() -> PyResult<String> {
     serde_json::to_string(&bufferlab_core::spec::TcpSpec::default()).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Why a distribution (JSON text of `bufferlab_core::traffic::Distribution`) is malformed, or ""
+/// if it is fine: the engine's own check, so the spec layer reports it before a run.
+#[pyfunction]
+fn check_distribution(dist_json: &str) -> PyResult<String> {
+    let dist: bufferlab_core::traffic::Distribution =
+        serde_json::from_str(dist_json).map_err(|e| PyValueError::new_err(format!("distribution: {e}")))?;
+    Ok(dist.check().err().unwrap_or_default())
+}
+
+/// The engine's QUIC defaults (`QuicSpec::default()`) as JSON text, like `tcp_defaults`.
+#[pyfunction]
+fn quic_defaults() -> PyResult<String> {
+    serde_json::to_string(&bufferlab_core::spec::QuicSpec::default()).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// Version of the engine; part of every run's identity in the result store.
 #[pyfunction]
 fn engine_version() -> &'static str {
@@ -212,5 +227,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(check_distribution, m)?)?;
+    m.add_function(wrap_pyfunction!(quic_defaults, m)?)?;
     Ok(())
 }

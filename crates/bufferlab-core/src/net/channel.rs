@@ -9,10 +9,46 @@
 use crate::net::packet::Packet;
 use crate::queue::{Dequeue, Queue, QueueDiscipline};
 use crate::record::result::ChannelRecord;
+use crate::spec::LossModel;
 use crate::units::{BitRate, SimTime};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::VecDeque;
+
+/// A probability as a threshold on a uniform 64-bit draw (`draw < threshold` has probability p).
+fn threshold(p: f64) -> u64 {
+    if p <= 0.0 {
+        0
+    } else if p >= 1.0 {
+        u64::MAX
+    } else {
+        (p * u64::MAX as f64) as u64
+    }
+}
+
+/// Gilbert–Elliott bursty loss: a two-state Markov chain stepped once per packet.
+#[derive(Debug, Clone, Copy)]
+struct GilbertElliott {
+    bad: bool,
+    to_bad: u64,
+    to_good: u64,
+    loss_good: u64,
+    loss_bad: u64,
+}
+
+impl GilbertElliott {
+    /// Step the chain for one packet, then decide whether that packet is lost in its new state.
+    #[inline]
+    fn loses(&mut self, rng: &mut Xoshiro256PlusPlus) -> bool {
+        let flip = if self.bad { self.to_good } else { self.to_bad };
+        if flip > 0 && rng.next_u64() < flip {
+            self.bad = !self.bad;
+        }
+        let loss = if self.bad { self.loss_bad } else { self.loss_good };
+        // `loss = 1` must always lose: u64::MAX as a threshold misses one draw in 2^64 only.
+        loss == u64::MAX || (loss > 0 && rng.next_u64() < loss)
+    }
+}
 
 /// What the simulator must schedule after a channel operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,6 +69,8 @@ pub struct Channel {
     delay: SimTime,
     /// Loss probability as a threshold on a uniform 64-bit draw.
     loss_threshold: u64,
+    /// A bursty loss process, if the link has one (instead of `loss_threshold`).
+    burst_loss: Option<GilbertElliott>,
     rng: Xoshiro256PlusPlus,
     queue: Queue,
     /// The transmitter is serialising a packet until this time.
@@ -54,13 +92,14 @@ pub struct Channel {
 impl Channel {
     pub fn new(from: u32, to: u32, rate: Option<BitRate>, delay: SimTime, loss: f64, queue: Queue, seed: u64) -> Self {
         // Each channel draws from its own stream, so adding a link elsewhere leaves its losses as they were.
-        let loss_threshold = if loss <= 0.0 { 0 } else { (loss * u64::MAX as f64) as u64 };
+        let loss_threshold = threshold(loss);
         Channel {
             from,
             to,
             rate,
             delay,
             loss_threshold,
+            burst_loss: None,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             queue,
             busy_until: SimTime::ZERO,
@@ -73,6 +112,19 @@ impl Channel {
             last_started: None,
             record: ChannelRecord::default(),
         }
+    }
+
+    /// Replace independent losses by a loss process (from the same random stream).
+    pub fn set_loss_model(&mut self, model: &LossModel) {
+        self.burst_loss = Some(match *model {
+            LossModel::GilbertElliott { p, r, loss_good, loss_bad } => GilbertElliott {
+                bad: false,
+                to_bad: threshold(p),
+                to_good: threshold(r),
+                loss_good: threshold(loss_good),
+                loss_bad: threshold(loss_bad),
+            },
+        });
     }
 
     pub fn queue_packets(&self) -> u64 {
@@ -171,7 +223,11 @@ impl Channel {
         if self.keep_last_started {
             self.last_started = Some(packet);
         }
-        if self.loss_threshold > 0 && self.rng.next_u64() < self.loss_threshold {
+        let lost = match self.burst_loss.as_mut() {
+            Some(ge) => ge.loses(&mut self.rng),
+            None => self.loss_threshold > 0 && self.rng.next_u64() < self.loss_threshold,
+        };
+        if lost {
             self.record.dropped_loss_packets += 1;
             self.record.dropped_loss_bytes += bytes;
             return None;
@@ -213,5 +269,52 @@ impl Channel {
         self.record.propagating_end_bytes = on_wire - self.record.transmitting_end_bytes;
         // Conservation is checked on every run: a violation is an engine bug, never a result.
         assert_eq!(self.record.unaccounted(), (0, 0), "packet conservation violated on {}", self.record.name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(p: f64, r: f64, loss_good: f64, loss_bad: f64) -> GilbertElliott {
+        let mut ch =
+            Channel::new(0, 1, None, SimTime::ZERO, 0.0, Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(1)), 1);
+        ch.set_loss_model(&LossModel::GilbertElliott { p, r, loss_good, loss_bad });
+        ch.burst_loss.unwrap()
+    }
+
+    #[test]
+    fn gilbert_losses_come_in_geometric_bursts_at_the_stationary_rate() {
+        // Gilbert's model: lose every packet in Bad, none in Good. Loss rate p/(p+r) = 0.01/0.26,
+        // mean burst 1/r = 4 packets.
+        let (p, r) = (0.01, 0.25);
+        let mut ge = chain(p, r, 0.0, 1.0);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let n = 2_000_000;
+        let (mut lost, mut bursts, mut previous) = (0u64, 0u64, false);
+        for _ in 0..n {
+            let l = ge.loses(&mut rng);
+            lost += l as u64;
+            bursts += (l && !previous) as u64;
+            previous = l;
+        }
+        let rate = lost as f64 / n as f64;
+        let expected = p / (p + r);
+        assert!((rate / expected - 1.0).abs() < 0.03, "loss rate {rate} vs {expected}");
+        let mean_burst = lost as f64 / bursts as f64;
+        assert!((mean_burst - 1.0 / r).abs() < 0.1, "mean burst {mean_burst}");
+    }
+
+    #[test]
+    fn elliott_states_lose_with_their_own_probabilities() {
+        // Stationary loss (r·h + p·k)/(p + r) with per-state loss probabilities h and k.
+        let (p, r, good, bad) = (0.05, 0.2, 0.01, 0.5);
+        let mut ge = chain(p, r, good, bad);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
+        let n = 2_000_000;
+        let lost = (0..n).filter(|_| ge.loses(&mut rng)).count();
+        let expected = (r * good + p * bad) / (p + r);
+        let rate = lost as f64 / n as f64;
+        assert!((rate / expected - 1.0).abs() < 0.03, "loss rate {rate} vs {expected}");
     }
 }

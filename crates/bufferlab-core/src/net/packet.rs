@@ -20,7 +20,7 @@ pub struct SackBlock {
     pub end: u64,
 }
 
-/// One IP packet carrying a TCP segment of a flow.
+/// One IP packet carrying a TCP segment or a QUIC packet of a flow.
 ///
 /// Sequence numbers are 64-bit stream offsets and never wrap. `seq` of a SYN is 0 and the first
 /// data byte has sequence number 1, as if the initial sequence number were zero.
@@ -52,6 +52,13 @@ pub struct Packet {
     pub sender_srtt: SimTime,
     /// When the packet entered its current egress queue (set by the channel).
     pub enqueued_at: SimTime,
+    /// QUIC packet number (RFC 9000 §12.3): never reused, so an acknowledgement names exactly one
+    /// transmission. On a QUIC ACK the SACK blocks carry acknowledged packet-number ranges. Zero
+    /// for TCP.
+    pub pn: u64,
+    /// QUIC ACK Delay (RFC 9000 §19.3) in microseconds, the field's unit with ack_delay_exponent 0:
+    /// how long the receiver held the ACK after the largest acknowledged packet arrived. Zero for TCP.
+    pub ack_delay_us: u32,
 }
 
 impl Packet {
@@ -73,6 +80,8 @@ impl Packet {
             retransmission: false,
             sender_srtt: SimTime::ZERO,
             enqueued_at: now,
+            pn: 0,
+            ack_delay_us: 0,
         }
     }
 
@@ -86,5 +95,16 @@ impl Packet {
     }
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packet_fits_two_cache_lines() {
+        // Packets are moved by value through queues and pipes; keep them at most 128 bytes.
+        assert!(std::mem::size_of::<Packet>() <= 128, "{} bytes", std::mem::size_of::<Packet>());
     }
 }

@@ -28,6 +28,13 @@ impl DropTailFifo {
     }
 }
 
+impl DropTailFifo {
+    /// Size of the packet at the head, if any.
+    pub fn peek_bytes(&self) -> Option<u64> {
+        self.packets.front().map(|p| p.wire_bytes as u64)
+    }
+}
+
 impl QueueDiscipline for DropTailFifo {
     #[inline]
     fn enqueue(&mut self, packet: Packet, _now: SimTime) -> Result<(), (Packet, DropReason)> {

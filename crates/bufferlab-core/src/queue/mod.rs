@@ -4,12 +4,14 @@
 //! so that the per-packet path is a `match`, not a virtual call.
 
 pub mod fifo;
+pub mod tbf;
 
 use crate::net::packet::Packet;
 use crate::spec::QueueSpec;
-use crate::units::SimTime;
+use crate::units::{BitRate, SimTime};
 
 pub use fifo::DropTailFifo;
+pub use tbf::TokenBucket;
 
 /// Why a queue refused a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +40,7 @@ pub trait QueueDiscipline {
 #[derive(Debug)]
 pub enum Queue {
     Fifo(DropTailFifo),
+    Tbf(TokenBucket),
 }
 
 impl Queue {
@@ -48,6 +51,7 @@ impl Queue {
     pub fn passes_through_when_idle(&self) -> bool {
         match self {
             Queue::Fifo(q) => q.len_packets() == 0,
+            Queue::Tbf(_) => false,
         }
     }
 
@@ -55,6 +59,9 @@ impl Queue {
         match spec {
             QueueSpec::Fifo { limit_packets, limit_bytes } => {
                 Queue::Fifo(DropTailFifo::new(*limit_packets, *limit_bytes))
+            }
+            QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
+                Queue::Tbf(TokenBucket::new(BitRate(*rate_bps), *bucket_bytes, *limit_bytes))
             }
         }
     }
@@ -65,24 +72,28 @@ impl QueueDiscipline for Queue {
     fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
         match self {
             Queue::Fifo(q) => q.enqueue(packet, now),
+            Queue::Tbf(q) => q.enqueue(packet, now),
         }
     }
     #[inline]
     fn dequeue(&mut self, now: SimTime) -> Dequeue {
         match self {
             Queue::Fifo(q) => q.dequeue(now),
+            Queue::Tbf(q) => q.dequeue(now),
         }
     }
     #[inline]
     fn len_packets(&self) -> u64 {
         match self {
             Queue::Fifo(q) => q.len_packets(),
+            Queue::Tbf(q) => q.len_packets(),
         }
     }
     #[inline]
     fn len_bytes(&self) -> u64 {
         match self {
             Queue::Fifo(q) => q.len_bytes(),
+            Queue::Tbf(q) => q.len_bytes(),
         }
     }
 }

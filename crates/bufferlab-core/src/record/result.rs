@@ -54,6 +54,14 @@ pub struct FlowRecord {
     pub min_rtt_ns: Option<u64>,
     pub final_srtt_ns: Option<u64>,
     pub final_cwnd_bytes: u64,
+    /// The flow's end hosts (node indices).
+    pub src_node: usize,
+    pub dst_node: usize,
+    /// The generator that created the flow (index into the spec's `generators`); `None` for a
+    /// flow listed in the spec.
+    pub generator: Option<usize>,
+    /// For a closed-loop generator's flow, the user (0-based) whose transfer it is.
+    pub user: Option<u32>,
 }
 
 /// Counters of one link direction: a transmitter with its egress queue and its propagation pipe.

@@ -20,7 +20,17 @@ pub fn router(name: &str) -> NodeSpec {
 }
 
 pub fn link(name: &str, a: usize, b: usize, rate_bps: Option<u64>, delay_ns: u64, forward: QueueSpec) -> LinkSpec {
-    LinkSpec { name: name.into(), a, b, rate_bps, delay_ns, loss: 0.0, queue_forward: forward, queue_backward: deep() }
+    LinkSpec {
+        name: name.into(),
+        a,
+        b,
+        rate_bps,
+        delay_ns,
+        loss: 0.0,
+        loss_model: None,
+        queue_forward: forward,
+        queue_backward: deep(),
+    }
 }
 
 pub fn greedy(name: &str, src: usize, dst: usize, tcp: TcpSpec) -> FlowSpec {
@@ -32,7 +42,9 @@ pub fn greedy(name: &str, src: usize, dst: usize, tcp: TcpSpec) -> FlowSpec {
         traffic: TrafficSpec::Greedy,
         start_ns: 0,
         stop_ns: None,
+        transport: TransportKind::Tcp,
         tcp,
+        quic: QuicSpec::default(),
     }
 }
 
@@ -66,6 +78,7 @@ impl Path {
             ],
             flows: vec![greedy("flow", 0, 3, self.tcp.clone())],
             captures: vec![],
+            generators: vec![],
         }
     }
 }
@@ -87,7 +100,16 @@ pub fn dumbbell(k: usize, duration_ns: u64, seed: u64, loss: f64) -> ScenarioSpe
         f.start_ns = i as u64 * MS; // staggered starts
         flows.push(f);
     }
-    ScenarioSpec { seed, duration_ns, sample_interval_ns: Some(100 * MS), nodes, links, flows, captures: vec![] }
+    ScenarioSpec {
+        seed,
+        duration_ns,
+        sample_interval_ns: Some(100 * MS),
+        nodes,
+        links,
+        flows,
+        captures: vec![],
+        generators: vec![],
+    }
 }
 
 /// Conservation on every channel: offered = delivered + dropped + queued + transmitting + propagating.

@@ -67,6 +67,11 @@ impl TcpReceiver {
         self.delayed_ack_deadline
     }
 
+    /// The connection is over: drop the reassembly buffer's memory (late duplicates still work).
+    pub fn release_buffers(&mut self) {
+        self.out_of_order = Vec::new();
+    }
+
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         if self.delayed_ack_deadline.is_some_and(|d| d <= now) {
             self.send_ack(now, out);

@@ -66,9 +66,15 @@ pub struct Scoreboard {
 }
 
 impl Scoreboard {
+    /// Give back the memory of an empty scoreboard.
+    pub fn shrink_to_fit(&mut self) {
+        self.segments.shrink_to_fit();
+    }
+
     pub fn new(mss: u32) -> Self {
         Scoreboard {
-            segments: VecDeque::with_capacity(1024),
+            // Grows with the window; a mouse of a few segments never pays for a large one.
+            segments: VecDeque::with_capacity(16),
             mss: mss as u64,
             outstanding_bytes: 0,
             sacked_bytes: 0,

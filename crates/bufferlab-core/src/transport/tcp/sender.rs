@@ -161,6 +161,11 @@ impl TcpSender {
             (a, b) => a.or(b),
         }
     }
+    /// A closed connection keeps its counters but not its scoreboard's memory.
+    pub fn release_buffers(&mut self) {
+        debug_assert!(self.is_closed());
+        self.scoreboard.shrink_to_fit();
+    }
 
     fn data_acked_up_to(&self, ack: u64) -> u64 {
         let data_end = self.stream_end.unwrap_or(u64::MAX);
@@ -621,10 +626,10 @@ impl TcpSender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
     use crate::cc::ControllerConfig;
-    use crate::units::BitRate;
+    use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
     use crate::spec::{CcaKind, TcpSpec};
+    use crate::units::BitRate;
 
     const MSS: u64 = 1000;
 

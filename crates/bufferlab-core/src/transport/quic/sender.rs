@@ -1,0 +1,711 @@
+//! The sending side of a QUIC connection: packet numbering, RFC 9002 loss detection (§6) and
+//! congestion control (§7), with the pseudocode of RFC 9002 Appendices A and B as its outline.
+
+use std::collections::VecDeque;
+
+use super::rtt::QuicRtt;
+use super::{QuicConfig, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIMEOUT};
+use crate::cc::{AckSample, CongestionController, Controller};
+use crate::net::packet::{flags, Packet};
+use crate::record::result::FlowRecord;
+use crate::transport::ranges::RangeSet;
+use crate::units::SimTime;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Idle,
+    /// The Initial packet is out; waiting for the server's answer.
+    Handshake,
+    Established,
+    /// Every stream byte and the FIN are acknowledged.
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Outstanding,
+    Acked,
+    Lost,
+}
+
+/// RFC 9002 Appendix A.1.1: what the sender remembers of a sent packet.
+#[derive(Debug, Clone, Copy)]
+struct SentPacket {
+    pn: u64,
+    time_sent: SimTime,
+    /// Bytes it counts in flight (the whole QUIC packet).
+    size: u32,
+    /// Stream bytes `[start, end)` it carried (empty for the Initial and for PINGs).
+    stream_start: u64,
+    stream_end: u64,
+    fin: bool,
+    initial: bool,
+    fate: Fate,
+}
+
+/// Stream data to send: a range of the stream and whether it ends with the FIN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Chunk {
+    start: u64,
+    end: u64,
+    fin: bool,
+}
+
+/// Where the next chunk of stream data comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The front of the retransmission queue.
+    Lost,
+    /// Bytes never sent (or the lone FIN).
+    New,
+    /// A copy of data in flight, sent as a probe.
+    Repeat,
+}
+
+#[derive(Debug)]
+pub struct QuicSender {
+    flow: u32,
+    receiver_node: u32,
+    config: QuicConfig,
+    cc: Controller,
+    state: State,
+    next_pn: u64,
+    /// Packets not yet acknowledged or declared lost, and those after them, in packet-number order:
+    /// `sent[i].pn == sent[0].pn + i`.
+    sent: VecDeque<SentPacket>,
+    bytes_in_flight: u64,
+    largest_acked: Option<u64>,
+    /// RFC 9002 A.2 loss_time: when the earliest packet not yet lost would be deemed lost by time.
+    loss_time: Option<SimTime>,
+    time_of_last_ack_eliciting: SimTime,
+    pto_count: u32,
+    rtt: QuicRtt,
+    /// RFC 9002 B.2 congestion_recovery_start_time.
+    recovery_start: Option<SimTime>,
+    /// A recovery period is under way (for the controller's exit hook and the record).
+    in_recovery: bool,
+    /// When the current recovery period began, for the record's time in recovery.
+    recovery_began: SimTime,
+    /// Probes still to send after a probe timeout (they may exceed the window, §7.5).
+    probes_due: u32,
+    /// The Initial must be sent again (it was lost, or the probe timer fired during the handshake).
+    resend_initial: bool,
+    /// Next new stream byte, and the end of the stream once the application closed it.
+    next_offset: u64,
+    stream_end: Option<u64>,
+    fin_sent: bool,
+    fin_acked: bool,
+    /// Stream bytes the receiver acknowledged.
+    acked: RangeSet,
+    /// Lost stream data waiting to be sent again, oldest first.
+    retransmit: VecDeque<Chunk>,
+    pub record: FlowRecord,
+}
+
+impl QuicSender {
+    pub fn new(flow: u32, receiver_node: u32, config: QuicConfig, cc: Controller, bytes: Option<u64>) -> Self {
+        let rtt = QuicRtt::new(config.initial_rtt);
+        QuicSender {
+            flow,
+            receiver_node,
+            config,
+            cc,
+            state: State::Idle,
+            next_pn: 0,
+            sent: VecDeque::new(),
+            bytes_in_flight: 0,
+            largest_acked: None,
+            loss_time: None,
+            time_of_last_ack_eliciting: SimTime::ZERO,
+            pto_count: 0,
+            rtt,
+            recovery_start: None,
+            in_recovery: false,
+            recovery_began: SimTime::ZERO,
+            probes_due: 0,
+            resend_initial: false,
+            next_offset: 0,
+            stream_end: bytes,
+            fin_sent: false,
+            fin_acked: false,
+            acked: RangeSet::new(),
+            retransmit: VecDeque::new(),
+            record: FlowRecord::default(),
+        }
+    }
+
+    // ----- observers, for the recorder -----
+
+    pub fn cwnd(&self) -> u64 {
+        self.cc.window()
+    }
+    pub fn ssthresh(&self) -> u64 {
+        self.cc.ssthresh()
+    }
+    pub fn in_flight(&self) -> u64 {
+        self.bytes_in_flight
+    }
+    pub fn srtt(&self) -> Option<SimTime> {
+        self.rtt.has_sample().then(|| self.rtt.smoothed())
+    }
+    pub fn min_rtt(&self) -> Option<SimTime> {
+        self.rtt.min()
+    }
+    pub fn pacing_rate_bps(&self) -> u64 {
+        self.cc.pacing_rate().map_or(0, |r| r.bps())
+    }
+    pub fn cc_state(&self) -> u8 {
+        self.cc.state()
+    }
+    /// No delivery-rate estimation in the QUIC sender yet.
+    pub fn delivery_rate_bps(&self) -> u64 {
+        0
+    }
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+    /// Stream bytes acknowledged without a hole from the start.
+    pub fn bytes_acked(&self) -> u64 {
+        self.acked.contiguous_end(0)
+    }
+    pub fn bytes_written(&self) -> u64 {
+        self.next_offset
+    }
+
+    /// RFC 9002 A.8 SetLossDetectionTimer: the loss time if one is pending, else the probe timeout
+    /// while ack-eliciting packets are in flight (or the handshake is unfinished).
+    pub fn next_timeout(&self) -> Option<SimTime> {
+        if self.loss_time.is_some() {
+            return self.loss_time;
+        }
+        let waiting = self.state == State::Handshake || (self.state == State::Established && self.bytes_in_flight > 0);
+        if !waiting {
+            return None;
+        }
+        // §6.2.1: PTO = smoothed_rtt + max(4·rttvar, kGranularity) + max_ack_delay, doubled per
+        // consecutive timeout; max_ack_delay counts only once the handshake is done.
+        let max_ack_delay = if self.state == State::Established { self.config.max_ack_delay } else { SimTime::ZERO };
+        let pto = self.rtt.pto(max_ack_delay).mul(1 << self.pto_count.min(30));
+        Some(self.time_of_last_ack_eliciting + pto)
+    }
+
+    // ----- application events -----
+
+    /// The application opens the connection: send the Initial.
+    pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        debug_assert_eq!(self.state, State::Idle);
+        self.state = State::Handshake;
+        self.record.start_ns = now.as_ns();
+        self.send_initial(now, out);
+    }
+
+    /// The application stops writing: the stream ends with what it has written.
+    pub fn stop(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.state == State::Closed {
+            return;
+        }
+        let end = self.stream_end.unwrap_or(u64::MAX).min(self.next_offset);
+        self.stream_end = Some(end);
+        self.transmit(now, out);
+    }
+
+    // ----- network events -----
+
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+        if self.state == State::Idle || self.state == State::Closed || !packet.has(flags::ACK) {
+            return;
+        }
+        self.on_ack_frame(now, packet);
+        if self.state == State::Handshake && packet.has(flags::SYN) {
+            self.state = State::Established;
+            self.record.established_ns = Some(now.as_ns());
+            self.resend_initial = false;
+        }
+        self.check_closed(now);
+        self.transmit(now, out);
+    }
+
+    /// RFC 9002 A.9 OnLossDetectionTimeout.
+    pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let Some(deadline) = self.next_timeout() else { return };
+        if now < deadline {
+            return;
+        }
+        if self.loss_time.is_some() {
+            // Time-threshold loss detection.
+            self.detect_lost_packets(now);
+        } else {
+            // The probe timeout: send probes, do not touch the window (§6.2.4).
+            self.record.rtos += 1;
+            self.pto_count += 1;
+            if self.state == State::Handshake {
+                self.resend_initial = true;
+            } else {
+                self.probes_due = PROBES_PER_TIMEOUT;
+            }
+        }
+        self.transmit(now, out);
+    }
+
+    /// RFC 9002 A.7 OnAckReceived, for the single packet-number space.
+    fn on_ack_frame(&mut self, now: SimTime, packet: &Packet) {
+        let largest = packet.ack;
+        self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
+        let Some(first_pn) = self.sent.front().map(|p| p.pn) else { return };
+
+        let mut newly_acked_bytes_outside_recovery = 0;
+        let mut newly_acked_any = false;
+        let mut largest_newly_acked: Option<SentPacket> = None;
+        let mut exits_recovery = false;
+        for block in packet.sack_blocks() {
+            let from = block.start.max(first_pn);
+            let to = block.end.min(self.next_pn);
+            for pn in from..to {
+                let p = &mut self.sent[(pn - first_pn) as usize];
+                let was = p.fate;
+                if was == Fate::Acked {
+                    continue;
+                }
+                p.fate = Fate::Acked;
+                let p = *p;
+                if p.stream_end > p.stream_start {
+                    self.acked.insert(p.stream_start, p.stream_end);
+                }
+                if p.fin {
+                    self.fin_acked = true;
+                }
+                if was == Fate::Lost {
+                    continue; // acknowledged after being declared lost: no longer in flight
+                }
+                newly_acked_any = true;
+                self.bytes_in_flight -= p.size as u64;
+                if largest_newly_acked.is_none_or(|l| p.pn > l.pn) {
+                    largest_newly_acked = Some(p);
+                }
+                // RFC 9002 B.5 OnPacketsAcked: no window growth for packets sent before the
+                // current recovery period began; one sent after it ends the period (§7.3.2).
+                let in_recovery = self.recovery_start.is_some_and(|r| p.time_sent <= r);
+                if !in_recovery {
+                    newly_acked_bytes_outside_recovery += p.size as u64;
+                    exits_recovery |= self.in_recovery;
+                }
+            }
+        }
+        if !newly_acked_any {
+            return;
+        }
+        self.record.bytes_acked = self.bytes_acked();
+
+        // §5.1: an RTT sample when the largest acknowledged packet is newly acknowledged.
+        let mut rtt_sample = None;
+        if let Some(p) = largest_newly_acked.filter(|p| p.pn == largest) {
+            let latest = now - p.time_sent;
+            let ack_delay = if self.state == State::Established {
+                SimTime::from_us(packet.ack_delay_us as u64).min(self.config.max_ack_delay)
+            } else {
+                SimTime::ZERO // §5.3: ACK Delay is ignored for Initial packets
+            };
+            self.rtt.on_sample(latest, ack_delay);
+            self.record.rtt_samples += 1;
+            self.record.rtt_sum_ns += latest.as_ns();
+            rtt_sample = Some(latest);
+        }
+
+        // A.7: detect and remove lost packets before crediting the acknowledged ones. A recovery
+        // period that begins now covers every packet this ACK acknowledges (all sent before now).
+        self.detect_lost_packets(now);
+        if self.recovery_start == Some(now) {
+            newly_acked_bytes_outside_recovery = 0;
+            exits_recovery = false;
+        }
+        if exits_recovery && self.in_recovery {
+            self.in_recovery = false;
+            self.record.recovery_time_ns += (now - self.recovery_began).as_ns();
+            self.cc.on_recovery_exit(now);
+        }
+        if newly_acked_bytes_outside_recovery > 0 {
+            let newest = largest_newly_acked.expect("newly acknowledged");
+            self.cc.on_ack(&AckSample {
+                now,
+                bytes_acked: newly_acked_bytes_outside_recovery,
+                delivered: newly_acked_bytes_outside_recovery,
+                sent_time: newest.time_sent,
+                rtt: rtt_sample,
+                srtt: self.srtt(),
+                min_rtt: self.rtt.min(),
+                in_flight: self.bytes_in_flight,
+                ..AckSample::default()
+            });
+        }
+        // A.7: the probe count resets once an acknowledgement shows the path works.
+        self.pto_count = 0;
+        self.forget_resolved();
+    }
+
+    /// RFC 9002 A.10 DetectAndRemoveLostPackets, then B.8 OnPacketsLost.
+    fn detect_lost_packets(&mut self, now: SimTime) {
+        self.loss_time = None;
+        let Some(largest_acked) = self.largest_acked else { return };
+        let loss_delay = self.rtt.loss_delay();
+        let lost_send_time = now.saturating_sub(loss_delay);
+        let mut largest_lost: Option<SentPacket> = None;
+        let mut lost_any = false;
+        // Persistent congestion (§7.6.2): a run of consecutive lost packets, none acknowledged in
+        // between, spanning more than the persistent-congestion duration.
+        let mut run_start: Option<SimTime> = None;
+        let mut persistent = false;
+        let pc_duration = self.rtt.pto(self.config.max_ack_delay).mul(PERSISTENT_CONGESTION_THRESHOLD);
+        for i in 0..self.sent.len() {
+            let p = self.sent[i];
+            if p.pn > largest_acked {
+                break;
+            }
+            match p.fate {
+                Fate::Acked => {
+                    run_start = None;
+                    continue;
+                }
+                Fate::Lost => continue,
+                Fate::Outstanding => {}
+            }
+            // §6.1.1 packet threshold, §6.1.2 time threshold.
+            if p.time_sent <= lost_send_time || largest_acked >= p.pn + self.config.packet_threshold {
+                self.sent[i].fate = Fate::Lost;
+                self.on_packet_lost(&p);
+                lost_any = true;
+                largest_lost = Some(p);
+                let start = *run_start.get_or_insert(p.time_sent);
+                persistent |= self.rtt.has_sample() && p.time_sent - start > pc_duration;
+            } else {
+                let when = p.time_sent + loss_delay;
+                self.loss_time = Some(self.loss_time.map_or(when, |t| t.min(when)));
+                run_start = None;
+            }
+        }
+        if !lost_any {
+            return;
+        }
+        let largest_lost = largest_lost.expect("lost_any");
+        // B.6 OnCongestionEvent: one reduction per recovery period; a loss of a packet sent
+        // before the period began does not reduce again.
+        if self.recovery_start.is_none_or(|r| largest_lost.time_sent > r) {
+            let window = self.cc.window();
+            self.recovery_start = Some(now);
+            self.record.recoveries += 1;
+            if self.in_recovery {
+                self.record.recovery_time_ns += (now - self.recovery_began).as_ns();
+            }
+            self.in_recovery = true;
+            self.recovery_began = now;
+            // RFC 9002 §7.3.2 reduces from the congestion window (ssthresh = cwnd · β), not from
+            // the flight size as RFC 5681 does.
+            self.cc.on_congestion_event(now, window);
+            if persistent {
+                // §7.6.2: collapse the window. The controllers' timeout response does so (to one
+                // packet; RFC 9002's kMinimumWindow is two), keeping ssthresh as set just now.
+                self.cc.on_retransmission_timeout(now, window);
+            }
+        }
+        self.forget_resolved();
+    }
+
+    fn on_packet_lost(&mut self, p: &SentPacket) {
+        self.bytes_in_flight -= p.size as u64;
+        if p.initial {
+            self.resend_initial = self.state == State::Handshake;
+            return;
+        }
+        if p.stream_end > p.stream_start || p.fin {
+            self.retransmit.push_back(Chunk { start: p.stream_start, end: p.stream_end, fin: p.fin });
+        }
+    }
+
+    /// Drop packets from the front that are acknowledged or lost.
+    fn forget_resolved(&mut self) {
+        while self.sent.front().is_some_and(|p| p.fate != Fate::Outstanding) {
+            self.sent.pop_front();
+        }
+    }
+
+    fn check_closed(&mut self, now: SimTime) {
+        if self.state != State::Established || !self.fin_acked {
+            return;
+        }
+        let Some(end) = self.stream_end else { return };
+        if self.acked.contiguous_end(0) >= end {
+            self.state = State::Closed;
+            self.record.completed_ns = Some(now.as_ns());
+            if self.in_recovery {
+                self.in_recovery = false;
+                self.record.recovery_time_ns += (now - self.recovery_began).as_ns();
+            }
+            self.record.bytes_acked = self.bytes_acked();
+            self.loss_time = None;
+            self.probes_due = 0;
+        }
+    }
+
+    // ----- transmission -----
+
+    /// Send what the congestion window, pending probes and the application allow.
+    pub fn transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        match self.state {
+            State::Handshake => {
+                if self.resend_initial {
+                    self.resend_initial = false;
+                    self.send_initial(now, out);
+                }
+                return;
+            }
+            State::Established => {}
+            State::Idle | State::Closed => return,
+        }
+        loop {
+            let probe = self.probes_due > 0;
+            let Some((chunk, source)) = self.next_chunk(probe) else {
+                if probe {
+                    // Nothing to (re)send: a PING keeps the probe ack-eliciting (§6.2.4).
+                    self.probes_due -= 1;
+                    self.send_packet(now, Chunk { start: 0, end: 0, fin: false }, false, out);
+                    continue;
+                }
+                break;
+            };
+            let size = (self.config.packet_overhead as u64) + (chunk.end - chunk.start);
+            // §7: a packet must not take bytes_in_flight beyond the window; probes may (§7.5).
+            if !probe && self.bytes_in_flight + size > self.cc.window() {
+                break;
+            }
+            let retransmission = self.take_chunk(chunk, source);
+            self.probes_due = self.probes_due.saturating_sub(1);
+            self.send_packet(now, chunk, retransmission, out);
+        }
+        self.record.app_bytes_written = self.bytes_written();
+    }
+
+    /// The next stream data to send and where it comes from: lost data first, then new data, then
+    /// a lone FIN. A probe with none of these sends the oldest unacknowledged data again.
+    fn next_chunk(&mut self, probe: bool) -> Option<(Chunk, Source)> {
+        let max = self.config.max_stream_payload as u64;
+        while let Some(c) = self.retransmit.front().copied() {
+            let fin_pending = c.fin && !self.fin_acked;
+            if self.acked.contains_range(c.start, c.end) && !fin_pending {
+                self.retransmit.pop_front(); // acknowledged meanwhile (a late ACK)
+                continue;
+            }
+            let end = c.end.min(c.start + max);
+            return Some((Chunk { start: c.start, end, fin: c.fin && end == c.end }, Source::Lost));
+        }
+        let stream_end = self.stream_end.unwrap_or(u64::MAX);
+        if self.next_offset < stream_end {
+            let end = stream_end.min(self.next_offset + max);
+            return Some((Chunk { start: self.next_offset, end, fin: end == stream_end }, Source::New));
+        }
+        if self.stream_end.is_some() && !self.fin_sent {
+            return Some((Chunk { start: stream_end, end: stream_end, fin: true }, Source::New));
+        }
+        if probe {
+            let oldest = self.sent.iter().find(|p| p.fate == Fate::Outstanding && !p.initial)?;
+            let chunk = Chunk { start: oldest.stream_start, end: oldest.stream_end, fin: oldest.fin };
+            return Some((chunk, Source::Repeat));
+        }
+        None
+    }
+
+    /// Mark `chunk` as sent from `source`; returns whether it carries data sent before.
+    fn take_chunk(&mut self, chunk: Chunk, source: Source) -> bool {
+        match source {
+            Source::Lost => {
+                let front = self.retransmit.front_mut().expect("next_chunk found it there");
+                if chunk.end >= front.end {
+                    self.retransmit.pop_front();
+                } else {
+                    front.start = chunk.end;
+                }
+                true
+            }
+            Source::New => {
+                self.next_offset = chunk.end;
+                false
+            }
+            Source::Repeat => true,
+        }
+    }
+
+    fn send_initial(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        // RFC 9000 §14.1: a client's Initial is padded to a full datagram (at least 1200 bytes).
+        let size = self.config.max_datagram;
+        let pn = self.push_sent(now, size, Chunk { start: 0, end: 0, fin: false }, true);
+        out.push(Packet {
+            pn,
+            retransmission: pn > 0,
+            ..Packet::segment(self.flow, self.receiver_node, flags::SYN, 0, 0, size + self.config.lower_layer, now)
+        });
+    }
+
+    fn send_packet(&mut self, now: SimTime, chunk: Chunk, retransmission: bool, out: &mut Vec<Packet>) {
+        let payload = (chunk.end - chunk.start) as u32;
+        let size = self.config.packet_overhead + payload;
+        let pn = self.push_sent(now, size, chunk, false);
+        if chunk.fin {
+            self.fin_sent = true;
+        }
+        if payload > 0 {
+            self.record.segments_sent += 1;
+            self.record.payload_bytes_sent += payload as u64;
+            if retransmission {
+                self.record.segments_retransmitted += 1;
+            }
+        }
+        let tcp_flags = if chunk.fin { flags::FIN } else { 0 };
+        out.push(Packet {
+            pn,
+            retransmission,
+            sender_srtt: self.srtt().unwrap_or(SimTime::ZERO),
+            ..Packet::segment(
+                self.flow,
+                self.receiver_node,
+                tcp_flags,
+                chunk.start,
+                payload,
+                size + self.config.lower_layer,
+                now,
+            )
+        });
+    }
+
+    /// RFC 9002 A.5 OnPacketSent: every packet this sender sends is ack-eliciting and in flight.
+    fn push_sent(&mut self, now: SimTime, size: u32, chunk: Chunk, initial: bool) -> u64 {
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        self.sent.push_back(SentPacket {
+            pn,
+            time_sent: now,
+            size,
+            stream_start: chunk.start,
+            stream_end: chunk.end,
+            fin: chunk.fin,
+            initial,
+            fate: Fate::Outstanding,
+        });
+        self.bytes_in_flight += size as u64;
+        self.time_of_last_ack_eliciting = now;
+        pn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::ControllerConfig;
+    use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
+    use crate::spec::{CcaKind, QuicSpec};
+
+    fn config() -> QuicConfig {
+        QuicConfig::from(&QuicSpec::default())
+    }
+
+    fn ack(largest: u64, ranges: &[(u64, u64)], extra_flags: u8) -> Packet {
+        let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
+        for (i, &(start, end)) in ranges.iter().enumerate() {
+            sack[i] = SackBlock { start, end };
+        }
+        Packet {
+            sack,
+            sack_len: ranges.len() as u8,
+            ..Packet::acknowledgement(0, 0, flags::ACK | extra_flags, largest, 67, SimTime::ZERO)
+        }
+    }
+
+    /// A sender past its handshake (Initial pn 0 answered at 10 ms) and its initial window.
+    fn established() -> (QuicSender, Vec<Packet>) {
+        let c = config();
+        let cc = Controller::new(CcaKind::Reno, &ControllerConfig::new(c.max_datagram, c.initial_window));
+        let mut s = QuicSender::new(0, 1, c, cc, None);
+        let mut out = Vec::new();
+        s.start(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].has(flags::SYN));
+        out.clear();
+        s.on_packet(SimTime::from_ms(10), &ack(0, &[(0, 1)], flags::SYN), &mut out);
+        (s, out)
+    }
+
+    #[test]
+    fn handshake_then_an_initial_window_of_ten_full_packets() {
+        let (s, out) = established();
+        // RFC 9002 §7.2: 10 packets; the acknowledged Initial adds one in slow start (§7.3.1).
+        assert_eq!(out.len(), 11);
+        assert!(out.iter().all(|p| p.wire_bytes == 1252 + 28 && p.payload == 1252 - 41));
+        assert_eq!(out.iter().map(|p| p.pn).collect::<Vec<_>>(), (1..=11).collect::<Vec<_>>());
+        assert_eq!(out[1].seq, 1211);
+        assert_eq!(s.in_flight(), 11 * 1252);
+        assert_eq!(s.srtt(), Some(SimTime::from_ms(10)));
+    }
+
+    #[test]
+    fn three_later_packets_acknowledged_declare_a_packet_lost_and_halve_the_window() {
+        let (mut s, _) = established();
+        let mut out = Vec::new();
+        // pn 1 lost; 2, 3, 4 arrive: packet threshold 3 (RFC 9002 §6.1.1).
+        s.on_packet(SimTime::from_ms(20), &ack(3, &[(2, 4)], 0), &mut out);
+        assert_eq!(s.record.recoveries, 0, "two later packets are not enough");
+        let window = s.cwnd();
+        s.on_packet(SimTime::from_ms(20), &ack(4, &[(2, 5)], 0), &mut out);
+        assert_eq!(s.record.recoveries, 1);
+        // §7.3.2: ssthresh = cwnd · kLossReductionFactor (0.5), cwnd = ssthresh.
+        assert_eq!(s.ssthresh(), window / 2);
+        assert_eq!(s.cwnd(), window / 2);
+        // In flight (9 packets) exceeds the halved window: the sender pauses (seed 003's pause).
+        assert!(out.iter().all(|p| !p.retransmission));
+        // Once the rest is acknowledged, the lost stream bytes 0..1211 go first, in a new packet number.
+        s.on_packet(SimTime::from_ms(21), &ack(11, &[(2, 12)], 0), &mut out);
+        let again: Vec<&Packet> = out.iter().filter(|p| p.retransmission).collect();
+        assert_eq!(again.len(), 1);
+        assert_eq!((again[0].seq, again[0].payload), (0, 1211));
+        assert!(again[0].pn > 10);
+    }
+
+    #[test]
+    fn a_loss_of_a_packet_sent_before_recovery_does_not_reduce_again() {
+        let (mut s, _) = established();
+        let mut out = Vec::new();
+        s.on_packet(SimTime::from_ms(20), &ack(5, &[(3, 6)], 0), &mut out); // 1 and 2 lost
+        assert_eq!(s.record.recoveries, 1);
+        let window = s.cwnd();
+        s.on_packet(SimTime::from_ms(21), &ack(8, &[(6, 9), (3, 6)], 0), &mut out);
+        assert_eq!(s.cwnd(), window, "no growth and no second reduction inside the recovery period");
+    }
+
+    #[test]
+    fn the_time_threshold_declares_the_last_packet_lost() {
+        let (mut s, _) = established();
+        let mut out = Vec::new();
+        // Everything but pn 11 (the last) is acknowledged: only the time threshold can find it.
+        s.on_packet(SimTime::from_ms(20), &ack(10, &[(1, 11)], 0), &mut out);
+        assert_eq!(s.record.recoveries, 0);
+        out.clear();
+        // No loss timer is armed (largest_acked < 11): the probe timer is.
+        let pto_at = s.next_timeout().unwrap();
+        s.on_timeout(pto_at, &mut out);
+        assert_eq!(s.record.rtos, 1);
+        assert!(!out.is_empty(), "a probe timeout sends probes");
+    }
+
+    #[test]
+    fn acknowledging_every_byte_and_the_fin_closes_a_finite_flow() {
+        let c = config();
+        let cc = Controller::new(CcaKind::Reno, &ControllerConfig::new(c.max_datagram, c.initial_window));
+        let mut s = QuicSender::new(0, 1, c, cc, Some(2000));
+        let mut out = Vec::new();
+        s.start(SimTime::ZERO, &mut out);
+        out.clear();
+        s.on_packet(SimTime::from_ms(10), &ack(0, &[(0, 1)], flags::SYN), &mut out);
+        assert_eq!(out.len(), 2);
+        assert!(out[1].has(flags::FIN) && out[1].payload == 2000 - 1211);
+        s.on_packet(SimTime::from_ms(20), &ack(2, &[(0, 3)], 0), &mut out);
+        assert!(s.is_closed());
+        assert_eq!(s.bytes_acked(), 2000);
+        assert_eq!(s.next_timeout(), None);
+    }
+}

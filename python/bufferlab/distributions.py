@@ -1,0 +1,268 @@
+"""Distributions in the scenario spec: flow sizes, think times, on/off periods and RTTs.
+
+A distribution is a TOML table with a ``dist`` key and its parameters, quantities written with
+units (sizes as "20kB", times as "500ms"; shapes and sigmas are plain numbers):
+
+=================  ========================================================================
+``dist``           parameters
+=================  ========================================================================
+fixed              ``value``
+uniform            ``low``, ``high``
+exponential        ``mean``
+pareto             ``shape`` and either ``mean`` (needs shape > 1) or ``scale`` (the minimum)
+bounded_pareto     ``shape``, ``low``, ``high``
+lognormal          ``sigma`` and one of ``median``, ``mean`` or ``mu`` (ln of the median in base units)
+empirical          ``file`` (two columns: value, cumulative probability; ``#`` comments) or
+                   ``points = [[value, p], ...]``; ``unit`` scales the values (default: base unit)
+mixture            ``components = [{weight = w, dist = ...}, ...]`` (RTTs only, see below)
+=================  ========================================================================
+
+`parse_distribution` turns a table into a `Dist`: the engine form (numbers in base units, bytes
+or ns, see crates/bufferlab-core/src/traffic/dist.rs) and the table as written. The engine draws
+sizes and times itself, from seeded streams; RTTs are drawn here (`Dist.draw`), with numpy.
+
+A mixture draws component by component in fixed proportions: of N draws, component k gets its
+share w_k·N (largest remainders round it), in the order listed, as seed 002 gives each RTT mode
+N/2 flows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from . import units
+from .errors import SpecError
+
+__all__ = ["Dist", "parse_distribution", "Quantity"]
+
+Quantity = Literal["bytes", "time"]
+
+_KNOWN = ("fixed", "uniform", "exponential", "pareto", "bounded_pareto", "lognormal", "empirical", "mixture")
+_EMPIRICAL_UNITS = {"bytes": "B", "time": "ns"}
+
+
+@dataclass(frozen=True, eq=False)
+class Dist:
+    """A parsed distribution: `engine` is the engine's JSON form, `written` the user's table."""
+
+    engine: dict[str, Any]
+    written: dict[str, Any]
+    components: tuple[tuple[float, Dist], ...] = field(default=())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Dist) and self.written == other.written
+
+    def __hash__(self) -> int:  # pragma: no cover - dicts are not hashed in practice
+        return id(self)
+
+    def mean(self) -> float | None:
+        """The mean in base units, where it is finite."""
+        e = self.engine
+        match e["dist"]:
+            case "fixed":
+                return float(e["value"])
+            case "uniform":
+                return (e["low"] + e["high"]) / 2
+            case "exponential":
+                return float(e["mean"])
+            case "pareto":
+                return None if e["shape"] <= 1 else e["shape"] * e["scale"] / (e["shape"] - 1)
+            case "lognormal":
+                return math.exp(e["mu"] + e["sigma"] ** 2 / 2)
+            case "mixture":
+                means = [d.mean() for _, d in self.components]
+                if any(m is None for m in means):
+                    return None
+                total = sum(w for w, _ in self.components)
+                return sum(w * m for (w, _), m in zip(self.components, means)) / total  # type: ignore[operator]
+        return None
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """`n` variates in base units (float64), from `rng`."""
+        e = self.engine
+        match e["dist"]:
+            case "fixed":
+                return np.full(n, float(e["value"]))
+            case "uniform":
+                return rng.uniform(e["low"], e["high"], n)
+            case "exponential":
+                return rng.exponential(e["mean"], n)
+            case "pareto":
+                # numpy's pareto is the Lomax form: (X + 1) · scale is Pareto type I.
+                return (rng.pareto(e["shape"], n) + 1.0) * e["scale"]
+            case "bounded_pareto":
+                a, lo, hi = e["shape"], e["low"], e["high"]
+                u = rng.random(n)
+                return np.minimum(lo * (1.0 - u * (1.0 - (lo / hi) ** a)) ** (-1.0 / a), hi)
+            case "lognormal":
+                return rng.lognormal(e["mu"], e["sigma"], n)
+            case "empirical":
+                values, probs = zip(*e["points"])
+                return np.interp(rng.random(n), probs, values)
+            case "mixture":
+                counts = _shares([w for w, _ in self.components], n)
+                return np.concatenate([d.draw(rng, k) for (_, d), k in zip(self.components, counts)])
+        raise AssertionError(e["dist"])  # pragma: no cover
+
+
+def _shares(weights: list[float], n: int) -> list[int]:
+    """Split n into parts proportional to `weights` (largest remainders)."""
+    total = sum(weights)
+    exact = [w / total * n for w in weights]
+    counts = [math.floor(x) for x in exact]
+    by_remainder = sorted(range(len(weights)), key=lambda i: (counts[i] - exact[i], i))
+    for i in by_remainder[: n - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def _quantity(value: Any, quantity: Quantity, key: str) -> float:
+    try:
+        if quantity == "bytes":
+            return float(units.parse_bytes(value, allow_zero=True))
+        return float(units.parse_time(value))
+    except units.UnitError as e:
+        raise SpecError(key, str(e)) from None
+
+
+def _number(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SpecError(key, f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _read_points(path: Path, scale: float, key: str) -> list[list[float]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise SpecError(key, f"cannot read {path}: {e.strerror or e}") from None
+    points = []
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].replace(",", " ").split()
+        if not text:
+            continue
+        try:
+            value, p = (float(x) for x in text)
+        except ValueError:
+            raise SpecError(key, f"{path}:{number}: expected two numbers (value, cumulative probability)") from None
+        points.append([value * scale, p])
+    return points
+
+
+def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = None,
+                       *, allow_mixture: bool = False) -> Dist:
+    """Parse a distribution table of sizes (`quantity` "bytes") or times ("time")."""
+    if isinstance(value, Dist):
+        return value
+    if not isinstance(value, dict):
+        raise SpecError("", f'expected a distribution table like {{dist = "exponential", mean = ...}}, got {value!r}')
+    kind = value.get("dist")
+    if kind not in _KNOWN or (kind == "mixture" and not allow_mixture):
+        known = [k for k in _KNOWN if allow_mixture or k != "mixture"]
+        raise SpecError("dist", f"unknown distribution {kind!r} (known: {', '.join(known)})")
+    allowed = {"fixed": {"value"}, "uniform": {"low", "high"}, "exponential": {"mean"},
+               "pareto": {"shape", "mean", "scale"}, "bounded_pareto": {"shape", "low", "high"},
+               "lognormal": {"sigma", "median", "mean", "mu"}, "empirical": {"file", "points", "unit"},
+               "mixture": {"components"}}[kind]
+    for key in value:
+        if key != "dist" and key not in allowed:
+            raise SpecError(str(key), f"unknown key for a {kind} distribution (known: {', '.join(sorted(allowed))})")
+
+    def need(key: str) -> Any:
+        if key not in value:
+            raise SpecError(key, "missing required key")
+        return value[key]
+
+    def q(key: str) -> float:
+        return _quantity(need(key), quantity, key)
+
+    components: tuple[tuple[float, Dist], ...] = ()
+    match kind:
+        case "fixed":
+            engine = {"value": q("value")}
+        case "uniform":
+            engine = {"low": q("low"), "high": q("high")}
+        case "exponential":
+            engine = {"mean": q("mean")}
+        case "pareto":
+            shape = _number(need("shape"), "shape")
+            if ("mean" in value) == ("scale" in value):
+                raise SpecError("scale", "give either mean or scale")
+            if "scale" in value:
+                scale = q("scale")
+            else:
+                if shape <= 1:
+                    raise SpecError("mean", f"a Pareto of shape {shape} <= 1 has no finite mean: give its scale")
+                scale = q("mean") * (shape - 1) / shape  # mean = shape·scale/(shape − 1)
+            engine = {"shape": shape, "scale": scale}
+        case "bounded_pareto":
+            engine = {"shape": _number(need("shape"), "shape"), "low": q("low"), "high": q("high")}
+        case "lognormal":
+            sigma = _number(need("sigma"), "sigma")
+            given = [k for k in ("median", "mean", "mu") if k in value]
+            if len(given) != 1:
+                raise SpecError("median", "give exactly one of median, mean or mu")
+            if given[0] == "mu":
+                mu = _number(value["mu"], "mu")
+            else:
+                x = q(given[0])
+                if x <= 0:
+                    raise SpecError(given[0], "must be positive")
+                # median = e^mu; mean = e^(mu + sigma²/2).
+                mu = math.log(x) if given[0] == "median" else math.log(x) - sigma**2 / 2
+            engine = {"mu": mu, "sigma": sigma}
+        case "empirical":
+            unit = value.get("unit", _EMPIRICAL_UNITS[quantity])
+            scale = _quantity(f"1{unit}", quantity, "unit")
+            if ("file" in value) == ("points" in value):
+                raise SpecError("file", "give either file or points")
+            if "file" in value:
+                path = Path(need("file"))
+                if not path.is_absolute() and base_dir is not None:
+                    path = base_dir / path
+                points = _read_points(path, scale, "file")
+                # The table keeps the path it was read from, so it reads the same from anywhere.
+                value = dict(value, file=str(path.resolve()))
+            else:
+                raw = value["points"]
+                if not isinstance(raw, list) or not all(isinstance(p, list) and len(p) == 2 for p in raw):
+                    raise SpecError("points", "expected a list of [value, cumulative probability] pairs")
+                points = [[_number(v, "points") * scale, _number(p, "points")] for v, p in raw]
+            engine = {"points": points}
+        case "mixture":
+            raw = need("components")
+            if not isinstance(raw, list) or not raw:
+                raise SpecError("components", "expected a non-empty list of {weight = w, dist = ...} tables")
+            parsed = []
+            for i, c in enumerate(raw):
+                if not isinstance(c, dict) or "weight" not in c:
+                    raise SpecError(f"components[{i}].weight", "missing required key")
+                weight = _number(c["weight"], f"components[{i}].weight")
+                if weight <= 0:
+                    raise SpecError(f"components[{i}].weight", "must be positive")
+                rest = {k: v for k, v in c.items() if k != "weight"}
+                try:
+                    parsed.append((weight, parse_distribution(rest, quantity, base_dir)))
+                except SpecError as e:
+                    raise SpecError(f"components[{i}].{e.field}" if e.field else f"components[{i}]", e.reason) from None
+            components = tuple(parsed)
+            engine = {}
+    engine = {"dist": kind, **engine}
+    if kind != "mixture":
+        from . import _core
+
+        reason = _core.check_distribution(_json(engine))
+        if reason:
+            raise SpecError("", reason)
+    return Dist(engine=engine, written=dict(value), components=components)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)

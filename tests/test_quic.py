@@ -1,0 +1,75 @@
+"""QUIC flows from the spec to the store: `transport = "quic"`, `[flows.quic]` options, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bufferlab import runner
+from bufferlab.errors import SpecError
+from bufferlab.spec import Scenario, engine_quic_defaults
+from conftest import SCENARIOS, SMALL_DUMBBELL
+
+
+def quic_dumbbell(**quic: object) -> Scenario:
+    data = Scenario.from_toml_text(SMALL_DUMBBELL).to_dict()
+    data.setdefault("flow_defaults", {})["transport"] = "quic"
+    if quic:
+        data["flow_defaults"]["quic"] = quic
+    return Scenario.from_dict(data)
+
+
+def test_python_quic_defaults_are_the_engine_s() -> None:
+    spelled = quic_dumbbell().to_engine()
+    assert all(f["transport"] == "quic" and f["quic"] == engine_quic_defaults() for f in spelled["flows"])
+    implicit = json.loads(json.dumps(spelled))
+    for flow in implicit["flows"]:
+        del flow["quic"]
+    core = runner.core()
+    assert core.run(json.dumps(spelled)) == core.run(json.dumps(implicit))
+
+
+def test_quic_options_take_units_and_reach_the_engine() -> None:
+    engine = quic_dumbbell(max_datagram="1452B", ack_every=2, max_ack_delay="10ms", lower_layer="35B").to_engine()
+    quic = engine["flows"][0]["quic"]
+    assert quic["max_datagram_bytes"] == 1452 and quic["ack_every"] == 2
+    assert quic["max_ack_delay_ns"] == 10_000_000 and quic["lower_layer_bytes"] == 35
+
+
+def test_quic_flows_deliver_and_tcp_stays_the_default() -> None:
+    tcp = Scenario.from_toml_text(SMALL_DUMBBELL)
+    assert all(f["transport"] == "tcp" for f in tcp.to_engine()["flows"])
+    result, _ = runner.simulate(quic_dumbbell())
+    for flow in result["flows"]:
+        assert flow["bytes_delivered"] > 0 and flow["established_ns"] is not None
+    # The receiver's in-order byte count never exceeds what the sender saw acknowledged plus a window.
+    assert all(f["bytes_acked"] <= f["bytes_delivered"] for f in result["flows"])
+
+
+def test_an_unknown_transport_is_a_one_line_error() -> None:
+    data = Scenario.from_toml_text(SMALL_DUMBBELL).to_dict()
+    data.setdefault("flow_defaults", {})["transport"] = "sctp"
+    with pytest.raises(SpecError) as e:
+        Scenario.from_dict(data)
+    assert str(e.value).startswith("flow_defaults.transport:")
+
+
+def test_engine_rejects_a_datagram_too_small_for_its_overhead() -> None:
+    resolved = quic_dumbbell(max_datagram="41B").resolve()
+    with pytest.raises(SpecError) as e:
+        runner.validate(resolved)
+    assert str(e.value) == "flows[0].quic.max_datagram: must exceed packet_overhead_bytes to carry stream data"
+
+
+def test_quic_sizing_scenario_has_the_seed_s_buffer_and_window() -> None:
+    # Seed 003: B = 22 packets; the window peaks at W_max = 44 packets of 1252 bytes.
+    scenario = Scenario.from_toml(SCENARIOS / "quic_sizing.toml")
+    engine = scenario.to_engine()
+    btl = next(link for link in engine["links"] if link["name"] == "bottleneck")
+    assert btl["queue_forward"]["limit_packets"] == 22
+    result, _ = runner.simulate(scenario)
+    cwnd = result["timeseries"]["cwnd_bytes"][0]
+    times = result["timeseries"]["time_ns"]
+    after_startup = cwnd[times >= 4_000_000_000]
+    assert int(after_startup.max()) // 1252 == 44

@@ -223,14 +223,9 @@ impl CongestionController for Cubic {
     }
 
     fn state(&self) -> u8 {
-        if self.in_recovery {
-            state::RECOVERY
-        } else if (self.cwnd as u64) >= self.ssthresh {
-            state::CONGESTION_AVOIDANCE
-        } else if self.hystart.as_ref().is_some_and(HyStart::in_css) {
-            state::CONSERVATIVE_SLOW_START
-        } else {
-            state::SLOW_START
+        match state::window_based(self.in_recovery, self.cwnd as u64, self.ssthresh) {
+            state::SLOW_START if self.hystart.as_ref().is_some_and(HyStart::in_css) => state::CONSERVATIVE_SLOW_START,
+            s => s,
         }
     }
 }

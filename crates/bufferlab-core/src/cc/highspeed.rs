@@ -124,13 +124,7 @@ impl CongestionController for HighSpeed {
     }
 
     fn state(&self) -> u8 {
-        if self.in_recovery {
-            state::RECOVERY
-        } else if (self.cwnd as u64) < self.ssthresh {
-            state::SLOW_START
-        } else {
-            state::CONGESTION_AVOIDANCE
-        }
+        state::window_based(self.in_recovery, self.cwnd as u64, self.ssthresh)
     }
 }
 

@@ -85,6 +85,17 @@ pub mod state {
     /// HyStart++ conservative slow start (RFC 9406 §4.2), CUBIC only.
     pub const CONSERVATIVE_SLOW_START: u8 = 3;
 
+    /// The state of a window-based controller: recovery, else slow start below ssthresh.
+    pub fn window_based(in_recovery: bool, cwnd: u64, ssthresh: u64) -> u8 {
+        if in_recovery {
+            RECOVERY
+        } else if cwnd < ssthresh {
+            SLOW_START
+        } else {
+            CONGESTION_AVOIDANCE
+        }
+    }
+
     /// BBR modes (draft-cardwell-iccrg-bbr-congestion-control-00 §3.4).
     pub const BBR_STARTUP: u8 = 0;
     pub const BBR_DRAIN: u8 = 1;

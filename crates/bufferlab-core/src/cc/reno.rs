@@ -85,13 +85,7 @@ impl CongestionController for Reno {
     }
 
     fn state(&self) -> u8 {
-        if self.in_recovery {
-            state::RECOVERY
-        } else if self.cwnd < self.ssthresh {
-            state::SLOW_START
-        } else {
-            state::CONGESTION_AVOIDANCE
-        }
+        state::window_based(self.in_recovery, self.cwnd, self.ssthresh)
     }
 }
 

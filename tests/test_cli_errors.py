@@ -78,7 +78,7 @@ MALFORMED = {
     "byte queue below a packet": (
         graph(queue="1KB"), "links[1].queue_forward: a 1000-byte limit cannot hold a 1500-byte packet of flows[0]"),
     "unconnected nodes": (UNCONNECTED, "flows[1]: no route from h1 to h3"),
-    "unknown controller": (graph(cca="vegas"), 'flows[0].cca: unknown controller "vegas" (known: reno, newreno)'),
+    "unknown controller": (graph(cca="vegas"), 'flows[0].cca: unknown controller "vegas" (known: reno, newreno, cubic, highspeed, bbr)'),
     "invalid toml": ('duration = "1s\n', "invalid TOML"),
 }
 

@@ -76,9 +76,9 @@ def test_rates_of_window_limited_flows_are_window_over_rtt(two_windows) -> None:
         assert row["mean_throughput_l7"] == pytest.approx(mbps(99 * w, 2))
         assert row["mean_sending_rate_l4"] == pytest.approx(mbps(99 * w, 2))
         assert row["mean_sending_rate_l7"] == pytest.approx(mbps(99 * w, 2))
-        # Fallback delivery rate: acknowledged bytes per interval.
-        assert row["mean_delivery_rate_l4"] == row["mean_throughput_l4"]
-        assert row["delivery_rate_source"].endswith("(fallback)")
+        # BBR-style rate samples: a window delivered per 20 ms round trip, from the first ACK on.
+        assert row["mean_delivery_rate_l4"] == pytest.approx(mbps(w, 0.020))
+        assert row["delivery_rate_source"] == "rate samples"
 
 
 def test_window_rtt_and_delay_metrics_are_exact(two_windows) -> None:
@@ -181,6 +181,17 @@ def test_without_series_rates_come_from_counters_and_sampled_means_are_null() ->
     assert row["mean_one_way_delay_l7"] == pytest.approx(10.0)
     assert row["mean_srtt_l4"] is None and row["cov_throughput_l4"] is None
     assert net.row(0, named=True)["mean_jains_fairness_throughput_l4"] is None
+
+
+def test_without_rate_samples_the_delivery_rate_falls_back_to_acknowledged_bytes() -> None:
+    scenario = windows_scenario([10, 20])
+    result, _ = runner.simulate(scenario)
+    resolved = scenario.resolve()
+    result["timeseries"] = {k: v for k, v in result["timeseries"].items() if k != "delivery_rate_bps"}
+    flows = metrics.flow_metrics(metrics.RunData.from_result(result, resolved.engine, resolved.flow_endpoints,
+                                                             resolved.bottleneck))
+    assert flows["mean_delivery_rate_l4"].to_list() == flows["mean_throughput_l4"].to_list()
+    assert all(source.endswith("(fallback)") for source in flows["delivery_rate_source"])
 
 
 def test_delivery_rate_samples_are_used_when_the_engine_records_them() -> None:

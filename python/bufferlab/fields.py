@@ -320,9 +320,13 @@ LossModelField = Annotated[LossModel, PlainValidator(parse_loss_model), PlainSer
 
 # User-facing controller names -> the engine's CcaKind. NewReno (RFC 6582) is Reno's loss
 # recovery when SACK is off, so both names select the engine's one AIMD controller ("reno").
-# ccperf / ns-3 spell them TcpNewReno and TcpReno (seed 001); matching is case-insensitive.
-_CONTROLLERS = {"reno": "reno", "newreno": "reno", "tcpreno": "reno", "tcpnewreno": "reno"}
-KNOWN_CONTROLLERS = ("reno", "newreno")
+# ccperf / ns-3 spell them TcpNewReno, TcpReno, TcpCubic, TcpHighSpeed and TcpBbr (seed 001);
+# matching is case-insensitive.
+_CONTROLLERS = {"reno": "reno", "newreno": "reno", "tcpreno": "reno", "tcpnewreno": "reno",
+                "cubic": "cubic", "tcpcubic": "cubic",
+                "highspeed": "highspeed", "hstcp": "highspeed", "tcphighspeed": "highspeed",
+                "bbr": "bbr", "tcpbbr": "bbr"}
+KNOWN_CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr")
 
 _RECOVERIES = {"prr": "prr", "tcpprrrecovery": "prr", "classic": "classic", "tcpclassicrecovery": "classic"}
 KNOWN_RECOVERIES = ("prr", "classic")

@@ -21,10 +21,10 @@ Deviations from ccperf, by design of the engine:
 - The application writes a byte when TCP first sends it (no send buffer is modelled), so
   ``mean_sending_rate_l7`` counts first transmissions and ``mean_one_way_delay_l7`` runs from the
   first transmission of a byte to its in-order delivery (head-of-line blocking included).
-- ``mean_delivery_rate_l4`` is the mean of the sender's BBR-style delivery-rate samples when the
-  engine records them (series ``delivery_rate_bps``); otherwise it falls back to the bytes newly
-  acknowledged per interval (then it equals ``mean_throughput_l4``), and the table says so in
-  ``delivery_rate_source``.
+- ``mean_delivery_rate_l4`` is the mean of the sender's BBR-style delivery-rate samples (series
+  ``delivery_rate_bps``, the TCP sender's estimator); for a flow without any (QUIC, datagrams) it
+  falls back to the bytes newly acknowledged per interval (then it equals ``mean_throughput_l4``),
+  and the table says which in ``delivery_rate_source``.
 - Link means use the engine's exact counters: the queue length is its time-average (the limit of
   the sample mean as Δ → 0), the queue delay the mean sojourn of every packet that left the queue.
 """
@@ -234,10 +234,11 @@ def _flow_series(run: RunData, flow: int) -> _FlowSeries | None:
         return np.asarray(ts[name][row], dtype=np.float64)
 
     tput4 = _rate_mbps(col("acked_bytes"), dt)
-    if "delivery_rate_bps" in ts:
-        rate = col("delivery_rate_bps") / 1e6
+    rate = col("delivery_rate_bps") / 1e6 if "delivery_rate_bps" in ts else np.zeros(0)
+    if (rate > 0).any():
         delivery, source = np.where(rate > 0, rate, np.nan), "rate samples"
     else:
+        # No rate samples (a transport without the estimator, or none taken).
         delivery, source = tput4, "acknowledged bytes per interval (fallback)"
     srtt = col("srtt_ns")
     srtt_ms = np.where(srtt > 0, srtt / 1e6, np.nan)

@@ -171,6 +171,8 @@ class TcpOptions(_Model):
     dupthresh: StrictInt | None = Field(default=None, gt=0)
     # RTT measurement from echoed timestamps (RFC 7323); false: send times under Karn's rule.
     timestamps: StrictBool | None = None
+    # HyStart++ (RFC 9406) in CUBIC's initial slow start; false: standard slow start.
+    hystart: StrictBool | None = None
 
 
 class QuicOptions(_Model):
@@ -619,6 +621,7 @@ def _tcp(defaults: TcpOptions | None, own: TcpOptions | None, where: str) -> dic
                                                    f"{layer.ack_every}")
         simple = {"mss": "mss", "header_bytes": "header_bytes", "initial_window": "initial_window",
                   "ack_every": "ack_every", "sack": "sack", "dupthresh": "dupthresh", "timestamps": "timestamps",
+                  "hystart": "hystart",
                   "delayed_ack_timeout": "delayed_ack_timeout_ns", "min_rto": "min_rto_ns",
                   "initial_rto": "initial_rto_ns", "max_rto": "max_rto_ns", "rwnd": "rwnd_bytes"}
         for ours, engine_key in simple.items():

@@ -15,7 +15,8 @@ Tables (one row per ...):
   flow_metrics         flow of a run: the metric catalogue's flow table (`metrics.FLOW_METRICS`)
   link_metrics         link direction that carried traffic: the link table (`metrics.LINK_METRICS`)
   network_metrics      run: the network table (`metrics.NETWORK_METRICS`)
-  flow_timeseries      flow x sample: cwnd, ssthresh, in flight, srtt, min RTT, IDT EWMA, cumulative bytes
+  flow_timeseries      flow x sample: cwnd, ssthresh, in flight, srtt, min RTT, IDT EWMA, cumulative
+                       bytes and one-way delay, pacing rate, controller state, delivery rate
   channel_timeseries   channel x sample: queue length, cumulative bytes/packets sent, drops, sojourn, busy
   captures             captured packet (only for runs with captures in their spec)
 
@@ -104,7 +105,8 @@ _RENAMED = {"from_node": "from", "to_node": "to"}
 
 # Per-flow series of TimeSeries (the column has the same name).
 FLOW_SERIES = ("cwnd_bytes", "ssthresh_bytes", "in_flight_bytes", "srtt_ns", "min_rtt_ns", "acked_bytes",
-               "delivered_bytes", "sent_bytes", "written_bytes", "idt_ewma_ns", "delivery_delay_byte_us")
+               "delivered_bytes", "sent_bytes", "written_bytes", "idt_ewma_ns", "delivery_delay_byte_us",
+               "pacing_rate_bps", "cc_state", "delivery_rate_bps")
 # Channel series as named in TimeSeries -> column name.
 CHANNEL_SERIES = {"queue_packets": "queue_packets", "queue_bytes": "queue_bytes",
                   "channel_sent_bytes": "sent_bytes", "channel_drops": "drops",

@@ -2,7 +2,7 @@
 //! advances simulated time from event to event. It has no globals, reads no clock and draws every
 //! random number from streams seeded by the spec.
 
-use crate::cc::Controller;
+use crate::cc::{Controller, ControllerConfig};
 use crate::event::{Event, EventQueue};
 use crate::net::channel::{Channel, Schedule};
 use crate::net::packet::Packet;
@@ -102,6 +102,7 @@ pub struct Simulator {
 /// streams never coincide with a channel's.
 const GENERATOR_STREAMS: u64 = 0x6765_6E65_7261_746F; // "generato"
 const DATAGRAM_STREAMS: u64 = 0x6461_7461_6772_616D; // "datagram"
+const CONTROLLER_STREAMS: u64 = 0x636F_6E74_726F_6C6C; // "controll"
 
 fn wakeup_event(generator: u32, wakeup: Wakeup) -> Event {
     match wakeup {
@@ -122,13 +123,27 @@ fn listed_flow(index: u32, f: &FlowSpec, seed: u64) -> Flow {
             match f.transport {
                 TransportKind::Tcp => {
                     let config = TcpConfig::from(&f.tcp);
-                    let cc = Controller::new(f.cca, config.mss, config.initial_window);
+                    let cc = Controller::new(
+                        f.cca,
+                        &ControllerConfig {
+                            mss: config.mss,
+                            initial_window_segments: config.initial_window,
+                            hystart: f.tcp.hystart,
+                            seed: stream_seed(seed ^ CONTROLLER_STREAMS, index as u64),
+                        },
+                    );
                     let receiver = TcpReceiver::new(index, src, &config);
                     (Sender::Tcp(TcpSender::new(index, dst, config, cc, bytes)), Receiver::Tcp(receiver))
                 }
                 TransportKind::Quic => {
                     let config = QuicConfig::from(&f.quic);
-                    let cc = Controller::new(f.cca, config.max_datagram, config.initial_window);
+                    let cc = Controller::new(
+                        f.cca,
+                        &ControllerConfig {
+                            seed: stream_seed(seed ^ CONTROLLER_STREAMS, index as u64),
+                            ..ControllerConfig::new(config.max_datagram, config.initial_window)
+                        },
+                    );
                     let receiver = QuicReceiver::new(index, src, &config);
                     (Sender::Quic(QuicSender::new(index, dst, config, cc, bytes)), Receiver::Quic(receiver))
                 }
@@ -541,6 +556,9 @@ impl Simulator {
                     written: f.sender.bytes_written(),
                     idt_ewma_ns: f.sender.idt_ewma().map_or(0, |t| t.as_ns()),
                     delivery_delay_byte_us: (delivery_delay_byte_ps(&f.sender, &f.receiver) / 1_000_000) as u64,
+                    pacing_rate_bps: f.sender.pacing_rate_bps(),
+                    cc_state: f.sender.cc_state() as u64,
+                    delivery_rate_bps: f.sender.delivery_rate_bps(),
                 },
             );
         }

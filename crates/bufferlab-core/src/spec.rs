@@ -150,6 +150,12 @@ pub enum CcaKind {
     /// procedure, used by the sender when SACK is off.
     #[serde(alias = "newreno")]
     Reno,
+    /// CUBIC, RFC 9438, with HyStart++ (RFC 9406) unless `tcp.hystart` is false.
+    Cubic,
+    /// HighSpeed TCP, RFC 3649.
+    HighSpeed,
+    /// BBR v1, draft-cardwell-iccrg-bbr-congestion-control-00 (paced).
+    Bbr,
 }
 
 /// Loss-recovery procedure of a TCP sender (how much it may send during fast recovery).
@@ -249,6 +255,8 @@ pub struct TcpSpec {
     /// RTT measurement from echoed timestamps, RFC 7323 §4 (true); false measures from the
     /// scoreboard's send times under Karn's rule. The option's bytes are part of `header_bytes`.
     pub timestamps: bool,
+    /// HyStart++ (RFC 9406) in the initial slow start of controllers that use it: CUBIC (true).
+    pub hystart: bool,
 }
 
 impl Default for TcpSpec {
@@ -267,6 +275,7 @@ impl Default for TcpSpec {
             rwnd_bytes: None,
             dupthresh: 3,
             timestamps: true,
+            hystart: true,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use bufferlab_core::spec::{QueueSpec, RecoveryKind, TcpSpec, TrafficSpec};
+use bufferlab_core::spec::{CcaKind, QueueSpec, RecoveryKind, TcpSpec, TrafficSpec};
 use bufferlab_core::{run, validate};
 use common::*;
 
@@ -45,6 +45,10 @@ fn without_random_loss_the_seed_changes_nothing() {
 }
 
 fn finite_transfer(tcp: TcpSpec, loss: f64, bytes: u64) -> bufferlab_core::RunResult {
+    finite_transfer_with(CcaKind::Reno, tcp, loss, bytes)
+}
+
+fn finite_transfer_with(cca: CcaKind, tcp: TcpSpec, loss: f64, bytes: u64) -> bufferlab_core::RunResult {
     let path = Path {
         access_rate_bps: Some(1_000_000_000),
         access_delay_ns: MS,
@@ -59,6 +63,7 @@ fn finite_transfer(tcp: TcpSpec, loss: f64, bytes: u64) -> bufferlab_core::RunRe
     let mut spec = path.spec();
     spec.links[1].loss = loss;
     spec.flows[0].traffic = TrafficSpec::Finite { bytes };
+    spec.flows[0].cca = cca;
     let result = run(&spec).unwrap();
     assert_conservation(&result);
     result
@@ -87,6 +92,23 @@ fn finite_flow_delivers_every_byte_under_each_recovery_mode() {
                 "{name} loss {loss}: fct {:?} ns, rtx {}, rtos {}, recoveries {}",
                 f.completed_ns, f.segments_retransmitted, f.rtos, f.recoveries
             );
+        }
+    }
+}
+
+#[test]
+fn every_controller_delivers_a_finite_transfer_under_loss_with_each_recovery_mode() {
+    for cca in [CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr] {
+        for (name, tcp) in [
+            ("sack+prr", TcpSpec::default()),
+            ("newreno+classic", TcpSpec { sack: false, recovery: RecoveryKind::Classic, ..TcpSpec::default() }),
+        ] {
+            for loss in [0.0, 0.02, 0.1] {
+                let bytes = 1_000_003;
+                let f = finite_transfer_with(cca, tcp.clone(), loss, bytes).flows[0].clone();
+                assert_eq!((f.bytes_delivered, f.bytes_acked), (bytes, bytes), "{cca:?} {name}, loss {loss}");
+                assert!(f.completed_ns.is_some(), "{cca:?} {name}, loss {loss}: FIN acknowledged");
+            }
         }
     }
 }

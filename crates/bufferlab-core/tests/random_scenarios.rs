@@ -4,7 +4,8 @@
 //!
 //! Random topologies (a random tree of routers with hosts hanging off it, plus shortcut links),
 //! rates from 1 Mb/s to 1 Gb/s, delays from 0 to 50 ms, queues from 1 packet to 1 MB, random
-//! loss up to 5 %, every TCP option combination; a third of them add traffic generators.
+//! loss up to 5 %, every TCP option combination and every congestion controller; a third of
+//! them add traffic generators.
 
 mod common;
 
@@ -82,6 +83,7 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
                 ack_every: d.pick(&[1, 2, 3]),
                 initial_window: d.pick(&[1, 4, 10, 40]),
                 timestamps: d.chance(0.8),
+                hystart: d.chance(0.5),
                 mss: d.pick(&[536, 1448, 8948]),
                 ..TcpSpec::default()
             };
@@ -89,7 +91,7 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
                 name: format!("f{i}"),
                 src,
                 dst,
-                cca: CcaKind::Reno,
+                cca: d.pick(&[CcaKind::Reno, CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr]),
                 traffic: TrafficSpec::Finite { bytes: d.pick(&[1, 1000, 50_000, 300_001, 3_000_000]) },
                 start_ns: d.below(2_000) * MS,
                 stop_ns: None,
@@ -127,7 +129,7 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
                 name: format!("g{i}"),
                 src,
                 dst,
-                cca: CcaKind::Reno,
+                cca: d.pick(&[CcaKind::Reno, CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr]),
                 tcp: TcpSpec { sack: d.chance(0.7), ..TcpSpec::default() },
                 start_ns: d.below(1_000) * MS,
                 stop_ns: Some(1_000 * MS + d.below(2_000) * MS),

@@ -67,7 +67,7 @@ fn timeseries_columns(ts: &TimeSeries, columns: &mut Columns) {
     let indices = |v: &[usize]| v.iter().map(|&i| i as u64).collect::<Vec<u64>>();
     columns.u64s("timeseries.flows".into(), &indices(&ts.flows));
     columns.u64s("timeseries.channels".into(), &indices(&ts.channels));
-    let per_entity: [(&str, &Vec<Vec<u64>>); 18] = [
+    let per_entity: [(&str, &Vec<Vec<u64>>); 21] = [
         ("cwnd_bytes", &ts.cwnd_bytes),
         ("ssthresh_bytes", &ts.ssthresh_bytes),
         ("in_flight_bytes", &ts.in_flight_bytes),
@@ -79,6 +79,9 @@ fn timeseries_columns(ts: &TimeSeries, columns: &mut Columns) {
         ("written_bytes", &ts.written_bytes),
         ("idt_ewma_ns", &ts.idt_ewma_ns),
         ("delivery_delay_byte_us", &ts.delivery_delay_byte_us),
+        ("pacing_rate_bps", &ts.pacing_rate_bps),
+        ("cc_state", &ts.cc_state),
+        ("delivery_rate_bps", &ts.delivery_rate_bps),
         ("queue_packets", &ts.queue_packets),
         ("queue_bytes", &ts.queue_bytes),
         ("channel_sent_bytes", &ts.channel_sent_bytes),

@@ -1,30 +1,67 @@
 //! Congestion controllers.
 //!
 //! A controller owns no clock and no I/O: every hook receives `now` and what the sender measured.
-//! The sender keeps loss detection, recovery (PRR or classic), RTT estimation and the RTO; the
-//! controller decides only the congestion window (and, for controllers that pace, a rate).
-//! [`Controller`] dispatches over the implementations with a `match`, keeping the per-ACK path
-//! free of virtual calls.
+//! The sender keeps loss detection, recovery (PRR or classic), RTT estimation, delivery-rate
+//! estimation, pacing and the RTO; the controller decides the congestion window and, for
+//! controllers that pace, a rate. Nothing here knows about TCP: a QUIC sender drives the same
+//! hooks with the same samples. [`Controller`] dispatches over the implementations with a
+//! `match`, keeping the per-ACK path free of virtual calls.
+//!
+//! The contract, per ACK, in order:
+//! 1. loss detection may call [`CongestionController::on_congestion_event`] (entering fast
+//!    recovery) or, when the episode's RecoveryPoint is acknowledged, `on_recovery_exit`;
+//! 2. [`CongestionController::on_ack`] if the ACK acknowledged new data and the sender is not in
+//!    fast recovery (where window-based controllers grow, RFC 5681 §3.2);
+//! 3. [`CongestionController::on_ack_processed`] for every ACK, in or out of recovery, with the
+//!    same [`AckSample`]: where model-based controllers (BBR) update their path model.
+//!
+//! During fast recovery the sender's recovery procedure (PRR or classic) decides how much to
+//! send, unless the controller [governs recovery](CongestionController::governs_recovery), in
+//! which case the sender sends while pipe < `window()` (BBR's packet conservation).
 
+pub mod bbr;
+pub mod cubic;
+pub mod delivery_rate;
+pub mod highspeed;
 pub mod reno;
 
 use crate::spec::CcaKind;
 use crate::units::{BitRate, SimTime};
 
+pub use bbr::Bbr;
+pub use cubic::Cubic;
+pub use delivery_rate::{DeliveryRateEstimator, RateSample};
+pub use highspeed::HighSpeed;
 pub use reno::Reno;
 
-/// What one arriving ACK told the sender, handed to the controller outside loss recovery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What one arriving ACK told the sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AckSample {
     pub now: SimTime,
     /// Bytes newly acknowledged cumulatively by this ACK.
     pub bytes_acked: u64,
+    /// Bytes newly delivered by this ACK: cumulatively acknowledged or SACKed, not counted before
+    /// (RFC 6937 DeliveredData).
+    pub delivered: u64,
+    /// Bytes newly marked lost while processing this ACK.
+    pub lost: u64,
     /// Send time of the newest segment this ACK acknowledged.
     pub sent_time: SimTime,
-    /// RTT sample taken from this ACK, if Karn's rule allowed one.
+    /// RTT sample taken from this ACK, if one was allowed (RFC 7323 timestamps or Karn's rule).
     pub rtt: Option<SimTime>,
-    /// Bytes in flight (RFC 6675 pipe) after processing the ACK.
+    /// The sender's smoothed RTT (RFC 6298 SRTT) after this ACK, once known.
+    pub srtt: Option<SimTime>,
+    /// The smallest RTT sample the sender has seen.
+    pub min_rtt: Option<SimTime>,
+    /// Bytes in flight (RFC 6675 pipe) before and after processing the ACK.
+    pub prior_in_flight: u64,
     pub in_flight: u64,
+    /// The sender is in a loss-recovery episode (fast recovery or after a timeout) after this ACK.
+    pub in_recovery: bool,
+    /// Every byte delivered over the connection so far (the delivery-rate estimator's C.delivered).
+    pub total_delivered: u64,
+    /// The rate sample of this ACK, if it delivered anything.
+    pub rate: Option<RateSample>,
 }
 
 /// The controller's state, for the time series.
@@ -33,6 +70,37 @@ pub struct ControllerMetrics {
     pub cwnd: u64,
     pub ssthresh: u64,
     pub pacing_rate: Option<BitRate>,
+    /// A small code for the controller's state; see [`state`].
+    pub state: u8,
+}
+
+/// Controller state codes recorded in the time series (`cc_state`). The meaning of a code
+/// depends on the flow's controller.
+pub mod state {
+    /// Window-based controllers (Reno, CUBIC, HighSpeed).
+    pub const SLOW_START: u8 = 0;
+    pub const CONGESTION_AVOIDANCE: u8 = 1;
+    /// Fast recovery, from the congestion event to the end of the episode.
+    pub const RECOVERY: u8 = 2;
+    /// HyStart++ conservative slow start (RFC 9406 §4.2), CUBIC only.
+    pub const CONSERVATIVE_SLOW_START: u8 = 3;
+
+    /// The state of a window-based controller: recovery, else slow start below ssthresh.
+    pub fn window_based(in_recovery: bool, cwnd: u64, ssthresh: u64) -> u8 {
+        if in_recovery {
+            RECOVERY
+        } else if cwnd < ssthresh {
+            SLOW_START
+        } else {
+            CONGESTION_AVOIDANCE
+        }
+    }
+
+    /// BBR modes (draft-cardwell-iccrg-bbr-congestion-control-00 §3.4).
+    pub const BBR_STARTUP: u8 = 0;
+    pub const BBR_DRAIN: u8 = 1;
+    pub const BBR_PROBE_BW: u8 = 2;
+    pub const BBR_PROBE_RTT: u8 = 3;
 }
 
 pub trait CongestionController {
@@ -44,39 +112,86 @@ pub trait CongestionController {
         u64::MAX
     }
 
-    /// An ACK that acknowledged new data outside loss recovery.
+    /// An ACK that acknowledged new data outside fast recovery: where window-based controllers
+    /// grow the window.
     fn on_ack(&mut self, _ack: &AckSample) {}
+
+    /// Every ACK, after loss detection and `on_ack`, in or out of recovery.
+    fn on_ack_processed(&mut self, _ack: &AckSample) {}
 
     /// Loss detected by duplicate ACKs or SACK: the start of a fast-recovery episode.
     /// `flight_size` is the data outstanding when the loss was detected (RFC 5681 FlightSize).
     fn on_congestion_event(&mut self, now: SimTime, flight_size: u64);
 
-    /// The recovery episode ended (its RecoveryPoint was cumulatively acknowledged).
+    /// The fast-recovery episode ended (its RecoveryPoint was cumulatively acknowledged).
     fn on_recovery_exit(&mut self, _now: SimTime) {}
 
     /// The retransmission timer expired.
     fn on_retransmission_timeout(&mut self, now: SimTime, flight_size: u64);
 
-    /// Pacing rate, for controllers that pace (none yet: room for BBR).
+    /// True if `window()` also bounds sending during fast recovery (the controller has its own
+    /// recovery rule); false if the sender's recovery procedure (PRR or classic) decides.
+    fn governs_recovery(&self) -> bool {
+        false
+    }
+
+    /// Pacing rate, for controllers that pace: the sender releases packets no faster.
     fn pacing_rate(&self) -> Option<BitRate> {
         None
     }
 
+    /// The state code recorded in the time series (see [`state`]).
+    fn state(&self) -> u8 {
+        state::SLOW_START
+    }
+
     fn metrics(&self) -> ControllerMetrics {
-        ControllerMetrics { cwnd: self.window(), ssthresh: self.ssthresh(), pacing_rate: self.pacing_rate() }
+        ControllerMetrics {
+            cwnd: self.window(),
+            ssthresh: self.ssthresh(),
+            pacing_rate: self.pacing_rate(),
+            state: self.state(),
+        }
+    }
+}
+
+/// What a controller is built from: transport-neutral, so TCP and QUIC senders share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControllerConfig {
+    /// Bytes of payload in a full-sized packet (TCP SMSS, QUIC max datagram payload).
+    pub mss: u32,
+    pub initial_window_segments: u32,
+    /// HyStart++ (RFC 9406) in CUBIC's initial slow start.
+    pub hystart: bool,
+    /// Seed of the controller's own random stream (BBR's ProbeBW phase choice).
+    pub seed: u64,
+}
+
+impl ControllerConfig {
+    pub fn new(mss: u32, initial_window_segments: u32) -> Self {
+        ControllerConfig { mss, initial_window_segments, hystart: true, seed: 0 }
     }
 }
 
 /// Every controller the engine knows, chosen per flow by the spec.
+// BBR's model and RNG make it the largest variant; it lives inside its sender, so boxing it would
+// only add a pointer chase to every ACK of every flow.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Controller {
     Reno(Reno),
+    Cubic(Cubic),
+    HighSpeed(HighSpeed),
+    Bbr(Bbr),
 }
 
 impl Controller {
-    pub fn new(kind: CcaKind, mss: u32, initial_window_segments: u32) -> Controller {
+    pub fn new(kind: CcaKind, config: &ControllerConfig) -> Controller {
         match kind {
-            CcaKind::Reno => Controller::Reno(Reno::new(mss, initial_window_segments)),
+            CcaKind::Reno => Controller::Reno(Reno::new(config.mss, config.initial_window_segments)),
+            CcaKind::Cubic => Controller::Cubic(Cubic::new(config)),
+            CcaKind::HighSpeed => Controller::HighSpeed(HighSpeed::new(config.mss, config.initial_window_segments)),
+            CcaKind::Bbr => Controller::Bbr(Bbr::new(config)),
         }
     }
 }
@@ -85,6 +200,9 @@ macro_rules! dispatch {
     ($self:ident, $c:ident => $body:expr) => {
         match $self {
             Controller::Reno($c) => $body,
+            Controller::Cubic($c) => $body,
+            Controller::HighSpeed($c) => $body,
+            Controller::Bbr($c) => $body,
         }
     };
 }
@@ -102,6 +220,10 @@ impl CongestionController for Controller {
     fn on_ack(&mut self, ack: &AckSample) {
         dispatch!(self, c => c.on_ack(ack))
     }
+    #[inline]
+    fn on_ack_processed(&mut self, ack: &AckSample) {
+        dispatch!(self, c => c.on_ack_processed(ack))
+    }
     fn on_congestion_event(&mut self, now: SimTime, flight_size: u64) {
         dispatch!(self, c => c.on_congestion_event(now, flight_size))
     }
@@ -112,7 +234,15 @@ impl CongestionController for Controller {
         dispatch!(self, c => c.on_retransmission_timeout(now, flight_size))
     }
     #[inline]
+    fn governs_recovery(&self) -> bool {
+        dispatch!(self, c => c.governs_recovery())
+    }
+    #[inline]
     fn pacing_rate(&self) -> Option<BitRate> {
         dispatch!(self, c => c.pacing_rate())
+    }
+    #[inline]
+    fn state(&self) -> u8 {
+        dispatch!(self, c => c.state())
     }
 }

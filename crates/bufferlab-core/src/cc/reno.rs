@@ -2,7 +2,7 @@
 //! counting (RFC 3465). NewReno (RFC 6582) changes only loss recovery, which the sender owns, so
 //! "newreno" selects this controller too.
 
-use super::{AckSample, CongestionController};
+use super::{state, AckSample, CongestionController};
 use crate::units::SimTime;
 
 #[derive(Debug, Clone)]
@@ -12,6 +12,8 @@ pub struct Reno {
     ssthresh: u64,
     /// Bytes acknowledged since the window last grew in congestion avoidance (RFC 3465 §2.1).
     bytes_acked: u64,
+    /// Between a congestion event and the end of its fast-recovery episode (for the time series).
+    in_recovery: bool,
 }
 
 impl Reno {
@@ -20,7 +22,7 @@ impl Reno {
 
     pub fn new(mss: u32, initial_window_segments: u32) -> Self {
         let mss = mss as u64;
-        Reno { mss, cwnd: initial_window_segments as u64 * mss, ssthresh: u64::MAX, bytes_acked: 0 }
+        Reno { mss, cwnd: initial_window_segments as u64 * mss, ssthresh: u64::MAX, bytes_acked: 0, in_recovery: false }
     }
 
     /// RFC 5681 eq. (4): ssthresh = max(FlightSize / 2, 2·SMSS).
@@ -64,11 +66,13 @@ impl CongestionController for Reno {
         // (PRR or RFC 6675 pipe accounting) replaces the inflation, so cwnd is ssthresh here.
         self.cwnd = self.ssthresh;
         self.bytes_acked = 0;
+        self.in_recovery = true;
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
         // RFC 6582 §3.2 step 3 / RFC 6937 §3: leave recovery with cwnd = ssthresh.
         self.cwnd = self.ssthresh;
+        self.in_recovery = false;
     }
 
     fn on_retransmission_timeout(&mut self, _now: SimTime, flight_size: u64) {
@@ -77,6 +81,11 @@ impl CongestionController for Reno {
         self.ssthresh = self.halved(flight_size);
         self.cwnd = self.mss;
         self.bytes_acked = 0;
+        self.in_recovery = false;
+    }
+
+    fn state(&self) -> u8 {
+        state::window_based(self.in_recovery, self.cwnd, self.ssthresh)
     }
 }
 
@@ -87,7 +96,7 @@ mod tests {
     const MSS: u32 = 1000;
 
     fn ack(bytes: u64) -> AckSample {
-        AckSample { now: SimTime::ZERO, bytes_acked: bytes, sent_time: SimTime::ZERO, rtt: None, in_flight: 0 }
+        AckSample { bytes_acked: bytes, delivered: bytes, ..AckSample::default() }
     }
 
     #[test]
@@ -133,6 +142,16 @@ mod tests {
         let mut reno = Reno::new(MSS, 10);
         reno.on_congestion_event(SimTime::ZERO, MSS as u64);
         assert_eq!(reno.ssthresh(), 2 * MSS as u64);
+    }
+
+    #[test]
+    fn state_follows_slow_start_recovery_and_congestion_avoidance() {
+        let mut reno = Reno::new(MSS, 10);
+        assert_eq!(reno.state(), state::SLOW_START);
+        reno.on_congestion_event(SimTime::ZERO, 20 * MSS as u64);
+        assert_eq!(reno.state(), state::RECOVERY);
+        reno.on_recovery_exit(SimTime::ZERO);
+        assert_eq!(reno.state(), state::CONGESTION_AVOIDANCE);
     }
 
     #[test]

@@ -21,6 +21,12 @@ pub struct FlowSample {
     pub written: u64,
     pub idt_ewma_ns: u64,
     pub delivery_delay_byte_us: u64,
+    /// The controller's pacing rate, 0 when it does not pace.
+    pub pacing_rate_bps: u64,
+    /// The controller's state code (`cc::state`).
+    pub cc_state: u64,
+    /// Delivery rate of the latest valid rate sample (draft-cheng-iccrg-delivery-rate-estimation).
+    pub delivery_rate_bps: u64,
 }
 
 /// One channel's state at a sampling instant.
@@ -63,6 +69,9 @@ impl TimeSeries {
             channel_sent_packets: per(nc),
             channel_sojourn_ns: per(nc),
             channel_busy_ns: per(nc),
+            pacing_rate_bps: per(nf),
+            cc_state: per(nf),
+            delivery_rate_bps: per(nf),
         }
     }
 
@@ -83,6 +92,9 @@ impl TimeSeries {
         self.written_bytes[row].push(s.written);
         self.idt_ewma_ns[row].push(s.idt_ewma_ns);
         self.delivery_delay_byte_us[row].push(s.delivery_delay_byte_us);
+        self.pacing_rate_bps[row].push(s.pacing_rate_bps);
+        self.cc_state[row].push(s.cc_state);
+        self.delivery_rate_bps[row].push(s.delivery_rate_bps);
     }
 
     /// Append a sample to row `row` of the per-channel series.

@@ -170,6 +170,14 @@ pub struct TimeSeries {
     /// write to in-order delivery), in byte·µs: its increase over an interval divided by the
     /// bytes delivered in it is their mean delay.
     pub delivery_delay_byte_us: Vec<Vec<u64>>,
+    /// Pacing rate of the flow's controller (0 when it does not pace).
+    pub pacing_rate_bps: Vec<Vec<u64>>,
+    /// The controller's state code: for Reno, CUBIC and HighSpeed 0 slow start, 1 congestion
+    /// avoidance, 2 fast recovery, 3 HyStart++ conservative slow start; for BBR 0 Startup,
+    /// 1 Drain, 2 ProbeBW, 3 ProbeRTT.
+    pub cc_state: Vec<Vec<u64>>,
+    /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
+    pub delivery_rate_bps: Vec<Vec<u64>>,
     pub queue_packets: Vec<Vec<u64>>,
     pub queue_bytes: Vec<Vec<u64>>,
     /// Cumulative bytes that started transmission on each channel.

@@ -14,7 +14,7 @@
 //! generator, so changing, say, the size distribution leaves the arrival times as they were.
 
 use super::{Distribution, Sampler};
-use crate::cc::Controller;
+use crate::cc::{Controller, ControllerConfig};
 use crate::spec::{CcaKind, GeneratorModel, GeneratorSpec};
 use crate::transport::tcp::TcpConfig;
 use crate::units::SimTime;
@@ -38,6 +38,11 @@ pub struct Generator {
     pub dst: u32,
     cca: CcaKind,
     pub config: TcpConfig,
+    /// HyStart++ for CUBIC transfers (`tcp.hystart`).
+    hystart: bool,
+    /// Seed from which each transfer's controller stream is derived (the complement of the
+    /// size stream's seed).
+    controller_seed: u64,
     start: SimTime,
     /// No transfer begins at or after this time.
     stop: SimTime,
@@ -75,6 +80,8 @@ impl Generator {
             dst: spec.dst as u32,
             cca: spec.cca,
             config: TcpConfig::from(&spec.tcp),
+            hystart: spec.tcp.hystart,
+            controller_seed: !seeds[1],
             start: SimTime::from_ns(spec.start_ns),
             stop: spec.stop_ns.map_or(SimTime::MAX, SimTime::from_ns),
             size: Sampler::new(size, seeds[1]),
@@ -110,9 +117,18 @@ impl Generator {
         self.size.sample_units(1).min(MAX_TRANSFER_BYTES)
     }
 
-    /// The controller of a new transfer.
+    /// The controller of a new transfer, with its own random stream (the k-th transfer's seed
+    /// mixes k into the generator's size stream seed).
     pub fn controller(&self) -> Controller {
-        Controller::new(self.cca, self.config.mss, self.config.initial_window)
+        Controller::new(
+            self.cca,
+            &ControllerConfig {
+                mss: self.config.mss,
+                initial_window_segments: self.config.initial_window,
+                hystart: self.hystart,
+                seed: self.controller_seed ^ self.created.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            },
+        )
     }
 
     /// The next transfer's name, `<generator>#<k>`, and count it.

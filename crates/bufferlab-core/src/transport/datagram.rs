@@ -164,6 +164,15 @@ impl DatagramSender {
     pub fn bytes_acked(&self) -> u64 {
         0
     }
+    pub fn pacing_rate_bps(&self) -> u64 {
+        0
+    }
+    pub fn cc_state(&self) -> u8 {
+        0
+    }
+    pub fn delivery_rate_bps(&self) -> u64 {
+        0
+    }
 }
 
 /// Counts the datagrams that arrive.

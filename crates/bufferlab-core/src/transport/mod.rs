@@ -6,6 +6,7 @@
 //! plugs in by adding a variant to each and an arm to the dispatch macros.
 
 pub mod datagram;
+pub mod pacer;
 pub mod quic;
 pub mod ranges;
 pub mod tcp;
@@ -99,6 +100,18 @@ impl Sender {
     }
     pub fn min_rtt(&self) -> Option<SimTime> {
         sender_dispatch!(self, s => s.min_rtt())
+    }
+    /// The controller's pacing rate, bit/s; 0 when it does not pace.
+    pub fn pacing_rate_bps(&self) -> u64 {
+        sender_dispatch!(self, s => s.pacing_rate_bps())
+    }
+    /// The controller's state code (`cc::state`).
+    pub fn cc_state(&self) -> u8 {
+        sender_dispatch!(self, s => s.cc_state())
+    }
+    /// Delivery rate of the latest rate sample, bit/s; 0 before the first (or without estimation).
+    pub fn delivery_rate_bps(&self) -> u64 {
+        sender_dispatch!(self, s => s.delivery_rate_bps())
     }
     /// Application bytes acknowledged (cumulatively, for TCP; as a contiguous prefix, for QUIC).
     pub fn bytes_acked(&self) -> u64 {

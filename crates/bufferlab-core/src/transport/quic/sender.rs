@@ -157,6 +157,16 @@ impl QuicSender {
     pub fn min_rtt(&self) -> Option<SimTime> {
         self.rtt.min()
     }
+    pub fn pacing_rate_bps(&self) -> u64 {
+        self.cc.pacing_rate().map_or(0, |r| r.bps())
+    }
+    pub fn cc_state(&self) -> u8 {
+        self.cc.state()
+    }
+    /// No delivery-rate estimation in the QUIC sender yet.
+    pub fn delivery_rate_bps(&self) -> u64 {
+        0
+    }
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
     }
@@ -334,9 +344,13 @@ impl QuicSender {
             self.cc.on_ack(&AckSample {
                 now,
                 bytes_acked: newly_acked_bytes_outside_recovery,
+                delivered: newly_acked_bytes_outside_recovery,
                 sent_time: newest.time_sent,
                 rtt: rtt_sample,
+                srtt: self.srtt(),
+                min_rtt: self.rtt.min(),
                 in_flight: self.bytes_in_flight,
+                ..AckSample::default()
             });
         }
         // A.7: the probe count resets once an acknowledgement shows the path works.
@@ -605,6 +619,7 @@ impl QuicSender {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::ControllerConfig;
     use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
     use crate::spec::{CcaKind, QuicSpec};
 
@@ -627,7 +642,7 @@ mod tests {
     /// A sender past its handshake (Initial pn 0 answered at 10 ms) and its initial window.
     fn established() -> (QuicSender, Vec<Packet>) {
         let c = config();
-        let cc = Controller::new(CcaKind::Reno, c.max_datagram, c.initial_window);
+        let cc = Controller::new(CcaKind::Reno, &ControllerConfig::new(c.max_datagram, c.initial_window));
         let mut s = QuicSender::new(0, 1, c, cc, None);
         let mut out = Vec::new();
         s.start(SimTime::ZERO, &mut out);
@@ -702,7 +717,7 @@ mod tests {
     #[test]
     fn acknowledging_every_byte_and_the_fin_closes_a_finite_flow() {
         let c = config();
-        let cc = Controller::new(CcaKind::Reno, c.max_datagram, c.initial_window);
+        let cc = Controller::new(CcaKind::Reno, &ControllerConfig::new(c.max_datagram, c.initial_window));
         let mut s = QuicSender::new(0, 1, c, cc, Some(2000));
         let mut out = Vec::new();
         s.start(SimTime::ZERO, &mut out);

@@ -10,6 +10,7 @@
 //! outstanding, so the lost segments always form a prefix below a boundary: the DupThresh-th
 //! highest SACKed segment. Moving that boundary marks each segment at most once.
 
+use crate::cc::delivery_rate::{DeliveryRateEstimator, TxSnapshot};
 use crate::net::packet::SackBlock;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -26,6 +27,8 @@ pub struct Segment {
     pub retransmitted: bool,
     /// The segment was ever retransmitted: Karn's rule forbids RTT samples from it.
     pub ever_retransmitted: bool,
+    /// Delivery-rate state at the latest transmission (draft-cheng-iccrg-delivery-rate-estimation).
+    pub tx: TxSnapshot,
 }
 
 impl Segment {
@@ -116,7 +119,7 @@ impl Scoreboard {
     }
 
     /// Record a new segment sent at SND.NXT.
-    pub fn push(&mut self, start: u64, len: u32, now: SimTime) {
+    pub fn push(&mut self, start: u64, len: u32, now: SimTime, tx: TxSnapshot) {
         debug_assert!(self.segments.back().is_none_or(|s| s.end() == start));
         self.outstanding_bytes += len as u64;
         self.segments.push_back(Segment {
@@ -127,11 +130,13 @@ impl Scoreboard {
             lost: false,
             retransmitted: false,
             ever_retransmitted: false,
+            tx,
         });
     }
 
-    /// Remove every segment wholly below `ack` (a cumulative acknowledgement).
-    pub fn ack_up_to(&mut self, ack: u64) -> CumulativeAck {
+    /// Remove every segment wholly below `ack` (a cumulative acknowledgement); segments not
+    /// SACKed before are delivered now, at `now`, to the rate estimator.
+    pub fn ack_up_to(&mut self, ack: u64, now: SimTime, rate: &mut DeliveryRateEstimator) -> CumulativeAck {
         let mut result = CumulativeAck::default();
         while let Some(seg) = self.segments.front() {
             if seg.end() > ack {
@@ -144,8 +149,11 @@ impl Scoreboard {
                 self.sacked_bytes -= len;
                 self.sacked_segments -= 1;
                 result.previously_sacked_bytes += len;
-            } else if seg.lost {
-                self.lost_bytes -= len;
+            } else {
+                if seg.lost {
+                    self.lost_bytes -= len;
+                }
+                rate.on_delivered(now, &seg.tx, seg.sent_time, seg.ever_retransmitted, len);
             }
             if seg.retransmitted {
                 self.retransmitted_bytes -= len;
@@ -160,8 +168,9 @@ impl Scoreboard {
         result
     }
 
-    /// Mark the segments wholly inside a SACK block; returns the bytes newly SACKed.
-    pub fn sack(&mut self, block: SackBlock) -> u64 {
+    /// Mark the segments wholly inside a SACK block, delivering them at `now` to the rate
+    /// estimator; returns the bytes newly SACKed.
+    pub fn sack(&mut self, block: SackBlock, now: SimTime, rate: &mut DeliveryRateEstimator) -> u64 {
         let Some(front) = self.segments.front() else { return 0 };
         let start = block.start.max(front.start);
         let end = block.end.min(self.segments.back().expect("non-empty").end());
@@ -190,6 +199,7 @@ impl Scoreboard {
                     self.retransmitted_bytes -= len;
                 }
                 self.highest_sacked_end = self.highest_sacked_end.max(seg.end());
+                rate.on_delivered(now, &seg.tx, seg.sent_time, seg.ever_retransmitted, len);
             }
             i += 1;
         }
@@ -198,16 +208,17 @@ impl Scoreboard {
 
     /// RFC 6675 IsLost() applied to the whole scoreboard: move the loss boundary up to the
     /// `dupthresh`-th highest SACKed segment and mark every unsacked segment below it as lost.
-    pub fn mark_losses(&mut self, dupthresh: u32) {
+    /// Returns the bytes newly marked lost.
+    pub fn mark_losses(&mut self, dupthresh: u32) -> u64 {
         if self.sacked_segments < dupthresh as u64 || self.highest_sacked_end == 0 {
-            return;
+            return 0;
         }
         let mut i = self.index_of(self.highest_sacked_end - 1);
         let mut found = 0;
         let boundary = loop {
             let seg = &self.segments[i];
             if seg.start < self.lost_boundary {
-                return; // the boundary cannot move below where it already is
+                return 0; // the boundary cannot move below where it already is
             }
             if seg.sacked {
                 found += 1;
@@ -216,20 +227,21 @@ impl Scoreboard {
                 }
             }
             if i == 0 {
-                return;
+                return 0;
             }
             i -= 1;
         };
-        self.mark_lost_below(boundary);
+        self.mark_lost_below(boundary)
     }
 
-    /// Mark every unsacked segment starting below `boundary` as lost.
-    fn mark_lost_below(&mut self, boundary: u64) {
-        let Some(front) = self.segments.front() else { return };
+    /// Mark every unsacked segment starting below `boundary` as lost; returns the bytes newly lost.
+    fn mark_lost_below(&mut self, boundary: u64) -> u64 {
+        let Some(front) = self.segments.front() else { return 0 };
         let from = self.lost_boundary.max(front.start);
         if boundary <= from {
-            return;
+            return 0;
         }
+        let before = self.lost_bytes;
         let mut i = self.index_of(from);
         while i < self.segments.len() && self.segments[i].start < boundary {
             let seg = &mut self.segments[i];
@@ -240,13 +252,17 @@ impl Scoreboard {
             i += 1;
         }
         self.lost_boundary = boundary;
+        self.lost_bytes - before
     }
 
     /// Without SACK (RFC 6582), loss is inferred for the first unacknowledged segment only.
-    pub fn mark_first_lost(&mut self) {
-        if let Some(front) = self.segments.front() {
-            let end = front.end();
-            self.mark_lost_below(end);
+    pub fn mark_first_lost(&mut self) -> u64 {
+        match self.segments.front() {
+            Some(front) => {
+                let end = front.end();
+                self.mark_lost_below(end)
+            }
+            None => 0,
         }
     }
 
@@ -256,7 +272,9 @@ impl Scoreboard {
 
     /// After a retransmission timeout every unsacked segment is presumed lost and no
     /// retransmission is any longer counted in flight (RFC 6675 §5.1; RFC 5681 §3.1).
-    pub fn mark_all_lost(&mut self) {
+    /// Returns the bytes newly marked lost.
+    pub fn mark_all_lost(&mut self) -> u64 {
+        let before = self.lost_bytes;
         for seg in self.segments.iter_mut() {
             if !seg.sacked && !seg.lost {
                 seg.lost = true;
@@ -267,6 +285,7 @@ impl Scoreboard {
         self.retransmitted_bytes = 0;
         self.retransmit_hint = 0;
         self.lost_boundary = self.segments.back().map_or(0, |s| s.end());
+        self.lost_bytes - before
     }
 
     /// RFC 6675 NextSeg() rule 1: the first lost segment not yet retransmitted.
@@ -293,12 +312,13 @@ impl Scoreboard {
     }
 
     /// Record the retransmission of segment `index`.
-    pub fn retransmit(&mut self, index: usize, now: SimTime) -> Segment {
+    pub fn retransmit(&mut self, index: usize, now: SimTime, tx: TxSnapshot) -> Segment {
         let seg = &mut self.segments[index];
         debug_assert!(seg.lost && !seg.retransmitted);
         seg.retransmitted = true;
         seg.ever_retransmitted = true;
         seg.sent_time = now;
+        seg.tx = tx;
         self.retransmitted_bytes += seg.len as u64;
         *seg
     }
@@ -310,17 +330,21 @@ mod tests {
 
     const MSS: u32 = 100;
 
+    fn rate() -> DeliveryRateEstimator {
+        DeliveryRateEstimator::new()
+    }
+
     /// A scoreboard with `n` full segments outstanding, starting at sequence number 1.
     fn board(n: u64) -> Scoreboard {
         let mut sb = Scoreboard::new(MSS);
         for k in 0..n {
-            sb.push(1 + k * MSS as u64, MSS, SimTime::ZERO);
+            sb.push(1 + k * MSS as u64, MSS, SimTime::ZERO, TxSnapshot::default());
         }
         sb
     }
 
     fn sack_segments(sb: &mut Scoreboard, from: u64, to: u64) -> u64 {
-        sb.sack(SackBlock { start: 1 + from * MSS as u64, end: 1 + to * MSS as u64 })
+        sb.sack(SackBlock { start: 1 + from * MSS as u64, end: 1 + to * MSS as u64 }, SimTime::ZERO, &mut rate())
     }
 
     #[test]
@@ -349,7 +373,7 @@ mod tests {
         sb.mark_losses(3);
         let i = sb.next_retransmission().expect("segment 0 is lost");
         assert_eq!(i, 0);
-        sb.retransmit(i, SimTime::ZERO);
+        sb.retransmit(i, SimTime::ZERO, TxSnapshot::default());
         assert_eq!(sb.pipe(), 700);
         assert_eq!(sb.next_retransmission(), None);
     }
@@ -372,7 +396,7 @@ mod tests {
         let mut sb = board(10);
         sack_segments(&mut sb, 2, 5);
         sb.mark_losses(3);
-        let ack = sb.ack_up_to(1 + 5 * MSS as u64);
+        let ack = sb.ack_up_to(1 + 5 * MSS as u64, SimTime::ZERO, &mut rate());
         assert_eq!((ack.bytes, ack.segments, ack.previously_sacked_bytes), (500, 5, 300));
         assert_eq!(sb.pipe(), 500);
         assert_eq!(sb.sacked_bytes(), 0);
@@ -386,7 +410,7 @@ mod tests {
         assert_eq!(sb.pipe(), 0);
         let order: Vec<usize> = std::iter::from_fn(|| {
             let i = sb.next_retransmission()?;
-            sb.retransmit(i, SimTime::ZERO);
+            sb.retransmit(i, SimTime::ZERO, TxSnapshot::default());
             Some(i)
         })
         .collect();
@@ -396,6 +420,6 @@ mod tests {
     #[test]
     fn sack_of_partial_segment_marks_nothing() {
         let mut sb = board(3);
-        assert_eq!(sb.sack(SackBlock { start: 150, end: 250 }), 0);
+        assert_eq!(sb.sack(SackBlock { start: 150, end: 250 }, SimTime::ZERO, &mut rate()), 0);
     }
 }

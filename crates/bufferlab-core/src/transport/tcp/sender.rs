@@ -1,14 +1,16 @@
 //! The sending side of a TCP connection: handshake, segmentation, SACK-based (RFC 6675) or
-//! NewReno (RFC 6582) loss recovery with PRR (RFC 6937) or classic window reduction, and the
-//! retransmission timer (RFC 6298).
+//! NewReno (RFC 6582) loss recovery with PRR (RFC 6937) or classic window reduction, the
+//! retransmission timer (RFC 6298), delivery-rate estimation and pacing for controllers that
+//! ask for them.
 
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::{TcpConfig, SYN_OPTION_BYTES};
-use crate::cc::{AckSample, CongestionController, Controller};
+use crate::cc::{AckSample, CongestionController, Controller, DeliveryRateEstimator};
 use crate::net::packet::{flags, Packet};
 use crate::record::result::FlowRecord;
 use crate::spec::RecoveryKind;
+use crate::transport::pacer::Pacer;
 use crate::transport::timing::{InterDeparture, WriteLog};
 use crate::units::SimTime;
 
@@ -74,6 +76,13 @@ pub struct TcpSender {
     /// For the recorder: inter-departure times of data segments, write times of the bytes.
     idt: InterDeparture,
     write_log: WriteLog,
+    /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation).
+    rate: DeliveryRateEstimator,
+    /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
+    last_delivery_rate_bps: u64,
+    pacer: Pacer,
+    /// The pacer held back a packet that could otherwise have gone: wake at its release time.
+    pacing_blocked: bool,
     pub record: FlowRecord,
 }
 
@@ -102,6 +111,10 @@ impl TcpSender {
             fin_sent: false,
             idt: InterDeparture::default(),
             write_log: WriteLog::default(),
+            rate: DeliveryRateEstimator::new(),
+            last_delivery_rate_bps: 0,
+            pacer: Pacer::new(),
+            pacing_blocked: false,
             record: FlowRecord::default(),
         }
     }
@@ -133,8 +146,26 @@ impl TcpSender {
     pub fn bytes_written(&self) -> u64 {
         self.snd_nxt.saturating_sub(1)
     }
+    /// Pacing rate in bit/s, 0 when the controller does not pace.
+    pub fn pacing_rate_bps(&self) -> u64 {
+        self.cc.pacing_rate().map_or(0, |r| r.bps())
+    }
+    /// The controller's state code (`cc::state`).
+    pub fn cc_state(&self) -> u8 {
+        self.cc.state()
+    }
+    /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
+    pub fn delivery_rate_bps(&self) -> u64 {
+        self.last_delivery_rate_bps
+    }
+    /// The earliest of the retransmission deadline and the pacer's next release (when it holds
+    /// a packet back).
     pub fn next_timeout(&self) -> Option<SimTime> {
-        self.rto_deadline
+        let release = self.pacing_blocked.then(|| self.pacer.next_release());
+        match (self.rto_deadline, release) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
     /// Smoothed inter-departure time of data segments; `None` before the second one.
     pub fn idt_ewma(&self) -> Option<SimTime> {
@@ -219,10 +250,14 @@ impl TcpSender {
     }
 
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        let Some(deadline) = self.rto_deadline else { return };
-        if now < deadline {
+        let Some(deadline) = self.rto_deadline.filter(|&d| now >= d) else {
+            // Not the retransmission timer: the pacer may release what it held back.
+            if self.pacing_blocked && self.pacer.may_send(now) {
+                self.transmit(now, out);
+            }
             return;
-        }
+        };
+        debug_assert!(now >= deadline);
         self.rto_deadline = None;
         match self.state {
             State::SynSent => {
@@ -241,12 +276,13 @@ impl TcpSender {
     fn on_ack(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
         let ack = packet.ack;
         let prior_una = self.snd_una;
+        let prior_in_flight = self.pipe();
 
         // SACK blocks first: they may reveal losses below the cumulative point (RFC 6675 §5).
         let mut newly_sacked = 0;
         if self.config.sack {
             for block in packet.sack_blocks() {
-                newly_sacked += self.scoreboard.sack(*block);
+                newly_sacked += self.scoreboard.sack(*block, now, &mut self.rate);
             }
         }
 
@@ -255,7 +291,7 @@ impl TcpSender {
         let mut newest_sent = None;
         let mut rtt_sample = None;
         if ack > self.snd_una {
-            let cumulative = self.scoreboard.ack_up_to(ack);
+            let cumulative = self.scoreboard.ack_up_to(ack, now, &mut self.rate);
             acked_bytes = cumulative.bytes;
             delivered += cumulative.bytes - cumulative.previously_sacked_bytes;
             if !self.config.sack {
@@ -306,15 +342,17 @@ impl TcpSender {
         }
 
         // Loss detection.
+        let mut newly_lost = 0;
         if self.config.sack {
-            self.scoreboard.mark_losses(self.config.dupthresh);
+            newly_lost += self.scoreboard.mark_losses(self.config.dupthresh);
         }
         match self.recovery {
             None => {
                 let sack_inferred = self.config.sack && self.scoreboard.first_is_lost();
                 if self.dupacks >= self.config.dupthresh || sack_inferred {
                     if !self.config.sack {
-                        self.scoreboard.mark_first_lost(); // RFC 6582 §3.2 step 2: fast retransmit
+                        // RFC 6582 §3.2 step 2: fast retransmit.
+                        newly_lost += self.scoreboard.mark_first_lost();
                     }
                     self.enter_fast_recovery(now);
                 }
@@ -323,27 +361,40 @@ impl TcpSender {
             Some(r) => {
                 if !self.config.sack && r.cause == RecoveryCause::Fast && ack > prior_una {
                     // RFC 6582 §3.2 step 5: a partial ACK means the next segment was lost too.
-                    self.scoreboard.mark_first_lost();
-                    self.retransmit_now = self.config.recovery == RecoveryKind::Classic;
+                    newly_lost += self.scoreboard.mark_first_lost();
+                    self.retransmit_now = self.sender_recovers_classically();
                 }
             }
         }
 
+        let rate = self.rate.generate(now, self.rtt.min_rtt());
+        if let Some(r) = rate.and_then(|rs| rs.delivery_rate) {
+            self.last_delivery_rate_bps = r.bps();
+        }
+        let sample = AckSample {
+            now,
+            bytes_acked: acked_bytes,
+            delivered,
+            lost: newly_lost,
+            sent_time: newest_sent.unwrap_or(now),
+            rtt: rtt_sample,
+            srtt: self.rtt.srtt(),
+            min_rtt: self.rtt.min_rtt(),
+            prior_in_flight,
+            in_flight: self.pipe(),
+            in_recovery: self.recovery.is_some(),
+            total_delivered: self.rate.delivered(),
+            rate,
+        };
         // Window growth happens outside fast recovery only (RFC 5681 §3.2, RFC 6937 §3).
         let in_fast_recovery = matches!(self.recovery, Some(r) if r.cause == RecoveryCause::Fast);
         if acked_bytes > 0 && !in_fast_recovery {
-            let sample = AckSample {
-                now,
-                bytes_acked: acked_bytes,
-                sent_time: newest_sent.unwrap_or(now),
-                rtt: rtt_sample,
-                in_flight: self.pipe(),
-            };
             self.cc.on_ack(&sample);
         }
-        if in_fast_recovery {
+        if in_fast_recovery && !self.cc.governs_recovery() {
             self.update_prr(delivered);
         }
+        self.cc.on_ack_processed(&sample);
 
         // RFC 6298 §5.2/5.3: stop the timer when nothing is outstanding, else restart it on new data.
         if self.scoreboard.is_empty() && !self.fin_outstanding() {
@@ -365,6 +416,7 @@ impl TcpSender {
         }
         self.state = State::Closed;
         self.rto_deadline = None;
+        self.pacing_blocked = false;
         self.snd_una = self.fin_seq().map_or(self.snd_una, |f| f + 1);
         self.record.bytes_acked = self.bytes_acked();
         self.record.completed_ns = Some(now.as_ns());
@@ -391,7 +443,12 @@ impl TcpSender {
             recover_fs: flight_size.max(1),
             prr_allowance: 0,
         });
-        self.retransmit_now = self.config.recovery == RecoveryKind::Classic;
+        self.retransmit_now = self.sender_recovers_classically();
+    }
+
+    /// Classic recovery run by the sender (not by a controller that governs recovery itself).
+    fn sender_recovers_classically(&self) -> bool {
+        self.config.recovery == RecoveryKind::Classic && !self.cc.governs_recovery()
     }
 
     fn exit_recovery(&mut self, now: SimTime) {
@@ -469,7 +526,11 @@ impl TcpSender {
     /// Whether a segment of `len` bytes may go out now.
     fn may_send(&self, len: u64) -> bool {
         match self.recovery {
-            Some(r) if r.cause == RecoveryCause::Fast && self.config.recovery == RecoveryKind::Prr => {
+            Some(r)
+                if r.cause == RecoveryCause::Fast
+                    && self.config.recovery == RecoveryKind::Prr
+                    && !self.cc.governs_recovery() =>
+            {
                 r.prr_allowance > 0
             }
             // RFC 6675 §5 / RFC 5681: transmit while cwnd - pipe >= 1 SMSS.
@@ -488,6 +549,7 @@ impl TcpSender {
 
     /// Send what the window, the recovery procedure and the application allow.
     pub fn transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.pacing_blocked = false;
         if self.state != State::Established {
             return;
         }
@@ -498,28 +560,43 @@ impl TcpSender {
                 if !self.retransmit_now && !self.may_send(len) {
                     break;
                 }
+                if !self.pacer_allows(now) {
+                    break;
+                }
                 self.retransmit_now = false;
-                let seg = self.scoreboard.retransmit(i, now);
+                let tx = self.rate.on_send(now, self.scoreboard.is_empty());
+                let seg = self.scoreboard.retransmit(i, now, tx);
                 self.charge(len);
                 self.record.segments_retransmitted += 1;
-                out.push(self.segment(now, seg.start, seg.len, flags::ACK, true));
+                let packet = self.segment(now, seg.start, seg.len, flags::ACK, true);
+                self.paced(now, &packet);
+                out.push(packet);
                 continue;
             }
             let data_end = self.stream_end.unwrap_or(u64::MAX);
             if self.snd_nxt < data_end {
                 let len = (data_end - self.snd_nxt).min(self.config.mss as u64);
                 let rwnd_ok = self.config.rwnd.is_none_or(|rwnd| self.snd_nxt + len - self.snd_una <= rwnd);
-                if !rwnd_ok || !self.may_send(len) {
+                if !rwnd_ok || !self.may_send(len) || !self.pacer_allows(now) {
                     break;
                 }
                 let start = self.snd_nxt;
-                self.scoreboard.push(start, len as u32, now);
+                let tx = self.rate.on_send(now, self.scoreboard.is_empty());
+                self.scoreboard.push(start, len as u32, now, tx);
                 // Application offsets start at 0 (sequence number 1).
                 self.write_log.write(start - 1, start - 1 + len, now);
                 self.snd_nxt += len;
                 self.charge(len);
-                out.push(self.segment(now, start, len as u32, flags::ACK, false));
+                let packet = self.segment(now, start, len as u32, flags::ACK, false);
+                self.paced(now, &packet);
+                out.push(packet);
                 continue;
+            }
+            // Nothing left to send although the window has room: the application limits the
+            // flow (draft-cheng-iccrg-delivery-rate-estimation §3.4).
+            let pipe = self.pipe();
+            if pipe < self.cc.window() {
+                self.rate.mark_app_limited(pipe);
             }
             if !self.fin_sent && self.stream_end.is_some() {
                 // All data is out: the FIN follows (it takes no window).
@@ -536,6 +613,21 @@ impl TcpSender {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
         self.record.app_bytes_written = self.bytes_written();
+    }
+
+    /// Whether the pacer lets a packet go now; if not, remember to wake at its release time.
+    fn pacer_allows(&mut self, now: SimTime) -> bool {
+        if self.cc.pacing_rate().is_some() && !self.pacer.may_send(now) {
+            self.pacing_blocked = true;
+            return false;
+        }
+        true
+    }
+
+    fn paced(&mut self, now: SimTime, packet: &Packet) {
+        if let Some(rate) = self.cc.pacing_rate() {
+            self.pacer.on_send(now, packet.wire_bytes as u64, rate);
+        }
     }
 
     fn segment(&mut self, now: SimTime, seq: u64, payload: u32, tcp_flags: u8, retransmission: bool) -> Packet {
@@ -557,14 +649,20 @@ impl TcpSender {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::ControllerConfig;
     use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
     use crate::spec::{CcaKind, TcpSpec};
+    use crate::units::BitRate;
 
     const MSS: u64 = 1000;
 
     fn established(spec: TcpSpec) -> (TcpSender, Vec<Packet>) {
+        established_with(CcaKind::Reno, spec)
+    }
+
+    fn established_with(cca: CcaKind, spec: TcpSpec) -> (TcpSender, Vec<Packet>) {
         let config = TcpConfig::from(&TcpSpec { mss: MSS as u32, ..spec });
-        let cc = Controller::new(CcaKind::Reno, config.mss, config.initial_window);
+        let cc = Controller::new(cca, &ControllerConfig::new(config.mss, config.initial_window));
         let mut s = TcpSender::new(0, 1, config, cc, None);
         let mut out = Vec::new();
         s.start(SimTime::ZERO, &mut out);
@@ -674,6 +772,29 @@ mod tests {
         // Backed off: the next deadline is twice as far.
         let next = s.next_timeout().unwrap();
         assert_eq!(next - deadline, (deadline - SimTime::from_ms(10)).doubled());
+    }
+
+    #[test]
+    fn paced_sender_releases_one_segment_per_packet_time_and_wakes_for_the_next() {
+        let (mut s, out) = established_with(CcaKind::Bbr, TcpSpec::default());
+        // BBR's initial rate: 10 segments per 1 ms times 2/ln 2; the window would allow 10.
+        assert_eq!(out.len(), 1, "the pacer holds the rest of the initial window back");
+        let rate = BitRate(s.pacing_rate_bps());
+        let gap = rate.transmission_time(out[0].wire_bytes as u64);
+        let wake = s.next_timeout().expect("a wakeup for the pacer");
+        assert_eq!(wake, SimTime::from_ms(10) + gap);
+        let mut more = Vec::new();
+        s.on_timeout(wake, &mut more);
+        assert_eq!(more.len(), 1);
+        assert_eq!(more[0].seq, 1 + MSS);
+        assert_eq!(s.next_timeout(), Some(wake + gap));
+    }
+
+    #[test]
+    fn unpaced_sender_sends_the_window_at_once_and_waits_only_for_the_rto() {
+        let (s, out) = established(TcpSpec::default());
+        assert_eq!((out.len(), s.pacing_rate_bps()), (10, 0));
+        assert!(s.next_timeout().unwrap() > SimTime::from_ms(200));
     }
 
     #[test]

@@ -1,0 +1,82 @@
+"""Every congestion controller runs from a spec and from the ccperf command line, and its state
+reaches the time series and the store: pacing rate, controller state, delivery rate."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import numpy as np
+import pytest
+
+from bufferlab import runner
+from bufferlab.errors import SpecError
+from bufferlab.spec import Scenario
+from conftest import SMALL_DUMBBELL, bufferlab
+
+CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr")
+
+
+def with_controller(cca: str, tcp: str = "") -> str:
+    return SMALL_DUMBBELL + f"""
+    [flow_defaults]
+    cca = "{cca}"
+    {tcp}
+"""
+
+
+@pytest.mark.parametrize("cca", CONTROLLERS)
+def test_each_controller_records_pacing_state_and_delivery_rate(cca: str) -> None:
+    scenario = Scenario.from_toml_text(with_controller(cca))
+    assert scenario.to_engine()["flows"][0]["cca"] == {"newreno": "reno"}.get(cca, cca)
+    result, _ = runner.simulate(scenario)
+    ts = result["timeseries"]
+    for column in ("pacing_rate_bps", "cc_state", "delivery_rate_bps"):
+        assert ts[column].shape == ts["cwnd_bytes"].shape and ts[column].dtype == np.uint64
+    # Only BBR paces; every controller's state is one of its four codes.
+    assert (ts["pacing_rate_bps"] > 0).all() == (cca == "bbr")
+    assert (ts["pacing_rate_bps"] == 0).all() == (cca != "bbr")
+    assert set(ts["cc_state"].ravel().tolist()) <= {0, 1, 2, 3}
+    # Two flows on 10 Mb/s: every rate sample is below the link rate, and a flow's samples
+    # average a fair part of it.
+    rates = ts["delivery_rate_bps"]
+    assert (rates <= 10e6).all() and (rates[:, -1] > 0).all()
+    assert (rates.mean(axis=1) > 1.5e6).all(), rates.mean(axis=1)
+    assert sum(f["bytes_delivered"] for f in result["flows"]) > 0.5 * 10e6 / 8 * 0.8
+
+
+def test_bbr_leaves_startup_and_paces_near_the_link_rate() -> None:
+    result, _ = runner.simulate(Scenario.from_toml_text(with_controller("bbr")))
+    ts = result["timeseries"]
+    # 0 Startup, 1 Drain, 2 ProbeBW: after a second both flows are probing bandwidth.
+    assert (ts["cc_state"][:, 0] == 0).all() and (ts["cc_state"][:, -1] == 2).all()
+    assert 2e6 < ts["pacing_rate_bps"][:, -1].sum() < 15e6
+
+
+def test_hystart_can_be_switched_off_per_flow() -> None:
+    scenario = Scenario.from_toml_text(with_controller("cubic", "tcp = { hystart = false }"))
+    assert all(f["tcp"]["hystart"] is False for f in scenario.to_engine()["flows"])
+    assert Scenario.from_toml_text(with_controller("cubic")).to_engine()["flows"][0]["tcp"]["hystart"] is True
+    runner.simulate(scenario)
+
+
+def test_hystart_must_be_a_boolean() -> None:
+    with pytest.raises(SpecError) as e:
+        Scenario.from_toml_text(with_controller("cubic", 'tcp = { hystart = "no" }'))
+    assert str(e.value).startswith("flow_defaults.tcp.hystart:")
+
+
+def test_ccperf_names_select_the_controllers_and_the_store_keeps_their_series(db) -> None:
+    args = ["ccperf", "--bw=20Mbps", "--rtts=20ms,20ms,20ms,20ms", "--qlen=30p", "--stop-time=1s",
+            "--algs=TcpNewReno,TcpCubic,TcpHighSpeed,TcpBbr", "--db", str(db), "--json"]
+    proc = bufferlab(*args)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    con = duckdb.connect(str(db), read_only=True)
+    spec = json.loads(con.execute("SELECT spec_json FROM runs WHERE run_id = ?", [summary["run_id"]]).fetchone()[0])
+    assert [f["cca"] for f in spec["flows"]] == ["reno", "cubic", "highspeed", "bbr"]
+    rows = con.execute("SELECT flow, max(pacing_rate_bps), max(cc_state), max(delivery_rate_bps) "
+                       "FROM flow_timeseries WHERE run_id = ? GROUP BY flow ORDER BY flow",
+                       [summary["run_id"]]).fetchall()
+    assert [r[1] > 0 for r in rows] == [False, False, False, True]
+    assert all(r[2] <= 3 and r[3] > 0 for r in rows)

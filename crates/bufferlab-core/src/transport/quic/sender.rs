@@ -5,9 +5,11 @@ use std::collections::VecDeque;
 
 use super::rtt::QuicRtt;
 use super::{QuicConfig, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIMEOUT};
-use crate::cc::{AckSample, CongestionController, Controller};
+use crate::cc::delivery_rate::TxSnapshot;
+use crate::cc::{AckSample, CongestionController, Controller, DeliveryRateEstimator};
 use crate::net::packet::{flags, Packet};
 use crate::record::result::FlowRecord;
+use crate::transport::pacer::Pacer;
 use crate::transport::ranges::RangeSet;
 use crate::transport::timing::{InterDeparture, WriteLog};
 use crate::units::SimTime;
@@ -42,6 +44,8 @@ struct SentPacket {
     fin: bool,
     initial: bool,
     fate: Fate,
+    /// Delivery-rate state at send time (draft-cheng-iccrg-delivery-rate-estimation §3.2).
+    tx: TxSnapshot,
 }
 
 /// Stream data to send: a range of the stream and whether it ends with the FIN.
@@ -103,6 +107,13 @@ pub struct QuicSender {
     /// For the recorder: inter-departure times of data packets, write times of the bytes.
     idt: InterDeparture,
     write_log: WriteLog,
+    /// Delivery-rate samples for the controller (every packet number is delivered at most once,
+    /// so no sample is ambiguous).
+    rate: DeliveryRateEstimator,
+    last_delivery_rate_bps: u64,
+    pacer: Pacer,
+    /// The pacer held back a packet the window allowed: wake at its release time.
+    pacing_blocked: bool,
     pub record: FlowRecord,
 }
 
@@ -136,6 +147,10 @@ impl QuicSender {
             retransmit: VecDeque::new(),
             idt: InterDeparture::default(),
             write_log: WriteLog::default(),
+            rate: DeliveryRateEstimator::new(),
+            last_delivery_rate_bps: 0,
+            pacer: Pacer::new(),
+            pacing_blocked: false,
             record: FlowRecord::default(),
         }
     }
@@ -163,9 +178,9 @@ impl QuicSender {
     pub fn cc_state(&self) -> u8 {
         self.cc.state()
     }
-    /// No delivery-rate estimation in the QUIC sender yet.
+    /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
     pub fn delivery_rate_bps(&self) -> u64 {
-        0
+        self.last_delivery_rate_bps
     }
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
@@ -187,9 +202,19 @@ impl QuicSender {
         self.write_log.byte_ps_below(bytes)
     }
 
+    /// The earliest of the loss-detection timer and the pacer's next release (when it holds a
+    /// packet back).
+    pub fn next_timeout(&self) -> Option<SimTime> {
+        let release = self.pacing_blocked.then(|| self.pacer.next_release());
+        match (self.loss_detection_timer(), release) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// RFC 9002 A.8 SetLossDetectionTimer: the loss time if one is pending, else the probe timeout
     /// while ack-eliciting packets are in flight (or the handshake is unfinished).
-    pub fn next_timeout(&self) -> Option<SimTime> {
+    fn loss_detection_timer(&self) -> Option<SimTime> {
         if self.loss_time.is_some() {
             return self.loss_time;
         }
@@ -240,12 +265,15 @@ impl QuicSender {
         self.transmit(now, out);
     }
 
-    /// RFC 9002 A.9 OnLossDetectionTimeout.
+    /// RFC 9002 A.9 OnLossDetectionTimeout, or the pacer's release.
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        let Some(deadline) = self.next_timeout() else { return };
-        if now < deadline {
+        let Some(_) = self.loss_detection_timer().filter(|&d| now >= d) else {
+            // Not the loss-detection timer: the pacer may release what it held back.
+            if self.pacing_blocked && self.pacer.may_send(now) {
+                self.transmit(now, out);
+            }
             return;
-        }
+        };
         if self.loss_time.is_some() {
             // Time-threshold loss detection.
             self.detect_lost_packets(now);
@@ -268,7 +296,9 @@ impl QuicSender {
         self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
         let Some(first_pn) = self.sent.front().map(|p| p.pn) else { return };
 
+        let prior_in_flight = self.bytes_in_flight;
         let mut newly_acked_bytes_outside_recovery = 0;
+        let mut delivered = 0;
         let mut newly_acked_any = false;
         let mut largest_newly_acked: Option<SentPacket> = None;
         let mut exits_recovery = false;
@@ -283,6 +313,9 @@ impl QuicSender {
                 }
                 p.fate = Fate::Acked;
                 let p = *p;
+                // Delivered, even if declared lost before: its bytes reached the receiver.
+                self.rate.on_delivered(now, &p.tx, p.time_sent, false, p.size as u64);
+                delivered += p.size as u64;
                 if p.stream_end > p.stream_start {
                     self.acked.insert(p.stream_start, p.stream_end);
                 }
@@ -329,7 +362,7 @@ impl QuicSender {
 
         // A.7: detect and remove lost packets before crediting the acknowledged ones. A recovery
         // period that begins now covers every packet this ACK acknowledges (all sent before now).
-        self.detect_lost_packets(now);
+        let lost = self.detect_lost_packets(now);
         if self.recovery_start == Some(now) {
             newly_acked_bytes_outside_recovery = 0;
             exits_recovery = false;
@@ -339,33 +372,47 @@ impl QuicSender {
             self.record.recovery_time_ns += (now - self.recovery_began).as_ns();
             self.cc.on_recovery_exit(now);
         }
-        if newly_acked_bytes_outside_recovery > 0 {
-            let newest = largest_newly_acked.expect("newly acknowledged");
-            self.cc.on_ack(&AckSample {
-                now,
-                bytes_acked: newly_acked_bytes_outside_recovery,
-                delivered: newly_acked_bytes_outside_recovery,
-                sent_time: newest.time_sent,
-                rtt: rtt_sample,
-                srtt: self.srtt(),
-                min_rtt: self.rtt.min(),
-                in_flight: self.bytes_in_flight,
-                ..AckSample::default()
-            });
+        let rate = self.rate.generate(now, self.rtt.min());
+        if let Some(r) = rate.and_then(|rs| rs.delivery_rate) {
+            self.last_delivery_rate_bps = r.bps();
         }
+        let newest = largest_newly_acked.expect("newly acknowledged");
+        let sample = AckSample {
+            now,
+            bytes_acked: newly_acked_bytes_outside_recovery,
+            delivered,
+            lost,
+            sent_time: newest.time_sent,
+            rtt: rtt_sample,
+            srtt: self.srtt(),
+            min_rtt: self.rtt.min(),
+            prior_in_flight,
+            in_flight: self.bytes_in_flight,
+            in_recovery: self.in_recovery,
+            total_delivered: self.rate.delivered(),
+            rate,
+        };
+        // RFC 9002 B.5: window growth only for packets sent after the recovery period began; then
+        // the hook every ACK gets (model-based controllers such as BBR learn the path there).
+        if newly_acked_bytes_outside_recovery > 0 {
+            self.cc.on_ack(&sample);
+        }
+        self.cc.on_ack_processed(&sample);
         // A.7: the probe count resets once an acknowledgement shows the path works.
         self.pto_count = 0;
         self.forget_resolved();
     }
 
-    /// RFC 9002 A.10 DetectAndRemoveLostPackets, then B.8 OnPacketsLost.
-    fn detect_lost_packets(&mut self, now: SimTime) {
+    /// RFC 9002 A.10 DetectAndRemoveLostPackets, then B.8 OnPacketsLost; returns the bytes newly
+    /// declared lost.
+    fn detect_lost_packets(&mut self, now: SimTime) -> u64 {
         self.loss_time = None;
-        let Some(largest_acked) = self.largest_acked else { return };
+        let Some(largest_acked) = self.largest_acked else { return 0 };
         let loss_delay = self.rtt.loss_delay();
         let lost_send_time = now.saturating_sub(loss_delay);
         let mut largest_lost: Option<SentPacket> = None;
         let mut lost_any = false;
+        let mut lost_bytes = 0;
         // Persistent congestion (§7.6.2): a run of consecutive lost packets, none acknowledged in
         // between, spanning more than the persistent-congestion duration.
         let mut run_start: Option<SimTime> = None;
@@ -389,6 +436,7 @@ impl QuicSender {
                 self.sent[i].fate = Fate::Lost;
                 self.on_packet_lost(&p);
                 lost_any = true;
+                lost_bytes += p.size as u64;
                 largest_lost = Some(p);
                 let start = *run_start.get_or_insert(p.time_sent);
                 persistent |= self.rtt.has_sample() && p.time_sent - start > pc_duration;
@@ -399,7 +447,7 @@ impl QuicSender {
             }
         }
         if !lost_any {
-            return;
+            return 0;
         }
         let largest_lost = largest_lost.expect("lost_any");
         // B.6 OnCongestionEvent: one reduction per recovery period; a loss of a packet sent
@@ -424,6 +472,7 @@ impl QuicSender {
             }
         }
         self.forget_resolved();
+        lost_bytes
     }
 
     fn on_packet_lost(&mut self, p: &SentPacket) {
@@ -478,6 +527,7 @@ impl QuicSender {
             State::Established => {}
             State::Idle | State::Closed => return,
         }
+        self.pacing_blocked = false;
         loop {
             let probe = self.probes_due > 0;
             let Some((chunk, source)) = self.next_chunk(probe) else {
@@ -487,11 +537,21 @@ impl QuicSender {
                     self.send_packet(now, Chunk { start: 0, end: 0, fin: false }, false, out);
                     continue;
                 }
+                // Nothing left to send although the window may have room: the application limits
+                // the flow (draft-cheng-iccrg-delivery-rate-estimation §3.4).
+                if self.bytes_in_flight < self.cc.window() {
+                    self.rate.mark_app_limited(self.bytes_in_flight);
+                }
                 break;
             };
             let size = (self.config.packet_overhead as u64) + (chunk.end - chunk.start);
-            // §7: a packet must not take bytes_in_flight beyond the window; probes may (§7.5).
+            // §7: a packet must not take bytes_in_flight beyond the window; probes may (§7.5),
+            // and they are not paced.
             if !probe && self.bytes_in_flight + size > self.cc.window() {
+                break;
+            }
+            if !probe && self.cc.pacing_rate().is_some() && !self.pacer.may_send(now) {
+                self.pacing_blocked = true; // RFC 9002 §7.7: pacing, at the controller's rate
                 break;
             }
             if matches!(source, Source::New) {
@@ -600,6 +660,10 @@ impl QuicSender {
     fn push_sent(&mut self, now: SimTime, size: u32, chunk: Chunk, initial: bool) -> u64 {
         let pn = self.next_pn;
         self.next_pn += 1;
+        let tx = self.rate.on_send(now, self.bytes_in_flight == 0);
+        if let Some(rate) = self.cc.pacing_rate() {
+            self.pacer.on_send(now, (size + self.config.lower_layer) as u64, rate);
+        }
         self.sent.push_back(SentPacket {
             pn,
             time_sent: now,
@@ -609,6 +673,7 @@ impl QuicSender {
             fin: chunk.fin,
             initial,
             fate: Fate::Outstanding,
+            tx,
         });
         self.bytes_in_flight += size as u64;
         self.time_of_last_ack_eliciting = now;

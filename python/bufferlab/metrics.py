@@ -23,9 +23,8 @@ Deviations from ccperf, by design of the engine:
   first transmission of a byte to its in-order delivery (head-of-line blocking included).
 - ``mean_delivery_rate_l4`` is the mean of the sender's BBR-style delivery-rate samples (series
   ``delivery_rate_bps``, the TCP and QUIC senders' estimator); for a flow without any (datagram
-  sources) it
-  falls back to the bytes newly acknowledged per interval (then it equals ``mean_throughput_l4``),
-  and the table says which in ``delivery_rate_source``.
+  sources) it falls back to the bytes newly acknowledged per interval (then it equals
+  ``mean_throughput_l4``), and the table says which in ``delivery_rate_source``.
 - Link means use the engine's exact counters: the queue length is its time-average (the limit of
   the sample mean as Δ → 0), the queue delay the mean sojourn of every packet that left the queue.
 """

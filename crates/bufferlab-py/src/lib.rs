@@ -30,22 +30,38 @@ struct Columns {
     bytes: Vec<(String, Vec<u8>)>,
 }
 
+/// Appends the little-endian bytes of `values`: a plain loop over a reserved buffer, which compiles
+/// to block copies (a `flat_map` iterator cost per element: 40 % of the reference dumbbell's run).
+fn extend_le_u64(bytes: &mut Vec<u8>, values: &[u64]) {
+    bytes.reserve(values.len() * 8);
+    for v in values {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
 impl Columns {
     /// A 1-D column of `u64`.
     fn u64s(&mut self, name: String, values: &[u64]) {
-        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut bytes = Vec::new();
+        extend_le_u64(&mut bytes, values);
         self.add(name, "u64", vec![values.len()], bytes);
     }
 
     /// A 2-D column (`rows` of equal length) of `u64`, row-major.
     fn u64_rows(&mut self, name: String, rows: &[Vec<u64>]) {
         let cols = rows.first().map_or(0, Vec::len);
-        let bytes = rows.iter().flat_map(|r| r.iter().flat_map(|v| v.to_le_bytes())).collect();
+        let mut bytes = Vec::with_capacity(rows.len() * cols * 8);
+        for row in rows {
+            extend_le_u64(&mut bytes, row);
+        }
         self.add(name, "u64", vec![rows.len(), cols], bytes);
     }
 
     fn u32s(&mut self, name: String, values: &[u32]) {
-        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut bytes = Vec::with_capacity(values.len() * 4);
+        for v in values {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
         self.add(name, "u32", vec![values.len()], bytes);
     }
 
@@ -111,7 +127,10 @@ fn capture_columns(i: usize, c: &Capture, columns: &mut Columns) {
     columns.u64s(name("ts_ecr_ns"), &c.ts_ecr_ns);
     columns.u8s(name("sack_blocks"), c.sack_blocks.iter().copied());
     let width = 2 * MAX_SACK_BLOCKS;
-    let bytes = c.sack.iter().flat_map(|row| row.iter().flat_map(|v| v.to_le_bytes())).collect();
+    let mut bytes = Vec::with_capacity(c.sack.len() * width * 8);
+    for row in &c.sack {
+        extend_le_u64(&mut bytes, row);
+    }
     columns.add(name("sack"), "u64", vec![c.sack.len(), width], bytes);
 }
 

@@ -3,7 +3,13 @@
 //! w = 0.12/p^0.835 lets large windows grow faster and back off less.
 //!
 //! Slow start, loss recovery and the timeout are Reno's (RFC 3649 changes congestion avoidance
-//! and the decrease only).
+//! and the decrease only). The decrease uses b(w) of the window last reached in congestion
+//! avoidance: the response function describes congestion avoidance, and a window that slow start
+//! doubled past the path's capacity says nothing about the path. So a loss that ends the first
+//! slow start halves the window, as in Linux's tcp_highspeed (seed 004's testbed), which moves
+//! along the RFC's table only in congestion avoidance. Backing off by b(w) of an overshoot
+//! instead (0.28 at 2400 segments) leaves the window above capacity: every retransmission meets a
+//! full queue, and timeouts follow one another.
 
 use super::{state, AckSample, CongestionController};
 use crate::units::SimTime;
@@ -49,6 +55,9 @@ pub struct HighSpeed {
     cwnd: f64,
     ssthresh: u64,
     in_recovery: bool,
+    /// The window (segments) last reached in congestion avoidance: the w of the decrease b(w).
+    /// Zero before congestion avoidance first runs (b = 1/2).
+    avoidance_window: u64,
     /// a(w) and b(w) for the whole-segment window they were computed at.
     cached: (u64, f64, f64),
 }
@@ -64,22 +73,24 @@ impl HighSpeed {
             cwnd: initial_window_segments as f64 * mss,
             ssthresh: u64::MAX,
             in_recovery: false,
+            avoidance_window: 0,
             cached: (0, 1.0, 0.5),
         }
     }
 
-    /// a(w) and b(w) at the current window, recomputed only when its whole segments change.
-    fn parameters(&mut self) -> (f64, f64) {
+    /// a(w) at the current window, recomputed only when its whole segments change.
+    fn increase(&mut self) -> f64 {
         let w = (self.cwnd / self.mss) as u64;
         if self.cached.0 != w {
             self.cached = (w, a(w as f64), b(w as f64));
         }
-        (self.cached.1, self.cached.2)
+        self.cached.1
     }
 
-    /// ssthresh = (1 − b(w))·FlightSize, at least 2 segments (b(w) = 1/2 is RFC 5681 eq. (4)).
-    fn reduced(&mut self, flight_size: u64) -> u64 {
-        let (_, b) = self.parameters();
+    /// ssthresh = (1 − b(w))·FlightSize, at least 2 segments (b(w) = 1/2 is RFC 5681 eq. (4)),
+    /// with w the window last reached in congestion avoidance.
+    fn reduced(&self, flight_size: u64) -> u64 {
+        let b = b(self.avoidance_window as f64);
         (((1.0 - b) * flight_size as f64) as u64).max(2 * self.mss as u64)
     }
 }
@@ -101,8 +112,9 @@ impl CongestionController for HighSpeed {
             return;
         }
         // RFC 3649 §5: w += a(w)/w per segment acknowledged, i.e. a(w) segments per RTT.
-        let (a, _) = self.parameters();
+        let a = self.increase();
         self.cwnd += a * self.mss * acked / self.cwnd;
+        self.avoidance_window = (self.cwnd / self.mss) as u64;
     }
 
     fn on_congestion_event(&mut self, _now: SimTime, flight_size: u64) {
@@ -183,7 +195,9 @@ mod tests {
     #[test]
     fn large_window_backs_off_by_b_and_grows_by_a_per_rtt() {
         let mut h = HighSpeed::new(1000, 10);
-        h.cwnd = 10_661_000.0; // w = 10661 segments: a = 30, b = 0.21
+        // w = 10661 segments reached in congestion avoidance: a = 30, b = 0.21.
+        h.cwnd = 10_661_000.0;
+        h.avoidance_window = 10_661;
         h.on_congestion_event(SimTime::ZERO, 10_661_000);
         let expected = (1.0 - b(10661.0)) * 10_661_000.0;
         assert!((h.ssthresh() as f64 - expected).abs() <= 1.0);
@@ -195,6 +209,25 @@ mod tests {
         }
         let grown = h.window() as f64 / 1000.0 - w0;
         assert!((grown - a(w0)).abs() < 0.05 * a(w0), "grew {grown}, a(w) = {}", a(w0));
+    }
+
+    #[test]
+    fn a_loss_that_ends_slow_start_halves_however_large_the_window() {
+        let mut h = HighSpeed::new(1000, 10);
+        for _ in 0..2390 {
+            h.on_ack(&AckSample { bytes_acked: 1000, delivered: 1000, ..AckSample::default() });
+        }
+        assert_eq!(h.window(), 2_400_000, "slow start");
+        // b(2400) would be 0.28; the overshoot of slow start is no window of the path: b = 1/2.
+        h.on_congestion_event(SimTime::ZERO, 2_400_000);
+        assert_eq!(h.ssthresh(), 1_200_000);
+        h.on_recovery_exit(SimTime::ZERO);
+        h.on_ack(&AckSample { bytes_acked: 1000, delivered: 1000, ..AckSample::default() });
+        // Now in congestion avoidance at 1200 segments: the next loss backs off by b(1200) only.
+        let w = h.window();
+        h.on_congestion_event(SimTime::ZERO, w);
+        let expected = (1.0 - b((w / 1000) as f64)) * w as f64;
+        assert!((h.ssthresh() as f64 - expected).abs() <= 1.0, "{} vs {expected}", h.ssthresh());
     }
 
     #[test]

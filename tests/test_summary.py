@@ -82,3 +82,14 @@ def test_summary_uses_display_units() -> None:
     assert (f.goodput_mbps, f.mean_srtt_ms, f.src, f.dst) == (pytest.approx(1.0), 25.0, "a", "b")
     assert s.bottleneck is not None and s.bottleneck.rate_mbps == 100.0 and s.bottleneck.drops == 7
     assert s.to_json_dict()["flows"][0]["retransmissions"] == 10
+
+
+def test_a_shaped_channel_is_measured_against_its_token_rate() -> None:
+    # A 1 Gb/s line shaped to 100 Mb/s, busy 1 s of 10 s at line rate: it sent 1 Gbit, all that
+    # the 100 Mb/s token rate allows in 10 s.
+    shaped = channel(rate_bps=1_000_000_000, shaping_rate_bps=100_000_000, busy_ns=1_000_000_000)
+    assert m.service_rate_bps(shaped) == 100_000_000
+    assert m.utilisation(shaped, end_ns=10_000_000_000) == pytest.approx(1.0)
+    # The shaped link, not the faster unshaped one, is the bottleneck.
+    fast = channel(name="access_forward", rate_bps=500_000_000, busy_ns=2_000_000_000)
+    assert m.pick_bottleneck([fast, shaped]) == 1

@@ -210,3 +210,20 @@ def test_a_dumbbell_bottleneck_with_gilbert_loss_drops_at_the_stationary_rate() 
     assert abs(rate / (0.01 / 0.26) - 1) < 0.2, rate
     # Datagrams are counted, not recovered: what arrived is what the link did not lose.
     assert result["flows"][0]["bytes_delivered"] < (1 - 0.8 * 0.01 / 0.26) * result["flows"][0]["payload_bytes_sent"]
+
+
+@pytest.mark.engine
+def test_seed_004_shaped_link_is_full_at_its_token_rate() -> None:
+    # Two HighSpeed flows through the 100 Mbit token bucket: the summary reports the shaper's
+    # rate and a full link, not the 10 % the 1 Gb/s line's busy time alone would say.
+    from conftest import SCENARIOS
+    from bufferlab import summary
+
+    data = Scenario.from_toml(SCENARIOS / "shaped_bottleneck.toml").to_dict()
+    data["duration"] = "20s"
+    scenario = Scenario.from_dict(data)
+    result, _ = runner.simulate(scenario)
+    chosen = summary.pick_bottleneck(result["channels"], scenario.resolve().bottleneck)
+    btl = summary.summarise_channel(result["channels"][chosen], result["end_ns"])
+    assert btl.name == "g1_g2_forward" and btl.rate_mbps == 100.0
+    assert btl.utilisation is not None and btl.utilisation > 0.9

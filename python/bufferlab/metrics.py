@@ -80,7 +80,7 @@ LINK_METRICS: dict[str, tuple[str, str]] = {
     "mean_sending_rate_l1": ("Mbps", "bits put on the link incl. headers / elapsed time"),
     "total_qdisc_drops_l2": ("packets", "drops by the queue discipline (queue full)"),
     "total_random_losses_l1": ("packets", "packets lost by the link's random loss"),
-    "utilization_l1": ("-", "busy time / elapsed time"),
+    "utilization_l1": ("-", "busy time / elapsed time (at a shaper's token rate when one limits the link)"),
 }
 NETWORK_METRICS: dict[str, tuple[str, str]] = {
     "mean_agg_throughput_l4": ("Mbps", "sum over flows of the throughput"),
@@ -139,7 +139,7 @@ class RunData:
         """Rate of the run's bottleneck channel (the spec's, else the slowest busy one)."""
         if self.bottleneck is None:
             return None
-        rate = self.channels[self.bottleneck].get("rate_bps")
+        rate = summary.service_rate_bps(self.channels[self.bottleneck])
         return None if rate is None else float(rate)
 
     def path_bottleneck_bps(self, flow: int) -> float | None:
@@ -148,7 +148,7 @@ class RunData:
         path = self.flows[flow].get("path")
         if not path:
             return self.bottleneck_bps()
-        rates = [self.channels[c]["rate_bps"] for c in path if self.channels[c].get("rate_bps") is not None]
+        rates = [r for r in (summary.service_rate_bps(self.channels[c]) for c in path) if r is not None]
         return float(min(rates)) if rates else None
 
 
@@ -351,7 +351,8 @@ def link_metrics(run: RunData) -> pl.DataFrame:
         if c["sent_packets"] == 0 and c["offered_packets"] == 0:
             continue
         rows.append({
-            "channel": i, "name": c["name"], "rate_mbps": None if c.get("rate_bps") is None else c["rate_bps"] / 1e6,
+            "channel": i, "name": c["name"],
+            "rate_mbps": None if (rate := summary.service_rate_bps(c)) is None else rate / 1e6,
             "bottleneck": i == run.bottleneck,
             "mean_qdisc_length_l2": summary.mean_queue_packets(c, end),
             "max_qdisc_length_l2": float(c["max_queue_packets"]),

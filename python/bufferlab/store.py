@@ -87,7 +87,7 @@ FLOW_DERIVED: dict[str, str] = {
 # `from`/`to` are SQL keywords: stored as from_node/to_node.
 CHANNEL_COUNTERS: dict[str, str] = {
     "name": "VARCHAR", "link": "UINTEGER", "from_node": "UINTEGER", "to_node": "UINTEGER",
-    "rate_bps": "UBIGINT", "delay_ns": "UBIGINT",
+    "rate_bps": "UBIGINT", "shaping_rate_bps": "UBIGINT", "delay_ns": "UBIGINT",
     "offered_packets": "UBIGINT", "offered_bytes": "UBIGINT", "sent_packets": "UBIGINT",
     "sent_bytes": "UBIGINT", "delivered_packets": "UBIGINT", "delivered_bytes": "UBIGINT",
     "dropped_queue_packets": "UBIGINT", "dropped_queue_bytes": "UBIGINT",

@@ -68,11 +68,21 @@ def completion_time_ns(flow: Record) -> int | None:
 
 # --- per channel (one direction of a link) ------------------------------------------------------
 
+def service_rate_bps(channel: Record) -> int | None:
+    """The rate a channel can send at in the long run: its line rate, or a shaper's token rate
+    below it (a tbf queue); None for an unlimited, unshaped channel."""
+    rates = [r for r in (channel.get("rate_bps"), channel.get("shaping_rate_bps")) if r is not None]
+    return min(rates) if rates else None
+
+
 def utilisation(channel: Record, end_ns: int) -> float | None:
-    """Fraction of the run the transmitter was busy serialising packets."""
-    if end_ns <= 0 or channel.get("rate_bps") is None:
+    """Fraction of the channel's service rate used over the run: the transmitter's busy time at
+    line rate, scaled to a shaper's token rate when one limits the channel (busy time alone would
+    say 10 % for a 1 Gb/s link shaped to a full 100 Mb/s)."""
+    rate, line = service_rate_bps(channel), channel.get("rate_bps")
+    if end_ns <= 0 or rate is None or line is None:
         return None
-    return channel["busy_ns"] / end_ns
+    return channel["busy_ns"] / end_ns * line / rate
 
 
 def mean_queue_packets(channel: Record, end_ns: int) -> float | None:
@@ -95,10 +105,10 @@ def pick_bottleneck(channels: Sequence[Record], named: int | None = None) -> int
     data direction wins over its ACK direction). None if every link is unlimited or idle."""
     if named is not None:
         return named
-    candidates = [i for i, c in enumerate(channels) if c.get("rate_bps") is not None and c["sent_packets"] > 0]
+    candidates = [i for i, c in enumerate(channels) if service_rate_bps(c) is not None and c["sent_packets"] > 0]
     if not candidates:
         return None
-    return min(candidates, key=lambda i: (channels[i]["rate_bps"], -channels[i]["busy_ns"], i))
+    return min(candidates, key=lambda i: (service_rate_bps(channels[i]), -channels[i]["busy_ns"], i))
 
 
 # --- the summary ----------------------------------------------------------------------------------
@@ -175,7 +185,7 @@ def summarise_flow(flow: Record, end_ns: int, src: str, dst: str) -> FlowSummary
 def summarise_channel(channel: Record, end_ns: int) -> BottleneckSummary:
     return BottleneckSummary(
         channel=channel["name"],
-        rate_mbps=_mbps(channel.get("rate_bps")),
+        rate_mbps=_mbps(service_rate_bps(channel)),
         utilisation=utilisation(channel, end_ns),
         drops=int(channel["dropped_queue_packets"]),
         random_losses=int(channel["dropped_loss_packets"]),

@@ -10,7 +10,7 @@ use crate::net::routing::{Edge, RoutingTable};
 use crate::queue::Queue;
 use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
-use crate::spec::{Direction, FlowSpec, RecordSpec, ScenarioSpec, TrafficSpec, TransportKind};
+use crate::spec::{Direction, FlowSpec, QueueSpec, RecordSpec, ScenarioSpec, TrafficSpec, TransportKind};
 use crate::traffic::{Distribution, Generator, Sampler, Wakeup};
 use crate::transport::datagram::{DatagramReceiver, DatagramSender, OnOffPattern};
 use crate::transport::quic::{QuicConfig, QuicReceiver, QuicSender};
@@ -227,6 +227,10 @@ impl Simulator {
                 ch.record.from = from;
                 ch.record.to = to;
                 ch.record.rate_bps = link.rate_bps;
+                ch.record.shaping_rate_bps = match queue {
+                    QueueSpec::Tbf { rate_bps, .. } => Some(*rate_bps),
+                    _ => None,
+                };
                 ch.record.delay_ns = link.delay_ns;
                 channels.push(ch);
                 // Cost: propagation delay in ns, plus one so that zero-delay hops still count.

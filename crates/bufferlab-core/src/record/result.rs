@@ -86,6 +86,9 @@ pub struct ChannelRecord {
     pub from: usize,
     pub to: usize,
     pub rate_bps: Option<u64>,
+    /// Token rate of a shaping queue discipline (tbf) on this direction: the rate packets can
+    /// leave at in the long run, below the line rate. `None` for other queues.
+    pub shaping_rate_bps: Option<u64>,
     pub delay_ns: u64,
     pub offered_packets: u64,
     pub offered_bytes: u64,

@@ -225,5 +225,5 @@ def test_seed_004_shaped_link_is_full_at_its_token_rate() -> None:
     result, _ = runner.simulate(scenario)
     chosen = summary.pick_bottleneck(result["channels"], scenario.resolve().bottleneck)
     btl = summary.summarise_channel(result["channels"][chosen], result["end_ns"])
-    assert btl.name == "g1_g2_forward" and btl.rate_mbps == 100.0
+    assert btl.channel == "g1_g2_forward" and btl.rate_mbps == 100.0
     assert btl.utilisation is not None and btl.utilisation > 0.9

@@ -1,0 +1,313 @@
+"""From a validated scenario, its topology expanded into nodes, links and flows, to the engine's
+input (`crates/bufferlab-core/src/spec.rs`): names become indices, every TCP and QUIC option is
+spelled out from the engine's own defaults, generators and the recording selection are resolved,
+and cross-field problems raise `SpecError` naming the user's field.
+
+`Scenario.resolve()` (spec.py) expands the topology and calls `build_engine_spec`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from . import units
+from .errors import SpecError
+from .fields import DEFAULT_DATAGRAM, Traffic, engine_controller, engine_recovery
+from .spec import (
+    DEFAULT_QUEUE,
+    Flow,
+    GENERATOR_COMMON_KEYS,
+    GENERATOR_KEYS,
+    FlowDefaults,
+    Generator,
+    Link,
+    Node,
+    QuicOptions,
+    Resolved,
+    Scenario,
+    TcpOptions,
+    engine_quic_defaults,
+    engine_tcp_defaults,
+)
+
+
+def _index(names: dict[str, int], name: str, where: str, what: str = "node") -> int:
+    if name not in names:
+        known = ", ".join(sorted(names)) if len(names) <= 12 else f"{len(names)} names"
+        raise SpecError(where, f'unknown {what} "{name}" (known: {known})')
+    return names[name]
+
+
+def _unique(names: list[str], section: str) -> dict[str, int]:
+    index: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in index:
+            raise SpecError(f"{section}[{i}].name", f'duplicate name "{name}" (also {section}[{index[name]}])')
+        index[name] = i
+    return index
+
+
+def _tcp(defaults: TcpOptions | None, own: TcpOptions | None, where: str) -> dict[str, Any]:
+    tcp = dict(engine_tcp_defaults())
+    for layer, path in ((defaults, "flow_defaults.tcp"), (own, f"{where}.tcp")):
+        if layer is None:
+            continue
+        given = layer.model_fields_set
+        if "delayed_ack" in given and "ack_every" in given and layer.delayed_ack is False \
+                and layer.ack_every != 1:
+            raise SpecError(f"{path}.delayed_ack", "false means ack_every = 1, but ack_every is "
+                                                   f"{layer.ack_every}")
+        simple = {"mss": "mss", "header_bytes": "header_bytes", "initial_window": "initial_window",
+                  "ack_every": "ack_every", "sack": "sack", "dupthresh": "dupthresh", "timestamps": "timestamps",
+                  "hystart": "hystart",
+                  "delayed_ack_timeout": "delayed_ack_timeout_ns", "min_rto": "min_rto_ns",
+                  "initial_rto": "initial_rto_ns", "max_rto": "max_rto_ns", "rwnd": "rwnd_bytes"}
+        for ours, engine_key in simple.items():
+            if ours in given:
+                tcp[engine_key] = getattr(layer, ours)
+        if "recovery" in given and layer.recovery is not None:
+            tcp["recovery"] = engine_recovery(layer.recovery)
+        if "delayed_ack" in given and layer.delayed_ack is not None:
+            tcp["ack_every"] = 1 if not layer.delayed_ack else max(tcp["ack_every"], 2)
+    if tcp["min_rto_ns"] > tcp["max_rto_ns"]:
+        raise SpecError(f"{where}.tcp.min_rto", "min_rto is larger than max_rto")
+    return tcp
+
+
+_QUIC_KEYS = {"max_datagram": "max_datagram_bytes", "packet_overhead": "packet_overhead_bytes",
+              "lower_layer": "lower_layer_bytes", "ack_packet": "ack_packet_bytes",
+              "initial_window": "initial_window", "ack_every": "ack_every", "max_ack_delay": "max_ack_delay_ns",
+              "initial_rtt": "initial_rtt_ns", "packet_threshold": "packet_threshold"}
+
+
+def _quic(defaults: QuicOptions | None, own: QuicOptions | None) -> dict[str, Any]:
+    quic = dict(engine_quic_defaults())
+    for layer in (defaults, own):
+        if layer is None:
+            continue
+        for ours in layer.model_fields_set:
+            quic[_QUIC_KEYS[ours]] = getattr(layer, ours)
+    return quic
+
+
+def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
+           bottleneck: str | None) -> Resolved:
+    node_index = _unique([n.name for n in nodes], "nodes")
+    link_names = [link.name or f"{link.a}_{link.b}" for link in links]
+    link_index = _unique(link_names, "links")
+
+    engine_links = []
+    for i, (link, name) in enumerate(zip(links, link_names)):
+        a = _index(node_index, link.a, f"links[{i}].a")
+        b = _index(node_index, link.b, f"links[{i}].b")
+        if a == b:
+            raise SpecError(f"links[{i}].b", f'a link needs two different nodes, both ends are "{link.a}"')
+        if link.queue is not None and (link.queue_forward is not None or link.queue_backward is not None):
+            raise SpecError(f"links[{i}].queue", "give either queue (both directions) or "
+                                                 "queue_forward/queue_backward")
+        forward = link.queue_forward or link.queue or DEFAULT_QUEUE
+        backward = link.queue_backward or link.queue or DEFAULT_QUEUE
+        engine_link = {"name": name, "a": a, "b": b, "rate_bps": link.rate, "delay_ns": link.delay,
+                       "loss": link.loss, "queue_forward": forward.to_engine(),
+                       "queue_backward": backward.to_engine()}
+        if link.loss_model is not None:
+            if link.loss:
+                raise SpecError(f"links[{i}].loss_model", "give either loss or loss_model, not both")
+            engine_link["loss_model"] = link.loss_model.to_engine()
+        engine_links.append(engine_link)
+
+    generated, engine_generators = _expand_generators(s, nodes, node_index)
+    flows = [*flows, *generated]
+    if not flows and not engine_generators:
+        raise SpecError("flows", "no flows: list at least one [[flows]] or [[generators]]")
+    defaults = s.flow_defaults or FlowDefaults()
+    engine_flows, flow_names, endpoints = [], [], []
+    for i, flow in enumerate(flows):
+        where = f"flows[{i}]"
+        for end in ("src", "dst"):
+            if getattr(flow, end) is None:
+                raise SpecError(f"{where}.{end}", "missing required key")
+        src = _index(node_index, flow.src, f"{where}.src")  # type: ignore[arg-type]
+        dst = _index(node_index, flow.dst, f"{where}.dst")  # type: ignore[arg-type]
+        for end, idx in (("src", src), ("dst", dst)):
+            if nodes[idx].kind != "host":
+                raise SpecError(f"{where}.{end}", f'"{nodes[idx].name}" is a router; flows run between hosts')
+        if src == dst:
+            raise SpecError(f"{where}.dst", f'same node as src ("{flow.src}")')
+        cca = flow.cca or defaults.cca or "reno"
+        traffic = flow.traffic or defaults.traffic or Traffic(kind="greedy")
+        start = flow.start if flow.start is not None else (defaults.start or 0)
+        stop = flow.stop if flow.stop is not None else defaults.stop
+        start_at = f"{where}.start" if flow.start is not None else "flow_defaults.start"
+        if start >= s.duration:
+            raise SpecError(start_at, f"starts at {units.format_time(start)}, not before the end of the "
+                                      f"run ({units.format_time(s.duration)})")
+        if stop is not None and stop <= start:
+            raise SpecError(f"{where}.stop" if flow.stop is not None else "flow_defaults.stop",
+                            f"stop ({units.format_time(stop)}) is not after start ({units.format_time(start)})")
+        name = flow.name or f"flow_{i}"
+        flow_names.append(name)
+        endpoints.append((nodes[src].name, nodes[dst].name))
+        engine_flows.append({"name": name, "src": src, "dst": dst, "cca": engine_controller(cca),
+                             "traffic": traffic.to_engine(), "start_ns": start, "stop_ns": stop,
+                             "transport": flow.transport or defaults.transport or "tcp",
+                             "tcp": _tcp(defaults.tcp, flow.tcp, where), "quic": _quic(defaults.quic, flow.quic)})
+    _unique(flow_names, "flows")
+
+    channel_names = [f"{name}_{d}" for name in link_names for d in ("forward", "backward")]
+    captures = []
+    recorded = [(f"captures[{i}]", cap) for i, cap in enumerate(s.captures)]
+    if s.record is not None:
+        recorded += [(f"record.captures[{i}]", cap) for i, cap in enumerate(s.record.captures)]
+    for where, cap in recorded:
+        li = _index(link_index, cap.link, f"{where}.link", "link")
+        captures.append({"link": li, "direction": cap.direction})
+
+    record = _record_selection(s, flow_names, link_index, channel_names)
+    chosen = s.bottleneck or bottleneck
+    bottleneck_channel = None
+    if chosen is not None:
+        if chosen in link_index:
+            bottleneck_channel = 2 * link_index[chosen]
+        elif chosen in channel_names:
+            bottleneck_channel = channel_names.index(chosen)
+        else:
+            raise SpecError("bottleneck", f'unknown link or channel "{chosen}" '
+                                          '(give a link name or "<link>_forward"/"<link>_backward")')
+
+    engine = {
+        "seed": s.seed,
+        "duration_ns": s.duration,
+        "sample_interval_ns": _sample_interval(s) or None,
+        "nodes": [{"name": n.name, "kind": n.kind} for n in nodes],
+        "links": engine_links,
+        "flows": engine_flows,
+        "captures": captures,
+        "record": record,
+    }
+    if engine_generators:
+        engine["generators"] = engine_generators
+    return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
+                    flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel,
+                    generator_names=[g["name"] for g in engine_generators])
+
+
+def _generator_sources(g: Generator, nodes: list[Node], where: str) -> list[str]:
+    """The host names a generator's `sources` select (default: every host but the destination)."""
+    hosts = [n.name for n in nodes if n.kind == "host" and n.name != g.dst]
+    patterns = [g.sources] if isinstance(g.sources, str) else g.sources
+    if patterns is None:
+        return hosts
+    kinds = {n.name: n.kind for n in nodes}
+    chosen: list[str] = []
+    for pattern in patterns:
+        if pattern in kinds:
+            if kinds[pattern] != "host":
+                raise SpecError(f"{where}.sources", f'"{pattern}" is a router; sources are hosts')
+            if pattern == g.dst:
+                raise SpecError(f"{where}.sources", f'"{pattern}" is the destination')
+            matched = [pattern]
+        else:
+            matched = fnmatch.filter(hosts, pattern)
+            if not matched:
+                raise SpecError(f"{where}.sources", f'"{pattern}" matches no host')
+        chosen += [h for h in matched if h not in chosen]
+    return chosen
+
+
+def _expand_generators(s: Scenario, nodes: list[Node],
+                       node_index: dict[str, int]) -> tuple[list[Flow], list[dict[str, Any]]]:
+    """Generators -> listed flows (persistent, cbr, onoff) and engine generators (poisson,
+    closed_loop), one per source host."""
+    defaults = s.flow_defaults or FlowDefaults()
+    flows: list[Flow] = []
+    engine: list[dict[str, Any]] = []
+    names: list[str] = []
+    for i, g in enumerate(s.generators):
+        where = f"generators[{i}]"
+        needed, optional = GENERATOR_KEYS[g.kind]
+        for key in sorted(needed):
+            if getattr(g, key) is None:
+                raise SpecError(f"{where}.{key}", f"missing required key of a {g.kind} generator")
+        for key in sorted(g.model_fields_set - needed - optional - GENERATOR_COMMON_KEYS):
+            raise SpecError(f"{where}.{key}", f"not a key of a {g.kind} generator")
+        dst = _index(node_index, g.dst, f"{where}.dst")
+        if nodes[dst].kind != "host":
+            raise SpecError(f"{where}.dst", f'"{g.dst}" is a router; flows run between hosts')
+        start = g.start if g.start is not None else (defaults.start or 0)
+        stop = g.stop if g.stop is not None else defaults.stop
+        if start >= s.duration:
+            raise SpecError(f"{where}.start", f"starts at {units.format_time(start)}, not before the end of the "
+                                              f"run ({units.format_time(s.duration)})")
+        if stop is not None and stop <= start:
+            raise SpecError(f"{where}.stop", f"stop ({units.format_time(stop)}) is not after start "
+                                             f"({units.format_time(start)})")
+        cca = g.cca or defaults.cca or "reno"
+        name = g.name or f"gen_{i}"
+        common = {"dst": g.dst, "cca": cca, "start": start, "stop": stop, "tcp": g.tcp}
+        for host in _generator_sources(g, nodes, where):
+            base = f"{name}_{host}"
+            if g.kind == "persistent":
+                assert g.flows is not None
+                flows += [Flow.model_construct(name=f"{base}_{k}", src=host, traffic=Traffic(kind="greedy"), **common)
+                          for k in range(g.flows)]
+            elif g.kind in ("cbr", "onoff"):
+                traffic = Traffic(kind=g.kind, rate=g.rate, packet=g.packet or DEFAULT_DATAGRAM, on=g.on, off=g.off)
+                if traffic.packet is not None and not 28 < traffic.packet <= 65_535:
+                    raise SpecError(f"{where}.packet", "a datagram has 28 header bytes and at most 65535 in all")
+                flows.append(Flow.model_construct(name=base, src=host, traffic=traffic, **common))
+            else:
+                assert g.size is not None
+                if (defaults.transport or "tcp") != "tcp":
+                    raise SpecError(f"{where}.kind", f"{g.kind} transfers are TCP connections, but "
+                                                     f'flow_defaults.transport is "{defaults.transport}"')
+                if g.kind == "poisson":
+                    model = {"kind": "poisson", "rate_per_s": g.arrivals_per_s, "size": g.size.engine}
+                else:
+                    assert g.think is not None
+                    model = {"kind": "closed_loop", "users": g.users, "size": g.size.engine,
+                             "think": g.think.engine}
+                names.append(base)
+                engine.append({"name": base, "src": node_index[host], "dst": dst, "cca": engine_controller(cca),
+                               "tcp": _tcp(defaults.tcp, g.tcp, where), "start_ns": start, "stop_ns": stop,
+                               "model": model})
+    _unique(names, "generators")
+    return flows, engine
+
+
+def _sample_interval(s: Scenario) -> int:
+    """The sampling interval in ns (0: off), from `[record] interval` or `sample_interval`."""
+    if s.record is not None and s.record.interval is not None:
+        return s.record.interval
+    return s.sample_interval
+
+
+def _record_selection(s: Scenario, flow_names: list[str], link_index: dict[str, int],
+                      channel_names: list[str]) -> dict[str, list[int] | None]:
+    """The engine's `record`: flow and channel indices to sample (None: all of them)."""
+    if s.record is None:
+        return {"flows": None, "channels": None}
+    if s.record.interval is not None and "sample_interval" in s.model_fields_set:
+        raise SpecError("record.interval", "the interval is given twice: here and as sample_interval")
+    flows: list[int] | None
+    channels: list[int] | None
+    if isinstance(s.record.flows, list):
+        flow_index = {name: i for i, name in enumerate(flow_names)}
+        flows = [_index(flow_index, name, f"record.flows[{k}]", "flow") for k, name in enumerate(s.record.flows)]
+    else:
+        flows = None if s.record.flows == "all" else []
+    if isinstance(s.record.links, list):
+        channels = []
+        for k, name in enumerate(s.record.links):
+            if name in link_index:
+                channels += [2 * link_index[name], 2 * link_index[name] + 1]
+            elif name in channel_names:
+                channels.append(channel_names.index(name))
+            else:
+                raise SpecError(f"record.links[{k}]", f'unknown link or channel "{name}" '
+                                                      '(give a link name or "<link>_forward"/"<link>_backward")')
+    else:
+        channels = None if s.record.links == "all" else []
+    return {"flows": None if flows is None else sorted(set(flows)),
+            "channels": None if channels is None else sorted(set(channels))}

@@ -63,6 +63,8 @@ pub struct DeliveryRateEstimator {
     /// C.app_limited: 0, or the C.delivered value that ends the application-limited bubble.
     app_limited_until: u64,
     newest: Option<Newest>,
+    /// The delivery rate of the latest sample that had one (for the time series).
+    latest_rate: Option<BitRate>,
 }
 
 impl Default for DeliveryRateEstimator {
@@ -79,6 +81,7 @@ impl DeliveryRateEstimator {
             first_sent_time: SimTime::ZERO,
             app_limited_until: 0,
             newest: None,
+            latest_rate: None,
         }
     }
 
@@ -139,6 +142,7 @@ impl DeliveryRateEstimator {
             // bits / seconds, with the interval in picoseconds.
             BitRate((delivered as u128 * 8 * 1_000_000_000_000 / interval.as_ps() as u128) as u64)
         });
+        self.latest_rate = delivery_rate.or(self.latest_rate);
         Some(RateSample {
             prior_delivered: newest.tx.delivered,
             delivered,
@@ -147,6 +151,11 @@ impl DeliveryRateEstimator {
             rtt: (!newest.ambiguous).then(|| now - newest.sent_time),
             delivery_rate,
         })
+    }
+
+    /// Delivery rate of the latest valid sample, bit/s (0 before the first).
+    pub fn latest_rate_bps(&self) -> u64 {
+        self.latest_rate.map_or(0, |r| r.bps())
     }
 
     /// The sender had a transmission opportunity but nothing to send (draft §3.4

@@ -110,10 +110,7 @@ pub struct QuicSender {
     /// Delivery-rate samples for the controller (every packet number is delivered at most once,
     /// so no sample is ambiguous).
     rate: DeliveryRateEstimator,
-    last_delivery_rate_bps: u64,
     pacer: Pacer,
-    /// The pacer held back a packet the window allowed: wake at its release time.
-    pacing_blocked: bool,
     pub record: FlowRecord,
 }
 
@@ -148,9 +145,7 @@ impl QuicSender {
             idt: InterDeparture::default(),
             write_log: WriteLog::default(),
             rate: DeliveryRateEstimator::new(),
-            last_delivery_rate_bps: 0,
             pacer: Pacer::new(),
-            pacing_blocked: false,
             record: FlowRecord::default(),
         }
     }
@@ -180,7 +175,7 @@ impl QuicSender {
     }
     /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
     pub fn delivery_rate_bps(&self) -> u64 {
-        self.last_delivery_rate_bps
+        self.rate.latest_rate_bps()
     }
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
@@ -205,11 +200,7 @@ impl QuicSender {
     /// The earliest of the loss-detection timer and the pacer's next release (when it holds a
     /// packet back).
     pub fn next_timeout(&self) -> Option<SimTime> {
-        let release = self.pacing_blocked.then(|| self.pacer.next_release());
-        match (self.loss_detection_timer(), release) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.loss_detection_timer().into_iter().chain(self.pacer.wakeup()).min()
     }
 
     /// RFC 9002 A.8 SetLossDetectionTimer: the loss time if one is pending, else the probe timeout
@@ -269,7 +260,7 @@ impl QuicSender {
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let Some(_) = self.loss_detection_timer().filter(|&d| now >= d) else {
             // Not the loss-detection timer: the pacer may release what it held back.
-            if self.pacing_blocked && self.pacer.may_send(now) {
+            if self.pacer.held_packet_due(now) {
                 self.transmit(now, out);
             }
             return;
@@ -373,9 +364,6 @@ impl QuicSender {
             self.cc.on_recovery_exit(now);
         }
         let rate = self.rate.generate(now, self.rtt.min());
-        if let Some(r) = rate.and_then(|rs| rs.delivery_rate) {
-            self.last_delivery_rate_bps = r.bps();
-        }
         let newest = largest_newly_acked.expect("newly acknowledged");
         let sample = AckSample {
             now,
@@ -527,7 +515,7 @@ impl QuicSender {
             State::Established => {}
             State::Idle | State::Closed => return,
         }
-        self.pacing_blocked = false;
+        self.pacer.release_hold();
         loop {
             let probe = self.probes_due > 0;
             let Some((chunk, source)) = self.next_chunk(probe) else {
@@ -550,8 +538,8 @@ impl QuicSender {
             if !probe && self.bytes_in_flight + size > self.cc.window() {
                 break;
             }
-            if !probe && self.cc.pacing_rate().is_some() && !self.pacer.may_send(now) {
-                self.pacing_blocked = true; // RFC 9002 §7.7: pacing, at the controller's rate
+            // RFC 9002 §7.7: pacing, at the controller's rate.
+            if !probe && !self.pacer.allows(now, self.cc.pacing_rate()) {
                 break;
             }
             if matches!(source, Source::New) {

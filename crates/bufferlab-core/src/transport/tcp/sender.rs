@@ -79,10 +79,7 @@ pub struct TcpSender {
     /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation).
     rate: DeliveryRateEstimator,
     /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
-    last_delivery_rate_bps: u64,
     pacer: Pacer,
-    /// The pacer held back a packet that could otherwise have gone: wake at its release time.
-    pacing_blocked: bool,
     pub record: FlowRecord,
 }
 
@@ -112,9 +109,7 @@ impl TcpSender {
             idt: InterDeparture::default(),
             write_log: WriteLog::default(),
             rate: DeliveryRateEstimator::new(),
-            last_delivery_rate_bps: 0,
             pacer: Pacer::new(),
-            pacing_blocked: false,
             record: FlowRecord::default(),
         }
     }
@@ -156,16 +151,12 @@ impl TcpSender {
     }
     /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
     pub fn delivery_rate_bps(&self) -> u64 {
-        self.last_delivery_rate_bps
+        self.rate.latest_rate_bps()
     }
     /// The earliest of the retransmission deadline and the pacer's next release (when it holds
     /// a packet back).
     pub fn next_timeout(&self) -> Option<SimTime> {
-        let release = self.pacing_blocked.then(|| self.pacer.next_release());
-        match (self.rto_deadline, release) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.rto_deadline.into_iter().chain(self.pacer.wakeup()).min()
     }
     /// Smoothed inter-departure time of data segments; `None` before the second one.
     pub fn idt_ewma(&self) -> Option<SimTime> {
@@ -252,7 +243,7 @@ impl TcpSender {
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let Some(deadline) = self.rto_deadline.filter(|&d| now >= d) else {
             // Not the retransmission timer: the pacer may release what it held back.
-            if self.pacing_blocked && self.pacer.may_send(now) {
+            if self.pacer.held_packet_due(now) {
                 self.transmit(now, out);
             }
             return;
@@ -368,9 +359,6 @@ impl TcpSender {
         }
 
         let rate = self.rate.generate(now, self.rtt.min_rtt());
-        if let Some(r) = rate.and_then(|rs| rs.delivery_rate) {
-            self.last_delivery_rate_bps = r.bps();
-        }
         let sample = AckSample {
             now,
             bytes_acked: acked_bytes,
@@ -416,7 +404,7 @@ impl TcpSender {
         }
         self.state = State::Closed;
         self.rto_deadline = None;
-        self.pacing_blocked = false;
+        self.pacer.release_hold();
         self.snd_una = self.fin_seq().map_or(self.snd_una, |f| f + 1);
         self.record.bytes_acked = self.bytes_acked();
         self.record.completed_ns = Some(now.as_ns());
@@ -549,7 +537,7 @@ impl TcpSender {
 
     /// Send what the window, the recovery procedure and the application allow.
     pub fn transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        self.pacing_blocked = false;
+        self.pacer.release_hold();
         if self.state != State::Established {
             return;
         }
@@ -560,7 +548,7 @@ impl TcpSender {
                 if !self.retransmit_now && !self.may_send(len) {
                     break;
                 }
-                if !self.pacer_allows(now) {
+                if !self.pacer.allows(now, self.cc.pacing_rate()) {
                     break;
                 }
                 self.retransmit_now = false;
@@ -577,7 +565,7 @@ impl TcpSender {
             if self.snd_nxt < data_end {
                 let len = (data_end - self.snd_nxt).min(self.config.mss as u64);
                 let rwnd_ok = self.config.rwnd.is_none_or(|rwnd| self.snd_nxt + len - self.snd_una <= rwnd);
-                if !rwnd_ok || !self.may_send(len) || !self.pacer_allows(now) {
+                if !rwnd_ok || !self.may_send(len) || !self.pacer.allows(now, self.cc.pacing_rate()) {
                     break;
                 }
                 let start = self.snd_nxt;
@@ -613,15 +601,6 @@ impl TcpSender {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
         self.record.app_bytes_written = self.bytes_written();
-    }
-
-    /// Whether the pacer lets a packet go now; if not, remember to wake at its release time.
-    fn pacer_allows(&mut self, now: SimTime) -> bool {
-        if self.cc.pacing_rate().is_some() && !self.pacer.may_send(now) {
-            self.pacing_blocked = true;
-            return false;
-        }
-        true
     }
 
     fn paced(&mut self, now: SimTime, packet: &Packet) {

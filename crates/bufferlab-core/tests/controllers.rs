@@ -202,6 +202,17 @@ fn probe_rtt_entries(result: &RunResult, flow: usize) -> Vec<f64> {
         .collect()
 }
 
+/// From `from_s` seconds to the end: the bottleneck's utilisation and its mean queue (packets).
+fn bottleneck_use(result: &RunResult, from_s: f64) -> (f64, f64) {
+    let ts = result.timeseries.as_ref().unwrap();
+    let (i0, i1) = (sample_at(result, from_s), ts.time_ns.len() - 1);
+    let seconds = (ts.time_ns[i1] - ts.time_ns[i0]) as f64 * 1e-9;
+    let sent = &ts.channel_sent_bytes[BOTTLENECK_FORWARD];
+    let utilisation = (sent[i1] - sent[i0]) as f64 * 8.0 / (BBR_RATE as f64 * seconds);
+    let queue = &ts.queue_packets[BOTTLENECK_FORWARD][i0..=i1];
+    (utilisation, queue.iter().sum::<u64>() as f64 / queue.len() as f64)
+}
+
 #[test]
 fn bbr_fills_a_deep_buffered_link_with_a_short_queue_and_probes_rtt_every_ten_seconds() {
     let result = run(&bbr_dumbbell(1, 45)).unwrap();
@@ -209,15 +220,12 @@ fn bbr_fills_a_deep_buffered_link_with_a_short_queue_and_probes_rtt_every_ten_se
     let ts = result.timeseries.as_ref().unwrap();
     let (i0, i1) = (sample_at(&result, 5.0), ts.time_ns.len() - 1);
     let seconds = (ts.time_ns[i1] - ts.time_ns[i0]) as f64 * 1e-9;
-    let sent = &ts.channel_sent_bytes[BOTTLENECK_FORWARD];
-    let utilisation = (sent[i1] - sent[i0]) as f64 * 8.0 / (BBR_RATE as f64 * seconds);
+    let (utilisation, mean_queue) = bottleneck_use(&result, 5.0);
     let delivered = &ts.delivered_bytes[0];
     let goodput = (delivered[i1] - delivered[i0]) as f64 * 8.0 / seconds;
     let payload_capacity = BBR_RATE as f64 * MSS / 1500.0;
     let rates = &ts.delivery_rate_bps[0][i0..=i1];
     let mean_delivery_rate = rates.iter().sum::<u64>() as f64 / rates.len() as f64;
-    let queue = &ts.queue_packets[BOTTLENECK_FORWARD][i0..=i1];
-    let mean_queue = queue.iter().sum::<u64>() as f64 / queue.len() as f64;
     let entries = probe_rtt_entries(&result, 0);
     let intervals: Vec<f64> = entries.windows(2).map(|w| w[1] - w[0]).collect();
     println!(
@@ -263,17 +271,12 @@ fn bbr_over_quic_fills_the_link_with_a_short_queue() {
     spec.flows[0].transport = TransportKind::Quic;
     let result = run(&spec).unwrap();
     assert_conservation(&result);
-    let ts = result.timeseries.as_ref().unwrap();
-    let (i0, i1) = (sample_at(&result, 5.0), ts.time_ns.len() - 1);
-    let seconds = (ts.time_ns[i1] - ts.time_ns[i0]) as f64 * 1e-9;
-    let sent = &ts.channel_sent_bytes[BOTTLENECK_FORWARD];
-    let utilisation = (sent[i1] - sent[i0]) as f64 * 8.0 / (BBR_RATE as f64 * seconds);
+    let (utilisation, mean_queue) = bottleneck_use(&result, 5.0);
     let quic = QuicSpec::default();
     let frame = (quic.max_datagram_bytes + quic.lower_layer_bytes) as f64;
     let bdp = BBR_RATE as f64 * BBR_RTT_MS as f64 / 1000.0 / (frame * 8.0);
-    let queue = &ts.queue_packets[BOTTLENECK_FORWARD][i0..=i1];
-    let mean_queue = queue.iter().sum::<u64>() as f64 / queue.len() as f64;
-    let paced = ts.pacing_rate_bps[0][i0..=i1].iter().all(|&r| r > 0);
+    let ts = result.timeseries.as_ref().unwrap();
+    let paced = ts.pacing_rate_bps[0][sample_at(&result, 5.0)..].iter().all(|&r| r > 0);
     let entries = probe_rtt_entries(&result, 0);
     println!("QUIC BBR: utilisation {utilisation:.4}, mean queue {mean_queue:.1} packets (BDP {bdp:.1}), ProbeRTT at {entries:.2?}");
     assert!(paced, "BBR paces every packet over QUIC");

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from bufferlab import runner, store
-from bufferlab.result import decode
+from bufferlab import runner
+from bufferlab.store import writer as store
+from bufferlab.pipeline.result import decode
 from bufferlab.spec import Scenario
 from conftest import SMALL_DUMBBELL
 

@@ -16,8 +16,9 @@ import polars as pl
 import pytest
 
 import bufferlab
-import bufferlab.metrics
-from bufferlab import runner, store
+import bufferlab.analysis.metrics
+from bufferlab import runner
+from bufferlab.store import writer as store
 from bufferlab.errors import SpecError
 from bufferlab.spec import Scenario
 from conftest import REPO, SMALL_DUMBBELL, bufferlab as cli
@@ -41,7 +42,7 @@ def test_load_returns_polars_tables_of_every_kind(write_scenario, db: Path) -> N
         assert res.runs["spec_hash"][0] == store.spec_hash(res.runs["spec_json"][0])
         for frame, rows in ((res.flows, 2), (res.flow_metrics, 2), (res.network_metrics, 1)):
             assert isinstance(frame, pl.DataFrame) and frame.height == rows
-        assert set(metric for metric in bufferlab.metrics.FLOW_METRICS) <= set(res.flow_metrics.columns)
+        assert set(metric for metric in bufferlab.analysis.metrics.FLOW_METRICS) <= set(res.flow_metrics.columns)
         assert res.link_metrics.filter(pl.col("bottleneck"))["name"].to_list() == ["btl_forward"]
         series = res.timeseries(run_id[:8], flows=["flow_1"])
         assert series["name"].unique().to_list() == ["flow_1"] and series.height == 10
@@ -53,10 +54,10 @@ def test_load_returns_polars_tables_of_every_kind(write_scenario, db: Path) -> N
     scenario = Scenario.from_toml_text(CAPTURED)
     result, _ = runner.simulate(scenario)
     resolved = scenario.resolve()
-    fresh = bufferlab.metrics.flow_metrics(bufferlab.metrics.RunData.from_result(
+    fresh = bufferlab.analysis.metrics.flow_metrics(bufferlab.analysis.metrics.RunData.from_result(
         result, resolved.engine, resolved.flow_endpoints, resolved.bottleneck))
     assert stored_metrics.columns == fresh.columns
-    for column in bufferlab.metrics.FLOW_METRICS:
+    for column in bufferlab.analysis.metrics.FLOW_METRICS:
         assert stored_metrics[column].to_list() == pytest.approx(fresh[column].to_list(), nan_ok=True), column
 
 
@@ -213,7 +214,8 @@ WRITER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {tests!r})
     import numpy as np
-    from bufferlab import runner, store
+    from bufferlab import runner
+    from bufferlab.store import writer as store
     from bufferlab.spec import Scenario
     from conftest import SMALL_DUMBBELL
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from bufferlab import runner, store
+from bufferlab import runner
+from bufferlab.store import writer as store
 from bufferlab.spec import Scenario
 from conftest import LOSSY_LINE, SMALL_DUMBBELL, bufferlab
 

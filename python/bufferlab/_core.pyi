@@ -2,7 +2,7 @@
 
 Specs cross the boundary as JSON text (crates/bufferlab-core/src/spec.rs, ScenarioSpec); results
 as JSON text of the counters (src/record/result.rs, RunResult) plus the long numeric columns as
-bytes (bufferlab.result.decode joins them).
+bytes (bufferlab.pipeline.result.decode joins them).
 """
 
 def run(spec_json: str) -> tuple[str, dict[str, bytes]]:

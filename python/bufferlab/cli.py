@@ -21,7 +21,7 @@ import click
 import duckdb
 
 from . import __version__
-from .ccperf import CCPERF_FLAGS, METADATA_FLAGS, scenario_from_ccperf
+from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS, scenario_from_ccperf
 from .errors import SpecError
 from .runner import EngineMissing
 from .spec import Scenario
@@ -134,7 +134,7 @@ def _console() -> Any:
 def _metric_frames(db: Path, run_id: str, all_links: bool) -> tuple[Any, Any, Any]:
     import polars as pl
 
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         flows = res.table("flow_metrics", run_id)
@@ -146,7 +146,7 @@ def _metric_frames(db: Path, run_id: str, all_links: bool) -> tuple[Any, Any, An
 
 
 def _print_metrics(db: Path, run_id: str, *, all_links: bool) -> None:
-    from . import metrics
+    from .analysis import metrics
     from .render import metric_tables
 
     flows, links, net = _metric_frames(db, run_id, all_links)
@@ -215,7 +215,7 @@ def _with(options: list[Any]) -> Any:
 def results_list(db: Path, study: str | None) -> None:
     """One line per stored run."""
     from .render import frame_table
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         frame = res.query(
@@ -233,7 +233,7 @@ def results_list(db: Path, study: str | None) -> None:
 @_json_option
 def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
     """The flow, link and network metric tables of RUN (a run id or a unique prefix)."""
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         run_id = res.run_id(run)
@@ -255,7 +255,7 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
 def results_query(sql: str, db: Path, fmt: str) -> None:
     """Run SQL over the store (read-only) and print the result."""
     from .render import frame_table
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         try:
@@ -279,7 +279,7 @@ def results_query(sql: str, db: Path, fmt: str) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path) -> None:
     """Write a table (of RUN, or of every run) as Parquet or CSV."""
-    from .results import export_frame, load
+    from .store.reader import export_frame, load
 
     with load(db) as res:
         frame = res.table(table, run)
@@ -295,9 +295,10 @@ def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path
 @_json_option
 def results_monitor(run: str, db: Path, link: str, direction: str, split: str, as_json: bool) -> None:
     """Seed 000's middlebox table: per-flow throughput and loss seen on a captured link."""
-    from . import monitor, units
+    from . import units
+    from .analysis import monitor
     from .render import frame_table
-    from .results import load
+    from .store.reader import load
 
     try:
         split_bytes = units.parse_bytes(split)
@@ -322,7 +323,7 @@ def results_monitor(run: str, db: Path, link: str, direction: str, split: str, a
 @click.option("--no-header", is_flag=True, help="No header line (exactly what tshark -T fields prints).")
 def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_header: bool) -> None:
     """A captured link as CSV with seed 000's tshark fields."""
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         n = res.write_capture_csv(run, output, link=link, direction=direction, header=not no_header)
@@ -337,7 +338,7 @@ def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_
 @click.option("--full-payload", is_flag=True, help="Write the (zero) payload bytes too, not only the headers.")
 def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, full_payload: bool) -> None:
     """A captured link as a pcap file (IPv4 + TCP headers) for tshark and Wireshark."""
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         n = res.write_pcap(run, output, link=link, direction=direction, full_payload=full_payload)

@@ -15,10 +15,10 @@ from types import ModuleType
 from typing import Any
 
 from .errors import SpecError
-from .result import decode
+from .pipeline.result import decode
 from .spec import Resolved, Scenario
 from .store import DEFAULT_DB, Store, StoredRun, run_identity
-from .summary import RunSummary, summarise
+from .analysis.summary import RunSummary, summarise
 
 __all__ = ["core", "engine_version", "validate", "simulate", "run", "EngineMissing"]
 

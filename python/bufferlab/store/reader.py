@@ -24,8 +24,8 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from . import monitor, pcap
-from .store import (CAPTURE_COLUMNS, DEFAULT_DB, SCHEMA_VERSION, TABLES, Store, StoreError,
+from ..analysis import monitor, pcap
+from .writer import (CAPTURE_COLUMNS, DEFAULT_DB, SCHEMA_VERSION, TABLES, Store, StoreError,
                     check_schema_version, stored_schema_version)
 
 __all__ = ["Results", "load"]

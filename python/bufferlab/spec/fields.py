@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import PlainSerializer, PlainValidator
 
-from . import units
-from .errors import SpecError
+from .. import units
+from ..errors import SpecError
 from .distributions import Dist, parse_distribution
-from .units import QueueLimit
+from ..units import QueueLimit
 
 __all__ = [
     "Rate",

@@ -42,7 +42,7 @@ import numpy as np
 from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, StrictBool, StrictInt,
                       ValidationError, ValidationInfo)
 
-from .errors import SpecError, from_validation_error
+from ..errors import SpecError, from_validation_error
 from .distributions import Dist, parse_distribution
 from .fields import (
     ByteCount,
@@ -59,7 +59,7 @@ from .fields import (
     TrafficField,
     Queue,
 )
-from . import units
+from .. import units
 from .topology import Graph, ParkingLot, Tree, build_parking_lot, build_tree
 
 __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "QuicOptions", "Dumbbell", "Capture",
@@ -105,7 +105,7 @@ def engine_tcp_defaults() -> dict[str, Any]:
 
     Spelled out in every engine spec so that a stored spec says exactly what ran.
     """
-    from . import _core
+    from .. import _core
 
     defaults: dict[str, Any] = json.loads(_core.tcp_defaults())
     return defaults
@@ -114,7 +114,7 @@ def engine_tcp_defaults() -> dict[str, Any]:
 @functools.cache
 def engine_quic_defaults() -> dict[str, Any]:
     """The engine's QuicSpec defaults (`impl Default for QuicSpec` in crates/bufferlab-core/src/spec.rs)."""
-    from . import _core
+    from .. import _core
 
     defaults: dict[str, Any] = json.loads(_core.quic_defaults())
     return defaults

@@ -40,9 +40,9 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from . import metrics as catalogue
-from . import summary as metrics
-from .errors import SpecError
+from ..analysis import metrics as catalogue
+from ..analysis import summary as metrics
+from ..errors import SpecError
 
 __all__ = ["Store", "StoredRun", "StoreError", "run_identity", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION",
            "TABLES", "RUN_TABLES", "check_schema_version", "capture_columns"]

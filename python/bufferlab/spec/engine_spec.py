@@ -11,10 +11,10 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from . import units
-from .errors import SpecError
+from .. import units
+from ..errors import SpecError
 from .fields import DEFAULT_DATAGRAM, Traffic, engine_controller, engine_recovery
-from .spec import (
+from .scenario import (
     DEFAULT_QUEUE,
     Flow,
     GENERATOR_COMMON_KEYS,

@@ -414,8 +414,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"engine: {e}", 1)
     except duckdb.IOException as e:
         return _fail(f"--db: cannot open the store: {e}", 1)
-    except click.Abort:
+    except (click.Abort, KeyboardInterrupt):
         return _fail("interrupted", 130)
+    except RuntimeError as e:
+        # DuckDB reports a Ctrl-C that lands inside a query as RuntimeError("Query interrupted").
+        if "interrupted" in str(e).lower():
+            return _fail("interrupted", 130)
+        raise
     return result if isinstance(result, int) else 0
 
 

@@ -47,6 +47,7 @@ import polars as pl
 
 from ..analysis import metrics as catalogue
 from ..errors import SpecError
+from ..interrupts import deferred
 from .connection import connect
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -443,6 +444,6 @@ class Store:
 def persist(run: DerivedRun, db: str | Path = DEFAULT_DB, *, replace: bool = False,
             point: StudyPoint | None = None) -> None:
     """Step 4, persist: open the store, write one run (and its study point) in one transaction,
-    close it again, so the lock is held for that write only."""
-    with Store(db) as store:
+    close it again, so the lock is held for that write only. Ctrl-C waits for the write."""
+    with deferred(), Store(db) as store:
         store.save(run, replace=replace, point=point)

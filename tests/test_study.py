@@ -315,9 +315,9 @@ def test_sigint_stops_a_sweep_and_keeps_every_finished_run(tmp_path: Path) -> No
     db = tmp_path / "s.duckdb"
     path = sweep_of(tmp_path, """
         name = "stopped"
-        seeds = 8
+        seeds = 12
         [set]
-        duration = "3s"
+        duration = "4s"
         [[axes]]
         key = "topology.queue"
         values = ["5p", "20p"]
@@ -328,7 +328,7 @@ def test_sigint_stops_a_sweep_and_keeps_every_finished_run(tmp_path: Path) -> No
     while time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.3)
         try:
-            if db.exists() and bufferlab.load(db).query("SELECT count(*) AS n FROM study_points")["n"][0] >= 2:
+            if db.exists() and bufferlab.load(db).query("SELECT count(*) AS n FROM study_points")["n"][0] >= 1:
                 break
         except (SpecError, duckdb.Error):
             continue
@@ -336,10 +336,10 @@ def test_sigint_stops_a_sweep_and_keeps_every_finished_run(tmp_path: Path) -> No
     proc.send_signal(signal.SIGINT)
     stopped_at = time.monotonic()
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and time.monotonic() - stopped_at < 10
+    assert proc.returncode == 130 and time.monotonic() - stopped_at < 15
     assert err.strip().splitlines()[-1].startswith("error: interrupted: ")
     res = bufferlab.load(db)
     kept = res.query("SELECT count(*) AS n FROM study_points WHERE status = 'complete'")["n"][0]
-    assert kept >= 2 and res.query("SELECT count(*) AS n FROM runs")["n"][0] == kept
+    assert kept >= 1 and res.query("SELECT count(*) AS n FROM runs")["n"][0] == kept
     again = json.loads(run_cli("sweep", str(path), "--db", str(db), "--workers", "2", "--json").stdout)
-    assert again["reused"] == kept and again["simulated"] == 16 - kept
+    assert again["reused"] == kept and again["simulated"] == 24 - kept

@@ -3,6 +3,7 @@
     bufferlab run SCENARIO.toml [--db PATH] [--force] [--json] [--seed N] [--study NAME] [--metrics]
     bufferlab ccperf --bw=80Mbps --rtts=15ms,15ms --qlen=10p ... [--db PATH] [--force] [--json]
     bufferlab results list|show|query|export|monitor|csv|pcap ... [--db PATH]
+    bufferlab size --rate 100Mbps --rtt 10ms,990ms [--flows N] [--packet 1500B] [--json]
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
@@ -24,6 +25,7 @@ from . import __version__
 from .ccperf import CCPERF_FLAGS, METADATA_FLAGS, scenario_from_ccperf
 from .errors import SpecError
 from .runner import EngineMissing
+from .sizing.command import size_command
 from .spec import Scenario
 from .store import DEFAULT_DB
 
@@ -344,6 +346,9 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
     click.echo(f"{n} packets -> {output}")
 
 
+cli.add_command(size_command)
+
+
 def _usage_error_line(error: click.UsageError) -> str:
     """Click's usage errors as one `field: reason` line."""
     if isinstance(error, click.NoSuchOption):
@@ -361,7 +366,7 @@ def _usage_error_line(error: click.UsageError) -> str:
     message = error.format_message()
     if message.startswith("No such command"):
         command = message.split("'")[1] if "'" in message else message
-        return f"{command}: unknown command (known: run, ccperf, results)"
+        return f"{command}: unknown command (known: {', '.join(cli.commands)})"
     return f"usage: {message}"
 
 

@@ -112,7 +112,7 @@ def run(scenario: Scenario, db: str | Path = DEFAULT_DB, *, force: bool = False,
             assert counters is not None
             return summarise(counters, endpoints=resolved.endpoints_of(counters["flows"]), bottleneck=resolved.bottleneck,
                              run_id=run_id, from_store=True, seed=scenario.seed,
-                             wall_time_s=counters["wall_time_s"])
+                             wall_time_s=counters["wall_time_s"], queues=resolved.queue_descriptions)
         result, wall = _simulate(resolved, progress)
         store.save(StoredRun(run_id=run_id, name=scenario.name, seed=scenario.seed,
                              duration_ns=scenario.duration, wall_time_s=wall, spec_json=spec_json,
@@ -121,4 +121,5 @@ def run(scenario: Scenario, db: str | Path = DEFAULT_DB, *, force: bool = False,
                              bottleneck=resolved.bottleneck, study=study),
                    replace=force)
     return summarise(result, endpoints=resolved.endpoints_of(result["flows"]), bottleneck=resolved.bottleneck,
-                     run_id=run_id, from_store=False, seed=scenario.seed, wall_time_s=wall)
+                     run_id=run_id, from_store=False, seed=scenario.seed, wall_time_s=wall,
+                     queues=resolved.queue_descriptions)

@@ -83,10 +83,10 @@ def test_spec_round_trip_keeps_rules_and_times():
 
 def test_splitbuff_kinds_default_to_the_bdp_total():
     q = btl_queue(dumbbell({"kind": "splitbuff", "sub_buffers": 3, "update_interval": "50ms"}))
-    assert q == {"kind": "split_buff", "limit_packets": 4167, "limit_bytes": None, "sub_buffers": 3,
+    assert q == {"kind": "splitbuff", "limit_packets": 4167, "limit_bytes": None, "sub_buffers": 3,
                  "update_interval_ns": 50 * MS, "alpha": 0.25, "quantum_bytes": 1500}
     q = btl_queue(dumbbell({"kind": "blind_splitbuff", "limit": "6250p"}))
-    assert q == {"kind": "blind_split_buff", "limit_packets": 6250, "limit_bytes": None, "sub_buffers": 2,
+    assert q == {"kind": "blind_splitbuff", "limit_packets": 6250, "limit_bytes": None, "sub_buffers": 2,
                  "quantum_bytes": 1500}
 
 

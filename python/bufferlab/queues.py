@@ -210,7 +210,7 @@ class SplitBuffQueue(_Queue):
     quantum: _Bytes = 1500
 
     def to_engine(self) -> dict[str, Any]:
-        return {"kind": "split_buff", **self._limits(), "sub_buffers": self.sub_buffers,
+        return {"kind": "splitbuff", **self._limits(), "sub_buffers": self.sub_buffers,
                 "update_interval_ns": self.update_interval, "alpha": self.alpha, "quantum_bytes": self.quantum}
 
     def __str__(self) -> str:
@@ -227,7 +227,7 @@ class BlindSplitBuffQueue(_Queue):
     quantum: _Bytes = 1500
 
     def to_engine(self) -> dict[str, Any]:
-        return {"kind": "blind_split_buff", **self._limits(), "sub_buffers": self.sub_buffers,
+        return {"kind": "blind_splitbuff", **self._limits(), "sub_buffers": self.sub_buffers,
                 "quantum_bytes": self.quantum}
 
     def __str__(self) -> str:

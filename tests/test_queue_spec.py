@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from bufferlab import load
 from bufferlab.errors import SpecError
 from bufferlab.spec import Scenario
-from conftest import bufferlab
+from conftest import REPO, bufferlab
 
 MS = 1_000_000
 
@@ -122,3 +123,25 @@ def test_a_queue_in_time_needs_a_rate():
             "flows": [{"src": "a", "dst": "b"}]}
     with pytest.raises(SpecError, match='links\\[0\\].queue: a queue of "5ms" needs the link\'s rate'):
         Scenario.from_dict(data)
+
+
+def test_splitbuff_sub_buffers_are_stored_with_their_series(tmp_path):
+    # A short run of seed 002's Fig. 1 setting: the sub-buffers' counters and series reach the
+    # store, and each sub-buffer's packets are accounted for (in = out + still queued).
+    text = (REPO / "scenarios" / "splitbuff_fig1.toml").read_text(encoding="utf-8").replace('"60s"', '"5s"')
+    path = tmp_path / "fig1.toml"
+    path.write_text(text, encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    out = bufferlab("run", str(path), "--db", str(db), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["bottleneck"]["queue"].startswith("splitbuff 6250p, 2 sub-buffers (bdp rule")
+    with load(db) as res:
+        classes = res.query("SELECT * FROM queue_classes ORDER BY sub_buffer")
+        series = res.query("SELECT * FROM class_timeseries ORDER BY sub_buffer, time_ns")
+        channels = res.query("SELECT * FROM channels WHERE channel = 0")
+    assert classes.height == 2
+    assert (classes["enqueued_packets"] == classes["sent_packets"] + classes["queued_packets"]).all()
+    assert classes["dropped_packets"].sum() == channels["dropped_queue_packets"][0]
+    assert classes["size_limit"].sum() <= 6250
+    assert series.height == 2 * 50  # two sub-buffers, 5 s sampled every 100 ms
+    assert series.filter(series["time_ns"] == 5_000_000_000)["estimate_rttp_ns"].to_list()[0] > 0

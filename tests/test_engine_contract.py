@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from bufferlab import runner, store
-from bufferlab.result import decode
+from bufferlab import runner
+from bufferlab.store import writer as store
+from bufferlab.pipeline.result import decode
 from bufferlab.spec import Scenario
 from conftest import SMALL_DUMBBELL
 
@@ -29,7 +30,7 @@ def test_python_tcp_defaults_are_the_engine_s() -> None:
 def test_store_columns_cover_every_engine_counter() -> None:
     result = decode(*runner.core().run(json.dumps(small_engine_spec())))
     assert set(result["flows"][0]) == set(store.FLOW_COUNTERS)
-    renamed = {store._RENAMED.get(c, c) for c in store.CHANNEL_COUNTERS}
+    renamed = {store.RENAMED_COLUMNS.get(c, c) for c in store.CHANNEL_COUNTERS}
     assert set(result["channels"][0]) == renamed
     series = set(result["timeseries"]) - {"interval_ns", "time_ns", *store.SERIES_INDICES}
     assert series == set(store.FLOW_SERIES) | set(store.CHANNEL_SERIES) | set(store.CLASS_SERIES)

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .summary import RunSummary
+from .analysis.summary import RunSummary
 
 __all__ = ["print_summary", "summary_tables", "metric_tables", "frame_table"]
 

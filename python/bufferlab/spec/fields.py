@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import PlainSerializer, PlainValidator
 
-from . import units
-from .errors import SpecError
+from .. import units
+from ..errors import SpecError
 from .distributions import Dist, parse_distribution
-from .queues import Queue, QueueField, parse_queue
+from ..queues import Queue, QueueField, parse_queue
 
 __all__ = [
     "Rate",

@@ -3,6 +3,7 @@
     bufferlab run SCENARIO.toml [--db PATH] [--force] [--json] [--seed N] [--study NAME] [--metrics]
     bufferlab ccperf --bw=80Mbps --rtts=15ms,15ms --qlen=10p ... [--db PATH] [--force] [--json]
     bufferlab results list|show|query|export|monitor|csv|pcap ... [--db PATH]
+    bufferlab size --rate 100Mbps --rtt 10ms,990ms [--flows N] [--packet 1500B] [--json]
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
@@ -24,6 +25,7 @@ from . import __version__
 from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS, scenario_from_ccperf
 from .errors import SpecError
 from .pipeline.engine import EngineMissing
+from .sizing.command import size_command
 from .spec import Scenario
 from .store import DEFAULT_DB
 
@@ -368,6 +370,7 @@ def _register_commands() -> None:
     from .study.command import results_study_command, sweep_command
 
     cli.add_command(sweep_command)
+    cli.add_command(size_command)
     results_group.add_command(results_study_command)
 
 

@@ -65,7 +65,7 @@ def _print(advice: Advice, figure: Path | None) -> None:
     link = advice.link
     rtts = sorted(link.rtts_ns)
     rtt_text = (units.format_time(rtts[0]) if rtts and rtts[0] == rtts[-1] else
-                f"{units.format_time(rtts[0])}–{units.format_time(rtts[-1])}" if rtts else "none")
+                f"{rtts[0] / 1e6:.4g}–{rtts[-1] / 1e6:.4g} ms" if rtts else "none")
     console.print(f"link {units.format_rate(link.rate_bps)}, {len(rtts)} long-lived flow(s), RTT {rtt_text}, "
                   f"packets of {units.format_bytes(link.packet_bytes)}"
                   + (f", BDP {link.bdp_packets:.1f} packets" if link.bdp_packets else ""))

@@ -127,7 +127,7 @@ def mix_scenario(*, rate: str, flows: int, rtt: str, ccas: Sequence[str], durati
     else:
         rtt_field = rtt.strip()
     scenario: dict[str, Any] = {
-        "name": "advise",
+        "name": "mix",
         "seed": 1,
         "duration": duration,
         "sample_interval": sample_interval,

@@ -3,6 +3,7 @@
     bufferlab run SCENARIO.toml [--db PATH] [--force] [--json] [--seed N] [--study NAME] [--metrics]
     bufferlab ccperf --bw=80Mbps --rtts=15ms,15ms --qlen=10p ... [--db PATH] [--force] [--json]
     bufferlab results list|show|query|export|monitor|csv|pcap ... [--db PATH]
+    bufferlab plot KIND RUN... [-o FILE.pdf|.svg|.png] [--flows ...] [--links ...] [--from T --to T]
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
@@ -345,6 +346,11 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
     click.echo(f"{n} packets -> {output}")
 
 
+from .plots.command import plot_command  # noqa: E402  (a command module of its own)
+
+cli.add_command(plot_command)
+
+
 def _usage_error_line(error: click.UsageError) -> str:
     """Click's usage errors as one `field: reason` line."""
     if isinstance(error, click.NoSuchOption):
@@ -362,7 +368,7 @@ def _usage_error_line(error: click.UsageError) -> str:
     message = error.format_message()
     if message.startswith("No such command"):
         command = message.split("'")[1] if "'" in message else message
-        return f"{command}: unknown command (known: run, ccperf, results)"
+        return f"{command}: unknown command (known: run, ccperf, results, plot)"
     return f"usage: {message}"
 
 

@@ -140,6 +140,19 @@ class Results:
         spec: dict[str, Any] = json.loads(row[0])
         return spec
 
+    def user_spec(self, run: str) -> dict[str, Any]:
+        """The spec of a run as its user wrote it (units as text), e.g. ``{"topology": {"queue": "18p"}}``."""
+        row = self.con.execute("SELECT user_spec_json FROM runs WHERE run_id = ?", [self.run_id(run)]).fetchone()
+        assert row is not None
+        spec: dict[str, Any] = json.loads(row[0]) if row[0] else {}
+        return spec
+
+    def bottleneck(self, run: str) -> str | None:
+        """The channel name of a run's bottleneck (the link metrics' `bottleneck` row), or None."""
+        row = self.con.execute("SELECT name FROM link_metrics WHERE run_id = ? AND bottleneck",
+                               [self.run_id(run)]).fetchone()
+        return None if row is None else str(row[0])
+
     def capture(self, run: str, *, link: str, direction: str = "forward") -> dict[str, Any]:
         """The packets captured on `<link>_<direction>` of a run, as numpy columns."""
         run_id = self.run_id(run)

@@ -1,0 +1,185 @@
+"""Figures (`bufferlab.plots`): what each figure draws is what the store holds, read back from the
+matplotlib artists; every figure writes PDF, SVG and PNG; legends name runs by what differs."""
+
+from __future__ import annotations
+
+import struct
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import bufferlab
+from bufferlab import plots, runner
+from bufferlab.plots import common
+from bufferlab.spec import Scenario
+
+pytestmark = pytest.mark.engine
+
+# Two greedy flows and two short transfers (small flows for seed 000's split) on a 10 Mb/s
+# dumbbell with a capture of the bottleneck; the queue is the knob the runs differ in.
+MIXED = """
+    name = "mixed"
+    seed = 5
+    duration = "2s"
+
+    [topology]
+    kind = "dumbbell"
+    bottleneck_rate = "10Mbps"
+    bottleneck_delay = "5ms"
+    queue = "{queue}"
+    rtt = "{rtt}"
+
+    [[flows]]
+    name = "bulk_a"
+    [[flows]]
+    name = "bulk_b"
+    rtt = "60ms"
+    [[flows]]
+    name = "short_a"
+    traffic = {{ kind = "finite", bytes = "30kB" }}
+    start = "0.5s"
+    [[flows]]
+    name = "short_b"
+    traffic = {{ kind = "finite", bytes = "20kB" }}
+    start = "1s"
+
+    [record]
+    interval = "50ms"
+    captures = [{{ link = "btl", direction = "forward" }}]
+"""
+
+
+def _store(db: Path, text: str) -> str:
+    return runner.run(Scenario.from_toml_text(textwrap.dedent(text)), db).run_id
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """One store: the mixed dumbbell with a small and a large queue, and a run without a capture
+    or series."""
+    db = tmp_path_factory.mktemp("plots") / "plots.duckdb"
+    small = _store(db, MIXED.format(queue="8p", rtt="20ms"))
+    large = _store(db, MIXED.format(queue="100p", rtt="20ms"))
+    bare = _store(db, MIXED.format(queue="8p", rtt="20ms").replace("[record]", "[record]\nflows = \"none\"\n"
+                                                                                "links = \"none\"")
+                  .replace('captures = [{ link = "btl", direction = "forward" }]', "captures = []"))
+    return {"db": db, "small": small, "large": large, "bare": bare}
+
+
+def _panel_lines(ax) -> dict[str, np.ndarray]:
+    return {line.get_label().lstrip("_"): line.get_xydata() for line in ax.get_lines()}
+
+
+def _stored_flow_columns(db: Path, run_id: str, name: str) -> dict[str, np.ndarray]:
+    with bufferlab.load(db) as res:
+        frame = res.timeseries(run_id, flows=[name])
+    return {c: frame[c].to_numpy() for c in frame.columns if c not in ("name", "run_id")}
+
+
+# --- timeseries -----------------------------------------------------------------------------------
+
+def test_timeseries_draws_the_stored_samples_and_rates_from_the_cumulative_series(store) -> None:
+    db, run_id = store["db"], store["small"]
+    fig = plots.timeseries(db, run_id, quantities=["cwnd", "srtt", "throughput", "queue", "sojourn"])
+    cwnd, srtt, throughput, queue, sojourn = fig.axes[:5]
+    assert [ax.get_ylabel() for ax in fig.axes[:5]] == ["cwnd (segments)", "sRTT (ms)", "throughput (Mb/s)",
+                                                        "queue (packets)", "sojourn (ms)"]
+    for name in ("bulk_a", "bulk_b", "short_a", "short_b"):
+        s = _stored_flow_columns(db, run_id, name)
+        t = s["time_ns"] / 1e9
+        np.testing.assert_array_equal(_panel_lines(cwnd)[name], np.column_stack([t, s["cwnd_bytes"] / 1448]))
+        expected_srtt = np.where(s["srtt_ns"] > 0, s["srtt_ns"] / 1e6, np.nan)
+        np.testing.assert_array_equal(_panel_lines(srtt)[name][:, 1], expected_srtt)
+        # Mb/s in each 50 ms interval = bytes newly acknowledged x 8 / 0.05 s.
+        acked = np.diff(s["acked_bytes"].astype(float), prepend=0.0)
+        np.testing.assert_allclose(_panel_lines(throughput)[name][:, 1], acked * 8 / 0.05 / 1e6, rtol=1e-12)
+    with bufferlab.load(db) as res:
+        link = res.timeseries(run_id, kind="channel", names=["btl_forward"])
+    np.testing.assert_array_equal(_panel_lines(queue)["btl_forward"],
+                                  np.column_stack([link["time_ns"].to_numpy() / 1e9, link["queue_packets"].to_numpy()]))
+    sent = np.diff(link["sent_packets"].to_numpy().astype(float), prepend=0.0)
+    waited = np.diff(link["sojourn_ns"].to_numpy().astype(float), prepend=0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        np.testing.assert_allclose(_panel_lines(sojourn)["btl_forward"][:, 1],
+                                   np.where(sent > 0, waited / sent / 1e6, np.nan), rtol=1e-12)
+
+
+def test_timeseries_window_keeps_the_samples_inside_it_with_rates_of_the_whole_series(store) -> None:
+    db, run_id = store["db"], store["small"]
+    full = plots.timeseries(db, run_id, quantities=["throughput"], flows=["bulk_a"])
+    cut = plots.timeseries(db, run_id, quantities=["throughput"], flows=["bulk_a"], start="0.5s", end="1000ms")
+    whole, window = _panel_lines(full.axes[0])["bulk_a"], _panel_lines(cut.axes[0])["bulk_a"]
+    inside = (whole[:, 0] >= 0.5) & (whole[:, 0] <= 1.0)
+    np.testing.assert_array_equal(window, whole[inside])
+    assert window[0, 0] == 0.5 and window[-1, 0] == 1.0 and cut.axes[0].get_xlim() == (0.5, 1.0)
+
+
+def test_timeseries_flows_by_pattern_and_a_missing_flow_names_the_recorded_ones(store) -> None:
+    fig = plots.timeseries(store["db"], store["small"], quantities=["cwnd"], flows=["bulk_*"])
+    assert sorted(_panel_lines(fig.axes[0])) == ["bulk_a", "bulk_b"]
+    with pytest.raises(common.PlotError, match=r'--flows: .*no flow series "nope" \(recorded: bulk_a, bulk_b'):
+        plots.timeseries(store["db"], store["small"], flows=["nope"])
+
+
+def test_timeseries_of_a_run_without_series_says_what_to_record(store) -> None:
+    with pytest.raises(common.PlotError, match=r"record.flows: .*stored no flow time series.*\[record\]"):
+        plots.timeseries(store["db"], store["bare"])
+
+
+# --- shared pieces --------------------------------------------------------------------------------
+
+def test_decimation_keeps_every_bucket_extreme_and_leaves_short_lines_alone() -> None:
+    x = np.arange(100_000, dtype=float)
+    y = np.sin(x / 700.0) + (x == 51_234) * 5.0  # one spike that must survive
+    dx, dy = common.decimate(x, y, max_points=1000)
+    assert len(dx) <= 1000 and np.all(np.diff(dx) > 0)
+    assert dy.max() == y.max() and dy.min() == y.min() and 51_234.0 in dx
+    short = np.arange(10.0)
+    assert common.decimate(short, short)[0] is short
+
+
+def test_run_labels_name_runs_by_the_keys_that_differ() -> None:
+    def info(seed: int, queue: str, run_id: str = "ab") -> common.RunInfo:
+        return common.RunInfo(run_id=run_id * 8, name="tree", seed=seed, end_ns=0,
+                              user_spec={"seed": seed, "topology": {"kind": "tree", "queue": queue}})
+
+    assert common.run_labels([info(1, "18p"), info(1, "500p")]) == ["topology.queue=18p", "topology.queue=500p"]
+    assert common.run_labels([info(1, "18p"), info(2, "18p")]) == ["seed=1", "seed=2"]
+    assert common.run_labels([info(1, "18p", "aa"), info(1, "18p", "bb")]) == ["run aaaaaaaa", "run bbbbbbbb"]
+    assert common.flatten({"flows": [{"rtt": "10ms"}, {"rtt": "20ms"}]}) == {"flows[0].rtt": "10ms",
+                                                                           "flows[1].rtt": "20ms"}
+
+
+def test_time_window_takes_units_and_refuses_an_empty_window() -> None:
+    assert common.time_window("5s", "5500ms") == common.TimeWindow(5_000_000_000, 5_500_000_000)
+    with pytest.raises(common.PlotError, match="--to: must be after --from"):
+        common.time_window("2s", "1s")
+    with pytest.raises(common.PlotError, match="--from: missing time unit"):
+        common.time_window("5", None)
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+def _png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR"
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.mark.parametrize("suffix, magic", [(".pdf", b"%PDF-"), (".svg", b"<?xml"), (".png", b"\x89PNG")])
+def test_timeseries_writes_each_format(store, tmp_path: Path, suffix: str, magic: bytes) -> None:
+    fig = plots.timeseries(store["db"], store["small"], size=(6.0, 4.0))
+    path = plots.save(fig, tmp_path / f"ts{suffix}", dpi=100)
+    assert path.read_bytes().startswith(magic) and path.stat().st_size > 1000
+    if suffix == ".png":
+        assert _png_size(path) == (600, 400)
+
+
+def test_saving_twice_gives_the_same_bytes(store, tmp_path: Path) -> None:
+    for suffix in (".pdf", ".svg"):
+        a = plots.save(plots.timeseries(store["db"], store["small"]), tmp_path / f"a{suffix}")
+        b = plots.save(plots.timeseries(store["db"], store["small"]), tmp_path / f"b{suffix}")
+        assert a.read_bytes() == b.read_bytes()

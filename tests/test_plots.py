@@ -183,3 +183,23 @@ def test_saving_twice_gives_the_same_bytes(store, tmp_path: Path) -> None:
         a = plots.save(plots.timeseries(store["db"], store["small"]), tmp_path / f"a{suffix}")
         b = plots.save(plots.timeseries(store["db"], store["small"]), tmp_path / f"b{suffix}")
         assert a.read_bytes() == b.read_bytes()
+
+
+# --- cwnd (seed 004) ------------------------------------------------------------------------------
+
+def test_cwnd_draws_each_runs_windows_above_its_bottleneck_queue_titled_by_difference(store) -> None:
+    db = store["db"]
+    fig = plots.cwnd(db, [store["small"], store["large"]], flows=["bulk_a", "bulk_b"])
+    axes = np.array(fig.axes[:4]).reshape(2, 2)
+    assert [axes[0, c].get_title() for c in (0, 1)] == ["topology.queue=8p", "topology.queue=100p"]
+    assert axes[0, 0].get_ylabel() == "cwnd (kB)" and axes[1, 0].get_ylabel() == "queue (packets)"
+    for col, run_id in enumerate((store["small"], store["large"])):
+        for name in ("bulk_a", "bulk_b"):
+            s = _stored_flow_columns(db, run_id, name)
+            np.testing.assert_array_equal(_panel_lines(axes[0, col])[name],
+                                          np.column_stack([s["time_ns"] / 1e9, s["cwnd_bytes"] / 1e3]))
+        with bufferlab.load(db) as res:
+            queue = res.timeseries(run_id, kind="channel", names=["btl_forward"])["queue_packets"].to_numpy()
+        np.testing.assert_array_equal(_panel_lines(axes[1, col])["btl_forward"][:, 1], queue)
+    # The small queue never holds more than its 8 packets; the large one does.
+    assert _panel_lines(axes[1, 0])["btl_forward"][:, 1].max() <= 8 < _panel_lines(axes[1, 1])["btl_forward"][:, 1].max()

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import PlotError, save
+from .cwnd import cwnd
 from .timeseries import DEFAULT_QUANTITIES, timeseries
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["PlotError", "save", "timeseries", "KINDS", "Kind"]
+__all__ = ["PlotError", "save", "timeseries", "cwnd", "KINDS", "Kind"]
 
 Options = dict[str, Any]
 
@@ -47,6 +48,11 @@ def _timeseries(db: Path, targets: Sequence[str], o: Options) -> Figure:
                       flows=o["flows"], links=o["links"], start=o["start"], end=o["end"], size=o["size"])
 
 
+def _cwnd(db: Path, targets: Sequence[str], o: Options) -> Figure:
+    return cwnd(db, targets, flows=o["flows"], links=o["links"], start=o["start"], end=o["end"], size=o["size"])
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("timeseries", _timeseries),
+    Kind("cwnd", _cwnd),
 )}

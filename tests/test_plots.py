@@ -203,3 +203,63 @@ def test_cwnd_draws_each_runs_windows_above_its_bottleneck_queue_titled_by_diffe
         np.testing.assert_array_equal(_panel_lines(axes[1, col])["btl_forward"][:, 1], queue)
     # The small queue never holds more than its 8 packets; the large one does.
     assert _panel_lines(axes[1, 0])["btl_forward"][:, 1].max() <= 8 < _panel_lines(axes[1, 1])["btl_forward"][:, 1].max()
+
+
+# --- seed 001's four ------------------------------------------------------------------------------
+
+def _markers(ax, marker: str) -> np.ndarray:
+    return np.array([line.get_xydata()[0] for line in ax.get_lines() if line.get_marker() == marker])
+
+
+def test_operating_point_time_series_are_in_flight_srtt_and_throughput(store) -> None:
+    fig = plots.operating_point(store["db"], store["small"], flows=["bulk_a"])
+    assert [ax.get_ylabel() for ax in fig.axes[:3]] == ["in flight (segments)", "sRTT (ms)", "throughput (Mb/s)"]
+    s = _stored_flow_columns(store["db"], store["small"], "bulk_a")
+    np.testing.assert_array_equal(_panel_lines(fig.axes[0])["bulk_a"][:, 1], s["in_flight_bytes"] / 1448)
+
+
+def test_inflight_marks_each_flows_means_the_joint_point_and_the_optimum(store) -> None:
+    db, run_id = store["db"], store["small"]
+    fig = plots.inflight(db, [run_id])
+    top, bottom = fig.axes[:2]
+    with bufferlab.load(db) as res:
+        flows = res.flow_metrics.filter(pl.col("run_id") == run_id).sort("flow")
+        net = res.network_metrics.filter(pl.col("run_id") == run_id)
+        min_rtt_ms = res.flows.filter(pl.col("run_id") == run_id)["min_rtt_ns"].min() / 1e6
+    np.testing.assert_array_equal(_markers(top, "o"), flows.select("mean_in_flight_l4", "mean_throughput_l4").to_numpy())
+    np.testing.assert_array_equal(_markers(bottom, "o"), flows.select("mean_in_flight_l4", "mean_srtt_l4").to_numpy())
+    np.testing.assert_allclose(_markers(top, "D"), [[net["mean_agg_in_flight_l4"][0], net["mean_agg_throughput_l4"][0]]])
+    assert _markers(bottom, "D")[0, 1] == pytest.approx(flows["mean_srtt_l4"].mean())
+    # Kleinrock's point: 10 Mb/s of 1500-byte packets carry 1448-byte payloads; BDP = C x RTprop.
+    bdp = 10e6 * min_rtt_ms / 1e3 / 8 / 1500
+    np.testing.assert_allclose(_markers(top, "*"), [[bdp, 10 * 1448 / 1500]])
+    np.testing.assert_allclose(_markers(bottom, "*"), [[bdp, min_rtt_ms]])
+
+
+def test_ecdf_steps_through_each_flows_lifetime_samples_whose_means_are_the_metric_tables(store) -> None:
+    db, run_id = store["db"], store["small"]
+    fig = plots.ecdf(db, run_id)
+    throughput, srtt = fig.axes[:2]
+    with bufferlab.load(db) as res:
+        flows = res.flow_metrics.filter(pl.col("run_id") == run_id).sort("flow")
+    for row in flows.iter_rows(named=True):
+        for ax, metric in ((throughput, "mean_throughput_l4"), (srtt, "mean_srtt_l4")):
+            xy = _panel_lines(ax)[row["name"]]
+            assert np.all(np.diff(xy[:, 0]) >= 0)
+            np.testing.assert_allclose(xy[:, 1], np.arange(1, len(xy) + 1) / len(xy))
+            assert xy[:, 0].mean() == pytest.approx(row[metric], rel=1e-12)
+    # A 30 kB transfer lives for a few intervals only, not the whole 2 s run.
+    assert len(_panel_lines(throughput)["short_a"]) < len(_panel_lines(throughput)["bulk_a"]) / 3
+
+
+def test_plane_puts_each_flow_at_its_mean_srtt_and_throughput_coloured_per_run(store) -> None:
+    db = store["db"]
+    fig = plots.plane(db, [store["small"], store["large"]])
+    ax = fig.axes[0]
+    with bufferlab.load(db) as res:
+        both = pl.concat([res.flow_metrics.filter(pl.col("run_id") == r).sort("flow")
+                          for r in (store["small"], store["large"])])
+    np.testing.assert_array_equal(_markers(ax, "o"), both.select("mean_srtt_l4", "mean_throughput_l4").to_numpy())
+    colours = [line.get_color() for line in ax.get_lines() if line.get_marker() == "o"]
+    assert len(set(colours[:4])) == 1 and len(set(colours[4:])) == 1 and colours[0] != colours[4]
+    assert {"topology.queue=8p", "topology.queue=100p"} <= {t.get_text() for t in fig.legends[0].get_texts()}

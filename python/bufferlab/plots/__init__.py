@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from .common import PlotError, save
 from .cwnd import cwnd
+from .operating_point import ecdf, inflight, operating_point, plane
 from .timeseries import DEFAULT_QUANTITIES, timeseries
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["PlotError", "save", "timeseries", "cwnd", "KINDS", "Kind"]
+__all__ = ["PlotError", "save", "timeseries", "cwnd", "operating_point", "inflight", "ecdf", "plane", "KINDS",
+           "Kind"]
 
 Options = dict[str, Any]
 
@@ -52,7 +54,20 @@ def _cwnd(db: Path, targets: Sequence[str], o: Options) -> Figure:
     return cwnd(db, targets, flows=o["flows"], links=o["links"], start=o["start"], end=o["end"], size=o["size"])
 
 
+def _operating_point(db: Path, targets: Sequence[str], o: Options) -> Figure:
+    return operating_point(db, _one_run("operating-point", targets), flows=o["flows"], start=o["start"],
+                           end=o["end"], size=o["size"])
+
+
+def _ecdf(db: Path, targets: Sequence[str], o: Options) -> Figure:
+    return ecdf(db, _one_run("ecdf", targets), flows=o["flows"], start=o["start"], end=o["end"], size=o["size"])
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("timeseries", _timeseries),
+    Kind("operating-point", _operating_point),
+    Kind("inflight", lambda db, targets, o: inflight(db, targets, size=o["size"])),
+    Kind("ecdf", _ecdf),
+    Kind("plane", lambda db, targets, o: plane(db, targets, size=o["size"])),
     Kind("cwnd", _cwnd),
 )}

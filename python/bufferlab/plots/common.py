@@ -81,8 +81,10 @@ def new_figure(nrows: int, ncols: int, *, size: tuple[float, float], sharex: boo
     return fig, axes
 
 
-def title(fig: Figure, text: str, *, width: int = 100) -> None:
-    """The figure's title, long lines wrapped at `width` characters."""
+def title(fig: Figure, text: str) -> None:
+    """The figure's title, lines wrapped to the figure's width (about 11 characters an inch at the
+    title's 10 points)."""
+    width = max(30, int(fig.get_figwidth() * 11))
     fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.splitlines()))
 
 

@@ -50,3 +50,14 @@ def test_plot_errors_are_one_line_exit_2_and_no_file(stored, args: list[str], li
     assert result.returncode == 2
     assert result.stderr.startswith(line) and result.stderr.count("\n") == 1, result.stderr
     assert not list(root.glob("x.*"))
+
+
+def test_a_cdf_of_a_run_without_a_capture_exits_2_with_one_line_and_writes_nothing(stored) -> None:
+    db, run_id, root = stored
+    out = root / "cdf.pdf"
+    result = bufferlab("plot", "cdf", run_id[:8], "--db", str(db), "-o", str(out))
+    assert result.returncode == 2
+    assert result.stderr == (f'error: record.captures: run {run_id[:12]} has no capture of "btl_forward"; add '
+                             'captures = [{ link = "btl", direction = "forward" }] to [record] and run it again '
+                             "(or plot --source flows)\n")
+    assert not out.exists()

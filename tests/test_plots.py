@@ -263,3 +263,39 @@ def test_plane_puts_each_flow_at_its_mean_srtt_and_throughput_coloured_per_run(s
     colours = [line.get_color() for line in ax.get_lines() if line.get_marker() == "o"]
     assert len(set(colours[:4])) == 1 and len(set(colours[4:])) == 1 and colours[0] != colours[4]
     assert {"topology.queue=8p", "topology.queue=100p"} <= {t.get_text() for t in fig.legends[0].get_texts()}
+
+
+# --- cdf (seed 000) -------------------------------------------------------------------------------
+
+def test_cdf_steps_through_the_monitors_per_flow_throughput_and_loss_by_size_class(store) -> None:
+    db, runs = store["db"], [store["small"], store["large"]]
+    fig = plots.cdf(db, runs, split="25kB")
+    axes = np.array(fig.axes[:4]).reshape(2, 2)
+    with bufferlab.load(db) as res:
+        for k, run_id in enumerate(runs):
+            seen = res.monitor(run_id, link="btl", split_bytes=25_000)
+            for row, size_class in enumerate(("large", "small")):
+                for col, column in enumerate(("throughput_mbps", "loss")):
+                    line = axes[row, col].get_lines()[k]
+                    expected = np.sort(seen.filter(pl.col("size_class") == size_class)[column].to_numpy())
+                    np.testing.assert_array_equal(line.get_xdata(), expected)
+                    np.testing.assert_allclose(line.get_ydata(), np.arange(1, len(expected) + 1) / len(expected))
+    # The 20 kB transfer is the one small flow (wire bytes seen stay under 25 kB); the rest are large.
+    assert axes[1, 0].get_title(loc="left") == "small flows (≤ 25kB): 1 / 1 flows"
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["topology.queue=8p", "topology.queue=100p"]
+
+
+def test_cdf_from_the_flow_table_needs_no_capture(store) -> None:
+    fig = plots.cdf(store["db"], [store["bare"]], source="flows", split="100KB")
+    with bufferlab.load(store["db"]) as res:
+        flows = res.flows.filter(pl.col("run_id") == store["bare"])
+    large = flows.filter(pl.col("bytes_delivered") > 100_000)
+    np.testing.assert_array_equal(fig.axes[0].get_lines()[0].get_xdata(), np.sort(large["goodput_bps"] / 1e6))
+    np.testing.assert_array_equal(fig.axes[3].get_lines()[0].get_xdata(),
+                                  np.sort(flows.filter(pl.col("bytes_delivered") <= 100_000)["loss_rate"]))
+
+
+def test_cdf_of_a_run_without_a_capture_says_what_to_add(store) -> None:
+    with pytest.raises(common.PlotError, match=r'record.captures: .*no capture of "btl_forward"; add captures = '
+                                               r'\[\{ link = "btl", direction = "forward" \}\] to \[record\]'):
+        plots.cdf(store["db"], [store["bare"]])

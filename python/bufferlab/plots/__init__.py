@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import PlotError, save
+from .cdf import cdf
 from .cwnd import cwnd
 from .operating_point import ecdf, inflight, operating_point, plane
 from .timeseries import DEFAULT_QUANTITIES, timeseries
@@ -24,7 +25,7 @@ from .timeseries import DEFAULT_QUANTITIES, timeseries
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["PlotError", "save", "timeseries", "cwnd", "operating_point", "inflight", "ecdf", "plane", "KINDS",
+__all__ = ["PlotError", "save", "timeseries", "cdf", "cwnd", "operating_point", "inflight", "ecdf", "plane", "KINDS",
            "Kind"]
 
 Options = dict[str, Any]
@@ -69,5 +70,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("inflight", lambda db, targets, o: inflight(db, targets, size=o["size"])),
     Kind("ecdf", _ecdf),
     Kind("plane", lambda db, targets, o: plane(db, targets, size=o["size"])),
+    Kind("cdf", lambda db, targets, o: cdf(db, targets, source=o["source"], link=o["link"],
+                                           direction=o["direction"], split=o["split"], size=o["size"])),
     Kind("cwnd", _cwnd),
 )}

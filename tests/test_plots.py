@@ -299,3 +299,43 @@ def test_cdf_of_a_run_without_a_capture_says_what_to_add(store) -> None:
     with pytest.raises(common.PlotError, match=r'record.captures: .*no capture of "btl_forward"; add captures = '
                                                r'\[\{ link = "btl", direction = "forward" \}\] to \[record\]'):
         plots.cdf(store["db"], [store["bare"]])
+
+
+# --- sweep ----------------------------------------------------------------------------------------
+
+def test_student_t_quantiles_are_the_tables_values() -> None:
+    from bufferlab.plots.sweep import student_t_quantile
+
+    # Two-sided 95 % critical values of Student's t (any statistics table).
+    for dof, value in ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (9, 2.262), (30, 2.042)):
+        assert student_t_quantile(0.975, dof) == pytest.approx(value, abs=5e-4)
+
+
+def test_sweep_draws_the_mean_over_seeds_with_a_student_t_band_per_queue(tmp_path: Path) -> None:
+    from conftest import LOSSY_LINE
+
+    db = tmp_path / "sweep.duckdb"
+    runs = {(queue, seed): _store(db, LOSSY_LINE.format(seed=seed).replace('queue = "50p"', f'queue = "{queue}"'))
+            for queue in ("5p", "50p") for seed in (1, 2, 3)}
+    fig = plots.sweep(db, list(runs.values()), x="links[1].queue", metric="mean_throughput_l4")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "links[1].queue (packets)" and ax.get_ylabel() == "mean_throughput_l4 (Mbps)"
+    with bufferlab.load(db) as res:
+        per_run = {key: res.flow_metrics.filter(pl.col("run_id") == run_id)["mean_throughput_l4"].mean()
+                   for key, run_id in runs.items()}
+    line = ax.get_lines()[0].get_xydata()
+    band = ax.collections[0].get_paths()[0].vertices
+    for row, queue in zip(line, (5.0, 50.0)):
+        values = np.array([per_run[(f"{int(queue)}p", seed)] for seed in (1, 2, 3)])
+        half = 4.303 * values.std(ddof=1) / np.sqrt(3)
+        assert row[0] == queue and row[1] == pytest.approx(values.mean(), rel=1e-12)
+        at_x = band[np.isclose(band[:, 0], queue), 1]
+        assert at_x.min() == pytest.approx(values.mean() - half, rel=1e-3)
+        assert at_x.max() == pytest.approx(values.mean() + half, rel=1e-3)
+        assert half > 0  # random loss makes the seeds differ
+
+
+def test_sweep_of_a_key_no_run_has_names_the_keys_that_differ(store) -> None:
+    with pytest.raises(common.PlotError, match=r'--x: .*no spec key "topology.buffer" \(keys that differ between '
+                                               r"the runs: topology.queue\)"):
+        plots.sweep(store["db"], [store["small"], store["large"]], x="topology.buffer", metric="mean_srtt_l4")

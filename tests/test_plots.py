@@ -339,3 +339,25 @@ def test_sweep_of_a_key_no_run_has_names_the_keys_that_differ(store) -> None:
     with pytest.raises(common.PlotError, match=r'--x: .*no spec key "topology.buffer" \(keys that differ between '
                                                r"the runs: topology.queue\)"):
         plots.sweep(store["db"], [store["small"], store["large"]], x="topology.buffer", metric="mean_srtt_l4")
+
+
+# --- every kind, every format ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", list(plots.KINDS))
+def test_every_kind_writes_pdf_svg_and_png_of_the_requested_size(store, tmp_path: Path, kind: str) -> None:
+    targets = [store["small"]] if kind in ("timeseries", "operating-point", "ecdf") else [store["small"],
+                                                                                          store["large"]]
+    options = {"flows": None, "links": None, "start": None, "end": None, "quantities": None, "source": "monitor",
+               "link": None, "direction": "forward", "split": "25kB", "x": "topology.queue",
+               "metric": "mean_srtt_l4", "by": None, "size": (5.0, 4.0)}
+    fig = plots.KINDS[kind].draw(store["db"], targets, options)
+    for suffix, magic in ((".pdf", b"%PDF-"), (".svg", b"<?xml"), (".png", b"\x89PNG")):
+        path = plots.save(fig, tmp_path / f"{kind}{suffix}", dpi=120)
+        assert path.read_bytes().startswith(magic) and path.stat().st_size > 2000
+    assert _png_size(tmp_path / f"{kind}.png") == (600, 480)
+
+
+def test_reader_gives_a_runs_user_spec_and_bottleneck(store) -> None:
+    with bufferlab.load(store["db"]) as res:
+        assert res.user_spec(store["large"])["topology"]["queue"] == "100p"
+        assert res.bottleneck(store["large"]) == "btl_forward"

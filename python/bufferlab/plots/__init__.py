@@ -26,8 +26,8 @@ from .timeseries import DEFAULT_QUANTITIES, timeseries
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["PlotError", "save", "timeseries", "cdf", "sweep", "cwnd", "operating_point", "inflight", "ecdf", "plane", "KINDS",
-           "Kind"]
+__all__ = ["PlotError", "save", "timeseries", "cdf", "sweep", "cwnd", "operating_point", "inflight", "ecdf",
+           "plane", "KINDS", "Kind"]
 
 Options = dict[str, Any]
 

@@ -18,8 +18,8 @@ import polars as pl
 
 from .. import units
 from ..analysis.monitor import DEFAULT_SPLIT_BYTES
-from .common import PlotError, RunInfo, describe, figure_function, legend_below, new_figure, opened, run_colour, run_info, \
-    run_labels, title
+from .common import (PlotError, RunInfo, describe, figure_function, legend_below, new_figure, opened, run_colour,
+                     run_info, run_labels, title)
 from .operating_point import ecdf_points
 
 if TYPE_CHECKING:  # pragma: no cover

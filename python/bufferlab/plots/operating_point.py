@@ -74,8 +74,8 @@ def optimal_point(res: Results, info: RunInfo) -> OptimalPoint:
         raise PlotError("flows", f"run {info.run_id[:12]} has no RTT sample; its flows sent nothing")
     mss, header = segment_bytes(res.packet_flows(info.run_id)[0])
     rate_mbps = float(rate["rate_mbps"][0])
-    return OptimalPoint(rate_mbps=rate_mbps, capacity_mbps=rate_mbps * mss / (mss + header), rtprop_ms=float(min_rtt) / 1e6,
-                        bdp_segments=rate_mbps * 1e6 * float(min_rtt) / 1e9 / 8 / (mss + header),
+    return OptimalPoint(rate_mbps=rate_mbps, capacity_mbps=rate_mbps * mss / (mss + header),
+                        rtprop_ms=float(min_rtt) / 1e6, bdp_segments=rate_mbps * 1e6 * float(min_rtt) / 1e9 / 8 / (mss + header),
                         segment_payload=mss, segment_wire=mss + header)
 
 
@@ -148,8 +148,8 @@ def _draw_optimum(top: Axes, bottom: Axes, best: OptimalPoint, x_end: float, *, 
     top.plot(w, throughput_bound, "--", color="grey", linewidth=0.8, label="bounds" if first else "_")
     bottom.plot(w, rtt_bound, "--", color="grey", linewidth=0.8, label="_")
     top.plot([knee], [best.capacity_mbps], "*", color=OPTIMAL_COLOUR, markersize=14,
-             label=(f"optimal: BDP {knee:.1f} segments,\n{best.capacity_mbps:.1f} Mb/s, RTprop {best.rtprop_ms:.1f} ms"
-                    if first else "_"))
+             label=(f"optimal: BDP {knee:.1f} segments,\n"
+                    f"{best.capacity_mbps:.1f} Mb/s, RTprop {best.rtprop_ms:.1f} ms" if first else "_"))
     bottom.plot([knee], [best.rtprop_ms], "*", color=OPTIMAL_COLOUR, markersize=14, label="_")
 
 

@@ -142,8 +142,9 @@ def sweep(db: Results | str | Path, runs: Sequence[str], *, x: str, metric: str,
     x_units = {n[1] for n in numeric if n is not None}
     categorical = any(n is None for n in numeric) or len(x_units) > 1
     categories = list(dict.fromkeys(points[x].to_list()))
-    points = points.with_columns(pl.Series("_x", [float(categories.index(v)) if categorical else n[0]  # type: ignore[index]
-                                                  for v, n in zip(points[x].to_list(), numeric)]))
+    positions = [float(categories.index(v)) if categorical or n is None else n[0]
+                 for v, n in zip(points[x].to_list(), numeric)]
+    points = points.with_columns(pl.Series("_x", positions))
     fig, grid = new_figure(1, 1, size=size or (6.0, 4.2))
     ax = grid[0, 0]
     groups = points.group_by(by, maintain_order=True) if by else [((None,), points)]

@@ -35,7 +35,7 @@ def _size(text: str | None) -> tuple[float, float] | None:
 
 @click.command("plot")
 @click.argument("kind", metavar="KIND")
-@click.argument("targets", metavar="RUN... | STUDY", nargs=-1, required=True)
+@click.argument("targets", metavar="RUN...", nargs=-1, required=True)
 @click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_DB, show_default=True,
               help="DuckDB result store.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -61,7 +61,7 @@ def plot_command(kind: str, targets: tuple[str, ...], db: Path, output: Path | N
                  links: tuple[str, ...], start: str | None, end: str | None, quantities: tuple[str, ...],
                  source: str, link: str | None, direction: str, split: str, x_axis: str | None, metric: str | None,
                  by: str | None, size_text: str | None, dpi: int) -> None:
-    """Draw a figure of stored runs (or a study): KIND is one of timeseries, operating-point,
+    """Draw a figure of stored runs: KIND is one of timeseries, operating-point,
     inflight, ecdf, plane, cdf, sweep, cwnd (see the README's Figures section)."""
     import matplotlib
 

@@ -30,7 +30,7 @@ def test_python_tcp_defaults_are_the_engine_s() -> None:
 def test_store_columns_cover_every_engine_counter() -> None:
     result = decode(*runner.core().run(json.dumps(small_engine_spec())))
     assert set(result["flows"][0]) == set(store.FLOW_COUNTERS)
-    renamed = {store._RENAMED.get(c, c) for c in store.CHANNEL_COUNTERS}
+    renamed = {store.RENAMED_COLUMNS.get(c, c) for c in store.CHANNEL_COUNTERS}
     assert set(result["channels"][0]) == renamed
     series = set(result["timeseries"]) - {"interval_ns", "time_ns", *store.SERIES_INDICES}
     assert series == set(store.FLOW_SERIES) | set(store.CHANNEL_SERIES)

@@ -215,13 +215,16 @@ WRITER = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     import numpy as np
     from bufferlab import runner
+    from bufferlab.pipeline.derive import derive
+    from bufferlab.pipeline.plan import plan
+    from bufferlab.pipeline.simulate import RawRun
     from bufferlab.store import writer as store
     from bufferlab.spec import Scenario
     from conftest import SMALL_DUMBBELL
 
     db, mode, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    scenario = Scenario.from_toml_text(SMALL_DUMBBELL.replace("seed = 3", f"seed = {{seed}}"))
-    resolved = scenario.resolve()
+    # Random loss makes every seed its own run.
+    scenario = Scenario.from_toml_text(SMALL_DUMBBELL.replace("seed = 3", f"seed = {{seed}}") + 'loss = "0.1%"\\n')
     result, wall = runner.simulate(scenario)
     if mode == "large":
         # Inflate the series to a few million rows, so that the insert takes seconds.
@@ -232,14 +235,14 @@ WRITER = textwrap.dedent("""
                 ts[name] = np.arange(1, value.size * reps + 1, dtype=np.uint64)
             elif getattr(value, "ndim", 0) == 2:
                 ts[name] = np.tile(value, reps)
-    spec_json = resolved.to_json()
-    run = store.StoredRun(run_id=store.run_identity(spec_json, result["engine_version"]), name="victim",
-                          seed=seed, duration_ns=scenario.duration, wall_time_s=wall, spec_json=spec_json,
-                          user_spec_json="{{}}", endpoints=resolved.flow_endpoints, result=result)
-    run.metric_tables = store.compute_metric_tables(run) if mode != "large" else None
+    planned = plan(scenario)
     if mode == "large":
-        run.metric_tables = store.compute_metric_tables(store.StoredRun(**{{**run.__dict__, "result": {{
-            **result, "timeseries": None}}}}))
+        # Derived from the counters alone (deriving from the inflated series would take minutes);
+        # the inflated series are what gets written.
+        run = derive(planned, RawRun({{**result, "timeseries": None}}, wall))
+        run.result = result
+    else:
+        run = derive(planned, RawRun(result, wall))
     if mode == "pause":
         original = store.Store._insert_captures
         def pause(self, run):

@@ -13,6 +13,9 @@ def run(spec_json: str) -> tuple[str, dict[str, bytes]]:
     while simulating.
     """
 
+def draws_random_numbers(spec_json: str) -> bool:
+    """Whether a resolved scenario draws random numbers (whether its seed can change anything)."""
+
 def validate(spec_json: str) -> None:
     """Check a resolved scenario without running it; raises ValueError("field.path: reason"),
     e.g. "flows[2]: no route from h1 to h5"."""

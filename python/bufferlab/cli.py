@@ -24,7 +24,7 @@ import duckdb
 from . import __version__
 from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS, scenario_from_ccperf
 from .errors import SpecError
-from .runner import EngineMissing
+from .pipeline.engine import EngineMissing
 from .spec import Scenario
 from .store import DEFAULT_DB
 
@@ -37,7 +37,7 @@ runner_progress = Callable[[int, int], None]
 
 def _version_text() -> str:
     try:
-        from .runner import engine_version
+        from .pipeline.engine import engine_version
 
         engine = engine_version()
     except EngineMissing:
@@ -63,6 +63,17 @@ _db_option = click.option("--db", "db", type=click.Path(dir_okay=False, path_typ
 _force_option = click.option("--force", is_flag=True, help="Simulate again even if the store has this run.")
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 _study_option = click.option("--study", default=None, help="Store the run as part of this study (a name).")
+_set_option = click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
+                           help="Change a field of the scenario, e.g. --set topology.queue=500p --set flows[0].cca=cubic "
+                                "(repeatable; validated like the file).")
+
+
+def _overridden(spec: Scenario, assignments: Sequence[str]) -> Scenario:
+    from .spec.overrides import parse_assignment
+
+    if not assignments:
+        return spec
+    return spec.with_overrides(dict(parse_assignment(a) for a in assignments))
 
 
 @cli.command("run")
@@ -71,16 +82,18 @@ _study_option = click.option("--study", default=None, help="Store the run as par
 @_force_option
 @_json_option
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=None, help="Override the spec's seed.")
+@_set_option
 @_study_option
 @click.option("--metrics", "show_metrics", is_flag=True,
               help="Also print the flow, link and network metric tables (metrics.md).")
-def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None, study: str | None,
-                show_metrics: bool) -> None:
+def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None, assignments: tuple[str, ...],
+                study: str | None, show_metrics: bool) -> None:
     """Simulate the scenario in SCENARIO.toml, store it and print a summary."""
-    spec = Scenario.from_toml(scenario)
+    spec = _overridden(Scenario.from_toml(scenario), assignments)
     if seed is not None:
         spec = spec.with_seed(seed)
-    _execute(spec, db, force=force, as_json=as_json, label=str(scenario), study=study, show_metrics=show_metrics)
+    _execute(spec, db, force=force, as_json=as_json, label=str(scenario), study=study, show_metrics=show_metrics,
+             seed_given=seed is not None)
 
 
 def _ccperf_options(func: Any) -> Any:
@@ -94,26 +107,31 @@ def _ccperf_options(func: Any) -> Any:
 @_db_option
 @_force_option
 @_json_option
+@_set_option
 @_study_option
-def ccperf_command(db: Path, force: bool, as_json: bool, study: str | None, **flags: str | None) -> None:
+def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str, ...], study: str | None,
+                   **flags: str | None) -> None:
     """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
     link and network metric tables."""
-    spec = scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()})
+    spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
     _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study, show_metrics=True)
 
 
 def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str, study: str | None = None,
-             show_metrics: bool = False) -> None:
+             show_metrics: bool = False, seed_given: bool = False) -> None:
     from . import runner
+    from .pipeline.plan import plan
     from .render import print_summary
 
-    resolved = spec.resolve()
-    runner.validate(resolved)  # the engine's checks, before the store or a spinner appears
+    planned = plan(spec)  # every check, the engine's too, before the store or a spinner appears
+    if seed_given and not planned.seed_matters:
+        sys.stderr.write(f"note: --seed: {spec.name or label} has no random element (no random loss, jittered "
+                         "starts, RTT draws, traffic generators or BBR), so every seed gives this same run\n")
     if as_json or not sys.stdout.isatty():
-        summary = runner.run(spec, db, force=force, study=study)
+        summary = runner.run(planned, db, force=force, study=study)
     else:
         with _progress_bar(label) as progress:
-            summary = runner.run(spec, db, force=force, progress=progress, study=study)
+            summary = runner.run(planned, db, force=force, progress=progress, study=study)
     if as_json:
         payload = {"scenario": spec.name or label, "db": str(db), **summary.to_json_dict()}
         if show_metrics:
@@ -346,9 +364,17 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
     click.echo(f"{n} packets -> {output}")
 
 
-from .plots.command import plot_command  # noqa: E402  (a command module of its own)
+def _register_commands() -> None:
+    """Commands defined beside the step they drive (their heavy imports stay inside them)."""
+    from .plots.command import plot_command
+    from .study.command import results_study_command, sweep_command
 
-cli.add_command(plot_command)
+    cli.add_command(sweep_command)
+    results_group.add_command(results_study_command)
+    cli.add_command(plot_command)
+
+
+_register_commands()
 
 
 def _usage_error_line(error: click.UsageError) -> str:
@@ -368,7 +394,7 @@ def _usage_error_line(error: click.UsageError) -> str:
     message = error.format_message()
     if message.startswith("No such command"):
         command = message.split("'")[1] if "'" in message else message
-        return f"{command}: unknown command (known: run, ccperf, results, plot)"
+        return f"{command}: unknown command (known: {', '.join(sorted(cli.commands))})"
     return f"usage: {message}"
 
 
@@ -391,8 +417,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"engine: {e}", 1)
     except duckdb.IOException as e:
         return _fail(f"--db: cannot open the store: {e}", 1)
-    except click.Abort:
+    except (click.Abort, KeyboardInterrupt):
         return _fail("interrupted", 130)
+    except RuntimeError as e:
+        # DuckDB reports a Ctrl-C that lands inside a query as RuntimeError("Query interrupted").
+        if "interrupted" in str(e).lower():
+            return _fail("interrupted", 130)
+        raise
     return result if isinstance(result, int) else 0
 
 

@@ -38,6 +38,20 @@ pub struct ScenarioSpec {
     pub record: RecordSpec,
 }
 
+impl ScenarioSpec {
+    /// Whether a run of this spec draws any random number, i.e. whether its `seed` can change
+    /// anything: random or bursty link loss, traffic generators (arrivals, sizes, think times),
+    /// on/off datagram periods, or a controller with random choices (BBR's ProbeBW phase). A spec
+    /// that draws none runs identically under every seed. Keep this beside every new stream.
+    pub fn draws_random_numbers(&self) -> bool {
+        let lossy = self.links.iter().any(|l| l.loss > 0.0 || l.loss_model.is_some());
+        let random_flow = self.flows.iter().any(|f| {
+            f.cca == CcaKind::Bbr || matches!(f.traffic, TrafficSpec::OnOff { .. })
+        });
+        lossy || random_flow || !self.generators.is_empty()
+    }
+}
+
 /// What the time series record. Entities left out cost nothing at sampling time; with nothing
 /// selected (or no `sample_interval_ns`) no sampling event is ever scheduled.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

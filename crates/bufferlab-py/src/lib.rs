@@ -229,6 +229,13 @@ fn validate(spec_json: &str) -> PyResult<()> {
     bufferlab_core::validate(&spec).map_err(engine_error)
 }
 
+/// Whether a resolved scenario (JSON text) draws random numbers, i.e. whether its seed matters
+/// (`ScenarioSpec::draws_random_numbers`).
+#[pyfunction]
+fn draws_random_numbers(spec_json: &str) -> PyResult<bool> {
+    Ok(spec_from_json(spec_json)?.draws_random_numbers())
+}
+
 /// The engine's TCP defaults (`TcpSpec::default()`) as JSON text: the single source of truth the
 /// Python spec layer fills unset options from.
 #[pyfunction]
@@ -262,6 +269,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_class::<Run>()?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(draws_random_numbers, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(check_distribution, m)?)?;

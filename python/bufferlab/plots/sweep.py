@@ -90,8 +90,8 @@ def _run_value(res: Results, run_id: str, metric: str) -> float | None:
         sql = f"SELECT {metric} FROM link_metrics WHERE run_id = ? AND bottleneck"
     else:
         sql = f"SELECT {metric} FROM network_metrics WHERE run_id = ?"
-    row = res.con.execute(sql, [run_id]).fetchone()
-    return None if row is None or row[0] is None else float(row[0])
+    values = res.query(sql, [run_id]).to_series().to_list()
+    return None if not values or values[0] is None else float(values[0])
 
 
 def sweep_points(res: Results, runs: Sequence[str], axes: Sequence[str],

@@ -9,10 +9,12 @@ and cross-field problems raise `SpecError` naming the user's field.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from typing import Any
 
 from .. import units
 from ..errors import SpecError
+from .distributions import Dist
 from .fields import DEFAULT_DATAGRAM, Traffic, engine_controller, engine_recovery
 from .scenario import (
     DEFAULT_QUEUE,
@@ -29,6 +31,7 @@ from .scenario import (
     TcpOptions,
     engine_quic_defaults,
     engine_tcp_defaults,
+    start_sampler,
 )
 
 
@@ -117,7 +120,9 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
             engine_link["loss_model"] = link.loss_model.to_engine()
         engine_links.append(engine_link)
 
-    generated, engine_generators = _expand_generators(s, nodes, node_index)
+    draw_start = start_sampler(s.seed)
+    random_draws: list[str] = []
+    generated, engine_generators = _expand_generators(s, nodes, node_index, draw_start, random_draws)
     flows = [*flows, *generated]
     if not flows and not engine_generators:
         raise SpecError("flows", "no flows: list at least one [[flows]] or [[generators]]")
@@ -137,9 +142,16 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
             raise SpecError(f"{where}.dst", f'same node as src ("{flow.src}")')
         cca = flow.cca or defaults.cca or "reno"
         traffic = flow.traffic or defaults.traffic or Traffic(kind="greedy")
-        start = flow.start if flow.start is not None else (defaults.start or 0)
+        start_value = flow.start if flow.start is not None else (defaults.start or 0)
         stop = flow.stop if flow.stop is not None else defaults.stop
         start_at = f"{where}.start" if flow.start is not None else "flow_defaults.start"
+        if isinstance(start_value, Dist):
+            start = draw_start(start_value)
+            if start_at not in random_draws:
+                random_draws.append(start_at)
+            start_at = f"{start_at} (the draw of {where}, {units.format_time(start)})"
+        else:
+            start = start_value
         if start >= s.duration:
             raise SpecError(start_at, f"starts at {units.format_time(start)}, not before the end of the "
                                       f"run ({units.format_time(s.duration)})")
@@ -190,7 +202,7 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
         engine["generators"] = engine_generators
     return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
                     flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel,
-                    generator_names=[g["name"] for g in engine_generators])
+                    generator_names=[g["name"] for g in engine_generators], random_draws=random_draws)
 
 
 def _generator_sources(g: Generator, nodes: list[Node], where: str) -> list[str]:
@@ -216,10 +228,12 @@ def _generator_sources(g: Generator, nodes: list[Node], where: str) -> list[str]
     return chosen
 
 
-def _expand_generators(s: Scenario, nodes: list[Node],
-                       node_index: dict[str, int]) -> tuple[list[Flow], list[dict[str, Any]]]:
+def _expand_generators(s: Scenario, nodes: list[Node], node_index: dict[str, int],
+                       draw_start: Callable[[Dist], int],
+                       random_draws: list[str]) -> tuple[list[Flow], list[dict[str, Any]]]:
     """Generators -> listed flows (persistent, cbr, onoff) and engine generators (poisson,
-    closed_loop), one per source host."""
+    closed_loop), one per source host. A start distribution in flow_defaults gives each listed
+    flow its own draw (the flows take it from flow_defaults) and each engine generator one."""
     defaults = s.flow_defaults or FlowDefaults()
     flows: list[Flow] = []
     engine: list[dict[str, Any]] = []
@@ -235,7 +249,14 @@ def _expand_generators(s: Scenario, nodes: list[Node],
         dst = _index(node_index, g.dst, f"{where}.dst")
         if nodes[dst].kind != "host":
             raise SpecError(f"{where}.dst", f'"{g.dst}" is a router; flows run between hosts')
-        start = g.start if g.start is not None else (defaults.start or 0)
+        jittered = g.start is None and isinstance(defaults.start, Dist)
+        if jittered:
+            assert isinstance(defaults.start, Dist)
+            start = draw_start(defaults.start)
+            if "flow_defaults.start" not in random_draws:
+                random_draws.append("flow_defaults.start")
+        else:
+            start = g.start if g.start is not None else (defaults.start or 0)  # type: ignore[assignment]
         stop = g.stop if g.stop is not None else defaults.stop
         if start >= s.duration:
             raise SpecError(f"{where}.start", f"starts at {units.format_time(start)}, not before the end of the "
@@ -245,7 +266,7 @@ def _expand_generators(s: Scenario, nodes: list[Node],
                                              f"({units.format_time(start)})")
         cca = g.cca or defaults.cca or "reno"
         name = g.name or f"gen_{i}"
-        common = {"dst": g.dst, "cca": cca, "start": start, "stop": stop, "tcp": g.tcp}
+        common = {"dst": g.dst, "cca": cca, "start": None if jittered else start, "stop": stop, "tcp": g.tcp}
         for host in _generator_sources(g, nodes, where):
             base = f"{name}_{host}"
             if g.kind == "persistent":

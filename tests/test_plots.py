@@ -304,11 +304,11 @@ def test_cdf_of_a_run_without_a_capture_says_what_to_add(store) -> None:
 # --- sweep ----------------------------------------------------------------------------------------
 
 def test_student_t_quantiles_are_the_tables_values() -> None:
-    from bufferlab.plots.sweep import student_t_quantile
+    from bufferlab.study.aggregate import t_quantile
 
     # Two-sided 95 % critical values of Student's t (any statistics table).
     for dof, value in ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (9, 2.262), (30, 2.042)):
-        assert student_t_quantile(0.975, dof) == pytest.approx(value, abs=5e-4)
+        assert t_quantile(dof) == pytest.approx(value, abs=5e-4)
 
 
 def test_sweep_draws_the_mean_over_seeds_with_a_student_t_band_per_queue(tmp_path: Path) -> None:
@@ -333,6 +333,36 @@ def test_sweep_draws_the_mean_over_seeds_with_a_student_t_band_per_queue(tmp_pat
         assert at_x.min() == pytest.approx(values.mean() - half, rel=1e-3)
         assert at_x.max() == pytest.approx(values.mean() + half, rel=1e-3)
         assert half > 0  # random loss makes the seeds differ
+
+
+def test_sweep_of_a_study_draws_its_stored_means_and_intervals(tmp_path: Path) -> None:
+    import textwrap
+
+    from conftest import LOSSY_LINE
+    from bufferlab.study.execute import run_sweep
+    from bufferlab.study.executors import SerialExecutor
+    from bufferlab.study.sweep import Sweep
+
+    db = tmp_path / "study.duckdb"
+    base = Scenario.from_toml_text(textwrap.dedent(LOSSY_LINE.format(seed=1))).to_dict()
+    sweep_spec = Sweep.from_dict({"name": "queues", "base": base, "seeds": 3,
+                                  "axes": [{"key": "links[1].queue", "values": ["5p", "50p"]},
+                                           {"key": "links[1].delay", "values": ["1ms", "5ms"]}]})
+    assert run_sweep(sweep_spec, db, SerialExecutor()).simulated == 12
+    fig = plots.sweep(db, ["queues"], metric="mean_throughput_l4")  # x and by: the study's axes
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "links[1].queue (packets)"
+    table = bufferlab.load(db).study("queues")
+    lines = ax.get_lines()
+    assert len(lines) == 2  # one per delay
+    for line, delay in zip(lines, ("1ms", "5ms")):
+        rows = table.filter(pl.col("links[1].delay") == delay).sort("point")
+        assert line.get_xydata()[:, 1] == pytest.approx(rows["mean_throughput_l4"].to_numpy(), rel=1e-12)
+    band = ax.collections[0].get_paths()[0].vertices
+    first = table.filter(pl.col("links[1].delay") == "1ms").sort("point").row(0, named=True)
+    at_x = band[np.isclose(band[:, 0], 5.0), 1]
+    assert at_x.min() == pytest.approx(first["mean_throughput_l4_ci_low"], rel=1e-9)
+    assert at_x.max() == pytest.approx(first["mean_throughput_l4_ci_high"], rel=1e-9)
 
 
 def test_sweep_of_a_key_no_run_has_names_the_keys_that_differ(store) -> None:

@@ -11,7 +11,6 @@ as in the study contract.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from .. import units
+from ..study.aggregate import aggregate_over_seeds
 from ..analysis.metrics import FLOW_METRICS, LINK_METRICS, NETWORK_METRICS
 from .common import (PlotError, RunInfo, describe, differing_keys, figure_function, flatten, legend_below, new_figure,
                      opened, run_colour, run_info, title)
@@ -29,37 +29,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..store.reader import Results
 
-__all__ = ["sweep", "sweep_points", "student_t_quantile", "axis_value"]
+__all__ = ["sweep", "sweep_points", "study_points", "axis_value"]
 
 METRICS = {**FLOW_METRICS, **LINK_METRICS, **NETWORK_METRICS}
-
-
-def student_t_quantile(p: float, dof: int) -> float:
-    """The p-quantile (p > 0.5) of Student's t with `dof` degrees of freedom, by bisection on its
-    CDF in closed form for whole dof (Abramowitz & Stegun 26.7.3 and 26.7.4: with θ = atan(t/√ν),
-    A(t|ν) = P(|T| ≤ t) is a finite sum of powers of cos θ)."""
-    def two_sided(t: float) -> float:
-        theta = math.atan(t / math.sqrt(dof))
-        c2, s = math.cos(theta) ** 2, math.sin(theta)
-        if dof % 2 == 1:  # 26.7.3
-            term = total = math.cos(theta) if dof > 1 else 0.0
-            for k in range(3, dof - 1, 2):
-                term *= (k - 1) / k * c2
-                total += term
-            return 2 / math.pi * (theta + s * total)
-        term, total = 1.0, 1.0  # 26.7.4
-        for k in range(2, dof - 1, 2):
-            term *= (k - 1) / k * c2
-            total += term
-        return s * total
-
-    target, lo, hi = 2 * p - 1, 0.0, 1.0
-    while two_sided(hi) < target:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if two_sided(mid) < target else (lo, mid)
-    return (lo + hi) / 2
 
 
 def axis_value(text: str) -> tuple[float, str] | None:
@@ -109,35 +81,44 @@ def sweep_points(res: Results, runs: Sequence[str], axes: Sequence[str],
                 raise PlotError("--x" if axis == axes[0] else "--by",
                                 f'run {info.run_id[:12]} has no spec key "{axis}" (keys that differ between the '
                                 f"runs: {hint})")
-        rows.append({**{a: flat[a] for a in axes}, "value": _run_value(res, info.run_id, metric)})
-    frame = pl.DataFrame(rows, schema={**dict.fromkeys(axes, pl.String), "value": pl.Float64}, orient="row")
-    out = []
-    for key, group in frame.group_by(list(axes), maintain_order=True):
-        values = group["value"].drop_nulls().to_numpy()
-        mean = float(values.mean()) if values.size else None
-        half = None
-        if values.size > 1:
-            half = student_t_quantile(0.975, values.size - 1) * float(values.std(ddof=1)) / math.sqrt(values.size)
-        out.append({**dict(zip(axes, key)), "seeds": int(values.size), metric: mean,
-                    f"{metric}_ci_low": None if half is None or mean is None else mean - half,
-                    f"{metric}_ci_high": None if half is None or mean is None else mean + half})
-    schema = {**dict.fromkeys(axes, pl.String), "seeds": pl.Int64, metric: pl.Float64,
-              f"{metric}_ci_low": pl.Float64, f"{metric}_ci_high": pl.Float64}
-    return pl.DataFrame(out, schema=schema, orient="row"), infos
+        rows.append({**{a: flat[a] for a in axes}, metric: _run_value(res, info.run_id, metric)})
+    frame = pl.DataFrame(rows, schema={**dict.fromkeys(axes, pl.String), metric: pl.Float64}, orient="row")
+    return aggregate_over_seeds(frame, list(axes), [metric]), infos
+
+
+def study_points(res: Results, study: str, axes: Sequence[str], metric: str) -> tuple[pl.DataFrame, list[RunInfo]]:
+    """The same table from a stored study (`Results.study`), with the study's runs."""
+    table = res.study(study)
+    known = res.study_axes(study)
+    for axis in axes:
+        if axis not in known:
+            raise PlotError("--x" if axis == axes[0] else "--by",
+                            f'study "{study}" has no axis "{axis}" (its axes: {", ".join(known) or "none"})')
+    points = table.select(*[pl.col(a).cast(pl.String) for a in axes], "seeds", metric, f"{metric}_ci_low",
+                          f"{metric}_ci_high")
+    runs = res.study_runs(study).filter(pl.col("status") == "complete")["run_id"].unique(maintain_order=True)
+    return points, [run_info(res, run) for run in runs.to_list()]
 
 
 @figure_function
-def sweep(db: Results | str | Path, runs: Sequence[str], *, x: str, metric: str, by: str | None = None,
+def sweep(db: Results | str | Path, runs: Sequence[str], *, x: str | None = None, metric: str, by: str | None = None,
           size: tuple[float, float] | None = None) -> Figure:
-    """`metric` against the spec key `x` over the runs (seeds of the same point are averaged, with
-    a 95 % band), one line per value of the spec key `by`."""
+    """`metric` against the spec key `x`, one line per value of the spec key `by`: over a stored
+    study (`runs` is one study name; `x` and `by` default to its first two axes) or a list of runs
+    (seeds of the same point are averaged). The band is the 95 % confidence interval over seeds."""
     if metric not in METRICS:
         raise PlotError("--metric", f'unknown metric "{metric}" (known: {", ".join(METRICS)})')
-    if not x:
-        raise PlotError("--x", "missing: the spec key on the x axis, e.g. topology.queue")
-    axes_keys = [x] + ([by] if by else [])
     with opened(db) as res:
-        points, infos = sweep_points(res, runs, axes_keys, metric)
+        study = runs[0] if len(runs) == 1 and runs[0] in set(res.studies["study_id"].to_list()) else None
+        if study is not None:
+            known = res.study_axes(study)
+            x = x or (known[0] if known else None)
+            by = by if by is not None or x != (known[0] if known else None) else (known[1] if len(known) > 1 else None)
+        if not x:
+            raise PlotError("--x", "missing: the spec key on the x axis, e.g. topology.queue")
+        axes_keys = [x] + ([by] if by else [])
+        points, infos = (study_points(res, study, axes_keys, metric) if study is not None
+                         else sweep_points(res, runs, axes_keys, metric))
     numeric = [axis_value(v) for v in points[x].to_list()]
     x_units = {n[1] for n in numeric if n is not None}
     categorical = any(n is None for n in numeric) or len(x_units) > 1

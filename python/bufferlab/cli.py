@@ -5,6 +5,9 @@
     bufferlab results list|show|query|export|monitor|csv|pcap ... [--db PATH]
     bufferlab size --rate 100Mbps --rtt 10ms,990ms [--flows N] [--packet 1500B] [--json]
     bufferlab advise --rate 100Mbps --flows 20 --rtt 20ms..200ms --target 'utilisation>=0.98' [-o advice.png]
+    bufferlab plot KIND RUN... [-o FILE.pdf|.svg|.png] [--flows ...] [--links ...] [--from T --to T]
+    bufferlab sweep SWEEP.toml [--workers N] [--dask local|tcp://HOST:PORT]
+    bufferlab reproduce NAME [--quick] | --list
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
@@ -368,6 +371,7 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
 
 def _register_commands() -> None:
     """Commands defined beside the step they drive (their heavy imports stay inside them)."""
+    from .plots.command import plot_command
     from .sizing.advise_command import advise_command
     from .study.command import results_study_command, sweep_command
 
@@ -375,6 +379,7 @@ def _register_commands() -> None:
     cli.add_command(size_command)
     cli.add_command(advise_command)
     results_group.add_command(results_study_command)
+    cli.add_command(plot_command)
 
 
 _register_commands()

@@ -123,20 +123,24 @@ def advice_json(advice: Advice, figure: Path | None = None) -> dict[str, Any]:
 
 
 def draw_advice(advice: Advice, path: Path) -> None:
+    from ..plots.common import figure_function
+
+    figure_function(_draw_advice)(advice, path)
+
+
+def _draw_advice(advice: Advice, path: Path) -> None:
     """Every target metric against the buffer (log x): the mean over seeds, its 95 % interval as a
     band, each probe marked by whether the panel's target holds there, the target as a dashed line,
     the recommendation and the rules of thumb (BDP, Stanford) as verticals."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
     from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    from ..plots.common import new_figure, save, title
 
     columns: dict[str, list[Target]] = {}
     for t in advice.targets:
         columns.setdefault(t.column, []).append(t)
-    fig = Figure(figsize=(6.4, 2.2 * len(columns) + 0.7), layout="constrained")
-    axes = fig.subplots(len(columns), 1, sharex=True, squeeze=False)[:, 0]
+    fig, grid = new_figure(len(columns), 1, size=(6.4, 2.2 * len(columns) + 0.7), sharex=True)
+    axes = grid[:, 0]
     rules: dict[int, list[str]] = {}
     for size, _ in advice.rules:
         if size.rule.startswith(("bdp (mean", "stanford")):
@@ -183,9 +187,8 @@ def draw_advice(advice: Advice, path: Path) -> None:
                         fontsize=8)
     head = (f"recommended {advice.buffer_packets}p" if advice.buffer_packets is not None else
             advice.reason.split(":")[0])
-    fig.suptitle(f"bufferlab advise, {units.format_rate(advice.link.rate_bps)}: {head}", fontsize=10)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
+    title(fig, f"bufferlab advise, {units.format_rate(advice.link.rate_bps)}: {head}")
+    save(fig, path)
 
 
 @click.command("advise")
@@ -230,8 +233,10 @@ def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None,
     targets = [parse_target(text) for text in target_texts]
     if not targets:
         raise SpecError("--target", f"give at least one target, e.g. {TARGET_FORMS}")
-    if figure is not None and figure.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise SpecError("--output", f'"{figure}": expected a .png, .pdf or .svg file')
+    if figure is not None:
+        from ..plots.common import check_output
+
+        check_output(figure)
     if scenario_file is not None:
         if rate is not None:
             raise SpecError("--rate", "give either --scenario or a mix (--rate, --flows, --rtt, --cca), not both")

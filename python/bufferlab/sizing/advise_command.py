@@ -42,7 +42,8 @@ def _cell(target: Target, probe: Probe) -> str:
     mean, low, high = probe.metrics[target.column]
     if mean is None:
         return "undefined ✗"
-    spread = f" ± {(high - mean):.2g}" if high is not None else ""
+    half = 0.0 if high is None or abs(high - mean) < 1e-9 * max(1.0, abs(mean)) else high - mean
+    spread = f" ± {half:.2g}" if high is not None else ""
     return f"{mean:.4g}{spread} " + ("✓" if probe.holds[target.text] else "✗")
 
 

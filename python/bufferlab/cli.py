@@ -371,6 +371,7 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
 
 def _register_commands() -> None:
     """Commands defined beside the step they drive (their heavy imports stay inside them)."""
+    from .experiments.command import reproduce_command
     from .plots.command import plot_command
     from .sizing.advise_command import advise_command
     from .study.command import results_study_command, sweep_command
@@ -378,6 +379,7 @@ def _register_commands() -> None:
     cli.add_command(sweep_command)
     cli.add_command(size_command)
     cli.add_command(advise_command)
+    cli.add_command(reproduce_command)
     results_group.add_command(results_study_command)
     cli.add_command(plot_command)
 

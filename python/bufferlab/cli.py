@@ -7,6 +7,7 @@
     bufferlab plot KIND RUN... [-o FILE.pdf|.svg|.png] [--flows ...] [--links ...] [--from T --to T]
     bufferlab sweep SWEEP.toml [--workers N] [--dask local|tcp://HOST:PORT]
     bufferlab reproduce NAME [--quick] | --list
+    bufferlab report [DB] [-o DIR]        bufferlab serve [DB] [--port N]
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
@@ -371,12 +372,15 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
 def _register_commands() -> None:
     """Commands defined beside the step they drive (their heavy imports stay inside them)."""
     from .plots.command import plot_command
+    from .report.command import report_command, serve_command
     from .study.command import results_study_command, sweep_command
 
     cli.add_command(sweep_command)
     cli.add_command(size_command)
     results_group.add_command(results_study_command)
     cli.add_command(plot_command)
+    cli.add_command(report_command)
+    cli.add_command(serve_command)
 
 
 _register_commands()

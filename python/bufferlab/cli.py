@@ -371,12 +371,14 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
 
 def _register_commands() -> None:
     """Commands defined beside the step they drive (their heavy imports stay inside them)."""
+    from .experiments.command import reproduce_command
     from .plots.command import plot_command
     from .report.command import report_command, serve_command
     from .study.command import results_study_command, sweep_command
 
     cli.add_command(sweep_command)
     cli.add_command(size_command)
+    cli.add_command(reproduce_command)
     results_group.add_command(results_study_command)
     cli.add_command(plot_command)
     cli.add_command(report_command)

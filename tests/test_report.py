@@ -319,3 +319,30 @@ def test_serve_command_prints_its_loopback_address_and_stops_on_ctrl_c(store, tm
             proc.kill()
     assert proc.returncode == 0, err
     assert "stopped" in out
+
+
+def test_a_reproduction_page_shows_the_seeds_observations_next_to_the_measured_ones(tmp_path):
+    from html import unescape
+
+    from bufferlab.experiments.base import reproduce
+    from bufferlab.experiments.registry import reproductions
+    from bufferlab.study.executors import make_executor
+
+    db = tmp_path / "store.duckdb"
+    done = reproduce(reproductions()["quic_sizing"], db, tmp_path / "summary", quick=True,
+                     executor_factory=lambda: make_executor(1, None))
+    assert done.observations
+    build_site(db, tmp_path / "site", figures=False)
+    page = tmp_path / "site" / "reproductions" / "quic_sizing-quick" / "index.html"
+    html = page.read_text(encoding="utf-8")
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td class=\"verdict [\w-]+\">(.*?)</td>",
+                      html)
+    cells = [tuple(unescape(c) for c in r) for r in rows]
+    assert [c[:4] for c in cells] == [(o.key, o.claim, o.seed_value, o.measured) for o in done.observations]
+    assert [c[4] for c in cells] == [o.verdict + (f" ({o.difference})" if o.difference else "")
+                                     for o in done.observations]
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'href="reproductions/quic_sizing-quick/index.html"' in index
+    for study in done.studies.values():   # its studies link back to it
+        assert "reproductions/quic_sizing-quick/index.html" in (
+            tmp_path / "site" / "studies" / study_dir_name(study) / "index.html").read_text(encoding="utf-8")

@@ -45,6 +45,8 @@ STUDY_METRICS = ("mean_agg_throughput_l4", "utilization_l1", "mean_qdisc_delay_l
 STUDY_FIGURE_METRICS = ("utilization_l1", "mean_qdisc_delay_l2", "mean_jains_fairness_throughput_l4")
 # CDFs overlay at most this many runs (the first seed of the first points).
 MAX_CDF_RUNS = 8
+# ... and only when a run has this many flows: fewer values make no distribution worth a figure.
+MIN_CDF_FLOWS = 5
 MAX_FLOW_ROWS = 40
 
 
@@ -309,7 +311,9 @@ def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_d
                 if file is not None:
                     images.append({"file": file, "caption": f"{metric} against {axes[0]} (95 % CI over seeds)"})
         first_seed = complete.unique("point", keep="first", maintain_order=True).head(MAX_CDF_RUNS)
-        file = _figure(notes, "cdf", lambda: plots.cdf(res, first_seed["run_id"].to_list(), source="flows"),
+        flows_per_run = res.query("SELECT count(*) AS n FROM flows WHERE run_id IN (SELECT unnest(?)) GROUP BY run_id",
+                                  [first_seed["run_id"].to_list()])["n"].to_list()
+        file = None if max(flows_per_run, default=0) < MIN_CDF_FLOWS else _figure(notes, "cdf", lambda: plots.cdf(res, first_seed["run_id"].to_list(), source="flows"),
                        page_dir / "cdf.svg")
         if file is not None:
             images.append({"file": file, "caption": f"CDFs of per-flow throughput and loss, overlaid "
@@ -352,6 +356,36 @@ def _reproductions(res: Results, study_names: set[str]) -> list[dict[str, Any]]:
     return found
 
 
+def _build_reproduction(env: Any, res: Results, r: dict[str, Any], out: Path, study_dirs: dict[str, str],
+                        report: BuildReport, figures: bool) -> None:
+    """A reproduction's page: its observations, its studies linked, and its own figures (the
+    seed's, drawn by the reproduction from the store as `bufferlab reproduce` draws them)."""
+    page_dir = out / "reproductions" / r["key"]
+    states = [res.study_runs(s).select("run_id", "status").rows() for s in r["studies"].values()]
+    stamp = hashlib.sha1(json.dumps([states, int(figures)], default=str).encode()).hexdigest()
+    if _stamp_matches(page_dir, stamp):
+        return
+    page_dir.mkdir(parents=True, exist_ok=True)
+    images: list[dict[str, str]] = []
+    notes: list[str] = []
+    if figures and r["error"] is None:
+        try:
+            drawn = r["repro"].draw(res, r["studies"])
+        except Exception as e:  # noqa: BLE001 - as for the observations: shown, not fatal
+            drawn = {}
+            notes.append(f"figures: {type(e).__name__}: {e}")
+        for stem, fig in drawn.items():
+            name = _figure(notes, stem, lambda f=fig: f, page_dir / f"{stem}.png")
+            if name is not None:
+                images.append({"file": name, "caption": stem})
+    html = env.get_template("reproduction.html").render(
+        root="../../", r=r, images=images, notes=notes,
+        study_hrefs={part: f"../../studies/{study_dirs[s]}/index.html" for part, s in r["studies"].items()})
+    write_atomic(page_dir / "index.html", html)
+    write_atomic(page_dir / ".stamp", stamp)
+    report.rebuilt.append(f"reproductions/{r['key']}")
+
+
 def build_site(db: str | Path, out: str | Path = DEFAULT_OUT, *, figures: bool = True,
                force: bool = False) -> BuildReport:
     """Write (or bring up to date) the report of the store `db` in the folder `out`."""
@@ -385,10 +419,7 @@ def build_site(db: str | Path, out: str | Path = DEFAULT_OUT, *, figures: bool =
     for study in studies.iter_rows(named=True):
         _build_study(env, res, study, out, run_dirs, repro_links, report, figures)
     for r in repros:
-        html = env.get_template("reproduction.html").render(
-            root="../../", r=r, study_hrefs={part: f"../../studies/{study_dirs[s]}/index.html"
-                                             for part, s in r["studies"].items()})
-        write_atomic(out / "reproductions" / r["key"] / "index.html", html)
+        _build_reproduction(env, res, r, out, study_dirs, report, figures)
     report.runs, report.studies, report.reproductions = runs.height, studies.height, len(repros)
     index = env.get_template("index.html").render(
         root="", db=str(db), runs=[{**r, "href": f"runs/{run_dir_name(r['run_id'])}/index.html"}

@@ -29,7 +29,7 @@ import polars as pl
 
 from ..errors import SpecError
 from ..store.reader import Results, load
-from .tables import MetricTable, better, format_value, metric_table, run_metric_tables
+from .tables import MetricTable, best_positions, better, format_value, run_metric_tables
 
 __all__ = ["build_site", "BuildReport", "run_dir_name", "study_dir_name", "DEFAULT_OUT"]
 
@@ -192,7 +192,9 @@ def _flow_rows(res: Results, run_id: str, spec: dict[str, Any]) -> tuple[list[di
     for row in frame.head(MAX_FLOW_ROWS).iter_rows(named=True):
         listed = engine_flows[row["flow"]] if row["generator"] is None and row["flow"] < len(engine_flows) else {}
         cca = listed.get("cca") if isinstance(listed, dict) else None
-        rows.append({**row, "cca": cca if isinstance(cca, str) else (cca or {}).get("kind", "—") if cca else "—"})
+        if isinstance(cca, dict):  # a controller with options: {"kind": "cubic", ...}
+            cca = cca.get("kind")
+        rows.append({**row, "cca": cca or "—"})
     return rows, frame.height - min(frame.height, MAX_FLOW_ROWS)
 
 
@@ -265,9 +267,8 @@ def _point_tables(frame: pl.DataFrame, axes: Sequence[str]) -> list[dict[str, An
     metrics = [m for m in STUDY_METRICS if m in frame.columns]
     tables = []
     for key, part in groups:
-        rows = part.iter_rows(named=True)
-        rows = list(rows)
-        best = {m: _best_rows([r[m] for r in rows], better(m)) for m in metrics}
+        rows = list(part.iter_rows(named=True))
+        best = {m: best_positions([r[m] for r in rows], better(m)) for m in metrics}
         tables.append({
             "title": f"{group_axis} = {key}" if group_axis else "Points",
             "axes": shown_axes, "metrics": metrics,
@@ -278,12 +279,6 @@ def _point_tables(frame: pl.DataFrame, axes: Sequence[str]) -> list[dict[str, An
                                  "best": i in best[m]} for m in metrics]} for i, r in enumerate(rows)],
         })
     return tables
-
-
-def _best_rows(values: list[Any], direction: str | None) -> set[int]:
-    from .tables import best_positions
-
-    return best_positions(values, direction)
 
 
 def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_dirs: set[str],

@@ -343,3 +343,19 @@ def test_sigint_stops_a_sweep_and_keeps_every_finished_run(tmp_path: Path) -> No
     assert kept >= 1 and res.query("SELECT count(*) AS n FROM runs")["n"][0] == kept
     again = json.loads(run_cli("sweep", str(path), "--db", str(db), "--workers", "2", "--json").stdout)
     assert again["reused"] == kept and again["simulated"] == 24 - kept
+
+
+def _die(key: int, plan: object) -> None:
+    os._exit(1)
+
+
+def test_a_worker_that_dies_fails_its_runs_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bufferlab.study import executors
+
+    sweep = Sweep.from_toml(sweep_of(tmp_path, QUEUE_SWEEP))
+    pool = LocalPoolExecutor(2)
+    # A worker process that exits abruptly, as one the kernel kills for memory.
+    monkeypatch.setattr(executors, "_task", _die)
+    report = run_sweep(sweep, tmp_path / "s.duckdb", pool)
+    assert report.simulated == 0 and len(report.failed) == 4
+    assert {error for _, error in report.failed} == {executors.WORKER_DIED}

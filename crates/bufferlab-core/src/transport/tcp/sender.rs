@@ -9,7 +9,7 @@ use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::cc::{AckSample, CongestionController, Controller, DeliveryRateEstimator};
 use crate::net::packet::{flags, Packet};
 use crate::record::result::FlowRecord;
-use crate::spec::RecoveryKind;
+use crate::spec::{RecoveryKind, RtoKind};
 use crate::transport::pacer::Pacer;
 use crate::transport::timing::{InterDeparture, WriteLog};
 use crate::units::SimTime;
@@ -85,7 +85,7 @@ pub struct TcpSender {
 
 impl TcpSender {
     pub fn new(flow: u32, receiver_node: u32, config: TcpConfig, cc: Controller, bytes: Option<u64>) -> Self {
-        let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto);
+        let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto, config.rto);
         TcpSender {
             flow,
             receiver_node,
@@ -477,10 +477,18 @@ impl TcpSender {
         if self.scoreboard.is_empty() && !self.fin_outstanding() {
             return;
         }
-        // RFC 6298 §5.5: back off; RFC 5681 §3.1: ssthresh from FlightSize, cwnd = 1 SMSS.
+        if self.rtt.is_backed_off() {
+            // The same segment times out again: RFC 5681 §3.1 holds ssthresh.
+            self.cc.on_repeated_timeout(now);
+        } else {
+            // RFC 5681 §3.1: ssthresh from the window the sender had, cwnd = 1 SMSS. Inside a fast
+            // recovery whose retransmission was lost, FlightSize still counts the whole pre-loss
+            // flight; the controller's window is already reduced (Linux and ns-3 use it).
+            let flight_size = self.snd_nxt - self.snd_una;
+            self.cc.on_retransmission_timeout(now, flight_size.min(self.cc.window()));
+        }
+        // RFC 6298 §5.5: back off the timer.
         self.rtt.back_off();
-        let flight_size = self.snd_nxt - self.snd_una;
-        self.cc.on_retransmission_timeout(now, flight_size);
         self.scoreboard.mark_all_lost();
         self.dupacks = 0;
         self.dupack_delivered_segments = 0;
@@ -552,6 +560,11 @@ impl TcpSender {
                     break;
                 }
                 self.retransmit_now = false;
+                if i == 0 && self.config.rto == RtoKind::Linux {
+                    // Linux restarts the timer when it retransmits the first outstanding segment,
+                    // so a fast retransmission gets a whole RTO to come back.
+                    self.rto_deadline = Some(now + self.rtt.rto());
+                }
                 let tx = self.rate.on_send(now, self.scoreboard.is_empty());
                 let seg = self.scoreboard.retransmit(i, now, tx);
                 self.charge(len);

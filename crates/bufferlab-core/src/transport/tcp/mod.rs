@@ -1,5 +1,8 @@
 //! TCP: a sender and a receiver per flow, carrying one direction of bulk data.
 
+#[cfg(test)]
+pub mod loopback;
+pub mod rack;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;

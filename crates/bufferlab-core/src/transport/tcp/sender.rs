@@ -979,7 +979,7 @@ mod tests {
     #[test]
     fn a_loss_probe_is_due_two_srtt_after_new_data_leaves() {
         // RFC 8985 §7.2: PTO = 2·SRTT (10 ms from the handshake) with more than one segment out.
-        let (s, _) = established(TcpSpec::default());
+        let (s, _) = established(TcpSpec { rack: true, ..TcpSpec::default() });
         assert_eq!(s.next_timeout(), Some(SimTime::from_ms(10 + 20)));
     }
 

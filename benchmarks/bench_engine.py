@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from bufferlab import load_scenario
-from bufferlab.result import decode
+from bufferlab.pipeline.result import decode
 from bufferlab.runner import core
 
 NS3_REFERENCE_S = 13.0

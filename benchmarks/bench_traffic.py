@@ -20,7 +20,7 @@ import argparse
 import resource
 import time
 
-from bufferlab.result import decode
+from bufferlab.pipeline.result import decode
 from bufferlab.runner import core
 from bufferlab.spec import Scenario
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bufferlab.ccperf import parse_traffic_model, scenario_from_ccperf, split_list
+from bufferlab.spec.ccperf import parse_traffic_model, scenario_from_ccperf, split_list
 from bufferlab.errors import SpecError
 from bufferlab.spec import Scenario
 from conftest import SCENARIOS, bufferlab

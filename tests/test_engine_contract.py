@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from bufferlab import runner, store
-from bufferlab.result import decode
+from bufferlab import runner
+from bufferlab.store import writer as store
+from bufferlab.pipeline.result import decode
 from bufferlab.spec import Scenario
 from conftest import SMALL_DUMBBELL
 
@@ -29,10 +30,20 @@ def test_python_tcp_defaults_are_the_engine_s() -> None:
 def test_store_columns_cover_every_engine_counter() -> None:
     result = decode(*runner.core().run(json.dumps(small_engine_spec())))
     assert set(result["flows"][0]) == set(store.FLOW_COUNTERS)
-    renamed = {store._RENAMED.get(c, c) for c in store.CHANNEL_COUNTERS}
+    renamed = {store.RENAMED_COLUMNS.get(c, c) for c in store.CHANNEL_COUNTERS}
     assert set(result["channels"][0]) == renamed
     series = set(result["timeseries"]) - {"interval_ns", "time_ns", *store.SERIES_INDICES}
-    assert series == set(store.FLOW_SERIES) | set(store.CHANNEL_SERIES)
+    assert series == set(store.FLOW_SERIES) | set(store.CHANNEL_SERIES) | set(store.CLASS_SERIES)
+
+
+def test_store_columns_cover_every_sub_buffer_counter() -> None:
+    spec = small_engine_spec()
+    spec["links"][0]["queue_forward"] = {"kind": "splitbuff", "limit_packets": 20, "sub_buffers": 3,
+                                         "update_interval_ns": 50_000_000, "alpha": 0.5, "quantum_bytes": 1500}
+    result = decode(*runner.core().run(json.dumps(spec)))
+    assert [set(c) for c in result["channels"][0]["classes"]] == [set(store.CLASS_COUNTERS)] * 3
+    assert "classes" not in result["channels"][1]
+    assert list(result["timeseries"]["class_indices"]) == [0, 1, 2]
 
 
 def test_store_columns_cover_every_captured_field() -> None:

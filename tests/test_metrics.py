@@ -18,7 +18,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from bufferlab import metrics, runner
+from bufferlab import runner
+from bufferlab.analysis import metrics
 from bufferlab.spec import Scenario
 
 MSS = 1448

@@ -17,7 +17,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from bufferlab import monitor, pcap, runner
+from bufferlab import runner
+from bufferlab.analysis import monitor, pcap
 from bufferlab.spec import Scenario
 
 SCENARIO = """

@@ -56,9 +56,9 @@ def test_an_unknown_transport_is_a_one_line_error() -> None:
 
 
 def test_engine_rejects_a_datagram_too_small_for_its_overhead() -> None:
-    resolved = quic_dumbbell(max_datagram="41B").resolve()
+    scenario = quic_dumbbell(max_datagram="41B")
     with pytest.raises(SpecError) as e:
-        runner.validate(resolved)
+        runner.validate(scenario)
     assert str(e.value) == "flows[0].quic.max_datagram: must exceed packet_overhead_bytes to carry stream data"
 
 

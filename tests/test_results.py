@@ -16,8 +16,9 @@ import polars as pl
 import pytest
 
 import bufferlab
-import bufferlab.metrics
-from bufferlab import runner, store
+import bufferlab.analysis.metrics
+from bufferlab import runner
+from bufferlab.store import writer as store
 from bufferlab.errors import SpecError
 from bufferlab.spec import Scenario
 from conftest import REPO, SMALL_DUMBBELL, bufferlab as cli
@@ -41,7 +42,7 @@ def test_load_returns_polars_tables_of_every_kind(write_scenario, db: Path) -> N
         assert res.runs["spec_hash"][0] == store.spec_hash(res.runs["spec_json"][0])
         for frame, rows in ((res.flows, 2), (res.flow_metrics, 2), (res.network_metrics, 1)):
             assert isinstance(frame, pl.DataFrame) and frame.height == rows
-        assert set(metric for metric in bufferlab.metrics.FLOW_METRICS) <= set(res.flow_metrics.columns)
+        assert set(metric for metric in bufferlab.analysis.metrics.FLOW_METRICS) <= set(res.flow_metrics.columns)
         assert res.link_metrics.filter(pl.col("bottleneck"))["name"].to_list() == ["btl_forward"]
         series = res.timeseries(run_id[:8], flows=["flow_1"])
         assert series["name"].unique().to_list() == ["flow_1"] and series.height == 10
@@ -53,10 +54,10 @@ def test_load_returns_polars_tables_of_every_kind(write_scenario, db: Path) -> N
     scenario = Scenario.from_toml_text(CAPTURED)
     result, _ = runner.simulate(scenario)
     resolved = scenario.resolve()
-    fresh = bufferlab.metrics.flow_metrics(bufferlab.metrics.RunData.from_result(
+    fresh = bufferlab.analysis.metrics.flow_metrics(bufferlab.analysis.metrics.RunData.from_result(
         result, resolved.engine, resolved.flow_endpoints, resolved.bottleneck))
     assert stored_metrics.columns == fresh.columns
-    for column in bufferlab.metrics.FLOW_METRICS:
+    for column in bufferlab.analysis.metrics.FLOW_METRICS:
         assert stored_metrics[column].to_list() == pytest.approx(fresh[column].to_list(), nan_ok=True), column
 
 
@@ -213,13 +214,17 @@ WRITER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {tests!r})
     import numpy as np
-    from bufferlab import runner, store
+    from bufferlab import runner
+    from bufferlab.pipeline.derive import derive
+    from bufferlab.pipeline.plan import plan
+    from bufferlab.pipeline.simulate import RawRun
+    from bufferlab.store import writer as store
     from bufferlab.spec import Scenario
     from conftest import SMALL_DUMBBELL
 
     db, mode, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    scenario = Scenario.from_toml_text(SMALL_DUMBBELL.replace("seed = 3", f"seed = {{seed}}"))
-    resolved = scenario.resolve()
+    # Random loss makes every seed its own run.
+    scenario = Scenario.from_toml_text(SMALL_DUMBBELL.replace("seed = 3", f"seed = {{seed}}") + 'loss = "0.1%"\\n')
     result, wall = runner.simulate(scenario)
     if mode == "large":
         # Inflate the series to a few million rows, so that the insert takes seconds.
@@ -230,14 +235,14 @@ WRITER = textwrap.dedent("""
                 ts[name] = np.arange(1, value.size * reps + 1, dtype=np.uint64)
             elif getattr(value, "ndim", 0) == 2:
                 ts[name] = np.tile(value, reps)
-    spec_json = resolved.to_json()
-    run = store.StoredRun(run_id=store.run_identity(spec_json, result["engine_version"]), name="victim",
-                          seed=seed, duration_ns=scenario.duration, wall_time_s=wall, spec_json=spec_json,
-                          user_spec_json="{{}}", endpoints=resolved.flow_endpoints, result=result)
-    run.metric_tables = store.compute_metric_tables(run) if mode != "large" else None
+    planned = plan(scenario)
     if mode == "large":
-        run.metric_tables = store.compute_metric_tables(store.StoredRun(**{{**run.__dict__, "result": {{
-            **result, "timeseries": None}}}}))
+        # Derived from the counters alone (deriving from the inflated series would take minutes);
+        # the inflated series are what gets written.
+        run = derive(planned, RawRun({{**result, "timeseries": None}}, wall))
+        run.result = result
+    else:
+        run = derive(planned, RawRun(result, wall))
     if mode == "pause":
         original = store.Store._insert_captures
         def pause(self, run):

@@ -14,7 +14,7 @@ from conftest import SCENARIOS
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.name)
 def test_example_scenario_is_valid(path) -> None:
     scenario = Scenario.from_toml(path)
-    runner.validate(scenario.resolve())
+    runner.validate(scenario)
 
 
 def test_there_are_the_promised_examples() -> None:

@@ -9,7 +9,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from bufferlab import runner, store
+from bufferlab import runner
+from bufferlab.pipeline.derive import DerivedRun, derive
+from bufferlab.pipeline.plan import plan, run_identity
+from bufferlab.pipeline.simulate import simulate
+from bufferlab.store import writer as store
 from bufferlab.spec import Scenario
 from conftest import LOSSY_LINE, SMALL_DUMBBELL, bufferlab
 
@@ -63,12 +67,24 @@ def test_force_simulates_again_and_replaces_the_run(write_scenario, db: Path) ->
     assert count_rows(db) == before  # replaced, not duplicated
 
 
-def test_different_seed_is_a_different_run(write_scenario, db: Path) -> None:
-    path = write_scenario(SMALL_DUMBBELL)
+def test_different_seed_is_a_different_run_when_the_scenario_is_random(write_scenario, db: Path) -> None:
+    path = write_scenario(SMALL_DUMBBELL + 'loss = "0.5%"\n')
     a = run_json("run", str(path), "--db", str(db))
     b = run_json("run", str(path), "--db", str(db), "--seed", "4")
     assert a["run_id"] != b["run_id"] and b["from_store"] is False and b["seed"] == 4
     assert count_rows(db)["runs"] == 2
+
+
+def test_a_seed_of_a_scenario_without_random_element_is_said_and_stores_nothing_new(write_scenario, db: Path) -> None:
+    path = write_scenario(SMALL_DUMBBELL)
+    a = run_json("run", str(path), "--db", str(db))
+    seeded = bufferlab("run", str(path), "--db", str(db), "--seed", "4", "--json")
+    assert seeded.returncode == 0
+    note = seeded.stderr.strip().splitlines()
+    assert len(note) == 1 and note[0].startswith("note: --seed: small has no random element")
+    b = json.loads(seeded.stdout)
+    assert b["run_id"] == a["run_id"] and b["from_store"] is True
+    assert count_rows(db)["runs"] == 1
 
 
 def test_run_holds_specs_counters_and_series(write_scenario, db: Path) -> None:
@@ -81,7 +97,7 @@ def test_run_holds_specs_counters_and_series(write_scenario, db: Path) -> None:
         assert engine_spec["links"][0]["name"] == "btl"
         assert json.loads(row["user_spec_json"])["topology"]["queue"] == "20p"
         assert row["engine_version"] == runner.engine_version()
-        assert store.run_identity(row["spec_json"], row["engine_version"]) == summary["run_id"]
+        assert run_identity(row["spec_json"], row["engine_version"]) == summary["run_id"]
         counts = count_rows_con(s.con, summary["run_id"])
     assert counts["flows"] == 2 and counts["channels"] == 2 * 5  # btl + 4 access links
     assert counts["flow_timeseries"] == 2 * 10  # 1 s sampled every 100 ms
@@ -116,15 +132,10 @@ class Injected(RuntimeError):
     pass
 
 
-def small_run(seed: int = 3) -> tuple[Scenario, store.StoredRun]:
+def small_run(seed: int = 3) -> tuple[Scenario, DerivedRun]:
     scenario = Scenario.from_toml_text(SMALL_DUMBBELL.replace("seed = 3", f"seed = {seed}"))
-    resolved = scenario.resolve()
-    result, wall = runner.simulate(scenario)
-    spec_json = resolved.to_json()
-    stored = store.StoredRun(run_id=store.run_identity(spec_json, result["engine_version"]), name="small",
-                             seed=seed, duration_ns=scenario.duration, wall_time_s=wall, spec_json=spec_json,
-                             user_spec_json="{}", endpoints=resolved.flow_endpoints, result=result)
-    return scenario, stored
+    planned = plan(scenario)
+    return scenario, derive(planned, simulate(planned))
 
 
 @pytest.mark.parametrize("step", ["_insert_channels", "_insert_metrics", "_insert_timeseries", "_insert_captures"])
@@ -147,7 +158,7 @@ def test_failure_during_force_replace_keeps_the_old_run(db: Path, monkeypatch: p
     before = count_rows(db)
     assert before["runs"] == 1 and before["flow_timeseries"] > 0
 
-    def explode(self: store.Store, run: store.StoredRun) -> None:
+    def explode(self: store.Store, run: DerivedRun) -> None:
         raise Injected("timeseries")
 
     monkeypatch.setattr(store.Store, "_insert_timeseries", explode)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bufferlab import summary as m
+from bufferlab.analysis import summary as m
 
 
 def flow(**overrides: object) -> dict:

@@ -108,7 +108,7 @@ def test_a_small_tbf_bucket_is_refused_by_the_engine_naming_the_queue() -> None:
                        "queue_forward": {"kind": "tbf", "rate": "1Mbps", "burst": "1000B", "limit": "10kB"}}],
             "flows": [{"src": "a", "dst": "b"}]}
     with pytest.raises(SpecError, match="links\\[0\\].queue_forward: a 1000-byte bucket never holds the tokens"):
-        runner.validate(Scenario.from_dict(spec).resolve())
+        runner.validate(Scenario.from_dict(spec))
 
 
 @pytest.mark.engine
@@ -217,7 +217,7 @@ def test_seed_004_shaped_link_is_full_at_its_token_rate() -> None:
     # Two HighSpeed flows through the 100 Mbit token bucket: the summary reports the shaper's
     # rate and a full link, not the 10 % the 1 Gb/s line's busy time alone would say.
     from conftest import SCENARIOS
-    from bufferlab import summary
+    from bufferlab.analysis import summary
 
     data = Scenario.from_toml(SCENARIOS / "shaped_bottleneck.toml").to_dict()
     data["duration"] = "20s"

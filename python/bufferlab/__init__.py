@@ -20,14 +20,14 @@ from .errors import SpecError
 from .spec import Scenario, load_scenario
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .results import Results
+    from .store.reader import Results
 
 __all__ = ["__version__", "Scenario", "SpecError", "load_scenario", "load"]
 
 
 def load(db: str | Path = Path("results") / "bufferlab.duckdb") -> Results:
     """Open a result store for reading: runs, flows, metric tables and time series as polars
-    DataFrames (see `bufferlab.results.Results`)."""
-    from .results import load as _load
+    DataFrames (see `bufferlab.store.reader.Results`)."""
+    from .store.reader import load as _load
 
     return _load(db)

@@ -2,7 +2,7 @@
 
 Specs cross the boundary as JSON text (crates/bufferlab-core/src/spec.rs, ScenarioSpec); results
 as JSON text of the counters (src/record/result.rs, RunResult) plus the long numeric columns as
-bytes (bufferlab.result.decode joins them).
+bytes (bufferlab.pipeline.result.decode joins them).
 """
 
 def run(spec_json: str) -> tuple[str, dict[str, bytes]]:
@@ -12,6 +12,9 @@ def run(spec_json: str) -> tuple[str, dict[str, bytes]]:
     Raises ValueError("field.path: reason") for a spec the engine rejects. The GIL is released
     while simulating.
     """
+
+def draws_random_numbers(spec_json: str) -> bool:
+    """Whether a resolved scenario draws random numbers (whether its seed can change anything)."""
 
 def validate(spec_json: str) -> None:
     """Check a resolved scenario without running it; raises ValueError("field.path: reason"),

@@ -3,6 +3,10 @@
     bufferlab run SCENARIO.toml [--db PATH] [--force] [--json] [--seed N] [--study NAME] [--metrics]
     bufferlab ccperf --bw=80Mbps --rtts=15ms,15ms --qlen=10p ... [--db PATH] [--force] [--json]
     bufferlab results list|show|query|export|monitor|csv|pcap ... [--db PATH]
+    bufferlab size --rate 100Mbps --rtt 10ms,990ms [--flows N] [--packet 1500B] [--json]
+    bufferlab plot KIND RUN... [-o FILE.pdf|.svg|.png] [--flows ...] [--links ...] [--from T --to T]
+    bufferlab sweep SWEEP.toml [--workers N] [--dask local|tcp://HOST:PORT]
+    bufferlab reproduce NAME [--quick] | --list
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
@@ -21,9 +25,10 @@ import click
 import duckdb
 
 from . import __version__
-from .ccperf import CCPERF_FLAGS, METADATA_FLAGS, scenario_from_ccperf
+from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS, scenario_from_ccperf
 from .errors import SpecError
-from .runner import EngineMissing
+from .pipeline.engine import EngineMissing
+from .sizing.command import size_command
 from .spec import Scenario
 from .store import DEFAULT_DB
 
@@ -36,7 +41,7 @@ runner_progress = Callable[[int, int], None]
 
 def _version_text() -> str:
     try:
-        from .runner import engine_version
+        from .pipeline.engine import engine_version
 
         engine = engine_version()
     except EngineMissing:
@@ -62,6 +67,17 @@ _db_option = click.option("--db", "db", type=click.Path(dir_okay=False, path_typ
 _force_option = click.option("--force", is_flag=True, help="Simulate again even if the store has this run.")
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 _study_option = click.option("--study", default=None, help="Store the run as part of this study (a name).")
+_set_option = click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
+                           help="Change a field of the scenario, e.g. --set topology.queue=500p --set flows[0].cca=cubic "
+                                "(repeatable; validated like the file).")
+
+
+def _overridden(spec: Scenario, assignments: Sequence[str]) -> Scenario:
+    from .spec.overrides import parse_assignment
+
+    if not assignments:
+        return spec
+    return spec.with_overrides(dict(parse_assignment(a) for a in assignments))
 
 
 @cli.command("run")
@@ -70,16 +86,18 @@ _study_option = click.option("--study", default=None, help="Store the run as par
 @_force_option
 @_json_option
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=None, help="Override the spec's seed.")
+@_set_option
 @_study_option
 @click.option("--metrics", "show_metrics", is_flag=True,
               help="Also print the flow, link and network metric tables (metrics.md).")
-def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None, study: str | None,
-                show_metrics: bool) -> None:
+def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None, assignments: tuple[str, ...],
+                study: str | None, show_metrics: bool) -> None:
     """Simulate the scenario in SCENARIO.toml, store it and print a summary."""
-    spec = Scenario.from_toml(scenario)
+    spec = _overridden(Scenario.from_toml(scenario), assignments)
     if seed is not None:
         spec = spec.with_seed(seed)
-    _execute(spec, db, force=force, as_json=as_json, label=str(scenario), study=study, show_metrics=show_metrics)
+    _execute(spec, db, force=force, as_json=as_json, label=str(scenario), study=study, show_metrics=show_metrics,
+             seed_given=seed is not None)
 
 
 def _ccperf_options(func: Any) -> Any:
@@ -93,26 +111,31 @@ def _ccperf_options(func: Any) -> Any:
 @_db_option
 @_force_option
 @_json_option
+@_set_option
 @_study_option
-def ccperf_command(db: Path, force: bool, as_json: bool, study: str | None, **flags: str | None) -> None:
+def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str, ...], study: str | None,
+                   **flags: str | None) -> None:
     """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
     link and network metric tables."""
-    spec = scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()})
+    spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
     _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study, show_metrics=True)
 
 
 def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str, study: str | None = None,
-             show_metrics: bool = False) -> None:
+             show_metrics: bool = False, seed_given: bool = False) -> None:
     from . import runner
+    from .pipeline.plan import plan
     from .render import print_summary
 
-    resolved = spec.resolve()
-    runner.validate(resolved)  # the engine's checks, before the store or a spinner appears
+    planned = plan(spec)  # every check, the engine's too, before the store or a spinner appears
+    if seed_given and not planned.seed_matters:
+        sys.stderr.write(f"note: --seed: {spec.name or label} has no random element (no random loss, jittered "
+                         "starts, RTT draws, traffic generators or BBR), so every seed gives this same run\n")
     if as_json or not sys.stdout.isatty():
-        summary = runner.run(spec, db, force=force, study=study)
+        summary = runner.run(planned, db, force=force, study=study)
     else:
         with _progress_bar(label) as progress:
-            summary = runner.run(spec, db, force=force, progress=progress, study=study)
+            summary = runner.run(planned, db, force=force, progress=progress, study=study)
     if as_json:
         payload = {"scenario": spec.name or label, "db": str(db), **summary.to_json_dict()}
         if show_metrics:
@@ -134,7 +157,7 @@ def _console() -> Any:
 def _metric_frames(db: Path, run_id: str, all_links: bool) -> tuple[Any, Any, Any]:
     import polars as pl
 
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         flows = res.table("flow_metrics", run_id)
@@ -146,7 +169,7 @@ def _metric_frames(db: Path, run_id: str, all_links: bool) -> tuple[Any, Any, An
 
 
 def _print_metrics(db: Path, run_id: str, *, all_links: bool) -> None:
-    from . import metrics
+    from .analysis import metrics
     from .render import metric_tables
 
     flows, links, net = _metric_frames(db, run_id, all_links)
@@ -215,7 +238,7 @@ def _with(options: list[Any]) -> Any:
 def results_list(db: Path, study: str | None) -> None:
     """One line per stored run."""
     from .render import frame_table
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         frame = res.query(
@@ -233,7 +256,7 @@ def results_list(db: Path, study: str | None) -> None:
 @_json_option
 def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
     """The flow, link and network metric tables of RUN (a run id or a unique prefix)."""
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         run_id = res.run_id(run)
@@ -255,7 +278,7 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
 def results_query(sql: str, db: Path, fmt: str) -> None:
     """Run SQL over the store (read-only) and print the result."""
     from .render import frame_table
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         try:
@@ -279,7 +302,7 @@ def results_query(sql: str, db: Path, fmt: str) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path) -> None:
     """Write a table (of RUN, or of every run) as Parquet or CSV."""
-    from .results import export_frame, load
+    from .store.reader import export_frame, load
 
     with load(db) as res:
         frame = res.table(table, run)
@@ -295,9 +318,10 @@ def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path
 @_json_option
 def results_monitor(run: str, db: Path, link: str, direction: str, split: str, as_json: bool) -> None:
     """Seed 000's middlebox table: per-flow throughput and loss seen on a captured link."""
-    from . import monitor, units
+    from . import units
+    from .analysis import monitor
     from .render import frame_table
-    from .results import load
+    from .store.reader import load
 
     try:
         split_bytes = units.parse_bytes(split)
@@ -322,7 +346,7 @@ def results_monitor(run: str, db: Path, link: str, direction: str, split: str, a
 @click.option("--no-header", is_flag=True, help="No header line (exactly what tshark -T fields prints).")
 def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_header: bool) -> None:
     """A captured link as CSV with seed 000's tshark fields."""
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         n = res.write_capture_csv(run, output, link=link, direction=direction, header=not no_header)
@@ -337,11 +361,25 @@ def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_
 @click.option("--full-payload", is_flag=True, help="Write the (zero) payload bytes too, not only the headers.")
 def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, full_payload: bool) -> None:
     """A captured link as a pcap file (IPv4 + TCP headers) for tshark and Wireshark."""
-    from .results import load
+    from .store.reader import load
 
     with load(db) as res:
         n = res.write_pcap(run, output, link=link, direction=direction, full_payload=full_payload)
     click.echo(f"{n} packets -> {output}")
+
+
+def _register_commands() -> None:
+    """Commands defined beside the step they drive (their heavy imports stay inside them)."""
+    from .plots.command import plot_command
+    from .study.command import results_study_command, sweep_command
+
+    cli.add_command(sweep_command)
+    cli.add_command(size_command)
+    results_group.add_command(results_study_command)
+    cli.add_command(plot_command)
+
+
+_register_commands()
 
 
 def _usage_error_line(error: click.UsageError) -> str:
@@ -361,7 +399,7 @@ def _usage_error_line(error: click.UsageError) -> str:
     message = error.format_message()
     if message.startswith("No such command"):
         command = message.split("'")[1] if "'" in message else message
-        return f"{command}: unknown command (known: run, ccperf, results)"
+        return f"{command}: unknown command (known: {', '.join(sorted(cli.commands))})"
     return f"usage: {message}"
 
 
@@ -384,8 +422,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"engine: {e}", 1)
     except duckdb.IOException as e:
         return _fail(f"--db: cannot open the store: {e}", 1)
-    except click.Abort:
+    except (click.Abort, KeyboardInterrupt):
         return _fail("interrupted", 130)
+    except RuntimeError as e:
+        # DuckDB reports a Ctrl-C that lands inside a query as RuntimeError("Query interrupted").
+        if "interrupted" in str(e).lower():
+            return _fail("interrupted", 130)
+        raise
     return result if isinstance(result, int) else 0
 
 

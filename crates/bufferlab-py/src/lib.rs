@@ -109,6 +109,24 @@ fn timeseries_columns(ts: &TimeSeries, columns: &mut Columns) {
     for (name, rows) in per_entity {
         columns.u64_rows(format!("timeseries.{name}"), rows);
     }
+    columns.u64s("timeseries.class_channels".into(), &indices(&ts.class_channels));
+    columns.u64s("timeseries.class_indices".into(), &indices(&ts.class_indices));
+    let per_class: [(&str, &Vec<Vec<u64>>); 11] = [
+        ("class_queue_packets", &ts.class_queue_packets),
+        ("class_queue_bytes", &ts.class_queue_bytes),
+        ("class_limit", &ts.class_limit),
+        ("class_enqueued_packets", &ts.class_enqueued_packets),
+        ("class_dropped_packets", &ts.class_dropped_packets),
+        ("class_sent_packets", &ts.class_sent_packets),
+        ("class_sent_bytes", &ts.class_sent_bytes),
+        ("class_sojourn_ns", &ts.class_sojourn_ns),
+        ("class_rttp_ns", &ts.class_rttp_ns),
+        ("class_estimate_rttp_ns", &ts.class_estimate_rttp_ns),
+        ("class_threshold_ns", &ts.class_threshold_ns),
+    ];
+    for (name, rows) in per_class {
+        columns.u64_rows(format!("timeseries.{name}"), rows);
+    }
 }
 
 /// Move a capture out as columns named `captures.<i>.<field>`.
@@ -229,6 +247,13 @@ fn validate(spec_json: &str) -> PyResult<()> {
     bufferlab_core::validate(&spec).map_err(engine_error)
 }
 
+/// Whether a resolved scenario (JSON text) draws random numbers, i.e. whether its seed matters
+/// (`ScenarioSpec::draws_random_numbers`).
+#[pyfunction]
+fn draws_random_numbers(spec_json: &str) -> PyResult<bool> {
+    Ok(spec_from_json(spec_json)?.draws_random_numbers())
+}
+
 /// The engine's TCP defaults (`TcpSpec::default()`) as JSON text: the single source of truth the
 /// Python spec layer fills unset options from.
 #[pyfunction]
@@ -262,6 +287,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_class::<Run>()?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(draws_random_numbers, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(check_distribution, m)?)?;

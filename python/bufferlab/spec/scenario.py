@@ -36,13 +36,14 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, StrictBool, StrictInt,
                       ValidationError, ValidationInfo)
 
-from .errors import SpecError, from_validation_error
+from ..errors import SpecError, from_validation_error
 from .distributions import Dist, parse_distribution
 from .fields import (
     ByteCount,
@@ -57,21 +58,23 @@ from .fields import (
     SampleInterval,
     Time,
     TrafficField,
-    Queue,
 )
-from . import units
+from ..queues import fifo
+from .. import units
 from .topology import Graph, ParkingLot, Tree, build_parking_lot, build_tree
 
 __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "QuicOptions", "Dumbbell", "Capture",
            "Generator", "Record", "Resolved", "load_scenario", "DEFAULT_SAMPLE_INTERVAL_NS", "RTT_STREAM",
-           "draw_rtts"]
+           "draw_rtts", "start_sampler", "START_STREAM"]
 
 # metrics.md: "Time series are sampled at a fixed interval (default 10 ms, configurable)".
 DEFAULT_SAMPLE_INTERVAL_NS = 10_000_000
 # Linux's default txqueuelen and ns-3's FifoQueueDisc default: 1000 packets.
-DEFAULT_QUEUE = Queue(limit=units.QueueLimit(packets=1000))
+DEFAULT_QUEUE = fifo(units.QueueLimit(packets=1000))
 # The RTT draws' own stream: SeedSequence([seed, RTT_STREAM]) ("rtt" in ASCII).
 RTT_STREAM = 0x727474
+# The start-time draws' own stream: SeedSequence([seed, START_STREAM]) ("start" in ASCII).
+START_STREAM = 0x7374617274
 
 
 def _base_dir(info: ValidationInfo) -> Path | None:
@@ -99,13 +102,25 @@ RttField = Annotated[int | Dist, PlainValidator(_rtt),
                      PlainSerializer(lambda v: v.written if isinstance(v, Dist) else units.format_time(v))]
 """A dumbbell's RTT: a time, or a distribution each flow draws its RTT from."""
 
+
+def _start(value: Any, info: ValidationInfo) -> int | Dist:
+    if isinstance(value, dict) or isinstance(value, Dist):
+        return parse_distribution(value, "time", _base_dir(info))
+    return units.parse_time(value)
+
+
+StartField = Annotated[int | Dist, PlainValidator(_start),
+                       PlainSerializer(lambda v: v.written if isinstance(v, Dist) else units.format_time(v))]
+"""A flow's start: a time, or a distribution its start is drawn from (jittered application starts,
+as ns-3 users do, so that seeds give independent replications); see `draw_starts`."""
+
 @functools.cache
 def engine_tcp_defaults() -> dict[str, Any]:
     """The engine's TcpSpec defaults (`impl Default for TcpSpec` in crates/bufferlab-core/src/spec.rs).
 
     Spelled out in every engine spec so that a stored spec says exactly what ran.
     """
-    from . import _core
+    from .. import _core
 
     defaults: dict[str, Any] = json.loads(_core.tcp_defaults())
     return defaults
@@ -114,7 +129,7 @@ def engine_tcp_defaults() -> dict[str, Any]:
 @functools.cache
 def engine_quic_defaults() -> dict[str, Any]:
     """The engine's QuicSpec defaults (`impl Default for QuicSpec` in crates/bufferlab-core/src/spec.rs)."""
-    from . import _core
+    from .. import _core
 
     defaults: dict[str, Any] = json.loads(_core.quic_defaults())
     return defaults
@@ -209,7 +224,7 @@ class FlowDefaults(_Model):
     transport: Literal["tcp", "quic"] | None = None
     quic: QuicOptions | None = None
     traffic: TrafficField | None = None
-    start: Time | None = None
+    start: StartField | None = None
     stop: Time | None = None
     rtt: PositiveTime | None = None
     tcp: TcpOptions | None = None
@@ -352,16 +367,19 @@ class Resolved:
     # Propagation RTT of each listed flow where the topology fixes it (dumbbell), in ns.
     flow_rtts_ns: list[int | None] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Where the resolution drew random numbers from the seed (e.g. "topology.rtt",
+    # "flow_defaults.start"): a spec with none here, whose engine draws none either, runs the same
+    # under every seed.
+    random_draws: list[str] = field(default_factory=list)
     # Engine field paths (as the engine names them, unit suffixes removed) that the user wrote
     # elsewhere, e.g. a dumbbell's "links[0].queue_forward" is its "topology.queue".
     field_aliases: dict[str, str] = field(default_factory=dict)
+    # Each channel's queue as resolved, and how its size came about ("500p (bdp rule: ...)").
+    queue_descriptions: list[str] = field(default_factory=list)
 
     def user_field(self, engine_field: str) -> str:
         """The user's name for an engine field path: its longest aliased prefix replaced."""
-        for prefix in sorted(self.field_aliases, key=len, reverse=True):
-            if engine_field == prefix or engine_field.startswith((prefix + ".", prefix + "[")):
-                return self.field_aliases[prefix] + engine_field[len(prefix):]
-        return engine_field
+        return user_field(self.field_aliases, engine_field)
 
     def endpoints_of(self, flows: list[dict[str, Any]]) -> list[tuple[str, str]]:
         """(src, dst) host names of every flow of a result: listed flows and generated ones.
@@ -379,6 +397,14 @@ class Resolved:
     def to_json(self) -> str:
         """Canonical JSON of the engine spec: the identity of a run (with the engine version)."""
         return canonical_json(self.engine)
+
+
+def user_field(aliases: dict[str, str], engine_field: str) -> str:
+    """The user's name for an engine field path: its longest prefix in `aliases` replaced."""
+    for prefix in sorted(aliases, key=len, reverse=True):
+        if engine_field == prefix or engine_field.startswith((prefix + ".", prefix + "[")):
+            return aliases[prefix] + engine_field[len(prefix):]
+    return engine_field
 
 
 def canonical_json(value: Any) -> str:
@@ -448,6 +474,13 @@ class Scenario(_Model):
         data["seed"] = seed
         return Scenario.from_dict(data)
 
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Scenario:
+        """A copy with fields changed by path, validated exactly like a file (see `overrides`):
+        ``s.with_overrides({"topology.queue": "500p", "flows[0].cca": "cubic"})``."""
+        from .overrides import apply_overrides
+
+        return Scenario.from_dict(apply_overrides(self.to_dict(), overrides))
+
     # --- resolution -------------------------------------------------------------------------
 
     def to_engine(self) -> dict[str, Any]:
@@ -483,9 +516,14 @@ class Scenario(_Model):
         # engine_spec imports this module's models, so it is imported here, not at the top.
         from .engine_spec import build_engine_spec
 
-        resolved = build_engine_spec(self, nodes, links, flows, bottleneck)
+        try:
+            resolved = build_engine_spec(self, nodes, links, flows, bottleneck)
+        except SpecError as e:  # a field of a generated link is the user's topology key
+            raise SpecError(user_field(aliases, e.field), e.reason) from None
         resolved.field_aliases = aliases
         resolved.flow_rtts_ns = rtts + [None] * (len(resolved.flow_names) - len(rtts))
+        if isinstance(self.topology, Dumbbell) and isinstance(self.topology.rtt, Dist):
+            resolved.random_draws.insert(0, "topology.rtt")
         return resolved
 
 
@@ -504,6 +542,16 @@ def _graph_nodes_links(graph: Graph) -> tuple[list[Node], list[Link]]:
         fields = dict(link, rate=units.format_rate(link["rate"]), delay=units.format_time(link["delay"]))
         links.append(Link(**fields))
     return nodes, links
+
+
+def start_sampler(seed: int) -> Callable[[Dist], int]:
+    """Draws of jittered start times, one per call, in flow order, from numpy's PCG64 seeded with
+    ``SeedSequence([seed, START_STREAM])``, each rounded to a whole ns (never negative)."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, START_STREAM]))
+
+    def draw(dist: Dist) -> int:
+        return max(0, int(round(float(dist.draw(rng, 1)[0]))))
+    return draw
 
 
 def draw_rtts(dist: Dist, seed: int, n: int) -> list[int]:

@@ -9,12 +9,16 @@ and cross-field problems raise `SpecError` naming the user's field.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from typing import Any
 
-from . import units
-from .errors import SpecError
+from .. import units
+from ..errors import SpecError
+from .distributions import Dist
 from .fields import DEFAULT_DATAGRAM, Traffic, engine_controller, engine_recovery
-from .spec import (
+from ..queues import Queue
+from ..sizing.resolve import link_loads, resolve_queue
+from .scenario import (
     DEFAULT_QUEUE,
     Flow,
     GENERATOR_COMMON_KEYS,
@@ -29,6 +33,7 @@ from .spec import (
     TcpOptions,
     engine_quic_defaults,
     engine_tcp_defaults,
+    start_sampler,
 )
 
 
@@ -98,6 +103,9 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
     link_index = _unique(link_names, "links")
 
     engine_links = []
+    # Each channel's queue as written, and the user's field of it (sizes by time or rule are
+    # resolved once the flows are known).
+    queues: list[tuple[Queue, str]] = []
     for i, (link, name) in enumerate(zip(links, link_names)):
         a = _index(node_index, link.a, f"links[{i}].a")
         b = _index(node_index, link.b, f"links[{i}].b")
@@ -108,16 +116,20 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
                                                  "queue_forward/queue_backward")
         forward = link.queue_forward or link.queue or DEFAULT_QUEUE
         backward = link.queue_backward or link.queue or DEFAULT_QUEUE
+        for direction, queue in (("forward", forward), ("backward", backward)):
+            written = f"queue_{direction}" if getattr(link, f"queue_{direction}") is not None else "queue"
+            queues.append((queue, f"links[{i}].{written}"))
         engine_link = {"name": name, "a": a, "b": b, "rate_bps": link.rate, "delay_ns": link.delay,
-                       "loss": link.loss, "queue_forward": forward.to_engine(),
-                       "queue_backward": backward.to_engine()}
+                       "loss": link.loss}
         if link.loss_model is not None:
             if link.loss:
                 raise SpecError(f"links[{i}].loss_model", "give either loss or loss_model, not both")
             engine_link["loss_model"] = link.loss_model.to_engine()
         engine_links.append(engine_link)
 
-    generated, engine_generators = _expand_generators(s, nodes, node_index)
+    draw_start = start_sampler(s.seed)
+    random_draws: list[str] = []
+    generated, engine_generators = _expand_generators(s, nodes, node_index, draw_start, random_draws)
     flows = [*flows, *generated]
     if not flows and not engine_generators:
         raise SpecError("flows", "no flows: list at least one [[flows]] or [[generators]]")
@@ -137,9 +149,16 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
             raise SpecError(f"{where}.dst", f'same node as src ("{flow.src}")')
         cca = flow.cca or defaults.cca or "reno"
         traffic = flow.traffic or defaults.traffic or Traffic(kind="greedy")
-        start = flow.start if flow.start is not None else (defaults.start or 0)
+        start_value = flow.start if flow.start is not None else (defaults.start or 0)
         stop = flow.stop if flow.stop is not None else defaults.stop
         start_at = f"{where}.start" if flow.start is not None else "flow_defaults.start"
+        if isinstance(start_value, Dist):
+            start = draw_start(start_value)
+            if start_at not in random_draws:
+                random_draws.append(start_at)
+            start_at = f"{start_at} (the draw of {where}, {units.format_time(start)})"
+        else:
+            start = start_value
         if start >= s.duration:
             raise SpecError(start_at, f"starts at {units.format_time(start)}, not before the end of the "
                                       f"run ({units.format_time(s.duration)})")
@@ -155,6 +174,7 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
                              "tcp": _tcp(defaults.tcp, flow.tcp, where), "quic": _quic(defaults.quic, flow.quic)})
     _unique(flow_names, "flows")
 
+    queue_descriptions = _resolve_queues(nodes, engine_links, engine_flows, queues)
     channel_names = [f"{name}_{d}" for name in link_names for d in ("forward", "backward")]
     captures = []
     recorded = [(f"captures[{i}]", cap) for i, cap in enumerate(s.captures)]
@@ -190,7 +210,27 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
         engine["generators"] = engine_generators
     return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
                     flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel,
-                    generator_names=[g["name"] for g in engine_generators])
+                    generator_names=[g["name"] for g in engine_generators], queue_descriptions=queue_descriptions,
+                    random_draws=random_draws)
+
+
+def _resolve_queues(nodes: list[Node], engine_links: list[dict[str, Any]], engine_flows: list[dict[str, Any]],
+                    queues: list[tuple[Queue, str]]) -> list[str]:
+    """Put each channel's queue, its size resolved (time, rule), into the engine links; returns
+    one description per channel."""
+    loads = None
+    descriptions = []
+    for channel, (queue, where) in enumerate(queues):
+        if not queue.resolved:
+            if loads is None:
+                loads = link_loads([{"name": n.name} for n in nodes], engine_links, engine_flows)
+            queue, description = resolve_queue(queue, loads[channel // 2], where)
+        else:
+            description = str(queue)
+        key = "queue_forward" if channel % 2 == 0 else "queue_backward"
+        engine_links[channel // 2][key] = queue.to_engine()
+        descriptions.append(description)
+    return descriptions
 
 
 def _generator_sources(g: Generator, nodes: list[Node], where: str) -> list[str]:
@@ -216,10 +256,12 @@ def _generator_sources(g: Generator, nodes: list[Node], where: str) -> list[str]
     return chosen
 
 
-def _expand_generators(s: Scenario, nodes: list[Node],
-                       node_index: dict[str, int]) -> tuple[list[Flow], list[dict[str, Any]]]:
+def _expand_generators(s: Scenario, nodes: list[Node], node_index: dict[str, int],
+                       draw_start: Callable[[Dist], int],
+                       random_draws: list[str]) -> tuple[list[Flow], list[dict[str, Any]]]:
     """Generators -> listed flows (persistent, cbr, onoff) and engine generators (poisson,
-    closed_loop), one per source host."""
+    closed_loop), one per source host. A start distribution in flow_defaults gives each listed
+    flow its own draw (the flows take it from flow_defaults) and each engine generator one."""
     defaults = s.flow_defaults or FlowDefaults()
     flows: list[Flow] = []
     engine: list[dict[str, Any]] = []
@@ -235,7 +277,14 @@ def _expand_generators(s: Scenario, nodes: list[Node],
         dst = _index(node_index, g.dst, f"{where}.dst")
         if nodes[dst].kind != "host":
             raise SpecError(f"{where}.dst", f'"{g.dst}" is a router; flows run between hosts')
-        start = g.start if g.start is not None else (defaults.start or 0)
+        jittered = g.start is None and isinstance(defaults.start, Dist)
+        if jittered:
+            assert isinstance(defaults.start, Dist)
+            start = draw_start(defaults.start)
+            if "flow_defaults.start" not in random_draws:
+                random_draws.append("flow_defaults.start")
+        else:
+            start = g.start if g.start is not None else (defaults.start or 0)  # type: ignore[assignment]
         stop = g.stop if g.stop is not None else defaults.stop
         if start >= s.duration:
             raise SpecError(f"{where}.start", f"starts at {units.format_time(start)}, not before the end of the "
@@ -245,7 +294,7 @@ def _expand_generators(s: Scenario, nodes: list[Node],
                                              f"({units.format_time(start)})")
         cca = g.cca or defaults.cca or "reno"
         name = g.name or f"gen_{i}"
-        common = {"dst": g.dst, "cca": cca, "start": start, "stop": stop, "tcp": g.tcp}
+        common = {"dst": g.dst, "cca": cca, "start": None if jittered else start, "stop": stop, "tcp": g.tcp}
         for host in _generator_sources(g, nodes, where):
             base = f"{name}_{host}"
             if g.kind == "persistent":

@@ -20,10 +20,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from . import units
-from .errors import SpecError
+from .. import units
+from ..errors import SpecError
 from .fields import parse_controller, parse_recovery
-from .spec import Scenario
+from .scenario import Scenario
 
 __all__ = ["CCPERF_FLAGS", "METADATA_FLAGS", "split_list", "parse_traffic_model", "scenario_from_ccperf"]
 

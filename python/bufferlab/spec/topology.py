@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from .errors import SpecError
+from ..errors import SpecError
 from .fields import LossModelField, OptionalRate, Probability, QueueField, Rate, Time
 
 __all__ = ["Tree", "ParkingLot", "Graph", "build_tree", "build_parking_lot"]

@@ -35,8 +35,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import units
-from .errors import SpecError
+from .. import units
+from ..errors import SpecError
 
 __all__ = ["Dist", "parse_distribution", "Quantity"]
 
@@ -254,7 +254,7 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
             engine = {}
     engine = {"dist": kind, **engine}
     if kind != "mixture":
-        from . import _core
+        from .. import _core
 
         reason = _core.check_distribution(_json(engine))
         if reason:

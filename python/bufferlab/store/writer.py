@@ -1,13 +1,18 @@
 """The result store: one DuckDB file (default ``results/bufferlab.duckdb``).
 
-A run is identified by ``sha256(canonical engine-spec JSON + "\\n" + engine version)``, so the same
-scenario on the same engine is simulated once and then served from the store. A run is written in
-one transaction: it is there completely, or not at all (a process killed mid-write leaves nothing
-of it; DuckDB's write-ahead log replays only committed transactions when the file is reopened).
+A run is identified by ``sha256(canonical engine-spec JSON + "\\n" + engine version)``
+(`pipeline.plan.run_identity`), so the same scenario on the same engine is simulated once and then
+served from the store. A run is written in one transaction, exactly as `pipeline.derive` made it
+(nothing is computed here): it is there completely, or not at all (a process killed mid-write
+leaves nothing of it; DuckDB's write-ahead log replays only committed transactions).
+
+Many processes share one store: each opens it for one write or one query and closes it again
+(`store.connection`), and one that meets another's lock waits and retries.
 
 Tables (one row per ...):
   meta                 setting: schema_version
-  studies              study: a named group of runs (``bufferlab run --study NAME``)
+  studies              study: a named group of runs (``bufferlab run --study NAME``, a sweep)
+  study_points         (study, point, seed) of a sweep: its axis values, run id, status and error
   runs                 run: identity, study, status, specs (engine and user level), spec hash, seed,
                        engine version, simulated and wall time
   flows                flow of a run: the engine's raw per-flow counters + summary columns
@@ -19,6 +24,8 @@ Tables (one row per ...):
                        bytes and one-way delay, pacing rate, controller state, delivery rate
   channel_timeseries   channel x sample: queue length, cumulative bytes/packets sent, drops, sojourn, busy
   captures             captured packet (only for runs with captures in their spec)
+  queue_classes        sub-buffer of a split queue (SplitBuff): enqueued, dropped, sent, sojourn, limit, RTTP
+  class_timeseries     sub-buffer x sample: length, limit, cumulative counts, T_B, RTTP estimate, threshold
 
 The schema version is kept in ``meta``. Opening a store of an older version migrates it in one
 transaction (new tables and columns are added; rows of older runs keep NULL in the new columns
@@ -34,38 +41,49 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
 import polars as pl
 
-from . import metrics as catalogue
-from . import summary as metrics
-from .errors import SpecError
+from ..analysis import metrics as catalogue
+from ..errors import SpecError
+from ..interrupts import deferred
+from .connection import connect
 
-__all__ = ["Store", "StoredRun", "StoreError", "run_identity", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION",
-           "TABLES", "RUN_TABLES", "check_schema_version", "capture_columns"]
+if TYPE_CHECKING:  # pragma: no cover
+    from ..pipeline.derive import DerivedRun
+
+__all__ = ["Store", "StoreError", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION", "TABLES", "RUN_TABLES",
+           "check_schema_version", "capture_columns", "StudyPoint", "persist"]
 
 DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 # 1: runs, flows, channels, series, captures. 2: studies, spec hash, metric tables, new series
 # and counters (one-way delay, IDT EWMA, min RTT, sojourn/busy per channel, recovery episodes).
-SCHEMA_VERSION = 2
+# 3: sweeps: study kind, sweep spec and axes; study_points.
+# 4: the sub-buffers of split queues (SplitBuff): queue_classes, class_timeseries.
+SCHEMA_VERSION = 4
 
 
 class StoreError(SpecError):
     """A store this bufferlab cannot use (newer schema, unknown run): ``--db: reason``."""
 
 
-def run_identity(engine_spec_json: str, engine_version: str) -> str:
-    """The run id: what ran (canonical engine spec) on which engine."""
-    return hashlib.sha256(f"{engine_spec_json}\n{engine_version}".encode()).hexdigest()
-
-
 def spec_hash(engine_spec_json: str) -> str:
     """What ran, whatever the engine: sha256 of the canonical engine spec."""
     return hashlib.sha256(engine_spec_json.encode()).hexdigest()
 
+
+# A split queue's sub-buffer (result.rs QueueClassRecord), and its series (TimeSeries class_*).
+# `limit` is an SQL keyword: its column is `size_limit` (packets, or bytes for a byte-limited queue).
+CLASS_COUNTERS = {name: "size_limit" if name == "limit" else name for name in (
+    "enqueued_packets", "enqueued_bytes", "dropped_packets", "dropped_bytes", "sent_packets", "sent_bytes",
+    "sojourn_sum_ns", "max_packets", "queued_packets", "queued_bytes", "limit", "rttp_ns", "estimate_rttp_ns",
+    "threshold_ns")}
+CLASS_SERIES = {f"class_{name}": "size_limit" if name == "limit" else name for name in (
+    "queue_packets", "queue_bytes", "limit", "enqueued_packets", "dropped_packets", "sent_packets", "sent_bytes",
+    "sojourn_ns", "rttp_ns", "estimate_rttp_ns", "threshold_ns")}
 
 # Raw counters, in the order and with the names of result.rs (FlowRecord, ChannelRecord).
 FLOW_COUNTERS: dict[str, str] = {
@@ -101,7 +119,7 @@ CHANNEL_COUNTERS: dict[str, str] = {
 CHANNEL_DERIVED: dict[str, str] = {
     "direction": "VARCHAR", "utilisation": "DOUBLE", "mean_queue_packets": "DOUBLE", "mean_sojourn_ns": "DOUBLE",
 }
-_RENAMED = {"from_node": "from", "to_node": "to"}
+RENAMED_COLUMNS = {"from_node": "from", "to_node": "to"}
 
 # Per-flow series of TimeSeries (the column has the same name).
 FLOW_SERIES = ("cwnd_bytes", "ssthresh_bytes", "in_flight_bytes", "srtt_ns", "min_rtt_ns", "acked_bytes",
@@ -113,7 +131,7 @@ CHANNEL_SERIES = {"queue_packets": "queue_packets", "queue_bytes": "queue_bytes"
                   "channel_sent_packets": "sent_packets", "channel_sojourn_ns": "sojourn_ns",
                   "channel_busy_ns": "busy_ns"}
 # Row indices of the series: which flow / channel each row is.
-SERIES_INDICES = ("flows", "channels")
+SERIES_INDICES = ("flows", "channels", "class_channels", "class_indices")
 CAPTURE_COLUMNS = {"time_ns": "UBIGINT", "flow": "UINTEGER", "is_data": "BOOLEAN", "flags": "UTINYINT",
                    "seq": "UBIGINT", "ack": "UBIGINT", "payload_bytes": "UINTEGER", "wire_bytes": "UINTEGER",
                    "retransmission": "BOOLEAN", "ts_val_ns": "UBIGINT", "ts_ecr_ns": "UBIGINT",
@@ -145,7 +163,12 @@ def _metric_columns(names: Mapping[str, Any]) -> dict[str, str]:
 # later schema version (migration adds them); none is ever renamed or dropped.
 TABLES: dict[str, dict[str, str]] = {
     "meta": {"key": "VARCHAR PRIMARY KEY", "value": "VARCHAR"},
-    "studies": {"study_id": "VARCHAR PRIMARY KEY", "created_at": "TIMESTAMP NOT NULL", "description": "VARCHAR"},
+    "studies": {"study_id": "VARCHAR PRIMARY KEY", "created_at": "TIMESTAMP NOT NULL", "description": "VARCHAR",
+                "kind": "VARCHAR", "sweep_json": "VARCHAR", "axes_json": "VARCHAR"},
+    # One row per (study, point, seed); written with its run in one transaction.
+    "study_points": {"study_id": "VARCHAR NOT NULL", "point": "UINTEGER NOT NULL", "seed": "UBIGINT NOT NULL",
+                     "point_json": "VARCHAR NOT NULL", "run_id": "VARCHAR", "status": "VARCHAR NOT NULL",
+                     "error": "VARCHAR", "updated_at": "TIMESTAMP NOT NULL"},
     "runs": {
         "run_id": "VARCHAR PRIMARY KEY", "status": "VARCHAR NOT NULL", "created_at": "TIMESTAMP NOT NULL",
         "name": "VARCHAR", "engine_version": "VARCHAR NOT NULL", "seed": "UBIGINT NOT NULL",
@@ -167,13 +190,19 @@ TABLES: dict[str, dict[str, str]] = {
                         **dict.fromkeys(FLOW_SERIES, "UBIGINT")},
     "channel_timeseries": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL",
                            "time_ns": "UBIGINT NOT NULL", **dict.fromkeys(CHANNEL_SERIES.values(), "UBIGINT")},
+    # Version 3: the sub-buffers (classes) of split queues (SplitBuff), counters and series.
+    "queue_classes": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL",
+                      "sub_buffer": "UINTEGER NOT NULL", **dict.fromkeys(CLASS_COUNTERS.values(), "UBIGINT")},
+    "class_timeseries": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL",
+                         "sub_buffer": "UINTEGER NOT NULL", "time_ns": "UBIGINT NOT NULL",
+                         **dict.fromkeys(CLASS_SERIES.values(), "UBIGINT")},
     "captures": {"run_id": "VARCHAR NOT NULL", "capture": "UINTEGER NOT NULL", "channel": "UINTEGER NOT NULL",
                  "packet": "UBIGINT NOT NULL", **CAPTURE_COLUMNS},
 }
 
 # Child tables of a run, in the order they are written (and emptied on --force).
 RUN_TABLES = ("flows", "channels", "flow_metrics", "link_metrics", "network_metrics", "flow_timeseries",
-              "channel_timeseries", "captures")
+              "channel_timeseries", "captures", "queue_classes", "class_timeseries")
 METRIC_TABLES = ("flow_metrics", "link_metrics", "network_metrics")
 
 
@@ -207,39 +236,26 @@ def check_schema_version(version: int | None, path: Path) -> None:
                                  f"({SCHEMA_VERSION}): upgrade bufferlab to read it")
 
 
-@dataclass
-class StoredRun:
-    """Everything `Store.save` writes about one run."""
+@dataclass(frozen=True)
+class StudyPoint:
+    """Where a run stands in a sweep: its point (index and axis values) and seed; `error` is the
+    one-line reason of a point that failed (then it has no run)."""
 
-    run_id: str
-    name: str | None
+    study: str
+    point: int
     seed: int
-    duration_ns: int
-    wall_time_s: float
-    spec_json: str
-    user_spec_json: str
-    endpoints: Sequence[tuple[str, str]]
-    result: Mapping[str, Any]
-    # The metric catalogue's tables (`metrics.flow_metrics` ...); computed by `save` if absent.
-    metric_tables: Mapping[str, pl.DataFrame] | None = None
-    bottleneck: int | None = None
-    study: str | None = None
-
-
-def compute_metric_tables(run: StoredRun) -> dict[str, pl.DataFrame]:
-    """The catalogue's flow, link and network tables of a run."""
-    data = catalogue.RunData.from_result(run.result, json.loads(run.spec_json), run.endpoints, run.bottleneck)
-    return {"flow_metrics": catalogue.flow_metrics(data), "link_metrics": catalogue.link_metrics(data),
-            "network_metrics": catalogue.network_metrics(data)}
+    values: Mapping[str, Any]
+    error: str | None = None
 
 
 class Store:
-    """A DuckDB result store. Use as a context manager; one writer process at a time."""
+    """A DuckDB result store opened for writing. Use as a context manager and keep it open only
+    for the writes at hand: while it is open, no other process can read or write the file."""
 
     def __init__(self, path: str | Path = DEFAULT_DB) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.con = duckdb.connect(str(self.path))
+        self.con = connect(self.path, read_only=False)
         try:
             self._prepare_schema()
         except BaseException:
@@ -290,27 +306,6 @@ class Store:
             return None
         return dict(zip([d[0] for d in cursor.description], row))
 
-    def load_counters(self, run_id: str) -> dict[str, Any] | None:
-        """The stored counters of a run in the shape of the engine's RunResult (without series)."""
-        run = self.run_row(run_id)
-        if run is None:
-            return None
-        flow_cols = [*FLOW_COUNTERS, "src", "dst"]
-        chan_cols = list(CHANNEL_COUNTERS)
-        flows = self.con.execute(f"SELECT {', '.join(flow_cols)} FROM flows WHERE run_id = ? ORDER BY flow",
-                                 [run_id]).fetchall()
-        channels = self.con.execute(
-            f"SELECT {', '.join(chan_cols)} FROM channels WHERE run_id = ? ORDER BY channel", [run_id]).fetchall()
-        return {
-            "engine_version": run["engine_version"],
-            "end_ns": run["end_ns"],
-            "events": run["events"],
-            "wall_time_s": run["wall_time_s"],
-            "seed": run["seed"],
-            "flows": [dict(zip(flow_cols, row)) for row in flows],
-            "channels": [{_RENAMED.get(c, c): v for c, v in zip(chan_cols, row)} for row in channels],
-        }
-
     # --- writing --------------------------------------------------------------------------
 
     @contextmanager
@@ -323,27 +318,58 @@ class Store:
             raise
         self.con.execute("COMMIT")
 
-    def save(self, run: StoredRun, *, replace: bool = False) -> None:
-        """Write one run atomically; with `replace`, an existing run of that id is replaced in
-        the same transaction (so a failure keeps the old one)."""
-        tables = run.metric_tables if run.metric_tables is not None else compute_metric_tables(run)
+    def save(self, run: DerivedRun, *, replace: bool = False, point: StudyPoint | None = None) -> None:
+        """Write one run atomically, with its place in a study if given; with `replace`, an
+        existing run of that id is replaced in the same transaction (so a failure keeps the old one)."""
         with self._transaction():
             if replace:
                 self._delete(run.run_id)
             if run.study is not None:
-                self.con.execute("INSERT OR IGNORE INTO studies VALUES (?, ?, NULL)", [run.study, _utc_now()])
+                self._ensure_study(run.study)
             self._insert_run(run)
             self._insert_flows(run)
             self._insert_channels(run)
-            self._insert_metrics(run.run_id, tables)
+            self._insert_metrics(run.run_id, run.metric_tables)
             self._insert_timeseries(run)
             self._insert_captures(run)
+            self._insert_queue_classes(run)
+            if point is not None:
+                self._put_point(point, run.run_id)
+
+    # --- studies --------------------------------------------------------------------------
+
+    def _ensure_study(self, study: str, kind: str = "runs", sweep_json: str | None = None,
+                      axes_json: str | None = None, description: str | None = None) -> None:
+        self.con.execute("INSERT OR IGNORE INTO studies (study_id, created_at, description, kind, sweep_json, axes_json) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", [study, _utc_now(), description, kind, sweep_json, axes_json])
+
+    def begin_study(self, study: str, *, sweep_json: str, axes: Sequence[str], description: str | None) -> None:
+        """Create or update a sweep's study row (its spec and axes: the latest sweep of that name)."""
+        with self._transaction():
+            self._ensure_study(study, "sweep", sweep_json, json.dumps(list(axes)), description)
+            self.con.execute("UPDATE studies SET kind = 'sweep', sweep_json = ?, axes_json = ?, description = ? "
+                             "WHERE study_id = ?", [sweep_json, json.dumps(list(axes)), description, study])
+
+    def _put_point(self, point: StudyPoint, run_id: str | None) -> None:
+        self.con.execute("DELETE FROM study_points WHERE study_id = ? AND point = ? AND seed = ?",
+                         [point.study, point.point, point.seed])
+        status = "failed" if point.error is not None else "complete"
+        self.con.execute("INSERT INTO study_points VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         [point.study, point.point, point.seed, json.dumps(dict(point.values), sort_keys=True),
+                          run_id, status, point.error, _utc_now()])
+
+    def record_points(self, points: Sequence[tuple[StudyPoint, str | None]]) -> None:
+        """Record points whose runs are already stored (with their run ids), or that failed
+        (`point.error`, run id None), in one transaction."""
+        with self._transaction():
+            for point, run_id in points:
+                self._put_point(point, run_id)
 
     def _delete(self, run_id: str) -> None:
         for table in (*RUN_TABLES, "runs"):
             self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
-    def _insert_run(self, run: StoredRun) -> None:
+    def _insert_run(self, run: DerivedRun) -> None:
         r = run.result
         values = {"run_id": run.run_id, "status": "complete", "created_at": _utc_now(), "name": run.name,
                   "engine_version": r["engine_version"], "seed": run.seed, "duration_ns": run.duration_ns,
@@ -357,25 +383,14 @@ class Store:
         if rows:
             self._insert_columns(table, [run_id], [list(col) for col in zip(*rows)], types)
 
-    def _insert_flows(self, run: StoredRun) -> None:
-        end_ns = run.result["end_ns"]
-        rows = []
-        for i, flow in enumerate(run.result["flows"]):
-            src, dst = run.endpoints[i]
-            derived = [src, dst, metrics.goodput_bps(flow, end_ns), metrics.loss_rate(flow),
-                       metrics.mean_srtt_ns(flow), metrics.completion_time_ns(flow)]
-            rows.append([i, *(flow[c] for c in FLOW_COUNTERS), *derived])
-        self._insert_rows("flows", run.run_id, rows,
-                          ["UINTEGER", *FLOW_COUNTERS.values(), *FLOW_DERIVED.values()])
+    def _insert_flows(self, run: DerivedRun) -> None:
+        columns = [*FLOW_COUNTERS, *FLOW_DERIVED]
+        rows = [[i, *(flow[c] for c in columns)] for i, flow in enumerate(run.flows)]
+        self._insert_rows("flows", run.run_id, rows, ["UINTEGER", *FLOW_COUNTERS.values(), *FLOW_DERIVED.values()])
 
-    def _insert_channels(self, run: StoredRun) -> None:
-        end_ns = run.result["end_ns"]
-        rows = []
-        for i, ch in enumerate(run.result["channels"]):
-            direction = "forward" if ch["name"].endswith("_forward") else "backward"
-            derived = [direction, metrics.utilisation(ch, end_ns), metrics.mean_queue_packets(ch, end_ns),
-                       metrics.mean_sojourn_ns(ch)]
-            rows.append([i, *(ch[_RENAMED.get(c, c)] for c in CHANNEL_COUNTERS), *derived])
+    def _insert_channels(self, run: DerivedRun) -> None:
+        columns = [*(RENAMED_COLUMNS.get(c, c) for c in CHANNEL_COUNTERS), *CHANNEL_DERIVED]
+        rows = [[i, *(ch[c] for c in columns)] for i, ch in enumerate(run.channels)]
         self._insert_rows("channels", run.run_id, rows,
                           ["UINTEGER", *CHANNEL_COUNTERS.values(), *CHANNEL_DERIVED.values()])
 
@@ -415,7 +430,7 @@ class Store:
         finally:
             self.con.unregister("_frame")
 
-    def _insert_timeseries(self, run: StoredRun) -> None:
+    def _insert_timeseries(self, run: DerivedRun) -> None:
         ts = run.result.get("timeseries")
         if not ts:
             return
@@ -427,7 +442,27 @@ class Store:
             columns.update({column: ts[name].ravel() for name, column in series.items()})
             self._insert_frame(table, run.run_id, columns)
 
-    def _insert_captures(self, run: StoredRun) -> None:
+    def _insert_queue_classes(self, run: DerivedRun) -> None:
+        """The sub-buffers of split queues: end-of-run counters, and their series if sampled."""
+        for channel, ch in enumerate(run.result["channels"]):
+            classes = ch.get("classes") or []
+            if classes:
+                columns = {"channel": np.full(len(classes), channel, dtype=np.uint32),
+                           "sub_buffer": np.arange(len(classes), dtype=np.uint32)}
+                columns.update({column: np.array([c[name] for c in classes], dtype=np.uint64)
+                                for name, column in CLASS_COUNTERS.items()})
+                self._insert_frame("queue_classes", run.run_id, columns)
+        ts = run.result.get("timeseries")
+        if not ts or not len(ts.get("class_channels", ())):
+            return
+        time, rows = ts["time_ns"], len(ts["class_channels"])
+        columns = {"channel": np.repeat(np.asarray(ts["class_channels"], dtype=np.uint32), len(time)),
+                   "sub_buffer": np.repeat(np.asarray(ts["class_indices"], dtype=np.uint32), len(time)),
+                   "time_ns": np.tile(time, rows)}
+        columns.update({column: ts[name].ravel() for name, column in CLASS_SERIES.items()})
+        self._insert_frame("class_timeseries", run.run_id, columns)
+
+    def _insert_captures(self, run: DerivedRun) -> None:
         for i, cap in enumerate(run.result.get("captures") or []):
             n = len(cap["time_ns"])
             columns = {"capture": np.full(n, i, dtype=np.uint32), "channel": np.full(n, cap["channel"], dtype=np.uint32),
@@ -444,3 +479,11 @@ class Store:
 
     def run_ids(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT run_id FROM runs ORDER BY created_at").fetchall()]
+
+
+def persist(run: DerivedRun, db: str | Path = DEFAULT_DB, *, replace: bool = False,
+            point: StudyPoint | None = None) -> None:
+    """Step 4, persist: open the store, write one run (and its study point) in one transaction,
+    close it again, so the lock is held for that write only. Ctrl-C waits for the write."""
+    with deferred(), Store(db) as store:
+        store.save(run, replace=replace, point=point)

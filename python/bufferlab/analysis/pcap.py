@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .errors import SpecError
+from ..errors import SpecError
 
 __all__ = ["PCAP_MAGIC_NS", "LINKTYPE_RAW", "node_address", "flow_ports", "write_pcap", "check_tcp_only",
            "flow_descriptions", "PcapError"]

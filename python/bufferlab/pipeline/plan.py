@@ -1,0 +1,87 @@
+"""Step 1, plan: a validated Scenario becomes the engine's input, checked once.
+
+`plan(scenario)` expands the topology and resolves every default (`Scenario.resolve`), asks the
+engine to check what only it can (routes between endpoints, ...), and fixes the run's identity:
+``sha256(canonical engine spec + "\\n" + engine version)``. A plan is plain data (picklable), so a
+sweep can send it to any worker.
+
+Seeds. A run's seed reaches the engine's random streams (link loss, generators, on/off periods,
+BBR) and the draws made while resolving (RTTs from a distribution, jittered start times). When a
+spec draws no random number anywhere, every seed gives the same run: its engine spec then carries
+seed 0, so all of them share one identity (one stored run), and `Plan.seed_matters` is False.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..spec import Resolved, Scenario
+from ..spec.scenario import canonical_json
+from .engine import core, engine_error, engine_version
+
+__all__ = ["Plan", "plan", "run_identity"]
+
+
+def run_identity(engine_spec_json: str, version: str) -> str:
+    """The run id: what ran (canonical engine spec) on which engine."""
+    return hashlib.sha256(f"{engine_spec_json}\n{version}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One run, ready to simulate: the scenario, its resolved engine spec and its identity."""
+
+    scenario: Scenario
+    resolved: Resolved
+    spec_json: str
+    engine_version: str
+    run_id: str
+    # False when no seed could change the run (see the module docstring).
+    seed_matters: bool
+
+    @property
+    def name(self) -> str | None:
+        return self.scenario.name
+
+    @property
+    def seed(self) -> int:
+        return self.scenario.seed
+
+    @property
+    def duration_ns(self) -> int:
+        return self.scenario.duration
+
+    def user_spec_json(self) -> str:
+        """The scenario as the user wrote it (units as text), canonical JSON."""
+        return json.dumps(self.scenario.to_dict(), sort_keys=True)
+
+    def random_elements(self) -> list[str]:
+        """What makes the seed matter, for messages: the resolution's draws (the engine's own
+        random streams are summarised as "engine random streams")."""
+        out = list(self.resolved.random_draws)
+        if self.seed_matters and not out:
+            out.append("engine random streams (loss, generators, on/off sources or BBR)")
+        return out
+
+
+def plan(scenario: Scenario) -> Plan:
+    """Resolve and validate `scenario` once; raises SpecError naming the user's field."""
+    resolved = scenario.resolve()
+    engine: dict[str, Any] = resolved.engine
+    _core = core()
+    spec_json = canonical_json(engine)
+    try:
+        _core.validate(spec_json)
+    except ValueError as e:
+        raise engine_error(e, resolved) from None
+    engine_draws = bool(_core.draws_random_numbers(spec_json))
+    if not engine_draws and engine.get("seed", 0) != 0:
+        engine["seed"] = 0
+        spec_json = canonical_json(engine)
+    version = engine_version()
+    return Plan(scenario=scenario, resolved=resolved, spec_json=spec_json, engine_version=version,
+                run_id=run_identity(spec_json, version),
+                seed_matters=engine_draws or bool(resolved.random_draws))

@@ -1,0 +1,68 @@
+"""Opening the store so that many processes can share it.
+
+DuckDB lets one process open a database file for writing, or any number of processes open it
+read-only, never both at once. So no bufferlab process keeps the file open: a writer opens it for
+one transaction, a reader for one query, and each closes it at once. A process that finds the
+file locked by another waits and tries again with growing pauses, for at most
+``BUFFERLAB_DB_WAIT`` seconds (default 120), then gives up with a one-line error naming the store.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+import duckdb
+
+from ..errors import SpecError
+
+__all__ = ["connect", "lock_wait_s", "StoreBusy"]
+
+DEFAULT_WAIT_S = 120.0
+# First pause after a refused lock; each next one is 1.5x longer, up to MAX_PAUSE_S.
+FIRST_PAUSE_S = 0.02
+MAX_PAUSE_S = 0.5
+
+
+class StoreBusy(SpecError):
+    """Another process held the store's lock for longer than we were willing to wait."""
+
+
+def lock_wait_s() -> float:
+    raw = os.environ.get("BUFFERLAB_DB_WAIT")
+    if raw is None:
+        return DEFAULT_WAIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SpecError("BUFFERLAB_DB_WAIT", f"{raw!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise SpecError("BUFFERLAB_DB_WAIT", f"{raw!r}: must be 0 or more seconds")
+    return value
+
+
+def _is_lock_conflict(error: duckdb.Error) -> bool:
+    text = str(error)
+    return "lock" in text.lower() or "Conflicting lock" in text
+
+
+def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open `path`, waiting while another process holds its lock (see the module docstring)."""
+    deadline = time.monotonic() + lock_wait_s()
+    pause = FIRST_PAUSE_S
+    # Jitter keeps processes that collided once from colliding again in lockstep (not simulation
+    # randomness: it only decides when a process retries).
+    jitter = random.Random()
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as e:
+            if not _is_lock_conflict(e):
+                raise
+            if time.monotonic() >= deadline:
+                raise StoreBusy("--db", f"{path} stayed locked by another process for {lock_wait_s():g} s "
+                                        "(set BUFFERLAB_DB_WAIT to wait longer)") from None
+            time.sleep(pause * (0.5 + jitter.random()))
+            pause = min(pause * 1.5, MAX_PAUSE_S)

@@ -1,0 +1,322 @@
+"""Reading a result store: `bufferlab.load(db)` and what `bufferlab results` prints.
+
+    >>> import bufferlab
+    >>> res = bufferlab.load("results/bufferlab.duckdb")
+    >>> res.runs                                   # polars DataFrame, one row per run
+    >>> res.flow_metrics.filter(pl.col("run_id") == res.run_id("3fa2"))
+    >>> res.timeseries("3fa2", flows=["flow_0"]).to_pandas()
+    >>> res.monitor("3fa2", link="btl")            # seed 000's middlebox table
+    >>> res.write_pcap("3fa2", "x.pcap", link="btl")
+
+Every table is a polars DataFrame (``.to_pandas()`` converts). A `Results` holds no connection:
+each query opens the store read-only and closes it again (`store.connection`), so a notebook that
+keeps one open never blocks a sweep that is writing, and a query that meets a writer's lock waits
+for it. A store of an older schema is migrated first (see `store.writer`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from ..analysis import monitor, pcap
+from .connection import connect
+from .writer import (CAPTURE_COLUMNS, CHANNEL_COUNTERS, FLOW_COUNTERS, RENAMED_COLUMNS, DEFAULT_DB, SCHEMA_VERSION, TABLES, Store, StoreError,
+                    check_schema_version, stored_schema_version)
+
+__all__ = ["Results", "load"]
+
+# Tables a user may read or export by name.
+PUBLIC_TABLES = tuple(t for t in TABLES if t != "meta")
+
+
+class Results:
+    """A read-only view of a result store. Usable as a context manager (kept for symmetry with
+    `Store`: there is no connection to close)."""
+
+    def __init__(self, path: str | Path = DEFAULT_DB) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            raise StoreError("--db", f"no store at {self.path}")
+        with self._connection() as con:
+            version = stored_schema_version(con)
+        check_schema_version(version, self.path)
+        if version != SCHEMA_VERSION:
+            # An older store: migrate it once (read-write), then read it.
+            Store(self.path).close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        con = connect(self.path, read_only=True)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def _fetch(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        with self._connection() as con:
+            return con.execute(sql, list(params or [])).fetchall()
+
+    def close(self) -> None:
+        """Nothing to release (every query closes its own connection)."""
+
+    def __enter__(self) -> Results:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- tables ---------------------------------------------------------------------------
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        """Any SQL over the store's tables, as a DataFrame."""
+        with self._connection() as con:
+            return con.execute(sql, list(params or [])).pl()
+
+    def table(self, name: str, run: str | None = None) -> pl.DataFrame:
+        """A whole table, or its rows of one run (a run id or a unique prefix of one)."""
+        if name not in PUBLIC_TABLES:
+            raise StoreError("--table", f'unknown table "{name}" (known: {", ".join(PUBLIC_TABLES)})')
+        if run is None or name == "studies":
+            return self.query(f"SELECT * FROM {name}")
+        order = {"flows": "flow", "flow_metrics": "flow", "channels": "channel", "link_metrics": "channel",
+                 "flow_timeseries": "flow, time_ns", "channel_timeseries": "channel, time_ns",
+                 "captures": "capture, packet"}.get(name)
+        suffix = f" ORDER BY {order}" if order else ""
+        return self.query(f"SELECT * FROM {name} WHERE run_id = ?{suffix}", [self.run_id(run)])
+
+    @property
+    def runs(self) -> pl.DataFrame:
+        return self.query("SELECT * FROM runs ORDER BY created_at, run_id")
+
+    @property
+    def studies(self) -> pl.DataFrame:
+        return self.table("studies")
+
+    @property
+    def flows(self) -> pl.DataFrame:
+        return self.query("SELECT * FROM flows ORDER BY run_id, flow")
+
+    @property
+    def channels(self) -> pl.DataFrame:
+        return self.query("SELECT * FROM channels ORDER BY run_id, channel")
+
+    @property
+    def flow_metrics(self) -> pl.DataFrame:
+        return self.query("SELECT * FROM flow_metrics ORDER BY run_id, flow")
+
+    @property
+    def link_metrics(self) -> pl.DataFrame:
+        return self.query("SELECT * FROM link_metrics ORDER BY run_id, channel")
+
+    @property
+    def network_metrics(self) -> pl.DataFrame:
+        return self.query("SELECT * FROM network_metrics ORDER BY run_id")
+
+    def timeseries(self, run: str, *, kind: str = "flow", names: Sequence[str] | None = None,
+                   flows: Sequence[str] | None = None) -> pl.DataFrame:
+        """The time series of one run: ``kind="flow"`` (one row per flow and sample, with the flow's
+        name) or ``kind="channel"``; `names` (or `flows`) keeps only those flows or channels."""
+        if kind not in ("flow", "channel"):
+            raise StoreError("--kind", f'unknown kind "{kind}" (known: flow, channel)')
+        run_id = self.run_id(run)
+        entity = "flows" if kind == "flow" else "channels"
+        frame = self.query(
+            f"SELECT e.name, t.* FROM {kind}_timeseries t JOIN {entity} e ON e.run_id = t.run_id "
+            f"AND e.{kind} = t.{kind} WHERE t.run_id = ? ORDER BY t.{kind}, t.time_ns", [run_id])
+        wanted = names if names is not None else flows
+        if wanted is not None:
+            frame = frame.filter(pl.col("name").is_in(list(wanted)))
+        return frame
+
+    # --- studies --------------------------------------------------------------------------
+
+    def _study_exists(self, name: str) -> None:
+        if not self._fetch("SELECT count(*) FROM studies WHERE study_id = ?", [name])[0][0]:
+            known = [r[0] for r in self._fetch("SELECT study_id FROM studies ORDER BY study_id")]
+            listed = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "") if known else "none"
+            raise StoreError("STUDY", f'no study "{name}" in {self.path} (studies: {listed})')
+
+    def study_axes(self, name: str) -> list[str]:
+        """The swept keys of a sweep's study, in the sweep's order ([] for a plain group of runs)."""
+        self._study_exists(name)
+        rows = self._fetch("SELECT axes_json FROM studies WHERE study_id = ?", [name])
+        return list(json.loads(rows[0][0])) if rows and rows[0][0] else []
+
+    def study_runs(self, name: str) -> pl.DataFrame:
+        """One row per (point, seed) of a sweep's study: run_id, point, seed, status, error and one
+        column per axis (the value as written). A study of plain runs (`run --study`) lists its
+        runs as points of their own."""
+        axes = self.study_axes(name)
+        frame = self.query("SELECT run_id, point, seed, status, error, point_json FROM study_points "
+                           "WHERE study_id = ? ORDER BY point, seed", [name])
+        if frame.height == 0 and not axes:
+            frame = self.query("SELECT run_id, CAST(row_number() OVER (ORDER BY created_at, run_id) - 1 AS UINTEGER) "
+                               "AS point, seed, status, CAST(NULL AS VARCHAR) AS error, '{}' AS point_json FROM runs "
+                               "WHERE study_id = ? ORDER BY created_at, run_id", [name])
+        values = [json.loads(text) for text in frame["point_json"].to_list()]
+        columns = [pl.Series(axis, [_axis_value(v.get(axis)) for v in values], strict=False) for axis in axes]
+        return frame.drop("point_json").with_columns(columns) if columns else frame.drop("point_json")
+
+    def study(self, name: str) -> pl.DataFrame:
+        """One row per sweep point: its axis values, "seeds" (complete runs), and for every metric
+        of the catalogue (flow metrics averaged over the run's flows, link metrics of the run's
+        bottleneck link, network metrics) its mean over seeds with a 95 % confidence interval
+        (m, m_ci_low, m_ci_high; see `study.aggregate`)."""
+        from ..analysis import metrics as catalogue
+        from ..study.aggregate import aggregate_over_seeds
+
+        runs = self.study_runs(name).filter(pl.col("status") == "complete")
+        axes = self.study_axes(name)
+        flow_names = list(catalogue.FLOW_METRICS)
+        link_names = list(catalogue.LINK_METRICS)
+        net_names = list(catalogue.NETWORK_METRICS)
+        ids = runs["run_id"].unique().to_list()
+        with self._connection() as con:
+            con.register("_ids", pl.DataFrame({"run_id": ids}, schema={"run_id": pl.Utf8}).to_arrow())
+            flows = con.execute("SELECT run_id, " + ", ".join(f"avg({m}) AS {m}" for m in flow_names) +
+                                " FROM flow_metrics WHERE run_id IN (SELECT run_id FROM _ids) GROUP BY run_id").pl()
+            links = con.execute("SELECT run_id, " + ", ".join(link_names) + " FROM link_metrics "
+                                "WHERE bottleneck AND run_id IN (SELECT run_id FROM _ids)").pl()
+            net = con.execute("SELECT run_id, " + ", ".join(net_names) + " FROM network_metrics "
+                              "WHERE run_id IN (SELECT run_id FROM _ids)").pl()
+        per_run = runs.join(flows, on="run_id", how="left").join(links, on="run_id", how="left") \
+            .join(net, on="run_id", how="left")
+        by = ["point", *axes]
+        return aggregate_over_seeds(per_run, by, [*flow_names, *link_names, *net_names])
+
+    # --- runs -----------------------------------------------------------------------------
+
+    def run_id(self, prefix: str) -> str:
+        """The full id of the run whose id starts with `prefix`; an error if none or several do."""
+        rows = self._fetch("SELECT run_id FROM runs WHERE starts_with(run_id, ?) ORDER BY run_id", [prefix])
+        if not rows:
+            raise StoreError("RUN", f'no run "{prefix}" in {self.path}')
+        if len(rows) > 1:
+            raise StoreError("RUN", f'"{prefix}" is the start of {len(rows)} run ids; give more of it')
+        return str(rows[0][0])
+
+    def has_run(self, run_id: str) -> bool:
+        """Whether the store holds the complete run `run_id` (a full id)."""
+        return bool(self._fetch("SELECT count(*) FROM runs WHERE run_id = ? AND status = 'complete'", [run_id])[0][0])
+
+    def counters(self, run_id: str) -> dict[str, Any] | None:
+        """The stored counters of a run in the shape of the engine's RunResult (without series);
+        None if the store does not have it."""
+        flow_cols = [*FLOW_COUNTERS, "src", "dst"]
+        chan_cols = list(CHANNEL_COUNTERS)
+        with self._connection() as con:
+            run = con.execute("SELECT engine_version, end_ns, events, wall_time_s, seed FROM runs "
+                              "WHERE run_id = ? AND status = 'complete'", [run_id]).fetchone()
+            if run is None:
+                return None
+            flows = con.execute(f"SELECT {', '.join(flow_cols)} FROM flows WHERE run_id = ? ORDER BY flow",
+                                [run_id]).fetchall()
+            channels = con.execute(f"SELECT {', '.join(chan_cols)} FROM channels WHERE run_id = ? ORDER BY channel",
+                                   [run_id]).fetchall()
+        return {
+            **dict(zip(("engine_version", "end_ns", "events", "wall_time_s", "seed"), run)),
+            "flows": [dict(zip(flow_cols, row)) for row in flows],
+            "channels": [{RENAMED_COLUMNS.get(c, c): v for c, v in zip(chan_cols, row)} for row in channels],
+        }
+
+    def spec(self, run: str) -> dict[str, Any]:
+        """The engine spec a run ran (nodes, links, flows by index)."""
+        rows = self._fetch("SELECT spec_json FROM runs WHERE run_id = ?", [self.run_id(run)])
+        spec: dict[str, Any] = json.loads(rows[0][0])
+        return spec
+
+    def user_spec(self, run: str) -> dict[str, Any]:
+        """The spec of a run as its user wrote it (units as text), e.g. ``{"topology": {"queue": "18p"}}``."""
+        text = self.query("SELECT user_spec_json FROM runs WHERE run_id = ?", [self.run_id(run)])["user_spec_json"][0]
+        spec: dict[str, Any] = json.loads(text) if text else {}
+        return spec
+
+    def bottleneck(self, run: str) -> str | None:
+        """The channel name of a run's bottleneck (the link metrics' `bottleneck` row), or None."""
+        names = self.query("SELECT name FROM link_metrics WHERE run_id = ? AND bottleneck",
+                           [self.run_id(run)])["name"].to_list()
+        return str(names[0]) if names else None
+
+    def capture(self, run: str, *, link: str, direction: str = "forward") -> dict[str, Any]:
+        """The packets captured on `<link>_<direction>` of a run, as numpy columns."""
+        run_id = self.run_id(run)
+        channel = f"{link}_{direction}"
+        found = self._fetch("SELECT channel FROM channels WHERE run_id = ? AND name = ?", [run_id, channel])
+        row = found[0] if found else None
+        if row is None:
+            raise StoreError("--link", f'run {run_id[:12]} has no link direction "{channel}"')
+        captured = self._fetch(
+            "SELECT DISTINCT c.name FROM captures p JOIN channels c ON c.run_id = p.run_id AND c.channel = p.channel "
+            "WHERE p.run_id = ? ORDER BY 1", [run_id])
+        if channel not in {name for (name,) in captured}:
+            known = ", ".join(name for (name,) in captured) or "none"
+            raise StoreError("--link", f'run {run_id[:12]} has no capture of "{channel}" (captured: {known}); '
+                                       'add [[captures]] to the spec')
+        columns = ", ".join(CAPTURE_COLUMNS)
+        with self._connection() as con:
+            arrays = con.execute(f"SELECT {columns} FROM captures WHERE run_id = ? AND channel = ? ORDER BY packet",
+                                 [run_id, row[0]]).fetchnumpy()
+        capture: dict[str, Any] = {name: np.asarray(arrays[name]) for name in CAPTURE_COLUMNS}
+        capture["sack"] = np.stack([capture.pop(f"sack{k}_{edge}") for k in (1, 2, 3) for edge in ("start", "end")],
+                                   axis=1) if len(capture["time_ns"]) else np.zeros((0, 6), dtype=np.uint64)
+        capture["channel"] = int(row[0])
+        return capture
+
+    def flow_names(self, run: str) -> list[str]:
+        """Names of every flow of a run, listed and generated, by index."""
+        return [str(name) for (name,) in self._fetch(
+            "SELECT name FROM flows WHERE run_id = ? ORDER BY flow", [self.run_id(run)])]
+
+    def packet_flows(self, run: str) -> list[dict[str, Any]]:
+        """Every flow of a run as packet export needs it (`pcap.flow_descriptions`)."""
+        run_id = self.run_id(run)
+        names = ["src_node", "dst_node", "generator"]
+        rows = self._fetch(f"SELECT {', '.join(names)} FROM flows WHERE run_id = ? ORDER BY flow", [run_id])
+        records = [dict(zip(names, row)) for row in rows]
+        return pcap.flow_descriptions(self.spec(run_id), records)
+
+    def monitor(self, run: str, *, link: str, direction: str = "forward",
+                split_bytes: int = monitor.DEFAULT_SPLIT_BYTES) -> pl.DataFrame:
+        """Seed 000's middlebox table for the captured link direction (see `monitor`)."""
+        return monitor.middlebox_flows(self.capture(run, link=link, direction=direction), self.flow_names(run),
+                                       split_bytes=split_bytes)
+
+    def write_pcap(self, run: str, path: str | Path, *, link: str, direction: str = "forward",
+                   full_payload: bool = False) -> int:
+        """Write the captured link direction as a pcap file; returns the packets written."""
+        capture = self.capture(run, link=link, direction=direction)
+        return pcap.write_pcap(path, capture, self.packet_flows(run), full_payload=full_payload)
+
+    def write_capture_csv(self, run: str, path: str | Path, *, link: str, direction: str = "forward",
+                          header: bool = True) -> int:
+        """Write the captured link direction as CSV with seed 000's tshark fields."""
+        capture = self.capture(run, link=link, direction=direction)
+        return monitor.capture_csv(path, capture, self.packet_flows(run), header=header)
+
+
+def _axis_value(value: Any) -> Any:
+    """An axis value as a column cell: tables and lists as their JSON text (one type per column)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value
+
+
+def load(db: str | Path = DEFAULT_DB) -> Results:
+    """Open a result store for reading: tables as polars DataFrames (see `Results`)."""
+    return Results(db)
+
+
+def export_frame(frame: pl.DataFrame, path: str | Path, fmt: str) -> None:
+    """Write a DataFrame as Parquet or CSV."""
+    if fmt == "parquet":
+        frame.write_parquet(path)
+    elif fmt == "csv":
+        frame.write_csv(path)
+    else:
+        raise StoreError("--format", f'unknown format "{fmt}" (known: parquet, csv)')

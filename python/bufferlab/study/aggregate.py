@@ -1,0 +1,50 @@
+"""Aggregation over seeds: one row per sweep point, the mean of every metric and its 95 %
+confidence interval.
+
+For a point with n complete runs (seeds) whose metric values are x_1..x_n, the interval is
+mean ± t_{0.975, n−1} · s / √n, with s the sample standard deviation (Student's t: the runs are
+few and their spread unknown). With one run the bounds are null: one seed says nothing of the
+spread. Runs whose metric is null (undefined for that run) are left out of that metric's count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+__all__ = ["confidence_level", "aggregate_over_seeds", "t_quantile"]
+
+confidence_level = 0.95
+
+
+def t_quantile(dof: int, level: float = confidence_level) -> float:
+    """The two-sided Student-t quantile t_{(1+level)/2, dof}."""
+    from scipy.stats import t
+
+    return float(t.ppf((1 + level) / 2, dof))
+
+
+def aggregate_over_seeds(per_run: pl.DataFrame, by: Sequence[str], metrics: Sequence[str]) -> pl.DataFrame:
+    """`per_run` has one row per run (columns `by` identify its point); returns one row per point:
+    `by`, "seeds" (runs), and for each metric m: m (mean), m_ci_low, m_ci_high."""
+    if per_run.height == 0:
+        schema = {**{c: per_run.schema[c] for c in by}, "seeds": pl.UInt32}
+        for m in metrics:
+            schema.update({m: pl.Float64, f"{m}_ci_low": pl.Float64, f"{m}_ci_high": pl.Float64})
+        return pl.DataFrame(schema=schema)
+    grouped = per_run.group_by(list(by), maintain_order=True).agg(
+        pl.len().alias("seeds"),
+        *[expr for m in metrics for expr in (pl.col(m).cast(pl.Float64).mean().alias(m),
+                                             pl.col(m).cast(pl.Float64).std(ddof=1).alias(f"_{m}_sd"),
+                                             pl.col(m).cast(pl.Float64).count().alias(f"_{m}_n"))])
+    counts = sorted({int(n) for m in metrics for n in grouped[f"_{m}_n"].to_list() if n and n > 1})
+    quantiles = {n: t_quantile(n - 1) for n in counts}
+    t_of = pl.col("_n").replace_strict(quantiles, default=None, return_dtype=pl.Float64)
+    out = grouped
+    for m in metrics:
+        half = (t_of * pl.col("_sd") / pl.col("_n").cast(pl.Float64).sqrt())
+        out = out.with_columns(pl.col(f"_{m}_n").alias("_n"), pl.col(f"_{m}_sd").alias("_sd")).with_columns(
+            (pl.col(m) - half).alias(f"{m}_ci_low"), (pl.col(m) + half).alias(f"{m}_ci_high"))
+    ordered = [*by, "seeds", *[c for m in metrics for c in (m, f"{m}_ci_low", f"{m}_ci_high")]]
+    return out.select(ordered)

@@ -1,0 +1,154 @@
+"""`bufferlab sweep SWEEP.toml` and `bufferlab results study NAME`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import SpecError
+
+__all__ = ["sweep_command", "results_study_command", "DEFAULT_STUDY_COLUMNS"]
+
+# What `results study` prints unless --metrics says otherwise: the quantities of buffer sizing.
+DEFAULT_STUDY_COLUMNS = ("mean_agg_throughput_l4", "utilization_l1", "mean_qdisc_delay_l2", "mean_qdisc_length_l2",
+                         "total_qdisc_drops_l2", "loss_rate_l4", "mean_jains_fairness_throughput_l4")
+
+
+@contextmanager
+def _progress(study: str) -> Iterator[Any]:
+    """A rich bar: runs done/total, failed, ETA and simulated seconds per wall second."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    from ..study.execute import Listener
+
+    columns = (TextColumn(f"sweep {study}"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
+               TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+               TextColumn("{task.fields[speed]}"))
+    from rich.console import Console
+
+    with Progress(*columns, transient=False, console=Console(stderr=True)) as bar:
+        task = bar.add_task(study, total=None, failed="", speed="")
+        state = {"failed": 0, "simulated": 0.0}
+
+        def start(to_run: int, done: int) -> None:
+            bar.update(task, total=to_run, completed=0)
+
+        def finished(ok: bool, simulated_s: float) -> None:
+            state["failed"] += 0 if ok else 1
+            state["simulated"] += simulated_s
+            elapsed = bar.tasks[0].elapsed or 0.0
+            speed = f"{state['simulated'] / elapsed:.1f} sim s/s" if elapsed > 0 else ""
+            failed = f"[red]{state['failed']} failed[/red]" if state["failed"] else ""
+            bar.update(task, advance=1, failed=failed, speed=speed)
+
+        yield Listener(start=start, finished=finished)
+
+
+@click.command("sweep")
+@click.argument("sweep_file", metavar="SWEEP.toml", type=click.Path(path_type=Path))
+@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=Path("results") / "bufferlab.duckdb",
+              show_default=True, help="DuckDB result store.")
+@click.option("--workers", type=int, default=None,
+              help="Worker processes (default: one per core; 1 runs in this process).")
+@click.option("--dask", "dask_address", default=None, metavar="local|tcp://HOST:PORT",
+              help="Run on dask.distributed: a LocalCluster of --workers processes, or a running scheduler.")
+@click.option("--json", "as_json", is_flag=True, help="Print what the sweep did as JSON.")
+def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address: str | None, as_json: bool) -> int:
+    """Run every point of a sweep (base scenario x axes x seeds) that the store does not have yet,
+    storing each run as it finishes in the study named after the sweep. Stopped and started
+    again, it runs only what is missing."""
+    from ..study.execute import run_sweep
+    from ..study.executors import make_executor
+    from ..study.sweep import Sweep
+
+    sweep = Sweep.from_toml(sweep_file)
+    if workers is not None and workers < 1:
+        raise SpecError("--workers", f"expected 1 or more, got {workers}")
+    executor = make_executor(workers, dask_address)
+    if as_json or not sys.stderr.isatty():
+        report = run_sweep(sweep, db, executor)
+    else:
+        with _progress(sweep.name) as listener:
+            report = run_sweep(sweep, db, executor, listener)
+    if as_json:
+        click.echo(json.dumps({"study": report.study, "db": str(db), "executor": executor.name,
+                               "workers": executor.workers, "runs": report.total, "simulated": report.simulated,
+                               "reused": report.reused, "failed": [{"point": p.index, "seed": p.seed,
+                                                                     "values": dict(p.values), "error": e}
+                                                                    for p, e in report.failed],
+                               "interrupted": report.interrupted, "wall_time_s": report.wall_time_s,
+                               "runs_per_minute": report.runs_per_minute}, indent=2, default=str))
+    else:
+        _print_report(report, db, executor)
+    if report.interrupted:
+        sys.stderr.write(f"error: interrupted: {report.simulated + report.reused} of {report.total} runs are stored; "
+                         "run the same command again to finish the sweep\n")
+        return 130
+    return 0
+
+
+def _print_report(report: Any, db: Path, executor: Any) -> None:
+    from rich.console import Console
+
+    console = Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+    console.print(f"study [bold]{report.study}[/bold] in {db}: {report.total} run(s) = points x seeds; "
+                  f"{report.simulated} simulated now, {report.reused} already stored, {len(report.failed)} failed "
+                  f"({executor.name}, {executor.workers} worker(s), {report.wall_time_s:.1f} s wall"
+                  + (f", {report.runs_per_minute:.0f} runs/min)" if report.simulated else ")"))
+    if report.seedless:
+        console.print("note: the scenario has no random element, so its seeds give one identical run per point")
+    for point, error in report.failed[:20]:
+        values = ", ".join(f"{k}={v}" for k, v in point.values.items()) or "base"
+        console.print(f"  failed: point {point.index} ({values}), seed {point.seed}: {error}")
+    if len(report.failed) > 20:
+        console.print(f"  ... and {len(report.failed) - 20} more failures")
+    console.print(f"see it with: bufferlab results study {report.study} --db {db}")
+
+
+@click.command("study")
+@click.argument("name")
+@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=Path("results") / "bufferlab.duckdb",
+              show_default=True, help="DuckDB result store.")
+@click.option("--metrics", "metric_names", default=None,
+              help="Comma-separated metrics to show (default: throughput, utilisation, queue delay and length, "
+                   "drops, loss, Jain).")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+def results_study_command(name: str, db: Path, metric_names: str | None, fmt: str) -> None:
+    """One row per point of study NAME: its axis values and the mean of each metric over seeds
+    with a 95 % confidence interval."""
+    import polars as pl
+
+    from ..analysis import metrics as catalogue
+    from ..render import frame_table
+    from ..store.reader import load
+
+    res = load(db)
+    frame = res.study(name)
+    axes = res.study_axes(name)
+    known = [*catalogue.FLOW_METRICS, *catalogue.LINK_METRICS, *catalogue.NETWORK_METRICS]
+    chosen = [m.strip() for m in metric_names.split(",")] if metric_names else list(DEFAULT_STUDY_COLUMNS)
+    for m in chosen:
+        if m not in known:
+            raise SpecError("--metrics", f'unknown metric "{m}" (known: the names of metrics.md, e.g. '
+                                         'mean_throughput_l4, utilization_l1)')
+    if fmt == "json":
+        click.echo(json.dumps(frame.to_dicts(), indent=2, default=str))
+        return
+    if fmt == "csv":
+        click.echo(frame.write_csv(), nl=False)
+        return
+    shown = frame.select(["point", *axes, "seeds", *[
+        pl.format("{} ± {}", pl.col(m).round_sig_figs(4), ((pl.col(f"{m}_ci_high") - pl.col(m))).round_sig_figs(2))
+        .fill_null(pl.col(m).round_sig_figs(4).cast(pl.Utf8)).alias(m) for m in chosen]])
+    from rich.console import Console
+
+    Console(width=None if sys.stdout.isatty() else 240).print(
+        frame_table(shown, title=f"study {name}: mean ± half-width of the 95 % confidence interval over seeds, "
+                                 f"{frame.height} point(s)"))

@@ -1,0 +1,131 @@
+"""Running a sweep: plan every point, skip what the store has, simulate the rest on an executor,
+and store each run as it finishes, as part of the study named after the sweep.
+
+    points --plan--> run ids --(stored? skip)--> executor (workers: simulate + derive)
+           --> this process: persist each run with its study point, one transaction each
+
+Resumable by construction: a run is stored whole or not at all as soon as it finishes, so a
+sweep that is stopped (Ctrl-C, SIGKILL) and started again simulates only what is missing.
+A point whose overrides are invalid, or whose run fails, is stored as failed with its one-line
+error; the others go on. Points that resolve to the same engine spec (e.g. the seeds of a
+scenario without random elements) share one run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import SpecError
+from ..interrupts import deferred
+from ..pipeline.plan import Plan, plan
+from ..store.reader import Results
+from ..store.writer import Store, StudyPoint, persist
+from .executors import Executor
+from .sweep import Sweep, SweepPoint
+
+__all__ = ["SweepReport", "run_sweep", "Listener"]
+
+
+@dataclass
+class SweepReport:
+    """What a sweep did: counts of (point, seed) pairs, the failures with their reasons."""
+
+    study: str
+    total: int
+    simulated: int = 0
+    reused: int = 0
+    failed: list[tuple[SweepPoint, str]] = field(default_factory=list)
+    wall_time_s: float = 0.0
+    simulated_time_s: float = 0.0
+    interrupted: bool = False
+    # Seeds that gave no distinct run (no random element in the scenario).
+    seedless: bool = False
+
+    @property
+    def runs_per_minute(self) -> float:
+        return 60.0 * self.simulated / self.wall_time_s if self.wall_time_s > 0 else 0.0
+
+
+@dataclass
+class Listener:
+    """Progress callbacks: `start(to_simulate, already_done)`, then `finished(ok, simulated_s)`
+    once per task (a task is one distinct run)."""
+
+    start: Callable[[int, int], None] = lambda to_run, done: None
+    finished: Callable[[bool, float], None] = lambda ok, simulated_s: None
+
+
+def _stored_state(db: Path, study: str) -> tuple[set[str], dict[tuple[int, int], tuple[str | None, str]]]:
+    """Complete run ids in the store, and this study's recorded points: (point, seed) -> (run id, status)."""
+    if not db.exists():
+        return set(), {}
+    res = Results(db)
+    complete = set(res.query("SELECT run_id FROM runs WHERE status = 'complete'")["run_id"].to_list())
+    points = res.query("SELECT point, seed, run_id, status FROM study_points WHERE study_id = ?", [study])
+    return complete, {(r["point"], r["seed"]): (r["run_id"], r["status"]) for r in points.iter_rows(named=True)}
+
+
+def _study_point(sweep: Sweep, point: SweepPoint, error: str | None = None) -> StudyPoint:
+    return StudyPoint(study=sweep.name, point=point.index, seed=point.seed, values=point.values, error=error)
+
+
+def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listener | None = None) -> SweepReport:
+    """Run every point of `sweep` that the store at `db` does not have yet (see the module docstring)."""
+    db = Path(db)
+    listener = listener or Listener()
+    started = time.perf_counter()
+    report = SweepReport(study=sweep.name, total=len(sweep.points()))
+    with Store(db) as store:
+        store.begin_study(sweep.name, sweep_json=sweep.to_json(), axes=sweep.axis_keys, description=sweep.description)
+    complete, recorded = _stored_state(db, sweep.name)
+
+    # Plan every (point, seed): a distinct run becomes one task, whatever number of points share it.
+    tasks: dict[str, tuple[Plan, list[SweepPoint]]] = {}
+    settled: list[tuple[StudyPoint, str | None]] = []
+    for point in sweep.points():
+        try:
+            planned = plan(sweep.scenario(point))
+        except SpecError as e:
+            report.failed.append((point, str(e)))
+            settled.append((_study_point(sweep, point, str(e)), None))
+            continue
+        if planned.run_id in complete:
+            report.reused += 1
+            if recorded.get((point.index, point.seed)) != (planned.run_id, "complete"):
+                settled.append((_study_point(sweep, point), planned.run_id))
+            continue
+        tasks.setdefault(planned.run_id, (planned, []))[1].append(point)
+    report.seedless = len(sweep.seeds) > 1 and all(not p.seed_matters for p, _ in tasks.values()) and bool(tasks)
+    if settled:
+        with deferred(), Store(db) as store:
+            store.record_points(settled)
+
+    listener.start(len(tasks), report.reused + len(report.failed))
+    keyed = list(tasks.values())
+    try:
+        for outcome in executor.run([(k, p) for k, (p, _) in enumerate(keyed)]):
+            planned, points = keyed[outcome.key]
+            if outcome.run is not None:
+                outcome.run.study = sweep.name
+                persist(outcome.run, db, point=_study_point(sweep, points[0]))
+                if len(points) > 1:
+                    with deferred(), Store(db) as store:
+                        store.record_points([(_study_point(sweep, p), planned.run_id) for p in points[1:]])
+                report.simulated += len(points)
+                report.simulated_time_s += planned.duration_ns / 1e9
+                listener.finished(True, planned.duration_ns / 1e9)
+            else:
+                error = outcome.error or "failed"
+                with deferred(), Store(db) as store:
+                    store.record_points([(_study_point(sweep, p, error), None) for p in points])
+                report.failed.extend((p, error) for p in points)
+                listener.finished(False, 0.0)
+    except KeyboardInterrupt:
+        report.interrupted = True
+    finally:
+        executor.close()
+        report.wall_time_s = time.perf_counter() - started
+    return report

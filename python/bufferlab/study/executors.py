@@ -1,0 +1,167 @@
+"""Where a sweep's runs are simulated: in this process, on a local process pool, or on Dask.
+
+Every executor runs the same pure task, `simulate_and_derive(plan)`, and hands back its result
+in completion order; none of them ever opens the store (the sweep's one writer, in the calling
+process, does). The same plans give the same results on any of them: the engine is deterministic
+and a plan carries everything a run depends on.
+
+- ``serial``: in this process, one run at a time (``--workers 1``).
+- ``local``: a process pool of N workers (default: one per core), started with "spawn" so that no
+  worker inherits the caller's threads or open files.
+- ``dask``: dask.distributed, on a LocalCluster of N single-threaded worker processes
+  (``--dask local``) or on a running scheduler (``--dask tcp://host:8786``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import SpecError
+from ..pipeline.derive import DerivedRun, derive
+from ..pipeline.plan import Plan
+from ..pipeline.simulate import simulate
+
+__all__ = ["simulate_and_derive", "Outcome", "Executor", "SerialExecutor", "LocalPoolExecutor", "DaskExecutor",
+           "make_executor", "default_workers"]
+
+
+def simulate_and_derive(plan: Plan) -> DerivedRun:
+    """The task of one run: simulate, then derive (a pure function of the plan)."""
+    return derive(plan, simulate(plan))
+
+
+def _task(key: int, plan: Plan) -> tuple[int, DerivedRun | None, str | None]:
+    """A task as workers run it: the run, or its one-line error (a failure never escapes)."""
+    try:
+        return key, simulate_and_derive(plan), None
+    except SpecError as e:
+        return key, None, str(e)
+    except Exception as e:  # noqa: BLE001 - a worker reports every failure as one line
+        return key, None, f"engine: {type(e).__name__}: {' '.join(str(e).split())}"
+
+
+@dataclass
+class Outcome:
+    """One finished task: `key` is the caller's, `run` the derived run or None with `error`."""
+
+    key: int
+    run: DerivedRun | None
+    error: str | None
+
+
+class Executor(Protocol):
+    name: str
+    workers: int
+
+    def run(self, tasks: Sequence[tuple[int, Plan]]) -> Iterator[Outcome]:
+        """Run every (key, plan) and yield outcomes as they finish."""
+        ...
+
+    def close(self) -> None:
+        """Stop the workers (cancelling what has not started)."""
+        ...
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+class SerialExecutor:
+    name = "serial"
+    workers = 1
+
+    def run(self, tasks: Sequence[tuple[int, Plan]]) -> Iterator[Outcome]:
+        for key, plan in tasks:
+            yield Outcome(*_task(key, plan))
+
+    def close(self) -> None:
+        pass
+
+
+class LocalPoolExecutor:
+    """A process pool; at most 2 x workers tasks are queued at once, so that Ctrl-C has little
+    to cancel and results stream back while the rest wait."""
+
+    name = "local"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def run(self, tasks: Sequence[tuple[int, Plan]]) -> Iterator[Outcome]:
+        pending = list(reversed(tasks))
+        running: set[Future[Any]] = set()
+        while pending or running:
+            while pending and len(running) < 2 * self.workers:
+                key, plan = pending.pop()
+                running.add(self.pool.submit(_task, key, plan))
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield Outcome(*future.result())
+
+    def close(self) -> None:
+        """Cancel what has not started and stop the workers at once: after a normal end nothing is
+        left; after Ctrl-C a run still simulating is abandoned (it was never stored)."""
+        processes = list(getattr(self.pool, "_processes", {}).values())
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+        for process in processes:
+            process.join(timeout=5)
+
+
+class DaskExecutor:
+    """dask.distributed: a LocalCluster of `workers` processes, or a running scheduler."""
+
+    name = "dask"
+
+    def __init__(self, address: str, workers: int) -> None:
+        from dask.distributed import Client, LocalCluster
+
+        self.cluster = None
+        if address == "local":
+            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                        dashboard_address=None)
+            self.client = Client(self.cluster)
+        else:
+            if not address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
+                raise SpecError("--dask", f'"{address}" is neither "local" nor a scheduler address like tcp://host:8786')
+            try:
+                self.client = Client(address, timeout="10s")
+            except OSError as e:
+                raise SpecError("--dask", f"cannot reach the scheduler at {address}: {e}") from None
+        self.workers = len(self.client.scheduler_info().get("workers", {})) or workers
+
+    def run(self, tasks: Sequence[tuple[int, Plan]]) -> Iterator[Outcome]:
+        from dask.distributed import as_completed
+
+        futures = [self.client.submit(_task, key, plan, pure=False) for key, plan in tasks]
+        try:
+            for future in as_completed(futures):
+                yield Outcome(*future.result())
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def make_executor(workers: int | None, dask: str | None) -> Executor:
+    """The executor a sweep's options ask for."""
+    n = workers if workers is not None else default_workers()
+    if n < 1:
+        raise SpecError("--workers", f"expected 1 or more, got {n}")
+    if dask is not None:
+        return DaskExecutor(dask, n)
+    if n == 1:
+        return SerialExecutor()
+    return LocalPoolExecutor(n)

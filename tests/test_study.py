@@ -1,0 +1,345 @@
+"""Studies: sweep specs, their execution on every executor, resumption, failures that stay
+alone, a store many processes share, and confidence intervals over seeds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+import bufferlab
+from bufferlab.errors import SpecError
+from bufferlab.study.execute import run_sweep
+from bufferlab.study.executors import DaskExecutor, LocalPoolExecutor, SerialExecutor
+from bufferlab.study.sweep import Sweep
+
+from conftest import REPO, SMALL_DUMBBELL, bufferlab as run_cli
+
+pytestmark = pytest.mark.engine
+
+MSS = 1448
+BASE = textwrap.dedent(SMALL_DUMBBELL) + 'loss = "0.5%"\n'
+
+
+def sweep_of(tmp_path: Path, body: str, base: str = BASE) -> Path:
+    (tmp_path / "base.toml").write_text(base)
+    path = tmp_path / "sweep.toml"
+    path.write_text('base = "base.toml"\n' + textwrap.dedent(body))
+    return path
+
+
+# --- the sweep spec ------------------------------------------------------------------------------
+
+def test_axes_expand_to_the_product_first_axis_slowest(tmp_path: Path) -> None:
+    sweep = Sweep.from_toml(sweep_of(tmp_path, """
+        seeds = 2
+        [[axes]]
+        key = "topology.queue"
+        values = ["5p", "10p"]
+        [[axes]]
+        key = "topology.flows"
+        range = { start = 1, stop = 5, step = 2 }
+    """))
+    assert sweep.name == "sweep" and sweep.seeds == [3, 4]
+    assert sweep.point_values() == [{"topology.queue": q, "topology.flows": n} for q in ("5p", "10p") for n in (1, 3, 5)]
+    assert len(sweep.points()) == 12 and sweep.points()[1].seed == 4 and sweep.points()[1].index == 0
+
+
+def test_log_ranges_units_and_zipped_axes(tmp_path: Path) -> None:
+    sweep = Sweep.from_toml(sweep_of(tmp_path, """
+        name = "mine"
+        [[axes]]
+        key = "topology.bottleneck_rate"
+        log = { start = 1, stop = 100, num = 3 }
+        unit = "Mbps"
+        [[axes]]
+        zip = [{ key = "topology.queue", values = ["18p", "500p"] }, { key = "meta.label", values = ["B_s", "B_l"] }]
+    """))
+    assert sweep.name == "mine" and sweep.axis_keys == ["topology.bottleneck_rate", "topology.queue", "meta.label"]
+    values = sweep.point_values()
+    assert [v["topology.bottleneck_rate"] for v in values[::2]] == ["1Mbps", "10Mbps", "100Mbps"]
+    assert [(v["topology.queue"], v["meta.label"]) for v in values[:2]] == [("18p", "B_s"), ("500p", "B_l")]
+
+
+@pytest.mark.parametrize(("body", "error"), [
+    ('[[axes]]\nkey = "topology.queue"\n', "axes[0]: missing values"),
+    ('[[axes]]\nkey = "topology.queue"\nvalues = []\n', "axes[0].values: expected a non-empty list"),
+    ('[[axes]]\nkey = "topology.queue"\nrange = { start = 1, stop = 5, step = -1 }\n', "axes[0].range.step: "),
+    ('[[axes]]\nkey = "seed"\nvalues = [1, 2]\n', "axes[0].key: the seed is not an axis"),
+    ('[[axes]]\nzip = [{ key = "a", values = [1] }, { key = "b", values = [1, 2] }]\n', "axes[0].zip: zipped axes"),
+    ("seeds = 0\n", "seeds: expected 1 to"),
+    ("bogus = 1\n", "bogus: unknown key"),
+    ('[set]\n"topology.queue" = "many"\n', "set.topology.queue: "),
+])
+def test_a_bad_sweep_spec_is_one_error_naming_the_field(tmp_path: Path, body: str, error: str) -> None:
+    with pytest.raises(SpecError) as e:
+        Sweep.from_toml(sweep_of(tmp_path, body))
+    assert str(e.value).startswith(error), str(e.value)
+
+
+def test_the_cli_reports_a_bad_sweep_with_exit_2_and_stores_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    out = run_cli("sweep", str(sweep_of(tmp_path, "seeds = -1\n")), "--db", str(db))
+    assert out.returncode == 2 and out.stderr.startswith("error: seeds: ") and len(out.stderr.splitlines()) == 1
+    assert not db.exists()
+
+
+# --- execution -----------------------------------------------------------------------------------
+
+QUEUE_SWEEP = """
+    name = "queues"
+    seeds = 2
+    [[axes]]
+    key = "topology.queue"
+    values = ["5p", "40p"]
+"""
+
+
+def stored(db: Path) -> dict[str, object]:
+    """Everything a sweep stored, keyed by what ran (not when, nor how long it took)."""
+    res = bufferlab.load(db)
+    runs = res.query("SELECT run_id, seed, spec_json, events, end_ns FROM runs ORDER BY run_id").to_dicts()
+    flows = res.query("SELECT * EXCLUDE (run_id) , run_id FROM flows ORDER BY run_id, flow").to_dicts()
+    metrics = res.query("SELECT * FROM flow_metrics ORDER BY run_id, flow").to_dicts()
+    points = res.query("SELECT point, seed, run_id, status FROM study_points ORDER BY point, seed").to_dicts()
+    return {"runs": runs, "flows": flows, "metrics": metrics, "points": points}
+
+
+@pytest.mark.slow
+def test_serial_local_pool_and_dask_store_identical_results(tmp_path: Path) -> None:
+    sweep = Sweep.from_toml(sweep_of(tmp_path, QUEUE_SWEEP))
+    results = {}
+    for name, executor in (("serial", SerialExecutor()), ("local", LocalPoolExecutor(2)),
+                           ("dask", DaskExecutor("local", 2))):
+        db = tmp_path / f"{name}.duckdb"
+        report = run_sweep(sweep, db, executor)
+        assert report.simulated == 4 and not report.failed, report.failed
+        results[name] = stored(db)
+    assert len(results["serial"]["runs"]) == 4
+    assert results["local"] == results["serial"]
+    assert results["dask"] == results["serial"]
+
+
+def test_a_point_with_an_invalid_override_fails_alone(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    path = sweep_of(tmp_path, """
+        name = "some_bad"
+        [[axes]]
+        key = "topology.queue"
+        values = ["5p", "lots", "40p"]
+    """)
+    out = run_cli("sweep", str(path), "--db", str(db), "--workers", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["simulated"] == 2 and len(report["failed"]) == 1
+    assert report["failed"][0]["error"].startswith("topology.queue: ") and "\n" not in report["failed"][0]["error"]
+    runs = bufferlab.load(db).study_runs("some_bad")
+    assert runs["status"].to_list() == ["complete", "failed", "complete"]
+    assert runs["topology.queue"].to_list() == ["5p", "lots", "40p"]
+    assert runs.filter(pl.col("status") == "failed")["error"][0] == report["failed"][0]["error"]
+
+
+def test_a_second_sweep_runs_only_what_is_missing(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    path = sweep_of(tmp_path, QUEUE_SWEEP)
+    first = json.loads(run_cli("sweep", str(path), "--db", str(db), "--workers", "1", "--json").stdout)
+    again = json.loads(run_cli("sweep", str(path), "--db", str(db), "--workers", "1", "--json").stdout)
+    assert (first["simulated"], first["reused"]) == (4, 0)
+    assert (again["simulated"], again["reused"]) == (0, 4)
+    assert bufferlab.load(db).query("SELECT count(*) AS n FROM runs")["n"][0] == 4
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_mid_way_and_restarted_stores_every_point_exactly_once(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    path = sweep_of(tmp_path, """
+        name = "killed"
+        seeds = 10
+        [set]
+        duration = "4s"
+        [[axes]]
+        key = "topology.queue"
+        values = ["5p", "20p"]
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(path), "--db", str(db), "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            if db.exists():
+                try:
+                    n = bufferlab.load(db).query("SELECT count(*) AS n FROM study_points")["n"][0]
+                except (SpecError, duckdb.Error):
+                    continue
+                if n >= 2:
+                    break
+        assert proc.poll() is None, "the sweep ended before it could be killed"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    before = bufferlab.load(db).query("SELECT count(*) AS n FROM study_points")["n"][0]
+    assert 2 <= before < 20
+    out = run_cli("sweep", str(path), "--db", str(db), "--workers", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["reused"] == before and report["simulated"] == 20 - before
+    res = bufferlab.load(db)
+    counts = res.query("SELECT point, seed, count(*) AS n FROM study_points GROUP BY point, seed")
+    assert counts.height == 20 and set(counts["n"].to_list()) == {1}
+    assert res.query("SELECT count(*) AS n FROM runs")["n"][0] == 20
+    # Nothing half-written survives the kill: every run has its flows and metric rows.
+    orphans = res.query("SELECT count(*) AS n FROM runs r WHERE NOT EXISTS "
+                        "(SELECT 1 FROM flow_metrics m WHERE m.run_id = r.run_id)")["n"][0]
+    assert orphans == 0
+
+
+# --- a shared store ------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_four_runs_on_one_store_at_once_all_succeed_while_results_list_reads_it(tmp_path: Path,
+                                                                               write_scenario) -> None:
+    db = tmp_path / "shared.duckdb"
+    path = write_scenario(BASE.replace('duration = "1s"', 'duration = "4s"'))
+    procs = [subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(path), "--db", str(db), "--seed",
+                               str(seed), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for seed in (11, 12, 13, 14)]
+    listings = []
+    while any(p.poll() is None for p in procs):
+        if db.exists():
+            listings.append(run_cli("results", "list", "--db", str(db)))
+        time.sleep(0.2)
+    outs = [p.communicate() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], [err for _, err in outs]
+    assert len({json.loads(out)["run_id"] for out, _ in outs}) == 4
+    assert listings and all(r.returncode == 0 for r in listings), [r.stderr for r in listings]
+    assert bufferlab.load(db).query("SELECT count(*) AS n FROM runs")["n"][0] == 4
+
+
+# --- aggregation ---------------------------------------------------------------------------------
+
+# Window-limited flows over an unlimited 10 ms link: each sends its window per 20 ms round trip
+# whatever the seed (test_metrics.py derives the exact rates). A lossy link that no packet crosses
+# makes the seed part of each run's identity, so every seed is a run of its own.
+WINDOWS = """
+name = "windows"
+duration = "2s"
+sample_interval = "100ms"
+[[nodes]]
+name = "a"
+kind = "host"
+[[nodes]]
+name = "b"
+kind = "host"
+[[nodes]]
+name = "c"
+kind = "host"
+[[links]]
+name = "ab"
+a = "a"
+b = "b"
+rate = "unlimited"
+delay = "10ms"
+[[links]]
+name = "ac"
+a = "a"
+b = "c"
+rate = "10Mbps"
+delay = "1ms"
+loss = "1%"
+[flow_defaults]
+start = "1ms"
+[[flows]]
+src = "a"
+dst = "b"
+tcp = { ack_every = 1, rwnd = "14480B", initial_window = 10 }
+"""
+
+
+def test_confidence_intervals_contain_the_exact_answer_with_zero_width(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    path = sweep_of(tmp_path, """
+        name = "windows"
+        seeds = 3
+        [[axes]]
+        zip = [{ key = "flows[0].tcp.rwnd", values = ["14480B", "28960B"] },
+               { key = "flows[0].tcp.initial_window", values = [10, 20] }]
+    """, base=WINDOWS)
+    assert run_cli("sweep", str(path), "--db", str(db), "--workers", "1").returncode == 0
+    study = bufferlab.load(db).study("windows")
+    assert study["seeds"].to_list() == [3, 3]
+    for row, w in zip(study.iter_rows(named=True), (10, 20)):
+        exact = 98 * w * MSS * 8 / 2 / 1e6  # 98 windows acknowledged in 2 s (test_metrics.py)
+        assert row["mean_throughput_l4"] == pytest.approx(exact)
+        assert row["mean_throughput_l4_ci_low"] == pytest.approx(exact)
+        assert row["mean_throughput_l4_ci_high"] == pytest.approx(exact)
+    assert study.columns[:4] == ["point", "flows[0].tcp.rwnd", "flows[0].tcp.initial_window", "seeds"]
+
+
+def test_intervals_widen_with_the_spread_of_the_seeds(tmp_path: Path) -> None:
+    from bufferlab.study.aggregate import aggregate_over_seeds, t_quantile
+
+    per_run = pl.DataFrame({"point": [0, 0, 0, 1], "x": [1.0, 2.0, 3.0, 5.0]})
+    out = aggregate_over_seeds(per_run, ["point"], ["x"]).to_dicts()
+    half = t_quantile(2) * 1.0 / 3 ** 0.5  # s = 1 over three runs
+    assert t_quantile(2) == pytest.approx(4.302652729911275)
+    assert out[0]["x"] == 2.0 and out[0]["x_ci_low"] == pytest.approx(2 - half)
+    assert out[0]["x_ci_high"] == pytest.approx(2 + half)
+    assert out[1]["seeds"] == 1 and out[1]["x_ci_low"] is None  # one seed: no interval
+
+
+def test_results_study_prints_one_row_per_point(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    path = sweep_of(tmp_path, QUEUE_SWEEP)
+    assert run_cli("sweep", str(path), "--db", str(db), "--workers", "1").returncode == 0
+    out = run_cli("results", "study", "queues", "--db", str(db), "--format", "json")
+    rows = json.loads(out.stdout)
+    assert [r["topology.queue"] for r in rows] == ["5p", "40p"] and all(r["seeds"] == 2 for r in rows)
+    table = run_cli("results", "study", "queues", "--db", str(db))
+    assert table.returncode == 0 and "topology.queue" in table.stdout and "±" in table.stdout
+    missing = run_cli("results", "study", "nope", "--db", str(db))
+    assert missing.returncode == 2 and missing.stderr.startswith('error: STUDY: no study "nope"')
+
+
+@pytest.mark.slow
+def test_sigint_stops_a_sweep_and_keeps_every_finished_run(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    path = sweep_of(tmp_path, """
+        name = "stopped"
+        seeds = 12
+        [set]
+        duration = "4s"
+        [[axes]]
+        key = "topology.queue"
+        values = ["5p", "20p"]
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(path), "--db", str(db), "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.3)
+        try:
+            if db.exists() and bufferlab.load(db).query("SELECT count(*) AS n FROM study_points")["n"][0] >= 1:
+                break
+        except (SpecError, duckdb.Error):
+            continue
+    assert proc.poll() is None, "the sweep ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    stopped_at = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and time.monotonic() - stopped_at < 15
+    assert err.strip().splitlines()[-1].startswith("error: interrupted: ")
+    res = bufferlab.load(db)
+    kept = res.query("SELECT count(*) AS n FROM study_points WHERE status = 'complete'")["n"][0]
+    assert kept >= 1 and res.query("SELECT count(*) AS n FROM runs")["n"][0] == kept
+    again = json.loads(run_cli("sweep", str(path), "--db", str(db), "--workers", "2", "--json").stdout)
+    assert again["reused"] == kept and again["simulated"] == 24 - kept

@@ -184,6 +184,14 @@ class TcpOptions(_Model):
     timestamps: StrictBool | None = None
     # HyStart++ (RFC 9406) in CUBIC's initial slow start; false: standard slow start.
     hystart: StrictBool | None = None
+    # Retransmission timeout: "linux" (SRTT + max(4·RTTVAR, min_rto), restarted when the first
+    # outstanding segment is retransmitted) or "rfc6298" (max(SRTT + 4·RTTVAR, min_rto)).
+    rto: Literal["linux", "rfc6298"] | None = None
+    # RACK-TLP loss detection (RFC 8985); default false: RFC 6675's DupThresh rule alone.
+    rack: StrictBool | None = None
+    # Reno's window growth: "bytes" (RFC 3465 byte counting, as Linux) or "per_ack" (RFC 5681
+    # per ACK, as ns-3's TcpNewReno: half a segment per RTT with delayed ACKs).
+    ca_increase: Literal["bytes", "per_ack"] | None = None
 
 
 class QuicOptions(_Model):

@@ -204,33 +204,35 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.3f}" if b else ("=" if a == b else "inf")
 
 
-def print_table(rows: list[tuple[Case, dict[str, float], dict[str, float]]]) -> None:
-    head = (
-        "| case | sim | goodput Mb/s | util | drops | mean queue p | Jain | retx | RTOs | wall s | CPU s |"
-    )
-    print(head)
-    print("|" + "---|" * (head.count("|") - 1))
-    for case, ours, theirs in rows:
-        for name, m in (("bufferlab", ours), ("ns-3", theirs)):
-            print(
-                f"| {case.key} | {name} | {m['goodput'] / 1e6:.2f} | {m['util']:.4f} | {m['drops']} | "
-                f"{m['queue']:.1f} | {m['jain']:.4f} | {m['retx']} | {m['rtos']} | {m['wall']:.2f} | {m['cpu']:.2f} |"
-            )
+HEADER = "| case | sim | goodput Mb/s | util | drops | mean queue p | Jain | retx | RTOs | wall s | CPU s |"
+
+
+def print_rows(case: Case, ours: dict[str, float], theirs: dict[str, float]) -> None:
+    """One case's two rows and their ratios (bufferlab / ns-3; speed as ns-3 / bufferlab)."""
+    for name, m in (("bufferlab", ours), ("ns-3", theirs)):
         print(
-            f"| {case.key} | ratio | {ratio(ours['goodput'], theirs['goodput'])} | "
-            f"{ratio(ours['util'], theirs['util'])} | {ratio(ours['drops'], theirs['drops'])} | "
-            f"{ratio(ours['queue'], theirs['queue'])} | {ratio(ours['jain'], theirs['jain'])} | "
-            f"{ratio(ours['retx'], theirs['retx'])} | {ratio(ours['rtos'], theirs['rtos'])} | "
-            f"{ratio(theirs['wall'], ours['wall'])}x faster | {ratio(theirs['cpu'], ours['cpu'])}x faster |"
+            f"| {case.key} | {name} | {m['goodput'] / 1e6:.2f} | {m['util']:.4f} | {m['drops']} | "
+            f"{m['queue']:.1f} | {m['jain']:.4f} | {m['retx']} | {m['rtos']} | {m['wall']:.2f} | {m['cpu']:.2f} |"
         )
-    print()
+    print(
+        f"| {case.key} | ratio | {ratio(ours['goodput'], theirs['goodput'])} | "
+        f"{ratio(ours['util'], theirs['util'])} | {ratio(ours['drops'], theirs['drops'])} | "
+        f"{ratio(ours['queue'], theirs['queue'])} | {ratio(ours['jain'], theirs['jain'])} | "
+        f"{ratio(ours['retx'], theirs['retx'])} | {ratio(ours['rtos'], theirs['rtos'])} | "
+        f"{ratio(theirs['wall'], ours['wall'])}x faster | {ratio(theirs['cpu'], ours['cpu'])}x faster |",
+        flush=True,
+    )
+
+
+def print_verdicts(rows: list[tuple[Case, dict[str, float], dict[str, float]]]) -> None:
+    """Goodput within 3 % and drops within 15 % of ns-3, or the note that says why not."""
     for case, ours, theirs in rows:
-        goodput_gap = abs(ours["goodput"] / theirs["goodput"] - 1)
+        goodput_gap = ours["goodput"] / theirs["goodput"] - 1
         drops_gap = abs(ours["drops"] / theirs["drops"] - 1) if theirs["drops"] else float(ours["drops"] > 0)
-        verdict = "within" if goodput_gap <= 0.03 and drops_gap <= 0.15 else "OUTSIDE"
+        verdict = "within" if abs(goodput_gap) <= 0.03 and drops_gap <= 0.15 else "OUTSIDE"
         note = NOTES.get(case.key, "")
         print(
-            f"{case.key}: goodput {goodput_gap:+.1%}, drops {drops_gap:.1%}: {verdict} 3 %/15 %"
+            f"{case.key}: goodput {goodput_gap:+.1%}, drops {drops_gap:.1%} off: {verdict} 3 %/15 %"
             + (f"; {note}" if note and verdict == "OUTSIDE" else "")
         )
 
@@ -251,6 +253,8 @@ def main() -> int:
         for name, (theirs, ours) in MATCHED.items():
             print(f"| {name} | {theirs} | {ours} |")
         print()
+    print(HEADER)
+    print("|" + "---|" * (HEADER.count("|") - 1), flush=True)
     rows = []
     for case in (c for c in CASES if c.key in args.cases):
         if args.seconds is not None:
@@ -258,8 +262,9 @@ def main() -> int:
         ours = run_bufferlab(case, args.seed)
         theirs = run_ns3(case, args.seed, args.ns3_binary)
         rows.append((case, ours, theirs))
-        print(f"{case.key}: done ({case.seconds:g} simulated s)", file=sys.stderr, flush=True)
-    print_table(rows)
+        print_rows(case, ours, theirs)
+    print()
+    print_verdicts(rows)
     return 0
 
 

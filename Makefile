@@ -39,9 +39,10 @@ bench: setup
 
 ## bench-ns3: bufferlab side by side with ns-3 3.44 (optional; needs `pip install ns3` in NS3_VENV,
 ## never needed by `make test`): compiles benchmarks/ns3/dumbbell.cc against the wheel's headers and
-## libraries, then runs benchmarks/bench_ns3.py (BENCH_NS3_ARGS, e.g. --cases 10x100M --quick)
+## libraries, then runs benchmarks/bench_ns3.py (BENCH_NS3_ARGS, e.g. --cases 10x100M --seconds 5)
 NS3_VENV ?= .venv-ns3
-NS3_ROOT = $$($(NS3_VENV)/bin/python -c 'import ns3, os; print(os.path.dirname(ns3.__file__))' 2>/dev/null)
+# The wheel's C++ tree (include/ns3, lib64); found by path: importing ns3 would need its cppyy.
+NS3_ROOT = $$($(NS3_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"] + "/ns3")' 2>/dev/null || true)
 NS3_BINARY := benchmarks/ns3/build/dumbbell
 NS3_MODULES := core network internet point-to-point applications traffic-control
 BENCH_NS3_ARGS ?=

@@ -502,7 +502,7 @@ class Scenario(_Model):
         from .engine_spec import build_engine_spec
 
         resolved = build_engine_spec(self, nodes, links, flows, bottleneck)
-        resolved.field_aliases = aliases
+        resolved.field_aliases = {**resolved.field_aliases, **aliases}
         resolved.flow_rtts_ns = rtts + [None] * (len(resolved.flow_names) - len(rtts))
         if isinstance(self.topology, Dumbbell) and isinstance(self.topology.rtt, Dist):
             resolved.random_draws.insert(0, "topology.rtt")

@@ -47,7 +47,7 @@ import polars as pl
 
 from ..analysis import metrics as catalogue
 from ..errors import SpecError
-from .connection import connect
+from .connection import connect, store_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pipeline.derive import DerivedRun
@@ -234,10 +234,18 @@ class Store:
 
     def __init__(self, path: str | Path = DEFAULT_DB) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise StoreError("--db", f"cannot create {self.path}: a part of its directory is a file") from None
+        except OSError as e:
+            raise store_error(self.path, e) from None
         self.con = connect(self.path, read_only=False)
         try:
             self._prepare_schema()
+        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
+            self.con.close()
+            raise store_error(self.path, e) from None
         except BaseException:
             self.con.close()
             raise

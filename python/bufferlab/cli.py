@@ -105,6 +105,21 @@ def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int 
              seed_given=seed is not None, max_memory=budget)
 
 
+@cli.command("check")
+@click.argument("scenario", type=click.Path(path_type=Path))
+@_set_option
+@_max_memory_option
+def check_command(scenario: Path, assignments: tuple[str, ...], max_memory: str | None) -> None:
+    """Check SCENARIO.toml as `run` would (every field, the engine's checks, the memory budget)
+    without simulating or storing anything."""
+    from .pipeline.budget import parse_budget
+    from .pipeline.plan import plan
+
+    budget = parse_budget(max_memory)
+    planned = plan(_overridden(Scenario.from_toml(scenario), assignments), budget)
+    click.echo(f"{scenario}: ok (run id {planned.run_id[:12]})")
+
+
 def _ccperf_options(func: Any) -> Any:
     for name, text in reversed([*CCPERF_FLAGS.items(), *METADATA_FLAGS.items()]):
         func = click.option(f"--{name}", name.replace("-", "_"), type=str, default=None, help=text)(func)

@@ -69,6 +69,9 @@ __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "Qu
 
 # metrics.md: "Time series are sampled at a fixed interval (default 10 ms, configurable)".
 DEFAULT_SAMPLE_INTERVAL_NS = 10_000_000
+# Flows (or closed-loop users) one count may ask for: far more than any study runs, few enough that
+# expanding them is quick (the memory budget then judges the run itself).
+MAX_FLOWS = 100_000
 # Linux's default txqueuelen and ns-3's FifoQueueDisc default: 1000 packets.
 DEFAULT_QUEUE = Queue(limit=units.QueueLimit(packets=1000))
 # The RTT draws' own stream: SeedSequence([seed, RTT_STREAM]) ("rtt" in ASCII).
@@ -240,7 +243,7 @@ class Dumbbell(_Model):
 
     kind: Literal["dumbbell"]
     # K, when the flows are not listed one by one under [[flows]].
-    flows: StrictInt | None = Field(default=None, gt=0)
+    flows: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
     bottleneck_rate: Rate
     bottleneck_delay: Time | None = None
     # Bottleneck queue (at `left`, toward `right`); `reverse_queue` defaults to the same.
@@ -273,9 +276,9 @@ class Generator(_Model):
     kind: Literal["persistent", "poisson", "closed_loop", "cbr", "onoff"]
     sources: str | list[str] | None = None
     dst: str
-    flows: StrictInt | None = Field(default=None, gt=0)
+    flows: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
     arrivals_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    users: StrictInt | None = Field(default=None, gt=0)
+    users: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
     size: SizeDist | None = None
     think: TimeDist | None = None
     rate: Rate | None = None

@@ -138,7 +138,7 @@ def capture_columns(capture: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 def _utc_now() -> _dt.datetime:
     """Naive UTC (a TIMESTAMP column; TIMESTAMPTZ would make DuckDB's Python client need pytz)."""
-    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
+    return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
 
 
 def _metric_columns(names: Mapping[str, Any]) -> dict[str, str]:

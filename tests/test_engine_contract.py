@@ -33,7 +33,17 @@ def test_store_columns_cover_every_engine_counter() -> None:
     renamed = {store.RENAMED_COLUMNS.get(c, c) for c in store.CHANNEL_COUNTERS}
     assert set(result["channels"][0]) == renamed
     series = set(result["timeseries"]) - {"interval_ns", "time_ns", *store.SERIES_INDICES}
-    assert series == set(store.FLOW_SERIES) | set(store.CHANNEL_SERIES)
+    assert series == set(store.FLOW_SERIES) | set(store.CHANNEL_SERIES) | set(store.CLASS_SERIES)
+
+
+def test_store_columns_cover_every_sub_buffer_counter() -> None:
+    spec = small_engine_spec()
+    spec["links"][0]["queue_forward"] = {"kind": "splitbuff", "limit_packets": 20, "sub_buffers": 3,
+                                         "update_interval_ns": 50_000_000, "alpha": 0.5, "quantum_bytes": 1500}
+    result = decode(*runner.core().run(json.dumps(spec)))
+    assert [set(c) for c in result["channels"][0]["classes"]] == [set(store.CLASS_COUNTERS)] * 3
+    assert "classes" not in result["channels"][1]
+    assert list(result["timeseries"]["class_indices"]) == [0, 1, 2]
 
 
 def test_store_columns_cover_every_captured_field() -> None:

@@ -12,7 +12,7 @@ TOP_KEYS = {"scenario", "db", "run_id", "from_store", "engine_version", "seed", 
 FLOW_KEYS = {"name", "src", "dst", "goodput_mbps", "loss_rate", "retransmissions", "rtos", "mean_srtt_ms",
              "completion_time_s", "bytes_delivered"}
 BOTTLENECK_KEYS = {"channel", "rate_mbps", "utilisation", "drops", "random_losses", "mean_queue_packets",
-                   "max_queue_packets", "mean_sojourn_ms"}
+                   "max_queue_packets", "mean_sojourn_ms", "queue"}
 
 
 def test_json_summary_has_the_documented_keys(write_scenario, db: Path) -> None:
@@ -54,8 +54,15 @@ def test_readme_spec_examples_are_valid() -> None:
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
-    full = [b for b in blocks if "duration" in b]
-    assert len(full) == 2
+    sweeps = [b for b in blocks if "[[axes]]" in b]
+    full = [b for b in blocks if "duration" in b and b not in sweeps]
+    assert len(full) == 2 and len(sweeps) == 1
+    from bufferlab.study.sweep import Sweep
+    import tomllib
+
+    for block in sweeps:  # README sweeps are written as if they sat in sweeps/
+        sweep = Sweep.from_dict(tomllib.loads(block), base_dir=Path(__file__).resolve().parent.parent / "sweeps")
+        assert len(sweep.points()) > 1
     for block in full:
         runner.validate(Scenario.from_toml_text(block))
     # The per-flow list fragment completes the dumbbell example once `flows = K` is dropped.

@@ -3,6 +3,10 @@
     bufferlab run SCENARIO.toml [--db PATH] [--force] [--json] [--seed N] [--study NAME] [--metrics]
     bufferlab ccperf --bw=80Mbps --rtts=15ms,15ms --qlen=10p ... [--db PATH] [--force] [--json]
     bufferlab results list|show|query|export|monitor|csv|pcap ... [--db PATH]
+    bufferlab size --rate 100Mbps --rtt 10ms,990ms [--flows N] [--packet 1500B] [--json]
+    bufferlab plot KIND RUN... [-o FILE.pdf|.svg|.png] [--flows ...] [--links ...] [--from T --to T]
+    bufferlab sweep SWEEP.toml [--workers N] [--dask local|tcp://HOST:PORT]
+    bufferlab reproduce NAME [--quick] | --list
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
@@ -27,6 +31,7 @@ from . import __version__
 from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS, scenario_from_ccperf
 from .errors import SpecError, Terminated
 from .pipeline.engine import EngineFailure, EngineMissing
+from .sizing.command import size_command
 from .spec import Scenario
 from .store import DEFAULT_DB
 
@@ -397,10 +402,13 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
 
 def _register_commands() -> None:
     """Commands defined beside the step they drive (their heavy imports stay inside them)."""
+    from .plots.command import plot_command
     from .study.command import results_study_command, sweep_command
 
     cli.add_command(sweep_command)
+    cli.add_command(size_command)
     results_group.add_command(results_study_command)
+    cli.add_command(plot_command)
 
 
 _register_commands()
@@ -485,14 +493,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail("interrupted by SIGTERM: nothing of the unfinished run was stored", EXIT_TERMINATED)
     except (KeyboardInterrupt, click.Abort):
         return _fail("interrupted: nothing of the unfinished run was stored", EXIT_INTERRUPTED)
+    except RuntimeError as e:
+        # DuckDB reports a Ctrl-C that lands inside a query as RuntimeError("Query interrupted").
+        if "interrupted" in str(e).lower():
+            return _fail("interrupted: nothing of the unfinished run was stored", EXIT_INTERRUPTED)
+        return _internal(e)
     except MemoryError:
         return _fail("memory: the machine ran out of memory (lower --max-memory to refuse such runs earlier)", 1)
     except Exception as e:  # noqa: BLE001 - a bug: one line, the traceback on request
-        if os.environ.get("BUFFERLAB_DEBUG"):
-            raise
-        return _fail(f"internal: {type(e).__name__}: {e} (a bug in bufferlab; BUFFERLAB_DEBUG=1 shows the "
-                     "traceback)", 1)
+        return _internal(e)
     return result if isinstance(result, int) else 0
+
+
+def _internal(error: Exception) -> int:
+    """A bug of bufferlab: one line, exit 1; BUFFERLAB_DEBUG=1 shows the traceback instead."""
+    if os.environ.get("BUFFERLAB_DEBUG"):
+        raise error
+    return _fail(f"internal: {type(error).__name__}: {error} (a bug in bufferlab; BUFFERLAB_DEBUG=1 shows the "
+                 "traceback)", 1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -49,6 +49,9 @@ def summary_tables(summary: RunSummary) -> list[Table]:
             btl.add_column(header, justify="left" if header == "channel" else "right")
         btl.add_row(b.channel, _num(b.rate_mbps, "g"), _pct(b.utilisation), str(b.drops), str(b.random_losses),
                     _num(b.mean_queue_packets, ".2f"), str(b.max_queue_packets), _num(b.mean_sojourn_ms, ".3f"))
+        if b.queue is not None:
+            btl.caption = f"queue: {escape(b.queue)}"
+            btl.caption_justify = "left"
         tables.append(btl)
     return tables
 

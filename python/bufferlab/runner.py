@@ -46,7 +46,8 @@ def stored_summary(p: Plan, db: str | Path) -> RunSummary | None:
     if counters is None:
         return None
     return summarise(counters, endpoints=p.resolved.endpoints_of(counters["flows"]), bottleneck=p.resolved.bottleneck,
-                     run_id=p.run_id, from_store=True, seed=p.seed, wall_time_s=counters["wall_time_s"])
+                     run_id=p.run_id, from_store=True, seed=p.seed, wall_time_s=counters["wall_time_s"],
+                     queues=p.resolved.queue_descriptions)
 
 
 def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool = False,

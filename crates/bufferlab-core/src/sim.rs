@@ -103,6 +103,7 @@ pub struct Simulator {
 const GENERATOR_STREAMS: u64 = 0x6765_6E65_7261_746F; // "generato"
 const DATAGRAM_STREAMS: u64 = 0x6461_7461_6772_616D; // "datagram"
 const CONTROLLER_STREAMS: u64 = 0x636F_6E74_726F_6C6C; // "controll"
+const QUEUE_STREAMS: u64 = 0x7175_6575_6573_2121; // "queues!!"
 
 fn wakeup_event(generator: u32, wakeup: Wakeup) -> Event {
     match wakeup {
@@ -224,7 +225,7 @@ impl Simulator {
                     rate,
                     delay,
                     link.loss,
-                    Queue::from_spec(queue),
+                    Queue::from_spec(queue, stream_seed(spec.seed ^ QUEUE_STREAMS, index as u64)),
                     stream_seed(spec.seed, index as u64),
                 );
                 if let Some(model) = &link.loss_model {
@@ -324,7 +325,16 @@ impl Simulator {
             .sample_interval_ns
             .filter(|_| !(sampled_flows.is_empty() && sampled_channels.is_empty()))
             .map(SimTime::from_ns);
-        let timeseries = sample_interval.map(|iv| TimeSeries::new(iv, sampled_flows, sampled_channels));
+        let timeseries = sample_interval.map(|iv| {
+            let mut ts = TimeSeries::new(iv, sampled_flows, sampled_channels);
+            for row in 0..ts.channels.len() {
+                let ch = ts.channels[row];
+                if let Some(split) = channels[ch].queue().split() {
+                    ts.add_classes(ch, split.sub_buffers());
+                }
+            }
+            ts
+        });
         if let Some(iv) = sample_interval {
             events.schedule(iv, Event::Sample);
         }
@@ -620,6 +630,10 @@ impl Simulator {
                     busy_ns: c.record.busy_ns,
                 },
             );
+        }
+        for row in 0..ts.class_channels.len() {
+            let split = self.channels[ts.class_channels[row]].queue().split().expect("a split queue's row");
+            ts.push_class(row, &split.class_record(ts.class_indices[row]));
         }
         if let Some(iv) = self.sample_interval {
             self.events.schedule(self.now + iv, Event::Sample);

@@ -45,10 +45,13 @@ impl ScenarioSpec {
     /// that draws none runs identically under every seed. Keep this beside every new stream.
     pub fn draws_random_numbers(&self) -> bool {
         let lossy = self.links.iter().any(|l| l.loss > 0.0 || l.loss_model.is_some());
-        let random_flow = self.flows.iter().any(|f| {
-            f.cca == CcaKind::Bbr || matches!(f.traffic, TrafficSpec::OnOff { .. })
+        let random_flow =
+            self.flows.iter().any(|f| f.cca == CcaKind::Bbr || matches!(f.traffic, TrafficSpec::OnOff { .. }));
+        // Blind-SplitBuff maps flows to sub-buffers by a key drawn from the seed.
+        let random_queue = self.links.iter().any(|l| {
+            [&l.queue_forward, &l.queue_backward].iter().any(|q| matches!(q, QueueSpec::BlindSplitBuff { .. }))
         });
-        lossy || random_flow || !self.generators.is_empty()
+        lossy || random_flow || random_queue || !self.generators.is_empty()
     }
 }
 
@@ -145,6 +148,32 @@ pub enum QueueSpec {
     /// Token bucket filter (Linux `tbf`): tokens at `rate_bps` up to `bucket_bytes`, a packet
     /// leaves when its size in tokens is there; at most `limit_bytes` wait for tokens.
     Tbf { rate_bps: u64, bucket_bytes: u64, limit_bytes: u64 },
+    /// SplitBuff (seed 002): a total of `limit_packets` (or `limit_bytes`) split into
+    /// `sub_buffers` (2 or 3) sub-buffers by the RTT packets carry, sized by eq. (4) every
+    /// `update_interval_ns` (T_u) with smoothing gain `alpha`, served by deficit round robin with a
+    /// quantum of `quantum_bytes`.
+    #[serde(rename = "splitbuff")]
+    SplitBuff {
+        #[serde(default)]
+        limit_packets: Option<u64>,
+        #[serde(default)]
+        limit_bytes: Option<u64>,
+        sub_buffers: u32,
+        update_interval_ns: u64,
+        alpha: f64,
+        quantum_bytes: u32,
+    },
+    /// Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
+    /// sub-buffers of limit / sub_buffers each, served as SplitBuff's.
+    #[serde(rename = "blind_splitbuff")]
+    BlindSplitBuff {
+        #[serde(default)]
+        limit_packets: Option<u64>,
+        #[serde(default)]
+        limit_bytes: Option<u64>,
+        sub_buffers: u32,
+        quantum_bytes: u32,
+    },
 }
 
 impl QueueSpec {

@@ -28,14 +28,61 @@ fn err(field: impl Into<String>, reason: impl Into<String>) -> EngineError {
     EngineError { field: field.into(), reason: reason.into() }
 }
 
+/// Exactly one positive limit, in packets or in bytes.
+fn check_limit(
+    field: &str,
+    what: &str,
+    limit_packets: &Option<u64>,
+    limit_bytes: &Option<u64>,
+) -> Result<(), EngineError> {
+    match (limit_packets, limit_bytes) {
+        (Some(0), _) | (_, Some(0)) => Err(err(field, "queue limit must be positive")),
+        (Some(_), Some(_)) => Err(err(field, "give the limit in packets or in bytes, not both")),
+        (None, None) => Err(err(field, format!("{what} needs a limit in packets or bytes"))),
+        _ => Ok(()),
+    }
+}
+
 fn check_queue(field: String, q: &QueueSpec) -> Result<(), EngineError> {
     match q {
-        QueueSpec::Fifo { limit_packets, limit_bytes } => match (limit_packets, limit_bytes) {
-            (Some(0), _) | (_, Some(0)) => Err(err(field, "queue limit must be positive")),
-            (Some(_), Some(_)) => Err(err(field, "give the limit in packets or in bytes, not both")),
-            (None, None) => Err(err(field, "a FIFO needs a limit in packets or bytes")),
-            _ => Ok(()),
-        },
+        QueueSpec::Fifo { limit_packets, limit_bytes } => check_limit(&field, "a FIFO", limit_packets, limit_bytes),
+        QueueSpec::SplitBuff { limit_packets, limit_bytes, sub_buffers, update_interval_ns, alpha, quantum_bytes } => {
+            check_limit(&field, "SplitBuff", limit_packets, limit_bytes)?;
+            if !matches!(sub_buffers, 2 | 3) {
+                return Err(err(
+                    format!("{field}.sub_buffers"),
+                    format!("SplitBuff has 2 or 3 sub-buffers, not {sub_buffers}"),
+                ));
+            }
+            if *update_interval_ns == 0 {
+                return Err(err(format!("{field}.update_interval_ns"), "must be positive"));
+            }
+            check_time(format!("{field}.update_interval_ns"), *update_interval_ns)?;
+            if !(*alpha > 0.0 && *alpha <= 1.0) {
+                return Err(err(format!("{field}.alpha"), format!("smoothing gain {alpha} not in (0, 1]")));
+            }
+            if *quantum_bytes == 0 {
+                return Err(err(format!("{field}.quantum_bytes"), "must be positive"));
+            }
+            Ok(())
+        }
+        QueueSpec::BlindSplitBuff { limit_packets, limit_bytes, sub_buffers, quantum_bytes } => {
+            check_limit(&field, "Blind-SplitBuff", limit_packets, limit_bytes)?;
+            let max = crate::queue::splitbuff::MAX_SUB_BUFFERS as u32;
+            if !(2..=max).contains(sub_buffers) {
+                return Err(err(
+                    format!("{field}.sub_buffers"),
+                    format!("from 2 to {max} sub-buffers, not {sub_buffers}"),
+                ));
+            }
+            if limit_packets.or(*limit_bytes).unwrap_or(0) < *sub_buffers as u64 {
+                return Err(err(field, format!("the limit cannot give each of {sub_buffers} sub-buffers a share")));
+            }
+            if *quantum_bytes == 0 {
+                return Err(err(format!("{field}.quantum_bytes"), "must be positive"));
+            }
+            Ok(())
+        }
         QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
             for (k, v) in [("rate_bps", rate_bps), ("bucket_bytes", bucket_bytes), ("limit_bytes", limit_bytes)] {
                 if *v == 0 {
@@ -348,7 +395,7 @@ pub(crate) fn check_queue_fits(
     let (limit, bucket) = match queue {
         QueueSpec::Fifo { limit_bytes: Some(limit), .. } => (*limit, None),
         QueueSpec::Tbf { bucket_bytes, limit_bytes, .. } => (*limit_bytes, Some(*bucket_bytes)),
-        QueueSpec::Fifo { .. } => return Ok(()),
+        QueueSpec::Fifo { .. } | QueueSpec::SplitBuff { .. } | QueueSpec::BlindSplitBuff { .. } => return Ok(()),
     };
     if limit < packet_bytes {
         return Err(err(field, format!("a {limit}-byte limit cannot hold a {packet_bytes}-byte packet of {who}")));

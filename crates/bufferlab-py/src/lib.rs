@@ -171,6 +171,24 @@ fn timeseries_columns(ts: &TimeSeries, columns: &mut Columns) {
     for (name, rows) in per_entity {
         columns.u64_rows(format!("timeseries.{name}"), rows);
     }
+    columns.u64s("timeseries.class_channels".into(), &indices(&ts.class_channels));
+    columns.u64s("timeseries.class_indices".into(), &indices(&ts.class_indices));
+    let per_class: [(&str, &Vec<Vec<u64>>); 11] = [
+        ("class_queue_packets", &ts.class_queue_packets),
+        ("class_queue_bytes", &ts.class_queue_bytes),
+        ("class_limit", &ts.class_limit),
+        ("class_enqueued_packets", &ts.class_enqueued_packets),
+        ("class_dropped_packets", &ts.class_dropped_packets),
+        ("class_sent_packets", &ts.class_sent_packets),
+        ("class_sent_bytes", &ts.class_sent_bytes),
+        ("class_sojourn_ns", &ts.class_sojourn_ns),
+        ("class_rttp_ns", &ts.class_rttp_ns),
+        ("class_estimate_rttp_ns", &ts.class_estimate_rttp_ns),
+        ("class_threshold_ns", &ts.class_threshold_ns),
+    ];
+    for (name, rows) in per_class {
+        columns.u64_rows(format!("timeseries.{name}"), rows);
+    }
 }
 
 /// Move a capture out as columns named `captures.<i>.<field>`.

@@ -42,6 +42,7 @@ import polars as pl
 from . import summary
 
 __all__ = ["FLOW_METRICS", "LINK_METRICS", "NETWORK_METRICS", "RunData", "flow_metrics", "link_metrics",
+           "interval_rate_mbps", "segment_bytes",
            "network_metrics", "jain", "entropy"]
 
 # name -> (unit, definition); the order is the tables' order.
@@ -167,7 +168,7 @@ def _cov(values: np.ndarray) -> float | None:
     return None if mean == 0 else float(values.std()) / mean
 
 
-def _rate_mbps(cumulative: np.ndarray, dt_ns: np.ndarray) -> np.ndarray:
+def interval_rate_mbps(cumulative: np.ndarray, dt_ns: np.ndarray) -> np.ndarray:
     """Per-interval rate in Mb/s of a cumulative byte series (value 0 at t = 0)."""
     increase = np.diff(cumulative.astype(np.float64), prepend=0.0)
     return increase * 8e3 / dt_ns
@@ -188,7 +189,8 @@ def entropy(x: np.ndarray) -> float | None:
     return float(-(s * np.log(s)).sum())
 
 
-def _segment_bytes(spec: Mapping[str, Any]) -> tuple[int, int]:
+def segment_bytes(spec: Mapping[str, Any]) -> tuple[int, int]:
+    """A flow's (MSS, header bytes): what a "segment" is in the segment-counted metrics."""
     tcp = spec.get("tcp") or {}
     return int(tcp.get("mss", 1448)), int(tcp.get("header_bytes", 52))
 
@@ -228,12 +230,12 @@ def _flow_series(run: RunData, flow: int) -> _FlowSeries | None:
     dt = np.diff(t, prepend=0.0)
     start, end = float(rec["start_ns"]), float(_lifetime_end(rec, run.end_ns))
     active = (t > start) & (t - dt < end) & (dt > 0)
-    mss, header = _segment_bytes(spec)
+    mss, header = segment_bytes(spec)
 
     def col(name: str) -> np.ndarray:
         return np.asarray(ts[name][row], dtype=np.float64)
 
-    tput4 = _rate_mbps(col("acked_bytes"), dt)
+    tput4 = interval_rate_mbps(col("acked_bytes"), dt)
     rate = col("delivery_rate_bps") / 1e6 if "delivery_rate_bps" in ts else np.zeros(0)
     if (rate > 0).any():
         delivery, source = np.where(rate > 0, rate, np.nan), "rate samples"
@@ -256,9 +258,9 @@ def _flow_series(run: RunData, flow: int) -> _FlowSeries | None:
     min_rtt_ns = rec.get("min_rtt_ns")
     bdp = None if rate_bps is None or not min_rtt_ns else rate_bps * min_rtt_ns / 1e9 / 8 / (mss + header)
     return _FlowSeries(
-        throughput_l4=tput4[active], throughput_l7=_rate_mbps(col("delivered_bytes"), dt)[active],
-        sending_l4=_rate_mbps(col("sent_bytes"), dt)[active],
-        sending_l7=_rate_mbps(col("written_bytes"), dt)[active],
+        throughput_l4=tput4[active], throughput_l7=interval_rate_mbps(col("delivered_bytes"), dt)[active],
+        sending_l4=interval_rate_mbps(col("sent_bytes"), dt)[active],
+        sending_l7=interval_rate_mbps(col("written_bytes"), dt)[active],
         delivery_rate=delivery[active], delivery_rate_source=source,
         cwnd=(col("cwnd_bytes") / mss)[active], in_flight=(col("in_flight_bytes") / mss)[active],
         srtt_ms=srtt_ms[active], est_qdelay_ms=qdelay[active], idt_ms=idt_ms[active],

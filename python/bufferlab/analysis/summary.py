@@ -150,6 +150,8 @@ class BottleneckSummary:
     mean_queue_packets: float | None
     max_queue_packets: int
     mean_sojourn_ms: float | None
+    # The queue as resolved from the spec, and how its size came about (a rule, a time).
+    queue: str | None = None
 
 
 @dataclass
@@ -183,7 +185,7 @@ def summarise_flow(flow: Record, end_ns: int, src: str, dst: str) -> FlowSummary
     )
 
 
-def summarise_channel(channel: Record, end_ns: int) -> BottleneckSummary:
+def summarise_channel(channel: Record, end_ns: int, queue: str | None = None) -> BottleneckSummary:
     return BottleneckSummary(
         channel=channel["name"],
         rate_mbps=_mbps(service_rate_bps(channel)),
@@ -193,12 +195,15 @@ def summarise_channel(channel: Record, end_ns: int) -> BottleneckSummary:
         mean_queue_packets=mean_queue_packets(channel, end_ns),
         max_queue_packets=int(channel["max_queue_packets"]),
         mean_sojourn_ms=_ms(mean_sojourn_ns(channel)),
+        queue=queue,
     )
 
 
 def summarise(result: Record, *, endpoints: Sequence[tuple[str, str]], bottleneck: int | None,
-              run_id: str, from_store: bool, seed: int, wall_time_s: float) -> RunSummary:
-    """The summary of one run from its counters (`result` holds end_ns, events, flows, channels)."""
+              run_id: str, from_store: bool, seed: int, wall_time_s: float,
+              queues: Sequence[str] = ()) -> RunSummary:
+    """The summary of one run from its counters (`result` holds end_ns, events, flows, channels);
+    `queues` describes each channel's queue as resolved from the spec."""
     end_ns = int(result["end_ns"])
     flows = [summarise_flow(f, end_ns, *endpoints[i]) for i, f in enumerate(result["flows"])]
     channels = result["channels"]
@@ -212,5 +217,6 @@ def summarise(result: Record, *, endpoints: Sequence[tuple[str, str]], bottlenec
         wall_time_s=wall_time_s,
         events=int(result["events"]),
         flows=flows,
-        bottleneck=None if chosen is None else summarise_channel(channels[chosen], end_ns),
+        bottleneck=None if chosen is None else summarise_channel(
+            channels[chosen], end_ns, queues[chosen] if chosen < len(queues) else None),
     )

@@ -94,5 +94,6 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
         result=result, flows=flow_rows(result, endpoints), channels=channel_rows(result),
         metric_tables=metric_tables(result, engine_spec, endpoints, resolved.bottleneck),
         summary=summary.summarise(result, endpoints=endpoints, bottleneck=resolved.bottleneck, run_id=plan.run_id,
-                                  from_store=False, seed=plan.seed, wall_time_s=raw.wall_time_s),
+                                  from_store=False, seed=plan.seed, wall_time_s=raw.wall_time_s,
+                                  queues=resolved.queue_descriptions),
         bottleneck=resolved.bottleneck, study=study, notes=list(resolved.notes))

@@ -16,6 +16,8 @@ from .. import units
 from ..errors import SpecError
 from .distributions import Dist
 from .fields import DEFAULT_DATAGRAM, Traffic, engine_controller, engine_recovery
+from ..queues import Queue
+from ..sizing.resolve import link_loads, resolve_queue
 from .scenario import (
     DEFAULT_QUEUE,
     Flow,
@@ -101,6 +103,9 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
     link_index = _unique(link_names, "links")
 
     engine_links = []
+    # Each channel's queue as written, and the user's field of it (sizes by time or rule are
+    # resolved once the flows are known).
+    queues: list[tuple[Queue, str]] = []
     for i, (link, name) in enumerate(zip(links, link_names)):
         a = _index(node_index, link.a, f"links[{i}].a")
         b = _index(node_index, link.b, f"links[{i}].b")
@@ -111,9 +116,11 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
                                                  "queue_forward/queue_backward")
         forward = link.queue_forward or link.queue or DEFAULT_QUEUE
         backward = link.queue_backward or link.queue or DEFAULT_QUEUE
+        for direction, queue in (("forward", forward), ("backward", backward)):
+            written = f"queue_{direction}" if getattr(link, f"queue_{direction}") is not None else "queue"
+            queues.append((queue, f"links[{i}].{written}"))
         engine_link = {"name": name, "a": a, "b": b, "rate_bps": link.rate, "delay_ns": link.delay,
-                       "loss": link.loss, "queue_forward": forward.to_engine(),
-                       "queue_backward": backward.to_engine()}
+                       "loss": link.loss}
         if link.loss_model is not None:
             if link.loss:
                 raise SpecError(f"links[{i}].loss_model", "give either loss or loss_model, not both")
@@ -168,6 +175,7 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
                              "tcp": _tcp(defaults.tcp, flow.tcp, where), "quic": _quic(defaults.quic, flow.quic)})
     _unique(flow_names, "flows")
 
+    queue_descriptions = _resolve_queues(nodes, engine_links, engine_flows, queues)
     channel_names = [f"{name}_{d}" for name in link_names for d in ("forward", "backward")]
     captures = []
     recorded = [(f"captures[{i}]", cap) for i, cap in enumerate(s.captures)]
@@ -203,8 +211,27 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
         engine["generators"] = engine_generators
     return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
                     flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel,
-                    generator_names=[g["name"] for g in engine_generators], random_draws=random_draws,
-                    field_aliases=aliases)
+                    generator_names=[g["name"] for g in engine_generators], queue_descriptions=queue_descriptions,
+                    random_draws=random_draws, field_aliases=aliases)
+
+
+def _resolve_queues(nodes: list[Node], engine_links: list[dict[str, Any]], engine_flows: list[dict[str, Any]],
+                    queues: list[tuple[Queue, str]]) -> list[str]:
+    """Put each channel's queue, its size resolved (time, rule), into the engine links; returns
+    one description per channel."""
+    loads = None
+    descriptions = []
+    for channel, (queue, where) in enumerate(queues):
+        if not queue.resolved:
+            if loads is None:
+                loads = link_loads([{"name": n.name} for n in nodes], engine_links, engine_flows)
+            queue, description = resolve_queue(queue, loads[channel // 2], where)
+        else:
+            description = str(queue)
+        key = "queue_forward" if channel % 2 == 0 else "queue_backward"
+        engine_links[channel // 2][key] = queue.to_engine()
+        descriptions.append(description)
+    return descriptions
 
 
 def _generator_sources(g: Generator, nodes: list[Node], where: str) -> list[str]:

@@ -11,7 +11,7 @@ from pydantic import PlainSerializer, PlainValidator
 from .. import units
 from ..errors import SpecError
 from .distributions import Dist, parse_distribution
-from ..units import QueueLimit
+from ..queues import Queue, QueueField
 
 __all__ = [
     "Rate",
@@ -82,78 +82,6 @@ ByteCount = Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(un
 
 Probability = Annotated[float, PlainValidator(units.parse_probability)]
 """A probability in [0, 1): 0.01 or "1%"."""
-
-
-# --- queues ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Queue:
-    """An egress queue discipline: a drop-tail FIFO (limit in packets or bytes), or a token bucket
-    filter (tbf: token `rate`, bucket `burst` bytes, at most `limit` bytes waiting for tokens)."""
-
-    limit: QueueLimit
-    kind: Literal["fifo", "tbf"] = "fifo"
-    rate: int | None = None
-    burst: int | None = None
-
-    def to_engine(self) -> dict[str, Any]:
-        if self.kind == "tbf":
-            return {"kind": "tbf", "rate_bps": self.rate, "bucket_bytes": self.burst, "limit_bytes": self.limit.bytes}
-        return {"kind": self.kind, "limit_packets": self.limit.packets, "limit_bytes": self.limit.bytes}
-
-    def __str__(self) -> str:
-        return str(self.limit)
-
-
-_QUEUE_KINDS = ("fifo", "tbf")
-_QUEUE_KEYS = {"fifo": ("kind", "limit"), "tbf": ("kind", "rate", "burst", "limit")}
-
-
-def parse_queue(value: Any) -> Queue:
-    """ "100p", {kind = "fifo", limit = "100p"} or {kind = "tbf", rate, burst, limit} (a token
-    bucket: tokens at `rate` up to `burst` bytes, at most `limit` bytes queued for tokens)."""
-    if isinstance(value, Queue):
-        return value
-    if isinstance(value, str):
-        return Queue(limit=units.parse_size(value))
-    if isinstance(value, dict):
-        kind = value.get("kind", "fifo")
-        if isinstance(kind, str) and kind.lower() in ("fifo", "fifoqueuedisc", "pfifo", "droptail"):
-            kind = "fifo"
-        if isinstance(kind, str) and kind.lower() in ("tbf", "tokenbucket", "token_bucket"):
-            kind = "tbf"
-        if kind not in _QUEUE_KINDS:
-            raise SpecError("kind", f'unknown queue discipline "{kind}" (known: {", ".join(_QUEUE_KINDS)})')
-        for key in value:
-            if key not in _QUEUE_KEYS[kind]:
-                raise SpecError(str(key), "unknown key")
-        for key in _QUEUE_KEYS[kind][1:]:
-            if key not in value:
-                raise SpecError(key, "missing required key")
-        if kind == "fifo":
-            try:
-                return Queue(limit=units.parse_size(value["limit"]))
-            except units.UnitError as e:
-                raise SpecError("limit", str(e)) from None
-        parsed: dict[str, int] = {}
-        for key, parse in (("rate", _rate), ("burst", units.parse_bytes), ("limit", units.parse_bytes)):
-            try:
-                parsed[key] = parse(value[key])
-            except units.UnitError as e:
-                raise SpecError(key, str(e)) from None
-        return Queue(kind="tbf", limit=QueueLimit(bytes=parsed["limit"]), rate=parsed["rate"], burst=parsed["burst"])
-    raise SpecError("", f'expected a queue limit like "100p" or a table {{kind, limit}}, got {value!r}')
-
-
-def _queue_out(queue: Queue) -> str | dict[str, str]:
-    if queue.kind == "tbf":
-        assert queue.rate is not None and queue.burst is not None and queue.limit.bytes is not None
-        return {"kind": "tbf", "rate": units.format_rate(queue.rate), "burst": units.format_bytes(queue.burst),
-                "limit": units.format_bytes(queue.limit.bytes)}
-    return str(queue.limit)
-
-
-QueueField = Annotated[Queue, PlainValidator(parse_queue), PlainSerializer(_queue_out)]
 
 
 # --- traffic --------------------------------------------------------------------------------

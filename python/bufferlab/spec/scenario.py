@@ -58,8 +58,8 @@ from .fields import (
     SampleInterval,
     Time,
     TrafficField,
-    Queue,
 )
+from ..queues import fifo
 from .. import units
 from .topology import Graph, ParkingLot, Tree, build_parking_lot, build_tree
 
@@ -73,7 +73,7 @@ DEFAULT_SAMPLE_INTERVAL_NS = 10_000_000
 # expanding them is quick (the memory budget then judges the run itself).
 MAX_FLOWS = 100_000
 # Linux's default txqueuelen and ns-3's FifoQueueDisc default: 1000 packets.
-DEFAULT_QUEUE = Queue(limit=units.QueueLimit(packets=1000))
+DEFAULT_QUEUE = fifo(units.QueueLimit(packets=1000))
 # The RTT draws' own stream: SeedSequence([seed, RTT_STREAM]) ("rtt" in ASCII).
 RTT_STREAM = 0x727474
 # The start-time draws' own stream: SeedSequence([seed, START_STREAM]) ("start" in ASCII).
@@ -369,13 +369,12 @@ class Resolved:
     # Engine field paths (as the engine names them, unit suffixes removed) that the user wrote
     # elsewhere, e.g. a dumbbell's "links[0].queue_forward" is its "topology.queue".
     field_aliases: dict[str, str] = field(default_factory=dict)
+    # Each channel's queue as resolved, and how its size came about ("500p (bdp rule: ...)").
+    queue_descriptions: list[str] = field(default_factory=list)
 
     def user_field(self, engine_field: str) -> str:
         """The user's name for an engine field path: its longest aliased prefix replaced."""
-        for prefix in sorted(self.field_aliases, key=len, reverse=True):
-            if engine_field == prefix or engine_field.startswith((prefix + ".", prefix + "[")):
-                return self.field_aliases[prefix] + engine_field[len(prefix):]
-        return engine_field
+        return user_field(self.field_aliases, engine_field)
 
     def endpoints_of(self, flows: list[dict[str, Any]]) -> list[tuple[str, str]]:
         """(src, dst) host names of every flow of a result: listed flows and generated ones.
@@ -393,6 +392,14 @@ class Resolved:
     def to_json(self) -> str:
         """Canonical JSON of the engine spec: the identity of a run (with the engine version)."""
         return canonical_json(self.engine)
+
+
+def user_field(aliases: dict[str, str], engine_field: str) -> str:
+    """The user's name for an engine field path: its longest prefix in `aliases` replaced."""
+    for prefix in sorted(aliases, key=len, reverse=True):
+        if engine_field == prefix or engine_field.startswith((prefix + ".", prefix + "[")):
+            return aliases[prefix] + engine_field[len(prefix):]
+    return engine_field
 
 
 def canonical_json(value: Any) -> str:
@@ -504,7 +511,10 @@ class Scenario(_Model):
         # engine_spec imports this module's models, so it is imported here, not at the top.
         from .engine_spec import build_engine_spec
 
-        resolved = build_engine_spec(self, nodes, links, flows, bottleneck)
+        try:
+            resolved = build_engine_spec(self, nodes, links, flows, bottleneck)
+        except SpecError as e:  # a field of a generated link is the user's topology key
+            raise SpecError(user_field(aliases, e.field), e.reason) from None
         resolved.field_aliases = {**resolved.field_aliases, **aliases}
         resolved.flow_rtts_ns = rtts + [None] * (len(resolved.flow_names) - len(rtts))
         if isinstance(self.topology, Dumbbell) and isinstance(self.topology.rtt, Dist):

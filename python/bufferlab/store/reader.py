@@ -234,6 +234,18 @@ class Results:
         spec: dict[str, Any] = json.loads(rows[0][0])
         return spec
 
+    def user_spec(self, run: str) -> dict[str, Any]:
+        """The spec of a run as its user wrote it (units as text), e.g. ``{"topology": {"queue": "18p"}}``."""
+        text = self.query("SELECT user_spec_json FROM runs WHERE run_id = ?", [self.run_id(run)])["user_spec_json"][0]
+        spec: dict[str, Any] = json.loads(text) if text else {}
+        return spec
+
+    def bottleneck(self, run: str) -> str | None:
+        """The channel name of a run's bottleneck (the link metrics' `bottleneck` row), or None."""
+        names = self.query("SELECT name FROM link_metrics WHERE run_id = ? AND bottleneck",
+                           [self.run_id(run)])["name"].to_list()
+        return str(names[0]) if names else None
+
     def capture(self, run: str, *, link: str, direction: str = "forward") -> dict[str, Any]:
         """The packets captured on `<link>_<direction>` of a run, as numpy columns."""
         run_id = self.run_id(run)

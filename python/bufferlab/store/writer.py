@@ -24,6 +24,8 @@ Tables (one row per ...):
                        bytes and one-way delay, pacing rate, controller state, delivery rate
   channel_timeseries   channel x sample: queue length, cumulative bytes/packets sent, drops, sojourn, busy
   captures             captured packet (only for runs with captures in their spec)
+  queue_classes        sub-buffer of a split queue (SplitBuff): enqueued, dropped, sent, sojourn, limit, RTTP
+  class_timeseries     sub-buffer x sample: length, limit, cumulative counts, T_B, RTTP estimate, threshold
 
 The schema version is kept in ``meta``. Opening a store of an older version migrates it in one
 transaction (new tables and columns are added; rows of older runs keep NULL in the new columns
@@ -47,6 +49,7 @@ import polars as pl
 
 from ..analysis import metrics as catalogue
 from ..errors import SpecError
+from ..interrupts import deferred
 from .connection import connect, store_error
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,7 +62,8 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 # 1: runs, flows, channels, series, captures. 2: studies, spec hash, metric tables, new series
 # and counters (one-way delay, IDT EWMA, min RTT, sojourn/busy per channel, recovery episodes).
 # 3: sweeps: study kind, sweep spec and axes; study_points.
-SCHEMA_VERSION = 3
+# 4: the sub-buffers of split queues (SplitBuff): queue_classes, class_timeseries.
+SCHEMA_VERSION = 4
 
 
 class StoreError(SpecError):
@@ -70,6 +74,16 @@ def spec_hash(engine_spec_json: str) -> str:
     """What ran, whatever the engine: sha256 of the canonical engine spec."""
     return hashlib.sha256(engine_spec_json.encode()).hexdigest()
 
+
+# A split queue's sub-buffer (result.rs QueueClassRecord), and its series (TimeSeries class_*).
+# `limit` is an SQL keyword: its column is `size_limit` (packets, or bytes for a byte-limited queue).
+CLASS_COUNTERS = {name: "size_limit" if name == "limit" else name for name in (
+    "enqueued_packets", "enqueued_bytes", "dropped_packets", "dropped_bytes", "sent_packets", "sent_bytes",
+    "sojourn_sum_ns", "max_packets", "queued_packets", "queued_bytes", "limit", "rttp_ns", "estimate_rttp_ns",
+    "threshold_ns")}
+CLASS_SERIES = {f"class_{name}": "size_limit" if name == "limit" else name for name in (
+    "queue_packets", "queue_bytes", "limit", "enqueued_packets", "dropped_packets", "sent_packets", "sent_bytes",
+    "sojourn_ns", "rttp_ns", "estimate_rttp_ns", "threshold_ns")}
 
 # Raw counters, in the order and with the names of result.rs (FlowRecord, ChannelRecord).
 FLOW_COUNTERS: dict[str, str] = {
@@ -117,7 +131,7 @@ CHANNEL_SERIES = {"queue_packets": "queue_packets", "queue_bytes": "queue_bytes"
                   "channel_sent_packets": "sent_packets", "channel_sojourn_ns": "sojourn_ns",
                   "channel_busy_ns": "busy_ns"}
 # Row indices of the series: which flow / channel each row is.
-SERIES_INDICES = ("flows", "channels")
+SERIES_INDICES = ("flows", "channels", "class_channels", "class_indices")
 CAPTURE_COLUMNS = {"time_ns": "UBIGINT", "flow": "UINTEGER", "is_data": "BOOLEAN", "flags": "UTINYINT",
                    "seq": "UBIGINT", "ack": "UBIGINT", "payload_bytes": "UINTEGER", "wire_bytes": "UINTEGER",
                    "retransmission": "BOOLEAN", "ts_val_ns": "UBIGINT", "ts_ecr_ns": "UBIGINT",
@@ -176,13 +190,19 @@ TABLES: dict[str, dict[str, str]] = {
                         **dict.fromkeys(FLOW_SERIES, "UBIGINT")},
     "channel_timeseries": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL",
                            "time_ns": "UBIGINT NOT NULL", **dict.fromkeys(CHANNEL_SERIES.values(), "UBIGINT")},
+    # Version 3: the sub-buffers (classes) of split queues (SplitBuff), counters and series.
+    "queue_classes": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL",
+                      "sub_buffer": "UINTEGER NOT NULL", **dict.fromkeys(CLASS_COUNTERS.values(), "UBIGINT")},
+    "class_timeseries": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL",
+                         "sub_buffer": "UINTEGER NOT NULL", "time_ns": "UBIGINT NOT NULL",
+                         **dict.fromkeys(CLASS_SERIES.values(), "UBIGINT")},
     "captures": {"run_id": "VARCHAR NOT NULL", "capture": "UINTEGER NOT NULL", "channel": "UINTEGER NOT NULL",
                  "packet": "UBIGINT NOT NULL", **CAPTURE_COLUMNS},
 }
 
 # Child tables of a run, in the order they are written (and emptied on --force).
 RUN_TABLES = ("flows", "channels", "flow_metrics", "link_metrics", "network_metrics", "flow_timeseries",
-              "channel_timeseries", "captures")
+              "channel_timeseries", "captures", "queue_classes", "class_timeseries")
 METRIC_TABLES = ("flow_metrics", "link_metrics", "network_metrics")
 
 
@@ -320,6 +340,7 @@ class Store:
             self._insert_metrics(run.run_id, run.metric_tables)
             self._insert_timeseries(run)
             self._insert_captures(run)
+            self._insert_queue_classes(run)
             if point is not None:
                 self._put_point(point, run.run_id)
 
@@ -429,6 +450,26 @@ class Store:
             columns.update({column: ts[name].ravel() for name, column in series.items()})
             self._insert_frame(table, run.run_id, columns)
 
+    def _insert_queue_classes(self, run: DerivedRun) -> None:
+        """The sub-buffers of split queues: end-of-run counters, and their series if sampled."""
+        for channel, ch in enumerate(run.result["channels"]):
+            classes = ch.get("classes") or []
+            if classes:
+                columns = {"channel": np.full(len(classes), channel, dtype=np.uint32),
+                           "sub_buffer": np.arange(len(classes), dtype=np.uint32)}
+                columns.update({column: np.array([c[name] for c in classes], dtype=np.uint64)
+                                for name, column in CLASS_COUNTERS.items()})
+                self._insert_frame("queue_classes", run.run_id, columns)
+        ts = run.result.get("timeseries")
+        if not ts or not len(ts.get("class_channels", ())):
+            return
+        time, rows = ts["time_ns"], len(ts["class_channels"])
+        columns = {"channel": np.repeat(np.asarray(ts["class_channels"], dtype=np.uint32), len(time)),
+                   "sub_buffer": np.repeat(np.asarray(ts["class_indices"], dtype=np.uint32), len(time)),
+                   "time_ns": np.tile(time, rows)}
+        columns.update({column: ts[name].ravel() for name, column in CLASS_SERIES.items()})
+        self._insert_frame("class_timeseries", run.run_id, columns)
+
     def _insert_captures(self, run: DerivedRun) -> None:
         for i, cap in enumerate(run.result.get("captures") or []):
             n = len(cap["time_ns"])
@@ -451,6 +492,6 @@ class Store:
 def persist(run: DerivedRun, db: str | Path = DEFAULT_DB, *, replace: bool = False,
             point: StudyPoint | None = None) -> None:
     """Step 4, persist: open the store, write one run (and its study point) in one transaction,
-    close it again, so the lock is held for that write only."""
-    with Store(db) as store:
+    close it again, so the lock is held for that write only. Ctrl-C waits for the write."""
+    with deferred(), Store(db) as store:
         store.save(run, replace=replace, point=point)

@@ -31,7 +31,9 @@ def _progress(study: str) -> Iterator[Any]:
     columns = (TextColumn(f"sweep {study}"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
                TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                TextColumn("{task.fields[speed]}"))
-    with Progress(*columns, transient=False) as bar:
+    from rich.console import Console
+
+    with Progress(*columns, transient=False, console=Console(stderr=True)) as bar:
         task = bar.add_task(study, total=None, failed="", speed="")
         state = {"failed": 0, "simulated": 0.0}
 

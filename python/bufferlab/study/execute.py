@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SpecError, Terminated
+from ..interrupts import deferred
 from ..pipeline.plan import Plan, plan
 from ..store.reader import Results
 from ..store.writer import Store, StudyPoint, persist
@@ -102,7 +103,7 @@ def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listen
         tasks.setdefault(planned.run_id, (planned, []))[1].append(point)
     report.seedless = len(sweep.seeds) > 1 and all(not p.seed_matters for p, _ in tasks.values()) and bool(tasks)
     if settled:
-        with Store(db) as store:
+        with deferred(), Store(db) as store:
             store.record_points(settled)
 
     listener.start(len(tasks), report.reused + len(report.failed))
@@ -114,14 +115,14 @@ def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listen
                 outcome.run.study = sweep.name
                 persist(outcome.run, db, point=_study_point(sweep, points[0]))
                 if len(points) > 1:
-                    with Store(db) as store:
+                    with deferred(), Store(db) as store:
                         store.record_points([(_study_point(sweep, p), planned.run_id) for p in points[1:]])
                 report.simulated += len(points)
                 report.simulated_time_s += planned.duration_ns / 1e9
                 listener.finished(True, planned.duration_ns / 1e9)
             else:
                 error = outcome.error or "failed"
-                with Store(db) as store:
+                with deferred(), Store(db) as store:
                     store.record_points([(_study_point(sweep, p, error), None) for p in points])
                 report.failed.extend((p, error) for p in points)
                 listener.finished(False, 0.0)

@@ -112,7 +112,15 @@ class LocalPoolExecutor:
                 yield Outcome(*future.result())
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        """Cancel what has not started and stop the workers at once: after a normal end nothing is
+        left; after Ctrl-C a run still simulating is abandoned (it was never stored)."""
+        processes = list(getattr(self.pool, "_processes", {}).values())
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+        for process in processes:
+            process.join(timeout=5)
 
     def stop(self) -> None:
         # Workers never open the store, so ending them loses nothing but unfinished runs. A signal

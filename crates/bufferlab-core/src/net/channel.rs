@@ -135,6 +135,11 @@ impl Channel {
         self.queue.len_bytes()
     }
 
+    /// The egress queue (for sampling its sub-buffers).
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
     /// Accumulate the queue-length integral up to `now` (call before every change of length).
     #[inline]
     fn integrate_queue(&mut self, now: SimTime) {
@@ -260,6 +265,9 @@ impl Channel {
         self.record.queue_byte_ns = self.queue_byte_ps / 1000;
         self.record.queued_end_packets = self.queue.len_packets();
         self.record.queued_end_bytes = self.queue.len_bytes();
+        if let Some(split) = self.queue.split() {
+            self.record.classes = split.class_records();
+        }
         // The newest packet in the pipe may still be being serialised.
         let serialising =
             if self.busy_until > now { self.pipe.back().filter(|(t, _)| *t - self.delay > now) } else { None };
@@ -284,8 +292,15 @@ mod tests {
     use super::*;
 
     fn chain(p: f64, r: f64, loss_good: f64, loss_bad: f64) -> GilbertElliott {
-        let mut ch =
-            Channel::new(0, 1, None, SimTime::ZERO, 0.0, Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(1)), 1);
+        let mut ch = Channel::new(
+            0,
+            1,
+            None,
+            SimTime::ZERO,
+            0.0,
+            Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(1), 0),
+            1,
+        );
         ch.set_loss_model(&LossModel::GilbertElliott { p, r, loss_good, loss_bad });
         ch.burst_loss.unwrap()
     }

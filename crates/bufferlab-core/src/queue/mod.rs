@@ -4,6 +4,7 @@
 //! so that the per-packet path is a `match`, not a virtual call.
 
 pub mod fifo;
+pub mod splitbuff;
 pub mod tbf;
 
 use crate::net::packet::Packet;
@@ -11,6 +12,7 @@ use crate::spec::QueueSpec;
 use crate::units::{BitRate, SimTime};
 
 pub use fifo::DropTailFifo;
+pub use splitbuff::{SplitBuff, SplitBuffConfig};
 pub use tbf::TokenBucket;
 
 /// Why a queue refused a packet.
@@ -41,6 +43,8 @@ pub trait QueueDiscipline {
 pub enum Queue {
     Fifo(DropTailFifo),
     Tbf(TokenBucket),
+    /// SplitBuff and Blind-SplitBuff (seed 002): sub-buffers served by byte-fair round robin.
+    SplitBuff(SplitBuff),
 }
 
 impl Queue {
@@ -51,17 +55,52 @@ impl Queue {
     pub fn passes_through_when_idle(&self) -> bool {
         match self {
             Queue::Fifo(q) => q.len_packets() == 0,
-            Queue::Tbf(_) => false,
+            Queue::Tbf(_) | Queue::SplitBuff(_) => false,
         }
     }
 
-    pub fn from_spec(spec: &QueueSpec) -> Queue {
+    /// The sub-buffers of a split queue, if this is one.
+    pub fn split(&self) -> Option<&SplitBuff> {
+        match self {
+            Queue::SplitBuff(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The queue a spec describes; `seed` keys its random choices (Blind-SplitBuff's mapping).
+    pub fn from_spec(spec: &QueueSpec, seed: u64) -> Queue {
         match spec {
             QueueSpec::Fifo { limit_packets, limit_bytes } => {
                 Queue::Fifo(DropTailFifo::new(*limit_packets, *limit_bytes))
             }
             QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
                 Queue::Tbf(TokenBucket::new(BitRate(*rate_bps), *bucket_bytes, *limit_bytes))
+            }
+            QueueSpec::SplitBuff {
+                limit_packets,
+                limit_bytes,
+                sub_buffers,
+                update_interval_ns,
+                alpha,
+                quantum_bytes,
+            } => Queue::SplitBuff(SplitBuff::new(SplitBuffConfig {
+                limit: limit_packets.or(*limit_bytes).expect("validated: a limit"),
+                in_bytes: limit_packets.is_none(),
+                sub_buffers: *sub_buffers as usize,
+                update_interval: SimTime::from_ns(*update_interval_ns),
+                alpha: *alpha,
+                quantum: *quantum_bytes as u64,
+            })),
+            QueueSpec::BlindSplitBuff { limit_packets, limit_bytes, sub_buffers, quantum_bytes } => {
+                let config = SplitBuffConfig {
+                    limit: limit_packets.or(*limit_bytes).expect("validated: a limit"),
+                    in_bytes: limit_packets.is_none(),
+                    sub_buffers: *sub_buffers as usize,
+                    update_interval: SimTime::MAX,
+                    alpha: 1.0,
+                    quantum: *quantum_bytes as u64,
+                };
+                Queue::SplitBuff(SplitBuff::blind(config, seed))
             }
         }
     }
@@ -73,6 +112,7 @@ impl QueueDiscipline for Queue {
         match self {
             Queue::Fifo(q) => q.enqueue(packet, now),
             Queue::Tbf(q) => q.enqueue(packet, now),
+            Queue::SplitBuff(q) => q.enqueue(packet, now),
         }
     }
     #[inline]
@@ -80,6 +120,7 @@ impl QueueDiscipline for Queue {
         match self {
             Queue::Fifo(q) => q.dequeue(now),
             Queue::Tbf(q) => q.dequeue(now),
+            Queue::SplitBuff(q) => q.dequeue(now),
         }
     }
     #[inline]
@@ -87,6 +128,7 @@ impl QueueDiscipline for Queue {
         match self {
             Queue::Fifo(q) => q.len_packets(),
             Queue::Tbf(q) => q.len_packets(),
+            Queue::SplitBuff(q) => q.len_packets(),
         }
     }
     #[inline]
@@ -94,6 +136,7 @@ impl QueueDiscipline for Queue {
         match self {
             Queue::Fifo(q) => q.len_bytes(),
             Queue::Tbf(q) => q.len_bytes(),
+            Queue::SplitBuff(q) => q.len_bytes(),
         }
     }
 }

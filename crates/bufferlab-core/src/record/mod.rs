@@ -5,7 +5,7 @@ pub mod result;
 
 use crate::net::packet::{flags, Packet, MAX_SACK_BLOCKS};
 use crate::units::SimTime;
-use result::{Capture, TimeSeries};
+use result::{Capture, QueueClassRecord, TimeSeries};
 
 /// One flow's state at a sampling instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +72,54 @@ impl TimeSeries {
             pacing_rate_bps: per(nf),
             cc_state: per(nf),
             delivery_rate_bps: per(nf),
+            ..TimeSeries::default()
+        }
+    }
+
+    /// Add per-class rows: sub-buffers `0..count` of channel `channel`.
+    pub fn add_classes(&mut self, channel: usize, count: usize) {
+        for k in 0..count {
+            self.class_channels.push(channel);
+            self.class_indices.push(k);
+            for series in self.class_series_mut() {
+                series.push(Vec::new());
+            }
+        }
+    }
+
+    fn class_series_mut(&mut self) -> [&mut Vec<Vec<u64>>; 11] {
+        [
+            &mut self.class_queue_packets,
+            &mut self.class_queue_bytes,
+            &mut self.class_limit,
+            &mut self.class_enqueued_packets,
+            &mut self.class_dropped_packets,
+            &mut self.class_sent_packets,
+            &mut self.class_sent_bytes,
+            &mut self.class_sojourn_ns,
+            &mut self.class_rttp_ns,
+            &mut self.class_estimate_rttp_ns,
+            &mut self.class_threshold_ns,
+        ]
+    }
+
+    /// Append a sample to row `row` of the per-class series.
+    pub fn push_class(&mut self, row: usize, c: &QueueClassRecord) {
+        let values = [
+            c.queued_packets,
+            c.queued_bytes,
+            c.limit,
+            c.enqueued_packets,
+            c.dropped_packets,
+            c.sent_packets,
+            c.sent_bytes,
+            c.sojourn_sum_ns,
+            c.rttp_ns,
+            c.estimate_rttp_ns,
+            c.threshold_ns,
+        ];
+        for (series, v) in self.class_series_mut().into_iter().zip(values) {
+            series[row].push(v);
         }
     }
 

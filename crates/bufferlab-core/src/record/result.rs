@@ -119,6 +119,36 @@ pub struct ChannelRecord {
     /// Integral of the queue length over time, in packet·ns and byte·ns (time-average = ÷ end_ns).
     pub queue_packet_ns: u128,
     pub queue_byte_ns: u128,
+    /// Per sub-buffer counters of a split queue (SplitBuff, Blind-SplitBuff); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<QueueClassRecord>,
+}
+
+/// Counters of one sub-buffer (class) of a split queue, and its state at the end of the run.
+/// Conservation: `enqueued = sent + queued` in packets and bytes; `dropped` never entered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueClassRecord {
+    pub enqueued_packets: u64,
+    pub enqueued_bytes: u64,
+    pub dropped_packets: u64,
+    pub dropped_bytes: u64,
+    /// Packets that left the sub-buffer onto the wire.
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    /// Sum of the sojourn times (enqueue to start of transmission) of the packets sent.
+    pub sojourn_sum_ns: u64,
+    pub max_packets: u64,
+    pub queued_packets: u64,
+    pub queued_bytes: u64,
+    /// The sub-buffer's limit (packets, or bytes for a byte-limited queue).
+    pub limit: u64,
+    /// SplitBuff: T_B, the RTTP estimate of the flows mapped here (0 before the first).
+    pub rttp_ns: u64,
+    /// SplitBuff: the router's RTTP estimate, average(RTT) − T_q (0 before the first update).
+    pub estimate_rttp_ns: u64,
+    /// SplitBuff: packets with (RTT − T_q) below this go here or to a lower sub-buffer; 0 for
+    /// the last sub-buffer and before the first update.
+    pub threshold_ns: u64,
 }
 
 impl ChannelRecord {
@@ -193,6 +223,23 @@ pub struct TimeSeries {
     pub channel_sojourn_ns: Vec<Vec<u64>>,
     /// Cumulative time the transmitter was busy.
     pub channel_busy_ns: Vec<Vec<u64>>,
+    /// Per-class series: one row per sub-buffer of every sampled channel with a split queue
+    /// (SplitBuff, Blind-SplitBuff); row `r` is sub-buffer `class_indices[r]` of channel
+    /// `class_channels[r]`. Lengths and limits are states, the others cumulative counts; see
+    /// [`QueueClassRecord`] for each.
+    pub class_channels: Vec<usize>,
+    pub class_indices: Vec<usize>,
+    pub class_queue_packets: Vec<Vec<u64>>,
+    pub class_queue_bytes: Vec<Vec<u64>>,
+    pub class_limit: Vec<Vec<u64>>,
+    pub class_enqueued_packets: Vec<Vec<u64>>,
+    pub class_dropped_packets: Vec<Vec<u64>>,
+    pub class_sent_packets: Vec<Vec<u64>>,
+    pub class_sent_bytes: Vec<Vec<u64>>,
+    pub class_sojourn_ns: Vec<Vec<u64>>,
+    pub class_rttp_ns: Vec<Vec<u64>>,
+    pub class_estimate_rttp_ns: Vec<Vec<u64>>,
+    pub class_threshold_ns: Vec<Vec<u64>>,
 }
 
 /// Packets seen starting transmission on one link direction, as columns.

@@ -1,0 +1,189 @@
+//! SplitBuff and Blind-SplitBuff (seed 002) against one BDP-sized FIFO, in seed 002's Fig. 1
+//! setting: a 100 Mb/s dumbbell, 1 KB packets, TCP SACK, flows of 10 ms and 990 ms RTT, and a
+//! buffer of one BDP at their mean RTT (500 ms: 6250 packets).
+//!
+//! Measured from `FROM` to the end of the run, after the 990 ms flow's slow start.
+
+mod common;
+
+use bufferlab_core::record::result::RunResult;
+use bufferlab_core::run;
+use bufferlab_core::spec::*;
+use common::*;
+
+const C_BPS: u64 = 100_000_000;
+/// 1 KB packets on the wire, as in seed 002: 948 bytes of payload and 52 of headers.
+const MSS: u32 = 948;
+/// One BDP at the mean RTT of the 10 ms and 990 ms flows: 100 Mb/s × 500 ms / 1000 B.
+const BDP_PACKETS: u64 = 6250;
+const BTL_DELAY: u64 = MS;
+
+fn splitbuff(sub_buffers: u32) -> QueueSpec {
+    QueueSpec::SplitBuff {
+        limit_packets: Some(BDP_PACKETS),
+        limit_bytes: None,
+        sub_buffers,
+        update_interval_ns: 100 * MS,
+        alpha: 0.25,
+        quantum_bytes: 1000,
+    }
+}
+
+fn blind() -> QueueSpec {
+    QueueSpec::BlindSplitBuff {
+        limit_packets: Some(BDP_PACKETS),
+        limit_bytes: None,
+        sub_buffers: 2,
+        quantum_bytes: 1000,
+    }
+}
+
+/// A dumbbell: flow i from src_i through left → right (the bottleneck, channel 0) to dst_i, its
+/// access delays making its propagation RTT `rtts_ms[i]`; flow i starts at `starts_ms[i]`.
+fn dumbbell(buffer: QueueSpec, rtts_ms: &[u64], starts_ms: &[u64], duration_s: u64, seed: u64) -> ScenarioSpec {
+    let mut nodes = vec![router("left"), router("right")];
+    let mut links = vec![link("btl", 0, 1, Some(C_BPS), BTL_DELAY, buffer)];
+    let mut flows = Vec::new();
+    let tcp = TcpSpec { mss: MSS, ..TcpSpec::default() };
+    for (i, (&rtt, &start)) in rtts_ms.iter().zip(starts_ms).enumerate() {
+        let s = nodes.len();
+        nodes.push(host(&format!("src_{i}")));
+        nodes.push(host(&format!("dst_{i}")));
+        // 2 · (access + bottleneck + access) = RTT, the access delays split evenly.
+        let access = (rtt * MS / 2 - BTL_DELAY) / 2;
+        links.push(link(&format!("a{i}"), s, 0, Some(10 * C_BPS), access, deep()));
+        links.push(link(&format!("b{i}"), 1, s + 1, Some(10 * C_BPS), access, deep()));
+        let mut f = greedy(&format!("flow_{i}"), s, s + 1, tcp.clone());
+        f.start_ns = start * MS;
+        flows.push(f);
+    }
+    ScenarioSpec {
+        seed,
+        duration_ns: duration_s * SEC,
+        sample_interval_ns: Some(100 * MS),
+        nodes,
+        links,
+        flows,
+        captures: vec![],
+        record: RecordSpec { flows: None, channels: Some(vec![0]) },
+        generators: vec![],
+    }
+}
+
+/// Goodput (Mb/s) of each flow from `from_s` to the end, from the sampled delivered bytes.
+fn goodputs_mbps(r: &RunResult, from_s: u64) -> Vec<f64> {
+    let ts = r.timeseries.as_ref().unwrap();
+    let i0 = ts.time_ns.iter().position(|&t| t >= from_s * SEC).unwrap();
+    let i1 = ts.time_ns.len() - 1;
+    let seconds = (ts.time_ns[i1] - ts.time_ns[i0]) as f64 * 1e-9;
+    ts.delivered_bytes.iter().map(|d| (d[i1] - d[i0]) as f64 * 8.0 / seconds / 1e6).collect()
+}
+
+/// Mean RTT sample of each flow (ms) over the whole run: propagation plus queueing.
+fn mean_rtts_ms(r: &RunResult) -> Vec<f64> {
+    r.flows.iter().map(|f| f.rtt_sum_ns as f64 / f.rtt_samples as f64 / 1e6).collect()
+}
+
+const FIG1_RTTS: [u64; 2] = [10, 990];
+const FIG1_SECONDS: u64 = 60;
+const FROM: u64 = 20;
+
+#[test]
+fn splitbuff_gives_the_long_rtt_flow_several_times_its_fifo_throughput_and_the_short_one_low_delay() {
+    let fifo = run(&dumbbell(QueueSpec::fifo_packets(BDP_PACKETS), &FIG1_RTTS, &[0, 0], FIG1_SECONDS, 1)).unwrap();
+    let split = run(&dumbbell(splitbuff(2), &FIG1_RTTS, &[0, 0], FIG1_SECONDS, 1)).unwrap();
+    let (g_fifo, g_split) = (goodputs_mbps(&fifo, FROM), goodputs_mbps(&split, FROM));
+    let (rtt_fifo, rtt_split) = (mean_rtts_ms(&fifo), mean_rtts_ms(&split));
+    println!("goodput Mb/s (10 ms, 990 ms): FIFO {g_fifo:.2?}, SplitBuff {g_split:.2?}");
+    println!("mean RTT ms (10 ms, 990 ms): FIFO {rtt_fifo:.1?}, SplitBuff {rtt_split:.1?}");
+    // The long-RTT flow: several times its FIFO throughput.
+    assert!(g_split[1] > 3.0 * g_fifo[1], "990 ms flow: {} vs FIFO {}", g_split[1], g_fifo[1]);
+    // The short-RTT flow: queueing delay (RTT − 10 ms) far below the FIFO's.
+    let (q_fifo, q_split) = (rtt_fifo[0] - 10.0, rtt_split[0] - 10.0);
+    assert!(q_split < q_fifo / 5.0, "10 ms flow's queueing: {q_split} ms vs FIFO {q_fifo} ms");
+    // The link stays busy: SplitBuff costs no utilisation.
+    let total: f64 = g_split.iter().sum();
+    assert!(total > 0.9 * 100.0 * MSS as f64 / 1000.0, "{total} Mb/s");
+}
+
+#[test]
+fn the_sub_buffers_settle_at_eq4s_split_of_the_bdp() {
+    let r = run(&dumbbell(splitbuff(2), &FIG1_RTTS, &[0, 0], 30, 1)).unwrap();
+    let classes = &r.channels[0].classes;
+    let limits: Vec<u64> = classes.iter().map(|c| c.limit).collect();
+    println!("limits {limits:?}, T_B {:?}", classes.iter().map(|c| c.rttp_ns / MS).collect::<Vec<_>>());
+    // T_B of each sub-buffer is its flow's RTTP: eq. (4) gives about 62 and 6187 packets.
+    assert!(classes[0].rttp_ns.abs_diff(10 * MS) < 5 * MS, "{}", classes[0].rttp_ns);
+    assert!(classes[1].rttp_ns.abs_diff(990 * MS) < 50 * MS, "{}", classes[1].rttp_ns);
+    assert!(limits[0] < 120 && limits[1] > 6100 && limits.iter().sum::<u64>() <= BDP_PACKETS, "{limits:?}");
+}
+
+/// Four flows of each type, as seed 002's Fig. 4–6 (N/2 Type-1 and N/2 Type-2 flows).
+const MIXED_RTTS: [u64; 8] = [10, 10, 10, 10, 990, 990, 990, 990];
+const MIXED_STARTS: [u64; 8] = [0, 700, 1400, 2100, 300, 1000, 1700, 2400];
+
+#[test]
+fn blind_splitbuff_does_not_give_the_long_rtt_flows_that_gain() {
+    let spec = |q: QueueSpec| dumbbell(q, &MIXED_RTTS, &MIXED_STARTS, FIG1_SECONDS, 1);
+    let long = |r: &RunResult| goodputs_mbps(r, FROM)[4..].iter().sum::<f64>();
+    let (fifo, split, blind) = (
+        run(&spec(QueueSpec::fifo_packets(BDP_PACKETS))).unwrap(),
+        run(&spec(splitbuff(2))).unwrap(),
+        run(&spec(blind())).unwrap(),
+    );
+    let (l_fifo, l_split, l_blind) = (long(&fifo), long(&split), long(&blind));
+    println!("990 ms flows together, Mb/s: FIFO {l_fifo:.2}, SplitBuff {l_split:.2}, Blind {l_blind:.2}");
+    let mapping: Vec<u64> = blind.channels[0].classes.iter().map(|c| c.enqueued_packets).collect();
+    println!("Blind-SplitBuff packets per sub-buffer {mapping:?}");
+    assert!(l_split > 3.0 * l_fifo, "SplitBuff {l_split} vs FIFO {l_fifo}");
+    assert!(l_blind < l_split / 2.0, "Blind {l_blind} vs SplitBuff {l_split}");
+}
+
+#[test]
+fn rttp_tracks_the_true_mean_of_homogeneous_100ms_flows() {
+    // Seed 002 §IV.A (a): flows of RTTP 100 ms starting at random in [0 s, 5 s]; here 10 flows
+    // starting every 500 ms over a BDP buffer (1250 packets). The estimate must stay within
+    // 10 ms of 100 ms once every flow runs.
+    let starts: Vec<u64> = (0..10).map(|i| i * 500).collect();
+    let q = QueueSpec::SplitBuff {
+        limit_packets: Some(1250),
+        limit_bytes: None,
+        sub_buffers: 2,
+        update_interval_ns: 100 * MS,
+        alpha: 0.25,
+        quantum_bytes: 1000,
+    };
+    let r = run(&dumbbell(q, &[100; 10], &starts, 30, 1)).unwrap();
+    let ts = r.timeseries.as_ref().unwrap();
+    let i0 = ts.time_ns.iter().position(|&t| t >= 10 * SEC).unwrap();
+    let estimates = &ts.class_estimate_rttp_ns[0][i0..];
+    let worst = estimates.iter().map(|&e| e.abs_diff(100 * MS)).max().unwrap();
+    let mean = estimates.iter().sum::<u64>() as f64 / estimates.len() as f64 / 1e6;
+    println!("RTTP estimate from 10 s: mean {mean:.2} ms, worst error {:.2} ms", worst as f64 / 1e6);
+    assert!(worst < 10 * MS, "worst error {} ms", worst as f64 / 1e6);
+}
+
+#[test]
+fn every_packet_is_accounted_for_per_sub_buffer_and_runs_repeat_exactly() {
+    for (name, q) in [("splitbuff/2", splitbuff(2)), ("splitbuff/3", splitbuff(3)), ("blind", blind())] {
+        let spec = dumbbell(q, &[10, 60, 200, 990], &[0, 100, 200, 300], 10, 7);
+        let a = run(&spec).unwrap();
+        let btl = &a.channels[0];
+        let (mut enq, mut sent, mut queued, mut dropped) = (0, 0, 0, 0);
+        for c in &btl.classes {
+            // A sub-buffer's packets: in = out + still there.
+            assert_eq!(c.enqueued_packets, c.sent_packets + c.queued_packets, "{name}");
+            assert_eq!(c.enqueued_bytes, c.sent_bytes + c.queued_bytes, "{name}");
+            (enq, sent, queued, dropped) = (
+                enq + c.enqueued_packets,
+                sent + c.sent_packets,
+                queued + c.queued_packets,
+                dropped + c.dropped_packets,
+            );
+        }
+        // The sub-buffers add up to the channel's counters.
+        assert_eq!((sent, queued, dropped), (btl.sent_packets, btl.queued_end_packets, btl.dropped_queue_packets));
+        assert_eq!(enq + dropped, btl.offered_packets, "{name}");
+        assert_eq!(a, run(&spec).unwrap(), "{name}: same spec and seed, same result");
+    }
+}

@@ -1,0 +1,338 @@
+"""What every figure shares: a matplotlib `Figure` without pyplot, colours, names of runs by what
+differs between them, a title saying what was simulated, time windows, decimation, saving.
+
+Figures are built on `matplotlib.figure.Figure` directly (no pyplot, no global state, no
+display); writing one picks the renderer from the file's suffix (Agg for PNG).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import json
+import textwrap
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from .. import units
+from ..errors import SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ..store.reader import Results
+
+__all__ = ["PlotError", "FORMATS", "DPI", "MAX_POINTS", "figure_function", "new_figure", "title", "save",
+           "check_output", "flow_colour", "run_colour", "flatten", "differing_keys", "run_labels", "describe",
+           "TimeWindow", "time_window", "decimate", "legend_below", "opened", "pick_names", "RunInfo", "run_info"]
+
+FORMATS = (".pdf", ".svg", ".png")
+DPI = 150
+# A line of more points than this is decimated for drawing (never for computing).
+MAX_POINTS = 4000
+# Keys of a user spec that never tell runs apart in a legend.
+_NOT_A_DIFFERENCE = {"seed", "name"}
+
+
+class PlotError(SpecError):
+    """A figure cannot be drawn from what the store holds: `field` names what to add or change."""
+
+
+# --- figures ------------------------------------------------------------------------------------
+
+_STYLE = {
+    "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 8, "xtick.labelsize": 8,
+    "ytick.labelsize": 8, "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 0.8, "figure.titlesize": 10,
+    "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
+    "svg.hashsalt": "bufferlab", "pdf.fonttype": 42,
+}
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def figure_function(func: F) -> F:
+    """Run a figure-making function under bufferlab's style (fonts, grid, line widths): artists
+    take their style when created, so the whole drawing happens inside it."""
+
+    @functools.wraps(func)
+    def styled_call(*args: Any, **kwargs: Any) -> Any:
+        import matplotlib
+
+        with matplotlib.rc_context(_STYLE):
+            return func(*args, **kwargs)
+
+    return styled_call  # type: ignore[return-value]
+
+
+def new_figure(nrows: int, ncols: int, *, size: tuple[float, float], sharex: bool | str = False,
+               sharey: bool | str = False) -> tuple[Figure, np.ndarray]:
+    """A figure of `size` inches (width, height) with a grid of axes (always a 2-D array)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, dpi=DPI, layout="constrained")
+    axes = fig.subplots(nrows, ncols, sharex=sharex, sharey=sharey, squeeze=False)
+    return fig, axes
+
+
+def title(fig: Figure, text: str) -> None:
+    """The figure's title, lines wrapped to the figure's width (about 11 characters an inch at the
+    title's 10 points)."""
+    width = max(30, int(fig.get_figwidth() * 11))
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.splitlines()))
+
+
+def check_output(path: str | Path) -> Path:
+    """`path` if its suffix is a known format, else the -o error (checked before any drawing)."""
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise PlotError("-o", f'unknown format "{path.suffix or path.name}" (known: {", ".join(FORMATS)})')
+    return path
+
+
+@figure_function
+def save(fig: Figure, path: str | Path, *, dpi: float = DPI) -> Path:
+    """Write the figure as PDF, SVG or PNG (by suffix); files carry no date, so the same figure
+    gives the same bytes."""
+    path = check_output(path)
+    suffix = path.suffix.lower()
+    metadata = {".pdf": {"CreationDate": None}, ".svg": {"Date": None}, ".png": {"Software": None}}[suffix]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, metadata=metadata)
+    return path
+
+
+def flow_colour(index: int) -> str:
+    """The colour of flow `index` of a run: the same in every panel and every figure."""
+    palette = _palette()
+    return palette[index % len(palette)]
+
+
+def run_colour(position: int) -> str:
+    """The colour of the run at `position` in a comparison (B_s, B_l, ...)."""
+    return flow_colour(position)
+
+
+def _palette() -> list[str]:
+    from matplotlib import colormaps
+
+    tab10 = colormaps["tab10"].colors  # type: ignore[attr-defined]
+    return [_hex(c) for c in tab10]
+
+
+def _hex(rgb: Sequence[float]) -> str:
+    return "#" + "".join(f"{round(c * 255):02x}" for c in rgb[:3])
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+@contextmanager
+def opened(db: Results | str | Path) -> Iterator[Results]:
+    """A `Results` as given, or the store at a path, opened for the duration."""
+    from ..store.reader import Results, load
+
+    if isinstance(db, Results):
+        yield db
+        return
+    with load(db) as res:
+        yield res
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a figure needs to know about a run besides its data."""
+
+    run_id: str
+    name: str
+    seed: int
+    end_ns: int
+    user_spec: dict[str, Any]
+
+
+def run_info(res: Results, run: str) -> RunInfo:
+    run_id = res.run_id(run)
+    row = res.query("SELECT name, seed, end_ns FROM runs WHERE run_id = ?", [run_id]).row(0, named=True)
+    return RunInfo(run_id=run_id, name=str(row["name"]), seed=int(row["seed"]), end_ns=int(row["end_ns"] or 0),
+                   user_spec=res.user_spec(run_id))
+
+
+def flatten(spec: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """A nested spec as dotted keys: ``{"topology": {"queue": "18p"}}`` -> ``{"topology.queue": "18p"}``;
+    list items are indexed (``flows[1].rtt``); values as compact JSON text (strings bare)."""
+    flat: dict[str, str] = {}
+    for key, value in spec.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        _flatten_value(value, path, flat)
+    return flat
+
+
+def _flatten_value(value: Any, path: str, flat: dict[str, str]) -> None:
+    if isinstance(value, Mapping):
+        if not value:
+            flat[path] = "{}"
+        for key, item in value.items():
+            _flatten_value(item, f"{path}.{key}", flat)
+    elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        for i, item in enumerate(value):
+            _flatten_value(item, f"{path}[{i}]", flat)
+    else:
+        flat[path] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def differing_keys(specs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Dotted keys whose values are not the same in every spec (a key missing counts as a value),
+    in the order they first appear; `seed` and `name` left out."""
+    flats = [flatten(s) for s in specs]
+    keys: dict[str, None] = {}
+    for flat in flats:
+        keys.update(dict.fromkeys(flat))
+    return [k for k in keys if k not in _NOT_A_DIFFERENCE and len({f.get(k) for f in flats}) > 1]
+
+
+def run_labels(runs: Sequence[RunInfo], *, max_keys: int = 3) -> list[str]:
+    """Legend names of runs by what differs between them: ``topology.queue=18p`` against
+    ``topology.queue=500p``; runs that differ only in seed are ``seed=1``, ``seed=2``; runs with
+    identical specs and seeds (other engines) by their id's first 8 characters."""
+    if len(runs) == 1:
+        return [runs[0].name]
+    keys = differing_keys([r.user_spec for r in runs])
+    if not keys and len({r.name for r in runs}) > 1:
+        return [r.name for r in runs]
+    labels = []
+    for r in runs:
+        flat = flatten(r.user_spec)
+        parts = [f"{k}={flat.get(k, '—')}" for k in keys[:max_keys]]
+        if len(keys) > max_keys:
+            parts.append(f"+{len(keys) - max_keys} more")
+        if len({x.seed for x in runs}) > 1:
+            parts.append(f"seed={r.seed}")
+        labels.append(", ".join(parts))
+    if len(set(labels)) < len(labels):
+        labels = [f"{label}, run {r.run_id[:8]}" if label else f"run {r.run_id[:8]}" for label, r in zip(labels, runs)]
+    return labels
+
+
+# What a title says about a run, in this order: (dotted key, how to say it).
+_TITLE_FACTS: tuple[tuple[str, str], ...] = (
+    ("topology.kind", "{}"),
+    ("topology.flows", "{} flows"),
+    ("flow_defaults.cca", "{}"),
+    ("topology.bottleneck_rate", "{} bottleneck"),
+    ("topology.rtt", "RTT {}"),
+    ("topology.queue", "queue {}"),
+    ("duration", "{} simulated"),
+)
+
+
+def describe(runs: Sequence[RunInfo]) -> str:
+    """A title saying what was simulated, from what the runs have in common: the scenario's name,
+    then topology, flows, controller, rate, RTT, queue and duration where the spec gives them."""
+    names = sorted({r.name for r in runs})
+    flats = [flatten(r.user_spec) for r in runs]
+    common = {k: v for k, v in flats[0].items() if all(f.get(k) == v for f in flats[1:])}
+    facts = []
+    for key, text in _TITLE_FACTS:
+        if key == "topology.kind" and common.get(key) in names:
+            continue  # a dumbbell named "dumbbell"
+        if key in common and not common[key].startswith(("{", "[")):
+            facts.append(text.format(common[key]))
+        elif key == "topology.flows" and "topology.kind" not in common:
+            counts = {len(r.user_spec.get("flows") or []) for r in runs}
+            if counts != {0} and len(counts) == 1:
+                facts.append(f"{counts.pop()} flows")
+    if "seed" in common and len(runs) == 1:
+        facts.append(f"seed {common['seed']}")
+    return f"{' vs '.join(names)}\n{', '.join(facts)}" if facts else " vs ".join(names)
+
+
+# --- selections and windows ----------------------------------------------------------------------
+
+def pick_names(wanted: Sequence[str] | None, known: Sequence[str], *, field: str, what: str,
+               run_id: str) -> list[str]:
+    """The names in `known` that `wanted` selects (exact names or shell patterns such as
+    ``pers_h1_*``), in `known`'s order; every entry of `wanted` must select something."""
+    if wanted is None:
+        return list(known)
+    chosen: set[str] = set()
+    for pattern in wanted:
+        hits = fnmatch.filter(known, pattern)
+        if not hits:
+            shown = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
+            raise PlotError(field, f'run {run_id[:12]} has no {what} "{pattern}" (recorded: {shown or "none"})')
+        chosen.update(hits)
+    return [name for name in known if name in chosen]
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """[start, end] in ns of simulated time; None for an open end."""
+
+    start_ns: int | None = None
+    end_ns: int | None = None
+
+    def mask(self, time_ns: np.ndarray) -> np.ndarray:
+        keep = np.ones(time_ns.shape, dtype=bool)
+        if self.start_ns is not None:
+            keep &= time_ns >= self.start_ns
+        if self.end_ns is not None:
+            keep &= time_ns <= self.end_ns
+        return keep
+
+    def limits_s(self, end_ns: int) -> tuple[float, float]:
+        return ((self.start_ns or 0) / 1e9, (self.end_ns if self.end_ns is not None else end_ns) / 1e9)
+
+
+def time_window(start: str | int | None = None, end: str | int | None = None) -> TimeWindow:
+    """A window from times with units ("5s", "500ms") or ns; `--from` must come before `--to`."""
+    start_ns = _time(start, "--from")
+    end_ns = _time(end, "--to")
+    if start_ns is not None and end_ns is not None and end_ns <= start_ns:
+        raise PlotError("--to", f"must be after --from ({units.format_time(start_ns)})")
+    return TimeWindow(start_ns, end_ns)
+
+
+def _time(value: str | int | None, field: str) -> int | None:
+    if value is None or isinstance(value, int):
+        return value
+    try:
+        return units.parse_time(value)
+    except units.UnitError as e:
+        raise PlotError(field, str(e)) from None
+
+
+# --- drawing ---------------------------------------------------------------------------------------
+
+def decimate(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most `max_points` points of a line for drawing: per bucket of consecutive points, the
+    lowest and the highest (in their order), so peaks and troughs stay where they were. Lines
+    that are short enough come back unchanged."""
+    n = len(x)
+    if n <= max_points:
+        return x, y
+    buckets = max_points // 2
+    edges = np.linspace(0, n, buckets + 1).astype(np.int64)
+    keep: list[int] = []
+    finite = np.where(np.isfinite(y), y, np.nan)
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        chunk = finite[lo:hi]
+        if hi <= lo or np.isnan(chunk).all():
+            continue
+        low, high = lo + int(np.nanargmin(chunk)), lo + int(np.nanargmax(chunk))
+        keep.extend(sorted({low, high}))
+    index = np.asarray(keep, dtype=np.int64)
+    return x[index], y[index]
+
+
+def legend_below(fig: Figure, axes: Axes, *, title: str | None = None, max_columns: int = 5) -> None:
+    """One legend for the whole figure, below the panels, in up to `max_columns` columns (handles
+    from `axes`)."""
+    handles, labels = axes.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", title=title,
+                   ncols=min(len(handles), max_columns))

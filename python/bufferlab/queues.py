@@ -1,0 +1,281 @@
+"""Queue disciplines of a link direction, as the spec writes them: one pydantic model per kind,
+joined in a union discriminated by `kind`.
+
+    queue = "100p"                                   # a FIFO of 100 packets ("1.25MB": of bytes)
+    queue = "25ms"                                   # a FIFO of 25 ms at the link's rate (bytes)
+    queue = { rule = "stanford" }                    # a FIFO sized by a rule (see `QueueSize`)
+    queue = { kind = "tbf", rate = "100mbit", burst = "32KiB", limit = "1310720B" }
+    queue = { kind = "splitbuff", limit = { rule = "bdp" }, sub_buffers = 2 }
+    queue = { kind = "blind_splitbuff", limit = "6250p" }
+
+A size given by time or by rule is resolved once the topology is expanded
+(`bufferlab.sizing.resolve`), from the link's rate and the flows that cross it; `to_engine` then
+gives the engine's `QueueSpec` (crates/bufferlab-core/src/spec.rs). A new discipline is one model
+here, one arm of `QueueSpec` in the engine and its own file in crates/bufferlab-core/src/queue/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter,
+                      ValidationError)
+
+from . import units
+from .errors import SpecError, from_validation_error
+from .units import QueueLimit
+
+__all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "Queue",
+           "QueueField", "parse_queue", "QUEUE_KINDS", "RULES", "RTT_AVERAGES"]
+
+RULES = ("bdp", "stanford")
+RTT_AVERAGES = ("mean", "harmonic", "max")
+
+
+@dataclass(frozen=True)
+class SizeRule:
+    """A buffer size by rule, resolved from the link and the long-lived flows crossing it:
+    ``bdp`` (C · RTT) or ``stanford`` (C · RTT / √N). `rtt` is how the flows' propagation RTTs
+    are averaged ("mean", "harmonic", "max") or a time that replaces them; `flows` replaces N, the
+    number of long-lived flows; `packet` the packet size (default: the largest data packet of the
+    flows crossing the link)."""
+
+    rule: Literal["bdp", "stanford"]
+    rtt: str | int = "mean"
+    flows: int | None = None
+    packet: int | None = None
+
+    def written(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rule": self.rule, "rtt": self.rtt if isinstance(self.rtt, str)
+                               else units.format_time(self.rtt)}
+        if self.flows is not None:
+            out["flows"] = self.flows
+        if self.packet is not None:
+            out["packet"] = units.format_bytes(self.packet)
+        return out
+
+
+def _size_rule(value: dict[str, Any]) -> SizeRule:
+    for key in value:
+        if key not in ("rule", "rtt", "flows", "packet"):
+            raise SpecError(str(key), "unknown key")
+    rule = value["rule"]
+    if rule not in RULES:
+        raise SpecError("rule", f'unknown sizing rule "{rule}" (known: {", ".join(RULES)})')
+    rtt: str | int = value.get("rtt", "mean")
+    if rtt not in RTT_AVERAGES:
+        try:
+            rtt = units.parse_time(rtt, positive=True)
+        except units.UnitError:
+            raise SpecError("rtt", f'expected {", ".join(RTT_AVERAGES)} or a time like "120ms", got {rtt!r}') from None
+    flows = value.get("flows")
+    if flows is not None and (not isinstance(flows, int) or isinstance(flows, bool) or flows <= 0):
+        raise SpecError("flows", f"the number of long-lived flows must be a positive integer, got {flows!r}")
+    if flows is not None and rule != "stanford":
+        raise SpecError("flows", "only the stanford rule takes the number of flows")
+    packet = None
+    if "packet" in value:
+        try:
+            packet = units.parse_bytes(value["packet"])
+        except units.UnitError as e:
+            raise SpecError("packet", str(e)) from None
+    return SizeRule(rule=rule, rtt=rtt, flows=flows, packet=packet)
+
+
+@dataclass(frozen=True)
+class QueueSize:
+    """A queue's size: a limit in packets or bytes, a time at the link's rate, or a rule.
+    Exactly one of the three is set; `resolved` tells whether the engine can take it as it is."""
+
+    limit: QueueLimit | None = None
+    time_ns: int | None = None
+    rule: SizeRule | None = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.limit is not None
+
+    def __str__(self) -> str:
+        if self.limit is not None:
+            return str(self.limit)
+        if self.time_ns is not None:
+            return units.format_time(self.time_ns)
+        assert self.rule is not None
+        return f"rule {self.rule.rule}"
+
+
+def parse_queue_size(value: Any) -> QueueSize:
+    """ "100p", "1.25MB", "25ms" or {rule = "bdp", rtt = "max"}."""
+    if isinstance(value, QueueSize):
+        return value
+    if isinstance(value, dict):
+        if "rule" not in value:
+            raise SpecError("rule", "missing required key (a size by rule: {rule = \"bdp\"} or \"stanford\")")
+        return QueueSize(rule=_size_rule(value))
+    try:
+        return QueueSize(limit=units.parse_size(value))
+    except units.UnitError as size_error:
+        if "unknown size unit" not in str(size_error):
+            raise SpecError("", str(size_error)) from None
+        try:
+            return QueueSize(time_ns=units.parse_time(value, positive=True))
+        except units.UnitError as time_error:
+            if "unknown time unit" not in str(time_error):
+                raise SpecError("", str(time_error)) from None
+            raise SpecError("", f"{size_error}, or a time at the link's rate such as \"25ms\"") from None
+
+
+def _queue_size_out(size: QueueSize) -> Any:
+    if size.rule is not None:
+        return size.rule.written()
+    return str(size)
+
+
+QueueSizeField = Annotated[QueueSize, PlainValidator(parse_queue_size), PlainSerializer(_queue_size_out)]
+BDP = QueueSize(rule=SizeRule(rule="bdp"))
+
+
+class _Queue(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @property
+    def resolved(self) -> bool:
+        """Its size is in packets or bytes (not yet a time or a rule to resolve)."""
+        limit = getattr(self, "limit", None)
+        return not isinstance(limit, QueueSize) or limit.resolved
+
+    def sized(self, limit: QueueLimit) -> Any:
+        """This queue with its size resolved to `limit`."""
+        return self.model_copy(update={"limit": QueueSize(limit=limit)})
+
+    def _limits(self) -> dict[str, int | None]:
+        limit = self.limit.limit  # type: ignore[attr-defined]
+        if limit is None:
+            raise ValueError("queue size not resolved: call bufferlab.sizing.resolve first")
+        return {"limit_packets": limit.packets, "limit_bytes": limit.bytes}
+
+
+class FifoQueue(_Queue):
+    """Drop-tail FIFO (Linux pfifo / bfifo)."""
+
+    kind: Literal["fifo"] = "fifo"
+    limit: QueueSizeField
+
+    def to_engine(self) -> dict[str, Any]:
+        return {"kind": "fifo", **self._limits()}
+
+    def __str__(self) -> str:
+        return str(self.limit)
+
+
+class TbfQueue(_Queue):
+    """Token bucket filter (Linux tbf): tokens at `rate` up to `burst` bytes, at most `limit`
+    bytes waiting for tokens."""
+
+    kind: Literal["tbf"]
+    rate: Annotated[int, PlainValidator(lambda v: units.parse_rate(v)),
+                    PlainSerializer(units.format_rate, return_type=str)]
+    burst: Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
+    limit: Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
+
+    def sized(self, limit: QueueLimit) -> Any:
+        return self
+
+    def to_engine(self) -> dict[str, Any]:
+        return {"kind": "tbf", "rate_bps": self.rate, "bucket_bytes": self.burst, "limit_bytes": self.limit}
+
+    def __str__(self) -> str:
+        return f"tbf {units.format_rate(self.rate)}, burst {units.format_bytes(self.burst)}"
+
+
+_Alpha = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+_Time = Annotated[int, PlainValidator(lambda v: units.parse_time(v, positive=True)),
+                  PlainSerializer(units.format_time, return_type=str)]
+_Bytes = Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
+
+
+class SplitBuffQueue(_Queue):
+    """SplitBuff (seed 002): `sub_buffers` (2 or 3) sub-buffers within a total of `limit`
+    (default the BDP rule at the mean RTT), packets mapped by the RTT they carry against the
+    router's RTTP estimate, sub-buffers sized by eq. (4) every `update_interval` (T_u) with
+    queueing-delay smoothing gain `alpha`, served by byte-fair round robin (`quantum` bytes per
+    turn)."""
+
+    kind: Literal["splitbuff"]
+    limit: QueueSizeField = BDP
+    sub_buffers: Literal[2, 3] = 2
+    update_interval: _Time = 100_000_000
+    alpha: _Alpha = 0.25
+    quantum: _Bytes = 1500
+
+    def to_engine(self) -> dict[str, Any]:
+        return {"kind": "splitbuff", **self._limits(), "sub_buffers": self.sub_buffers,
+                "update_interval_ns": self.update_interval, "alpha": self.alpha, "quantum_bytes": self.quantum}
+
+    def __str__(self) -> str:
+        return f"splitbuff {self.limit}, {self.sub_buffers} sub-buffers"
+
+
+class BlindSplitBuffQueue(_Queue):
+    """Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
+    sub-buffers of `limit` / `sub_buffers` each, served by byte-fair round robin."""
+
+    kind: Literal["blind_splitbuff"]
+    limit: QueueSizeField = BDP
+    sub_buffers: Annotated[int, Field(ge=2, le=16)] = 2
+    quantum: _Bytes = 1500
+
+    def to_engine(self) -> dict[str, Any]:
+        return {"kind": "blind_splitbuff", **self._limits(), "sub_buffers": self.sub_buffers,
+                "quantum_bytes": self.quantum}
+
+    def __str__(self) -> str:
+        return f"blind_splitbuff {self.limit}, {self.sub_buffers} sub-buffers"
+
+
+Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue
+QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff")
+_ALIASES = {"fifoqueuedisc": "fifo", "pfifo": "fifo", "droptail": "fifo", "tokenbucket": "tbf",
+            "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff"}
+_QUEUES: TypeAdapter[Queue] = TypeAdapter(Annotated[Queue, Field(discriminator="kind")])
+
+
+def parse_queue(value: Any) -> Queue:
+    """A queue from its spec form (see the module docstring); raises SpecError relative to it."""
+    if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue)):
+        return value
+    if isinstance(value, str):
+        return FifoQueue(limit=parse_queue_size(value))
+    if not isinstance(value, dict):
+        raise SpecError("", f'expected a queue size like "100p" or "25ms", or a table {{kind, ...}}, got {value!r}')
+    if "rule" in value and "kind" not in value:
+        return FifoQueue(limit=parse_queue_size(value))
+    data = dict(value)
+    kind = data.get("kind", "fifo")
+    if isinstance(kind, str):
+        kind = _ALIASES.get(kind.lower(), kind.lower())
+    if kind not in QUEUE_KINDS:
+        raise SpecError("kind", f'unknown queue discipline "{data.get("kind")}" (known: {", ".join(QUEUE_KINDS)})')
+    data["kind"] = kind
+    try:
+        return _QUEUES.validate_python(data)
+    except ValidationError as e:
+        error = from_validation_error(e)
+        # The union's tag is the first part of pydantic's location: drop it.
+        field = error.field.split(".", 1)[1] if error.field.startswith(kind) and "." in error.field else error.field
+        raise SpecError(field, error.reason) from None
+
+
+def _queue_out(queue: Queue) -> Any:
+    if isinstance(queue, FifoQueue):
+        return _queue_size_out(queue.limit)
+    return queue.model_dump(mode="json")
+
+
+QueueField = Annotated[Queue, PlainValidator(parse_queue), PlainSerializer(_queue_out)]
+
+
+def fifo(limit: QueueLimit) -> FifoQueue:
+    """A FIFO of a resolved limit."""
+    return FifoQueue(limit=QueueSize(limit=limit))

@@ -1,0 +1,110 @@
+"""`bufferlab size`: every sizing rule the given inputs allow, as a table (or `--json`).
+
+    bufferlab size --rate 100Mbps --rtt 10ms,990ms --packet 1KB
+    bufferlab size --rate 50Mbps --rtt 120ms --flows 800
+    bufferlab size --rate 100Mbps --packet 1287B --tp 1ms --ack 58B
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .. import units
+from ..errors import SpecError
+from . import rules
+from .rules import BufferSize
+
+__all__ = ["size_command", "size_rows"]
+
+
+def _parse(option: str, parse: Any, text: str) -> Any:
+    try:
+        return parse(text)
+    except units.UnitError as e:
+        raise SpecError(option, str(e)) from None
+
+
+def _rtts(values: tuple[str, ...]) -> list[int]:
+    """`--rtt 10ms,990ms --rtt 50ms`: every RTT given, in order."""
+    return [_parse("--rtt", lambda t: units.parse_time(t, positive=True), part.strip())
+            for value in values for part in value.split(",") if part.strip()]
+
+
+def size_rows(rate_bps: int, rtts_ns: list[int], packet_bytes: int, *, flows: int | None = None,
+              tp_ns: int | None = None, ack_bytes: int | None = None,
+              sub_buffers: int = 2) -> list[tuple[BufferSize, str]]:
+    """(size, where the rule comes from) for every rule the inputs allow."""
+    rows: list[tuple[BufferSize, str]] = []
+    if rtts_ns:
+        for average in rules.AVERAGES:
+            rows.append((rules.bdp(rate_bps, rtts_ns, packet_bytes, average), "C·RTT, Villamizar & Song 1994"))
+        n = flows if flows is not None else len(rtts_ns)
+        rows.append((rules.stanford(rate_bps, rtts_ns, n, packet_bytes), "C·RTT/√N, Appenzeller et al. 2004"))
+        if len(set(rtts_ns)) > 1:
+            _, parts = rules.splitbuff_split(rate_bps, rtts_ns, packet_bytes, sub_buffers)
+            thresholds = rules.splitbuff_thresholds([float(r) for r in rtts_ns], sub_buffers)
+            for i, part in enumerate(parts):
+                low = "" if i == 0 else f"{thresholds[i - 1] / 1e6:.4g} ms ≤ "
+                high = f" < {thresholds[i] / 1e6:.4g} ms" if i < len(thresholds) else ""
+                rows.append((part, f"seed 002 eq. (4), {low}RTTP{high}"))
+    if tp_ns is not None:
+        if ack_bytes is None:
+            raise SpecError("--ack", "seed 003's rule needs the ACK size with --tp")
+        rows.append((rules.single_flow(rate_bps, tp_ns, packet_bytes, ack_bytes), "(2Tp + Tt + Tt')·C + 1, seed 003"))
+    return rows
+
+
+def _table(rows: list[tuple[BufferSize, str]], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for header in ("rule", "packets", "exact", "bytes", "ms at rate", "from"):
+        table.add_column(header, justify="left" if header in ("rule", "from") else "right")
+    for size, source in rows:
+        table.add_row(size.rule, str(size.packets), f"{size.exact_packets:.2f}", str(size.bytes),
+                      f"{size.ms:.3f}", source)
+    return table
+
+
+@click.command("size")
+@click.option("--rate", required=True, help='Link rate, e.g. "100Mbps".')
+@click.option("--rtt", "rtt", multiple=True,
+              help='Round-trip propagation delays of the flows ("10ms,990ms"; repeatable).')
+@click.option("--flows", type=click.IntRange(1), default=None,
+              help="Long-lived flows N for the Stanford rule (default: one per --rtt).")
+@click.option("--packet", default="1500B", show_default=True, help="Packet size on the wire (the data packet).")
+@click.option("--tp", default=None, help="Seed 003: the bottleneck's one-way propagation delay.")
+@click.option("--ack", default=None, help="Seed 003: the ACK's size on the wire.")
+@click.option("--sub-buffers", type=click.IntRange(2, 3), default=2, show_default=True,
+              help="SplitBuff's sub-buffers (2, or 3 with thresholds at RTTP ± σ/2).")
+@click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON.")
+def size_command(rate: str, rtt: tuple[str, ...], flows: int | None, packet: str, tp: str | None, ack: str | None,
+                 sub_buffers: int, as_json: bool) -> None:
+    """How big should the buffer be? Every sizing rule the inputs allow, in packets, bytes and
+    milliseconds of queueing at the link rate."""
+    rate_bps = _parse("--rate", units.parse_rate, rate)
+    packet_bytes = _parse("--packet", units.parse_bytes, packet)
+    rtts_ns = _rtts(rtt)
+    tp_ns = None if tp is None else _parse("--tp", units.parse_time, tp)
+    ack_bytes = None if ack is None else _parse("--ack", units.parse_bytes, ack)
+    if not rtts_ns and tp_ns is None:
+        raise SpecError("--rtt", "give the flows' RTTs (--rtt), or seed 003's --tp and --ack")
+    try:
+        rows = size_rows(rate_bps, rtts_ns, packet_bytes, flows=flows, tp_ns=tp_ns, ack_bytes=ack_bytes,
+                         sub_buffers=sub_buffers)
+    except ValueError as e:
+        if isinstance(e, SpecError):
+            raise
+        raise SpecError("size", str(e)) from None
+    if as_json:
+        click.echo(json.dumps([{"rule": s.rule, "packets": s.packets, "exact_packets": s.exact_packets,
+                                "bytes": s.bytes, "ms": s.ms, "packet_bytes": s.packet_bytes,
+                                "rate_bps": s.rate_bps, "from": source} for s, source in rows], indent=1))
+        return
+    title = (f"Buffer sizes for {units.format_rate(rate_bps)}, {units.format_bytes(packet_bytes)} packets"
+             + (f", RTTs {', '.join(units.format_time(r) for r in rtts_ns)}" if rtts_ns else ""))
+    Console(width=None if sys.stdout.isatty() else 132).print(_table(rows, title))

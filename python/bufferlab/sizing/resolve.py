@@ -1,0 +1,148 @@
+"""Queue sizes given by time or by rule, resolved once the topology is expanded.
+
+A queue written as a time ("25ms") holds that much at its link's rate: rate · t / 8 bytes. A
+queue written as a rule ({rule = "bdp"} / {rule = "stanford"}) takes the link's rate and the
+long-lived (greedy) flows whose data crosses the link: their round-trip propagation delays and
+their number. A flow's RTT is the propagation delay of its data path plus that of its ACK path,
+on the routes the engine takes (crates/bufferlab-core/src/net/routing.rs: least total delay, then
+fewest hops, then the lowest channel index), so a dumbbell flow's RTT is exactly the one it asked
+for. A rule gives packets of the largest data packet among those flows, unless it names `packet`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+from .. import units
+from ..errors import SpecError
+from ..queues import FifoQueue, Queue, QueueSize, SizeRule
+from ..units import QueueLimit
+from . import rules
+
+__all__ = ["LinkLoad", "resolve_queue", "link_loads", "DEFAULT_PACKET"]
+
+# The packet of a rule with no flow to take it from: a full Ethernet frame's IP packet.
+DEFAULT_PACKET = 1500
+
+
+@dataclass
+class LinkLoad:
+    """What a sizing rule knows about a link: its rate and the long-lived flows crossing it."""
+
+    rate_bps: int | None
+    rtts_ns: list[int]
+    packet_bytes: int | None
+
+
+def _routes_toward(dst: int, nodes: int, channels: list[tuple[int, int, int]]) -> list[int | None]:
+    """Each node's first channel toward `dst`: Dijkstra on the reversed graph, comparing
+    (delay + 1 per hop, hops, channel) as the engine's routing table does."""
+    incoming: list[list[int]] = [[] for _ in range(nodes)]
+    for ch, (_, to, _) in enumerate(channels):
+        incoming[to].append(ch)
+    best: list[tuple[float, int, int]] = [(float("inf"), 0, -1)] * nodes
+    best[dst] = (0, 0, -1)
+    heap = [(0, 0, dst)]
+    while heap:
+        cost, hops, node = heapq.heappop(heap)
+        if (cost, hops) > best[node][:2]:
+            continue
+        for ch in incoming[node]:
+            frm, _, delay = channels[ch]
+            candidate = (cost + delay + 1, hops + 1, ch)
+            if candidate < best[frm]:
+                best[frm] = candidate
+                heapq.heappush(heap, (candidate[0], candidate[1], frm))
+    return [None if b[2] < 0 else b[2] for b in best]
+
+
+def _path(src: int, dst: int, toward: list[int | None], channels: list[tuple[int, int, int]]) -> list[int]:
+    path, node = [], src
+    while node != dst:
+        ch = toward[node]
+        if ch is None:
+            return []  # no route: the engine's validation names the flow
+        path.append(ch)
+        node = channels[ch][1]
+    return path
+
+
+def _largest_data_packet(flow: dict[str, Any]) -> int:
+    if flow["transport"] == "quic":
+        return int(flow["quic"]["max_datagram_bytes"] + flow["quic"]["lower_layer_bytes"])
+    return int(flow["tcp"]["mss"] + flow["tcp"]["header_bytes"])
+
+
+def link_loads(engine_nodes: list[dict[str, Any]], engine_links: list[dict[str, Any]],
+               engine_flows: list[dict[str, Any]]) -> list[LinkLoad]:
+    """Per link: its rate, and the RTTs and largest data packet of the greedy flows crossing it."""
+    channels: list[tuple[int, int, int]] = []
+    for link in engine_links:
+        channels += [(link["a"], link["b"], link["delay_ns"]), (link["b"], link["a"], link["delay_ns"])]
+    loads = [LinkLoad(link["rate_bps"], [], None) for link in engine_links]
+    routes: dict[int, list[int | None]] = {}
+    for flow in engine_flows:
+        if flow["traffic"]["kind"] != "greedy":
+            continue
+        for end in (flow["src"], flow["dst"]):
+            if end not in routes:
+                routes[end] = _routes_toward(end, len(engine_nodes), channels)
+        data = _path(flow["src"], flow["dst"], routes[flow["dst"]], channels)
+        acks = _path(flow["dst"], flow["src"], routes[flow["src"]], channels)
+        rtt = sum(channels[ch][2] for ch in data + acks)
+        packet = _largest_data_packet(flow)
+        for link in sorted({ch // 2 for ch in data}):
+            load = loads[link]
+            load.rtts_ns.append(rtt)
+            load.packet_bytes = max(load.packet_bytes or 0, packet)
+    return loads
+
+
+def _rule_size(rule: SizeRule, load: LinkLoad, rate_bps: int) -> tuple[QueueLimit, str]:
+    packet = rule.packet or load.packet_bytes or DEFAULT_PACKET
+    if isinstance(rule.rtt, int):
+        rtts, rtt_text = [rule.rtt], units.format_time(rule.rtt)
+    else:
+        if not load.rtts_ns:
+            raise SpecError("rule", "no long-lived (greedy) flow crosses this link: give rtt = \"<time>\""
+                                    + (" and flows = N" if rule.rule == "stanford" else ""))
+        rtts = load.rtts_ns
+        rtt_text = f"{rule.rtt} RTT {units.format_time(round(rules.average_rtt(rtts, rule.rtt)))}"  # type: ignore[arg-type]
+    average = "mean" if isinstance(rule.rtt, int) else rule.rtt
+    if rule.rule == "bdp":
+        size = rules.bdp(rate_bps, rtts, packet, average)  # type: ignore[arg-type]
+        how = f"bdp rule: {units.format_rate(rate_bps)} x {rtt_text}"
+    else:
+        n = rule.flows if rule.flows is not None else len(load.rtts_ns)
+        if n == 0:
+            raise SpecError("flows", "no long-lived (greedy) flow crosses this link: give flows = N")
+        size = rules.stanford(rate_bps, rtts, n, packet, average)  # type: ignore[arg-type]
+        how = f"stanford rule: {units.format_rate(rate_bps)} x {rtt_text} / sqrt({n})"
+    return QueueLimit(packets=size.packets), f"{how}, {units.format_bytes(packet)} packets"
+
+
+def resolve_queue(queue: Queue, load: LinkLoad, where: str) -> tuple[Queue, str]:
+    """The queue with its size in packets or bytes, and how that size came about (one line, for
+    the run summary). Errors name `where` (the user's field of the queue)."""
+    size: QueueSize | None = getattr(queue, "limit", None)
+    if not isinstance(size, QueueSize) or size.resolved:
+        return queue, str(queue)
+    if load.rate_bps is None:
+        raise SpecError(where, f'a queue of "{size}" needs the link\'s rate, but the link is unlimited')
+    if size.time_ns is not None:
+        limit = QueueLimit(bytes=load.rate_bps * size.time_ns // 8_000_000_000)
+        if limit.bytes == 0:
+            raise SpecError(where, f"{units.format_time(size.time_ns)} at {units.format_rate(load.rate_bps)} "
+                                   "is less than a byte")
+        how = f"{units.format_time(size.time_ns)} at {units.format_rate(load.rate_bps)}"
+    else:
+        assert size.rule is not None
+        try:
+            limit, how = _rule_size(size.rule, load, load.rate_bps)
+        except SpecError as e:
+            raise SpecError(f"{where}.{e.field}" if isinstance(queue, FifoQueue) else f"{where}.limit.{e.field}",
+                            e.reason) from None
+    resolved = queue.sized(limit)
+    return resolved, f"{resolved} ({how})"

@@ -1,0 +1,63 @@
+"""`bufferlab plot`: files of every format from the command line, and one-line errors (exit 2)
+that name what to add to the spec and leave no file behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import SMALL_DUMBBELL, bufferlab
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]:
+    """A store with SMALL_DUMBBELL (series, no capture); returns (db, run id, a directory)."""
+    root = tmp_path_factory.mktemp("plot_cli")
+    spec = root / "small.toml"
+    spec.write_text(SMALL_DUMBBELL.replace("\n    ", "\n"), encoding="utf-8")
+    db = root / "store.duckdb"
+    result = bufferlab("run", str(spec), "--db", str(db), "--json")
+    assert result.returncode == 0, result.stderr
+    return db, json.loads(result.stdout)["run_id"], root
+
+
+def test_plot_timeseries_writes_the_file_it_names(stored) -> None:
+    db, run_id, root = stored
+    out = root / "ts.png"
+    result = bufferlab("plot", "timeseries", run_id[:8], "--db", str(db), "-o", str(out), "--flows", "flow_0",
+                       "--from", "200ms", "--to", "0.8s", "--quantities", "cwnd,queue", "--size", "5x3", "--dpi", "80")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"timeseries -> {out}"
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("args, line", [
+    (["timeseries", "{run}", "-o", "{root}/x.jpg"], 'error: -o: unknown format ".jpg" (known: .pdf, .svg, .png)'),
+    (["nope", "{run}", "-o", "{root}/x.pdf"], 'error: KIND: unknown kind "nope"'),
+    (["timeseries", "{run}", "-o", "{root}/x.pdf", "--from", "5"], 'error: --from: missing time unit in "5"'),
+    (["timeseries", "{run}", "-o", "{root}/x.pdf", "--size", "big"], 'error: --size: "big" is not WIDTHxHEIGHT'),
+    (["timeseries", "{run}", "-o", "{root}/x.pdf", "--quantities", "power"], 'error: --quantities: unknown quantity'),
+    (["timeseries", "ffff", "-o", "{root}/x.pdf"], 'error: RUN: no run "ffff"'),
+])
+def test_plot_errors_are_one_line_exit_2_and_no_file(stored, args: list[str], line: str) -> None:
+    db, run_id, root = stored
+    argv = [a.format(run=run_id[:8], root=root) for a in args]
+    result = bufferlab("plot", *argv, "--db", str(db))
+    assert result.returncode == 2
+    assert result.stderr.startswith(line) and result.stderr.count("\n") == 1, result.stderr
+    assert not list(root.glob("x.*"))
+
+
+def test_a_cdf_of_a_run_without_a_capture_exits_2_with_one_line_and_writes_nothing(stored) -> None:
+    db, run_id, root = stored
+    out = root / "cdf.pdf"
+    result = bufferlab("plot", "cdf", run_id[:8], "--db", str(db), "-o", str(out))
+    assert result.returncode == 2
+    assert result.stderr == (f'error: record.captures: run {run_id[:12]} has no capture of "btl_forward"; add '
+                             'captures = [{ link = "btl", direction = "forward" }] to [record] and run it again '
+                             "(or plot --source flows)\n")
+    assert not out.exists()

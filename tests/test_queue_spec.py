@@ -1,0 +1,147 @@
+"""Queue sizes by time and by rule in specs, resolved from the expanded topology (issue 12), and
+the queue kinds' spec forms."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from bufferlab import load
+from bufferlab.errors import SpecError
+from bufferlab.spec import Scenario
+from conftest import REPO, bufferlab
+
+MS = 1_000_000
+
+
+def dumbbell(queue: Any, rtts: tuple[str, ...] = ("10ms", "990ms"), rate: str = "100Mbps",
+             **topology: Any) -> dict[str, Any]:
+    return {"duration": "1s", "topology": {"kind": "dumbbell", "bottleneck_rate": rate, "queue": queue,
+                                           "bottleneck_delay": "1ms", **topology},
+            "flows": [{"rtt": r} for r in rtts]}
+
+
+def btl_queue(data: dict[str, Any]) -> dict[str, Any]:
+    resolved = Scenario.from_dict(data).resolve()
+    return resolved.engine["links"][0]["queue_forward"]
+
+
+def test_a_queue_in_time_holds_that_long_at_the_link_rate():
+    assert btl_queue(dumbbell("25ms")) == {"kind": "fifo", "limit_packets": None, "limit_bytes": 312_500}
+
+
+@pytest.mark.parametrize("rule, packets", [
+    ({"rule": "bdp"}, 6250 * 1000 // 1500 + 1),                  # mean RTT 500 ms: 4166.7 -> 4167
+    ({"rule": "bdp", "rtt": "max"}, 8250),                      # 990 ms
+    ({"rule": "bdp", "rtt": "harmonic"}, 165),                # 19.8 ms: exactly 165
+    ({"rule": "bdp", "rtt": "120ms", "packet": "1kB"}, 1500),   # a given RTT and packet size
+    ({"rule": "stanford"}, math.ceil(100e6 * 0.5 / 8 / 1500 / math.sqrt(2))),
+    ({"rule": "stanford", "flows": 100}, math.ceil(100e6 * 0.5 / 8 / 1500 / 10)),
+])
+def test_a_rule_takes_the_rate_rtts_and_number_of_flows_of_the_link(rule, packets):
+    assert btl_queue(dumbbell(rule)) == {"kind": "fifo", "limit_packets": packets, "limit_bytes": None}
+
+
+def test_a_tree_rule_uses_each_sources_propagation_rtt():
+    # Seed 000's tree: 2, 4 and 8 sources at RTTs of 34, 234 and 534 ms, one greedy flow each,
+    # through the 50 Mb/s bottleneck.
+    data = {"duration": "1s", "topology": {"kind": "tree", "queue": {"rule": "bdp"}},
+            "generators": [{"kind": "persistent", "dst": "sink", "flows": 1}]}
+    resolved = Scenario.from_dict(data).resolve()
+    btl = resolved.engine["links"][resolved.bottleneck // 2]
+    mean_rtt = (2 * 34 + 4 * 234 + 8 * 534) / 14 / 1000
+    assert btl["queue_forward"]["limit_packets"] == math.ceil(50e6 * mean_rtt / 8 / 1500)
+    assert "bdp rule: 50Mbps x mean RTT" in resolved.queue_descriptions[resolved.bottleneck]
+
+
+def test_resolved_size_is_in_the_summary_and_the_stored_spec(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('duration = "1s"\n[topology]\nkind = "dumbbell"\nbottleneck_rate = "10Mbps"\n'
+                    'queue = { rule = "bdp" }\nrtt = "60ms"\nflows = 2\n', encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    out = bufferlab("run", str(path), "--db", str(db), "--json")
+    assert out.returncode == 0, out.stderr
+    # 10 Mb/s x 60 ms = 75 000 B = 50 packets of 1500 B.
+    assert json.loads(out.stdout)["bottleneck"]["queue"] == "50p (bdp rule: 10Mbps x mean RTT 60ms, 1.5kB packets)"
+    table = bufferlab("run", str(path), "--db", str(db))
+    assert "queue: 50p (bdp rule" in table.stdout
+    spec = bufferlab("results", "query", "SELECT spec_json FROM runs", "--db", str(db), "--format", "json")
+    stored = json.loads(json.loads(spec.stdout)[0]["spec_json"])
+    assert stored["links"][0]["queue_forward"]["limit_packets"] == 50
+
+
+def test_spec_round_trip_keeps_rules_and_times():
+    data = dumbbell({"rule": "stanford", "rtt": "max", "flows": 4}, reverse_queue="5ms")
+    scenario = Scenario.from_dict(data)
+    again = Scenario.from_dict(scenario.to_dict())
+    assert again.to_engine() == scenario.to_engine()
+    assert again.to_dict()["topology"]["queue"] == {"rule": "stanford", "rtt": "max", "flows": 4}
+    assert again.to_dict()["topology"]["reverse_queue"] == "5ms"
+
+
+def test_splitbuff_kinds_default_to_the_bdp_total():
+    q = btl_queue(dumbbell({"kind": "splitbuff", "sub_buffers": 3, "update_interval": "50ms"}))
+    assert q == {"kind": "splitbuff", "limit_packets": 4167, "limit_bytes": None, "sub_buffers": 3,
+                 "update_interval_ns": 50 * MS, "alpha": 0.25, "quantum_bytes": 1500}
+    q = btl_queue(dumbbell({"kind": "blind_splitbuff", "limit": "6250p"}))
+    assert q == {"kind": "blind_splitbuff", "limit_packets": 6250, "limit_bytes": None, "sub_buffers": 2,
+                 "quantum_bytes": 1500}
+
+
+@pytest.mark.parametrize("queue, error", [
+    ({"rule": "sqrt"}, 'topology.queue.rule: unknown sizing rule "sqrt" (known: bdp, stanford)'),
+    ({"rule": "bdp", "flows": 3}, "topology.queue.flows: only the stanford rule takes the number of flows"),
+    ({"rule": "bdp", "rtt": "soon"}, 'topology.queue.rtt: expected mean, harmonic, max or a time like "120ms"'),
+    ({"rule": "bdp", "size": 3}, "topology.queue.size: unknown key"),
+    ("25parsecs", 'topology.queue: unknown size unit "parsecs"'),
+    ({"kind": "splitbuff", "sub_buffers": 4}, "topology.queue.sub_buffers: "),
+    ({"kind": "splitbuff", "alpha": 2}, "topology.queue.alpha: "),
+    ({"kind": "splitbuff", "thresholds": 2}, "topology.queue.thresholds: unknown key"),
+    ({"kind": "red"}, 'topology.queue.kind: unknown queue discipline "red"'),
+])
+def test_bad_queue_specs_name_the_field(queue, error):
+    with pytest.raises(SpecError) as e:
+        Scenario.from_dict(dumbbell(queue))
+    assert str(e.value).startswith(error), str(e.value)
+
+
+def test_a_rule_on_a_link_without_long_flows_needs_its_inputs():
+    data = dumbbell({"rule": "stanford"})
+    data["flows"] = [{"rtt": "10ms", "traffic": {"kind": "finite", "bytes": "1MB"}}]
+    with pytest.raises(SpecError, match=r"topology.queue.rule: no long-lived \(greedy\) flow crosses this link"):
+        Scenario.from_dict(data)
+    data["topology"]["queue"] = {"rule": "stanford", "rtt": "100ms", "flows": 10}
+    assert btl_queue(data)["limit_packets"] == math.ceil(100e6 * 0.1 / 8 / 1500 / math.sqrt(10))
+
+
+def test_a_queue_in_time_needs_a_rate():
+    data = {"duration": "1s", "nodes": [{"name": "a", "kind": "host"}, {"name": "b", "kind": "host"}],
+            "links": [{"a": "a", "b": "b", "rate": "unlimited", "delay": "1ms", "queue": "5ms"}],
+            "flows": [{"src": "a", "dst": "b"}]}
+    with pytest.raises(SpecError, match='links\\[0\\].queue: a queue of "5ms" needs the link\'s rate'):
+        Scenario.from_dict(data)
+
+
+def test_splitbuff_sub_buffers_are_stored_with_their_series(tmp_path):
+    # A short run of seed 002's Fig. 1 setting: the sub-buffers' counters and series reach the
+    # store, and each sub-buffer's packets are accounted for (in = out + still queued).
+    text = (REPO / "scenarios" / "splitbuff_fig1.toml").read_text(encoding="utf-8").replace('"60s"', '"5s"')
+    path = tmp_path / "fig1.toml"
+    path.write_text(text, encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    out = bufferlab("run", str(path), "--db", str(db), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["bottleneck"]["queue"].startswith("splitbuff 6250p, 2 sub-buffers (bdp rule")
+    with load(db) as res:
+        classes = res.query("SELECT * FROM queue_classes ORDER BY sub_buffer")
+        series = res.query("SELECT * FROM class_timeseries ORDER BY sub_buffer, time_ns")
+        channels = res.query("SELECT * FROM channels WHERE channel = 0")
+    assert classes.height == 2
+    assert (classes["enqueued_packets"] == classes["sent_packets"] + classes["queued_packets"]).all()
+    assert classes["dropped_packets"].sum() == channels["dropped_queue_packets"][0]
+    assert classes["size_limit"].sum() <= 6250
+    assert series.height == 2 * 50  # two sub-buffers, 5 s sampled every 100 ms
+    assert series.filter(series["time_ns"] == 5_000_000_000)["estimate_rttp_ns"].to_list()[0] > 0

@@ -1,0 +1,93 @@
+"""Buffer-sizing rules against the numbers the seeds give (issue 12, "Must show": rules), and the
+`bufferlab size` command."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from bufferlab.sizing import rules
+from conftest import bufferlab
+
+MS = 1_000_000
+
+
+def test_seed003_single_flow_bound_is_20_47_packets_and_22_with_the_extra_one():
+    # Seed 003: 100 Mb/s, Tp = 1 ms, 1287-byte frames and 58-byte ACKs:
+    # (2 x 1 ms + 102.96 us + 4.64 us) x 9712.5 packets/s = 20.47 -> 21, plus one = 22.
+    size = rules.single_flow(100_000_000, 1 * MS, 1287, 58)
+    assert size.exact_packets == pytest.approx(20.4701, abs=1e-4)
+    assert size.packets == 22
+    assert size.bytes == 22 * 1287
+    assert size.ms == pytest.approx(2.26512)  # the seed's pause after a loss, B / C
+
+
+def test_seed000_bl_is_the_bdp_and_bs_the_stanford_buffer():
+    # Seed 000: 50 Mb/s, 1500-byte packets; B_l = 500 packets is the BDP at a 120 ms RTT, and the
+    # Stanford buffer of the same BDP for N long flows is B_s = 500 / sqrt(N): 18 packets for any N
+    # from 772 to 865 (the seed does not state N; 800 here).
+    b_l = rules.bdp(50_000_000, [120 * MS], 1500)
+    assert (b_l.packets, b_l.exact_packets) == (500, pytest.approx(500.0))
+    b_s = rules.stanford(50_000_000, [120 * MS], 800, 1500)
+    assert b_s.exact_packets == pytest.approx(500 / math.sqrt(800))
+    assert b_s.packets == 18
+    assert rules.stanford(50_000_000, [120 * MS], 771, 1500).packets == 19
+    assert rules.stanford(50_000_000, [120 * MS], 866, 1500).packets == 17
+
+
+def test_seed002_splitbuff_example_splits_6250_packets_into_62_and_6187():
+    # Seed 002 §III.C: 10 ms and 990 ms flows, 100 Mbps, 1 KB packets: B = 6250 packets at the
+    # 500 ms mean, sub-buffers of ~62 and ~6187 packets.
+    total, (short, long_) = rules.splitbuff_split(100_000_000, [10 * MS, 990 * MS], 1000)
+    assert total.packets == 6250
+    assert (short.packets, long_.packets) == (62, 6187)
+    assert short.packets + long_.packets <= total.packets
+
+
+def test_three_sub_buffers_split_at_rttp_plus_and_minus_half_sigma():
+    rtts = [50 * MS, 100 * MS, 150 * MS]
+    sigma = math.sqrt(((50 - 100) ** 2 + 0 + (150 - 100) ** 2) / 3) * MS
+    assert rules.splitbuff_thresholds(rtts, 3) == pytest.approx([100 * MS - sigma / 2, 100 * MS + sigma / 2])
+    assert rules.splitbuff_classes(rtts, 3) == [[50 * MS], [100 * MS], [150 * MS]]
+    total, parts = rules.splitbuff_split(100_000_000, rtts, 1000, 3)
+    # eq. (4) generalised: shares 50 : 100 : 150 of the 1250-packet BDP at 100 ms.
+    assert [p.packets for p in parts] == [208, 416, 625]
+    assert total.packets == 1250
+
+
+def test_bdp_averages_differ_as_means_do():
+    rtts = [10 * MS, 990 * MS]
+    mean, harmonic, largest = (rules.bdp(100_000_000, rtts, 1000, a).packets for a in rules.AVERAGES)
+    assert (mean, harmonic, largest) == (6250, 248, 12375)  # harmonic mean of 10 and 990 ms: 19.8 ms
+
+
+def test_size_command_prints_every_rule_as_json():
+    out = bufferlab("size", "--rate", "100Mbps", "--rtt", "10ms,990ms", "--packet", "1kB", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = {r["rule"]: r for r in json.loads(out.stdout)}
+    assert rows["bdp (mean RTT)"]["packets"] == 6250
+    assert rows["bdp (mean RTT)"]["ms"] == pytest.approx(500.0)
+    assert rows["stanford (N = 2)"]["packets"] == math.ceil(6250 / math.sqrt(2))
+    assert rows["splitbuff sub-buffer 0"]["packets"] == 62
+    assert rows["splitbuff sub-buffer 1"]["packets"] == 6187
+
+
+def test_size_command_table_gives_seed003s_22_packets():
+    out = bufferlab("size", "--rate", "100Mbps", "--packet", "1287B", "--tp", "1ms", "--ack", "58B")
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if "seed 003" in line and "single flow" in line)
+    assert row.split("│")[2].strip() == "22"
+
+
+@pytest.mark.parametrize("args, line", [
+    (("--rate", "100Mbps"), "error: --rtt: give the flows' RTTs (--rtt), or seed 003's --tp and --ack"),
+    (("--rate", "fast", "--rtt", "10ms"), "error: --rate: not a rate"),
+    (("--rate", "1Mbps", "--rtt", "10parsecs"), 'error: --rtt: unknown time unit "parsecs"'),
+    (("--rate", "1Mbps", "--tp", "1ms"), "error: --ack: seed 003's rule needs the ACK size with --tp"),
+])
+def test_size_command_bad_input_is_one_line_and_status_2(args, line):
+    out = bufferlab("size", *args)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith(line), out.stderr

@@ -280,15 +280,18 @@ impl Simulator {
         }
 
         // A greedy flow sends as fast as its path lets it: with no link of finite rate (nor a
-        // shaper) on the way, nothing ever paces it and its window grows without bound.
+        // shaper) on the way, and no receive window to cap it, nothing ever paces it and its
+        // window grows without bound.
         for (i, f) in spec.flows.iter().enumerate() {
+            let window_capped = f.transport == TransportKind::Tcp && f.tcp.rwnd_bytes.is_some();
             if matches!(f.traffic, TrafficSpec::Greedy)
+                && !window_capped
                 && route(&routes, &channels, f.src, f.dst).iter().all(|&ch| !limits_rate(spec, ch))
             {
                 return Err(EngineError {
                     field: format!("flows[{i}].traffic"),
-                    reason: "a greedy flow needs a link of finite rate on its path (every link it crosses is \
-                             unlimited, so nothing would bound its window)"
+                    reason: "a greedy flow needs a link of finite rate on its path or a receive window (every \
+                             link it crosses is unlimited, so nothing would bound its window)"
                         .into(),
                 });
             }

@@ -127,10 +127,9 @@ def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listen
                 report.failed.extend((p, error) for p in points)
                 listener.finished(False, 0.0)
     except KeyboardInterrupt as e:
-        # Every finished run is stored already; the running ones are stopped, not waited for.
+        # Every finished run is stored already; `close` ends the running ones without waiting.
         report.interrupted = True
         report.interrupted_by = "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
-        executor.stop()
     finally:
         executor.close()
         report.wall_time_s = time.perf_counter() - started

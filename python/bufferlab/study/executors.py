@@ -66,10 +66,6 @@ class Executor(Protocol):
         """Stop the workers (cancelling what has not started)."""
         ...
 
-    def stop(self) -> None:
-        """After an interruption: end the running tasks now instead of letting them finish."""
-        ...
-
 
 def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
@@ -85,9 +81,6 @@ class SerialExecutor:
 
     def close(self) -> None:
         pass
-
-    def stop(self) -> None:
-        pass  # the interruption already ended the one run, in this process
 
 
 class LocalPoolExecutor:
@@ -122,14 +115,6 @@ class LocalPoolExecutor:
         for process in processes:
             process.join(timeout=5)
 
-    def stop(self) -> None:
-        # Workers never open the store, so ending them loses nothing but unfinished runs. A signal
-        # sent to this process alone (no terminal, e.g. `kill`) does not reach them: end them here.
-        for process in list(getattr(self.pool, "_processes", {}).values()):
-            if process.is_alive():
-                process.terminate()
-        self.pool.shutdown(wait=False, cancel_futures=True)
-
 
 class DaskExecutor:
     """dask.distributed: a LocalCluster of `workers` processes, or a running scheduler."""
@@ -163,9 +148,6 @@ class DaskExecutor:
         finally:
             for future in futures:
                 future.cancel()
-
-    def stop(self) -> None:
-        pass  # `run` cancels its futures when the interruption unwinds it
 
     def close(self) -> None:
         self.client.close()

@@ -4,9 +4,11 @@
     bufferlab ccperf --bw=80Mbps --rtts=15ms,15ms --qlen=10p ... [--db PATH] [--force] [--json]
     bufferlab results list|show|query|export|monitor|csv|pcap ... [--db PATH]
     bufferlab size --rate 100Mbps --rtt 10ms,990ms [--flows N] [--packet 1500B] [--json]
+    bufferlab advise --rate 100Mbps --flows 20 --rtt 20ms..200ms --target 'utilisation>=0.98' [-o advice.png]
     bufferlab plot KIND RUN... [-o FILE.pdf|.svg|.png] [--flows ...] [--links ...] [--from T --to T]
     bufferlab sweep SWEEP.toml [--workers N] [--dask local|tcp://HOST:PORT]
     bufferlab reproduce NAME [--quick] | --list
+    bufferlab report [DB] [-o DIR]        bufferlab serve [DB] [--port N]
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
@@ -402,13 +404,20 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
 
 def _register_commands() -> None:
     """Commands defined beside the step they drive (their heavy imports stay inside them)."""
+    from .experiments.command import reproduce_command
     from .plots.command import plot_command
+    from .report.command import report_command, serve_command
+    from .sizing.advise_command import advise_command
     from .study.command import results_study_command, sweep_command
 
     cli.add_command(sweep_command)
     cli.add_command(size_command)
+    cli.add_command(advise_command)
+    cli.add_command(reproduce_command)
     results_group.add_command(results_study_command)
     cli.add_command(plot_command)
+    cli.add_command(report_command)
+    cli.add_command(serve_command)
 
 
 _register_commands()

@@ -245,7 +245,8 @@ def describe(runs: Sequence[RunInfo]) -> str:
         elif key == "topology.flows" and "topology.kind" not in common:
             counts = {len(r.user_spec.get("flows") or []) for r in runs}
             if counts != {0} and len(counts) == 1:
-                facts.append(f"{counts.pop()} flows")
+                n = counts.pop()
+                facts.append(f"{n} flow{'s' if n != 1 else ''}")
     if "seed" in common and len(runs) == 1:
         facts.append(f"seed {common['seed']}")
     return f"{' vs '.join(names)}\n{', '.join(facts)}" if facts else " vs ".join(names)

@@ -21,7 +21,7 @@ DEFAULT_STUDY_COLUMNS = ("mean_agg_throughput_l4", "utilization_l1", "mean_qdisc
 
 
 @contextmanager
-def _progress(study: str) -> Iterator[Any]:
+def progress_listener(study: str) -> Iterator[Any]:
     """A rich bar: runs done/total, failed, ETA and simulated seconds per wall second."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
@@ -81,7 +81,7 @@ def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address:
     if as_json or not sys.stderr.isatty():
         report = run_sweep(sweep, db, executor, max_memory=budget)
     else:
-        with _progress(sweep.name) as listener:
+        with progress_listener(sweep.name) as listener:
             report = run_sweep(sweep, db, executor, listener, max_memory=budget)
     if as_json:
         click.echo(json.dumps({"study": report.study, "db": str(db), "executor": executor.name,

@@ -18,6 +18,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,6 +29,11 @@ from ..pipeline.simulate import simulate
 
 __all__ = ["simulate_and_derive", "Outcome", "Executor", "SerialExecutor", "LocalPoolExecutor", "DaskExecutor",
            "make_executor", "default_workers"]
+
+
+# A worker process that ends without a result (killed by the kernel's OOM killer, a signal, an
+# abort): every run it had, and every run not yet started on that pool, fails with this line.
+WORKER_DIED = "engine: a worker process died before finishing this run (out of memory or killed)"
 
 
 def simulate_and_derive(plan: Plan) -> DerivedRun:
@@ -95,14 +101,26 @@ class LocalPoolExecutor:
 
     def run(self, tasks: Sequence[tuple[int, Plan]]) -> Iterator[Outcome]:
         pending = list(reversed(tasks))
-        running: set[Future[Any]] = set()
+        running: dict[Future[Any], int] = {}
         while pending or running:
             while pending and len(running) < 2 * self.workers:
                 key, plan = pending.pop()
-                running.add(self.pool.submit(_task, key, plan))
-            done, running = wait(running, return_when=FIRST_COMPLETED)
+                try:
+                    running[self.pool.submit(_task, key, plan)] = key
+                except BrokenProcessPool:
+                    pending.append((key, plan))
+                    break
+            if not running:  # the pool broke: nothing can run any more
+                for key, _ in reversed(pending):
+                    yield Outcome(key, None, WORKER_DIED)
+                return
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                yield Outcome(*future.result())
+                key = running.pop(future)
+                try:
+                    yield Outcome(*future.result())
+                except BrokenProcessPool:
+                    yield Outcome(key, None, WORKER_DIED)
 
     def close(self) -> None:
         """Cancel what has not started and stop the workers at once: after a normal end nothing is

@@ -1,0 +1,79 @@
+"""`bufferlab reproduce NAME [--quick] [--workers N | --dask ADDRESS] [--out DIR]` and `--list`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import SpecError
+
+__all__ = ["reproduce_command"]
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+@click.command("reproduce")
+@click.argument("name", required=False)
+@click.option("--list", "list_them", is_flag=True, help="What each reproduction is and how long it takes.")
+@click.option("--quick", is_flag=True, help="A small variant that finishes in seconds (CI); default: the seed's scale.")
+@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=Path("results") / "bufferlab.duckdb",
+              show_default=True, help="DuckDB result store (runs already there are not simulated again).")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where summary.md and the figures go (default: results/reproduce/NAME[-quick]).")
+@click.option("--workers", type=int, default=None, help="Worker processes (default: one per core).")
+@click.option("--dask", "dask_address", default=None, metavar="local|tcp://HOST:PORT",
+              help="Run the studies on dask.distributed.")
+def reproduce_command(name: str | None, list_them: bool, quick: bool, db: Path, out: Path | None,
+                      workers: int | None, dask_address: str | None) -> int:
+    """Run one seed's experiment: its studies (stored, resumable), figures (PDF, SVG, PNG) and a
+    summary.md that puts each of the seed's observations next to what was measured."""
+    from rich.console import Console
+
+    from ..experiments.registry import reproductions
+    from ..experiments.base import reproduce
+    from ..study.executors import make_executor
+
+    REPRODUCTIONS = reproductions()
+
+    console = Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+    if list_them or name is None:
+        if name is None and not list_them:
+            raise SpecError("NAME", f"missing: name a reproduction ({', '.join(REPRODUCTIONS)}) or give --list")
+        from rich.table import Table
+
+        table = Table(title="bufferlab reproduce NAME [--quick]", title_justify="left")
+        for column in ("name", "seed", "what", "--quick", "full"):
+            table.add_column(column, overflow="fold")
+        for r in REPRODUCTIONS.values():
+            table.add_row(r.name, r.seed, r.title, _duration(r.quick_estimate_s), _duration(r.full_estimate_s))
+        console.print(table)
+        return 0
+    if name not in REPRODUCTIONS:
+        raise SpecError("NAME", f'unknown reproduction "{name}" (known: {", ".join(REPRODUCTIONS)})')
+    if workers is not None and workers < 1:
+        raise SpecError("--workers", f"expected 1 or more, got {workers}")
+    repro = REPRODUCTIONS[name]
+    out = out or Path("results") / "reproduce" / (name + ("-quick" if quick else ""))
+    extra = [*([f"--workers={workers}"] if workers else []), *([f"--dask={dask_address}"] if dask_address else [])]
+    listener_for = None
+    if sys.stderr.isatty():
+        from ..study.command import progress_listener as listener_for
+    report = reproduce(repro, db, out, quick=quick, executor_factory=lambda: make_executor(workers, dask_address),
+                       listener_for=listener_for, command_extra=extra)
+    if report.interrupted:
+        sys.stderr.write("error: interrupted: finished runs are stored; run the same command again to finish\n")
+        return 130
+    held = sum(o.holds is True for o in report.observations)
+    differs = [o for o in report.observations if o.holds is False]
+    console.print(f"[bold]{repro.title}[/bold]: {held} of {len(report.observations)} observations hold"
+                  + (f", {len(differs)} differ" if differs else ""))
+    for o in report.observations:
+        mark = {True: "[green]holds[/green]", False: "[red]differs[/red]", None: "[yellow]not judged[/yellow]"}[o.holds]
+        console.print(f"  {o.key}: {o.claim}: seed {o.seed_value}; here {o.measured} → {mark}"
+                      + (f" ({o.difference})" if o.difference else ""))
+    console.print(f"summary: {report.summary}; figures: {len(report.figures)} files in {out}")
+    return 0

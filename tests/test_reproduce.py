@@ -1,0 +1,85 @@
+"""`bufferlab reproduce NAME --quick`: every reproduction runs, writes non-empty figures and a
+summary naming each of its seed's observations, and shows the directions theory and the seeds
+agree on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bufferlab.experiments.base import FIGURE_FORMATS, reproduce
+from bufferlab.experiments.registry import reproductions
+from bufferlab.study.executors import LocalPoolExecutor
+
+from conftest import bufferlab
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module")
+def quick_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """Every reproduction's quick variant, once, into one store (as `reproduce --quick` does)."""
+    tmp = tmp_path_factory.mktemp("reproduce")
+    db = tmp / "r.duckdb"
+    return {name: reproduce(r, db, tmp / name, quick=True, executor_factory=lambda: LocalPoolExecutor(2))
+            for name, r in reproductions().items()}
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+@pytest.mark.parametrize("name", list(reproductions()))
+def test_a_quick_reproduction_writes_figures_and_a_summary_of_every_observation(quick_runs, name: str) -> None:
+    report = quick_runs[name]
+    assert not report.interrupted and all(not s.failed for s in report.sweeps.values())
+    assert report.figures and len(report.figures) % len(FIGURE_FORMATS) == 0
+    for path in report.figures:
+        assert path.stat().st_size > 1000, path
+        if path.suffix == ".png":
+            width, height = _png_size(path)
+            assert width > 300 and height > 200
+    summary = report.summary.read_text()
+    for o in report.observations:
+        assert f"| {o.key} |" in summary and o.verdict in summary
+    assert f"bufferlab reproduce {name} --quick" in summary
+
+
+def _holds(report, key: str) -> bool | None:
+    return next(o.holds for o in report.observations if o.key == key)
+
+
+def test_dhamdhere2006_persistent_flows_lose_less_and_gain_under_the_large_buffer(quick_runs) -> None:
+    report = quick_runs["dhamdhere2006"]
+    assert _holds(report, "4") and _holds(report, "1")
+
+
+def test_quic_sizing_pause_equals_the_drain_time(quick_runs) -> None:
+    report = quick_runs["quic_sizing"]
+    assert _holds(report, "pause") and _holds(report, "drain") and _holds(report, "W_max")
+
+
+def test_barman2004_cubic_windows_end_closer_than_hstcp(quick_runs) -> None:
+    report = quick_runs["barman2004"]
+    assert _holds(report, "2") and _holds(report, "3")
+
+
+def test_appenzeller2004_utilisation_rises_with_buffer_and_with_n(quick_runs) -> None:
+    report = quick_runs["appenzeller2004"]
+    assert _holds(report, "1") and _holds(report, "2")
+
+
+def test_reproduce_list_says_what_each_one_is_and_how_long_it_takes() -> None:
+    out = bufferlab("reproduce", "--list")
+    assert out.returncode == 0
+    for name in reproductions():
+        assert name in out.stdout
+    assert "--quick" in out.stdout
+
+
+def test_an_unknown_reproduction_is_one_line_exit_2() -> None:
+    out = bufferlab("reproduce", "nosuch", "--quick")
+    assert out.returncode == 2 and out.stderr.startswith('error: NAME: unknown reproduction "nosuch"')

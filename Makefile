@@ -17,11 +17,12 @@ export PYO3_PYTHON := $(BIN)/python
 
 EXTENSION := python/bufferlab/_core.abi3.so
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
-# The exact pins of pyproject.toml (runtime and dev), read by the venv's own Python.
-PINS = $$($(BIN)/python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
-	print(" ".join(p["dependencies"] + p["optional-dependencies"]["dev"]))')
+# The compatible ranges of pyproject.toml (runtime and dev), quoted for the shell; `make lock`
+# resolves them, requirements.lock pins the result and is what setup installs.
+RANGES = $$($(BIN)/python -c 'import shlex, tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+	print(" ".join(map(shlex.quote, p["dependencies"] + p["optional-dependencies"]["dev"])))')
 
-.PHONY: run test bench bench-ns3 lint setup clean
+.PHONY: run test fuzz bench bench-ns3 lint lock setup clean
 
 ## run: set up, then simulate the flagship example (the reference dumbbell)
 run: setup
@@ -31,6 +32,10 @@ run: setup
 test: setup
 	cargo test --release --workspace
 	$(BIN)/python -m pytest
+
+## fuzz: the spec fuzzer with ten times the examples of `make test`, on fresh random seeds
+fuzz: setup
+	BUFFERLAB_FUZZ_EXAMPLES=10 $(BIN)/python -m pytest tests/test_fuzz.py -q
 
 ## bench: engine throughput on the reference dumbbell, sweep throughput per executor (benchmarks/)
 bench: setup
@@ -61,19 +66,25 @@ bench-ns3: setup
 	fi
 	$(BIN)/python benchmarks/bench_ns3.py --ns3-binary $(NS3_BINARY) $(BENCH_NS3_ARGS)
 
-## lint: rustfmt, clippy (warnings are errors), Python byte-compilation
+## lint: rustfmt, clippy (warnings are errors), ruff, Python byte-compilation
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
+	$(BIN)/ruff check python tests
 	$(BIN)/python -m compileall -q python tests
+
+## lock: re-resolve pyproject's ranges to their newest versions and pin them in requirements.lock
+lock: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade $(RANGES)
+	$(BIN)/python -m pip freeze --exclude-editable > requirements.lock
 
 setup: $(VENV)/.deps $(EXTENSION)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.deps: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(PINS)
+$(VENV)/.deps: requirements.lock | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	touch $@
 
 # maturin builds the engine and its binding (release profile) and installs the package in

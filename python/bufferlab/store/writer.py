@@ -50,7 +50,7 @@ import polars as pl
 from ..analysis import metrics as catalogue
 from ..errors import SpecError
 from ..interrupts import deferred
-from .connection import connect
+from .connection import connect, store_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pipeline.derive import DerivedRun
@@ -152,7 +152,7 @@ def capture_columns(capture: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 def _utc_now() -> _dt.datetime:
     """Naive UTC (a TIMESTAMP column; TIMESTAMPTZ would make DuckDB's Python client need pytz)."""
-    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
+    return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
 
 
 def _metric_columns(names: Mapping[str, Any]) -> dict[str, str]:
@@ -254,10 +254,18 @@ class Store:
 
     def __init__(self, path: str | Path = DEFAULT_DB) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise StoreError("--db", f"cannot create {self.path}: a part of its directory is a file") from None
+        except OSError as e:
+            raise store_error(self.path, e) from None
         self.con = connect(self.path, read_only=False)
         try:
             self._prepare_schema()
+        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
+            self.con.close()
+            raise store_error(self.path, e) from None
         except BaseException:
             self.con.close()
             raise

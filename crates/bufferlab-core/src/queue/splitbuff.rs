@@ -3,7 +3,7 @@
 //!
 //! SplitBuff maps each packet by the RTT its sender wrote into it (active RTT estimation, the
 //! packet's `sender_srtt`): with two sub-buffers, to sub-buffer x when (rtt − T_q) < thresh and
-//! to y otherwise; with three, against the thresholds RTTP − σ/2 and RTTP + σ/2 (§IV.C). The
+//! to y otherwise (thresh the mean of T_Bx and T_By); with three, against the thresholds RTTP − σ/2 and RTTP + σ/2 (§IV.C). The
 //! router keeps the running sums of Fig. 2 over each update period T_u (the RTTs of all packets
 //! and of each sub-buffer's), and at the end of the period:
 //!
@@ -14,14 +14,18 @@
 //! B_x = T_Bx·B / (T_Bx + T_By),  B_y = T_By·B / (T_Bx + T_By)     eq. (4)
 //! ```
 //!
-//! Choices the paper leaves open (docs/engine.md lists them): T_q of a period is the mean sojourn
-//! of the packets dequeued in it (of all, or of one sub-buffer's), smoothed as
-//! T_q ← (1 − α)·T_q + α·sample; the total B is the configured limit (the spec layer's BDP); a
-//! packet without an RTT (before its sender's first sample, pure ACKs) goes to the first
-//! sub-buffer and adds nothing to the sums; before the first update every packet goes to the
-//! first sub-buffer, which holds all of B; a sub-buffer with no RTT seen yet is weighted by the
-//! RTTP estimate in eq. (4), and one with none in a period keeps its previous T_B. The update is
-//! taken at the first packet event after the period ends, over exactly the packets of the period.
+//! Choices the paper leaves open (docs/engine.md lists them and why): T_q of a packet is the
+//! queueing its RTT holds, its sub-buffer's delay (bytes over service share) one RTT before it
+//! arrives, from a fixed-size history; with two sub-buffers a packet goes to the one whose T_B
+//! best explains RTT − that sub-buffer's T_q (the mean-of-T_B threshold when queueing is equal);
+//! the period's (average(RTT) − T_q) is smoothed with α; one group of flows is not split (the
+//! first sub-buffer holds all of B) until keys show two groups a factor 2 apart, at once for a
+//! packet that far from the group's RTTP; a packet without an RTT (a SYN, a first window after
+//! Karn's rule, pure ACKs) goes to the last sub-buffer (within B while unsplit) and adds nothing
+//! to the sums; the total B is the configured limit (the spec layer's BDP); a sub-buffer with no
+//! RTT seen yet is weighted by the RTTP estimate in eq. (4), and one with none in a period keeps
+//! its previous T_B. The update is taken at the first packet event after the period ends, over
+//! exactly the packets of the period.
 //!
 //! Blind-SplitBuff (§IV.B.2) maps each flow to a sub-buffer at random (a hash of the flow under a
 //! key drawn from the run's seed, so no per-flow state) and gives every sub-buffer B / k.

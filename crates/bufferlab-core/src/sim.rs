@@ -226,7 +226,7 @@ impl Simulator {
                     rate,
                     delay,
                     link.loss,
-                    Queue::from_spec(queue, stream_seed(spec.seed ^ QUEUE_STREAMS, index as u64)),
+                    Queue::from_spec(queue, rate, stream_seed(spec.seed ^ QUEUE_STREAMS, index as u64)),
                     stream_seed(spec.seed, index as u64),
                 );
                 if let Some(model) = &link.loss_model {

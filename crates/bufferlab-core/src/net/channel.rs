@@ -298,7 +298,7 @@ mod tests {
             None,
             SimTime::ZERO,
             0.0,
-            Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(1), 0),
+            Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(1), None, 0),
             1,
         );
         ch.set_loss_model(&LossModel::GilbertElliott { p, r, loss_good, loss_bad });

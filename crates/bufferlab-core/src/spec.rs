@@ -329,9 +329,8 @@ pub struct TcpSpec {
     pub hystart: bool,
     /// Retransmission-timeout rule (Linux).
     pub rto: RtoKind,
-    /// RACK-TLP loss detection, RFC 8985, with SACK (false for now: with many flows on a shallow
-    /// buffer it retransmits far too much, see docs/engine.md); false leaves RFC 6675's DupThresh
-    /// rule alone and a lost retransmission to the RTO.
+    /// RACK-TLP loss detection, RFC 8985, with SACK (true, as Linux); false leaves RFC 6675's
+    /// DupThresh rule alone and a lost retransmission to the RTO.
     pub rack: bool,
     /// Window growth counting of Reno/NewReno (bytes).
     pub ca_increase: CaIncrease,
@@ -355,7 +354,7 @@ impl Default for TcpSpec {
             timestamps: true,
             hystart: true,
             rto: RtoKind::Linux,
-            rack: false,
+            rack: true,
             ca_increase: CaIncrease::Bytes,
         }
     }

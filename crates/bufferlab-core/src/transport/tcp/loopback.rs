@@ -115,7 +115,7 @@ impl Loopback {
                 match script(segment, copy) {
                     Fate::Delivered => {}
                     Fate::Dropped => continue,
-                    Fate::Delayed(extra) => arrival = arrival + extra,
+                    Fate::Delayed(extra) => arrival += extra,
                 }
             }
             self.in_transit.push((arrival, self.sent, true, packet));

@@ -508,7 +508,7 @@ impl TcpSender {
         let Some(srtt) = self.rtt.srtt() else { return };
         let mut pto = srtt.mul(2);
         if self.scoreboard.outstanding_bytes() <= self.config.mss as u64 {
-            pto = pto + WORST_CASE_DELAYED_ACK;
+            pto += WORST_CASE_DELAYED_ACK;
         }
         let at = now + pto;
         self.tlp_deadline = Some(self.rto_deadline.map_or(at, |rto| at.min(rto)));

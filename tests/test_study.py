@@ -158,20 +158,24 @@ def test_a_second_sweep_runs_only_what_is_missing(tmp_path: Path) -> None:
     assert bufferlab.load(db).query("SELECT count(*) AS n FROM runs")["n"][0] == 4
 
 
+# 40 runs of a 20-flow, 100 Mb/s dumbbell for 10 s: long enough, on one worker, to stop mid-way.
+LONG_SWEEP = """
+    name = "{name}"
+    seeds = 20
+    [set]
+    duration = "10s"
+    "topology.flows" = 20
+    "topology.bottleneck_rate" = "100Mbps"
+    [[axes]]
+    key = "topology.queue"
+    values = ["5p", "20p"]
+"""
+
+
 @pytest.mark.slow
 def test_a_sweep_killed_mid_way_and_restarted_stores_every_point_exactly_once(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    path = sweep_of(tmp_path, """
-        name = "killed"
-        seeds = 20
-        [set]
-        duration = "10s"
-        "topology.flows" = 20
-        "topology.bottleneck_rate" = "100Mbps"
-        [[axes]]
-        key = "topology.queue"
-        values = ["5p", "20p"]
-    """)
+    path = sweep_of(tmp_path, LONG_SWEEP.format(name="killed"))
     proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(path), "--db", str(db), "--workers", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -318,17 +322,7 @@ def test_results_study_prints_one_row_per_point(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_sigint_stops_a_sweep_and_keeps_every_finished_run(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    path = sweep_of(tmp_path, """
-        name = "stopped"
-        seeds = 20
-        [set]
-        duration = "10s"
-        "topology.flows" = 20
-        "topology.bottleneck_rate" = "100Mbps"
-        [[axes]]
-        key = "topology.queue"
-        values = ["5p", "20p"]
-    """)
+    path = sweep_of(tmp_path, LONG_SWEEP.format(name="stopped"))
     proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(path), "--db", str(db), "--workers", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_points(db, proc, 1)

@@ -74,10 +74,11 @@ def plan(scenario: Scenario) -> Plan:
     _core = core()
     spec_json = canonical_json(engine)
     try:
-        _core.validate(spec_json)
+        # One call: every check (routes included, without building the simulator) and whether
+        # the engine draws random numbers.
+        engine_draws = bool(_core.plan(spec_json))
     except ValueError as e:
         raise engine_error(e, resolved) from None
-    engine_draws = bool(_core.draws_random_numbers(spec_json))
     if not engine_draws and engine.get("seed", 0) != 0:
         engine["seed"] = 0
         spec_json = canonical_json(engine)

@@ -11,6 +11,9 @@
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
+
+Start-up is kept instant: this module imports only click and light modules; pydantic, polars,
+numpy, DuckDB and rich are imported inside the commands that use them (`bufferlab._lazy`).
 """
 
 from __future__ import annotations
@@ -20,18 +23,18 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import duckdb
 
-from . import __version__
-from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS, scenario_from_ccperf
 from .errors import SpecError
 from .pipeline.engine import EngineMissing
 from .sizing.command import size_command
-from .spec import Scenario
+from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS
 from .store import DEFAULT_DB
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .spec import Scenario
 
 __all__ = ["main", "cli"]
 
@@ -41,6 +44,8 @@ runner_progress = Callable[[int, int], None]
 
 
 def _version_text() -> str:
+    from . import __version__
+
     try:
         from .pipeline.engine import engine_version
 
@@ -94,6 +99,8 @@ def _overridden(spec: Scenario, assignments: Sequence[str]) -> Scenario:
 def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None, assignments: tuple[str, ...],
                 study: str | None, show_metrics: bool) -> None:
     """Simulate the scenario in SCENARIO.toml, store it and print a summary."""
+    from .spec import Scenario
+
     spec = _overridden(Scenario.from_toml(scenario), assignments)
     if seed is not None:
         spec = spec.with_seed(seed)
@@ -118,6 +125,8 @@ def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str,
                    **flags: str | None) -> None:
     """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
     link and network metric tables."""
+    from .spec.ccperf import scenario_from_ccperf
+
     spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
     _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study, show_metrics=True)
 
@@ -278,6 +287,8 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 def results_query(sql: str, db: Path, fmt: str) -> None:
     """Run SQL over the store (read-only) and print the result."""
+    import duckdb
+
     from .render import frame_table
     from .store.reader import load
 
@@ -414,6 +425,13 @@ def _fail(line: str, code: int = EXIT_BAD_INPUT) -> int:
     return code
 
 
+def _is_store_unopenable(error: Exception) -> bool:
+    """DuckDB could not open the store file (DuckDB is imported only by commands that use it, so
+    an error of its type can only come when it is loaded)."""
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(error, duckdb.IOException)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `bufferlab` console script; returns the exit status."""
     try:
@@ -425,11 +443,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(e))
     except EngineMissing as e:
         return _fail(f"engine: {e}", 1)
-    except duckdb.IOException as e:
-        return _fail(f"--db: cannot open the store: {e}", 1)
     except (click.Abort, KeyboardInterrupt):
         return _fail("interrupted", 130)
-    except RuntimeError as e:
+    except Exception as e:
+        if _is_store_unopenable(e):
+            return _fail(f"--db: cannot open the store: {e}", 1)
+        if not isinstance(e, RuntimeError):
+            raise
         # DuckDB reports a Ctrl-C that lands inside a query as RuntimeError("Query interrupted").
         if "interrupted" in str(e).lower():
             return _fail("interrupted", 130)

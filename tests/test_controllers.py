@@ -66,6 +66,24 @@ def test_hystart_must_be_a_boolean() -> None:
     assert str(e.value).startswith("flow_defaults.tcp.hystart:")
 
 
+def test_rto_rack_and_ca_increase_reach_the_engine_with_their_defaults() -> None:
+    chosen = 'tcp = { rto = "rfc6298", rack = true, ca_increase = "per_ack" }'
+    scenario = Scenario.from_toml_text(with_controller("reno", chosen))
+    tcp = scenario.to_engine()["flows"][0]["tcp"]
+    assert (tcp["rto"], tcp["rack"], tcp["ca_increase"]) == ("rfc6298", True, "per_ack")
+    default = Scenario.from_toml_text(with_controller("reno")).to_engine()["flows"][0]["tcp"]
+    assert (default["rto"], default["rack"], default["ca_increase"]) == ("linux", False, "bytes")
+    runner.simulate(scenario)
+
+
+@pytest.mark.parametrize("option, value", [("rto", '"rfc793"'), ("rack", '"on"'), ("ca_increase", '"packets"')])
+def test_rto_rack_and_ca_increase_refuse_unknown_values(option: str, value: str) -> None:
+    with pytest.raises(SpecError) as e:
+        Scenario.from_toml_text(with_controller("reno", f"tcp = {{ {option} = {value} }}"))
+    assert str(e.value).startswith(f"flow_defaults.tcp.{option}:")
+    assert "\n" not in str(e.value)
+
+
 def test_ccperf_names_select_the_controllers_and_the_store_keeps_their_series(db) -> None:
     args = ["ccperf", "--bw=20Mbps", "--rtts=20ms,20ms,20ms,20ms", "--qlen=30p", "--stop-time=1s",
             "--algs=TcpNewReno,TcpCubic,TcpHighSpeed,TcpBbr", "--db", str(db), "--json"]

@@ -248,8 +248,9 @@ def test_ecdf_steps_through_each_flows_lifetime_samples_whose_means_are_the_metr
             assert np.all(np.diff(xy[:, 0]) >= 0)
             np.testing.assert_allclose(xy[:, 1], np.arange(1, len(xy) + 1) / len(xy))
             assert xy[:, 0].mean() == pytest.approx(row[metric], rel=1e-12)
-    # A 30 kB transfer lives for a few intervals only, not the whole 2 s run.
-    assert len(_panel_lines(throughput)["short_a"]) < len(_panel_lines(throughput)["bulk_a"]) / 3
+    # A 30 kB transfer lives for a few intervals only, not the whole 2 s run (about a third of it
+    # here: its two timeouts on the 8-packet queue each wait SRTT + 200 ms, Linux's RTO).
+    assert len(_panel_lines(throughput)["short_a"]) < len(_panel_lines(throughput)["bulk_a"]) / 2
 
 
 def test_plane_puts_each_flow_at_its_mean_srtt_and_throughput_coloured_per_run(store) -> None:

@@ -163,44 +163,49 @@ def test_a_sweep_killed_mid_way_and_restarted_stores_every_point_exactly_once(tm
     db = tmp_path / "s.duckdb"
     path = sweep_of(tmp_path, """
         name = "killed"
-        seeds = 10
+        seeds = 20
         [set]
-        duration = "4s"
+        duration = "10s"
+        "topology.flows" = 20
+        "topology.bottleneck_rate" = "100Mbps"
         [[axes]]
         key = "topology.queue"
         values = ["5p", "20p"]
     """)
-    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(path), "--db", str(db), "--workers", "2"],
+    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(path), "--db", str(db), "--workers", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            time.sleep(0.5)
-            if db.exists():
-                try:
-                    n = bufferlab.load(db).query("SELECT count(*) AS n FROM study_points")["n"][0]
-                except (SpecError, duckdb.Error):
-                    continue
-                if n >= 2:
-                    break
-        assert proc.poll() is None, "the sweep ended before it could be killed"
+        wait_for_points(db, proc, 2)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     before = bufferlab.load(db).query("SELECT count(*) AS n FROM study_points")["n"][0]
-    assert 2 <= before < 20
+    assert 2 <= before < 40
     out = run_cli("sweep", str(path), "--db", str(db), "--workers", "2", "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert report["reused"] == before and report["simulated"] == 20 - before
+    assert report["reused"] == before and report["simulated"] == 40 - before
     res = bufferlab.load(db)
     counts = res.query("SELECT point, seed, count(*) AS n FROM study_points GROUP BY point, seed")
-    assert counts.height == 20 and set(counts["n"].to_list()) == {1}
-    assert res.query("SELECT count(*) AS n FROM runs")["n"][0] == 20
+    assert counts.height == 40 and set(counts["n"].to_list()) == {1}
+    assert res.query("SELECT count(*) AS n FROM runs")["n"][0] == 40
     # Nothing half-written survives the kill: every run has its flows and metric rows.
     orphans = res.query("SELECT count(*) AS n FROM runs r WHERE NOT EXISTS "
                         "(SELECT 1 FROM flow_metrics m WHERE m.run_id = r.run_id)")["n"][0]
     assert orphans == 0
+
+
+def wait_for_points(db: Path, proc: subprocess.Popen, n: int) -> None:
+    """Until the sweep run by `proc` has stored `n` points (reading the store as it writes)."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.3)
+        try:
+            if db.exists() and bufferlab.load(db).query("SELECT count(*) AS n FROM study_points")["n"][0] >= n:
+                break
+        except (SpecError, duckdb.Error):
+            continue
+    assert proc.poll() is None, "the sweep ended before it could be stopped"
 
 
 # --- a shared store ------------------------------------------------------------------------------
@@ -315,24 +320,18 @@ def test_sigint_stops_a_sweep_and_keeps_every_finished_run(tmp_path: Path) -> No
     db = tmp_path / "s.duckdb"
     path = sweep_of(tmp_path, """
         name = "stopped"
-        seeds = 12
+        seeds = 20
         [set]
-        duration = "4s"
+        duration = "10s"
+        "topology.flows" = 20
+        "topology.bottleneck_rate" = "100Mbps"
         [[axes]]
         key = "topology.queue"
         values = ["5p", "20p"]
     """)
-    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(path), "--db", str(db), "--workers", "2"],
+    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(path), "--db", str(db), "--workers", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.3)
-        try:
-            if db.exists() and bufferlab.load(db).query("SELECT count(*) AS n FROM study_points")["n"][0] >= 1:
-                break
-        except (SpecError, duckdb.Error):
-            continue
-    assert proc.poll() is None, "the sweep ended before it could be interrupted"
+    wait_for_points(db, proc, 1)
     proc.send_signal(signal.SIGINT)
     stopped_at = time.monotonic()
     _, err = proc.communicate(timeout=60)
@@ -342,7 +341,7 @@ def test_sigint_stops_a_sweep_and_keeps_every_finished_run(tmp_path: Path) -> No
     kept = res.query("SELECT count(*) AS n FROM study_points WHERE status = 'complete'")["n"][0]
     assert kept >= 1 and res.query("SELECT count(*) AS n FROM runs")["n"][0] == kept
     again = json.loads(run_cli("sweep", str(path), "--db", str(db), "--workers", "2", "--json").stdout)
-    assert again["reused"] == kept and again["simulated"] == 24 - kept
+    assert again["reused"] == kept and again["simulated"] == 40 - kept
 
 
 def _die(key: int, plan: object) -> None:

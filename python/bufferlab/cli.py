@@ -8,6 +8,7 @@
     bufferlab plot KIND RUN... [-o FILE.pdf|.svg|.png] [--flows ...] [--links ...] [--from T --to T]
     bufferlab sweep SWEEP.toml [--workers N] [--dask local|tcp://HOST:PORT]
     bufferlab reproduce NAME [--quick] | --list
+    bufferlab report [DB] [-o DIR]        bufferlab serve [DB] [--port N]
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
@@ -384,6 +385,7 @@ def _register_commands() -> None:
     """Commands defined beside the step they drive (their heavy imports stay inside them)."""
     from .experiments.command import reproduce_command
     from .plots.command import plot_command
+    from .report.command import report_command, serve_command
     from .sizing.advise_command import advise_command
     from .study.command import results_study_command, sweep_command
 
@@ -393,6 +395,8 @@ def _register_commands() -> None:
     cli.add_command(reproduce_command)
     results_group.add_command(results_study_command)
     cli.add_command(plot_command)
+    cli.add_command(report_command)
+    cli.add_command(serve_command)
 
 
 _register_commands()

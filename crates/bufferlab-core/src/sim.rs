@@ -130,6 +130,7 @@ fn listed_flow(index: u32, f: &FlowSpec, seed: u64) -> Flow {
                             mss: config.mss,
                             initial_window_segments: config.initial_window,
                             hystart: f.tcp.hystart,
+                            ca_increase: f.tcp.ca_increase,
                             seed: stream_seed(seed ^ CONTROLLER_STREAMS, index as u64),
                         },
                     );

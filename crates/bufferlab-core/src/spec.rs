@@ -212,6 +212,33 @@ pub enum RecoveryKind {
     Classic,
 }
 
+/// How a TCP sender computes its retransmission timeout from the RTT estimates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RtoKind {
+    /// As Linux: RTO = SRTT + max(4·RTTVAR, min RTO) (the variance term is floored, not the sum),
+    /// and the timer is restarted whenever the first outstanding segment is retransmitted.
+    #[default]
+    Linux,
+    /// RFC 6298 §2: RTO = max(SRTT + 4·RTTVAR, min RTO); the timer restarts only when new data is
+    /// acknowledged (§5.3) or on a timeout (§5.5).
+    Rfc6298,
+}
+
+/// How Reno counts acknowledgements when it grows the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaIncrease {
+    /// Appropriate byte counting, RFC 3465 §2.1 (as Linux): one SMSS per cwnd bytes acknowledged,
+    /// whatever the number of ACKs that carried them.
+    #[default]
+    Bytes,
+    /// Per ACK that acknowledges new data, RFC 5681 without RFC 3465 (as ns-3's `TcpNewReno`):
+    /// min(N, SMSS) in slow start (eq. 2), SMSS·SMSS/cwnd in congestion avoidance (eq. 3). With
+    /// delayed ACKs the window grows by about half a segment per RTT.
+    PerAck,
+}
+
 /// Application traffic on a flow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -300,6 +327,14 @@ pub struct TcpSpec {
     pub timestamps: bool,
     /// HyStart++ (RFC 9406) in the initial slow start of controllers that use it: CUBIC (true).
     pub hystart: bool,
+    /// Retransmission-timeout rule (Linux).
+    pub rto: RtoKind,
+    /// RACK-TLP loss detection, RFC 8985, with SACK (false for now: with many flows on a shallow
+    /// buffer it retransmits far too much, see docs/engine.md); false leaves RFC 6675's DupThresh
+    /// rule alone and a lost retransmission to the RTO.
+    pub rack: bool,
+    /// Window growth counting of Reno/NewReno (bytes).
+    pub ca_increase: CaIncrease,
 }
 
 impl Default for TcpSpec {
@@ -319,6 +354,9 @@ impl Default for TcpSpec {
             dupthresh: 3,
             timestamps: true,
             hystart: true,
+            rto: RtoKind::Linux,
+            rack: false,
+            ca_increase: CaIncrease::Bytes,
         }
     }
 }

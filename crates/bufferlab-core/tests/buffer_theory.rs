@@ -10,7 +10,7 @@
 
 mod common;
 
-use bufferlab_core::spec::{QueueSpec, TcpSpec};
+use bufferlab_core::spec::{QueueSpec, RtoKind, TcpSpec};
 use bufferlab_core::{run, RunResult};
 use common::*;
 
@@ -28,14 +28,20 @@ fn sawtooth_utilisation(x: f64) -> f64 {
 }
 
 fn path(buffer_packets: u64) -> Path {
+    long_path(60, buffer_packets, 1, 400)
+}
+
+/// The same path with a propagation RTT of `rtt_ms` (access links 5 ms each way), ACKs every
+/// `ack_every` segments, simulated for `seconds`.
+fn long_path(rtt_ms: u64, buffer_packets: u64, ack_every: u32, seconds: u64) -> Path {
     Path {
         access_rate_bps: Some(1_000_000_000),
         access_delay_ns: 5 * MS,
         bottleneck_rate_bps: C_BPS,
-        bottleneck_delay_ns: 20 * MS,
+        bottleneck_delay_ns: (rtt_ms / 2 - 10) * MS,
         buffer: QueueSpec::fifo_packets(buffer_packets),
-        tcp: TcpSpec { ack_every: 1, ..TcpSpec::default() },
-        duration_ns: 400 * SEC,
+        tcp: TcpSpec { ack_every, ..TcpSpec::default() },
+        duration_ns: seconds * SEC,
         seed: 1,
         sample_interval_ns: Some(100 * MS),
     }
@@ -110,4 +116,65 @@ fn buffer_of_one_bdp_or_more_keeps_the_link_busy() {
         println!("b={b} measured={measured:.5}");
         assert!(measured >= 0.995, "b = {b}: utilisation {measured:.4} < 99.5%");
     }
+}
+
+/// Users' paths: RTT 100 and 200 ms, buffers of 1 and 2 BDP, ACK per packet and delayed ACKs.
+/// The sawtooth never empties the queue (utilisation 100%), and the fast retransmission, which
+/// waits behind a full buffer for base RTT + B/C (≥ the 200 ms minimum RTO here), must come back
+/// before the retransmission timer fires: no timeout at all.
+fn check_long_rtt(rtt_ms: u64, bdp: f64, ack_every: u32) {
+    // Long enough for two congestion-avoidance losses after slow start at the slowest sawtooth
+    // (period ≈ 3.4·P²/C: about 100 s at 200 ms and 2 BDP).
+    let seconds = 300;
+    let pipe = pipe_packets(&long_path(rtt_ms, 1, ack_every, seconds));
+    let buffer = (bdp * pipe).ceil() as u64;
+    let result = run(&long_path(rtt_ms, buffer, ack_every, seconds).spec()).unwrap();
+    assert_conservation(&result);
+    let measured = utilisation(&result, 10.0);
+    let flow = &result.flows[0];
+    println!(
+        "rtt={rtt_ms}ms B={bdp}·BDP ({buffer}p) ack_every={ack_every}: utilisation {measured:.5}, \
+         {} RTOs, {} recoveries",
+        flow.rtos, flow.recoveries
+    );
+    assert!(flow.recoveries >= 2, "the run must contain congestion-avoidance losses");
+    assert_eq!(flow.rtos, 0, "rtt {rtt_ms} ms, {bdp} BDP, ack_every {ack_every}: no timeout");
+    assert!(measured >= 0.995, "rtt {rtt_ms} ms, {bdp} BDP, ack_every {ack_every}: utilisation {measured:.4}");
+}
+
+#[test]
+fn reno_at_100ms_with_one_bdp_keeps_the_link_busy_without_timeouts() {
+    check_long_rtt(100, 1.0, 1);
+    check_long_rtt(100, 1.0, 2);
+}
+
+#[test]
+fn reno_at_100ms_with_two_bdp_keeps_the_link_busy_without_timeouts() {
+    check_long_rtt(100, 2.0, 1);
+    check_long_rtt(100, 2.0, 2);
+}
+
+#[test]
+fn reno_at_200ms_with_one_bdp_keeps_the_link_busy_without_timeouts() {
+    check_long_rtt(200, 1.0, 1);
+    check_long_rtt(200, 1.0, 2);
+}
+
+#[test]
+fn reno_at_200ms_with_two_bdp_keeps_the_link_busy_without_timeouts() {
+    check_long_rtt(200, 2.0, 1);
+    check_long_rtt(200, 2.0, 2);
+}
+
+#[test]
+fn rfc6298_rto_fires_before_a_fast_retransmission_queued_behind_a_full_buffer() {
+    // The option that keeps RFC 6298's rule shows why Linux's is the default: with RTTVAR decayed,
+    // RTO = max(SRTT + 4·RTTVAR, 200 ms) is shorter than base RTT + B/C = 200 ms plus queueing.
+    let pipe = pipe_packets(&long_path(100, 1, 1, 120));
+    let mut p = long_path(100, pipe.ceil() as u64, 1, 120);
+    p.tcp.rto = RtoKind::Rfc6298;
+    let result = run(&p.spec()).unwrap();
+    let flow = &result.flows[0];
+    println!("rfc6298: {} RTOs, utilisation {:.4}", flow.rtos, utilisation(&result, 10.0));
+    assert!(flow.rtos >= 2, "RFC 6298 RTO: {} timeouts", flow.rtos);
 }

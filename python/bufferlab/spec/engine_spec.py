@@ -65,7 +65,7 @@ def _tcp(defaults: TcpOptions | None, own: TcpOptions | None, where: str) -> dic
                                                    f"{layer.ack_every}")
         simple = {"mss": "mss", "header_bytes": "header_bytes", "initial_window": "initial_window",
                   "ack_every": "ack_every", "sack": "sack", "dupthresh": "dupthresh", "timestamps": "timestamps",
-                  "hystart": "hystart",
+                  "hystart": "hystart", "rto": "rto", "rack": "rack", "ca_increase": "ca_increase",
                   "delayed_ack_timeout": "delayed_ack_timeout_ns", "min_rto": "min_rto_ns",
                   "initial_rto": "initial_rto_ns", "max_rto": "max_rto_ns", "rwnd": "rwnd_bytes"}
         for ours, engine_key in simple.items():

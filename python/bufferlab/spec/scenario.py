@@ -183,6 +183,14 @@ class TcpOptions(_Model):
     timestamps: StrictBool | None = None
     # HyStart++ (RFC 9406) in CUBIC's initial slow start; false: standard slow start.
     hystart: StrictBool | None = None
+    # Retransmission timeout: "linux" (SRTT + max(4·RTTVAR, min_rto), restarted when the first
+    # outstanding segment is retransmitted) or "rfc6298" (max(SRTT + 4·RTTVAR, min_rto)).
+    rto: Literal["linux", "rfc6298"] | None = None
+    # RACK-TLP loss detection (RFC 8985); default false: RFC 6675's DupThresh rule alone.
+    rack: StrictBool | None = None
+    # Reno's window growth: "bytes" (RFC 3465 byte counting, as Linux) or "per_ack" (RFC 5681
+    # per ACK, as ns-3's TcpNewReno: half a segment per RTT with delayed ACKs).
+    ca_increase: Literal["bytes", "per_ack"] | None = None
 
 
 class QuicOptions(_Model):
@@ -398,6 +406,24 @@ def user_field(aliases: dict[str, str], engine_field: str) -> str:
     return engine_field
 
 
+def read_text_file(path: Path) -> str:
+    """A spec file's text; SpecError naming the file if it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(str(path), "no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(str(path), f"cannot read: {e}") from None
+
+
+def parse_toml(text: str, source: str) -> dict[str, Any]:
+    """TOML text as a mapping; SpecError naming `source` if it is not valid TOML."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(source, f"invalid TOML: {e}") from None
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -439,22 +465,12 @@ class Scenario(_Model):
 
     @classmethod
     def from_toml_text(cls, text: str, source: str = "scenario", base_dir: Path | None = None) -> Scenario:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise SpecError(source, f"invalid TOML: {e}") from None
-        return cls.from_dict(data, base_dir)
+        return cls.from_dict(parse_toml(text, source), base_dir)
 
     @classmethod
     def from_toml(cls, path: str | Path) -> Scenario:
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SpecError(str(path), "no such file") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise SpecError(str(path), f"cannot read: {e}") from None
-        return cls.from_toml_text(text, source=str(path), base_dir=path.parent)
+        return cls.from_toml_text(read_text_file(path), source=str(path), base_dir=path.parent)
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML/JSON form, units as text; `Scenario.from_dict` gives this scenario back."""

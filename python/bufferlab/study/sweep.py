@@ -36,7 +36,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from typing import Any
 from ..errors import SpecError
 from ..spec import Scenario
 from ..spec.overrides import split_path
+from ..spec.scenario import parse_toml, read_text_file
 
 __all__ = ["Axis", "Sweep", "SweepPoint", "MAX_POINTS"]
 
@@ -263,16 +263,7 @@ class Sweep:
     @classmethod
     def from_toml(cls, path: str | Path) -> Sweep:
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SpecError(str(path), "no such file") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise SpecError(str(path), f"cannot read: {e}") from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise SpecError(str(path), f"invalid TOML: {e}") from None
+        data = parse_toml(read_text_file(path), str(path))
         return cls.from_dict(data, base_dir=path.parent, default_name=path.stem)
 
     # --- expansion --------------------------------------------------------------------------

@@ -443,12 +443,17 @@ impl CongestionController for Bbr {
         self.entering_fast_recovery = true;
     }
 
-    fn on_retransmission_timeout(&mut self, _now: SimTime, _flight_size: u64) {
+    fn on_retransmission_timeout(&mut self, _now: SimTime, _window: u64) {
         // §4.2.3.4: upon RTO, save the window and send a single packet.
         self.prior_cwnd = self.save_cwnd();
         self.in_loss_recovery = true;
         self.entering_fast_recovery = false;
         self.packet_conservation = false;
+        self.cwnd = self.mss;
+    }
+
+    fn on_repeated_timeout(&mut self, _now: SimTime) {
+        // Still a single packet per timeout.
         self.cwnd = self.mss;
     }
 

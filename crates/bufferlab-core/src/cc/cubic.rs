@@ -213,10 +213,10 @@ impl CongestionController for Cubic {
         self.in_recovery = false;
     }
 
-    fn on_retransmission_timeout(&mut self, _now: SimTime, flight_size: u64) {
+    fn on_retransmission_timeout(&mut self, _now: SimTime, window: u64) {
         // RFC 9438 §4.8: Reno's window (1 SMSS) with CUBIC's ssthresh; the next congestion
         // avoidance stage starts its curve at its own cwnd with K = 0.
-        self.reduce(flight_size);
+        self.reduce(window);
         self.cwnd = self.mss;
         self.after_timeout = true;
         self.in_recovery = false;

@@ -129,8 +129,8 @@ impl CongestionController for HighSpeed {
         self.in_recovery = false;
     }
 
-    fn on_retransmission_timeout(&mut self, _now: SimTime, flight_size: u64) {
-        self.ssthresh = self.reduced(flight_size);
+    fn on_retransmission_timeout(&mut self, _now: SimTime, window: u64) {
+        self.ssthresh = self.reduced(window);
         self.cwnd = self.mss;
         self.in_recovery = false;
     }

@@ -25,7 +25,7 @@ pub mod delivery_rate;
 pub mod highspeed;
 pub mod reno;
 
-use crate::spec::CcaKind;
+use crate::spec::{CaIncrease, CcaKind};
 use crate::units::{BitRate, SimTime};
 
 pub use bbr::Bbr;
@@ -126,8 +126,15 @@ pub trait CongestionController {
     /// The fast-recovery episode ended (its RecoveryPoint was cumulatively acknowledged).
     fn on_recovery_exit(&mut self, _now: SimTime) {}
 
-    /// The retransmission timer expired.
-    fn on_retransmission_timeout(&mut self, now: SimTime, flight_size: u64);
+    /// The retransmission timer expired. `window` is what the reduction applies to: the window
+    /// the sender had (the controller's own window, already reduced if a fast recovery was under
+    /// way, or the flight when that was smaller), as Linux and ns-3 do; not a FlightSize that
+    /// still counts the flight of a recovery whose retransmission was lost.
+    fn on_retransmission_timeout(&mut self, now: SimTime, window: u64);
+
+    /// The timer expired again before anything new was acknowledged: the same segment goes out
+    /// once more. RFC 5681 §3.1 holds ssthresh; the window is still one segment.
+    fn on_repeated_timeout(&mut self, _now: SimTime) {}
 
     /// True if `window()` also bounds sending during fast recovery (the controller has its own
     /// recovery rule); false if the sender's recovery procedure (PRR or classic) decides.
@@ -165,11 +172,13 @@ pub struct ControllerConfig {
     pub hystart: bool,
     /// Seed of the controller's own random stream (BBR's ProbeBW phase choice).
     pub seed: u64,
+    /// How Reno counts acknowledgements (bytes, RFC 3465; or per ACK, RFC 5681).
+    pub ca_increase: CaIncrease,
 }
 
 impl ControllerConfig {
     pub fn new(mss: u32, initial_window_segments: u32) -> Self {
-        ControllerConfig { mss, initial_window_segments, hystart: true, seed: 0 }
+        ControllerConfig { mss, initial_window_segments, hystart: true, seed: 0, ca_increase: CaIncrease::Bytes }
     }
 }
 
@@ -188,7 +197,9 @@ pub enum Controller {
 impl Controller {
     pub fn new(kind: CcaKind, config: &ControllerConfig) -> Controller {
         match kind {
-            CcaKind::Reno => Controller::Reno(Reno::new(config.mss, config.initial_window_segments)),
+            CcaKind::Reno => {
+                Controller::Reno(Reno::new(config.mss, config.initial_window_segments).counting(config.ca_increase))
+            }
             CcaKind::Cubic => Controller::Cubic(Cubic::new(config)),
             CcaKind::HighSpeed => Controller::HighSpeed(HighSpeed::new(config.mss, config.initial_window_segments)),
             CcaKind::Bbr => Controller::Bbr(Bbr::new(config)),
@@ -230,8 +241,11 @@ impl CongestionController for Controller {
     fn on_recovery_exit(&mut self, now: SimTime) {
         dispatch!(self, c => c.on_recovery_exit(now))
     }
-    fn on_retransmission_timeout(&mut self, now: SimTime, flight_size: u64) {
-        dispatch!(self, c => c.on_retransmission_timeout(now, flight_size))
+    fn on_retransmission_timeout(&mut self, now: SimTime, window: u64) {
+        dispatch!(self, c => c.on_retransmission_timeout(now, window))
+    }
+    fn on_repeated_timeout(&mut self, now: SimTime) {
+        dispatch!(self, c => c.on_repeated_timeout(now))
     }
     #[inline]
     fn governs_recovery(&self) -> bool {

@@ -1,8 +1,9 @@
 //! Reno congestion control: RFC 5681 slow start and congestion avoidance with appropriate byte
-//! counting (RFC 3465). NewReno (RFC 6582) changes only loss recovery, which the sender owns, so
-//! "newreno" selects this controller too.
+//! counting (RFC 3465), or, on request, counting ACKs as RFC 5681 alone does. NewReno (RFC 6582)
+//! changes only loss recovery, which the sender owns, so "newreno" selects this controller too.
 
 use super::{state, AckSample, CongestionController};
+use crate::spec::CaIncrease;
 use crate::units::SimTime;
 
 #[derive(Debug, Clone)]
@@ -14,6 +15,7 @@ pub struct Reno {
     bytes_acked: u64,
     /// Between a congestion event and the end of its fast-recovery episode (for the time series).
     in_recovery: bool,
+    counting: CaIncrease,
 }
 
 impl Reno {
@@ -22,7 +24,30 @@ impl Reno {
 
     pub fn new(mss: u32, initial_window_segments: u32) -> Self {
         let mss = mss as u64;
-        Reno { mss, cwnd: initial_window_segments as u64 * mss, ssthresh: u64::MAX, bytes_acked: 0, in_recovery: false }
+        Reno {
+            mss,
+            cwnd: initial_window_segments as u64 * mss,
+            ssthresh: u64::MAX,
+            bytes_acked: 0,
+            in_recovery: false,
+            counting: CaIncrease::Bytes,
+        }
+    }
+
+    /// The same controller counting acknowledgements as `counting` says.
+    pub fn counting(self, counting: CaIncrease) -> Self {
+        Reno { counting, ..self }
+    }
+
+    /// RFC 5681 §3.1 without byte counting: each ACK of new data grows the window by
+    /// min(N, SMSS) in slow start (eq. 2) and by SMSS·SMSS/cwnd in congestion avoidance (eq. 3,
+    /// "rounded up to 1 byte" when the division yields 0).
+    fn grow_per_ack(&mut self, acked: u64) {
+        if self.cwnd < self.ssthresh {
+            self.cwnd += acked.min(self.mss);
+        } else {
+            self.cwnd += (self.mss * self.mss / self.cwnd).max(1);
+        }
     }
 
     /// RFC 5681 eq. (4): ssthresh = max(FlightSize / 2, 2·SMSS).
@@ -42,6 +67,10 @@ impl CongestionController for Reno {
 
     fn on_ack(&mut self, ack: &AckSample) {
         let mut acked = ack.bytes_acked;
+        if self.counting == CaIncrease::PerAck {
+            self.grow_per_ack(acked);
+            return;
+        }
         if self.cwnd < self.ssthresh {
             // RFC 5681 §3.1 eq. (2), byte-counted per RFC 3465: cwnd += min(N, L·SMSS).
             let growth = acked.min(Self::ABC_LIMIT_SEGMENTS * self.mss);
@@ -75,10 +104,10 @@ impl CongestionController for Reno {
         self.in_recovery = false;
     }
 
-    fn on_retransmission_timeout(&mut self, _now: SimTime, flight_size: u64) {
-        // RFC 5681 §3.1 eq. (4) and: "cwnd MUST be set to no more than the loss window, LW,
-        // which equals 1 full-sized segment".
-        self.ssthresh = self.halved(flight_size);
+    fn on_retransmission_timeout(&mut self, _now: SimTime, window: u64) {
+        // RFC 5681 §3.1 eq. (4) applied to the window the sender had, and: "cwnd MUST be set to no
+        // more than the loss window, LW, which equals 1 full-sized segment".
+        self.ssthresh = self.halved(window);
         self.cwnd = self.mss;
         self.bytes_acked = 0;
         self.in_recovery = false;
@@ -152,6 +181,25 @@ mod tests {
         assert_eq!(reno.state(), state::RECOVERY);
         reno.on_recovery_exit(SimTime::ZERO);
         assert_eq!(reno.state(), state::CONGESTION_AVOIDANCE);
+    }
+
+    #[test]
+    fn per_ack_counting_grows_one_smss_squared_over_cwnd_per_ack() {
+        let mut reno = Reno::new(MSS, 10).counting(CaIncrease::PerAck);
+        reno.on_congestion_event(SimTime::ZERO, 40 * MSS as u64);
+        // One window (20 segments) acknowledged by 10 delayed ACKs of two segments: the integer
+        // increments 1000²/cwnd are 50, then 49 eight times, then 48: about half a segment.
+        for _ in 0..10 {
+            reno.on_ack(&ack(2 * MSS as u64));
+        }
+        assert_eq!(reno.window(), 20_000 + 50 + 8 * 49 + 48);
+    }
+
+    #[test]
+    fn per_ack_slow_start_grows_at_most_one_smss_per_ack() {
+        let mut reno = Reno::new(MSS, 10).counting(CaIncrease::PerAck);
+        reno.on_ack(&ack(2 * MSS as u64));
+        assert_eq!(reno.window(), 11 * MSS as u64);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 
 use super::{Distribution, Sampler};
 use crate::cc::{Controller, ControllerConfig};
-use crate::spec::{CcaKind, GeneratorModel, GeneratorSpec};
+use crate::spec::{CaIncrease, CcaKind, GeneratorModel, GeneratorSpec};
 use crate::transport::tcp::TcpConfig;
 use crate::units::SimTime;
 use crate::validate::MAX_TIME_NS;
@@ -40,6 +40,8 @@ pub struct Generator {
     pub config: TcpConfig,
     /// HyStart++ for CUBIC transfers (`tcp.hystart`).
     hystart: bool,
+    /// Congestion-avoidance counting (`tcp.ca_increase`).
+    ca_increase: CaIncrease,
     /// Seed from which each transfer's controller stream is derived (the complement of the
     /// size stream's seed).
     controller_seed: u64,
@@ -81,6 +83,7 @@ impl Generator {
             cca: spec.cca,
             config: TcpConfig::from(&spec.tcp),
             hystart: spec.tcp.hystart,
+            ca_increase: spec.tcp.ca_increase,
             controller_seed: !seeds[1],
             start: SimTime::from_ns(spec.start_ns),
             stop: spec.stop_ns.map_or(SimTime::MAX, SimTime::from_ns),
@@ -126,6 +129,7 @@ impl Generator {
                 mss: self.config.mss,
                 initial_window_segments: self.config.initial_window,
                 hystart: self.hystart,
+                ca_increase: self.ca_increase,
                 seed: self.controller_seed ^ self.created.wrapping_mul(0x9E37_79B9_7F4A_7C15),
             },
         )

@@ -1,11 +1,14 @@
 //! TCP: a sender and a receiver per flow, carrying one direction of bulk data.
 
+#[cfg(test)]
+pub mod loopback;
+pub mod rack;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
 
-use crate::spec::{RecoveryKind, TcpSpec};
+use crate::spec::{RecoveryKind, RtoKind, TcpSpec};
 use crate::units::SimTime;
 
 pub use receiver::TcpReceiver;
@@ -31,6 +34,9 @@ pub struct TcpConfig {
     pub rwnd: Option<u64>,
     pub dupthresh: u32,
     pub timestamps: bool,
+    pub rto: RtoKind,
+    /// RACK-TLP (RFC 8985); it needs SACK, so it is off without it.
+    pub rack: bool,
 }
 
 impl From<&TcpSpec> for TcpConfig {
@@ -49,6 +55,8 @@ impl From<&TcpSpec> for TcpConfig {
             rwnd: s.rwnd_bytes,
             dupthresh: s.dupthresh,
             timestamps: s.timestamps,
+            rto: s.rto,
+            rack: s.rack && s.sack,
         }
     }
 }

@@ -1,5 +1,14 @@
-//! Round-trip time estimation and the retransmission timeout, RFC 6298.
+//! Round-trip time estimation and the retransmission timeout: RFC 6298, or as Linux computes it.
+//!
+//! Both smooth the RTT the same way (RFC 6298 §2.3). They differ in where the minimum applies:
+//! RFC 6298 §2.4 rounds the whole RTO up to it, RTO = max(SRTT + 4·RTTVAR, min RTO); Linux
+//! (tcp_rtt_estimator, tcp_set_rto) floors the variance term, RTO = SRTT + max(4·RTTVAR, min RTO).
+//! The difference matters when the queue grows slowly: RTTVAR decays to almost nothing while SRTT
+//! climbs, and under RFC 6298 a retransmission that waits behind a full buffer comes back after
+//! base RTT + B/C, which exceeds the RTO whenever that is at least the minimum RTO; Linux's RTO
+//! always keeps min RTO of slack above SRTT.
 
+use crate::spec::RtoKind;
 use crate::units::SimTime;
 
 #[derive(Debug, Clone)]
@@ -10,6 +19,7 @@ pub struct RttEstimator {
     base_rto: SimTime,
     min_rto: SimTime,
     max_rto: SimTime,
+    rule: RtoKind,
     /// Number of consecutive timeouts: the RTO is doubled this many times (RFC 6298 §5.5).
     backoffs: u32,
     min_rtt: Option<SimTime>,
@@ -19,8 +29,9 @@ impl RttEstimator {
     /// RFC 6298 §2: K = 4.
     const K: u64 = 4;
 
-    pub fn new(initial_rto: SimTime, min_rto: SimTime, max_rto: SimTime) -> Self {
+    pub fn new(initial_rto: SimTime, min_rto: SimTime, max_rto: SimTime, rule: RtoKind) -> Self {
         RttEstimator {
+            rule,
             srtt: None,
             rttvar: SimTime::ZERO,
             base_rto: initial_rto,
@@ -47,11 +58,17 @@ impl RttEstimator {
                 self.srtt = Some(SimTime((7 * srtt.0 + r.0) / 8));
             }
         }
-        // RFC 6298 §2.2/2.3: RTO <- SRTT + max(G, K*RTTVAR); the simulated clock has G -> 0.
         let srtt = self.srtt.expect("set above");
-        let rto = srtt + self.rttvar.mul(Self::K);
-        // §2.4: RTO below the minimum is rounded up; §2.5: a maximum may be placed on it.
-        self.base_rto = rto.max(self.min_rto).min(self.max_rto);
+        let variance = self.rttvar.mul(Self::K);
+        let rto = match self.rule {
+            // RFC 6298 §2.2/2.3: RTO <- SRTT + max(G, K*RTTVAR) (the simulated clock has G -> 0);
+            // §2.4: an RTO below the minimum is rounded up.
+            RtoKind::Rfc6298 => (srtt + variance).max(self.min_rto),
+            // Linux: the variance term is at least the minimum RTO (rttvar >= tcp_rto_min).
+            RtoKind::Linux => srtt + variance.max(self.min_rto),
+        };
+        // §2.5: a maximum may be placed on the RTO.
+        self.base_rto = rto.min(self.max_rto);
     }
 
     /// The timeout to arm now, including exponential backoff.
@@ -76,6 +93,11 @@ impl RttEstimator {
         self.backoffs = 0;
     }
 
+    /// The timer has expired since new data was last acknowledged.
+    pub fn is_backed_off(&self) -> bool {
+        self.backoffs > 0
+    }
+
     pub fn srtt(&self) -> Option<SimTime> {
         self.srtt
     }
@@ -90,7 +112,11 @@ mod tests {
     use super::*;
 
     fn estimator() -> RttEstimator {
-        RttEstimator::new(SimTime::from_secs(1), SimTime::from_ms(200), SimTime::from_secs(60))
+        estimator_with(RtoKind::Rfc6298)
+    }
+
+    fn estimator_with(rule: RtoKind) -> RttEstimator {
+        RttEstimator::new(SimTime::from_secs(1), SimTime::from_ms(200), SimTime::from_secs(60), rule)
     }
 
     #[test]
@@ -114,6 +140,31 @@ mod tests {
         }
         assert_eq!(e.srtt(), Some(SimTime::from_ms(10)));
         assert_eq!(e.rto(), SimTime::from_ms(200));
+    }
+
+    #[test]
+    fn linux_rule_keeps_min_rto_of_slack_above_a_steady_srtt() {
+        let mut e = estimator_with(RtoKind::Linux);
+        for _ in 0..200 {
+            e.on_sample(SimTime::from_ms(150));
+        }
+        // RTTVAR has decayed to nothing: RFC 6298 gives max(150, 200) = 200 ms, Linux 150 + 200.
+        assert_eq!(e.rto(), SimTime::from_ms(350));
+        let mut rfc = estimator();
+        for _ in 0..200 {
+            rfc.on_sample(SimTime::from_ms(150));
+        }
+        assert_eq!(rfc.rto(), SimTime::from_ms(200));
+    }
+
+    #[test]
+    fn linux_rule_uses_the_variance_term_when_it_exceeds_min_rto() {
+        let mut e = estimator_with(RtoKind::Linux);
+        e.on_sample(SimTime::from_ms(100));
+        // SRTT = 100 ms, 4·RTTVAR = 200 ms: equal to the floor, RTO = 300 ms either way.
+        assert_eq!(e.rto(), SimTime::from_ms(300));
+        e.on_sample(SimTime::from_ms(200));
+        assert_eq!(e.rto(), SimTime::from_us(112_500 + 4 * 62_500));
     }
 
     #[test]

@@ -9,8 +9,13 @@
 //! have been SACKed. The number of SACKed segments above a segment never decreases while it is
 //! outstanding, so the lost segments always form a prefix below a boundary: the DupThresh-th
 //! highest SACKed segment. Moving that boundary marks each segment at most once.
+//!
+//! RACK (RFC 8985) marks by time instead, and keeps the same prefix: never-retransmitted segments
+//! leave in sequence order, so those a delivery proves lost form a prefix of the ones above the
+//! boundary. Retransmissions, which RACK can also find lost, are kept in the order they left.
 
-use crate::cc::delivery_rate::{DeliveryRateEstimator, TxSnapshot};
+use super::rack::{sent_after, RackReference};
+use crate::cc::delivery_rate::TxSnapshot;
 use crate::net::packet::SackBlock;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -63,6 +68,18 @@ pub struct Scoreboard {
     lost_boundary: u64,
     /// No lost, unretransmitted segment starts below this sequence number.
     retransmit_hint: u64,
+    /// With RACK: retransmissions in the order they were sent, (segment start, send time);
+    /// entries whose segment was acknowledged or sent again since are skipped when met.
+    retransmissions: Option<VecDeque<(u64, SimTime)>>,
+}
+
+/// What RACK's loss rule found in one pass over the scoreboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RackLosses {
+    /// Bytes newly deemed lost, lost retransmissions included.
+    pub bytes: u64,
+    /// When the earliest segment sent before the reference, not yet deemed lost, will be.
+    pub next_deadline: Option<SimTime>,
 }
 
 impl Scoreboard {
@@ -71,8 +88,10 @@ impl Scoreboard {
         self.segments.shrink_to_fit();
     }
 
-    pub fn new(mss: u32) -> Self {
+    /// `rack`: keep the order of retransmissions, for RACK's detection of lost retransmissions.
+    pub fn new(mss: u32, rack: bool) -> Self {
         Scoreboard {
+            retransmissions: rack.then(VecDeque::new),
             // Grows with the window; a mouse of a few segments never pays for a large one.
             segments: VecDeque::with_capacity(16),
             mss: mss as u64,
@@ -87,6 +106,19 @@ impl Scoreboard {
         }
     }
 
+    /// The counters agree with the segments (checked in debug builds after every change).
+    pub fn assert_consistent(&self) {
+        if cfg!(debug_assertions) {
+            let sum =
+                |f: fn(&Segment) -> bool| self.segments.iter().filter(|s| f(s)).map(|s| s.len as u64).sum::<u64>();
+            assert_eq!(self.outstanding_bytes, sum(|_| true), "outstanding");
+            assert_eq!(self.sacked_bytes, sum(|s| s.sacked), "sacked");
+            assert_eq!(self.lost_bytes, sum(|s| s.lost), "lost");
+            assert_eq!(self.retransmitted_bytes, sum(|s| s.retransmitted), "retransmitted");
+            assert_eq!(sum(|s| s.sacked && (s.lost || s.retransmitted)), 0, "SACKed and lost");
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.segments.is_empty()
     }
@@ -97,6 +129,20 @@ impl Scoreboard {
 
     pub fn sacked_bytes(&self) -> u64 {
         self.sacked_bytes
+    }
+
+    pub fn sacked_segments(&self) -> u64 {
+        self.sacked_segments
+    }
+
+    /// Some outstanding segment is deemed lost and not yet retransmitted, or its retransmission
+    /// is deemed lost too.
+    pub fn has_lost(&self) -> bool {
+        self.lost_bytes > 0
+    }
+
+    pub fn last_index(&self) -> Option<usize> {
+        self.segments.len().checked_sub(1)
     }
 
     /// RFC 6675 §4 SetPipe(), kept incrementally: every outstanding segment that is neither SACKed
@@ -135,8 +181,8 @@ impl Scoreboard {
     }
 
     /// Remove every segment wholly below `ack` (a cumulative acknowledgement); segments not
-    /// SACKed before are delivered now, at `now`, to the rate estimator.
-    pub fn ack_up_to(&mut self, ack: u64, now: SimTime, rate: &mut DeliveryRateEstimator) -> CumulativeAck {
+    /// SACKed before are delivered now and handed to `delivered`.
+    pub fn ack_up_to(&mut self, ack: u64, delivered: &mut impl FnMut(&Segment)) -> CumulativeAck {
         let mut result = CumulativeAck::default();
         while let Some(seg) = self.segments.front() {
             if seg.end() > ack {
@@ -153,7 +199,7 @@ impl Scoreboard {
                 if seg.lost {
                     self.lost_bytes -= len;
                 }
-                rate.on_delivered(now, &seg.tx, seg.sent_time, seg.ever_retransmitted, len);
+                delivered(&seg);
             }
             if seg.retransmitted {
                 self.retransmitted_bytes -= len;
@@ -164,13 +210,16 @@ impl Scoreboard {
         }
         if self.segments.is_empty() {
             self.highest_sacked_end = 0;
+            if let Some(order) = self.retransmissions.as_mut() {
+                order.clear();
+            }
         }
         result
     }
 
-    /// Mark the segments wholly inside a SACK block, delivering them at `now` to the rate
-    /// estimator; returns the bytes newly SACKed.
-    pub fn sack(&mut self, block: SackBlock, now: SimTime, rate: &mut DeliveryRateEstimator) -> u64 {
+    /// Mark the segments wholly inside a SACK block, handing each newly SACKed one to
+    /// `delivered`; returns the bytes newly SACKed.
+    pub fn sack(&mut self, block: SackBlock, delivered: &mut impl FnMut(&Segment)) -> u64 {
         let Some(front) = self.segments.front() else { return 0 };
         let start = block.start.max(front.start);
         let end = block.end.min(self.segments.back().expect("non-empty").end());
@@ -199,7 +248,7 @@ impl Scoreboard {
                     self.retransmitted_bytes -= len;
                 }
                 self.highest_sacked_end = self.highest_sacked_end.max(seg.end());
-                rate.on_delivered(now, &seg.tx, seg.sent_time, seg.ever_retransmitted, len);
+                delivered(seg);
             }
             i += 1;
         }
@@ -285,7 +334,89 @@ impl Scoreboard {
         self.retransmitted_bytes = 0;
         self.retransmit_hint = 0;
         self.lost_boundary = self.segments.back().map_or(0, |s| s.end());
+        if let Some(order) = self.retransmissions.as_mut() {
+            order.clear();
+        }
         self.lost_bytes - before
+    }
+
+    /// RFC 8985 §6.2 step 5, RACK_detect_loss: every outstanding transmission sent before the
+    /// `reference` segment is lost once `reference.rtt + reo_wnd` has passed since it left.
+    /// Original transmissions above the loss boundary are met in the order they left, and so are
+    /// retransmissions in their queue: each walk stops at the first one not yet lost, whose
+    /// deadline is the next to watch (the RFC arms its timer at the latest pending deadline and
+    /// marks them together; marking each at its own deadline applies the same rule on time).
+    pub fn rack_detect_losses(&mut self, reference: RackReference, reo_wnd: SimTime, now: SimTime) -> RackLosses {
+        let mut found = RackLosses::default();
+        let wait = reference.rtt + reo_wnd;
+        let sent_before_reference =
+            |seg: &Segment| sent_after(reference.xmit_ts, reference.end_seq, seg.sent_time, seg.end());
+        let watch = |deadline: SimTime, found: &mut RackLosses| {
+            found.next_deadline = Some(found.next_deadline.map_or(deadline, |d| d.min(deadline)));
+        };
+        // Original transmissions (and a tail loss probe, which left after every segment below it).
+        let end = self.segments.back().map_or(0, Segment::end);
+        if let Some(front) = self.segments.front().filter(|_| self.lost_boundary < end) {
+            // (A boundary at the end of a short last segment would map to that segment.)
+            let mut i = self.index_of(self.lost_boundary.max(front.start));
+            while i < self.segments.len() {
+                let seg = &mut self.segments[i];
+                if !seg.sacked {
+                    if !sent_before_reference(seg) {
+                        break;
+                    }
+                    let deadline = seg.sent_time + wait;
+                    if deadline > now {
+                        watch(deadline, &mut found);
+                        break;
+                    }
+                    seg.lost = true;
+                    let len = seg.len as u64;
+                    self.lost_bytes += len;
+                    found.bytes += len;
+                    if seg.retransmitted {
+                        // A loss probe's copy went the same way.
+                        seg.retransmitted = false;
+                        self.retransmitted_bytes -= len;
+                    }
+                }
+                // Every unsacked segment below the boundary is lost; SACKed ones may lie there.
+                self.lost_boundary = seg.end();
+                i += 1;
+            }
+        }
+        // Retransmissions, in the order they left.
+        let Some(mut order) = self.retransmissions.take() else { return found };
+        while let Some(&(start, sent)) = order.front() {
+            let Some(front) = self.segments.front() else { break };
+            if start < front.start {
+                order.pop_front(); // cumulatively acknowledged
+                continue;
+            }
+            let i = self.index_of(start);
+            let seg = &mut self.segments[i];
+            if seg.sacked || !seg.retransmitted || seg.sent_time != sent {
+                order.pop_front(); // delivered, or deemed lost and sent again since
+                continue;
+            }
+            if !sent_before_reference(seg) {
+                break;
+            }
+            let deadline = seg.sent_time + wait;
+            if deadline > now {
+                watch(deadline, &mut found);
+                break;
+            }
+            // The retransmission is lost: the segment waits to be sent again.
+            seg.retransmitted = false;
+            let len = seg.len as u64;
+            self.retransmitted_bytes -= len;
+            found.bytes += len;
+            self.retransmit_hint = self.retransmit_hint.min(start);
+            order.pop_front();
+        }
+        self.retransmissions = Some(order);
+        found
     }
 
     /// RFC 6675 NextSeg() rule 1: the first lost segment not yet retransmitted.
@@ -320,6 +451,23 @@ impl Scoreboard {
         seg.sent_time = now;
         seg.tx = tx;
         self.retransmitted_bytes += seg.len as u64;
+        let seg = *seg;
+        if let Some(order) = self.retransmissions.as_mut() {
+            order.push_back((seg.start, now));
+        }
+        seg
+    }
+
+    /// A tail loss probe (RFC 8985 §7.3) sends segment `index` again, which is not deemed lost:
+    /// both copies count in flight until one is delivered or RACK deems the probe lost.
+    pub fn probe(&mut self, index: usize, now: SimTime, tx: TxSnapshot) -> Segment {
+        let seg = &mut self.segments[index];
+        debug_assert!(!seg.lost && !seg.sacked && !seg.retransmitted);
+        seg.retransmitted = true;
+        seg.ever_retransmitted = true;
+        seg.sent_time = now;
+        seg.tx = tx;
+        self.retransmitted_bytes += seg.len as u64;
         *seg
     }
 }
@@ -330,13 +478,11 @@ mod tests {
 
     const MSS: u32 = 100;
 
-    fn rate() -> DeliveryRateEstimator {
-        DeliveryRateEstimator::new()
-    }
+    fn ignore(_: &Segment) {}
 
     /// A scoreboard with `n` full segments outstanding, starting at sequence number 1.
     fn board(n: u64) -> Scoreboard {
-        let mut sb = Scoreboard::new(MSS);
+        let mut sb = Scoreboard::new(MSS, false);
         for k in 0..n {
             sb.push(1 + k * MSS as u64, MSS, SimTime::ZERO, TxSnapshot::default());
         }
@@ -344,7 +490,7 @@ mod tests {
     }
 
     fn sack_segments(sb: &mut Scoreboard, from: u64, to: u64) -> u64 {
-        sb.sack(SackBlock { start: 1 + from * MSS as u64, end: 1 + to * MSS as u64 }, SimTime::ZERO, &mut rate())
+        sb.sack(SackBlock { start: 1 + from * MSS as u64, end: 1 + to * MSS as u64 }, &mut ignore)
     }
 
     #[test]
@@ -396,7 +542,7 @@ mod tests {
         let mut sb = board(10);
         sack_segments(&mut sb, 2, 5);
         sb.mark_losses(3);
-        let ack = sb.ack_up_to(1 + 5 * MSS as u64, SimTime::ZERO, &mut rate());
+        let ack = sb.ack_up_to(1 + 5 * MSS as u64, &mut ignore);
         assert_eq!((ack.bytes, ack.segments, ack.previously_sacked_bytes), (500, 5, 300));
         assert_eq!(sb.pipe(), 500);
         assert_eq!(sb.sacked_bytes(), 0);
@@ -417,9 +563,68 @@ mod tests {
         assert_eq!(order, vec![0, 1, 2, 4]);
     }
 
+    fn reference(k: u64, sent_ms: u64, rtt_ms: u64) -> RackReference {
+        RackReference {
+            xmit_ts: SimTime::from_ms(sent_ms),
+            end_seq: 1 + (k + 1) * MSS as u64,
+            rtt: SimTime::from_ms(rtt_ms),
+        }
+    }
+
+    #[test]
+    fn rack_deems_lost_what_left_before_a_delivered_segment_once_rtt_and_window_have_passed() {
+        let mut sb = Scoreboard::new(MSS, true);
+        for k in 0..6 {
+            sb.push(1 + k * MSS as u64, MSS, SimTime::from_ms(k), TxSnapshot::default());
+        }
+        sack_segments(&mut sb, 4, 5);
+        // Segment 4 (sent at 4 ms) delivered with RTT 50 ms, window 10 ms: a segment sent before
+        // it at t is lost at t + 60 ms. At 61 ms that is segments 0 and 1.
+        let found = sb.rack_detect_losses(reference(4, 4, 50), SimTime::from_ms(10), SimTime::from_ms(61));
+        assert_eq!(found.bytes, 2 * MSS as u64, "segments 0 and 1 (sent at 0 and 1 ms)");
+        assert_eq!(found.next_deadline, Some(SimTime::from_ms(62)), "segment 2 is next");
+        assert_eq!(sb.pipe(), 2 * MSS as u64 + MSS as u64, "segments 2, 3 and 5 in flight");
+        // Segment 5 left after the reference: never deemed lost by it.
+        let found = sb.rack_detect_losses(reference(4, 4, 50), SimTime::from_ms(10), SimTime::from_ms(500));
+        assert_eq!((found.bytes, found.next_deadline), (2 * MSS as u64, None));
+    }
+
+    #[test]
+    fn rack_deems_a_retransmission_lost_and_offers_the_segment_again() {
+        let mut sb = Scoreboard::new(MSS, true);
+        for k in 0..4 {
+            sb.push(1 + k * MSS as u64, MSS, SimTime::ZERO, TxSnapshot::default());
+        }
+        sack_segments(&mut sb, 1, 4);
+        sb.mark_losses(3);
+        let i = sb.next_retransmission().unwrap();
+        sb.retransmit(i, SimTime::from_ms(100), TxSnapshot::default());
+        // Segment 3, sent at 0 ms before the retransmission at 100 ms, cannot judge it...
+        let early = sb.rack_detect_losses(reference(3, 0, 50), SimTime::ZERO, SimTime::from_ms(300));
+        assert_eq!(early.bytes, 0);
+        // ... new data sent at 110 ms and delivered at 160 ms can: 100 + 50 <= 160.
+        sb.push(1 + 4 * MSS as u64, MSS, SimTime::from_ms(110), TxSnapshot::default());
+        sack_segments(&mut sb, 4, 5);
+        let found = sb.rack_detect_losses(reference(4, 110, 50), SimTime::ZERO, SimTime::from_ms(160));
+        assert_eq!(found.bytes, MSS as u64);
+        assert_eq!(sb.next_retransmission(), Some(0), "segment 0 goes out a third time");
+    }
+
+    #[test]
+    fn rack_after_a_timeout_leaves_a_short_last_segment_counted_once() {
+        let mut sb = Scoreboard::new(MSS, true);
+        sb.push(1, MSS, SimTime::ZERO, TxSnapshot::default());
+        sb.push(1 + MSS as u64, 40, SimTime::ZERO, TxSnapshot::default());
+        assert_eq!(sb.mark_all_lost(), MSS as u64 + 40);
+        let found = sb.rack_detect_losses(reference(9, 100, 10), SimTime::ZERO, SimTime::from_secs(1));
+        assert_eq!(found.bytes, 0);
+        sb.assert_consistent();
+        assert_eq!(sb.pipe(), 0);
+    }
+
     #[test]
     fn sack_of_partial_segment_marks_nothing() {
         let mut sb = board(3);
-        assert_eq!(sb.sack(SackBlock { start: 150, end: 250 }, SimTime::ZERO, &mut rate()), 0);
+        assert_eq!(sb.sack(SackBlock { start: 150, end: 250 }, &mut ignore), 0);
     }
 }

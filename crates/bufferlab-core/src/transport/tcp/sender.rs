@@ -1,15 +1,16 @@
-//! The sending side of a TCP connection: handshake, segmentation, SACK-based (RFC 6675) or
-//! NewReno (RFC 6582) loss recovery with PRR (RFC 6937) or classic window reduction, the
-//! retransmission timer (RFC 6298), delivery-rate estimation and pacing for controllers that
-//! ask for them.
+//! The sending side of a TCP connection: handshake, segmentation, loss detection by RACK-TLP
+//! (RFC 8985) or by SACK (RFC 6675) or duplicate ACKs (RFC 6582), recovery with PRR (RFC 6937)
+//! or classic window reduction, the retransmission timer (RFC 6298 or as Linux runs it),
+//! delivery-rate estimation and pacing for controllers that ask for them.
 
+use super::rack::Rack;
 use super::rtt::RttEstimator;
-use super::scoreboard::Scoreboard;
+use super::scoreboard::{Scoreboard, Segment};
 use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::cc::{AckSample, CongestionController, Controller, DeliveryRateEstimator};
 use crate::net::packet::{flags, Packet};
 use crate::record::result::FlowRecord;
-use crate::spec::RecoveryKind;
+use crate::spec::{RecoveryKind, RtoKind};
 use crate::transport::pacer::Pacer;
 use crate::transport::timing::{InterDeparture, WriteLog};
 use crate::units::SimTime;
@@ -78,18 +79,37 @@ pub struct TcpSender {
     write_log: WriteLog,
     /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation).
     rate: DeliveryRateEstimator,
-    /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
     pacer: Pacer,
+    /// RACK (RFC 8985 §6) and its reordering timer.
+    rack: Rack,
+    rack_deadline: Option<SimTime>,
+    /// The tail loss probe (RFC 8985 §7): its timer, and the episode of a probe sent (TLP.end_seq
+    /// and TLP.is_retrans), which ends when an ACK tells whether the probe repaired a loss.
+    tlp_deadline: Option<SimTime>,
+    tlp_episode: Option<LossProbe>,
     pub record: FlowRecord,
 }
 
+/// A tail loss probe in flight (RFC 8985 §7.3).
+#[derive(Debug, Clone, Copy)]
+struct LossProbe {
+    /// SND.NXT when the probe left.
+    end_seq: u64,
+    /// The probe sent old data again (rather than a new segment).
+    retransmission: bool,
+}
+
+/// RFC 8985 §7.2 WCDelAckT: the worst-case delayed-ACK time a probe waits for when a single
+/// segment is in flight.
+const WORST_CASE_DELAYED_ACK: SimTime = SimTime::from_ms(200);
+
 impl TcpSender {
     pub fn new(flow: u32, receiver_node: u32, config: TcpConfig, cc: Controller, bytes: Option<u64>) -> Self {
-        let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto);
+        let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto, config.rto);
         TcpSender {
             flow,
             receiver_node,
-            scoreboard: Scoreboard::new(config.mss),
+            scoreboard: Scoreboard::new(config.mss, config.rack),
             config,
             cc,
             state: State::Idle,
@@ -110,6 +130,10 @@ impl TcpSender {
             write_log: WriteLog::default(),
             rate: DeliveryRateEstimator::new(),
             pacer: Pacer::new(),
+            rack: Rack::default(),
+            rack_deadline: None,
+            tlp_deadline: None,
+            tlp_episode: None,
             record: FlowRecord::default(),
         }
     }
@@ -153,10 +177,10 @@ impl TcpSender {
     pub fn delivery_rate_bps(&self) -> u64 {
         self.rate.latest_rate_bps()
     }
-    /// The earliest of the retransmission deadline and the pacer's next release (when it holds
-    /// a packet back).
+    /// The earliest of the retransmission, reordering and loss-probe deadlines and the pacer's
+    /// next release (when it holds a packet back).
     pub fn next_timeout(&self) -> Option<SimTime> {
-        self.rto_deadline.into_iter().chain(self.pacer.wakeup()).min()
+        [self.rto_deadline, self.rack_deadline, self.tlp_deadline, self.pacer.wakeup()].into_iter().flatten().min()
     }
     /// Smoothed inter-departure time of data segments; `None` before the second one.
     pub fn idt_ewma(&self) -> Option<SimTime> {
@@ -180,6 +204,7 @@ impl TcpSender {
 
     /// RFC 6675 pipe; without SACK, duplicate ACKs stand in for SACKed segments.
     fn pipe(&self) -> u64 {
+        self.scoreboard.assert_consistent();
         let inferred = self.dupack_delivered_segments * self.config.mss as u64;
         self.scoreboard.pipe().saturating_sub(inferred)
     }
@@ -241,14 +266,26 @@ impl TcpSender {
     }
 
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        let Some(deadline) = self.rto_deadline.filter(|&d| now >= d) else {
-            // Not the retransmission timer: the pacer may release what it held back.
+        self.scoreboard.assert_consistent();
+        let due = |deadline: Option<SimTime>| deadline.is_some_and(|d| now >= d);
+        if due(self.tlp_deadline) {
+            // The probe timer stands in for the RTO it was clamped to (RFC 8985 §7.2).
+            self.tlp_deadline = None;
+            self.send_loss_probe(now, out);
+            return;
+        }
+        if due(self.rack_deadline) {
+            self.rack_deadline = None;
+            self.on_reordering_timeout(now, out);
+            return;
+        }
+        if !due(self.rto_deadline) {
+            // Not a loss-detection timer: the pacer may release what it held back.
             if self.pacer.held_packet_due(now) {
                 self.transmit(now, out);
             }
             return;
-        };
-        debug_assert!(now >= deadline);
+        }
         self.rto_deadline = None;
         match self.state {
             State::SynSent => {
@@ -265,15 +302,27 @@ impl TcpSender {
     }
 
     fn on_ack(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+        self.scoreboard.assert_consistent();
         let ack = packet.ack;
         let prior_una = self.snd_una;
         let prior_in_flight = self.pipe();
+
+        // Every segment this ACK delivers feeds the delivery-rate estimator and RACK.
+        let min_rtt = self.rtt.min_rtt();
+        let rack_on = self.config.rack;
+        let (rate, rack) = (&mut self.rate, &mut self.rack);
+        let mut on_delivered = |seg: &Segment| {
+            rate.on_delivered(now, &seg.tx, seg.sent_time, seg.ever_retransmitted, seg.len as u64);
+            if rack_on {
+                rack.on_delivered(seg, now, min_rtt);
+            }
+        };
 
         // SACK blocks first: they may reveal losses below the cumulative point (RFC 6675 §5).
         let mut newly_sacked = 0;
         if self.config.sack {
             for block in packet.sack_blocks() {
-                newly_sacked += self.scoreboard.sack(*block, now, &mut self.rate);
+                newly_sacked += self.scoreboard.sack(*block, &mut on_delivered);
             }
         }
 
@@ -282,7 +331,7 @@ impl TcpSender {
         let mut newest_sent = None;
         let mut rtt_sample = None;
         if ack > self.snd_una {
-            let cumulative = self.scoreboard.ack_up_to(ack, now, &mut self.rate);
+            let cumulative = self.scoreboard.ack_up_to(ack, &mut on_delivered);
             acked_bytes = cumulative.bytes;
             delivered += cumulative.bytes - cumulative.previously_sacked_bytes;
             if !self.config.sack {
@@ -332,15 +381,26 @@ impl TcpSender {
             return;
         }
 
-        // Loss detection.
+        if self.tlp_episode.is_some() {
+            self.on_loss_probe_answer(now, ack, ack > prior_una || newly_sacked > 0);
+        }
+
+        // Loss detection: RACK by time (RFC 8985), else RFC 6675's DupThresh rule with SACK, else
+        // duplicate ACKs (RFC 6582).
         let mut newly_lost = 0;
-        if self.config.sack {
+        if self.config.rack {
+            newly_lost += self.rack_detect_losses(now);
+        } else if self.config.sack {
             newly_lost += self.scoreboard.mark_losses(self.config.dupthresh);
         }
         match self.recovery {
             None => {
-                let sack_inferred = self.config.sack && self.scoreboard.first_is_lost();
-                if self.dupacks >= self.config.dupthresh || sack_inferred {
+                let loss_found = if self.config.rack {
+                    self.scoreboard.has_lost()
+                } else {
+                    self.dupacks >= self.config.dupthresh || (self.config.sack && self.scoreboard.first_is_lost())
+                };
+                if loss_found {
                     if !self.config.sack {
                         // RFC 6582 §3.2 step 2: fast retransmit.
                         newly_lost += self.scoreboard.mark_first_lost();
@@ -390,8 +450,110 @@ impl TcpSender {
         } else if ack > prior_una {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
+        if ack > prior_una {
+            self.schedule_loss_probe(now);
+        }
+        self.scoreboard.assert_consistent();
 
         self.transmit(now, out);
+    }
+
+    // ----- RACK-TLP (RFC 8985) -----
+
+    /// RFC 8985 §6.2 step 5 with the current reordering window; arms the reordering timer for
+    /// the next segment that may still be deemed lost. Returns the bytes newly deemed lost.
+    fn rack_detect_losses(&mut self, now: SimTime) -> u64 {
+        let (Some(reference), Some(min_rtt), Some(srtt)) = (self.rack.reference(), self.rtt.min_rtt(), self.rtt.srtt())
+        else {
+            return 0;
+        };
+        let reo_wnd = self.rack.reordering_window(
+            self.recovery.is_some(),
+            self.scoreboard.sacked_segments(),
+            self.config.dupthresh,
+            min_rtt,
+            srtt,
+        );
+        let found = self.scoreboard.rack_detect_losses(reference, reo_wnd, now);
+        self.rack_deadline = found.next_deadline;
+        found.bytes
+    }
+
+    /// RFC 8985 §6.3: the reordering window has passed for a segment sent before the latest
+    /// delivered one. Losses found now start fast recovery, which (as in Linux) counts one segment
+    /// delivered so that PRR lets the retransmission out.
+    fn on_reordering_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.state != State::Established {
+            return;
+        }
+        self.rack_detect_losses(now);
+        if self.recovery.is_none() && self.scoreboard.has_lost() {
+            self.enter_fast_recovery(now);
+            if !self.cc.governs_recovery() {
+                self.update_prr(self.config.mss as u64);
+            }
+        }
+        self.transmit(now, out);
+    }
+
+    /// RFC 8985 §7.2: after new data is sent or acknowledged, outside recovery and with no probe
+    /// outstanding, a probe is due after PTO = 2·SRTT (plus WCDelAckT with a single segment in
+    /// flight), and no later than the RTO.
+    fn schedule_loss_probe(&mut self, now: SimTime) {
+        self.tlp_deadline = None;
+        if !self.config.rack || self.recovery.is_some() || self.tlp_episode.is_some() || self.scoreboard.is_empty() {
+            return;
+        }
+        let Some(srtt) = self.rtt.srtt() else { return };
+        let mut pto = srtt.mul(2);
+        if self.scoreboard.outstanding_bytes() <= self.config.mss as u64 {
+            pto = pto + WORST_CASE_DELAYED_ACK;
+        }
+        let at = now + pto;
+        self.tlp_deadline = Some(self.rto_deadline.map_or(at, |rto| at.min(rto)));
+    }
+
+    /// RFC 8985 §7.3: send one new segment if there is one (whatever the window says), else the
+    /// last segment again; then the RTO timer is re-armed.
+    fn send_loss_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.state != State::Established || self.recovery.is_some() {
+            return;
+        }
+        let data_end = self.stream_end.unwrap_or(u64::MAX);
+        let len = (data_end.saturating_sub(self.snd_nxt)).min(self.config.mss as u64);
+        if len > 0 && self.rwnd_allows(len) {
+            self.send_new_segment(now, len, out);
+            self.tlp_episode = Some(LossProbe { end_seq: self.snd_nxt, retransmission: false });
+        } else if let Some(i) = self.scoreboard.last_index() {
+            let last = *self.scoreboard.get(i);
+            if !last.sacked && !last.lost && !last.retransmitted {
+                let tx = self.rate.on_send(now, false);
+                let seg = self.scoreboard.probe(i, now, tx);
+                self.record.segments_retransmitted += 1;
+                out.push(self.segment(now, seg.start, seg.len, flags::ACK, true));
+                self.tlp_episode = Some(LossProbe { end_seq: self.snd_nxt, retransmission: true });
+            }
+        }
+        self.rto_deadline = Some(now + self.rtt.rto());
+        self.scoreboard.assert_consistent();
+    }
+
+    /// RFC 8985 §7.4, as Linux judges it without DSACK: a probe of new data needs no verdict; a
+    /// retransmitted probe repaired a loss if the ACK moves beyond it (the congestion window is
+    /// reduced once), and was not needed if a pure duplicate ACK says both copies arrived.
+    fn on_loss_probe_answer(&mut self, now: SimTime, ack: u64, new_information: bool) {
+        let Some(probe) = self.tlp_episode else { return };
+        if ack < probe.end_seq {
+            return;
+        }
+        if !probe.retransmission || !new_information {
+            self.tlp_episode = None;
+        } else if ack > probe.end_seq {
+            let window = (self.snd_nxt - self.snd_una).min(self.cc.window());
+            self.cc.on_congestion_event(now, window);
+            self.cc.on_recovery_exit(now);
+            self.tlp_episode = None;
+        }
     }
 
     fn fin_outstanding(&self) -> bool {
@@ -404,6 +566,8 @@ impl TcpSender {
         }
         self.state = State::Closed;
         self.rto_deadline = None;
+        self.rack_deadline = None;
+        self.tlp_deadline = None;
         self.pacer.release_hold();
         self.snd_una = self.fin_seq().map_or(self.snd_una, |f| f + 1);
         self.record.bytes_acked = self.bytes_acked();
@@ -419,6 +583,9 @@ impl TcpSender {
         // RFC 5681 FlightSize: data sent but not cumulatively acknowledged.
         let flight_size = self.snd_nxt - self.snd_una;
         self.cc.on_congestion_event(now, flight_size);
+        // A recovery episode ends any loss-probe episode (its repair is this reduction).
+        self.tlp_deadline = None;
+        self.tlp_episode = None;
         self.record.recoveries += 1;
         self.record.recovery_episodes += 1;
         self.recovery = Some(Recovery {
@@ -477,10 +644,22 @@ impl TcpSender {
         if self.scoreboard.is_empty() && !self.fin_outstanding() {
             return;
         }
-        // RFC 6298 §5.5: back off; RFC 5681 §3.1: ssthresh from FlightSize, cwnd = 1 SMSS.
+        if self.rtt.is_backed_off() {
+            // The same segment times out again: RFC 5681 §3.1 holds ssthresh.
+            self.cc.on_repeated_timeout(now);
+        } else {
+            // RFC 5681 §3.1: ssthresh from the window the sender had, cwnd = 1 SMSS. Inside a fast
+            // recovery whose retransmission was lost, FlightSize still counts the whole pre-loss
+            // flight; the controller's window is already reduced (Linux and ns-3 use it).
+            let flight_size = self.snd_nxt - self.snd_una;
+            self.cc.on_retransmission_timeout(now, flight_size.min(self.cc.window()));
+        }
+        // RFC 6298 §5.5: back off the timer. Every segment is now deemed lost: RACK's timer and the
+        // loss probe have nothing left to do.
         self.rtt.back_off();
-        let flight_size = self.snd_nxt - self.snd_una;
-        self.cc.on_retransmission_timeout(now, flight_size);
+        self.rack_deadline = None;
+        self.tlp_deadline = None;
+        self.tlp_episode = None;
         self.scoreboard.mark_all_lost();
         self.dupacks = 0;
         self.dupack_delivered_segments = 0;
@@ -541,6 +720,7 @@ impl TcpSender {
         if self.state != State::Established {
             return;
         }
+        let mut sent_new = false;
         loop {
             // NextSeg() rule 1: a lost segment; otherwise rule 2: new data.
             if let Some(i) = self.scoreboard.next_retransmission() {
@@ -552,6 +732,11 @@ impl TcpSender {
                     break;
                 }
                 self.retransmit_now = false;
+                if i == 0 && self.config.rto == RtoKind::Linux {
+                    // Linux restarts the timer when it retransmits the first outstanding segment,
+                    // so a fast retransmission gets a whole RTO to come back.
+                    self.rto_deadline = Some(now + self.rtt.rto());
+                }
                 let tx = self.rate.on_send(now, self.scoreboard.is_empty());
                 let seg = self.scoreboard.retransmit(i, now, tx);
                 self.charge(len);
@@ -564,20 +749,11 @@ impl TcpSender {
             let data_end = self.stream_end.unwrap_or(u64::MAX);
             if self.snd_nxt < data_end {
                 let len = (data_end - self.snd_nxt).min(self.config.mss as u64);
-                let rwnd_ok = self.config.rwnd.is_none_or(|rwnd| self.snd_nxt + len - self.snd_una <= rwnd);
-                if !rwnd_ok || !self.may_send(len) || !self.pacer.allows(now, self.cc.pacing_rate()) {
+                if !self.rwnd_allows(len) || !self.may_send(len) || !self.pacer.allows(now, self.cc.pacing_rate()) {
                     break;
                 }
-                let start = self.snd_nxt;
-                let tx = self.rate.on_send(now, self.scoreboard.is_empty());
-                self.scoreboard.push(start, len as u32, now, tx);
-                // Application offsets start at 0 (sequence number 1).
-                self.write_log.write(start - 1, start - 1 + len, now);
-                self.snd_nxt += len;
-                self.charge(len);
-                let packet = self.segment(now, start, len as u32, flags::ACK, false);
-                self.paced(now, &packet);
-                out.push(packet);
+                self.send_new_segment(now, len, out);
+                sent_new = true;
                 continue;
             }
             // Nothing left to send although the window has room: the application limits the
@@ -600,7 +776,29 @@ impl TcpSender {
         if self.rto_deadline.is_none() && (!self.scoreboard.is_empty() || self.fin_outstanding()) {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
+        if sent_new {
+            self.schedule_loss_probe(now);
+        }
+        self.scoreboard.assert_consistent();
         self.record.app_bytes_written = self.bytes_written();
+    }
+
+    fn rwnd_allows(&self, len: u64) -> bool {
+        self.config.rwnd.is_none_or(|rwnd| self.snd_nxt + len - self.snd_una <= rwnd)
+    }
+
+    /// Send `len` new bytes from SND.NXT.
+    fn send_new_segment(&mut self, now: SimTime, len: u64, out: &mut Vec<Packet>) {
+        let start = self.snd_nxt;
+        let tx = self.rate.on_send(now, self.scoreboard.is_empty());
+        self.scoreboard.push(start, len as u32, now, tx);
+        // Application offsets start at 0 (sequence number 1).
+        self.write_log.write(start - 1, start - 1 + len, now);
+        self.snd_nxt += len;
+        self.charge(len);
+        let packet = self.segment(now, start, len as u32, flags::ACK, false);
+        self.paced(now, &packet);
+        out.push(packet);
     }
 
     fn paced(&mut self, now: SimTime, packet: &Packet) {
@@ -627,6 +825,7 @@ impl TcpSender {
 
 #[cfg(test)]
 mod tests {
+    use super::super::loopback::{Fate, Loopback};
     use super::*;
     use crate::cc::ControllerConfig;
     use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
@@ -738,7 +937,8 @@ mod tests {
 
     #[test]
     fn retransmission_timeout_resends_first_segment_with_one_segment_window() {
-        let (mut s, _) = established(TcpSpec::default());
+        // Without RACK-TLP the retransmission timer is the only one armed.
+        let (mut s, _) = established(TcpSpec { rack: false, ..TcpSpec::default() });
         let mut out = Vec::new();
         let deadline = s.next_timeout().expect("timer armed with data outstanding");
         s.on_timeout(deadline, &mut out);
@@ -771,9 +971,69 @@ mod tests {
 
     #[test]
     fn unpaced_sender_sends_the_window_at_once_and_waits_only_for_the_rto() {
-        let (s, out) = established(TcpSpec::default());
+        let (s, out) = established(TcpSpec { rack: false, ..TcpSpec::default() });
         assert_eq!((out.len(), s.pacing_rate_bps()), (10, 0));
         assert!(s.next_timeout().unwrap() > SimTime::from_ms(200));
+    }
+
+    #[test]
+    fn a_loss_probe_is_due_two_srtt_after_new_data_leaves() {
+        // RFC 8985 §7.2: PTO = 2·SRTT (10 ms from the handshake) with more than one segment out.
+        let (s, _) = established(TcpSpec { rack: true, ..TcpSpec::default() });
+        assert_eq!(s.next_timeout(), Some(SimTime::from_ms(10 + 20)));
+    }
+
+    fn loopback(rack: bool, segments: u64) -> Loopback {
+        let spec = TcpSpec { mss: MSS as u32, rack, ..TcpSpec::default() };
+        Loopback::new(spec, segments, SimTime::from_us(500), SimTime::from_ms(50))
+    }
+
+    #[test]
+    fn rack_recovers_a_lost_retransmission_without_a_timeout() {
+        // Segment 20 and its first retransmission are dropped.
+        let drop_twice = |k, copy| if k == 20 && copy < 2 { Fate::Dropped } else { Fate::Delivered };
+        let mut rack = loopback(true, 300);
+        assert!(rack.run(SimTime::from_secs(60), drop_twice).is_some());
+        assert_eq!(rack.copies_of(20), 3);
+        assert_eq!((rack.sender.record.rtos, rack.sender.record.recoveries), (0, 1));
+        // RFC 6675 alone cannot see a retransmission lost: the RTO has to find it.
+        let mut sack_only = loopback(false, 300);
+        assert!(sack_only.run(SimTime::from_secs(60), drop_twice).is_some());
+        assert_eq!(sack_only.copies_of(20), 3);
+        assert_eq!(sack_only.sender.record.rtos, 1);
+    }
+
+    #[test]
+    fn rack_deems_no_segment_lost_that_arrives_within_the_reordering_window() {
+        // Segment 12 is overtaken by one segment (RACK notes reordering, DupThresh does not
+        // fire); segment 100 arrives 5 ms late, overtaken by about ten segments, within RACK's
+        // window of min_RTT / 4 (about 25 ms).
+        let reorder = |k, copy| match (k, copy) {
+            (12, 0) => Fate::Delayed(SimTime::from_us(700)),
+            (100, 0) => Fate::Delayed(SimTime::from_ms(5)),
+            _ => Fate::Delivered,
+        };
+        let mut rack = loopback(true, 300);
+        assert!(rack.run(SimTime::from_secs(60), reorder).is_some());
+        assert_eq!(rack.sender.record.segments_retransmitted, 0);
+        assert_eq!(rack.sender.record.recoveries, 0);
+        // RFC 6675's DupThresh rule takes the late segment for lost.
+        let mut sack_only = loopback(false, 300);
+        assert!(sack_only.run(SimTime::from_secs(60), reorder).is_some());
+        assert_eq!(sack_only.copies_of(100), 2);
+        assert_eq!(sack_only.copies_of(12), 1);
+    }
+
+    #[test]
+    fn a_tail_loss_probe_repairs_the_last_segments_without_a_timeout() {
+        let tail = |k, copy| if k >= 27 && copy == 0 { Fate::Dropped } else { Fate::Delivered };
+        let mut rack = loopback(true, 30);
+        let closed = rack.run(SimTime::from_secs(60), tail).expect("the transfer completes");
+        assert_eq!(rack.sender.record.rtos, 0);
+        let mut sack_only = loopback(false, 30);
+        let closed_after_rto = sack_only.run(SimTime::from_secs(60), tail).expect("the transfer completes");
+        assert_eq!(sack_only.sender.record.rtos, 1);
+        assert!(closed < closed_after_rto, "probe: {closed:?}, RTO: {closed_after_rto:?}");
     }
 
     #[test]

@@ -1,0 +1,89 @@
+"""`bufferlab report DB [-o DIR]` and `bufferlab serve DB [--port N]`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import SpecError
+from ..store import DEFAULT_DB
+from .site import DEFAULT_OUT
+
+__all__ = ["report_command", "serve_command"]
+
+_db_argument = click.argument("db", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_DB,
+                              required=False)
+
+
+def _check_store(db: Path) -> None:
+    if not db.exists():
+        raise SpecError("DB", f"no store at {db} (run something first: bufferlab run SCENARIO.toml --db {db})")
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise SpecError("--output", f"{out} is a file, not a folder")
+
+
+@click.command("report")
+@_db_argument
+@click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
+              show_default=True, help="Folder of the site (index.html inside).")
+@click.option("--no-figures", is_flag=True, help="Leave out figures and charts (faster for big stores).")
+@click.option("--force", is_flag=True, help="Rebuild every page, not only those whose runs or studies changed.")
+def report_command(db: Path, out: Path, no_figures: bool, force: bool) -> None:
+    """Write an HTML report of the store DB: an index of studies and runs, a page per run (its
+    command, flows, metric tables, figures), a page per study and per reproduction."""
+    from .site import build_site
+
+    _check_store(db)
+    _check_out(out)
+    report = build_site(db, out, figures=not no_figures, force=force)
+    click.echo(f"{report.runs} run(s), {report.studies} study(ies), {report.reproductions} reproduction(s); "
+               f"{len(report.rebuilt)} page(s) written -> {out / 'index.html'}")
+    for note in report.notes[:20]:
+        click.echo(f"note: {note}", err=True)
+
+
+@click.command("serve")
+@_db_argument
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port on 127.0.0.1 (0: any free port).")
+@click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
+              show_default=True, help="Folder the report is built in.")
+@click.option("--interval", type=click.FloatRange(0.1, 3600), default=2.0, show_default=True,
+              help="Seconds between looks at the store for new runs.")
+@click.option("--no-figures", is_flag=True, help="Leave out figures and charts.")
+def serve_command(db: Path, port: int, out: Path, interval: float, no_figures: bool) -> None:
+    """Serve the report of DB on http://127.0.0.1:PORT/ (this machine only), rebuilding its pages
+    when the store gains runs. Ctrl-C stops it."""
+    from .serve import Watcher, make_server
+    from .site import build_site
+
+    _check_store(db)
+    _check_out(out)
+    build_site(db, out, figures=not no_figures)
+    try:
+        server = make_server(out, port)
+    except OSError as e:
+        raise SpecError("--port", f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}") from None
+
+    def rebuild() -> None:
+        report = build_site(db, out, figures=not no_figures)
+        click.echo(f"rebuilt: {len(report.rebuilt)} page(s) ({report.runs} runs)")
+
+    watcher = Watcher(db, rebuild, interval_s=interval,
+                      on_error=lambda e: click.echo(f"warning: rebuild failed: {e}", err=True))
+    watcher.start()
+    host, bound = server.server_address[:2]
+    click.echo(f"serving {out}/ on http://{host}:{bound}/ (Ctrl-C stops)")
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("stopped")
+    finally:
+        watcher.stop()
+        server.server_close()

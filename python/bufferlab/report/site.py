@@ -1,0 +1,426 @@
+"""The report: a static site of a result store, built from `bufferlab.load(db)` only.
+
+    out/index.html                      studies, reproductions and runs, with search and filter
+    out/runs/<id>/index.html            one run in seed 001's shape; spec.toml reproduces it
+    out/studies/<slug>/index.html       one study: its points, metrics vs the swept axes, CDFs
+    out/reproductions/<name>/index.html a reproduction's observations next to the seed's
+    out/assets/                         the CSS and JS every page uses (no network needed)
+
+Pages of runs and studies are rebuilt only when what they show changed (a stamp beside each
+page), so `bufferlab serve` can rebuild after every new run. Every file is written atomically
+(a temporary file renamed into place): a page being served is never half written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..errors import SpecError
+from ..store.reader import Results, load
+from .tables import MetricTable, best_positions, better, format_value, run_metric_tables
+
+__all__ = ["build_site", "BuildReport", "run_dir_name", "study_dir_name", "DEFAULT_OUT"]
+
+DEFAULT_OUT = Path("report")
+PACKAGE = Path(__file__).resolve().parent
+# Lines of a run's interactive charts: the first flows (like `bufferlab plot timeseries`).
+CHART_QUANTITIES = ("cwnd", "srtt", "throughput", "queue")
+# Points per line in an interactive chart (the static figure keeps matplotlib's own decimation).
+CHART_POINTS = 2000
+# A study page compares its points on these metrics (network, bottleneck and mean flow metrics).
+STUDY_METRICS = ("mean_agg_throughput_l4", "utilization_l1", "mean_qdisc_delay_l2", "total_qdisc_drops_l2",
+                 "loss_rate_l4", "mean_srtt_l4", "mean_jains_fairness_throughput_l4")
+STUDY_FIGURE_METRICS = ("utilization_l1", "mean_qdisc_delay_l2", "mean_jains_fairness_throughput_l4")
+# CDFs overlay at most this many runs (the first seed of the first points).
+MAX_CDF_RUNS = 8
+# ... and only when a run has this many flows: fewer values make no distribution worth a figure.
+MIN_CDF_FLOWS = 5
+MAX_FLOW_ROWS = 40
+
+
+@dataclass
+class BuildReport:
+    """What a build wrote: page counts, pages rebuilt, and figures that could not be drawn."""
+
+    out: Path
+    runs: int = 0
+    studies: int = 0
+    reproductions: int = 0
+    rebuilt: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def run_dir_name(run_id: str) -> str:
+    return run_id[:16]
+
+
+def study_dir_name(study: str) -> str:
+    """A folder name for a study name (which may hold "/" and anything else): readable, and unique
+    by a short hash of the exact name."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", study).strip("-.")[:60] or "study"
+    return f"{readable}-{hashlib.sha1(study.encode()).hexdigest()[:6]}"
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(PACKAGE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["value"] = format_value
+    return env
+
+
+# --- reading the store ---------------------------------------------------------------------------
+
+def _runs(res: Results) -> pl.DataFrame:
+    return res.query(
+        "SELECT r.run_id, r.name, r.status, r.created_at, r.seed, r.end_ns, r.events, r.wall_time_s, "
+        "r.engine_version, r.study_id, (SELECT count(*) FROM flows f WHERE f.run_id = r.run_id) AS flows "
+        "FROM runs r ORDER BY r.created_at, r.run_id")
+
+
+def _studies(res: Results) -> pl.DataFrame:
+    return res.query("SELECT study_id, created_at, description, kind, axes_json, "
+                     "(SELECT count(*) FROM runs r WHERE r.study_id = s.study_id) AS runs "
+                     "FROM studies s ORDER BY study_id")
+
+
+def _stamp_matches(page_dir: Path, stamp: str) -> bool:
+    path = page_dir / ".stamp"
+    return path.exists() and path.read_text(encoding="utf-8") == stamp and (page_dir / "index.html").exists()
+
+
+def _without_nulls(value: Any) -> Any:
+    """A JSON spec for TOML, which has no null: absent keys mean the same as null ones."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def spec_toml(user_spec: dict[str, Any]) -> str:
+    import tomli_w
+
+    return tomli_w.dumps(_without_nulls(user_spec))
+
+
+def _json_number(value: float) -> float | None:
+    return None if not math.isfinite(value) else round(value, 6)
+
+
+# --- figures -------------------------------------------------------------------------------------
+
+def _figure(notes: list[str], what: str, draw: Callable[[], Any], path: Path) -> str | None:
+    """Draw and save one figure; a figure the store cannot give (no series recorded, no
+    capture) is left out with a note saying what to record."""
+    from ..plots import save
+
+    try:
+        fig = draw()
+    except SpecError as e:
+        notes.append(f"{what}: {e}")
+        return None
+    tmp = path.with_name(".tmp-" + path.name)
+    save(fig, tmp)
+    os.replace(tmp, path)
+    return path.name
+
+
+def _charts(res: Results, run_id: str, notes: list[str]) -> list[dict[str, Any]]:
+    """The run's time series as JSON for the interactive charts (one per quantity)."""
+    from ..plots.common import decimate, flow_colour, run_info, time_window
+    from ..plots.series import FLOW_QUANTITIES, LINK_QUANTITIES, QUANTITIES, default_flows, default_links, \
+        flow_lines, link_lines
+
+    info = run_info(res, run_id)
+    window = time_window()
+    lines: dict[str, Any] = {}
+    try:
+        flows, _ = default_flows(res, info, None)
+        lines.update(flow_lines(res, info, [FLOW_QUANTITIES[q] for q in CHART_QUANTITIES if q in FLOW_QUANTITIES],
+                                flows, window))
+    except SpecError as e:
+        notes.append(f"interactive flow charts: {e}")
+    try:
+        links = default_links(res, info, None)
+        lines.update(link_lines(res, info, [LINK_QUANTITIES[q] for q in CHART_QUANTITIES if q in LINK_QUANTITIES],
+                                links, window))
+    except SpecError as e:
+        notes.append(f"interactive link charts: {e}")
+    charts = []
+    for name in CHART_QUANTITIES:
+        if name not in lines:
+            continue
+        series = []
+        for k, line in enumerate(lines[name]):
+            x, y = decimate(line.t_s, line.y, CHART_POINTS)
+            colour = flow_colour(line.index) if QUANTITIES[name].kind == "flow" else ("#222222", "#777777")[k % 2]
+            series.append({"name": line.name, "colour": colour, "x": [_json_number(float(v)) for v in x],
+                           "y": [_json_number(float(v)) for v in y]})
+        charts.append({"id": name, "title": QUANTITIES[name].label, "x_label": "time (s)", "series": series})
+    return charts
+
+
+# --- pages ---------------------------------------------------------------------------------------
+
+def _flow_rows(res: Results, run_id: str, spec: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    frame = res.query("SELECT flow, name, src, dst, start_ns, completed_ns, bytes_acked, segments_retransmitted, "
+                      "rtos, goodput_bps, generator FROM flows WHERE run_id = ? ORDER BY flow", [run_id])
+    engine_flows = spec.get("flows", [])
+    rows = []
+    for row in frame.head(MAX_FLOW_ROWS).iter_rows(named=True):
+        listed = engine_flows[row["flow"]] if row["generator"] is None and row["flow"] < len(engine_flows) else {}
+        cca = listed.get("cca") if isinstance(listed, dict) else None
+        if isinstance(cca, dict):  # a controller with options: {"kind": "cubic", ...}
+            cca = cca.get("kind")
+        rows.append({**row, "cca": cca or "—"})
+    return rows, frame.height - min(frame.height, MAX_FLOW_ROWS)
+
+
+def _parameters(user_spec: dict[str, Any]) -> list[tuple[str, str]]:
+    from ..plots.common import flatten
+
+    return [(k, v) for k, v in flatten(user_spec).items() if k not in ("name", "description")]
+
+
+def _build_run(env: Any, res: Results, run: dict[str, Any], out: Path, study_dirs: dict[str, str],
+               report: BuildReport, figures: bool) -> None:
+    run_id = run["run_id"]
+    page_dir = out / "runs" / run_dir_name(run_id)
+    stamp = f"{run['created_at']}|{run['status']}|{run['study_id']}|{int(figures)}"
+    if _stamp_matches(page_dir, stamp):
+        return
+    page_dir.mkdir(parents=True, exist_ok=True)
+    user_spec = res.user_spec(run_id)
+    engine_spec = res.spec(run_id)
+    write_atomic(page_dir / "spec.toml", spec_toml(user_spec))
+    command = "bufferlab run spec.toml" + (f" --study {_shell_word(run['study_id'])}" if run["study_id"] else "")
+    tables: list[MetricTable] = []
+    notes: list[str] = []
+    images: list[dict[str, str]] = []
+    charts: list[dict[str, Any]] = []
+    if run["status"] == "complete":
+        tables = run_metric_tables(res.table("flow_metrics", run_id), res.table("link_metrics", run_id),
+                                   res.table("network_metrics", run_id))
+        if figures:
+            from .. import plots
+
+            charts = _charts(res, run_id, notes)
+            for stem, caption, draw in (
+                ("timeseries", "Time series of the first flows and the bottleneck queue",
+                 lambda: plots.timeseries(res, run_id)),
+                ("operating-point", "Operating point (seed 001): throughput and delay of the flows",
+                 lambda: plots.operating_point(res, run_id)),
+            ):
+                name = _figure(notes, stem, draw, page_dir / f"{stem}.png")
+                if name is not None:
+                    images.append({"file": name, "caption": caption})
+    flows, hidden_flows = _flow_rows(res, run_id, engine_spec)
+    html = env.get_template("run.html").render(
+        root="../../", run=run, short_id=run_id[:12], description=user_spec.get("description"),
+        parameters=_parameters(user_spec), command=command, flows=flows, hidden_flows=hidden_flows,
+        tables=tables, images=images, charts=charts, notes=notes,
+        study_href=(f"../../studies/{study_dirs[run['study_id']]}/index.html" if run["study_id"] in study_dirs
+                    else None))
+    write_atomic(page_dir / "index.html", html)
+    write_atomic(page_dir / ".stamp", stamp)
+    report.rebuilt.append(f"runs/{run_dir_name(run_id)}")
+    report.notes.extend(f"run {run_id[:12]}: {n}" for n in notes)
+
+
+def _shell_word(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def _point_tables(frame: pl.DataFrame, axes: Sequence[str]) -> list[dict[str, Any]]:
+    """Per-point tables of a study: one per controller when an axis sets the CCA, else one; each
+    metric column with its best mean in bold."""
+    cca_axes = [a for a in axes if a.endswith("cca") or ".cca" in a]
+    group_axis = cca_axes[0] if cca_axes else None
+    groups: Iterable[tuple[Any, pl.DataFrame]] = (
+        ((key[0], part) for key, part in frame.group_by(group_axis, maintain_order=True)) if group_axis
+        else [(None, frame)])
+    shown_axes = [a for a in axes if a != group_axis]
+    metrics = [m for m in STUDY_METRICS if m in frame.columns]
+    tables = []
+    for key, part in groups:
+        rows = list(part.iter_rows(named=True))
+        best = {m: best_positions([r[m] for r in rows], better(m)) for m in metrics}
+        tables.append({
+            "title": f"{group_axis} = {key}" if group_axis else "Points",
+            "axes": shown_axes, "metrics": metrics,
+            "rows": [{"axes": [r[a] for a in shown_axes], "seeds": r["seeds"],
+                      "cells": [{"mean": format_value(r[m]), "value": r[m],
+                                 "ci": (f"[{format_value(r[m + '_ci_low'])}, {format_value(r[m + '_ci_high'])}]"
+                                        if r.get(m + "_ci_low") is not None else ""),
+                                 "best": i in best[m]} for m in metrics]} for i, r in enumerate(rows)],
+        })
+    return tables
+
+
+def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_dirs: set[str],
+                 repro_links: dict[str, tuple[str, str]], report: BuildReport, figures: bool) -> None:
+    from .. import plots
+
+    name = study["study_id"]
+    page_dir = out / "studies" / study_dir_name(name)
+    runs = res.study_runs(name)
+    stamp = hashlib.sha1(json.dumps([runs.select("run_id", "status").rows(), int(figures),
+                                     repro_links.get(name)], default=str).encode()).hexdigest()
+    if _stamp_matches(page_dir, stamp):
+        return
+    page_dir.mkdir(parents=True, exist_ok=True)
+    axes = res.study_axes(name)
+    points = res.study(name)
+    notes: list[str] = []
+    images: list[dict[str, str]] = []
+    complete = runs.filter(pl.col("status") == "complete")
+    if figures and complete.height:
+        if axes and points.height > 1:
+            for metric in STUDY_FIGURE_METRICS:
+                file = _figure(notes, f"sweep {metric}", lambda m=metric: plots.sweep(res, [name], metric=m),
+                               page_dir / f"sweep-{metric}.svg")
+                if file is not None:
+                    images.append({"file": file, "caption": f"{metric} against {axes[0]} (95 % CI over seeds)"})
+        first_seed = complete.unique("point", keep="first", maintain_order=True).head(MAX_CDF_RUNS)
+        flows_per_run = res.query("SELECT count(*) AS n FROM flows WHERE run_id IN (SELECT unnest(?)) GROUP BY run_id",
+                                  [first_seed["run_id"].to_list()])["n"].to_list()
+        file = None if max(flows_per_run, default=0) < MIN_CDF_FLOWS else _figure(notes, "cdf", lambda: plots.cdf(res, first_seed["run_id"].to_list(), source="flows"),
+                       page_dir / "cdf.svg")
+        if file is not None:
+            images.append({"file": file, "caption": f"CDFs of per-flow throughput and loss, overlaid "
+                                                    f"({first_seed.height} point(s), first seed each)"})
+    run_rows = [{**r, "href": (f"../../runs/{run_dir_name(r['run_id'])}/index.html"
+                               if r["run_id"] and run_dir_name(r["run_id"]) in run_dirs else None)}
+                for r in runs.iter_rows(named=True)]
+    html = env.get_template("study.html").render(
+        root="../../", study=study, axes=axes, runs=run_rows, tables=_point_tables(points, axes) if axes else [],
+        images=images, notes=notes, reproduction=repro_links.get(name))
+    write_atomic(page_dir / "index.html", html)
+    write_atomic(page_dir / ".stamp", stamp)
+    report.rebuilt.append(f"studies/{study_dir_name(name)}")
+    report.notes.extend(f"study {name}: {n}" for n in notes)
+
+
+def _reproductions(res: Results, study_names: set[str]) -> list[dict[str, Any]]:
+    """Every reproduction (`bufferlab reproduce`) whose studies are all in the store, with its
+    observations computed from them (the same as its summary.md)."""
+    try:
+        from ..experiments.registry import reproductions
+    except ImportError:  # a bufferlab without reproductions
+        return []
+    found = []
+    for repro in reproductions().values():
+        for quick in (True, False):
+            studies = repro.study_names(quick)
+            if not studies or not set(studies.values()) <= study_names:
+                continue
+            key = f"{repro.name}{'-quick' if quick else ''}"
+            try:
+                observations = repro.observe(res, studies)
+                error = None
+            except Exception as e:  # noqa: BLE001 - an incomplete study is shown, not fatal to the report
+                observations, error = [], f"{type(e).__name__}: {e}"
+            found.append({"key": key, "repro": repro, "quick": quick, "studies": studies,
+                          "observations": observations, "error": error,
+                          "held": sum(o.holds is True for o in observations),
+                          "differ": sum(o.holds is False for o in observations)})
+    return found
+
+
+def _build_reproduction(env: Any, res: Results, r: dict[str, Any], out: Path, study_dirs: dict[str, str],
+                        report: BuildReport, figures: bool) -> None:
+    """A reproduction's page: its observations, its studies linked, and its own figures (the
+    seed's, drawn by the reproduction from the store as `bufferlab reproduce` draws them)."""
+    page_dir = out / "reproductions" / r["key"]
+    states = [res.study_runs(s).select("run_id", "status").rows() for s in r["studies"].values()]
+    stamp = hashlib.sha1(json.dumps([states, int(figures)], default=str).encode()).hexdigest()
+    if _stamp_matches(page_dir, stamp):
+        return
+    page_dir.mkdir(parents=True, exist_ok=True)
+    images: list[dict[str, str]] = []
+    notes: list[str] = []
+    if figures and r["error"] is None:
+        try:
+            drawn = r["repro"].draw(res, r["studies"])
+        except Exception as e:  # noqa: BLE001 - as for the observations: shown, not fatal
+            drawn = {}
+            notes.append(f"figures: {type(e).__name__}: {e}")
+        for stem, fig in drawn.items():
+            name = _figure(notes, stem, lambda f=fig: f, page_dir / f"{stem}.png")
+            if name is not None:
+                images.append({"file": name, "caption": stem})
+    html = env.get_template("reproduction.html").render(
+        root="../../", r=r, images=images, notes=notes,
+        study_hrefs={part: f"../../studies/{study_dirs[s]}/index.html" for part, s in r["studies"].items()})
+    write_atomic(page_dir / "index.html", html)
+    write_atomic(page_dir / ".stamp", stamp)
+    report.rebuilt.append(f"reproductions/{r['key']}")
+
+
+def build_site(db: str | Path, out: str | Path = DEFAULT_OUT, *, figures: bool = True,
+               force: bool = False) -> BuildReport:
+    """Write (or bring up to date) the report of the store `db` in the folder `out`."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    out = Path(out)
+    res = load(db)
+    report = BuildReport(out=out)
+    if force and out.exists():
+        for stamp in out.glob("*/*/.stamp"):
+            stamp.unlink()
+    env = _environment()
+    for asset in sorted((PACKAGE / "assets").iterdir()):
+        if asset.is_file():
+            target = out / "assets" / asset.name
+            if not target.exists() or target.read_bytes() != asset.read_bytes():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(asset, target)
+    runs = _runs(res)
+    studies = _studies(res)
+    study_dirs = {s: study_dir_name(s) for s in studies["study_id"].to_list()}
+    repros = _reproductions(res, set(study_dirs))
+    repro_links: dict[str, tuple[str, str]] = {}
+    for r in repros:
+        for study in r["studies"].values():
+            repro_links[study] = (r["key"], f"../../reproductions/{r['key']}/index.html")
+    for run in runs.iter_rows(named=True):
+        _build_run(env, res, run, out, study_dirs, report, figures)
+    run_dirs = {run_dir_name(r) for r in runs["run_id"].to_list()}
+    for study in studies.iter_rows(named=True):
+        _build_study(env, res, study, out, run_dirs, repro_links, report, figures)
+    for r in repros:
+        _build_reproduction(env, res, r, out, study_dirs, report, figures)
+    report.runs, report.studies, report.reproductions = runs.height, studies.height, len(repros)
+    index = env.get_template("index.html").render(
+        root="", db=str(db), runs=[{**r, "href": f"runs/{run_dir_name(r['run_id'])}/index.html"}
+                                   for r in runs.iter_rows(named=True)],
+        studies=[{**s, "axes": json.loads(s["axes_json"]) if s["axes_json"] else [],
+                  "href": f"studies/{study_dirs[s['study_id']]}/index.html"} for s in studies.iter_rows(named=True)],
+        reproductions=[{**r, "href": f"reproductions/{r['key']}/index.html"} for r in repros])
+    write_atomic(out / "index.html", index)
+    return report

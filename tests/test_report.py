@@ -1,0 +1,348 @@
+"""`bufferlab report` and `bufferlab serve`: pages built from the store only, metric tables that
+hold the store's numbers with the right bests in bold, a spec file that reproduces the run, escaped
+names, incremental rebuilds, and a server that stays on loopback and inside its folder."""
+
+from __future__ import annotations
+
+import http.client
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from bufferlab.analysis import metrics as catalogue
+from bufferlab.report import build_site
+from bufferlab.report.serve import LOOPBACK, Watcher, make_server, resolve_inside
+from bufferlab.report.site import run_dir_name, study_dir_name
+from bufferlab.report.tables import HIGHER_IS_BETTER, LOWER_IS_BETTER, NEITHER, best_positions, better
+
+from conftest import SMALL_DUMBBELL, bufferlab
+
+EVIL_NAME = '<script>alert("x")</script> & co'
+
+
+# --- tables without a store -------------------------------------------------------------------------
+
+def test_every_catalogue_metric_has_exactly_one_direction_class():
+    every = {*catalogue.FLOW_METRICS, *catalogue.LINK_METRICS, *catalogue.NETWORK_METRICS}
+    assert HIGHER_IS_BETTER | LOWER_IS_BETTER | NEITHER == every
+    assert not HIGHER_IS_BETTER & LOWER_IS_BETTER and not (HIGHER_IS_BETTER | LOWER_IS_BETTER) & NEITHER
+
+
+def test_throughput_and_fairness_are_better_higher_delay_drops_and_loss_lower():
+    assert better("mean_throughput_l4") == better("mean_jains_fairness_throughput_l4") == "higher"
+    assert better("utilization_l1") == "higher"
+    assert better("mean_qdisc_delay_l2") == better("total_qdisc_drops_l2") == better("loss_rate_l4") == "lower"
+    assert better("mean_cwnd_l4") is None
+
+
+def test_best_positions_marks_every_tie_and_nothing_without_a_comparison():
+    assert best_positions([1.0, 3.0, 3.0, None], "higher") == {1, 2}
+    assert best_positions([1.0, 3.0, 0.5], "lower") == {2}
+    assert best_positions([2.0, 2.0], "lower") == set()          # all equal: no best
+    assert best_positions([2.0, None], "higher") == set()        # one value: nothing compared
+    assert best_positions([1.0, 3.0], None) == set()             # a metric without a direction
+
+
+# --- a store with runs and a study --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A plain run, a run with a hostile name, and a two-point study of the queue."""
+    from bufferlab.runner import run
+    from bufferlab.spec import Scenario
+    from bufferlab.study.execute import run_sweep
+    from bufferlab.study.executors import make_executor
+    from bufferlab.study.sweep import Sweep
+
+    root = tmp_path_factory.mktemp("report")
+    db = root / "store.duckdb"
+    spec_path = root / "small.toml"
+    spec_path.write_text(textwrap.dedent(SMALL_DUMBBELL), encoding="utf-8")
+    plain = run(Scenario.from_toml(spec_path), db).run_id
+    evil = run(Scenario.from_toml(spec_path).with_overrides({"name": EVIL_NAME, "topology.queue": "8p"}), db).run_id
+    sweep = Sweep.from_dict({"name": "queue/small", "base": str(spec_path), "seeds": 1,
+                             "axes": [{"key": "topology.queue", "values": ["5p", "40p"]}]})
+    run_sweep(sweep, db, make_executor(1, None))
+    out = root / "site"
+    report = build_site(db, out)
+    return {"db": db, "out": out, "plain": plain, "evil": evil, "report": report, "spec": spec_path}
+
+
+class _Tables(HTMLParser):
+    """Metric tables of a page: table id -> {metric: [(data-value, bold)]}, plus every href."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, dict[str, list[tuple[float | None, bool]]]] = {}
+        self.columns: dict[str, list[str]] = {}
+        self.links: list[str] = []
+        self._table: str | None = None
+        self._metric: str | None = None
+        self._cell: list | None = None
+        self._in_head = False
+        self._head_text = ""
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        if tag == "a" and "href" in a:
+            self.links.append(a["href"])
+        if tag == "table" and "metrics" in (a.get("class") or ""):
+            self._table = a.get("id")
+            self.tables[self._table] = {}
+            self.columns[self._table] = []
+        elif self._table and tag == "thead":
+            self._in_head = True
+        elif self._table and self._in_head and tag == "th":
+            self._head_text = ""
+        elif self._table and tag == "tr" and "data-metric" in a:
+            self._metric = a["data-metric"]
+            self.tables[self._table][self._metric] = []
+        elif self._metric and tag == "td" and "num" in (a.get("class") or ""):
+            value = a.get("data-value")
+            self._cell = [float(value) if value is not None else None, "best" in a["class"].split()]
+            self.tables[self._table][self._metric].append(self._cell)
+
+    def handle_data(self, data: str) -> None:
+        if self._in_head:
+            self._head_text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "th" and self._in_head and self._table:
+            self.columns[self._table].append(self._head_text.strip())
+        if tag == "thead":
+            self._in_head = False
+        if tag == "tr":
+            self._metric = None
+        if tag == "table":
+            self._table = None
+
+
+def _parse(path: Path) -> _Tables:
+    parser = _Tables()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def test_run_page_metric_tables_hold_the_stores_numbers_with_the_bests_in_bold(store):
+    import bufferlab
+
+    res = bufferlab.load(store["db"])
+    page = _parse(store["out"] / "runs" / run_dir_name(store["plain"]) / "index.html")
+    frames = {"flow-metrics": (res.table("flow_metrics", store["plain"]), catalogue.FLOW_METRICS),
+              "link-metrics": (res.table("link_metrics", store["plain"]).filter(pl.col("bottleneck")),
+                               catalogue.LINK_METRICS),
+              "network-metrics": (res.table("network_metrics", store["plain"]), catalogue.NETWORK_METRICS)}
+    for table_id, (frame, metrics) in frames.items():
+        assert page.columns[table_id][2:] == frame["name"].to_list()
+        assert list(page.tables[table_id]) == [m for m in metrics if m in frame.columns]
+        for metric, cells in page.tables[table_id].items():
+            stored = frame[metric].to_list()
+            assert [c[0] for c in cells] == [None if v is None else float(v) for v in stored], metric
+            assert {i for i, c in enumerate(cells) if c[1]} == best_positions(stored, better(metric)), metric
+    # Two flows of one dumbbell differ in throughput: one of them is bold in that row.
+    throughput = page.tables["flow-metrics"]["mean_throughput_l4"]
+    values = [c[0] for c in throughput]
+    if values[0] != values[1]:
+        best = max(range(2), key=lambda i: values[i])
+        assert [c[1] for c in throughput] == [i == best for i in range(2)]
+
+
+def test_run_page_spec_file_reproduces_the_run(store):
+    from bufferlab.pipeline.plan import plan
+    from bufferlab.spec import Scenario
+
+    page_dir = store["out"] / "runs" / run_dir_name(store["plain"])
+    assert "bufferlab run spec.toml" in (page_dir / "index.html").read_text(encoding="utf-8")
+    assert plan(Scenario.from_toml(page_dir / "spec.toml")).run_id == store["plain"]
+    evil_dir = store["out"] / "runs" / run_dir_name(store["evil"])
+    assert plan(Scenario.from_toml(evil_dir / "spec.toml")).run_id == store["evil"]
+
+
+def test_names_from_the_store_are_escaped_in_every_page(store):
+    for page in (store["out"] / "index.html", store["out"] / "runs" / run_dir_name(store["evil"]) / "index.html"):
+        html = page.read_text(encoding="utf-8")
+        assert "<script>alert" not in html
+        assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; co" in html
+
+
+def test_index_links_every_run_and_study_to_a_page_that_exists(store):
+    index = _parse(store["out"] / "index.html")
+    runs = [link for link in index.links if link.startswith("runs/")]
+    studies = [link for link in index.links if link.startswith("studies/")]
+    assert len(runs) == 4 and len(studies) == 1
+    for link in runs + studies:
+        assert (store["out"] / link).is_file(), link
+    assert f"studies/{study_dir_name('queue/small')}/index.html" in studies
+
+
+def test_study_page_compares_its_points_and_links_their_runs(store):
+    import bufferlab
+
+    page = store["out"] / "studies" / study_dir_name("queue/small") / "index.html"
+    html = page.read_text(encoding="utf-8")
+    points = bufferlab.load(store["db"]).study("queue/small")
+    for value in points["utilization_l1"].to_list():
+        assert f'data-value="{value}"' in html
+    links = [link for link in _parse(page).links if link.startswith("../../runs/")]
+    assert len(links) == 2 and all((page.parent / link).resolve().is_file() for link in links)
+    assert (page.parent / "sweep-utilization_l1.svg").stat().st_size > 0
+
+
+def test_run_page_embeds_the_series_for_its_interactive_charts(store):
+    html = (store["out"] / "runs" / run_dir_name(store["plain"]) / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'data-chart="(\w+)"', html) == ["cwnd", "srtt", "throughput", "queue"]
+    assert (store["out"] / "runs" / run_dir_name(store["plain"]) / "timeseries.png").stat().st_size > 0
+    assert (store["out"] / "assets" / "report.js").is_file() and (store["out"] / "assets" / "report.css").is_file()
+    assert "http://" not in html and "https://" not in html      # nothing fetched from the network
+
+
+def test_a_second_build_rewrites_only_what_changed(store, tmp_path):
+    from bufferlab.runner import run
+    from bufferlab.spec import Scenario
+
+    again = build_site(store["db"], store["out"])
+    assert again.rebuilt == []
+    db = tmp_path / "copy.duckdb"
+    db.write_bytes(store["db"].read_bytes())
+    out = tmp_path / "site"
+    build_site(db, out, figures=False)
+    new = run(Scenario.from_toml(store["spec"]).with_seed(11).with_overrides({"topology.queue": "12p"}), db).run_id
+    assert build_site(db, out, figures=False).rebuilt == [f"runs/{run_dir_name(new)}"]
+
+
+def test_report_command_writes_the_site_and_rejects_a_missing_store(store, tmp_path):
+    done = bufferlab("report", str(store["db"]), "-o", str(tmp_path / "site"), "--no-figures")
+    assert done.returncode == 0, done.stderr
+    assert "4 run(s), 1 study(ies)" in done.stdout and (tmp_path / "site" / "index.html").is_file()
+    missing = bufferlab("report", str(tmp_path / "nothing.duckdb"), "-o", str(tmp_path / "x"))
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("error: DB: no store at") and missing.stderr.count("\n") == 1
+    assert not (tmp_path / "x").exists()
+
+
+# --- the server ---------------------------------------------------------------------------------------
+
+@pytest.fixture
+def server(store):
+    srv = make_server(store["out"], 0)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def _get(srv, path: str) -> tuple[int, bytes]:
+    con = http.client.HTTPConnection(LOOPBACK, srv.server_address[1], timeout=10)
+    try:
+        con.request("GET", path)
+        response = con.getresponse()
+        return response.status, response.read()
+    finally:
+        con.close()
+
+
+def test_server_binds_the_loopback_address_only(server):
+    assert server.socket.getsockname()[0] == "127.0.0.1"
+
+
+@pytest.mark.parametrize("path", [
+    "/../", "/..", "/%2e%2e/", "/%2E%2E/etc/passwd", "/..%2f", "/..%2F..%2Fetc%2Fpasswd", "/%2e%2e%2f%2e%2e%2f",
+    "/runs/../../report.duckdb", "/assets/%2e%2e/%2e%2e/store.duckdb", "/..%5c..%5cstore.duckdb",
+    "//etc/passwd", "/%2fetc%2fpasswd", "/index.html%00.png", "/%252e%252e/", "/no-such-page.html",
+])
+def test_server_answers_404_outside_the_report_folder(server, path):
+    status, body = _get(server, path)
+    assert status == 404, path
+    assert b"root:" not in body
+
+
+def test_server_does_not_follow_a_link_out_of_the_folder(server, store, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret", encoding="utf-8")
+    link = store["out"] / "escape.txt"
+    link.symlink_to(secret)
+    try:
+        assert _get(server, "/escape.txt")[0] == 404
+        assert resolve_inside(store["out"], "/escape.txt") is None
+    finally:
+        link.unlink()
+
+
+def test_server_serves_the_files_inside(server, store):
+    status, body = _get(server, "/")
+    assert status == 200 and b"<h1>Results in" in body
+    run_page = f"/runs/{run_dir_name(store['plain'])}/index.html"
+    assert _get(server, run_page)[0] == 200
+    assert _get(server, f"/runs/{run_dir_name(store['plain'])}/spec.toml?x=1")[0] == 200
+    assert _get(server, f"/runs/{run_dir_name(store['plain'])}")[0] == 301
+
+
+def test_watcher_rebuilds_when_the_store_gains_a_run(store, tmp_path):
+    from bufferlab.runner import run
+    from bufferlab.spec import Scenario
+
+    db = tmp_path / "copy.duckdb"
+    db.write_bytes(store["db"].read_bytes())
+    calls = []
+    watcher = Watcher(db, lambda: calls.append(1))
+    assert watcher.check() is False and calls == []
+    run(Scenario.from_toml(store["spec"]).with_seed(12).with_overrides({"topology.queue": "13p"}), db)
+    assert watcher.check() is True and calls == [1]
+    assert watcher.check() is False
+
+
+def test_serve_command_prints_its_loopback_address_and_stops_on_ctrl_c(store, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "serve", str(store["db"]), "--port", "0",
+                             "-o", str(tmp_path / "site"), "--no-figures"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match, line + proc.stderr.read() if proc.poll() is not None else line
+        con = http.client.HTTPConnection("127.0.0.1", int(match.group(1)), timeout=10)
+        con.request("GET", "/index.html")
+        assert con.getresponse().status == 200
+        con.close()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "stopped" in out
+
+
+def test_a_reproduction_page_shows_the_seeds_observations_next_to_the_measured_ones(tmp_path):
+    from html import unescape
+
+    from bufferlab.experiments.base import reproduce
+    from bufferlab.experiments.registry import reproductions
+    from bufferlab.study.executors import make_executor
+
+    db = tmp_path / "store.duckdb"
+    done = reproduce(reproductions()["quic_sizing"], db, tmp_path / "summary", quick=True,
+                     executor_factory=lambda: make_executor(1, None))
+    assert done.observations
+    build_site(db, tmp_path / "site", figures=False)
+    page = tmp_path / "site" / "reproductions" / "quic_sizing-quick" / "index.html"
+    html = page.read_text(encoding="utf-8")
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td class=\"verdict [\w-]+\">(.*?)</td>",
+                      html)
+    cells = [tuple(unescape(c) for c in r) for r in rows]
+    assert [c[:4] for c in cells] == [(o.key, o.claim, o.seed_value, o.measured) for o in done.observations]
+    assert [c[4] for c in cells] == [o.verdict + (f" ({o.difference})" if o.difference else "")
+                                     for o in done.observations]
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'href="reproductions/quic_sizing-quick/index.html"' in index
+    for study in done.studies.values():   # its studies link back to it
+        assert "reproductions/quic_sizing-quick/index.html" in (
+            tmp_path / "site" / "studies" / study_dir_name(study) / "index.html").read_text(encoding="utf-8")

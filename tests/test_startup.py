@@ -32,7 +32,8 @@ def cli(*args: str) -> str:
 
 
 @pytest.mark.parametrize("args", [("--version",), ("--help",), ("run", "--help"), ("plot", "--help"),
-                                  ("sweep", "--help"), ("results", "--help"), ("ccperf", "--help")])
+                                  ("sweep", "--help"), ("results", "--help"), ("ccperf", "--help"),
+                                  ("report", "--help")])
 def test_version_and_help_load_no_heavy_library(args: tuple[str, ...]) -> None:
     assert heavy_modules_loaded(cli(*args)) == []
 

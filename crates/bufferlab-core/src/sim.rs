@@ -314,6 +314,19 @@ impl Simulator {
         })
     }
 
+    /// Memory the flows' state holds now: each flow's inline size plus the heap of its
+    /// sender's and receiver's buffers and records (`crate::memory`). Idle flows (not started,
+    /// or finished) should cost little; the engine's tests hold it to a bound per flow.
+    pub fn flow_state_bytes(&self) -> usize {
+        let inline = self.flows.len() * std::mem::size_of::<Flow>();
+        inline + self.flows.iter().map(|f| f.sender.heap_bytes() + f.receiver.heap_bytes()).sum::<usize>()
+    }
+
+    /// Flows the simulator holds: the listed ones and those generators have created so far.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
     pub fn now(&self) -> SimTime {
         self.now
     }
@@ -423,12 +436,14 @@ impl Simulator {
     /// A flow's sender has just closed (every byte acknowledged, or a datagram source stopped).
     fn on_flow_closed(&mut self, flow: u32) {
         let f = &mut self.flows[flow as usize];
+        // A closed flow keeps its counters, not its buffers: thousands of finished flows cost
+        // little (see `flow_state_bytes`).
+        f.sender.release_buffers();
+        f.receiver.release_buffers();
         let Some(origin) = f.origin else {
             self.open_flows -= 1;
             return;
         };
-        f.sender.release_buffers();
-        f.receiver.release_buffers();
         if let Some(user) = origin.user {
             // The user thinks, then starts its next transfer.
             let g = &mut self.generators[origin.generator as usize];

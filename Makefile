@@ -32,9 +32,10 @@ test: setup
 	cargo test --release --workspace
 	$(BIN)/python -m pytest
 
-## bench: engine throughput on the reference dumbbell, sweep throughput per executor (benchmarks/)
+## bench: engine throughput on the reference dumbbell, the scale ladder (minutes), sweep throughput per executor (benchmarks/)
 bench: setup
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_scale.py
 	$(BIN)/python benchmarks/bench_sweep.py
 
 ## lint: rustfmt, clippy (warnings are errors), Python byte-compilation

@@ -16,9 +16,9 @@
 
 use super::rack::{sent_after, RackReference};
 use crate::cc::delivery_rate::TxSnapshot;
+use crate::memory::HeapBytes;
 use crate::net::packet::SackBlock;
 use crate::units::SimTime;
-use crate::memory::HeapBytes;
 use std::collections::VecDeque;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

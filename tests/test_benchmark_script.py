@@ -46,10 +46,11 @@ def load_scale_bench():
     return load_script(BENCH.parent / "bench_scale.py")
 
 
-def test_scale_ladder_has_the_issue_s_six_cases() -> None:
+def test_scale_ladder_has_the_issue_s_six_cases_and_the_large_window() -> None:
     bench = load_scale_bench()
     cases = {name: make() for name, (_, make) in bench.CASES.items()}
-    assert list(cases) == ["dumbbell", "100x1g", "1000x1g", "10000x10g", "cubic_10g", "seed000"]
+    assert list(cases) == ["dumbbell", "100x1g", "1000x1g", "10000x10g", "cubic_10g", "seed000",
+                           "window_210k"]
     big = cases["10000x10g"]["topology"]
     assert (big["flows"], big["bottleneck_rate"], big["queue"]) == (10_000, "10Gbps", {"rule": "stanford"})
     assert big["rtt"] == {"dist": "uniform", "low": "20ms", "high": "200ms"}

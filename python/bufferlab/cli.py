@@ -384,7 +384,7 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
 def _register_commands() -> None:
     """Commands defined beside the step they drive (their heavy imports stay inside them)."""
     from .experiments.command import reproduce_command
-    from .plots.command import plot_command
+    from .plot_command import plot_command
     from .report.command import report_command, serve_command
     from .sizing.advise_command import advise_command
     from .study.command import results_study_command, sweep_command

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
+
 from .. import units
 from ..errors import SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -277,8 +278,6 @@ class TimeWindow:
     end_ns: int | None = None
 
     def mask(self, time_ns: np.ndarray) -> np.ndarray:
-        import numpy as np
-
         keep = np.ones(time_ns.shape, dtype=bool)
         if self.start_ns is not None:
             keep &= time_ns >= self.start_ns
@@ -314,8 +313,6 @@ def decimate(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tupl
     """At most `max_points` points of a line for drawing: per bucket of consecutive points, the
     lowest and the highest (in their order), so peaks and troughs stay where they were. Lines
     that are short enough come back unchanged."""
-    import numpy as np
-
     n = len(x)
     if n <= max_points:
         return x, y

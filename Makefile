@@ -17,11 +17,12 @@ export PYO3_PYTHON := $(BIN)/python
 
 EXTENSION := python/bufferlab/_core.abi3.so
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.rs' -o -name 'Cargo.toml')
-# The exact pins of pyproject.toml (runtime and dev), read by the venv's own Python.
-PINS = $$($(BIN)/python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
-	print(" ".join(p["dependencies"] + p["optional-dependencies"]["dev"]))')
+# The compatible ranges of pyproject.toml (runtime and dev), quoted for the shell; `make lock`
+# resolves them, requirements.lock pins the result and is what setup installs.
+RANGES = $$($(BIN)/python -c 'import shlex, tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+	print(" ".join(map(shlex.quote, p["dependencies"] + p["optional-dependencies"]["dev"])))')
 
-.PHONY: run test bench lint setup clean
+.PHONY: run test fuzz bench bench-ns3 lint lock setup clean
 
 ## run: set up, then simulate the flagship example (the reference dumbbell)
 run: setup
@@ -32,25 +33,59 @@ test: setup
 	cargo test --release --workspace
 	$(BIN)/python -m pytest
 
+## fuzz: the spec fuzzer with ten times the examples of `make test`, on fresh random seeds
+fuzz: setup
+	BUFFERLAB_FUZZ_EXAMPLES=10 $(BIN)/python -m pytest tests/test_fuzz.py -q
+
 ## bench: engine throughput on the reference dumbbell, the scale ladder (minutes), sweep throughput per executor (benchmarks/)
 bench: setup
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_scale.py
 	$(BIN)/python benchmarks/bench_sweep.py
 
-## lint: rustfmt, clippy (warnings are errors), Python byte-compilation
+## bench-ns3: bufferlab side by side with ns-3 3.44 (optional; needs `pip install ns3` in NS3_VENV,
+## never needed by `make test`): compiles benchmarks/ns3/dumbbell.cc against the wheel's headers and
+## libraries, then runs benchmarks/bench_ns3.py (BENCH_NS3_ARGS, e.g. --cases 10x100M --seconds 5)
+NS3_VENV ?= .venv-ns3
+# The wheel's C++ tree (include/ns3, lib64); found by path: importing ns3 would need its cppyy.
+NS3_ROOT = $$($(NS3_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"] + "/ns3")' 2>/dev/null || true)
+NS3_BINARY := benchmarks/ns3/build/dumbbell
+NS3_MODULES := core network internet point-to-point applications traffic-control
+BENCH_NS3_ARGS ?=
+bench-ns3: setup
+	@root=$(NS3_ROOT); if [ -z "$$root" ] || [ ! -d "$$root/include/ns3" ]; then \
+	  echo "bench-ns3: ns-3 is not installed. It is optional and never needed by make test. Install the"; \
+	  echo "  PyPI release build (headers and libraries, without its cppyy Python bindings) into its own venv:"; \
+	  echo "    python3 -m venv $(NS3_VENV) && $(NS3_VENV)/bin/pip install --no-deps ns3==3.44.post0"; \
+	  echo "  then run make bench-ns3 again (NS3_VENV=... to use another venv)."; exit 1; fi; \
+	mkdir -p $(dir $(NS3_BINARY)); \
+	if [ ! -x $(NS3_BINARY) ] || [ benchmarks/ns3/dumbbell.cc -nt $(NS3_BINARY) ]; then \
+	  echo "compiling $(NS3_BINARY) against $$root"; \
+	  g++ -std=c++20 -O2 -DNS3_BUILD_PROFILE_RELEASE -DNS3_LOG_ENABLE -DNS3_ASSERT_ENABLE \
+	    -I"$$root/include" benchmarks/ns3/dumbbell.cc -o $(NS3_BINARY) \
+	    -L"$$root/lib64" -Wl,-rpath,"$$root/lib64" $(foreach m,$(NS3_MODULES),-lns3.44-$(m)); \
+	fi
+	$(BIN)/python benchmarks/bench_ns3.py --ns3-binary $(NS3_BINARY) $(BENCH_NS3_ARGS)
+
+## lint: rustfmt, clippy (warnings are errors), ruff, Python byte-compilation
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
+	$(BIN)/ruff check python tests
 	$(BIN)/python -m compileall -q python tests
+
+## lock: re-resolve pyproject's ranges to their newest versions and pin them in requirements.lock
+lock: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade $(RANGES)
+	$(BIN)/python -m pip freeze --exclude-editable > requirements.lock
 
 setup: $(VENV)/.deps $(EXTENSION)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.deps: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(PINS)
+$(VENV)/.deps: requirements.lock | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	touch $@
 
 # maturin builds the engine and its binding (release profile) and installs the package in

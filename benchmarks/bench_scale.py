@@ -19,8 +19,8 @@ Columns, per case (best of --repetitions by CPU time; memory of the best repetit
     run MB       what the run added: peak RSS minus the RSS just before the engine started
     kB/flow      run MB per flow of the result (listed and generated flows)
 
-No ns-3 columns: there is no ns-3 benchmark in benchmarks/ yet (the issue's ns-3 figures are
-quoted in README's Speed section). Printed figures, never asserted: timings on a shared machine
+No ns-3 columns: `make bench-ns3` (benchmarks/bench_ns3.py) runs ns-3 side by side on its own
+cases; bringing its cases into this ladder is still to do. Printed figures, never asserted: timings on a shared machine
 are noisy, so compare ratios taken in one run.
 """
 

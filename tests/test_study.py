@@ -22,7 +22,7 @@ from bufferlab.study.execute import run_sweep
 from bufferlab.study.executors import DaskExecutor, LocalPoolExecutor, SerialExecutor
 from bufferlab.study.sweep import Sweep
 
-from conftest import REPO, SMALL_DUMBBELL, bufferlab as run_cli
+from conftest import SMALL_DUMBBELL, bufferlab as run_cli
 
 pytestmark = pytest.mark.engine
 

@@ -15,7 +15,7 @@ def run(spec_json: str) -> tuple[str, dict[str, bytes]]:
 
 def plan(spec_json: str) -> bool:
     """Check a resolved scenario completely without building the simulator; raises
-    ValueError("field.path: reason"), e.g. "flows[2]: no route from h1 to h5". Returns whether
+    EngineSpecError("field.path: reason"), e.g. "flows[2]: no route from h1 to h5". Returns whether
     it draws random numbers (whether its seed can change anything)."""
 
 def engine_version() -> str:

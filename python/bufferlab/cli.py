@@ -20,7 +20,10 @@ numpy, DuckDB and rich are imported inside the commands that use them (`bufferla
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .errors import SpecError
-from .pipeline.engine import EngineMissing
+from .errors import SpecError, Terminated
+from .pipeline.engine import EngineFailure, EngineMissing
 from .sizing.command import size_command
 from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS
 from .store import DEFAULT_DB
@@ -74,6 +77,9 @@ _db_option = click.option("--db", "db", type=click.Path(dir_okay=False, path_typ
 _force_option = click.option("--force", is_flag=True, help="Simulate again even if the store has this run.")
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 _study_option = click.option("--study", default=None, help="Store the run as part of this study (a name).")
+_max_memory_option = click.option(
+    "--max-memory", "max_memory", default=None, metavar="SIZE",
+    help="Refuse a run whose estimated memory exceeds SIZE, e.g. 8GB (default: half of the machine's memory).")
 _set_option = click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
                            help="Change a field of the scenario, e.g. --set topology.queue=500p --set flows[0].cca=cubic "
                                 "(repeatable; validated like the file).")
@@ -95,18 +101,37 @@ def _overridden(spec: Scenario, assignments: Sequence[str]) -> Scenario:
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=None, help="Override the spec's seed.")
 @_set_option
 @_study_option
+@_max_memory_option
 @click.option("--metrics", "show_metrics", is_flag=True,
               help="Also print the flow, link and network metric tables (metrics.md).")
 def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None, assignments: tuple[str, ...],
-                study: str | None, show_metrics: bool) -> None:
+                study: str | None, max_memory: str | None, show_metrics: bool) -> None:
     """Simulate the scenario in SCENARIO.toml, store it and print a summary."""
+    from .pipeline.budget import parse_budget
     from .spec import Scenario
 
+    budget = parse_budget(max_memory)
     spec = _overridden(Scenario.from_toml(scenario), assignments)
     if seed is not None:
         spec = spec.with_seed(seed)
     _execute(spec, db, force=force, as_json=as_json, label=str(scenario), study=study, show_metrics=show_metrics,
-             seed_given=seed is not None)
+             seed_given=seed is not None, max_memory=budget)
+
+
+@cli.command("check")
+@click.argument("scenario", type=click.Path(path_type=Path))
+@_set_option
+@_max_memory_option
+def check_command(scenario: Path, assignments: tuple[str, ...], max_memory: str | None) -> None:
+    """Check SCENARIO.toml as `run` would (every field, the engine's checks, the memory budget)
+    without simulating or storing anything."""
+    from .pipeline.budget import parse_budget
+    from .pipeline.plan import plan
+    from .spec import Scenario
+
+    budget = parse_budget(max_memory)
+    planned = plan(_overridden(Scenario.from_toml(scenario), assignments), budget)
+    click.echo(f"{scenario}: ok (run id {planned.run_id[:12]})")
 
 
 def _ccperf_options(func: Any) -> Any:
@@ -122,23 +147,27 @@ def _ccperf_options(func: Any) -> Any:
 @_json_option
 @_set_option
 @_study_option
+@_max_memory_option
 def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str, ...], study: str | None,
-                   **flags: str | None) -> None:
+                   max_memory: str | None, **flags: str | None) -> None:
     """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
     link and network metric tables."""
+    from .pipeline.budget import parse_budget
     from .spec.ccperf import scenario_from_ccperf
 
+    budget = parse_budget(max_memory)
     spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
-    _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study, show_metrics=True)
+    _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study, show_metrics=True,
+             max_memory=budget)
 
 
 def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str, study: str | None = None,
-             show_metrics: bool = False, seed_given: bool = False) -> None:
+             show_metrics: bool = False, seed_given: bool = False, max_memory: int | None = None) -> None:
     from . import runner
     from .pipeline.plan import plan
     from .render import print_summary
 
-    planned = plan(spec)  # every check, the engine's too, before the store or a spinner appears
+    planned = plan(spec, max_memory)  # every check, the engine's too, before the store or a spinner appears
     if seed_given and not planned.seed_matters:
         sys.stderr.write(f"note: --seed: {spec.name or label} has no random element (no random loss, jittered "
                          "starts, RTT draws, traffic generators or BBR), so every seed gives this same run\n")
@@ -299,7 +328,9 @@ def results_query(sql: str, db: Path, fmt: str) -> None:
         except duckdb.Error as e:
             raise SpecError("SQL", str(e).splitlines()[0]) from None
     if fmt == "csv":
-        click.echo(frame.write_csv(), nl=False)
+        from .store.reader import flat_for_csv
+
+        click.echo(flat_for_csv(frame).write_csv(), nl=False)
     elif fmt == "json":
         click.echo(json.dumps(frame.to_dicts(), default=str, indent=2))
     else:
@@ -429,36 +460,81 @@ def _fail(line: str, code: int = EXIT_BAD_INPUT) -> int:
     return code
 
 
-def _is_store_unopenable(error: Exception) -> bool:
-    """DuckDB could not open the store file (DuckDB is imported only by commands that use it, so
-    an error of its type can only come when it is loaded)."""
+def _is_store_error(error: Exception) -> bool:
+    """An error of DuckDB (the store): DuckDB is imported only by the commands that use it, so an
+    error of its type can only come once it is loaded."""
     duckdb = sys.modules.get("duckdb")
-    return duckdb is not None and isinstance(error, duckdb.IOException)
+    return duckdb is not None and isinstance(error, duckdb.Error)
+
+
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(f"signal {signum}")
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt and SIGTERM raises Terminated, whatever the parent set up
+    (a shell's background job starts with SIGINT ignored). Only the main thread can install them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `bufferlab` console script; returns the exit status."""
+    """Entry point of the `bufferlab` console script; returns the exit status.
+
+    Every failure ends in one line on stderr: bad input (spec, flags, store, output paths) exits
+    2, an interruption 130 (SIGINT) or 143 (SIGTERM), a bug of bufferlab itself 1."""
     try:
-        result = cli.main(args=list(argv) if argv is not None else None, prog_name="bufferlab",
-                          standalone_mode=False)
+        with _signals_interrupt():
+            # Not `cli.main`: it turns every KeyboardInterrupt (and so SIGTERM) into a bare Abort.
+            args = list(argv) if argv is not None else sys.argv[1:]
+            with cli.make_context("bufferlab", args) as ctx:
+                result = cli.invoke(ctx)
+    except click.exceptions.Exit as e:
+        return e.exit_code
     except click.UsageError as e:
         return _fail(_usage_error_line(e))
     except SpecError as e:
         return _fail(str(e))
     except EngineMissing as e:
         return _fail(f"engine: {e}", 1)
-    except (click.Abort, KeyboardInterrupt):
-        return _fail("interrupted", 130)
-    except Exception as e:
-        if _is_store_unopenable(e):
-            return _fail(f"--db: cannot open the store: {e}", 1)
-        if not isinstance(e, RuntimeError):
-            raise
+    except EngineFailure as e:
+        return _fail(str(e), 1)
+    except Terminated:
+        return _fail("interrupted by SIGTERM: nothing of the unfinished run was stored", EXIT_TERMINATED)
+    except (KeyboardInterrupt, click.Abort):
+        return _fail("interrupted: nothing of the unfinished run was stored", EXIT_INTERRUPTED)
+    except Exception as e:  # noqa: BLE001 - each kind below is one line
+        if _is_store_error(e):
+            return _fail(f"--db: {' '.join(str(e).split()) or type(e).__name__}")
         # DuckDB reports a Ctrl-C that lands inside a query as RuntimeError("Query interrupted").
-        if "interrupted" in str(e).lower():
-            return _fail("interrupted", 130)
-        raise
+        if isinstance(e, RuntimeError) and "interrupted" in str(e).lower():
+            return _fail("interrupted: nothing of the unfinished run was stored", EXIT_INTERRUPTED)
+        if isinstance(e, MemoryError):
+            return _fail("memory: the machine ran out of memory (lower --max-memory to refuse such runs earlier)", 1)
+        return _internal(e)  # a bug: one line, the traceback on request
     return result if isinstance(result, int) else 0
+
+
+def _internal(error: Exception) -> int:
+    """A bug of bufferlab: one line, exit 1; BUFFERLAB_DEBUG=1 shows the traceback instead."""
+    if os.environ.get("BUFFERLAB_DEBUG"):
+        raise error
+    return _fail(f"internal: {type(error).__name__}: {error} (a bug in bufferlab; BUFFERLAB_DEBUG=1 shows the "
+                 "traceback)", 1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 
-__all__ = ["SpecError", "format_loc", "from_validation_error"]
+__all__ = ["SpecError", "Terminated", "format_loc", "from_validation_error", "writing"]
 
 
 class SpecError(ValueError):
@@ -22,6 +24,11 @@ class SpecError(ValueError):
 
     def __str__(self) -> str:
         return f"{self.field}: {self.reason}" if self.field else self.reason
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt (the CLI installs the handler) so that every
+    step unwinds the same way: a store transaction rolls back, a sweep keeps its finished runs."""
 
 
 def format_loc(loc: Sequence[str | int]) -> str:
@@ -60,3 +67,14 @@ def from_validation_error(error: object, prefix: str = "") -> SpecError:
     message = first["msg"]
     message = message[:1].lower() + message[1:]
     return SpecError(path, f"{message} (got {first['input']!r})")
+
+
+@contextmanager
+def writing(path: str | Path, field: str = "--output") -> Iterator[None]:
+    """Writing a file the user named: a path that cannot be written is bad input (`field`: why)."""
+    try:
+        yield
+    except OSError as e:
+        # Rust-backed writers (polars) give no strerror, but "<reason> (os error N): <path>".
+        reason = e.strerror or str(e).split(" (os error")[0]
+        raise SpecError(field, f"cannot write {path}: {reason}") from None

@@ -2,8 +2,8 @@
 
 A result is stored whole or not at all; a SIGINT that arrives while a run is being written would
 otherwise abort the write (DuckDB turns it into "Query interrupted") and lose a finished run.
-Inside `deferred()`, SIGINT is only noted; when the block ends, the interruption is raised as
-KeyboardInterrupt, after the write has committed.
+Inside `deferred()`, SIGINT and SIGTERM are only noted; when the block ends, the interruption is
+raised (KeyboardInterrupt, or `errors.Terminated` for SIGTERM) after the write has committed.
 """
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from .errors import Terminated
+
 __all__ = ["deferred"]
 
 
 @contextmanager
 def deferred() -> Iterator[None]:
-    """Hold SIGINT until the block ends (main thread only: elsewhere signals never arrive)."""
+    """Hold SIGINT and SIGTERM until the block ends (main thread only: elsewhere signals never
+    arrive)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -28,10 +31,13 @@ def deferred() -> Iterator[None]:
     def note(signum: int, _frame: FrameType | None) -> None:
         received.append(signum)
 
-    previous = signal.signal(signal.SIGINT, note)
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+    if signal.SIGTERM in received:
+        raise Terminated(f"signal {signal.SIGTERM}")
     if received:
         raise KeyboardInterrupt

@@ -59,7 +59,7 @@ pub const ENGINE_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+", env!("B
 pub fn run(spec: &ScenarioSpec) -> Result<RunResult, EngineError> {
     let mut sim = Simulator::new(spec)?;
     sim.run();
-    Ok(sim.finish())
+    sim.finish()
 }
 
 use spec::ScenarioSpec;

@@ -189,6 +189,14 @@ fn stream_seed(seed: u64, index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Whether channel `ch` bounds the rate of what crosses it: a link of finite rate, or a shaper.
+fn limits_rate(spec: &ScenarioSpec, ch: usize) -> bool {
+    let (link, direction) = Direction::of_channel(ch);
+    let link = &spec.links[link];
+    let (_, _, queue) = link.channel_ends(direction);
+    link.rate_bps.is_some() || matches!(queue, QueueSpec::Tbf { .. })
+}
+
 /// The channels a packet from `from` to `to` crosses (validated: a route exists).
 fn route(routes: &RoutingTable, channels: &[Channel], from: usize, to: usize) -> Vec<usize> {
     let mut path = Vec::new();
@@ -219,7 +227,7 @@ impl Simulator {
                     rate,
                     delay,
                     link.loss,
-                    Queue::from_spec(queue, stream_seed(spec.seed ^ QUEUE_STREAMS, index as u64)),
+                    Queue::from_spec(queue, rate, stream_seed(spec.seed ^ QUEUE_STREAMS, index as u64)),
                     stream_seed(spec.seed, index as u64),
                 );
                 if let Some(model) = &link.loss_model {
@@ -236,6 +244,24 @@ impl Simulator {
                 };
                 ch.record.delay_ns = link.delay_ns;
                 channels.push(ch);
+            }
+        }
+
+        // A greedy flow sends as fast as its path lets it: with no link of finite rate (nor a
+        // shaper) on the way, and no receive window to cap it, nothing ever paces it and its
+        // window grows without bound.
+        for (i, f) in spec.flows.iter().enumerate() {
+            let window_capped = f.transport == TransportKind::Tcp && f.tcp.rwnd_bytes.is_some();
+            if matches!(f.traffic, TrafficSpec::Greedy)
+                && !window_capped
+                && route(&routes, &channels, f.src, f.dst).iter().all(|&ch| !limits_rate(spec, ch))
+            {
+                return Err(EngineError {
+                    field: format!("flows[{i}].traffic"),
+                    reason: "a greedy flow needs a link of finite rate on its path or a receive window (every \
+                             link it crosses is unlimited, so nothing would bound its window)"
+                        .into(),
+                });
             }
         }
 
@@ -350,7 +376,20 @@ impl Simulator {
     /// exactly the result of one call: steps only decide when control returns to the caller
     /// (for progress reports). Returns whether the run is over.
     pub fn run_until(&mut self, until: SimTime) -> bool {
+        loop {
+            if let Some(finished) = self.run_until_bounded(until, u64::MAX) {
+                return finished;
+            }
+        }
+    }
+
+    /// Like [`Simulator::run_until`], but hands control back after at most `max_events` events, so
+    /// that a caller can look for an interruption between bounded slices of work (the engine
+    /// itself reads no clock). Returns `Some(finished)` once every event up to `until` is
+    /// processed, `None` when the budget ran out first. Slicing never changes the result.
+    pub fn run_until_bounded(&mut self, until: SimTime, max_events: u64) -> Option<bool> {
         let until = until.min(self.end);
+        let mut budget = max_events;
         while !self.finished {
             if self.open_flows == 0 && self.ends_when_flows_complete() {
                 self.finished = true; // every flow completed: the run ends now
@@ -360,7 +399,11 @@ impl Simulator {
                 Some(t) if t <= until => {}
                 _ => break,
             }
-            let (t, event) = self.events.pop().expect("peeked");
+            if budget == 0 {
+                return None;
+            }
+            budget -= 1;
+            let Some((t, event)) = self.events.pop() else { break };
             self.now = t;
             self.events_processed += 1;
             self.dispatch(event);
@@ -371,7 +414,7 @@ impl Simulator {
                 self.now = self.end;
             }
         }
-        self.finished
+        Some(self.finished)
     }
 
     /// A run with listed flows and no generators is over once every listed flow has completed.
@@ -584,10 +627,12 @@ impl Simulator {
     }
 
     /// Close the books and hand over the result.
-    pub fn finish(mut self) -> RunResult {
+    /// The run's result. Fails only if an invariant of the engine is broken (a bug, field
+    /// "engine"), which is reported instead of returned as a result.
+    pub fn finish(mut self) -> Result<RunResult, EngineError> {
         let now = self.now;
         for c in &mut self.channels {
-            c.finish(now);
+            c.finish(now).map_err(|reason| EngineError { field: "engine".into(), reason })?;
         }
         let flows: Vec<FlowRecord> = self
             .flows
@@ -605,7 +650,7 @@ impl Simulator {
                 r
             })
             .collect();
-        RunResult {
+        Ok(RunResult {
             engine_version: ENGINE_VERSION.to_string(),
             end_ns: now.as_ns(),
             events: self.events_processed,
@@ -613,6 +658,6 @@ impl Simulator {
             channels: self.channels.into_iter().map(|c| c.record).collect(),
             timeseries: self.timeseries,
             captures: self.captures,
-        }
+        })
     }
 }

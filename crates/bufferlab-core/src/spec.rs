@@ -329,9 +329,9 @@ pub struct TcpSpec {
     pub hystart: bool,
     /// Retransmission-timeout rule (Linux).
     pub rto: RtoKind,
-    /// RACK-TLP loss detection, RFC 8985, with SACK (false for now: with many flows on a shallow
-    /// buffer it retransmits far too much, see docs/engine.md); false leaves RFC 6675's DupThresh
-    /// rule alone and a lost retransmission to the RTO.
+    /// RACK-TLP loss detection, RFC 8985, with SACK (false for now: the SplitBuff reproductions'
+    /// FIFO baselines move with it, see docs/engine.md); false leaves RFC 6675's DupThresh rule
+    /// alone and a lost retransmission to the RTO.
     pub rack: bool,
     /// Window growth counting of Reno/NewReno (bytes).
     pub ca_increase: CaIncrease,

@@ -573,6 +573,11 @@ mod tests {
                 "duration_ns: 18446744073709551615 ns is beyond the 100-day limit of simulated time",
             ),
             (Box::new(|s| s.links.clear()), "flows[0]: no route from a to b"),
+            (
+                Box::new(|s| s.links[0].rate_bps = None),
+                "flows[0].traffic: a greedy flow needs a link of finite rate on its path or a receive window \
+                 (every link it crosses is unlimited, so nothing would bound its window)",
+            ),
             (Box::new(|s| s.record.channels = Some(vec![0, 2])), "record.channels[1]: index 2 out of range (2)"),
         ];
         for (change, expected) in cases {

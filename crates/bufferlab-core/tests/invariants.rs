@@ -198,7 +198,17 @@ fn running_in_steps_gives_exactly_the_one_call_result() {
         while !sim.run_until(t) {
             t += SimTime::from_ms(step_ms);
         }
-        assert_eq!(sim.finish(), whole, "steps of {step_ms} ms");
+        assert_eq!(sim.finish().unwrap(), whole, "steps of {step_ms} ms");
+    }
+    // Slices of a bounded number of events (how the binding looks for Ctrl-C) change nothing either.
+    for max_events in [1, 997, 100_000] {
+        let mut sim = Simulator::new(&spec).unwrap();
+        let mut slices = 0u64;
+        while sim.run_until_bounded(sim.end(), max_events).is_none() {
+            slices += 1;
+        }
+        assert!(max_events == 100_000 || slices > 10, "{slices} slices of {max_events} events");
+        assert_eq!(sim.finish().unwrap(), whole, "slices of {max_events} events");
     }
 }
 

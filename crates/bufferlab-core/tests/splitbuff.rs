@@ -129,7 +129,6 @@ fn splitbuff_separates_the_flows_when_the_long_rtt_flow_starts_seconds_first() {
 /// no more than the FIFO does: its first windows are lost while the estimator still maps the
 /// 10 ms flow into both sub-buffers, and Reno at a 1 s RTT never recovers (docs/engine.md).
 #[test]
-#[ignore = "known failure, open: see docs/engine.md, SplitBuff, transients"]
 fn splitbuff_separates_the_flows_for_the_start_times_of_the_clis_random_starts() {
     for starts_ms in [[388, 3_075], [4_660, 2_580], [60, 1_940], [810, 4_640], [4_580, 4_270]] {
         assert_splitbuff_separates_the_fig1_flows(starts_ms);

@@ -5,6 +5,11 @@
 //! column (time series, captures) as raw little-endian bytes that Python wraps in numpy arrays
 //! without a copy or a parse. The JSON names each column with its dtype and shape. The GIL is
 //! released while simulating.
+//!
+//! Errors are typed: a spec the engine refuses raises `EngineSpecError` (a `ValueError`) with
+//! `.field` (the engine's field path, e.g. `links[0].rate_bps`) and `.reason`. A simulation runs
+//! in slices of a bounded number of events, and between slices the binding lets Python handle
+//! pending signals, so Ctrl-C or SIGTERM stops a run within a fraction of a second.
 
 use bufferlab_core::net::packet::MAX_SACK_BLOCKS;
 use bufferlab_core::record::result::{Capture, RunResult, TimeSeries};
@@ -15,12 +20,69 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use serde_json::{json, Value};
 
-fn spec_from_json(spec_json: &str) -> PyResult<ScenarioSpec> {
-    serde_json::from_str(spec_json).map_err(|e| PyValueError::new_err(format!("spec: {e}")))
+pyo3::create_exception!(
+    _core,
+    EngineSpecError,
+    PyValueError,
+    "A spec the engine refuses: `.field` is the engine's field path, `.reason` says why."
+);
+
+/// Events simulated between two looks for a pending signal: a few milliseconds of work on any
+/// scenario (an event costs well under a microsecond), so an interruption takes effect at once.
+const EVENTS_PER_SLICE: u64 = 50_000;
+
+/// `EngineSpecError(field, reason)` with both as attributes, so Python maps it without parsing.
+fn spec_error(py: Python<'_>, field: &str, reason: &str) -> PyErr {
+    let err = EngineSpecError::new_err(format!("{field}: {reason}"));
+    let value = err.value(py);
+    // Setting attributes on a fresh exception instance cannot fail short of memory exhaustion.
+    let _ = value.setattr("field", field);
+    let _ = value.setattr("reason", reason);
+    err
 }
 
-fn engine_error(e: EngineError) -> PyErr {
-    PyValueError::new_err(e.to_string())
+fn engine_error(py: Python<'_>, e: EngineError) -> PyErr {
+    spec_error(py, &e.field, &e.reason)
+}
+
+/// Parse a spec, naming the JSON path of a value that does not fit its field (type or range).
+fn spec_from_json(py: Python<'_>, spec_json: &str) -> PyResult<ScenarioSpec> {
+    let mut reader = serde_json::Deserializer::from_str(spec_json);
+    serde_path_to_error::deserialize(&mut reader).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "spec".to_string() } else { path };
+        // serde's message ends with the JSON position, meaningless to the user: drop it.
+        let message = e.inner().to_string();
+        let message = message.split(" at line ").next().unwrap_or(&message);
+        spec_error(py, &field, &plain_reason(message))
+    })
+}
+
+/// serde's "invalid type: floating point `1e+39`, expected u64" in the user's terms: a number too
+/// large (JSON integers beyond u64 arrive as floats) or negative for an unsigned field.
+fn plain_reason(message: &str) -> String {
+    let bounds = [("u8", u8::MAX as u64), ("u16", u16::MAX as u64), ("u32", u32::MAX as u64), ("u64", u64::MAX)];
+    for (kind, max) in bounds {
+        let expected = format!(", expected {kind}");
+        let Some(head) = message.strip_suffix(expected.as_str()) else { continue };
+        let value = head.rsplit('`').nth(1).unwrap_or(head);
+        if head.starts_with("invalid type: floating point") || head.starts_with("invalid value: integer") {
+            return format!("{value} is out of range (a whole number from 0 to {max})");
+        }
+    }
+    message.to_string()
+}
+
+/// Simulate up to `until` in slices of `EVENTS_PER_SLICE` events without the GIL, letting Python
+/// run its signal handlers between slices (a handler that raises, as Ctrl-C's does, ends the run
+/// with that exception). Returns whether the run is over.
+fn advance_interruptibly(py: Python<'_>, sim: &mut Simulator, until: SimTime) -> PyResult<bool> {
+    loop {
+        if let Some(finished) = py.allow_threads(|| sim.run_until_bounded(until, EVENTS_PER_SLICE)) {
+            return Ok(finished);
+        }
+        py.check_signals()?;
+    }
 }
 
 /// Numeric columns leaving as bytes, with the description the JSON carries for each.
@@ -163,7 +225,7 @@ fn split_result(mut result: RunResult) -> PyResult<(String, Columns)> {
     for (i, c) in captures.iter().enumerate() {
         capture_columns(i, c, &mut columns);
     }
-    let mut value = serde_json::to_value(&result).map_err(|e| PyValueError::new_err(format!("result: {e}")))?;
+    let mut value = serde_json::to_value(&result).map_err(|e| PyValueError::new_err(format!("engine: result: {e}")))?;
     value["timeseries"] = match &timeseries {
         Some(ts) => json!({ "interval_ns": ts.interval_ns }),
         None => Value::Null,
@@ -186,8 +248,11 @@ fn result_to_python<'py>(py: Python<'py>, result: RunResult) -> PyResult<(String
 /// numeric columns as `{name: bytes}`; the JSON's `columns` gives each one's dtype and shape.
 #[pyfunction]
 fn run<'py>(py: Python<'py>, spec_json: &str) -> PyResult<(String, Bound<'py, PyDict>)> {
-    let spec = spec_from_json(spec_json)?;
-    let result = py.allow_threads(|| bufferlab_core::run(&spec)).map_err(engine_error)?;
+    let spec = spec_from_json(py, spec_json)?;
+    let mut sim = Simulator::new(&spec).map_err(|e| engine_error(py, e))?;
+    let end = sim.end();
+    advance_interruptibly(py, &mut sim, end)?;
+    let result = sim.finish().map_err(|e| engine_error(py, e))?;
     result_to_python(py, result)
 }
 
@@ -207,9 +272,9 @@ impl Run {
 #[pymethods]
 impl Run {
     #[new]
-    fn new(spec_json: &str) -> PyResult<Self> {
-        let spec = spec_from_json(spec_json)?;
-        Ok(Run { sim: Some(Simulator::new(&spec).map_err(engine_error)?) })
+    fn new(py: Python<'_>, spec_json: &str) -> PyResult<Self> {
+        let spec = spec_from_json(py, spec_json)?;
+        Ok(Run { sim: Some(Simulator::new(&spec).map_err(|e| engine_error(py, e))?) })
     }
 
     /// Simulated time reached so far, in ns.
@@ -224,10 +289,11 @@ impl Run {
         Ok(self.sim()?.end().as_ns())
     }
 
-    /// Simulate up to `until_ns` (without the GIL); returns whether the run is over.
+    /// Simulate up to `until_ns` (without the GIL, looking for signals between slices of
+    /// events); returns whether the run is over.
     fn advance(&mut self, py: Python<'_>, until_ns: u64) -> PyResult<bool> {
         let sim = self.sim.as_mut().ok_or_else(|| PyValueError::new_err("run: already finished"))?;
-        Ok(py.allow_threads(|| sim.run_until(SimTime::from_ns(until_ns))))
+        advance_interruptibly(py, sim, SimTime::from_ns(until_ns))
     }
 
     /// The result, as `run()` returns it; the run must be over.
@@ -235,18 +301,19 @@ impl Run {
         if !self.sim()?.is_finished() {
             return Err(PyValueError::new_err("run: not over yet; advance to its end first"));
         }
-        let sim = self.sim.take().expect("checked above");
-        result_to_python(py, sim.finish())
+        let Some(sim) = self.sim.take() else { return Err(PyValueError::new_err("run: already finished")) };
+        let result = sim.finish().map_err(|e| engine_error(py, e))?;
+        result_to_python(py, result)
     }
 }
 
 /// Plan a resolved scenario (JSON text) in one call: check it completely without building the
-/// simulator (raises ValueError("field: reason")), and return whether it draws random numbers,
-/// i.e. whether its seed matters (`ScenarioSpec::draws_random_numbers`).
+/// simulator (raises EngineSpecError), and return whether it draws random numbers, i.e. whether
+/// its seed matters (`ScenarioSpec::draws_random_numbers`).
 #[pyfunction]
-fn plan(spec_json: &str) -> PyResult<bool> {
-    let spec = spec_from_json(spec_json)?;
-    bufferlab_core::validate(&spec).map_err(engine_error)?;
+fn plan(py: Python<'_>, spec_json: &str) -> PyResult<bool> {
+    let spec = spec_from_json(py, spec_json)?;
+    bufferlab_core::validate(&spec).map_err(|e| engine_error(py, e))?;
     Ok(spec.draws_random_numbers())
 }
 
@@ -287,6 +354,7 @@ fn package_version() -> &'static str {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("EngineSpecError", m.py().get_type::<EngineSpecError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_class::<Run>()?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;

@@ -10,7 +10,8 @@ metric is undefined (e.g. no RTT sample yet, a flow that never completed).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 __all__ = [
     "FlowSummary",

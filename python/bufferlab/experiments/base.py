@@ -114,7 +114,7 @@ def write_summary(repro: Reproduction, report: ReproductionReport, path: Path, c
         f"# {repro.title}",
         "",
         f"Reproduction `{repro.name}` of seed {repro.seed}{' (quick variant)' if report.quick else ''}, "
-        f"written {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        f"written {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC.",
         "",
         repro.description,
         "",

@@ -10,7 +10,7 @@ HighSpeed, built from ccperf's own flags (`bufferlab ccperf` reads the same comm
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 

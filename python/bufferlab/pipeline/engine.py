@@ -11,11 +11,15 @@ from ..errors import SpecError
 if TYPE_CHECKING:  # pragma: no cover
     from ..spec import Resolved
 
-__all__ = ["core", "engine_version", "EngineMissing", "engine_error"]
+__all__ = ["core", "engine_version", "EngineMissing", "engine_error", "EngineFailure"]
 
 
 class EngineMissing(RuntimeError):
     """The compiled engine (bufferlab._core) is not importable: build it with maturin."""
+
+
+class EngineFailure(RuntimeError):
+    """The engine broke one of its own invariants (a bug, not bad input): ``engine: reason``."""
 
 
 def core() -> ModuleType:
@@ -36,9 +40,13 @@ def engine_version() -> str:
 _UNIT_SUFFIX = re.compile(r"_(ns|bps|bytes)(?=$|\.|\[)")
 
 
-def engine_error(error: ValueError, resolved: Resolved) -> SpecError:
-    """The engine says "field.path: reason"; keep its field path, in the user's spelling."""
-    field, sep, reason = str(error).partition(": ")
-    if not sep or " " in field:
-        return SpecError("spec", str(error))
+def engine_error(error: Exception, resolved: Resolved) -> SpecError | EngineFailure:
+    """The engine's typed error (`_core.EngineSpecError`: `.field`, `.reason`) in the user's field
+    names. Field "engine" is a broken invariant of the engine itself, not bad input."""
+    field = getattr(error, "field", None)
+    reason = getattr(error, "reason", None)
+    if not isinstance(field, str) or not isinstance(reason, str):
+        return EngineFailure(f"engine: {type(error).__name__}: {' '.join(str(error).split())}")
+    if field == "engine":
+        return EngineFailure(f"engine: {reason}")
     return SpecError(resolved.user_field(_UNIT_SUFFIX.sub("", field)), reason)

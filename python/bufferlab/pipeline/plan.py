@@ -20,6 +20,7 @@ from typing import Any
 
 from ..spec import Resolved, Scenario
 from ..spec.scenario import canonical_json
+from .budget import check_memory
 from .engine import core, engine_error, engine_version
 
 __all__ = ["Plan", "plan", "run_identity"]
@@ -67,8 +68,9 @@ class Plan:
         return out
 
 
-def plan(scenario: Scenario) -> Plan:
-    """Resolve and validate `scenario` once; raises SpecError naming the user's field."""
+def plan(scenario: Scenario, max_memory: int | None = None) -> Plan:
+    """Resolve and validate `scenario` once; raises SpecError naming the user's field. A run whose
+    memory could exceed `max_memory` bytes (default: `budget.default_budget()`) is refused."""
     resolved = scenario.resolve()
     engine: dict[str, Any] = resolved.engine
     _core = core()
@@ -77,8 +79,9 @@ def plan(scenario: Scenario) -> Plan:
         # One call: every check (routes included, without building the simulator) and whether
         # the engine draws random numbers.
         engine_draws = bool(_core.plan(spec_json))
-    except ValueError as e:
+    except _core.EngineSpecError as e:
         raise engine_error(e, resolved) from None
+    check_memory(scenario, resolved, max_memory)
     if not engine_draws and engine.get("seed", 0) != 0:
         engine["seed"] = 0
         spec_json = canonical_json(engine)

@@ -129,7 +129,8 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
 
     draw_start = start_sampler(s.seed)
     random_draws: list[str] = []
-    generated, engine_generators = _expand_generators(s, nodes, node_index, draw_start, random_draws)
+    generated, engine_generators, aliases = _expand_generators(s, nodes, node_index, draw_start, random_draws,
+                                                               first_flow=len(flows))
     flows = [*flows, *generated]
     if not flows and not engine_generators:
         raise SpecError("flows", "no flows: list at least one [[flows]] or [[generators]]")
@@ -211,7 +212,7 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
     return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
                     flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel,
                     generator_names=[g["name"] for g in engine_generators], queue_descriptions=queue_descriptions,
-                    random_draws=random_draws)
+                    random_draws=random_draws, field_aliases=aliases)
 
 
 def _resolve_queues(nodes: list[Node], engine_links: list[dict[str, Any]], engine_flows: list[dict[str, Any]],
@@ -256,16 +257,24 @@ def _generator_sources(g: Generator, nodes: list[Node], where: str) -> list[str]
     return chosen
 
 
+# The engine's names of a generator's model fields -> the user's names of the same fields.
+_GENERATOR_MODEL_FIELDS = {"model.rate_per_s": "arrivals_per_s", "model.users": "users", "model.size": "size",
+                           "model.think": "think", "model": "kind"}
+
+
 def _expand_generators(s: Scenario, nodes: list[Node], node_index: dict[str, int],
-                       draw_start: Callable[[Dist], int],
-                       random_draws: list[str]) -> tuple[list[Flow], list[dict[str, Any]]]:
+                       draw_start: Callable[[Dist], int], random_draws: list[str],
+                       first_flow: int) -> tuple[list[Flow], list[dict[str, Any]], dict[str, str]]:
     """Generators -> listed flows (persistent, cbr, onoff) and engine generators (poisson,
     closed_loop), one per source host. A start distribution in flow_defaults gives each listed
-    flow its own draw (the flows take it from flow_defaults) and each engine generator one."""
+    flow its own draw (the flows take it from flow_defaults) and each engine generator one.
+    Also returns the field aliases that name each engine flow (from index `first_flow` on) and
+    engine generator by the user's generator (`Resolved.field_aliases`)."""
     defaults = s.flow_defaults or FlowDefaults()
     flows: list[Flow] = []
     engine: list[dict[str, Any]] = []
     names: list[str] = []
+    aliases: dict[str, str] = {}
     for i, g in enumerate(s.generators):
         where = f"generators[{i}]"
         needed, optional = GENERATOR_KEYS[g.kind]
@@ -297,6 +306,7 @@ def _expand_generators(s: Scenario, nodes: list[Node], node_index: dict[str, int
         common = {"dst": g.dst, "cca": cca, "start": None if jittered else start, "stop": stop, "tcp": g.tcp}
         for host in _generator_sources(g, nodes, where):
             base = f"{name}_{host}"
+            made = len(flows)
             if g.kind == "persistent":
                 assert g.flows is not None
                 flows += [Flow.model_construct(name=f"{base}_{k}", src=host, traffic=Traffic(kind="greedy"), **common)
@@ -306,23 +316,31 @@ def _expand_generators(s: Scenario, nodes: list[Node], node_index: dict[str, int
                 if traffic.packet is not None and not 28 < traffic.packet <= 65_535:
                     raise SpecError(f"{where}.packet", "a datagram has 28 header bytes and at most 65535 in all")
                 flows.append(Flow.model_construct(name=base, src=host, traffic=traffic, **common))
+            for k in range(first_flow + made, first_flow + len(flows)):
+                # A generated flow's fields are the generator's (its traffic: the generator's rate, packet).
+                aliases.update({f"flows[{k}]": where, f"flows[{k}].traffic": where})
+            if g.kind in ("persistent", "cbr", "onoff"):
+                continue
+            assert g.size is not None
+            if (defaults.transport or "tcp") != "tcp":
+                raise SpecError(f"{where}.kind", f"{g.kind} transfers are TCP connections, but "
+                                                 f'flow_defaults.transport is "{defaults.transport}"')
+            if g.kind == "poisson":
+                model = {"kind": "poisson", "rate_per_s": g.arrivals_per_s, "size": g.size.engine}
             else:
-                assert g.size is not None
-                if (defaults.transport or "tcp") != "tcp":
-                    raise SpecError(f"{where}.kind", f"{g.kind} transfers are TCP connections, but "
-                                                     f'flow_defaults.transport is "{defaults.transport}"')
-                if g.kind == "poisson":
-                    model = {"kind": "poisson", "rate_per_s": g.arrivals_per_s, "size": g.size.engine}
-                else:
-                    assert g.think is not None
-                    model = {"kind": "closed_loop", "users": g.users, "size": g.size.engine,
-                             "think": g.think.engine}
-                names.append(base)
-                engine.append({"name": base, "src": node_index[host], "dst": dst, "cca": engine_controller(cca),
-                               "tcp": _tcp(defaults.tcp, g.tcp, where), "start_ns": start, "stop_ns": stop,
-                               "model": model})
+                assert g.think is not None
+                model = {"kind": "closed_loop", "users": g.users, "size": g.size.engine,
+                         "think": g.think.engine}
+            k = len(engine)
+            aliases[f"generators[{k}]"] = where
+            aliases.update({f"generators[{k}].{key}": f"{where}.{user}"
+                            for key, user in _GENERATOR_MODEL_FIELDS.items()})
+            names.append(base)
+            engine.append({"name": base, "src": node_index[host], "dst": dst, "cca": engine_controller(cca),
+                           "tcp": _tcp(defaults.tcp, g.tcp, where), "start_ns": start, "stop_ns": stop,
+                           "model": model})
     _unique(names, "generators")
-    return flows, engine
+    return flows, engine, aliases
 
 
 def _sample_interval(s: Scenario) -> int:

@@ -11,7 +11,7 @@ from pydantic import PlainSerializer, PlainValidator
 from .. import units
 from ..errors import SpecError
 from .distributions import Dist, parse_distribution
-from ..queues import Queue, QueueField, parse_queue
+from ..queues import Queue, QueueField
 
 __all__ = [
     "Rate",

@@ -68,6 +68,9 @@ __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "Qu
 
 # metrics.md: "Time series are sampled at a fixed interval (default 10 ms, configurable)".
 DEFAULT_SAMPLE_INTERVAL_NS = 10_000_000
+# Flows (or closed-loop users) one count may ask for: far more than any study runs, few enough that
+# expanding them is quick (the memory budget then judges the run itself).
+MAX_FLOWS = 100_000
 # Linux's default txqueuelen and ns-3's FifoQueueDisc default: 1000 packets.
 DEFAULT_QUEUE = fifo(units.QueueLimit(packets=1000))
 # The RTT draws' own stream: SeedSequence([seed, RTT_STREAM]) ("rtt" in ASCII).
@@ -247,7 +250,7 @@ class Dumbbell(_Model):
 
     kind: Literal["dumbbell"]
     # K, when the flows are not listed one by one under [[flows]].
-    flows: StrictInt | None = Field(default=None, gt=0)
+    flows: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
     bottleneck_rate: Rate
     bottleneck_delay: Time | None = None
     # Bottleneck queue (at `left`, toward `right`); `reverse_queue` defaults to the same.
@@ -280,9 +283,9 @@ class Generator(_Model):
     kind: Literal["persistent", "poisson", "closed_loop", "cbr", "onoff"]
     sources: str | list[str] | None = None
     dst: str
-    flows: StrictInt | None = Field(default=None, gt=0)
+    flows: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
     arrivals_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    users: StrictInt | None = Field(default=None, gt=0)
+    users: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
     size: SizeDist | None = None
     think: TimeDist | None = None
     rate: Rate | None = None
@@ -527,7 +530,7 @@ class Scenario(_Model):
             resolved = build_engine_spec(self, nodes, links, flows, bottleneck)
         except SpecError as e:  # a field of a generated link is the user's topology key
             raise SpecError(user_field(aliases, e.field), e.reason) from None
-        resolved.field_aliases = aliases
+        resolved.field_aliases = {**resolved.field_aliases, **aliases}
         resolved.flow_rtts_ns = rtts + [None] * (len(resolved.flow_names) - len(rtts))
         if isinstance(self.topology, Dumbbell) and isinstance(self.topology.rtt, Dist):
             resolved.random_draws.insert(0, "topology.rtt")

@@ -26,6 +26,8 @@ and ``cross{i}``.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -103,9 +105,17 @@ def _per_level(values: list[Any] | None, levels: int, key: str) -> None:
         raise SpecError(f"topology.{key}", f"{len(values)} values for {levels} levels: give one per level")
 
 
+# Hosts a tree may have: hundreds of thousands of flows' worth, far beyond any seed's tree.
+MAX_TREE_HOSTS = 200_000
+
+
 def build_tree(t: Tree, default_queue: Any) -> Graph:
     fanouts = t.fanout if isinstance(t.fanout, list) else [t.fanout] * t.levels
     _per_level(fanouts, t.levels, "fanout")
+    hosts = sum(math.prod(fanouts[:level]) for level in range(1, t.levels + 1))
+    if hosts > MAX_TREE_HOSTS:
+        raise SpecError("topology.fanout", f"{t.levels} levels of this fanout make {hosts} hosts, more than "
+                                           f"{MAX_TREE_HOSTS} (a limit that keeps building the tree bounded)")
     _per_level(t.level_rates, t.levels, "level_rates")
     if "level_delays" not in t.model_fields_set and t.levels != 3:
         raise SpecError("topology.level_delays", f"the seed's delays are for 3 levels, not {t.levels}: "

@@ -18,7 +18,7 @@ import duckdb
 
 from ..errors import SpecError
 
-__all__ = ["connect", "lock_wait_s", "StoreBusy"]
+__all__ = ["connect", "lock_wait_s", "StoreBusy", "StoreUnusable", "store_error"]
 
 DEFAULT_WAIT_S = 120.0
 # First pause after a refused lock; each next one is 1.5x longer, up to MAX_PAUSE_S.
@@ -28,6 +28,19 @@ MAX_PAUSE_S = 0.5
 
 class StoreBusy(SpecError):
     """Another process held the store's lock for longer than we were willing to wait."""
+
+
+class StoreUnusable(SpecError):
+    """The store's file or directory cannot be used: not writable, not a DuckDB file, damaged."""
+
+
+def store_error(path: Path, error: BaseException) -> StoreUnusable:
+    """An OS or DuckDB error about the store at `path` as one ``--db: reason`` line."""
+    if isinstance(error, OSError):
+        where = error.filename or path
+        return StoreUnusable("--db", f"cannot use {where}: {error.strerror or error}")
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return StoreUnusable("--db", f"cannot use {path}: {text}")
 
 
 def lock_wait_s() -> float:
@@ -60,9 +73,11 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
             return duckdb.connect(str(path), read_only=read_only)
         except duckdb.IOException as e:
             if not _is_lock_conflict(e):
-                raise
+                raise store_error(path, e) from None
             if time.monotonic() >= deadline:
                 raise StoreBusy("--db", f"{path} stayed locked by another process for {lock_wait_s():g} s "
                                         "(set BUFFERLAB_DB_WAIT to wait longer)") from None
             time.sleep(pause * (0.5 + jitter.random()))
             pause = min(pause * 1.5, MAX_PAUSE_S)
+        except duckdb.Error as e:  # not a DuckDB file, damaged, written by an unknown version
+            raise store_error(path, e) from None

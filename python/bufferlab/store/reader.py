@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 
 from ..analysis import monitor, pcap
+from ..errors import writing
 from .connection import connect
 from .counters import stored_counters
 from .writer import (CAPTURE_COLUMNS, DEFAULT_DB, SCHEMA_VERSION, TABLES, Store, StoreError,
@@ -279,13 +280,17 @@ class Results:
                    full_payload: bool = False) -> int:
         """Write the captured link direction as a pcap file; returns the packets written."""
         capture = self.capture(run, link=link, direction=direction)
-        return pcap.write_pcap(path, capture, self.packet_flows(run), full_payload=full_payload)
+        flows = self.packet_flows(run)
+        with writing(path):
+            return pcap.write_pcap(path, capture, flows, full_payload=full_payload)
 
     def write_capture_csv(self, run: str, path: str | Path, *, link: str, direction: str = "forward",
                           header: bool = True) -> int:
         """Write the captured link direction as CSV with seed 000's tshark fields."""
         capture = self.capture(run, link=link, direction=direction)
-        return monitor.capture_csv(path, capture, self.packet_flows(run), header=header)
+        flows = self.packet_flows(run)
+        with writing(path):
+            return monitor.capture_csv(path, capture, flows, header=header)
 
 
 def _axis_value(value: Any) -> Any:
@@ -298,11 +303,25 @@ def load(db: str | Path = DEFAULT_DB) -> Results:
     return Results(db)
 
 
+def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:
+    """CSV holds no nested values: list columns (a flow's path) become their JSON text, "[0,2]",
+    and struct columns theirs."""
+    flat = []
+    for name, dtype in frame.schema.items():
+        if isinstance(dtype, pl.List | pl.Array):
+            items = pl.col(name).cast(pl.List(pl.String)).list.join(",")
+            flat.append(pl.concat_str([pl.lit("["), items, pl.lit("]")]).alias(name))
+        elif isinstance(dtype, pl.Struct):
+            flat.append(pl.col(name).struct.json_encode().alias(name))
+    return frame.with_columns(flat) if flat else frame
+
+
 def export_frame(frame: pl.DataFrame, path: str | Path, fmt: str) -> None:
-    """Write a DataFrame as Parquet or CSV."""
-    if fmt == "parquet":
-        frame.write_parquet(path)
-    elif fmt == "csv":
-        frame.write_csv(path)
-    else:
+    """Write a DataFrame as Parquet or CSV (nested columns as JSON text, see `flat_for_csv`)."""
+    if fmt not in ("parquet", "csv"):
         raise StoreError("--format", f'unknown format "{fmt}" (known: parquet, csv)')
+    with writing(path):
+        if fmt == "parquet":
+            frame.write_parquet(path)
+        else:
+            flat_for_csv(frame).write_csv(path)

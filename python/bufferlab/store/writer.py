@@ -51,7 +51,7 @@ from ..analysis import metrics as catalogue
 from ..errors import SpecError
 from ..interrupts import deferred
 from . import DEFAULT_DB, SCHEMA_VERSION
-from .connection import connect
+from .connection import connect, store_error
 from .counters import CHANNEL_COUNTERS, CHANNEL_DERIVED, FLOW_COUNTERS, FLOW_DERIVED, RENAMED_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,7 +59,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Store", "StoreError", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION", "TABLES", "RUN_TABLES",
            "check_schema_version", "capture_columns", "StudyPoint", "persist"]
-
 
 
 class StoreError(SpecError):
@@ -113,7 +112,7 @@ def capture_columns(capture: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 def _utc_now() -> _dt.datetime:
     """Naive UTC (a TIMESTAMP column; TIMESTAMPTZ would make DuckDB's Python client need pytz)."""
-    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
+    return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
 
 
 def _metric_columns(names: Mapping[str, Any]) -> dict[str, str]:
@@ -215,10 +214,18 @@ class Store:
 
     def __init__(self, path: str | Path = DEFAULT_DB) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise StoreError("--db", f"cannot create {self.path}: a part of its directory is a file") from None
+        except OSError as e:
+            raise store_error(self.path, e) from None
         self.con = connect(self.path, read_only=False)
         try:
             self._prepare_schema()
+        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
+            self.con.close()
+            raise store_error(self.path, e) from None
         except BaseException:
             self.con.close()
             raise

@@ -59,8 +59,11 @@ def progress_listener(study: str) -> Iterator[Any]:
               help="Worker processes (default: one per core; 1 runs in this process).")
 @click.option("--dask", "dask_address", default=None, metavar="local|tcp://HOST:PORT",
               help="Run on dask.distributed: a LocalCluster of --workers processes, or a running scheduler.")
+@click.option("--max-memory", "max_memory", default=None, metavar="SIZE",
+              help="Refuse a run whose estimated memory exceeds SIZE, e.g. 8GB (default: half of the machine's memory).")
 @click.option("--json", "as_json", is_flag=True, help="Print what the sweep did as JSON.")
-def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address: str | None, as_json: bool) -> int:
+def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address: str | None, max_memory: str | None,
+                  as_json: bool) -> int:
     """Run every point of a sweep (base scenario x axes x seeds) that the store does not have yet,
     storing each run as it finishes in the study named after the sweep. Stopped and started
     again, it runs only what is missing."""
@@ -68,15 +71,18 @@ def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address:
     from ..study.executors import make_executor
     from ..study.sweep import Sweep
 
+    from ..pipeline.budget import parse_budget
+
+    budget = parse_budget(max_memory)
     sweep = Sweep.from_toml(sweep_file)
     if workers is not None and workers < 1:
         raise SpecError("--workers", f"expected 1 or more, got {workers}")
     executor = make_executor(workers, dask_address)
     if as_json or not sys.stderr.isatty():
-        report = run_sweep(sweep, db, executor)
+        report = run_sweep(sweep, db, executor, max_memory=budget)
     else:
         with progress_listener(sweep.name) as listener:
-            report = run_sweep(sweep, db, executor, listener)
+            report = run_sweep(sweep, db, executor, listener, max_memory=budget)
     if as_json:
         click.echo(json.dumps({"study": report.study, "db": str(db), "executor": executor.name,
                                "workers": executor.workers, "runs": report.total, "simulated": report.simulated,
@@ -88,9 +94,10 @@ def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address:
     else:
         _print_report(report, db, executor)
     if report.interrupted:
-        sys.stderr.write(f"error: interrupted: {report.simulated + report.reused} of {report.total} runs are stored; "
-                         "run the same command again to finish the sweep\n")
-        return 130
+        by = " by SIGTERM" if report.interrupted_by == "SIGTERM" else ""
+        sys.stderr.write(f"error: interrupted{by}: {report.simulated + report.reused} of {report.total} runs are "
+                         "stored; run the same command again to finish the sweep\n")
+        return 143 if report.interrupted_by == "SIGTERM" else 130
     return 0
 
 
@@ -142,10 +149,12 @@ def results_study_command(name: str, db: Path, metric_names: str | None, fmt: st
         click.echo(json.dumps(frame.to_dicts(), indent=2, default=str))
         return
     if fmt == "csv":
-        click.echo(frame.write_csv(), nl=False)
+        from ..store.reader import flat_for_csv
+
+        click.echo(flat_for_csv(frame).write_csv(), nl=False)
         return
     shown = frame.select(["point", *axes, "seeds", *[
-        pl.format("{} ± {}", pl.col(m).round_sig_figs(4), ((pl.col(f"{m}_ci_high") - pl.col(m))).round_sig_figs(2))
+        pl.format("{} ± {}", pl.col(m).round_sig_figs(4), (pl.col(f"{m}_ci_high") - pl.col(m)).round_sig_figs(2))
         .fill_null(pl.col(m).round_sig_figs(4).cast(pl.Utf8)).alias(m) for m in chosen]])
     from rich.console import Console
 

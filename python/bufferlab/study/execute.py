@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import SpecError
+from ..errors import SpecError, Terminated
 from ..interrupts import deferred
 from ..pipeline.plan import Plan, plan
 from ..store.reader import Results
@@ -41,6 +41,8 @@ class SweepReport:
     wall_time_s: float = 0.0
     simulated_time_s: float = 0.0
     interrupted: bool = False
+    # The signal that stopped it: "SIGINT" (Ctrl-C) or "SIGTERM".
+    interrupted_by: str | None = None
     # Seeds that gave no distinct run (no random element in the scenario).
     seedless: bool = False
 
@@ -72,7 +74,8 @@ def _study_point(sweep: Sweep, point: SweepPoint, error: str | None = None) -> S
     return StudyPoint(study=sweep.name, point=point.index, seed=point.seed, values=point.values, error=error)
 
 
-def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listener | None = None) -> SweepReport:
+def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listener | None = None,
+              max_memory: int | None = None) -> SweepReport:
     """Run every point of `sweep` that the store at `db` does not have yet (see the module docstring)."""
     db = Path(db)
     listener = listener or Listener()
@@ -87,7 +90,7 @@ def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listen
     settled: list[tuple[StudyPoint, str | None]] = []
     for point in sweep.points():
         try:
-            planned = plan(sweep.scenario(point))
+            planned = plan(sweep.scenario(point), max_memory)
         except SpecError as e:
             report.failed.append((point, str(e)))
             settled.append((_study_point(sweep, point, str(e)), None))
@@ -123,8 +126,10 @@ def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listen
                     store.record_points([(_study_point(sweep, p, error), None) for p in points])
                 report.failed.extend((p, error) for p in points)
                 listener.finished(False, 0.0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        # Every finished run is stored already; `close` ends the running ones without waiting.
         report.interrupted = True
+        report.interrupted_by = "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
     finally:
         executor.close()
         report.wall_time_s = time.perf_counter() - started

@@ -257,8 +257,9 @@ impl Channel {
         (packet, self.pipe.front().map(|&(t, _)| t))
     }
 
-    /// Fill in the end-of-run state that conservation accounts for.
-    pub fn finish(&mut self, now: SimTime) {
+    /// Fill in the end-of-run state that conservation accounts for; a packet unaccounted for is
+    /// an engine bug, reported as an error (never a panic across the Python binding).
+    pub fn finish(&mut self, now: SimTime) -> Result<(), String> {
         self.integrate_queue(now);
         self.record.queue_packet_ns = self.queue_packet_ps / 1000;
         self.record.queue_byte_ns = self.queue_byte_ps / 1000;
@@ -276,7 +277,13 @@ impl Channel {
         self.record.propagating_end_packets = self.pipe.len() as u64 - self.record.transmitting_end_packets;
         self.record.propagating_end_bytes = on_wire - self.record.transmitting_end_bytes;
         // Conservation is checked on every run: a violation is an engine bug, never a result.
-        assert_eq!(self.record.unaccounted(), (0, 0), "packet conservation violated on {}", self.record.name);
+        match self.record.unaccounted() {
+            (0, 0) => Ok(()),
+            (packets, bytes) => Err(format!(
+                "packet conservation violated on {} ({packets} packets, {bytes} bytes unaccounted)",
+                self.record.name
+            )),
+        }
     }
 }
 
@@ -291,7 +298,7 @@ mod tests {
             None,
             SimTime::ZERO,
             0.0,
-            Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(1), 0),
+            Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(1), None, 0),
             1,
         );
         ch.set_loss_model(&LossModel::GilbertElliott { p, r, loss_good, loss_bad });

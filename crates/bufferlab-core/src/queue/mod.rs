@@ -67,8 +67,9 @@ impl Queue {
         }
     }
 
-    /// The queue a spec describes; `seed` keys its random choices (Blind-SplitBuff's mapping).
-    pub fn from_spec(spec: &QueueSpec, seed: u64) -> Queue {
+    /// The queue a spec describes, in front of a link of `rate` (`None`: unlimited); `seed` keys
+    /// its random choices (Blind-SplitBuff's mapping).
+    pub fn from_spec(spec: &QueueSpec, rate: Option<BitRate>, seed: u64) -> Queue {
         match spec {
             QueueSpec::Fifo { limit_packets, limit_bytes } => {
                 Queue::Fifo(DropTailFifo::new(*limit_packets, *limit_bytes))
@@ -90,6 +91,7 @@ impl Queue {
                 update_interval: SimTime::from_ns(*update_interval_ns),
                 alpha: *alpha,
                 quantum: *quantum_bytes as u64,
+                rate,
             })),
             QueueSpec::BlindSplitBuff { limit_packets, limit_bytes, sub_buffers, quantum_bytes } => {
                 let config = SplitBuffConfig {
@@ -99,6 +101,7 @@ impl Queue {
                     update_interval: SimTime::MAX,
                     alpha: 1.0,
                     quantum: *quantum_bytes as u64,
+                    rate,
                 };
                 Queue::SplitBuff(SplitBuff::blind(config, seed))
             }

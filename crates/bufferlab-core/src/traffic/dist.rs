@@ -5,6 +5,10 @@
 //! moves its arrival times. Every variate is drawn by inversion of the CDF from one uniform number
 //! (the normal of the lognormal by Box–Muller from two), so a stream's k-th draw is a pure
 //! function of the seed and k.
+//!
+//! The elementary functions (ln, exp, pow, cos) come from `libm`, a portable implementation in
+//! Rust, not from the platform's C library: their last bits differ between platforms and compiler
+//! versions, and a run must be bit-identical on every machine.
 
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -47,14 +51,14 @@ impl Distribution {
             }
             Distribution::BoundedPareto { shape: a, low: l, high: h } => {
                 // E[X] = l^a / (1 − (l/h)^a) · a/(a − 1) · (l^(1−a) − h^(1−a)); a = 1: ln(h/l) form.
-                let norm = l.powf(*a) / (1.0 - (l / h).powf(*a));
+                let norm = libm::pow(*l, *a) / (1.0 - libm::pow(l / h, *a));
                 if (a - 1.0).abs() < 1e-12 {
-                    norm * (h / l).ln()
+                    norm * libm::log(h / l)
                 } else {
-                    norm * a / (a - 1.0) * (l.powf(1.0 - a) - h.powf(1.0 - a))
+                    norm * a / (a - 1.0) * (libm::pow(*l, 1.0 - a) - libm::pow(*h, 1.0 - a))
                 }
             }
-            Distribution::Lognormal { mu, sigma } => (mu + sigma * sigma / 2.0).exp(),
+            Distribution::Lognormal { mu, sigma } => libm::exp(mu + sigma * sigma / 2.0),
             Distribution::Empirical { points } => {
                 // Mean of a piecewise-uniform density: sum of segment probability × segment midpoint.
                 let mut mean = points.first().map_or(0.0, |&(v, p)| v * p);
@@ -142,13 +146,13 @@ impl Distribution {
             Distribution::Fixed { value } => *value,
             Distribution::Uniform { low, high } => low + (high - low) * u,
             // F(x) = 1 − e^(−x/mean)  ⇒  x = −mean · ln(1 − u).
-            Distribution::Exponential { mean } => -mean * (1.0 - u).ln(),
+            Distribution::Exponential { mean } => -mean * libm::log(1.0 - u),
             // F(x) = 1 − (scale/x)^shape  ⇒  x = scale · (1 − u)^(−1/shape).
-            Distribution::Pareto { shape, scale } => scale * (1.0 - u).powf(-1.0 / shape),
+            Distribution::Pareto { shape, scale } => scale * libm::pow(1.0 - u, -1.0 / shape),
             // F(x) = (1 − (l/x)^a) / (1 − (l/h)^a)  ⇒  x = l · (1 − u(1 − (l/h)^a))^(−1/a).
             Distribution::BoundedPareto { shape, low, high } => {
-                let tail = 1.0 - (low / high).powf(*shape);
-                (low * (1.0 - u * tail).powf(-1.0 / shape)).min(*high)
+                let tail = 1.0 - libm::pow(low / high, *shape);
+                (low * libm::pow(1.0 - u * tail, -1.0 / shape)).min(*high)
             }
             Distribution::Lognormal { .. } => unreachable!("the lognormal needs a normal draw, see Sampler"),
             Distribution::Empirical { points } => {
@@ -198,8 +202,8 @@ impl Sampler {
             Distribution::Lognormal { mu, sigma } => {
                 // Box–Muller: z = sqrt(−2 ln u1) · cos(2π u2) is standard normal.
                 let (u1, u2) = (self.uniform(), self.uniform());
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                (mu + sigma * z).exp()
+                let z = libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(std::f64::consts::TAU * u2);
+                libm::exp(mu + sigma * z)
             }
             _ => {
                 let u = self.uniform();

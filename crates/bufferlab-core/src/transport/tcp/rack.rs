@@ -29,6 +29,9 @@ pub struct Rack {
     reference: Option<RackReference>,
     /// RACK.fack: the highest sequence selectively or cumulatively acknowledged.
     fack: u64,
+    /// RACK.fack before the ACK being processed: the segments one ACK delivers are judged
+    /// against it, not against each other.
+    fack_before_ack: u64,
     /// RACK.reordering_seen: a segment never retransmitted was delivered below RACK.fack.
     reordering_seen: bool,
 }
@@ -42,13 +45,21 @@ impl Rack {
         self.reordering_seen
     }
 
+    /// An ACK arrives: the segments it delivers follow.
+    pub fn begin_ack(&mut self) {
+        self.fack_before_ack = self.fack;
+    }
+
     /// RFC 8985 §6.2 steps 2 and 3 for a segment newly delivered (SACKed or cumulatively
     /// acknowledged) by an ACK at `now`.
     pub fn on_delivered(&mut self, seg: &Segment, now: SimTime, min_rtt: Option<SimTime>) {
-        // Step 3, RACK_detect_reordering.
-        if seg.end() > self.fack {
-            self.fack = seg.end();
-        } else if !seg.ever_retransmitted {
+        // Step 3, RACK_detect_reordering. The RFC walks an ACK's segments in the order they were
+        // sent; the scoreboard meets its SACK blocks before the cumulative point, so a segment
+        // is compared with the forward-most delivery of earlier ACKs only (as Linux compares
+        // with its prior_fack). Otherwise a delayed ACK's segment, acknowledged together with the
+        // out-of-order segment that ended the delay, would count as reordered.
+        self.fack = self.fack.max(seg.end());
+        if seg.end() <= self.fack_before_ack && !seg.ever_retransmitted {
             self.reordering_seen = true;
         }
         // Step 2, RACK_update: an ACK for a retransmitted segment may have been caused by the
@@ -106,11 +117,28 @@ mod tests {
     #[test]
     fn the_reference_is_the_most_recently_sent_delivered_segment() {
         let mut rack = Rack::default();
+        rack.begin_ack();
         rack.on_delivered(&seg(5, 10, false), SimTime::from_ms(60), None);
+        rack.begin_ack();
         rack.on_delivered(&seg(3, 8, false), SimTime::from_ms(61), None);
         let r = rack.reference().unwrap();
         assert_eq!((r.xmit_ts, r.end_seq, r.rtt), (SimTime::from_ms(10), 601, SimTime::from_ms(50)));
         assert!(rack.reordering_seen(), "segment 3 arrived after segment 5 and was never retransmitted");
+    }
+
+    #[test]
+    fn segments_delivered_by_one_ack_are_not_reordered_among_themselves() {
+        // A delayed ACK for segment 3 leaves with the SACK of segment 5 (4 was lost): the
+        // scoreboard hands over the SACKed segment first, then the cumulatively acknowledged one.
+        let mut rack = Rack::default();
+        rack.begin_ack();
+        rack.on_delivered(&seg(5, 10, false), SimTime::from_ms(60), None);
+        rack.on_delivered(&seg(3, 8, false), SimTime::from_ms(60), None);
+        assert!(!rack.reordering_seen());
+        // Segment 4 arriving only now, never retransmitted, was overtaken: that is reordering.
+        rack.begin_ack();
+        rack.on_delivered(&seg(4, 9, false), SimTime::from_ms(62), None);
+        assert!(rack.reordering_seen());
     }
 
     #[test]

@@ -317,6 +317,7 @@ impl TcpSender {
         // Every segment this ACK delivers feeds the delivery-rate estimator and RACK.
         let min_rtt = self.rtt.min_rtt();
         let rack_on = self.config.rack;
+        self.rack.begin_ack();
         let (rate, rack) = (&mut self.rate, &mut self.rack);
         let mut on_delivered = |seg: &Segment| {
             rate.on_delivered(now, &seg.tx, seg.sent_time, seg.ever_retransmitted, seg.len as u64);
@@ -1008,6 +1009,22 @@ mod tests {
         assert!(sack_only.run(SimTime::from_secs(60), drop_twice).is_some());
         assert_eq!(sack_only.copies_of(20), 3);
         assert_eq!(sack_only.sender.record.rtos, 1);
+    }
+
+    #[test]
+    fn a_loss_behind_a_delayed_ack_is_not_taken_for_reordering() {
+        // The segment before the hole arrives in order and its ACK is delayed; the next arrival
+        // is out of order and its ACK covers both: one cumulatively, the other by SACK. Neither
+        // parity of the dropped segment may make RACK see reordering (its window would then stay
+        // min_RTT/4 in recovery, and every loss would wait for it).
+        for dropped in [20, 21] {
+            let once = |k, copy| if k == dropped && copy == 0 { Fate::Dropped } else { Fate::Delivered };
+            let mut rack = loopback(true, 300);
+            assert!(rack.run(SimTime::from_secs(60), once).is_some());
+            assert!(!rack.sender.rack.reordering_seen(), "segment {dropped} dropped");
+            assert_eq!(rack.copies_of(dropped), 2);
+            assert_eq!((rack.sender.record.rtos, rack.sender.record.segments_retransmitted), (0, 1));
+        }
     }
 
     #[test]

@@ -1,0 +1,322 @@
+// The bufferlab dumbbell in ns-3, for the side-by-side benchmark (benchmarks/bench_ns3.py).
+//
+// N senders, each on its own access link to router L; one bottleneck L -> R; N receivers, each on
+// its own access link from R. Every flow is one BulkSend over TCP to a PacketSink. Every setting
+// that differs between ns-3's defaults and bufferlab's comes from the command line, so that the
+// Python side can pass the same values it puts into the bufferlab spec (see --PrintHelp).
+//
+// Queues: bufferlab's FIFO of N packets holds N packets besides the one being transmitted. ns-3's
+// PointToPointNetDevice takes a packet from its own device queue to transmit it, and the traffic-
+// control layer keeps the device queue filled from the queue disc: a FifoQueueDisc of N - 1
+// packets plus a device queue of 1 packet holds the same N. Every device gets this pair (access
+// links with --accessQueue packets, bufferlab's default 1000p), so ns-3's default FqCoDel is
+// never installed.
+//
+// Routing: senders sit in 10.1.0.0/16, receivers in 10.2.0.0/16, so each router needs one static
+// route across the bottleneck (global routing would run Dijkstra over 2000 nodes).
+//
+// Output: one JSON line with, over the whole run: per-flow goodput (bytes received by the sink),
+// the bottleneck's busy time (sum of packet transmission times, PPP header included), queue-disc
+// and device drops, the time integral of the bottleneck queue (queue disc + device queue, in
+// packets), retransmitted segments (TcpSocketBase "Retransmission") and RTOs (entries into
+// CA_LOSS), and the wall time of the build and of Simulator::Run.
+
+#include "ns3/applications-module.h"
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+/// The bottleneck's counters, updated by trace sinks.
+struct Bottleneck
+{
+    DataRate rate;
+    double busySeconds = 0;
+    uint64_t queuedPackets = 0;      // queue disc + device queue, now
+    double queuePacketSeconds = 0;   // time integral of queuedPackets
+    Time lastChange = Seconds(0);
+    uint32_t discPackets = 0;
+    uint32_t devicePackets = 0;
+
+    void Integrate()
+    {
+        Time now = Simulator::Now();
+        queuePacketSeconds += static_cast<double>(discPackets + devicePackets) *
+                              (now - lastChange).GetSeconds();
+        lastChange = now;
+    }
+};
+
+Bottleneck g_bottleneck;
+uint64_t g_retransmissions = 0;
+uint64_t g_rtos = 0;
+uint64_t g_lossEpisodes = 0;
+
+void
+OnTransmit(Ptr<const Packet> packet)
+{
+    g_bottleneck.busySeconds += g_bottleneck.rate.CalculateBytesTxTime(packet->GetSize()).GetSeconds();
+}
+
+void
+OnDiscLength(uint32_t, uint32_t now)
+{
+    g_bottleneck.Integrate();
+    g_bottleneck.discPackets = now;
+}
+
+void
+OnDeviceLength(uint32_t, uint32_t now)
+{
+    g_bottleneck.Integrate();
+    g_bottleneck.devicePackets = now;
+}
+
+void
+OnRetransmission(Ptr<const Packet>, const TcpHeader&, const Address&, const Address&,
+                 Ptr<const TcpSocketBase>)
+{
+    ++g_retransmissions;
+}
+
+void
+OnCongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
+{
+    if (now == TcpSocketState::CA_LOSS)
+    {
+        ++g_lossEpisodes; // only the retransmission timer enters CA_LOSS, once per episode
+    }
+}
+
+/// Every expiry of the retransmission timer backs the RTO off: RTO = min(2 RTO, 60 s) (RFC 6298
+/// 5.5). An RTT sample never doubles it exactly, so a doubling counts one timeout, repeated
+/// timeouts of the same segment included (as bufferlab counts them).
+void
+OnRto(Time before, Time now)
+{
+    if (now == Min(before * 2, Seconds(60)) && now != before)
+    {
+        ++g_rtos;
+    }
+}
+
+/// BulkSend creates its socket when it starts; hook the socket's traces right after.
+void
+HookSocket(Ptr<BulkSendApplication> app)
+{
+    Ptr<TcpSocketBase> socket = DynamicCast<TcpSocketBase>(app->GetSocket());
+    NS_ABORT_MSG_UNLESS(socket, "BulkSend has no TCP socket yet");
+    socket->TraceConnectWithoutContext("Retransmission", MakeCallback(&OnRetransmission));
+    socket->TraceConnectWithoutContext("CongState", MakeCallback(&OnCongState));
+    socket->TraceConnectWithoutContext("RTO", MakeCallback(&OnRto));
+}
+
+/// A FifoQueueDisc of packets - 1 over a one-packet device queue: bufferlab's FIFO of `packets`.
+QueueDiscContainer
+InstallFifo(NetDeviceContainer devices, uint32_t packets)
+{
+    TrafficControlHelper tc;
+    tc.SetRootQueueDisc("ns3::FifoQueueDisc",
+                        "MaxSize",
+                        QueueSizeValue(QueueSize(std::to_string(packets - 1) + "p")));
+    return tc.Install(devices);
+}
+
+} // namespace
+
+int
+main(int argc, char* argv[])
+{
+    auto wallStart = std::chrono::steady_clock::now();
+
+    uint32_t flows = 10;
+    std::string bottleneckRate = "100Mbps";
+    std::string bottleneckDelay = "10ms";
+    std::string accessRate = "1Gbps";
+    std::string rtt = "40ms";
+    uint32_t queuePackets = 100;
+    uint32_t accessQueue = 1000;
+    uint32_t segmentSize = 1448;
+    uint32_t initialCwnd = 10;
+    bool sack = true;
+    uint32_t delAckCount = 2;
+    std::string delAckTimeout = "40ms";
+    std::string minRto = "200ms";
+    std::string initialRto = "1s";
+    std::string clockGranularity = "1ns";
+    std::string variant = "TcpNewReno";
+    std::string recovery = "TcpPrrRecovery";
+    bool hystart = false;
+    double duration = 30;
+    uint32_t seed = 1;
+
+    CommandLine cmd(__FILE__);
+    cmd.AddValue("flows", "number of flows", flows);
+    cmd.AddValue("bottleneckRate", "bottleneck rate", bottleneckRate);
+    cmd.AddValue("bottleneckDelay", "bottleneck one-way delay", bottleneckDelay);
+    cmd.AddValue("accessRate", "access link rate", accessRate);
+    cmd.AddValue("rtt", "two-way propagation delay of every flow", rtt);
+    cmd.AddValue("queue", "bottleneck FIFO in packets (bufferlab's meaning)", queuePackets);
+    cmd.AddValue("accessQueue", "access FIFOs in packets (bufferlab's meaning)", accessQueue);
+    cmd.AddValue("segmentSize", "TCP payload bytes per segment", segmentSize);
+    cmd.AddValue("initialCwnd", "initial window in segments", initialCwnd);
+    cmd.AddValue("sack", "SACK", sack);
+    cmd.AddValue("delAckCount", "segments per delayed ACK", delAckCount);
+    cmd.AddValue("delAckTimeout", "delayed-ACK timeout", delAckTimeout);
+    cmd.AddValue("minRto", "minimum RTO", minRto);
+    cmd.AddValue("initialRto", "initial RTO (SYN and data)", initialRto);
+    cmd.AddValue("clockGranularity", "RTO clock granularity G of RFC 6298", clockGranularity);
+    cmd.AddValue("variant", "ns-3 congestion control (TcpNewReno, TcpLinuxReno, TcpCubic, ...)", variant);
+    cmd.AddValue("recovery", "TcpPrrRecovery or TcpClassicRecovery", recovery);
+    cmd.AddValue("hystart", "HyStart in TcpCubic's slow start", hystart);
+    cmd.AddValue("duration", "simulated seconds", duration);
+    cmd.AddValue("seed", "RNG run number", seed);
+    cmd.Parse(argc, argv);
+    NS_ABORT_MSG_UNLESS(queuePackets >= 2 && accessQueue >= 2, "queues need at least 2 packets");
+
+    RngSeedManager::SetSeed(1);
+    RngSeedManager::SetRun(seed);
+
+    Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::" + variant));
+    Config::SetDefault("ns3::TcpL4Protocol::RecoveryType", StringValue("ns3::" + recovery));
+    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segmentSize));
+    Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(initialCwnd));
+    Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(delAckCount));
+    Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(Time(delAckTimeout)));
+    Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(Time(initialRto)));
+    // bufferlab's receive window is unlimited: buffers far above any window these runs reach.
+    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1u << 26));
+    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1u << 26));
+    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(sack));
+    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
+    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(Time(minRto)));
+    Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(Time(clockGranularity)));
+    Config::SetDefault("ns3::RttEstimator::InitialEstimation", TimeValue(Time(initialRto)));
+    Config::SetDefault("ns3::TcpCubic::HyStart", BooleanValue(hystart));
+
+    NodeContainer routers;
+    routers.Create(2);
+    NodeContainer senders;
+    senders.Create(flows);
+    NodeContainer receivers;
+    receivers.Create(flows);
+    InternetStackHelper stack;
+    stack.InstallAll();
+
+    Time oneWay = Time(rtt) / 2;
+    Time accessDelay = (oneWay - Time(bottleneckDelay)) / 2;
+    NS_ABORT_MSG_UNLESS(accessDelay.IsPositive(), "rtt/2 must exceed the bottleneck delay");
+
+    PointToPointHelper link;
+    link.SetQueue("ns3::DropTailQueue", "MaxSize", QueueSizeValue(QueueSize("1p")));
+
+    link.SetDeviceAttribute("DataRate", StringValue(bottleneckRate));
+    link.SetChannelAttribute("Delay", StringValue(bottleneckDelay));
+    NetDeviceContainer bottleneckDevices = link.Install(routers.Get(0), routers.Get(1));
+    QueueDiscContainer bottleneckDiscs = InstallFifo(bottleneckDevices, queuePackets);
+    Ipv4AddressHelper address("10.0.0.0", "255.255.255.252");
+    Ipv4InterfaceContainer bottleneckAddresses = address.Assign(bottleneckDevices);
+
+    link.SetDeviceAttribute("DataRate", StringValue(accessRate));
+    link.SetChannelAttribute("Delay", TimeValue(accessDelay));
+    Ipv4AddressHelper senderAddresses("10.1.0.0", "255.255.255.252");
+    Ipv4AddressHelper receiverAddresses("10.2.0.0", "255.255.255.252");
+    Ipv4StaticRoutingHelper routing;
+    std::vector<Ipv4Address> sinks;
+    for (uint32_t i = 0; i < flows; ++i)
+    {
+        NetDeviceContainer left = link.Install(senders.Get(i), routers.Get(0));
+        InstallFifo(left, accessQueue);
+        Ipv4InterfaceContainer leftAddresses = senderAddresses.Assign(left);
+        senderAddresses.NewNetwork();
+        routing.GetStaticRouting(senders.Get(i)->GetObject<Ipv4>())
+            ->SetDefaultRoute(leftAddresses.GetAddress(1), 1);
+
+        NetDeviceContainer right = link.Install(routers.Get(1), receivers.Get(i));
+        InstallFifo(right, accessQueue);
+        Ipv4InterfaceContainer rightAddresses = receiverAddresses.Assign(right);
+        receiverAddresses.NewNetwork();
+        routing.GetStaticRouting(receivers.Get(i)->GetObject<Ipv4>())
+            ->SetDefaultRoute(rightAddresses.GetAddress(0), 1);
+        sinks.push_back(rightAddresses.GetAddress(1));
+    }
+    routing.GetStaticRouting(routers.Get(0)->GetObject<Ipv4>())
+        ->AddNetworkRouteTo("10.2.0.0", "255.255.0.0", bottleneckAddresses.GetAddress(1), 1);
+    routing.GetStaticRouting(routers.Get(1)->GetObject<Ipv4>())
+        ->AddNetworkRouteTo("10.1.0.0", "255.255.0.0", bottleneckAddresses.GetAddress(0), 1);
+
+    const uint16_t port = 5000;
+    Time stop = Seconds(duration);
+    std::vector<Ptr<PacketSink>> sinkApps;
+    for (uint32_t i = 0; i < flows; ++i)
+    {
+        PacketSinkHelper sinkHelper("ns3::TcpSocketFactory",
+                                    InetSocketAddress(Ipv4Address::GetAny(), port));
+        ApplicationContainer sinkApp = sinkHelper.Install(receivers.Get(i));
+        sinkApp.Start(Seconds(0));
+        sinkApps.push_back(DynamicCast<PacketSink>(sinkApp.Get(0)));
+
+        BulkSendHelper source("ns3::TcpSocketFactory", InetSocketAddress(sinks[i], port));
+        source.SetAttribute("SendSize", UintegerValue(segmentSize * 16));
+        ApplicationContainer sourceApp = source.Install(senders.Get(i));
+        sourceApp.Start(Seconds(0));
+        sourceApp.Stop(stop);
+        Simulator::Schedule(NanoSeconds(1),
+                            &HookSocket,
+                            DynamicCast<BulkSendApplication>(sourceApp.Get(0)));
+    }
+
+    Ptr<PointToPointNetDevice> bottleneckDevice =
+        DynamicCast<PointToPointNetDevice>(bottleneckDevices.Get(0));
+    g_bottleneck.rate = DataRate(bottleneckRate);
+    bottleneckDevice->TraceConnectWithoutContext("PhyTxBegin", MakeCallback(&OnTransmit));
+    bottleneckDevice->GetQueue()->TraceConnectWithoutContext("PacketsInQueue",
+                                                             MakeCallback(&OnDeviceLength));
+    Ptr<QueueDisc> bottleneckDisc = bottleneckDiscs.Get(0);
+    bottleneckDisc->TraceConnectWithoutContext("PacketsInQueue", MakeCallback(&OnDiscLength));
+
+    auto runStart = std::chrono::steady_clock::now();
+    Simulator::Stop(stop);
+    Simulator::Run();
+    auto runEnd = std::chrono::steady_clock::now();
+    g_bottleneck.Integrate();
+
+    uint64_t discDrops = bottleneckDisc->GetStats().nTotalDroppedPackets;
+    uint64_t deviceDrops = bottleneckDevice->GetQueue()->GetTotalDroppedPackets();
+    std::string goodput;
+    for (uint32_t i = 0; i < flows; ++i)
+    {
+        goodput += (i ? "," : "") + std::to_string(sinkApps[i]->GetTotalRx());
+    }
+    auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+    std::printf("{\"simulator\": \"ns-3 %s\", \"duration_s\": %.9g, \"flow_bytes_received\": [%s], "
+                "\"bottleneck_busy_s\": %.9g, \"queue_drops\": %llu, \"device_drops\": %llu, "
+                "\"queue_packet_s\": %.9g, \"retransmissions\": %llu, \"rtos\": %llu, "
+                "\"loss_episodes\": %llu, "
+                "\"build_wall_s\": %.6f, \"run_wall_s\": %.6f}\n",
+                "3.44",
+                duration,
+                goodput.c_str(),
+                g_bottleneck.busySeconds,
+                static_cast<unsigned long long>(discDrops),
+                static_cast<unsigned long long>(deviceDrops),
+                g_bottleneck.queuePacketSeconds,
+                static_cast<unsigned long long>(g_retransmissions),
+                static_cast<unsigned long long>(g_rtos),
+                static_cast<unsigned long long>(g_lossEpisodes),
+                seconds(wallStart, runStart),
+                seconds(runStart, runEnd));
+    Simulator::Destroy();
+    return 0;
+}

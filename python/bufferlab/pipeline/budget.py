@@ -1,0 +1,184 @@
+"""Memory budget of a run, checked while planning: a run that could not fit is refused before it
+starts, with the usual one-line error naming the field that drives its size.
+
+What grows with the spec, and what one unit of it costs from the engine to the store (the engine's
+buffers, the copy handed to Python, the copies made while deriving metrics and inserting rows):
+
+- recording: samples (duration / sample interval) x series (14 per recorded flow, 7 per recorded
+  link direction, plus the time column), 8 bytes each, about 4 copies at the peak;
+- captures: one row of 104 bytes per captured packet, about 3 copies; a link direction carries at
+  most 2 x rate x time / (8 x smallest data packet) packets (each data packet and one ACK);
+- generated flows: expected Poisson arrivals, or closed-loop users x time / mean think time,
+  about 8 kB each (sender, receiver and record, then a row of every table);
+- queues: a FIFO full to its limit holds packets of at most 128 bytes each in the engine.
+
+The estimates are upper bounds of the order of magnitude, not predictions: they refuse runs that
+could never finish (a 1 ns sample interval over seconds, a billion-packet queue), not large
+runs that fit. The default budget is half of the machine's memory (or of the process's address
+space limit, if lower); ``--max-memory`` changes it.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import dataclass
+from typing import Any
+
+from .. import units
+from ..errors import SpecError
+from ..spec import Resolved, Scenario
+
+__all__ = ["approx_bytes", "Demand", "memory_demands", "check_memory", "default_budget", "parse_budget"]
+
+SERIES_PER_FLOW = 14
+SERIES_PER_CHANNEL = 7
+SERIES_COPIES = 4
+CAPTURE_ROW_BYTES = 104
+CAPTURE_COPIES = 3
+GENERATED_FLOW_BYTES = 8_000
+PACKET_BYTES = 128
+# A byte-limited queue holds at most limit / SMALLEST_PACKET packets (an ACK with headers).
+SMALLEST_PACKET = 52
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Memory one part of a spec may need: the user's field that drives it, bytes, and what."""
+
+    field: str
+    bytes: int
+    what: str
+
+
+def default_budget() -> int:
+    """Half of the machine's physical memory, or of the address space limit if that is lower."""
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    limit = physical if soft == resource.RLIM_INFINITY else min(physical, soft)
+    return limit // 2
+
+
+def parse_budget(text: str | None) -> int | None:
+    """`--max-memory` ("8GB", "500MB"); None keeps the default."""
+    if text is None:
+        return None
+    try:
+        return units.parse_bytes(text)
+    except ValueError as e:
+        raise SpecError("--max-memory", str(e)) from None
+
+
+def approx_bytes(n: float) -> str:
+    """A memory size to three significant figures: 4.18e+05 GB reads worse than 418 TB."""
+    for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def _active_s(start_ns: int, stop_ns: int | None, duration_ns: int) -> float:
+    end = duration_ns if stop_ns is None else min(stop_ns, duration_ns)
+    return max(0, end - start_ns) / 1e9
+
+
+def _recording(s: Scenario, engine: dict[str, Any]) -> list[Demand]:
+    interval = engine.get("sample_interval_ns")
+    record = engine.get("record") or {}
+    flows = len(engine["flows"]) if record.get("flows") is None else len(record["flows"])
+    channels = 2 * len(engine["links"]) if record.get("channels") is None else len(record["channels"])
+    if not interval or (flows == 0 and channels == 0):
+        return []
+    samples = engine["duration_ns"] // interval + 1
+    series = SERIES_PER_FLOW * flows + SERIES_PER_CHANNEL * channels + 1
+    field = "record.interval" if s.record is not None and s.record.interval is not None else "sample_interval"
+    return [Demand(field, samples * series * 8 * SERIES_COPIES,
+                   f"{samples} samples x {series} series of {units.format_time(interval)} recording")]
+
+
+def _smallest_data_packet(engine: dict[str, Any]) -> int:
+    sizes = []
+    for f in engine["flows"]:
+        traffic = f["traffic"]
+        if "packet_bytes" in traffic:
+            sizes.append(traffic["packet_bytes"])
+        elif f.get("transport") == "quic":
+            sizes.append(f["quic"]["max_datagram_bytes"])
+        else:
+            sizes.append(f["tcp"]["mss"] + f["tcp"]["header_bytes"])
+    sizes += [g["tcp"]["mss"] + g["tcp"]["header_bytes"] for g in engine.get("generators", [])]
+    return max(1, min(sizes, default=1500))
+
+
+def _captures(s: Scenario, engine: dict[str, Any]) -> list[Demand]:
+    finite = [link["rate_bps"] for link in engine["links"] if link["rate_bps"]]
+    fastest = max(finite, default=0)
+    data_packet = _smallest_data_packet(engine)
+    seconds = engine["duration_ns"] / 1e9
+    out, seen = [], set()
+    for i, cap in enumerate(engine["captures"]):
+        channel = (cap["link"], cap["direction"])
+        if channel in seen:
+            continue
+        seen.add(channel)
+        rate = engine["links"][cap["link"]]["rate_bps"] or fastest
+        packets = int(2 * rate * seconds / (8 * data_packet))
+        field = f"captures[{i}]" if i < len(s.captures) else f"record.captures[{i - len(s.captures)}]"
+        out.append(Demand(field, packets * CAPTURE_ROW_BYTES * CAPTURE_COPIES, f"capturing up to {packets} packets"))
+    return out
+
+
+def _generators(s: Scenario, resolved: Resolved) -> list[Demand]:
+    engine = resolved.engine
+    out = []
+    for k, g in enumerate(engine.get("generators", [])):
+        model = g["model"]
+        active = _active_s(g["start_ns"], g["stop_ns"], engine["duration_ns"])
+        if model["kind"] == "poisson":
+            flows = model["rate_per_s"] * active
+        else:
+            think = _mean_ns(model["think"])
+            flows = model["users"] * active * 1e9 / think if think else 0.0
+        user = resolved.user_field(f"generators[{k}]")
+        field = f"{user}.arrivals_per_s" if model["kind"] == "poisson" else f"{user}.users"
+        out.append(Demand(field, int(flows * GENERATED_FLOW_BYTES), f"about {flows:.3g} generated flows"))
+    return out
+
+
+def _mean_ns(dist: dict[str, Any]) -> float | None:
+    from ..spec.distributions import Dist
+
+    mean = Dist(engine=dist, written={}).mean() if dist.get("dist") != "mixture" else None
+    return mean if mean is not None and mean > 0 else None
+
+
+def _queues(resolved: Resolved) -> list[Demand]:
+    out = []
+    for i, link in enumerate(resolved.engine["links"]):
+        for side in ("forward", "backward"):
+            queue = link[f"queue_{side}"]
+            packets = queue.get("limit_packets") or (queue.get("limit_bytes") or 0) // SMALLEST_PACKET
+            if packets:
+                out.append(Demand(resolved.user_field(f"links[{i}].queue_{side}"), packets * PACKET_BYTES,
+                                  f"a queue of up to {packets} packets"))
+    return out
+
+
+def memory_demands(s: Scenario, resolved: Resolved) -> list[Demand]:
+    """Every part of the run whose memory grows with the spec, with its upper estimate."""
+    engine = resolved.engine
+    return [*_recording(s, engine), *_captures(s, engine), *_generators(s, resolved), *_queues(resolved)]
+
+
+def check_memory(s: Scenario, resolved: Resolved, budget: int | None = None) -> None:
+    """Refuse a run whose estimated memory exceeds `budget` (default: `default_budget()`), naming
+    the field of its largest demand."""
+    limit = default_budget() if budget is None else budget
+    demands = memory_demands(s, resolved)
+    total = sum(d.bytes for d in demands)
+    if total <= limit:
+        return
+    largest = max(demands, key=lambda d: d.bytes)
+    raise SpecError(largest.field, f"the run could need {approx_bytes(total)} of memory ({largest.what}: "
+                                   f"{approx_bytes(largest.bytes)}), more than the budget of {approx_bytes(limit)} "
+                                   "(--max-memory)")

@@ -1,0 +1,315 @@
+"""Issue 14: no traceback, abort or lost result on any input or signal. The regressions a new
+user met, each through the real command: exit 2 with one line naming the field and nothing
+stored; budgets that refuse a run before it can exhaust memory (checked under a memory limit);
+SIGINT and SIGTERM from a parent without a terminal stop a run within a second."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import SMALL_DUMBBELL, bufferlab
+
+pytestmark = pytest.mark.engine
+
+# Address space a refused run may use: the interpreter, numpy, polars, DuckDB and the engine
+# mapped, and nothing more (a run that went ahead would need hundreds of gigabytes).
+MEMORY_LIMIT = 3 * 2**30
+
+
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def bufferlab_limited(*args: str) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run the command under MEMORY_LIMIT; also returns its peak resident memory in bytes."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    done = subprocess.run([sys.executable, "-m", "bufferlab", *args], capture_output=True, text=True,
+                          timeout=300, check=False, preexec_fn=_limited)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return done, max(peak, before) * 1024
+
+
+def assert_one_line_error(done: subprocess.CompletedProcess[str], field: str) -> str:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {field}: "), done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def small(write_scenario) -> Path:
+    return write_scenario(SMALL_DUMBBELL)
+
+
+@pytest.fixture
+def stored(small: Path, db: Path) -> Path:
+    done = bufferlab("run", str(small), "--db", str(db), "--json")
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+# --- export and query: nested data, unwritable outputs --------------------------------------------
+
+def test_flows_export_as_csv_writes_each_path_as_json_text(stored: Path, tmp_path: Path) -> None:
+    out = tmp_path / "flows.csv"
+    done = bufferlab("results", "export", "--table", "flows", "--format", "csv", "-o", str(out), "--db", str(stored))
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    assert len(rows) == 2
+    # A flow's path (channel indices: access link, bottleneck, access link) as JSON text.
+    assert all(json.loads(row["path"]) == [int(c) for c in row["path"][1:-1].split(",")] for row in rows)
+    assert len(json.loads(rows[0]["path"])) == 3
+
+
+def test_query_as_csv_of_nested_columns_prints_json_text(stored: Path) -> None:
+    done = bufferlab("results", "query", "select flow, path from flows order by flow", "--format", "csv",
+                     "--db", str(stored))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "flow,path"
+    assert lines[1].startswith('0,"[') and lines[1].endswith(']"')
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_to_an_unwritable_path_is_one_line_naming_the_output(stored: Path, tmp_path: Path, fmt: str) -> None:
+    target = tmp_path / "missing-dir" / f"flows.{fmt}"
+    done = bufferlab("results", "export", "--table", "flows", "--format", fmt, "-o", str(target), "--db", str(stored))
+    line = assert_one_line_error(done, "--output")
+    assert "No such file or directory" in line and not target.exists()
+
+
+# --- store problems --------------------------------------------------------------------------------
+
+def test_a_truncated_store_is_refused_with_exit_2(stored: Path, tmp_path: Path, small: Path) -> None:
+    truncated = tmp_path / "truncated.duckdb"
+    truncated.write_bytes(stored.read_bytes()[:100_000])
+    for args in (["results", "list"], ["run", str(small)]):
+        line = assert_one_line_error(bufferlab(*args, "--db", str(truncated)), "--db")
+        assert str(truncated.name) in line
+
+
+def test_a_file_that_is_not_a_store_is_refused_with_exit_2(tmp_path: Path, small: Path) -> None:
+    garbage = tmp_path / "garbage.duckdb"
+    garbage.write_text("not a database\n")
+    line = assert_one_line_error(bufferlab("run", str(small), "--db", str(garbage)), "--db")
+    assert "not a valid DuckDB database file" in line
+    assert garbage.read_text() == "not a database\n"
+
+
+def test_a_store_whose_directory_cannot_be_made_is_refused_with_the_reason(tmp_path: Path, small: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    line = assert_one_line_error(bufferlab("run", str(small), "--db", str(blocker / "sub" / "x.duckdb")), "--db")
+    assert "a-file/sub: Not a directory" in line
+
+
+# --- budgets and spec checks that keep a run from exhausting memory -------------------------------
+
+def test_a_1ns_sample_interval_is_refused_by_the_budget_using_little_memory(small: Path, db: Path) -> None:
+    done, peak = bufferlab_limited("run", str(small), "--db", str(db), "--set", "sample_interval=1ns",
+                                   "--set", "duration=30s")
+    line = assert_one_line_error(done, "sample_interval")
+    assert "samples" in line and "--max-memory" in line
+    assert not db.exists()
+    assert peak < MEMORY_LIMIT / 3, f"{peak / 2**20:.0f} MiB resident"
+
+
+def test_max_memory_changes_the_budget(small: Path, db: Path) -> None:
+    # 1 s at 1 ms: 1001 samples x (2 flows x 14 + 10 link directions x 7 + 1) series x 8 bytes x 4 copies.
+    line = assert_one_line_error(bufferlab("run", str(small), "--db", str(db), "--max-memory", "1MB",
+                                           "--set", "sample_interval=1ms"), "sample_interval")
+    assert "1001 samples x 99 series" in line and "more than the budget of 1 MB" in line
+    assert not db.exists()
+    assert bufferlab("run", str(small), "--db", str(db), "--max-memory", "1GB", "--json").returncode == 0
+    assert_one_line_error(bufferlab("run", str(small), "--db", str(db), "--max-memory", "lots"), "--max-memory")
+
+
+def test_a_billion_packet_queue_is_refused_naming_the_queue(small: Path, db: Path) -> None:
+    done, _ = bufferlab_limited("run", str(small), "--db", str(db), "--set", "topology.queue=1000000000p")
+    line = assert_one_line_error(done, "topology.queue")
+    assert "a queue of up to 1000000000 packets" in line
+
+
+def test_a_flood_of_generated_flows_is_refused_naming_the_arrival_rate(write_scenario, db: Path) -> None:
+    spec = write_scenario(SMALL_DUMBBELL.replace('duration = "1s"', 'duration = "100s"') + """
+    [[generators]]
+    kind = "poisson"
+    dst = "dst_0"
+    sources = "src_1"
+    arrivals_per_s = 1e9
+    size = { dist = "fixed", value = "10kB" }
+    """)
+    done, _ = bufferlab_limited("run", str(spec), "--db", str(db))
+    assert_one_line_error(done, "generators[0].arrivals_per_s")
+
+
+UNLIMITED = """
+    duration = "10s"
+    [[nodes]]
+    name = "a"
+    kind = "host"
+    [[nodes]]
+    name = "r"
+    kind = "router"
+    [[nodes]]
+    name = "b"
+    kind = "host"
+    [[links]]
+    a = "a"
+    b = "r"
+    rate = "unlimited"
+    delay = "5ms"
+    [[links]]
+    a = "r"
+    b = "b"
+    rate = "{rate}"
+    delay = "5ms"
+    [[flows]]
+    src = "a"
+    dst = "b"
+"""
+
+
+def test_a_greedy_flow_over_only_unlimited_links_is_a_spec_error(write_scenario, db: Path) -> None:
+    spec = write_scenario(UNLIMITED.format(rate="unlimited"))
+    done, _ = bufferlab_limited("run", str(spec), "--db", str(db))
+    line = assert_one_line_error(done, "flows[0].traffic")
+    assert "finite rate" in line and not db.exists()
+    # One finite link on the path is enough.
+    ok = write_scenario(UNLIMITED.format(rate="10Mbps").replace('"10s"', '"1s"'), "ok.toml")
+    assert bufferlab("run", str(ok), "--db", str(db), "--json").returncode == 0
+
+
+@pytest.mark.parametrize(("override", "field"), [
+    ("topology.bottleneck_rate=1e39bps", "topology.bottleneck_rate"),
+    ("topology.queue=1e39p", "topology.queue"),
+])
+def test_a_numeric_overflow_names_its_field(small: Path, db: Path, override: str, field: str) -> None:
+    line = assert_one_line_error(bufferlab("run", str(small), "--db", str(db), "--set", override), field)
+    assert "out of range" in line and "line 1 column" not in line
+    assert not db.exists()
+
+
+# --- typed engine errors ----------------------------------------------------------------------------
+
+def test_the_engine_raises_a_typed_error_with_field_and_reason() -> None:
+    from bufferlab import _core
+
+    with pytest.raises(_core.EngineSpecError) as caught:
+        _core.validate('{"seed": 0, "duration_ns": 0, "nodes": [], "links": [], "flows": []}')
+    assert (caught.value.field, caught.value.reason) == ("duration_ns", "must be positive")
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(_core.EngineSpecError) as caught:
+        _core.validate('{"seed": -1, "duration_ns": 1, "nodes": [], "links": [], "flows": []}')
+    assert caught.value.field == "seed" and "out of range" in caught.value.reason
+
+
+# --- signals without a terminal -----------------------------------------------------------------------
+
+def _start_long_run(small: Path, db: Path, ignore_sigint: bool = False) -> subprocess.Popen[str]:
+    """A run of many simulated minutes, started without a terminal (pipes), like a script or a
+    notebook would; `ignore_sigint` starts it as a shell's background job does."""
+    def setup() -> None:
+        if ignore_sigint:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    return subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(small), "--db", str(db),
+                             "--set", "duration=3000s", "--set", "topology.flows=20"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=setup)
+
+
+def _wait_until_simulating(proc: subprocess.Popen[str]) -> None:
+    """Until the process has spent a second of CPU after its imports (it is inside the engine)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu_s = (int(fields[11]) + int(fields[12])) / ticks
+        if cpu_s > 4.0 and "bufferlab._core" in _loaded(proc.pid):
+            return
+        time.sleep(0.1)
+    raise AssertionError("the run never started simulating")
+
+
+def _loaded(pid: int) -> str:
+    return "bufferlab._core" if "_core.abi3.so" in Path(f"/proc/{pid}/maps").read_text() else ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "status", "ignore_sigint"), [
+    (signal.SIGINT, 130, False), (signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)])
+def test_a_signal_stops_a_run_within_a_second_and_stores_nothing(small: Path, db: Path, sig: int, status: int,
+                                                                 ignore_sigint: bool) -> None:
+    proc = _start_long_run(small, db, ignore_sigint)
+    _wait_until_simulating(proc)
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    reaction = time.monotonic() - sent
+    assert proc.returncode == status, err
+    assert reaction < 1.0, f"{reaction:.2f} s"
+    assert len(err.splitlines()) == 1 and err.startswith("error: interrupted"), err
+    # Nothing stored and no stray file: the store was never created (the run had not finished).
+    assert not db.exists() and not Path(str(db) + ".wal").exists()
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_sweep_keeps_every_finished_run(write_scenario, tmp_path: Path) -> None:
+    base = write_scenario(SMALL_DUMBBELL.replace('duration = "1s"', 'duration = "400s"'), "base.toml")
+    sweep = write_scenario(f"""
+    name = "long"
+    base = "{base}"
+    [[axes]]
+    key = "topology.queue"
+    values = ["10p", "20p", "30p", "40p", "50p", "60p", "70p", "80p"]
+    """, "sweep.toml")
+    db = tmp_path / "sweep.duckdb"
+    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(sweep), "--db", str(db), "--workers", "1"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while _stored_runs(db) < 1:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.2)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    reaction = time.monotonic() - sent
+    assert proc.returncode == 143, err
+    assert reaction < 1.0, f"{reaction:.2f} s"
+    assert "interrupted by SIGTERM" in err
+    kept = _stored_runs(db)
+    assert 1 <= kept < 8
+    assert not Path(str(db) + ".wal").exists()
+    import bufferlab
+
+    runs = bufferlab.load(db).study_runs("long")
+    assert runs.filter(runs["status"] == "complete").height == kept
+
+
+def _stored_runs(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+    except duckdb.Error:
+        return 0  # the sweep is writing
+    try:
+        return int(con.execute("SELECT count(*) FROM runs").fetchone()[0])  # type: ignore[index]
+    except duckdb.Error:
+        return 0
+    finally:
+        con.close()

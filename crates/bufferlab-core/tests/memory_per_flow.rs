@@ -60,7 +60,7 @@ fn ten_thousand_finished_flows_cost_at_most_2_kb_each() {
     sim.run();
     assert!(sim.is_finished());
     let per_flow = bytes_per_flow(&sim);
-    let result = sim.finish();
+    let result = sim.finish().expect("a finished run");
     assert!(result.flows.iter().all(|f| f.bytes_delivered == 20_000), "every transfer completed");
     println!("finished: {per_flow} bytes per flow");
     assert!(per_flow <= TARGET_BYTES_PER_IDLE_FLOW, "{per_flow} bytes per finished flow");

@@ -1,4 +1,5 @@
-"""benchmarks/bench_engine.py keeps working: its reference spec resolves and its measurement runs."""
+"""benchmarks/bench_engine.py and bench_scale.py keep working: their specs are the issues' and their
+measurements run."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_engine.py"
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_engine", BENCH)
+def load_script(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_bench():
+    return load_script(BENCH)
 
 
 def test_reference_spec_is_the_issue_s_dumbbell() -> None:
@@ -35,3 +40,27 @@ def test_measurement_counts_packets_and_events() -> None:
     m = bench.measure(bench.reference_spec(2, 0.5), repetitions=1)
     assert m["flows"] == 2 and m["simulated_s"] == 0.5
     assert m["packets"] > 0 and m["packets_per_s"] > 0 and m["events_per_s"] > 0
+
+
+def load_scale_bench():
+    return load_script(BENCH.parent / "bench_scale.py")
+
+
+def test_scale_ladder_has_the_issue_s_six_cases_and_the_large_window() -> None:
+    bench = load_scale_bench()
+    cases = {name: make() for name, (_, make) in bench.CASES.items()}
+    assert list(cases) == ["dumbbell", "100x1g", "1000x1g", "10000x10g", "cubic_10g", "seed000",
+                           "window_210k"]
+    big = cases["10000x10g"]["topology"]
+    assert (big["flows"], big["bottleneck_rate"], big["queue"]) == (10_000, "10Gbps", {"rule": "stanford"})
+    assert big["rtt"] == {"dist": "uniform", "low": "20ms", "high": "200ms"}
+    cubic = cases["cubic_10g"]
+    assert (cubic["topology"]["loss"], cubic["flow_defaults"]["cca"], cubic["duration"]) == (1e-6, "cubic", "60s")
+    assert cases["seed000"]["duration"] == "150s"
+
+
+def test_scale_measurement_reports_rates_and_memory() -> None:
+    m = load_scale_bench().measure_case("100x1g")
+    assert m["flows"] == 100 and m["simulated_s"] == 5.0
+    assert m["events"] > 0 and m["packets"] > 0 and m["peak_mb"] > 0
+    assert 0 < m["goodput_mbps"] <= 1000

@@ -13,15 +13,16 @@ def run(spec_json: str) -> tuple[str, dict[str, bytes]]:
     while simulating.
     """
 
-def draws_random_numbers(spec_json: str) -> bool:
-    """Whether a resolved scenario draws random numbers (whether its seed can change anything)."""
-
-def validate(spec_json: str) -> None:
-    """Check a resolved scenario without running it; raises ValueError("field.path: reason"),
-    e.g. "flows[2]: no route from h1 to h5"."""
+def plan(spec_json: str) -> bool:
+    """Check a resolved scenario completely without building the simulator; raises
+    EngineSpecError("field.path: reason"), e.g. "flows[2]: no route from h1 to h5". Returns whether
+    it draws random numbers (whether its seed can change anything)."""
 
 def engine_version() -> str:
     """The engine's version; part of every run's identity in the result store."""
+
+def package_version() -> str:
+    """The package's version (the Cargo workspace's)."""
 
 
 def tcp_defaults() -> str:

@@ -12,6 +12,9 @@
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
 stderr (no traceback), before anything is stored.
+
+Start-up is kept instant: this module imports only click and light modules; pydantic, polars,
+numpy, DuckDB and rich are imported inside the commands that use them (`bufferlab._lazy`).
 """
 
 from __future__ import annotations
@@ -24,18 +27,18 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import duckdb
 
-from . import __version__
-from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS, scenario_from_ccperf
 from .errors import SpecError, Terminated
 from .pipeline.engine import EngineFailure, EngineMissing
 from .sizing.command import size_command
-from .spec import Scenario
+from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS
 from .store import DEFAULT_DB
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .spec import Scenario
 
 __all__ = ["main", "cli"]
 
@@ -45,6 +48,8 @@ runner_progress = Callable[[int, int], None]
 
 
 def _version_text() -> str:
+    from . import __version__
+
     try:
         from .pipeline.engine import engine_version
 
@@ -103,6 +108,7 @@ def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int 
                 study: str | None, max_memory: str | None, show_metrics: bool) -> None:
     """Simulate the scenario in SCENARIO.toml, store it and print a summary."""
     from .pipeline.budget import parse_budget
+    from .spec import Scenario
 
     budget = parse_budget(max_memory)
     spec = _overridden(Scenario.from_toml(scenario), assignments)
@@ -121,6 +127,7 @@ def check_command(scenario: Path, assignments: tuple[str, ...], max_memory: str 
     without simulating or storing anything."""
     from .pipeline.budget import parse_budget
     from .pipeline.plan import plan
+    from .spec import Scenario
 
     budget = parse_budget(max_memory)
     planned = plan(_overridden(Scenario.from_toml(scenario), assignments), budget)
@@ -146,6 +153,7 @@ def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str,
     """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
     link and network metric tables."""
     from .pipeline.budget import parse_budget
+    from .spec.ccperf import scenario_from_ccperf
 
     budget = parse_budget(max_memory)
     spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
@@ -309,6 +317,8 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 def results_query(sql: str, db: Path, fmt: str) -> None:
     """Run SQL over the store (read-only) and print the result."""
+    import duckdb
+
     from .render import frame_table
     from .store.reader import load
 
@@ -405,7 +415,7 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
 def _register_commands() -> None:
     """Commands defined beside the step they drive (their heavy imports stay inside them)."""
     from .experiments.command import reproduce_command
-    from .plots.command import plot_command
+    from .plot_command import plot_command
     from .report.command import report_command, serve_command
     from .sizing.advise_command import advise_command
     from .study.command import results_study_command, sweep_command
@@ -448,6 +458,13 @@ def _fail(line: str, code: int = EXIT_BAD_INPUT) -> int:
     sys.stderr.write("error: " + " ".join(line.split()) + "\n")
     sys.stderr.flush()
     return code
+
+
+def _is_store_error(error: Exception) -> bool:
+    """An error of DuckDB (the store): DuckDB is imported only by the commands that use it, so an
+    error of its type can only come once it is loaded."""
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(error, duckdb.Error)
 
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
@@ -496,21 +513,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"engine: {e}", 1)
     except EngineFailure as e:
         return _fail(str(e), 1)
-    except duckdb.Error as e:
-        return _fail(f"--db: {' '.join(str(e).split()) or type(e).__name__}")
     except Terminated:
         return _fail("interrupted by SIGTERM: nothing of the unfinished run was stored", EXIT_TERMINATED)
     except (KeyboardInterrupt, click.Abort):
         return _fail("interrupted: nothing of the unfinished run was stored", EXIT_INTERRUPTED)
-    except RuntimeError as e:
+    except Exception as e:  # noqa: BLE001 - each kind below is one line
+        if _is_store_error(e):
+            return _fail(f"--db: {' '.join(str(e).split()) or type(e).__name__}")
         # DuckDB reports a Ctrl-C that lands inside a query as RuntimeError("Query interrupted").
-        if "interrupted" in str(e).lower():
+        if isinstance(e, RuntimeError) and "interrupted" in str(e).lower():
             return _fail("interrupted: nothing of the unfinished run was stored", EXIT_INTERRUPTED)
-        return _internal(e)
-    except MemoryError:
-        return _fail("memory: the machine ran out of memory (lower --max-memory to refuse such runs earlier)", 1)
-    except Exception as e:  # noqa: BLE001 - a bug: one line, the traceback on request
-        return _internal(e)
+        if isinstance(e, MemoryError):
+            return _fail("memory: the machine ran out of memory (lower --max-memory to refuse such runs earlier)", 1)
+        return _internal(e)  # a bug: one line, the traceback on request
     return result if isinstance(result, int) else 0
 
 

@@ -7,12 +7,16 @@ import sys
 
 from collections.abc import Mapping
 
-import polars as pl
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from .analysis.summary import RunSummary
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
 
 __all__ = ["print_summary", "summary_tables", "metric_tables", "frame_table"]
 

@@ -3,7 +3,8 @@
     scenario -> plan -> (stored? serve the summary from the store)
                      -> simulate -> derive -> persist -> summary
 
-`simulate` runs the engine without the store. Every input check happens in `plan`, before the
+`simulate` runs the engine without the store. A run the store already has is answered without
+loading polars or numpy (`store.counters`). Every input check happens in `plan`, before the
 store is touched; the store is opened only for a short read (is the run there?) and, after the
 simulation, for the one transaction that writes it.
 """
@@ -11,17 +12,18 @@ simulation, for the one transaction that writes it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .analysis.summary import RunSummary, summarise
-from .pipeline.derive import derive
 from .pipeline.engine import EngineMissing, core, engine_version
 from .pipeline.plan import Plan, plan
 from .pipeline.simulate import PROGRESS_STEPS, Progress
 from .pipeline.simulate import simulate as _simulate
-from .spec import Scenario
-from .store.reader import Results
-from .store.writer import DEFAULT_DB, persist
+from .store import DEFAULT_DB
+from .store.counters import stored_counters
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .spec import Scenario
 
 __all__ = ["core", "engine_version", "validate", "simulate", "run", "stored_summary", "EngineMissing", "Progress",
            "PROGRESS_STEPS"]
@@ -42,7 +44,7 @@ def stored_summary(p: Plan, db: str | Path) -> RunSummary | None:
     """The summary of `p`'s run if the store at `db` has it (a short read-only look)."""
     if not Path(db).exists():
         return None
-    counters = Results(db).counters(p.run_id)
+    counters = stored_counters(db, p.run_id)
     if counters is None:
         return None
     return summarise(counters, endpoints=p.resolved.endpoints_of(counters["flows"]), bottleneck=p.resolved.bottleneck,
@@ -60,6 +62,10 @@ def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool =
         stored = stored_summary(p, db)
         if stored is not None:
             return stored
+    # polars and the store's writer load only when there is something to derive and write.
+    from .pipeline.derive import derive
+    from .store.writer import persist
+
     derived = derive(p, _simulate(p, progress), study=study, user_spec=user_spec)
     persist(derived, db, replace=force)
     return derived.summary

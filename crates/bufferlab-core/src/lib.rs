@@ -35,6 +35,7 @@
 
 pub mod cc;
 pub mod event;
+pub mod memory;
 pub mod net;
 pub mod queue;
 pub mod record;

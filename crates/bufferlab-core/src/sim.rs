@@ -6,7 +6,7 @@ use crate::cc::{Controller, ControllerConfig};
 use crate::event::{Event, EventQueue};
 use crate::net::channel::{Channel, Schedule};
 use crate::net::packet::Packet;
-use crate::net::routing::{Edge, RoutingTable};
+use crate::net::routing::RoutingTable;
 use crate::queue::Queue;
 use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
@@ -18,7 +18,7 @@ use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::transport::timing::delivery_delay_byte_ps;
 use crate::transport::{Receiver, Sender};
 use crate::units::{BitRate, SimTime};
-use crate::validate::{check_fields, check_queue_fits, largest_packets, largest_tcp_packets};
+use crate::validate::{check_fields, check_paths};
 use crate::{EngineError, ENGINE_VERSION};
 
 /// Timer bookkeeping of one endpoint: the earliest wakeup already in the event queue.
@@ -212,8 +212,9 @@ fn route(routes: &RoutingTable, channels: &[Channel], from: usize, to: usize) ->
 impl Simulator {
     pub fn new(spec: &ScenarioSpec) -> Result<Simulator, EngineError> {
         check_fields(spec)?;
+        let routes = RoutingTable::of_spec(spec);
+        check_paths(spec, &routes)?;
         let mut channels = Vec::with_capacity(spec.links.len() * 2);
-        let mut edges = Vec::with_capacity(spec.links.len() * 2);
         for (link_index, link) in spec.links.iter().enumerate() {
             let rate = link.rate_bps.map(BitRate);
             let delay = SimTime::from_ns(link.delay_ns);
@@ -243,40 +244,6 @@ impl Simulator {
                 };
                 ch.record.delay_ns = link.delay_ns;
                 channels.push(ch);
-                // Cost: propagation delay in ns, plus one so that zero-delay hops still count.
-                edges.push(Edge { from: from as u32, to: to as u32, cost: link.delay_ns + 1 });
-            }
-        }
-        let mut endpoints: Vec<u32> = spec.flows.iter().flat_map(|f| [f.src as u32, f.dst as u32]).collect();
-        endpoints.extend(spec.generators.iter().flat_map(|g| [g.src as u32, g.dst as u32]));
-        endpoints.sort_unstable();
-        endpoints.dedup();
-        let routes = RoutingTable::build(spec.nodes.len(), &edges, &endpoints);
-        // Every byte-limited queue on a path must hold that path's largest packet.
-        let listed = spec.flows.iter().enumerate().map(|(i, f)| {
-            let sizes = match f.traffic {
-                TrafficSpec::Cbr { packet_bytes, .. } | TrafficSpec::OnOff { packet_bytes, .. } => {
-                    (packet_bytes as u64, 0) // no packet comes back
-                }
-                _ => largest_packets(f),
-            };
-            (format!("flows[{i}]"), f.src, f.dst, sizes)
-        });
-        let generated = spec
-            .generators
-            .iter()
-            .enumerate()
-            .map(|(i, g)| (format!("generators[{i}]"), g.src, g.dst, largest_tcp_packets(&g.tcp)));
-        for (who, src, dst, (data, ack)) in listed.chain(generated) {
-            for (from, to, bytes) in [(src, dst, data), (dst, src, ack)] {
-                let mut node = from as u32;
-                while bytes > 0 && node != to as u32 {
-                    let ch = routes.next_channel(node, to as u32).expect("connectivity checked") as usize;
-                    let (link, direction) = Direction::of_channel(ch);
-                    let (_, _, queue) = spec.links[link].channel_ends(direction);
-                    check_queue_fits(&who, bytes, link, direction, queue)?;
-                    node = channels[ch].to;
-                }
             }
         }
 
@@ -371,6 +338,19 @@ impl Simulator {
             captures,
             outbox: Vec::with_capacity(64),
         })
+    }
+
+    /// Memory the flows' state holds now: each flow's inline size plus the heap of its
+    /// sender's and receiver's buffers and records (`crate::memory`). Idle flows (not started,
+    /// or finished) should cost little; the engine's tests hold it to a bound per flow.
+    pub fn flow_state_bytes(&self) -> usize {
+        let inline = self.flows.len() * std::mem::size_of::<Flow>();
+        inline + self.flows.iter().map(|f| f.sender.heap_bytes() + f.receiver.heap_bytes()).sum::<usize>()
+    }
+
+    /// Flows the simulator holds: the listed ones and those generators have created so far.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
     }
 
     pub fn now(&self) -> SimTime {
@@ -499,12 +479,14 @@ impl Simulator {
     /// A flow's sender has just closed (every byte acknowledged, or a datagram source stopped).
     fn on_flow_closed(&mut self, flow: u32) {
         let f = &mut self.flows[flow as usize];
+        // A closed flow keeps its counters, not its buffers: thousands of finished flows cost
+        // little (see `flow_state_bytes`).
+        f.sender.release_buffers();
+        f.receiver.release_buffers();
         let Some(origin) = f.origin else {
             self.open_flows -= 1;
             return;
         };
-        f.sender.release_buffers();
-        f.receiver.release_buffers();
         if let Some(user) = origin.user {
             // The user thinks, then starts its next transfer.
             let g = &mut self.generators[origin.generator as usize];

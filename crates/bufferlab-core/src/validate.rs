@@ -2,6 +2,7 @@
 //! Each error names the offending field by its path in the spec and says why.
 
 use crate::net::packet::MAX_SACK_BLOCKS;
+use crate::net::routing::RoutingTable;
 use crate::spec::{
     Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpSpec, TrafficSpec,
     TransportKind,
@@ -127,9 +128,57 @@ fn check_time(field: impl Into<String>, ns: u64) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Check a scenario completely, including what needs its routes (see [`check_paths`]).
+/// Check a scenario completely, including what needs its routes (see [`check_paths`]), without
+/// building the simulator: `Simulator::new` runs the same two checks before it builds anything.
 pub fn validate(spec: &ScenarioSpec) -> Result<(), EngineError> {
-    crate::Simulator::new(spec).map(|_| ())
+    check_fields(spec)?;
+    check_paths(spec, &RoutingTable::of_spec(spec))
+}
+
+/// Every byte-limited queue on a flow's or generator's path, both ways, must hold that path's
+/// largest packet (see [`check_queue_fits`]). Needs the routes, so it runs after [`check_fields`]
+/// has established that every pair of endpoints is connected.
+pub(crate) fn check_paths(spec: &ScenarioSpec, routes: &RoutingTable) -> Result<(), EngineError> {
+    let listed = spec.flows.iter().enumerate().map(|(i, f)| {
+        let sizes = match f.traffic {
+            TrafficSpec::Cbr { packet_bytes, .. } | TrafficSpec::OnOff { packet_bytes, .. } => {
+                (packet_bytes as u64, 0) // no packet comes back
+            }
+            _ => largest_packets(f),
+        };
+        (Who::Flow(i), f.src, f.dst, sizes)
+    });
+    let generated =
+        spec.generators.iter().enumerate().map(|(i, g)| (Who::Generator(i), g.src, g.dst, largest_tcp_packets(&g.tcp)));
+    for (who, src, dst, (data, ack)) in listed.chain(generated) {
+        for (from, to, bytes) in [(src, dst, data), (dst, src, ack)] {
+            let mut node = from;
+            while bytes > 0 && node != to {
+                let ch = routes.next_channel(node as u32, to as u32).expect("connectivity checked") as usize;
+                let (link, direction) = Direction::of_channel(ch);
+                let (_, next, queue) = spec.links[link].channel_ends(direction);
+                check_queue_fits(who, bytes, link, direction, queue)?;
+                node = next;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whose packet a queue must hold, named only when a check fails (no string per flow otherwise).
+#[derive(Debug, Clone, Copy)]
+enum Who {
+    Flow(usize),
+    Generator(usize),
+}
+
+impl fmt::Display for Who {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Who::Flow(i) => write!(f, "flows[{i}]"),
+            Who::Generator(i) => write!(f, "generators[{i}]"),
+        }
+    }
 }
 
 /// Checks of every field on its own and of connectivity; `Simulator::new` runs them first.
@@ -384,8 +433,8 @@ pub(crate) fn largest_tcp_packets(tcp: &TcpSpec) -> (u64, u64) {
 
 /// A byte-limited queue on a flow's path must hold at least one of its largest packets, or the
 /// flow could never get a full segment through.
-pub(crate) fn check_queue_fits(
-    who: &str,
+fn check_queue_fits(
+    who: Who,
     packet_bytes: u64,
     link: usize,
     direction: Direction,

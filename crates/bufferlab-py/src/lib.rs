@@ -307,18 +307,14 @@ impl Run {
     }
 }
 
-/// Check a resolved scenario (JSON text) without running it; raises EngineSpecError.
+/// Plan a resolved scenario (JSON text) in one call: check it completely without building the
+/// simulator (raises EngineSpecError), and return whether it draws random numbers, i.e. whether
+/// its seed matters (`ScenarioSpec::draws_random_numbers`).
 #[pyfunction]
-fn validate(py: Python<'_>, spec_json: &str) -> PyResult<()> {
+fn plan(py: Python<'_>, spec_json: &str) -> PyResult<bool> {
     let spec = spec_from_json(py, spec_json)?;
-    bufferlab_core::validate(&spec).map_err(|e| engine_error(py, e))
-}
-
-/// Whether a resolved scenario (JSON text) draws random numbers, i.e. whether its seed matters
-/// (`ScenarioSpec::draws_random_numbers`).
-#[pyfunction]
-fn draws_random_numbers(py: Python<'_>, spec_json: &str) -> PyResult<bool> {
-    Ok(spec_from_json(py, spec_json)?.draws_random_numbers())
+    bufferlab_core::validate(&spec).map_err(|e| engine_error(py, e))?;
+    Ok(spec.draws_random_numbers())
 }
 
 /// The engine's TCP defaults (`TcpSpec::default()`) as JSON text: the single source of truth the
@@ -349,14 +345,21 @@ fn engine_version() -> &'static str {
     bufferlab_core::ENGINE_VERSION
 }
 
+/// Version of the package (the Cargo workspace's, which maturin gives the wheel): what
+/// `bufferlab.__version__` reports without reading the installed metadata.
+#[pyfunction]
+fn package_version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EngineSpecError", m.py().get_type::<EngineSpecError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_class::<Run>()?;
-    m.add_function(wrap_pyfunction!(validate, m)?)?;
-    m.add_function(wrap_pyfunction!(draws_random_numbers, m)?)?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
+    m.add_function(wrap_pyfunction!(package_version, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(check_distribution, m)?)?;
     m.add_function(wrap_pyfunction!(quic_defaults, m)?)?;

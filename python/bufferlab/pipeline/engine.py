@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ..errors import SpecError
-from ..spec import Resolved
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..spec import Resolved
 
 __all__ = ["core", "engine_version", "EngineMissing", "engine_error", "EngineFailure"]
 

@@ -76,11 +76,12 @@ def plan(scenario: Scenario, max_memory: int | None = None) -> Plan:
     _core = core()
     spec_json = canonical_json(engine)
     try:
-        _core.validate(spec_json)
+        # One call: every check (routes included, without building the simulator) and whether
+        # the engine draws random numbers.
+        engine_draws = bool(_core.plan(spec_json))
     except _core.EngineSpecError as e:
         raise engine_error(e, resolved) from None
     check_memory(scenario, resolved, max_memory)
-    engine_draws = bool(_core.draws_random_numbers(spec_json))
     if not engine_draws and engine.get("seed", 0) != 0:
         engine["seed"] = 0
         spec_json = canonical_json(engine)

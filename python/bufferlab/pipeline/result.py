@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 __all__ = ["decode"]
 
-DTYPES = {"u64": np.dtype("<u8"), "u32": np.dtype("<u4"), "u8": np.dtype("u1")}
+# The engine's column dtypes as numpy spells them (little-endian).
+DTYPES = {"u64": "<u8", "u32": "<u4", "u8": "u1"}
 # Capture fields the engine sends as 0/1 bytes.
 BOOLEAN_FIELDS = frozenset({"is_data", "retransmission"})
 
 
 def _array(description: Mapping[str, Any], data: bytes) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(data, dtype=DTYPES[description["dtype"]]).reshape(description["shape"])
 
 

@@ -9,7 +9,7 @@ import click
 
 from ..errors import SpecError
 from ..store import DEFAULT_DB
-from .site import DEFAULT_OUT
+from . import DEFAULT_OUT
 
 __all__ = ["report_command", "serve_command"]
 

@@ -27,13 +27,13 @@ from typing import Any
 
 import polars as pl
 
+from . import DEFAULT_OUT
 from ..errors import SpecError
 from ..store.reader import Results, load
 from .tables import MetricTable, best_positions, better, format_value, run_metric_tables
 
 __all__ = ["build_site", "BuildReport", "run_dir_name", "study_dir_name", "DEFAULT_OUT"]
 
-DEFAULT_OUT = Path("report")
 PACKAGE = Path(__file__).resolve().parent
 # Lines of a run's interactive charts: the first flows (like `bufferlab plot timeseries`).
 CHART_QUANTITIES = ("cwnd", "srtt", "throughput", "queue")

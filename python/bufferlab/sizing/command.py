@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from .. import units
 from ..errors import SpecError
 from . import rules
 from .rules import BufferSize
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.table import Table
 
 __all__ = ["size_command", "size_rows"]
 
@@ -61,6 +62,8 @@ def size_rows(rate_bps: int, rtts_ns: list[int], packet_bytes: int, *, flows: in
 
 
 def _table(rows: list[tuple[BufferSize, str]], title: str) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for header in ("rule", "packets", "exact", "bytes", "ms at rate", "from"):
         table.add_column(header, justify="left" if header in ("rule", "from") else "right")
@@ -107,4 +110,6 @@ def size_command(rate: str, rtt: tuple[str, ...], flows: int | None, packet: str
         return
     title = (f"Buffer sizes for {units.format_rate(rate_bps)}, {units.format_bytes(packet_bytes)} packets"
              + (f", RTTs {', '.join(units.format_time(r) for r in rtts_ns)}" if rtts_ns else ""))
+    from rich.console import Console
+
     Console(width=None if sys.stdout.isatty() else 132).print(_table(rows, title))

@@ -58,6 +58,18 @@ def _routes_toward(dst: int, nodes: int, channels: list[tuple[int, int, int]]) -
     return [None if b[2] < 0 else b[2] for b in best]
 
 
+def _leaves(nodes: int, channels: list[tuple[int, int, int]]) -> list[tuple[int, int] | None]:
+    """For each node with one way in whose neighbour has more: that neighbour and the channel
+    into the node. Every route to such a node (a host on its access link) ends with that channel,
+    so the neighbour's routes serve it, as the engine's routing table shares them: one Dijkstra
+    per router instead of one per host keeps planning linear in the number of hosts."""
+    incoming: list[list[int]] = [[] for _ in range(nodes)]
+    for ch, (_, to, _) in enumerate(channels):
+        incoming[to].append(ch)
+    return [(channels[ins[0]][0], ins[0]) if len(ins) == 1 and len(incoming[channels[ins[0]][0]]) > 1 else None
+            for ins in incoming]
+
+
 def _path(src: int, dst: int, toward: list[int | None], channels: list[tuple[int, int, int]]) -> list[int]:
     path, node = [], src
     while node != dst:
@@ -83,14 +95,22 @@ def link_loads(engine_nodes: list[dict[str, Any]], engine_links: list[dict[str, 
         channels += [(link["a"], link["b"], link["delay_ns"]), (link["b"], link["a"], link["delay_ns"])]
     loads = [LinkLoad(link["rate_bps"], [], None) for link in engine_links]
     routes: dict[int, list[int | None]] = {}
+    leaf_of = _leaves(len(engine_nodes), channels)
+
+    def path(src: int, dst: int) -> list[int]:
+        via, last = leaf_of[dst] or (dst, None)
+        if via not in routes:
+            routes[via] = _routes_toward(via, len(engine_nodes), channels)
+        head = _path(src, via, routes[via], channels)
+        if last is None or src == dst:
+            return head
+        return head + [last] if head or src == via else []  # no route: the engine's validation names it
+
     for flow in engine_flows:
         if flow["traffic"]["kind"] != "greedy":
             continue
-        for end in (flow["src"], flow["dst"]):
-            if end not in routes:
-                routes[end] = _routes_toward(end, len(engine_nodes), channels)
-        data = _path(flow["src"], flow["dst"], routes[flow["dst"]], channels)
-        acks = _path(flow["dst"], flow["src"], routes[flow["src"]], channels)
+        data = path(flow["src"], flow["dst"])
+        acks = path(flow["dst"], flow["src"])
         rtt = sum(channels[ch][2] for ch in data + acks)
         packet = _largest_data_packet(flow)
         for link in sorted({ch // 2 for ch in data}):

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import units
 from ..errors import SpecError
-from .fields import parse_controller, parse_recovery
-from .scenario import Scenario
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .scenario import Scenario
 
 __all__ = ["CCPERF_FLAGS", "METADATA_FLAGS", "split_list", "parse_traffic_model", "scenario_from_ccperf"]
 
@@ -138,6 +139,9 @@ def _name(text: str) -> str:
 def scenario_from_ccperf(flags: Mapping[str, str | None]) -> Scenario:
     """Build the dumbbell Scenario of a ccperf command line; `flags` maps a flag name without its
     dashes (e.g. "start-times") to its text, or None when absent. Raises SpecError naming a flag."""
+    from .fields import parse_controller, parse_recovery  # pydantic: not needed for --help
+    from .scenario import Scenario
+
     unknown = [k for k in flags if k not in CCPERF_FLAGS and k not in METADATA_FLAGS]
     if unknown:
         raise SpecError(f"--{unknown[0]}", "unknown flag")

@@ -31,12 +31,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import units
 from ..errors import SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 __all__ = ["Dist", "parse_distribution", "Quantity"]
 
@@ -84,6 +85,8 @@ class Dist:
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """`n` variates in base units (float64), from `rng`."""
+        import numpy as np
+
         e = self.engine
         match e["dist"]:
             case "fixed":

@@ -39,7 +39,6 @@ from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
-import numpy as np
 from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, StrictBool, StrictInt,
                       ValidationError, ValidationInfo)
 
@@ -558,16 +557,22 @@ def _graph_nodes_links(graph: Graph) -> tuple[list[Node], list[Link]]:
 def start_sampler(seed: int) -> Callable[[Dist], int]:
     """Draws of jittered start times, one per call, in flow order, from numpy's PCG64 seeded with
     ``SeedSequence([seed, START_STREAM])``, each rounded to a whole ns (never negative)."""
-    rng = np.random.default_rng(np.random.SeedSequence([seed, START_STREAM]))
+    rngs: list[Any] = []  # the generator, made at the first draw: most specs draw nothing
 
     def draw(dist: Dist) -> int:
-        return max(0, int(round(float(dist.draw(rng, 1)[0]))))
+        if not rngs:
+            import numpy as np
+
+            rngs.append(np.random.default_rng(np.random.SeedSequence([seed, START_STREAM])))
+        return max(0, int(round(float(dist.draw(rngs[0], 1)[0]))))
     return draw
 
 
 def draw_rtts(dist: Dist, seed: int, n: int) -> list[int]:
     """`n` RTTs (ns) from `dist`, each rounded to a whole even number of ns (at least 2): the
     draws of a dumbbell whose `topology.rtt` is a distribution (see the module docstring)."""
+    import numpy as np  # only specs that draw need it
+
     rng = np.random.default_rng(np.random.SeedSequence([seed, RTT_STREAM]))
     draws = dist.draw(rng, n)
     return [max(2, 2 * int(round(float(x) / 2))) for x in draws]

@@ -29,7 +29,8 @@ import polars as pl
 from ..analysis import monitor, pcap
 from ..errors import writing
 from .connection import connect
-from .writer import (CAPTURE_COLUMNS, CHANNEL_COUNTERS, FLOW_COUNTERS, RENAMED_COLUMNS, DEFAULT_DB, SCHEMA_VERSION, TABLES, Store, StoreError,
+from .counters import stored_counters
+from .writer import (CAPTURE_COLUMNS, DEFAULT_DB, SCHEMA_VERSION, TABLES, Store, StoreError,
                     check_schema_version, stored_schema_version)
 
 __all__ = ["Results", "load"]
@@ -210,23 +211,8 @@ class Results:
 
     def counters(self, run_id: str) -> dict[str, Any] | None:
         """The stored counters of a run in the shape of the engine's RunResult (without series);
-        None if the store does not have it."""
-        flow_cols = [*FLOW_COUNTERS, "src", "dst"]
-        chan_cols = list(CHANNEL_COUNTERS)
-        with self._connection() as con:
-            run = con.execute("SELECT engine_version, end_ns, events, wall_time_s, seed FROM runs "
-                              "WHERE run_id = ? AND status = 'complete'", [run_id]).fetchone()
-            if run is None:
-                return None
-            flows = con.execute(f"SELECT {', '.join(flow_cols)} FROM flows WHERE run_id = ? ORDER BY flow",
-                                [run_id]).fetchall()
-            channels = con.execute(f"SELECT {', '.join(chan_cols)} FROM channels WHERE run_id = ? ORDER BY channel",
-                                   [run_id]).fetchall()
-        return {
-            **dict(zip(("engine_version", "end_ns", "events", "wall_time_s", "seed"), run)),
-            "flows": [dict(zip(flow_cols, row)) for row in flows],
-            "channels": [{RENAMED_COLUMNS.get(c, c): v for c, v in zip(chan_cols, row)} for row in channels],
-        }
+        None if the store does not have it (`counters.stored_counters`)."""
+        return stored_counters(self.path, run_id)
 
     def spec(self, run: str) -> dict[str, Any]:
         """The engine spec a run ran (nodes, links, flows by index)."""

@@ -50,20 +50,15 @@ import polars as pl
 from ..analysis import metrics as catalogue
 from ..errors import SpecError
 from ..interrupts import deferred
+from . import DEFAULT_DB, SCHEMA_VERSION
 from .connection import connect, store_error
+from .counters import CHANNEL_COUNTERS, CHANNEL_DERIVED, FLOW_COUNTERS, FLOW_DERIVED, RENAMED_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pipeline.derive import DerivedRun
 
 __all__ = ["Store", "StoreError", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION", "TABLES", "RUN_TABLES",
            "check_schema_version", "capture_columns", "StudyPoint", "persist"]
-
-DEFAULT_DB = Path("results") / "bufferlab.duckdb"
-# 1: runs, flows, channels, series, captures. 2: studies, spec hash, metric tables, new series
-# and counters (one-way delay, IDT EWMA, min RTT, sojourn/busy per channel, recovery episodes).
-# 3: sweeps: study kind, sweep spec and axes; study_points.
-# 4: the sub-buffers of split queues (SplitBuff): queue_classes, class_timeseries.
-SCHEMA_VERSION = 4
 
 
 class StoreError(SpecError):
@@ -85,41 +80,6 @@ CLASS_SERIES = {f"class_{name}": "size_limit" if name == "limit" else name for n
     "queue_packets", "queue_bytes", "limit", "enqueued_packets", "dropped_packets", "sent_packets", "sent_bytes",
     "sojourn_ns", "rttp_ns", "estimate_rttp_ns", "threshold_ns")}
 
-# Raw counters, in the order and with the names of result.rs (FlowRecord, ChannelRecord).
-FLOW_COUNTERS: dict[str, str] = {
-    "name": "VARCHAR", "start_ns": "UBIGINT", "established_ns": "UBIGINT", "completed_ns": "UBIGINT",
-    "app_bytes_written": "UBIGINT", "bytes_acked": "UBIGINT", "bytes_delivered": "UBIGINT",
-    "segments_sent": "UBIGINT", "payload_bytes_sent": "UBIGINT", "segments_retransmitted": "UBIGINT",
-    "rtos": "UBIGINT", "recoveries": "UBIGINT", "recovery_episodes": "UBIGINT", "recovery_time_ns": "UBIGINT",
-    "acks_sent": "UBIGINT", "rtt_samples": "UBIGINT", "rtt_sum_ns": "UBIGINT", "min_rtt_ns": "UBIGINT",
-    "final_srtt_ns": "UBIGINT", "final_cwnd_bytes": "UBIGINT", "delivery_delay_byte_ns": "HUGEINT",
-    "path": "UINTEGER[]",
-    # End hosts by node index; for a flow a traffic generator created, the generator's index in the
-    # engine spec and, for a closed-loop user's transfer, the user.
-    "src_node": "UINTEGER", "dst_node": "UINTEGER", "generator": "UINTEGER", "user": "UINTEGER",
-}
-FLOW_DERIVED: dict[str, str] = {
-    "src": "VARCHAR", "dst": "VARCHAR", "goodput_bps": "DOUBLE", "loss_rate": "DOUBLE",
-    "mean_srtt_ns": "DOUBLE", "completion_time_ns": "UBIGINT",
-}
-# `from`/`to` are SQL keywords: stored as from_node/to_node.
-CHANNEL_COUNTERS: dict[str, str] = {
-    "name": "VARCHAR", "link": "UINTEGER", "from_node": "UINTEGER", "to_node": "UINTEGER",
-    "rate_bps": "UBIGINT", "shaping_rate_bps": "UBIGINT", "delay_ns": "UBIGINT",
-    "offered_packets": "UBIGINT", "offered_bytes": "UBIGINT", "sent_packets": "UBIGINT",
-    "sent_bytes": "UBIGINT", "delivered_packets": "UBIGINT", "delivered_bytes": "UBIGINT",
-    "dropped_queue_packets": "UBIGINT", "dropped_queue_bytes": "UBIGINT",
-    "dropped_loss_packets": "UBIGINT", "dropped_loss_bytes": "UBIGINT",
-    "queued_end_packets": "UBIGINT", "queued_end_bytes": "UBIGINT",
-    "transmitting_end_packets": "UBIGINT", "transmitting_end_bytes": "UBIGINT",
-    "propagating_end_packets": "UBIGINT", "propagating_end_bytes": "UBIGINT",
-    "busy_ns": "UBIGINT", "sojourn_sum_ns": "UBIGINT", "max_queue_packets": "UBIGINT",
-    "max_queue_bytes": "UBIGINT", "queue_packet_ns": "HUGEINT", "queue_byte_ns": "HUGEINT",
-}
-CHANNEL_DERIVED: dict[str, str] = {
-    "direction": "VARCHAR", "utilisation": "DOUBLE", "mean_queue_packets": "DOUBLE", "mean_sojourn_ns": "DOUBLE",
-}
-RENAMED_COLUMNS = {"from_node": "from", "to_node": "to"}
 
 # Per-flow series of TimeSeries (the column has the same name).
 FLOW_SERIES = ("cwnd_bytes", "ssthresh_bytes", "in_flight_bytes", "srtt_ns", "min_rtt_ns", "acked_bytes",

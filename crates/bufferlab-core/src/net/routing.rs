@@ -6,6 +6,7 @@
 //! off (every path to it ends with that link), so a dumbbell or a tree of thousands of hosts needs
 //! a handful of tables, not one per host.
 
+use crate::spec::{Direction, ScenarioSpec};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -31,6 +32,24 @@ pub struct RoutingTable {
 const NO_ROUTE: u32 = u32::MAX;
 
 impl RoutingTable {
+    /// The routes of a spec toward every flow and generator endpoint: one edge per channel
+    /// (index `2·link + direction`), costing its propagation delay in ns plus one so that
+    /// zero-delay hops still count.
+    pub fn of_spec(spec: &ScenarioSpec) -> RoutingTable {
+        let mut edges = Vec::with_capacity(spec.links.len() * 2);
+        for link in &spec.links {
+            for direction in [Direction::Forward, Direction::Backward] {
+                let (from, to, _) = link.channel_ends(direction);
+                edges.push(Edge { from: from as u32, to: to as u32, cost: link.delay_ns + 1 });
+            }
+        }
+        let mut endpoints: Vec<u32> = spec.flows.iter().flat_map(|f| [f.src as u32, f.dst as u32]).collect();
+        endpoints.extend(spec.generators.iter().flat_map(|g| [g.src as u32, g.dst as u32]));
+        endpoints.sort_unstable();
+        endpoints.dedup();
+        RoutingTable::build(spec.nodes.len(), &edges, &endpoints)
+    }
+
     /// Build next-hop tables toward every node in `destinations` (channel index = edge index).
     pub fn build(nodes: usize, edges: &[Edge], destinations: &[u32]) -> RoutingTable {
         let mut incoming: Vec<Vec<u32>> = vec![Vec::new(); nodes];

@@ -21,6 +21,12 @@ pub struct RunResult {
     pub captures: Vec<Capture>,
 }
 
+impl crate::memory::HeapBytes for FlowRecord {
+    fn heap_bytes(&self) -> usize {
+        self.name.heap_bytes() + self.path.heap_bytes()
+    }
+}
+
 /// Per-flow counters, kept at the endpoints.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FlowRecord {

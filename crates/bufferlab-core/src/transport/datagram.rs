@@ -52,6 +52,11 @@ pub struct DatagramSender {
 }
 
 impl DatagramSender {
+    /// Heap held by the record (`crate::memory`).
+    pub fn heap_bytes(&self) -> usize {
+        crate::memory::HeapBytes::heap_bytes(&self.record)
+    }
+
     /// A sender of `packet_bytes`-byte datagrams at `rate`; constant if `pattern` is `None`.
     pub fn new(flow: u32, receiver_node: u32, rate: BitRate, packet_bytes: u32, pattern: Option<OnOffPattern>) -> Self {
         DatagramSender {
@@ -185,6 +190,11 @@ pub struct DatagramReceiver {
 }
 
 impl DatagramReceiver {
+    /// A datagram receiver holds no buffer.
+    pub fn heap_bytes(&self) -> usize {
+        0
+    }
+
     pub fn on_timeout(&mut self, _now: SimTime, _out: &mut Vec<Packet>) {}
     pub fn next_timeout(&self) -> Option<SimTime> {
         None

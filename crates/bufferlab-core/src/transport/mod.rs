@@ -128,6 +128,10 @@ impl Sender {
     pub fn idt_ewma(&self) -> Option<SimTime> {
         sender_dispatch!(self, s => s.idt_ewma())
     }
+    /// Heap held by the sender's buffers and record (`crate::memory`).
+    pub fn heap_bytes(&self) -> usize {
+        sender_dispatch!(self, s => s.heap_bytes())
+    }
     pub fn record_mut(&mut self) -> &mut FlowRecord {
         sender_dispatch!(self, s => &mut s.record)
     }
@@ -140,6 +144,10 @@ impl Sender {
 }
 
 impl Receiver {
+    /// Heap held by the receiver's buffers (`crate::memory`).
+    pub fn heap_bytes(&self) -> usize {
+        receiver_dispatch!(self, r => r.heap_bytes())
+    }
     #[inline]
     pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
         receiver_dispatch!(self, r => r.on_packet(now, packet, out))

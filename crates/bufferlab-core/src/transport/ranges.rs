@@ -8,6 +8,12 @@ pub struct RangeSet {
     ranges: Vec<(u64, u64)>,
 }
 
+impl crate::memory::HeapBytes for RangeSet {
+    fn heap_bytes(&self) -> usize {
+        self.ranges.heap_bytes()
+    }
+}
+
 impl RangeSet {
     pub fn new() -> Self {
         RangeSet::default()

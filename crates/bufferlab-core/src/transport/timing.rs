@@ -24,6 +24,12 @@ pub struct WriteLog {
     writes: VecDeque<(u64, u64, SimTime)>,
 }
 
+impl crate::memory::HeapBytes for WriteLog {
+    fn heap_bytes(&self) -> usize {
+        self.writes.heap_bytes()
+    }
+}
+
 impl WriteLog {
     /// The application wrote bytes [start, end) at `now` (the next bytes of the stream).
     #[inline]

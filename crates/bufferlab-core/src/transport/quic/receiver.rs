@@ -28,6 +28,12 @@ pub struct QuicReceiver {
 }
 
 impl QuicReceiver {
+    /// Heap held by the received packet numbers and stream ranges (`crate::memory`).
+    pub fn heap_bytes(&self) -> usize {
+        use crate::memory::HeapBytes;
+        self.received.heap_bytes() + self.stream.heap_bytes()
+    }
+
     pub fn new(flow: u32, sender_node: u32, config: &QuicConfig) -> Self {
         QuicReceiver {
             flow,

@@ -115,6 +115,16 @@ pub struct QuicSender {
 }
 
 impl QuicSender {
+    /// Heap held by the packets in flight, the data to retransmit and the record (`crate::memory`).
+    pub fn heap_bytes(&self) -> usize {
+        use crate::memory::HeapBytes;
+        self.sent.heap_bytes()
+            + self.acked.heap_bytes()
+            + self.retransmit.heap_bytes()
+            + self.write_log.heap_bytes()
+            + self.record.heap_bytes()
+    }
+
     pub fn new(flow: u32, receiver_node: u32, config: QuicConfig, cc: Controller, bytes: Option<u64>) -> Self {
         let rtt = QuicRtt::new(config.initial_rtt);
         QuicSender {

@@ -81,6 +81,11 @@ impl TcpReceiver {
         self.out_of_order = Vec::new();
     }
 
+    /// Heap held by the out-of-order ranges (`crate::memory`).
+    pub fn heap_bytes(&self) -> usize {
+        crate::memory::HeapBytes::heap_bytes(&self.out_of_order)
+    }
+
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         if self.delayed_ack_deadline.is_some_and(|d| d <= now) {
             self.send_ack(now, out);

@@ -16,6 +16,7 @@
 
 use super::rack::{sent_after, RackReference};
 use crate::cc::delivery_rate::TxSnapshot;
+use crate::memory::HeapBytes;
 use crate::net::packet::SackBlock;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -86,14 +87,23 @@ impl Scoreboard {
     /// Give back the memory of an empty scoreboard.
     pub fn shrink_to_fit(&mut self) {
         self.segments.shrink_to_fit();
+        if let Some(r) = &mut self.retransmissions {
+            r.shrink_to_fit();
+        }
+    }
+
+    /// Heap held by the window's segments and the retransmission order.
+    pub fn heap_bytes(&self) -> usize {
+        self.segments.heap_bytes() + self.retransmissions.heap_bytes()
     }
 
     /// `rack`: keep the order of retransmissions, for RACK's detection of lost retransmissions.
     pub fn new(mss: u32, rack: bool) -> Self {
         Scoreboard {
             retransmissions: rack.then(VecDeque::new),
-            // Grows with the window; a mouse of a few segments never pays for a large one.
-            segments: VecDeque::with_capacity(16),
+            // Grows with the window, from nothing: a flow not started yet holds no segment buffer,
+            // a mouse of a few segments never pays for a large one.
+            segments: VecDeque::new(),
             mss: mss as u64,
             outstanding_bytes: 0,
             sacked_bytes: 0,

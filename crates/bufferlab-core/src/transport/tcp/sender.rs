@@ -195,6 +195,13 @@ impl TcpSender {
         debug_assert!(self.is_closed());
         self.scoreboard.shrink_to_fit();
         self.write_log.shrink_to_fit();
+        self.record.path.shrink_to_fit();
+    }
+
+    /// Heap held by the sender's buffers and record (`crate::memory`).
+    pub fn heap_bytes(&self) -> usize {
+        use crate::memory::HeapBytes;
+        self.scoreboard.heap_bytes() + self.write_log.heap_bytes() + self.record.heap_bytes()
     }
 
     fn data_acked_up_to(&self, ack: u64) -> u64 {

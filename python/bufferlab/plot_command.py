@@ -1,6 +1,9 @@
 """`bufferlab plot KIND RUN... [-o FILE.pdf|.svg|.png]`: the figures of `bufferlab.plots` from the
 command line. Anything missing (a run, a series, a capture) is one line ``error: <field>: <reason>``
-naming what to add to the spec, exit status 2, and no file written."""
+naming what to add to the spec, exit status 2, and no file written.
+
+The command lives beside the `plots` package, not in it: importing anything of `plots` loads the
+whole figure API (numpy, polars), which `bufferlab --help` must not pay for."""
 
 from __future__ import annotations
 
@@ -9,8 +12,7 @@ from typing import Any
 
 import click
 
-from ..store import DEFAULT_DB
-from .common import DPI, PlotError, check_output
+from .store import DEFAULT_DB
 
 __all__ = ["plot_command"]
 
@@ -22,6 +24,8 @@ def _names(values: tuple[str, ...]) -> list[str] | None:
 
 
 def _size(text: str | None) -> tuple[float, float] | None:
+    from .plots.common import PlotError
+
     if text is None:
         return None
     try:
@@ -56,17 +60,19 @@ def _size(text: str | None) -> tuple[float, float] | None:
 @click.option("--metric", default=None, help="sweep: a flow, link or network metric, e.g. mean_throughput_l4.")
 @click.option("--by", default=None, help="sweep: a second spec key, one line per value.")
 @click.option("--size", "size_text", default=None, help="Figure size in inches, WIDTHxHEIGHT (e.g. 7x5).")
-@click.option("--dpi", type=click.IntRange(10, 1200), default=DPI, show_default=True, help="PNG resolution.")
+@click.option("--dpi", type=click.IntRange(10, 1200), default=None, show_default="the figures' own, 150",
+              help="PNG resolution.")
 def plot_command(kind: str, targets: tuple[str, ...], db: Path, output: Path | None, flows: tuple[str, ...],
                  links: tuple[str, ...], start: str | None, end: str | None, quantities: tuple[str, ...],
                  source: str, link: str | None, direction: str, split: str, x_axis: str | None, metric: str | None,
-                 by: str | None, size_text: str | None, dpi: int) -> None:
+                 by: str | None, size_text: str | None, dpi: int | None) -> None:
     """Draw a figure of stored runs: KIND is one of timeseries, operating-point,
     inflight, ecdf, plane, cdf, sweep, cwnd (see the README's Figures section)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
-    from . import KINDS, save
+    from .plots import KINDS, PlotError, save
+    from .plots.common import DPI, check_output
 
     if kind not in KINDS:
         raise PlotError("KIND", f'unknown kind "{kind}" (known: {", ".join(KINDS)})')
@@ -77,5 +83,5 @@ def plot_command(kind: str, targets: tuple[str, ...], db: Path, output: Path | N
         "split": split, "x": x_axis, "metric": metric, "by": by, "size": _size(size_text),
     }
     fig = KINDS[kind].draw(db, list(targets), options)
-    save(fig, path, dpi=dpi)
+    save(fig, path, dpi=dpi or DPI)
     click.echo(f"{kind} -> {path}")

@@ -1,0 +1,162 @@
+"""The scale ladder (issue 15, "Speed and scale"): six scenarios from the reference dumbbell to
+10,000 flows at 10 Gb/s, and one flow with a very large window, each simulated in a process of
+its own, printed as one table.
+
+    python benchmarks/bench_scale.py                     # every case, once each
+    python benchmarks/bench_scale.py --cases dumbbell cubic_10g --repetitions 3
+    python benchmarks/bench_scale.py --list
+
+Columns, per case (best of --repetitions by CPU time; memory of the best repetition's process):
+
+    wall s       the engine called from Python (`pipeline.simulate`: the run and the decoding of
+                 its result), planning and the store excluded
+    cpu s        the CPU time of the same (on a loaded machine, wall time also counts the time
+                 other processes had the core; CPU time does not)
+    Mevent/s     scheduler events per CPU second
+    Mpkt/s       simulated packet transmissions per CPU second (a packet crossing three links
+                 counts three times)
+    peak MB      peak resident memory of the process (getrusage), Python and imports included
+    run MB       what the run added: peak RSS minus the RSS just before the engine started
+    kB/flow      run MB per flow of the result (listed and generated flows)
+
+No ns-3 columns: `make bench-ns3` (benchmarks/bench_ns3.py) runs ns-3 side by side on its own
+cases; bringing its cases into this ladder is still to do. Printed figures, never asserted: timings on a shared machine
+are noisy, so compare ratios taken in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _dumbbell(flows: int, rate: str, seconds: int, *, rtt: Any, queue: Any, cca: str = "newreno",
+              loss: float = 0.0) -> dict[str, Any]:
+    """A greedy dumbbell without time series (sampling thousands of flows would measure the
+    recorder, not the engine)."""
+    return {
+        "name": f"scale_{flows}x{rate}", "seed": 1, "duration": f"{seconds}s", "sample_interval": "off",
+        "topology": {"kind": "dumbbell", "flows": flows, "bottleneck_rate": rate, "queue": queue, "rtt": rtt,
+                     "loss": loss},
+        "flow_defaults": {"cca": cca, "traffic": "greedy"},
+    }
+
+
+def _reference() -> dict[str, Any]:
+    import tomllib
+
+    data: dict[str, Any] = tomllib.loads((ROOT / "scenarios" / "dumbbell.toml").read_text())
+    return data
+
+
+def _seed000() -> dict[str, Any]:
+    from bufferlab.experiments.dhamdhere2006 import _base
+
+    # Seed 000 at its scale: the GENI tree, 54 persistent Reno flows and Poisson mice (Pareto
+    # sizes), 150 s, the bottleneck captured; the small buffer B_s (18 packets).
+    return _base("persistent", quick=False)
+
+
+# name -> (what it is, the scenario as a mapping)
+CASES: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
+    "dumbbell": ("reference dumbbell: 10 NewReno, 100 Mb/s, 100p, 30 s, 10 ms samples", _reference),
+    "100x1g": ("100 NewReno flows, 1 Gb/s, RTT 40 ms, Stanford buffer, 5 s",
+               lambda: _dumbbell(100, "1Gbps", 5, rtt="40ms", queue={"rule": "stanford"})),
+    "1000x1g": ("1000 NewReno flows, 1 Gb/s, RTT 40 ms, Stanford buffer, 5 s",
+                lambda: _dumbbell(1000, "1Gbps", 5, rtt="40ms", queue={"rule": "stanford"})),
+    "10000x10g": ("10,000 NewReno flows, 10 Gb/s, RTT uniform 20-200 ms, buffer RTT*C/sqrt(N), 10 s",
+                  lambda: _dumbbell(10_000, "10Gbps", 10, rtt={"dist": "uniform", "low": "20ms", "high": "200ms"},
+                                    queue={"rule": "stanford"})),
+    "cubic_10g": ("1 CUBIC flow, 10 Gb/s, RTT 100 ms, 1 BDP, random loss 1e-6, 60 s",
+                  lambda: _dumbbell(1, "10Gbps", 60, rtt="100ms", queue={"rule": "bdp"}, cca="cubic", loss=1e-6)),
+    "seed000": ("seed 000's full scenario: GENI tree, persistent + Poisson mice, 18p, 150 s", _seed000),
+    # Not in the issue's ladder: the per-ACK cost of a very large window (issue 15's scoreboard
+    # item), slow start into a 100,000-packet queue.
+    "window_210k": ("1 NewReno flow, 1 Gb/s, RTT 100 ms, 100,000-packet queue (cwnd to ~210,000), 40 s",
+                    lambda: _dumbbell(1, "1Gbps", 40, rtt="100ms", queue="100000p")),
+}
+
+
+def _rss_mb() -> float:
+    """Resident memory now, from /proc (Linux), in MB."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * resource.getpagesize() / 1e6
+
+
+def measure_case(name: str) -> dict[str, Any]:
+    """Plan and simulate one case in this process; wall time of the simulation only."""
+    from bufferlab.pipeline.plan import plan
+    from bufferlab.pipeline.simulate import simulate
+    from bufferlab.spec import Scenario
+
+    planned = plan(Scenario.from_dict(CASES[name][1]()))
+    before_mb = _rss_mb()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    raw = simulate(planned)
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    result = raw.result
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3  # kB on Linux
+    flows = len(result["flows"])
+    run_mb = max(0.0, peak_mb - before_mb)
+    return {
+        "case": name, "flows": flows, "simulated_s": result["end_ns"] / 1e9, "wall_s": wall, "cpu_s": cpu,
+        "events": result["events"], "packets": sum(c["sent_packets"] for c in result["channels"]),
+        "peak_mb": peak_mb, "run_mb": run_mb, "kb_per_flow": run_mb * 1e3 / max(flows, 1),
+        "goodput_mbps": sum(f["bytes_delivered"] for f in result["flows"]) * 8 / result["end_ns"] * 1e3,
+        "drops": sum(c["dropped_queue_packets"] + c["dropped_loss_packets"] for c in result["channels"]),
+    }
+
+
+def run_in_child(name: str) -> dict[str, Any]:
+    """`measure_case` in a fresh interpreter, so that each case's peak memory is its own."""
+    out = subprocess.run([sys.executable, __file__, "--child", name], check=True, capture_output=True, text=True)
+    measured: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return measured
+
+
+def row(m: dict[str, Any]) -> str:
+    return (f"{m['case']:<10} {m['flows']:>6} {m['simulated_s']:>6.0f} {m['wall_s']:>8.2f} {m['cpu_s']:>7.2f} "
+            f"{m['events'] / m['cpu_s'] / 1e6:>9.2f} {m['packets'] / m['cpu_s'] / 1e6:>7.2f} "
+            f"{m['peak_mb']:>8.0f} {m['run_mb']:>7.0f} {m['kb_per_flow']:>8.2f} {m['goodput_mbps']:>10.1f} "
+            f"{m['drops']:>9}")
+
+
+HEADER = (f"{'case':<10} {'flows':>6} {'sim s':>6} {'wall s':>8} {'cpu s':>7} {'Mevent/s':>9} {'Mpkt/s':>7} {'peak MB':>8} "
+          f"{'run MB':>7} {'kB/flow':>8} {'goodput Mb/s':>10} {'drops':>9}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", nargs="*", choices=list(CASES), help="cases to run (default: all)")
+    parser.add_argument("--repetitions", type=int, default=1, help="best of this many runs per case")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure_case(args.child)))
+        return
+    if args.list:
+        for name, (what, _) in CASES.items():
+            print(f"{name:<10} {what}")
+        return
+    from bufferlab.pipeline.engine import engine_version
+
+    print(f"engine {engine_version()}; best of {args.repetitions}; each case in its own process")
+    print(HEADER)
+    print("-" * len(HEADER))
+    for name in args.cases or CASES:
+        best = min((run_in_child(name) for _ in range(args.repetitions)), key=lambda m: m["cpu_s"])
+        print(row(best), flush=True)
+
+
+if __name__ == "__main__":
+    main()

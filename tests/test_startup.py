@@ -1,0 +1,68 @@
+"""An instant command (issue 15): what `bufferlab --version`, `--help` and `run` of a stored run
+import. Heavy libraries load only where a command needs them; checked by the modules a fresh
+interpreter has loaded, never by a timing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("polars", "numpy", "pandas", "duckdb", "pydantic", "rich", "matplotlib", "scipy", "dask", "pyarrow")
+
+
+def heavy_modules_loaded(code: str) -> list[str]:
+    """The heavy modules a fresh interpreter has loaded after running `code`."""
+    probe = (f"import sys, io, contextlib\n{code}\n"
+             f"print('\\n' + __import__('json').dumps([m for m in {HEAVY!r} if m in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    loaded: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def cli(*args: str) -> str:
+    return ("from bufferlab.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    status = main({list(args)!r})\n"
+            "assert status == 0, status")
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("run", "--help"), ("plot", "--help"),
+                                  ("sweep", "--help"), ("results", "--help"), ("ccperf", "--help"),
+                                  ("report", "--help")])
+def test_version_and_help_load_no_heavy_library(args: tuple[str, ...]) -> None:
+    assert heavy_modules_loaded(cli(*args)) == []
+
+
+def test_the_package_and_its_public_names_import_lazily() -> None:
+    assert heavy_modules_loaded("import bufferlab, bufferlab.spec, bufferlab.store, bufferlab.study, "
+                                "bufferlab.report") == []
+    # ... and still resolve on first use.
+    assert "pydantic" in heavy_modules_loaded("from bufferlab import Scenario; Scenario.model_fields")
+    assert "polars" in heavy_modules_loaded("import bufferlab.runner\nfrom bufferlab.store import Results")
+
+
+def test_a_stored_run_is_served_without_polars_numpy_or_pandas(tmp_path: Path) -> None:
+    db = tmp_path / "r.duckdb"
+    scenario = ROOT / "scenarios" / "dumbbell.toml"
+    args = ("run", str(scenario), "--db", str(db), "--set", "duration=1s")
+    fresh = heavy_modules_loaded(cli(*args))
+    assert {"polars", "numpy", "duckdb"} <= set(fresh)
+    stored = heavy_modules_loaded(cli(*args))
+    assert set(stored) == {"pydantic", "duckdb", "rich"}
+
+
+def test_version_names_package_and_engine() -> None:
+    from importlib.metadata import version
+
+    import bufferlab
+    from bufferlab.pipeline.engine import engine_version
+
+    out = subprocess.run([sys.executable, "-m", "bufferlab", "--version"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == f"bufferlab {version('bufferlab')} (engine {engine_version()})"
+    assert bufferlab.__version__ == version("bufferlab")

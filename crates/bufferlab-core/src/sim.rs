@@ -189,14 +189,6 @@ fn stream_seed(seed: u64, index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Whether channel `ch` bounds the rate of what crosses it: a link of finite rate, or a shaper.
-fn limits_rate(spec: &ScenarioSpec, ch: usize) -> bool {
-    let (link, direction) = Direction::of_channel(ch);
-    let link = &spec.links[link];
-    let (_, _, queue) = link.channel_ends(direction);
-    link.rate_bps.is_some() || matches!(queue, QueueSpec::Tbf { .. })
-}
-
 /// The channels a packet from `from` to `to` crosses (validated: a route exists).
 fn route(routes: &RoutingTable, channels: &[Channel], from: usize, to: usize) -> Vec<usize> {
     let mut path = Vec::new();
@@ -244,24 +236,6 @@ impl Simulator {
                 };
                 ch.record.delay_ns = link.delay_ns;
                 channels.push(ch);
-            }
-        }
-
-        // A greedy flow sends as fast as its path lets it: with no link of finite rate (nor a
-        // shaper) on the way, and no receive window to cap it, nothing ever paces it and its
-        // window grows without bound.
-        for (i, f) in spec.flows.iter().enumerate() {
-            let window_capped = f.transport == TransportKind::Tcp && f.tcp.rwnd_bytes.is_some();
-            if matches!(f.traffic, TrafficSpec::Greedy)
-                && !window_capped
-                && route(&routes, &channels, f.src, f.dst).iter().all(|&ch| !limits_rate(spec, ch))
-            {
-                return Err(EngineError {
-                    field: format!("flows[{i}].traffic"),
-                    reason: "a greedy flow needs a link of finite rate on its path or a receive window (every \
-                             link it crosses is unlimited, so nothing would bound its window)"
-                        .into(),
-                });
             }
         }
 

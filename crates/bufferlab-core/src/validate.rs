@@ -162,7 +162,41 @@ pub(crate) fn check_paths(spec: &ScenarioSpec, routes: &RoutingTable) -> Result<
             }
         }
     }
+    for (i, f) in spec.flows.iter().enumerate() {
+        check_window_is_bounded(i, f, spec, routes)?;
+    }
     Ok(())
+}
+
+/// A greedy flow sends as fast as its path lets it: with no link of finite rate (nor a shaper) on
+/// the way, and no receive window to cap it, nothing ever paces it and its window grows without
+/// bound until memory runs out.
+fn check_window_is_bounded(
+    i: usize,
+    f: &FlowSpec,
+    spec: &ScenarioSpec,
+    routes: &RoutingTable,
+) -> Result<(), EngineError> {
+    let window_capped = f.transport == TransportKind::Tcp && f.tcp.rwnd_bytes.is_some();
+    if !matches!(f.traffic, TrafficSpec::Greedy) || window_capped {
+        return Ok(());
+    }
+    let mut node = f.src;
+    while node != f.dst {
+        let ch = routes.next_channel(node as u32, f.dst as u32).expect("connectivity checked") as usize;
+        let (link, direction) = Direction::of_channel(ch);
+        let (_, next, queue) = spec.links[link].channel_ends(direction);
+        if spec.links[link].rate_bps.is_some() || matches!(queue, QueueSpec::Tbf { .. }) {
+            return Ok(());
+        }
+        node = next;
+    }
+    Err(EngineError {
+        field: format!("flows[{i}].traffic"),
+        reason: "a greedy flow needs a link of finite rate on its path or a receive window (every link it \
+                 crosses is unlimited, so nothing would bound its window)"
+            .into(),
+    })
 }
 
 /// Whose packet a queue must hold, named only when a check fails (no string per flow otherwise).

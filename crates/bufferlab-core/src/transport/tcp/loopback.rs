@@ -90,7 +90,7 @@ impl Loopback {
                 self.send_all(now, &mut out, false, &mut script);
             }
         }
-        self.sender.record.completed_ns.map(SimTime::from_ns)
+        self.sender.core.record.completed_ns.map(SimTime::from_ns)
     }
 
     fn send_all(

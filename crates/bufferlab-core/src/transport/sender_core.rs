@@ -169,9 +169,11 @@ impl<R: RttEstimate> SenderCore<R> {
     }
 
     /// Every byte and the end of the stream (`bytes_acked` bytes in all) are acknowledged: the
-    /// connection closes, ending any recovery period.
+    /// connection closes, ending any recovery period. A packet the pacer held back (a
+    /// retransmission whose bytes a copy delivered meanwhile) no longer needs a wakeup.
     pub fn close(&mut self, now: SimTime, bytes_acked: u64) {
         self.phase = Phase::Closed;
+        self.pacer.release_hold();
         self.record.completed_ns = Some(now.as_ns());
         self.end_recovery(now);
         self.acknowledged(bytes_acked);

@@ -406,7 +406,6 @@ impl QuicSender {
         }
         let Some(end) = self.stream_end else { return };
         if self.acked.contiguous_end(0) >= end {
-            // The pacer keeps what it held (a closed sender sends nothing when it wakes).
             self.core.close(now, self.bytes_acked());
             self.loss_time = None;
             self.probes_due = 0;
@@ -652,6 +651,34 @@ mod tests {
         s.on_timeout(pto_at, &mut out);
         assert_eq!(s.core.record.rtos, 1);
         assert!(!out.is_empty(), "a probe timeout sends probes");
+    }
+
+    #[test]
+    fn a_flow_that_closes_while_the_pacer_holds_a_retransmission_asks_for_no_wakeup() {
+        // A paced (BBR) flow of five packets, the last with the FIN.
+        let c = config();
+        let cc = Controller::new(CcaKind::Bbr, &ControllerConfig::new(c.max_datagram, c.initial_window));
+        let mut s = QuicSender::new(0, 1, c, cc, Some(5 * 1211));
+        let mut out = Vec::new();
+        s.start(SimTime::ZERO, &mut out);
+        s.on_packet(SimTime::from_ms(10), &ack(0, &[(0, 1)], flags::SYN), &mut out);
+        while s.next_pn <= 5 {
+            let release = s.next_timeout().expect("the pacer releases the next packet");
+            s.on_timeout(release, &mut out);
+        }
+        // The probe timeout sends two copies of pn 1's data (pn 6 and 7, §6.2.4).
+        let pto = s.next_timeout().expect("the probe timer");
+        s.on_timeout(pto, &mut out);
+        assert_eq!((s.next_pn, s.core.record.rtos), (8, 1));
+        // pn 2..=5 acknowledged: pn 1 is lost (packet threshold) and the pacer holds its
+        // retransmission back; then the probes' ACK delivers the same bytes.
+        s.on_packet(pto, &ack(5, &[(2, 6)], 0), &mut out);
+        assert_eq!(s.core.record.recoveries, 1);
+        assert!(s.next_timeout().is_some_and(|t| t > pto), "the retransmission waits for the pacer");
+        s.on_packet(pto, &ack(7, &[(2, 8)], 0), &mut out);
+        assert!(s.is_closed());
+        // A closed sender has nothing to send: a wakeup would find nothing and ask again, forever.
+        assert_eq!(s.next_timeout(), None);
     }
 
     #[test]

@@ -499,7 +499,6 @@ impl TcpSender {
         self.rto_deadline = None;
         self.rack_deadline = None;
         self.tlp_deadline = None;
-        self.core.release_pacing_hold();
         self.snd_una = self.fin_seq().map_or(self.snd_una, |f| f + 1);
         self.core.close(now, self.bytes_acked());
     }

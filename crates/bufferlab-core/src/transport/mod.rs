@@ -107,7 +107,7 @@ impl Sender {
     /// Every byte and the end of the stream are acknowledged.
     #[inline]
     pub fn is_closed(&self) -> bool {
-        sender_dispatch!(self, s => s.is_closed())
+        core_dispatch!(self, s => s.is_closed(), d => d.is_closed())
     }
     pub fn cwnd(&self) -> u64 {
         core_dispatch!(self, s => s.cwnd(), d => d.cwnd())

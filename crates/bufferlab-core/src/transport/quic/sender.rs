@@ -128,9 +128,6 @@ impl QuicSender {
     pub fn in_flight(&self) -> u64 {
         self.bytes_in_flight
     }
-    pub fn is_closed(&self) -> bool {
-        self.core.is_closed()
-    }
     /// Stream bytes acknowledged without a hole from the start.
     pub fn bytes_acked(&self) -> u64 {
         self.acked.contiguous_end(0)
@@ -676,7 +673,7 @@ mod tests {
         assert_eq!(s.core.record.recoveries, 1);
         assert!(s.next_timeout().is_some_and(|t| t > pto), "the retransmission waits for the pacer");
         s.on_packet(pto, &ack(7, &[(2, 8)], 0), &mut out);
-        assert!(s.is_closed());
+        assert!(s.core.is_closed());
         // A closed sender has nothing to send: a wakeup would find nothing and ask again, forever.
         assert_eq!(s.next_timeout(), None);
     }
@@ -693,7 +690,7 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert!(out[1].has(flags::FIN) && out[1].payload == 2000 - 1211);
         s.on_packet(SimTime::from_ms(20), &ack(2, &[(0, 3)], 0), &mut out);
-        assert!(s.is_closed());
+        assert!(s.core.is_closed());
         assert_eq!(s.bytes_acked(), 2000);
         assert_eq!(s.next_timeout(), None);
     }

@@ -116,9 +116,6 @@ impl TcpSender {
     pub fn in_flight(&self) -> u64 {
         self.pipe()
     }
-    pub fn is_closed(&self) -> bool {
-        self.core.is_closed()
-    }
     pub fn bytes_acked(&self) -> u64 {
         self.data_acked_up_to(self.snd_una)
     }
@@ -133,7 +130,7 @@ impl TcpSender {
     }
     /// A closed connection keeps its counters but not its scoreboard's memory.
     pub fn release_buffers(&mut self) {
-        debug_assert!(self.is_closed());
+        debug_assert!(self.core.is_closed());
         self.scoreboard.shrink_to_fit();
         self.core.release_buffers();
     }

@@ -74,6 +74,7 @@ MATCHED = {
     "SACK": ("TcpSocketBase::Sack true", "sack true"),
     "timestamps": ("TcpSocketBase::Timestamp true", "timestamps true"),
     "recovery": ("TcpL4Protocol::RecoveryType TcpPrrRecovery", 'recovery "prr"'),
+    "loss detection": ("RFC 6675 DupThresh 3 (ns-3 3.44 has no RACK-TLP)", "rack false"),
     "NewReno growth": ("TcpNewReno grows per ACK", 'ca_increase "per_ack"'),
     "HyStart": ("TcpCubic::HyStart false (ns-3's is HyStart, not HyStart++)", "hystart false"),
     "windows": ("Snd/RcvBufSize 64 MiB (default 128 KiB caps the window)", "rwnd none"),
@@ -94,6 +95,7 @@ def bufferlab_scenario(case: Case, seed: int) -> Scenario:
         "sack": True,
         "timestamps": True,
         "recovery": "prr",
+        "rack": False,
         "hystart": False,
     }
     if case.variant == "TcpNewReno":

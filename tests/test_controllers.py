@@ -67,12 +67,12 @@ def test_hystart_must_be_a_boolean() -> None:
 
 
 def test_rto_rack_and_ca_increase_reach_the_engine_with_their_defaults() -> None:
-    chosen = 'tcp = { rto = "rfc6298", rack = true, ca_increase = "per_ack" }'
+    chosen = 'tcp = { rto = "rfc6298", rack = false, ca_increase = "per_ack" }'
     scenario = Scenario.from_toml_text(with_controller("reno", chosen))
     tcp = scenario.to_engine()["flows"][0]["tcp"]
-    assert (tcp["rto"], tcp["rack"], tcp["ca_increase"]) == ("rfc6298", True, "per_ack")
+    assert (tcp["rto"], tcp["rack"], tcp["ca_increase"]) == ("rfc6298", False, "per_ack")
     default = Scenario.from_toml_text(with_controller("reno")).to_engine()["flows"][0]["tcp"]
-    assert (default["rto"], default["rack"], default["ca_increase"]) == ("linux", False, "bytes")
+    assert (default["rto"], default["rack"], default["ca_increase"]) == ("linux", True, "bytes")
     runner.simulate(scenario)
 
 

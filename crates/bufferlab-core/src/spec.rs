@@ -345,9 +345,8 @@ pub struct TcpSpec {
     pub hystart: bool,
     /// Retransmission-timeout rule (Linux).
     pub rto: RtoKind,
-    /// RACK-TLP loss detection, RFC 8985, with SACK (false for now: the SplitBuff reproductions'
-    /// FIFO baselines move with it, see docs/engine.md); false leaves RFC 6675's DupThresh rule
-    /// alone and a lost retransmission to the RTO.
+    /// RACK-TLP loss detection and tail loss probes, RFC 8985, with SACK (true, as Linux); false
+    /// leaves RFC 6675's DupThresh rule alone and a lost retransmission to the RTO.
     pub rack: bool,
     /// Window growth counting of Reno/NewReno (bytes).
     pub ca_increase: CaIncrease,
@@ -371,7 +370,7 @@ impl Default for TcpSpec {
             timestamps: true,
             hystart: true,
             rto: RtoKind::Linux,
-            rack: false,
+            rack: true,
             ca_increase: CaIncrease::Bytes,
         }
     }

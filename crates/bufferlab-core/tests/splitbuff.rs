@@ -38,13 +38,30 @@ fn blind() -> QueueSpec {
     }
 }
 
+/// The seed's TCP: ns-2's TCP SACK, whose loss recovery is RFC 6675's DupThresh rule with no
+/// RACK-TLP (a lost retransmission waits for the timeout).
+fn seed_tcp() -> TcpSpec {
+    TcpSpec { mss: MSS, rack: false, ..TcpSpec::default() }
+}
+
 /// A dumbbell: flow i from src_i through left → right (the bottleneck, channel 0) to dst_i, its
-/// access delays making its propagation RTT `rtts_ms[i]`; flow i starts at `starts_ms[i]`.
+/// access delays making its propagation RTT `rtts_ms[i]`; flow i starts at `starts_ms[i]`. The
+/// flows run the seed's TCP.
 fn dumbbell(buffer: QueueSpec, rtts_ms: &[u64], starts_ms: &[u64], duration_s: u64, seed: u64) -> ScenarioSpec {
+    dumbbell_with(seed_tcp(), buffer, rtts_ms, starts_ms, duration_s, seed)
+}
+
+fn dumbbell_with(
+    tcp: TcpSpec,
+    buffer: QueueSpec,
+    rtts_ms: &[u64],
+    starts_ms: &[u64],
+    duration_s: u64,
+    seed: u64,
+) -> ScenarioSpec {
     let mut nodes = vec![router("left"), router("right")];
     let mut links = vec![link("btl", 0, 1, Some(C_BPS), BTL_DELAY, buffer)];
     let mut flows = Vec::new();
-    let tcp = TcpSpec { mss: MSS, ..TcpSpec::default() };
     for (i, (&rtt, &start)) in rtts_ms.iter().zip(starts_ms).enumerate() {
         let s = nodes.len();
         nodes.push(host(&format!("src_{i}")));
@@ -92,8 +109,13 @@ const FROM: u64 = 20;
 /// SplitBuff, and asserts seed 002's claim: the 990 ms flow gets several times its FIFO throughput
 /// and the 10 ms flow's queueing delay is far below the FIFO's, at no cost in utilisation.
 fn assert_splitbuff_separates_the_fig1_flows(starts_ms: [u64; 2]) {
-    let fifo = run(&dumbbell(QueueSpec::fifo_packets(BDP_PACKETS), &FIG1_RTTS, &starts_ms, FIG1_SECONDS, 1)).unwrap();
-    let split = run(&dumbbell(splitbuff(2), &FIG1_RTTS, &starts_ms, FIG1_SECONDS, 1)).unwrap();
+    assert_splitbuff_separates_the_fig1_flows_with(&seed_tcp(), starts_ms);
+}
+
+fn assert_splitbuff_separates_the_fig1_flows_with(tcp: &TcpSpec, starts_ms: [u64; 2]) {
+    let spec = |queue| dumbbell_with(tcp.clone(), queue, &FIG1_RTTS, &starts_ms, FIG1_SECONDS, 1);
+    let fifo = run(&spec(QueueSpec::fifo_packets(BDP_PACKETS))).unwrap();
+    let split = run(&spec(splitbuff(2))).unwrap();
     let (g_fifo, g_split) = (goodputs_mbps(&fifo, FROM), goodputs_mbps(&split, FROM));
     let (rtt_fifo, rtt_split) = (mean_rtts_ms(&fifo), mean_rtts_ms(&split));
     println!("starts {starts_ms:?} ms");
@@ -107,6 +129,17 @@ fn assert_splitbuff_separates_the_fig1_flows(starts_ms: [u64; 2]) {
     // The link stays busy: SplitBuff costs no utilisation.
     let total: f64 = g_split.iter().sum();
     assert!(total > 0.9 * 100.0 * MSS as f64 / 1000.0, "starts {starts_ms:?}: {total} Mb/s");
+}
+
+/// The seed's claim holds under Linux's loss recovery too (RACK-TLP and RFC 9937's PRR, the
+/// engine's defaults), whichever flow starts first.
+#[test]
+fn splitbuff_separates_the_flows_under_linux_loss_recovery_too() {
+    let linux = TcpSpec { mss: MSS, ..TcpSpec::default() };
+    assert!(linux.rack, "RACK-TLP is the engine's default");
+    for starts_ms in [[0, 0], [0, 3_000], [3_000, 0]] {
+        assert_splitbuff_separates_the_fig1_flows_with(&linux, starts_ms);
+    }
 }
 
 #[test]

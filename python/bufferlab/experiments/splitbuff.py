@@ -46,8 +46,9 @@ def scale(quick: bool) -> dict[str, Any]:
 def _dumbbell(name: str, flows: list[dict[str, Any]], duration: str, queue: Any) -> dict[str, Any]:
     return {
         "name": name, "duration": duration, "sample_interval": "100ms",
-        # "1 KB" packets: 948 bytes of payload + 52 of IP/TCP headers.
-        "flow_defaults": {"cca": "reno", "tcp": {"mss": 948, "sack": True},
+        # "1 KB" packets: 948 bytes of payload + 52 of IP/TCP headers. The seed's TCP is ns-2's
+        # TCP SACK: RFC 6675 recovery without RACK-TLP (a lost retransmission waits for the RTO).
+        "flow_defaults": {"cca": "reno", "tcp": {"mss": 948, "sack": True, "rack": False},
                           "start": {"dist": "uniform", "low": "0s", "high": "5s"}},
         "topology": {"kind": "dumbbell", "bottleneck_rate": "100Mbps", "bottleneck_delay": "2ms", "queue": queue,
                      "reverse_queue": "10000p"},

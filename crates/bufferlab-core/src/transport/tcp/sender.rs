@@ -362,7 +362,9 @@ impl TcpSender {
         // out, and the window does not grow (RFC 5681 §3.2, RFC 6937 §3).
         let in_fast_recovery = matches!(self.recovery, Some(r) if r.cause == RecoveryCause::Fast);
         if in_fast_recovery && !self.core.cc.governs_recovery() {
-            self.update_prr(delivered);
+            // RFC 9937 §5: a safe ACK advances snd.una and indicates no further loss.
+            let safe_ack = ack > prior_una && newly_lost == 0;
+            self.update_prr(delivered, safe_ack);
         }
         let tally = AckTally {
             bytes_acked: acked_bytes,
@@ -422,7 +424,7 @@ impl TcpSender {
         if self.recovery.is_none() && self.scoreboard.has_lost() {
             self.enter_fast_recovery(now);
             if !self.core.cc.governs_recovery() {
-                self.update_prr(self.config.mss as u64);
+                self.update_prr(self.config.mss as u64, false);
             }
         }
         self.transmit(now, out);
@@ -535,8 +537,15 @@ impl TcpSender {
         }
     }
 
-    /// RFC 6937 §3: how much may be sent in response to this ACK during fast recovery.
-    fn update_prr(&mut self, delivered: u64) {
+    /// PRR (RFC 9937 §5, which obsoletes RFC 6937): how much may be sent in response to this ACK
+    /// during fast recovery. While pipe exceeds ssthresh the sending rate is the delivery rate
+    /// scaled by ssthresh/RecoverFS; below it, pipe climbs back to ssthresh by the conservative
+    /// reduction bound (send what was delivered: packet conservation), with one extra segment per
+    /// ACK (the slow-start reduction bound) only on safe ACKs. Slow-starting on every ACK, as RFC
+    /// 6937's SSRB did, sends twice what is delivered while further losses keep pipe low: on a
+    /// shallow shared buffer that sustains a retransmission storm (Linux moved to this rule in
+    /// 2015 for the same reason).
+    fn update_prr(&mut self, delivered: u64, safe_ack: bool) {
         let pipe = self.pipe();
         let ssthresh = self.core.cc.ssthresh();
         let mss = self.config.mss as u64;
@@ -547,13 +556,14 @@ impl TcpSender {
             return; // classic recovery sends while pipe < cwnd, see `may_send`
         }
         let sndcnt = if pipe > ssthresh {
-            // Proportional part: sndcnt = CEIL(prr_delivered * ssthresh / RecoverFS) - prr_out.
+            // Proportional part: SndCnt = CEIL(prr_delivered * ssthresh / RecoverFS) - prr_out.
             let target = (r.prr_delivered as u128 * ssthresh as u128).div_ceil(r.recover_fs as u128) as u64;
             target.saturating_sub(r.prr_out)
         } else {
-            // Slow-start reduction bound (PRR-SSRB):
-            // limit = MAX(prr_delivered - prr_out, DeliveredData) + MSS; sndcnt = MIN(ssthresh - pipe, limit).
-            let limit = r.prr_delivered.saturating_sub(r.prr_out).max(delivered) + mss;
+            // PRR-CRB: SndCnt = MAX(prr_delivered - prr_out, DeliveredData); PRR-SSRB on a safe
+            // ACK: + SMSS; then SndCnt = MIN(ssthresh - pipe, SndCnt).
+            let conservative = r.prr_delivered.saturating_sub(r.prr_out).max(delivered);
+            let limit = if safe_ack { conservative + mss } else { conservative };
             (ssthresh - pipe).min(limit)
         };
         r.prr_allowance = sndcnt;
@@ -939,15 +949,30 @@ mod tests {
     }
 
     #[test]
-    fn a_tail_loss_probe_repairs_the_last_segments_without_a_timeout() {
-        let tail = |k, copy| if k >= 27 && copy == 0 { Fate::Dropped } else { Fate::Delivered };
+    fn a_tail_loss_probe_repairs_the_last_segments_sooner_than_a_timeout() {
+        // RFC 8985 §7: with two segments outstanding the probe is due 2·SRTT after the last
+        // transmission, before the RTO (SRTT + 200 ms at least). It resends the last segment; its
+        // SACK shows the other one lost, which fast recovery resends a round later. After the
+        // RTO, the window of one segment takes two rounds as well, from a later start.
+        let tail = |k, copy| if k >= 28 && copy == 0 { Fate::Dropped } else { Fate::Delivered };
         let mut rack = loopback(true, 30);
         let closed = rack.run(SimTime::from_secs(60), tail).expect("the transfer completes");
-        assert_eq!(rack.sender.core.record.rtos, 0);
+        assert_eq!((rack.sender.core.record.rtos, rack.copies_of(28), rack.copies_of(29)), (0, 2, 2));
         let mut sack_only = loopback(false, 30);
         let closed_after_rto = sack_only.run(SimTime::from_secs(60), tail).expect("the transfer completes");
         assert_eq!(sack_only.sender.core.record.rtos, 1);
         assert!(closed < closed_after_rto, "probe: {closed:?}, RTO: {closed_after_rto:?}");
+    }
+
+    #[test]
+    fn a_tail_loss_probe_turns_the_loss_of_the_last_segments_into_a_fast_recovery() {
+        // The probe's SACK shows segments 27 and 28 lost: RACK repairs them in fast recovery, one
+        // per round under PRR's conservative bound (RFC 9937), without a timeout.
+        let tail = |k, copy| if k >= 27 && copy == 0 { Fate::Dropped } else { Fate::Delivered };
+        let mut rack = loopback(true, 30);
+        rack.run(SimTime::from_secs(60), tail).expect("the transfer completes");
+        assert_eq!((rack.sender.core.record.rtos, rack.sender.core.record.recoveries), (0, 1));
+        assert_eq!([27, 28, 29].map(|k| rack.copies_of(k)), [2, 2, 2]);
     }
 
     #[test]

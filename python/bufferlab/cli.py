@@ -258,18 +258,9 @@ def results_group() -> None:
 
 
 _run_argument = click.argument("run", metavar="RUN")
-_link_options = [
-    click.option("--link", required=True, help="Link name (its capture must be in the spec: [[captures]])."),
-    click.option("--direction", type=click.Choice(["forward", "backward"]), default="forward", show_default=True),
-]
-
-
-def _with(options: list[Any]) -> Any:
-    def apply(func: Any) -> Any:
-        for option in reversed(options):
-            func = option(func)
-        return func
-    return apply
+_link_option = click.option("--link", required=True, help="Link name (its capture must be in the spec: [[captures]]).")
+_direction_option = click.option("--direction", type=click.Choice(["forward", "backward"]), default="forward",
+                                 show_default=True)
 
 
 @results_group.command("list")
@@ -357,7 +348,8 @@ def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path
 @results_group.command("monitor")
 @_run_argument
 @_db_option
-@_with(_link_options)
+@_link_option
+@_direction_option
 @click.option("--split", default="100KB", show_default=True, help="Size that separates small and large flows.")
 @_json_option
 def results_monitor(run: str, db: Path, link: str, direction: str, split: str, as_json: bool) -> None:
@@ -385,7 +377,8 @@ def results_monitor(run: str, db: Path, link: str, direction: str, split: str, a
 @results_group.command("csv")
 @_run_argument
 @_db_option
-@_with(_link_options)
+@_link_option
+@_direction_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--no-header", is_flag=True, help="No header line (exactly what tshark -T fields prints).")
 def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_header: bool) -> None:
@@ -400,7 +393,8 @@ def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_
 @results_group.command("pcap")
 @_run_argument
 @_db_option
-@_with(_link_options)
+@_link_option
+@_direction_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--full-payload", is_flag=True, help="Write the (zero) payload bytes too, not only the headers.")
 def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, full_payload: bool) -> None:

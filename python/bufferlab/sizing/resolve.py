@@ -113,8 +113,8 @@ def link_loads(engine_nodes: list[dict[str, Any]], engine_links: list[dict[str, 
         acks = path(flow["dst"], flow["src"])
         rtt = sum(channels[ch][2] for ch in data + acks)
         packet = _largest_data_packet(flow)
-        for link in sorted({ch // 2 for ch in data}):
-            load = loads[link]
+        for link_index in sorted({ch // 2 for ch in data}):
+            load = loads[link_index]
             load.rtts_ns.append(rtt)
             load.packet_bytes = max(load.packet_bytes or 0, packet)
     return loads
@@ -129,16 +129,16 @@ def _rule_size(rule: SizeRule, load: LinkLoad, rate_bps: int) -> tuple[QueueLimi
             raise SpecError("rule", "no long-lived (greedy) flow crosses this link: give rtt = \"<time>\""
                                     + (" and flows = N" if rule.rule == "stanford" else ""))
         rtts = load.rtts_ns
-        rtt_text = f"{rule.rtt} RTT {units.format_time(round(rules.average_rtt(rtts, rule.rtt)))}"  # type: ignore[arg-type]
+        rtt_text = f"{rule.rtt} RTT {units.format_time(round(rules.average_rtt(rtts, rule.rtt)))}"
     average = "mean" if isinstance(rule.rtt, int) else rule.rtt
     if rule.rule == "bdp":
-        size = rules.bdp(rate_bps, rtts, packet, average)  # type: ignore[arg-type]
+        size = rules.bdp(rate_bps, rtts, packet, average)
         how = f"bdp rule: {units.format_rate(rate_bps)} x {rtt_text}"
     else:
         n = rule.flows if rule.flows is not None else len(load.rtts_ns)
         if n == 0:
             raise SpecError("flows", "no long-lived (greedy) flow crosses this link: give flows = N")
-        size = rules.stanford(rate_bps, rtts, n, packet, average)  # type: ignore[arg-type]
+        size = rules.stanford(rate_bps, rtts, n, packet, average)
         how = f"stanford rule: {units.format_rate(rate_bps)} x {rtt_text} / sqrt({n})"
     return QueueLimit(packets=size.packets), f"{how}, {units.format_bytes(packet)} packets"
 

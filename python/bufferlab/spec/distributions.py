@@ -68,19 +68,23 @@ class Dist:
             case "fixed":
                 return float(e["value"])
             case "uniform":
-                return (e["low"] + e["high"]) / 2
+                return (float(e["low"]) + float(e["high"])) / 2
             case "exponential":
                 return float(e["mean"])
             case "pareto":
-                return None if e["shape"] <= 1 else e["shape"] * e["scale"] / (e["shape"] - 1)
+                shape, scale = float(e["shape"]), float(e["scale"])
+                return None if shape <= 1 else shape * scale / (shape - 1)
             case "lognormal":
-                return math.exp(e["mu"] + e["sigma"] ** 2 / 2)
+                return math.exp(float(e["mu"]) + float(e["sigma"]) ** 2 / 2)
             case "mixture":
-                means = [d.mean() for _, d in self.components]
-                if any(m is None for m in means):
-                    return None
-                total = sum(w for w, _ in self.components)
-                return sum(w * m for (w, _), m in zip(self.components, means)) / total  # type: ignore[operator]
+                total, weighted = 0.0, 0.0
+                for weight, component in self.components:
+                    m = component.mean()
+                    if m is None:
+                        return None
+                    total += weight
+                    weighted += weight * m
+                return weighted / total
         return None
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -92,21 +96,21 @@ class Dist:
             case "fixed":
                 return np.full(n, float(e["value"]))
             case "uniform":
-                return rng.uniform(e["low"], e["high"], n)
+                return rng.uniform(float(e["low"]), float(e["high"]), n)
             case "exponential":
-                return rng.exponential(e["mean"], n)
+                return rng.exponential(float(e["mean"]), n)
             case "pareto":
                 # numpy's pareto is the Lomax form: (X + 1) · scale is Pareto type I.
-                return (rng.pareto(e["shape"], n) + 1.0) * e["scale"]
+                return (rng.pareto(float(e["shape"]), n) + 1.0) * float(e["scale"])
             case "bounded_pareto":
-                a, lo, hi = e["shape"], e["low"], e["high"]
+                a, lo, hi = float(e["shape"]), float(e["low"]), float(e["high"])
                 u = rng.random(n)
-                return np.minimum(lo * (1.0 - u * (1.0 - (lo / hi) ** a)) ** (-1.0 / a), hi)
+                return np.minimum(lo * (1.0 - u * (1.0 - math.pow(lo / hi, a))) ** (-1.0 / a), hi)
             case "lognormal":
-                return rng.lognormal(e["mu"], e["sigma"], n)
+                return rng.lognormal(float(e["mu"]), float(e["sigma"]), n)
             case "empirical":
-                values, probs = zip(*e["points"])
-                return np.interp(rng.random(n), probs, values)
+                points = np.asarray(e["points"], dtype=np.float64)  # (value, cumulative probability) rows
+                return np.interp(rng.random(n), points[:, 1], points[:, 0])
             case "mixture":
                 counts = _shares([w for w, _ in self.components], n)
                 return np.concatenate([d.draw(rng, k) for (_, d), k in zip(self.components, counts)])
@@ -185,13 +189,15 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
         return _quantity(need(key), quantity, key)
 
     components: tuple[tuple[float, Dist], ...] = ()
+    # The engine form's parameters, in base units.
+    parameters: dict[str, float | list[list[float]]]
     match kind:
         case "fixed":
-            engine = {"value": q("value")}
+            parameters = {"value": q("value")}
         case "uniform":
-            engine = {"low": q("low"), "high": q("high")}
+            parameters = {"low": q("low"), "high": q("high")}
         case "exponential":
-            engine = {"mean": q("mean")}
+            parameters = {"mean": q("mean")}
         case "pareto":
             shape = _number(need("shape"), "shape")
             if ("mean" in value) == ("scale" in value):
@@ -202,9 +208,9 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                 if shape <= 1:
                     raise SpecError("mean", f"a Pareto of shape {shape} <= 1 has no finite mean: give its scale")
                 scale = q("mean") * (shape - 1) / shape  # mean = shape·scale/(shape − 1)
-            engine = {"shape": shape, "scale": scale}
+            parameters = {"shape": shape, "scale": scale}
         case "bounded_pareto":
-            engine = {"shape": _number(need("shape"), "shape"), "low": q("low"), "high": q("high")}
+            parameters = {"shape": _number(need("shape"), "shape"), "low": q("low"), "high": q("high")}
         case "lognormal":
             sigma = _number(need("sigma"), "sigma")
             given = [k for k in ("median", "mean", "mu") if k in value]
@@ -218,7 +224,7 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                     raise SpecError(given[0], "must be positive")
                 # median = e^mu; mean = e^(mu + sigma²/2).
                 mu = math.log(x) if given[0] == "median" else math.log(x) - sigma**2 / 2
-            engine = {"mu": mu, "sigma": sigma}
+            parameters = {"mu": mu, "sigma": sigma}
         case "empirical":
             unit = value.get("unit", _EMPIRICAL_UNITS[quantity])
             scale = _quantity(f"1{unit}", quantity, "unit")
@@ -236,7 +242,7 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                 if not isinstance(raw, list) or not all(isinstance(p, list) and len(p) == 2 for p in raw):
                     raise SpecError("points", "expected a list of [value, cumulative probability] pairs")
                 points = [[_number(v, "points") * scale, _number(p, "points")] for v, p in raw]
-            engine = {"points": points}
+            parameters = {"points": points}
         case "mixture":
             raw = need("components")
             if not isinstance(raw, list) or not raw:
@@ -254,8 +260,8 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                 except SpecError as e:
                     raise SpecError(f"components[{i}].{e.field}" if e.field else f"components[{i}]", e.reason) from None
             components = tuple(parsed)
-            engine = {}
-    engine = {"dist": kind, **engine}
+            parameters = {}
+    engine: dict[str, Any] = {"dist": kind, **parameters}
     if kind != "mixture":
         from .. import _core
 

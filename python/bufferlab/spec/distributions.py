@@ -62,7 +62,8 @@ class Dist:
         return id(self)
 
     def mean(self) -> float | None:
-        """The mean in base units, where it is finite."""
+        """The mean in base units, where it is finite (as `Distribution::mean` in
+        crates/bufferlab-core/src/traffic/dist.rs computes it)."""
         e = self.engine
         match e["dist"]:
             case "fixed":
@@ -74,8 +75,23 @@ class Dist:
             case "pareto":
                 shape, scale = float(e["shape"]), float(e["scale"])
                 return None if shape <= 1 else shape * scale / (shape - 1)
+            case "bounded_pareto":
+                a, lo, hi = float(e["shape"]), float(e["low"]), float(e["high"])
+                # E[X] = l^a / (1 − (l/h)^a) · a/(a − 1) · (l^(1−a) − h^(1−a)); a = 1: l^a/(1 − l/h) · ln(h/l).
+                norm = math.pow(lo, a) / (1.0 - math.pow(lo / hi, a))
+                if abs(a - 1.0) < 1e-12:
+                    return norm * math.log(hi / lo)
+                return norm * a / (a - 1.0) * (math.pow(lo, 1.0 - a) - math.pow(hi, 1.0 - a))
             case "lognormal":
                 return math.exp(float(e["mu"]) + float(e["sigma"]) ** 2 / 2)
+            case "empirical":
+                # A piecewise-linear CDF: the mass below the first point sits on it, then each
+                # segment is uniform, contributing its probability times its midpoint.
+                points = [(float(v), float(p)) for v, p in e["points"]]
+                mean = points[0][0] * points[0][1]
+                for (v0, p0), (v1, p1) in zip(points, points[1:]):
+                    mean += (p1 - p0) * (v0 + v1) / 2
+                return mean
             case "mixture":
                 total, weighted = 0.0, 0.0
                 for weight, component in self.components:
@@ -86,6 +102,22 @@ class Dist:
                     weighted += weight * m
                 return weighted / total
         return None
+
+    def minimum(self) -> float:
+        """The smallest value a draw can take (the lower end of the support), in base units."""
+        e = self.engine
+        match e["dist"]:
+            case "fixed":
+                return float(e["value"])
+            case "uniform" | "bounded_pareto":
+                return float(e["low"])
+            case "pareto":
+                return float(e["scale"])
+            case "empirical":
+                return float(e["points"][0][0])
+            case "mixture":
+                return min(component.minimum() for _, component in self.components)
+        return 0.0  # exponential, lognormal: any positive value down to 0
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """`n` variates in base units (float64), from `rng`."""

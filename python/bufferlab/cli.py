@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -523,6 +523,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return result if isinstance(result, int) else 0
 
 
+def command_line() -> NoReturn:
+    """The `bufferlab` command: `main`, then exit with its status. An interrupted command ends at
+    once: tearing the interpreter down (polars, DuckDB, pyarrow, numpy) takes a fifth of a second
+    or more on a busy machine, and by then everything it wrote is committed and closed."""
+    status = main()
+    if status in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
+
+
 def _internal(error: Exception) -> int:
     """A bug of bufferlab: one line, exit 1; BUFFERLAB_DEBUG=1 shows the traceback instead."""
     if os.environ.get("BUFFERLAB_DEBUG"):
@@ -532,4 +544,4 @@ def _internal(error: Exception) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    command_line()

@@ -67,11 +67,12 @@ bench-ns3: setup
 	fi
 	$(BIN)/python benchmarks/bench_ns3.py --ns3-binary $(NS3_BINARY) $(BENCH_NS3_ARGS)
 
-## lint: rustfmt, clippy (warnings are errors), ruff, Python byte-compilation
+## lint: rustfmt, clippy (warnings are errors), ruff, mypy (strict, on the package), Python byte-compilation
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
 	$(BIN)/ruff check python tests
+	$(BIN)/mypy
 	$(BIN)/python -m compileall -q python tests
 
 ## lock: re-resolve pyproject's ranges to their newest versions and pin them in requirements.lock

@@ -97,6 +97,17 @@ def test_bad_targets_are_one_line_naming_the_flag(text, reason, tmp_path):
     assert reason in out.stderr and not db.exists()
 
 
+def test_on_a_terminal_each_probed_size_gets_a_progress_bar(capsys):
+    # `advise` on a terminal once imported a helper that the sweep command had renamed (found by mypy).
+    from bufferlab.sizing.advise_command import _progress_per_size
+
+    with _progress_per_size(120) as listener:
+        listener.start(3, 0)
+        for _ in range(3):
+            listener.finished(True, 2.0)
+    assert "sweep 120p" in capsys.readouterr().err
+
+
 def test_weighted_percentile_counts_weights_as_repeated_values():
     values, weights = np.array([3.0, 1.0, 2.0]), np.array([1, 97, 2])
     repeated = np.repeat(values, weights)

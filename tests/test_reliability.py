@@ -12,12 +12,16 @@ import resource
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import numpy as np
 import pytest
 
+from bufferlab.pipeline.budget import GENERATED_FLOW_BYTES
 from conftest import SMALL_DUMBBELL, bufferlab
 
 pytestmark = pytest.mark.engine
@@ -155,6 +159,84 @@ def test_a_flood_of_generated_flows_is_refused_naming_the_arrival_rate(write_sce
     assert_one_line_error(done, "generators[0].arrivals_per_s")
 
 
+# Closed-loop users on the small dumbbell (20 ms RTT): src_1 -> dst_0, every one think -> 10 kB -> think ...
+CLOSED_LOOP = """
+    [[generators]]
+    kind = "closed_loop"
+    dst = "dst_0"
+    sources = "src_1"
+    users = {users}
+    size = {{ dist = "fixed", value = "10kB" }}
+    think = {think}
+"""
+
+
+def closed_loop_demand(users: int, think: str, duration: str = "1s") -> tuple[str, int]:
+    """The field and bytes the memory budget counts for the closed-loop users (a spec error if it
+    refuses them)."""
+    from bufferlab.pipeline.budget import memory_demands
+    from bufferlab.spec import Scenario
+
+    text = SMALL_DUMBBELL.replace('duration = "1s"', f'duration = "{duration}"') + CLOSED_LOOP.format(
+        users=users, think=think)
+    scenario = Scenario.from_toml_text(textwrap.dedent(text))
+    [demand] = [d for d in memory_demands(scenario, scenario.resolve()) if d.field.startswith("generators")]
+    return demand.field, demand.bytes
+
+
+def test_users_whose_think_time_has_no_mean_are_counted_by_their_shortest_cycle() -> None:
+    # A Pareto of shape 1 has no finite mean (the budget used to count these users as no flows at
+    # all). Each cycle lasts at least the shortest think (the scale, 80 ms) plus the path's round
+    # trip (20 ms): in 1 s a user starts at most 1 s / 100 ms + 1 = 11 transfers.
+    field, size = closed_loop_demand(3, '{ dist = "pareto", shape = 1.0, scale = "80ms" }')
+    assert (field, size) == ("generators[0].think", 3 * 11 * GENERATED_FLOW_BYTES)
+    # Think times that are always 0: transfers back to back, one per round trip at most.
+    field, size = closed_loop_demand(3, '{ dist = "fixed", value = "0s" }')
+    assert (field, size) == ("generators[0].think", 3 * (50 + 1) * GENERATED_FLOW_BYTES)
+
+
+def test_users_without_a_mean_think_time_are_refused_when_they_could_exhaust_memory(write_scenario,
+                                                                                     db: Path) -> None:
+    # 1000 users, each starting a transfer every 21 ms at most for 100 s: up to 4.8 million flows.
+    spec = write_scenario(SMALL_DUMBBELL.replace('duration = "1s"', 'duration = "100s"') + CLOSED_LOOP.format(
+        users=1000, think='{ dist = "pareto", shape = 0.9, scale = "1ms" }'))
+    done, peak = bufferlab_limited("run", str(spec), "--db", str(db))
+    line = assert_one_line_error(done, "generators[0].think")
+    assert "the think time has no finite mean" in line and "--max-memory" in line
+    assert not db.exists() and peak < MEMORY_LIMIT / 3
+
+
+@pytest.mark.parametrize(("think", "quantile"), [
+    # Pareto truncated to [10 ms, 1 s] of shape 1.5: F⁻¹(u) = l (1 − u (1 − (l/h)^a))^(−1/a).
+    ('{ dist = "bounded_pareto", shape = 1.5, low = "10ms", high = "1s" }',
+     lambda u: 1e7 * (1 - u * (1 - (1e7 / 1e9) ** 1.5)) ** (-1 / 1.5)),
+    # A piecewise-linear CDF, 20 % of its mass on 0.
+    ('{ dist = "empirical", unit = "ms", points = [[0, 0.2], [100, 0.5], [1000, 1.0]] }',
+     lambda u: np.interp(u, [0.2, 0.5, 1.0], [0.0, 1e8, 1e9])),
+])
+def test_users_are_counted_by_the_mean_of_every_think_distribution(think: str, quantile: Any) -> None:
+    # The budget used to find no mean for these two and to count their users as no flows.
+    # E[X] = ∫₀¹ F⁻¹(u) du, here by the midpoint rule over a million steps.
+    u = (np.arange(1_000_000) + 0.5) / 1_000_000
+    mean_ns = float(np.mean(quantile(u)))
+    field, size = closed_loop_demand(100, think, duration="60s")
+    assert field == "generators[0].users"
+    assert size == pytest.approx(100 * 60e9 / mean_ns * GENERATED_FLOW_BYTES, rel=1e-4)
+
+
+def test_users_who_never_think_on_a_path_without_delay_are_a_spec_error(write_scenario, db: Path) -> None:
+    spec = write_scenario(UNLIMITED.format(rate="10Mbps").replace('delay = "5ms"', 'delay = "0s"') + """
+    [[generators]]
+    kind = "closed_loop"
+    dst = "b"
+    users = 1
+    size = { dist = "fixed", value = "10kB" }
+    think = { dist = "fixed", value = "0s" }
+    """)
+    line = assert_one_line_error(bufferlab("check", str(spec)), "generators[0].think")
+    assert "nothing bounds how many transfers" in line
+
+
 UNLIMITED = """
     duration = "10s"
     [[nodes]]
@@ -268,36 +350,73 @@ def test_a_signal_stops_a_run_within_a_second_and_stores_nothing(small: Path, db
 
 
 @pytest.mark.slow
-def test_sigterm_during_a_sweep_keeps_every_finished_run(write_scenario, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "status", "workers"), [
+    (signal.SIGTERM, 143, 1), (signal.SIGTERM, 143, 2), (signal.SIGINT, 130, 2)])
+def test_a_signal_stops_a_sweep_within_a_second_and_keeps_every_finished_run(write_scenario, tmp_path: Path,
+                                                                            sig: int, status: int,
+                                                                            workers: int) -> None:
+    # With two workers the sweep's one writer is busy storing most of the time: a signal usually
+    # lands in a write, which finishes (and is counted) while the workers stop at once.
     base = write_scenario(SMALL_DUMBBELL.replace('duration = "1s"', 'duration = "400s"'), "base.toml")
     sweep = write_scenario(f"""
     name = "long"
     base = "{base}"
     [[axes]]
     key = "topology.queue"
-    values = ["10p", "20p", "30p", "40p", "50p", "60p", "70p", "80p"]
+    values = [{", ".join(f'"{10 * k}p"' for k in range(1, 17))}]
     """, "sweep.toml")
     db = tmp_path / "sweep.duckdb"
-    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(sweep), "--db", str(db), "--workers", "1"],
+    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(sweep), "--db", str(db),
+                             "--workers", str(workers)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while _stored_runs(db) < 1:
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
+    workers_seen = _helper_processes(proc.pid)
+    assert len(workers_seen) >= workers - 1
     sent = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     reaction = time.monotonic() - sent
-    assert proc.returncode == 143, err
+    assert proc.returncode == status, err
     assert reaction < 1.0, f"{reaction:.2f} s"
-    assert "interrupted by SIGTERM" in err
+    assert ("interrupted by SIGTERM" in err) == (sig == signal.SIGTERM)
     kept = _stored_runs(db)
-    assert 1 <= kept < 8
+    assert 1 <= kept < 16
+    assert f"{kept} of 16 runs are stored" in err  # a run written as the signal came is counted
     assert not Path(str(db) + ".wal").exists()
     import bufferlab
 
     runs = bufferlab.load(db).study_runs("long")
     assert runs.filter(runs["status"] == "complete").height == kept
+    # No worker outlives the sweep (nor does multiprocessing's resource tracker, for long).
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in workers_seen) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers_seen if _alive(pid)]
+
+
+def _helper_processes(pid: int) -> list[int]:
+    """The multiprocessing children (workers, resource tracker) of process `pid`."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(c) for c in children if b"multiprocessing" in _cmdline(int(c))]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting to be reaped) and still a multiprocessing helper."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z" and b"multiprocessing" in _cmdline(pid)
 
 
 def _stored_runs(db: Path) -> int:

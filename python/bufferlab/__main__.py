@@ -1,7 +1,5 @@
 """`python -m bufferlab` is the `bufferlab` command."""
 
-import sys
+from .cli import command_line
 
-from .cli import main
-
-sys.exit(main())
+command_line()

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -258,18 +258,9 @@ def results_group() -> None:
 
 
 _run_argument = click.argument("run", metavar="RUN")
-_link_options = [
-    click.option("--link", required=True, help="Link name (its capture must be in the spec: [[captures]])."),
-    click.option("--direction", type=click.Choice(["forward", "backward"]), default="forward", show_default=True),
-]
-
-
-def _with(options: list[Any]) -> Any:
-    def apply(func: Any) -> Any:
-        for option in reversed(options):
-            func = option(func)
-        return func
-    return apply
+_link_option = click.option("--link", required=True, help="Link name (its capture must be in the spec: [[captures]]).")
+_direction_option = click.option("--direction", type=click.Choice(["forward", "backward"]), default="forward",
+                                 show_default=True)
 
 
 @results_group.command("list")
@@ -357,7 +348,8 @@ def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path
 @results_group.command("monitor")
 @_run_argument
 @_db_option
-@_with(_link_options)
+@_link_option
+@_direction_option
 @click.option("--split", default="100KB", show_default=True, help="Size that separates small and large flows.")
 @_json_option
 def results_monitor(run: str, db: Path, link: str, direction: str, split: str, as_json: bool) -> None:
@@ -385,7 +377,8 @@ def results_monitor(run: str, db: Path, link: str, direction: str, split: str, a
 @results_group.command("csv")
 @_run_argument
 @_db_option
-@_with(_link_options)
+@_link_option
+@_direction_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--no-header", is_flag=True, help="No header line (exactly what tshark -T fields prints).")
 def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_header: bool) -> None:
@@ -400,7 +393,8 @@ def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_
 @results_group.command("pcap")
 @_run_argument
 @_db_option
-@_with(_link_options)
+@_link_option
+@_direction_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--full-payload", is_flag=True, help="Write the (zero) payload bytes too, not only the headers.")
 def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, full_payload: bool) -> None:
@@ -529,6 +523,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return result if isinstance(result, int) else 0
 
 
+def command_line() -> NoReturn:
+    """The `bufferlab` command: `main`, then exit with its status. An interrupted command ends at
+    once: tearing the interpreter down (polars, DuckDB, pyarrow, numpy) takes a fifth of a second
+    or more on a busy machine, and by then everything it wrote is committed and closed."""
+    status = main()
+    if status in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
+
+
 def _internal(error: Exception) -> int:
     """A bug of bufferlab: one line, exit 1; BUFFERLAB_DEBUG=1 shows the traceback instead."""
     if os.environ.get("BUFFERLAB_DEBUG"):
@@ -538,4 +544,4 @@ def _internal(error: Exception) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    command_line()

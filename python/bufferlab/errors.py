@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - pydantic is imported only by what validates specs
+    from pydantic import ValidationError
 
 __all__ = ["SpecError", "Terminated", "format_loc", "from_validation_error", "writing"]
 
@@ -50,9 +54,9 @@ def _join(path: str, sub: str) -> str:
     return path + sub if sub.startswith("[") else f"{path}.{sub}"
 
 
-def from_validation_error(error: object, prefix: str = "") -> SpecError:
+def from_validation_error(error: ValidationError, prefix: str = "") -> SpecError:
     """Turn a pydantic ValidationError into one SpecError: the first problem, one line."""
-    first = error.errors(include_url=False)[0]  # type: ignore[attr-defined]
+    first = error.errors(include_url=False)[0]
     path = _join(prefix, format_loc(first["loc"]))
     kind = first["type"]
     if kind == "extra_forbidden":

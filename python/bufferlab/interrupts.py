@@ -4,19 +4,37 @@ A result is stored whole or not at all; a SIGINT that arrives while a run is bei
 otherwise abort the write (DuckDB turns it into "Query interrupted") and lose a finished run.
 Inside `deferred()`, SIGINT and SIGTERM are only noted; when the block ends, the interruption is
 raised (KeyboardInterrupt, or `errors.Terminated` for SIGTERM) after the write has committed.
+
+What can stop at once does, though: inside `reacting(stop)`, a signal noted by a deferred write
+calls `stop` right away (a sweep ends its worker processes, so that the write it waits for no
+longer shares the CPU with simulations whose results would be thrown away).
 """
 
 from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
 from .errors import Terminated
 
-__all__ = ["deferred"]
+__all__ = ["deferred", "reacting"]
+
+# What to stop at once when a deferred write notes a signal (innermost last).
+_reactions: list[Callable[[], None]] = []
+
+
+@contextmanager
+def reacting(stop: Callable[[], None]) -> Iterator[None]:
+    """Within the block, a signal that a `deferred` write holds back calls `stop` at once (from
+    the main thread, between two statements of the write)."""
+    _reactions.append(stop)
+    try:
+        yield
+    finally:
+        _reactions.remove(stop)
 
 
 @contextmanager
@@ -30,6 +48,8 @@ def deferred() -> Iterator[None]:
 
     def note(signum: int, _frame: FrameType | None) -> None:
         received.append(signum)
+        for stop in reversed(_reactions):
+            stop()
 
     previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -17,20 +17,21 @@ here, one arm of `QueueSpec` in the engine and its own file in crates/bufferlab-
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter,
                       ValidationError)
 
 from . import units
 from .errors import SpecError, from_validation_error
+from .sizing.rules import AVERAGES, Average
 from .units import QueueLimit
 
 __all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "Queue",
            "QueueField", "parse_queue", "QUEUE_KINDS", "RULES", "RTT_AVERAGES"]
 
 RULES = ("bdp", "stanford")
-RTT_AVERAGES = ("mean", "harmonic", "max")
+RTT_AVERAGES = AVERAGES
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class SizeRule:
     flows crossing the link)."""
 
     rule: Literal["bdp", "stanford"]
-    rtt: str | int = "mean"
+    rtt: Average | int = "mean"
     flows: int | None = None
     packet: int | None = None
 
@@ -63,12 +64,13 @@ def _size_rule(value: dict[str, Any]) -> SizeRule:
     rule = value["rule"]
     if rule not in RULES:
         raise SpecError("rule", f'unknown sizing rule "{rule}" (known: {", ".join(RULES)})')
-    rtt: str | int = value.get("rtt", "mean")
-    if rtt not in RTT_AVERAGES:
+    written = value.get("rtt", "mean")
+    rtt: Average | int | None = next((a for a in AVERAGES if a == written), None)
+    if rtt is None:
         try:
-            rtt = units.parse_time(rtt, positive=True)
+            rtt = units.parse_time(written, positive=True)
         except units.UnitError:
-            raise SpecError("rtt", f'expected {", ".join(RTT_AVERAGES)} or a time like "120ms", got {rtt!r}') from None
+            raise SpecError("rtt", f'expected {", ".join(AVERAGES)} or a time like "120ms", got {written!r}') from None
     flows = value.get("flows")
     if flows is not None and (not isinstance(flows, int) or isinstance(flows, bool) or flows <= 0):
         raise SpecError("flows", f"the number of long-lived flows must be a positive integer, got {flows!r}")
@@ -145,15 +147,16 @@ class _Queue(BaseModel):
         limit = getattr(self, "limit", None)
         return not isinstance(limit, QueueSize) or limit.resolved
 
-    def sized(self, limit: QueueLimit) -> Any:
+    def sized(self, limit: QueueLimit) -> Self:
         """This queue with its size resolved to `limit`."""
         return self.model_copy(update={"limit": QueueSize(limit=limit)})
 
-    def _limits(self) -> dict[str, int | None]:
-        limit = self.limit.limit  # type: ignore[attr-defined]
-        if limit is None:
-            raise ValueError("queue size not resolved: call bufferlab.sizing.resolve first")
-        return {"limit_packets": limit.packets, "limit_bytes": limit.bytes}
+
+def _engine_limit(size: QueueSize) -> dict[str, int | None]:
+    """A resolved queue size as the engine takes it: a limit in packets or in bytes."""
+    if size.limit is None:
+        raise ValueError("queue size not resolved: call bufferlab.sizing.resolve first")
+    return {"limit_packets": size.limit.packets, "limit_bytes": size.limit.bytes}
 
 
 class FifoQueue(_Queue):
@@ -163,7 +166,7 @@ class FifoQueue(_Queue):
     limit: QueueSizeField
 
     def to_engine(self) -> dict[str, Any]:
-        return {"kind": "fifo", **self._limits()}
+        return {"kind": "fifo", **_engine_limit(self.limit)}
 
     def __str__(self) -> str:
         return str(self.limit)
@@ -179,7 +182,7 @@ class TbfQueue(_Queue):
     burst: Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
     limit: Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
 
-    def sized(self, limit: QueueLimit) -> Any:
+    def sized(self, limit: QueueLimit) -> Self:
         return self
 
     def to_engine(self) -> dict[str, Any]:
@@ -210,7 +213,7 @@ class SplitBuffQueue(_Queue):
     quantum: _Bytes = 1500
 
     def to_engine(self) -> dict[str, Any]:
-        return {"kind": "splitbuff", **self._limits(), "sub_buffers": self.sub_buffers,
+        return {"kind": "splitbuff", **_engine_limit(self.limit), "sub_buffers": self.sub_buffers,
                 "update_interval_ns": self.update_interval, "alpha": self.alpha, "quantum_bytes": self.quantum}
 
     def __str__(self) -> str:
@@ -227,7 +230,7 @@ class BlindSplitBuffQueue(_Queue):
     quantum: _Bytes = 1500
 
     def to_engine(self) -> dict[str, Any]:
-        return {"kind": "blind_splitbuff", **self._limits(), "sub_buffers": self.sub_buffers,
+        return {"kind": "blind_splitbuff", **_engine_limit(self.limit), "sub_buffers": self.sub_buffers,
                 "quantum_bytes": self.quantum}
 
     def __str__(self) -> str:

@@ -42,7 +42,7 @@ import polars as pl
 from . import summary
 
 __all__ = ["FLOW_METRICS", "LINK_METRICS", "NETWORK_METRICS", "RunData", "flow_metrics", "link_metrics",
-           "interval_rate_mbps", "segment_bytes",
+           "interval_rate_mbps", "segment_bytes", "series_mean",
            "network_metrics", "jain", "entropy"]
 
 # name -> (unit, definition); the order is the tables' order.
@@ -168,10 +168,19 @@ def _cov(values: np.ndarray) -> float | None:
     return None if mean == 0 else float(values.std()) / mean
 
 
+def series_mean(series: pl.Series) -> float:
+    """The mean of a numeric series' non-null values (polars types an aggregate as any Python value)."""
+    mean = series.mean()
+    if not isinstance(mean, (int, float)):
+        raise ValueError(f"{series.name} has no mean (no numeric values): {mean!r}")
+    return float(mean)
+
+
 def interval_rate_mbps(cumulative: np.ndarray, dt_ns: np.ndarray) -> np.ndarray:
     """Per-interval rate in Mb/s of a cumulative byte series (value 0 at t = 0)."""
     increase = np.diff(cumulative.astype(np.float64), prepend=0.0)
-    return increase * 8e3 / dt_ns
+    rate: np.ndarray = increase * 8e3 / dt_ns  # bytes/ns x 8e3 = Mb/s
+    return rate
 
 
 def jain(x: np.ndarray) -> float | None:

@@ -116,8 +116,8 @@ def capture_csv(out: str | Path | TextIO, capture: Mapping[str, Any], flows: Seq
     """Write the capture as CSV with the tshark fields of seed 000; returns the rows written."""
     frame = capture_frame(capture, flows)
     text = frame.write_csv(include_header=header, quote_style="never")
-    if hasattr(out, "write"):
-        out.write(text)  # type: ignore[union-attr]
-    else:
+    if isinstance(out, (str, Path)):
         Path(out).write_text(text, encoding="utf-8")
+    else:
+        out.write(text)
     return frame.height

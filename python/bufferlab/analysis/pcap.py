@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -136,9 +137,8 @@ def write_pcap(path: str | Path | BinaryIO, capture: Mapping[str, Any], flows: S
     for k in ("ts_val_ns", "ts_ecr_ns", "sack_blocks"):
         columns[k] = np.asarray(capture[k]) if k in capture else np.zeros(n, dtype=np.uint64)
     columns["sack"] = np.asarray(capture["sack"]).reshape(-1, 6) if "sack" in capture else np.zeros((n, 6), np.uint64)
-    own = not hasattr(path, "write")
-    handle: BinaryIO = open(path, "wb") if own else path  # type: ignore[arg-type, assignment]
-    try:
+    with ExitStack() as opened:  # a file opened here is closed here; a stream given stays open
+        handle = opened.enter_context(open(path, "wb")) if isinstance(path, (str, Path)) else path
         handle.write(struct.pack("<IHHiIII", PCAP_MAGIC_NS, 2, 4, 0, 0, SNAPLEN, LINKTYPE_RAW))
         rows = zip(*(columns[k].tolist() for k in ("time_ns", "flow", "is_data", "flags", "seq", "ack",
                                                      "payload_bytes", "wire_bytes", "ts_val_ns", "ts_ecr_ns",
@@ -147,9 +147,6 @@ def write_pcap(path: str | Path | BinaryIO, capture: Mapping[str, Any], flows: S
             edges = [edge & 0xFFFFFFFF for edge in sack[:2 * nblocks]]
             handle.write(_record(index, t, flows[flow], flow, bool(is_data), flags, seq, ack, payload, wire,
                                  ts_val, ts_ecr, edges, full_payload))
-    finally:
-        if own:
-            handle.close()
     return n
 
 

@@ -37,10 +37,10 @@ def goodput_bps(flow: Record, end_ns: int) -> float | None:
     """Application bytes delivered in order, in bits, over the flow's lifetime: from its SYN to its
     completion (every byte and the FIN acknowledged) or, if it did not complete, to the run's end."""
     until = flow["completed_ns"] if flow.get("completed_ns") is not None else end_ns
-    lifetime = until - flow["start_ns"]
+    lifetime = int(until) - int(flow["start_ns"])
     if lifetime <= 0:
         return None
-    return flow["bytes_delivered"] * 8 * 1e9 / lifetime
+    return int(flow["bytes_delivered"]) * 8 * 1e9 / lifetime
 
 
 def loss_rate(flow: Record) -> float | None:
@@ -48,7 +48,7 @@ def loss_rate(flow: Record) -> float | None:
     loss_rate_l4); None if the flow sent nothing."""
     if flow["segments_sent"] == 0:
         return None
-    return flow["segments_retransmitted"] / flow["segments_sent"]
+    return int(flow["segments_retransmitted"]) / int(flow["segments_sent"])
 
 
 def mean_srtt_ns(flow: Record) -> float | None:
@@ -57,7 +57,7 @@ def mean_srtt_ns(flow: Record) -> float | None:
     The time-average of srtt itself comes with the metric catalogue."""
     if flow["rtt_samples"] == 0:
         return None
-    return flow["rtt_sum_ns"] / flow["rtt_samples"]
+    return int(flow["rtt_sum_ns"]) / int(flow["rtt_samples"])
 
 
 def completion_time_ns(flow: Record) -> int | None:
@@ -83,7 +83,7 @@ def utilisation(channel: Record, end_ns: int) -> float | None:
     rate, line = service_rate_bps(channel), channel.get("rate_bps")
     if end_ns <= 0 or rate is None or line is None:
         return None
-    return channel["busy_ns"] / end_ns * line / rate
+    return int(channel["busy_ns"]) / end_ns * int(line) / rate
 
 
 def mean_queue_packets(channel: Record, end_ns: int) -> float | None:
@@ -97,7 +97,7 @@ def mean_sojourn_ns(channel: Record) -> float | None:
     """Mean time a packet spent queued before its transmission started."""
     if channel["sent_packets"] == 0:
         return None
-    return channel["sojourn_sum_ns"] / channel["sent_packets"]
+    return int(channel["sojourn_sum_ns"]) / int(channel["sent_packets"])
 
 
 def pick_bottleneck(channels: Sequence[Record], named: int | None = None) -> int | None:

@@ -115,11 +115,13 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
     for i, ((n,), g) in enumerate(t.group_by(["flows"], maintain_order=True)):
         g = g.sort("multiple")
         x = g["multiple"].to_numpy()
-        for ax, y, lo, hi in ((axes[0], "utilization_l1", "utilization_l1_ci_low", "utilization_l1_ci_high"),
-                              (axes[1], "mean_qdisc_delay_l2", None, None)):
+        band: tuple[str, str] | None
+        for ax, y, band in ((axes[0], "utilization_l1", ("utilization_l1_ci_low", "utilization_l1_ci_high")),
+                            (axes[1], "mean_qdisc_delay_l2", None)):
             ax.plot(x, g[y].to_numpy(), marker="o", color=run_colour(i), label=f"N = {n}")
-            if lo is not None and g[lo].null_count() == 0:
-                ax.fill_between(x, g[lo].to_numpy(), g[hi].to_numpy(), color=run_colour(i), alpha=0.2, linewidth=0)
+            if band is not None and g[band[0]].null_count() == 0:
+                ax.fill_between(x, g[band[0]].to_numpy(), g[band[1]].to_numpy(), color=run_colour(i), alpha=0.2,
+                                linewidth=0)
     axes[0].set(xlabel="buffer / (mean RTT × C / √N)", ylabel="bottleneck utilisation", xscale="log")
     axes[1].set(xlabel="buffer / (mean RTT × C / √N)", ylabel="mean queueing delay (ms)", xscale="log")
     multiples = sorted(set(t["multiple"].to_list()))

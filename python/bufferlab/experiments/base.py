@@ -13,9 +13,10 @@ import datetime as _dt
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..study.execute import Listener, SweepReport, run_sweep
 from ..study.executors import Executor
@@ -147,7 +148,8 @@ def write_summary(repro: Reproduction, report: ReproductionReport, path: Path, c
 
 
 def reproduce(repro: Reproduction, db: str | Path, out: str | Path, *, quick: bool,
-              executor_factory: Callable[[], Executor], listener_for: Callable[[str], Any] | None = None,
+              executor_factory: Callable[[], Executor],
+              listener_for: Callable[[str], AbstractContextManager[Listener]] | None = None,
               command_extra: Sequence[str] = ()) -> ReproductionReport:
     """Run `repro`'s sweeps (each on a fresh executor), then its observations and figures."""
     from ..plots import save

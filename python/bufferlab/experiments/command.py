@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..study.execute import Listener
 
 __all__ = ["reproduce_command"]
 
@@ -59,9 +65,11 @@ def reproduce_command(name: str | None, list_them: bool, quick: bool, db: Path, 
     repro = REPRODUCTIONS[name]
     out = out or Path("results") / "reproduce" / (name + ("-quick" if quick else ""))
     extra = [*([f"--workers={workers}"] if workers else []), *([f"--dask={dask_address}"] if dask_address else [])]
-    listener_for = None
+    listener_for: Callable[[str], AbstractContextManager[Listener]] | None = None
     if sys.stderr.isatty():
-        from ..study.command import progress_listener as listener_for
+        from ..study.command import progress_listener
+
+        listener_for = progress_listener
     report = reproduce(repro, db, out, quick=quick, executor_factory=lambda: make_executor(workers, dask_address),
                        listener_for=listener_for, command_extra=extra)
     if report.interrupted:

@@ -96,8 +96,9 @@ def _flows(res: Results, studies: dict[str, str], traffic: str) -> dict[str, pl.
 def _column(frame: pl.DataFrame, size_class: str, column: str) -> np.ndarray:
     """One metric of the flows of a size class; a flow seen as a single packet has no throughput
     (no time between its first and last packet) and is left out, as it is of the seed's CDFs."""
-    values = frame.filter(pl.col("size_class") == size_class)[column].to_numpy().astype(float)
-    return values[np.isfinite(values)]
+    values = frame.filter(pl.col("size_class") == size_class)[column].to_numpy().astype(np.float64)
+    finite: np.ndarray = values[np.isfinite(values)]
+    return finite
 
 
 def _pct(x: float) -> str:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from ..analysis.metrics import series_mean
 from ..study.sweep import Sweep
 from .base import Observation, Reproduction
 
@@ -142,9 +143,8 @@ def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
     gain = split["long_990ms"]["throughput_mbps"] / max(bdp["long_990ms"]["throughput_mbps"], 1e-6)
     blind_gain = blind["long_990ms"]["throughput_mbps"] / max(bdp["long_990ms"]["throughput_mbps"], 1e-6)
     t = _types_table(res, studies)
-    n = t["n"].max()
-    longest = t["meta.type2_rttp_ms"].max()
-    shortest = t["meta.type2_rttp_ms"].min()
+    n, longest, shortest = t["n"].max(), t["meta.type2_rttp_ms"].max(), t["meta.type2_rttp_ms"].min()
+    assert isinstance(n, int) and isinstance(longest, int) and isinstance(shortest, int)  # axis values as written
 
     def tput(disc: str, kind: str, rttp: int) -> float:
         row = t.filter((pl.col("n") == n) & (pl.col("meta.discipline") == disc) & (pl.col("type") == kind)
@@ -160,7 +160,7 @@ def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
     bdp_balance = tput("bdp", "type2", longest) / max(tput("bdp", "type1", longest), 1e-9)
     bim = per_flow(res, studies["bimodal"], ["meta.discipline"]).with_columns(
         pl.col("name").str.split("_").list.first().alias("group"))
-    bim_delay = {d: float(g["qdelay_ms"].mean()) for (d,), g in bim.group_by(["meta.discipline"])}
+    bim_delay = {d: series_mean(g["qdelay_ms"]) for (d,), g in bim.group_by(["meta.discipline"])}
     return [
         Observation("Fig. 1a", "throughput ratio of the 10 ms to the 990 ms flow: above 100 with small buffers, "
                     "smaller with larger ones", "> 100, falling",
@@ -219,6 +219,7 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
     title(fig, "Seed 002, Fig. 1: a 10 ms and a 990 ms RTT flow behind one FIFO, 100 Mb/s, 1 KB packets")
     t = _types_table(res, studies)
     n = t["n"].max()
+    assert isinstance(n, int)
     fig4, grid4 = new_figure(1, 4, size=(15, 4), sharey=True)
     ax4 = grid4[0]
     for ax, disc in zip(ax4, DISCIPLINES):

@@ -9,7 +9,10 @@ buffers, the copy handed to Python, the copies made while deriving metrics and i
 - captures: one row of 104 bytes per captured packet, about 3 copies; a link direction carries at
   most 2 x rate x time / (8 x smallest data packet) packets (each data packet and one ACK);
 - generated flows: expected Poisson arrivals, or closed-loop users x time / mean think time,
-  about 8 kB each (sender, receiver and record, then a row of every table);
+  about 8 kB each (sender, receiver and record, then a row of every table). A think time without
+  a finite mean (a Pareto of shape <= 1), or of mean 0, counts the most transfers a user can make:
+  one per shortest cycle, its shortest think plus the round trip of its path (a transfer takes at
+  least that); with no such cycle (think times of 0 over a path without delay) the run is refused;
 - queues: a FIFO full to its limit holds packets of at most 128 bytes each in the engine.
 
 The estimates are upper bounds of the order of magnitude, not predictions: they refuse runs that
@@ -20,6 +23,7 @@ space limit, if lower); ``--max-memory`` changes it.
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 from dataclasses import dataclass
@@ -134,22 +138,38 @@ def _generators(s: Scenario, resolved: Resolved) -> list[Demand]:
     for k, g in enumerate(engine.get("generators", [])):
         model = g["model"]
         active = _active_s(g["start_ns"], g["stop_ns"], engine["duration_ns"])
+        user = resolved.user_field(f"generators[{k}]")
         if model["kind"] == "poisson":
             flows = model["rate_per_s"] * active
+            out.append(Demand(f"{user}.arrivals_per_s", int(flows * GENERATED_FLOW_BYTES),
+                              f"about {flows:.3g} generated flows"))
         else:
-            think = _mean_ns(model["think"])
-            flows = model["users"] * active * 1e9 / think if think else 0.0
-        user = resolved.user_field(f"generators[{k}]")
-        field = f"{user}.arrivals_per_s" if model["kind"] == "poisson" else f"{user}.users"
-        out.append(Demand(field, int(flows * GENERATED_FLOW_BYTES), f"about {flows:.3g} generated flows"))
+            out.append(_closed_loop(engine, g, active, user))
     return out
 
 
-def _mean_ns(dist: dict[str, Any]) -> float | None:
+def _closed_loop(engine: dict[str, Any], generator: dict[str, Any], active_s: float, user: str) -> Demand:
+    """Transfers of closed-loop users: one per mean think time each (expected), or, without a
+    positive finite mean, one per shortest cycle each (at most; see the module docstring)."""
+    from ..sizing.resolve import round_trip_ns
     from ..spec.distributions import Dist
 
-    mean = Dist(engine=dist, written={}).mean() if dist.get("dist") != "mixture" else None
-    return mean if mean is not None and mean > 0 else None
+    users = generator["model"]["users"]
+    think = Dist(engine=generator["model"]["think"], written={})
+    mean = think.mean()
+    if mean is not None and mean > 0:
+        flows = users * active_s * 1e9 / mean
+        return Demand(f"{user}.users", int(flows * GENERATED_FLOW_BYTES), f"about {flows:.3g} generated flows")
+    cycle_ns = think.minimum() + round_trip_ns(len(engine["nodes"]), engine["links"], generator["src"],
+                                               generator["dst"])
+    why = "has no finite mean" if mean is None else "is always 0"
+    if cycle_ns <= 0:
+        raise SpecError(f"{user}.think", f"the think time {why} and the path has no delay: nothing bounds how "
+                                         "many transfers its users make")
+    flows = users * (math.floor(active_s * 1e9 / cycle_ns) + 1)
+    return Demand(f"{user}.think", int(flows * GENERATED_FLOW_BYTES),
+                  f"up to {flows:.3g} generated flows, one per user every {units.format_time(round(cycle_ns))} "
+                  f"at most as the think time {why}")
 
 
 def _queues(resolved: Resolved) -> list[Demand]:

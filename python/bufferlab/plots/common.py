@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ..errors import SpecError
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
 
     from ..store.reader import Results
 
@@ -46,7 +47,7 @@ class PlotError(SpecError):
 
 # --- figures ------------------------------------------------------------------------------------
 
-_STYLE = {
+_STYLE: dict[RcKeyType, Any] = {
     "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 8, "xtick.labelsize": 8,
     "ytick.labelsize": 8, "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 0.8, "figure.titlesize": 10,
     "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
@@ -54,25 +55,28 @@ _STYLE = {
 }
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
+# How subplots share an axis: not at all, all of them, or by row or column.
+Sharing = bool | Literal["none", "all", "row", "col"]
 
 
-def figure_function(func: F) -> F:
+def figure_function(func: Callable[P, R]) -> Callable[P, R]:
     """Run a figure-making function under bufferlab's style (fonts, grid, line widths): artists
     take their style when created, so the whole drawing happens inside it."""
 
     @functools.wraps(func)
-    def styled_call(*args: Any, **kwargs: Any) -> Any:
+    def styled_call(*args: P.args, **kwargs: P.kwargs) -> R:
         import matplotlib
 
         with matplotlib.rc_context(_STYLE):
             return func(*args, **kwargs)
 
-    return styled_call  # type: ignore[return-value]
+    return styled_call
 
 
-def new_figure(nrows: int, ncols: int, *, size: tuple[float, float], sharex: bool | str = False,
-               sharey: bool | str = False) -> tuple[Figure, np.ndarray]:
+def new_figure(nrows: int, ncols: int, *, size: tuple[float, float], sharex: Sharing = False,
+               sharey: Sharing = False) -> tuple[Figure, np.ndarray]:
     """A figure of `size` inches (width, height) with a grid of axes (always a 2-D array)."""
     from matplotlib.figure import Figure
 
@@ -122,8 +126,8 @@ def run_colour(position: int) -> str:
 def _palette() -> list[str]:
     from matplotlib import colormaps
 
-    tab10 = colormaps["tab10"].colors  # type: ignore[attr-defined]
-    return [_hex(c) for c in tab10]
+    tab10 = colormaps["tab10"]  # a qualitative map: its N colours by index
+    return [_hex(tab10(i)) for i in range(tab10.N)]
 
 
 def _hex(rgb: Sequence[float]) -> str:

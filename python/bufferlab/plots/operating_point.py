@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ..analysis.metrics import segment_bytes
+from ..analysis.metrics import segment_bytes, series_mean
 from .common import (PlotError, RunInfo, describe, figure_function, flow_colour, legend_below, new_figure, opened,
                      run_colour, run_info, run_labels, time_window, title)
 from .series import FLOW_QUANTITIES, default_flows, flow_lines
@@ -88,7 +88,7 @@ def _joint(res: Results, run_id: str, flows: pl.DataFrame) -> tuple[float, float
     net = res.query("SELECT mean_agg_in_flight_l4, mean_agg_throughput_l4 FROM network_metrics WHERE run_id = ?",
                     [run_id])
     return (float(net["mean_agg_in_flight_l4"][0]), float(net["mean_agg_throughput_l4"][0]),
-            float(flows["mean_srtt_l4"].drop_nulls().mean()))  # type: ignore[arg-type]
+            series_mean(flows["mean_srtt_l4"]))
 
 
 def _check_means(info: RunInfo, flows: pl.DataFrame) -> None:

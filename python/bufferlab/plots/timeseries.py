@@ -54,7 +54,7 @@ def timeseries(db: Results | str | Path, run: str, *, quantities: Sequence[str] 
     for ax, name in zip(axes[:, 0], quantities):
         draw_lines(ax, lines[name], QUANTITIES[name].kind)
         ax.set_ylabel(QUANTITIES[name].label)
-    finish_time_axes(fig, axes[:, 0], info, window)
+    finish_time_axes(fig, list(axes[:, 0]), info, window)
     title(fig, describe([info]) + title_note)
     legend_below(fig, axes[0, 0] if flow_q else axes[-1, 0])
     return fig

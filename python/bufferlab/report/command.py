@@ -59,7 +59,7 @@ def report_command(db: Path, out: Path, no_figures: bool, force: bool) -> None:
 def serve_command(db: Path, port: int, out: Path, interval: float, no_figures: bool) -> None:
     """Serve the report of DB on http://127.0.0.1:PORT/ (this machine only), rebuilding its pages
     when the store gains runs. Ctrl-C stops it."""
-    from .serve import Watcher, make_server
+    from .serve import LOOPBACK, Watcher, make_server
     from .site import build_site
 
     _check_store(db)
@@ -77,8 +77,7 @@ def serve_command(db: Path, port: int, out: Path, interval: float, no_figures: b
     watcher = Watcher(db, rebuild, interval_s=interval,
                       on_error=lambda e: click.echo(f"warning: rebuild failed: {e}", err=True))
     watcher.start()
-    host, bound = server.server_address[:2]
-    click.echo(f"serving {out}/ on http://{host}:{bound}/ (Ctrl-C stops)")
+    click.echo(f"serving {out}/ on http://{LOOPBACK}:{server.server_port}/ (Ctrl-C stops)")
     sys.stdout.flush()
     try:
         server.serve_forever()

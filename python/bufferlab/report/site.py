@@ -13,6 +13,7 @@ page), so `bufferlab serve` can rebuild after every new run. Every file is writt
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -23,7 +24,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -31,6 +32,9 @@ from . import DEFAULT_OUT
 from ..errors import SpecError
 from ..store.reader import Results, load
 from .tables import MetricTable, best_positions, better, format_value, run_metric_tables
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
 
 __all__ = ["build_site", "BuildReport", "run_dir_name", "study_dir_name", "DEFAULT_OUT"]
 
@@ -131,16 +135,21 @@ def _json_number(value: float) -> float | None:
 
 # --- figures -------------------------------------------------------------------------------------
 
-def _figure(notes: list[str], what: str, draw: Callable[[], Any], path: Path) -> str | None:
+def _figure(notes: list[str], what: str, draw: Callable[[], Figure], path: Path) -> str | None:
     """Draw and save one figure; a figure the store cannot give (no series recorded, no
     capture) is left out with a note saying what to record."""
-    from ..plots import save
-
     try:
         fig = draw()
     except SpecError as e:
         notes.append(f"{what}: {e}")
         return None
+    return _save_figure(fig, path)
+
+
+def _save_figure(fig: Figure, path: Path) -> str:
+    """Save a drawn figure (whole or not at all: written aside, then renamed); its file name."""
+    from ..plots import save
+
     tmp = path.with_name(".tmp-" + path.name)
     save(fig, tmp)
     os.replace(tmp, path)
@@ -301,7 +310,7 @@ def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_d
     if figures and complete.height:
         if axes and points.height > 1:
             for metric in STUDY_FIGURE_METRICS:
-                file = _figure(notes, f"sweep {metric}", lambda m=metric: plots.sweep(res, [name], metric=m),
+                file = _figure(notes, f"sweep {metric}", functools.partial(plots.sweep, res, [name], metric=metric),
                                page_dir / f"sweep-{metric}.svg")
                 if file is not None:
                     images.append({"file": file, "caption": f"{metric} against {axes[0]} (95 % CI over seeds)"})
@@ -370,9 +379,7 @@ def _build_reproduction(env: Any, res: Results, r: dict[str, Any], out: Path, st
             drawn = {}
             notes.append(f"figures: {type(e).__name__}: {e}")
         for stem, fig in drawn.items():
-            name = _figure(notes, stem, lambda f=fig: f, page_dir / f"{stem}.png")
-            if name is not None:
-                images.append({"file": name, "caption": stem})
+            images.append({"file": _save_figure(fig, page_dir / f"{stem}.png"), "caption": stem})
     html = env.get_template("reproduction.html").render(
         root="../../", r=r, images=images, notes=notes,
         study_hrefs={part: f"../../studies/{study_dirs[s]}/index.html" for part, s in r["studies"].items()})

@@ -20,6 +20,7 @@ from ..errors import SpecError
 from .targets import TARGET_FORMS, Target, parse_target
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..study.execute import Listener
     from .advisor import Advice, Probe
 
 __all__ = ["advise_command", "advice_json", "draw_advice"]
@@ -192,6 +193,13 @@ def _draw_advice(advice: Advice, path: Path) -> None:
     save(fig, path)
 
 
+def _progress_per_size(packets: int) -> AbstractContextManager[Listener]:
+    """A progress bar for the probes of one buffer size (on a terminal)."""
+    from ..study.command import progress_listener
+
+    return progress_listener(f"{packets}p")
+
+
 @click.command("advise")
 @click.option("--scenario", "scenario_file", type=click.Path(path_type=Path), default=None,
               help="Take the traffic mix from this scenario; its --queue-key queue is searched.")
@@ -263,12 +271,7 @@ def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None,
         raise SpecError("--workers", f"expected 1 or more, got {workers}")
     if max_bdp <= 0:
         raise SpecError("--max-bdp", f"expected a positive number, got {max_bdp}")
-    listener_for = None
-    if not as_json and sys.stderr.isatty():
-        from ..study.command import _progress
-
-        def listener_for(packets: int) -> AbstractContextManager[Any]:
-            return _progress(f"{packets}p")
+    listener_for = _progress_per_size if not as_json and sys.stderr.isatty() else None
     advisor = Advisor(base, targets, db, queue_key=queue_key, seeds=seeds, warmup_ns=warmup_ns,
                       resolution=resolution, max_bdp=max_bdp, workers=workers, study=study,
                       listener_for=listener_for)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,7 +155,7 @@ class Advisor:
     def __init__(self, base: Scenario, targets: Sequence[Target], db: str | Path, *, queue_key: str = "topology.queue",
                  seeds: int = 1, warmup_ns: int = 0, resolution: float = 0.02, max_bdp: float = 64.0,
                  workers: int | None = 1, study: str | None = None,
-                 listener_for: Callable[[int], Any] | None = None) -> None:
+                 listener_for: Callable[[int], AbstractContextManager[Listener]] | None = None) -> None:
         if not targets:
             raise SpecError("--target", "give at least one target, e.g. --target 'utilisation>=0.98'")
         if seeds < 1:
@@ -242,7 +243,9 @@ class Advisor:
 
     def _smallest_meeting(self, targets: Sequence[Target], start: int) -> int | None:
         """The smallest buffer in [1, max] where every (floor) target holds, None if none does."""
-        ok = lambda n: self.probe(n).meets(targets)  # noqa: E731
+        def ok(n: int) -> bool:
+            return self.probe(n).meets(targets)
+
         n = min(max(1, start), self.max_packets)
         if ok(n):
             high = n
@@ -272,7 +275,9 @@ class Advisor:
 
     def _largest_meeting(self, targets: Sequence[Target], start: int) -> int | None:
         """The largest buffer in [1, max] where every (ceiling) target holds, None if none does."""
-        ok = lambda n: self.probe(n).meets(targets)  # noqa: E731
+        def ok(n: int) -> bool:
+            return self.probe(n).meets(targets)
+
         n = min(max(1, start), self.max_packets)
         if ok(n):
             low = n

@@ -21,7 +21,7 @@ from ..queues import FifoQueue, Queue, QueueSize, SizeRule
 from ..units import QueueLimit
 from . import rules
 
-__all__ = ["LinkLoad", "resolve_queue", "link_loads", "DEFAULT_PACKET"]
+__all__ = ["LinkLoad", "resolve_queue", "link_loads", "round_trip_ns", "DEFAULT_PACKET"]
 
 # The packet of a rule with no flow to take it from: a full Ethernet frame's IP packet.
 DEFAULT_PACKET = 1500
@@ -87,12 +87,27 @@ def _largest_data_packet(flow: dict[str, Any]) -> int:
     return int(flow["tcp"]["mss"] + flow["tcp"]["header_bytes"])
 
 
-def link_loads(engine_nodes: list[dict[str, Any]], engine_links: list[dict[str, Any]],
-               engine_flows: list[dict[str, Any]]) -> list[LinkLoad]:
-    """Per link: its rate, and the RTTs and largest data packet of the greedy flows crossing it."""
+def _channels(engine_links: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
+    """Both directions of every link as (from, to, delay ns): channel 2k is link k's forward."""
     channels: list[tuple[int, int, int]] = []
     for link in engine_links:
         channels += [(link["a"], link["b"], link["delay_ns"]), (link["b"], link["a"], link["delay_ns"])]
+    return channels
+
+
+def round_trip_ns(nodes: int, engine_links: list[dict[str, Any]], src: int, dst: int) -> int:
+    """Propagation delay of the engine's route from node `src` to `dst` plus that of the route
+    back, in ns (what a transfer takes at least: its data one way, their acknowledgment back)."""
+    channels = _channels(engine_links)
+    there = _path(src, dst, _routes_toward(dst, nodes, channels), channels)
+    back = _path(dst, src, _routes_toward(src, nodes, channels), channels)
+    return sum(channels[ch][2] for ch in there + back)
+
+
+def link_loads(engine_nodes: list[dict[str, Any]], engine_links: list[dict[str, Any]],
+               engine_flows: list[dict[str, Any]]) -> list[LinkLoad]:
+    """Per link: its rate, and the RTTs and largest data packet of the greedy flows crossing it."""
+    channels = _channels(engine_links)
     loads = [LinkLoad(link["rate_bps"], [], None) for link in engine_links]
     routes: dict[int, list[int | None]] = {}
     leaf_of = _leaves(len(engine_nodes), channels)
@@ -113,8 +128,8 @@ def link_loads(engine_nodes: list[dict[str, Any]], engine_links: list[dict[str, 
         acks = path(flow["dst"], flow["src"])
         rtt = sum(channels[ch][2] for ch in data + acks)
         packet = _largest_data_packet(flow)
-        for link in sorted({ch // 2 for ch in data}):
-            load = loads[link]
+        for link_index in sorted({ch // 2 for ch in data}):
+            load = loads[link_index]
             load.rtts_ns.append(rtt)
             load.packet_bytes = max(load.packet_bytes or 0, packet)
     return loads
@@ -129,16 +144,16 @@ def _rule_size(rule: SizeRule, load: LinkLoad, rate_bps: int) -> tuple[QueueLimi
             raise SpecError("rule", "no long-lived (greedy) flow crosses this link: give rtt = \"<time>\""
                                     + (" and flows = N" if rule.rule == "stanford" else ""))
         rtts = load.rtts_ns
-        rtt_text = f"{rule.rtt} RTT {units.format_time(round(rules.average_rtt(rtts, rule.rtt)))}"  # type: ignore[arg-type]
+        rtt_text = f"{rule.rtt} RTT {units.format_time(round(rules.average_rtt(rtts, rule.rtt)))}"
     average = "mean" if isinstance(rule.rtt, int) else rule.rtt
     if rule.rule == "bdp":
-        size = rules.bdp(rate_bps, rtts, packet, average)  # type: ignore[arg-type]
+        size = rules.bdp(rate_bps, rtts, packet, average)
         how = f"bdp rule: {units.format_rate(rate_bps)} x {rtt_text}"
     else:
         n = rule.flows if rule.flows is not None else len(load.rtts_ns)
         if n == 0:
             raise SpecError("flows", "no long-lived (greedy) flow crosses this link: give flows = N")
-        size = rules.stanford(rate_bps, rtts, n, packet, average)  # type: ignore[arg-type]
+        size = rules.stanford(rate_bps, rtts, n, packet, average)
         how = f"stanford rule: {units.format_rate(rate_bps)} x {rtt_text} / sqrt({n})"
     return QueueLimit(packets=size.packets), f"{how}, {units.format_bytes(packet)} packets"
 

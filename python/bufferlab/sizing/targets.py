@@ -84,7 +84,7 @@ def parse_target(text: str, flag: str = "--target") -> Target:
                               "pNN_delay, pNN_throughput)")
     if kind == "throughput" and not percentile:
         raise SpecError(flag, f'"{text}": give a percentile of the per-flow throughputs, e.g. p10_throughput>=2Mbps')
-    wanted = ">=" if kind in ("utilisation", "throughput") else "<="
+    wanted: Literal[">=", "<="] = ">=" if kind in ("utilisation", "throughput") else "<="
     if op != wanted:
         raise SpecError(flag, f'"{text}": {metric} takes {wanted} (more buffer '
                               + ("raises" if kind in ("utilisation", "throughput") else "lowers" if kind == "loss"
@@ -100,5 +100,5 @@ def parse_target(text: str, flag: str = "--target") -> Target:
             value, column, unit = bps / 1e6, f"{metric}_mbps", "Mbps"
     except units.UnitError as e:
         raise SpecError(flag, f'"{text}": {e}') from None
-    return Target(text=text.strip(), metric=metric, op=op, value=value, column=column, unit=unit,  # type: ignore[arg-type]
+    return Target(text=text.strip(), metric=metric, op=wanted, value=value, column=column, unit=unit,
                   floor=kind != "delay", quantile=int(percentile.group(1)) if percentile else None)

@@ -62,26 +62,62 @@ class Dist:
         return id(self)
 
     def mean(self) -> float | None:
-        """The mean in base units, where it is finite."""
+        """The mean in base units, where it is finite (as `Distribution::mean` in
+        crates/bufferlab-core/src/traffic/dist.rs computes it)."""
         e = self.engine
         match e["dist"]:
             case "fixed":
                 return float(e["value"])
             case "uniform":
-                return (e["low"] + e["high"]) / 2
+                return (float(e["low"]) + float(e["high"])) / 2
             case "exponential":
                 return float(e["mean"])
             case "pareto":
-                return None if e["shape"] <= 1 else e["shape"] * e["scale"] / (e["shape"] - 1)
+                shape, scale = float(e["shape"]), float(e["scale"])
+                return None if shape <= 1 else shape * scale / (shape - 1)
+            case "bounded_pareto":
+                a, lo, hi = float(e["shape"]), float(e["low"]), float(e["high"])
+                # E[X] = l^a / (1 − (l/h)^a) · a/(a − 1) · (l^(1−a) − h^(1−a)); a = 1: l^a/(1 − l/h) · ln(h/l).
+                norm = math.pow(lo, a) / (1.0 - math.pow(lo / hi, a))
+                if abs(a - 1.0) < 1e-12:
+                    return norm * math.log(hi / lo)
+                return norm * a / (a - 1.0) * (math.pow(lo, 1.0 - a) - math.pow(hi, 1.0 - a))
             case "lognormal":
-                return math.exp(e["mu"] + e["sigma"] ** 2 / 2)
+                return math.exp(float(e["mu"]) + float(e["sigma"]) ** 2 / 2)
+            case "empirical":
+                # A piecewise-linear CDF: the mass below the first point sits on it, then each
+                # segment is uniform, contributing its probability times its midpoint.
+                points = [(float(v), float(p)) for v, p in e["points"]]
+                mean = points[0][0] * points[0][1]
+                for (v0, p0), (v1, p1) in zip(points, points[1:]):
+                    mean += (p1 - p0) * (v0 + v1) / 2
+                return mean
             case "mixture":
-                means = [d.mean() for _, d in self.components]
-                if any(m is None for m in means):
-                    return None
-                total = sum(w for w, _ in self.components)
-                return sum(w * m for (w, _), m in zip(self.components, means)) / total  # type: ignore[operator]
+                total, weighted = 0.0, 0.0
+                for weight, component in self.components:
+                    m = component.mean()
+                    if m is None:
+                        return None
+                    total += weight
+                    weighted += weight * m
+                return weighted / total
         return None
+
+    def minimum(self) -> float:
+        """The smallest value a draw can take (the lower end of the support), in base units."""
+        e = self.engine
+        match e["dist"]:
+            case "fixed":
+                return float(e["value"])
+            case "uniform" | "bounded_pareto":
+                return float(e["low"])
+            case "pareto":
+                return float(e["scale"])
+            case "empirical":
+                return float(e["points"][0][0])
+            case "mixture":
+                return min(component.minimum() for _, component in self.components)
+        return 0.0  # exponential, lognormal: any positive value down to 0
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """`n` variates in base units (float64), from `rng`."""
@@ -92,21 +128,21 @@ class Dist:
             case "fixed":
                 return np.full(n, float(e["value"]))
             case "uniform":
-                return rng.uniform(e["low"], e["high"], n)
+                return rng.uniform(float(e["low"]), float(e["high"]), n)
             case "exponential":
-                return rng.exponential(e["mean"], n)
+                return rng.exponential(float(e["mean"]), n)
             case "pareto":
                 # numpy's pareto is the Lomax form: (X + 1) · scale is Pareto type I.
-                return (rng.pareto(e["shape"], n) + 1.0) * e["scale"]
+                return (rng.pareto(float(e["shape"]), n) + 1.0) * float(e["scale"])
             case "bounded_pareto":
-                a, lo, hi = e["shape"], e["low"], e["high"]
+                a, lo, hi = float(e["shape"]), float(e["low"]), float(e["high"])
                 u = rng.random(n)
-                return np.minimum(lo * (1.0 - u * (1.0 - (lo / hi) ** a)) ** (-1.0 / a), hi)
+                return np.minimum(lo * (1.0 - u * (1.0 - math.pow(lo / hi, a))) ** (-1.0 / a), hi)
             case "lognormal":
-                return rng.lognormal(e["mu"], e["sigma"], n)
+                return rng.lognormal(float(e["mu"]), float(e["sigma"]), n)
             case "empirical":
-                values, probs = zip(*e["points"])
-                return np.interp(rng.random(n), probs, values)
+                points = np.asarray(e["points"], dtype=np.float64)  # (value, cumulative probability) rows
+                return np.interp(rng.random(n), points[:, 1], points[:, 0])
             case "mixture":
                 counts = _shares([w for w, _ in self.components], n)
                 return np.concatenate([d.draw(rng, k) for (_, d), k in zip(self.components, counts)])
@@ -185,13 +221,15 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
         return _quantity(need(key), quantity, key)
 
     components: tuple[tuple[float, Dist], ...] = ()
+    # The engine form's parameters, in base units.
+    parameters: dict[str, float | list[list[float]]]
     match kind:
         case "fixed":
-            engine = {"value": q("value")}
+            parameters = {"value": q("value")}
         case "uniform":
-            engine = {"low": q("low"), "high": q("high")}
+            parameters = {"low": q("low"), "high": q("high")}
         case "exponential":
-            engine = {"mean": q("mean")}
+            parameters = {"mean": q("mean")}
         case "pareto":
             shape = _number(need("shape"), "shape")
             if ("mean" in value) == ("scale" in value):
@@ -202,9 +240,9 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                 if shape <= 1:
                     raise SpecError("mean", f"a Pareto of shape {shape} <= 1 has no finite mean: give its scale")
                 scale = q("mean") * (shape - 1) / shape  # mean = shape·scale/(shape − 1)
-            engine = {"shape": shape, "scale": scale}
+            parameters = {"shape": shape, "scale": scale}
         case "bounded_pareto":
-            engine = {"shape": _number(need("shape"), "shape"), "low": q("low"), "high": q("high")}
+            parameters = {"shape": _number(need("shape"), "shape"), "low": q("low"), "high": q("high")}
         case "lognormal":
             sigma = _number(need("sigma"), "sigma")
             given = [k for k in ("median", "mean", "mu") if k in value]
@@ -218,7 +256,7 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                     raise SpecError(given[0], "must be positive")
                 # median = e^mu; mean = e^(mu + sigma²/2).
                 mu = math.log(x) if given[0] == "median" else math.log(x) - sigma**2 / 2
-            engine = {"mu": mu, "sigma": sigma}
+            parameters = {"mu": mu, "sigma": sigma}
         case "empirical":
             unit = value.get("unit", _EMPIRICAL_UNITS[quantity])
             scale = _quantity(f"1{unit}", quantity, "unit")
@@ -236,7 +274,7 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                 if not isinstance(raw, list) or not all(isinstance(p, list) and len(p) == 2 for p in raw):
                     raise SpecError("points", "expected a list of [value, cumulative probability] pairs")
                 points = [[_number(v, "points") * scale, _number(p, "points")] for v, p in raw]
-            engine = {"points": points}
+            parameters = {"points": points}
         case "mixture":
             raw = need("components")
             if not isinstance(raw, list) or not raw:
@@ -254,8 +292,8 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                 except SpecError as e:
                     raise SpecError(f"components[{i}].{e.field}" if e.field else f"components[{i}]", e.reason) from None
             components = tuple(parsed)
-            engine = {}
-    engine = {"dist": kind, **engine}
+            parameters = {}
+    engine: dict[str, Any] = {"dist": kind, **parameters}
     if kind != "mixture":
         from .. import _core
 

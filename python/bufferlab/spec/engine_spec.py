@@ -138,11 +138,12 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
     engine_flows, flow_names, endpoints = [], [], []
     for i, flow in enumerate(flows):
         where = f"flows[{i}]"
-        for end in ("src", "dst"):
-            if getattr(flow, end) is None:
-                raise SpecError(f"{where}.{end}", "missing required key")
-        src = _index(node_index, flow.src, f"{where}.src")  # type: ignore[arg-type]
-        dst = _index(node_index, flow.dst, f"{where}.dst")  # type: ignore[arg-type]
+        if flow.src is None:
+            raise SpecError(f"{where}.src", "missing required key")
+        if flow.dst is None:
+            raise SpecError(f"{where}.dst", "missing required key")
+        src = _index(node_index, flow.src, f"{where}.src")
+        dst = _index(node_index, flow.dst, f"{where}.dst")
         for end, idx in (("src", src), ("dst", dst)):
             if nodes[idx].kind != "host":
                 raise SpecError(f"{where}.{end}", f'"{nodes[idx].name}" is a router; flows run between hosts')
@@ -286,14 +287,17 @@ def _expand_generators(s: Scenario, nodes: list[Node], node_index: dict[str, int
         dst = _index(node_index, g.dst, f"{where}.dst")
         if nodes[dst].kind != "host":
             raise SpecError(f"{where}.dst", f'"{g.dst}" is a router; flows run between hosts')
-        jittered = g.start is None and isinstance(defaults.start, Dist)
-        if jittered:
-            assert isinstance(defaults.start, Dist)
+        # A generator without a start of its own takes flow_defaults.start: a time, or one draw.
+        jittered = False
+        if g.start is not None:
+            start = g.start
+        elif isinstance(defaults.start, Dist):
+            jittered = True
             start = draw_start(defaults.start)
             if "flow_defaults.start" not in random_draws:
                 random_draws.append("flow_defaults.start")
         else:
-            start = g.start if g.start is not None else (defaults.start or 0)  # type: ignore[assignment]
+            start = defaults.start or 0
         stop = g.stop if g.stop is not None else defaults.stop
         if start >= s.duration:
             raise SpecError(f"{where}.start", f"starts at {units.format_time(start)}, not before the end of the "
@@ -303,19 +307,20 @@ def _expand_generators(s: Scenario, nodes: list[Node], node_index: dict[str, int
                                              f"({units.format_time(start)})")
         cca = g.cca or defaults.cca or "reno"
         name = g.name or f"gen_{i}"
-        common = {"dst": g.dst, "cca": cca, "start": None if jittered else start, "stop": stop, "tcp": g.tcp}
+        # What every listed flow of the generator shares (a jittered one draws its own start).
+        template = Flow.model_construct(dst=g.dst, cca=cca, start=None if jittered else start, stop=stop, tcp=g.tcp)
         for host in _generator_sources(g, nodes, where):
             base = f"{name}_{host}"
             made = len(flows)
             if g.kind == "persistent":
                 assert g.flows is not None
-                flows += [Flow.model_construct(name=f"{base}_{k}", src=host, traffic=Traffic(kind="greedy"), **common)
+                flows += [template.model_copy(update={"name": f"{base}_{k}", "src": host, "traffic": Traffic(kind="greedy")})
                           for k in range(g.flows)]
             elif g.kind in ("cbr", "onoff"):
                 traffic = Traffic(kind=g.kind, rate=g.rate, packet=g.packet or DEFAULT_DATAGRAM, on=g.on, off=g.off)
                 if traffic.packet is not None and not 28 < traffic.packet <= 65_535:
                     raise SpecError(f"{where}.packet", "a datagram has 28 header bytes and at most 65535 in all")
-                flows.append(Flow.model_construct(name=base, src=host, traffic=traffic, **common))
+                flows.append(template.model_copy(update={"name": base, "src": host, "traffic": traffic}))
             for k in range(first_flow + made, first_flow + len(flows)):
                 # A generated flow's fields are the generator's (its traffic: the generator's rate, packet).
                 aliases.update({f"flows[{k}]": where, f"flows[{k}].traffic": where})

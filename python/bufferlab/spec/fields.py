@@ -161,7 +161,7 @@ def parse_traffic(value: Any) -> Traffic:
         raise SpecError("packet", f"{packet} B: a datagram has 28 header bytes and at most 65535 in all")
     if kind == "cbr":
         return Traffic(kind="cbr", rate=rate, packet=packet)
-    periods = {}
+    periods: dict[str, Dist] = {}
     for key in ("on", "off"):
         if key not in value:
             raise SpecError(key, "missing required key (a distribution of period lengths)")
@@ -169,7 +169,7 @@ def parse_traffic(value: Any) -> Traffic:
             periods[key] = parse_distribution(value[key], "time")
         except SpecError as e:
             raise SpecError(f"{key}.{e.field}" if e.field else key, e.reason) from None
-    return Traffic(kind="onoff", rate=rate, packet=packet, **periods)
+    return Traffic(kind="onoff", rate=rate, packet=packet, on=periods["on"], off=periods["off"])
 
 
 def _traffic_out(traffic: Traffic) -> str | dict[str, Any]:
@@ -234,7 +234,8 @@ def parse_loss_model(value: Any) -> LossModel:
             probabilities[key] = units.parse_probability(raw)
         except units.UnitError as e:
             raise SpecError(key, str(e)) from None
-    return LossModel(**probabilities)
+    return LossModel(p=probabilities["p"], r=probabilities["r"], loss_good=probabilities.get("loss_good", 0.0),
+                     loss_bad=probabilities.get("loss_bad", 1.0))
 
 
 def _loss_model_out(model: LossModel) -> dict[str, Any]:

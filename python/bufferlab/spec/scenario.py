@@ -84,14 +84,22 @@ def _base_dir(info: ValidationInfo) -> Path | None:
     return context.get("base_dir")
 
 
-def _dist_field(quantity: Literal["bytes", "time"]) -> Any:
-    def validate(value: Any, info: ValidationInfo) -> Dist:
-        return parse_distribution(value, quantity, _base_dir(info))
-    return Annotated[Dist, PlainValidator(validate), PlainSerializer(lambda d: d.written)]
+def _size_dist(value: Any, info: ValidationInfo) -> Dist:
+    return parse_distribution(value, "bytes", _base_dir(info))
 
 
-SizeDist = _dist_field("bytes")
-TimeDist = _dist_field("time")
+def _time_dist(value: Any, info: ValidationInfo) -> Dist:
+    return parse_distribution(value, "time", _base_dir(info))
+
+
+def _written(dist: Dist) -> dict[str, Any]:
+    return dist.written
+
+
+SizeDist = Annotated[Dist, PlainValidator(_size_dist), PlainSerializer(_written)]
+"""A distribution of sizes (bytes): flow sizes."""
+TimeDist = Annotated[Dist, PlainValidator(_time_dist), PlainSerializer(_written)]
+"""A distribution of times (ns): think times, on and off periods."""
 
 
 def _rtt(value: Any, info: ValidationInfo) -> int | Dist:
@@ -309,10 +317,11 @@ GENERATOR_KEYS = {
 GENERATOR_COMMON_KEYS = {"name", "kind", "sources", "dst", "cca", "tcp", "start", "stop"}
 
 
-_TOPOLOGIES: dict[str, type[BaseModel]] = {"dumbbell": Dumbbell, "tree": Tree, "parking_lot": ParkingLot}
+Topology = Dumbbell | Tree | ParkingLot
+_TOPOLOGIES: dict[str, type[Topology]] = {"dumbbell": Dumbbell, "tree": Tree, "parking_lot": ParkingLot}
 
 
-def _topology(value: Any, info: ValidationInfo) -> Dumbbell | Tree | ParkingLot:
+def _topology(value: Any, info: ValidationInfo) -> Topology:
     """A `[topology]` table, by its kind (errors name `topology.<key>`, no union tags)."""
     if isinstance(value, (Dumbbell, Tree, ParkingLot)):
         return value
@@ -322,12 +331,12 @@ def _topology(value: Any, info: ValidationInfo) -> Dumbbell | Tree | ParkingLot:
     if kind not in _TOPOLOGIES:
         raise SpecError("kind", f'unknown topology "{kind}" (known: {", ".join(_TOPOLOGIES)})')
     try:
-        return _TOPOLOGIES[kind].model_validate(value, context=info.context)  # type: ignore[return-value]
+        return _TOPOLOGIES[kind].model_validate(value, context=info.context)
     except ValidationError as e:
         raise from_validation_error(e) from None
 
 
-TopologyField = Annotated[Dumbbell | Tree | ParkingLot, PlainValidator(_topology),
+TopologyField = Annotated[Topology, PlainValidator(_topology),
                           PlainSerializer(lambda t: t.model_dump(mode="json", exclude_unset=True))]
 
 
@@ -507,9 +516,10 @@ class Scenario(_Model):
                 if getattr(self, key):
                     raise SpecError(key, f"a {self.topology.kind} topology builds its own nodes and links: "
                                          "give either [topology] or nodes/links")
+        bottleneck: str | None
         if isinstance(self.topology, Dumbbell):
-            nodes, links, flows, bottleneck, rtts = _expand_dumbbell(self)
-            aliases = _dumbbell_aliases(self, len(links))
+            nodes, links, flows, bottleneck, rtts = _expand_dumbbell(self, self.topology)
+            aliases = _dumbbell_aliases(self.topology, len(links))
         elif self.topology is not None:
             _no_rtts(self, self.flows)
             graph = (build_tree(self.topology, DEFAULT_QUEUE) if isinstance(self.topology, Tree)
@@ -580,9 +590,7 @@ def draw_rtts(dist: Dist, seed: int, n: int) -> list[int]:
 
 # --- dumbbell -----------------------------------------------------------------------------------
 
-def _expand_dumbbell(s: Scenario) -> tuple[list[Node], list[Link], list[Flow], str, list[int | None]]:
-    topo = s.topology
-    assert topo is not None
+def _expand_dumbbell(s: Scenario, topo: Dumbbell) -> tuple[list[Node], list[Link], list[Flow], str, list[int | None]]:
     if topo.flows is not None and s.flows and topo.flows != len(s.flows):
         raise SpecError("topology.flows", f"{topo.flows} flows, but {len(s.flows)} are listed in [[flows]]")
     flows = list(s.flows) if s.flows else [Flow() for _ in range(topo.flows or 0)]
@@ -616,25 +624,24 @@ def _expand_dumbbell(s: Scenario) -> tuple[list[Node], list[Link], list[Flow], s
     access_queue = topo.access_queue or DEFAULT_QUEUE
 
     nodes = [Node(name="left", kind="router"), Node(name="right", kind="router")]
-    links = [Link(name="btl", a="left", b="right", rate=units.format_rate(topo.bottleneck_rate),
-                  delay=units.format_time(d_btl), loss=topo.loss, loss_model=topo.loss_model,
-                  queue_forward=topo.queue, queue_backward=topo.reverse_queue or topo.queue)]
+    # The links in the form a spec writes them (rates and delays as text), validated as [[links]] are.
+    links = [Link.model_validate(dict(name="btl", a="left", b="right", rate=units.format_rate(topo.bottleneck_rate),
+                                      delay=units.format_time(d_btl), loss=topo.loss, loss_model=topo.loss_model,
+                                      queue_forward=topo.queue, queue_backward=topo.reverse_queue or topo.queue))]
     expanded: list[Flow] = []
     for i, (flow, (rtt, where)) in enumerate(zip(flows, rtts)):
         src, dst = flow.src or f"src_{i}", flow.dst or f"dst_{i}"
         d_src, d_dst = split_access_delays(rtt, d_btl, where)
         nodes += [Node(name=src, kind="host"), Node(name=dst, kind="host")]
         for host, a, b, delay in ((src, src, "left", d_src), (dst, "right", dst, d_dst)):
-            links.append(Link(name=f"access_{host}", a=a, b=b, rate=units.format_rate(access_rate),
-                              delay=units.format_time(delay), queue=access_queue))
+            links.append(Link.model_validate(dict(name=f"access_{host}", a=a, b=b, rate=units.format_rate(access_rate),
+                                                  delay=units.format_time(delay), queue=access_queue)))
         expanded.append(flow.model_copy(update={"src": src, "dst": dst, "rtt": None}))
     return nodes, links, expanded, "btl_forward", [r for r, _ in rtts]
 
 
-def _dumbbell_aliases(s: Scenario, links: int) -> dict[str, str]:
+def _dumbbell_aliases(topo: Dumbbell, links: int) -> dict[str, str]:
     """Where a dumbbell's generated links come from: link 0 is the bottleneck, the rest access."""
-    topo = s.topology
-    assert topo is not None
     reverse = "topology.reverse_queue" if topo.reverse_queue is not None else "topology.queue"
     aliases = {"links[0]": "topology", "links[0].queue_forward": "topology.queue",
                "links[0].queue_backward": reverse, "links[0].rate": "topology.bottleneck_rate",

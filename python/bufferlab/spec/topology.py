@@ -29,14 +29,16 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from ..errors import SpecError
-from .fields import LossModelField, OptionalRate, Probability, QueueField, Rate, Time
+from .fields import LossModelField, OptionalRate, Probability, Queue, QueueField, Rate, Time
 
 __all__ = ["Tree", "ParkingLot", "Graph", "build_tree", "build_parking_lot"]
+
+T = TypeVar("T")
 
 MBPS = 1_000_000
 MS = 1_000_000
@@ -109,12 +111,12 @@ def _per_level(values: list[Any] | None, levels: int, key: str) -> None:
 MAX_TREE_HOSTS = 200_000
 
 
-def build_tree(t: Tree, default_queue: Any) -> Graph:
+def build_tree(t: Tree, default_queue: Queue) -> Graph:
     fanouts = t.fanout if isinstance(t.fanout, list) else [t.fanout] * t.levels
     _per_level(fanouts, t.levels, "fanout")
-    hosts = sum(math.prod(fanouts[:level]) for level in range(1, t.levels + 1))
-    if hosts > MAX_TREE_HOSTS:
-        raise SpecError("topology.fanout", f"{t.levels} levels of this fanout make {hosts} hosts, more than "
+    host_count = sum(math.prod(fanouts[:level]) for level in range(1, t.levels + 1))
+    if host_count > MAX_TREE_HOSTS:
+        raise SpecError("topology.fanout", f"{t.levels} levels of this fanout make {host_count} hosts, more than "
                                            f"{MAX_TREE_HOSTS} (a limit that keeps building the tree bounded)")
     _per_level(t.level_rates, t.levels, "level_rates")
     if "level_delays" not in t.model_fields_set and t.levels != 3:
@@ -174,8 +176,8 @@ class ParkingLot(_Model):
     access_queue: QueueField | None = None
 
 
-def build_parking_lot(p: ParkingLot, default_queue: Any) -> Graph:
-    def per_hop(single: Any, many: list[Any] | None, key: str, many_key: str) -> list[tuple[Any, str]]:
+def build_parking_lot(p: ParkingLot, default_queue: Queue) -> Graph:
+    def per_hop(single: T | None, many: list[T] | None, key: str, many_key: str) -> list[tuple[T, str]]:
         if many is not None:
             if single is not None and key != "delay":
                 raise SpecError(f"topology.{many_key}", f"give either {key} or {many_key}")

@@ -5,6 +5,18 @@ read-only, never both at once. So no bufferlab process keeps the file open: a wr
 one transaction, a reader for one query, and each closes it at once. A process that finds the
 file locked by another waits and tries again with growing pauses, for at most
 ``BUFFERLAB_DB_WAIT`` seconds (default 120), then gives up with a one-line error naming the store.
+
+A writer keeps the rows of an unfinished transaction out of the database file. By default DuckDB
+writes a large append to the file as it goes ("optimistic writes": each full row group is
+compressed and written before the commit); a process killed before its commit (SIGKILL, the OOM
+killer) then leaves those blocks past the end the file's header records, and DuckDB only shrinks
+the file when a checkpoint frees its last blocks, so the store stayed several times larger than its
+data. Without optimistic writes a transaction's rows reach the file only through the write-ahead
+log at its commit and the checkpoint that follows; a kill before the commit leaves the file as it
+was, and a kill during that checkpoint is redone whole, in the same blocks, from the log.
+
+No connection draws DuckDB's progress bar: it would be printed into the output of a long write or
+query (a JSON summary, an exported CSV on stdout).
 """
 
 from __future__ import annotations
@@ -61,6 +73,14 @@ def _is_lock_conflict(error: duckdb.Error) -> bool:
     return "lock" in text.lower() or "Conflicting lock" in text
 
 
+def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """One attempt to open the store, with the settings of the module docstring."""
+    con = duckdb.connect(str(path), read_only=read_only,
+                         config={} if read_only else {"enable_optimistic_write": False})
+    con.execute("SET enable_progress_bar = false")  # a per-connection setting
+    return con
+
+
 def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open `path`, waiting while another process holds its lock (see the module docstring)."""
     deadline = time.monotonic() + lock_wait_s()
@@ -70,7 +90,7 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     jitter = random.Random()
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            return _open(path, read_only)
         except duckdb.IOException as e:
             if not _is_lock_conflict(e):
                 raise store_error(path, e) from None

@@ -29,9 +29,9 @@ def aggregate_over_seeds(per_run: pl.DataFrame, by: Sequence[str], metrics: Sequ
     """`per_run` has one row per run (columns `by` identify its point); returns one row per point:
     `by`, "seeds" (runs), and for each metric m: m (mean), m_ci_low, m_ci_high."""
     if per_run.height == 0:
-        schema = {**{c: per_run.schema[c] for c in by}, "seeds": pl.UInt32}
+        schema: dict[str, pl.DataType] = {**{c: per_run.schema[c] for c in by}, "seeds": pl.UInt32()}
         for m in metrics:
-            schema.update({m: pl.Float64, f"{m}_ci_low": pl.Float64, f"{m}_ci_high": pl.Float64})
+            schema.update({m: pl.Float64(), f"{m}_ci_low": pl.Float64(), f"{m}_ci_high": pl.Float64()})
         return pl.DataFrame(schema=schema)
     grouped = per_run.group_by(list(by), maintain_order=True).agg(
         pl.len().alias("seeds"),

@@ -7,11 +7,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .execute import Listener
 
 __all__ = ["sweep_command", "results_study_command", "DEFAULT_STUDY_COLUMNS"]
 
@@ -21,7 +24,7 @@ DEFAULT_STUDY_COLUMNS = ("mean_agg_throughput_l4", "utilization_l1", "mean_qdisc
 
 
 @contextmanager
-def progress_listener(study: str) -> Iterator[Any]:
+def progress_listener(study: str) -> Iterator[Listener]:
     """A rich bar: runs done/total, failed, ETA and simulated seconds per wall second."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SpecError, Terminated
-from ..interrupts import deferred
+from ..interrupts import deferred, reacting
 from ..pipeline.plan import Plan, plan
 from ..store.reader import Results
 from ..store.writer import Store, StudyPoint, persist
-from .executors import Executor
+from .executors import Executor, Outcome
 from .sweep import Sweep, SweepPoint
 
 __all__ = ["SweepReport", "run_sweep", "Listener"]
@@ -74,6 +74,37 @@ def _study_point(sweep: Sweep, point: SweepPoint, error: str | None = None) -> S
     return StudyPoint(study=sweep.name, point=point.index, seed=point.seed, values=point.values, error=error)
 
 
+def _store_outcome(sweep: Sweep, db: Path, outcome: Outcome, planned: Plan, points: list[SweepPoint],
+                   report: SweepReport, listener: Listener) -> None:
+    """Store one finished task (its run, or its failure, at every point it serves) and count it."""
+    error = outcome.error or "failed"
+    interruption: KeyboardInterrupt | None = None
+    try:
+        if outcome.run is not None:
+            outcome.run.study = sweep.name
+            persist(outcome.run, db, point=_study_point(sweep, points[0]))
+        else:
+            with deferred(), Store(db) as store:
+                store.record_points([(_study_point(sweep, p, error), None) for p in points])
+    except KeyboardInterrupt as e:  # noted during the write, raised once it had committed: count it
+        interruption = e
+    if outcome.run is not None:
+        if len(points) > 1 and interruption is None:  # (else the next sweep records them as reused)
+            with deferred(), Store(db) as store:
+                store.record_points([(_study_point(sweep, p), planned.run_id) for p in points[1:]])
+            points_stored = len(points)
+        else:
+            points_stored = 1
+        report.simulated += points_stored
+        report.simulated_time_s += planned.duration_ns / 1e9
+        listener.finished(True, planned.duration_ns / 1e9)
+    else:
+        report.failed.extend((p, error) for p in points)
+        listener.finished(False, 0.0)
+    if interruption is not None:
+        raise interruption
+
+
 def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listener | None = None,
               max_memory: int | None = None) -> SweepReport:
     """Run every point of `sweep` that the store at `db` does not have yet (see the module docstring)."""
@@ -109,23 +140,11 @@ def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listen
     listener.start(len(tasks), report.reused + len(report.failed))
     keyed = list(tasks.values())
     try:
-        for outcome in executor.run([(k, p) for k, (p, _) in enumerate(keyed)]):
-            planned, points = keyed[outcome.key]
-            if outcome.run is not None:
-                outcome.run.study = sweep.name
-                persist(outcome.run, db, point=_study_point(sweep, points[0]))
-                if len(points) > 1:
-                    with deferred(), Store(db) as store:
-                        store.record_points([(_study_point(sweep, p), planned.run_id) for p in points[1:]])
-                report.simulated += len(points)
-                report.simulated_time_s += planned.duration_ns / 1e9
-                listener.finished(True, planned.duration_ns / 1e9)
-            else:
-                error = outcome.error or "failed"
-                with deferred(), Store(db) as store:
-                    store.record_points([(_study_point(sweep, p, error), None) for p in points])
-                report.failed.extend((p, error) for p in points)
-                listener.finished(False, 0.0)
+        # A signal during a write lets the write finish, but ends the simulations at once.
+        with reacting(executor.stop_workers):
+            for outcome in executor.run([(k, p) for k, (p, _) in enumerate(keyed)]):
+                planned, points = keyed[outcome.key]
+                _store_outcome(sweep, db, outcome, planned, points, report, listener)
     except KeyboardInterrupt as e:
         # Every finished run is stored already; `close` ends the running ones without waiting.
         report.interrupted = True

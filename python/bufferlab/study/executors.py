@@ -72,6 +72,11 @@ class Executor(Protocol):
         """Stop the workers (cancelling what has not started)."""
         ...
 
+    def stop_workers(self) -> None:
+        """End the runs being simulated at once, without waiting or locking (callable from a
+        signal handler); `close` still follows."""
+        ...
+
 
 def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
@@ -87,6 +92,9 @@ class SerialExecutor:
 
     def close(self) -> None:
         pass
+
+    def stop_workers(self) -> None:
+        pass  # the one run simulates in this process, between the caller's writes
 
 
 class LocalPoolExecutor:
@@ -122,16 +130,27 @@ class LocalPoolExecutor:
                 except BrokenProcessPool:
                     yield Outcome(key, None, WORKER_DIED)
 
+    def _processes(self) -> list[multiprocessing.process.BaseProcess]:
+        """The pool's worker processes (the pool forgets them when it shuts down)."""
+        return list((getattr(self.pool, "_processes", None) or {}).values())
+
     def close(self) -> None:
         """Cancel what has not started and stop the workers at once: after a normal end nothing is
         left; after Ctrl-C a run still simulating is abandoned (it was never stored)."""
-        processes = list(getattr(self.pool, "_processes", {}).values())
+        processes = self._processes()
         self.pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            if process.is_alive():
-                process.terminate()
+        _terminate(processes)
         for process in processes:
             process.join(timeout=5)
+
+    def stop_workers(self) -> None:
+        _terminate(self._processes())
+
+
+def _terminate(processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
 
 
 class DaskExecutor:
@@ -171,6 +190,9 @@ class DaskExecutor:
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+    def stop_workers(self) -> None:
+        pass  # the scheduler's workers are told by `close` (cancelled futures, a closed cluster)
 
 
 def make_executor(workers: int | None, dask: str | None) -> Executor:

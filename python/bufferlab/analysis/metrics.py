@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -105,6 +105,7 @@ class FlowSeries:
     time_ns: np.ndarray
     # Row of each sampled flow in the arrays.
     rows: Mapping[int, int]
+    _columns: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_table(cls, frame: pl.DataFrame) -> FlowSeries | None:
@@ -121,7 +122,9 @@ class FlowSeries:
 
     def column(self, name: str) -> np.ndarray:
         """Series `name` of every sampled flow, ``[row][sample]`` (a view of the table's column)."""
-        return self.frame[name].to_numpy().reshape(len(self.rows), self.time_ns.size)
+        if name not in self._columns:
+            self._columns[name] = self.frame[name].to_numpy().reshape(len(self.rows), self.time_ns.size)
+        return self._columns[name]
 
 
 @dataclass
@@ -140,6 +143,8 @@ class RunData:
     flow_specs: Sequence[Mapping[str, Any]]
     bottleneck: int | None
     timeseries: FlowSeries | None = None
+    # Each flow's per-sample quantities, computed once for the flow and the network tables.
+    _series: dict[int, _FlowSeries | None] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def from_result(cls, counters: Mapping[str, Any], flow_timeseries: pl.DataFrame, engine_spec: Mapping[str, Any],
@@ -243,6 +248,13 @@ class _FlowSeries:
 
 
 def _flow_series(run: RunData, flow: int) -> _FlowSeries | None:
+    """One flow's per-sample quantities (computed on first use, then kept by `run`)."""
+    if flow not in run._series:
+        run._series[flow] = _compute_flow_series(run, flow)
+    return run._series[flow]
+
+
+def _compute_flow_series(run: RunData, flow: int) -> _FlowSeries | None:
     row = run.series_row(flow)
     if row is None:
         return None

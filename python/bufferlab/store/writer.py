@@ -113,6 +113,18 @@ def _utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
 
 
+_STUDY_ROW = {"study_id": pl.String, "created_at": pl.Datetime("us"), "description": pl.String, "kind": pl.String,
+              "sweep_json": pl.String, "axes_json": pl.String}
+_POINT_ROW = {"study_id": pl.String, "point": pl.UInt32, "seed": pl.UInt64, "point_json": pl.String,
+              "run_id": pl.String, "status": pl.String, "error": pl.String, "updated_at": pl.Datetime("us")}
+
+
+def _study_row(study: str, kind: str, sweep_json: str | None, axes_json: str | None,
+               description: str | None) -> pl.DataFrame:
+    return pl.DataFrame([{"study_id": study, "created_at": _utc_now(), "description": description, "kind": kind,
+                          "sweep_json": sweep_json, "axes_json": axes_json}], schema=_STUDY_ROW)
+
+
 def _metric_columns(names: Mapping[str, Any]) -> dict[str, str]:
     return dict.fromkeys(names, "DOUBLE")
 
@@ -288,36 +300,41 @@ class Store:
             self._insert_run(run)
             self._insert_tables(run)
             if point is not None:
-                self._put_point(point, run.run_id)
+                self._put_points([(point, run.run_id)])
 
     # --- studies --------------------------------------------------------------------------
 
     def _ensure_study(self, study: str, kind: str = "runs", sweep_json: str | None = None,
                       axes_json: str | None = None, description: str | None = None) -> None:
-        self.con.execute("INSERT OR IGNORE INTO studies (study_id, created_at, description, kind, sweep_json, axes_json) "
-                         "VALUES (?, ?, ?, ?, ?, ?)", [study, _utc_now(), description, kind, sweep_json, axes_json])
+        self._on_frame(_study_row(study, kind, sweep_json, axes_json, description),
+                       "INSERT OR IGNORE INTO studies BY NAME SELECT * FROM _frame")
 
     def begin_study(self, study: str, *, sweep_json: str, axes: Sequence[str], description: str | None) -> None:
         """Create or update a sweep's study row (its spec and axes: the latest sweep of that name)."""
+        row = _study_row(study, "sweep", sweep_json, json.dumps(list(axes)), description)
         with self._transaction():
-            self._ensure_study(study, "sweep", sweep_json, json.dumps(list(axes)), description)
-            self.con.execute("UPDATE studies SET kind = 'sweep', sweep_json = ?, axes_json = ?, description = ? "
-                             "WHERE study_id = ?", [sweep_json, json.dumps(list(axes)), description, study])
+            self._on_frame(row, "INSERT OR IGNORE INTO studies BY NAME SELECT * FROM _frame",
+                           "UPDATE studies SET kind = f.kind, sweep_json = f.sweep_json, axes_json = f.axes_json, "
+                           "description = f.description FROM _frame f WHERE studies.study_id = f.study_id")
 
-    def _put_point(self, point: StudyPoint, run_id: str | None) -> None:
-        self.con.execute("DELETE FROM study_points WHERE study_id = ? AND point = ? AND seed = ?",
-                         [point.study, point.point, point.seed])
-        status = "failed" if point.error is not None else "complete"
-        self.con.execute("INSERT INTO study_points VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         [point.study, point.point, point.seed, json.dumps(dict(point.values), sort_keys=True),
-                          run_id, status, point.error, _utc_now()])
+    def _put_points(self, points: Sequence[tuple[StudyPoint, str | None]]) -> None:
+        """Write where runs stand in their sweeps, replacing an earlier row of the same (study, point, seed)."""
+        rows = pl.DataFrame([{
+            "study_id": point.study, "point": point.point, "seed": point.seed,
+            "point_json": json.dumps(dict(point.values), sort_keys=True), "run_id": run_id,
+            "status": "failed" if point.error is not None else "complete", "error": point.error,
+            "updated_at": _utc_now()} for point, run_id in points], schema=_POINT_ROW)
+        self._on_frame(rows, "DELETE FROM study_points USING _frame f WHERE study_points.study_id = f.study_id "
+                             "AND study_points.point = f.point AND study_points.seed = f.seed",
+                       "INSERT INTO study_points BY NAME SELECT * FROM _frame")
 
     def record_points(self, points: Sequence[tuple[StudyPoint, str | None]]) -> None:
         """Record points whose runs are already stored (with their run ids), or that failed
         (`point.error`, run id None), in one transaction."""
+        if not points:
+            return
         with self._transaction():
-            for point, run_id in points:
-                self._put_point(point, run_id)
+            self._put_points(points)
 
     def _delete(self, run_id: str) -> None:
         for table in (*RUN_TABLES, "runs"):
@@ -337,19 +354,24 @@ class Store:
         self._insert_frame("runs", None, row)
 
     def _insert_frame(self, table: str, run_id: str | None, frame: pl.DataFrame) -> None:
-        """Insert a table's rows (columns by name), with `run_id` in front unless it has one: DuckDB
-        reads the frame's Arrow C stream in place.
+        """Insert a table's rows (columns by name), with `run_id` in front unless it has one."""
+        key = "" if run_id is None else f"'{check_run_id(run_id)}' AS run_id, "
+        self._on_frame(frame, f"INSERT INTO {table} BY NAME SELECT {key}* FROM _frame")
 
-        Nothing is bound as a parameter: DuckDB's Python client imports pandas to convert one
-        (half a second), and the run id is a checked hex digest."""
+    def _on_frame(self, frame: pl.DataFrame, *statements: str) -> None:
+        """Run `statements` over `frame`, known to them as `_frame`: DuckDB reads the frame's Arrow
+        C stream in place (one stream per statement: a stream is read once).
+
+        Nothing is bound as a parameter: DuckDB's Python client imports pandas and pyarrow to
+        convert one (half a second of a fresh run); run ids are checked hex digests."""
         if not frame.height:
             return
-        self.con.register("_frame", frame.__arrow_c_stream__())
-        try:
-            key = "" if run_id is None else f"'{check_run_id(run_id)}' AS run_id, "
-            self.con.execute(f"INSERT INTO {table} BY NAME SELECT {key}* FROM _frame")
-        finally:
-            self.con.unregister("_frame")
+        for statement in statements:
+            self.con.register("_frame", frame.__arrow_c_stream__())
+            try:
+                self.con.execute(statement)
+            finally:
+                self.con.unregister("_frame")
 
     def _insert_tables(self, run: DerivedRun) -> None:
         """Every table of the run but `runs`, as `derive` made them."""

@@ -113,10 +113,10 @@ def _utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
 
 
-_STUDY_ROW = {"study_id": pl.String, "created_at": pl.Datetime("us"), "description": pl.String, "kind": pl.String,
-              "sweep_json": pl.String, "axes_json": pl.String}
-_POINT_ROW = {"study_id": pl.String, "point": pl.UInt32, "seed": pl.UInt64, "point_json": pl.String,
-              "run_id": pl.String, "status": pl.String, "error": pl.String, "updated_at": pl.Datetime("us")}
+_STUDY_ROW = pl.Schema({"study_id": pl.String(), "created_at": pl.Datetime("us"), "description": pl.String(),
+                        "kind": pl.String(), "sweep_json": pl.String(), "axes_json": pl.String()})
+_POINT_ROW = pl.Schema({"study_id": pl.String(), "point": pl.UInt32(), "seed": pl.UInt64(), "point_json": pl.String(),
+                        "run_id": pl.String(), "status": pl.String(), "error": pl.String(), "updated_at": pl.Datetime("us")})
 
 
 def _study_row(study: str, kind: str, sweep_json: str | None, axes_json: str | None,

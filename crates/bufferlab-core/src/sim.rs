@@ -430,7 +430,7 @@ impl Simulator {
         let g = &mut self.generators[generator as usize];
         let bytes = g.draw_size();
         let mut sender = TcpSender::new(index, g.dst, g.config.clone(), g.controller(), Some(bytes));
-        let record = &mut sender.record;
+        let record = &mut sender.core.record;
         record.path = route(&self.routes, &self.channels, g.src as usize, g.dst as usize);
         record.name = g.next_name();
         record.src_node = g.src as usize;

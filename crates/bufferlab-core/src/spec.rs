@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::traffic::Distribution;
+use crate::validate::EngineError;
 
 /// A complete scenario, ready to simulate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +40,21 @@ pub struct ScenarioSpec {
 }
 
 impl ScenarioSpec {
+    /// Parse a spec from its JSON text. A value that does not fit its field (type, range, unknown
+    /// or missing key) is an [`EngineError`] naming the value's JSON path (`links[0].rate_bps`;
+    /// `spec` for the document itself) and the reason in the user's terms.
+    pub fn from_json(text: &str) -> Result<ScenarioSpec, EngineError> {
+        let mut reader = serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(&mut reader).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." { "spec".to_string() } else { path };
+            // serde's message ends with the JSON position, meaningless to the user: drop it.
+            let message = e.inner().to_string();
+            let message = message.split(" at line ").next().unwrap_or(&message);
+            EngineError { field, reason: plain_reason(message) }
+        })
+    }
+
     /// Whether a run of this spec draws any random number, i.e. whether its `seed` can change
     /// anything: random or bursty link loss, traffic generators (arrivals, sizes, think times),
     /// on/off datagram periods, or a controller with random choices (BBR's ProbeBW phase). A spec
@@ -489,4 +505,19 @@ impl LinkSpec {
             Direction::Backward => (self.b, self.a, &self.queue_backward),
         }
     }
+}
+
+/// serde's "invalid type: floating point `1e+39`, expected u64" in the user's terms: a number too
+/// large (JSON integers beyond u64 arrive as floats) or negative for an unsigned field.
+fn plain_reason(message: &str) -> String {
+    let bounds = [("u8", u8::MAX as u64), ("u16", u16::MAX as u64), ("u32", u32::MAX as u64), ("u64", u64::MAX)];
+    for (kind, max) in bounds {
+        let expected = format!(", expected {kind}");
+        let Some(head) = message.strip_suffix(expected.as_str()) else { continue };
+        let value = head.rsplit('`').nth(1).unwrap_or(head);
+        if head.starts_with("invalid type: floating point") || head.starts_with("invalid value: integer") {
+            return format!("{value} is out of range (a whole number from 0 to {max})");
+        }
+    }
+    message.to_string()
 }

@@ -25,6 +25,16 @@ impl fmt::Display for EngineError {
     }
 }
 
+/// A number as a person reads it: plain where that is short, in scientific notation where the plain
+/// form would run to dozens of digits (`1e39`, not 1 followed by 39 zeros).
+pub(crate) fn shown(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-4..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 fn err(field: impl Into<String>, reason: impl Into<String>) -> EngineError {
     EngineError { field: field.into(), reason: reason.into() }
 }
@@ -103,7 +113,7 @@ fn check_loss_model(field: String, model: &LossModel, loss: f64) -> Result<(), E
         LossModel::GilbertElliott { p, r, loss_good, loss_bad } => {
             for (k, v) in [("p", p), ("r", r), ("loss_good", loss_good), ("loss_bad", loss_bad)] {
                 if !(0.0..=1.0).contains(&v) {
-                    return Err(err(format!("{field}.{k}"), format!("probability {v} not in [0, 1]")));
+                    return Err(err(format!("{field}.{k}"), format!("probability {} not in [0, 1]", shown(v))));
                 }
             }
             if loss_good >= 1.0 {
@@ -241,7 +251,7 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
             return Err(err(field("rate_bps"), "rate must be positive"));
         }
         if !(0.0..1.0).contains(&link.loss) {
-            return Err(err(field("loss"), format!("loss probability {} not in [0, 1)", link.loss)));
+            return Err(err(field("loss"), format!("loss probability {} not in [0, 1)", shown(link.loss))));
         }
         if let Some(model) = &link.loss_model {
             check_loss_model(field("loss_model"), model, link.loss)?;

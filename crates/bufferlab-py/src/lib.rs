@@ -46,32 +46,9 @@ fn engine_error(py: Python<'_>, e: EngineError) -> PyErr {
     spec_error(py, &e.field, &e.reason)
 }
 
-/// Parse a spec, naming the JSON path of a value that does not fit its field (type or range).
+/// Parse a spec (`ScenarioSpec::from_json`: the error names the JSON path of the value at fault).
 fn spec_from_json(py: Python<'_>, spec_json: &str) -> PyResult<ScenarioSpec> {
-    let mut reader = serde_json::Deserializer::from_str(spec_json);
-    serde_path_to_error::deserialize(&mut reader).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." { "spec".to_string() } else { path };
-        // serde's message ends with the JSON position, meaningless to the user: drop it.
-        let message = e.inner().to_string();
-        let message = message.split(" at line ").next().unwrap_or(&message);
-        spec_error(py, &field, &plain_reason(message))
-    })
-}
-
-/// serde's "invalid type: floating point `1e+39`, expected u64" in the user's terms: a number too
-/// large (JSON integers beyond u64 arrive as floats) or negative for an unsigned field.
-fn plain_reason(message: &str) -> String {
-    let bounds = [("u8", u8::MAX as u64), ("u16", u16::MAX as u64), ("u32", u32::MAX as u64), ("u64", u64::MAX)];
-    for (kind, max) in bounds {
-        let expected = format!(", expected {kind}");
-        let Some(head) = message.strip_suffix(expected.as_str()) else { continue };
-        let value = head.rsplit('`').nth(1).unwrap_or(head);
-        if head.starts_with("invalid type: floating point") || head.starts_with("invalid value: integer") {
-            return format!("{value} is out of range (a whole number from 0 to {max})");
-        }
-    }
-    message.to_string()
+    ScenarioSpec::from_json(spec_json).map_err(|e| engine_error(py, e))
 }
 
 /// Simulate up to `until` in slices of `EVENTS_PER_SLICE` events without the GIL, letting Python

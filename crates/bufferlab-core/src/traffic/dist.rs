@@ -125,7 +125,7 @@ impl Distribution {
                 for (i, &(v, p)) in points.iter().enumerate() {
                     finite_non_negative(&format!("points[{i}] value"), v)?;
                     if !(0.0..=1.0).contains(&p) {
-                        return Err(format!("points[{i}]: probability {p} not in [0, 1]"));
+                        return Err(format!("points[{i}]: probability {} not in [0, 1]", crate::validate::shown(p)));
                     }
                     if i > 0 && (v < previous.0 || p < previous.1) {
                         return Err(format!("points[{i}]: values and probabilities must not decrease"));

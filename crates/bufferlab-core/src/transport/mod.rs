@@ -4,11 +4,17 @@
 //! The simulator holds every flow's two ends as a [`Sender`] and a [`Receiver`]: enums over the
 //! transports, dispatched with a `match` (no virtual calls on the per-packet path). A transport
 //! plugs in by adding a variant to each and an arm to the dispatch macros.
+//!
+//! The TCP and QUIC senders are built on one [`sender_core::SenderCore`]: the controller, the
+//! delivery-rate estimator, the pacer, the recovery period's clock and the record, which both run
+//! alike; each keeps only its own sequence space, loss detection, recovery and timers.
 
 pub mod datagram;
 pub mod pacer;
 pub mod quic;
 pub mod ranges;
+pub mod rtt;
+pub mod sender_core;
 pub mod tcp;
 pub mod timing;
 
@@ -49,6 +55,23 @@ macro_rules! sender_dispatch {
     };
 }
 
+/// What a sender's core answers for TCP and QUIC (`sender_core`); a datagram source answers itself.
+macro_rules! core_dispatch {
+    ($self:ident, $s:ident => $body:expr, $d:ident => $datagram:expr) => {
+        match $self {
+            Sender::Tcp($s) => {
+                let $s = &$s.core;
+                $body
+            }
+            Sender::Quic($s) => {
+                let $s = &$s.core;
+                $body
+            }
+            Sender::Datagram($d) => $datagram,
+        }
+    };
+}
+
 macro_rules! receiver_dispatch {
     ($self:ident, $r:ident => $body:expr) => {
         match $self {
@@ -84,34 +107,34 @@ impl Sender {
     /// Every byte and the end of the stream are acknowledged.
     #[inline]
     pub fn is_closed(&self) -> bool {
-        sender_dispatch!(self, s => s.is_closed())
+        core_dispatch!(self, s => s.is_closed(), d => d.is_closed())
     }
     pub fn cwnd(&self) -> u64 {
-        sender_dispatch!(self, s => s.cwnd())
+        core_dispatch!(self, s => s.cwnd(), d => d.cwnd())
     }
     pub fn ssthresh(&self) -> u64 {
-        sender_dispatch!(self, s => s.ssthresh())
+        core_dispatch!(self, s => s.ssthresh(), d => d.ssthresh())
     }
     pub fn in_flight(&self) -> u64 {
         sender_dispatch!(self, s => s.in_flight())
     }
     pub fn srtt(&self) -> Option<SimTime> {
-        sender_dispatch!(self, s => s.srtt())
+        core_dispatch!(self, s => s.srtt(), d => d.srtt())
     }
     pub fn min_rtt(&self) -> Option<SimTime> {
-        sender_dispatch!(self, s => s.min_rtt())
+        core_dispatch!(self, s => s.min_rtt(), d => d.min_rtt())
     }
     /// The controller's pacing rate, bit/s; 0 when it does not pace.
     pub fn pacing_rate_bps(&self) -> u64 {
-        sender_dispatch!(self, s => s.pacing_rate_bps())
+        core_dispatch!(self, s => s.pacing_rate_bps(), d => d.pacing_rate_bps())
     }
     /// The controller's state code (`cc::state`).
     pub fn cc_state(&self) -> u8 {
-        sender_dispatch!(self, s => s.cc_state())
+        core_dispatch!(self, s => s.cc_state(), d => d.cc_state())
     }
     /// Delivery rate of the latest rate sample, bit/s; 0 before the first (or without estimation).
     pub fn delivery_rate_bps(&self) -> u64 {
-        sender_dispatch!(self, s => s.delivery_rate_bps())
+        core_dispatch!(self, s => s.delivery_rate_bps(), d => d.delivery_rate_bps())
     }
     /// Application bytes acknowledged (cumulatively, for TCP; as a contiguous prefix, for QUIC).
     pub fn bytes_acked(&self) -> u64 {
@@ -122,18 +145,22 @@ impl Sender {
         sender_dispatch!(self, s => s.bytes_written())
     }
     pub fn record(&self) -> &FlowRecord {
-        sender_dispatch!(self, s => &s.record)
+        core_dispatch!(self, s => &s.record, d => &d.record)
     }
     /// EWMA of the inter-departure time of data packets (`timing::InterDeparture`).
     pub fn idt_ewma(&self) -> Option<SimTime> {
-        sender_dispatch!(self, s => s.idt_ewma())
+        core_dispatch!(self, s => s.idt_ewma(), d => d.idt_ewma())
     }
     /// Heap held by the sender's buffers and record (`crate::memory`).
     pub fn heap_bytes(&self) -> usize {
         sender_dispatch!(self, s => s.heap_bytes())
     }
     pub fn record_mut(&mut self) -> &mut FlowRecord {
-        sender_dispatch!(self, s => &mut s.record)
+        match self {
+            Sender::Tcp(s) => &mut s.core.record,
+            Sender::Quic(s) => &mut s.core.record,
+            Sender::Datagram(d) => &mut d.record,
+        }
     }
     /// Free the memory a finished flow no longer needs (its record and counters stay).
     pub fn release_buffers(&mut self) {

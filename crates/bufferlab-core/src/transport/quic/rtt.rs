@@ -1,27 +1,22 @@
 //! RTT estimation for QUIC, RFC 9002 §5, and the probe timeout it yields (§6.2.1).
 
 use super::GRANULARITY;
+use crate::transport::rtt::{RttEstimate, SmoothedRtt};
 use crate::units::SimTime;
 
 #[derive(Debug, Clone)]
 pub struct QuicRtt {
     latest_rtt: SimTime,
-    smoothed_rtt: SimTime,
-    rttvar: SimTime,
+    /// smoothed_rtt and rttvar, smoothed as TCP does (RFC 9002 §5.3 takes RFC 6298's gains).
+    smoothed: SmoothedRtt,
+    /// Set by the first sample.
     min_rtt: Option<SimTime>,
-    has_sample: bool,
 }
 
 impl QuicRtt {
     /// RFC 9002 §5.3: before any sample, smoothed_rtt = kInitialRtt and rttvar = kInitialRtt / 2.
     pub fn new(initial_rtt: SimTime) -> Self {
-        QuicRtt {
-            latest_rtt: SimTime::ZERO,
-            smoothed_rtt: initial_rtt,
-            rttvar: initial_rtt.div(2),
-            min_rtt: None,
-            has_sample: false,
-        }
+        QuicRtt { latest_rtt: SimTime::ZERO, smoothed: SmoothedRtt::first(initial_rtt), min_rtt: None }
     }
 
     /// A sample `latest_rtt` from an ACK whose largest acknowledged packet was newly acknowledged,
@@ -31,9 +26,7 @@ impl QuicRtt {
         let Some(min_rtt) = self.min_rtt else {
             // §5.3: the first sample sets min_rtt = smoothed_rtt = latest_rtt, rttvar = latest_rtt / 2.
             self.min_rtt = Some(latest_rtt);
-            self.smoothed_rtt = latest_rtt;
-            self.rttvar = latest_rtt.div(2);
-            self.has_sample = true;
+            self.smoothed = SmoothedRtt::first(latest_rtt);
             return;
         };
         // §5.2: min_rtt ignores ACK delay.
@@ -41,37 +34,42 @@ impl QuicRtt {
         self.min_rtt = Some(min_rtt);
         // §5.3: subtract the ACK delay only if the result is not below min_rtt.
         let adjusted = if latest_rtt >= min_rtt + ack_delay { latest_rtt - ack_delay } else { latest_rtt };
-        let deviation =
-            if self.smoothed_rtt > adjusted { self.smoothed_rtt - adjusted } else { adjusted - self.smoothed_rtt };
-        // rttvar = 3/4 · rttvar + 1/4 · |smoothed_rtt − adjusted_rtt|
-        self.rttvar = SimTime((3 * self.rttvar.0 + deviation.0) / 4);
-        // smoothed_rtt = 7/8 · smoothed_rtt + 1/8 · adjusted_rtt
-        self.smoothed_rtt = SimTime((7 * self.smoothed_rtt.0 + adjusted.0) / 8);
+        // rttvar = 3/4 · rttvar + 1/4 · |smoothed_rtt − adjusted_rtt|;
+        // smoothed_rtt = 7/8 · smoothed_rtt + 1/8 · adjusted_rtt.
+        self.smoothed.update(adjusted);
     }
 
     pub fn has_sample(&self) -> bool {
-        self.has_sample
+        self.min_rtt.is_some()
     }
     pub fn latest(&self) -> SimTime {
         self.latest_rtt
     }
     pub fn smoothed(&self) -> SimTime {
-        self.smoothed_rtt
-    }
-    pub fn min(&self) -> Option<SimTime> {
-        self.min_rtt
+        self.smoothed.srtt
     }
 
     /// §6.1.2: loss_delay = max(kTimeThreshold · max(smoothed_rtt, latest_rtt), kGranularity).
     pub fn loss_delay(&self) -> SimTime {
         let (num, den) = super::TIME_THRESHOLD;
-        let base = self.smoothed_rtt.max(self.latest_rtt);
+        let base = self.smoothed.srtt.max(self.latest_rtt);
         SimTime(base.0 / den * num + base.0 % den * num / den).max(GRANULARITY)
     }
 
     /// §6.2.1: PTO = smoothed_rtt + max(4 · rttvar, kGranularity) + max_ack_delay, before backoff.
     pub fn pto(&self, max_ack_delay: SimTime) -> SimTime {
-        self.smoothed_rtt + self.rttvar.mul(4).max(GRANULARITY) + max_ack_delay
+        self.smoothed.srtt + self.smoothed.rttvar.mul(4).max(GRANULARITY) + max_ack_delay
+    }
+}
+
+impl RttEstimate for QuicRtt {
+    /// smoothed_rtt once a sample was taken (before it, kInitialRtt serves only the probe timeout).
+    fn srtt(&self) -> Option<SimTime> {
+        self.has_sample().then_some(self.smoothed.srtt)
+    }
+
+    fn min_rtt(&self) -> Option<SimTime> {
+        self.min_rtt
     }
 }
 
@@ -100,7 +98,7 @@ mod tests {
         let before = r.smoothed();
         r.on_sample(SimTime::from_ms(105), SimTime::from_ms(10));
         assert_eq!(r.smoothed(), SimTime((7 * before.0 + SimTime::from_ms(105).0) / 8));
-        assert_eq!(r.min(), Some(SimTime::from_ms(100)));
+        assert_eq!(r.min_rtt(), Some(SimTime::from_ms(100)));
     }
 
     #[test]

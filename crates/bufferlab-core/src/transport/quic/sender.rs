@@ -1,28 +1,20 @@
 //! The sending side of a QUIC connection: packet numbering, RFC 9002 loss detection (§6) and
 //! congestion control (§7), with the pseudocode of RFC 9002 Appendices A and B as its outline.
+//!
+//! What it does as TCP's sender does (the controller's hooks, delivery-rate samples, pacing, the
+//! recovery period's clock, the record) is the [`SenderCore`]'s; this file keeps QUIC's own:
+//! packet numbers and the stream's chunks, ACK ranges, loss detection, the probe timeout.
 
 use std::collections::VecDeque;
 
 use super::rtt::QuicRtt;
 use super::{QuicConfig, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIMEOUT};
 use crate::cc::delivery_rate::TxSnapshot;
-use crate::cc::{AckSample, CongestionController, Controller, DeliveryRateEstimator};
+use crate::cc::{CongestionController, Controller};
 use crate::net::packet::{flags, Packet};
-use crate::record::result::FlowRecord;
-use crate::transport::pacer::Pacer;
 use crate::transport::ranges::RangeSet;
-use crate::transport::timing::{InterDeparture, WriteLog};
+use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::units::SimTime;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Idle,
-    /// The Initial packet is out; waiting for the server's answer.
-    Handshake,
-    Established,
-    /// Every stream byte and the FIN are acknowledged.
-    Closed,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fate {
@@ -69,11 +61,10 @@ enum Source {
 
 #[derive(Debug)]
 pub struct QuicSender {
-    flow: u32,
-    receiver_node: u32,
+    /// The controller, RTT estimator (RFC 9002 §5), delivery-rate estimator, pacer and record.
+    /// Every packet number is delivered at most once, so no rate sample is ambiguous.
+    pub core: SenderCore<QuicRtt>,
     config: QuicConfig,
-    cc: Controller,
-    state: State,
     next_pn: u64,
     /// Packets not yet acknowledged or declared lost, and those after them, in packet-number order:
     /// `sent[i].pn == sent[0].pn + i`.
@@ -84,13 +75,8 @@ pub struct QuicSender {
     loss_time: Option<SimTime>,
     time_of_last_ack_eliciting: SimTime,
     pto_count: u32,
-    rtt: QuicRtt,
-    /// RFC 9002 B.2 congestion_recovery_start_time.
+    /// RFC 9002 B.2 congestion_recovery_start_time (the core knows whether the period is over).
     recovery_start: Option<SimTime>,
-    /// A recovery period is under way (for the controller's exit hook and the record).
-    in_recovery: bool,
-    /// When the current recovery period began, for the record's time in recovery.
-    recovery_began: SimTime,
     /// Probes still to send after a probe timeout (they may exceed the window, §7.5).
     probes_due: u32,
     /// The Initial must be sent again (it was lost, or the probe timer fired during the handshake).
@@ -104,35 +90,20 @@ pub struct QuicSender {
     acked: RangeSet,
     /// Lost stream data waiting to be sent again, oldest first.
     retransmit: VecDeque<Chunk>,
-    /// For the recorder: inter-departure times of data packets, write times of the bytes.
-    idt: InterDeparture,
-    write_log: WriteLog,
-    /// Delivery-rate samples for the controller (every packet number is delivered at most once,
-    /// so no sample is ambiguous).
-    rate: DeliveryRateEstimator,
-    pacer: Pacer,
-    pub record: FlowRecord,
 }
 
 impl QuicSender {
     /// Heap held by the packets in flight, the data to retransmit and the record (`crate::memory`).
     pub fn heap_bytes(&self) -> usize {
         use crate::memory::HeapBytes;
-        self.sent.heap_bytes()
-            + self.acked.heap_bytes()
-            + self.retransmit.heap_bytes()
-            + self.write_log.heap_bytes()
-            + self.record.heap_bytes()
+        self.sent.heap_bytes() + self.acked.heap_bytes() + self.retransmit.heap_bytes() + self.core.heap_bytes()
     }
 
     pub fn new(flow: u32, receiver_node: u32, config: QuicConfig, cc: Controller, bytes: Option<u64>) -> Self {
         let rtt = QuicRtt::new(config.initial_rtt);
         QuicSender {
-            flow,
-            receiver_node,
+            core: SenderCore::new(flow, receiver_node, cc, rtt),
             config,
-            cc,
-            state: State::Idle,
             next_pn: 0,
             sent: VecDeque::new(),
             bytes_in_flight: 0,
@@ -140,10 +111,7 @@ impl QuicSender {
             loss_time: None,
             time_of_last_ack_eliciting: SimTime::ZERO,
             pto_count: 0,
-            rtt,
             recovery_start: None,
-            in_recovery: false,
-            recovery_began: SimTime::ZERO,
             probes_due: 0,
             resend_initial: false,
             next_offset: 0,
@@ -152,43 +120,13 @@ impl QuicSender {
             fin_acked: false,
             acked: RangeSet::new(),
             retransmit: VecDeque::new(),
-            idt: InterDeparture::default(),
-            write_log: WriteLog::default(),
-            rate: DeliveryRateEstimator::new(),
-            pacer: Pacer::new(),
-            record: FlowRecord::default(),
         }
     }
 
-    // ----- observers, for the recorder -----
+    // ----- observers, for the recorder (the rest are the core's) -----
 
-    pub fn cwnd(&self) -> u64 {
-        self.cc.window()
-    }
-    pub fn ssthresh(&self) -> u64 {
-        self.cc.ssthresh()
-    }
     pub fn in_flight(&self) -> u64 {
         self.bytes_in_flight
-    }
-    pub fn srtt(&self) -> Option<SimTime> {
-        self.rtt.has_sample().then(|| self.rtt.smoothed())
-    }
-    pub fn min_rtt(&self) -> Option<SimTime> {
-        self.rtt.min()
-    }
-    pub fn pacing_rate_bps(&self) -> u64 {
-        self.cc.pacing_rate().map_or(0, |r| r.bps())
-    }
-    pub fn cc_state(&self) -> u8 {
-        self.cc.state()
-    }
-    /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
-    pub fn delivery_rate_bps(&self) -> u64 {
-        self.rate.latest_rate_bps()
-    }
-    pub fn is_closed(&self) -> bool {
-        self.state == State::Closed
     }
     /// Stream bytes acknowledged without a hole from the start.
     pub fn bytes_acked(&self) -> u64 {
@@ -197,20 +135,11 @@ impl QuicSender {
     pub fn bytes_written(&self) -> u64 {
         self.next_offset
     }
-    /// Smoothed inter-departure time of data packets; `None` before the second one.
-    pub fn idt_ewma(&self) -> Option<SimTime> {
-        self.idt.ewma()
-    }
-    /// Sum of the write times of the first `bytes` stream bytes, in byte·ps (a byte is written
-    /// when it is first sent).
-    pub fn written_byte_ps_below(&self, bytes: u64) -> u128 {
-        self.write_log.byte_ps_below(bytes)
-    }
 
     /// The earliest of the loss-detection timer and the pacer's next release (when it holds a
     /// packet back).
     pub fn next_timeout(&self) -> Option<SimTime> {
-        self.loss_detection_timer().into_iter().chain(self.pacer.wakeup()).min()
+        self.core.next_wakeup([self.loss_detection_timer()])
     }
 
     /// RFC 9002 A.8 SetLossDetectionTimer: the loss time if one is pending, else the probe timeout
@@ -219,14 +148,15 @@ impl QuicSender {
         if self.loss_time.is_some() {
             return self.loss_time;
         }
-        let waiting = self.state == State::Handshake || (self.state == State::Established && self.bytes_in_flight > 0);
+        let phase = self.core.phase();
+        let waiting = phase == Phase::Handshake || (phase == Phase::Established && self.bytes_in_flight > 0);
         if !waiting {
             return None;
         }
         // §6.2.1: PTO = smoothed_rtt + max(4·rttvar, kGranularity) + max_ack_delay, doubled per
         // consecutive timeout; max_ack_delay counts only once the handshake is done.
-        let max_ack_delay = if self.state == State::Established { self.config.max_ack_delay } else { SimTime::ZERO };
-        let pto = self.rtt.pto(max_ack_delay).mul(1 << self.pto_count.min(30));
+        let max_ack_delay = if phase == Phase::Established { self.config.max_ack_delay } else { SimTime::ZERO };
+        let pto = self.core.rtt.pto(max_ack_delay).mul(1 << self.pto_count.min(30));
         Some(self.time_of_last_ack_eliciting + pto)
     }
 
@@ -234,15 +164,13 @@ impl QuicSender {
 
     /// The application opens the connection: send the Initial.
     pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        debug_assert_eq!(self.state, State::Idle);
-        self.state = State::Handshake;
-        self.record.start_ns = now.as_ns();
+        self.core.start(now);
         self.send_initial(now, out);
     }
 
     /// The application stops writing: the stream ends with what it has written.
     pub fn stop(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        if self.state == State::Closed {
+        if self.core.is_closed() {
             return;
         }
         let end = self.stream_end.unwrap_or(u64::MAX).min(self.next_offset);
@@ -253,13 +181,12 @@ impl QuicSender {
     // ----- network events -----
 
     pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
-        if self.state == State::Idle || self.state == State::Closed || !packet.has(flags::ACK) {
+        if matches!(self.core.phase(), Phase::Idle | Phase::Closed) || !packet.has(flags::ACK) {
             return;
         }
         self.on_ack_frame(now, packet);
-        if self.state == State::Handshake && packet.has(flags::SYN) {
-            self.state = State::Established;
-            self.record.established_ns = Some(now.as_ns());
+        if self.core.phase() == Phase::Handshake && packet.has(flags::SYN) {
+            self.core.establish(now);
             self.resend_initial = false;
         }
         self.check_closed(now);
@@ -270,7 +197,7 @@ impl QuicSender {
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let Some(_) = self.loss_detection_timer().filter(|&d| now >= d) else {
             // Not the loss-detection timer: the pacer may release what it held back.
-            if self.pacer.held_packet_due(now) {
+            if self.core.held_packet_due(now) {
                 self.transmit(now, out);
             }
             return;
@@ -280,9 +207,9 @@ impl QuicSender {
             self.detect_lost_packets(now);
         } else {
             // The probe timeout: send probes, do not touch the window (§6.2.4).
-            self.record.rtos += 1;
+            self.core.record.rtos += 1;
             self.pto_count += 1;
-            if self.state == State::Handshake {
+            if self.core.phase() == Phase::Handshake {
                 self.resend_initial = true;
             } else {
                 self.probes_due = PROBES_PER_TIMEOUT;
@@ -315,7 +242,7 @@ impl QuicSender {
                 p.fate = Fate::Acked;
                 let p = *p;
                 // Delivered, even if declared lost before: its bytes reached the receiver.
-                self.rate.on_delivered(now, &p.tx, p.time_sent, false, p.size as u64);
+                self.core.rate.on_delivered(now, &p.tx, p.time_sent, false, p.size as u64);
                 delivered += p.size as u64;
                 if p.stream_end > p.stream_start {
                     self.acked.insert(p.stream_start, p.stream_end);
@@ -336,28 +263,26 @@ impl QuicSender {
                 let in_recovery = self.recovery_start.is_some_and(|r| p.time_sent <= r);
                 if !in_recovery {
                     newly_acked_bytes_outside_recovery += p.size as u64;
-                    exits_recovery |= self.in_recovery;
+                    exits_recovery |= self.core.in_recovery();
                 }
             }
         }
         if !newly_acked_any {
             return;
         }
-        self.record.bytes_acked = self.bytes_acked();
-        self.write_log.fold_below(self.bytes_acked());
+        self.core.acknowledged(self.bytes_acked());
 
         // §5.1: an RTT sample when the largest acknowledged packet is newly acknowledged.
         let mut rtt_sample = None;
         if let Some(p) = largest_newly_acked.filter(|p| p.pn == largest) {
             let latest = now - p.time_sent;
-            let ack_delay = if self.state == State::Established {
+            let ack_delay = if self.core.is_established() {
                 SimTime::from_us(packet.ack_delay_us as u64).min(self.config.max_ack_delay)
             } else {
                 SimTime::ZERO // §5.3: ACK Delay is ignored for Initial packets
             };
-            self.rtt.on_sample(latest, ack_delay);
-            self.record.rtt_samples += 1;
-            self.record.rtt_sum_ns += latest.as_ns();
+            self.core.rtt.on_sample(latest, ack_delay);
+            self.core.record_rtt_sample(latest);
             rtt_sample = Some(latest);
         }
 
@@ -368,34 +293,22 @@ impl QuicSender {
             newly_acked_bytes_outside_recovery = 0;
             exits_recovery = false;
         }
-        if exits_recovery && self.in_recovery {
-            self.in_recovery = false;
-            self.record.recovery_time_ns += (now - self.recovery_began).as_ns();
-            self.cc.on_recovery_exit(now);
+        if exits_recovery {
+            self.core.exit_recovery(now);
         }
-        let rate = self.rate.generate(now, self.rtt.min());
         let newest = largest_newly_acked.expect("newly acknowledged");
-        let sample = AckSample {
-            now,
+        let tally = AckTally {
             bytes_acked: newly_acked_bytes_outside_recovery,
             delivered,
             lost,
             sent_time: newest.time_sent,
             rtt: rtt_sample,
-            srtt: self.srtt(),
-            min_rtt: self.rtt.min(),
             prior_in_flight,
             in_flight: self.bytes_in_flight,
-            in_recovery: self.in_recovery,
-            total_delivered: self.rate.delivered(),
-            rate,
         };
-        // RFC 9002 B.5: window growth only for packets sent after the recovery period began; then
-        // the hook every ACK gets (model-based controllers such as BBR learn the path there).
-        if newly_acked_bytes_outside_recovery > 0 {
-            self.cc.on_ack(&sample);
-        }
-        self.cc.on_ack_processed(&sample);
+        // RFC 9002 B.5: window growth only for packets sent after the recovery period began; the
+        // hook every ACK gets follows (model-based controllers such as BBR learn the path there).
+        self.core.conclude_ack(now, tally, newly_acked_bytes_outside_recovery > 0);
         // A.7: the probe count resets once an acknowledgement shows the path works.
         self.pto_count = 0;
         self.forget_resolved();
@@ -406,7 +319,7 @@ impl QuicSender {
     fn detect_lost_packets(&mut self, now: SimTime) -> u64 {
         self.loss_time = None;
         let Some(largest_acked) = self.largest_acked else { return 0 };
-        let loss_delay = self.rtt.loss_delay();
+        let loss_delay = self.core.rtt.loss_delay();
         let lost_send_time = now.saturating_sub(loss_delay);
         let mut largest_lost: Option<SentPacket> = None;
         let mut lost_any = false;
@@ -415,7 +328,7 @@ impl QuicSender {
         // between, spanning more than the persistent-congestion duration.
         let mut run_start: Option<SimTime> = None;
         let mut persistent = false;
-        let pc_duration = self.rtt.pto(self.config.max_ack_delay).mul(PERSISTENT_CONGESTION_THRESHOLD);
+        let pc_duration = self.core.rtt.pto(self.config.max_ack_delay).mul(PERSISTENT_CONGESTION_THRESHOLD);
         for i in 0..self.sent.len() {
             let p = self.sent[i];
             if p.pn > largest_acked {
@@ -437,7 +350,7 @@ impl QuicSender {
                 lost_bytes += p.size as u64;
                 largest_lost = Some(p);
                 let start = *run_start.get_or_insert(p.time_sent);
-                persistent |= self.rtt.has_sample() && p.time_sent - start > pc_duration;
+                persistent |= self.core.rtt.has_sample() && p.time_sent - start > pc_duration;
             } else {
                 let when = p.time_sent + loss_delay;
                 self.loss_time = Some(self.loss_time.map_or(when, |t| t.min(when)));
@@ -451,22 +364,15 @@ impl QuicSender {
         // B.6 OnCongestionEvent: one reduction per recovery period; a loss of a packet sent
         // before the period began does not reduce again.
         if self.recovery_start.is_none_or(|r| largest_lost.time_sent > r) {
-            let window = self.cc.window();
+            let window = self.core.cc.window();
             self.recovery_start = Some(now);
-            self.record.recoveries += 1;
-            self.record.recovery_episodes += 1;
-            if self.in_recovery {
-                self.record.recovery_time_ns += (now - self.recovery_began).as_ns();
-            }
-            self.in_recovery = true;
-            self.recovery_began = now;
             // RFC 9002 §7.3.2 reduces from the congestion window (ssthresh = cwnd · β), not from
             // the flight size as RFC 5681 does.
-            self.cc.on_congestion_event(now, window);
+            self.core.congestion_event(now, window);
             if persistent {
                 // §7.6.2: collapse the window. The controllers' timeout response does so (to one
                 // packet; RFC 9002's kMinimumWindow is two), keeping ssthresh as set just now.
-                self.cc.on_retransmission_timeout(now, window);
+                self.core.cc.on_retransmission_timeout(now, window);
             }
         }
         self.forget_resolved();
@@ -476,7 +382,7 @@ impl QuicSender {
     fn on_packet_lost(&mut self, p: &SentPacket) {
         self.bytes_in_flight -= p.size as u64;
         if p.initial {
-            self.resend_initial = self.state == State::Handshake;
+            self.resend_initial = self.core.phase() == Phase::Handshake;
             return;
         }
         if p.stream_end > p.stream_start || p.fin {
@@ -492,19 +398,12 @@ impl QuicSender {
     }
 
     fn check_closed(&mut self, now: SimTime) {
-        if self.state != State::Established || !self.fin_acked {
+        if !self.core.is_established() || !self.fin_acked {
             return;
         }
         let Some(end) = self.stream_end else { return };
         if self.acked.contiguous_end(0) >= end {
-            self.state = State::Closed;
-            self.record.completed_ns = Some(now.as_ns());
-            if self.in_recovery {
-                self.in_recovery = false;
-                self.record.recovery_time_ns += (now - self.recovery_began).as_ns();
-            }
-            self.record.bytes_acked = self.bytes_acked();
-            self.write_log.fold_below(self.bytes_acked());
+            self.core.close(now, self.bytes_acked());
             self.loss_time = None;
             self.probes_due = 0;
         }
@@ -514,18 +413,18 @@ impl QuicSender {
 
     /// Send what the congestion window, pending probes and the application allow.
     pub fn transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        match self.state {
-            State::Handshake => {
+        match self.core.phase() {
+            Phase::Handshake => {
                 if self.resend_initial {
                     self.resend_initial = false;
                     self.send_initial(now, out);
                 }
                 return;
             }
-            State::Established => {}
-            State::Idle | State::Closed => return,
+            Phase::Established => {}
+            Phase::Idle | Phase::Closed => return,
         }
-        self.pacer.release_hold();
+        self.core.release_pacing_hold();
         loop {
             let probe = self.probes_due > 0;
             let Some((chunk, source)) = self.next_chunk(probe) else {
@@ -537,29 +436,26 @@ impl QuicSender {
                 }
                 // Nothing left to send although the window may have room: the application limits
                 // the flow (draft-cheng-iccrg-delivery-rate-estimation §3.4).
-                if self.bytes_in_flight < self.cc.window() {
-                    self.rate.mark_app_limited(self.bytes_in_flight);
-                }
+                self.core.note_send_opportunity_unused(self.bytes_in_flight);
                 break;
             };
             let size = (self.config.packet_overhead as u64) + (chunk.end - chunk.start);
             // §7: a packet must not take bytes_in_flight beyond the window; probes may (§7.5),
             // and they are not paced.
-            if !probe && self.bytes_in_flight + size > self.cc.window() {
+            if !probe && self.bytes_in_flight + size > self.core.cc.window() {
                 break;
             }
             // RFC 9002 §7.7: pacing, at the controller's rate.
-            if !probe && !self.pacer.allows(now, self.cc.pacing_rate()) {
+            if !probe && !self.core.pacing_allows(now) {
                 break;
             }
             if matches!(source, Source::New) {
-                self.write_log.write(chunk.start, chunk.end, now);
+                self.core.wrote(chunk.start, chunk.end, now);
             }
             let retransmission = self.take_chunk(chunk, source);
             self.probes_due = self.probes_due.saturating_sub(1);
             self.send_packet(now, chunk, retransmission, out);
         }
-        self.record.app_bytes_written = self.bytes_written();
     }
 
     /// The next stream data to send and where it comes from: lost data first, then new data, then
@@ -615,11 +511,9 @@ impl QuicSender {
         // RFC 9000 §14.1: a client's Initial is padded to a full datagram (at least 1200 bytes).
         let size = self.config.max_datagram;
         let pn = self.push_sent(now, size, Chunk { start: 0, end: 0, fin: false }, true);
-        out.push(Packet {
-            pn,
-            retransmission: pn > 0,
-            ..Packet::segment(self.flow, self.receiver_node, flags::SYN, 0, 0, size + self.config.lower_layer, now)
-        });
+        // No RTT sample exists before the handshake completes: the Initial carries no SRTT.
+        let initial = self.core.packet(now, flags::SYN, 0, 0, size + self.config.lower_layer, pn > 0);
+        out.push(Packet { pn, ..initial });
     }
 
     fn send_packet(&mut self, now: SimTime, chunk: Chunk, retransmission: bool, out: &mut Vec<Packet>) {
@@ -629,39 +523,18 @@ impl QuicSender {
         if chunk.fin {
             self.fin_sent = true;
         }
-        if payload > 0 {
-            self.idt.departed(now);
-            self.record.segments_sent += 1;
-            self.record.payload_bytes_sent += payload as u64;
-            if retransmission {
-                self.record.segments_retransmitted += 1;
-            }
-        }
         let tcp_flags = if chunk.fin { flags::FIN } else { 0 };
-        out.push(Packet {
-            pn,
-            retransmission,
-            sender_srtt: self.srtt().unwrap_or(SimTime::ZERO),
-            ..Packet::segment(
-                self.flow,
-                self.receiver_node,
-                tcp_flags,
-                chunk.start,
-                payload,
-                size + self.config.lower_layer,
-                now,
-            )
-        });
+        let packet =
+            self.core.packet(now, tcp_flags, chunk.start, payload, size + self.config.lower_layer, retransmission);
+        out.push(Packet { pn, ..packet });
     }
 
     /// RFC 9002 A.5 OnPacketSent: every packet this sender sends is ack-eliciting and in flight.
     fn push_sent(&mut self, now: SimTime, size: u32, chunk: Chunk, initial: bool) -> u64 {
         let pn = self.next_pn;
         self.next_pn += 1;
-        let tx = self.rate.on_send(now, self.bytes_in_flight == 0);
-        if let Some(rate) = self.cc.pacing_rate() {
-            self.pacer.on_send(now, (size + self.config.lower_layer) as u64, rate);
-        }
+        let tx = self.core.snapshot_for_send(now, self.bytes_in_flight == 0);
+        self.core.pace(now, (size + self.config.lower_layer) as u64);
         self.sent.push_back(SentPacket {
             pn,
             time_sent: now,
@@ -725,7 +598,7 @@ mod tests {
         assert_eq!(out.iter().map(|p| p.pn).collect::<Vec<_>>(), (1..=11).collect::<Vec<_>>());
         assert_eq!(out[1].seq, 1211);
         assert_eq!(s.in_flight(), 11 * 1252);
-        assert_eq!(s.srtt(), Some(SimTime::from_ms(10)));
+        assert_eq!(s.core.srtt(), Some(SimTime::from_ms(10)));
     }
 
     #[test]
@@ -734,13 +607,13 @@ mod tests {
         let mut out = Vec::new();
         // pn 1 lost; 2, 3, 4 arrive: packet threshold 3 (RFC 9002 §6.1.1).
         s.on_packet(SimTime::from_ms(20), &ack(3, &[(2, 4)], 0), &mut out);
-        assert_eq!(s.record.recoveries, 0, "two later packets are not enough");
-        let window = s.cwnd();
+        assert_eq!(s.core.record.recoveries, 0, "two later packets are not enough");
+        let window = s.core.cwnd();
         s.on_packet(SimTime::from_ms(20), &ack(4, &[(2, 5)], 0), &mut out);
-        assert_eq!(s.record.recoveries, 1);
+        assert_eq!(s.core.record.recoveries, 1);
         // §7.3.2: ssthresh = cwnd · kLossReductionFactor (0.5), cwnd = ssthresh.
-        assert_eq!(s.ssthresh(), window / 2);
-        assert_eq!(s.cwnd(), window / 2);
+        assert_eq!(s.core.ssthresh(), window / 2);
+        assert_eq!(s.core.cwnd(), window / 2);
         // In flight (9 packets) exceeds the halved window: the sender pauses (seed 003's pause).
         assert!(out.iter().all(|p| !p.retransmission));
         // Once the rest is acknowledged, the lost stream bytes 0..1211 go first, in a new packet number.
@@ -756,10 +629,10 @@ mod tests {
         let (mut s, _) = established();
         let mut out = Vec::new();
         s.on_packet(SimTime::from_ms(20), &ack(5, &[(3, 6)], 0), &mut out); // 1 and 2 lost
-        assert_eq!(s.record.recoveries, 1);
-        let window = s.cwnd();
+        assert_eq!(s.core.record.recoveries, 1);
+        let window = s.core.cwnd();
         s.on_packet(SimTime::from_ms(21), &ack(8, &[(6, 9), (3, 6)], 0), &mut out);
-        assert_eq!(s.cwnd(), window, "no growth and no second reduction inside the recovery period");
+        assert_eq!(s.core.cwnd(), window, "no growth and no second reduction inside the recovery period");
     }
 
     #[test]
@@ -768,13 +641,41 @@ mod tests {
         let mut out = Vec::new();
         // Everything but pn 11 (the last) is acknowledged: only the time threshold can find it.
         s.on_packet(SimTime::from_ms(20), &ack(10, &[(1, 11)], 0), &mut out);
-        assert_eq!(s.record.recoveries, 0);
+        assert_eq!(s.core.record.recoveries, 0);
         out.clear();
         // No loss timer is armed (largest_acked < 11): the probe timer is.
         let pto_at = s.next_timeout().unwrap();
         s.on_timeout(pto_at, &mut out);
-        assert_eq!(s.record.rtos, 1);
+        assert_eq!(s.core.record.rtos, 1);
         assert!(!out.is_empty(), "a probe timeout sends probes");
+    }
+
+    #[test]
+    fn a_flow_that_closes_while_the_pacer_holds_a_retransmission_asks_for_no_wakeup() {
+        // A paced (BBR) flow of five packets, the last with the FIN.
+        let c = config();
+        let cc = Controller::new(CcaKind::Bbr, &ControllerConfig::new(c.max_datagram, c.initial_window));
+        let mut s = QuicSender::new(0, 1, c, cc, Some(5 * 1211));
+        let mut out = Vec::new();
+        s.start(SimTime::ZERO, &mut out);
+        s.on_packet(SimTime::from_ms(10), &ack(0, &[(0, 1)], flags::SYN), &mut out);
+        while s.next_pn <= 5 {
+            let release = s.next_timeout().expect("the pacer releases the next packet");
+            s.on_timeout(release, &mut out);
+        }
+        // The probe timeout sends two copies of pn 1's data (pn 6 and 7, §6.2.4).
+        let pto = s.next_timeout().expect("the probe timer");
+        s.on_timeout(pto, &mut out);
+        assert_eq!((s.next_pn, s.core.record.rtos), (8, 1));
+        // pn 2..=5 acknowledged: pn 1 is lost (packet threshold) and the pacer holds its
+        // retransmission back; then the probes' ACK delivers the same bytes.
+        s.on_packet(pto, &ack(5, &[(2, 6)], 0), &mut out);
+        assert_eq!(s.core.record.recoveries, 1);
+        assert!(s.next_timeout().is_some_and(|t| t > pto), "the retransmission waits for the pacer");
+        s.on_packet(pto, &ack(7, &[(2, 8)], 0), &mut out);
+        assert!(s.core.is_closed());
+        // A closed sender has nothing to send: a wakeup would find nothing and ask again, forever.
+        assert_eq!(s.next_timeout(), None);
     }
 
     #[test]
@@ -789,7 +690,7 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert!(out[1].has(flags::FIN) && out[1].payload == 2000 - 1211);
         s.on_packet(SimTime::from_ms(20), &ack(2, &[(0, 3)], 0), &mut out);
-        assert!(s.is_closed());
+        assert!(s.core.is_closed());
         assert_eq!(s.bytes_acked(), 2000);
         assert_eq!(s.next_timeout(), None);
     }

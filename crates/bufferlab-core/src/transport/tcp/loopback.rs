@@ -59,7 +59,7 @@ impl Loopback {
         let mut out = Vec::new();
         self.sender.start(SimTime::ZERO, &mut out);
         self.send_all(SimTime::ZERO, &mut out, true, &mut script);
-        while !self.sender.is_closed() {
+        while !self.sender.core.is_closed() {
             let next_packet = self.in_transit.iter().map(|p| (p.0, p.1)).min();
             let timers = [self.sender.next_timeout(), self.receiver.next_timeout()];
             let next_timer = timers.into_iter().flatten().min();
@@ -90,7 +90,7 @@ impl Loopback {
                 self.send_all(now, &mut out, false, &mut script);
             }
         }
-        self.sender.record.completed_ns.map(SimTime::from_ns)
+        self.sender.core.record.completed_ns.map(SimTime::from_ns)
     }
 
     fn send_all(

@@ -1,20 +1,22 @@
 //! Round-trip time estimation and the retransmission timeout: RFC 6298, or as Linux computes it.
 //!
-//! Both smooth the RTT the same way (RFC 6298 §2.3). They differ in where the minimum applies:
-//! RFC 6298 §2.4 rounds the whole RTO up to it, RTO = max(SRTT + 4·RTTVAR, min RTO); Linux
-//! (tcp_rtt_estimator, tcp_set_rto) floors the variance term, RTO = SRTT + max(4·RTTVAR, min RTO).
+//! Both smooth the RTT the same way (RFC 6298 §2.3, in `transport::rtt::SmoothedRtt`, which QUIC
+//! shares). They differ in where the minimum applies: RFC 6298 §2.4 rounds the whole RTO up to it,
+//! RTO = max(SRTT + 4·RTTVAR, min RTO); Linux (tcp_rtt_estimator, tcp_set_rto) floors the variance
+//! term, RTO = SRTT + max(4·RTTVAR, min RTO).
 //! The difference matters when the queue grows slowly: RTTVAR decays to almost nothing while SRTT
 //! climbs, and under RFC 6298 a retransmission that waits behind a full buffer comes back after
 //! base RTT + B/C, which exceeds the RTO whenever that is at least the minimum RTO; Linux's RTO
 //! always keeps min RTO of slack above SRTT.
 
 use crate::spec::RtoKind;
+use crate::transport::rtt::{RttEstimate, SmoothedRtt};
 use crate::units::SimTime;
 
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
-    srtt: Option<SimTime>,
-    rttvar: SimTime,
+    /// SRTT and RTTVAR, once there is a sample.
+    smoothed: Option<SmoothedRtt>,
     /// RTO before backoff.
     base_rto: SimTime,
     min_rto: SimTime,
@@ -30,36 +32,18 @@ impl RttEstimator {
     const K: u64 = 4;
 
     pub fn new(initial_rto: SimTime, min_rto: SimTime, max_rto: SimTime, rule: RtoKind) -> Self {
-        RttEstimator {
-            rule,
-            srtt: None,
-            rttvar: SimTime::ZERO,
-            base_rto: initial_rto,
-            min_rto,
-            max_rto,
-            backoffs: 0,
-            min_rtt: None,
-        }
+        RttEstimator { rule, smoothed: None, base_rto: initial_rto, min_rto, max_rto, backoffs: 0, min_rtt: None }
     }
 
     pub fn on_sample(&mut self, r: SimTime) {
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
-        match self.srtt {
-            None => {
-                // RFC 6298 §2.2: SRTT <- R, RTTVAR <- R/2.
-                self.srtt = Some(r);
-                self.rttvar = r.div(2);
-            }
-            Some(srtt) => {
-                // RFC 6298 §2.3 with alpha = 1/8, beta = 1/4:
-                // RTTVAR <- 3/4 RTTVAR + 1/4 |SRTT - R'|; SRTT <- 7/8 SRTT + 1/8 R'.
-                let deviation = if srtt > r { srtt - r } else { r - srtt };
-                self.rttvar = SimTime((3 * self.rttvar.0 + deviation.0) / 4);
-                self.srtt = Some(SimTime((7 * srtt.0 + r.0) / 8));
-            }
+        // RFC 6298 §2.2 for the first measurement, §2.3 for the others.
+        match self.smoothed.as_mut() {
+            None => self.smoothed = Some(SmoothedRtt::first(r)),
+            Some(s) => s.update(r),
         }
-        let srtt = self.srtt.expect("set above");
-        let variance = self.rttvar.mul(Self::K);
+        let SmoothedRtt { srtt, rttvar } = self.smoothed.expect("set above");
+        let variance = rttvar.mul(Self::K);
         let rto = match self.rule {
             // RFC 6298 §2.2/2.3: RTO <- SRTT + max(G, K*RTTVAR) (the simulated clock has G -> 0);
             // §2.4: an RTO below the minimum is rounded up.
@@ -97,12 +81,14 @@ impl RttEstimator {
     pub fn is_backed_off(&self) -> bool {
         self.backoffs > 0
     }
+}
 
-    pub fn srtt(&self) -> Option<SimTime> {
-        self.srtt
+impl RttEstimate for RttEstimator {
+    fn srtt(&self) -> Option<SimTime> {
+        self.smoothed.map(|s| s.srtt)
     }
 
-    pub fn min_rtt(&self) -> Option<SimTime> {
+    fn min_rtt(&self) -> Option<SimTime> {
         self.min_rtt
     }
 }

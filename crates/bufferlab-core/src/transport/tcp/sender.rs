@@ -2,28 +2,21 @@
 //! (RFC 8985) or by SACK (RFC 6675) or duplicate ACKs (RFC 6582), recovery with PRR (RFC 6937)
 //! or classic window reduction, the retransmission timer (RFC 6298 or as Linux runs it),
 //! delivery-rate estimation and pacing for controllers that ask for them.
+//!
+//! What it does as QUIC's sender does (the controller's hooks, delivery-rate samples, pacing, the
+//! recovery period's clock, the record) is the [`SenderCore`]'s; this file keeps TCP's own: the
+//! sequence space and handshake, the SACK scoreboard, loss detection and recovery, and the timers.
 
 use super::rack::Rack;
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, Segment};
 use super::{TcpConfig, SYN_OPTION_BYTES};
-use crate::cc::{AckSample, CongestionController, Controller, DeliveryRateEstimator};
+use crate::cc::{CongestionController, Controller};
 use crate::net::packet::{flags, Packet};
-use crate::record::result::FlowRecord;
 use crate::spec::{RecoveryKind, RtoKind};
-use crate::transport::pacer::Pacer;
-use crate::transport::timing::{InterDeparture, WriteLog};
+use crate::transport::rtt::RttEstimate;
+use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::units::SimTime;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// The application has not started.
-    Idle,
-    SynSent,
-    Established,
-    /// Every byte and the FIN are acknowledged.
-    Closed,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RecoveryCause {
@@ -39,7 +32,6 @@ struct Recovery {
     cause: RecoveryCause,
     /// RFC 6675 RecoveryPoint: HighData when the episode began.
     point: u64,
-    started: SimTime,
     /// RFC 6937 prr_delivered, prr_out and RecoverFS, in bytes.
     prr_delivered: u64,
     prr_out: u64,
@@ -50,11 +42,9 @@ struct Recovery {
 
 #[derive(Debug)]
 pub struct TcpSender {
-    flow: u32,
-    receiver_node: u32,
+    /// The controller, RTT estimator (RFC 6298), delivery-rate estimator, pacer and record.
+    pub core: SenderCore<RttEstimator>,
     config: TcpConfig,
-    cc: Controller,
-    state: State,
     /// Sequence number after the last application byte, once known (finite flow, or stopped).
     stream_end: Option<u64>,
     snd_una: u64,
@@ -66,7 +56,6 @@ pub struct TcpSender {
     /// the SACKed count plays in pipe; RFC 6937 §3 "DeliveredData" for non-SACK receivers).
     dupack_delivered_segments: u64,
     recovery: Option<Recovery>,
-    rtt: RttEstimator,
     rto_deadline: Option<SimTime>,
     /// Classic recovery retransmits the first lost segment at once, whatever pipe says
     /// (RFC 6675 §5 step 4.2 on entry; RFC 6582 §3.2 step 5 on a partial ACK).
@@ -74,12 +63,6 @@ pub struct TcpSender {
     syn_retransmitted: bool,
     syn_sent_at: SimTime,
     fin_sent: bool,
-    /// For the recorder: inter-departure times of data segments, write times of the bytes.
-    idt: InterDeparture,
-    write_log: WriteLog,
-    /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation).
-    rate: DeliveryRateEstimator,
-    pacer: Pacer,
     /// RACK (RFC 8985 §6) and its reordering timer.
     rack: Rack,
     rack_deadline: Option<SimTime>,
@@ -87,7 +70,6 @@ pub struct TcpSender {
     /// and TLP.is_retrans), which ends when an ACK tells whether the probe repaired a loss.
     tlp_deadline: Option<SimTime>,
     tlp_episode: Option<LossProbe>,
-    pub record: FlowRecord,
 }
 
 /// A tail loss probe in flight (RFC 8985 §7.3).
@@ -107,12 +89,9 @@ impl TcpSender {
     pub fn new(flow: u32, receiver_node: u32, config: TcpConfig, cc: Controller, bytes: Option<u64>) -> Self {
         let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto, config.rto);
         TcpSender {
-            flow,
-            receiver_node,
+            core: SenderCore::new(flow, receiver_node, cc, rtt),
             scoreboard: Scoreboard::new(config.mss, config.rack),
             config,
-            cc,
-            state: State::Idle,
             // The first data byte is sequence number 1 (the SYN takes 0).
             stream_end: bytes.map(|b| 1 + b),
             snd_una: 0,
@@ -120,43 +99,22 @@ impl TcpSender {
             dupacks: 0,
             dupack_delivered_segments: 0,
             recovery: None,
-            rtt,
             rto_deadline: None,
             retransmit_now: false,
             syn_retransmitted: false,
             syn_sent_at: SimTime::ZERO,
             fin_sent: false,
-            idt: InterDeparture::default(),
-            write_log: WriteLog::default(),
-            rate: DeliveryRateEstimator::new(),
-            pacer: Pacer::new(),
             rack: Rack::default(),
             rack_deadline: None,
             tlp_deadline: None,
             tlp_episode: None,
-            record: FlowRecord::default(),
         }
     }
 
-    // ----- observers, for the recorder -----
+    // ----- observers, for the recorder (the rest are the core's) -----
 
-    pub fn cwnd(&self) -> u64 {
-        self.cc.window()
-    }
-    pub fn ssthresh(&self) -> u64 {
-        self.cc.ssthresh()
-    }
     pub fn in_flight(&self) -> u64 {
         self.pipe()
-    }
-    pub fn srtt(&self) -> Option<SimTime> {
-        self.rtt.srtt()
-    }
-    pub fn min_rtt(&self) -> Option<SimTime> {
-        self.rtt.min_rtt()
-    }
-    pub fn is_closed(&self) -> bool {
-        self.state == State::Closed
     }
     pub fn bytes_acked(&self) -> u64 {
         self.data_acked_up_to(self.snd_una)
@@ -165,43 +123,21 @@ impl TcpSender {
     pub fn bytes_written(&self) -> u64 {
         self.snd_nxt.saturating_sub(1)
     }
-    /// Pacing rate in bit/s, 0 when the controller does not pace.
-    pub fn pacing_rate_bps(&self) -> u64 {
-        self.cc.pacing_rate().map_or(0, |r| r.bps())
-    }
-    /// The controller's state code (`cc::state`).
-    pub fn cc_state(&self) -> u8 {
-        self.cc.state()
-    }
-    /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
-    pub fn delivery_rate_bps(&self) -> u64 {
-        self.rate.latest_rate_bps()
-    }
     /// The earliest of the retransmission, reordering and loss-probe deadlines and the pacer's
     /// next release (when it holds a packet back).
     pub fn next_timeout(&self) -> Option<SimTime> {
-        [self.rto_deadline, self.rack_deadline, self.tlp_deadline, self.pacer.wakeup()].into_iter().flatten().min()
-    }
-    /// Smoothed inter-departure time of data segments; `None` before the second one.
-    pub fn idt_ewma(&self) -> Option<SimTime> {
-        self.idt.ewma()
-    }
-    /// Sum of the write times of the first `bytes` application bytes, in byte·ps.
-    pub fn written_byte_ps_below(&self, bytes: u64) -> u128 {
-        self.write_log.byte_ps_below(bytes)
+        self.core.next_wakeup([self.rto_deadline, self.rack_deadline, self.tlp_deadline])
     }
     /// A closed connection keeps its counters but not its scoreboard's memory.
     pub fn release_buffers(&mut self) {
-        debug_assert!(self.is_closed());
+        debug_assert!(self.core.is_closed());
         self.scoreboard.shrink_to_fit();
-        self.write_log.shrink_to_fit();
-        self.record.path.shrink_to_fit();
+        self.core.release_buffers();
     }
 
     /// Heap held by the sender's buffers and record (`crate::memory`).
     pub fn heap_bytes(&self) -> usize {
-        use crate::memory::HeapBytes;
-        self.scoreboard.heap_bytes() + self.write_log.heap_bytes() + self.record.heap_bytes()
+        self.scoreboard.heap_bytes() + self.core.heap_bytes()
     }
 
     fn data_acked_up_to(&self, ack: u64) -> u64 {
@@ -224,48 +160,45 @@ impl TcpSender {
 
     /// The application opens the connection: send the SYN.
     pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        debug_assert_eq!(self.state, State::Idle);
-        self.state = State::SynSent;
-        self.record.start_ns = now.as_ns();
+        self.core.start(now);
         self.syn_sent_at = now;
         self.snd_nxt = 1;
         out.push(self.segment(now, 0, 0, flags::SYN, false));
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.rto_deadline = Some(now + self.core.rtt.rto());
     }
 
     /// The application stops writing: the stream ends with what has been sent.
     pub fn stop(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        match self.state {
-            State::Idle | State::SynSent => {
+        match self.core.phase() {
+            Phase::Idle | Phase::Handshake => {
                 // Nothing was sent: close with an empty stream once established.
                 self.stream_end = Some(1);
             }
-            State::Established => {
+            Phase::Established => {
                 let end = self.stream_end.unwrap_or(u64::MAX).min(self.snd_nxt);
                 self.stream_end = Some(end);
                 self.transmit(now, out);
             }
-            State::Closed => {}
+            Phase::Closed => {}
         }
     }
 
     // ----- network events -----
 
     pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
-        match self.state {
-            State::SynSent if packet.has(flags::SYN) && packet.has(flags::ACK) => {
-                self.state = State::Established;
-                self.record.established_ns = Some(now.as_ns());
+        match self.core.phase() {
+            Phase::Handshake if packet.has(flags::SYN) && packet.has(flags::ACK) => {
+                self.core.establish(now);
                 if !self.syn_retransmitted {
-                    self.rtt.on_sample(now - self.syn_sent_at);
-                    self.record_rtt_sample(now - self.syn_sent_at);
+                    self.core.rtt.on_sample(now - self.syn_sent_at);
+                    self.core.record_rtt_sample(now - self.syn_sent_at);
                 }
-                self.rtt.reset_backoff();
+                self.core.rtt.reset_backoff();
                 self.snd_una = 1;
                 self.rto_deadline = None;
                 self.transmit(now, out);
             }
-            State::Established if packet.has(flags::ACK) && !packet.has(flags::SYN) => {
+            Phase::Established if packet.has(flags::ACK) && !packet.has(flags::SYN) => {
                 self.on_ack(now, packet, out);
             }
             _ => {} // duplicates of the SYN-ACK, or anything after close
@@ -288,23 +221,23 @@ impl TcpSender {
         }
         if !due(self.rto_deadline) {
             // Not a loss-detection timer: the pacer may release what it held back.
-            if self.pacer.held_packet_due(now) {
+            if self.core.held_packet_due(now) {
                 self.transmit(now, out);
             }
             return;
         }
         self.rto_deadline = None;
-        match self.state {
-            State::SynSent => {
+        match self.core.phase() {
+            Phase::Handshake => {
                 // RFC 6298 §5.5 applies to the SYN as well: back off and resend.
-                self.rtt.back_off();
+                self.core.rtt.back_off();
                 self.syn_retransmitted = true;
-                self.record.rtos += 1;
+                self.core.record.rtos += 1;
                 out.push(self.segment(now, 0, 0, flags::SYN, true));
-                self.rto_deadline = Some(now + self.rtt.rto());
+                self.rto_deadline = Some(now + self.core.rtt.rto());
             }
-            State::Established => self.on_retransmission_timeout(now, out),
-            State::Idle | State::Closed => {}
+            Phase::Established => self.on_retransmission_timeout(now, out),
+            Phase::Idle | Phase::Closed => {}
         }
     }
 
@@ -315,10 +248,10 @@ impl TcpSender {
         let prior_in_flight = self.pipe();
 
         // Every segment this ACK delivers feeds the delivery-rate estimator and RACK.
-        let min_rtt = self.rtt.min_rtt();
+        let min_rtt = self.core.rtt.min_rtt();
         let rack_on = self.config.rack;
         self.rack.begin_ack();
-        let (rate, rack) = (&mut self.rate, &mut self.rack);
+        let (rate, rack) = (&mut self.core.rate, &mut self.rack);
         let mut on_delivered = |seg: &Segment| {
             rate.on_delivered(now, &seg.tx, seg.sent_time, seg.ever_retransmitted, seg.len as u64);
             if rack_on {
@@ -359,8 +292,8 @@ impl TcpSender {
                     (!seg.ever_retransmitted).then(|| now - seg.sent_time)
                 };
                 if let Some(sample) = sample {
-                    self.rtt.on_sample(sample);
-                    self.record_rtt_sample(sample);
+                    self.core.rtt.on_sample(sample);
+                    self.core.record_rtt_sample(sample);
                     rtt_sample = Some(sample);
                 }
             }
@@ -369,9 +302,8 @@ impl TcpSender {
             if self.recovery.is_none() {
                 self.dupack_delivered_segments = 0;
             }
-            self.rtt.reset_backoff();
-            self.record.bytes_acked = self.bytes_acked();
-            self.write_log.fold_below(self.bytes_acked());
+            self.core.rtt.reset_backoff();
+            self.core.acknowledged(self.bytes_acked());
         } else if ack == self.snd_una && !self.scoreboard.is_empty() && packet.payload == 0 {
             // RFC 5681 §2 duplicate ACK (RFC 6675 also counts any ACK carrying new SACK info).
             self.dupacks += 1;
@@ -426,37 +358,28 @@ impl TcpSender {
             }
         }
 
-        let rate = self.rate.generate(now, self.rtt.min_rtt());
-        let sample = AckSample {
-            now,
+        // In fast recovery the sender's procedure (PRR or classic) decides what this ACK lets
+        // out, and the window does not grow (RFC 5681 §3.2, RFC 6937 §3).
+        let in_fast_recovery = matches!(self.recovery, Some(r) if r.cause == RecoveryCause::Fast);
+        if in_fast_recovery && !self.core.cc.governs_recovery() {
+            self.update_prr(delivered);
+        }
+        let tally = AckTally {
             bytes_acked: acked_bytes,
             delivered,
             lost: newly_lost,
             sent_time: newest_sent.unwrap_or(now),
             rtt: rtt_sample,
-            srtt: self.rtt.srtt(),
-            min_rtt: self.rtt.min_rtt(),
             prior_in_flight,
             in_flight: self.pipe(),
-            in_recovery: self.recovery.is_some(),
-            total_delivered: self.rate.delivered(),
-            rate,
         };
-        // Window growth happens outside fast recovery only (RFC 5681 §3.2, RFC 6937 §3).
-        let in_fast_recovery = matches!(self.recovery, Some(r) if r.cause == RecoveryCause::Fast);
-        if acked_bytes > 0 && !in_fast_recovery {
-            self.cc.on_ack(&sample);
-        }
-        if in_fast_recovery && !self.cc.governs_recovery() {
-            self.update_prr(delivered);
-        }
-        self.cc.on_ack_processed(&sample);
+        self.core.conclude_ack(now, tally, acked_bytes > 0 && !in_fast_recovery);
 
         // RFC 6298 §5.2/5.3: stop the timer when nothing is outstanding, else restart it on new data.
         if self.scoreboard.is_empty() && !self.fin_outstanding() {
             self.rto_deadline = None;
         } else if ack > prior_una {
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(now + self.core.rtt.rto());
         }
         if ack > prior_una {
             self.schedule_loss_probe(now);
@@ -471,7 +394,8 @@ impl TcpSender {
     /// RFC 8985 §6.2 step 5 with the current reordering window; arms the reordering timer for
     /// the next segment that may still be deemed lost. Returns the bytes newly deemed lost.
     fn rack_detect_losses(&mut self, now: SimTime) -> u64 {
-        let (Some(reference), Some(min_rtt), Some(srtt)) = (self.rack.reference(), self.rtt.min_rtt(), self.rtt.srtt())
+        let (Some(reference), Some(min_rtt), Some(srtt)) =
+            (self.rack.reference(), self.core.rtt.min_rtt(), self.core.rtt.srtt())
         else {
             return 0;
         };
@@ -491,13 +415,13 @@ impl TcpSender {
     /// delivered one. Losses found now start fast recovery, which (as in Linux) counts one segment
     /// delivered so that PRR lets the retransmission out.
     fn on_reordering_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        if self.state != State::Established {
+        if !self.core.is_established() {
             return;
         }
         self.rack_detect_losses(now);
         if self.recovery.is_none() && self.scoreboard.has_lost() {
             self.enter_fast_recovery(now);
-            if !self.cc.governs_recovery() {
+            if !self.core.cc.governs_recovery() {
                 self.update_prr(self.config.mss as u64);
             }
         }
@@ -512,7 +436,7 @@ impl TcpSender {
         if !self.config.rack || self.recovery.is_some() || self.tlp_episode.is_some() || self.scoreboard.is_empty() {
             return;
         }
-        let Some(srtt) = self.rtt.srtt() else { return };
+        let Some(srtt) = self.core.rtt.srtt() else { return };
         let mut pto = srtt.mul(2);
         if self.scoreboard.outstanding_bytes() <= self.config.mss as u64 {
             pto += WORST_CASE_DELAYED_ACK;
@@ -524,7 +448,7 @@ impl TcpSender {
     /// RFC 8985 §7.3: send one new segment if there is one (whatever the window says), else the
     /// last segment again; then the RTO timer is re-armed.
     fn send_loss_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        if self.state != State::Established || self.recovery.is_some() {
+        if !self.core.is_established() || self.recovery.is_some() {
             return;
         }
         let data_end = self.stream_end.unwrap_or(u64::MAX);
@@ -535,14 +459,13 @@ impl TcpSender {
         } else if let Some(i) = self.scoreboard.last_index() {
             let last = *self.scoreboard.get(i);
             if !last.sacked && !last.lost && !last.retransmitted {
-                let tx = self.rate.on_send(now, false);
+                let tx = self.core.snapshot_for_send(now, false);
                 let seg = self.scoreboard.probe(i, now, tx);
-                self.record.segments_retransmitted += 1;
                 out.push(self.segment(now, seg.start, seg.len, flags::ACK, true));
                 self.tlp_episode = Some(LossProbe { end_seq: self.snd_nxt, retransmission: true });
             }
         }
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.rto_deadline = Some(now + self.core.rtt.rto());
         self.scoreboard.assert_consistent();
     }
 
@@ -557,49 +480,36 @@ impl TcpSender {
         if !probe.retransmission || !new_information {
             self.tlp_episode = None;
         } else if ack > probe.end_seq {
-            let window = (self.snd_nxt - self.snd_una).min(self.cc.window());
-            self.cc.on_congestion_event(now, window);
-            self.cc.on_recovery_exit(now);
+            let window = (self.snd_nxt - self.snd_una).min(self.core.cc.window());
+            self.core.cc.on_congestion_event(now, window);
+            self.core.cc.on_recovery_exit(now);
             self.tlp_episode = None;
         }
     }
 
     fn fin_outstanding(&self) -> bool {
-        self.fin_sent && self.state != State::Closed
+        self.fin_sent && !self.core.is_closed()
     }
 
     fn close(&mut self, now: SimTime) {
-        if let Some(r) = self.recovery.take() {
-            self.record.recovery_time_ns += (now - r.started).as_ns();
-        }
-        self.state = State::Closed;
+        self.recovery = None;
         self.rto_deadline = None;
         self.rack_deadline = None;
         self.tlp_deadline = None;
-        self.pacer.release_hold();
         self.snd_una = self.fin_seq().map_or(self.snd_una, |f| f + 1);
-        self.record.bytes_acked = self.bytes_acked();
-        self.record.completed_ns = Some(now.as_ns());
-    }
-
-    fn record_rtt_sample(&mut self, sample: SimTime) {
-        self.record.rtt_samples += 1;
-        self.record.rtt_sum_ns += sample.as_ns();
+        self.core.close(now, self.bytes_acked());
     }
 
     fn enter_fast_recovery(&mut self, now: SimTime) {
         // RFC 5681 FlightSize: data sent but not cumulatively acknowledged.
         let flight_size = self.snd_nxt - self.snd_una;
-        self.cc.on_congestion_event(now, flight_size);
+        self.core.congestion_event(now, flight_size);
         // A recovery episode ends any loss-probe episode (its repair is this reduction).
         self.tlp_deadline = None;
         self.tlp_episode = None;
-        self.record.recoveries += 1;
-        self.record.recovery_episodes += 1;
         self.recovery = Some(Recovery {
             cause: RecoveryCause::Fast,
             point: self.snd_nxt,
-            started: now,
             prr_delivered: 0,
             prr_out: 0,
             // RFC 6937 §3: RecoverFS = snd.nxt - snd.una.
@@ -611,22 +521,24 @@ impl TcpSender {
 
     /// Classic recovery run by the sender (not by a controller that governs recovery itself).
     fn sender_recovers_classically(&self) -> bool {
-        self.config.recovery == RecoveryKind::Classic && !self.cc.governs_recovery()
+        self.config.recovery == RecoveryKind::Classic && !self.core.cc.governs_recovery()
     }
 
     fn exit_recovery(&mut self, now: SimTime) {
         let r = self.recovery.take().expect("in recovery");
-        self.record.recovery_time_ns += (now - r.started).as_ns();
         self.dupack_delivered_segments = 0;
         if r.cause == RecoveryCause::Fast {
-            self.cc.on_recovery_exit(now);
+            self.core.exit_recovery(now);
+        } else {
+            // After a timeout the controller has nothing to restore.
+            self.core.end_recovery(now);
         }
     }
 
     /// RFC 6937 §3: how much may be sent in response to this ACK during fast recovery.
     fn update_prr(&mut self, delivered: u64) {
         let pipe = self.pipe();
-        let ssthresh = self.cc.ssthresh();
+        let ssthresh = self.core.cc.ssthresh();
         let mss = self.config.mss as u64;
         let classic = self.config.recovery == RecoveryKind::Classic;
         let Some(r) = self.recovery.as_mut() else { return };
@@ -648,40 +560,34 @@ impl TcpSender {
     }
 
     fn on_retransmission_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        self.record.rtos += 1;
+        self.core.record.rtos += 1;
         if self.scoreboard.is_empty() && !self.fin_outstanding() {
             return;
         }
-        if self.rtt.is_backed_off() {
+        if self.core.rtt.is_backed_off() {
             // The same segment times out again: RFC 5681 §3.1 holds ssthresh.
-            self.cc.on_repeated_timeout(now);
+            self.core.cc.on_repeated_timeout(now);
         } else {
             // RFC 5681 §3.1: ssthresh from the window the sender had, cwnd = 1 SMSS. Inside a fast
             // recovery whose retransmission was lost, FlightSize still counts the whole pre-loss
             // flight; the controller's window is already reduced (Linux and ns-3 use it).
             let flight_size = self.snd_nxt - self.snd_una;
-            self.cc.on_retransmission_timeout(now, flight_size.min(self.cc.window()));
+            self.core.cc.on_retransmission_timeout(now, flight_size.min(self.core.cc.window()));
         }
         // RFC 6298 §5.5: back off the timer. Every segment is now deemed lost: RACK's timer and the
         // loss probe have nothing left to do.
-        self.rtt.back_off();
+        self.core.rtt.back_off();
         self.rack_deadline = None;
         self.tlp_deadline = None;
         self.tlp_episode = None;
         self.scoreboard.mark_all_lost();
         self.dupacks = 0;
         self.dupack_delivered_segments = 0;
-        let started = match self.recovery {
-            Some(r) => r.started,
-            None => {
-                self.record.recovery_episodes += 1;
-                now
-            }
-        };
+        // A timeout inside a fast recovery continues its episode.
+        self.core.begin_recovery(now);
         self.recovery = Some(Recovery {
             cause: RecoveryCause::Timeout,
             point: self.snd_nxt,
-            started,
             prr_delivered: 0,
             prr_out: 0,
             recover_fs: 1,
@@ -692,7 +598,7 @@ impl TcpSender {
             let fin = self.fin_seq().expect("FIN outstanding");
             out.push(self.segment(now, fin, 0, flags::FIN | flags::ACK, true));
         }
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.rto_deadline = Some(now + self.core.rtt.rto());
         self.transmit(now, out);
     }
 
@@ -704,12 +610,12 @@ impl TcpSender {
             Some(r)
                 if r.cause == RecoveryCause::Fast
                     && self.config.recovery == RecoveryKind::Prr
-                    && !self.cc.governs_recovery() =>
+                    && !self.core.cc.governs_recovery() =>
             {
                 r.prr_allowance > 0
             }
             // RFC 6675 §5 / RFC 5681: transmit while cwnd - pipe >= 1 SMSS.
-            _ => self.pipe() + len <= self.cc.window(),
+            _ => self.pipe() + len <= self.core.cc.window(),
         }
     }
 
@@ -724,8 +630,8 @@ impl TcpSender {
 
     /// Send what the window, the recovery procedure and the application allow.
     pub fn transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        self.pacer.release_hold();
-        if self.state != State::Established {
+        self.core.release_pacing_hold();
+        if !self.core.is_established() {
             return;
         }
         let mut sent_new = false;
@@ -736,19 +642,18 @@ impl TcpSender {
                 if !self.retransmit_now && !self.may_send(len) {
                     break;
                 }
-                if !self.pacer.allows(now, self.cc.pacing_rate()) {
+                if !self.core.pacing_allows(now) {
                     break;
                 }
                 self.retransmit_now = false;
                 if i == 0 && self.config.rto == RtoKind::Linux {
                     // Linux restarts the timer when it retransmits the first outstanding segment,
                     // so a fast retransmission gets a whole RTO to come back.
-                    self.rto_deadline = Some(now + self.rtt.rto());
+                    self.rto_deadline = Some(now + self.core.rtt.rto());
                 }
-                let tx = self.rate.on_send(now, self.scoreboard.is_empty());
+                let tx = self.core.snapshot_for_send(now, self.scoreboard.is_empty());
                 let seg = self.scoreboard.retransmit(i, now, tx);
                 self.charge(len);
-                self.record.segments_retransmitted += 1;
                 let packet = self.segment(now, seg.start, seg.len, flags::ACK, true);
                 self.paced(now, &packet);
                 out.push(packet);
@@ -757,7 +662,7 @@ impl TcpSender {
             let data_end = self.stream_end.unwrap_or(u64::MAX);
             if self.snd_nxt < data_end {
                 let len = (data_end - self.snd_nxt).min(self.config.mss as u64);
-                if !self.rwnd_allows(len) || !self.may_send(len) || !self.pacer.allows(now, self.cc.pacing_rate()) {
+                if !self.rwnd_allows(len) || !self.may_send(len) || !self.core.pacing_allows(now) {
                     break;
                 }
                 self.send_new_segment(now, len, out);
@@ -766,10 +671,7 @@ impl TcpSender {
             }
             // Nothing left to send although the window has room: the application limits the
             // flow (draft-cheng-iccrg-delivery-rate-estimation §3.4).
-            let pipe = self.pipe();
-            if pipe < self.cc.window() {
-                self.rate.mark_app_limited(pipe);
-            }
+            self.core.note_send_opportunity_unused(self.pipe());
             if !self.fin_sent && self.stream_end.is_some() {
                 // All data is out: the FIN follows (it takes no window).
                 self.fin_sent = true;
@@ -782,13 +684,12 @@ impl TcpSender {
         self.retransmit_now = false;
         // RFC 6298 §5.1: start the timer when data is sent and it is not running.
         if self.rto_deadline.is_none() && (!self.scoreboard.is_empty() || self.fin_outstanding()) {
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(now + self.core.rtt.rto());
         }
         if sent_new {
             self.schedule_loss_probe(now);
         }
         self.scoreboard.assert_consistent();
-        self.record.app_bytes_written = self.bytes_written();
     }
 
     fn rwnd_allows(&self, len: u64) -> bool {
@@ -798,10 +699,10 @@ impl TcpSender {
     /// Send `len` new bytes from SND.NXT.
     fn send_new_segment(&mut self, now: SimTime, len: u64, out: &mut Vec<Packet>) {
         let start = self.snd_nxt;
-        let tx = self.rate.on_send(now, self.scoreboard.is_empty());
+        let tx = self.core.snapshot_for_send(now, self.scoreboard.is_empty());
         self.scoreboard.push(start, len as u32, now, tx);
         // Application offsets start at 0 (sequence number 1).
-        self.write_log.write(start - 1, start - 1 + len, now);
+        self.core.wrote(start - 1, start - 1 + len, now);
         self.snd_nxt += len;
         self.charge(len);
         let packet = self.segment(now, start, len as u32, flags::ACK, false);
@@ -810,24 +711,13 @@ impl TcpSender {
     }
 
     fn paced(&mut self, now: SimTime, packet: &Packet) {
-        if let Some(rate) = self.cc.pacing_rate() {
-            self.pacer.on_send(now, packet.wire_bytes as u64, rate);
-        }
+        self.core.pace(now, packet.wire_bytes as u64);
     }
 
     fn segment(&mut self, now: SimTime, seq: u64, payload: u32, tcp_flags: u8, retransmission: bool) -> Packet {
         let options = if tcp_flags & flags::SYN != 0 { SYN_OPTION_BYTES } else { 0 };
-        if payload > 0 {
-            self.record.segments_sent += 1;
-            self.record.payload_bytes_sent += payload as u64;
-            self.idt.departed(now);
-        }
         let wire_bytes = self.config.header_bytes + payload + options;
-        Packet {
-            retransmission,
-            sender_srtt: self.rtt.srtt().unwrap_or(SimTime::ZERO),
-            ..Packet::segment(self.flow, self.receiver_node, tcp_flags, seq, payload, wire_bytes, now)
-        }
+        self.core.packet(now, tcp_flags, seq, payload, wire_bytes, retransmission)
     }
 }
 
@@ -878,7 +768,7 @@ mod tests {
         assert_eq!(out.len(), 10);
         assert_eq!(out[0].seq, 1);
         assert_eq!(out[9].seq, 1 + 9 * MSS);
-        assert_eq!(s.srtt(), Some(SimTime::from_ms(10)));
+        assert_eq!(s.core.srtt(), Some(SimTime::from_ms(10)));
     }
 
     #[test]
@@ -894,9 +784,9 @@ mod tests {
         let retransmitted: Vec<u64> = out.iter().filter(|p| p.retransmission).map(|p| p.seq).collect();
         assert_eq!(retransmitted, vec![1]);
         // RFC 5681 eq. (4): FlightSize at detection was 12 segments (10 + 2 sent on the dupacks).
-        assert_eq!(s.ssthresh(), 6 * MSS);
-        assert_eq!(s.record.recoveries, 1);
-        assert_eq!(s.record.recovery_episodes, 1);
+        assert_eq!(s.core.ssthresh(), 6 * MSS);
+        assert_eq!(s.core.record.recoveries, 1);
+        assert_eq!(s.core.record.recovery_episodes, 1);
     }
 
     #[test]
@@ -914,7 +804,7 @@ mod tests {
             ack.sack[0] = SackBlock { start: 1 + MSS, end: 1 + (k + 1) * MSS };
             ack.sack_len = 1;
             s.on_packet(t, &ack, &mut out);
-            if s.record.recoveries == 1 {
+            if s.core.record.recoveries == 1 {
                 sent_in_recovery += out.iter().map(|p| p.payload as u64).sum::<u64>();
             }
         }
@@ -927,7 +817,7 @@ mod tests {
     fn inter_departure_ewma_follows_the_ack_clock() {
         let (mut s, _) = established(TcpSpec { ack_every: 1, ..TcpSpec::default() });
         // The initial window leaves back to back: inter-departure time 0.
-        assert_eq!(s.idt_ewma(), Some(SimTime::ZERO));
+        assert_eq!(s.core.idt_ewma(), Some(SimTime::ZERO));
         // Each ACK 1 ms apart releases two segments (slow start): departures alternate 1 ms, 0.
         let mut out = Vec::new();
         let mut expected = 0u64;
@@ -940,7 +830,7 @@ mod tests {
                 expected = (7 * expected + idt) / 8; // EWMA with gain 1/8
             }
         }
-        assert_eq!(s.idt_ewma(), Some(SimTime(expected)));
+        assert_eq!(s.core.idt_ewma(), Some(SimTime(expected)));
     }
 
     #[test]
@@ -953,9 +843,9 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert!(out[0].retransmission);
         assert_eq!(out[0].seq, 1);
-        assert_eq!(s.cwnd(), MSS);
-        assert_eq!(s.record.rtos, 1);
-        assert_eq!(s.record.recovery_episodes, 1);
+        assert_eq!(s.core.cwnd(), MSS);
+        assert_eq!(s.core.record.rtos, 1);
+        assert_eq!(s.core.record.recovery_episodes, 1);
         // Backed off: the next deadline is twice as far.
         let next = s.next_timeout().unwrap();
         assert_eq!(next - deadline, (deadline - SimTime::from_ms(10)).doubled());
@@ -966,7 +856,7 @@ mod tests {
         let (mut s, out) = established_with(CcaKind::Bbr, TcpSpec::default());
         // BBR's initial rate: 10 segments per 1 ms times 2/ln 2; the window would allow 10.
         assert_eq!(out.len(), 1, "the pacer holds the rest of the initial window back");
-        let rate = BitRate(s.pacing_rate_bps());
+        let rate = BitRate(s.core.pacing_rate_bps());
         let gap = rate.transmission_time(out[0].wire_bytes as u64);
         let wake = s.next_timeout().expect("a wakeup for the pacer");
         assert_eq!(wake, SimTime::from_ms(10) + gap);
@@ -980,7 +870,7 @@ mod tests {
     #[test]
     fn unpaced_sender_sends_the_window_at_once_and_waits_only_for_the_rto() {
         let (s, out) = established(TcpSpec { rack: false, ..TcpSpec::default() });
-        assert_eq!((out.len(), s.pacing_rate_bps()), (10, 0));
+        assert_eq!((out.len(), s.core.pacing_rate_bps()), (10, 0));
         assert!(s.next_timeout().unwrap() > SimTime::from_ms(200));
     }
 
@@ -1003,12 +893,12 @@ mod tests {
         let mut rack = loopback(true, 300);
         assert!(rack.run(SimTime::from_secs(60), drop_twice).is_some());
         assert_eq!(rack.copies_of(20), 3);
-        assert_eq!((rack.sender.record.rtos, rack.sender.record.recoveries), (0, 1));
+        assert_eq!((rack.sender.core.record.rtos, rack.sender.core.record.recoveries), (0, 1));
         // RFC 6675 alone cannot see a retransmission lost: the RTO has to find it.
         let mut sack_only = loopback(false, 300);
         assert!(sack_only.run(SimTime::from_secs(60), drop_twice).is_some());
         assert_eq!(sack_only.copies_of(20), 3);
-        assert_eq!(sack_only.sender.record.rtos, 1);
+        assert_eq!(sack_only.sender.core.record.rtos, 1);
     }
 
     #[test]
@@ -1023,7 +913,7 @@ mod tests {
             assert!(rack.run(SimTime::from_secs(60), once).is_some());
             assert!(!rack.sender.rack.reordering_seen(), "segment {dropped} dropped");
             assert_eq!(rack.copies_of(dropped), 2);
-            assert_eq!((rack.sender.record.rtos, rack.sender.record.segments_retransmitted), (0, 1));
+            assert_eq!((rack.sender.core.record.rtos, rack.sender.core.record.segments_retransmitted), (0, 1));
         }
     }
 
@@ -1039,8 +929,8 @@ mod tests {
         };
         let mut rack = loopback(true, 300);
         assert!(rack.run(SimTime::from_secs(60), reorder).is_some());
-        assert_eq!(rack.sender.record.segments_retransmitted, 0);
-        assert_eq!(rack.sender.record.recoveries, 0);
+        assert_eq!(rack.sender.core.record.segments_retransmitted, 0);
+        assert_eq!(rack.sender.core.record.recoveries, 0);
         // RFC 6675's DupThresh rule takes the late segment for lost.
         let mut sack_only = loopback(false, 300);
         assert!(sack_only.run(SimTime::from_secs(60), reorder).is_some());
@@ -1053,10 +943,10 @@ mod tests {
         let tail = |k, copy| if k >= 27 && copy == 0 { Fate::Dropped } else { Fate::Delivered };
         let mut rack = loopback(true, 30);
         let closed = rack.run(SimTime::from_secs(60), tail).expect("the transfer completes");
-        assert_eq!(rack.sender.record.rtos, 0);
+        assert_eq!(rack.sender.core.record.rtos, 0);
         let mut sack_only = loopback(false, 30);
         let closed_after_rto = sack_only.run(SimTime::from_secs(60), tail).expect("the transfer completes");
-        assert_eq!(sack_only.sender.record.rtos, 1);
+        assert_eq!(sack_only.sender.core.record.rtos, 1);
         assert!(closed < closed_after_rto, "probe: {closed:?}, RTO: {closed_after_rto:?}");
     }
 

@@ -9,7 +9,7 @@ The reference scenario (issue "Engine foundation"; scenarios/dumbbell.toml): 10 
     python benchmarks/bench_engine.py --flows 10 100 1000 --seconds 10
 
 Prints wall time (best and median of the repetitions) of the engine called from Python, result
-decoding included, then of the engine alone (the `reference_dumbbell` Rust example, when cargo is
+tables included, then of the engine alone (the `reference_dumbbell` Rust example, when cargo is
 available); simulated packet transmissions per second (every packet on every link counts once
 per link), scheduler events per second, and the speed ratio against ns-3. A printed figure, not
 a test.
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from bufferlab import load_scenario
-from bufferlab.pipeline.result import decode
+from bufferlab.pipeline.result import EngineResult
 from bufferlab.runner import core
 
 NS3_REFERENCE_S = 13.0
@@ -50,7 +50,7 @@ def measure(spec_json: str, repetitions: int) -> dict[str, float]:
     result = None
     for _ in range(repetitions):
         started = time.perf_counter()
-        result = decode(*core().run(spec_json))
+        result = EngineResult.from_engine(core().run(spec_json)).counters()
         walls.append(time.perf_counter() - started)
     assert result is not None
     packets = sum(c["sent_packets"] for c in result["channels"])

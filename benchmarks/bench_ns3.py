@@ -131,7 +131,7 @@ def run_bufferlab(case: Case, seed: int) -> dict[str, float]:
     cpu = time.process_time()
     raw = simulate(plan(scenario))
     cpu = time.process_time() - cpu
-    result = raw.result
+    result = raw.result.counters()
     seconds = result["end_ns"] / 1e9
     bottleneck = next(c for c in result["channels"] if c["name"] == "btl_forward")
     per_flow = [f["bytes_delivered"] * 8 / seconds for f in result["flows"]]
@@ -139,7 +139,7 @@ def run_bufferlab(case: Case, seed: int) -> dict[str, float]:
         "goodput": sum(per_flow),
         "util": bottleneck["busy_ns"] / result["end_ns"],
         "drops": bottleneck["dropped_queue_packets"],
-        "queue": bottleneck["queue_packet_ns"] / result["end_ns"],
+        "queue": int(bottleneck["queue_packet_ns"]) / result["end_ns"],
         "jain": jain(per_flow),
         "retx": sum(f["segments_retransmitted"] for f in result["flows"]),
         "rtos": sum(f["rtos"] for f in result["flows"]),

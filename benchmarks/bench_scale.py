@@ -8,7 +8,7 @@ its own, printed as one table.
 
 Columns, per case (best of --repetitions by CPU time; memory of the best repetition's process):
 
-    wall s       the engine called from Python (`pipeline.simulate`: the run and the decoding of
+    wall s       the engine called from Python (`pipeline.simulate`: the run and the Arrow tables of
                  its result), planning and the store excluded
     cpu s        the CPU time of the same (on a loaded machine, wall time also counts the time
                  other processes had the core; CPU time does not)
@@ -103,7 +103,7 @@ def measure_case(name: str) -> dict[str, Any]:
     started, cpu_started = time.perf_counter(), time.process_time()
     raw = simulate(planned)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    result = raw.result
+    result = raw.result.counters()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3  # kB on Linux
     flows = len(result["flows"])
     run_mb = max(0.0, peak_mb - before_mb)

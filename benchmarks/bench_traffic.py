@@ -20,7 +20,7 @@ import argparse
 import resource
 import time
 
-from bufferlab.pipeline.result import decode
+from bufferlab.pipeline.result import EngineResult
 from bufferlab.runner import core
 from bufferlab.spec import Scenario
 
@@ -50,7 +50,7 @@ def main() -> None:
     for flows in args.flows:
         spec_json = scenario(flows, args.mice_rate, args.seconds).resolve().to_json()
         started = time.perf_counter()
-        result = decode(*core().run(spec_json))
+        result = EngineResult.from_engine(core().run(spec_json)).counters()
         wall = time.perf_counter() - started
         packets = sum(c["sent_packets"] for c in result["channels"])
         mice = [f for f in result["flows"] if f["generator"] is not None]

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from bufferlab import runner
+from bufferlab.analysis.metrics import FlowSeries
 from bufferlab.errors import SpecError
+from bufferlab.pipeline.result import EngineResult
 from bufferlab.spec import Scenario
 from conftest import SMALL_DUMBBELL, bufferlab
 
@@ -25,12 +27,19 @@ def with_controller(cca: str, tcp: str = "") -> str:
 """
 
 
+def series(result: EngineResult) -> dict[str, np.ndarray]:
+    """Every per-flow series as a (flows, samples) array."""
+    ts = FlowSeries.from_table(result.flow_timeseries)
+    assert ts is not None
+    return {name: ts.column(name) for name in result.flow_timeseries.columns}
+
+
 @pytest.mark.parametrize("cca", CONTROLLERS)
 def test_each_controller_records_pacing_state_and_delivery_rate(cca: str) -> None:
     scenario = Scenario.from_toml_text(with_controller(cca))
     assert scenario.to_engine()["flows"][0]["cca"] == {"newreno": "reno"}.get(cca, cca)
     result, _ = runner.simulate(scenario)
-    ts = result["timeseries"]
+    ts = series(result)
     for column in ("pacing_rate_bps", "cc_state", "delivery_rate_bps"):
         assert ts[column].shape == ts["cwnd_bytes"].shape and ts[column].dtype == np.uint64
     # Only BBR paces; every controller's state is one of its four codes.
@@ -42,12 +51,12 @@ def test_each_controller_records_pacing_state_and_delivery_rate(cca: str) -> Non
     rates = ts["delivery_rate_bps"]
     assert (rates <= 10e6).all() and (rates[:, -1] > 0).all()
     assert (rates.mean(axis=1) > 1.5e6).all(), rates.mean(axis=1)
-    assert sum(f["bytes_delivered"] for f in result["flows"]) > 0.5 * 10e6 / 8 * 0.8
+    assert int(result.flows["bytes_delivered"].sum()) > 0.5 * 10e6 / 8 * 0.8
 
 
 def test_bbr_leaves_startup_and_paces_near_the_link_rate() -> None:
     result, _ = runner.simulate(Scenario.from_toml_text(with_controller("bbr")))
-    ts = result["timeseries"]
+    ts = series(result)
     # 0 Startup, 1 Drain, 2 ProbeBW: after a second both flows are probing bandwidth.
     assert (ts["cc_state"][:, 0] == 0).all() and (ts["cc_state"][:, -1] == 2).all()
     assert 2e6 < ts["pacing_rate_bps"][:, -1].sum() < 15e6

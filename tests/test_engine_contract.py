@@ -1,20 +1,25 @@
-"""The Python side agrees with the engine's contract (spec.rs, record/result.rs)."""
+"""The Python side agrees with the engine's contract (spec.rs, the binding's result tables)."""
 
 from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 from bufferlab import runner
-from bufferlab.store import writer as store
-from bufferlab.pipeline.result import decode
+from bufferlab.pipeline.result import ENGINE_TABLES, EngineResult, engine_schemas
 from bufferlab.spec import Scenario
+from bufferlab.store import writer as store
 from conftest import SMALL_DUMBBELL
 
 
 def small_engine_spec() -> dict:
     return Scenario.from_toml_text(SMALL_DUMBBELL).to_engine()
+
+
+def run_spec(spec: dict) -> EngineResult:
+    return EngineResult.from_engine(runner.core().run(json.dumps(spec)))
 
 
 def test_python_tcp_defaults_are_the_engine_s() -> None:
@@ -23,42 +28,62 @@ def test_python_tcp_defaults_are_the_engine_s() -> None:
     implicit = json.loads(json.dumps(spelled))
     for flow in implicit["flows"]:
         del flow["tcp"]
-    core = runner.core()
-    assert core.run(json.dumps(spelled)) == core.run(json.dumps(implicit))
+    assert run_spec(spelled).equals(run_spec(implicit))
 
 
-def test_store_columns_cover_every_engine_counter() -> None:
-    result = decode(*runner.core().run(json.dumps(small_engine_spec())))
-    assert set(result["flows"][0]) == set(store.FLOW_COUNTERS)
-    renamed = {store.RENAMED_COLUMNS.get(c, c) for c in store.CHANNEL_COUNTERS}
-    assert set(result["channels"][0]) == renamed
-    series = set(result["timeseries"]) - {"interval_ns", "time_ns", *store.SERIES_INDICES}
-    assert series == set(store.FLOW_SERIES) | set(store.CHANNEL_SERIES) | set(store.CLASS_SERIES)
+def test_a_result_has_every_table_in_its_declared_schema() -> None:
+    result = run_spec(small_engine_spec())
+    for name, schema in engine_schemas().items():
+        assert result.table(name).schema == schema, name
+    assert result.flows["flow"].to_list() == [0, 1]
+    assert result.channels["channel"].to_list() == list(range(result.channels.height))
+    assert result.flows.schema["delivery_delay_byte_ns"] == pl.Decimal(38, 0)
+    assert result.flows.schema["path"] == pl.List(pl.UInt32)
 
 
-def test_store_columns_cover_every_sub_buffer_counter() -> None:
+def test_store_tables_are_the_engine_tables_with_a_run_id() -> None:
+    schemas = engine_schemas()
+    for name in ENGINE_TABLES:
+        stored = [c for c in store.TABLES[name] if c != "run_id"]
+        assert stored[:len(schemas[name])] == list(schemas[name]), name
+    assert store.TABLES["flows"]["delivery_delay_byte_ns"] == "HUGEINT"
+    assert store.TABLES["flows"]["path"] == "UINTEGER[]"
+    assert store.TABLES["captures"]["is_data"] == "BOOLEAN"
+    assert store.TABLES["captures"]["flags"] == "UTINYINT"
+    assert store.TABLES["flow_timeseries"]["time_ns"] == "UBIGINT NOT NULL"
+
+
+def test_a_split_queue_has_a_row_per_sub_buffer_and_series_per_sub_buffer() -> None:
     spec = small_engine_spec()
     spec["links"][0]["queue_forward"] = {"kind": "splitbuff", "limit_packets": 20, "sub_buffers": 3,
                                          "update_interval_ns": 50_000_000, "alpha": 0.5, "quantum_bytes": 1500}
-    result = decode(*runner.core().run(json.dumps(spec)))
-    assert [set(c) for c in result["channels"][0]["classes"]] == [set(store.CLASS_COUNTERS)] * 3
-    assert "classes" not in result["channels"][1]
-    assert list(result["timeseries"]["class_indices"]) == [0, 1, 2]
+    result = run_spec(spec)
+    assert result.queue_classes.select("channel", "sub_buffer").rows() == [(0, 0), (0, 1), (0, 2)]
+    # Conservation per sub-buffer: enqueued = sent + queued at the end.
+    for c in result.queue_classes.iter_rows(named=True):
+        assert c["enqueued_packets"] == c["sent_packets"] + c["queued_packets"]
+    samples = result.class_timeseries.group_by("sub_buffer", maintain_order=True).len()
+    assert samples["sub_buffer"].to_list() == [0, 1, 2]
+    assert samples["len"].to_list() == [10, 10, 10]
 
 
-def test_store_columns_cover_every_captured_field() -> None:
+def test_captured_packets_carry_their_sack_blocks_as_edge_columns() -> None:
     spec = small_engine_spec()
-    spec["captures"] = [{"link": 0, "direction": "forward"}]
-    capture = decode(*runner.core().run(json.dumps(spec)))["captures"][0]
-    assert capture["sack"].shape == (len(capture["time_ns"]), 6)
-    assert set(store.capture_columns(capture)) == set(store.CAPTURE_COLUMNS)
-    assert set(capture) - {"channel", "sack"} == set(store.CAPTURE_COLUMNS) - {
-        f"sack{k}_{edge}" for k in (1, 2, 3) for edge in ("start", "end")}
+    spec["captures"] = [{"link": 0, "direction": "backward"}]
+    capture = run_spec(spec).captures
+    assert capture.height > 0 and capture["packet"].to_list() == list(range(capture.height))
+    assert not capture["is_data"].any()
+    for k in (1, 2, 3):
+        # A block is [start, end) with start < end when used, zeros when not.
+        used = capture.filter(pl.col("sack_blocks") >= k)
+        assert (used[f"sack{k}_start"] < used[f"sack{k}_end"]).all()
+        unused = capture.filter(pl.col("sack_blocks") < k)
+        assert (unused[f"sack{k}_start"] == 0).all() and (unused[f"sack{k}_end"] == 0).all()
 
 
 def test_engine_version_is_reported() -> None:
     version = runner.engine_version()
-    assert version and decode(*runner.core().run(json.dumps(small_engine_spec())))["engine_version"] == version
+    assert version and run_spec(small_engine_spec()).engine_version == version
 
 
 def test_stepped_run_refuses_to_finish_early_or_twice() -> None:
@@ -68,7 +93,6 @@ def test_stepped_run_refuses_to_finish_early_or_twice() -> None:
     with pytest.raises(ValueError, match="not over yet"):
         stepped.finish()
     assert stepped.advance(stepped.end_ns)
-    json_text, _ = stepped.finish()
-    assert json_text == runner.core().run(json.dumps(small_engine_spec()))[0]
+    assert EngineResult.from_engine(stepped.finish()).equals(run_spec(small_engine_spec()))
     with pytest.raises(ValueError, match="already finished"):
         stepped.finish()

@@ -5,7 +5,7 @@ result is meant to change."""
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import importlib.util
 import json
 from pathlib import Path
@@ -39,19 +39,22 @@ def test_golden_result_is_bit_identical(name: str) -> None:
 
 
 def test_the_hash_sees_one_counter_and_one_sample_change() -> None:
+    import polars as pl
+
     from bufferlab.pipeline.plan import plan
     from bufferlab.pipeline.simulate import simulate
     from bufferlab.spec import Scenario
 
     result = simulate(plan(Scenario.from_dict(goldens.GOLDENS["reno"]))).result
     reference = goldens.content_hash(result)
-    counter = copy.deepcopy(result)
-    counter["flows"][0]["segments_retransmitted"] += 1
-    sample = copy.deepcopy(result)
-    cwnd = sample["timeseries"]["cwnd_bytes"].copy()
-    cwnd[0, -1] += 1
-    sample["timeseries"]["cwnd_bytes"] = cwnd
-    work = dict(result, events=result["events"] + 1)
+    first = pl.int_range(pl.len()) == 0
+    counter = dataclasses.replace(result, flows=result.flows.with_columns(
+        pl.when(first).then(pl.col("segments_retransmitted") + 1).otherwise(pl.col("segments_retransmitted"))
+        .alias("segments_retransmitted")))
+    last = pl.int_range(pl.len()) == pl.len() - 1
+    sample = dataclasses.replace(result, flow_timeseries=result.flow_timeseries.with_columns(
+        pl.when(last).then(pl.col("cwnd_bytes") + 1).otherwise(pl.col("cwnd_bytes")).alias("cwnd_bytes")))
+    work = dataclasses.replace(result, events=result.events + 1)
     assert goldens.content_hash(counter) != reference
     assert goldens.content_hash(sample) != reference
     assert goldens.content_hash(work) == reference  # the work done is not the result

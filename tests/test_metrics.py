@@ -12,6 +12,7 @@ delay is 10 ms and every RTT 20 ms.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ import pytest
 
 from bufferlab import runner
 from bufferlab.analysis import metrics
+from bufferlab.pipeline.result import EngineResult
 from bufferlab.spec import Scenario
 
 MSS = 1448
@@ -53,10 +55,15 @@ start = "1ms"
 """ + flows)
 
 
-def tables(scenario: Scenario) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict]:
-    result, _ = runner.simulate(scenario)
+def run_data(scenario: Scenario, result: EngineResult) -> metrics.RunData:
     resolved = scenario.resolve()
-    run = metrics.RunData.from_result(result, resolved.engine, resolved.flow_endpoints, resolved.bottleneck)
+    return metrics.RunData.from_result(result.counters(), result.flow_timeseries, resolved.engine,
+                                       resolved.flow_endpoints, resolved.bottleneck)
+
+
+def tables(scenario: Scenario) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, EngineResult]:
+    result, _ = runner.simulate(scenario)
+    run = run_data(scenario, result)
     return metrics.flow_metrics(run), metrics.link_metrics(run), metrics.network_metrics(run), result
 
 
@@ -142,7 +149,7 @@ def test_utilisation_of_a_window_limited_flow_on_a_rated_link() -> None:
     row = flows.row(0, named=True)
     assert row["mean_utilization_bw_l4"] == pytest.approx(row["mean_throughput_l4"] / 100)
     # BDP in segments on the wire: 100 Mb/s x min RTT (the handshake's) / (1448 + 52) B.
-    bdp = 100e6 * result["flows"][0]["min_rtt_ns"] / 1e9 / 8 / 1500
+    bdp = 100e6 * result.flows["min_rtt_ns"][0] / 1e9 / 8 / 1500
     assert row["mean_utilization_bdp_l4"] == pytest.approx(10 / bdp, rel=1e-3)
     assert net.row(0, named=True)["mean_agg_utilization_bw_l4"] == pytest.approx(row["mean_utilization_bw_l4"])
     btl = links.filter(pl.col("bottleneck")).row(0, named=True)
@@ -156,7 +163,7 @@ def test_link_metrics_of_a_stop_and_wait_flow() -> None:
     cycle = 1.2 + 0.0416 + 20
     assert fwd["utilization_l1"] == pytest.approx(1.2 / cycle, rel=0.02)
     assert fwd["mean_sending_rate_l1"] == pytest.approx(1500 * 8 / cycle / 1e3, rel=0.02)
-    channel = result["channels"][0]
+    channel = result.channels.row(0, named=True)
     assert fwd["mean_sending_rate_l1"] == pytest.approx(channel["sent_bytes"] * 8 / 2 / 1e6)
     # Nothing queues, nothing drops.
     assert (fwd["mean_qdisc_length_l2"], fwd["mean_qdisc_delay_l2"], fwd["total_qdisc_drops_l2"]) == (0, 0, 0)
@@ -175,9 +182,9 @@ def test_queueing_shows_in_link_and_flow_delay_metrics() -> None:
 
 def test_without_series_rates_come_from_counters_and_sampled_means_are_null() -> None:
     flows, _, net, result = tables(windows_scenario([10, 20], interval="off"))
-    assert result["timeseries"] is None
+    assert result.sample_interval_ns is None and result.flow_timeseries.height == 0
     row = flows.row(0, named=True)
-    f = result["flows"][0]
+    f = result.flows.row(0, named=True)
     assert row["mean_throughput_l4"] == pytest.approx(f["bytes_acked"] * 8 / 1.999 / 1e6)
     assert row["mean_one_way_delay_l7"] == pytest.approx(10.0)
     assert row["mean_srtt_l4"] is None and row["cov_throughput_l4"] is None
@@ -187,10 +194,8 @@ def test_without_series_rates_come_from_counters_and_sampled_means_are_null() ->
 def test_without_rate_samples_the_delivery_rate_falls_back_to_acknowledged_bytes() -> None:
     scenario = windows_scenario([10, 20])
     result, _ = runner.simulate(scenario)
-    resolved = scenario.resolve()
-    result["timeseries"] = {k: v for k, v in result["timeseries"].items() if k != "delivery_rate_bps"}
-    flows = metrics.flow_metrics(metrics.RunData.from_result(result, resolved.engine, resolved.flow_endpoints,
-                                                             resolved.bottleneck))
+    result = dataclasses.replace(result, flow_timeseries=result.flow_timeseries.drop("delivery_rate_bps"))
+    flows = metrics.flow_metrics(run_data(scenario, result))
     assert flows["mean_delivery_rate_l4"].to_list() == flows["mean_throughput_l4"].to_list()
     assert all(source.endswith("(fallback)") for source in flows["delivery_rate_source"])
 
@@ -198,14 +203,12 @@ def test_without_rate_samples_the_delivery_rate_falls_back_to_acknowledged_bytes
 def test_delivery_rate_samples_are_used_when_the_engine_records_them() -> None:
     scenario = windows_scenario([10, 20])
     result, _ = runner.simulate(scenario)
-    resolved = scenario.resolve()
-    ts = result["timeseries"]
+    ts = result.flow_timeseries
     # Rate samples of 8 and 16 Mb/s at every sample, none (0) at the first.
-    rates = np.tile(np.array([[8e6], [16e6]]), ts["time_ns"].size).astype(np.uint64)
-    rates[:, 0] = 0
-    result["timeseries"] = {**ts, "delivery_rate_bps": rates}
-    flows = metrics.flow_metrics(metrics.RunData.from_result(result, resolved.engine, resolved.flow_endpoints,
-                                                             resolved.bottleneck))
+    rates = (pl.when(pl.col("time_ns") == ts["time_ns"].min()).then(0)
+             .when(pl.col("flow") == 0).then(8_000_000).otherwise(16_000_000).cast(pl.UInt64))
+    result = dataclasses.replace(result, flow_timeseries=ts.with_columns(rates.alias("delivery_rate_bps")))
+    flows = metrics.flow_metrics(run_data(scenario, result))
     assert flows["mean_delivery_rate_l4"].to_list() == pytest.approx([8.0, 16.0])
     assert flows["delivery_rate_source"].to_list() == ["rate samples", "rate samples"]
 

@@ -19,6 +19,7 @@ import pytest
 
 from bufferlab import runner
 from bufferlab.analysis import monitor, pcap
+from bufferlab.pipeline.result import EngineResult
 from bufferlab.spec import Scenario
 
 SCENARIO = """
@@ -97,29 +98,29 @@ direction = "backward"
 
 
 @pytest.fixture(scope="module")
-def run() -> tuple[dict, dict]:
+def run() -> tuple[EngineResult, dict]:
     scenario = Scenario.from_toml_text(SCENARIO)
     result, _ = runner.simulate(scenario)
     return result, scenario.resolve().engine
 
 
-def capture_on(result: dict, engine: dict, link: str, backward: bool = False) -> dict:
+def capture_on(result: EngineResult, engine: dict, link: str, backward: bool = False) -> pl.DataFrame:
     index = [link_spec["name"] for link_spec in engine["links"]].index(link)
-    return next(c for c in result["captures"] if c["channel"] == 2 * index + backward)
+    return result.captures.filter(pl.col("channel") == 2 * index + backward)
 
 
 def test_both_transfers_complete_with_losses_at_the_bottleneck(run) -> None:
     result, _ = run
-    assert all(f["completed_ns"] is not None for f in result["flows"])
-    btl = next(c for c in result["channels"] if c["name"] == "btl_forward")
+    assert all(f["completed_ns"] is not None for f in result.counters()["flows"])
+    btl = next(c for c in result.counters()["channels"] if c["name"] == "btl_forward")
     assert btl["dropped_queue_packets"] > 0
-    assert result["flows"][1]["segments_retransmitted"] > 0
+    assert result.counters()["flows"][1]["segments_retransmitted"] > 0
 
 
 def test_upstream_monitor_sees_every_segment_and_retransmission_the_senders_sent(run) -> None:
     result, engine = run
     flows = monitor.middlebox_flows(capture_on(result, engine, "access"), ["mouse", "elephant"])
-    for row, f in zip(flows.iter_rows(named=True), result["flows"]):
+    for row, f in zip(flows.iter_rows(named=True), result.counters()["flows"]):
         assert row["segments"] == f["segments_sent"]
         assert row["retransmissions"] == f["segments_retransmitted"]
         assert row["payload_bytes"] == f["payload_bytes_sent"]
@@ -136,7 +137,7 @@ def test_bottleneck_monitor_loss_is_the_retransmissions_that_crossed_it(run) -> 
         assert row["retransmissions"] == int((mine & cap["retransmission"]).sum())
         assert row["loss"] == pytest.approx(row["retransmissions"] / row["segments"])
         # Every byte arrived, so every segment crossed the bottleneck at least once.
-        f = result["flows"][row["flow"]]
+        f = result.counters()["flows"][row["flow"]]
         assert row["segments"] - row["retransmissions"] <= f["segments_sent"] - f["segments_retransmitted"]
         assert row["retransmissions"] <= f["segments_retransmitted"]
 
@@ -220,7 +221,7 @@ def test_pcap_acks_carry_their_sack_blocks(run) -> None:
             assert dpkt.tcp.TCP_OPT_SACK not in options
             continue
         edges = np.frombuffer(options[dpkt.tcp.TCP_OPT_SACK], dtype=">u4").tolist()
-        assert edges == [int(e) % 2**32 for e in cap["sack"][k][:2 * n]]
+        assert edges == [int(e) % 2**32 for e in cap.select(pcap.SACK_EDGES).row(k)[:2 * n]]
         assert all(cap["ack"][k] < start < end for start, end in zip(edges[::2], edges[1::2]))
 
 
@@ -239,13 +240,12 @@ def test_headers_only_pcap_keeps_original_lengths(run, tmp_path: Path) -> None:
         incl, orig = np.frombuffer(data, dtype="<u4", count=2, offset=offset + 8)
         origlens.append(int(orig))
         offset += 16 + int(incl)
-    assert origlens == cap["wire_bytes"].tolist()
+    assert origlens == cap["wire_bytes"].to_list()
 
 
 def test_header_bytes_that_cannot_be_ipv4_tcp_are_refused(run) -> None:
     result, engine = run
-    cap = dict(capture_on(result, engine, "btl"))
-    cap["wire_bytes"] = cap["payload_bytes"] + 30
+    cap = capture_on(result, engine, "btl").with_columns(wire_bytes=pl.col("payload_bytes") + 30)
     with pytest.raises(pcap.PcapError, match=r"flows\[\d\]\.tcp\.header_bytes: a 30-byte header"):
         pcap.write_pcap(io.BytesIO(), cap, engine["flows"])
 

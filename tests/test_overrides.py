@@ -101,8 +101,8 @@ def test_jittered_starts_make_seeds_independent_replications() -> None:
     a1, _ = runner.simulate(base.with_seed(1))
     a2, _ = runner.simulate(base.with_seed(1))
     b, _ = runner.simulate(base.with_seed(2))
-    assert a1["flows"] == a2["flows"]
-    assert a1["flows"] != b["flows"]
+    assert a1.flows.equals(a2.flows)
+    assert not a1.flows.equals(b.flows)
     assert plan(base.with_seed(1)).seed_matters and plan(base.with_seed(1)).run_id != plan(base.with_seed(2)).run_id
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 from bufferlab import runner
 from bufferlab.errors import SpecError
+from bufferlab.pipeline.result import EngineResult
 from bufferlab.spec import Scenario, engine_quic_defaults
 from conftest import SCENARIOS, SMALL_DUMBBELL
 
@@ -27,7 +29,8 @@ def test_python_quic_defaults_are_the_engine_s() -> None:
     for flow in implicit["flows"]:
         del flow["quic"]
     core = runner.core()
-    assert core.run(json.dumps(spelled)) == core.run(json.dumps(implicit))
+    run = lambda spec: EngineResult.from_engine(core.run(json.dumps(spec)))  # noqa: E731
+    assert run(spelled).equals(run(implicit))
 
 
 def test_quic_options_take_units_and_reach_the_engine() -> None:
@@ -40,7 +43,7 @@ def test_quic_options_take_units_and_reach_the_engine() -> None:
 def test_quic_flows_deliver_and_tcp_stays_the_default() -> None:
     tcp = Scenario.from_toml_text(SMALL_DUMBBELL)
     assert all(f["transport"] == "tcp" for f in tcp.to_engine()["flows"])
-    result, _ = runner.simulate(quic_dumbbell())
+    result = runner.simulate(quic_dumbbell())[0].counters()
     for flow in result["flows"]:
         assert flow["bytes_delivered"] > 0 and flow["established_ns"] is not None
     # The receiver's in-order byte count never exceeds what the sender saw acknowledged plus a window.
@@ -69,7 +72,8 @@ def test_quic_sizing_scenario_has_the_seed_s_buffer_and_window() -> None:
     btl = next(link for link in engine["links"] if link["name"] == "bottleneck")
     assert btl["queue_forward"]["limit_packets"] == 22
     result, _ = runner.simulate(scenario)
-    cwnd = result["timeseries"]["cwnd_bytes"][0]
-    times = result["timeseries"]["time_ns"]
+    first = result.flow_timeseries.filter(pl.col("flow") == 0)
+    cwnd = first["cwnd_bytes"].to_numpy()
+    times = first["time_ns"].to_numpy()
     after_startup = cwnd[times >= 4_000_000_000]
     assert int(after_startup.max()) // 1252 == 44

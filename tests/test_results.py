@@ -55,7 +55,7 @@ def test_load_returns_polars_tables_of_every_kind(write_scenario, db: Path) -> N
     result, _ = runner.simulate(scenario)
     resolved = scenario.resolve()
     fresh = bufferlab.analysis.metrics.flow_metrics(bufferlab.analysis.metrics.RunData.from_result(
-        result, resolved.engine, resolved.flow_endpoints, resolved.bottleneck))
+        result.counters(), result.flow_timeseries, resolved.engine, resolved.flow_endpoints, resolved.bottleneck))
     assert stored_metrics.columns == fresh.columns
     for column in bufferlab.analysis.metrics.FLOW_METRICS:
         assert stored_metrics[column].to_list() == pytest.approx(fresh[column].to_list(), nan_ok=True), column
@@ -211,9 +211,9 @@ def test_a_store_from_a_newer_bufferlab_is_refused(tmp_path: Path) -> None:
 # --- a run killed while it is written --------------------------------------------------------------
 
 WRITER = textwrap.dedent("""
-    import sys, time
+    import dataclasses, sys, time
     sys.path.insert(0, {tests!r})
-    import numpy as np
+    import polars as pl
     from bufferlab import runner
     from bufferlab.pipeline.derive import derive
     from bufferlab.pipeline.plan import plan
@@ -226,30 +226,27 @@ WRITER = textwrap.dedent("""
     # Random loss makes every seed its own run.
     scenario = Scenario.from_toml_text(SMALL_DUMBBELL.replace("seed = 3", f"seed = {{seed}}") + 'loss = "0.1%"\\n')
     result, wall = runner.simulate(scenario)
-    if mode.startswith("large"):
-        # Inflate the series to a few million rows, so that the insert takes seconds.
-        ts = result["timeseries"]
-        reps = 40_000
-        for name, value in list(ts.items()):
-            if name in ("time_ns",):
-                ts[name] = np.arange(1, value.size * reps + 1, dtype=np.uint64)
-            elif getattr(value, "ndim", 0) == 2:
-                ts[name] = np.tile(value, reps)
     planned = plan(scenario)
     if mode.startswith("large"):
-        # Derived from the counters alone (deriving from the inflated series would take minutes);
-        # the inflated series are what gets written.
-        run = derive(planned, RawRun({{**result, "timeseries": None}}, wall))
-        run.result = result
+        # Derived from the counters alone (deriving from inflated series would take minutes); then
+        # the series are inflated to a few million rows, so that the insert takes seconds.
+        run = derive(planned, RawRun(dataclasses.replace(result, flow_timeseries=result.flow_timeseries.clear()),
+                                     wall))
+        reps = 40_000
+        inflated = {{name: pl.concat([getattr(result, name)] * reps).with_columns(
+                        time_ns=pl.int_range(1, getattr(result, name).height * reps + 1, dtype=pl.UInt64))
+                    for name in ("flow_timeseries", "channel_timeseries")}}
+        run.result = dataclasses.replace(result, **inflated)
     else:
         run = derive(planned, RawRun(result, wall))
     if mode.endswith("pause"):  # stop after the series, before the captures and the commit
-        original = store.Store._insert_captures
-        def pause(self, run):
-            print("mid-write", flush=True)
-            time.sleep(60)
-            original(self, run)
-        store.Store._insert_captures = pause
+        original = store.Store._insert_frame
+        def pause(self, table, run_id, frame):
+            if table == "captures":
+                print("mid-write", flush=True)
+                time.sleep(60)
+            original(self, table, run_id, frame)
+        store.Store._insert_frame = pause
     with store.Store(db) as s:
         print("saving", flush=True)
         s.save(run)

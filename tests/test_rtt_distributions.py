@@ -78,7 +78,7 @@ def test_handshakes_measure_the_drawn_rtts_plus_serialisation() -> None:
     # 60-byte SYN and SYN-ACK on each of three links (1 Gb/s access, 100 Mb/s bottleneck).
     scenario = Scenario.from_dict(dumbbell({"dist": "lognormal", "median": "50ms", "sigma": 0.5}, flows=20))
     resolved = scenario.resolve()
-    result, _ = runner.simulate(scenario)
+    result = runner.simulate(scenario)[0].counters()
     serialisation_ps = 2 * (2 * 480_000 + 4_800_000)  # 60 B: 0.48 µs at 1 Gb/s, 4.8 µs at 100 Mb/s
     for flow, rtt in zip(result["flows"], resolved.flow_rtts_ns):
         measured = flow["established_ns"] - flow["start_ns"]

@@ -53,7 +53,7 @@ def test_quic_sizing_keeps_the_bottleneck_busy() -> None:
     # bottleneck idle after the first seconds, so goodput reaches its payload capacity.
     data = Scenario.from_toml(SCENARIOS / "quic_sizing_tcp.toml").to_dict()
     data["duration"] = "3s"
-    result, _ = runner.simulate(Scenario.from_dict(data))
+    result = runner.simulate(Scenario.from_dict(data))[0].counters()
     flow = result["flows"][0]
     capacity = 100e6 * 1448 / 1500  # payload bits per second of a 100 Mb/s link
     goodput = flow["bytes_delivered"] * 8 / 3.0

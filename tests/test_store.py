@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -138,14 +139,17 @@ def small_run(seed: int = 3) -> tuple[Scenario, DerivedRun]:
     return scenario, derive(planned, simulate(planned))
 
 
-@pytest.mark.parametrize("step", ["_insert_channels", "_insert_metrics", "_insert_timeseries", "_insert_captures"])
-def test_failure_mid_insert_leaves_no_rows(step: str, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("table", ["channels", "flow_metrics", "flow_timeseries", "channel_timeseries"])
+def test_failure_mid_insert_leaves_no_rows(table: str, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _, run = small_run()
+    insert = store.Store._insert_frame
 
-    def explode(self: store.Store, *args: object) -> None:
-        raise Injected(step)
+    def explode(self: store.Store, name: str, *args: Any) -> None:
+        if name == table:
+            raise Injected(table)
+        insert(self, name, *args)
 
-    monkeypatch.setattr(store.Store, step, explode)
+    monkeypatch.setattr(store.Store, "_insert_frame", explode)
     with store.Store(db) as s, pytest.raises(Injected):
         s.save(run)
     assert count_rows(db) == dict.fromkeys(TABLES, 0)
@@ -158,10 +162,14 @@ def test_failure_during_force_replace_keeps_the_old_run(db: Path, monkeypatch: p
     before = count_rows(db)
     assert before["runs"] == 1 and before["flow_timeseries"] > 0
 
-    def explode(self: store.Store, run: DerivedRun) -> None:
-        raise Injected("timeseries")
+    insert = store.Store._insert_frame
 
-    monkeypatch.setattr(store.Store, "_insert_timeseries", explode)
+    def explode(self: store.Store, name: str, *args: Any) -> None:
+        if name == "flow_timeseries":
+            raise Injected(name)
+        insert(self, name, *args)
+
+    monkeypatch.setattr(store.Store, "_insert_frame", explode)
     with store.Store(db) as s, pytest.raises(Injected):
         s.save(run, replace=True)
     assert count_rows(db) == before

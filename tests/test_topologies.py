@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from bufferlab import runner
@@ -60,9 +61,9 @@ def test_flows_from_every_source_reach_the_sink_through_the_50mbps_bottleneck(fa
     spec = dict(TREE, topology=topology, captures=[{"link": "btl", "direction": "forward"}])
     scenario = Scenario.from_dict(spec)
     resolved = scenario.resolve()
-    result, _ = runner.simulate(scenario)
-    capture = result["captures"][0]
-    assert set(capture["flow"][capture["is_data"]].tolist()) == set(range(sum(per_level)))
+    engine, _ = runner.simulate(scenario)
+    result = engine.counters()
+    assert set(engine.captures.filter(pl.col("is_data"))["flow"].to_list()) == set(range(sum(per_level)))
     for name, flow in zip(resolved.flow_names, result["flows"]):
         assert flow["bytes_delivered"] > 0, name
         # The handshake's RTT sample: the class's propagation RTT plus SYN/SYN-ACK serialisation
@@ -114,9 +115,9 @@ def test_parking_lot_long_flow_crosses_every_hop_and_each_cross_flow_one() -> No
     resolved = scenario.resolve()
     assert resolved.flow_names == ["long", "cross0", "cross1", "cross2"]
     result, _ = runner.simulate(scenario)
-    for i, capture in enumerate(result["captures"]):
-        assert set(capture["flow"][capture["is_data"]].tolist()) == {0, 1 + i}, f"hop{i}"
-    assert all(f["bytes_delivered"] > 0 for f in result["flows"])
+    for i, capture in enumerate(result.captures.partition_by("capture", maintain_order=True)):
+        assert set(capture.filter(pl.col("is_data"))["flow"].to_list()) == {0, 1 + i}, f"hop{i}"
+    assert (result.flows["bytes_delivered"] > 0).all()
 
 
 def test_parking_lot_needs_a_rate_per_hop() -> None:

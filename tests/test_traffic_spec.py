@@ -164,7 +164,7 @@ def test_closed_loop_sizes_and_think_times_follow_their_distributions() -> None:
         "generators": [{"name": "cl", "kind": "closed_loop", "dst": "sink", "users": 10,
                         "size": {"dist": "uniform", "low": "10kB", "high": "30kB"},
                         "think": {"dist": "fixed", "value": "200ms"}}]})
-    result, _ = runner.simulate(scenario)
+    result = runner.simulate(scenario)[0].counters()
     flows = [f for f in result["flows"] if f["completed_ns"] is not None]
     sizes = np.array([f["bytes_delivered"] for f in flows])
     assert sizes.min() >= 10_000 and sizes.max() <= 30_000
@@ -204,7 +204,7 @@ def test_a_dumbbell_bottleneck_with_gilbert_loss_drops_at_the_stationary_rate() 
         "topology": {"kind": "dumbbell", "flows": 1, "bottleneck_rate": "100Mbps", "queue": "100p", "rtt": "20ms",
                      "loss_model": {"kind": "gilbert_elliott", "p": 0.01, "r": 0.25}},
         "flows": [{"traffic": {"kind": "cbr", "rate": "50Mbps"}}]})
-    result, _ = runner.simulate(scenario)
+    result = runner.simulate(scenario)[0].counters()
     btl = next(c for c in result["channels"] if c["name"] == "btl_forward")
     rate = btl["dropped_loss_packets"] / btl["sent_packets"]
     assert abs(rate / (0.01 / 0.26) - 1) < 0.2, rate
@@ -222,7 +222,7 @@ def test_seed_004_shaped_link_is_full_at_its_token_rate() -> None:
     data = Scenario.from_toml(SCENARIOS / "shaped_bottleneck.toml").to_dict()
     data["duration"] = "20s"
     scenario = Scenario.from_dict(data)
-    result, _ = runner.simulate(scenario)
+    result = runner.simulate(scenario)[0].counters()
     chosen = summary.pick_bottleneck(result["channels"], scenario.resolve().bottleneck)
     btl = summary.summarise_channel(result["channels"][chosen], result["end_ns"])
     assert btl.channel == "g1_g2_forward" and btl.rate_mbps == 100.0

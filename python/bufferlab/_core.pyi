@@ -1,17 +1,37 @@
 """Type stub of the compiled engine binding (crates/bufferlab-py/src/lib.rs).
 
 Specs cross the boundary as JSON text (crates/bufferlab-core/src/spec.rs, ScenarioSpec); results
-as JSON text of the counters (src/record/result.rs, RunResult) plus the long numeric columns as
-bytes (bufferlab.pipeline.result.decode joins them).
+as Arrow tables (crates/bufferlab-py/src/tables.rs defines every table's columns) through the
+Arrow C stream interface (bufferlab.pipeline.result.EngineResult reads them with polars).
 """
 
-def run(spec_json: str) -> tuple[str, dict[str, bytes]]:
-    """Simulate a resolved scenario. Returns the RunResult counters as JSON text, whose `columns`
-    describes (dtype, shape) each long column, and those columns as little-endian bytes.
+from typing import Any
 
-    Raises ValueError("field.path: reason") for a spec the engine rejects. The GIL is released
-    while simulating.
+class Table:
+    """One result table: an Arrow record batch held by the engine's allocation. polars
+    (``pl.DataFrame(table)``), pyarrow (``pa.table(table)``) and DuckDB read it in place."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def num_rows(self) -> int: ...
+    def __len__(self) -> int: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> Any:
+        """A PyCapsule "arrow_array_stream" of the table's one record batch."""
+    def __arrow_c_schema__(self) -> Any:
+        """A PyCapsule "arrow_schema" of the table's schema."""
+
+def run(spec_json: str) -> dict[str, Table]:
+    """Simulate a resolved scenario. Returns its result as tables by name: run (one row: engine
+    version, end, events, sampling interval), flows, channels, queue_classes, flow_timeseries,
+    channel_timeseries, class_timeseries, captures.
+
+    Raises EngineSpecError (a ValueError: .field, .reason) for a spec the engine rejects. The GIL
+    is released while simulating and while the tables are built.
     """
+
+def result_schemas() -> dict[str, Table]:
+    """Every result table with no rows, by name: the tables' schemas."""
 
 def plan(spec_json: str) -> bool:
     """Check a resolved scenario completely without building the simulator; raises
@@ -54,5 +74,5 @@ class Run:
     def advance(self, until_ns: int) -> bool:
         """Simulate up to `until_ns` (without the GIL); returns whether the run is over."""
 
-    def finish(self) -> tuple[str, dict[str, bytes]]:
+    def finish(self) -> dict[str, Table]:
         """The result as `run()` returns it; raises ValueError unless the run is over."""

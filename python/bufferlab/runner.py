@@ -23,6 +23,7 @@ from .store import DEFAULT_DB
 from .store.counters import stored_counters
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .pipeline.result import EngineResult
     from .spec import Scenario
 
 __all__ = ["core", "engine_version", "validate", "simulate", "run", "stored_summary", "EngineMissing", "Progress",
@@ -34,8 +35,8 @@ def validate(scenario: Scenario) -> Plan:
     return plan(scenario)
 
 
-def simulate(scenario: Scenario, progress: Progress | None = None) -> tuple[dict[str, Any], float]:
-    """Run on the engine without the store: (RunResult as a dict, wall time in seconds)."""
+def simulate(scenario: Scenario, progress: Progress | None = None) -> tuple[EngineResult, float]:
+    """Run on the engine without the store: (its result as Arrow tables, wall time in seconds)."""
     raw = _simulate(plan(scenario), progress)
     return raw.result, raw.wall_time_s
 

@@ -7,7 +7,9 @@ result. An optimisation of the engine must leave every hash unchanged (tests/tes
 Regenerate only when results are meant to change (a model fix, a new default): say why in the
 commit. The hash covers what the engine computed (every counter of every flow and channel, every
 time series and capture column), not how much work it took: the event count, the engine version
-and wall times are left out, so that a faster scheduler keeps its goldens.
+and wall times are left out, so that a faster scheduler keeps its goldens. It is taken over the
+result's canonical form (`canonical_form`), the arrangement results had when the hashes were
+first recorded, rebuilt from the engine's Arrow tables.
 """
 
 from __future__ import annotations
@@ -16,12 +18,11 @@ import hashlib
 import json
 import sys
 from collections.abc import Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 HASHES = Path(__file__).resolve().parent / "hashes.json"
-# Not part of a result's content: how the engine got there.
-NOT_CONTENT = ("events", "engine_version")
 
 
 def _dumbbell(name: str, *, flows: int = 4, cca: str = "newreno", queue: Any = "60p", seconds: int = 3,
@@ -82,25 +83,92 @@ GOLDENS: dict[str, dict[str, Any]] = {
 }
 
 
-def content_hash(result: Mapping[str, Any]) -> str:
-    """sha256 of a decoded engine result (`pipeline.result.decode`): its counters as canonical
+# The canonical form names what the tables call otherwise by the engine's field names.
+_CHANNEL_FIELDS = {"from_node": "from", "to_node": "to"}
+_CLASS_FIELDS = {"size_limit": "limit"}
+_CHANNEL_SERIES = {"sent_bytes": "channel_sent_bytes", "drops": "channel_drops", "sent_packets": "channel_sent_packets",
+                   "sojourn_ns": "channel_sojourn_ns", "busy_ns": "channel_busy_ns"}
+# Columns of the tables that place a row (its entity, its sample) rather than hold a value.
+_PLACES = ("flow", "channel", "sub_buffer", "time_ns", "capture", "packet")
+
+
+def _plain(value: Any) -> Any:
+    """A counter as JSON has it: 128-bit integers (Arrow decimals) as integers."""
+    return int(value) if isinstance(value, Decimal) else value
+
+
+def _records(frame: Any, drop: tuple[str, ...], rename: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    rename = rename or {}
+    return [{rename.get(k, k): _plain(v) for k, v in row.items() if k not in drop} for row in frame.iter_rows(named=True)]
+
+
+def _rows(frame: Any, key: str, names: Mapping[str, str], columns: dict[str, Any]) -> Any:
+    """Per-entity series of a time-series table as ``(entities, samples)`` arrays named `names`;
+    returns the entities' keys in row order."""
+    import numpy as np
+
+    entities = frame[key].unique(maintain_order=True).to_numpy().astype(np.uint64)
+    samples = frame.height // len(entities) if len(entities) else 0
+    for column, name in names.items():
+        values = frame[column].to_numpy()
+        columns[f"timeseries.{name}"] = values.reshape(len(entities), samples) if len(entities) else values.reshape(0, 0)
+    return entities
+
+
+def canonical_form(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The engine's result (`pipeline.result.EngineResult`) in the form the goldens were first
+    hashed in, when results crossed the binding as JSON counters and numpy columns: (counters,
+    columns by name). Every value comes from the Arrow tables; only the arrangement is the old one,
+    so the checked-in hashes carry over unchanged. (A capture of no packet leaves no row, so it
+    has no entry here; every golden's capture has packets.)"""
+    import numpy as np
+    import polars as pl
+
+    classes: dict[int, list[dict[str, Any]]] = {}
+    for row in _records(result.queue_classes, drop=(), rename=_CLASS_FIELDS):
+        classes.setdefault(row.pop("channel"), []).append(row)
+        row.pop("sub_buffer")
+    channels = _records(result.channels, drop=("channel",), rename=_CHANNEL_FIELDS)
+    for i, channel in enumerate(channels):
+        if i in classes:
+            channel["classes"] = classes[i]
+    counters: dict[str, Any] = {"end_ns": result.end_ns, "flows": _records(result.flows, drop=("flow",)),
+                                "channels": channels, "timeseries": None, "captures": []}
+    columns: dict[str, Any] = {}
+    if result.sample_interval_ns is not None:
+        counters["timeseries"] = {"interval_ns": result.sample_interval_ns}
+        flow_ts, channel_ts, class_ts = result.flow_timeseries, result.channel_timeseries, result.class_timeseries
+        timed, key = (flow_ts, "flow") if flow_ts.height else (channel_ts, "channel")
+        first = timed.filter(pl.col(key) == timed[key][0]) if timed.height else timed
+        columns["timeseries.time_ns"] = first["time_ns"].to_numpy()
+        series = [c for c in flow_ts.columns if c not in _PLACES]
+        columns["timeseries.flows"] = _rows(flow_ts, "flow", dict(zip(series, series)), columns)
+        series = [c for c in channel_ts.columns if c not in _PLACES]
+        columns["timeseries.channels"] = _rows(channel_ts, "channel", {c: _CHANNEL_SERIES.get(c, c) for c in series},
+                                               columns)
+        series = [c for c in class_ts.columns if c not in _PLACES]
+        keyed = class_ts.with_columns((pl.col("channel").cast(pl.UInt64) * 2**32 + pl.col("sub_buffer")).alias("row"))
+        _rows(keyed, "row", {c: "class_" + _CLASS_FIELDS.get(c, c) for c in series}, columns)
+        firsts = keyed.unique("row", maintain_order=True)
+        columns["timeseries.class_channels"] = firsts["channel"].to_numpy().astype(np.uint64)
+        columns["timeseries.class_indices"] = firsts["sub_buffer"].to_numpy().astype(np.uint64)
+    captures = result.captures
+    edges = [f"sack{k}_{edge}" for k in (1, 2, 3) for edge in ("start", "end")]
+    for i, capture in enumerate(captures.partition_by("capture", maintain_order=True) if captures.height else []):
+        counters["captures"].append({"channel": int(capture["channel"][0])})
+        for name in capture.columns:
+            if name not in ("capture", "channel", "packet", *edges):
+                columns[f"captures.{i}.{name}"] = capture[name].to_numpy()
+        columns[f"captures.{i}.sack"] = np.stack([capture[e].to_numpy() for e in edges], axis=1)
+    return counters, columns
+
+
+def content_hash(result: Any) -> str:
+    """sha256 of an engine result's canonical form (`canonical_form`): its counters as canonical
     JSON, then every column's name, dtype, shape and little-endian bytes, in name order."""
     import numpy as np
 
-    counters: dict[str, Any] = {}
-    columns: dict[str, np.ndarray] = {}
-    for key, value in result.items():
-        if key in NOT_CONTENT:
-            continue
-        if key == "timeseries" and value is not None:
-            counters[key] = {k: v for k, v in value.items() if not isinstance(v, np.ndarray)}
-            columns.update({f"timeseries.{k}": v for k, v in value.items() if isinstance(v, np.ndarray)})
-        elif key == "captures":
-            counters[key] = [{k: v for k, v in c.items() if not isinstance(v, np.ndarray)} for c in value]
-            for i, c in enumerate(value):
-                columns.update({f"captures.{i}.{k}": v for k, v in c.items() if isinstance(v, np.ndarray)})
-        else:
-            counters[key] = value
+    counters, columns = canonical_form(result)
     digest = hashlib.sha256(json.dumps(counters, sort_keys=True, separators=(",", ":")).encode())
     for name in sorted(columns):
         array = np.ascontiguousarray(columns[name])

@@ -42,7 +42,7 @@ import polars as pl
 from . import summary
 
 __all__ = ["FLOW_METRICS", "LINK_METRICS", "NETWORK_METRICS", "RunData", "flow_metrics", "link_metrics",
-           "interval_rate_mbps", "segment_bytes", "series_mean",
+           "interval_rate_mbps", "segment_bytes", "series_mean", "FlowSeries",
            "network_metrics", "jain", "entropy"]
 
 # name -> (unit, definition); the order is the tables' order.
@@ -96,12 +96,43 @@ NETWORK_METRICS: dict[str, tuple[str, str]] = {
 }
 
 
+@dataclass(frozen=True)
+class FlowSeries:
+    """The per-flow time series (the engine's `flow_timeseries` table: one row per sampled flow and
+    sample, flow-major) as ``(flows, samples)`` arrays: `column(name)[row]` is one flow's series."""
+
+    frame: pl.DataFrame
+    time_ns: np.ndarray
+    # Row of each sampled flow in the arrays.
+    rows: Mapping[int, int]
+    _columns: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_table(cls, frame: pl.DataFrame) -> FlowSeries | None:
+        """None when no flow was sampled (or no sample taken)."""
+        if frame.height == 0:
+            return None
+        flows = frame["flow"].unique(maintain_order=True).to_list()
+        samples = frame.height // len(flows)
+        return cls(frame=frame, time_ns=frame["time_ns"][:samples].to_numpy(),
+                   rows={int(flow): row for row, flow in enumerate(flows)})
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.frame.columns
+
+    def column(self, name: str) -> np.ndarray:
+        """Series `name` of every sampled flow, ``[row][sample]`` (a view of the table's column)."""
+        if name not in self._columns:
+            self._columns[name] = self.frame[name].to_numpy().reshape(len(self.rows), self.time_ns.size)
+        return self._columns[name]
+
+
 @dataclass
 class RunData:
     """What the metrics are computed from: a run's counters, time series and spec facts.
 
-    `flows` and `channels` are the engine's FlowRecord / ChannelRecord dicts; `timeseries` the
-    decoded series (numpy arrays, rows named by ``timeseries["flows"]`` / ``["channels"]``) or None.
+    `flows` and `channels` are the rows of the engine's flow and channel tables as dicts;
+    `timeseries` its per-flow series, or None when no flow was sampled.
     """
 
     end_ns: int
@@ -111,30 +142,26 @@ class RunData:
     endpoints: Sequence[tuple[str, str]]
     flow_specs: Sequence[Mapping[str, Any]]
     bottleneck: int | None
-    timeseries: Mapping[str, Any] | None = None
-    _rows: dict[int, int] = field(default_factory=dict, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.timeseries is not None:
-            flows = self.timeseries.get("flows")
-            indices = range(len(self.flows)) if flows is None else [int(i) for i in flows]
-            self._rows = {flow: row for row, flow in enumerate(indices)}
+    timeseries: FlowSeries | None = None
+    # Each flow's per-sample quantities, computed once for the flow and the network tables.
+    _series: dict[int, _FlowSeries | None] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
-    def from_result(cls, result: Mapping[str, Any], engine_spec: Mapping[str, Any],
+    def from_result(cls, counters: Mapping[str, Any], flow_timeseries: pl.DataFrame, engine_spec: Mapping[str, Any],
                     endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> RunData:
+        """From a run's counters (`EngineResult.counters`) and its `flow_timeseries` table."""
         from .pcap import flow_descriptions
 
-        return cls(end_ns=int(result["end_ns"]), flows=result["flows"], channels=result["channels"],
-                   endpoints=endpoints, flow_specs=flow_descriptions(engine_spec, result["flows"]),
-                   bottleneck=summary.pick_bottleneck(result["channels"], bottleneck),
-                   timeseries=result.get("timeseries") or None)
+        return cls(end_ns=int(counters["end_ns"]), flows=counters["flows"], channels=counters["channels"],
+                   endpoints=endpoints, flow_specs=flow_descriptions(engine_spec, counters["flows"]),
+                   bottleneck=summary.pick_bottleneck(counters["channels"], bottleneck),
+                   timeseries=FlowSeries.from_table(flow_timeseries))
 
     def series_row(self, flow: int) -> int | None:
         """Row of `flow` in the per-flow series, or None if it was not sampled."""
-        if self.timeseries is None or len(self.timeseries["time_ns"]) == 0:
+        if self.timeseries is None:
             return None
-        return self._rows.get(flow)
+        return self.timeseries.rows.get(flow)
 
     def bottleneck_bps(self) -> float | None:
         """Rate of the run's bottleneck channel (the spec's, else the slowest busy one)."""
@@ -229,20 +256,27 @@ class _FlowSeries:
 
 
 def _flow_series(run: RunData, flow: int) -> _FlowSeries | None:
+    """One flow's per-sample quantities (computed on first use, then kept by `run`)."""
+    if flow not in run._series:
+        run._series[flow] = _compute_flow_series(run, flow)
+    return run._series[flow]
+
+
+def _compute_flow_series(run: RunData, flow: int) -> _FlowSeries | None:
     row = run.series_row(flow)
     if row is None:
         return None
     ts = run.timeseries
     assert ts is not None
     rec, spec = run.flows[flow], run.flow_specs[flow]
-    t = np.asarray(ts["time_ns"], dtype=np.float64)
+    t = np.asarray(ts.time_ns, dtype=np.float64)
     dt = np.diff(t, prepend=0.0)
     start, end = float(rec["start_ns"]), float(_lifetime_end(rec, run.end_ns))
     active = (t > start) & (t - dt < end) & (dt > 0)
     mss, header = segment_bytes(spec)
 
     def col(name: str) -> np.ndarray:
-        return np.asarray(ts[name][row], dtype=np.float64)
+        return np.asarray(ts.column(name)[row], dtype=np.float64)
 
     tput4 = interval_rate_mbps(col("acked_bytes"), dt)
     rate = col("delivery_rate_bps") / 1e6 if "delivery_rate_bps" in ts else np.zeros(0)
@@ -256,7 +290,7 @@ def _flow_series(run: RunData, flow: int) -> _FlowSeries | None:
     min_rtt = col("min_rtt_ns")
     qdelay = np.where((srtt > 0) & (min_rtt > 0), (srtt - min_rtt) / 1e6, np.nan)
     idt = col("idt_ewma_ns")
-    sent_data = np.asarray(ts["sent_bytes"][row], dtype=np.float64)
+    sent_data = np.asarray(ts.column("sent_bytes")[row], dtype=np.float64)
     # The EWMA exists from the second data segment on.
     idt_ms = np.where(sent_data > mss, idt / 1e6, np.nan)
     delivered = np.diff(col("delivered_bytes"), prepend=0.0)

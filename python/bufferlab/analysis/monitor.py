@@ -36,18 +36,13 @@ CSV_FIELDS = ("frame.time_epoch", "ip.src", "ip.dst", "tcp.srcport", "tcp.dstpor
               "tcp.analysis.retransmission")
 
 
-def _frame(capture: Mapping[str, Any]) -> pl.DataFrame:
-    names = ("time_ns", "flow", "is_data", "flags", "seq", "ack", "payload_bytes", "wire_bytes", "retransmission")
-    return pl.DataFrame({k: np.asarray(capture[k]) for k in names})
-
-
-def middlebox_flows(capture: Mapping[str, Any], flow_names: Sequence[str], *,
+def middlebox_flows(capture: pl.DataFrame, flow_names: Sequence[str], *,
                     split_bytes: int = DEFAULT_SPLIT_BYTES) -> pl.DataFrame:
     """One row per flow whose data crossed the captured channel: first/last packet time (s),
     packets, segments (packets with payload), bytes and payload bytes seen, retransmissions seen,
     throughput (Mb/s) = bytes x 8 / (last - first), loss = retransmissions / segments, and its
     size class ("large" if more than `split_bytes` bytes were seen, else "small")."""
-    data = _frame(capture).filter(pl.col("is_data"))
+    data = capture.filter(pl.col("is_data"))
     has_payload = pl.col("payload_bytes") > 0
     per_flow = (
         data.group_by("flow")
@@ -82,10 +77,11 @@ def size_class_summary(flows: pl.DataFrame) -> pl.DataFrame:
     return flows.group_by("size_class").agg(pl.len().alias("flows"), *stats).sort("size_class")
 
 
-def capture_frame(capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
-    """The captured packets as tshark's fields of seed 000 (column names as tshark's -e names)."""
+def capture_frame(capture: pl.DataFrame, flows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
+    """The captured packets (rows of the engine's captures table) as tshark's fields of seed 000
+    (column names as tshark's -e names)."""
     check_tcp_only(capture, flows)
-    frame = _frame(capture)
+    frame = capture
     flow = frame["flow"].to_numpy()
     is_data = frame["is_data"].to_numpy()
     src_nodes = np.array([int(f["src"]) for f in flows], dtype=np.int64)
@@ -111,7 +107,7 @@ def capture_frame(capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]]
     })
 
 
-def capture_csv(out: str | Path | TextIO, capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]], *,
+def capture_csv(out: str | Path | TextIO, capture: pl.DataFrame, flows: Sequence[Mapping[str, Any]], *,
                 header: bool = True) -> int:
     """Write the capture as CSV with the tshark fields of seed 000; returns the rows written."""
     frame = capture_frame(capture, flows)

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
+import polars as pl
 
 from ..errors import SpecError
 
-__all__ = ["PCAP_MAGIC_NS", "LINKTYPE_RAW", "node_address", "flow_ports", "write_pcap", "check_tcp_only",
+__all__ = ["PCAP_MAGIC_NS", "LINKTYPE_RAW", "PACKET_FIELDS", "SACK_EDGES", "node_address", "flow_ports", "write_pcap", "check_tcp_only",
            "flow_descriptions", "PcapError"]
 
 PCAP_MAGIC_NS = 0xA1B23C4D
@@ -42,6 +43,10 @@ SNAPLEN = 65535
 FIN, SYN, ACK = 0x01, 0x02, 0x10
 IP_HEADER = 20
 TCP_HEADER = 20
+# A captured packet's fields that its headers are written from, and its SACK blocks' edges.
+PACKET_FIELDS = ("time_ns", "flow", "is_data", "flags", "seq", "ack", "payload_bytes", "wire_bytes", "ts_val_ns",
+                 "ts_ecr_ns", "sack_blocks")
+SACK_EDGES = tuple(f"sack{k}_{edge}" for k in (1, 2, 3) for edge in ("start", "end"))
 
 
 class PcapError(SpecError):
@@ -114,9 +119,9 @@ def _kind(flow: Mapping[str, Any]) -> str:
     return str(flow.get("transport", "tcp"))
 
 
-def check_tcp_only(capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]]) -> None:
+def check_tcp_only(capture: pl.DataFrame, flows: Sequence[Mapping[str, Any]]) -> None:
     """Packet export writes TCP headers: refuse a capture holding packets of other transports."""
-    for flow in np.unique(np.asarray(capture["flow"])).tolist():
+    for flow in capture["flow"].unique().sort().to_list():
         kind = _kind(flows[flow])
         if kind != "tcp":
             where = "traffic" if kind == "datagram" else "transport"
@@ -124,30 +129,22 @@ def check_tcp_only(capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]
                                                       f"this capture holds {kind} packets")
 
 
-def write_pcap(path: str | Path | BinaryIO, capture: Mapping[str, Any], flows: Sequence[Mapping[str, Any]],
+def write_pcap(path: str | Path | BinaryIO, capture: pl.DataFrame, flows: Sequence[Mapping[str, Any]],
                *, full_payload: bool = False) -> int:
-    """Write the packets of one capture (columns as in RunResult.captures: time_ns, flow,
-    is_data, flags, seq, ack, payload_bytes, wire_bytes, optional ts_val_ns/ts_ecr_ns) of a
-    run whose flows are `flows` (`flow_descriptions`: src, dst, tcp.mss). Returns the packets
-    written."""
+    """Write the packets of one capture (rows of the engine's captures table: time_ns, flow,
+    is_data, flags, seq, ack, payload_bytes, wire_bytes, ts_val_ns, ts_ecr_ns, sack_blocks and
+    the SACK edges sack1_start ... sack3_end) of a run whose flows are `flows`
+    (`flow_descriptions`: src, dst, tcp.mss). Returns the packets written."""
     check_tcp_only(capture, flows)
-    n = len(capture["time_ns"])
-    columns = {k: np.asarray(capture[k]) for k in ("time_ns", "flow", "is_data", "flags", "seq", "ack",
-                                                   "payload_bytes", "wire_bytes")}
-    for k in ("ts_val_ns", "ts_ecr_ns", "sack_blocks"):
-        columns[k] = np.asarray(capture[k]) if k in capture else np.zeros(n, dtype=np.uint64)
-    columns["sack"] = np.asarray(capture["sack"]).reshape(-1, 6) if "sack" in capture else np.zeros((n, 6), np.uint64)
+    rows = capture.select(*PACKET_FIELDS, *SACK_EDGES).iter_rows()
     with ExitStack() as opened:  # a file opened here is closed here; a stream given stays open
         handle = opened.enter_context(open(path, "wb")) if isinstance(path, (str, Path)) else path
         handle.write(struct.pack("<IHHiIII", PCAP_MAGIC_NS, 2, 4, 0, 0, SNAPLEN, LINKTYPE_RAW))
-        rows = zip(*(columns[k].tolist() for k in ("time_ns", "flow", "is_data", "flags", "seq", "ack",
-                                                     "payload_bytes", "wire_bytes", "ts_val_ns", "ts_ecr_ns",
-                                                     "sack_blocks", "sack")))
-        for index, (t, flow, is_data, flags, seq, ack, payload, wire, ts_val, ts_ecr, nblocks, sack) in enumerate(rows):
+        for index, (t, flow, is_data, flags, seq, ack, payload, wire, ts_val, ts_ecr, nblocks, *sack) in enumerate(rows):
             edges = [edge & 0xFFFFFFFF for edge in sack[:2 * nblocks]]
             handle.write(_record(index, t, flows[flow], flow, bool(is_data), flags, seq, ack, payload, wire,
                                  ts_val, ts_ecr, edges, full_payload))
-    return n
+    return capture.height
 
 
 def _record(index: int, t: int, spec: Mapping[str, Any], flow: int, is_data: bool, flags: int, seq: int,

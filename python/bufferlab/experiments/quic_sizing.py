@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import polars as pl
 
 from ..spec import Scenario
 from ..study.sweep import Sweep
@@ -80,13 +81,13 @@ def _pauses(times_ns: np.ndarray) -> list[tuple[int, int]]:
 
 def _measure(res: Results, run_id: str, quick: bool) -> dict[str, Any]:
     sends = res.capture(run_id, link="access", direction="forward")
-    data = sends["time_ns"][sends["is_data"] & (sends["payload_bytes"] > 0)]
+    data = sends.filter(pl.col("is_data") & (pl.col("payload_bytes") > 0))["time_ns"].to_numpy()
     # The first pauses are the start-up transient (slow start's overshoot, then two cycles that
     # settle): the seed looks at one at 8 s; the steady state begins with the third pause.
     pauses = _pauses(np.asarray(data, dtype=np.int64))[TRANSIENT_PAUSES:]
-    acks = res.capture(run_id, link="bottleneck", direction="backward")["time_ns"].astype(np.int64)
+    acks = res.capture(run_id, link="bottleneck", direction="backward")["time_ns"].to_numpy().astype(np.int64)
     btl = res.capture(run_id, link="bottleneck", direction="forward")
-    btl_t = btl["time_ns"].astype(np.int64)
+    btl_t = btl["time_ns"].to_numpy().astype(np.int64)
     ack_gaps, busy_gaps = [], []
     for t0, t1 in pauses:
         inside = acks[(acks > t0) & (acks <= t1)]
@@ -97,7 +98,7 @@ def _measure(res: Results, run_id: str, quick: bool) -> dict[str, Any]:
     cwnd = series.filter(series["cc_state"] == 1)["cwnd_bytes"].to_numpy()  # congestion avoidance
     lo, hi = _window(quick)
     in_window = (btl_t >= lo * 1e9) & (btl_t <= hi * 1e9)
-    wire = btl["wire_bytes"][in_window].astype(np.int64)
+    wire = btl["wire_bytes"].to_numpy()[in_window].astype(np.int64)
     times = btl_t[in_window]
     # The seed: bytes received in the window x 8 over the time from the first to the last packet.
     goodput = float(wire[:-1].sum() * 8 / ((times[-1] - times[0]) / 1e9)) if len(times) > 1 else float("nan")

@@ -1,47 +1,91 @@
-"""A run's result in Python: the engine's counters as dicts, its long columns as numpy arrays.
+"""A run's result in Python: the engine's Arrow tables as polars DataFrames.
 
-The engine hands over a result in two parts (crates/bufferlab-py/src/lib.rs): JSON text with the
-counters of `RunResult` (crates/bufferlab-core/src/record/result.rs), and every long numeric
-column as little-endian bytes, described in the JSON's ``columns`` by dtype and shape. `decode`
-puts them back together: ``result["timeseries"]["cwnd_bytes"]`` is a ``(flows, samples)`` uint64
-array, ``result["captures"][0]["seq"]`` a uint64 array with one entry per captured packet.
+The engine hands its result over as Arrow tables through the Arrow C stream interface
+(crates/bufferlab-py/src/tables.rs names and types every column, once); polars takes each one
+without copying a column. The tables, one row per ...:
+
+    flows               flow: the engine's FlowRecord, with its index `flow`
+    channels            link direction: ChannelRecord, with its index `channel`
+    queue_classes       sub-buffer of a split queue (channel, sub_buffer): QueueClassRecord
+    flow_timeseries     sampled flow x sample (flow, time_ns): cwnd, srtt, cumulative bytes, ...
+    channel_timeseries  sampled channel x sample (channel, time_ns): queue length, drops, ...
+    class_timeseries    sub-buffer x sample (channel, sub_buffer, time_ns)
+    captures            captured packet (capture, channel, packet): time, flow, flags, seq, ...
+
+and the run's scalars (engine version, simulated end, events, sampling interval). Rows come in
+the engine's order: by index, then by sample time.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .engine import core
+
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
+    import polars as pl
 
-__all__ = ["decode"]
+__all__ = ["EngineResult", "ENGINE_TABLES", "engine_schemas"]
 
-# The engine's column dtypes as numpy spells them (little-endian).
-DTYPES = {"u64": "<u8", "u32": "<u4", "u8": "u1"}
-# Capture fields the engine sends as 0/1 bytes.
-BOOLEAN_FIELDS = frozenset({"is_data", "retransmission"})
-
-
-def _array(description: Mapping[str, Any], data: bytes) -> np.ndarray:
-    import numpy as np
-
-    return np.frombuffer(data, dtype=DTYPES[description["dtype"]]).reshape(description["shape"])
+# The engine's tables besides `run`, in the order the store writes them.
+ENGINE_TABLES = ("flows", "channels", "queue_classes", "flow_timeseries", "channel_timeseries", "class_timeseries",
+                 "captures")
 
 
-def decode(json_text: str, arrays: Mapping[str, bytes]) -> dict[str, Any]:
-    """The result of `bufferlab._core.run` as one dict, columns as read-only numpy arrays."""
-    result: dict[str, Any] = json.loads(json_text)
-    columns: dict[str, Any] = result.pop("columns")
-    for name, description in columns.items():
-        kind, _, rest = name.partition(".")
-        value = _array(description, arrays[name])
-        if kind == "timeseries":
-            result["timeseries"][rest] = value
-        elif kind == "captures":
-            index, _, field = rest.partition(".")
-            result["captures"][int(index)][field] = value.astype(bool) if field in BOOLEAN_FIELDS else value
-        else:
-            raise ValueError(f"engine result: unknown column {name!r}")
-    return result
+@dataclass(frozen=True)
+class EngineResult:
+    """What the engine computed in one run (see the module docstring)."""
+
+    engine_version: str
+    end_ns: int
+    # Scheduler events processed: the work done, not part of the result's content.
+    events: int
+    # The sampling interval; None when nothing was sampled (every time-series table is empty).
+    sample_interval_ns: int | None
+    flows: pl.DataFrame
+    channels: pl.DataFrame
+    queue_classes: pl.DataFrame
+    flow_timeseries: pl.DataFrame
+    channel_timeseries: pl.DataFrame
+    class_timeseries: pl.DataFrame
+    captures: pl.DataFrame
+
+    @classmethod
+    def from_engine(cls, tables: Mapping[str, Any]) -> EngineResult:
+        """The result of `_core.run` (or `Run.finish`): Arrow tables by name, read by polars in place."""
+        import polars as pl
+
+        run = pl.DataFrame(tables["run"]).row(0, named=True)
+        frames = {name: pl.DataFrame(tables[name]) for name in ENGINE_TABLES}
+        return cls(engine_version=str(run["engine_version"]), end_ns=int(run["end_ns"]), events=int(run["events"]),
+                   sample_interval_ns=run["sample_interval_ns"], **frames)
+
+    def table(self, name: str) -> pl.DataFrame:
+        """One of `ENGINE_TABLES` by name."""
+        if name not in ENGINE_TABLES:
+            raise KeyError(f"no engine table {name!r} (known: {', '.join(ENGINE_TABLES)})")
+        frame: pl.DataFrame = getattr(self, name)
+        return frame
+
+    def equals(self, other: EngineResult) -> bool:
+        """Whether `other` holds the same facts: every table and the scalars but the work done (events)."""
+        return (self.engine_version, self.end_ns, self.sample_interval_ns) == (
+            other.engine_version, other.end_ns, other.sample_interval_ns) and all(
+            self.table(name).equals(other.table(name)) for name in ENGINE_TABLES)
+
+    def counters(self) -> dict[str, Any]:
+        """The run's counters as plain records, the shape the run summary reads (`analysis.summary`):
+        engine_version, end_ns, events, and one dict per flow and per channel."""
+        return {"engine_version": self.engine_version, "end_ns": self.end_ns, "events": self.events,
+                "flows": self.flows.to_dicts(), "channels": self.channels.to_dicts()}
+
+
+def engine_schemas() -> dict[str, pl.Schema]:
+    """Every engine table's columns and types (the engine's definition), without running it."""
+    import polars as pl
+
+    empty = core().result_schemas()
+    return {name: pl.DataFrame(empty[name]).schema for name in ENGINE_TABLES}
+

@@ -12,11 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from .engine import core, engine_error
 from .plan import Plan
-from .result import decode
+from .result import EngineResult
 
 __all__ = ["RawRun", "simulate", "Progress", "PROGRESS_STEPS"]
 
@@ -28,10 +27,10 @@ PROGRESS_STEPS = 200
 
 @dataclass
 class RawRun:
-    """The engine's result (`pipeline.result.decode`: counters as dicts, columns as numpy arrays)
+    """The engine's result (`pipeline.result.EngineResult`: its Arrow tables as polars DataFrames)
     and the wall time the simulation took."""
 
-    result: dict[str, Any]
+    result: EngineResult
     wall_time_s: float
 
 
@@ -42,7 +41,7 @@ def simulate(plan: Plan, progress: Progress | None = None) -> RawRun:
     _core = core()
     try:
         if progress is None:
-            json_text, arrays = _core.run(spec_json)
+            tables = _core.run(spec_json)
         else:
             stepped = _core.Run(spec_json)
             end, step = stepped.end_ns, max(1, stepped.end_ns // PROGRESS_STEPS)
@@ -51,7 +50,7 @@ def simulate(plan: Plan, progress: Progress | None = None) -> RawRun:
                 progress(min(until, end), end)
                 until += step
             progress(end, end)
-            json_text, arrays = stepped.finish()
+            tables = stepped.finish()
     except _core.EngineSpecError as e:
         raise engine_error(e, plan.resolved) from None
-    return RawRun(result=decode(json_text, arrays), wall_time_s=time.perf_counter() - started)
+    return RawRun(result=EngineResult.from_engine(tables), wall_time_s=time.perf_counter() - started)

@@ -23,15 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
 import polars as pl
 
 from ..analysis import monitor, pcap
 from ..errors import writing
 from .connection import connect
 from .counters import stored_counters
-from .writer import (CAPTURE_COLUMNS, DEFAULT_DB, SCHEMA_VERSION, TABLES, Store, StoreError,
-                    check_schema_version, stored_schema_version)
+from .writer import (DEFAULT_DB, KEYS, SCHEMA_VERSION, TABLES, Store, StoreError, check_schema_version,
+                     stored_schema_version)
 
 __all__ = ["Results", "load"]
 
@@ -88,10 +87,8 @@ class Results:
             raise StoreError("--table", f'unknown table "{name}" (known: {", ".join(PUBLIC_TABLES)})')
         if run is None or name == "studies":
             return self.query(f"SELECT * FROM {name}")
-        order = {"flows": "flow", "flow_metrics": "flow", "channels": "channel", "link_metrics": "channel",
-                 "flow_timeseries": "flow, time_ns", "channel_timeseries": "channel, time_ns",
-                 "captures": "capture, packet"}.get(name)
-        suffix = f" ORDER BY {order}" if order else ""
+        order = KEYS.get(name)
+        suffix = f" ORDER BY {', '.join(order)}" if order else ""
         return self.query(f"SELECT * FROM {name} WHERE run_id = ?{suffix}", [self.run_id(run)])
 
     @property
@@ -232,8 +229,9 @@ class Results:
                            [self.run_id(run)])["name"].to_list()
         return str(names[0]) if names else None
 
-    def capture(self, run: str, *, link: str, direction: str = "forward") -> dict[str, Any]:
-        """The packets captured on `<link>_<direction>` of a run, as numpy columns."""
+    def capture(self, run: str, *, link: str, direction: str = "forward") -> pl.DataFrame:
+        """The packets captured on `<link>_<direction>` of a run, one row each in capture order: the
+        engine's captures table (channel, packet, time_ns, flow, is_data, flags, seq, ack, ...)."""
         run_id = self.run_id(run)
         channel = f"{link}_{direction}"
         found = self._fetch("SELECT channel FROM channels WHERE run_id = ? AND name = ?", [run_id, channel])
@@ -247,15 +245,8 @@ class Results:
             known = ", ".join(name for (name,) in captured) or "none"
             raise StoreError("--link", f'run {run_id[:12]} has no capture of "{channel}" (captured: {known}); '
                                        'add [[captures]] to the spec')
-        columns = ", ".join(CAPTURE_COLUMNS)
-        with self._connection() as con:
-            arrays = con.execute(f"SELECT {columns} FROM captures WHERE run_id = ? AND channel = ? ORDER BY packet",
-                                 [run_id, row[0]]).fetchnumpy()
-        capture: dict[str, Any] = {name: np.asarray(arrays[name]) for name in CAPTURE_COLUMNS}
-        capture["sack"] = np.stack([capture.pop(f"sack{k}_{edge}") for k in (1, 2, 3) for edge in ("start", "end")],
-                                   axis=1) if len(capture["time_ns"]) else np.zeros((0, 6), dtype=np.uint64)
-        capture["channel"] = int(row[0])
-        return capture
+        return self.query("SELECT * EXCLUDE (run_id, capture) FROM captures WHERE run_id = ? AND channel = ? "
+                          "ORDER BY packet", [run_id, row[0]])
 
     def flow_names(self, run: str) -> list[str]:
         """Names of every flow of a run, listed and generated, by index."""

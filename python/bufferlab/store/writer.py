@@ -44,21 +44,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import numpy as np
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from ..analysis import metrics as catalogue
 from ..errors import SpecError
 from ..interrupts import deferred
+from ..pipeline.derive import stored_schemas
 from . import DEFAULT_DB, SCHEMA_VERSION
 from .connection import connect, store_error
-from .counters import CHANNEL_COUNTERS, CHANNEL_DERIVED, FLOW_COUNTERS, FLOW_DERIVED, RENAMED_COLUMNS
+from .counters import check_run_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pipeline.derive import DerivedRun
 
-__all__ = ["Store", "StoreError", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION", "TABLES", "RUN_TABLES",
-           "check_schema_version", "capture_columns", "StudyPoint", "persist"]
+__all__ = ["Store", "StoreError", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION", "TABLES", "RUN_TABLES", "KEYS",
+           "check_schema_version", "duckdb_type", "StudyPoint", "persist"]
 
 
 class StoreError(SpecError):
@@ -70,43 +71,40 @@ def spec_hash(engine_spec_json: str) -> str:
     return hashlib.sha256(engine_spec_json.encode()).hexdigest()
 
 
-# A split queue's sub-buffer (result.rs QueueClassRecord), and its series (TimeSeries class_*).
-# `limit` is an SQL keyword: its column is `size_limit` (packets, or bytes for a byte-limited queue).
-CLASS_COUNTERS = {name: "size_limit" if name == "limit" else name for name in (
-    "enqueued_packets", "enqueued_bytes", "dropped_packets", "dropped_bytes", "sent_packets", "sent_bytes",
-    "sojourn_sum_ns", "max_packets", "queued_packets", "queued_bytes", "limit", "rttp_ns", "estimate_rttp_ns",
-    "threshold_ns")}
-CLASS_SERIES = {f"class_{name}": "size_limit" if name == "limit" else name for name in (
-    "queue_packets", "queue_bytes", "limit", "enqueued_packets", "dropped_packets", "sent_packets", "sent_bytes",
-    "sojourn_ns", "rttp_ns", "estimate_rttp_ns", "threshold_ns")}
+# The columns that identify a row of a run's table (after its run_id): never null, and the
+# order rows are read back in.
+KEYS: dict[str, tuple[str, ...]] = {
+    "flows": ("flow",), "channels": ("channel",), "queue_classes": ("channel", "sub_buffer"),
+    "flow_timeseries": ("flow", "time_ns"), "channel_timeseries": ("channel", "time_ns"),
+    "class_timeseries": ("channel", "sub_buffer", "time_ns"), "captures": ("capture", "channel", "packet"),
+    "flow_metrics": ("flow",), "link_metrics": ("channel",),
+}
+
+# Arrow's (polars') types as DuckDB's.
+_DUCKDB_TYPES: dict[object, str] = {
+    pl.Boolean: "BOOLEAN", pl.UInt8: "UTINYINT", pl.UInt32: "UINTEGER", pl.UInt64: "UBIGINT", pl.Float64: "DOUBLE",
+    pl.String: "VARCHAR",
+}
 
 
-# Per-flow series of TimeSeries (the column has the same name).
-FLOW_SERIES = ("cwnd_bytes", "ssthresh_bytes", "in_flight_bytes", "srtt_ns", "min_rtt_ns", "acked_bytes",
-               "delivered_bytes", "sent_bytes", "written_bytes", "idt_ewma_ns", "delivery_delay_byte_us",
-               "pacing_rate_bps", "cc_state", "delivery_rate_bps")
-# Channel series as named in TimeSeries -> column name.
-CHANNEL_SERIES = {"queue_packets": "queue_packets", "queue_bytes": "queue_bytes",
-                  "channel_sent_bytes": "sent_bytes", "channel_drops": "drops",
-                  "channel_sent_packets": "sent_packets", "channel_sojourn_ns": "sojourn_ns",
-                  "channel_busy_ns": "busy_ns"}
-# Row indices of the series: which flow / channel each row is.
-SERIES_INDICES = ("flows", "channels", "class_channels", "class_indices")
-CAPTURE_COLUMNS = {"time_ns": "UBIGINT", "flow": "UINTEGER", "is_data": "BOOLEAN", "flags": "UTINYINT",
-                   "seq": "UBIGINT", "ack": "UBIGINT", "payload_bytes": "UINTEGER", "wire_bytes": "UINTEGER",
-                   "retransmission": "BOOLEAN", "ts_val_ns": "UBIGINT", "ts_ecr_ns": "UBIGINT",
-                   "sack_blocks": "UTINYINT",
-                   **{f"sack{k}_{edge}": "UBIGINT" for k in (1, 2, 3) for edge in ("start", "end")}}
+def duckdb_type(dtype: pl.DataType | DataTypeClass) -> str:
+    """The DuckDB column type of a polars (Arrow) type: Decimal128(38, 0), Arrow's carrier of the
+    engine's 128-bit integers, is HUGEINT; a list is an array of its item type."""
+    if isinstance(dtype, pl.List):
+        return f"{duckdb_type(dtype.inner)}[]"
+    if isinstance(dtype, pl.Decimal) and dtype.scale == 0:
+        return "HUGEINT"
+    return _DUCKDB_TYPES[dtype.base_type()]
 
 
-def capture_columns(capture: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """A capture's columns as stored: the engine's (n, 6) `sack` array becomes one column per
-    block edge (sack1_start, sack1_end, ... sack3_end)."""
-    out = {c: np.asarray(capture[c]) for c in CAPTURE_COLUMNS if c in capture}
-    sack = np.asarray(capture["sack"]).reshape(-1, 6)
-    for k in range(3):
-        out[f"sack{k + 1}_start"] = np.ascontiguousarray(sack[:, 2 * k])
-        out[f"sack{k + 1}_end"] = np.ascontiguousarray(sack[:, 2 * k + 1])
+def _engine_tables() -> dict[str, dict[str, str]]:
+    """The tables of the engine's facts: columns and types as `derive` hands them on (the engine's
+    own tables, flows and channels with their summary columns), keys not null."""
+    out = {}
+    for table, schema in stored_schemas().items():
+        keys = KEYS[table]
+        out[table] = {"run_id": "VARCHAR NOT NULL",
+                      **{c: duckdb_type(t) + (" NOT NULL" if c in keys else "") for c, t in schema.items()}}
     return out
 
 
@@ -115,10 +113,23 @@ def _utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
 
 
+_STUDY_ROW = pl.Schema({"study_id": pl.String(), "created_at": pl.Datetime("us"), "description": pl.String(),
+                        "kind": pl.String(), "sweep_json": pl.String(), "axes_json": pl.String()})
+_POINT_ROW = pl.Schema({"study_id": pl.String(), "point": pl.UInt32(), "seed": pl.UInt64(), "point_json": pl.String(),
+                        "run_id": pl.String(), "status": pl.String(), "error": pl.String(), "updated_at": pl.Datetime("us")})
+
+
+def _study_row(study: str, kind: str, sweep_json: str | None, axes_json: str | None,
+               description: str | None) -> pl.DataFrame:
+    return pl.DataFrame([{"study_id": study, "created_at": _utc_now(), "description": description, "kind": kind,
+                          "sweep_json": sweep_json, "axes_json": axes_json}], schema=_STUDY_ROW)
+
+
 def _metric_columns(names: Mapping[str, Any]) -> dict[str, str]:
     return dict.fromkeys(names, "DOUBLE")
 
 
+_ENGINE = _engine_tables()
 # Every table: column -> type (with its constraints), in order. New columns may be appended in a
 # later schema version (migration adds them); none is ever renamed or dropped.
 TABLES: dict[str, dict[str, str]] = {
@@ -136,9 +147,8 @@ TABLES: dict[str, dict[str, str]] = {
         "wall_time_s": "DOUBLE NOT NULL", "spec_json": "VARCHAR NOT NULL", "user_spec_json": "VARCHAR NOT NULL",
         "study_id": "VARCHAR", "spec_hash": "VARCHAR",
     },
-    "flows": {"run_id": "VARCHAR NOT NULL", "flow": "UINTEGER NOT NULL", **FLOW_COUNTERS, **FLOW_DERIVED},
-    "channels": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL", **CHANNEL_COUNTERS,
-                 **CHANNEL_DERIVED},
+    "flows": _ENGINE["flows"],
+    "channels": _ENGINE["channels"],
     "flow_metrics": {"run_id": "VARCHAR NOT NULL", "flow": "UINTEGER NOT NULL", "name": "VARCHAR",
                      "src": "VARCHAR", "dst": "VARCHAR", **_metric_columns(catalogue.FLOW_METRICS),
                      "delivery_rate_source": "VARCHAR"},
@@ -146,24 +156,17 @@ TABLES: dict[str, dict[str, str]] = {
                      "rate_mbps": "DOUBLE", "bottleneck": "BOOLEAN", **_metric_columns(catalogue.LINK_METRICS)},
     "network_metrics": {"run_id": "VARCHAR NOT NULL", "name": "VARCHAR",
                         **_metric_columns(catalogue.NETWORK_METRICS)},
-    "flow_timeseries": {"run_id": "VARCHAR NOT NULL", "flow": "UINTEGER NOT NULL", "time_ns": "UBIGINT NOT NULL",
-                        **dict.fromkeys(FLOW_SERIES, "UBIGINT")},
-    "channel_timeseries": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL",
-                           "time_ns": "UBIGINT NOT NULL", **dict.fromkeys(CHANNEL_SERIES.values(), "UBIGINT")},
+    "flow_timeseries": _ENGINE["flow_timeseries"],
+    "channel_timeseries": _ENGINE["channel_timeseries"],
     # Version 3: the sub-buffers (classes) of split queues (SplitBuff), counters and series.
-    "queue_classes": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL",
-                      "sub_buffer": "UINTEGER NOT NULL", **dict.fromkeys(CLASS_COUNTERS.values(), "UBIGINT")},
-    "class_timeseries": {"run_id": "VARCHAR NOT NULL", "channel": "UINTEGER NOT NULL",
-                         "sub_buffer": "UINTEGER NOT NULL", "time_ns": "UBIGINT NOT NULL",
-                         **dict.fromkeys(CLASS_SERIES.values(), "UBIGINT")},
-    "captures": {"run_id": "VARCHAR NOT NULL", "capture": "UINTEGER NOT NULL", "channel": "UINTEGER NOT NULL",
-                 "packet": "UBIGINT NOT NULL", **CAPTURE_COLUMNS},
+    "queue_classes": _ENGINE["queue_classes"],
+    "class_timeseries": _ENGINE["class_timeseries"],
+    "captures": _ENGINE["captures"],
 }
 
 # Child tables of a run, in the order they are written (and emptied on --force).
 RUN_TABLES = ("flows", "channels", "flow_metrics", "link_metrics", "network_metrics", "flow_timeseries",
               "channel_timeseries", "captures", "queue_classes", "class_timeseries")
-METRIC_TABLES = ("flow_metrics", "link_metrics", "network_metrics")
 
 
 def _create_statement(table: str) -> str:
@@ -243,13 +246,13 @@ class Store:
                     self.con.execute(_create_statement(table))
                     continue
                 have = {r[0] for r in self.con.execute(
-                    "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+                    f"SELECT column_name FROM information_schema.columns WHERE table_name = '{table}'").fetchall()}
                 for column, kind in TABLES[table].items():
                     if column not in have:
                         # Added columns are nullable: older rows have no value for them.
                         plain = kind.replace(" NOT NULL", "").replace(" PRIMARY KEY", "")
                         self.con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {plain}")
-            self.con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            self.con.execute(f"INSERT OR REPLACE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}')")
 
     def close(self) -> None:
         self.con.close()
@@ -295,148 +298,85 @@ class Store:
             if run.study is not None:
                 self._ensure_study(run.study)
             self._insert_run(run)
-            self._insert_flows(run)
-            self._insert_channels(run)
-            self._insert_metrics(run.run_id, run.metric_tables)
-            self._insert_timeseries(run)
-            self._insert_captures(run)
-            self._insert_queue_classes(run)
+            self._insert_tables(run)
             if point is not None:
-                self._put_point(point, run.run_id)
+                self._put_points([(point, run.run_id)])
 
     # --- studies --------------------------------------------------------------------------
 
     def _ensure_study(self, study: str, kind: str = "runs", sweep_json: str | None = None,
                       axes_json: str | None = None, description: str | None = None) -> None:
-        self.con.execute("INSERT OR IGNORE INTO studies (study_id, created_at, description, kind, sweep_json, axes_json) "
-                         "VALUES (?, ?, ?, ?, ?, ?)", [study, _utc_now(), description, kind, sweep_json, axes_json])
+        self._on_frame(_study_row(study, kind, sweep_json, axes_json, description),
+                       "INSERT OR IGNORE INTO studies BY NAME SELECT * FROM _frame")
 
     def begin_study(self, study: str, *, sweep_json: str, axes: Sequence[str], description: str | None) -> None:
         """Create or update a sweep's study row (its spec and axes: the latest sweep of that name)."""
+        row = _study_row(study, "sweep", sweep_json, json.dumps(list(axes)), description)
         with self._transaction():
-            self._ensure_study(study, "sweep", sweep_json, json.dumps(list(axes)), description)
-            self.con.execute("UPDATE studies SET kind = 'sweep', sweep_json = ?, axes_json = ?, description = ? "
-                             "WHERE study_id = ?", [sweep_json, json.dumps(list(axes)), description, study])
+            self._on_frame(row, "INSERT OR IGNORE INTO studies BY NAME SELECT * FROM _frame",
+                           "UPDATE studies SET kind = f.kind, sweep_json = f.sweep_json, axes_json = f.axes_json, "
+                           "description = f.description FROM _frame f WHERE studies.study_id = f.study_id")
 
-    def _put_point(self, point: StudyPoint, run_id: str | None) -> None:
-        self.con.execute("DELETE FROM study_points WHERE study_id = ? AND point = ? AND seed = ?",
-                         [point.study, point.point, point.seed])
-        status = "failed" if point.error is not None else "complete"
-        self.con.execute("INSERT INTO study_points VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         [point.study, point.point, point.seed, json.dumps(dict(point.values), sort_keys=True),
-                          run_id, status, point.error, _utc_now()])
+    def _put_points(self, points: Sequence[tuple[StudyPoint, str | None]]) -> None:
+        """Write where runs stand in their sweeps, replacing an earlier row of the same (study, point, seed)."""
+        rows = pl.DataFrame([{
+            "study_id": point.study, "point": point.point, "seed": point.seed,
+            "point_json": json.dumps(dict(point.values), sort_keys=True), "run_id": run_id,
+            "status": "failed" if point.error is not None else "complete", "error": point.error,
+            "updated_at": _utc_now()} for point, run_id in points], schema=_POINT_ROW)
+        self._on_frame(rows, "DELETE FROM study_points USING _frame f WHERE study_points.study_id = f.study_id "
+                             "AND study_points.point = f.point AND study_points.seed = f.seed",
+                       "INSERT INTO study_points BY NAME SELECT * FROM _frame")
 
     def record_points(self, points: Sequence[tuple[StudyPoint, str | None]]) -> None:
         """Record points whose runs are already stored (with their run ids), or that failed
         (`point.error`, run id None), in one transaction."""
+        if not points:
+            return
         with self._transaction():
-            for point, run_id in points:
-                self._put_point(point, run_id)
+            self._put_points(points)
 
     def _delete(self, run_id: str) -> None:
         for table in (*RUN_TABLES, "runs"):
-            self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            self.con.execute(f"DELETE FROM {table} WHERE run_id = '{check_run_id(run_id)}'")
 
     def _insert_run(self, run: DerivedRun) -> None:
         r = run.result
-        values = {"run_id": run.run_id, "status": "complete", "created_at": _utc_now(), "name": run.name,
-                  "engine_version": r["engine_version"], "seed": run.seed, "duration_ns": run.duration_ns,
-                  "end_ns": r["end_ns"], "events": r["events"], "wall_time_s": run.wall_time_s,
-                  "spec_json": run.spec_json, "user_spec_json": run.user_spec_json, "study_id": run.study,
-                  "spec_hash": spec_hash(run.spec_json)}
-        names = ", ".join(values)
-        self.con.execute(f"INSERT INTO runs ({names}) VALUES ({', '.join('?' * len(values))})", list(values.values()))
+        row = pl.DataFrame([{
+            "run_id": run.run_id, "status": "complete", "created_at": _utc_now(), "name": run.name,
+            "engine_version": r.engine_version, "seed": run.seed, "duration_ns": run.duration_ns, "end_ns": r.end_ns,
+            "events": r.events, "wall_time_s": run.wall_time_s, "spec_json": run.spec_json,
+            "user_spec_json": run.user_spec_json, "study_id": run.study, "spec_hash": spec_hash(run.spec_json),
+        }], schema={"run_id": pl.String, "status": pl.String, "created_at": pl.Datetime("us"), "name": pl.String,
+                    "engine_version": pl.String, "seed": pl.UInt64, "duration_ns": pl.UInt64, "end_ns": pl.UInt64,
+                    "events": pl.UInt64, "wall_time_s": pl.Float64, "spec_json": pl.String,
+                    "user_spec_json": pl.String, "study_id": pl.String, "spec_hash": pl.String})
+        self._insert_frame("runs", None, row)
 
-    def _insert_rows(self, table: str, run_id: str, rows: list[list[Any]], types: list[str]) -> None:
-        if rows:
-            self._insert_columns(table, [run_id], [list(col) for col in zip(*rows)], types)
+    def _insert_frame(self, table: str, run_id: str | None, frame: pl.DataFrame) -> None:
+        """Insert a table's rows (columns by name), with `run_id` in front unless it has one."""
+        key = "" if run_id is None else f"'{check_run_id(run_id)}' AS run_id, "
+        self._on_frame(frame, f"INSERT INTO {table} BY NAME SELECT {key}* FROM _frame")
 
-    def _insert_flows(self, run: DerivedRun) -> None:
-        columns = [*FLOW_COUNTERS, *FLOW_DERIVED]
-        rows = [[i, *(flow[c] for c in columns)] for i, flow in enumerate(run.flows)]
-        self._insert_rows("flows", run.run_id, rows, ["UINTEGER", *FLOW_COUNTERS.values(), *FLOW_DERIVED.values()])
+    def _on_frame(self, frame: pl.DataFrame, *statements: str) -> None:
+        """Run `statements` over `frame`, known to them as `_frame`: DuckDB reads the frame's Arrow
+        C stream in place (one stream per statement: a stream is read once).
 
-    def _insert_channels(self, run: DerivedRun) -> None:
-        columns = [*(RENAMED_COLUMNS.get(c, c) for c in CHANNEL_COUNTERS), *CHANNEL_DERIVED]
-        rows = [[i, *(ch[c] for c in columns)] for i, ch in enumerate(run.channels)]
-        self._insert_rows("channels", run.run_id, rows,
-                          ["UINTEGER", *CHANNEL_COUNTERS.values(), *CHANNEL_DERIVED.values()])
-
-    def _insert_metrics(self, run_id: str, tables: Mapping[str, pl.DataFrame]) -> None:
-        for table in METRIC_TABLES:
-            frame = tables[table]
-            if frame.height:
-                self._insert_frame(table, run_id, frame.to_arrow())
-
-    def _insert_columns(self, table: str, key: list[Any], columns: list[list[Any]], types: list[str]) -> None:
-        """Insert equally long columns as rows, in one statement (DuckDB zips parallel unnests).
-
-        Each column travels as one JSON text cast to a typed list inside DuckDB: handing DuckDB a
-        Python list makes its client inspect every element. (Long columns arrive as numpy arrays
-        and go through `_insert_frame` instead.)
-        """
-        if not columns or not columns[0]:
+        Nothing is bound as a parameter: DuckDB's Python client imports pandas and pyarrow to
+        convert one (half a second of a fresh run); run ids are checked hex digests."""
+        if not frame.height:
             return
-        keys = ", ".join("?" * len(key))
-        unnests = ", ".join(f"unnest(CAST(?::VARCHAR AS {t}[]))" for t in types)
-        texts = [json.dumps(list(column), separators=(",", ":")) for column in columns]
-        self.con.execute(f"INSERT INTO {table} SELECT {keys}, {unnests}", [*key, *texts])
+        for statement in statements:
+            self.con.register("_frame", frame.__arrow_c_stream__())
+            try:
+                self.con.execute(statement)
+            finally:
+                self.con.unregister("_frame")
 
-    def _insert_frame(self, table: str, run_id: str, columns: Any) -> None:
-        """Insert equally long columns (a dict of numpy arrays, or an Arrow table) as rows of
-        `table` (after its run_id), in one statement: DuckDB scans them in place."""
-        names_list = list(columns.column_names if hasattr(columns, "column_names") else columns)
-        if hasattr(columns, "num_rows"):
-            if not columns.num_rows:
-                return
-        elif not len(next(iter(columns.values()))):
-            return
-        self.con.register("_frame", columns)
-        try:
-            names = ", ".join(names_list)
-            self.con.execute(f"INSERT INTO {table} (run_id, {names}) SELECT ?, {names} FROM _frame", [run_id])
-        finally:
-            self.con.unregister("_frame")
-
-    def _insert_timeseries(self, run: DerivedRun) -> None:
-        ts = run.result.get("timeseries")
-        if not ts:
-            return
-        time = ts["time_ns"]
-        for table, key, series in (("flow_timeseries", "flow", dict(zip(FLOW_SERIES, FLOW_SERIES))),
-                                   ("channel_timeseries", "channel", CHANNEL_SERIES)):
-            rows = np.asarray(ts[key + "s"], dtype=np.uint32)
-            columns = {key: np.repeat(rows, len(time)), "time_ns": np.tile(time, len(rows))}
-            columns.update({column: ts[name].ravel() for name, column in series.items()})
-            self._insert_frame(table, run.run_id, columns)
-
-    def _insert_queue_classes(self, run: DerivedRun) -> None:
-        """The sub-buffers of split queues: end-of-run counters, and their series if sampled."""
-        for channel, ch in enumerate(run.result["channels"]):
-            classes = ch.get("classes") or []
-            if classes:
-                columns = {"channel": np.full(len(classes), channel, dtype=np.uint32),
-                           "sub_buffer": np.arange(len(classes), dtype=np.uint32)}
-                columns.update({column: np.array([c[name] for c in classes], dtype=np.uint64)
-                                for name, column in CLASS_COUNTERS.items()})
-                self._insert_frame("queue_classes", run.run_id, columns)
-        ts = run.result.get("timeseries")
-        if not ts or not len(ts.get("class_channels", ())):
-            return
-        time, rows = ts["time_ns"], len(ts["class_channels"])
-        columns = {"channel": np.repeat(np.asarray(ts["class_channels"], dtype=np.uint32), len(time)),
-                   "sub_buffer": np.repeat(np.asarray(ts["class_indices"], dtype=np.uint32), len(time)),
-                   "time_ns": np.tile(time, rows)}
-        columns.update({column: ts[name].ravel() for name, column in CLASS_SERIES.items()})
-        self._insert_frame("class_timeseries", run.run_id, columns)
-
-    def _insert_captures(self, run: DerivedRun) -> None:
-        for i, cap in enumerate(run.result.get("captures") or []):
-            n = len(cap["time_ns"])
-            columns = {"capture": np.full(n, i, dtype=np.uint32), "channel": np.full(n, cap["channel"], dtype=np.uint32),
-                       "packet": np.arange(n, dtype=np.uint64)}
-            columns.update(capture_columns(cap))
-            self._insert_frame("captures", run.run_id, columns)
+    def _insert_tables(self, run: DerivedRun) -> None:
+        """Every table of the run but `runs`, as `derive` made them."""
+        for table, frame in run.stored_tables().items():
+            self._insert_frame(table, run.run_id, frame)
 
     # --- comparing ------------------------------------------------------------------------
 

@@ -365,4 +365,27 @@ mod tests {
         assert_eq!(out.last().unwrap().ack, 102);
         assert_eq!(r.bytes_delivered(), 100);
     }
+
+    #[test]
+    fn a_hole_filled_among_many_reports_the_merged_range_first() {
+        // Every other segment lost: segments 1, 3, 5, ..., 199 wait above 100 holes.
+        let mut r = receiver(1);
+        let mut out = Vec::new();
+        for k in (1..200).step_by(2) {
+            r.on_packet(SimTime::ZERO, &seg(k), &mut out);
+        }
+        assert_eq!(r.out_of_order.len(), 100);
+        // Filling hole 100 joins ranges 99 and 101; the ACK leads with the merged range and keeps
+        // reporting the previous ones at their current extent (RFC 2018 §4).
+        out.clear();
+        r.on_packet(SimTime::ZERO, &seg(100), &mut out);
+        let block = |from: u64, to: u64| SackBlock { start: 1 + 100 * from, end: 1 + 100 * to };
+        assert_eq!(out[0].ack, 1);
+        assert_eq!(out[0].sack_blocks(), &[block(99, 102), block(199, 200), block(197, 198)]);
+        assert_eq!(r.out_of_order.len(), 99);
+        // Filling the lowest hole delivers segments 0 and 1 only.
+        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        assert_eq!(out.last().unwrap().ack, 201);
+        assert_eq!(r.out_of_order.len(), 98);
+    }
 }

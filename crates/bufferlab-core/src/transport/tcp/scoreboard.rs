@@ -743,4 +743,237 @@ mod tests {
         let mut sb = board(3);
         assert_eq!(sb.sack(SackBlock { start: 150, end: 250 }, &mut ignore), 0);
     }
+
+    #[test]
+    fn a_block_that_grows_by_one_segment_per_ack_sacks_only_the_new_segment() {
+        let mut sb = board(1000);
+        let mut handed = Vec::new();
+        for k in 2..1000 {
+            let block = SackBlock { start: 1 + MSS as u64, end: 1 + k * MSS as u64 };
+            let newly = sb.sack(block, &mut |seg: &Segment| handed.push(seg.start));
+            assert_eq!(newly, MSS as u64, "only segment {} is new", k - 1);
+        }
+        let expected: Vec<u64> = (1..999).map(|k| 1 + k * MSS as u64).collect();
+        assert_eq!(handed, expected, "each SACKed segment handed over once, in sequence order");
+        sb.check_against_recount();
+    }
+
+    #[test]
+    fn a_block_spanning_earlier_blocks_sacks_only_the_holes_between_them() {
+        let mut sb = board(20);
+        for k in [3, 6, 7, 12] {
+            sack_segments(&mut sb, k, k + 1);
+        }
+        let mut handed = Vec::new();
+        let newly = sb.sack(SackBlock { start: 1 + 2 * MSS as u64, end: 1 + 14 * MSS as u64 }, &mut |s: &Segment| {
+            handed.push((s.start - 1) / MSS as u64)
+        });
+        assert_eq!(newly, 8 * MSS as u64);
+        assert_eq!(handed, [2, 4, 5, 8, 9, 10, 11, 13]);
+        sb.check_against_recount();
+    }
+
+    #[test]
+    fn the_loss_boundary_follows_the_dupthresh_highest_sack_after_a_cumulative_ack() {
+        let mut sb = board(20);
+        for k in [2, 4, 6, 8] {
+            sack_segments(&mut sb, k, k + 1);
+        }
+        sb.mark_losses();
+        // Third-highest SACKed is segment 4: segments 0, 1 and 3 are lost.
+        let lost = |sb: &Scoreboard| (0..sb.segments.len()).filter(|&k| sb.get(k).lost).count();
+        assert_eq!(lost(&sb), 3);
+        // The ACK of segments 0..=4 leaves two SACKed segments: no more than DupThresh - 1.
+        sb.ack_up_to(1 + 5 * MSS as u64, &mut ignore);
+        sack_segments(&mut sb, 10, 11);
+        // SACKed now: 6, 8 and 10. Segment 5 lies below the third highest; segment 7 has two
+        // SACKed segments above it.
+        assert_eq!(sb.mark_losses(), MSS as u64);
+        assert!(sb.get(0).lost && !sb.get(2).lost);
+        sb.check_against_recount();
+    }
+
+    #[test]
+    fn a_lost_retransmission_behind_the_cursor_is_resent_before_the_cursor_moves_on() {
+        let mut sb = Scoreboard::new(MSS, 3, true);
+        for k in 0..10 {
+            sb.push(1 + k * MSS as u64, MSS, SimTime::ZERO, TxSnapshot::default());
+        }
+        // Segments 0..=4 lost (SACKs above them), retransmitted at 10, 11 and 12 ms (0, 1, 2).
+        sack_segments(&mut sb, 5, 10);
+        sb.mark_losses();
+        for t in 10..13 {
+            let i = sb.next_retransmission().unwrap();
+            sb.retransmit(i, SimTime::from_ms(t), TxSnapshot::default());
+        }
+        // New data sent at 20 ms and delivered at 70 ms proves the retransmission of 0 and 1
+        // lost; segment 2's left at 12 ms and is not overdue: 12 + 50 + 9 > 70.
+        sb.push(1 + 10 * MSS as u64, MSS, SimTime::from_ms(20), TxSnapshot::default());
+        sack_segments(&mut sb, 10, 11);
+        let found = sb.rack_detect_losses(reference(10, 20, 50), SimTime::from_ms(9), SimTime::from_ms(70));
+        assert_eq!(found.bytes, 2 * MSS as u64);
+        sb.check_against_recount();
+        let mut order = Vec::new();
+        while let Some(i) = sb.next_retransmission() {
+            sb.retransmit(i, SimTime::from_ms(80), TxSnapshot::default());
+            order.push(i);
+        }
+        assert_eq!(order, [0, 1, 3, 4], "the lost retransmissions first, then the cursor");
+        sb.check_against_recount();
+    }
+
+    /// One step of a random sender's life, for the model check below. Segment positions are
+    /// taken modulo the window.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Send(u8),
+        SendShortLast(u16),
+        Ack(u16),
+        Sack(u16, u16, u8),
+        MarkLosses,
+        MarkFirstLost,
+        Timeout,
+        Retransmit(u8),
+        Probe,
+        Rack(u16, u8, u8),
+        Wait(u8),
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (1u8..30).prop_map(Step::Send),
+            1 => (1u16..MSS as u16).prop_map(Step::SendShortLast),
+            2 => any::<u16>().prop_map(Step::Ack),
+            6 => (any::<u16>(), 1u16..12, 0u8..3).prop_map(|(a, n, unaligned)| Step::Sack(a, n, unaligned)),
+            2 => Just(Step::MarkLosses),
+            1 => Just(Step::MarkFirstLost),
+            1 => Just(Step::Timeout),
+            3 => (1u8..8).prop_map(Step::Retransmit),
+            1 => Just(Step::Probe),
+            3 => (any::<u16>(), 1u8..60, 0u8..20).prop_map(|(k, rtt, reo)| Step::Rack(k, rtt, reo)),
+            3 => (1u8..40).prop_map(Step::Wait),
+        ]
+    }
+
+    /// The bytes of the segments that satisfy `f`.
+    fn bytes(sb: &Scoreboard, f: impl Fn(&Segment) -> bool) -> u64 {
+        sb.segments.iter().filter(|s| f(s)).map(|s| s.len as u64).sum()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 512, failure_persistence: None, ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Whatever the sequence of sends, ACKs, SACKs, loss marks, retransmissions, probes and
+        /// timeouts, the incremental bookkeeping agrees with a recount from the segments, and each
+        /// operation returns what a naive walk over the window finds.
+        #[test]
+        fn incremental_bookkeeping_matches_a_recount_of_the_window(
+            dupthresh in 1u32..5,
+            rack in proptest::prelude::any::<bool>(),
+            steps in proptest::collection::vec(step(), 1..150),
+        ) {
+            let mss = MSS as u64;
+            let mut sb = Scoreboard::new(MSS, dupthresh, rack);
+            let (mut now, mut next_seq, mut stream_ended) = (SimTime::ZERO, 1u64, false);
+            let at = |sb: &Scoreboard, k: u16| sb.first().map(|f| f.start + (k as u64 % (sb.segments.len() as u64 + 1)) * mss);
+            for step in steps {
+                match step {
+                    Step::Send(n) => {
+                        for _ in 0..n {
+                            if !stream_ended {
+                                sb.push(next_seq, MSS, now, TxSnapshot::default());
+                                next_seq += mss;
+                            }
+                        }
+                    }
+                    Step::SendShortLast(len) => {
+                        if !stream_ended {
+                            sb.push(next_seq, len as u32, now, TxSnapshot::default());
+                            next_seq += len as u64;
+                            stream_ended = true;
+                        }
+                    }
+                    Step::Ack(k) => {
+                        let Some(ack) = at(&sb, k) else { continue };
+                        let ack = ack.min(next_seq);
+                        let gone = |s: &Segment| s.end() <= ack;
+                        let expected = (bytes(&sb, gone), bytes(&sb, |s| gone(s) && s.sacked));
+                        let delivered_expected = bytes(&sb, |s| gone(s) && !s.sacked);
+                        let mut delivered = 0;
+                        let result = sb.ack_up_to(ack, &mut |s: &Segment| delivered += s.len as u64);
+                        assert_eq!((result.bytes, result.previously_sacked_bytes), expected);
+                        assert_eq!(delivered, delivered_expected);
+                    }
+                    Step::Sack(k, n, unaligned) => {
+                        let Some(start) = at(&sb, k) else { continue };
+                        // An unaligned edge covers a segment only partly: it is not SACKed.
+                        let block = SackBlock { start: start + unaligned as u64, end: start + n as u64 * mss };
+                        let inside = |s: &Segment| s.start >= block.start && s.end() <= block.end && !s.sacked;
+                        let expected = bytes(&sb, inside);
+                        let mut handed = Vec::new();
+                        assert_eq!(sb.sack(block, &mut |s: &Segment| handed.push(s.start)), expected);
+                        assert!(handed.windows(2).all(|w| w[0] < w[1]), "handed over in sequence order");
+                    }
+                    Step::MarkLosses => {
+                        // RFC 6675 IsLost(), naively: the DupThresh-th highest SACKed segment.
+                        let sacked: Vec<u64> = sb.segments.iter().filter(|s| s.sacked).map(|s| s.start).collect();
+                        let boundary = sacked.len().checked_sub(dupthresh as usize).map(|i| sacked[i]);
+                        let expected = match boundary {
+                            Some(b) if b >= sb.lost_boundary => bytes(&sb, |s| s.start < b && !s.sacked && !s.lost),
+                            _ => 0,
+                        };
+                        assert_eq!(sb.mark_losses(), expected);
+                    }
+                    Step::MarkFirstLost => {
+                        sb.mark_first_lost();
+                    }
+                    Step::Timeout => {
+                        let expected = bytes(&sb, |s| !s.sacked && !s.lost);
+                        assert_eq!(sb.mark_all_lost(), expected);
+                    }
+                    Step::Retransmit(n) => {
+                        for _ in 0..n {
+                            // NextSeg() rule 1, naively: the lowest lost segment not in flight again.
+                            let expected = sb.segments.iter().position(|s| s.lost && !s.retransmitted && !s.sacked);
+                            let found = sb.next_retransmission();
+                            assert_eq!(found, expected);
+                            let Some(i) = found else { break };
+                            sb.retransmit(i, now, TxSnapshot::default());
+                            now += SimTime::from_us(100);
+                        }
+                    }
+                    Step::Probe => {
+                        if let Some(i) = sb.last_index() {
+                            let last = *sb.get(i);
+                            if !last.sacked && !last.lost && !last.retransmitted {
+                                sb.probe(i, now, TxSnapshot::default());
+                            }
+                        }
+                    }
+                    Step::Rack(k, rtt, reo) => {
+                        let Some(start) = at(&sb, k) else { continue };
+                        let Some(i) = (start < next_seq).then(|| sb.index_of(start)) else { continue };
+                        let seg = *sb.get(i);
+                        let reference = RackReference { xmit_ts: seg.sent_time, end_seq: seg.end(), rtt: SimTime::from_ms(rtt as u64) };
+                        let before: Vec<Segment> = sb.segments.iter().copied().collect();
+                        let found = sb.rack_detect_losses(reference, SimTime::from_ms(reo as u64), now);
+                        // A segment newly deemed lost counts once (with a loss probe's copy), and so
+                        // does a retransmission deemed lost.
+                        let expected: u64 = before
+                            .iter()
+                            .zip(&sb.segments)
+                            .filter(|(b, a)| (!b.lost && a.lost) || (b.retransmitted && !a.retransmitted))
+                            .map(|(b, _)| b.len as u64)
+                            .sum();
+                        assert_eq!(found.bytes, expected);
+                    }
+                    Step::Wait(ms) => now += SimTime::from_ms(ms as u64),
+                }
+                sb.check_against_recount();
+            }
+        }
+    }
 }

@@ -259,8 +259,8 @@ def main() -> int:
         return 2
     if args.settings:
         print("| setting | ns-3 | bufferlab |\n|---|---|---|")
-        for name, (theirs, ours) in MATCHED.items():
-            print(f"| {name} | {theirs} | {ours} |")
+        for name, (ns3_value, bufferlab_value) in MATCHED.items():
+            print(f"| {name} | {ns3_value} | {bufferlab_value} |")
         print()
     print(HEADER)
     print("|" + "---|" * (HEADER.count("|") - 1), flush=True)

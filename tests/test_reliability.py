@@ -349,10 +349,15 @@ def test_a_signal_stops_a_run_within_a_second_and_stores_nothing(small: Path, db
     assert not db.exists() and not Path(str(db) + ".wal").exists()
 
 
-# Known race (issue 14, open): about one SIGTERM in four sent to a two-worker sweep ends the
-# command by the default action (exit -15, nothing printed) instead of its handler; finished runs
-# are kept either way. Not strict, so the other cases still gate CI while it is found.
-SIGTERM_TWO_WORKERS_RACE = pytest.mark.xfail(reason="a SIGTERM sometimes meets the default disposition", strict=False)
+# Open (issue 14): on a loaded machine the two-worker SIGTERM case often stops in more than a
+# second. Never by the default action: in 63 runs at load 2-7 every one exited 143 with its message,
+# and strace shows SIGTERM's disposition is never SIG_DFL in the sweep's process until it exits.
+# The time is the write the signal waits for: the test signals as soon as its own read-only look
+# at the store lets go of the lock, i.e. just as the writer starts storing the next run, so the
+# whole write (open, insert, commit, checkpoint at close: 0.7-2.5 s at load 4-7) lies between the
+# signal and the exit. Not strict, so the other cases still gate CI.
+SIGTERM_TWO_WORKERS_RACE = pytest.mark.xfail(reason="the write under way when the signal comes can take over a second "
+                                                    "on a loaded machine", strict=False)
 
 
 @pytest.mark.slow

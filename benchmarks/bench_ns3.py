@@ -193,12 +193,19 @@ def run_ns3(case: Case, seed: int, binary: Path) -> dict[str, float]:
     }
 
 
-# Why a case's figures may differ beyond goodput 3 % / drops 15 % (docs/engine.md, "ns-3").
+# Why a case's figures may differ beyond goodput 3 % / drops 15 % (docs/engine.md, "Side by side
+# with ns-3", known differences: the measurements behind each note).
 NOTES = {
     "1x100M": "one flow leaving slow start: ns-3.44's PRR (RecoverFS from pipe, extra MSS per dupACK "
     "with SACK) recovers differently from RFC 6937",
-    "10xCUBIC": "ns-3's TcpCubic follows Linux's bictcp arithmetic (segment counter, cnt clamp, "
-    "10 ms CubicDelta after recovery, its own Reno estimate); bufferlab follows RFC 9438",
+    "10x100M": "the gap is the first 2 s (10 flows leaving slow start at once; ns-3.44's PRR deepens "
+    "it): after 2 s drops differ by +11 %; classic recovery on both sides: -15 % over 20 s",
+    "100x100M": "ns-3's NewReno takes ssthresh from RFC 6675 pipe (SACKed and lost segments excluded), "
+    "not FlightSize: 0.30 of the flight at ~8 segments against bufferlab's 0.5; ns-3 with cwnd/2 "
+    "instead (dumbbell --variant=TcpNewRenoHalfCwnd): drops within 2 % over 5 s",
+    "10xCUBIC": "ns-3.44's PRR with CUBIC (beta 0.7) holds ns-3's queue at half bufferlab's; with "
+    "classic recovery on both sides the queue is within 3 % and drops +17 % over 5 s, the rest is "
+    "ns-3's Linux-style CUBIC arithmetic (segment counter, cnt clamp, own Reno estimate) against RFC 9438",
 }
 
 
@@ -252,8 +259,8 @@ def main() -> int:
         return 2
     if args.settings:
         print("| setting | ns-3 | bufferlab |\n|---|---|---|")
-        for name, (theirs, ours) in MATCHED.items():
-            print(f"| {name} | {theirs} | {ours} |")
+        for name, (ns3_value, bufferlab_value) in MATCHED.items():
+            print(f"| {name} | {ns3_value} | {bufferlab_value} |")
         print()
     print(HEADER)
     print("|" + "---|" * (HEADER.count("|") - 1), flush=True)

@@ -19,15 +19,20 @@ Columns, per case (best of --repetitions by CPU time; memory of the best repetit
     run MB       what the run added: peak RSS minus the RSS just before the engine started
     kB/flow      run MB per flow of the result (listed and generated flows)
 
-No ns-3 columns: `make bench-ns3` (benchmarks/bench_ns3.py) runs ns-3 side by side on its own
-cases; bringing its cases into this ladder is still to do. Printed figures, never asserted: timings on a shared machine
-are noisy, so compare ratios taken in one run.
+With --ns3-binary (compiled by `make bench-ns3`), a second table runs each case that ns-3's
+dumbbell program can express as a twin with every setting matched (benchmarks/bench_ns3.py: the
+same rates, delays, queue in packets and TCP options on both sides) and prints both simulators'
+CPU time, the speed ratio, aggregate goodput and drops. The twins use bench_ns3's matched TCP
+options, not the ladder's defaults, so their bufferlab times are of the twin, not of the row above.
+Cases without a twin say why. Printed figures, never asserted: timings on a shared machine are
+noisy, so compare ratios taken in one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import subprocess
 import sys
@@ -86,6 +91,53 @@ CASES: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
 }
 
 
+def _stanford_packets(flows: int, rate_bps: float, rtt_s: float) -> int:
+    """B = C·RTT/√N in 1500-byte packets (Appenzeller et al., SIGCOMM 2004), for an ns-3 twin's queue."""
+    return max(1, round(rate_bps * rtt_s / 8 / 1500 / math.sqrt(flows)))
+
+
+def ns3_twins() -> dict[str, Any]:
+    """Ladder case -> the bench_ns3 case that builds the same dumbbell in both simulators, or the
+    reason there is none."""
+    from bench_ns3 import Case
+
+    return {
+        "dumbbell": Case("dumbbell", 10, "100Mbps", 100e6, 100, "TcpNewReno", 30, "1Gbps"),
+        "100x1g": Case("100x1g", 100, "1Gbps", 1e9, _stanford_packets(100, 1e9, 0.04), "TcpNewReno", 5, "10Gbps"),
+        "1000x1g": Case("1000x1g", 1000, "1Gbps", 1e9, _stanford_packets(1000, 1e9, 0.04), "TcpNewReno", 5,
+                        "10Gbps"),
+        "10000x10g": "ns-3's dumbbell program gives every flow one RTT (this case spreads them over 20-200 ms)",
+        "cubic_10g": "ns-3's dumbbell program has no random loss",
+        "seed000": "seed 000's GENI tree with Poisson mice is not a dumbbell",
+        "window_210k": "not an ns-3 comparison: the per-ACK cost of a very large window",
+    }
+
+
+NS3_HEADER = (f"{'case':<10} {'bl cpu s':>9} {'ns-3 cpu s':>11} {'ns-3/bl':>8} {'bl Mb/s':>9} {'ns-3 Mb/s':>10} "
+              f"{'bl drops':>9} {'ns-3 drops':>10}")
+
+
+def ns3_side_by_side(names: list[str], binary: Path) -> None:
+    """The second table: each case's matched twin in bufferlab and in ns-3."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_ns3 import run_bufferlab, run_ns3
+
+    print()
+    print(f"ns-3 twins (matched settings, seed 1; {binary})")
+    print(NS3_HEADER)
+    print("-" * len(NS3_HEADER))
+    twins = ns3_twins()
+    for name in names:
+        twin = twins[name]
+        if isinstance(twin, str):
+            print(f"{name:<10} no twin: {twin}")
+            continue
+        ours, theirs = run_bufferlab(twin, 1), run_ns3(twin, 1, binary)
+        print(f"{name:<10} {ours['cpu']:>9.2f} {theirs['cpu']:>11.2f} {theirs['cpu'] / ours['cpu']:>7.0f}x "
+              f"{ours['goodput'] / 1e6:>9.1f} {theirs['goodput'] / 1e6:>10.1f} {ours['drops']:>9} "
+              f"{theirs['drops']:>10}", flush=True)
+
+
 def _rss_mb() -> float:
     """Resident memory now, from /proc (Linux), in MB."""
     pages = int(Path("/proc/self/statm").read_text().split()[1])
@@ -139,6 +191,9 @@ def main() -> None:
     parser.add_argument("--cases", nargs="*", choices=list(CASES), help="cases to run (default: all)")
     parser.add_argument("--repetitions", type=int, default=1, help="best of this many runs per case")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--ns3-binary", type=Path,
+                        help="ns-3's dumbbell program (`make bench-ns3` compiles benchmarks/ns3/build/dumbbell): "
+                             "adds the table of matched ns-3 twins")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -153,9 +208,14 @@ def main() -> None:
     print(f"engine {engine_version()}; best of {args.repetitions}; each case in its own process")
     print(HEADER)
     print("-" * len(HEADER))
-    for name in args.cases or CASES:
+    names = list(args.cases or CASES)
+    for name in names:
         best = min((run_in_child(name) for _ in range(args.repetitions)), key=lambda m: m["cpu_s"])
         print(row(best), flush=True)
+    if args.ns3_binary is not None:
+        if not args.ns3_binary.exists():
+            sys.exit(f"bench_scale: {args.ns3_binary} is missing: run `make bench-ns3` (it compiles it)")
+        ns3_side_by_side(names, args.ns3_binary)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,13 @@
 // the bottleneck's busy time (sum of packet transmission times, PPP header included), queue-disc
 // and device drops, the time integral of the bottleneck queue (queue disc + device queue, in
 // packets), retransmitted segments (TcpSocketBase "Retransmission") and RTOs (entries into
-// CA_LOSS), and the wall time of the build and of Simulator::Run.
+// CA_LOSS), and the wall time of the build and of Simulator::Run; and, to explain gaps, the mean
+// state of a sender as it enters fast recovery (flight, RFC 6675 pipe, cwnd, and the ssthresh it
+// sets, in segments).
+//
+// --variant=TcpNewRenoHalfCwnd is a diagnostic NewReno (not a bufferlab setting): ns-3's NewReno
+// takes ssthresh from BytesInFlight(), which with SACK is pipe, not FlightSize; this one halves
+// cwnd, the window a greedy sender has in flight when the first duplicate ACK arrives.
 
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
@@ -28,12 +34,44 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 using namespace ns3;
+
+namespace ns3
+{
+
+/// NewReno whose congestion events set ssthresh = max(2 SMSS, cwnd / 2) (see the header comment).
+class TcpNewRenoHalfCwnd : public TcpNewReno
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::TcpNewRenoHalfCwnd")
+                                .SetParent<TcpNewReno>()
+                                .SetGroupName("Internet")
+                                .AddConstructor<TcpNewRenoHalfCwnd>();
+        return tid;
+    }
+
+    uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t) override
+    {
+        return std::max(2 * tcb->m_segmentSize, tcb->m_cWnd.Get() / 2);
+    }
+
+    Ptr<TcpCongestionOps> Fork() override
+    {
+        return CopyObject<TcpNewRenoHalfCwnd>(this);
+    }
+};
+
+NS_OBJECT_ENSURE_REGISTERED(TcpNewRenoHalfCwnd);
+
+} // namespace ns3
 
 namespace
 {
@@ -90,13 +128,72 @@ OnRetransmission(Ptr<const Packet>, const TcpHeader&, const Address&, const Addr
     ++g_retransmissions;
 }
 
+/// One sender's latest traced values, for the recovery-entry means.
+struct Sender
+{
+    Ptr<TcpSocketBase> socket;
+    uint32_t cwnd = 0;
+    uint32_t ssthresh = 0;
+    SequenceNumber32 highTx;
+};
+
+std::vector<Sender> g_senders;
+
+/// Sums over entries into fast recovery, in bytes (divided by the segment size on output).
+struct RecoveryEntries
+{
+    uint64_t count = 0;
+    double flight = 0;   // highest sequence sent - SND.UNA (RFC 5681 FlightSize)
+    double pipe = 0;     // TcpTxBuffer::BytesInFlight (RFC 6675 pipe, head already marked lost)
+    double cwnd = 0;     // before the reduction
+    double ssthresh = 0; // as set on entry
+};
+
+RecoveryEntries g_recoveryEntries;
+
+/// EnterRecovery traces the state change before it computes ssthresh: read ssthresh once the
+/// current event is over.
 void
-OnCongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
+CountRecoveryEntry(uint32_t sender)
+{
+    g_recoveryEntries.ssthresh += g_senders[sender].ssthresh;
+}
+
+void
+OnCongState(uint32_t sender, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
 {
     if (now == TcpSocketState::CA_LOSS)
     {
         ++g_lossEpisodes; // only the retransmission timer enters CA_LOSS, once per episode
     }
+    if (now == TcpSocketState::CA_RECOVERY)
+    {
+        const Sender& s = g_senders[sender];
+        Ptr<TcpTxBuffer> sent = s.socket->GetTxBuffer();
+        ++g_recoveryEntries.count;
+        g_recoveryEntries.flight += s.highTx - sent->HeadSequence();
+        g_recoveryEntries.pipe += sent->BytesInFlight();
+        g_recoveryEntries.cwnd += s.cwnd;
+        Simulator::ScheduleNow(&CountRecoveryEntry, sender);
+    }
+}
+
+void
+OnCwnd(uint32_t sender, uint32_t, uint32_t now)
+{
+    g_senders[sender].cwnd = now;
+}
+
+void
+OnSsthresh(uint32_t sender, uint32_t, uint32_t now)
+{
+    g_senders[sender].ssthresh = now;
+}
+
+void
+OnHighTx(uint32_t sender, SequenceNumber32, SequenceNumber32 now)
+{
+    g_senders[sender].highTx = now;
 }
 
 /// Every expiry of the retransmission timer backs the RTO off: RTO = min(2 RTO, 60 s) (RFC 6298
@@ -118,8 +215,13 @@ HookSocket(Ptr<BulkSendApplication> app)
     Ptr<TcpSocketBase> socket = DynamicCast<TcpSocketBase>(app->GetSocket());
     NS_ABORT_MSG_UNLESS(socket, "BulkSend has no TCP socket yet");
     socket->TraceConnectWithoutContext("Retransmission", MakeCallback(&OnRetransmission));
-    socket->TraceConnectWithoutContext("CongState", MakeCallback(&OnCongState));
     socket->TraceConnectWithoutContext("RTO", MakeCallback(&OnRto));
+    auto sender = static_cast<uint32_t>(g_senders.size());
+    g_senders.push_back(Sender{socket});
+    socket->TraceConnectWithoutContext("CongState", MakeBoundCallback(&OnCongState, sender));
+    socket->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&OnCwnd, sender));
+    socket->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&OnSsthresh, sender));
+    socket->TraceConnectWithoutContext("HighestSequence", MakeBoundCallback(&OnHighTx, sender));
 }
 
 /// A FifoQueueDisc of packets - 1 over a one-packet device queue: bufferlab's FIFO of `packets`.
@@ -300,10 +402,14 @@ main(int argc, char* argv[])
         goodput += (i ? "," : "") + std::to_string(sinkApps[i]->GetTotalRx());
     }
     auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+    const RecoveryEntries& r = g_recoveryEntries;
+    double perEntry = r.count ? 1.0 / (static_cast<double>(r.count) * segmentSize) : 0.0;
     std::printf("{\"simulator\": \"ns-3 %s\", \"duration_s\": %.9g, \"flow_bytes_received\": [%s], "
                 "\"bottleneck_busy_s\": %.9g, \"queue_drops\": %llu, \"device_drops\": %llu, "
                 "\"queue_packet_s\": %.9g, \"retransmissions\": %llu, \"rtos\": %llu, "
-                "\"loss_episodes\": %llu, "
+                "\"loss_episodes\": %llu, \"fast_recoveries\": %llu, "
+                "\"recovery_entry_segments\": {\"flight\": %.3f, \"pipe\": %.3f, "
+                "\"cwnd\": %.3f, \"ssthresh\": %.3f}, "
                 "\"build_wall_s\": %.6f, \"run_wall_s\": %.6f}\n",
                 "3.44",
                 duration,
@@ -315,6 +421,11 @@ main(int argc, char* argv[])
                 static_cast<unsigned long long>(g_retransmissions),
                 static_cast<unsigned long long>(g_rtos),
                 static_cast<unsigned long long>(g_lossEpisodes),
+                static_cast<unsigned long long>(r.count),
+                r.flight * perEntry,
+                r.pipe * perEntry,
+                r.cwnd * perEntry,
+                r.ssthresh * perEntry,
                 seconds(wallStart, runStart),
                 seconds(runStart, runEnd));
     Simulator::Destroy();

@@ -1,0 +1,85 @@
+"""The interrupts module: a write held in `deferred()` notes SIGINT/SIGTERM and raises them once it
+has finished; `reacting(stop)` calls `stop` as the signal arrives. At no moment of a write is a
+signal met by its default action: the command's handler is back, unchanged, after every block
+(a SIGTERM that found SIG_DFL would end a sweep with exit -15 and no message)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from types import FrameType
+
+import pytest
+
+from bufferlab.errors import Terminated
+from bufferlab.interrupts import deferred, reacting
+
+
+def _command_handler(signum: int, _frame: FrameType | None) -> None:
+    raise Terminated(f"signal {signum}")
+
+
+@pytest.fixture
+def command_handlers() -> Iterator[None]:
+    """SIGINT and SIGTERM handled as the bufferlab command handles them, restored afterwards."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _command_handler)
+    yield
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+@pytest.mark.parametrize(("sig", "raised"), [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)])
+def test_a_signal_during_a_deferred_write_is_raised_after_the_write_finishes(command_handlers: None, sig: int,
+                                                                            raised: type[BaseException]) -> None:
+    steps: list[str] = []
+    with pytest.raises(raised) as caught:
+        with deferred():
+            steps.append("began")
+            signal.raise_signal(sig)
+            steps.append("finished")  # the signal did not cut the write short
+    assert steps == ["began", "finished"]
+    assert isinstance(caught.value, Terminated) == (sig == signal.SIGTERM)
+
+
+def test_sigterm_is_never_left_to_its_default_action_around_deferred_writes(command_handlers: None) -> None:
+    seen = [signal.getsignal(signal.SIGTERM)]
+    for _ in range(3):  # one write after another, as a sweep stores its runs
+        with deferred():
+            seen.append(signal.getsignal(signal.SIGTERM))
+            with deferred():  # a nested write keeps the outer one's note-taking
+                seen.append(signal.getsignal(signal.SIGTERM))
+            seen.append(signal.getsignal(signal.SIGTERM))
+        seen.append(signal.getsignal(signal.SIGTERM))
+    assert signal.SIG_DFL not in seen and None not in seen
+    assert signal.getsignal(signal.SIGTERM) is _command_handler  # exactly the command's handler is back
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_write_that_raises_gives_the_command_its_handlers_back(command_handlers: None) -> None:
+    with pytest.raises(ValueError):
+        with deferred():
+            raise ValueError("the store refused the write")
+    assert signal.getsignal(signal.SIGTERM) is _command_handler
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_reacting_stops_at_once_while_the_write_goes_on(command_handlers: None) -> None:
+    events: list[str] = []
+    with pytest.raises(Terminated):
+        with reacting(lambda: events.append("workers stopped")):
+            with deferred():
+                signal.raise_signal(signal.SIGTERM)
+                events.append("write finished")
+    assert events == ["workers stopped", "write finished"]
+
+
+def test_outside_reacting_a_noted_signal_stops_nothing(command_handlers: None) -> None:
+    events: list[str] = []
+    with reacting(lambda: events.append("stopped")):
+        pass
+    with pytest.raises(KeyboardInterrupt):
+        with deferred():
+            signal.raise_signal(signal.SIGINT)
+    assert events == []

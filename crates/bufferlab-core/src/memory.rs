@@ -3,7 +3,7 @@
 //! flows, most of them idle (not started yet, or finished); [`HeapBytes`] lets a test and a
 //! benchmark see what each one costs (`Simulator::flow_state_bytes`).
 
-use std::collections::VecDeque;
+use std::collections::{BinaryHeap, VecDeque};
 use std::mem::size_of;
 
 /// Bytes a value holds on the heap (its buffers' capacity), not counting its inline size.
@@ -19,6 +19,12 @@ impl<T> HeapBytes for Vec<T> {
 }
 
 impl<T> HeapBytes for VecDeque<T> {
+    fn heap_bytes(&self) -> usize {
+        self.capacity() * size_of::<T>()
+    }
+}
+
+impl<T> HeapBytes for BinaryHeap<T> {
     fn heap_bytes(&self) -> usize {
         self.capacity() * size_of::<T>()
     }

@@ -1,11 +1,17 @@
 //! A set of `u64` values kept as sorted, disjoint, non-adjacent half-open ranges: the received
 //! packet numbers a QUIC receiver acknowledges (RFC 9000 §19.3.1), or the stream bytes a sender
 //! knows were delivered.
+//!
+//! The ranges live in a ring buffer, found by binary search: values arrive mostly above the
+//! highest range or fill the lowest hole (a retransmission repairing the oldest loss), both edits
+//! at an end of the ring, O(1); an edit inside moves the shorter side only.
+
+use std::collections::VecDeque;
 
 /// Sorted, disjoint, non-adjacent `[start, end)` ranges.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RangeSet {
-    ranges: Vec<(u64, u64)>,
+    ranges: VecDeque<(u64, u64)>,
 }
 
 impl crate::memory::HeapBytes for RangeSet {
@@ -34,7 +40,7 @@ impl RangeSet {
             return 0;
         }
         // Common case first: appending at (or beyond) the highest range.
-        if let Some(last) = self.ranges.last_mut() {
+        if let Some(last) = self.ranges.back_mut() {
             if start >= last.0 && start <= last.1 {
                 let added = end.saturating_sub(last.1);
                 last.1 = last.1.max(end);
@@ -44,10 +50,14 @@ impl RangeSet {
         // Ranges [first, past) overlap or touch [start, end); they merge into one.
         let first = self.ranges.partition_point(|&(_, e)| e < start);
         let past = self.ranges.partition_point(|&(s, _)| s <= end);
-        let covered: u64 = self.ranges[first..past].iter().map(|&(s, e)| e.min(end) - s.max(start)).sum();
-        let merged_start = self.ranges.get(first).filter(|_| first < past).map_or(start, |r| r.0.min(start));
-        let merged_end = if past > first { self.ranges[past - 1].1.max(end) } else { end };
-        self.ranges.splice(first..past, std::iter::once((merged_start, merged_end)));
+        let covered: u64 = self.ranges.range(first..past).map(|&(s, e)| e.min(end) - s.max(start)).sum();
+        if first == past {
+            self.ranges.insert(first, (start, end));
+        } else {
+            let merged = (self.ranges[first].0.min(start), self.ranges[past - 1].1.max(end));
+            self.ranges[first] = merged;
+            self.ranges.drain(first + 1..past);
+        }
         (end - start) - covered
     }
 
@@ -68,7 +78,7 @@ impl RangeSet {
     /// The end of the range that starts at `origin`, i.e. how far the set covers `[origin, ..)`
     /// without a hole; `origin` if it is not in the set.
     pub fn contiguous_end(&self, origin: u64) -> u64 {
-        match self.ranges.first() {
+        match self.ranges.front() {
             Some(&(s, e)) if s <= origin && origin < e => e,
             _ => origin,
         }
@@ -76,7 +86,7 @@ impl RangeSet {
 
     /// The highest value in the set.
     pub fn max(&self) -> Option<u64> {
-        self.ranges.last().map(|&(_, e)| e - 1)
+        self.ranges.back().map(|&(_, e)| e - 1)
     }
 
     /// Ranges from the highest down, as an ACK frame lists them.
@@ -132,5 +142,23 @@ mod tests {
         }
         s.keep_highest(3);
         assert_eq!(s.iter_descending().collect::<Vec<_>>(), vec![(27, 28), (24, 25), (21, 22)]);
+    }
+
+    proptest::proptest! {
+        /// Whatever the order of insertions, the set holds exactly the values inserted, each
+        /// insertion counts only the new ones, and the ranges stay sorted, disjoint and apart.
+        #[test]
+        fn insertions_agree_with_a_set_of_values(spans in proptest::collection::vec((0u64..300, 0u64..20), 1..60)) {
+            let mut ranges = RangeSet::new();
+            let mut values = std::collections::BTreeSet::new();
+            for (start, len) in spans {
+                let new = (start..start + len).filter(|v| values.insert(*v)).count() as u64;
+                assert_eq!(ranges.insert(start, start + len), new);
+                let listed: Vec<(u64, u64)> = ranges.iter_descending().collect();
+                assert!(listed.windows(2).all(|w| w[1].1 < w[0].0), "sorted, disjoint, not adjacent: {listed:?}");
+                let held: Vec<u64> = listed.iter().rev().flat_map(|&(s, e)| s..e).collect();
+                assert!(held.iter().eq(values.iter()), "{listed:?}");
+            }
+        }
     }
 }

@@ -102,16 +102,10 @@ mod tests {
     use crate::cc::delivery_rate::TxSnapshot;
 
     fn seg(k: u64, sent_ms: u64, retransmitted: bool) -> Segment {
-        Segment {
-            start: 1 + k * 100,
-            len: 100,
-            sent_time: SimTime::from_ms(sent_ms),
-            sacked: false,
-            lost: false,
-            retransmitted,
-            ever_retransmitted: retransmitted,
-            tx: TxSnapshot::default(),
-        }
+        let mut seg = Segment::new(1 + k * 100, 100, SimTime::from_ms(sent_ms), TxSnapshot::default());
+        seg.retransmitted = retransmitted;
+        seg.ever_retransmitted = retransmitted;
+        seg
     }
 
     #[test]

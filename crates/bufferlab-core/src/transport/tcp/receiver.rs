@@ -1,10 +1,15 @@
 //! The receiving side of a TCP connection: in-order delivery, out-of-order reassembly, delayed
 //! ACKs (RFC 5681 §4.2, RFC 1122 §4.2.3.2) and SACK generation (RFC 2018).
+//!
+//! The out-of-order ranges are found by binary search and kept in a ring buffer: segments arrive
+//! mostly above the highest range or fill the lowest hole, both O(1) at the ends of a ring, so an
+//! ACK costs O(log n) in the number of holes rather than a walk over them.
 
 use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::transport::timing::DeliveryLog;
 use crate::units::SimTime;
+use std::collections::VecDeque;
 
 #[derive(Debug)]
 pub struct TcpReceiver {
@@ -18,7 +23,7 @@ pub struct TcpReceiver {
     /// RCV.NXT; zero until the SYN arrives.
     rcv_nxt: u64,
     /// Received data above RCV.NXT: sorted, disjoint, non-adjacent [start, end) ranges.
-    out_of_order: Vec<(u64, u64)>,
+    out_of_order: VecDeque<(u64, u64)>,
     /// SACK blocks in the order RFC 2018 §4 wants them reported: most recent first.
     recent_blocks: [SackBlock; MAX_SACK_BLOCKS],
     recent_len: usize,
@@ -45,7 +50,7 @@ impl TcpReceiver {
             delayed_ack_timeout: config.delayed_ack_timeout,
             sack: config.sack,
             rcv_nxt: 0,
-            out_of_order: Vec::new(),
+            out_of_order: VecDeque::new(),
             recent_blocks: [SackBlock::default(); MAX_SACK_BLOCKS],
             recent_len: 0,
             unacked_segments: 0,
@@ -78,7 +83,7 @@ impl TcpReceiver {
 
     /// The connection is over: drop the reassembly buffer's memory (late duplicates still work).
     pub fn release_buffers(&mut self) {
-        self.out_of_order = Vec::new();
+        self.out_of_order = VecDeque::new();
     }
 
     /// Heap held by the out-of-order ranges (`crate::memory`).
@@ -154,7 +159,7 @@ impl TcpReceiver {
     }
 
     fn insert_out_of_order(&mut self, start: u64, end: u64) {
-        // Merge [start, end) into the sorted range list.
+        // Merge [start, end) into the sorted range list: ranges i..j touch it.
         let i = self.out_of_order.partition_point(|&(_, e)| e < start);
         let mut merged = (start, end);
         let mut j = i;
@@ -163,8 +168,20 @@ impl TcpReceiver {
             merged.1 = merged.1.max(self.out_of_order[j].1);
             j += 1;
         }
-        self.out_of_order.splice(i..j, std::iter::once(merged));
+        if i == j {
+            self.out_of_order.insert(i, merged); // a new range (at the back, usually)
+        } else {
+            self.out_of_order[i] = merged;
+            self.out_of_order.drain(i + 1..j);
+        }
         self.note_recent_block(merged);
+    }
+
+    /// The out-of-order range holding all of `block`, if any (binary search: the ranges are
+    /// disjoint, so it is the first one ending at or after the block's end).
+    fn range_holding(&self, block: SackBlock) -> Option<(u64, u64)> {
+        let i = self.out_of_order.partition_point(|&(_, e)| e < block.end);
+        self.out_of_order.get(i).copied().filter(|&(s, _)| s <= block.start)
     }
 
     /// RFC 2018 §4: the first block reports the range holding the segment that triggered the ACK,
@@ -188,13 +205,9 @@ impl TcpReceiver {
     }
 
     fn absorb_out_of_order(&mut self) {
-        let mut k = 0;
-        while k < self.out_of_order.len() && self.out_of_order[k].0 <= self.rcv_nxt {
-            self.rcv_nxt = self.rcv_nxt.max(self.out_of_order[k].1);
-            k += 1;
-        }
-        if k > 0 {
-            self.out_of_order.drain(..k);
+        while let Some(&(_, e)) = self.out_of_order.front().filter(|&&(s, _)| s <= self.rcv_nxt) {
+            self.rcv_nxt = self.rcv_nxt.max(e);
+            self.out_of_order.pop_front();
         }
         // Drop reported blocks that are now cumulatively acknowledged (RFC 2018 §4).
         let rcv_nxt = self.rcv_nxt;
@@ -219,7 +232,7 @@ impl TcpReceiver {
             let mut n = 0;
             for i in 0..self.recent_len {
                 let b = self.recent_blocks[i];
-                if let Some(&(s, e)) = self.out_of_order.iter().find(|&&(s, e)| s <= b.start && b.end <= e) {
+                if let Some((s, e)) = self.range_holding(b) {
                     packet.sack[n] = SackBlock { start: s, end: e };
                     n += 1;
                 }
@@ -351,5 +364,28 @@ mod tests {
         r.on_packet(SimTime::ZERO, &fin, &mut out);
         assert_eq!(out.last().unwrap().ack, 102);
         assert_eq!(r.bytes_delivered(), 100);
+    }
+
+    #[test]
+    fn a_hole_filled_among_many_reports_the_merged_range_first() {
+        // Every other segment lost: segments 1, 3, 5, ..., 199 wait above 100 holes.
+        let mut r = receiver(1);
+        let mut out = Vec::new();
+        for k in (1..200).step_by(2) {
+            r.on_packet(SimTime::ZERO, &seg(k), &mut out);
+        }
+        assert_eq!(r.out_of_order.len(), 100);
+        // Filling hole 100 joins ranges 99 and 101; the ACK leads with the merged range and keeps
+        // reporting the previous ones at their current extent (RFC 2018 §4).
+        out.clear();
+        r.on_packet(SimTime::ZERO, &seg(100), &mut out);
+        let block = |from: u64, to: u64| SackBlock { start: 1 + 100 * from, end: 1 + 100 * to };
+        assert_eq!(out[0].ack, 1);
+        assert_eq!(out[0].sack_blocks(), &[block(99, 102), block(199, 200), block(197, 198)]);
+        assert_eq!(r.out_of_order.len(), 99);
+        // Filling the lowest hole delivers segments 0 and 1 only.
+        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        assert_eq!(out.last().unwrap().ack, 201);
+        assert_eq!(r.out_of_order.len(), 98);
     }
 }

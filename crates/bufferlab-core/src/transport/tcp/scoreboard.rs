@@ -1,25 +1,35 @@
-//! The sender's scoreboard of outstanding segments (RFC 6675 §3), with the counters that make
-//! `pipe` an O(1) quantity.
+//! The sender's scoreboard of outstanding segments (RFC 6675 §3), kept so that no ACK walks the
+//! window: every operation costs O(log n) or, amortised, O(1) per segment it changes.
 //!
 //! Segments are kept in sequence order from SND.UNA to SND.NXT. Every segment starts on a multiple
 //! of the MSS from sequence number 1 (only the last segment of a stream may be short), so a
-//! sequence number maps to its segment by division: no search per ACK.
+//! sequence number maps to its segment by division: no search per ACK. What RFC 6675's SetPipe()
+//! and the loss rules recount from the whole scoreboard is kept incrementally instead:
 //!
-//! Loss marking follows RFC 6675's IsLost(): a segment is lost once DupThresh segments above it
-//! have been SACKed. The number of SACKed segments above a segment never decreases while it is
-//! outstanding, so the lost segments always form a prefix below a boundary: the DupThresh-th
-//! highest SACKed segment. Moving that boundary marks each segment at most once.
-//!
-//! RACK (RFC 8985) marks by time instead, and keeps the same prefix: never-retransmitted segments
-//! leave in sequence order, so those a delivery proves lost form a prefix of the ones above the
-//! boundary. Retransmissions, which RACK can also find lost, are kept in the order they left.
+//! - `pipe` comes from byte counters (outstanding, SACKed, lost, retransmitted in flight).
+//! - A SACK block skips the segments SACKed before: each SACKed segment links to a later segment
+//!   where the next unSACKed one may be (a disjoint-set forest with path halving, as in Tarjan &
+//!   van Leeuwen 1984), so a block that grows by one segment per ACK costs O(1), not its length.
+//! - Loss marking follows RFC 6675's IsLost(): a segment is lost once DupThresh segments above it
+//!   have been SACKed. The number of SACKed segments above a segment never decreases while it is
+//!   outstanding, so the lost segments always form a prefix below a boundary: the DupThresh-th
+//!   highest SACKed segment, read from the DupThresh highest SACKed segments kept in order.
+//!   Moving that boundary marks each segment at most once.
+//! - RACK (RFC 8985) marks by time instead, and keeps the same prefix: never-retransmitted
+//!   segments leave in sequence order, so those a delivery proves lost form a prefix of the ones
+//!   above the boundary. Retransmissions, which RACK can also find lost, are kept in the order
+//!   they left (RFC 8985 §6.2 keeps segments in transmission order for the same reason).
+//! - NextSeg() rule 1 (the lowest lost segment not yet retransmitted) reads a cursor that only
+//!   moves forward between timeouts, plus a min-heap of the retransmissions RACK found lost below
+//!   the cursor.
 
 use super::rack::{sent_after, RackReference};
 use crate::cc::delivery_rate::TxSnapshot;
 use crate::memory::HeapBytes;
 use crate::net::packet::SackBlock;
 use crate::units::SimTime;
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment {
@@ -35,9 +45,27 @@ pub struct Segment {
     pub ever_retransmitted: bool,
     /// Delivery-rate state at the latest transmission (draft-cheng-iccrg-delivery-rate-estimation).
     pub tx: TxSnapshot,
+    /// Once SACKed: how many segments ahead the next unSACKed segment may be (at least 1). The
+    /// distance is relative, so it survives the removal of segments at the front.
+    skip: u32,
 }
 
 impl Segment {
+    /// A segment as it first leaves: neither SACKed nor lost.
+    pub fn new(start: u64, len: u32, sent_time: SimTime, tx: TxSnapshot) -> Self {
+        Segment {
+            start,
+            len,
+            sent_time,
+            sacked: false,
+            lost: false,
+            retransmitted: false,
+            ever_retransmitted: false,
+            tx,
+            skip: 1,
+        }
+    }
+
     pub fn end(&self) -> u64 {
         self.start + self.len as u64
     }
@@ -58,17 +86,24 @@ pub struct CumulativeAck {
 pub struct Scoreboard {
     segments: VecDeque<Segment>,
     mss: u64,
+    /// RFC 6675 DupThresh: SACKed segments above a segment that make it lost.
+    dupthresh: usize,
     outstanding_bytes: u64,
     sacked_bytes: u64,
     lost_bytes: u64,
     retransmitted_bytes: u64,
     sacked_segments: u64,
-    /// End of the highest SACKed byte (0 when nothing above SND.UNA is SACKed).
-    highest_sacked_end: u64,
+    /// Starts of the DupThresh highest SACKed segments (all of them when fewer are SACKed), in
+    /// ascending order: the first is the IsLost() boundary once there are DupThresh of them.
+    highest_sacked: VecDeque<u64>,
     /// Unsacked segments starting below this sequence number are lost.
     lost_boundary: u64,
-    /// No lost, unretransmitted segment starts below this sequence number.
+    /// The retransmission cursor: no lost, unretransmitted segment starts below this sequence
+    /// number except those in `relost`.
     retransmit_hint: u64,
+    /// Starts of segments whose retransmission RACK deemed lost while they lay below the cursor,
+    /// lowest first; entries sent again (or delivered) since are skipped when met.
+    relost: BinaryHeap<Reverse<u64>>,
     /// With RACK: retransmissions in the order they were sent, (segment start, send time);
     /// entries whose segment was acknowledged or sent again since are skipped when met.
     retransmissions: Option<VecDeque<(u64, SimTime)>>,
@@ -87,45 +122,83 @@ impl Scoreboard {
     /// Give back the memory of an empty scoreboard.
     pub fn shrink_to_fit(&mut self) {
         self.segments.shrink_to_fit();
+        self.highest_sacked.shrink_to_fit();
+        self.relost.shrink_to_fit();
         if let Some(r) = &mut self.retransmissions {
             r.shrink_to_fit();
         }
     }
 
-    /// Heap held by the window's segments and the retransmission order.
+    /// Heap held by the window's segments, the loss bookkeeping and the retransmission order.
     pub fn heap_bytes(&self) -> usize {
-        self.segments.heap_bytes() + self.retransmissions.heap_bytes()
+        self.segments.heap_bytes()
+            + self.highest_sacked.heap_bytes()
+            + self.relost.heap_bytes()
+            + self.retransmissions.heap_bytes()
     }
 
-    /// `rack`: keep the order of retransmissions, for RACK's detection of lost retransmissions.
-    pub fn new(mss: u32, rack: bool) -> Self {
+    /// `dupthresh`: RFC 6675 DupThresh. `rack`: keep the order of retransmissions, for RACK's
+    /// detection of lost retransmissions.
+    pub fn new(mss: u32, dupthresh: u32, rack: bool) -> Self {
         Scoreboard {
             retransmissions: rack.then(VecDeque::new),
             // Grows with the window, from nothing: a flow not started yet holds no segment buffer,
             // a mouse of a few segments never pays for a large one.
             segments: VecDeque::new(),
             mss: mss as u64,
+            dupthresh: dupthresh.max(1) as usize,
             outstanding_bytes: 0,
             sacked_bytes: 0,
             lost_bytes: 0,
             retransmitted_bytes: 0,
             sacked_segments: 0,
-            highest_sacked_end: 0,
+            highest_sacked: VecDeque::new(),
             lost_boundary: 0,
             retransmit_hint: 0,
+            relost: BinaryHeap::new(),
         }
     }
 
-    /// The counters agree with the segments (checked in debug builds after every change).
+    /// The counters agree with the segments (checked in debug builds after every change; tests
+    /// call [`Scoreboard::check_against_recount`], which checks the rest of the bookkeeping).
     pub fn assert_consistent(&self) {
         if cfg!(debug_assertions) {
-            let sum =
-                |f: fn(&Segment) -> bool| self.segments.iter().filter(|s| f(s)).map(|s| s.len as u64).sum::<u64>();
-            assert_eq!(self.outstanding_bytes, sum(|_| true), "outstanding");
-            assert_eq!(self.sacked_bytes, sum(|s| s.sacked), "sacked");
-            assert_eq!(self.lost_bytes, sum(|s| s.lost), "lost");
-            assert_eq!(self.retransmitted_bytes, sum(|s| s.retransmitted), "retransmitted");
-            assert_eq!(sum(|s| s.sacked && (s.lost || s.retransmitted)), 0, "SACKed and lost");
+            self.check_counters();
+        }
+    }
+
+    fn check_counters(&self) {
+        let sum = |f: fn(&Segment) -> bool| self.segments.iter().filter(|s| f(s)).map(|s| s.len as u64).sum::<u64>();
+        assert_eq!(self.outstanding_bytes, sum(|_| true), "outstanding");
+        assert_eq!(self.sacked_bytes, sum(|s| s.sacked), "sacked");
+        assert_eq!(self.lost_bytes, sum(|s| s.lost), "lost");
+        assert_eq!(self.retransmitted_bytes, sum(|s| s.retransmitted), "retransmitted");
+        assert_eq!(self.sacked_segments, self.segments.iter().filter(|s| s.sacked).count() as u64, "SACKed segments");
+        assert_eq!(sum(|s| s.sacked && (s.lost || s.retransmitted)), 0, "SACKed and lost");
+    }
+
+    /// Every incremental quantity against a recount from the segments, walking the whole window:
+    /// the counters, the highest SACKed segments, the SACK skip links, the loss boundary and the
+    /// retransmission cursor.
+    #[cfg(test)]
+    pub fn check_against_recount(&self) {
+        self.check_counters();
+        let sacked: Vec<u64> = self.segments.iter().filter(|s| s.sacked).map(|s| s.start).collect();
+        let highest = &sacked[sacked.len().saturating_sub(self.dupthresh)..];
+        assert!(self.highest_sacked.iter().eq(highest.iter()), "highest SACKed segments");
+        for (i, seg) in self.segments.iter().enumerate() {
+            if seg.sacked {
+                // A skip link never jumps over an unSACKed segment.
+                let to = (i + seg.skip as usize).min(self.segments.len());
+                assert!(seg.skip >= 1 && self.segments.range(i..to).all(|s| s.sacked), "skip link at {}", seg.start);
+            }
+            if !seg.sacked && seg.start < self.lost_boundary {
+                assert!(seg.lost, "unsacked segment {} below the loss boundary", seg.start);
+            }
+            let waiting = seg.lost && !seg.retransmitted && !seg.sacked;
+            if waiting && seg.start < self.retransmit_hint {
+                assert!(self.relost.iter().any(|r| r.0 == seg.start), "lost segment {} behind the cursor", seg.start);
+            }
         }
     }
 
@@ -178,16 +251,7 @@ impl Scoreboard {
     pub fn push(&mut self, start: u64, len: u32, now: SimTime, tx: TxSnapshot) {
         debug_assert!(self.segments.back().is_none_or(|s| s.end() == start));
         self.outstanding_bytes += len as u64;
-        self.segments.push_back(Segment {
-            start,
-            len,
-            sent_time: now,
-            sacked: false,
-            lost: false,
-            retransmitted: false,
-            ever_retransmitted: false,
-            tx,
-        });
+        self.segments.push_back(Segment::new(start, len, now, tx));
     }
 
     /// Remove every segment wholly below `ack` (a cumulative acknowledgement); segments not
@@ -218,8 +282,14 @@ impl Scoreboard {
             result.segments += 1;
             result.newest = Some(seg);
         }
+        // The highest SACKed segments acknowledged now were the lowest of them: every SACKed
+        // segment left lies above them and is among the ones kept.
+        let front = self.segments.front().map_or(u64::MAX, |s| s.start);
+        while self.highest_sacked.front().is_some_and(|&start| start < front) {
+            self.highest_sacked.pop_front();
+        }
         if self.segments.is_empty() {
-            self.highest_sacked_end = 0;
+            self.relost.clear();
             if let Some(order) = self.retransmissions.as_mut() {
                 order.clear();
             }
@@ -227,8 +297,40 @@ impl Scoreboard {
         result
     }
 
+    /// The first segment at or after index `i` that is not SACKed (`segments.len()` if none),
+    /// following the skip links and halving the path as it goes.
+    fn next_unsacked(&mut self, mut i: usize) -> usize {
+        let n = self.segments.len();
+        while i < n && self.segments[i].sacked {
+            let next = i + self.segments[i].skip as usize;
+            if next < n && self.segments[next].sacked {
+                // Path halving: link to the grandparent and go there.
+                self.segments[i].skip += self.segments[next].skip;
+                i += self.segments[i].skip as usize;
+            } else {
+                i = next;
+            }
+        }
+        i
+    }
+
+    /// Keep the DupThresh highest SACKed segments as segment `start` is newly SACKed.
+    fn remember_sacked(&mut self, start: u64) {
+        let highest = &mut self.highest_sacked;
+        if highest.len() == self.dupthresh {
+            if highest.front().is_some_and(|&lowest| start < lowest) {
+                return;
+            }
+            highest.pop_front();
+        }
+        // Usually the newest SACK is the highest: the insertion is a push at the back.
+        let at = highest.partition_point(|&s| s < start);
+        highest.insert(at, start);
+    }
+
     /// Mark the segments wholly inside a SACK block, handing each newly SACKed one to
-    /// `delivered`; returns the bytes newly SACKed.
+    /// `delivered`; returns the bytes newly SACKed. Segments SACKed before are skipped, not
+    /// walked: the cost is the segments newly SACKed plus an amortised O(log n).
     pub fn sack(&mut self, block: SackBlock, delivered: &mut impl FnMut(&Segment)) -> u64 {
         let Some(front) = self.segments.front() else { return 0 };
         let start = block.start.max(front.start);
@@ -238,62 +340,50 @@ impl Scoreboard {
         }
         let mut newly = 0;
         let mut i = self.index_of(start);
-        while i < self.segments.len() {
-            let seg = &mut self.segments[i];
-            if seg.end() > end {
-                break;
+        if self.segments[i].start < start {
+            i += 1; // begins below the block: not wholly inside
+        }
+        loop {
+            i = self.next_unsacked(i);
+            let Some(seg) = self.segments.get_mut(i).filter(|s| s.end() <= end) else { break };
+            seg.sacked = true;
+            seg.skip = 1;
+            let len = seg.len as u64;
+            newly += len;
+            self.sacked_bytes += len;
+            self.sacked_segments += 1;
+            if seg.lost {
+                seg.lost = false;
+                self.lost_bytes -= len;
             }
-            if seg.start >= start && !seg.sacked {
-                seg.sacked = true;
-                let len = seg.len as u64;
-                newly += len;
-                self.sacked_bytes += len;
-                self.sacked_segments += 1;
-                if seg.lost {
-                    seg.lost = false;
-                    self.lost_bytes -= len;
-                }
-                if seg.retransmitted {
-                    seg.retransmitted = false;
-                    self.retransmitted_bytes -= len;
-                }
-                self.highest_sacked_end = self.highest_sacked_end.max(seg.end());
-                delivered(seg);
+            if seg.retransmitted {
+                seg.retransmitted = false;
+                self.retransmitted_bytes -= len;
             }
+            let seg = *seg;
+            self.remember_sacked(seg.start);
+            delivered(&seg);
             i += 1;
         }
         newly
     }
 
     /// RFC 6675 IsLost() applied to the whole scoreboard: move the loss boundary up to the
-    /// `dupthresh`-th highest SACKed segment and mark every unsacked segment below it as lost.
+    /// DupThresh-th highest SACKed segment and mark every unsacked segment below it as lost.
     /// Returns the bytes newly marked lost.
-    pub fn mark_losses(&mut self, dupthresh: u32) -> u64 {
-        if self.sacked_segments < dupthresh as u64 || self.highest_sacked_end == 0 {
-            return 0;
+    pub fn mark_losses(&mut self) -> u64 {
+        if self.highest_sacked.len() < self.dupthresh {
+            return 0; // fewer than DupThresh segments SACKed
         }
-        let mut i = self.index_of(self.highest_sacked_end - 1);
-        let mut found = 0;
-        let boundary = loop {
-            let seg = &self.segments[i];
-            if seg.start < self.lost_boundary {
-                return 0; // the boundary cannot move below where it already is
-            }
-            if seg.sacked {
-                found += 1;
-                if found == dupthresh {
-                    break seg.start;
-                }
-            }
-            if i == 0 {
-                return 0;
-            }
-            i -= 1;
-        };
+        let boundary = self.highest_sacked[0];
+        if boundary < self.lost_boundary {
+            return 0; // the boundary cannot move below where it already is
+        }
         self.mark_lost_below(boundary)
     }
 
     /// Mark every unsacked segment starting below `boundary` as lost; returns the bytes newly lost.
+    /// The boundary only moves up, so each segment is passed once.
     fn mark_lost_below(&mut self, boundary: u64) -> u64 {
         let Some(front) = self.segments.front() else { return 0 };
         let from = self.lost_boundary.max(front.start);
@@ -331,7 +421,7 @@ impl Scoreboard {
 
     /// After a retransmission timeout every unsacked segment is presumed lost and no
     /// retransmission is any longer counted in flight (RFC 6675 §5.1; RFC 5681 §3.1).
-    /// Returns the bytes newly marked lost.
+    /// Returns the bytes newly marked lost. (This one walks the window, once per timeout.)
     pub fn mark_all_lost(&mut self) -> u64 {
         let before = self.lost_bytes;
         for seg in self.segments.iter_mut() {
@@ -343,6 +433,7 @@ impl Scoreboard {
         }
         self.retransmitted_bytes = 0;
         self.retransmit_hint = 0;
+        self.relost.clear();
         self.lost_boundary = self.segments.back().map_or(0, |s| s.end());
         if let Some(order) = self.retransmissions.as_mut() {
             order.clear();
@@ -417,21 +508,36 @@ impl Scoreboard {
                 watch(deadline, &mut found);
                 break;
             }
-            // The retransmission is lost: the segment waits to be sent again.
+            // The retransmission is lost: the segment waits to be sent again, before the cursor
+            // if it lies behind it.
             seg.retransmitted = false;
             let len = seg.len as u64;
             self.retransmitted_bytes -= len;
             found.bytes += len;
-            self.retransmit_hint = self.retransmit_hint.min(start);
+            if start < self.retransmit_hint {
+                self.relost.push(Reverse(start));
+            }
             order.pop_front();
         }
         self.retransmissions = Some(order);
         found
     }
 
-    /// RFC 6675 NextSeg() rule 1: the first lost segment not yet retransmitted.
+    /// RFC 6675 NextSeg() rule 1: the first lost segment not yet retransmitted. Lost
+    /// retransmissions behind the cursor come first (they lie below it); then the cursor moves
+    /// forward to the next lost segment, passing each segment once between timeouts.
     pub fn next_retransmission(&mut self) -> Option<usize> {
         let front = self.segments.front()?.start;
+        while let Some(&Reverse(start)) = self.relost.peek() {
+            if start >= front {
+                let i = self.index_of(start);
+                let seg = &self.segments[i];
+                if seg.lost && !seg.retransmitted && !seg.sacked {
+                    return Some(i);
+                }
+            }
+            self.relost.pop(); // acknowledged, SACKed or sent again since
+        }
         let from = self.retransmit_hint.max(front);
         if from >= self.lost_boundary {
             return None;
@@ -492,7 +598,7 @@ mod tests {
 
     /// A scoreboard with `n` full segments outstanding, starting at sequence number 1.
     fn board(n: u64) -> Scoreboard {
-        let mut sb = Scoreboard::new(MSS, false);
+        let mut sb = Scoreboard::new(MSS, 3, false);
         for k in 0..n {
             sb.push(1 + k * MSS as u64, MSS, SimTime::ZERO, TxSnapshot::default());
         }
@@ -513,10 +619,10 @@ mod tests {
     fn a_segment_is_lost_once_dupthresh_segments_above_it_are_sacked() {
         let mut sb = board(10);
         sack_segments(&mut sb, 1, 3);
-        sb.mark_losses(3);
+        sb.mark_losses();
         assert!(!sb.first_is_lost(), "two SACKed segments above are not enough");
         sack_segments(&mut sb, 3, 4);
-        sb.mark_losses(3);
+        sb.mark_losses();
         assert!(sb.first_is_lost());
         // 10 outstanding - 3 SACKed - 1 lost.
         assert_eq!(sb.pipe(), 600);
@@ -526,7 +632,7 @@ mod tests {
     fn retransmission_in_flight_counts_back_into_pipe() {
         let mut sb = board(10);
         sack_segments(&mut sb, 1, 4);
-        sb.mark_losses(3);
+        sb.mark_losses();
         let i = sb.next_retransmission().expect("segment 0 is lost");
         assert_eq!(i, 0);
         sb.retransmit(i, SimTime::ZERO, TxSnapshot::default());
@@ -541,7 +647,7 @@ mod tests {
         for k in [2, 5, 8, 9] {
             sack_segments(&mut sb, k, k + 1);
         }
-        sb.mark_losses(3);
+        sb.mark_losses();
         // Third-highest SACKed is segment 5: segments 0, 1, 3, 4 are lost; 6 and 7 are not.
         let lost: Vec<bool> = (0..10).map(|k| sb.get(k).lost).collect();
         assert_eq!(lost, [true, true, false, true, true, false, false, false, false, false]);
@@ -551,7 +657,7 @@ mod tests {
     fn cumulative_ack_removes_segments_and_their_counts() {
         let mut sb = board(10);
         sack_segments(&mut sb, 2, 5);
-        sb.mark_losses(3);
+        sb.mark_losses();
         let ack = sb.ack_up_to(1 + 5 * MSS as u64, &mut ignore);
         assert_eq!((ack.bytes, ack.segments, ack.previously_sacked_bytes), (500, 5, 300));
         assert_eq!(sb.pipe(), 500);
@@ -583,7 +689,7 @@ mod tests {
 
     #[test]
     fn rack_deems_lost_what_left_before_a_delivered_segment_once_rtt_and_window_have_passed() {
-        let mut sb = Scoreboard::new(MSS, true);
+        let mut sb = Scoreboard::new(MSS, 3, true);
         for k in 0..6 {
             sb.push(1 + k * MSS as u64, MSS, SimTime::from_ms(k), TxSnapshot::default());
         }
@@ -601,12 +707,12 @@ mod tests {
 
     #[test]
     fn rack_deems_a_retransmission_lost_and_offers_the_segment_again() {
-        let mut sb = Scoreboard::new(MSS, true);
+        let mut sb = Scoreboard::new(MSS, 3, true);
         for k in 0..4 {
             sb.push(1 + k * MSS as u64, MSS, SimTime::ZERO, TxSnapshot::default());
         }
         sack_segments(&mut sb, 1, 4);
-        sb.mark_losses(3);
+        sb.mark_losses();
         let i = sb.next_retransmission().unwrap();
         sb.retransmit(i, SimTime::from_ms(100), TxSnapshot::default());
         // Segment 3, sent at 0 ms before the retransmission at 100 ms, cannot judge it...
@@ -622,7 +728,7 @@ mod tests {
 
     #[test]
     fn rack_after_a_timeout_leaves_a_short_last_segment_counted_once() {
-        let mut sb = Scoreboard::new(MSS, true);
+        let mut sb = Scoreboard::new(MSS, 3, true);
         sb.push(1, MSS, SimTime::ZERO, TxSnapshot::default());
         sb.push(1 + MSS as u64, 40, SimTime::ZERO, TxSnapshot::default());
         assert_eq!(sb.mark_all_lost(), MSS as u64 + 40);
@@ -636,5 +742,238 @@ mod tests {
     fn sack_of_partial_segment_marks_nothing() {
         let mut sb = board(3);
         assert_eq!(sb.sack(SackBlock { start: 150, end: 250 }, &mut ignore), 0);
+    }
+
+    #[test]
+    fn a_block_that_grows_by_one_segment_per_ack_sacks_only_the_new_segment() {
+        let mut sb = board(1000);
+        let mut handed = Vec::new();
+        for k in 2..1000 {
+            let block = SackBlock { start: 1 + MSS as u64, end: 1 + k * MSS as u64 };
+            let newly = sb.sack(block, &mut |seg: &Segment| handed.push(seg.start));
+            assert_eq!(newly, MSS as u64, "only segment {} is new", k - 1);
+        }
+        let expected: Vec<u64> = (1..999).map(|k| 1 + k * MSS as u64).collect();
+        assert_eq!(handed, expected, "each SACKed segment handed over once, in sequence order");
+        sb.check_against_recount();
+    }
+
+    #[test]
+    fn a_block_spanning_earlier_blocks_sacks_only_the_holes_between_them() {
+        let mut sb = board(20);
+        for k in [3, 6, 7, 12] {
+            sack_segments(&mut sb, k, k + 1);
+        }
+        let mut handed = Vec::new();
+        let newly = sb.sack(SackBlock { start: 1 + 2 * MSS as u64, end: 1 + 14 * MSS as u64 }, &mut |s: &Segment| {
+            handed.push((s.start - 1) / MSS as u64)
+        });
+        assert_eq!(newly, 8 * MSS as u64);
+        assert_eq!(handed, [2, 4, 5, 8, 9, 10, 11, 13]);
+        sb.check_against_recount();
+    }
+
+    #[test]
+    fn the_loss_boundary_follows_the_dupthresh_highest_sack_after_a_cumulative_ack() {
+        let mut sb = board(20);
+        for k in [2, 4, 6, 8] {
+            sack_segments(&mut sb, k, k + 1);
+        }
+        sb.mark_losses();
+        // Third-highest SACKed is segment 4: segments 0, 1 and 3 are lost.
+        let lost = |sb: &Scoreboard| (0..sb.segments.len()).filter(|&k| sb.get(k).lost).count();
+        assert_eq!(lost(&sb), 3);
+        // The ACK of segments 0..=4 leaves two SACKed segments: no more than DupThresh - 1.
+        sb.ack_up_to(1 + 5 * MSS as u64, &mut ignore);
+        sack_segments(&mut sb, 10, 11);
+        // SACKed now: 6, 8 and 10. Segment 5 lies below the third highest; segment 7 has two
+        // SACKed segments above it.
+        assert_eq!(sb.mark_losses(), MSS as u64);
+        assert!(sb.get(0).lost && !sb.get(2).lost);
+        sb.check_against_recount();
+    }
+
+    #[test]
+    fn a_lost_retransmission_behind_the_cursor_is_resent_before_the_cursor_moves_on() {
+        let mut sb = Scoreboard::new(MSS, 3, true);
+        for k in 0..10 {
+            sb.push(1 + k * MSS as u64, MSS, SimTime::ZERO, TxSnapshot::default());
+        }
+        // Segments 0..=4 lost (SACKs above them), retransmitted at 10, 11 and 12 ms (0, 1, 2).
+        sack_segments(&mut sb, 5, 10);
+        sb.mark_losses();
+        for t in 10..13 {
+            let i = sb.next_retransmission().unwrap();
+            sb.retransmit(i, SimTime::from_ms(t), TxSnapshot::default());
+        }
+        // New data sent at 20 ms and delivered at 70 ms proves the retransmission of 0 and 1
+        // lost; segment 2's left at 12 ms and is not overdue: 12 + 50 + 9 > 70.
+        sb.push(1 + 10 * MSS as u64, MSS, SimTime::from_ms(20), TxSnapshot::default());
+        sack_segments(&mut sb, 10, 11);
+        let found = sb.rack_detect_losses(reference(10, 20, 50), SimTime::from_ms(9), SimTime::from_ms(70));
+        assert_eq!(found.bytes, 2 * MSS as u64);
+        sb.check_against_recount();
+        let mut order = Vec::new();
+        while let Some(i) = sb.next_retransmission() {
+            sb.retransmit(i, SimTime::from_ms(80), TxSnapshot::default());
+            order.push(i);
+        }
+        assert_eq!(order, [0, 1, 3, 4], "the lost retransmissions first, then the cursor");
+        sb.check_against_recount();
+    }
+
+    /// One step of a random sender's life, for the model check below. Segment positions are
+    /// taken modulo the window.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Send(u8),
+        SendShortLast(u16),
+        Ack(u16),
+        Sack(u16, u16, u8),
+        MarkLosses,
+        MarkFirstLost,
+        Timeout,
+        Retransmit(u8),
+        Probe,
+        Rack(u16, u8, u8),
+        Wait(u8),
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (1u8..30).prop_map(Step::Send),
+            1 => (1u16..MSS as u16).prop_map(Step::SendShortLast),
+            2 => any::<u16>().prop_map(Step::Ack),
+            6 => (any::<u16>(), 1u16..12, 0u8..3).prop_map(|(a, n, unaligned)| Step::Sack(a, n, unaligned)),
+            2 => Just(Step::MarkLosses),
+            1 => Just(Step::MarkFirstLost),
+            1 => Just(Step::Timeout),
+            3 => (1u8..8).prop_map(Step::Retransmit),
+            1 => Just(Step::Probe),
+            3 => (any::<u16>(), 1u8..60, 0u8..20).prop_map(|(k, rtt, reo)| Step::Rack(k, rtt, reo)),
+            3 => (1u8..40).prop_map(Step::Wait),
+        ]
+    }
+
+    /// The bytes of the segments that satisfy `f`.
+    fn bytes(sb: &Scoreboard, f: impl Fn(&Segment) -> bool) -> u64 {
+        sb.segments.iter().filter(|s| f(s)).map(|s| s.len as u64).sum()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 512, failure_persistence: None, ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Whatever the sequence of sends, ACKs, SACKs, loss marks, retransmissions, probes and
+        /// timeouts, the incremental bookkeeping agrees with a recount from the segments, and each
+        /// operation returns what a naive walk over the window finds.
+        #[test]
+        fn incremental_bookkeeping_matches_a_recount_of_the_window(
+            dupthresh in 1u32..5,
+            rack in proptest::prelude::any::<bool>(),
+            steps in proptest::collection::vec(step(), 1..150),
+        ) {
+            let mss = MSS as u64;
+            let mut sb = Scoreboard::new(MSS, dupthresh, rack);
+            let (mut now, mut next_seq, mut stream_ended) = (SimTime::ZERO, 1u64, false);
+            let at = |sb: &Scoreboard, k: u16| sb.first().map(|f| f.start + (k as u64 % (sb.segments.len() as u64 + 1)) * mss);
+            for step in steps {
+                match step {
+                    Step::Send(n) => {
+                        for _ in 0..n {
+                            if !stream_ended {
+                                sb.push(next_seq, MSS, now, TxSnapshot::default());
+                                next_seq += mss;
+                            }
+                        }
+                    }
+                    Step::SendShortLast(len) => {
+                        if !stream_ended {
+                            sb.push(next_seq, len as u32, now, TxSnapshot::default());
+                            next_seq += len as u64;
+                            stream_ended = true;
+                        }
+                    }
+                    Step::Ack(k) => {
+                        let Some(ack) = at(&sb, k) else { continue };
+                        let ack = ack.min(next_seq);
+                        let gone = |s: &Segment| s.end() <= ack;
+                        let expected = (bytes(&sb, gone), bytes(&sb, |s| gone(s) && s.sacked));
+                        let delivered_expected = bytes(&sb, |s| gone(s) && !s.sacked);
+                        let mut delivered = 0;
+                        let result = sb.ack_up_to(ack, &mut |s: &Segment| delivered += s.len as u64);
+                        assert_eq!((result.bytes, result.previously_sacked_bytes), expected);
+                        assert_eq!(delivered, delivered_expected);
+                    }
+                    Step::Sack(k, n, unaligned) => {
+                        let Some(start) = at(&sb, k) else { continue };
+                        // An unaligned edge covers a segment only partly: it is not SACKed.
+                        let block = SackBlock { start: start + unaligned as u64, end: start + n as u64 * mss };
+                        let inside = |s: &Segment| s.start >= block.start && s.end() <= block.end && !s.sacked;
+                        let expected = bytes(&sb, inside);
+                        let mut handed = Vec::new();
+                        assert_eq!(sb.sack(block, &mut |s: &Segment| handed.push(s.start)), expected);
+                        assert!(handed.windows(2).all(|w| w[0] < w[1]), "handed over in sequence order");
+                    }
+                    Step::MarkLosses => {
+                        // RFC 6675 IsLost(), naively: the DupThresh-th highest SACKed segment.
+                        let sacked: Vec<u64> = sb.segments.iter().filter(|s| s.sacked).map(|s| s.start).collect();
+                        let boundary = sacked.len().checked_sub(dupthresh as usize).map(|i| sacked[i]);
+                        let expected = match boundary {
+                            Some(b) if b >= sb.lost_boundary => bytes(&sb, |s| s.start < b && !s.sacked && !s.lost),
+                            _ => 0,
+                        };
+                        assert_eq!(sb.mark_losses(), expected);
+                    }
+                    Step::MarkFirstLost => {
+                        sb.mark_first_lost();
+                    }
+                    Step::Timeout => {
+                        let expected = bytes(&sb, |s| !s.sacked && !s.lost);
+                        assert_eq!(sb.mark_all_lost(), expected);
+                    }
+                    Step::Retransmit(n) => {
+                        for _ in 0..n {
+                            // NextSeg() rule 1, naively: the lowest lost segment not in flight again.
+                            let expected = sb.segments.iter().position(|s| s.lost && !s.retransmitted && !s.sacked);
+                            let found = sb.next_retransmission();
+                            assert_eq!(found, expected);
+                            let Some(i) = found else { break };
+                            sb.retransmit(i, now, TxSnapshot::default());
+                            now += SimTime::from_us(100);
+                        }
+                    }
+                    Step::Probe => {
+                        if let Some(i) = sb.last_index() {
+                            let last = *sb.get(i);
+                            if !last.sacked && !last.lost && !last.retransmitted {
+                                sb.probe(i, now, TxSnapshot::default());
+                            }
+                        }
+                    }
+                    Step::Rack(k, rtt, reo) => {
+                        let Some(start) = at(&sb, k) else { continue };
+                        let Some(i) = (start < next_seq).then(|| sb.index_of(start)) else { continue };
+                        let seg = *sb.get(i);
+                        let reference = RackReference { xmit_ts: seg.sent_time, end_seq: seg.end(), rtt: SimTime::from_ms(rtt as u64) };
+                        let before: Vec<Segment> = sb.segments.iter().copied().collect();
+                        let found = sb.rack_detect_losses(reference, SimTime::from_ms(reo as u64), now);
+                        // A segment newly deemed lost counts once (with a loss probe's copy), and so
+                        // does a retransmission deemed lost.
+                        let expected: u64 = before
+                            .iter()
+                            .zip(&sb.segments)
+                            .filter(|(b, a)| (!b.lost && a.lost) || (b.retransmitted && !a.retransmitted))
+                            .map(|(b, _)| b.len as u64)
+                            .sum();
+                        assert_eq!(found.bytes, expected);
+                    }
+                    Step::Wait(ms) => now += SimTime::from_ms(ms as u64),
+                }
+                sb.check_against_recount();
+            }
+        }
     }
 }

@@ -90,7 +90,7 @@ impl TcpSender {
         let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto, config.rto);
         TcpSender {
             core: SenderCore::new(flow, receiver_node, cc, rtt),
-            scoreboard: Scoreboard::new(config.mss, config.rack),
+            scoreboard: Scoreboard::new(config.mss, config.dupthresh, config.rack),
             config,
             // The first data byte is sequence number 1 (the SYN takes 0).
             stream_end: bytes.map(|b| 1 + b),
@@ -331,7 +331,7 @@ impl TcpSender {
         if self.config.rack {
             newly_lost += self.rack_detect_losses(now);
         } else if self.config.sack {
-            newly_lost += self.scoreboard.mark_losses(self.config.dupthresh);
+            newly_lost += self.scoreboard.mark_losses();
         }
         match self.recovery {
             None => {

@@ -10,7 +10,7 @@
 //! children per node the walk has half the levels of a binary heap, and the four children's keys
 //! (16 bytes each) share one 64-byte cache line, so each level costs one cache line of keys
 //! (LaMarca and Ladner, "The influence of caches on the performance of heaps", 1996). The events
-//! themselves move alongside in a parallel array and are read once per level.
+//! themselves wait in a separate array, named by their key, and are read once, when popped.
 
 use crate::units::SimTime;
 
@@ -37,13 +37,20 @@ pub enum Event {
     UserReady { generator: u32, user: u32 },
 }
 
-/// The order of an event: time·2^64 + insertion sequence, so that one integer comparison orders
-/// by time and breaks ties by scheduling order. Sequences are unique, so no two keys are equal
-/// and the pop order is fully determined by the keys (not by the heap's shape).
+/// The order of an event, packed in one integer so that one comparison decides it:
+///
+/// ```text
+///   time (64 bits) | insertion sequence (64 - entry_bits) | entry (entry_bits)
+/// ```
+///
+/// Time first, then the sequence: events at the same time come out in scheduling order. The
+/// low bits name where the event itself waits (`EventQueue::entries`); they never decide the
+/// order because sequences are unique. Keeping the event out of the heap means a pop moves
+/// 16-byte keys only, four siblings to a cache line, and reads the event once.
 type Key = u128;
 
-/// Fills the unused lanes of the last group: larger than every real key (a real key would need
-/// time u64::MAX and 2^64 - 1 events scheduled before it).
+/// Fills the unused lanes of the last group: larger than every real key (a real key's sequence
+/// and entry fields are never both all ones: `EventQueue::renumber` keeps sequences short).
 const VACANT: Key = Key::MAX;
 
 /// Four keys that are siblings in the heap, on one cache line.
@@ -51,17 +58,27 @@ const VACANT: Key = Key::MAX;
 #[repr(align(64))]
 struct Siblings([Key; 4]);
 
-/// The first heap node sits at slot `ROOT` (lane 3 of group 0), so that the children of the node
-/// in slot `p` fill exactly group `p - 2` (slots 4(p - 2) to 4(p - 2) + 3) and share its line.
+/// The first heap node sits at position `ROOT` (lane 3 of group 0), so that the children of the
+/// node at position `p` fill exactly group `p - 2` (positions 4(p - 2) to 4(p - 2) + 3).
 const ROOT: usize = 3;
+
+/// Entry bits to begin with: room for 16 million pending events before the layout widens.
+const ENTRY_BITS: u32 = 24;
 
 #[derive(Debug)]
 pub struct EventQueue {
-    /// Keys by slot (slot `s` is lane `s % 4` of group `s / 4`); slots `ROOT..ROOT + len` are the heap.
+    /// Keys by heap position (position `p` is lane `p % 4` of group `p / 4`); positions
+    /// `ROOT..ROOT + len` hold the heap.
     keys: Vec<Siblings>,
-    /// The event of each slot, moved together with its key.
-    events: Vec<Event>,
     len: usize,
+    /// The pending events, each at the entry its key names; vacant entries are reused.
+    entries: Vec<Event>,
+    vacant: Vec<u32>,
+    /// Bits of a key that name the entry; the sequence has the 64 - entry_bits above them.
+    entry_bits: u32,
+    /// Largest sequence field allowed (smaller than 64 - entry_bits bits in tests only, so that
+    /// they can reach the renumbering).
+    max_seq_bits: u32,
     next_seq: u64,
 }
 
@@ -73,45 +90,104 @@ impl Default for EventQueue {
 
 impl EventQueue {
     pub fn new() -> Self {
-        EventQueue { keys: vec![Siblings([VACANT; 4])], events: vec![Event::Sample; ROOT], len: 0, next_seq: 0 }
+        Self::with_bits(ENTRY_BITS, 64)
+    }
+
+    fn with_bits(entry_bits: u32, max_seq_bits: u32) -> Self {
+        EventQueue {
+            keys: vec![Siblings([VACANT; 4])],
+            len: 0,
+            entries: Vec::new(),
+            vacant: Vec::new(),
+            entry_bits,
+            max_seq_bits,
+            next_seq: 0,
+        }
     }
 
     #[inline]
-    fn key(&self, slot: usize) -> Key {
-        self.keys[slot / 4].0[slot % 4]
+    fn key(&self, pos: usize) -> Key {
+        self.keys[pos / 4].0[pos % 4]
     }
 
     #[inline]
-    fn set(&mut self, slot: usize, key: Key, event: Event) {
-        self.keys[slot / 4].0[slot % 4] = key;
-        self.events[slot] = event;
+    fn set_key(&mut self, pos: usize, key: Key) {
+        self.keys[pos / 4].0[pos % 4] = key;
+    }
+
+    fn seq_bits(&self) -> u32 {
+        (64 - self.entry_bits).min(self.max_seq_bits)
+    }
+
+    /// Time, sequence and entry of a key.
+    #[inline]
+    fn decode(&self, key: Key) -> (u64, u64, u32) {
+        let low = key as u64;
+        ((key >> 64) as u64, low >> self.entry_bits, (low & ((1 << self.entry_bits) - 1)) as u32)
+    }
+
+    #[inline]
+    fn encode(&self, time: u64, seq: u64, entry: u32) -> Key {
+        (time as Key) << 64 | (seq << self.entry_bits | entry as u64) as Key
     }
 
     pub fn schedule(&mut self, time: SimTime, event: Event) {
+        let entry = match self.vacant.pop() {
+            Some(entry) => {
+                self.entries[entry as usize] = event;
+                entry
+            }
+            None => {
+                self.entries.push(event);
+                (self.entries.len() - 1) as u32
+            }
+        };
+        if self.next_seq >> self.seq_bits() != 0 || (entry as u64) >> self.entry_bits != 0 {
+            self.renumber();
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let key = (time.0 as Key) << 64 | seq as Key;
-        // Open a slot at the end of the heap, then move the hole up past every parent that is
-        // later than the new event.
-        let mut slot = ROOT + self.len;
+        let key = self.encode(time.0, seq, entry);
+        // Open a position at the end of the heap, then move the hole up past every parent that
+        // is later than the new event.
+        let mut pos = ROOT + self.len;
         self.len += 1;
-        if slot / 4 == self.keys.len() {
+        if pos / 4 == self.keys.len() {
             self.keys.push(Siblings([VACANT; 4]));
         }
-        if slot == self.events.len() {
-            self.events.push(event);
-        }
-        while slot > ROOT {
-            let parent = slot / 4 + 2;
+        while pos > ROOT {
+            let parent = pos / 4 + 2;
             let parent_key = self.key(parent);
             if parent_key < key {
                 break;
             }
-            let parent_event = self.events[parent];
-            self.set(slot, parent_key, parent_event);
-            slot = parent;
+            self.set_key(pos, parent_key);
+            pos = parent;
         }
-        self.set(slot, key, event);
+        self.set_key(pos, key);
+    }
+
+    /// Give the pending events the sequences 0, 1, 2, … in their order, and room in the keys for
+    /// as many entries as exist. Needed only when sequences outgrow their field (after 2^40
+    /// events with the initial layout) or more than 2^24 events are pending; the order of every
+    /// event, pending or future, stays exactly what it was.
+    #[cold]
+    fn renumber(&mut self) {
+        let mut pending: Vec<(u64, u64, u32)> = (ROOT..ROOT + self.len).map(|p| self.decode(self.key(p))).collect();
+        pending.sort_unstable();
+        let needed = usize::BITS - self.entries.len().leading_zeros();
+        self.entry_bits = self.entry_bits.max(needed);
+        assert!(
+            (pending.len() as u64) < 1 << self.seq_bits(),
+            "event queue: {} pending events do not fit its keys",
+            pending.len()
+        );
+        // In key order, a valid heap.
+        for (seq, &(time, _, entry)) in pending.iter().enumerate() {
+            let key = self.encode(time, seq as u64, entry);
+            self.set_key(ROOT + seq, key);
+        }
+        self.next_seq = pending.len() as u64;
     }
 
     #[inline]
@@ -119,17 +195,19 @@ impl EventQueue {
         if self.len == 0 {
             return None;
         }
-        let top = (self.key(ROOT), self.events[ROOT]);
+        let (time, _, entry) = self.decode(self.key(ROOT));
+        let event = self.entries[entry as usize];
+        self.vacant.push(entry);
         self.len -= 1;
         let last = ROOT + self.len;
-        let (key, event) = (self.key(last), self.events[last]);
-        self.keys[last / 4].0[last % 4] = VACANT;
+        let key = self.key(last);
+        self.set_key(last, VACANT);
         if self.len > 0 {
-            // Move the hole at the root down past every child earlier than the last event, then
-            // put the last event in it.
-            let mut slot = ROOT;
+            // Move the hole at the root down past every child earlier than the last key, then
+            // put the last key in it.
+            let mut pos = ROOT;
             loop {
-                let group = slot - 2;
+                let group = pos - 2;
                 if group >= self.keys.len() {
                     break;
                 }
@@ -145,14 +223,12 @@ impl EventQueue {
                 if child_key > key {
                     break; // also when the group is vacant
                 }
-                let child = 4 * group + lane;
-                let child_event = self.events[child];
-                self.set(slot, child_key, child_event);
-                slot = child;
+                self.set_key(pos, child_key);
+                pos = 4 * group + lane;
             }
-            self.set(slot, key, event);
+            self.set_key(pos, key);
         }
-        Some((SimTime((top.0 >> 64) as u64), top.1))
+        Some((SimTime(time), event))
     }
 
     pub fn peek_time(&self) -> Option<SimTime> {
@@ -214,10 +290,17 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
 
         #[test]
-        fn pops_match_the_binary_heap_it_replaces(ops in proptest::collection::vec(op(), 0..2_000)) {
-            let (mut q, mut r) = (EventQueue::new(), Reference::default());
+        fn pops_match_the_binary_heap_it_replaces(
+            ops in proptest::collection::vec(op(), 0..2_000),
+            tiny_keys in any::<bool>(),
+        ) {
+            // Tiny keys (2 entry bits, at most 8 sequence bits, so at most 200 pending here)
+            // renumber and widen every few dozen operations: the order must not notice.
+            let mut q = if tiny_keys { EventQueue::with_bits(2, 8) } else { EventQueue::new() };
+            let mut r = Reference::default();
             let mut now = 0;
             for (i, op) in ops.iter().enumerate() {
+                let op = if tiny_keys && q.len() >= 200 { &Op::Pop } else { op };
                 match op {
                     Op::Schedule { delay } => {
                         q.schedule(SimTime(now + delay), Event::SenderTimer { flow: i as u32 });

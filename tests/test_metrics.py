@@ -144,6 +144,40 @@ def test_fairness_indices_on_known_vectors() -> None:
     assert metrics.jain(np.zeros(3)) is None and metrics.entropy(np.zeros(3)) is None
 
 
+def _one_sample(x: np.ndarray, in_flight: np.ndarray, bdp: np.ndarray, rate_bps: float) -> dict[str, float | None]:
+    """The network metrics of one sample by their definitions (the flows active then)."""
+    positive = x[x > 0]
+    return {"mean_agg_throughput_l4": float(x.sum()), "mean_agg_in_flight_l4": float(in_flight.sum()),
+            "mean_agg_utility_pf_l4": float(np.log(positive).sum()) if positive.size else None,
+            "mean_agg_utility_mpdf_l4": float((-1.0 / positive).sum()) if positive.size else None,
+            "mean_agg_utilization_bw_l4": float(x.sum()) * 1e6 / rate_bps,
+            "mean_agg_utilization_bdp_l4": None if np.isnan(bdp).all() else float(np.nansum(bdp)),
+            "mean_jains_fairness_throughput_l4": metrics.jain(x),
+            "mean_entropy_fairness_throughput_l4": metrics.entropy(x),
+            "mean_product_fairness_throughput_l4": float(np.prod(x))}
+
+
+@pytest.mark.parametrize("flows", [1, 3, 8, 9, 17, 130])
+def test_network_samples_taken_together_equal_each_sample_bit_for_bit(flows: int) -> None:
+    # Flows start and stop at random samples, some samples have zero throughputs: the samples are
+    # computed in groups of the same active flows, and must add in the same order as one at a time.
+    rng = np.random.default_rng(flows)
+    k = 400
+    tput = rng.exponential(10.0, (flows, k)) * (rng.random((flows, k)) > 0.1)
+    starts, stops = rng.integers(0, k // 2, flows), rng.integers(k // 2, k + 1, flows)
+    for j in range(flows):
+        tput[j, :starts[j]] = tput[j, stops[j]:] = np.nan
+    in_flight = np.where(np.isnan(tput), np.nan, rng.exponential(20.0, (flows, k)))
+    bdp = np.where(rng.random(flows)[:, None] > 0.3, in_flight / 33.0, np.nan)
+    together = metrics._network_samples(tput, in_flight, bdp, 1e8)
+    for col in range(k):
+        active = ~np.isnan(tput[:, col])
+        expected = _one_sample(tput[active, col], in_flight[active, col], bdp[active, col], 1e8) if active.any() else {}
+        for name, values in together.items():
+            want = expected.get(name)
+            assert (math.isnan(values[col]) if want is None else values[col] == want), (name, col)
+
+
 def test_utilisation_of_a_window_limited_flow_on_a_rated_link() -> None:
     flows, links, net, result = tables(windows_scenario([10], rate="100Mbps"))
     row = flows.row(0, named=True)

@@ -56,6 +56,22 @@ def test_a_stored_run_is_served_without_polars_numpy_or_pandas(tmp_path: Path) -
     assert set(stored) == {"pydantic", "duckdb", "rich"}
 
 
+def test_a_fresh_run_reaches_the_store_without_pandas_or_pyarrow(tmp_path: Path) -> None:
+    # The engine's Arrow tables go to polars and DuckDB through the C stream interface, and the
+    # store binds no parameter (DuckDB's client would load pandas and pyarrow to convert one).
+    args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
+            "--set", "duration=1s")
+    assert set(heavy_modules_loaded(cli(*args))) == {"polars", "numpy", "duckdb", "pydantic", "rich"}
+
+
+def test_run_json_draws_no_table_so_loads_no_rich(tmp_path: Path) -> None:
+    args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
+            "--set", "duration=1s", "--json")
+    fresh, stored = heavy_modules_loaded(cli(*args)), heavy_modules_loaded(cli(*args))
+    assert "rich" not in fresh
+    assert set(stored) == {"pydantic", "duckdb"}
+
+
 def test_version_names_package_and_engine() -> None:
     from importlib.metadata import version
 

@@ -165,7 +165,6 @@ def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str
              show_metrics: bool = False, seed_given: bool = False, max_memory: int | None = None) -> None:
     from . import runner
     from .pipeline.plan import plan
-    from .render import print_summary
 
     planned = plan(spec, max_memory)  # every check, the engine's too, before the store or a spinner appears
     if seed_given and not planned.seed_matters:
@@ -182,6 +181,8 @@ def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str
             payload["metrics"] = _metrics_json(db, summary.run_id)
         click.echo(json.dumps(payload, indent=2))
     else:
+        from .render import print_summary  # rich: only for the tables, never for --json
+
         print_summary(summary, scenario=spec.name or label, db=str(db))
         if show_metrics:
             _print_metrics(db, summary.run_id, all_links=False)

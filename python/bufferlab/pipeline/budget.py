@@ -5,7 +5,13 @@ What grows with the spec, and what one unit of it costs from the engine to the s
 buffers, the copy handed to Python, the copies made while deriving metrics and inserting rows):
 
 - recording: samples (duration / sample interval) x series (14 per recorded flow, 7 per recorded
-  link direction, plus the time column), 8 bytes each, about 4 copies at the peak;
+  link direction, plus the time column), 8 bytes each, 4 copies at the peak. Measured (peak RSS
+  over the series' bytes, `benchmarks/bench_pipeline.py --memory`: 3.9 with Arrow results): the
+  engine's samples and the Arrow tables built from them, about 2.5 while the result crosses the
+  binding; then, while the store writes the run, the Arrow tables with their key columns (about
+  1.4, read in place by polars, numpy and DuckDB) and DuckDB's rows of the uncommitted
+  transaction (about 2.3: without optimistic writes they stay in memory until the commit, see
+  `store.connection`); derive's float series of the flows come and go in between;
 - captures: one row of 104 bytes per captured packet, about 3 copies; a link direction carries at
   most 2 x rate x time / (8 x smallest data packet) packets (each data packet and one ACK);
 - generated flows: expected Poisson arrivals, or closed-loop users x time / mean think time,

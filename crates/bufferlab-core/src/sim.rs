@@ -6,6 +6,7 @@ use crate::cc::{Controller, ControllerConfig};
 use crate::event::{Event, EventQueue};
 use crate::net::channel::{Channel, Schedule};
 use crate::net::packet::Packet;
+use crate::net::pool::PacketPool;
 use crate::net::routing::RoutingTable;
 use crate::queue::Queue;
 use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
@@ -81,6 +82,8 @@ pub struct Simulator {
     events: EventQueue,
     events_processed: u64,
     channels: Vec<Channel>,
+    /// The packets on the wire of every channel (see `net::pool`).
+    wire: PacketPool,
     routes: RoutingTable,
     flows: Vec<Flow>,
     /// Flows listed in the spec come first; generated flows follow, in order of creation.
@@ -289,7 +292,7 @@ impl Simulator {
             let channel = c.direction.channel(c.link);
             if capture_of[channel].is_none() {
                 capture_of[channel] = Some(captures.len());
-                channels[channel].keep_last_started = true;
+                channels[channel].keep_last_started();
                 captures.push(Capture::new(channel));
             }
         }
@@ -300,6 +303,7 @@ impl Simulator {
             events,
             events_processed: 0,
             channels,
+            wire: PacketPool::new(),
             routes,
             listed_flows: flows.len(),
             open_flows: flows.len(),
@@ -399,7 +403,7 @@ impl Simulator {
     fn dispatch(&mut self, event: Event) {
         match event {
             Event::ChannelWakeup { channel } => {
-                let schedule = self.channels[channel as usize].wake(self.now);
+                let schedule = self.channels[channel as usize].wake(self.now, &mut self.wire);
                 self.apply(channel, schedule);
             }
             Event::Arrive { channel } => self.on_arrive(channel),
@@ -504,7 +508,7 @@ impl Simulator {
     #[inline]
     fn forward(&mut self, node: u32, packet: Packet) {
         let ch = self.routes.next_channel(node, packet.dst).expect("validated: every flow endpoint is reachable");
-        if let Ok(schedule) = self.channels[ch as usize].offer(packet, self.now) {
+        if let Ok(schedule) = self.channels[ch as usize].offer(packet, self.now, &mut self.wire) {
             self.apply(ch, schedule);
         }
     }
@@ -530,7 +534,7 @@ impl Simulator {
     fn on_arrive(&mut self, ch: u32) {
         let channel = &mut self.channels[ch as usize];
         let node = channel.to;
-        let (packet, next) = channel.arrive();
+        let (packet, next) = channel.arrive(&mut self.wire);
         if let Some(t) = next {
             self.events.schedule(t, Event::Arrive { channel: ch });
         }
@@ -583,11 +587,11 @@ impl Simulator {
                 ChannelSample {
                     queue_packets: c.queue_packets(),
                     queue_bytes: c.queue_bytes(),
-                    sent_bytes: c.record.sent_bytes,
-                    drops: c.record.dropped_queue_packets + c.record.dropped_loss_packets,
-                    sent_packets: c.record.sent_packets,
-                    sojourn_ns: c.record.sojourn_sum_ns,
-                    busy_ns: c.record.busy_ns,
+                    sent_bytes: c.sent_bytes(),
+                    drops: c.drops(),
+                    sent_packets: c.sent_packets(),
+                    sojourn_ns: c.sojourn_sum_ns(),
+                    busy_ns: c.busy_ns(),
                 },
             );
         }
@@ -606,7 +610,7 @@ impl Simulator {
     pub fn finish(mut self) -> Result<RunResult, EngineError> {
         let now = self.now;
         for c in &mut self.channels {
-            c.finish(now).map_err(|reason| EngineError { field: "engine".into(), reason })?;
+            c.finish(now, &self.wire).map_err(|reason| EngineError { field: "engine".into(), reason })?;
         }
         let flows: Vec<FlowRecord> = self
             .flows

@@ -261,9 +261,10 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         adjacency[link.a].push(link.b);
         adjacency[link.b].push(link.a);
     }
+    let component = components(&adjacency);
     for (i, flow) in spec.flows.iter().enumerate() {
         let field = |k: &str| format!("flows[{i}].{k}");
-        check_endpoints(spec, &adjacency, &format!("flows[{i}]"), flow.src, flow.dst)?;
+        check_endpoints(spec, &component, &format!("flows[{i}]"), flow.src, flow.dst)?;
         check_traffic(&field("traffic"), &flow.traffic)?;
         check_time(field("start_ns"), flow.start_ns)?;
         if flow.start_ns >= spec.duration_ns {
@@ -281,7 +282,7 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
     for (i, g) in spec.generators.iter().enumerate() {
         let at = format!("generators[{i}]");
         let field = |k: &str| format!("{at}.{k}");
-        check_endpoints(spec, &adjacency, &at, g.src, g.dst)?;
+        check_endpoints(spec, &component, &at, g.src, g.dst)?;
         check_time(field("start_ns"), g.start_ns)?;
         if g.start_ns >= spec.duration_ns {
             return Err(err(field("start_ns"), "the generator would start at or after the end of the run"));
@@ -334,10 +335,11 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// A flow's (or generator's) ends: two different hosts with a path between them.
+/// A flow's (or generator's) ends: two different hosts with a path between them (in the same
+/// `component` of the link graph).
 fn check_endpoints(
     spec: &ScenarioSpec,
-    adjacency: &[Vec<usize>],
+    component: &[usize],
     at: &str,
     src: usize,
     dst: usize,
@@ -354,7 +356,7 @@ fn check_endpoints(
     if src == dst {
         return Err(err(format!("{at}.dst"), "a flow needs two different hosts"));
     }
-    if !connected(adjacency, src, dst) {
+    if component[src] != component[dst] {
         return Err(err(at, format!("no route from {} to {}", spec.nodes[src].name, spec.nodes[dst].name)));
     }
     Ok(())
@@ -502,23 +504,29 @@ fn check_queue_fits(
     Ok(())
 }
 
-/// Breadth-first search over the undirected link graph.
-fn connected(adjacency: &[Vec<usize>], from: usize, to: usize) -> bool {
-    let mut seen = vec![false; adjacency.len()];
-    let mut frontier = VecDeque::from([from]);
-    seen[from] = true;
-    while let Some(node) = frontier.pop_front() {
-        if node == to {
-            return true;
+/// The connected component of every node of the undirected link graph (labelled by its first
+/// node), found by one breadth-first search per component: O(nodes + links) for the whole
+/// spec, so that checking thousands of flows does not search the graph once per flow.
+fn components(adjacency: &[Vec<usize>]) -> Vec<usize> {
+    const UNSEEN: usize = usize::MAX;
+    let mut component = vec![UNSEEN; adjacency.len()];
+    let mut frontier = VecDeque::new();
+    for start in 0..adjacency.len() {
+        if component[start] != UNSEEN {
+            continue;
         }
-        for &next in &adjacency[node] {
-            if !seen[next] {
-                seen[next] = true;
-                frontier.push_back(next);
+        component[start] = start;
+        frontier.push_back(start);
+        while let Some(node) = frontier.pop_front() {
+            for &next in &adjacency[node] {
+                if component[next] == UNSEEN {
+                    component[next] = start;
+                    frontier.push_back(next);
+                }
             }
         }
     }
-    false
+    component
 }
 
 #[cfg(test)]

@@ -4,9 +4,16 @@
 //! a ring and only its head has an event in the scheduler: one heap entry per channel, however
 //! many packets are on the wire (the htsim design). A packet's arrival time is fixed when its
 //! transmission starts (start + serialisation + propagation), so the transmitter needs an event
-//! only when packets wait in its queue.
+//! only when packets wait in its queue. The packets on the wire wait in the simulator's shared
+//! [`PacketPool`]; the pipe holds their arrival times and pool slots.
+//!
+//! A large run has tens of thousands of channels, far more than the caches hold, and each packet
+//! visits its channel a few times (offer, transmit, arrive). The fields those visits touch come
+//! first in the struct, on as few cache lines as possible; what only the end of the run or a
+//! rare event reads (names, drop counts, loss processes, captures) comes after.
 
 use crate::net::packet::Packet;
+use crate::net::pool::PacketPool;
 use crate::queue::{Dequeue, Queue, QueueDiscipline};
 use crate::record::result::ChannelRecord;
 use crate::spec::LossModel;
@@ -61,31 +68,50 @@ pub struct Schedule {
     pub wakeup: Option<SimTime>,
 }
 
+/// The counters every packet updates, kept together on one cache line (64 bytes); copied into
+/// the channel's [`ChannelRecord`] when the run ends.
+#[derive(Debug, Clone, Copy, Default)]
+struct PacketCounters {
+    offered_packets: u64,
+    offered_bytes: u64,
+    sent_packets: u64,
+    sent_bytes: u64,
+    delivered_packets: u64,
+    delivered_bytes: u64,
+    busy_ns: u64,
+    sojourn_sum_ns: u64,
+}
+
+/// `repr(C)`: fields stay in the order written, hot ones first (see the module comment).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Channel {
-    pub from: u32,
-    pub to: u32,
-    rate: Option<BitRate>,
-    delay: SimTime,
-    /// Loss probability as a threshold on a uniform 64-bit draw.
-    loss_threshold: u64,
-    /// A bursty loss process, if the link has one (instead of `loss_threshold`).
-    burst_loss: Option<GilbertElliott>,
-    rng: Xoshiro256PlusPlus,
-    queue: Queue,
     /// The transmitter is serialising a packet until this time.
     busy_until: SimTime,
+    delay: SimTime,
+    rate: Option<BitRate>,
+    /// Loss probability as a threshold on a uniform 64-bit draw.
+    loss_threshold: u64,
+    pub from: u32,
+    pub to: u32,
     /// A wakeup of this channel is in the event queue.
     wakeup_pending: bool,
-    /// Packets on the wire (being serialised or propagating), with their arrival times.
-    pipe: VecDeque<(SimTime, Packet)>,
+    /// Keep a copy of each packet as it starts transmission (for a capture on this channel).
+    keep_last_started: bool,
+    /// Packets on the wire (being serialised or propagating): arrival time and pool slot.
+    pipe: VecDeque<(SimTime, u32)>,
+    counters: PacketCounters,
     queue_changed_at: SimTime,
     /// Integrals of the queue length over time, in packet·ps and byte·ps.
     queue_packet_ps: u128,
     queue_byte_ps: u128,
-    /// Keep a copy of each packet as it starts transmission (for a capture on this channel).
-    pub keep_last_started: bool,
-    last_started: Option<Packet>,
+    queue: Queue,
+    rng: Xoshiro256PlusPlus,
+    /// A bursty loss process, if the link has one (instead of `loss_threshold`).
+    burst_loss: Option<GilbertElliott>,
+    /// The packet that most recently started transmission, when `keep_last_started` (a
+    /// capture): at most one, its buffer allocated once.
+    last_started: Vec<Packet>,
     pub record: ChannelRecord,
 }
 
@@ -105,11 +131,12 @@ impl Channel {
             busy_until: SimTime::ZERO,
             wakeup_pending: false,
             pipe: VecDeque::new(),
+            counters: PacketCounters::default(),
             queue_changed_at: SimTime::ZERO,
             queue_packet_ps: 0,
             queue_byte_ps: 0,
             keep_last_started: false,
-            last_started: None,
+            last_started: Vec::new(),
             record: ChannelRecord::default(),
         }
     }
@@ -125,6 +152,36 @@ impl Channel {
                 loss_bad: threshold(loss_bad),
             },
         });
+    }
+
+    /// Keep a copy of each packet as it starts transmission (see [`Channel::last_started`]).
+    pub fn keep_last_started(&mut self) {
+        self.keep_last_started = true;
+        self.last_started.reserve_exact(1);
+    }
+
+    /// Packets that started transmission so far.
+    pub fn sent_packets(&self) -> u64 {
+        self.counters.sent_packets
+    }
+
+    pub fn sent_bytes(&self) -> u64 {
+        self.counters.sent_bytes
+    }
+
+    /// Time the transmitter has been busy so far.
+    pub fn busy_ns(&self) -> u64 {
+        self.counters.busy_ns
+    }
+
+    /// Sum of the sojourn times of the packets sent so far.
+    pub fn sojourn_sum_ns(&self) -> u64 {
+        self.counters.sojourn_sum_ns
+    }
+
+    /// Packets dropped so far, by the queue or by loss on the link.
+    pub fn drops(&self) -> u64 {
+        self.record.dropped_queue_packets + self.record.dropped_loss_packets
     }
 
     pub fn queue_packets(&self) -> u64 {
@@ -154,15 +211,15 @@ impl Channel {
 
     /// A packet arrives at the egress queue. Returns what to schedule, or the dropped packet.
     #[inline]
-    pub fn offer(&mut self, mut packet: Packet, now: SimTime) -> Result<Schedule, Packet> {
+    pub fn offer(&mut self, mut packet: Packet, now: SimTime, pool: &mut PacketPool) -> Result<Schedule, Packet> {
         let bytes = packet.wire_bytes as u64;
-        self.record.offered_packets += 1;
-        self.record.offered_bytes += bytes;
+        self.counters.offered_packets += 1;
+        self.counters.offered_bytes += bytes;
         packet.enqueued_at = now;
         if !self.wakeup_pending && now >= self.busy_until && self.queue.passes_through_when_idle() {
             // An empty work-conserving FIFO in front of an idle transmitter: straight onto the
             // wire, as if enqueued and dequeued at once.
-            let head_arrival = self.transmit(packet, now);
+            let head_arrival = self.transmit(packet, now, pool);
             return Ok(Schedule { started: true, head_arrival, wakeup: None });
         }
         self.integrate_queue(now);
@@ -173,20 +230,20 @@ impl Channel {
         }
         self.record.max_queue_packets = self.record.max_queue_packets.max(self.queue.len_packets());
         self.record.max_queue_bytes = self.record.max_queue_bytes.max(self.queue.len_bytes());
-        Ok(self.pump(now))
+        Ok(self.pump(now, pool))
     }
 
     /// The wakeup scheduled earlier is due.
     #[inline]
-    pub fn wake(&mut self, now: SimTime) -> Schedule {
+    pub fn wake(&mut self, now: SimTime, pool: &mut PacketPool) -> Schedule {
         self.wakeup_pending = false;
-        self.pump(now)
+        self.pump(now, pool)
     }
 
     /// Start the next transmission if the transmitter is free, and ask for a wakeup when it will
     /// be free again with packets waiting. An idle link therefore costs no event per packet: a
     /// packet that finds the transmitter free goes straight onto the wire.
-    fn pump(&mut self, now: SimTime) -> Schedule {
+    fn pump(&mut self, now: SimTime, pool: &mut PacketPool) -> Schedule {
         let mut schedule = Schedule::default();
         if self.wakeup_pending {
             return schedule;
@@ -200,7 +257,7 @@ impl Channel {
         match self.queue.dequeue(now) {
             Dequeue::Packet(packet) => {
                 schedule.started = true;
-                schedule.head_arrival = self.transmit(packet, now);
+                schedule.head_arrival = self.transmit(packet, now, pool);
                 if self.queue.len_packets() > 0 {
                     self.wakeup_pending = true;
                     schedule.wakeup = Some(self.busy_until);
@@ -217,16 +274,17 @@ impl Channel {
 
     /// Serialise `packet` from `now`; unless the link loses it, it joins the pipe. Returns its
     /// arrival time if it is the pipe's new head.
-    fn transmit(&mut self, packet: Packet, now: SimTime) -> Option<SimTime> {
+    fn transmit(&mut self, packet: Packet, now: SimTime, pool: &mut PacketPool) -> Option<SimTime> {
         let bytes = packet.wire_bytes as u64;
         let tx_time = self.rate.map_or(SimTime::ZERO, |r| r.transmission_time(bytes));
         self.busy_until = now + tx_time;
-        self.record.sent_packets += 1;
-        self.record.sent_bytes += bytes;
-        self.record.busy_ns += tx_time.as_ns();
-        self.record.sojourn_sum_ns += (now - packet.enqueued_at).as_ns();
+        self.counters.sent_packets += 1;
+        self.counters.sent_bytes += bytes;
+        self.counters.busy_ns += tx_time.as_ns();
+        self.counters.sojourn_sum_ns += (now - packet.enqueued_at).as_ns();
         if self.keep_last_started {
-            self.last_started = Some(packet);
+            self.last_started.clear();
+            self.last_started.push(packet);
         }
         let lost = match self.burst_loss.as_mut() {
             Some(ge) => ge.loses(&mut self.rng),
@@ -239,28 +297,35 @@ impl Channel {
         }
         let arrival = self.busy_until + self.delay;
         let head = self.pipe.is_empty();
-        self.pipe.push_back((arrival, packet));
+        self.pipe.push_back((arrival, pool.insert(packet)));
         head.then_some(arrival)
     }
 
     /// The packet that most recently started transmission, if `keep_last_started` is set.
     pub fn last_started(&self) -> Option<&Packet> {
-        self.last_started.as_ref()
+        self.last_started.first()
     }
 
     /// The head of the pipe reaches the far node. Returns it and the next head's arrival time.
     #[inline]
-    pub fn arrive(&mut self) -> (Packet, Option<SimTime>) {
-        let (_, packet) = self.pipe.pop_front().expect("arrival scheduled for an empty pipe");
-        self.record.delivered_packets += 1;
-        self.record.delivered_bytes += packet.wire_bytes as u64;
+    pub fn arrive(&mut self, pool: &mut PacketPool) -> (Packet, Option<SimTime>) {
+        let (_, slot) = self.pipe.pop_front().expect("arrival scheduled for an empty pipe");
+        let packet = pool.remove(slot);
+        self.counters.delivered_packets += 1;
+        self.counters.delivered_bytes += packet.wire_bytes as u64;
         (packet, self.pipe.front().map(|&(t, _)| t))
     }
 
     /// Fill in the end-of-run state that conservation accounts for; a packet unaccounted for is
     /// an engine bug, reported as an error (never a panic across the Python binding).
-    pub fn finish(&mut self, now: SimTime) -> Result<(), String> {
+    pub fn finish(&mut self, now: SimTime, pool: &PacketPool) -> Result<(), String> {
         self.integrate_queue(now);
+        let c = self.counters;
+        let r = &mut self.record;
+        (r.offered_packets, r.offered_bytes, r.sent_packets, r.sent_bytes) =
+            (c.offered_packets, c.offered_bytes, c.sent_packets, c.sent_bytes);
+        (r.delivered_packets, r.delivered_bytes, r.busy_ns, r.sojourn_sum_ns) =
+            (c.delivered_packets, c.delivered_bytes, c.busy_ns, c.sojourn_sum_ns);
         self.record.queue_packet_ns = self.queue_packet_ps / 1000;
         self.record.queue_byte_ns = self.queue_byte_ps / 1000;
         self.record.queued_end_packets = self.queue.len_packets();
@@ -272,8 +337,8 @@ impl Channel {
         let serialising =
             if self.busy_until > now { self.pipe.back().filter(|(t, _)| *t - self.delay > now) } else { None };
         self.record.transmitting_end_packets = serialising.is_some() as u64;
-        self.record.transmitting_end_bytes = serialising.map_or(0, |(_, p)| p.wire_bytes as u64);
-        let on_wire: u64 = self.pipe.iter().map(|(_, p)| p.wire_bytes as u64).sum();
+        self.record.transmitting_end_bytes = serialising.map_or(0, |&(_, slot)| pool.get(slot).wire_bytes as u64);
+        let on_wire: u64 = self.pipe.iter().map(|&(_, slot)| pool.get(slot).wire_bytes as u64).sum();
         self.record.propagating_end_packets = self.pipe.len() as u64 - self.record.transmitting_end_packets;
         self.record.propagating_end_bytes = on_wire - self.record.transmitting_end_bytes;
         // Conservation is checked on every run: a violation is an engine bug, never a result.

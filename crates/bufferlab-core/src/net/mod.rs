@@ -2,6 +2,7 @@
 
 pub mod channel;
 pub mod packet;
+pub mod pool;
 pub mod routing;
 
 pub use channel::Channel;

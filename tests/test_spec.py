@@ -325,3 +325,33 @@ def test_with_seed_changes_only_the_seed() -> None:
     a, b = scenario.to_engine(), reseeded.to_engine()
     assert b["seed"] == 2
     assert {**a, "seed": 2} == b
+
+
+def _user_field_by_scan(aliases: dict[str, str], engine_field: str) -> str:
+    """The definition, by scanning every alias (longest first)."""
+    for prefix in sorted(aliases, key=len, reverse=True):
+        if engine_field == prefix or engine_field.startswith((prefix + ".", prefix + "[")):
+            return aliases[prefix] + engine_field[len(prefix):]
+    return engine_field
+
+
+def test_user_field_replaces_the_longest_aliased_prefix_at_a_path_boundary() -> None:
+    from bufferlab.spec.scenario import user_field
+
+    aliases = {"links[1]": "topology.access", "links[1].queue_forward": "topology.queue", "flows": "topology.flows"}
+    assert user_field(aliases, "links[1].queue_forward.limit_packets") == "topology.queue.limit_packets"
+    assert user_field(aliases, "links[1].rate") == "topology.access.rate"
+    assert user_field(aliases, "links[10].rate") == "links[10].rate"  # "links[1" is no prefix of a path part
+    assert user_field(aliases, "flows[3].cca") == "topology.flows[3].cca"
+    assert user_field(aliases, "flowsx") == "flowsx"
+
+
+def test_user_field_agrees_with_a_scan_of_every_alias_of_a_large_dumbbell() -> None:
+    scenario = Scenario.from_dict({"name": "d", "duration": "1s", "topology": {
+        "kind": "dumbbell", "flows": 120, "bottleneck_rate": "1Gbps", "rtt": "40ms", "queue": "100p"}})
+    resolved = scenario.resolve()
+    aliases = resolved.field_aliases
+    assert len(aliases) > 120
+    paths = [*aliases, *(f"{a}.x" for a in aliases), *(f"{a}[0].y" for a in aliases), "links[999].queue", "z"]
+    for path in paths:
+        assert resolved.user_field(path) == _user_field_by_scan(aliases, path), path

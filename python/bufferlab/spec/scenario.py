@@ -411,10 +411,16 @@ class Resolved:
 
 
 def user_field(aliases: dict[str, str], engine_field: str) -> str:
-    """The user's name for an engine field path: its longest prefix in `aliases` replaced."""
-    for prefix in sorted(aliases, key=len, reverse=True):
-        if engine_field == prefix or engine_field.startswith((prefix + ".", prefix + "[")):
-            return aliases[prefix] + engine_field[len(prefix):]
+    """The user's name for an engine field path: its longest prefix in `aliases` replaced.
+
+    A prefix ends where the path does or just before a "." or "[", so the path's own prefixes are
+    looked up, longest first: the cost is the path's length, not the number of aliases (a
+    10,000-flow dumbbell has tens of thousands, and the memory budget asks for every queue)."""
+    if engine_field in aliases:
+        return aliases[engine_field]
+    for end in range(len(engine_field) - 1, 0, -1):
+        if engine_field[end] in ".[" and (prefix := engine_field[:end]) in aliases:
+            return aliases[prefix] + engine_field[end:]
     return engine_field
 
 

@@ -279,6 +279,9 @@ def kill_writer(db: Path, mode: str, wait_for: str, seed: int, delay: float = 0.
 def run_counts(db: Path) -> dict[str, dict[str, int]]:
     con = duckdb.connect(str(db), read_only=True)
     try:
+        if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'runs'").fetchone()[0]:
+            # A new store gets its tables in the transaction of its first run: none before it.
+            return {"orphans": dict.fromkeys(store.RUN_TABLES, 0)}
         names = [r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()]
         return {name: {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [name]).fetchone()[0]
                        for t in store.RUN_TABLES} for name in names} | {

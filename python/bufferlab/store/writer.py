@@ -225,52 +225,66 @@ class Store:
             raise store_error(self.path, e) from None
         self.con = connect(self.path, read_only=False)
         try:
-            self._prepare_schema()
+            version = stored_schema_version(self.con)
+            check_schema_version(version, self.path)
         except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
             self.con.close()
             raise store_error(self.path, e) from None
         except BaseException:
             self.con.close()
             raise
+        # A new or older store gets its tables in the first transaction, with the first write:
+        # every commit is a checkpoint (`store.connection`), so a new store is written once.
+        self._schema_current = version == SCHEMA_VERSION
 
     def _prepare_schema(self) -> None:
-        """Create the tables of a new store, or migrate an older one, in one transaction."""
-        version = stored_schema_version(self.con)
-        check_schema_version(version, self.path)
-        if version == SCHEMA_VERSION:
-            return
-        with self._transaction():
-            existing = _existing_tables(self.con)
-            for table in TABLES:
-                if table not in existing:
-                    self.con.execute(_create_statement(table))
-                    continue
-                have = {r[0] for r in self.con.execute(
-                    f"SELECT column_name FROM information_schema.columns WHERE table_name = '{table}'").fetchall()}
-                for column, kind in TABLES[table].items():
-                    if column not in have:
-                        # Added columns are nullable: older rows have no value for them.
-                        plain = kind.replace(" NOT NULL", "").replace(" PRIMARY KEY", "")
-                        self.con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {plain}")
-            self.con.execute(f"INSERT OR REPLACE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}')")
+        """Create the tables of a new store, or migrate an older one (inside a transaction)."""
+        existing = _existing_tables(self.con)
+        for table in TABLES:
+            if table not in existing:
+                self.con.execute(_create_statement(table))
+                continue
+            have = {r[0] for r in self.con.execute(
+                f"SELECT column_name FROM information_schema.columns WHERE table_name = '{table}'").fetchall()}
+            for column, kind in TABLES[table].items():
+                if column not in have:
+                    # Added columns are nullable: older rows have no value for them.
+                    plain = kind.replace(" NOT NULL", "").replace(" PRIMARY KEY", "")
+                    self.con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {plain}")
+        self.con.execute(f"INSERT OR REPLACE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}')")
+
+    def _ready(self) -> None:
+        """The tables exist and are current (created or migrated in a transaction of their own
+        when nothing was written yet)."""
+        if not self._schema_current:
+            with self._transaction():
+                pass
 
     def close(self) -> None:
-        self.con.close()
+        try:
+            self._ready()  # a store opened and closed without a write still gets its tables
+        finally:
+            self.con.close()
 
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # a failed write creates nothing either
+            self.con.close()
 
     # --- reading --------------------------------------------------------------------------
 
     def has_run(self, run_id: str) -> bool:
+        self._ready()
         row = self.con.execute("SELECT count(*) FROM runs WHERE run_id = ? AND status = 'complete'",
                                [run_id]).fetchone()
         return bool(row and row[0])
 
     def run_row(self, run_id: str) -> dict[str, Any] | None:
+        self._ready()
         cursor = self.con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
         row = cursor.fetchone()
         if row is None:
@@ -283,11 +297,14 @@ class Store:
     def _transaction(self) -> Iterator[None]:
         self.con.execute("BEGIN TRANSACTION")
         try:
+            if not self._schema_current:
+                self._prepare_schema()
             yield
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
         self.con.execute("COMMIT")
+        self._schema_current = True
 
     def save(self, run: DerivedRun, *, replace: bool = False, point: StudyPoint | None = None) -> None:
         """Write one run atomically, with its place in a study if given; with `replace`, an
@@ -381,11 +398,13 @@ class Store:
     # --- comparing ------------------------------------------------------------------------
 
     def table_rows(self, table: str, run_id: str) -> list[tuple[Any, ...]]:
+        self._ready()
         """Every row of `table` for a run, in a stable order (for determinism checks)."""
         cursor = self.con.execute(f"SELECT * FROM {table} WHERE run_id = ?", [run_id])
         return sorted(cursor.fetchall(), key=repr)
 
     def run_ids(self) -> list[str]:
+        self._ready()
         return [r[0] for r in self.con.execute("SELECT run_id FROM runs ORDER BY created_at").fetchall()]
 
 

@@ -27,8 +27,11 @@ with the imports it brings, and reports the CPU time (user + system, every threa
     derive       `pipeline.derive` with its imports (numpy, the metric catalogue)
     persist      `store.writer.persist` into a new store with its imports (DuckDB)
     present      the summary's tables (rich), printed into a buffer
-    exit         the interpreter's teardown after a plain `sys.exit`: the child's CPU time minus
-                 what it reported before exiting (`bufferlab run` skips it, `cli.exit_now`)
+    exit         the child's CPU time after it reported the others: the interpreter's teardown
+                 where the command exits with `sys.exit`, little where it has `cli.exit_now`
+
+Like the command, the process takes `cli.prepare_process`'s settings and leaves by
+`cli.exit_now` where the measured version has them.
 
 The steps run one after the other here, so imports that the command makes while the engine
 runs (`bufferlab.preload`) are counted in the step that needs them; the whole-process figures
@@ -91,23 +94,33 @@ WHOLE_PROCESS_CASES = [
 ]
 
 
-def whole_process(repetitions: int, overrides: tuple[str, ...] = (), python: str = sys.executable) -> dict[str, float]:
+def _child_cpu(command: list[str], **kwargs: Any) -> tuple[float, float, str]:
+    """Run `command` in a child process: (its wall seconds, its CPU seconds, its stdout)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True, **kwargs)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, out.stdout
+
+
+def whole_process(repetitions: int, overrides: tuple[str, ...] = (),
+                  pythons: tuple[str, ...] = (sys.executable,)) -> list[dict[str, float]]:
     """`bufferlab run` of the reference dumbbell (with `overrides`) into a new store, in a child
-    process of interpreter `python` each time."""
-    walls, cpus = [], []
+    process each time, for each interpreter of `pythons` (their repetitions interleaved, so that
+    each sees the same load)."""
+    walls: list[list[float]] = [[] for _ in pythons]
+    cpus: list[list[float]] = [[] for _ in pythons]
     sets = [arg for o in overrides for arg in ("--set", o)]
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(repetitions):
-            db = Path(tmp) / f"fresh{k}.duckdb"
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            started = time.perf_counter()
-            subprocess.run([python, "-m", "bufferlab", "run", str(REFERENCE), "--db", str(db), *sets],
-                           check=True, stdout=subprocess.DEVNULL)
-            walls.append(time.perf_counter() - started)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return {"best_wall_s": min(walls), "median_wall_s": statistics.median(walls), "best_cpu_s": min(cpus),
-            "median_cpu_s": statistics.median(cpus)}
+            for i, python in enumerate(pythons):
+                db = Path(tmp) / f"fresh{k}_{i}.duckdb"
+                wall, cpu, _ = _child_cpu([python, "-m", "bufferlab", "run", str(REFERENCE), "--db", str(db), *sets])
+                walls[i].append(wall)
+                cpus[i].append(cpu)
+    return [{"best_wall_s": min(w), "median_wall_s": statistics.median(w), "best_cpu_s": min(c),
+             "median_cpu_s": statistics.median(c)} for w, c in zip(walls, cpus)]
 
 
 STAGES = ("start", "cli", "spec", "plan", "engine", "result", "derive", "persist", "present", "exit")
@@ -120,6 +133,7 @@ marks = {"start": time.process_time()}
 def mark(stage):
     marks[stage] = time.process_time()
 import bufferlab.cli
+getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
 mark("cli")
 from bufferlab.spec import load_scenario
 from bufferlab.spec.overrides import parse_assignment
@@ -147,28 +161,27 @@ with redirect_stdout(io.StringIO()):
     print_summary(derived.summary, scenario="dumbbell", db=sys.argv[2])
 mark("present")
 print(json.dumps(marks))
-sys.exit(0)
+getattr(bufferlab.cli, "exit_now", sys.exit)(0)  # the command's way out
 """
 
 
-def stages(repetitions: int, overrides: tuple[str, ...] = (), python: str = sys.executable) -> dict[str, float]:
+def stages(repetitions: int, overrides: tuple[str, ...] = (),
+           pythons: tuple[str, ...] = (sys.executable,)) -> list[dict[str, float]]:
     """CPU seconds of each stage of a fresh run (`STAGES`, see the module docstring), each the
-    least of `repetitions` processes."""
-    best = dict.fromkeys(STAGES, float("inf"))
+    least of `repetitions` processes, for each interpreter of `pythons` (interleaved)."""
+    best = [dict.fromkeys(STAGES, float("inf")) for _ in pythons]
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(repetitions):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            out = subprocess.run([python, "-c", _STAGE_SCRIPT, str(REFERENCE), str(Path(tmp) / f"s{k}.duckdb"),
-                                  *overrides], check=True, capture_output=True, text=True, cwd=ROOT)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            marks = json.loads(out.stdout.strip().splitlines()[-1])
-            total = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-            spent = {"start": marks["start"], "exit": total - marks["present"]}
-            previous = "start"
-            for stage in STAGES[1:-1]:
-                spent[stage] = marks[stage] - marks[previous]
-                previous = stage
-            best = {stage: min(best[stage], spent[stage]) for stage in STAGES}
+            for i, python in enumerate(pythons):
+                db = Path(tmp) / f"s{k}_{i}.duckdb"
+                _, total, out = _child_cpu([python, "-c", _STAGE_SCRIPT, str(REFERENCE), str(db), *overrides], cwd=ROOT)
+                marks = json.loads(out.strip().splitlines()[-1])
+                spent = {"start": marks["start"], "exit": total - marks["present"]}
+                previous = "start"
+                for stage in STAGES[1:-1]:
+                    spent[stage] = marks[stage] - marks[previous]
+                    previous = stage
+                best[i] = {stage: min(best[i][stage], spent[stage]) for stage in STAGES}
     return best
 
 
@@ -257,8 +270,8 @@ def print_stages(repetitions: int, pythons: list[tuple[str, str]]) -> None:
     print(f"\nCPU ms of each stage of a fresh run, best of {repetitions} processes")
     print(f"{'':<35}" + "".join(f"{stage:>8}" for stage in STAGES) + f"{'sum':>8}")
     for label, overrides, _, _ in WHOLE_PROCESS_CASES:
-        for version, python in pythons:
-            spent = stages(repetitions, overrides, python)
+        measured = stages(repetitions, overrides, tuple(python for _, python in pythons))
+        for (version, _), spent in zip(pythons, measured):
             name = f"{label} ({version})" if len(pythons) > 1 else label
             print(f"{name:<35}" + "".join(f"{1000 * spent[s]:>8.0f}" for s in STAGES)
                   + f"{1000 * sum(spent.values()):>8.0f}", flush=True)
@@ -290,8 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'':<35}{'wall best':>10}{'median':>8}{'CPU best':>10}{'median':>8}{'ns-3':>7}{'x ns-3 (CPU)':>14}"
           f"{'target':>8}")
     for label, overrides, ns3_s, target in WHOLE_PROCESS_CASES:
-        for version, python in pythons:
-            whole = whole_process(args.repetitions, overrides, python)
+        measured = whole_process(args.repetitions, overrides, tuple(python for _, python in pythons))
+        for (version, _), whole in zip(pythons, measured):
             name = f"{label} ({version})" if args.baseline else label
             print(f"{name:<35}{whole['best_wall_s']:>10.3f}{whole['median_wall_s']:>8.3f}"
                   f"{whole['best_cpu_s']:>10.3f}{whole['median_cpu_s']:>8.3f}{ns3_s:>7.1f}"

@@ -530,14 +530,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def command_line() -> NoReturn:
-    """The `bufferlab` command: `main`, then exit with its status at once (`exit_now`).
+    """The `bufferlab` command: its process settings, `main`, then exit with its status at once."""
+    prepare_process()
+    exit_now(main())
+
+
+def prepare_process() -> None:
+    """Settings of the command's process (not of the library imported elsewhere).
 
     numpy's OpenBLAS starts a pool of worker threads when numpy is imported, and they spin for a
     while waiting for work: 35-40 ms of CPU time in every `bufferlab run`, for nothing, since no
     metric multiplies matrices (sums and means are numpy's own loops, so no result depends on
     it). The command asks for one BLAS thread unless the environment says otherwise."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    exit_now(main())
 
 
 def exit_now(status: int) -> NoReturn:

@@ -230,13 +230,12 @@ WRITER = textwrap.dedent("""
     if mode.startswith("large"):
         # Derived from the counters alone (deriving from inflated series would take minutes); then
         # the series are inflated to a few million rows, so that the insert takes seconds.
-        run = derive(planned, RawRun(dataclasses.replace(result, flow_timeseries=result.flow_timeseries.clear()),
-                                     wall))
+        run = derive(planned, RawRun(result.with_tables(flow_timeseries=result.flow_timeseries.clear()), wall))
         reps = 40_000
         inflated = {{name: pl.concat([getattr(result, name)] * reps).with_columns(
                         time_ns=pl.int_range(1, getattr(result, name).height * reps + 1, dtype=pl.UInt64))
                     for name in ("flow_timeseries", "channel_timeseries")}}
-        run.result = dataclasses.replace(result, **inflated)
+        run.result = result.with_tables(**inflated)
     else:
         run = derive(planned, RawRun(result, wall))
     if mode.endswith("pause"):  # stop after the series, before the captures and the commit

@@ -23,7 +23,8 @@ with the imports it brings, and reports the CPU time (user + system, every threa
     spec         the spec layer (pydantic models), the scenario loaded and its overrides applied
     plan         `pipeline.plan`: every check, the engine's included
     engine       the simulation (`_core.run`)
-    result       the engine's tables into Python (`EngineResult.from_engine`: polars)
+    result       the engine's tables into Python (`EngineResult.from_engine`; polars before
+                 the run path went without it)
     derive       `pipeline.derive` with its imports (numpy, the metric catalogue)
     persist      `store.writer.persist` into a new store with its imports (DuckDB)
     present      the summary's tables (rich), printed into a buffer

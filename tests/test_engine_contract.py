@@ -134,3 +134,13 @@ def test_tables_made_from_python_values_keep_their_types_and_nulls() -> None:
         made.with_columns([("short", "Float64", [1.0])])
     with pytest.raises(ValueError, match="no column type"):
         Table.from_columns("t", [("z", "Int8", [1])])
+
+
+def test_an_engine_table_pickles_as_a_polars_dataframe_of_it() -> None:
+    # A sweep's workers send derived runs to the process that stores them.
+    import pickle
+
+    result = run_spec(small_engine_spec())
+    for name in ("flows", "flow_timeseries"):
+        back = pickle.loads(pickle.dumps(result.arrow(name)))
+        assert isinstance(back, pl.DataFrame) and back.equals(result.table(name))

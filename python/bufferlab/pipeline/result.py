@@ -22,11 +22,12 @@ the engine's order: by index, then by sample time.
 
 from __future__ import annotations
 
+import copyreg
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .engine import core
+from .engine import EngineMissing, core
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -62,6 +63,30 @@ def column_names(table: Any) -> list[str]:
     if hasattr(table, "column_types"):
         return [name for name, _ in table.column_types()]
     return list(table.columns)
+
+
+def _unpickled(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame
+
+
+def _pickled_table(table: Any) -> tuple[Any, tuple[pl.DataFrame]]:
+    """How an engine table pickles: as a polars DataFrame of it, which polars writes in Arrow's
+    IPC form. A sweep's workers send their derived runs to the one process that stores them; that
+    process receives DataFrames, which everything reading a table here accepts as well."""
+    import polars as pl
+
+    return _unpickled, (pl.DataFrame(table),)
+
+
+def _register_pickling() -> None:
+    try:
+        table = core().Table
+    except EngineMissing:  # pragma: no cover - only without a build
+        return
+    copyreg.pickle(table, _pickled_table)
+
+
+_register_pickling()
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 //!
 //! What it does as TCP's sender does (the controller's hooks, delivery-rate samples, pacing, the
 //! recovery period's clock, the record) is the [`SenderCore`]'s; this file keeps QUIC's own:
-//! packet numbers and the stream's chunks, ACK ranges, loss detection, the probe timeout.
+//! the stream's chunks, ACK frames, the recovery rules of loss detection, the probe timeout. The
+//! sent packets themselves, with the walks an ACK asks for over them, are `sent_packets.rs`'s.
 
 use std::collections::VecDeque;
 

@@ -6,10 +6,11 @@ buffers, the copy handed to Python, the copies made while deriving metrics and i
 
 - recording: samples (duration / sample interval) x series (14 per recorded flow, 7 per recorded
   link direction, plus the time column), 8 bytes each, 4 copies at the peak. Measured (peak RSS
-  over the series' bytes, `benchmarks/bench_pipeline.py --memory`: 3.9 with Arrow results): the
+  over the series' bytes, `benchmarks/bench_pipeline.py --memory`: 3.9 with Arrow results; 4.05-4.2
+  since the store's writer uses one DuckDB thread, 3.85 with two in the same runs): the
   engine's samples and the Arrow tables built from them, about 2.5 while the result crosses the
   binding; then, while the store writes the run, the Arrow tables with their key columns (about
-  1.4, read in place by polars, numpy and DuckDB) and DuckDB's rows of the uncommitted
+  1.4, read in place by numpy and DuckDB) and DuckDB's rows of the uncommitted
   transaction (about 2.3: without optimistic writes they stay in memory until the commit, see
   `store.connection`); derive's float series of the flows come and go in between;
 - captures: one row of 104 bytes per captured packet, about 3 copies; a link direction carries at

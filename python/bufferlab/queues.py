@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter,
-                      ValidationError)
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from . import units
 from .errors import SpecError, from_validation_error
 from .sizing.rules import AVERAGES, Average
+from .spec.parsed import ANY, STR, Parsed
 from .units import QueueLimit
 
 __all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "Queue",
@@ -134,8 +134,11 @@ def _queue_size_out(size: QueueSize) -> Any:
     return str(size)
 
 
-QueueSizeField = Annotated[QueueSize, PlainValidator(parse_queue_size), PlainSerializer(_queue_size_out)]
+QueueSizeField = Annotated[QueueSize, Parsed(parse_queue_size, _queue_size_out, returns=ANY)]
 BDP = QueueSize(rule=SizeRule(rule="bdp"))
+
+
+_Bytes = Annotated[int, Parsed(units.parse_bytes, units.format_bytes, returns=STR)]
 
 
 class _Queue(BaseModel):
@@ -177,10 +180,9 @@ class TbfQueue(_Queue):
     bytes waiting for tokens."""
 
     kind: Literal["tbf"]
-    rate: Annotated[int, PlainValidator(lambda v: units.parse_rate(v)),
-                    PlainSerializer(units.format_rate, return_type=str)]
-    burst: Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
-    limit: Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
+    rate: Annotated[int, Parsed(lambda v: units.parse_rate(v), units.format_rate, returns=STR)]
+    burst: _Bytes
+    limit: _Bytes
 
     def sized(self, limit: QueueLimit) -> Self:
         return self
@@ -193,9 +195,7 @@ class TbfQueue(_Queue):
 
 
 _Alpha = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-_Time = Annotated[int, PlainValidator(lambda v: units.parse_time(v, positive=True)),
-                  PlainSerializer(units.format_time, return_type=str)]
-_Bytes = Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
+_Time = Annotated[int, Parsed(lambda v: units.parse_time(v, positive=True), units.format_time, returns=STR)]
 
 
 class SplitBuffQueue(_Queue):
@@ -276,7 +276,7 @@ def _queue_out(queue: Queue) -> Any:
     return queue.model_dump(mode="json")
 
 
-QueueField = Annotated[Queue, PlainValidator(parse_queue), PlainSerializer(_queue_out)]
+QueueField = Annotated[Queue, Parsed(parse_queue, _queue_out, returns=ANY)]
 
 
 def fifo(limit: QueueLimit) -> FifoQueue:

@@ -16,6 +16,7 @@ here, one arm of `QueueSpec` in the engine and its own file in crates/bufferlab-
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Self
 
@@ -141,6 +142,12 @@ BDP = QueueSize(rule=SizeRule(rule="bdp"))
 _Bytes = Annotated[int, Parsed(units.parse_bytes, units.format_bytes, returns=STR)]
 
 
+# A discipline other than the FIFO is read only from a table with its kind (`parse_queue`): its
+# model's validator is built at the first such table, not by every command that imports the spec
+# (issue 15).
+_BUILT_ON_FIRST_USE = ConfigDict(defer_build=True)
+
+
 class _Queue(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -179,6 +186,8 @@ class TbfQueue(_Queue):
     """Token bucket filter (Linux tbf): tokens at `rate` up to `burst` bytes, at most `limit`
     bytes waiting for tokens."""
 
+    model_config = _BUILT_ON_FIRST_USE
+
     kind: Literal["tbf"]
     rate: Annotated[int, Parsed(lambda v: units.parse_rate(v), units.format_rate, returns=STR)]
     burst: _Bytes
@@ -205,6 +214,8 @@ class SplitBuffQueue(_Queue):
     queueing-delay smoothing gain `alpha`, served by byte-fair round robin (`quantum` bytes per
     turn)."""
 
+    model_config = _BUILT_ON_FIRST_USE
+
     kind: Literal["splitbuff"]
     limit: QueueSizeField = BDP
     sub_buffers: Literal[2, 3] = 2
@@ -224,6 +235,8 @@ class BlindSplitBuffQueue(_Queue):
     """Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
     sub-buffers of `limit` / `sub_buffers` each, served by byte-fair round robin."""
 
+    model_config = _BUILT_ON_FIRST_USE
+
     kind: Literal["blind_splitbuff"]
     limit: QueueSizeField = BDP
     sub_buffers: Annotated[int, Field(ge=2, le=16)] = 2
@@ -241,7 +254,12 @@ Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue
 QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff")
 _ALIASES = {"fifoqueuedisc": "fifo", "pfifo": "fifo", "droptail": "fifo", "tokenbucket": "tbf",
             "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff"}
-_QUEUES: TypeAdapter[Queue] = TypeAdapter(Annotated[Queue, Field(discriminator="kind")])
+
+
+@functools.cache
+def _queues() -> TypeAdapter[Queue]:
+    """The queue models as one union by `kind`, built at the first queue written as a table."""
+    return TypeAdapter(Annotated[Queue, Field(discriminator="kind")])
 
 
 def parse_queue(value: Any) -> Queue:
@@ -262,7 +280,7 @@ def parse_queue(value: Any) -> Queue:
         raise SpecError("kind", f'unknown queue discipline "{data.get("kind")}" (known: {", ".join(QUEUE_KINDS)})')
     data["kind"] = kind
     try:
-        return _QUEUES.validate_python(data)
+        return _queues().validate_python(data)
     except ValidationError as e:
         error = from_validation_error(e)
         # The union's tag is the first part of pydantic's location: drop it.

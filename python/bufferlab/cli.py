@@ -112,10 +112,10 @@ _set_option = click.option("--set", "assignments", multiple=True, metavar="KEY=V
 
 
 def _overridden(spec: Scenario, assignments: Sequence[str]) -> Scenario:
-    from .spec.overrides import parse_assignment
-
     if not assignments:
         return spec
+    from .spec.overrides import parse_assignment
+
     return spec.with_overrides(dict(parse_assignment(a) for a in assignments))
 
 

@@ -19,8 +19,9 @@ use crate::units::SimTime;
 pub enum Event {
     /// The transmitter of a channel is free again (or a shaper releases a packet).
     ChannelWakeup { channel: u32 },
-    /// The packet at the head of a channel's propagation pipe reaches the far node.
-    Arrive { channel: u32 },
+    /// The packet at the head of a channel's propagation pipe, in pool slot `slot`, reaches the
+    /// far node. The slot is named here so that reading the packet need not wait for the channel.
+    Arrive { channel: u32, slot: u32 },
     /// A TCP sender's timer (RTO, pacing or application start/stop) may be due.
     SenderTimer { flow: u32 },
     /// A TCP receiver's delayed-ACK timer may be due.

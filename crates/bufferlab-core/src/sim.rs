@@ -406,7 +406,7 @@ impl Simulator {
                 let schedule = self.channels[channel as usize].wake(self.now, &mut self.wire);
                 self.apply(channel, schedule);
             }
-            Event::Arrive { channel } => self.on_arrive(channel),
+            Event::Arrive { channel, slot } => self.on_arrive(channel, slot),
             Event::SenderTimer { flow } => self.drive(flow, Side::Sender, |f, now, out| {
                 f.sender_timer.fired(now);
                 f.sender.on_timeout(now, out);
@@ -523,20 +523,20 @@ impl Simulator {
                 }
             }
         }
-        if let Some(t) = schedule.head_arrival {
-            self.events.schedule(t, Event::Arrive { channel: ch });
+        if let Some((t, slot)) = schedule.head_arrival {
+            self.events.schedule(t, Event::Arrive { channel: ch, slot });
         }
         if let Some(t) = schedule.wakeup {
             self.events.schedule(t, Event::ChannelWakeup { channel: ch });
         }
     }
 
-    fn on_arrive(&mut self, ch: u32) {
+    fn on_arrive(&mut self, ch: u32, slot: u32) {
         let channel = &mut self.channels[ch as usize];
         let node = channel.to;
-        let (packet, next) = channel.arrive(&mut self.wire);
-        if let Some(t) = next {
-            self.events.schedule(t, Event::Arrive { channel: ch });
+        let (packet, next) = channel.arrive(slot, &mut self.wire);
+        if let Some((t, slot)) = next {
+            self.events.schedule(t, Event::Arrive { channel: ch, slot });
         }
         if packet.dst == node {
             self.deliver(packet);

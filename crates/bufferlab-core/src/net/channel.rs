@@ -1,11 +1,11 @@
 //! One direction of a point-to-point link: an egress queue, a transmitter and a propagation pipe.
 //!
 //! Packets on the wire arrive in the order they were sent (the delay is constant), so the pipe is
-//! a ring and only its head has an event in the scheduler: one heap entry per channel, however
-//! many packets are on the wire (the htsim design). A packet's arrival time is fixed when its
-//! transmission starts (start + serialisation + propagation), so the transmitter needs an event
-//! only when packets wait in its queue. The packets on the wire wait in the simulator's shared
-//! [`PacketPool`]; the pipe holds their arrival times and pool slots.
+//! a first-in first-out list and only its head has an event in the scheduler: one heap entry per
+//! channel, however many packets are on the wire (the htsim design). A packet's arrival time is
+//! fixed when its transmission starts (start + serialisation + propagation), so the transmitter
+//! needs an event only when packets wait in its queue. The packets on the wire wait in the
+//! simulator's shared [`PacketPool`], which also threads each channel's [`Pipe`] through them.
 //!
 //! A large run has tens of thousands of channels, far more than the caches hold, and each packet
 //! visits its channel a few times (offer, transmit, arrive). The fields those visits touch come
@@ -13,14 +13,13 @@
 //! rare event reads (names, drop counts, loss processes, captures) comes after.
 
 use crate::net::packet::Packet;
-use crate::net::pool::PacketPool;
+use crate::net::pool::{PacketPool, Pipe};
 use crate::queue::{Dequeue, Queue, QueueDiscipline};
 use crate::record::result::ChannelRecord;
 use crate::spec::LossModel;
 use crate::units::{BitRate, SimTime};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::VecDeque;
 
 /// A probability as a threshold on a uniform 64-bit draw (`draw < threshold` has probability p).
 fn threshold(p: f64) -> u64 {
@@ -62,8 +61,9 @@ impl GilbertElliott {
 pub struct Schedule {
     /// A packet started transmission (it is `Channel::last_started`).
     pub started: bool,
-    /// The started packet became the head of the propagation pipe: it arrives at this time.
-    pub head_arrival: Option<SimTime>,
+    /// The started packet became the head of the propagation pipe: it arrives at this time,
+    /// and waits in this pool slot.
+    pub head_arrival: Option<(SimTime, u32)>,
     /// The transmitter must look at its queue again at this time.
     pub wakeup: Option<SimTime>,
 }
@@ -98,8 +98,8 @@ pub struct Channel {
     wakeup_pending: bool,
     /// Keep a copy of each packet as it starts transmission (for a capture on this channel).
     keep_last_started: bool,
-    /// Packets on the wire (being serialised or propagating): arrival time and pool slot.
-    pipe: VecDeque<(SimTime, u32)>,
+    /// Packets on the wire (being serialised or propagating), in the pool.
+    pipe: Pipe,
     counters: PacketCounters,
     queue_changed_at: SimTime,
     /// Integrals of the queue length over time, in packet·ps and byte·ps.
@@ -130,7 +130,7 @@ impl Channel {
             queue,
             busy_until: SimTime::ZERO,
             wakeup_pending: false,
-            pipe: VecDeque::new(),
+            pipe: Pipe::default(),
             counters: PacketCounters::default(),
             queue_changed_at: SimTime::ZERO,
             queue_packet_ps: 0,
@@ -273,8 +273,8 @@ impl Channel {
     }
 
     /// Serialise `packet` from `now`; unless the link loses it, it joins the pipe. Returns its
-    /// arrival time if it is the pipe's new head.
-    fn transmit(&mut self, packet: Packet, now: SimTime, pool: &mut PacketPool) -> Option<SimTime> {
+    /// arrival time and pool slot if it is the pipe's new head.
+    fn transmit(&mut self, packet: Packet, now: SimTime, pool: &mut PacketPool) -> Option<(SimTime, u32)> {
         let bytes = packet.wire_bytes as u64;
         let tx_time = self.rate.map_or(SimTime::ZERO, |r| r.transmission_time(bytes));
         self.busy_until = now + tx_time;
@@ -296,9 +296,7 @@ impl Channel {
             return None;
         }
         let arrival = self.busy_until + self.delay;
-        let head = self.pipe.is_empty();
-        self.pipe.push_back((arrival, pool.insert(packet)));
-        head.then_some(arrival)
+        pool.push_back(&mut self.pipe, packet, arrival).map(|slot| (arrival, slot))
     }
 
     /// The packet that most recently started transmission, if `keep_last_started` is set.
@@ -306,14 +304,14 @@ impl Channel {
         self.last_started.first()
     }
 
-    /// The head of the pipe reaches the far node. Returns it and the next head's arrival time.
+    /// The head of the pipe, in pool slot `slot`, reaches the far node. Returns it and the next
+    /// head's arrival time and slot.
     #[inline]
-    pub fn arrive(&mut self, pool: &mut PacketPool) -> (Packet, Option<SimTime>) {
-        let (_, slot) = self.pipe.pop_front().expect("arrival scheduled for an empty pipe");
-        let packet = pool.remove(slot);
+    pub fn arrive(&mut self, slot: u32, pool: &mut PacketPool) -> (Packet, Option<(SimTime, u32)>) {
+        let (packet, next) = pool.pop_front(&mut self.pipe, slot);
         self.counters.delivered_packets += 1;
         self.counters.delivered_bytes += packet.wire_bytes as u64;
-        (packet, self.pipe.front().map(|&(t, _)| t))
+        (packet, next.map(|(slot, t)| (t, slot)))
     }
 
     /// Fill in the end-of-run state that conservation accounts for; a packet unaccounted for is
@@ -334,12 +332,13 @@ impl Channel {
             self.record.classes = split.class_records();
         }
         // The newest packet in the pipe may still be being serialised.
-        let serialising =
-            if self.busy_until > now { self.pipe.back().filter(|(t, _)| *t - self.delay > now) } else { None };
+        let newest = pool.iter(&self.pipe).last();
+        let serialising = if self.busy_until > now { newest.filter(|(t, _)| *t - self.delay > now) } else { None };
         self.record.transmitting_end_packets = serialising.is_some() as u64;
-        self.record.transmitting_end_bytes = serialising.map_or(0, |&(_, slot)| pool.get(slot).wire_bytes as u64);
-        let on_wire: u64 = self.pipe.iter().map(|&(_, slot)| pool.get(slot).wire_bytes as u64).sum();
-        self.record.propagating_end_packets = self.pipe.len() as u64 - self.record.transmitting_end_packets;
+        self.record.transmitting_end_bytes = serialising.map_or(0, |(_, p)| p.wire_bytes as u64);
+        let on_wire: u64 = pool.iter(&self.pipe).map(|(_, p)| p.wire_bytes as u64).sum();
+        let in_pipe = pool.iter(&self.pipe).count() as u64;
+        self.record.propagating_end_packets = in_pipe - self.record.transmitting_end_packets;
         self.record.propagating_end_bytes = on_wire - self.record.transmitting_end_bytes;
         // Conservation is checked on every run: a violation is an engine bug, never a result.
         match self.record.unaccounted() {

@@ -228,16 +228,15 @@ impl Simulator {
                 if let Some(model) = &link.loss_model {
                     ch.set_loss_model(model);
                 }
-                ch.record.name = format!("{}_{}", link.name, direction.name());
-                ch.record.link = link_index;
-                ch.record.from = from;
-                ch.record.to = to;
-                ch.record.rate_bps = link.rate_bps;
-                ch.record.shaping_rate_bps = match queue {
+                let record = ch.record_mut();
+                record.name = format!("{}_{}", link.name, direction.name());
+                record.link = link_index;
+                record.rate_bps = link.rate_bps;
+                record.shaping_rate_bps = match queue {
                     QueueSpec::Tbf { rate_bps, .. } => Some(*rate_bps),
                     _ => None,
                 };
-                ch.record.delay_ns = link.delay_ns;
+                record.delay_ns = link.delay_ns;
                 channels.push(ch);
             }
         }
@@ -633,7 +632,7 @@ impl Simulator {
             end_ns: now.as_ns(),
             events: self.events_processed,
             flows,
-            channels: self.channels.into_iter().map(|c| c.record).collect(),
+            channels: self.channels.into_iter().map(Channel::into_record).collect(),
             timeseries: self.timeseries,
             captures: self.captures,
         })

@@ -232,6 +232,12 @@ impl EventQueue {
         Some((SimTime(time), event))
     }
 
+    /// The next event to come out, without taking it out.
+    #[inline]
+    pub fn peek(&self) -> Option<Event> {
+        (self.len > 0).then(|| self.entries[self.decode(self.key(ROOT)).2 as usize])
+    }
+
     pub fn peek_time(&self) -> Option<SimTime> {
         (self.len > 0).then(|| SimTime((self.key(ROOT) >> 64) as u64))
     }

@@ -383,6 +383,7 @@ impl Simulator {
             let Some((t, event)) = self.events.pop() else { break };
             self.now = t;
             self.events_processed += 1;
+            self.prefetch_next();
             self.dispatch(event);
         }
         if !self.finished && until == self.end {
@@ -397,6 +398,25 @@ impl Simulator {
     /// A run with listed flows and no generators is over once every listed flow has completed.
     fn ends_when_flows_complete(&self) -> bool {
         self.listed_flows > 0 && self.generators.is_empty()
+    }
+
+    /// Ask for what the next event will read while this one is processed.
+    ///
+    /// On a large run the next arrival's channel and packet were written milliseconds ago, tens
+    /// of thousands of events back, and are out of the caches: each read would wait for memory
+    /// (on 10,000 flows at 10 Gb/s, the packet, its link and the channel were about half of the
+    /// loop's time). The event queue already knows which event comes next, so its cache lines
+    /// are requested now and arrive while the current event is handled. Prefetches are hints:
+    /// they change no result, and a wrong guess (an earlier event scheduled meanwhile) costs
+    /// only the bandwidth.
+    #[inline]
+    fn prefetch_next(&self) {
+        if let Some(Event::Arrive { channel, slot }) = self.events.peek() {
+            if let Some(ch) = self.channels.get(channel as usize) {
+                ch.prefetch();
+            }
+            self.wire.prefetch(slot);
+        }
     }
 
     fn dispatch(&mut self, event: Event) {

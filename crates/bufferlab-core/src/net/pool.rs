@@ -22,6 +22,7 @@
 
 use crate::net::packet::Packet;
 use crate::units::SimTime;
+use mem_prefetch::prefetch_read_data;
 
 /// Slot index meaning "no packet" (an empty pipe's head and tail, the last packet's successor).
 const NONE: u32 = u32::MAX;
@@ -31,18 +32,16 @@ const NONE: u32 = u32::MAX;
 #[repr(align(64))]
 struct Stored(Packet);
 
-/// Where a stored packet is in its pipe.
+/// Where a stored packet is in its pipe: 16 bytes, four to a cache line.
 #[derive(Debug, Clone, Copy)]
 struct Link {
-    /// When this packet reaches the far end of its channel.
-    arrival: SimTime,
     /// When the packet behind it arrives (valid when `next` is not `NONE`).
     next_arrival: SimTime,
     /// The slot of the packet behind it in the same pipe, or `NONE`.
     next: u32,
 }
 
-const UNLINKED: Link = Link { arrival: SimTime::ZERO, next_arrival: SimTime::ZERO, next: NONE };
+const UNLINKED: Link = Link { next_arrival: SimTime::ZERO, next: NONE };
 
 /// One channel's packets on the wire, oldest first, as a list through the pool. Arrival times
 /// never decrease along it (the delay is constant), so the head is always the next to arrive.
@@ -83,16 +82,15 @@ impl PacketPool {
     /// scheduled).
     #[inline]
     pub fn push_back(&mut self, pipe: &mut Pipe, packet: Packet, arrival: SimTime) -> Option<u32> {
-        let link = Link { arrival, ..UNLINKED };
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Stored(packet);
-                self.links[slot as usize] = link;
+                self.links[slot as usize] = UNLINKED;
                 slot
             }
             None => {
                 self.slots.push(Stored(packet));
-                self.links.push(link);
+                self.links.push(UNLINKED);
                 (self.slots.len() - 1) as u32
             }
         };
@@ -123,16 +121,27 @@ impl PacketPool {
         (packet, Some((next, next_arrival)))
     }
 
-    /// The packets of `pipe` with their arrival times, oldest first (for the end of the run).
-    pub fn iter<'a>(&'a self, pipe: &Pipe) -> impl Iterator<Item = (SimTime, &'a Packet)> + 'a {
+    /// Ask for the cache lines of the packet in `slot` and of its link, so that they are on
+    /// their way (or there) when [`PacketPool::pop_front`] reads them: see
+    /// `Simulator::prefetch_next`. A hint only; a vacant or unknown slot is harmless.
+    #[inline]
+    pub fn prefetch(&self, slot: u32) {
+        if let (Some(stored), Some(link)) = (self.slots.get(slot as usize), self.links.get(slot as usize)) {
+            prefetch_read_data::<_, 3>(stored);
+            prefetch_read_data::<_, 3>(&stored.0.ts_val);
+            prefetch_read_data::<_, 3>(link);
+        }
+    }
+
+    /// The packets of `pipe`, oldest first (for the end of the run).
+    pub fn iter<'a>(&'a self, pipe: &Pipe) -> impl Iterator<Item = &'a Packet> + 'a {
         let mut slot = pipe.head;
         std::iter::from_fn(move || {
             if slot == NONE {
                 return None;
             }
-            let link = &self.links[slot as usize];
-            let item = (link.arrival, &self.slots[slot as usize].0);
-            slot = link.next;
+            let item = &self.slots[slot as usize].0;
+            slot = self.links[slot as usize].next;
             Some(item)
         })
     }
@@ -159,6 +168,9 @@ mod tests {
     fn a_stored_packet_is_exactly_two_cache_lines() {
         assert_eq!(std::mem::size_of::<Stored>(), 128);
         assert_eq!(std::mem::align_of::<Stored>(), 64);
+        assert_eq!(std::mem::size_of::<Link>(), 16, "links never straddle two cache lines");
+        let second = std::mem::offset_of!(Packet, ts_val);
+        assert!((64..128).contains(&second), "prefetch names a field on the second line, at {second}");
     }
 
     #[test]
@@ -171,8 +183,8 @@ mod tests {
             assert_eq!(became_head.is_some(), i == 0, "only the first packet finds the pipe empty");
             head = head.or(became_head);
         }
-        let seen: Vec<(u64, u64)> = pool.iter(&pipe).map(|(t, p)| (t.0, p.seq)).collect();
-        assert_eq!(seen, (0..10).map(|i| (100 + i, i)).collect::<Vec<_>>());
+        let seen: Vec<u64> = pool.iter(&pipe).map(|p| p.seq).collect();
+        assert_eq!(seen, (0..10).collect::<Vec<_>>());
         let mut slot = head.unwrap();
         for i in 0..10 {
             let (p, next) = pool.pop_front(&mut pipe, slot);

@@ -45,14 +45,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _dumbbell(flows: int, rate: str, seconds: int, *, rtt: Any, queue: Any, cca: str = "newreno",
-              loss: float = 0.0) -> dict[str, Any]:
+              loss: float = 0.0, transport: str = "tcp", quic: dict[str, Any] | None = None) -> dict[str, Any]:
     """A greedy dumbbell without time series (sampling thousands of flows would measure the
     recorder, not the engine)."""
+    flow_defaults: dict[str, Any] = {"cca": cca, "traffic": "greedy", "transport": transport}
+    if quic is not None:
+        flow_defaults["quic"] = quic
     return {
         "name": f"scale_{flows}x{rate}", "seed": 1, "duration": f"{seconds}s", "sample_interval": "off",
         "topology": {"kind": "dumbbell", "flows": flows, "bottleneck_rate": rate, "queue": queue, "rtt": rtt,
                      "loss": loss},
-        "flow_defaults": {"cca": cca, "traffic": "greedy"},
+        "flow_defaults": flow_defaults,
     }
 
 
@@ -88,6 +91,15 @@ CASES: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
     # item), slow start into a 100,000-packet queue.
     "window_210k": ("1 NewReno flow, 1 Gb/s, RTT 100 ms, 100,000-packet queue (cwnd to ~210,000), 40 s",
                     lambda: _dumbbell(1, "1Gbps", 40, rtt="100ms", queue="100000p")),
+    # The same for QUIC's sender (RFC 9002 loss detection over ACK frames that repeat their
+    # ranges), with the default packet threshold (3), and with the time threshold alone (a sender
+    # tolerating reordering) and random loss, so that each hole waits 1/8 RTT while a window's
+    # worth of ACKs repeat the range above it.
+    "quic_window": ("1 QUIC NewReno flow, 1 Gb/s, RTT 100 ms, 100,000-packet queue (cwnd to ~216,000), 40 s",
+                    lambda: _dumbbell(1, "1Gbps", 40, rtt="100ms", queue="100000p", transport="quic")),
+    "quic_timeloss": ("the same, loss by time threshold only (packet_threshold 10^6), random loss 1e-5",
+                      lambda: _dumbbell(1, "1Gbps", 40, rtt="100ms", queue="100000p", transport="quic", loss=1e-5,
+                                        quic={"packet_threshold": 1_000_000})),
 }
 
 
@@ -110,6 +122,8 @@ def ns3_twins() -> dict[str, Any]:
         "cubic_10g": "ns-3's dumbbell program has no random loss",
         "seed000": "seed 000's GENI tree with Poisson mice is not a dumbbell",
         "window_210k": "not an ns-3 comparison: the per-ACK cost of a very large window",
+        "quic_window": "not an ns-3 comparison: the per-ACK cost of a very large QUIC window",
+        "quic_timeloss": "not an ns-3 comparison: the per-ACK cost of a very large QUIC window",
     }
 
 

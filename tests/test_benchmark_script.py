@@ -7,6 +7,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_engine.py"
 
 
@@ -46,17 +48,27 @@ def load_scale_bench():
     return load_script(BENCH.parent / "bench_scale.py")
 
 
-def test_scale_ladder_has_the_issue_s_six_cases_and_the_large_window() -> None:
+def test_scale_ladder_has_the_issue_s_six_cases_and_the_large_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH.parent))  # ns3_twins imports bench_ns3 beside it
     bench = load_scale_bench()
     cases = {name: make() for name, (_, make) in bench.CASES.items()}
     assert list(cases) == ["dumbbell", "100x1g", "1000x1g", "10000x10g", "cubic_10g", "seed000",
-                           "window_210k"]
+                           "window_210k", "quic_window", "quic_timeloss"]
     big = cases["10000x10g"]["topology"]
     assert (big["flows"], big["bottleneck_rate"], big["queue"]) == (10_000, "10Gbps", {"rule": "stanford"})
     assert big["rtt"] == {"dist": "uniform", "low": "20ms", "high": "200ms"}
     cubic = cases["cubic_10g"]
     assert (cubic["topology"]["loss"], cubic["flow_defaults"]["cca"], cubic["duration"]) == (1e-6, "cubic", "60s")
     assert cases["seed000"]["duration"] == "150s"
+    for name in ("window_210k", "quic_window", "quic_timeloss"):
+        assert cases[name]["topology"]["queue"] == "100000p" and cases[name]["topology"]["flows"] == 1
+    assert cases["window_210k"]["flow_defaults"]["transport"] == "tcp"
+    assert cases["quic_window"]["flow_defaults"]["transport"] == "quic"
+    assert "quic" not in cases["quic_window"]["flow_defaults"], "RFC 9002's default packet threshold"
+    timeloss = cases["quic_timeloss"]
+    assert timeloss["flow_defaults"]["quic"] == {"packet_threshold": 1_000_000}
+    assert timeloss["topology"]["loss"] == 1e-5
+    assert set(bench.ns3_twins()) == set(cases), "every case has a twin or says why not"
 
 
 def test_scale_measurement_reports_rates_and_memory() -> None:

@@ -39,13 +39,17 @@ impl RangeSet {
         if start >= end {
             return 0;
         }
-        // Common case first: appending at (or beyond) the highest range.
+        // Common cases first: extending the highest range, or a range above it.
         if let Some(last) = self.ranges.back_mut() {
             if start >= last.0 && start <= last.1 {
                 let added = end.saturating_sub(last.1);
                 last.1 = last.1.max(end);
                 return added;
             }
+        }
+        if self.ranges.back().is_none_or(|&(_, last_end)| start > last_end) {
+            self.ranges.push_back((start, end));
+            return end - start;
         }
         // Ranges [first, past) overlap or touch [start, end); they merge into one.
         let first = self.ranges.partition_point(|&(_, e)| e < start);
@@ -92,6 +96,29 @@ impl RangeSet {
     /// Ranges from the highest down, as an ACK frame lists them.
     pub fn iter_descending(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.ranges.iter().rev().copied()
+    }
+
+    /// The first run of values of `[from, to)` missing from the set, as `[start, end)`; `None` if
+    /// the set holds all of them. Walking a range's missing parts this way costs O(log n) per part,
+    /// however much of the range the set already holds.
+    #[inline]
+    pub fn first_gap(&self, from: u64, to: u64) -> Option<(u64, u64)> {
+        let i = self.ranges.partition_point(|&(_, e)| e <= from);
+        let (start, next_start) = match self.ranges.get(i) {
+            Some(&(s, e)) if s <= from => (e, self.ranges.get(i + 1).map(|&(s, _)| s)),
+            Some(&(s, _)) => (from, Some(s)),
+            None => (from, None),
+        };
+        let end = next_start.map_or(to, |n| n.min(to));
+        (start < end).then_some((start, end))
+    }
+
+    /// Forget the ranges that end at or below `value` (values the owner no longer asks about).
+    #[inline]
+    pub fn forget_below(&mut self, value: u64) {
+        while self.ranges.front().is_some_and(|&(_, e)| e <= value) {
+            self.ranges.pop_front();
+        }
     }
 
     /// Forget all but the `keep` highest ranges (a receiver's bounded ACK state, RFC 9000 §13.2.4).
@@ -144,7 +171,45 @@ mod tests {
         assert_eq!(s.iter_descending().collect::<Vec<_>>(), vec![(27, 28), (24, 25), (21, 22)]);
     }
 
+    #[test]
+    fn gaps_are_the_missing_runs_of_a_range() {
+        let mut s = RangeSet::new();
+        s.insert(10, 20);
+        s.insert(30, 40);
+        assert_eq!(s.first_gap(0, 50), Some((0, 10)));
+        assert_eq!(s.first_gap(12, 50), Some((20, 30)));
+        assert_eq!(s.first_gap(20, 25), Some((20, 25)));
+        assert_eq!(s.first_gap(35, 40), None);
+        assert_eq!(s.first_gap(35, 45), Some((40, 45)));
+        s.forget_below(30);
+        assert_eq!(s.iter_descending().collect::<Vec<_>>(), vec![(30, 40)]);
+        s.forget_below(35);
+        assert_eq!(s.len(), 1, "a range reaching above the bound stays whole");
+    }
+
     proptest::proptest! {
+        /// Whatever the set, walking a range by `first_gap` visits exactly its missing values, in
+        /// order, each run as long as it can be.
+        #[test]
+        fn gaps_are_the_values_a_set_lacks(spans in proptest::collection::vec((0u64..200, 0u64..20), 0..30),
+                                           from in 0u64..250, len in 0u64..100) {
+            let mut ranges = RangeSet::new();
+            for &(start, n) in &spans {
+                ranges.insert(start, start + n);
+            }
+            let to = from + len;
+            let (mut at, mut walked) = (from, Vec::new());
+            while let Some((start, end)) = ranges.first_gap(at, to) {
+                assert!(at <= start && start < end && end <= to);
+                assert!(start == from || ranges.contains(start - 1), "a run starts after a held value");
+                assert!(end == to || ranges.contains(end), "a run ends at a held value");
+                walked.extend(start..end);
+                at = end;
+            }
+            let missing: Vec<u64> = (from..to).filter(|&v| !ranges.contains(v)).collect();
+            assert_eq!(walked, missing);
+        }
+
         /// Whatever the order of insertions, the set holds exactly the values inserted, each
         /// insertion counts only the new ones, and the ranges stay sorted, disjoint and apart.
         #[test]

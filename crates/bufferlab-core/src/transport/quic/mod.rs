@@ -14,6 +14,7 @@
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
+mod sent_packets;
 
 use crate::spec::QuicSpec;
 use crate::units::SimTime;

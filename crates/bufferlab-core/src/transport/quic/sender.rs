@@ -3,50 +3,19 @@
 //!
 //! What it does as TCP's sender does (the controller's hooks, delivery-rate samples, pacing, the
 //! recovery period's clock, the record) is the [`SenderCore`]'s; this file keeps QUIC's own:
-//! packet numbers and the stream's chunks, ACK ranges, loss detection, the probe timeout.
+//! the stream's chunks, ACK frames, the recovery rules of loss detection, the probe timeout. The
+//! sent packets themselves, with the walks an ACK asks for over them, are `sent_packets.rs`'s.
 
 use std::collections::VecDeque;
 
 use super::rtt::QuicRtt;
+use super::sent_packets::{Chunk, Fate, LossRule, SentPacket, SentPackets};
 use super::{QuicConfig, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIMEOUT};
-use crate::cc::delivery_rate::TxSnapshot;
 use crate::cc::{CongestionController, Controller};
 use crate::net::packet::{flags, Packet};
 use crate::transport::ranges::RangeSet;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::units::SimTime;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fate {
-    Outstanding,
-    Acked,
-    Lost,
-}
-
-/// RFC 9002 Appendix A.1.1: what the sender remembers of a sent packet.
-#[derive(Debug, Clone, Copy)]
-struct SentPacket {
-    pn: u64,
-    time_sent: SimTime,
-    /// Bytes it counts in flight (the whole QUIC packet).
-    size: u32,
-    /// Stream bytes `[start, end)` it carried (empty for the Initial and for PINGs).
-    stream_start: u64,
-    stream_end: u64,
-    fin: bool,
-    initial: bool,
-    fate: Fate,
-    /// Delivery-rate state at send time (draft-cheng-iccrg-delivery-rate-estimation §3.2).
-    tx: TxSnapshot,
-}
-
-/// Stream data to send: a range of the stream and whether it ends with the FIN.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Chunk {
-    start: u64,
-    end: u64,
-    fin: bool,
-}
 
 /// Where the next chunk of stream data comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,12 +34,8 @@ pub struct QuicSender {
     /// Every packet number is delivered at most once, so no rate sample is ambiguous.
     pub core: SenderCore<QuicRtt>,
     config: QuicConfig,
-    next_pn: u64,
-    /// Packets not yet acknowledged or declared lost, and those after them, in packet-number order:
-    /// `sent[i].pn == sent[0].pn + i`.
-    sent: VecDeque<SentPacket>,
-    bytes_in_flight: u64,
-    largest_acked: Option<u64>,
+    /// Packets not yet acknowledged or declared lost, and those after them; the bytes in flight.
+    sent: SentPackets,
     /// RFC 9002 A.2 loss_time: when the earliest packet not yet lost would be deemed lost by time.
     loss_time: Option<SimTime>,
     time_of_last_ack_eliciting: SimTime,
@@ -104,10 +69,7 @@ impl QuicSender {
         QuicSender {
             core: SenderCore::new(flow, receiver_node, cc, rtt),
             config,
-            next_pn: 0,
-            sent: VecDeque::new(),
-            bytes_in_flight: 0,
-            largest_acked: None,
+            sent: SentPackets::default(),
             loss_time: None,
             time_of_last_ack_eliciting: SimTime::ZERO,
             pto_count: 0,
@@ -126,7 +88,7 @@ impl QuicSender {
     // ----- observers, for the recorder (the rest are the core's) -----
 
     pub fn in_flight(&self) -> u64 {
-        self.bytes_in_flight
+        self.sent.in_flight()
     }
     /// Stream bytes acknowledged without a hole from the start.
     pub fn bytes_acked(&self) -> u64 {
@@ -149,7 +111,7 @@ impl QuicSender {
             return self.loss_time;
         }
         let phase = self.core.phase();
-        let waiting = phase == Phase::Handshake || (phase == Phase::Established && self.bytes_in_flight > 0);
+        let waiting = phase == Phase::Handshake || (phase == Phase::Established && self.sent.in_flight() > 0);
         if !waiting {
             return None;
         }
@@ -221,52 +183,39 @@ impl QuicSender {
     /// RFC 9002 A.7 OnAckReceived, for the single packet-number space.
     fn on_ack_frame(&mut self, now: SimTime, packet: &Packet) {
         let largest = packet.ack;
-        self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
-        let Some(first_pn) = self.sent.front().map(|p| p.pn) else { return };
-
-        let prior_in_flight = self.bytes_in_flight;
+        let prior_in_flight = self.sent.in_flight();
         let mut newly_acked_bytes_outside_recovery = 0;
         let mut delivered = 0;
         let mut newly_acked_any = false;
         let mut largest_newly_acked: Option<SentPacket> = None;
         let mut exits_recovery = false;
-        for block in packet.sack_blocks() {
-            let from = block.start.max(first_pn);
-            let to = block.end.min(self.next_pn);
-            for pn in from..to {
-                let p = &mut self.sent[(pn - first_pn) as usize];
-                let was = p.fate;
-                if was == Fate::Acked {
-                    continue;
-                }
-                p.fate = Fate::Acked;
-                let p = *p;
-                // Delivered, even if declared lost before: its bytes reached the receiver.
-                self.core.rate.on_delivered(now, &p.tx, p.time_sent, false, p.size as u64);
-                delivered += p.size as u64;
-                if p.stream_end > p.stream_start {
-                    self.acked.insert(p.stream_start, p.stream_end);
-                }
-                if p.fin {
-                    self.fin_acked = true;
-                }
-                if was == Fate::Lost {
-                    continue; // acknowledged after being declared lost: no longer in flight
-                }
-                newly_acked_any = true;
-                self.bytes_in_flight -= p.size as u64;
-                if largest_newly_acked.is_none_or(|l| p.pn > l.pn) {
-                    largest_newly_acked = Some(p);
-                }
-                // RFC 9002 B.5 OnPacketsAcked: no window growth for packets sent before the
-                // current recovery period began; one sent after it ends the period (§7.3.2).
-                let in_recovery = self.recovery_start.is_some_and(|r| p.time_sent <= r);
-                if !in_recovery {
-                    newly_acked_bytes_outside_recovery += p.size as u64;
-                    exits_recovery |= self.core.in_recovery();
-                }
+        let (core, acked, fin_acked, recovery_start) =
+            (&mut self.core, &mut self.acked, &mut self.fin_acked, self.recovery_start);
+        self.sent.on_ack_frame(largest, packet.sack_blocks(), |p, was| {
+            // Delivered, even if declared lost before: its bytes reached the receiver.
+            core.rate.on_delivered(now, &p.tx, p.time_sent, false, p.size as u64);
+            delivered += p.size as u64;
+            if p.stream_end > p.stream_start {
+                acked.insert(p.stream_start, p.stream_end);
             }
-        }
+            if p.fin {
+                *fin_acked = true;
+            }
+            if was == Fate::Lost {
+                return; // acknowledged after being declared lost: no longer in flight
+            }
+            newly_acked_any = true;
+            if largest_newly_acked.is_none_or(|l| p.pn > l.pn) {
+                largest_newly_acked = Some(*p);
+            }
+            // RFC 9002 B.5 OnPacketsAcked: no window growth for packets sent before the
+            // current recovery period began; one sent after it ends the period (§7.3.2).
+            let in_recovery = recovery_start.is_some_and(|r| p.time_sent <= r);
+            if !in_recovery {
+                newly_acked_bytes_outside_recovery += p.size as u64;
+                exits_recovery |= core.in_recovery();
+            }
+        });
         if !newly_acked_any {
             return;
         }
@@ -304,97 +253,58 @@ impl QuicSender {
             sent_time: newest.time_sent,
             rtt: rtt_sample,
             prior_in_flight,
-            in_flight: self.bytes_in_flight,
+            in_flight: self.sent.in_flight(),
         };
         // RFC 9002 B.5: window growth only for packets sent after the recovery period began; the
         // hook every ACK gets follows (model-based controllers such as BBR learn the path there).
         self.core.conclude_ack(now, tally, newly_acked_bytes_outside_recovery > 0);
         // A.7: the probe count resets once an acknowledgement shows the path works.
         self.pto_count = 0;
-        self.forget_resolved();
+        self.sent.forget_resolved();
     }
 
     /// RFC 9002 A.10 DetectAndRemoveLostPackets, then B.8 OnPacketsLost; returns the bytes newly
     /// declared lost.
     fn detect_lost_packets(&mut self, now: SimTime) -> u64 {
-        self.loss_time = None;
-        let Some(largest_acked) = self.largest_acked else { return 0 };
-        let loss_delay = self.core.rtt.loss_delay();
-        let lost_send_time = now.saturating_sub(loss_delay);
-        let mut largest_lost: Option<SentPacket> = None;
-        let mut lost_any = false;
-        let mut lost_bytes = 0;
-        // Persistent congestion (§7.6.2): a run of consecutive lost packets, none acknowledged in
-        // between, spanning more than the persistent-congestion duration.
-        let mut run_start: Option<SimTime> = None;
-        let mut persistent = false;
-        let pc_duration = self.core.rtt.pto(self.config.max_ack_delay).mul(PERSISTENT_CONGESTION_THRESHOLD);
-        for i in 0..self.sent.len() {
-            let p = self.sent[i];
-            if p.pn > largest_acked {
-                break;
+        let rule = LossRule {
+            loss_delay: self.core.rtt.loss_delay(),
+            packet_threshold: self.config.packet_threshold,
+            // §7.6.1: (smoothed_rtt + max(4·rttvar, kGranularity) + max_ack_delay) ·
+            // kPersistentCongestionThreshold, once an RTT sample exists (§7.6.2).
+            persistent_duration: self
+                .core
+                .rtt
+                .has_sample()
+                .then(|| self.core.rtt.pto(self.config.max_ack_delay).mul(PERSISTENT_CONGESTION_THRESHOLD)),
+        };
+        let handshake = self.core.phase() == Phase::Handshake;
+        let (retransmit, resend_initial) = (&mut self.retransmit, &mut self.resend_initial);
+        let losses = self.sent.detect_lost(now, &rule, |p| {
+            // B.8 OnPacketsLost: the Initial is sent again while the handshake lasts; lost stream
+            // data (or a lost FIN) waits for a new packet number.
+            if p.initial {
+                *resend_initial = handshake;
+            } else if p.stream_end > p.stream_start || p.fin {
+                retransmit.push_back(p.chunk());
             }
-            match p.fate {
-                Fate::Acked => {
-                    run_start = None;
-                    continue;
-                }
-                Fate::Lost => continue,
-                Fate::Outstanding => {}
-            }
-            // §6.1.1 packet threshold, §6.1.2 time threshold.
-            if p.time_sent <= lost_send_time || largest_acked >= p.pn + self.config.packet_threshold {
-                self.sent[i].fate = Fate::Lost;
-                self.on_packet_lost(&p);
-                lost_any = true;
-                lost_bytes += p.size as u64;
-                largest_lost = Some(p);
-                let start = *run_start.get_or_insert(p.time_sent);
-                persistent |= self.core.rtt.has_sample() && p.time_sent - start > pc_duration;
-            } else {
-                let when = p.time_sent + loss_delay;
-                self.loss_time = Some(self.loss_time.map_or(when, |t| t.min(when)));
-                run_start = None;
-            }
-        }
-        if !lost_any {
-            return 0;
-        }
-        let largest_lost = largest_lost.expect("lost_any");
+        });
+        self.loss_time = losses.loss_time;
+        let Some(newest_lost_sent) = losses.newest_lost_sent else { return 0 };
         // B.6 OnCongestionEvent: one reduction per recovery period; a loss of a packet sent
         // before the period began does not reduce again.
-        if self.recovery_start.is_none_or(|r| largest_lost.time_sent > r) {
+        if self.recovery_start.is_none_or(|r| newest_lost_sent > r) {
             let window = self.core.cc.window();
             self.recovery_start = Some(now);
             // RFC 9002 §7.3.2 reduces from the congestion window (ssthresh = cwnd · β), not from
             // the flight size as RFC 5681 does.
             self.core.congestion_event(now, window);
-            if persistent {
+            if losses.persistent {
                 // §7.6.2: collapse the window. The controllers' timeout response does so (to one
                 // packet; RFC 9002's kMinimumWindow is two), keeping ssthresh as set just now.
                 self.core.cc.on_retransmission_timeout(now, window);
             }
         }
-        self.forget_resolved();
-        lost_bytes
-    }
-
-    fn on_packet_lost(&mut self, p: &SentPacket) {
-        self.bytes_in_flight -= p.size as u64;
-        if p.initial {
-            self.resend_initial = self.core.phase() == Phase::Handshake;
-            return;
-        }
-        if p.stream_end > p.stream_start || p.fin {
-            self.retransmit.push_back(Chunk { start: p.stream_start, end: p.stream_end, fin: p.fin });
-        }
-    }
-
-    /// Drop packets from the front that are acknowledged or lost.
-    fn forget_resolved(&mut self) {
-        while self.sent.front().is_some_and(|p| p.fate != Fate::Outstanding) {
-            self.sent.pop_front();
-        }
+        losses.bytes
     }
 
     fn check_closed(&mut self, now: SimTime) {
@@ -431,18 +341,18 @@ impl QuicSender {
                 if probe {
                     // Nothing to (re)send: a PING keeps the probe ack-eliciting (§6.2.4).
                     self.probes_due -= 1;
-                    self.send_packet(now, Chunk { start: 0, end: 0, fin: false }, false, out);
+                    self.send_packet(now, Chunk::NONE, false, out);
                     continue;
                 }
                 // Nothing left to send although the window may have room: the application limits
                 // the flow (draft-cheng-iccrg-delivery-rate-estimation §3.4).
-                self.core.note_send_opportunity_unused(self.bytes_in_flight);
+                self.core.note_send_opportunity_unused(self.sent.in_flight());
                 break;
             };
             let size = (self.config.packet_overhead as u64) + (chunk.end - chunk.start);
             // §7: a packet must not take bytes_in_flight beyond the window; probes may (§7.5),
             // and they are not paced.
-            if !probe && self.bytes_in_flight + size > self.core.cc.window() {
+            if !probe && self.sent.in_flight() + size > self.core.cc.window() {
                 break;
             }
             // RFC 9002 §7.7: pacing, at the controller's rate.
@@ -480,9 +390,7 @@ impl QuicSender {
             return Some((Chunk { start: stream_end, end: stream_end, fin: true }, Source::New));
         }
         if probe {
-            let oldest = self.sent.iter().find(|p| p.fate == Fate::Outstanding && !p.initial)?;
-            let chunk = Chunk { start: oldest.stream_start, end: oldest.stream_end, fin: oldest.fin };
-            return Some((chunk, Source::Repeat));
+            return Some((self.sent.oldest_outstanding_data()?.chunk(), Source::Repeat));
         }
         None
     }
@@ -510,7 +418,7 @@ impl QuicSender {
     fn send_initial(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         // RFC 9000 §14.1: a client's Initial is padded to a full datagram (at least 1200 bytes).
         let size = self.config.max_datagram;
-        let pn = self.push_sent(now, size, Chunk { start: 0, end: 0, fin: false }, true);
+        let pn = self.push_sent(now, size, Chunk::NONE, true);
         // No RTT sample exists before the handshake completes: the Initial carries no SRTT.
         let initial = self.core.packet(now, flags::SYN, 0, 0, size + self.config.lower_layer, pn > 0);
         out.push(Packet { pn, ..initial });
@@ -529,26 +437,12 @@ impl QuicSender {
         out.push(Packet { pn, ..packet });
     }
 
-    /// RFC 9002 A.5 OnPacketSent: every packet this sender sends is ack-eliciting and in flight.
+    /// RFC 9002 A.5 OnPacketSent.
     fn push_sent(&mut self, now: SimTime, size: u32, chunk: Chunk, initial: bool) -> u64 {
-        let pn = self.next_pn;
-        self.next_pn += 1;
-        let tx = self.core.snapshot_for_send(now, self.bytes_in_flight == 0);
+        let tx = self.core.snapshot_for_send(now, self.sent.in_flight() == 0);
         self.core.pace(now, (size + self.config.lower_layer) as u64);
-        self.sent.push_back(SentPacket {
-            pn,
-            time_sent: now,
-            size,
-            stream_start: chunk.start,
-            stream_end: chunk.end,
-            fin: chunk.fin,
-            initial,
-            fate: Fate::Outstanding,
-            tx,
-        });
-        self.bytes_in_flight += size as u64;
         self.time_of_last_ack_eliciting = now;
-        pn
+        self.sent.push(now, size, chunk, initial, tx)
     }
 }
 
@@ -659,14 +553,14 @@ mod tests {
         let mut out = Vec::new();
         s.start(SimTime::ZERO, &mut out);
         s.on_packet(SimTime::from_ms(10), &ack(0, &[(0, 1)], flags::SYN), &mut out);
-        while s.next_pn <= 5 {
+        while s.sent.next_pn() <= 5 {
             let release = s.next_timeout().expect("the pacer releases the next packet");
             s.on_timeout(release, &mut out);
         }
         // The probe timeout sends two copies of pn 1's data (pn 6 and 7, §6.2.4).
         let pto = s.next_timeout().expect("the probe timer");
         s.on_timeout(pto, &mut out);
-        assert_eq!((s.next_pn, s.core.record.rtos), (8, 1));
+        assert_eq!((s.sent.next_pn(), s.core.record.rtos), (8, 1));
         // pn 2..=5 acknowledged: pn 1 is lost (packet threshold) and the pacer holds its
         // retransmission back; then the probes' ACK delivers the same bytes.
         s.on_packet(pto, &ack(5, &[(2, 6)], 0), &mut out);

@@ -361,8 +361,7 @@ impl Channel {
         }
         // The packet started last is still being serialised if the transmitter is busy; it is the
         // newest in the pipe unless the link lost it.
-        let serialising =
-            if self.busy_until > now && !cold.last_lost { pool.iter(&self.pipe).last() } else { None };
+        let serialising = if self.busy_until > now && !cold.last_lost { pool.iter(&self.pipe).last() } else { None };
         r.transmitting_end_packets = serialising.is_some() as u64;
         r.transmitting_end_bytes = serialising.map_or(0, |p| p.wire_bytes as u64);
         let on_wire: u64 = pool.iter(&self.pipe).map(|p| p.wire_bytes as u64).sum();

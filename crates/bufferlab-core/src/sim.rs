@@ -383,7 +383,7 @@ impl Simulator {
             let Some((t, event)) = self.events.pop() else { break };
             self.now = t;
             self.events_processed += 1;
-            self.prefetch_next();
+            self.prefetch_ahead();
             self.dispatch(event);
         }
         if !self.finished && until == self.end {
@@ -400,7 +400,7 @@ impl Simulator {
         self.listed_flows > 0 && self.generators.is_empty()
     }
 
-    /// Ask for what the next event will read while this one is processed.
+    /// Ask for what the next two events will read while this one is processed.
     ///
     /// On a large run the next arrival's channel and packet were written milliseconds ago, tens
     /// of thousands of events back, and are out of the caches: each read would wait for memory
@@ -410,12 +410,17 @@ impl Simulator {
     /// they change no result, and a wrong guess (an earlier event scheduled meanwhile) costs
     /// only the bandwidth.
     #[inline]
-    fn prefetch_next(&self) {
-        if let Some(Event::Arrive { channel, slot }) = self.events.peek() {
-            if let Some(ch) = self.channels.get(channel as usize) {
-                ch.prefetch();
+    fn prefetch_ahead(&self) {
+        // The event after next too (usually still the one after next when its turn comes): its
+        // lines then have two events' work to arrive in, not one. (A second stage that read the
+        // next packet to prefetch its forwarding channel cost as much as it saved.)
+        for event in [self.events.peek_second(), self.events.peek()] {
+            if let Some(Event::Arrive { channel, slot }) = event {
+                if let Some(ch) = self.channels.get(channel as usize) {
+                    ch.prefetch();
+                }
+                self.wire.prefetch(slot);
             }
-            self.wire.prefetch(slot);
         }
     }
 

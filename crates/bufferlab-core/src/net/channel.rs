@@ -197,7 +197,7 @@ impl Channel {
         self.cold.record
     }
 
-    /// Ask for the channel's two cache lines ahead of an arrival (see `Simulator::prefetch_next`).
+    /// Ask for the channel's two cache lines ahead of an arrival (see `Simulator::prefetch_ahead`).
     #[inline]
     pub fn prefetch(&self) {
         prefetch_read_data::<_, 3>(self);

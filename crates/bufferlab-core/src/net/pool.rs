@@ -123,7 +123,7 @@ impl PacketPool {
 
     /// Ask for the cache lines of the packet in `slot` and of its link, so that they are on
     /// their way (or there) when [`PacketPool::pop_front`] reads them: see
-    /// `Simulator::prefetch_next`. A hint only; a vacant or unknown slot is harmless.
+    /// `Simulator::prefetch_ahead`. A hint only; a vacant or unknown slot is harmless.
     #[inline]
     pub fn prefetch(&self, slot: u32) {
         if let (Some(stored), Some(link)) = (self.slots.get(slot as usize), self.links.get(slot as usize)) {

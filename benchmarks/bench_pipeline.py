@@ -12,6 +12,35 @@ flow of it over 10 s, each against ns-3's time for the same run quoted in issue 
 1.3 s): the targets are 30x ns-3 (0.2 s on an idle machine) and 10x ns-3. On a shared machine
 the CPU time is the steadier figure.
 
+    python benchmarks/bench_pipeline.py --stages         # where a fresh run's time goes
+    python benchmarks/bench_pipeline.py --baseline ../main/.venv/bin/python   # before and after
+
+--stages: one fresh process per repetition runs the command's steps one after the other, each
+with the imports it brings, and reports the CPU time (user + system, every thread) of each:
+
+    start        the interpreter, before any of bufferlab
+    cli          `import bufferlab.cli` (click and the command's own modules)
+    spec         the spec layer (pydantic models), the scenario loaded and its overrides applied
+    plan         `pipeline.plan`: every check, the engine's included
+    engine       the simulation (`_core.run`)
+    result       the engine's tables into Python (`EngineResult.from_engine`; polars before
+                 the run path went without it)
+    derive       `pipeline.derive` with its imports (numpy, the metric catalogue)
+    persist      `store.writer.persist` into a new store with its imports (DuckDB)
+    present      the summary's tables (rich), printed into a buffer
+    exit         the child's CPU time after it reported the others: the interpreter's teardown
+                 where the command exits with `sys.exit`, little where it has `cli.exit_now`
+
+Like the command, the process takes `cli.prepare_process`'s settings and leaves by
+`cli.exit_now` where the measured version has them.
+
+The steps run one after the other here, so imports that the command makes while the engine
+runs (`bufferlab.preload`) are counted in the step that needs them; the whole-process figures
+show what that overlap gains on a machine with a second free core.
+
+--baseline PYTHON: the same figures for another checkout's interpreter (e.g. main's venv), in
+the same run, so the before and after are taken under the same load.
+
     python benchmarks/bench_pipeline.py --memory         # peak memory per recorded series byte
 
 --memory: peak RSS of `bufferlab run` with a fine recording (100 flows, 1 ms samples) minus that
@@ -35,6 +64,7 @@ so compare figures taken in one run.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import statistics
 import subprocess
@@ -65,23 +95,95 @@ WHOLE_PROCESS_CASES = [
 ]
 
 
-def whole_process(repetitions: int, overrides: tuple[str, ...] = ()) -> dict[str, float]:
+def _child_cpu(command: list[str], **kwargs: Any) -> tuple[float, float, str]:
+    """Run `command` in a child process: (its wall seconds, its CPU seconds, its stdout)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True, **kwargs)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, out.stdout
+
+
+def whole_process(repetitions: int, overrides: tuple[str, ...] = (),
+                  pythons: tuple[str, ...] = (sys.executable,)) -> list[dict[str, float]]:
     """`bufferlab run` of the reference dumbbell (with `overrides`) into a new store, in a child
-    process each time."""
-    walls, cpus = [], []
+    process each time, for each interpreter of `pythons` (their repetitions interleaved, so that
+    each sees the same load)."""
+    walls: list[list[float]] = [[] for _ in pythons]
+    cpus: list[list[float]] = [[] for _ in pythons]
     sets = [arg for o in overrides for arg in ("--set", o)]
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(repetitions):
-            db = Path(tmp) / f"fresh{k}.duckdb"
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            started = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "bufferlab", "run", str(REFERENCE), "--db", str(db), *sets],
-                           check=True, stdout=subprocess.DEVNULL)
-            walls.append(time.perf_counter() - started)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return {"best_wall_s": min(walls), "median_wall_s": statistics.median(walls), "best_cpu_s": min(cpus),
-            "median_cpu_s": statistics.median(cpus)}
+            for i, python in enumerate(pythons):
+                db = Path(tmp) / f"fresh{k}_{i}.duckdb"
+                wall, cpu, _ = _child_cpu([python, "-m", "bufferlab", "run", str(REFERENCE), "--db", str(db), *sets])
+                walls[i].append(wall)
+                cpus[i].append(cpu)
+    return [{"best_wall_s": min(w), "median_wall_s": statistics.median(w), "best_cpu_s": min(c),
+             "median_cpu_s": statistics.median(c)} for w, c in zip(walls, cpus)]
+
+
+STAGES = ("start", "cli", "spec", "plan", "engine", "result", "derive", "persist", "present", "exit")
+
+# One fresh process: the command's steps in order, the CPU time reached after each (see --stages).
+_STAGE_SCRIPT = """
+import io, json, sys, time
+from contextlib import redirect_stdout
+marks = {"start": time.process_time()}
+def mark(stage):
+    marks[stage] = time.process_time()
+import bufferlab.cli
+getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
+mark("cli")
+from bufferlab.spec import load_scenario
+from bufferlab.spec.overrides import parse_assignment
+scenario = load_scenario(sys.argv[1]).with_overrides(dict(parse_assignment(o) for o in sys.argv[3:]))
+mark("spec")
+from bufferlab.pipeline.plan import plan
+planned = plan(scenario)
+mark("plan")
+from bufferlab.pipeline.engine import core
+started = time.perf_counter()
+tables = core().run(planned.spec_json)
+mark("engine")
+from bufferlab.pipeline.result import EngineResult
+from bufferlab.pipeline.simulate import RawRun
+raw = RawRun(result=EngineResult.from_engine(tables), wall_time_s=time.perf_counter() - started)
+mark("result")
+from bufferlab.pipeline.derive import derive
+derived = derive(planned, raw)
+mark("derive")
+from bufferlab.store.writer import persist
+persist(derived, sys.argv[2])
+mark("persist")
+from bufferlab.render import print_summary
+with redirect_stdout(io.StringIO()):
+    print_summary(derived.summary, scenario="dumbbell", db=sys.argv[2])
+mark("present")
+print(json.dumps(marks))
+getattr(bufferlab.cli, "exit_now", sys.exit)(0)  # the command's way out
+"""
+
+
+def stages(repetitions: int, overrides: tuple[str, ...] = (),
+           pythons: tuple[str, ...] = (sys.executable,)) -> list[dict[str, float]]:
+    """CPU seconds of each stage of a fresh run (`STAGES`, see the module docstring), each the
+    least of `repetitions` processes, for each interpreter of `pythons` (interleaved)."""
+    best = [dict.fromkeys(STAGES, float("inf")) for _ in pythons]
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(repetitions):
+            for i, python in enumerate(pythons):
+                db = Path(tmp) / f"s{k}_{i}.duckdb"
+                _, total, out = _child_cpu([python, "-c", _STAGE_SCRIPT, str(REFERENCE), str(db), *overrides], cwd=ROOT)
+                marks = json.loads(out.strip().splitlines()[-1])
+                spent = {"start": marks["start"], "exit": total - marks["present"]}
+                previous = "start"
+                for stage in STAGES[1:-1]:
+                    spent[stage] = marks[stage] - marks[previous]
+                    previous = stage
+                best[i] = {stage: min(best[i][stage], spent[stage]) for stage in STAGES}
+    return best
 
 
 def _peak_rss(overrides: tuple[str, ...], db: Path) -> int:
@@ -164,13 +266,29 @@ def top_imports(limit: int) -> list[tuple[str, float]]:
     return sorted(totals, key=lambda item: -item[1])[:limit]
 
 
+def print_stages(repetitions: int, pythons: list[tuple[str, str]]) -> None:
+    """The --stages table: CPU ms of each stage, per case and interpreter."""
+    print(f"\nCPU ms of each stage of a fresh run, best of {repetitions} processes")
+    print(f"{'':<35}" + "".join(f"{stage:>8}" for stage in STAGES) + f"{'sum':>8}")
+    for label, overrides, _, _ in WHOLE_PROCESS_CASES:
+        measured = stages(repetitions, overrides, tuple(python for _, python in pythons))
+        for (version, _), spent in zip(pythons, measured):
+            name = f"{label} ({version})" if len(pythons) > 1 else label
+            print(f"{name:<35}" + "".join(f"{1000 * spent[s]:>8.0f}" for s in STAGES)
+                  + f"{1000 * sum(spent.values()):>8.0f}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--large-flows", type=int, default=1000)
     parser.add_argument("--imports", action="store_true", help="only list a fresh run's slowest top-level imports")
     parser.add_argument("--memory", action="store_true", help="only measure the copies of the series at the peak")
+    parser.add_argument("--stages", action="store_true", help="only the CPU time of each stage of a fresh run")
+    parser.add_argument("--baseline", metavar="PYTHON", default=None,
+                        help="also measure another checkout's interpreter (before), e.g. ../main/.venv/bin/python")
     args = parser.parse_args(argv)
+    pythons = [("after", sys.executable)] + ([("before", args.baseline)] if args.baseline else [])
     if args.imports:
         for name, seconds in top_imports(15):
             print(f"{seconds:>7.3f} s  {name}")
@@ -183,13 +301,18 @@ def main(argv: list[str] | None = None) -> int:
               f"(the budget charges {SERIES_COPIES})")
         return 0
     print(f"bufferlab run scenarios/dumbbell.toml into a new store, {args.repetitions} processes each")
-    print(f"{'':<26}{'wall best':>10}{'median':>8}{'CPU best':>10}{'median':>8}{'ns-3':>7}{'x ns-3 (CPU)':>14}"
+    print(f"{'':<35}{'wall best':>10}{'median':>8}{'CPU best':>10}{'median':>8}{'ns-3':>7}{'x ns-3 (CPU)':>14}"
           f"{'target':>8}")
     for label, overrides, ns3_s, target in WHOLE_PROCESS_CASES:
-        whole = whole_process(args.repetitions, overrides)
-        print(f"{label:<26}{whole['best_wall_s']:>10.3f}{whole['median_wall_s']:>8.3f}{whole['best_cpu_s']:>10.3f}"
-              f"{whole['median_cpu_s']:>8.3f}{ns3_s:>7.1f}{ns3_s / whole['best_wall_s']:>6.1f} "
-              f"({ns3_s / whole['best_cpu_s']:>4.1f}){target:>7}x", flush=True)
+        measured = whole_process(args.repetitions, overrides, tuple(python for _, python in pythons))
+        for (version, _), whole in zip(pythons, measured):
+            name = f"{label} ({version})" if args.baseline else label
+            print(f"{name:<35}{whole['best_wall_s']:>10.3f}{whole['median_wall_s']:>8.3f}"
+                  f"{whole['best_cpu_s']:>10.3f}{whole['median_cpu_s']:>8.3f}{ns3_s:>7.1f}"
+                  f"{ns3_s / whole['best_wall_s']:>6.1f} ({ns3_s / whole['best_cpu_s']:>4.1f}){target:>7}x", flush=True)
+    print_stages(args.repetitions, pythons)
+    if args.stages:
+        return 0
     from bufferlab.spec import load_scenario
 
     cases = [("dumbbell", load_scenario(REFERENCE).to_dict(), args.repetitions),

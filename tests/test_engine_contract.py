@@ -96,3 +96,51 @@ def test_stepped_run_refuses_to_finish_early_or_twice() -> None:
     assert EngineResult.from_engine(stepped.finish()).equals(run_spec(small_engine_spec()))
     with pytest.raises(ValueError, match="already finished"):
         stepped.finish()
+
+
+def test_a_table_s_rows_and_numpy_columns_are_what_polars_reads() -> None:
+    # `bufferlab run` derives without polars (`_core.Table.to_pylist`, `.column`): the same
+    # values as polars' reading of the same Arrow tables, the 128-bit counters as ints.
+    import numpy as np
+
+    result = run_spec(small_engine_spec())
+    for name in ("flows", "channels", "queue_classes", "captures"):
+        expected = [{k: int(v) if type(v).__name__ == "Decimal" else v for k, v in row.items()}
+                    for row in result.table(name).to_dicts()]
+        assert result.arrow(name).to_pylist() == expected
+    series = result.arrow("flow_timeseries")
+    for column in ("flow", "time_ns", "cwnd_bytes", "delivery_rate_bps"):
+        view = np.asarray(series.column(column))
+        assert view.dtype == result.flow_timeseries[column].to_numpy().dtype
+        assert np.array_equal(view, result.flow_timeseries[column].to_numpy())
+        assert not view.flags.writeable  # a view of the engine's buffer, not a copy
+    with pytest.raises(ValueError, match="name: a Utf8 column has no numpy view"):
+        np.asarray(result.arrow("flows").column("name"))
+
+
+def test_tables_made_from_python_values_keep_their_types_and_nulls() -> None:
+    Table = runner.core().Table
+    made = Table.from_columns("t", [("s", "Utf8", ["a", None]), ("x", "Float64", [0.1, None]),
+                                    ("n", "UInt64", [2**64 - 1, 3]), ("i", "UInt32", [1, None]),
+                                    ("b", "Boolean", [True, None]), ("at", "Timestamp(us)", [1_500_000, None])])
+    more = made.with_columns([("y", "Float64", [float("nan"), 2])])
+    frame = pl.DataFrame(more)
+    assert dict(frame.schema) == {"s": pl.String(), "x": pl.Float64(), "n": pl.UInt64(), "i": pl.UInt32(),
+                                  "b": pl.Boolean(), "at": pl.Datetime("us"), "y": pl.Float64()}
+    assert frame["s"].to_list() == ["a", None] and frame["x"].to_list() == [0.1, None]
+    assert frame["n"].to_list() == [2**64 - 1, 3] and frame["b"].to_list() == [True, None]
+    assert more.column_types()[-2:] == [("at", "Timestamp(us)"), ("y", "Float64")]
+    with pytest.raises(ValueError, match="length"):
+        made.with_columns([("short", "Float64", [1.0])])
+    with pytest.raises(ValueError, match="no column type"):
+        Table.from_columns("t", [("z", "Int8", [1])])
+
+
+def test_an_engine_table_pickles_as_a_polars_dataframe_of_it() -> None:
+    # A sweep's workers send derived runs to the process that stores them.
+    import pickle
+
+    result = run_spec(small_engine_spec())
+    for name in ("flows", "flow_timeseries"):
+        back = pickle.loads(pickle.dumps(result.arrow(name)))
+        assert isinstance(back, pl.DataFrame) and back.equals(result.table(name))

@@ -48,11 +48,11 @@ def test_the_hash_sees_one_counter_and_one_sample_change() -> None:
     result = simulate(plan(Scenario.from_dict(goldens.GOLDENS["reno"]))).result
     reference = goldens.content_hash(result)
     first = pl.int_range(pl.len()) == 0
-    counter = dataclasses.replace(result, flows=result.flows.with_columns(
+    counter = result.with_tables(flows=result.flows.with_columns(
         pl.when(first).then(pl.col("segments_retransmitted") + 1).otherwise(pl.col("segments_retransmitted"))
         .alias("segments_retransmitted")))
     last = pl.int_range(pl.len()) == pl.len() - 1
-    sample = dataclasses.replace(result, flow_timeseries=result.flow_timeseries.with_columns(
+    sample = result.with_tables(flow_timeseries=result.flow_timeseries.with_columns(
         pl.when(last).then(pl.col("cwnd_bytes") + 1).otherwise(pl.col("cwnd_bytes")).alias("cwnd_bytes")))
     work = dataclasses.replace(result, events=result.events + 1)
     assert goldens.content_hash(counter) != reference

@@ -12,7 +12,6 @@ delay is 10 ms and every RTT 20 ms.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -228,7 +227,7 @@ def test_without_series_rates_come_from_counters_and_sampled_means_are_null() ->
 def test_without_rate_samples_the_delivery_rate_falls_back_to_acknowledged_bytes() -> None:
     scenario = windows_scenario([10, 20])
     result, _ = runner.simulate(scenario)
-    result = dataclasses.replace(result, flow_timeseries=result.flow_timeseries.drop("delivery_rate_bps"))
+    result = result.with_tables(flow_timeseries=result.flow_timeseries.drop("delivery_rate_bps"))
     flows = metrics.flow_metrics(run_data(scenario, result))
     assert flows["mean_delivery_rate_l4"].to_list() == flows["mean_throughput_l4"].to_list()
     assert all(source.endswith("(fallback)") for source in flows["delivery_rate_source"])
@@ -241,7 +240,7 @@ def test_delivery_rate_samples_are_used_when_the_engine_records_them() -> None:
     # Rate samples of 8 and 16 Mb/s at every sample, none (0) at the first.
     rates = (pl.when(pl.col("time_ns") == ts["time_ns"].min()).then(0)
              .when(pl.col("flow") == 0).then(8_000_000).otherwise(16_000_000).cast(pl.UInt64))
-    result = dataclasses.replace(result, flow_timeseries=ts.with_columns(rates.alias("delivery_rate_bps")))
+    result = result.with_tables(flow_timeseries=ts.with_columns(rates.alias("delivery_rate_bps")))
     flows = metrics.flow_metrics(run_data(scenario, result))
     assert flows["mean_delivery_rate_l4"].to_list() == pytest.approx([8.0, 16.0])
     assert flows["delivery_rate_source"].to_list() == ["rate samples", "rate samples"]
@@ -253,3 +252,22 @@ def test_tables_convert_to_pandas(two_windows) -> None:
     assert list(frame["name"]) == ["flow_0", "flow_1"]
     assert frame["mean_srtt_l4"].tolist() == [20.0, 20.0]
     assert links.to_pandas().shape[0] == links.height and net.to_pandas().shape == (1, 10)
+
+
+def test_derive_s_arrow_tables_hold_the_catalogue_s_polars_tables() -> None:
+    # `bufferlab run` derives from the engine's Arrow tables without polars; the catalogue's
+    # polars tables of the same run (from polars frames of those tables) hold the same values.
+    from bufferlab.pipeline.derive import derive
+    from bufferlab.pipeline.plan import plan
+    from bufferlab.pipeline.simulate import simulate
+
+    scenario = windows_scenario([4, 9, 30], rate="20Mbps", interval="10ms")
+    planned = plan(scenario)
+    raw = simulate(planned)
+    derived = derive(planned, raw)
+    run = run_data(scenario, raw.result)  # from a polars DataFrame of the series
+    expected = {"flow_metrics": metrics.flow_metrics(run), "link_metrics": metrics.link_metrics(run),
+                "network_metrics": metrics.network_metrics(run)}
+    for name, frame in expected.items():
+        arrow = pl.DataFrame(derived.metric_tables[name])
+        assert arrow.schema == frame.schema and arrow.equals(frame, null_equal=True), name

@@ -131,7 +131,7 @@ def test_a_1ns_sample_interval_is_refused_by_the_budget_using_little_memory(smal
 
 
 def test_max_memory_changes_the_budget(small: Path, db: Path) -> None:
-    # 1 s at 1 ms: 1001 samples x (2 flows x 14 + 10 link directions x 7 + 1) series x 8 bytes x 4 copies.
+    # 1 s at 1 ms: 1001 samples x (2 flows x 14 + 10 link directions x 7 + 1) series x 8 bytes x 4.5 copies.
     line = assert_one_line_error(bufferlab("run", str(small), "--db", str(db), "--max-memory", "1MB",
                                            "--set", "sample_interval=1ms"), "sample_interval")
     assert "1001 samples x 99 series" in line and "more than the budget of 1 MB" in line
@@ -307,8 +307,10 @@ def _start_long_run(small: Path, db: Path, ignore_sigint: bool = False) -> subpr
         if ignore_sigint:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
+    # About ten CPU seconds of simulation: well past `_wait_until_simulating`'s four, now that the
+    # rest of the run takes under half a second (a 3000 s run, 3.5 s in all, could end first).
     return subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(small), "--db", str(db),
-                             "--set", "duration=3000s", "--set", "topology.flows=20"],
+                             "--set", "duration=10000s", "--set", "sample_interval=1s", "--set", "topology.flows=20"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=setup)
 
@@ -368,7 +370,9 @@ def test_a_signal_stops_a_sweep_within_a_second_and_keeps_every_finished_run(wri
                                                                             workers: int) -> None:
     # With two workers the sweep's one writer is busy storing most of the time: a signal usually
     # lands in a write, which finishes (and is counted) while the workers stop at once.
-    base = write_scenario(SMALL_DUMBBELL.replace('duration = "1s"', 'duration = "400s"'), "base.toml")
+    # Runs long enough (0.3 s of simulation each at load 3) that a signal after the first stored run
+    # lands mid-sweep: with 400 s runs (0.1 s) the sixteen could all be stored before it took effect.
+    base = write_scenario(SMALL_DUMBBELL.replace('duration = "1s"', 'duration = "1200s"'), "base.toml")
     sweep = write_scenario(f"""
     name = "long"
     base = "{base}"

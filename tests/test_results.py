@@ -230,13 +230,12 @@ WRITER = textwrap.dedent("""
     if mode.startswith("large"):
         # Derived from the counters alone (deriving from inflated series would take minutes); then
         # the series are inflated to a few million rows, so that the insert takes seconds.
-        run = derive(planned, RawRun(dataclasses.replace(result, flow_timeseries=result.flow_timeseries.clear()),
-                                     wall))
+        run = derive(planned, RawRun(result.with_tables(flow_timeseries=result.flow_timeseries.clear()), wall))
         reps = 40_000
         inflated = {{name: pl.concat([getattr(result, name)] * reps).with_columns(
                         time_ns=pl.int_range(1, getattr(result, name).height * reps + 1, dtype=pl.UInt64))
                     for name in ("flow_timeseries", "channel_timeseries")}}
-        run.result = dataclasses.replace(result, **inflated)
+        run.result = result.with_tables(**inflated)
     else:
         run = derive(planned, RawRun(result, wall))
     if mode.endswith("pause"):  # stop after the series, before the captures and the commit
@@ -279,6 +278,9 @@ def kill_writer(db: Path, mode: str, wait_for: str, seed: int, delay: float = 0.
 def run_counts(db: Path) -> dict[str, dict[str, int]]:
     con = duckdb.connect(str(db), read_only=True)
     try:
+        if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'runs'").fetchone()[0]:
+            # A new store gets its tables in the transaction of its first run: none before it.
+            return {"orphans": dict.fromkeys(store.RUN_TABLES, 0)}
         names = [r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()]
         return {name: {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [name]).fetchone()[0]
                        for t in store.RUN_TABLES} for name in names} | {

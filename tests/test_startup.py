@@ -51,24 +51,30 @@ def test_a_stored_run_is_served_without_polars_numpy_or_pandas(tmp_path: Path) -
     scenario = ROOT / "scenarios" / "dumbbell.toml"
     args = ("run", str(scenario), "--db", str(db), "--set", "duration=1s")
     fresh = heavy_modules_loaded(cli(*args))
-    assert {"polars", "numpy", "duckdb"} <= set(fresh)
+    assert {"numpy", "duckdb"} <= set(fresh)
     stored = heavy_modules_loaded(cli(*args))
     assert set(stored) == {"pydantic", "duckdb", "rich"}
 
 
-def test_a_fresh_run_reaches_the_store_without_pandas_or_pyarrow(tmp_path: Path) -> None:
-    # The engine's Arrow tables go to polars and DuckDB through the C stream interface, and the
-    # store binds no parameter (DuckDB's client would load pandas and pyarrow to convert one).
+def test_a_fresh_run_reaches_the_store_without_polars_pandas_or_pyarrow(tmp_path: Path) -> None:
+    # The engine's Arrow tables go to DuckDB through the C stream interface and to the metrics as
+    # numpy views; derived tables are Arrow tables made by the binding (`_core.Table`), so polars
+    # is not needed. The store binds no parameter (DuckDB's client would load pandas and pyarrow
+    # to convert one).
     args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
             "--set", "duration=1s")
-    assert set(heavy_modules_loaded(cli(*args))) == {"polars", "numpy", "duckdb", "pydantic", "rich"}
+    assert set(heavy_modules_loaded(cli(*args))) == {"numpy", "duckdb", "pydantic", "rich"}
+    # ... and for a run of split queues (sub-buffer tables and series).
+    splitbuff = ("run", str(ROOT / "scenarios" / "splitbuff_fig1.toml"), "--db", str(tmp_path / "s.duckdb"),
+                 "--set", "duration=1s", "--json")
+    assert "polars" not in heavy_modules_loaded(cli(*splitbuff))
 
 
 def test_run_json_draws_no_table_so_loads_no_rich(tmp_path: Path) -> None:
     args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
             "--set", "duration=1s", "--json")
     fresh, stored = heavy_modules_loaded(cli(*args)), heavy_modules_loaded(cli(*args))
-    assert "rich" not in fresh
+    assert set(fresh) == {"numpy", "duckdb", "pydantic"}
     assert set(stored) == {"pydantic", "duckdb"}
 
 
@@ -82,3 +88,41 @@ def test_version_names_package_and_engine() -> None:
                          check=True).stdout.strip()
     assert out == f"bufferlab {version('bufferlab')} (engine {engine_version()})"
     assert bufferlab.__version__ == version("bufferlab")
+
+
+OTHER_COMMANDS = ("bufferlab.sizing.command", "bufferlab.sizing.advise_command", "bufferlab.study.command",
+                  "bufferlab.experiments.command", "bufferlab.report.command", "bufferlab.plot_command")
+
+
+def modules_loaded(code: str, names: tuple[str, ...]) -> list[str]:
+    """Which of `names` a fresh interpreter has loaded after running `code`."""
+    probe = (f"import sys, io, contextlib\n{code}\n"
+             f"print('\\n' + __import__('json').dumps([m for m in {names!r} if m in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    loaded: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_run_loads_no_other_command_s_module(tmp_path: Path) -> None:
+    args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
+            "--set", "duration=1s", "--json")
+    assert modules_loaded(cli(*args), OTHER_COMMANDS) == []
+    # ... while each of them is still there when asked for.
+    assert modules_loaded(cli("size", "--rate", "100Mbps", "--rtt", "10ms"), OTHER_COMMANDS) == [
+        "bufferlab.sizing.command"]
+    assert modules_loaded(cli("results", "study", "--help"), OTHER_COMMANDS) == ["bufferlab.study.command"]
+
+
+def test_the_command_exits_without_teardown_but_after_exit_functions_and_flushed_output() -> None:
+    # `cli.exit_now` skips the interpreter's teardown: what atexit registered still runs, what
+    # was printed still arrives, the status is the command's.
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('exit functions ran', file=sys.stderr))\n"
+            "sys.argv = ['bufferlab', '{}']\n"
+            "from bufferlab.cli import command_line\n"
+            "command_line()\n")
+    ok = subprocess.run([sys.executable, "-c", code.format("--version")], capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0 and ok.stdout.startswith("bufferlab ") and "exit functions ran" in ok.stderr
+    bad = subprocess.run([sys.executable, "-c", code.format("--no-such-flag")], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --no-such-flag") and "exit functions ran" in bad.stderr

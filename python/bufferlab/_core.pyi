@@ -2,15 +2,36 @@
 
 Specs cross the boundary as JSON text (crates/bufferlab-core/src/spec.rs, ScenarioSpec); results
 as Arrow tables (crates/bufferlab-py/src/tables.rs defines every table's columns) through the
-Arrow C stream interface (bufferlab.pipeline.result.EngineResult reads them with polars).
+Arrow C stream interface (bufferlab.pipeline.result.EngineResult; polars reads them on demand).
 """
 
 from typing import Any
+
+class Column:
+    """One numeric column (UInt8, UInt32, UInt64, Float64, without nulls) for numpy:
+    ``numpy.asarray(column)`` views its values in place (read-only)."""
+
+    def __len__(self) -> int: ...
+    @property
+    def __array_interface__(self) -> dict[str, Any]: ...
 
 class Table:
     """One result table: an Arrow record batch held by the engine's allocation. polars
     (``pl.DataFrame(table)``), pyarrow (``pa.table(table)``) and DuckDB read it in place."""
 
+    @staticmethod
+    def from_columns(name: str, columns: list[tuple[str, str, list[Any]]]) -> Table:
+        """A new table of (column name, Arrow type name, values) columns; the type one of Utf8,
+        Float64, UInt64, UInt32, Boolean, Timestamp(us) (microseconds since the epoch); None is null."""
+    def with_columns(self, columns: list[tuple[str, str, list[Any]]]) -> Table:
+        """This table with `columns` (as in `from_columns`) after its own."""
+    def column_types(self) -> list[tuple[str, str]]:
+        """Each column's name and Arrow type name (UInt8, UInt32, UInt64, Float64, Boolean, Utf8,
+        Decimal128, Timestamp(us), List(<item>))."""
+    def column(self, name: str) -> Column:
+        """Column `name`, for numpy."""
+    def to_pylist(self) -> list[dict[str, Any]]:
+        """The rows as dicts; the 128-bit counters (Decimal128) as ints, nulls as None."""
     @property
     def name(self) -> str: ...
     @property

@@ -2,29 +2,162 @@
 //! `__arrow_c_stream__` (and `__arrow_c_schema__`), which polars, pyarrow and DuckDB read without
 //! a copy of the columns (they keep the table's buffers alive through the stream's release
 //! callback). No Python Arrow library is needed on this side, nor loaded by handing a table over.
+//!
+//! A fresh `bufferlab run` derives and stores its result without any Python Arrow library either
+//! (issue 15: importing polars cost a tenth of a second of every run), so a table also offers
+//! what that path needs: its rows as dicts (`to_pylist`), a numeric column as a numpy array
+//! without a copy (`column`, through numpy's array interface), its column types
+//! (`column_types`), and new tables of Python values (`from_columns`, `with_columns`).
 
 use std::ffi::CString;
+use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_array::types::{Decimal128Type, Float64Type, UInt32Type, UInt64Type, UInt8Type};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Float64Array, RecordBatch, RecordBatchIterator, StringArray,
+    TimestampMicrosecondArray, UInt32Array, UInt64Array,
+};
 use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyDict, PyList};
 
 /// One table of a run's result (`tables.rs`), held by the engine's allocation until every
 /// reader has released it.
 #[pyclass(module = "bufferlab._core", name = "Table", frozen)]
 #[derive(Debug)]
 pub struct Table {
-    name: &'static str,
+    name: String,
     batch: RecordBatch,
 }
 
 impl Table {
-    pub fn new(name: &'static str, batch: RecordBatch) -> Self {
-        Table { name, batch }
+    pub fn new(name: &str, batch: RecordBatch) -> Self {
+        Table { name: name.to_owned(), batch }
     }
+}
+
+/// One numeric column of a table, for numpy: `numpy.asarray(column)` views its values in place
+/// (numpy's array interface, version 3, read-only) and keeps the column alive while it does.
+#[pyclass(module = "bufferlab._core", name = "Column", frozen)]
+#[derive(Debug)]
+pub struct Column {
+    name: String,
+    array: ArrayRef,
+}
+
+/// numpy's type string of a column's values ("<u8": little-endian unsigned 8-byte integers).
+fn numpy_type(kind: &DataType) -> Option<&'static str> {
+    let little = cfg!(target_endian = "little");
+    Some(match kind {
+        DataType::UInt8 => "|u1",
+        DataType::UInt32 if little => "<u4",
+        DataType::UInt32 => ">u4",
+        DataType::UInt64 if little => "<u8",
+        DataType::UInt64 => ">u8",
+        DataType::Float64 if little => "<f8",
+        DataType::Float64 => ">f8",
+        _ => return None,
+    })
+}
+
+fn values_address(array: &dyn Array) -> usize {
+    match array.data_type() {
+        DataType::UInt8 => array.as_primitive::<UInt8Type>().values().as_ptr() as usize,
+        DataType::UInt32 => array.as_primitive::<UInt32Type>().values().as_ptr() as usize,
+        DataType::UInt64 => array.as_primitive::<UInt64Type>().values().as_ptr() as usize,
+        _ => array.as_primitive::<Float64Type>().values().as_ptr() as usize,
+    }
+}
+
+#[pymethods]
+impl Column {
+    fn __len__(&self) -> usize {
+        self.array.len()
+    }
+
+    /// numpy's array interface: shape, type and the address of the values (read-only).
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let typestr = numpy_type(self.array.data_type()).ok_or_else(|| {
+            PyValueError::new_err(format!("{}: a {} column has no numpy view", self.name, self.array.data_type()))
+        })?;
+        if self.array.null_count() > 0 {
+            return Err(PyValueError::new_err(format!("{}: a column with nulls has no numpy view", self.name)));
+        }
+        let interface = PyDict::new(py);
+        interface.set_item("shape", (self.array.len(),))?;
+        interface.set_item("typestr", typestr)?;
+        interface.set_item("data", (values_address(self.array.as_ref()), true))?;
+        interface.set_item("version", 3)?;
+        Ok(interface)
+    }
+}
+
+/// The value at `row` of `array` as Python sees it: an int, float, bool, str or list, None for
+/// a null. A Decimal128 of scale 0 (the engine's 128-bit counters) is an int.
+fn python_value<'py>(py: Python<'py>, array: &dyn Array, row: usize) -> PyResult<Bound<'py, PyAny>> {
+    if array.is_null(row) {
+        return Ok(py.None().into_bound(py));
+    }
+    Ok(match array.data_type() {
+        DataType::UInt8 => array.as_primitive::<UInt8Type>().value(row).into_pyobject(py)?.into_any(),
+        DataType::UInt32 => array.as_primitive::<UInt32Type>().value(row).into_pyobject(py)?.into_any(),
+        DataType::UInt64 => array.as_primitive::<UInt64Type>().value(row).into_pyobject(py)?.into_any(),
+        DataType::Float64 => array.as_primitive::<Float64Type>().value(row).into_pyobject(py)?.into_any(),
+        DataType::Boolean => array.as_boolean().value(row).into_pyobject(py)?.to_owned().into_any(),
+        DataType::Utf8 => array.as_string::<i32>().value(row).into_pyobject(py)?.into_any(),
+        DataType::Decimal128(_, 0) => array.as_primitive::<Decimal128Type>().value(row).into_pyobject(py)?.into_any(),
+        DataType::List(_) => {
+            let items = array.as_list::<i32>().value(row);
+            let values = (0..items.len()).map(|i| python_value(py, items.as_ref(), i)).collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, values)?.into_any()
+        }
+        other => return Err(PyValueError::new_err(format!("no Python value for a {other} column"))),
+    })
+}
+
+/// A column's Arrow type by the name `column_types` gives it.
+fn type_name(kind: &DataType) -> String {
+    match kind {
+        DataType::Decimal128(_, 0) => "Decimal128".to_owned(),
+        DataType::List(item) => format!("List({})", type_name(item.data_type())),
+        DataType::Timestamp(TimeUnit::Microsecond, None) => "Timestamp(us)".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// A column of Python values (None for null) of the type named `kind`: Utf8, Float64, UInt64,
+/// UInt32, Boolean or Timestamp(us) (microseconds since the epoch, no time zone).
+fn column_of(name: &str, kind: &str, values: &Bound<'_, PyAny>) -> PyResult<(Field, ArrayRef)> {
+    let array: ArrayRef = match kind {
+        "Utf8" => Arc::new(StringArray::from(values.extract::<Vec<Option<String>>>()?)),
+        "Float64" => Arc::new(Float64Array::from(values.extract::<Vec<Option<f64>>>()?)),
+        "UInt64" => Arc::new(UInt64Array::from(values.extract::<Vec<Option<u64>>>()?)),
+        "UInt32" => Arc::new(UInt32Array::from(values.extract::<Vec<Option<u32>>>()?)),
+        "Boolean" => Arc::new(BooleanArray::from(values.extract::<Vec<Option<bool>>>()?)),
+        "Timestamp(us)" => Arc::new(TimestampMicrosecondArray::from(values.extract::<Vec<Option<i64>>>()?)),
+        other => return Err(PyValueError::new_err(format!("{name}: no column type {other:?}"))),
+    };
+    Ok((Field::new(name, array.data_type().clone(), true), array))
+}
+
+fn batch_of(
+    name: &str,
+    mut fields: Vec<Field>,
+    mut arrays: Vec<ArrayRef>,
+    columns: Vec<(String, String, Bound<'_, PyAny>)>,
+) -> PyResult<RecordBatch> {
+    for (column, kind, values) in &columns {
+        let (field, array) = column_of(column, kind, values)?;
+        fields.push(field);
+        arrays.push(array);
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+        .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
 }
 
 fn capsule_name(name: &str) -> PyResult<CString> {
@@ -33,10 +166,52 @@ fn capsule_name(name: &str) -> PyResult<CString> {
 
 #[pymethods]
 impl Table {
+    /// A new table named `name` of `columns`: (column name, type name, values) each, the type
+    /// one of Utf8, Float64, UInt64, UInt32, Boolean, Timestamp(us); None is null.
+    #[staticmethod]
+    fn from_columns(name: &str, columns: Vec<(String, String, Bound<'_, PyAny>)>) -> PyResult<Table> {
+        Ok(Table::new(name, batch_of(name, Vec::new(), Vec::new(), columns)?))
+    }
+
+    /// This table with `columns` (as in `from_columns`, one value per row) after its own.
+    fn with_columns(&self, columns: Vec<(String, String, Bound<'_, PyAny>)>) -> PyResult<Table> {
+        let fields = self.batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+        Ok(Table::new(&self.name, batch_of(&self.name, fields, self.batch.columns().to_vec(), columns)?))
+    }
+
     /// The table's name (`flows`, `flow_timeseries`, ...).
     #[getter]
-    fn name(&self) -> &'static str {
-        self.name
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Each column's name and Arrow type: UInt8, UInt32, UInt64, Float64, Boolean, Utf8,
+    /// Decimal128 (the engine's 128-bit counters, scale 0), Timestamp(us), List(<item type>).
+    fn column_types(&self) -> Vec<(String, String)> {
+        self.batch.schema().fields().iter().map(|f| (f.name().clone(), type_name(f.data_type()))).collect()
+    }
+
+    /// Column `name`, for numpy (`Column`).
+    fn column(&self, name: &str) -> PyResult<Column> {
+        let array = self
+            .batch
+            .column_by_name(name)
+            .ok_or_else(|| PyValueError::new_err(format!("{}: no column {name:?}", self.name)))?;
+        Ok(Column { name: name.to_owned(), array: array.clone() })
+    }
+
+    /// The rows as dicts, column name to value (`python_value`), in the table's order.
+    fn to_pylist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let schema = self.batch.schema();
+        let rows = PyList::empty(py);
+        for row in 0..self.batch.num_rows() {
+            let values = PyDict::new(py);
+            for (field, column) in schema.fields().iter().zip(self.batch.columns()) {
+                values.set_item(field.name(), python_value(py, column.as_ref(), row)?)?;
+            }
+            rows.append(values)?;
+        }
+        Ok(rows)
     }
 
     #[getter]

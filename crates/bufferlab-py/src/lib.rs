@@ -13,7 +13,7 @@
 mod arrow;
 mod tables;
 
-use arrow::Table;
+use arrow::{Column, Table};
 use bufferlab_core::record::result::RunResult;
 use bufferlab_core::units::SimTime;
 use bufferlab_core::{spec::ScenarioSpec, EngineError, Simulator};
@@ -199,6 +199,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_class::<Run>()?;
     m.add_class::<Table>()?;
+    m.add_class::<Column>()?;
     m.add_function(wrap_pyfunction!(result_schemas, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;

@@ -33,16 +33,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
+from ..pipeline.result import column_names, numpy_column
 from . import summary
 
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
 __all__ = ["FLOW_METRICS", "LINK_METRICS", "NETWORK_METRICS", "RunData", "flow_metrics", "link_metrics",
-           "interval_rate_mbps", "segment_bytes", "series_mean", "FlowSeries",
-           "network_metrics", "jain", "entropy"]
+           "interval_rate_mbps", "segment_bytes", "series_mean", "FlowSeries", "network_metrics", "jain", "entropy",
+           "flow_metric_rows", "link_metric_rows", "network_metric_row", "FLOW_TABLE", "LINK_TABLE", "NETWORK_TABLE"]
 
 # name -> (unit, definition); the order is the tables' order.
 FLOW_METRICS: dict[str, tuple[str, str]] = {
@@ -95,34 +98,54 @@ NETWORK_METRICS: dict[str, tuple[str, str]] = {
 }
 
 
+# The columns of the catalogue's tables and their Arrow types (`_core.Table.from_columns`).
+FLOW_TABLE: dict[str, str] = {"flow": "UInt32", "name": "Utf8", "src": "Utf8", "dst": "Utf8",
+                              **dict.fromkeys(FLOW_METRICS, "Float64"), "delivery_rate_source": "Utf8"}
+LINK_TABLE: dict[str, str] = {"channel": "UInt32", "name": "Utf8", "rate_mbps": "Float64", "bottleneck": "Boolean",
+                              **dict.fromkeys(LINK_METRICS, "Float64")}
+NETWORK_TABLE: dict[str, str] = {"name": "Utf8", **dict.fromkeys(NETWORK_METRICS, "Float64")}
+
+
+def _frame(rows: list[dict[str, Any]], columns: Mapping[str, str]) -> pl.DataFrame:
+    """Rows of one of the catalogue's tables as a polars DataFrame of its types."""
+    import polars as pl
+
+    kinds = {"UInt32": pl.UInt32, "Utf8": pl.String, "Float64": pl.Float64, "Boolean": pl.Boolean}
+    schema = {name: kinds[kind] for name, kind in columns.items()}
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
 @dataclass(frozen=True)
 class FlowSeries:
     """The per-flow time series (the engine's `flow_timeseries` table: one row per sampled flow and
     sample, flow-major) as ``(flows, samples)`` arrays: `column(name)[row]` is one flow's series."""
 
-    frame: pl.DataFrame
+    # The table: the engine's Arrow table, or a polars DataFrame of it.
+    frame: Any
     time_ns: np.ndarray
     # Row of each sampled flow in the arrays.
     rows: Mapping[int, int]
     _columns: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_table(cls, frame: pl.DataFrame) -> FlowSeries | None:
+    def from_table(cls, frame: Any) -> FlowSeries | None:
         """None when no flow was sampled (or no sample taken)."""
-        if frame.height == 0:
+        if len(frame) == 0:
             return None
-        flows = frame["flow"].unique(maintain_order=True).to_list()
-        samples = frame.height // len(flows)
-        return cls(frame=frame, time_ns=frame["time_ns"][:samples].to_numpy(),
-                   rows={int(flow): row for row, flow in enumerate(flows)})
+        flow = numpy_column(frame, "flow")
+        _, first = np.unique(flow, return_index=True)
+        flows = flow[np.sort(first)].tolist()  # in order of appearance
+        samples = len(flow) // len(flows)
+        return cls(frame=frame, time_ns=numpy_column(frame, "time_ns")[:samples],
+                   rows={int(f): row for row, f in enumerate(flows)})
 
     def __contains__(self, name: str) -> bool:
-        return name in self.frame.columns
+        return name in column_names(self.frame)
 
     def column(self, name: str) -> np.ndarray:
         """Series `name` of every sampled flow, ``[row][sample]`` (a view of the table's column)."""
         if name not in self._columns:
-            self._columns[name] = self.frame[name].to_numpy().reshape(len(self.rows), self.time_ns.size)
+            self._columns[name] = numpy_column(self.frame, name).reshape(len(self.rows), self.time_ns.size)
         return self._columns[name]
 
 
@@ -146,9 +169,10 @@ class RunData:
     _series: dict[int, _FlowSeries | None] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
-    def from_result(cls, counters: Mapping[str, Any], flow_timeseries: pl.DataFrame, engine_spec: Mapping[str, Any],
+    def from_result(cls, counters: Mapping[str, Any], flow_timeseries: Any, engine_spec: Mapping[str, Any],
                     endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> RunData:
-        """From a run's counters (`EngineResult.counters`) and its `flow_timeseries` table."""
+        """From a run's counters (`EngineResult.counters`) and its `flow_timeseries` table (Arrow or
+        polars)."""
         from .pcap import flow_descriptions
 
         return cls(end_ns=int(counters["end_ns"]), flows=counters["flows"], channels=counters["channels"],
@@ -371,24 +395,33 @@ def _flow_row(run: RunData, flow: int) -> dict[str, Any]:
     return row
 
 
-def flow_metrics(run: RunData) -> pl.DataFrame:
-    """One row per flow: its index, name, endpoints, then every flow metric (null if undefined),
-    and where its delivery rate came from."""
+def flow_metric_rows(run: RunData) -> list[dict[str, Any]]:
+    """One row per flow (`FLOW_TABLE`): its index, name, endpoints, then every flow metric (None
+    if undefined), and where its delivery rate came from."""
     rows = []
     for i, rec in enumerate(run.flows):
         s = _flow_series(run, i)
         source = s.delivery_rate_source if s is not None else "acknowledged bytes over the lifetime (no series)"
         rows.append({"flow": i, "name": rec["name"], "src": run.endpoints[i][0], "dst": run.endpoints[i][1],
                      **_flow_row(run, i), "delivery_rate_source": source})
-    schema = {"flow": pl.UInt32, "name": pl.String, "src": pl.String, "dst": pl.String,
-              **dict.fromkeys(FLOW_METRICS, pl.Float64), "delivery_rate_source": pl.String}
-    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    return rows
+
+
+def flow_metrics(run: RunData) -> pl.DataFrame:
+    """The flow table (`flow_metric_rows`) as a polars DataFrame."""
+    return _frame(flow_metric_rows(run), FLOW_TABLE)
 
 
 # --- link metrics -------------------------------------------------------------------------------
 
 def link_metrics(run: RunData) -> pl.DataFrame:
-    """One row per channel that carried traffic: every link metric, from the exact counters."""
+    """The link table (`link_metric_rows`) as a polars DataFrame."""
+    return _frame(link_metric_rows(run), LINK_TABLE)
+
+
+def link_metric_rows(run: RunData) -> list[dict[str, Any]]:
+    """One row per channel that carried traffic (`LINK_TABLE`): every link metric, from the exact
+    counters."""
     rows = []
     end = run.end_ns
     for i, c in enumerate(run.channels):
@@ -406,9 +439,7 @@ def link_metrics(run: RunData) -> pl.DataFrame:
             "total_random_losses_l1": float(c["dropped_loss_packets"]),
             "utilization_l1": summary.utilisation(c, end),
         })
-    schema = {"channel": pl.UInt32, "name": pl.String, "rate_mbps": pl.Float64, "bottleneck": pl.Boolean,
-              **dict.fromkeys(LINK_METRICS, pl.Float64)}
-    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    return rows
 
 
 # --- network metrics ----------------------------------------------------------------------------
@@ -471,8 +502,14 @@ def _network_samples(tput: np.ndarray, in_flight: np.ndarray, bdp_util: np.ndarr
 
 
 def network_metrics(run: RunData) -> pl.DataFrame:
-    """One row (`net`): per sample, sums and fairness indices over the flows active then, averaged
-    over the samples. Flows without series are left out; with none, every value is null."""
+    """The network table (`network_metric_row`) as a polars DataFrame."""
+    return _frame([network_metric_row(run)], NETWORK_TABLE)
+
+
+def network_metric_row(run: RunData) -> dict[str, Any]:
+    """The one row (`net`, `NETWORK_TABLE`): per sample, sums and fairness indices over the flows
+    active then, averaged over the samples. Flows without series are left out; with none, every
+    value is None."""
     series = [s for s in (_flow_series(run, i) for i in range(len(run.flows))) if s is not None]
     row: dict[str, Any] = {"name": "net", **dict.fromkeys(NETWORK_METRICS)}
     if series:
@@ -490,5 +527,4 @@ def network_metrics(run: RunData) -> pl.DataFrame:
         for name, values in per_sample.items():
             defined = values[np.isfinite(values)]  # a sample without a value is left out
             row[name] = float(np.mean(defined)) if defined.size else None
-    schema = {"name": pl.String, **dict.fromkeys(NETWORK_METRICS, pl.Float64)}
-    return pl.DataFrame([row], schema=schema, orient="row")
+    return row

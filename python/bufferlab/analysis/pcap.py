@@ -26,12 +26,14 @@ import struct
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
-import polars as pl
 
 from ..errors import SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
 
 __all__ = ["PCAP_MAGIC_NS", "LINKTYPE_RAW", "PACKET_FIELDS", "SACK_EDGES", "node_address", "flow_ports", "write_pcap", "check_tcp_only",
            "flow_descriptions", "PcapError"]

@@ -5,11 +5,13 @@ What grows with the spec, and what one unit of it costs from the engine to the s
 buffers, the copy handed to Python, the copies made while deriving metrics and inserting rows):
 
 - recording: samples (duration / sample interval) x series (14 per recorded flow, 7 per recorded
-  link direction, plus the time column), 8 bytes each, 4 copies at the peak. Measured (peak RSS
-  over the series' bytes, `benchmarks/bench_pipeline.py --memory`: 3.9 with Arrow results): the
+  link direction, plus the time column), 8 bytes each, 4.5 copies at the peak. Measured (peak RSS
+  over the series' bytes, `benchmarks/bench_pipeline.py --memory`: 3.9 with Arrow results; 4.05-4.2
+  since the store's writer uses one DuckDB thread, 3.85 with two in the same runs; the half copy
+  above the highest keeps the estimate a bound): the
   engine's samples and the Arrow tables built from them, about 2.5 while the result crosses the
   binding; then, while the store writes the run, the Arrow tables with their key columns (about
-  1.4, read in place by polars, numpy and DuckDB) and DuckDB's rows of the uncommitted
+  1.4, read in place by numpy and DuckDB) and DuckDB's rows of the uncommitted
   transaction (about 2.3: without optimistic writes they stay in memory until the commit, see
   `store.connection`); derive's float series of the flows come and go in between;
 - captures: one row of 104 bytes per captured packet, about 3 copies; a link direction carries at
@@ -43,7 +45,7 @@ __all__ = ["approx_bytes", "Demand", "memory_demands", "check_memory", "default_
 
 SERIES_PER_FLOW = 14
 SERIES_PER_CHANNEL = 7
-SERIES_COPIES = 4
+SERIES_COPIES = 4.5
 CAPTURE_ROW_BYTES = 104
 CAPTURE_COPIES = 3
 GENERATED_FLOW_BYTES = 8_000
@@ -102,7 +104,7 @@ def _recording(s: Scenario, engine: dict[str, Any]) -> list[Demand]:
     samples = engine["duration_ns"] // interval + 1
     series = SERIES_PER_FLOW * flows + SERIES_PER_CHANNEL * channels + 1
     field = "record.interval" if s.record is not None and s.record.interval is not None else "sample_interval"
-    return [Demand(field, samples * series * 8 * SERIES_COPIES,
+    return [Demand(field, math.ceil(samples * series * 8 * SERIES_COPIES),
                    f"{samples} samples x {series} series of {units.format_time(interval)} recording")]
 
 

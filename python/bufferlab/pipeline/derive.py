@@ -12,26 +12,30 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from ..analysis import metrics as catalogue
 from ..analysis import summary
+from .engine import core
 from .plan import Plan
-from .result import ENGINE_TABLES, EngineResult, engine_schemas
+from .result import ENGINE_TABLES, EngineResult, engine_column_types, engine_schemas
 from .simulate import RawRun
 
-__all__ = ["DerivedRun", "derive", "metric_tables", "flow_rows", "channel_rows", "FLOW_SUMMARY", "CHANNEL_SUMMARY",
-           "stored_schemas"]
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
 
-# The summary columns derive adds to the engine's flow and channel tables (`analysis.summary`).
-FLOW_SUMMARY: dict[str, type[pl.DataType]] = {
-    "src": pl.String, "dst": pl.String, "goodput_bps": pl.Float64, "loss_rate": pl.Float64,
-    "mean_srtt_ns": pl.Float64, "completion_time_ns": pl.UInt64,
+__all__ = ["DerivedRun", "derive", "metric_tables", "flow_rows", "channel_rows", "FLOW_SUMMARY", "CHANNEL_SUMMARY",
+           "stored_schemas", "stored_column_types"]
+
+# The summary columns derive adds to the engine's flow and channel tables (`analysis.summary`),
+# with their Arrow types. Derived tables are Arrow tables (`_core.Table`): a fresh run is derived
+# and stored without polars (`pipeline.result`).
+FLOW_SUMMARY: dict[str, str] = {
+    "src": "Utf8", "dst": "Utf8", "goodput_bps": "Float64", "loss_rate": "Float64", "mean_srtt_ns": "Float64",
+    "completion_time_ns": "UInt64",
 }
-CHANNEL_SUMMARY: dict[str, type[pl.DataType]] = {
-    "direction": pl.String, "utilisation": pl.Float64, "mean_queue_packets": pl.Float64, "mean_sojourn_ns": pl.Float64,
+CHANNEL_SUMMARY: dict[str, str] = {
+    "direction": "Utf8", "utilisation": "Float64", "mean_queue_packets": "Float64", "mean_sojourn_ns": "Float64",
 }
 
 
@@ -48,42 +52,75 @@ class DerivedRun:
     user_spec_json: str
     # The engine's result: its scalars and tables (time series, captures, queue classes, ...).
     result: EngineResult
-    # The engine's flow and channel tables with their summary columns (`FLOW_SUMMARY`, `CHANNEL_SUMMARY`).
-    flows: pl.DataFrame
-    channels: pl.DataFrame
-    # The metric catalogue's tables: flow_metrics, link_metrics, network_metrics.
-    metric_tables: Mapping[str, pl.DataFrame]
+    # The engine's flow and channel tables with their summary columns (`FLOW_SUMMARY`,
+    # `CHANNEL_SUMMARY`), as Arrow tables.
+    flows: Any
+    channels: Any
+    # The metric catalogue's tables as Arrow tables: flow_metrics, link_metrics, network_metrics.
+    metric_tables: Mapping[str, Any]
     summary: summary.RunSummary
     bottleneck: int | None = None
     study: str | None = None
     notes: list[str] = field(default_factory=list)
 
-    def stored_tables(self) -> dict[str, pl.DataFrame]:
-        """Every table of the run as the store writes it (each a `run_id` short of its stored form)."""
-        tables = {name: self.result.table(name) for name in ENGINE_TABLES}
+    def stored_tables(self) -> dict[str, Any]:
+        """Every table of the run as the store writes it (each a `run_id` short of its stored form),
+        as Arrow tables."""
+        tables = {name: self.result.arrow(name) for name in ENGINE_TABLES}
         return {**tables, "flows": self.flows, "channels": self.channels, **self.metric_tables}
 
 
-def stored_schemas() -> dict[str, dict[str, pl.DataType]]:
-    """The columns and types of the engine's tables as `derive` hands them on: the engine's own,
-    flows and channels followed by their summary columns."""
-    schemas: dict[str, dict[str, pl.DataType]] = {name: dict(schema) for name, schema in engine_schemas().items()}
+def stored_column_types() -> dict[str, dict[str, str]]:
+    """The columns and Arrow types of the engine's tables as `derive` hands them on: the engine's
+    own, flows and channels followed by their summary columns."""
+    types = engine_column_types()
     for name, extra in (("flows", FLOW_SUMMARY), ("channels", CHANNEL_SUMMARY)):
-        schemas[name].update({column: dtype() for column, dtype in extra.items()})
+        types[name].update(extra)
+    return types
+
+
+def stored_schemas() -> dict[str, dict[str, pl.DataType]]:
+    """`stored_column_types` as polars types."""
+    import polars as pl
+
+    schemas: dict[str, dict[str, pl.DataType]] = {name: dict(schema) for name, schema in engine_schemas().items()}
+    kinds = {"Utf8": pl.String(), "Float64": pl.Float64(), "UInt64": pl.UInt64()}
+    for name, extra in (("flows", FLOW_SUMMARY), ("channels", CHANNEL_SUMMARY)):
+        schemas[name].update({column: kinds[kind] for column, kind in extra.items()})
     return schemas
 
 
+def _arrow_table(name: str, rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> Any:
+    """`rows` (dicts) as an Arrow table of `columns` (name to Arrow type)."""
+    return core().Table.from_columns(name, [(column, kind, [row[column] for row in rows])
+                                            for column, kind in columns.items()])
+
+
 def metric_tables(counters: Mapping[str, Any], result: EngineResult, engine_spec: Mapping[str, Any],
-                  endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> dict[str, pl.DataFrame]:
-    """The catalogue's flow, link and network tables of a run (`counters`: `EngineResult.counters`)."""
-    data = catalogue.RunData.from_result(counters, result.flow_timeseries, engine_spec, endpoints, bottleneck)
-    return {"flow_metrics": catalogue.flow_metrics(data), "link_metrics": catalogue.link_metrics(data),
-            "network_metrics": catalogue.network_metrics(data)}
+                  endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> dict[str, Any]:
+    """The catalogue's flow, link and network tables of a run as Arrow tables (`counters`:
+    `EngineResult.counters`)."""
+    data = catalogue.RunData.from_result(counters, result.arrow("flow_timeseries"), engine_spec, endpoints, bottleneck)
+    return {"flow_metrics": _arrow_table("flow_metrics", catalogue.flow_metric_rows(data), catalogue.FLOW_TABLE),
+            "link_metrics": _arrow_table("link_metrics", catalogue.link_metric_rows(data), catalogue.LINK_TABLE),
+            "network_metrics": _arrow_table("network_metrics", [catalogue.network_metric_row(data)],
+                                            catalogue.NETWORK_TABLE)}
 
 
-def flow_rows(flows: pl.DataFrame, records: Sequence[Mapping[str, Any]], end_ns: int,
-              endpoints: Sequence[tuple[str, str]]) -> pl.DataFrame:
-    """The engine's flow table with each flow's endpoints' names and its summary columns
+def _with_columns(table: Any, columns: Mapping[str, str], values: Mapping[str, list[Any]]) -> Any:
+    """`table` with `columns` (name to Arrow type) of `values` after its own: an engine table
+    (`_core.Table`) stays one; a polars DataFrame (a test's changed fact) stays one."""
+    if hasattr(table, "column_types"):
+        return table.with_columns([(name, kind, values[name]) for name, kind in columns.items()])
+    import polars as pl
+
+    kinds = {"Utf8": pl.String, "Float64": pl.Float64, "UInt64": pl.UInt64}
+    return table.with_columns(pl.Series(name, values[name], dtype=kinds[kind]) for name, kind in columns.items())
+
+
+def flow_rows(flows: Any, records: Sequence[Mapping[str, Any]], end_ns: int,
+              endpoints: Sequence[tuple[str, str]]) -> Any:
+    """The engine's flow table (Arrow) with each flow's endpoints' names and its summary columns
     (`records`: the same flows as dicts)."""
     values: dict[str, list[Any]] = {name: [] for name in FLOW_SUMMARY}
     for i, flow in enumerate(records):
@@ -93,11 +130,11 @@ def flow_rows(flows: pl.DataFrame, records: Sequence[Mapping[str, Any]], end_ns:
                "completion_time_ns": summary.completion_time_ns(flow)}
         for name, value in row.items():
             values[name].append(value)
-    return flows.with_columns(pl.Series(name, values[name], dtype=dtype) for name, dtype in FLOW_SUMMARY.items())
+    return _with_columns(flows, FLOW_SUMMARY, values)
 
 
-def channel_rows(channels: pl.DataFrame, records: Sequence[Mapping[str, Any]], end_ns: int) -> pl.DataFrame:
-    """The engine's channel table with each channel's direction and its summary columns."""
+def channel_rows(channels: Any, records: Sequence[Mapping[str, Any]], end_ns: int) -> Any:
+    """The engine's channel table (Arrow) with each channel's direction and its summary columns."""
     values: dict[str, list[Any]] = {name: [] for name in CHANNEL_SUMMARY}
     for ch in records:
         row = {"direction": "forward" if ch["name"].endswith("_forward") else "backward",
@@ -106,8 +143,7 @@ def channel_rows(channels: pl.DataFrame, records: Sequence[Mapping[str, Any]], e
                "mean_sojourn_ns": summary.mean_sojourn_ns(ch)}
         for name, value in row.items():
             values[name].append(value)
-    return channels.with_columns(pl.Series(name, values[name], dtype=dtype)
-                                 for name, dtype in CHANNEL_SUMMARY.items())
+    return _with_columns(channels, CHANNEL_SUMMARY, values)
 
 
 def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
@@ -122,8 +158,8 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
         run_id=plan.run_id, name=plan.name, seed=plan.seed, duration_ns=plan.duration_ns,
         wall_time_s=raw.wall_time_s, spec_json=plan.spec_json,
         user_spec_json=json.dumps(dict(user_spec), sort_keys=True) if user_spec is not None else plan.user_spec_json(),
-        result=result, flows=flow_rows(result.flows, counters["flows"], result.end_ns, endpoints),
-        channels=channel_rows(result.channels, counters["channels"], result.end_ns),
+        result=result, flows=flow_rows(result.arrow("flows"), counters["flows"], result.end_ns, endpoints),
+        channels=channel_rows(result.arrow("channels"), counters["channels"], result.end_ns),
         metric_tables=metric_tables(counters, result, engine_spec, endpoints, resolved.bottleneck),
         summary=summary.summarise(counters, endpoints=endpoints, bottleneck=resolved.bottleneck, run_id=plan.run_id,
                                   from_store=False, seed=plan.seed, wall_time_s=raw.wall_time_s,

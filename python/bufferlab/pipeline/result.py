@@ -1,8 +1,8 @@
-"""A run's result in Python: the engine's Arrow tables as polars DataFrames.
+"""A run's result in Python: the engine's Arrow tables, and polars DataFrames of them on demand.
 
-The engine hands its result over as Arrow tables through the Arrow C stream interface
-(crates/bufferlab-py/src/tables.rs names and types every column, once); polars takes each one
-without copying a column. The tables, one row per ...:
+The engine hands its result over as Arrow tables (`_core.Table`) through the Arrow C stream
+interface (crates/bufferlab-py/src/tables.rs names and types every column, once); polars, pyarrow
+and DuckDB read each one without copying a column. The tables, one row per ...:
 
     flows               flow: the engine's FlowRecord, with its index `flow`
     channels            link direction: ChannelRecord, with its index `channel`
@@ -14,24 +14,79 @@ without copying a column. The tables, one row per ...:
 
 and the run's scalars (engine version, simulated end, events, sampling interval). Rows come in
 the engine's order: by index, then by sample time.
+
+`result.flows` (and each table's name) is a polars DataFrame, made when first asked for;
+`bufferlab run` itself derives and stores a result from the Arrow tables (`arrow`, `rows`,
+`numpy_column`) without loading polars (issue 15: its import was a tenth of a second of a run).
 """
 
 from __future__ import annotations
 
+import copyreg
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .engine import core
+from .engine import EngineMissing, core
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     import polars as pl
 
-__all__ = ["EngineResult", "ENGINE_TABLES", "engine_schemas"]
+__all__ = ["EngineResult", "ENGINE_TABLES", "engine_schemas", "engine_column_types", "rows", "numpy_column",
+           "column_names"]
 
 # The engine's tables besides `run`, in the order the store writes them.
 ENGINE_TABLES = ("flows", "channels", "queue_classes", "flow_timeseries", "channel_timeseries", "class_timeseries",
                  "captures")
+
+
+def rows(table: Any) -> list[dict[str, Any]]:
+    """An Arrow table's rows as dicts (`_core.Table.to_pylist`; a polars DataFrame's `to_dicts`).
+    The engine's 128-bit counters come as ints."""
+    if hasattr(table, "to_pylist"):
+        return list(table.to_pylist())
+    return list(table.to_dicts())
+
+
+def numpy_column(table: Any, name: str) -> np.ndarray:
+    """Column `name` of an Arrow table as a numpy array, without a copy (a non-null numeric column)."""
+    import numpy as np
+
+    if hasattr(table, "to_pylist"):
+        return np.asarray(table.column(name))
+    return np.asarray(table[name].to_numpy())
+
+
+def column_names(table: Any) -> list[str]:
+    """An Arrow table's column names, in order."""
+    if hasattr(table, "column_types"):
+        return [name for name, _ in table.column_types()]
+    return list(table.columns)
+
+
+def _unpickled(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame
+
+
+def _pickled_table(table: Any) -> tuple[Any, tuple[pl.DataFrame]]:
+    """How an engine table pickles: as a polars DataFrame of it, which polars writes in Arrow's
+    IPC form. A sweep's workers send their derived runs to the one process that stores them; that
+    process receives DataFrames, which everything reading a table here accepts as well."""
+    import polars as pl
+
+    return _unpickled, (pl.DataFrame(table),)
+
+
+def _register_pickling() -> None:
+    try:
+        table = core().Table
+    except EngineMissing:  # pragma: no cover - only without a build
+        return
+    copyreg.pickle(table, _pickled_table)
+
+
+_register_pickling()
 
 
 @dataclass(frozen=True)
@@ -44,30 +99,66 @@ class EngineResult:
     events: int
     # The sampling interval; None when nothing was sampled (every time-series table is empty).
     sample_interval_ns: int | None
-    flows: pl.DataFrame
-    channels: pl.DataFrame
-    queue_classes: pl.DataFrame
-    flow_timeseries: pl.DataFrame
-    channel_timeseries: pl.DataFrame
-    class_timeseries: pl.DataFrame
-    captures: pl.DataFrame
+    # Each of `ENGINE_TABLES` as the engine made it: an Arrow table (`_core.Table`, or anything
+    # with `__arrow_c_stream__`, such as a polars DataFrame).
+    tables: Mapping[str, Any]
+    _frames: dict[str, pl.DataFrame] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def from_engine(cls, tables: Mapping[str, Any]) -> EngineResult:
-        """The result of `_core.run` (or `Run.finish`): Arrow tables by name, read by polars in place."""
-        import polars as pl
-
-        run = pl.DataFrame(tables["run"]).row(0, named=True)
-        frames = {name: pl.DataFrame(tables[name]) for name in ENGINE_TABLES}
+        """The result of `_core.run` (or `Run.finish`): Arrow tables by name."""
+        run = rows(tables["run"])[0]
         return cls(engine_version=str(run["engine_version"]), end_ns=int(run["end_ns"]), events=int(run["events"]),
-                   sample_interval_ns=run["sample_interval_ns"], **frames)
+                   sample_interval_ns=run["sample_interval_ns"], tables={name: tables[name] for name in ENGINE_TABLES})
 
-    def table(self, name: str) -> pl.DataFrame:
-        """One of `ENGINE_TABLES` by name."""
+    def with_tables(self, **tables: Any) -> EngineResult:
+        """This result with some tables replaced by name (Arrow tables or polars DataFrames)."""
+        unknown = set(tables) - set(ENGINE_TABLES)
+        if unknown:
+            raise KeyError(f"no engine table {sorted(unknown)[0]!r} (known: {', '.join(ENGINE_TABLES)})")
+        return replace(self, tables={**self.tables, **tables})
+
+    def arrow(self, name: str) -> Any:
+        """One of `ENGINE_TABLES` by name, as the engine handed it over."""
         if name not in ENGINE_TABLES:
             raise KeyError(f"no engine table {name!r} (known: {', '.join(ENGINE_TABLES)})")
-        frame: pl.DataFrame = getattr(self, name)
-        return frame
+        return self.tables[name]
+
+    def table(self, name: str) -> pl.DataFrame:
+        """One of `ENGINE_TABLES` by name, as a polars DataFrame (read in place, made once)."""
+        if name not in self._frames:
+            import polars as pl
+
+            self._frames[name] = pl.DataFrame(self.arrow(name))
+        return self._frames[name]
+
+    @property
+    def flows(self) -> pl.DataFrame:
+        return self.table("flows")
+
+    @property
+    def channels(self) -> pl.DataFrame:
+        return self.table("channels")
+
+    @property
+    def queue_classes(self) -> pl.DataFrame:
+        return self.table("queue_classes")
+
+    @property
+    def flow_timeseries(self) -> pl.DataFrame:
+        return self.table("flow_timeseries")
+
+    @property
+    def channel_timeseries(self) -> pl.DataFrame:
+        return self.table("channel_timeseries")
+
+    @property
+    def class_timeseries(self) -> pl.DataFrame:
+        return self.table("class_timeseries")
+
+    @property
+    def captures(self) -> pl.DataFrame:
+        return self.table("captures")
 
     def equals(self, other: EngineResult) -> bool:
         """Whether `other` holds the same facts: every table and the scalars but the work done (events)."""
@@ -79,7 +170,7 @@ class EngineResult:
         """The run's counters as plain records, the shape the run summary reads (`analysis.summary`):
         engine_version, end_ns, events, and one dict per flow and per channel."""
         return {"engine_version": self.engine_version, "end_ns": self.end_ns, "events": self.events,
-                "flows": self.flows.to_dicts(), "channels": self.channels.to_dicts()}
+                "flows": rows(self.arrow("flows")), "channels": rows(self.arrow("channels"))}
 
 
 def engine_schemas() -> dict[str, pl.Schema]:
@@ -89,3 +180,8 @@ def engine_schemas() -> dict[str, pl.Schema]:
     empty = core().result_schemas()
     return {name: pl.DataFrame(empty[name]).schema for name in ENGINE_TABLES}
 
+
+def engine_column_types() -> dict[str, dict[str, str]]:
+    """Every engine table's columns and their Arrow type names (`_core.Table.column_types`)."""
+    empty = core().result_schemas()
+    return {name: dict(empty[name].column_types()) for name in ENGINE_TABLES}

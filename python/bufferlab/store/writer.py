@@ -44,18 +44,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
-from polars.datatypes import DataTypeClass
 
 from ..analysis import metrics as catalogue
 from ..errors import SpecError
 from ..interrupts import deferred
-from ..pipeline.derive import stored_schemas
+from ..pipeline.derive import stored_column_types
+from ..pipeline.engine import core
 from . import DEFAULT_DB, SCHEMA_VERSION
 from .connection import connect, store_error
 from .counters import check_run_id
 
 if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
     from ..pipeline.derive import DerivedRun
 
 __all__ = ["Store", "StoreError", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION", "TABLES", "RUN_TABLES", "KEYS",
@@ -80,28 +81,28 @@ KEYS: dict[str, tuple[str, ...]] = {
     "flow_metrics": ("flow",), "link_metrics": ("channel",),
 }
 
-# Arrow's (polars') types as DuckDB's.
-_DUCKDB_TYPES: dict[object, str] = {
-    pl.Boolean: "BOOLEAN", pl.UInt8: "UTINYINT", pl.UInt32: "UINTEGER", pl.UInt64: "UBIGINT", pl.Float64: "DOUBLE",
-    pl.String: "VARCHAR",
+# Arrow's types (`_core.Table.column_types`) as DuckDB's.
+_DUCKDB_TYPES: dict[str, str] = {
+    "Boolean": "BOOLEAN", "UInt8": "UTINYINT", "UInt32": "UINTEGER", "UInt64": "UBIGINT", "Float64": "DOUBLE",
+    "Utf8": "VARCHAR", "Timestamp(us)": "TIMESTAMP",
+    # Decimal128(38, 0): Arrow's carrier of the engine's 128-bit integers.
+    "Decimal128": "HUGEINT",
 }
 
 
-def duckdb_type(dtype: pl.DataType | DataTypeClass) -> str:
-    """The DuckDB column type of a polars (Arrow) type: Decimal128(38, 0), Arrow's carrier of the
-    engine's 128-bit integers, is HUGEINT; a list is an array of its item type."""
-    if isinstance(dtype, pl.List):
-        return f"{duckdb_type(dtype.inner)}[]"
-    if isinstance(dtype, pl.Decimal) and dtype.scale == 0:
-        return "HUGEINT"
-    return _DUCKDB_TYPES[dtype.base_type()]
+def duckdb_type(arrow_type: str) -> str:
+    """The DuckDB column type of an Arrow type (by its `_core.Table.column_types` name); a list is
+    an array of its item type."""
+    if arrow_type.startswith("List(") and arrow_type.endswith(")"):
+        return f"{duckdb_type(arrow_type[5:-1])}[]"
+    return _DUCKDB_TYPES[arrow_type]
 
 
 def _engine_tables() -> dict[str, dict[str, str]]:
     """The tables of the engine's facts: columns and types as `derive` hands them on (the engine's
     own tables, flows and channels with their summary columns), keys not null."""
     out = {}
-    for table, schema in stored_schemas().items():
+    for table, schema in stored_column_types().items():
         keys = KEYS[table]
         out[table] = {"run_id": "VARCHAR NOT NULL",
                       **{c: duckdb_type(t) + (" NOT NULL" if c in keys else "") for c, t in schema.items()}}
@@ -113,16 +114,20 @@ def _utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
 
 
-_STUDY_ROW = pl.Schema({"study_id": pl.String(), "created_at": pl.Datetime("us"), "description": pl.String(),
-                        "kind": pl.String(), "sweep_json": pl.String(), "axes_json": pl.String()})
-_POINT_ROW = pl.Schema({"study_id": pl.String(), "point": pl.UInt32(), "seed": pl.UInt64(), "point_json": pl.String(),
-                        "run_id": pl.String(), "status": pl.String(), "error": pl.String(), "updated_at": pl.Datetime("us")})
-
-
 def _study_row(study: str, kind: str, sweep_json: str | None, axes_json: str | None,
                description: str | None) -> pl.DataFrame:
+    import polars as pl
+
+    schema = {"study_id": pl.String(), "created_at": pl.Datetime("us"), "description": pl.String(),
+              "kind": pl.String(), "sweep_json": pl.String(), "axes_json": pl.String()}
     return pl.DataFrame([{"study_id": study, "created_at": _utc_now(), "description": description, "kind": kind,
-                          "sweep_json": sweep_json, "axes_json": axes_json}], schema=_STUDY_ROW)
+                          "sweep_json": sweep_json, "axes_json": axes_json}], schema=schema)
+
+
+def _microseconds(moment: _dt.datetime) -> int:
+    """A naive UTC time as microseconds since the epoch (a TIMESTAMP's Arrow value), exactly."""
+    delta = moment - _dt.datetime(1970, 1, 1)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _metric_columns(names: Mapping[str, Any]) -> dict[str, str]:
@@ -225,52 +230,66 @@ class Store:
             raise store_error(self.path, e) from None
         self.con = connect(self.path, read_only=False)
         try:
-            self._prepare_schema()
+            version = stored_schema_version(self.con)
+            check_schema_version(version, self.path)
         except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
             self.con.close()
             raise store_error(self.path, e) from None
         except BaseException:
             self.con.close()
             raise
+        # A new or older store gets its tables in the first transaction, with the first write:
+        # every commit is a checkpoint (`store.connection`), so a new store is written once.
+        self._schema_current = version == SCHEMA_VERSION
 
     def _prepare_schema(self) -> None:
-        """Create the tables of a new store, or migrate an older one, in one transaction."""
-        version = stored_schema_version(self.con)
-        check_schema_version(version, self.path)
-        if version == SCHEMA_VERSION:
-            return
-        with self._transaction():
-            existing = _existing_tables(self.con)
-            for table in TABLES:
-                if table not in existing:
-                    self.con.execute(_create_statement(table))
-                    continue
-                have = {r[0] for r in self.con.execute(
-                    f"SELECT column_name FROM information_schema.columns WHERE table_name = '{table}'").fetchall()}
-                for column, kind in TABLES[table].items():
-                    if column not in have:
-                        # Added columns are nullable: older rows have no value for them.
-                        plain = kind.replace(" NOT NULL", "").replace(" PRIMARY KEY", "")
-                        self.con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {plain}")
-            self.con.execute(f"INSERT OR REPLACE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}')")
+        """Create the tables of a new store, or migrate an older one (inside a transaction)."""
+        existing = _existing_tables(self.con)
+        for table in TABLES:
+            if table not in existing:
+                self.con.execute(_create_statement(table))
+                continue
+            have = {r[0] for r in self.con.execute(
+                f"SELECT column_name FROM information_schema.columns WHERE table_name = '{table}'").fetchall()}
+            for column, kind in TABLES[table].items():
+                if column not in have:
+                    # Added columns are nullable: older rows have no value for them.
+                    plain = kind.replace(" NOT NULL", "").replace(" PRIMARY KEY", "")
+                    self.con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {plain}")
+        self.con.execute(f"INSERT OR REPLACE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}')")
+
+    def _ready(self) -> None:
+        """The tables exist and are current (created or migrated in a transaction of their own
+        when nothing was written yet)."""
+        if not self._schema_current:
+            with self._transaction():
+                pass
 
     def close(self) -> None:
-        self.con.close()
+        try:
+            self._ready()  # a store opened and closed without a write still gets its tables
+        finally:
+            self.con.close()
 
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # a failed write creates nothing either
+            self.con.close()
 
     # --- reading --------------------------------------------------------------------------
 
     def has_run(self, run_id: str) -> bool:
+        self._ready()
         row = self.con.execute("SELECT count(*) FROM runs WHERE run_id = ? AND status = 'complete'",
                                [run_id]).fetchone()
         return bool(row and row[0])
 
     def run_row(self, run_id: str) -> dict[str, Any] | None:
+        self._ready()
         cursor = self.con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
         row = cursor.fetchone()
         if row is None:
@@ -283,11 +302,14 @@ class Store:
     def _transaction(self) -> Iterator[None]:
         self.con.execute("BEGIN TRANSACTION")
         try:
+            if not self._schema_current:
+                self._prepare_schema()
             yield
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
         self.con.execute("COMMIT")
+        self._schema_current = True
 
     def save(self, run: DerivedRun, *, replace: bool = False, point: StudyPoint | None = None) -> None:
         """Write one run atomically, with its place in a study if given; with `replace`, an
@@ -319,11 +341,15 @@ class Store:
 
     def _put_points(self, points: Sequence[tuple[StudyPoint, str | None]]) -> None:
         """Write where runs stand in their sweeps, replacing an earlier row of the same (study, point, seed)."""
+        import polars as pl
+
+        schema = {"study_id": pl.String(), "point": pl.UInt32(), "seed": pl.UInt64(), "point_json": pl.String(),
+                  "run_id": pl.String(), "status": pl.String(), "error": pl.String(), "updated_at": pl.Datetime("us")}
         rows = pl.DataFrame([{
             "study_id": point.study, "point": point.point, "seed": point.seed,
             "point_json": json.dumps(dict(point.values), sort_keys=True), "run_id": run_id,
             "status": "failed" if point.error is not None else "complete", "error": point.error,
-            "updated_at": _utc_now()} for point, run_id in points], schema=_POINT_ROW)
+            "updated_at": _utc_now()} for point, run_id in points], schema=schema)
         self._on_frame(rows, "DELETE FROM study_points USING _frame f WHERE study_points.study_id = f.study_id "
                              "AND study_points.point = f.point AND study_points.seed = f.seed",
                        "INSERT INTO study_points BY NAME SELECT * FROM _frame")
@@ -342,29 +368,29 @@ class Store:
 
     def _insert_run(self, run: DerivedRun) -> None:
         r = run.result
-        row = pl.DataFrame([{
-            "run_id": run.run_id, "status": "complete", "created_at": _utc_now(), "name": run.name,
-            "engine_version": r.engine_version, "seed": run.seed, "duration_ns": run.duration_ns, "end_ns": r.end_ns,
-            "events": r.events, "wall_time_s": run.wall_time_s, "spec_json": run.spec_json,
-            "user_spec_json": run.user_spec_json, "study_id": run.study, "spec_hash": spec_hash(run.spec_json),
-        }], schema={"run_id": pl.String, "status": pl.String, "created_at": pl.Datetime("us"), "name": pl.String,
-                    "engine_version": pl.String, "seed": pl.UInt64, "duration_ns": pl.UInt64, "end_ns": pl.UInt64,
-                    "events": pl.UInt64, "wall_time_s": pl.Float64, "spec_json": pl.String,
-                    "user_spec_json": pl.String, "study_id": pl.String, "spec_hash": pl.String})
-        self._insert_frame("runs", None, row)
+        row: list[tuple[str, str, Any]] = [
+            ("run_id", "Utf8", run.run_id), ("status", "Utf8", "complete"),
+            ("created_at", "Timestamp(us)", _microseconds(_utc_now())), ("name", "Utf8", run.name),
+            ("engine_version", "Utf8", r.engine_version), ("seed", "UInt64", run.seed),
+            ("duration_ns", "UInt64", run.duration_ns), ("end_ns", "UInt64", r.end_ns), ("events", "UInt64", r.events),
+            ("wall_time_s", "Float64", run.wall_time_s), ("spec_json", "Utf8", run.spec_json),
+            ("user_spec_json", "Utf8", run.user_spec_json), ("study_id", "Utf8", run.study),
+            ("spec_hash", "Utf8", spec_hash(run.spec_json))]
+        self._insert_frame("runs", None, core().Table.from_columns("runs", [(n, kind, [v]) for n, kind, v in row]))
 
-    def _insert_frame(self, table: str, run_id: str | None, frame: pl.DataFrame) -> None:
+    def _insert_frame(self, table: str, run_id: str | None, frame: Any) -> None:
         """Insert a table's rows (columns by name), with `run_id` in front unless it has one."""
         key = "" if run_id is None else f"'{check_run_id(run_id)}' AS run_id, "
         self._on_frame(frame, f"INSERT INTO {table} BY NAME SELECT {key}* FROM _frame")
 
-    def _on_frame(self, frame: pl.DataFrame, *statements: str) -> None:
-        """Run `statements` over `frame`, known to them as `_frame`: DuckDB reads the frame's Arrow
-        C stream in place (one stream per statement: a stream is read once).
+    def _on_frame(self, frame: Any, *statements: str) -> None:
+        """Run `statements` over `frame` (an Arrow table: `_core.Table` or a polars DataFrame),
+        known to them as `_frame`: DuckDB reads the frame's Arrow C stream in place (one stream per
+        statement: a stream is read once).
 
         Nothing is bound as a parameter: DuckDB's Python client imports pandas and pyarrow to
         convert one (half a second of a fresh run); run ids are checked hex digests."""
-        if not frame.height:
+        if not len(frame):
             return
         for statement in statements:
             self.con.register("_frame", frame.__arrow_c_stream__())
@@ -381,11 +407,13 @@ class Store:
     # --- comparing ------------------------------------------------------------------------
 
     def table_rows(self, table: str, run_id: str) -> list[tuple[Any, ...]]:
+        self._ready()
         """Every row of `table` for a run, in a stable order (for determinism checks)."""
         cursor = self.con.execute(f"SELECT * FROM {table} WHERE run_id = ?", [run_id])
         return sorted(cursor.fetchall(), key=repr)
 
     def run_ids(self) -> list[str]:
+        self._ready()
         return [r[0] for r in self.con.execute("SELECT run_id FROM runs ORDER BY created_at").fetchall()]
 
 

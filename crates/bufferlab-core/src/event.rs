@@ -19,8 +19,9 @@ use crate::units::SimTime;
 pub enum Event {
     /// The transmitter of a channel is free again (or a shaper releases a packet).
     ChannelWakeup { channel: u32 },
-    /// The packet at the head of a channel's propagation pipe reaches the far node.
-    Arrive { channel: u32 },
+    /// The packet at the head of a channel's propagation pipe, in pool slot `slot`, reaches the
+    /// far node. The slot is named here so that reading the packet need not wait for the channel.
+    Arrive { channel: u32, slot: u32 },
     /// A TCP sender's timer (RTO, pacing or application start/stop) may be due.
     SenderTimer { flow: u32 },
     /// A TCP receiver's delayed-ACK timer may be due.
@@ -231,6 +232,23 @@ impl EventQueue {
         Some((SimTime(time), event))
     }
 
+    /// The next event to come out, without taking it out.
+    #[inline]
+    pub fn peek(&self) -> Option<Event> {
+        (self.len > 0).then(|| self.entries[self.decode(self.key(ROOT)).2 as usize])
+    }
+
+    /// The event that comes out after the next one, unless an earlier one is scheduled meanwhile:
+    /// the earliest child of the root (its four children's keys share one cache line).
+    #[inline]
+    pub fn peek_second(&self) -> Option<Event> {
+        if self.len < 2 {
+            return None;
+        }
+        let earliest = self.keys[ROOT - 2].0.iter().min().expect("four lanes");
+        Some(self.entries[self.decode(*earliest).2 as usize])
+    }
+
     pub fn peek_time(&self) -> Option<SimTime> {
         (self.len > 0).then(|| SimTime((self.key(ROOT) >> 64) as u64))
     }
@@ -365,6 +383,25 @@ mod tests {
             assert_eq!((t.0, e), (rt, Event::SenderTimer { flow }));
         }
         assert!(reference.is_empty());
+    }
+
+    #[test]
+    fn peeks_name_the_next_two_events_to_come_out() {
+        let mut q = EventQueue::new();
+        let mut x = 99u64;
+        for flow in 0..5_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Few distinct times, so that ties (broken by sequence) are common.
+            q.schedule(SimTime(x % 300), Event::SenderTimer { flow });
+        }
+        while !q.is_empty() {
+            let (first, second) = (q.peek(), q.peek_second());
+            assert_eq!(first, q.pop().map(|(_, e)| e));
+            assert_eq!(second, q.peek(), "the second peek is the next event after one pop");
+        }
+        assert_eq!((q.peek(), q.peek_second()), (None, None));
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! One direction of a point-to-point link: an egress queue, a transmitter and a propagation pipe.
 //!
 //! Packets on the wire arrive in the order they were sent (the delay is constant), so the pipe is
-//! a ring and only its head has an event in the scheduler: one heap entry per channel, however
-//! many packets are on the wire (the htsim design). A packet's arrival time is fixed when its
-//! transmission starts (start + serialisation + propagation), so the transmitter needs an event
-//! only when packets wait in its queue. The packets on the wire wait in the simulator's shared
-//! [`PacketPool`]; the pipe holds their arrival times and pool slots.
+//! a first-in first-out list and only its head has an event in the scheduler: one heap entry per
+//! channel, however many packets are on the wire (the htsim design). A packet's arrival time is
+//! fixed when its transmission starts (start + serialisation + propagation), so the transmitter
+//! needs an event only when packets wait in its queue. The packets on the wire wait in the
+//! simulator's shared [`PacketPool`], which also threads each channel's [`Pipe`] through them.
 //!
 //! A large run has tens of thousands of channels, far more than the caches hold, and each packet
 //! visits its channel a few times (offer, transmit, arrive). The fields those visits touch come
@@ -13,14 +13,14 @@
 //! rare event reads (names, drop counts, loss processes, captures) comes after.
 
 use crate::net::packet::Packet;
-use crate::net::pool::PacketPool;
+use crate::net::pool::{PacketPool, Pipe};
 use crate::queue::{Dequeue, Queue, QueueDiscipline};
 use crate::record::result::ChannelRecord;
 use crate::spec::LossModel;
 use crate::units::{BitRate, SimTime};
+use mem_prefetch::prefetch_read_data;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::VecDeque;
 
 /// A probability as a threshold on a uniform 64-bit draw (`draw < threshold` has probability p).
 fn threshold(p: f64) -> u64 {
@@ -62,8 +62,9 @@ impl GilbertElliott {
 pub struct Schedule {
     /// A packet started transmission (it is `Channel::last_started`).
     pub started: bool,
-    /// The started packet became the head of the propagation pipe: it arrives at this time.
-    pub head_arrival: Option<SimTime>,
+    /// The started packet became the head of the propagation pipe: it arrives at this time,
+    /// and waits in this pool slot.
+    pub head_arrival: Option<(SimTime, u32)>,
     /// The transmitter must look at its queue again at this time.
     pub wakeup: Option<SimTime>,
 }
@@ -82,68 +83,91 @@ struct PacketCounters {
     sojourn_sum_ns: u64,
 }
 
-/// `repr(C)`: fields stay in the order written, hot ones first (see the module comment).
+/// One link direction. What a packet passing an idle link touches (offer, transmit, arrive) is
+/// here, in two cache lines (`align(64)`, 128 bytes: see the module comment and the test); the
+/// queue, the loss process, the capture and the record wait behind [`Channel::cold`], read when a
+/// packet has to queue, may be lost or is captured, and at the end of the run. `repr(C)`: fields
+/// stay in the order written.
 #[derive(Debug)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub struct Channel {
     /// The transmitter is serialising a packet until this time.
     busy_until: SimTime,
     delay: SimTime,
-    rate: Option<BitRate>,
-    /// Loss probability as a threshold on a uniform 64-bit draw.
-    loss_threshold: u64,
-    pub from: u32,
+    /// The link rate in bit/s; 0 for a link without one (validated: a rate is positive).
+    rate_bps: u64,
     pub to: u32,
+    /// Packets on the wire (being serialised or propagating), in the pool.
+    pipe: Pipe,
     /// A wakeup of this channel is in the event queue.
     wakeup_pending: bool,
-    /// Keep a copy of each packet as it starts transmission (for a capture on this channel).
-    keep_last_started: bool,
-    /// Packets on the wire (being serialised or propagating): arrival time and pool slot.
-    pipe: VecDeque<(SimTime, u32)>,
+    /// The queue would hand an arriving packet straight to an idle transmitter
+    /// ([`Queue::passes_through_when_idle`], kept up to date after every change of the queue).
+    passes_through: bool,
+    /// Starting a transmission needs the cold part: the link loses packets or is captured.
+    transmit_needs_cold: bool,
     counters: PacketCounters,
+    cold: Box<ChannelCold>,
+}
+
+/// What only queueing, losses, captures and the end of the run read.
+#[derive(Debug)]
+struct ChannelCold {
+    /// Loss probability as a threshold on a uniform 64-bit draw.
+    loss_threshold: u64,
+    /// A bursty loss process, if the link has one (instead of `loss_threshold`).
+    burst_loss: Option<GilbertElliott>,
+    rng: Xoshiro256PlusPlus,
+    queue: Queue,
     queue_changed_at: SimTime,
     /// Integrals of the queue length over time, in packet·ps and byte·ps.
     queue_packet_ps: u128,
     queue_byte_ps: u128,
-    queue: Queue,
-    rng: Xoshiro256PlusPlus,
-    /// A bursty loss process, if the link has one (instead of `loss_threshold`).
-    burst_loss: Option<GilbertElliott>,
+    /// The link lost the packet that started transmission last.
+    last_lost: bool,
+    /// Keep a copy of each packet as it starts transmission (for a capture on this channel).
+    keep_last_started: bool,
     /// The packet that most recently started transmission, when `keep_last_started` (a
     /// capture): at most one, its buffer allocated once.
     last_started: Vec<Packet>,
-    pub record: ChannelRecord,
+    record: ChannelRecord,
 }
 
 impl Channel {
     pub fn new(from: u32, to: u32, rate: Option<BitRate>, delay: SimTime, loss: f64, queue: Queue, seed: u64) -> Self {
         // Each channel draws from its own stream, so adding a link elsewhere leaves its losses as they were.
         let loss_threshold = threshold(loss);
+        let passes_through = queue.passes_through_when_idle();
+        let record = ChannelRecord { from: from as usize, to: to as usize, ..ChannelRecord::default() };
         Channel {
-            from,
-            to,
-            rate,
-            delay,
-            loss_threshold,
-            burst_loss: None,
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-            queue,
             busy_until: SimTime::ZERO,
+            delay,
+            rate_bps: rate.map_or(0, |r| r.bps()),
+            to,
+            pipe: Pipe::default(),
             wakeup_pending: false,
-            pipe: VecDeque::new(),
+            passes_through,
+            transmit_needs_cold: loss_threshold > 0,
             counters: PacketCounters::default(),
-            queue_changed_at: SimTime::ZERO,
-            queue_packet_ps: 0,
-            queue_byte_ps: 0,
-            keep_last_started: false,
-            last_started: Vec::new(),
-            record: ChannelRecord::default(),
+            cold: Box::new(ChannelCold {
+                loss_threshold,
+                burst_loss: None,
+                rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+                queue,
+                queue_changed_at: SimTime::ZERO,
+                queue_packet_ps: 0,
+                queue_byte_ps: 0,
+                last_lost: false,
+                keep_last_started: false,
+                last_started: Vec::new(),
+                record,
+            }),
         }
     }
 
     /// Replace independent losses by a loss process (from the same random stream).
     pub fn set_loss_model(&mut self, model: &LossModel) {
-        self.burst_loss = Some(match *model {
+        self.cold.burst_loss = Some(match *model {
             LossModel::GilbertElliott { p, r, loss_good, loss_bad } => GilbertElliott {
                 bad: false,
                 to_bad: threshold(p),
@@ -152,12 +176,32 @@ impl Channel {
                 loss_bad: threshold(loss_bad),
             },
         });
+        self.transmit_needs_cold = true;
     }
 
     /// Keep a copy of each packet as it starts transmission (see [`Channel::last_started`]).
     pub fn keep_last_started(&mut self) {
-        self.keep_last_started = true;
-        self.last_started.reserve_exact(1);
+        self.cold.keep_last_started = true;
+        self.cold.last_started.reserve_exact(1);
+        self.transmit_needs_cold = true;
+    }
+
+    /// The record the run's result will hold (its descriptive fields are filled in by the
+    /// simulator; the counters by [`Channel::finish`]).
+    pub fn record_mut(&mut self) -> &mut ChannelRecord {
+        &mut self.cold.record
+    }
+
+    /// The channel's record, once [`Channel::finish`] has filled it in.
+    pub fn into_record(self) -> ChannelRecord {
+        self.cold.record
+    }
+
+    /// Ask for the channel's two cache lines ahead of an arrival (see `Simulator::prefetch_ahead`).
+    #[inline]
+    pub fn prefetch(&self) {
+        prefetch_read_data::<_, 3>(self);
+        prefetch_read_data::<_, 3>(&self.counters.delivered_bytes);
     }
 
     /// Packets that started transmission so far.
@@ -181,32 +225,20 @@ impl Channel {
 
     /// Packets dropped so far, by the queue or by loss on the link.
     pub fn drops(&self) -> u64 {
-        self.record.dropped_queue_packets + self.record.dropped_loss_packets
+        self.cold.record.dropped_queue_packets + self.cold.record.dropped_loss_packets
     }
 
     pub fn queue_packets(&self) -> u64 {
-        self.queue.len_packets()
+        self.cold.queue.len_packets()
     }
 
     pub fn queue_bytes(&self) -> u64 {
-        self.queue.len_bytes()
+        self.cold.queue.len_bytes()
     }
 
     /// The egress queue (for sampling its sub-buffers).
     pub fn queue(&self) -> &Queue {
-        &self.queue
-    }
-
-    /// Accumulate the queue-length integral up to `now` (call before every change of length).
-    #[inline]
-    fn integrate_queue(&mut self, now: SimTime) {
-        if now == self.queue_changed_at {
-            return;
-        }
-        let dt = (now - self.queue_changed_at).0 as u128;
-        self.queue_packet_ps += self.queue.len_packets() as u128 * dt;
-        self.queue_byte_ps += self.queue.len_bytes() as u128 * dt;
-        self.queue_changed_at = now;
+        &self.cold.queue
     }
 
     /// A packet arrives at the egress queue. Returns what to schedule, or the dropped packet.
@@ -216,20 +248,23 @@ impl Channel {
         self.counters.offered_packets += 1;
         self.counters.offered_bytes += bytes;
         packet.enqueued_at = now;
-        if !self.wakeup_pending && now >= self.busy_until && self.queue.passes_through_when_idle() {
+        if !self.wakeup_pending && now >= self.busy_until && self.passes_through {
             // An empty work-conserving FIFO in front of an idle transmitter: straight onto the
             // wire, as if enqueued and dequeued at once.
             let head_arrival = self.transmit(packet, now, pool);
             return Ok(Schedule { started: true, head_arrival, wakeup: None });
         }
-        self.integrate_queue(now);
-        if let Err((dropped, _reason)) = self.queue.enqueue(packet, now) {
-            self.record.dropped_queue_packets += 1;
-            self.record.dropped_queue_bytes += bytes;
+        let cold = &mut *self.cold;
+        cold.integrate_queue(now);
+        let queued = cold.queue.enqueue(packet, now);
+        self.passes_through = cold.queue.passes_through_when_idle();
+        if let Err((dropped, _reason)) = queued {
+            cold.record.dropped_queue_packets += 1;
+            cold.record.dropped_queue_bytes += bytes;
             return Err(dropped);
         }
-        self.record.max_queue_packets = self.record.max_queue_packets.max(self.queue.len_packets());
-        self.record.max_queue_bytes = self.record.max_queue_bytes.max(self.queue.len_bytes());
+        cold.record.max_queue_packets = cold.record.max_queue_packets.max(cold.queue.len_packets());
+        cold.record.max_queue_bytes = cold.record.max_queue_bytes.max(cold.queue.len_bytes());
         Ok(self.pump(now, pool))
     }
 
@@ -253,12 +288,14 @@ impl Channel {
             schedule.wakeup = Some(self.busy_until);
             return schedule;
         }
-        self.integrate_queue(now);
-        match self.queue.dequeue(now) {
+        self.cold.integrate_queue(now);
+        let dequeued = self.cold.queue.dequeue(now);
+        self.passes_through = self.cold.queue.passes_through_when_idle();
+        match dequeued {
             Dequeue::Packet(packet) => {
                 schedule.started = true;
                 schedule.head_arrival = self.transmit(packet, now, pool);
-                if self.queue.len_packets() > 0 {
+                if self.cold.queue.len_packets() > 0 {
                     self.wakeup_pending = true;
                     schedule.wakeup = Some(self.busy_until);
                 }
@@ -273,88 +310,118 @@ impl Channel {
     }
 
     /// Serialise `packet` from `now`; unless the link loses it, it joins the pipe. Returns its
-    /// arrival time if it is the pipe's new head.
-    fn transmit(&mut self, packet: Packet, now: SimTime, pool: &mut PacketPool) -> Option<SimTime> {
+    /// arrival time and pool slot if it is the pipe's new head.
+    fn transmit(&mut self, packet: Packet, now: SimTime, pool: &mut PacketPool) -> Option<(SimTime, u32)> {
         let bytes = packet.wire_bytes as u64;
-        let tx_time = self.rate.map_or(SimTime::ZERO, |r| r.transmission_time(bytes));
+        let tx_time = if self.rate_bps == 0 { SimTime::ZERO } else { BitRate(self.rate_bps).transmission_time(bytes) };
         self.busy_until = now + tx_time;
         self.counters.sent_packets += 1;
         self.counters.sent_bytes += bytes;
         self.counters.busy_ns += tx_time.as_ns();
         self.counters.sojourn_sum_ns += (now - packet.enqueued_at).as_ns();
-        if self.keep_last_started {
-            self.last_started.clear();
-            self.last_started.push(packet);
-        }
-        let lost = match self.burst_loss.as_mut() {
-            Some(ge) => ge.loses(&mut self.rng),
-            None => self.loss_threshold > 0 && self.rng.next_u64() < self.loss_threshold,
-        };
-        if lost {
-            self.record.dropped_loss_packets += 1;
-            self.record.dropped_loss_bytes += bytes;
+        if self.transmit_needs_cold && self.cold.captures_or_loses(&packet) {
             return None;
         }
         let arrival = self.busy_until + self.delay;
-        let head = self.pipe.is_empty();
-        self.pipe.push_back((arrival, pool.insert(packet)));
-        head.then_some(arrival)
+        pool.push_back(&mut self.pipe, packet, arrival).map(|slot| (arrival, slot))
     }
 
     /// The packet that most recently started transmission, if `keep_last_started` is set.
     pub fn last_started(&self) -> Option<&Packet> {
-        self.last_started.first()
+        self.cold.last_started.first()
     }
 
-    /// The head of the pipe reaches the far node. Returns it and the next head's arrival time.
+    /// The head of the pipe, in pool slot `slot`, reaches the far node. Returns it and the next
+    /// head's arrival time and slot.
     #[inline]
-    pub fn arrive(&mut self, pool: &mut PacketPool) -> (Packet, Option<SimTime>) {
-        let (_, slot) = self.pipe.pop_front().expect("arrival scheduled for an empty pipe");
-        let packet = pool.remove(slot);
+    pub fn arrive(&mut self, slot: u32, pool: &mut PacketPool) -> (Packet, Option<(SimTime, u32)>) {
+        let (packet, next) = pool.pop_front(&mut self.pipe, slot);
         self.counters.delivered_packets += 1;
         self.counters.delivered_bytes += packet.wire_bytes as u64;
-        (packet, self.pipe.front().map(|&(t, _)| t))
+        (packet, next.map(|(slot, t)| (t, slot)))
     }
 
     /// Fill in the end-of-run state that conservation accounts for; a packet unaccounted for is
     /// an engine bug, reported as an error (never a panic across the Python binding).
     pub fn finish(&mut self, now: SimTime, pool: &PacketPool) -> Result<(), String> {
-        self.integrate_queue(now);
+        let cold = &mut *self.cold;
+        cold.integrate_queue(now);
         let c = self.counters;
-        let r = &mut self.record;
+        let r = &mut cold.record;
         (r.offered_packets, r.offered_bytes, r.sent_packets, r.sent_bytes) =
             (c.offered_packets, c.offered_bytes, c.sent_packets, c.sent_bytes);
         (r.delivered_packets, r.delivered_bytes, r.busy_ns, r.sojourn_sum_ns) =
             (c.delivered_packets, c.delivered_bytes, c.busy_ns, c.sojourn_sum_ns);
-        self.record.queue_packet_ns = self.queue_packet_ps / 1000;
-        self.record.queue_byte_ns = self.queue_byte_ps / 1000;
-        self.record.queued_end_packets = self.queue.len_packets();
-        self.record.queued_end_bytes = self.queue.len_bytes();
-        if let Some(split) = self.queue.split() {
-            self.record.classes = split.class_records();
+        r.queue_packet_ns = cold.queue_packet_ps / 1000;
+        r.queue_byte_ns = cold.queue_byte_ps / 1000;
+        r.queued_end_packets = cold.queue.len_packets();
+        r.queued_end_bytes = cold.queue.len_bytes();
+        if let Some(split) = cold.queue.split() {
+            r.classes = split.class_records();
         }
-        // The newest packet in the pipe may still be being serialised.
-        let serialising =
-            if self.busy_until > now { self.pipe.back().filter(|(t, _)| *t - self.delay > now) } else { None };
-        self.record.transmitting_end_packets = serialising.is_some() as u64;
-        self.record.transmitting_end_bytes = serialising.map_or(0, |&(_, slot)| pool.get(slot).wire_bytes as u64);
-        let on_wire: u64 = self.pipe.iter().map(|&(_, slot)| pool.get(slot).wire_bytes as u64).sum();
-        self.record.propagating_end_packets = self.pipe.len() as u64 - self.record.transmitting_end_packets;
-        self.record.propagating_end_bytes = on_wire - self.record.transmitting_end_bytes;
+        // The packet started last is still being serialised if the transmitter is busy; it is the
+        // newest in the pipe unless the link lost it.
+        let serialising = if self.busy_until > now && !cold.last_lost { pool.iter(&self.pipe).last() } else { None };
+        r.transmitting_end_packets = serialising.is_some() as u64;
+        r.transmitting_end_bytes = serialising.map_or(0, |p| p.wire_bytes as u64);
+        let on_wire: u64 = pool.iter(&self.pipe).map(|p| p.wire_bytes as u64).sum();
+        let in_pipe = pool.iter(&self.pipe).count() as u64;
+        r.propagating_end_packets = in_pipe - r.transmitting_end_packets;
+        r.propagating_end_bytes = on_wire - r.transmitting_end_bytes;
         // Conservation is checked on every run: a violation is an engine bug, never a result.
-        match self.record.unaccounted() {
+        match r.unaccounted() {
             (0, 0) => Ok(()),
             (packets, bytes) => Err(format!(
                 "packet conservation violated on {} ({packets} packets, {bytes} bytes unaccounted)",
-                self.record.name
+                r.name
             )),
         }
+    }
+}
+
+impl ChannelCold {
+    /// Accumulate the queue-length integral up to `now` (call before every change of length).
+    #[inline]
+    fn integrate_queue(&mut self, now: SimTime) {
+        if now == self.queue_changed_at {
+            return;
+        }
+        let dt = (now - self.queue_changed_at).0 as u128;
+        self.queue_packet_ps += self.queue.len_packets() as u128 * dt;
+        self.queue_byte_ps += self.queue.len_bytes() as u128 * dt;
+        self.queue_changed_at = now;
+    }
+
+    /// A packet starts transmission on a captured or lossy link: keep its copy for the capture,
+    /// then decide whether the link loses it (counted here).
+    fn captures_or_loses(&mut self, packet: &Packet) -> bool {
+        if self.keep_last_started {
+            self.last_started.clear();
+            self.last_started.push(*packet);
+        }
+        let lost = match self.burst_loss.as_mut() {
+            Some(ge) => ge.loses(&mut self.rng),
+            None => self.loss_threshold > 0 && self.rng.next_u64() < self.loss_threshold,
+        };
+        self.last_lost = lost;
+        if lost {
+            self.record.dropped_loss_packets += 1;
+            self.record.dropped_loss_bytes += packet.wire_bytes as u64;
+        }
+        lost
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_passing_packet_touches_is_two_cache_lines() {
+        assert_eq!((std::mem::size_of::<Channel>(), std::mem::align_of::<Channel>()), (128, 64));
+        let second = std::mem::offset_of!(Channel, counters) + std::mem::offset_of!(PacketCounters, delivered_bytes);
+        assert!((64..128).contains(&second), "prefetch names a field on the second line, at {second}");
+    }
 
     fn chain(p: f64, r: f64, loss_good: f64, loss_bad: f64) -> GilbertElliott {
         let mut ch = Channel::new(
@@ -367,7 +434,7 @@ mod tests {
             1,
         );
         ch.set_loss_model(&LossModel::GilbertElliott { p, r, loss_good, loss_bad });
-        ch.burst_loss.unwrap()
+        ch.cold.burst_loss.unwrap()
     }
 
     #[test]

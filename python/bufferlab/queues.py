@@ -16,15 +16,16 @@ here, one arm of `QueueSpec` in the engine and its own file in crates/bufferlab-
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter,
-                      ValidationError)
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from . import units
 from .errors import SpecError, from_validation_error
 from .sizing.rules import AVERAGES, Average
+from .spec.parsed import ANY, STR, Parsed
 from .units import QueueLimit
 
 __all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "Queue",
@@ -134,8 +135,17 @@ def _queue_size_out(size: QueueSize) -> Any:
     return str(size)
 
 
-QueueSizeField = Annotated[QueueSize, PlainValidator(parse_queue_size), PlainSerializer(_queue_size_out)]
+QueueSizeField = Annotated[QueueSize, Parsed(parse_queue_size, _queue_size_out, returns=ANY)]
 BDP = QueueSize(rule=SizeRule(rule="bdp"))
+
+
+_Bytes = Annotated[int, Parsed(units.parse_bytes, units.format_bytes, returns=STR)]
+
+
+# A discipline other than the FIFO is read only from a table with its kind (`parse_queue`): its
+# model's validator is built at the first such table, not by every command that imports the spec
+# (issue 15).
+_BUILT_ON_FIRST_USE = ConfigDict(defer_build=True)
 
 
 class _Queue(BaseModel):
@@ -176,11 +186,12 @@ class TbfQueue(_Queue):
     """Token bucket filter (Linux tbf): tokens at `rate` up to `burst` bytes, at most `limit`
     bytes waiting for tokens."""
 
+    model_config = _BUILT_ON_FIRST_USE
+
     kind: Literal["tbf"]
-    rate: Annotated[int, PlainValidator(lambda v: units.parse_rate(v)),
-                    PlainSerializer(units.format_rate, return_type=str)]
-    burst: Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
-    limit: Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
+    rate: Annotated[int, Parsed(lambda v: units.parse_rate(v), units.format_rate, returns=STR)]
+    burst: _Bytes
+    limit: _Bytes
 
     def sized(self, limit: QueueLimit) -> Self:
         return self
@@ -193,9 +204,7 @@ class TbfQueue(_Queue):
 
 
 _Alpha = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-_Time = Annotated[int, PlainValidator(lambda v: units.parse_time(v, positive=True)),
-                  PlainSerializer(units.format_time, return_type=str)]
-_Bytes = Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
+_Time = Annotated[int, Parsed(lambda v: units.parse_time(v, positive=True), units.format_time, returns=STR)]
 
 
 class SplitBuffQueue(_Queue):
@@ -204,6 +213,8 @@ class SplitBuffQueue(_Queue):
     router's RTTP estimate, sub-buffers sized by eq. (4) every `update_interval` (T_u) with
     queueing-delay smoothing gain `alpha`, served by byte-fair round robin (`quantum` bytes per
     turn)."""
+
+    model_config = _BUILT_ON_FIRST_USE
 
     kind: Literal["splitbuff"]
     limit: QueueSizeField = BDP
@@ -224,6 +235,8 @@ class BlindSplitBuffQueue(_Queue):
     """Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
     sub-buffers of `limit` / `sub_buffers` each, served by byte-fair round robin."""
 
+    model_config = _BUILT_ON_FIRST_USE
+
     kind: Literal["blind_splitbuff"]
     limit: QueueSizeField = BDP
     sub_buffers: Annotated[int, Field(ge=2, le=16)] = 2
@@ -241,7 +254,12 @@ Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue
 QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff")
 _ALIASES = {"fifoqueuedisc": "fifo", "pfifo": "fifo", "droptail": "fifo", "tokenbucket": "tbf",
             "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff"}
-_QUEUES: TypeAdapter[Queue] = TypeAdapter(Annotated[Queue, Field(discriminator="kind")])
+
+
+@functools.cache
+def _queues() -> TypeAdapter[Queue]:
+    """The queue models as one union by `kind`, built at the first queue written as a table."""
+    return TypeAdapter(Annotated[Queue, Field(discriminator="kind")])
 
 
 def parse_queue(value: Any) -> Queue:
@@ -262,7 +280,7 @@ def parse_queue(value: Any) -> Queue:
         raise SpecError("kind", f'unknown queue discipline "{data.get("kind")}" (known: {", ".join(QUEUE_KINDS)})')
     data["kind"] = kind
     try:
-        return _QUEUES.validate_python(data)
+        return _queues().validate_python(data)
     except ValidationError as e:
         error = from_validation_error(e)
         # The union's tag is the first part of pydantic's location: drop it.
@@ -276,7 +294,7 @@ def _queue_out(queue: Queue) -> Any:
     return queue.model_dump(mode="json")
 
 
-QueueField = Annotated[Queue, PlainValidator(parse_queue), PlainSerializer(_queue_out)]
+QueueField = Annotated[Queue, Parsed(parse_queue, _queue_out, returns=ANY)]
 
 
 def fifo(limit: QueueLimit) -> FifoQueue:

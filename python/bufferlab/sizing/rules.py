@@ -20,7 +20,6 @@ as the rule says), bytes and milliseconds of queueing at the link rate.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -81,6 +80,8 @@ def average_rtt(rtts_ns: Sequence[int], average: Average = "mean") -> float:
         raise ValueError("no RTTs: a rule needs at least one flow's RTT")
     if any(r <= 0 for r in rtts_ns):
         raise ValueError("RTTs must be positive")
+    import statistics  # here, not at the top: the spec imports this module, few specs size by rule
+
     if average == "mean":
         return statistics.fmean(rtts_ns)
     if average == "harmonic":
@@ -130,6 +131,8 @@ def single_flow(rate_bps: int, propagation_delay_ns: int, data_bytes: int, ack_b
 def splitbuff_thresholds(rtts_ns: Sequence[float], sub_buffers: int) -> list[float]:
     """Seed 002 §III.B / §IV.C: with two sub-buffers one threshold at the mean RTTP; with three,
     two at RTTP − σ/2 and RTTP + σ/2 (σ the standard deviation of the RTTs)."""
+    import statistics
+
     mean = statistics.fmean(rtts_ns)
     if sub_buffers == 2:
         return [mean]
@@ -156,6 +159,8 @@ def splitbuff_split(rate_bps: int, rtts_ns: Sequence[int], packet_bytes: int,
     gets B_i = T_Bi · B / Σ T_B, T_Bi the mean RTTP of the flows it carries. Each is rounded down
     so that the sub-buffers never exceed B ("the cumulative size of all sub-buffers should not
     exceed the BDP"). Returns the total and the sub-buffers; an empty sub-buffer gets nothing."""
+    import statistics
+
     total = bdp(rate_bps, rtts_ns, packet_bytes, "mean")
     classes = splitbuff_classes([float(r) for r in rtts_ns], sub_buffers)
     class_rttp = [statistics.fmean(c) if c else 0.0 for c in classes]

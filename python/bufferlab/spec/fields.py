@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import PlainSerializer, PlainValidator
+
+from pydantic_core import core_schema
 
 from .. import units
 from ..errors import SpecError
 from .distributions import Dist, parse_distribution
 from ..queues import Queue, QueueField
+from .parsed import STR, TABLE, TEXT_OR_TABLE, Parsed
 
 __all__ = [
     "Rate",
@@ -44,24 +46,16 @@ def _rate_or_unlimited(value: Any) -> int | None:
     return units.parse_rate(value, allow_unlimited=True)
 
 
-Rate = Annotated[int, PlainValidator(_rate), PlainSerializer(units.format_rate, return_type=str)]
+Rate = Annotated[int, Parsed(_rate, units.format_rate, returns=STR)]
 """A bit rate, stored in bit/s: "80Mbps"."""
 
-OptionalRate = Annotated[
-    int | None,
-    PlainValidator(_rate_or_unlimited),
-    PlainSerializer(units.format_rate, return_type=str),
-]
+OptionalRate = Annotated[int | None, Parsed(_rate_or_unlimited, units.format_rate, returns=STR)]
 """A bit rate or "unlimited" (None: zero transmission time)."""
 
-Time = Annotated[int, PlainValidator(units.parse_time), PlainSerializer(units.format_time, return_type=str)]
+Time = Annotated[int, Parsed(units.parse_time, units.format_time, returns=STR)]
 """A duration or instant, stored in ns: "15ms"; "0s" allowed."""
 
-PositiveTime = Annotated[
-    int,
-    PlainValidator(lambda v: units.parse_time(v, positive=True)),
-    PlainSerializer(units.format_time, return_type=str),
-]
+PositiveTime = Annotated[int, Parsed(lambda v: units.parse_time(v, positive=True), units.format_time, returns=STR)]
 
 
 def _sample_interval(value: Any) -> int:
@@ -70,17 +64,14 @@ def _sample_interval(value: Any) -> int:
     return units.parse_time(value, positive=True)
 
 
-SampleInterval = Annotated[
-    int,
-    PlainValidator(_sample_interval),
-    PlainSerializer(lambda ns: units.format_time(ns) if ns else "off", return_type=str),
-]
+SampleInterval = Annotated[int, Parsed(_sample_interval, lambda ns: units.format_time(ns) if ns else "off",
+                                        returns=STR)]
 """Time-series sampling interval in ns; "off" (stored as 0) records no time series."""
 
-ByteCount = Annotated[int, PlainValidator(units.parse_bytes), PlainSerializer(units.format_bytes, return_type=str)]
+ByteCount = Annotated[int, Parsed(units.parse_bytes, units.format_bytes, returns=STR)]
 """An amount of bytes: "1.25MB", or a plain integer of bytes."""
 
-Probability = Annotated[float, PlainValidator(units.parse_probability)]
+Probability = Annotated[float, Parsed(units.parse_probability, inner=core_schema.float_schema())]
 """A probability in [0, 1): 0.01 or "1%"."""
 
 
@@ -187,7 +178,7 @@ def _traffic_out(traffic: Traffic) -> str | dict[str, Any]:
     return out
 
 
-TrafficField = Annotated[Traffic, PlainValidator(parse_traffic), PlainSerializer(_traffic_out)]
+TrafficField = Annotated[Traffic, Parsed(parse_traffic, _traffic_out, returns=TEXT_OR_TABLE)]
 
 
 # --- loss models ----------------------------------------------------------------------------
@@ -242,7 +233,7 @@ def _loss_model_out(model: LossModel) -> dict[str, Any]:
     return {"kind": model.kind, "p": model.p, "r": model.r, "loss_good": model.loss_good, "loss_bad": model.loss_bad}
 
 
-LossModelField = Annotated[LossModel, PlainValidator(parse_loss_model), PlainSerializer(_loss_model_out)]
+LossModelField = Annotated[LossModel, Parsed(parse_loss_model, _loss_model_out, returns=TABLE)]
 
 
 # --- names: controllers and recovery --------------------------------------------------------
@@ -281,8 +272,8 @@ def engine_recovery(name: str) -> str:
     return _RECOVERIES[name.lower()]
 
 
-Controller = Annotated[str, PlainValidator(parse_controller)]
+Controller = Annotated[str, Parsed(parse_controller, inner=core_schema.str_schema())]
 """A congestion controller name as the user wrote it (reno, newreno, TcpNewReno, ...)."""
 
-Recovery = Annotated[str, PlainValidator(parse_recovery)]
+Recovery = Annotated[str, Parsed(parse_recovery, inner=core_schema.str_schema())]
 """A loss-recovery name as the user wrote it (prr, classic, TcpPrrRecovery, ...)."""

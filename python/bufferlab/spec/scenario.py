@@ -39,8 +39,7 @@ from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, StrictBool, StrictInt,
-                      ValidationError, ValidationInfo)
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, ValidationInfo
 
 from ..errors import SpecError, from_validation_error
 from .distributions import Dist, parse_distribution
@@ -60,6 +59,7 @@ from .fields import (
 )
 from ..queues import fifo
 from .. import units
+from .parsed import TABLE, Parsed
 from .topology import Graph, ParkingLot, Tree, build_parking_lot, build_tree
 
 __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "QuicOptions", "Dumbbell", "Capture",
@@ -96,9 +96,9 @@ def _written(dist: Dist) -> dict[str, Any]:
     return dist.written
 
 
-SizeDist = Annotated[Dist, PlainValidator(_size_dist), PlainSerializer(_written)]
+SizeDist = Annotated[Dist, Parsed(_size_dist, _written, returns=TABLE, info=True)]
 """A distribution of sizes (bytes): flow sizes."""
-TimeDist = Annotated[Dist, PlainValidator(_time_dist), PlainSerializer(_written)]
+TimeDist = Annotated[Dist, Parsed(_time_dist, _written, returns=TABLE, info=True)]
 """A distribution of times (ns): think times, on and off periods."""
 
 
@@ -108,8 +108,8 @@ def _rtt(value: Any, info: ValidationInfo) -> int | Dist:
     return units.parse_time(value, positive=True)
 
 
-RttField = Annotated[int | Dist, PlainValidator(_rtt),
-                     PlainSerializer(lambda v: v.written if isinstance(v, Dist) else units.format_time(v))]
+RttField = Annotated[int | Dist, Parsed(_rtt, lambda v: v.written if isinstance(v, Dist) else units.format_time(v),
+                                         info=True)]
 """A dumbbell's RTT: a time, or a distribution each flow draws its RTT from."""
 
 
@@ -119,8 +119,8 @@ def _start(value: Any, info: ValidationInfo) -> int | Dist:
     return units.parse_time(value)
 
 
-StartField = Annotated[int | Dist, PlainValidator(_start),
-                       PlainSerializer(lambda v: v.written if isinstance(v, Dist) else units.format_time(v))]
+StartField = Annotated[int | Dist, Parsed(_start, lambda v: v.written if isinstance(v, Dist) else units.format_time(v),
+                                           info=True)]
 """A flow's start: a time, or a distribution its start is drawn from (jittered application starts,
 as ns-3 users do, so that seeds give independent replications); see `draw_starts`."""
 
@@ -336,8 +336,8 @@ def _topology(value: Any, info: ValidationInfo) -> Topology:
         raise from_validation_error(e) from None
 
 
-TopologyField = Annotated[Topology, PlainValidator(_topology),
-                          PlainSerializer(lambda t: t.model_dump(mode="json", exclude_unset=True))]
+TopologyField = Annotated[Topology, Parsed(_topology, lambda t: t.model_dump(mode="json", exclude_unset=True),
+                                             info=True)]
 
 
 class Capture(_Model):

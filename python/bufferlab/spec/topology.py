@@ -45,7 +45,9 @@ MS = 1_000_000
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Validated only through `scenario._topology`, by kind: a model's validator is built when the
+    # first scenario of its kind is read, not by every command that imports the spec (issue 15).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 @dataclass

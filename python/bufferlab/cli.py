@@ -541,14 +541,8 @@ def prepare_process() -> None:
     numpy's OpenBLAS starts a pool of worker threads when numpy is imported, and they spin for a
     while waiting for work: 35-40 ms of CPU time in every `bufferlab run`, for nothing, since no
     metric multiplies matrices (sums and means are numpy's own loops, so no result depends on
-    it). The command asks for one BLAS thread unless the environment says otherwise.
-
-    Pydantic looks for plugins (the "pydantic" entry points of every installed distribution)
-    when the first model is built: 3-5 ms of reading package metadata at every start, and none of
-    bufferlab's dependencies is one. The command skips the search unless pydantic's own switch,
-    PYDANTIC_DISABLE_PLUGINS, is already set."""
+    it). The command asks for one BLAS thread unless the environment says otherwise."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
 def exit_now(status: int) -> NoReturn:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..pipeline.result import column_names, numpy_column
+from ..pipeline.result import column_names, numpy_column, polars_type
 from . import summary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,8 +110,7 @@ def _frame(rows: list[dict[str, Any]], columns: Mapping[str, str]) -> pl.DataFra
     """Rows of one of the catalogue's tables as a polars DataFrame of its types."""
     import polars as pl
 
-    kinds = {"UInt32": pl.UInt32, "Utf8": pl.String, "Float64": pl.Float64, "Boolean": pl.Boolean}
-    schema = {name: kinds[kind] for name, kind in columns.items()}
+    schema = {name: polars_type(kind) for name, kind in columns.items()}
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 

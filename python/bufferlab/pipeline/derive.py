@@ -18,7 +18,7 @@ from ..analysis import metrics as catalogue
 from ..analysis import summary
 from .engine import core
 from .plan import Plan
-from .result import ENGINE_TABLES, EngineResult, engine_column_types, engine_schemas
+from .result import ENGINE_TABLES, EngineResult, engine_column_types, engine_schemas, polars_type
 from .simulate import RawRun
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,12 +81,9 @@ def stored_column_types() -> dict[str, dict[str, str]]:
 
 def stored_schemas() -> dict[str, dict[str, pl.DataType]]:
     """`stored_column_types` as polars types."""
-    import polars as pl
-
     schemas: dict[str, dict[str, pl.DataType]] = {name: dict(schema) for name, schema in engine_schemas().items()}
-    kinds = {"Utf8": pl.String(), "Float64": pl.Float64(), "UInt64": pl.UInt64()}
     for name, extra in (("flows", FLOW_SUMMARY), ("channels", CHANNEL_SUMMARY)):
-        schemas[name].update({column: kinds[kind] for column, kind in extra.items()})
+        schemas[name].update({column: polars_type(kind) for column, kind in extra.items()})
     return schemas
 
 
@@ -114,8 +111,7 @@ def _with_columns(table: Any, columns: Mapping[str, str], values: Mapping[str, l
         return table.with_columns([(name, kind, values[name]) for name, kind in columns.items()])
     import polars as pl
 
-    kinds = {"Utf8": pl.String, "Float64": pl.Float64, "UInt64": pl.UInt64}
-    return table.with_columns(pl.Series(name, values[name], dtype=kinds[kind]) for name, kind in columns.items())
+    return table.with_columns(pl.Series(name, values[name], dtype=polars_type(kind)) for name, kind in columns.items())
 
 
 def flow_rows(flows: Any, records: Sequence[Mapping[str, Any]], end_ns: int,

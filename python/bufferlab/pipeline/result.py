@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
 __all__ = ["EngineResult", "ENGINE_TABLES", "engine_schemas", "engine_column_types", "rows", "numpy_column",
-           "column_names"]
+           "column_names", "polars_type"]
 
 # The engine's tables besides `run`, in the order the store writes them.
 ENGINE_TABLES = ("flows", "channels", "queue_classes", "flow_timeseries", "channel_timeseries", "class_timeseries",
@@ -56,6 +56,16 @@ def numpy_column(table: Any, name: str) -> np.ndarray:
     if hasattr(table, "to_pylist"):
         return np.asarray(table.column(name))
     return np.asarray(table[name].to_numpy())
+
+
+def polars_type(arrow_type: str) -> pl.DataType:
+    """The polars type of a column that derive and the metric catalogue declare by its Arrow type
+    name (`_core.Table.column_types`: Boolean, UInt32, UInt64, Float64, Utf8)."""
+    import polars as pl
+
+    types: dict[str, pl.DataType] = {"Boolean": pl.Boolean(), "UInt32": pl.UInt32(), "UInt64": pl.UInt64(),
+                                     "Float64": pl.Float64(), "Utf8": pl.String()}
+    return types[arrow_type]
 
 
 def column_names(table: Any) -> list[str]:

@@ -393,11 +393,11 @@ class Store:
         if not len(frame):
             return
         for statement in statements:
+            # A statement that fails aborts the transaction, and the ROLLBACK that follows takes
+            # the registration with it (DuckDB 2 refuses to unregister inside an aborted one).
             self.con.register("_frame", frame.__arrow_c_stream__())
-            try:
-                self.con.execute(statement)
-            finally:
-                self.con.unregister("_frame")
+            self.con.execute(statement)
+            self.con.unregister("_frame")
 
     def _insert_tables(self, run: DerivedRun) -> None:
         """Every table of the run but `runs`, as `derive` made them."""

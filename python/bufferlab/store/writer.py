@@ -180,7 +180,8 @@ def _create_statement(table: str) -> str:
 
 
 def _existing_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    rows = con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()
+    rows = con.execute("SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
+                       "AND table_schema = 'main'").fetchall()
     return {r[0] for r in rows}
 
 

@@ -230,3 +230,31 @@ def test_a_later_write_leaves_the_row_groups_of_earlier_runs_where_they_are(db: 
     with store.Store(db) as s:
         for run in (first, second):
             assert len(s.table_rows("channel_timeseries", run.run_id)) == run.result.channel_timeseries.height
+
+
+def test_a_duckdb_file_without_meta_is_refused_and_left_as_it_was(db: Path) -> None:
+    db.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE notes (x INTEGER)")
+    con.close()
+    with pytest.raises(store.StoreError, match=r"not a bufferlab store \(no meta table\)"):
+        store.Store(db)
+    done = bufferlab("results", "list", "--db", str(db))
+    assert done.returncode == 2 and done.stderr.startswith("error: --db: not a bufferlab store")
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT table_name FROM information_schema.tables").fetchall() == [("notes",)]
+    finally:
+        con.close()
+
+
+def test_an_empty_duckdb_file_becomes_a_store_of_the_current_schema(db: Path) -> None:
+    db.parent.mkdir(parents=True, exist_ok=True)
+    duckdb.connect(str(db)).close()
+    with store.Store(db):
+        pass
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert store.stored_schema_version(con) == store.SCHEMA_VERSION
+    finally:
+        con.close()

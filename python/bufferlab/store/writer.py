@@ -186,13 +186,16 @@ def _existing_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def stored_schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
-    """The schema version recorded in a store; None for an empty file (no tables yet)."""
-    tables = _existing_tables(con)
-    if not tables:
-        return None
-    if "meta" not in tables:
-        raise StoreError("--db", "not a bufferlab store (no meta table)")
-    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    """The schema version recorded in a store; None for an empty file (no tables yet).
+
+    `meta` is read first: listing the catalogue costs DuckDB more than the rest of opening a
+    store (~6 ms of CPU, the table sizes it computes), so only a file without `meta` pays it."""
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except duckdb.CatalogException:  # no meta table: an empty file, or not a store
+        if not _existing_tables(con):
+            return None
+        raise StoreError("--db", "not a bufferlab store (no meta table)") from None
     if row is None:
         raise StoreError("--db", "not a bufferlab store (no schema_version in meta)")
     return int(row[0])

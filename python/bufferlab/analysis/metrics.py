@@ -451,6 +451,12 @@ def _compacted(values: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.nda
     return np.take_along_axis(values.T, order, axis=1), keep.sum(axis=0)
 
 
+def _positive_counts(counts: np.ndarray) -> list[int]:
+    """The distinct positive values of `counts`, in increasing order. (Not `np.unique`: numpy 2.4's
+    imports numpy.ma to ask whether its argument is masked, 4-5 ms of a fresh run; issue 15.)"""
+    return sorted(set(counts[counts > 0].tolist()))
+
+
 def _row_sums(rows: np.ndarray, n: int) -> np.ndarray:
     """The sum of each row's first `n` entries, in the order ``row[:n].sum()`` adds them (numpy's
     pairwise summation runs along the contiguous last axis), so that samples taken together give
@@ -470,7 +476,7 @@ def _network_samples(tput: np.ndarray, in_flight: np.ndarray, bdp_util: np.ndarr
     flight_all, _ = _compacted(in_flight, active)
     bdp_all, _ = _compacted(bdp_util, active)
     total_all = np.full(tput.shape[1], np.nan)
-    for n in np.unique(n_active[n_active > 0]).tolist():
+    for n in _positive_counts(n_active):
         cols = np.flatnonzero(n_active == n)
         x = np.ascontiguousarray(x_all[cols, :n])
         total = total_all[cols] = _row_sums(x, n)
@@ -489,7 +495,7 @@ def _network_samples(tput: np.ndarray, in_flight: np.ndarray, bdp_util: np.ndarr
         values["mean_jains_fairness_throughput_l4"][cols[fair]] = total_squared / (n * squares[fair])
         values["mean_product_fairness_throughput_l4"][cols] = np.prod(x, axis=1)
     p_all, n_positive = _compacted(tput, active & (tput > 0))
-    for n in np.unique(n_positive[n_positive > 0]).tolist():
+    for n in _positive_counts(n_positive):
         cols = np.flatnonzero(n_positive == n)
         p = np.ascontiguousarray(p_all[cols, :n])
         values["mean_agg_utility_pf_l4"][cols] = _row_sums(np.log(p), n)

@@ -119,3 +119,15 @@ def test_the_printed_summary_is_the_same_text_with_or_without_colours() -> None:
     assert re.sub(r"\x1b\[[0-9;]*m", "", colour) == plain
     header = colour.splitlines()[0]
     assert "\x1b[1;36m11\x1b[0m" in header  # repr.number: bold cyan
+
+
+def test_the_printed_summary_shows_names_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    # An emoji code (":fire:") in a name is printed as written.
+    counters = {"end_ns": 11_000_000_000, "events": 1, "engine_version": "0.1.0",
+                "flows": [flow(name="f:fire:")], "channels": [channel()]}
+    summary = m.summarise(counters, endpoints=[("h:smile:", "d")], bottleneck=0, run_id="ab" * 32,
+                          from_store=False, seed=1, wall_time_s=0.25)
+    print_summary(summary, scenario="s:cd:", db="r:x:.duckdb")
+    out = capsys.readouterr().out
+    assert out.startswith("s:cd:: 11 s simulated") and "(r:x:.duckdb, run abab" in out
+    assert "│ f:fire: │ h:smile: → d │" in out

@@ -20,6 +20,7 @@ numpy, DuckDB and rich are imported inside the commands that use them (`bufferla
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import json
 import os
@@ -44,6 +45,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["main", "cli"]
 
 EXIT_BAD_INPUT = 2
+# New container objects between two passes of the cyclic garbage collector in the command's
+# process (Python's default is 700; see `prepare_process`).
+GC_THRESHOLD = 100_000
 # Progress reports of a run: (simulated ns reached, simulated ns at the end).
 runner_progress = Callable[[int, int], None]
 
@@ -541,8 +545,17 @@ def prepare_process() -> None:
     numpy's OpenBLAS starts a pool of worker threads when numpy is imported, and they spin for a
     while waiting for work: 35-40 ms of CPU time in every `bufferlab run`, for nothing, since no
     metric multiplies matrices (sums and means are numpy's own loops, so no result depends on
-    it). The command asks for one BLAS thread unless the environment says otherwise."""
+    it). The command asks for one BLAS thread unless the environment says otherwise.
+
+    Python's cyclic garbage collector runs whenever 700 more container objects exist than at its
+    last pass, and every tenth pass walks the survivors of the ten before: about 100 passes in a
+    fresh `bufferlab run`, most of them over the objects its imports made (classes, functions,
+    pydantic's schemas), 5-6 ms of CPU time for a command that leaves little cyclic garbage.
+    The command lets 100,000 accumulate instead: a short run needs no pass, a long one a few
+    (1000 flows for 5 s: 0.15 s less CPU time), and the garbage that waits between passes stays
+    bounded (the peak memory of a finely recorded run is unchanged)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def exit_now(status: int) -> NoReturn:

@@ -150,3 +150,36 @@ def test_the_command_collects_cyclic_garbage_less_often_than_the_library() -> No
     library, command = out.stderr.splitlines()
     assert library == "(700, 10, 10)"
     assert command == "(100000, 10, 10)"
+
+
+def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run over before `PROGRESS_BAR_AFTER_S` never loads rich's progress module or starts its
+    # refresh thread; a longer one gets its bar from then on, timed from the run's start.
+    from bufferlab import cli
+
+    clock = [100.0]
+    drawn: list[tuple[str, float]] = []
+    updates: list[dict[str, object]] = []
+
+    class Bar:
+        def update(self, task: object, **fields: object) -> None:
+            updates.append(fields)
+
+    def draw(stack: object, label: str, started: float) -> tuple[Bar, int]:
+        drawn.append((label, started))
+        return Bar(), 0
+
+    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(cli, "_draw_progress_bar", draw)
+    end = 30_000_000_000
+    with cli._progress_bar("dumbbell") as report:
+        report(end // 4, end)
+        clock[0] += cli.PROGRESS_BAR_AFTER_S / 2
+        report(end // 2, end)
+        assert drawn == [] and updates == []
+        clock[0] += cli.PROGRESS_BAR_AFTER_S
+        report(3 * end // 4, end)
+        report(end, end)
+    assert drawn == [("dumbbell", 100.0)]
+    assert [u["completed"] for u in updates] == [3 * end // 4, end]
+    assert updates[-1]["simulated"] == "30.0/30 s simulated; storing the results"

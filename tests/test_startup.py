@@ -183,3 +183,11 @@ def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monk
     assert drawn == [("dumbbell", 100.0)]
     assert [u["completed"] for u in updates] == [3 * end // 4, end]
     assert updates[-1]["simulated"] == "30.0/30 s simulated; storing the results"
+
+
+def test_the_sizing_module_loads_only_for_a_queue_sized_by_time_or_rule(tmp_path: Path) -> None:
+    args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
+            "--set", "duration=1s", "--json")
+    assert modules_loaded(cli(*args), ("bufferlab.sizing.resolve",)) == []
+    assert modules_loaded(cli(*args, "--set", "topology.queue=25ms"), ("bufferlab.sizing.resolve",)) == [
+        "bufferlab.sizing.resolve"]

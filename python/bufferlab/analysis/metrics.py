@@ -232,9 +232,19 @@ def series_mean(series: pl.Series) -> float:
     return float(mean)
 
 
+def _increments(cumulative: np.ndarray) -> np.ndarray:
+    """Each sample's increase over the one before, the first's over 0, in float64: bit for bit
+    `np.diff(x, prepend=0.0)` without its generality (a run of 10,000 flows takes 70,000)."""
+    x = np.asarray(cumulative, dtype=np.float64)
+    out = np.empty(x.size)
+    out[:1] = x[:1]  # x[0] - 0.0 is x[0]
+    np.subtract(x[1:], x[:-1], out=out[1:])
+    return out
+
+
 def interval_rate_mbps(cumulative: np.ndarray, dt_ns: np.ndarray) -> np.ndarray:
     """Per-interval rate in Mb/s of a cumulative byte series (value 0 at t = 0)."""
-    increase = np.diff(cumulative.astype(np.float64), prepend=0.0)
+    increase = _increments(cumulative)
     rate: np.ndarray = increase * 8e3 / dt_ns  # bytes/ns x 8e3 = Mb/s
     return rate
 
@@ -299,7 +309,7 @@ def _compute_flow_series(run: RunData, flow: int) -> _FlowSeries | None:
     assert ts is not None
     rec, spec = run.flows[flow], run.flow_specs[flow]
     t = np.asarray(ts.time_ns, dtype=np.float64)
-    dt = np.diff(t, prepend=0.0)
+    dt = _increments(t)
     start, end = float(rec["start_ns"]), float(_lifetime_end(rec, run.end_ns))
     active = (t > start) & (t - dt < end) & (dt > 0)
     mss, header = segment_bytes(spec)
@@ -322,8 +332,8 @@ def _compute_flow_series(run: RunData, flow: int) -> _FlowSeries | None:
     sent_data = np.asarray(ts.column("sent_bytes")[row], dtype=np.float64)
     # The EWMA exists from the second data segment on.
     idt_ms = np.where(sent_data > mss, idt / 1e6, np.nan)
-    delivered = np.diff(col("delivered_bytes"), prepend=0.0)
-    delay = np.diff(col("delivery_delay_byte_us"), prepend=0.0)
+    delivered = _increments(col("delivered_bytes"))
+    delay = _increments(col("delivery_delay_byte_us"))
     with np.errstate(invalid="ignore", divide="ignore"):
         owd_ms = np.where(delivered > 0, delay / delivered / 1e3, np.nan)
     rate_bps = run.path_bottleneck_bps(flow)

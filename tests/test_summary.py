@@ -131,3 +131,16 @@ def test_the_printed_summary_shows_names_as_written(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert out.startswith("s:cd:: 11 s simulated") and "(r:x:.duckdb, run abab" in out
     assert "│ f:fire: │ h:smile: → d │" in out
+
+
+def test_the_printed_summary_shows_brackets_in_names_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    # "[...]" in a flow, host or channel name is the user's text, not rich markup: "[/x]" alone
+    # would make rich raise (a closing tag with nothing open).
+    counters = {"end_ns": 11_000_000_000, "events": 1, "engine_version": "0.1.0",
+                "flows": [flow(name="f[/x]")], "channels": [channel(name="[bold]btl_forward")]}
+    summary = m.summarise(counters, endpoints=[("[red]h", "d")], bottleneck=0, run_id="ab" * 32,
+                          from_store=False, seed=1, wall_time_s=0.25)
+    print_summary(summary, scenario="s", db="r.duckdb")
+    out = capsys.readouterr().out
+    assert "│ f[/x] │ [red]h → d │" in out
+    assert "│ [bold]btl_forward │" in out

@@ -350,7 +350,9 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
         click.echo(json.dumps({"run_id": run_id, **row, "metrics": _metrics_json(db, run_id, all_links)}, indent=2,
                               default=str))
         return
-    _console().print(f"run {run_id[:12]} ({row['name']}, seed {row['seed']}, engine {row['engine_version']}, "
+    from rich.markup import escape
+
+    _console().print(f"run {run_id[:12]} ({escape(str(row['name']))}, seed {row['seed']}, engine {row['engine_version']}, "
                      f"{row['end_ns'] / 1e9:g} s simulated)")
     _print_metrics(db, run_id, all_links=all_links)
 

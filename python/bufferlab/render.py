@@ -38,7 +38,8 @@ def summary_tables(summary: RunSummary) -> list[Table]:
     for header in ("flow", "path", "goodput Mb/s", "loss rate", "retrans", "RTOs", "mean srtt ms", "completion s"):
         flows.add_column(header, justify="left" if header in ("flow", "path") else "right")
     for f in summary.flows[:MAX_FLOW_ROWS]:
-        flows.add_row(f.name, f"{f.src} → {f.dst}", _num(f.goodput_mbps, ".3f"), _pct(f.loss_rate, 3),
+        # Names are the user's text: "[...]" in one is not rich markup.
+        flows.add_row(escape(f.name), escape(f"{f.src} → {f.dst}"), _num(f.goodput_mbps, ".3f"), _pct(f.loss_rate, 3),
                       str(f.retransmissions), str(f.rtos), _num(f.mean_srtt_ms, ".3f"),
                       _num(f.completion_time_s, ".4f"))
     hidden = len(summary.flows) - MAX_FLOW_ROWS
@@ -51,7 +52,7 @@ def summary_tables(summary: RunSummary) -> list[Table]:
         for header in ("channel", "rate Mb/s", "utilisation", "drops", "random losses", "mean queue pkts",
                        "max queue pkts", "mean sojourn ms"):
             btl.add_column(header, justify="left" if header == "channel" else "right")
-        btl.add_row(b.channel, _num(b.rate_mbps, "g"), _pct(b.utilisation), str(b.drops), str(b.random_losses),
+        btl.add_row(escape(b.channel), _num(b.rate_mbps, "g"), _pct(b.utilisation), str(b.drops), str(b.random_losses),
                     _num(b.mean_queue_packets, ".2f"), str(b.max_queue_packets), _num(b.mean_sojourn_ms, ".3f"))
         if b.queue is not None:
             btl.caption = f"queue: {escape(b.queue)}"

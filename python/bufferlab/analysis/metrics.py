@@ -167,6 +167,9 @@ class RunData:
     # The sampled flows' per-sample quantities (under "block"), computed once for the flow and
     # the network tables.
     _series: dict[str, _SeriesBlock | None] = field(default_factory=dict, init=False, repr=False)
+    # Each channel's service rate (`summary.service_rate_bps`), taken once: the flows' paths and
+    # the link table ask for it 100,000s of times on a large run.
+    _service_rates: list[int | None] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def from_result(cls, counters: Mapping[str, Any], flow_timeseries: Any, engine_spec: Mapping[str, Any],
@@ -186,11 +189,17 @@ class RunData:
             return None
         return self.timeseries.rows.get(flow)
 
+    def service_rate_bps(self, channel: int) -> int | None:
+        """`summary.service_rate_bps` of channel `channel`."""
+        if self._service_rates is None:
+            self._service_rates = [summary.service_rate_bps(c) for c in self.channels]
+        return self._service_rates[channel]
+
     def bottleneck_bps(self) -> float | None:
         """Rate of the run's bottleneck channel (the spec's, else the slowest busy one)."""
         if self.bottleneck is None:
             return None
-        rate = summary.service_rate_bps(self.channels[self.bottleneck])
+        rate = self.service_rate_bps(self.bottleneck)
         return None if rate is None else float(rate)
 
     def path_bottleneck_bps(self, flow: int) -> float | None:
@@ -199,7 +208,7 @@ class RunData:
         path = self.flows[flow].get("path")
         if not path:
             return self.bottleneck_bps()
-        rates = [r for r in (summary.service_rate_bps(self.channels[c]) for c in path) if r is not None]
+        rates = [r for r in (self.service_rate_bps(c) for c in path) if r is not None]
         return float(min(rates)) if rates else None
 
 
@@ -521,7 +530,7 @@ def link_metric_rows(run: RunData) -> list[dict[str, Any]]:
             continue
         rows.append({
             "channel": i, "name": c["name"],
-            "rate_mbps": None if (rate := summary.service_rate_bps(c)) is None else rate / 1e6,
+            "rate_mbps": None if (rate := run.service_rate_bps(i)) is None else rate / 1e6,
             "bottleneck": i == run.bottleneck,
             "mean_qdisc_length_l2": summary.mean_queue_packets(c, end),
             "max_qdisc_length_l2": float(c["max_queue_packets"]),

@@ -12,6 +12,7 @@
 //! (LaMarca and Ladner, "The influence of caches on the performance of heaps", 1996). The events
 //! themselves wait in a separate array, named by their key, and are read once, when popped.
 
+use crate::net::routing::Hop;
 use crate::units::SimTime;
 
 /// What happens when an event fires. Small and `Copy`: packets never live in the heap.
@@ -20,8 +21,10 @@ pub enum Event {
     /// The transmitter of a channel is free again (or a shaper releases a packet).
     ChannelWakeup { channel: u32 },
     /// The packet at the head of a channel's propagation pipe, in pool slot `slot`, reaches the
-    /// far node. The slot is named here so that reading the packet need not wait for the channel.
-    Arrive { channel: u32, slot: u32 },
+    /// far node, where `then` says what becomes of it. The slot is named here so that reading the
+    /// packet need not wait for the channel, and `then` so that the channel or flow the packet
+    /// goes to can be asked for before the packet is read.
+    Arrive { channel: u32, slot: u32, then: Hop },
     /// A TCP sender's timer (RTO, pacing or application start/stop) may be due.
     SenderTimer { flow: u32 },
     /// A TCP receiver's delayed-ACK timer may be due.

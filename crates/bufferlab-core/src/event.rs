@@ -252,6 +252,36 @@ impl EventQueue {
         Some(self.entries[self.decode(*earliest).2 as usize])
     }
 
+    /// Ask for the entries of the events that may be [`EventQueue::peek_second`] after the next
+    /// pop: the root's other children, and the children of the earliest one, which replace it
+    /// when it rises to the root. Their keys are on lines every pop reads (the top three levels);
+    /// their entries, scheduled milliseconds ago, are not, and reading one to peek would wait.
+    #[inline]
+    pub fn prefetch_upcoming(&self) {
+        let Some(children) = self.keys.get(ROOT - 2) else { return };
+        let mut earliest = 0;
+        for (lane, &key) in children.0.iter().enumerate() {
+            if key != VACANT {
+                self.prefetch_entry(key);
+            }
+            if key < children.0[earliest] {
+                earliest = lane;
+            }
+        }
+        if let Some(grandchildren) = self.keys.get(4 * (ROOT - 2) + earliest - 2) {
+            for &key in grandchildren.0.iter().filter(|&&key| key != VACANT) {
+                self.prefetch_entry(key);
+            }
+        }
+    }
+
+    #[inline]
+    fn prefetch_entry(&self, key: Key) {
+        if let Some(event) = self.entries.get(self.decode(key).2 as usize) {
+            crate::memory::prefetch(event);
+        }
+    }
+
     pub fn peek_time(&self) -> Option<SimTime> {
         (self.len > 0).then(|| SimTime((self.key(ROOT) >> 64) as u64))
     }

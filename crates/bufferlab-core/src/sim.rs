@@ -445,6 +445,10 @@ impl Simulator {
         if let Some(event) = self.events.peek_second() {
             self.prefetch_event(event);
         }
+        if self.prefetch_hops {
+            // So that the event after next is known without a wait at the next event.
+            self.events.prefetch_upcoming();
+        }
         if let Some(event) = self.events.peek() {
             self.prefetch_event(event);
             // A second stage for the next event: the sender it goes to was asked for one event

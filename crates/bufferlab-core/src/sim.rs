@@ -117,15 +117,18 @@ pub struct Simulator {
     captures: Vec<Capture>,
     /// Reused output buffer of endpoint calls: no allocation per packet.
     outbox: Vec<Packet>,
-    /// The flows' state is larger than a core's caches, so arrivals also ask for what their
-    /// packet goes to next (see `Simulator::prefetch_event`); on a small run that is in the
-    /// caches anyway and asking would only cost instructions (~4 % more on the reference dumbbell).
+    /// The flows' state is far larger than the caches, so arrivals also ask for what their
+    /// packet goes to next (see `Simulator::prefetch_event`) and the event queue for the entries
+    /// of the events after next. On a smaller run that is mostly in the caches anyway, and the
+    /// asking costs more than it saves.
     prefetch_hops: bool,
 }
 
-/// Flow state (inline) above which arrivals prefetch their hop: a core's L2 cache on current
-/// machines (1 MB, about 600 TCP flows).
-const PREFETCH_HOPS_ABOVE_BYTES: usize = 1 << 20;
+/// Listed flows' state (inline) above which the simulator prefetches hops: about 4,800 TCP
+/// flows. Measured on 10 Gb/s dumbbells (RTTs 20-200 ms) on a 2-core EPYC (1 MB L2 per core,
+/// 32 MB L3): 10,000 flows gain ~15 %, 5,000 a few %, 3,000 break even, and 1,000 flows at 1 Gb/s
+/// lose ~15 %, as does seed 000 (thousands of generated flows, few of them at once).
+const PREFETCH_HOPS_ABOVE_BYTES: usize = 8 << 20;
 
 /// Stream owners other than channels mix a domain constant into the run seed, so that their
 /// streams never coincide with a channel's.
@@ -340,9 +343,7 @@ impl Simulator {
             capture_of,
             captures,
             outbox: Vec::with_capacity(64),
-            // Generators may create any number of flows.
-            prefetch_hops: spec.flows.len() * std::mem::size_of::<Flow>() > PREFETCH_HOPS_ABOVE_BYTES
-                || !spec.generators.is_empty(),
+            prefetch_hops: spec.flows.len() * std::mem::size_of::<Flow>() > PREFETCH_HOPS_ABOVE_BYTES,
         })
     }
 

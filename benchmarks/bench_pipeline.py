@@ -59,13 +59,26 @@ Pipeline steps, in this process, each measured on its own (best of the repetitio
 Imports happen once, in a warm-up run before the measurements (a fresh process pays them: see
 the whole-process figure and --imports). Printed figures, never asserted: the machine is shared,
 so compare figures taken in one run.
+
+    python benchmarks/bench_pipeline.py --existing       # persist into a store of N runs
+    python benchmarks/bench_pipeline.py --existing --baseline ../main/.venv/bin/python
+
+--existing: CPU time of `store.writer.persist` of the reference dumbbell's run (156,000 series
+rows) into a store that already holds 0, 1, 10 and 50 runs of it (each under its own run id),
+best of the repetitions, each into a fresh copy of that store; and the store's size. A write
+that rewrites what earlier runs left (DuckDB's vacuum merging row groups, a table's last row
+group taken up again) shows as a figure that grows with N. With --baseline the same figures for
+the other interpreter (its checkout's bufferlab and DuckDB), measured in a child process.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -250,6 +263,61 @@ def pipeline_steps(scenario: dict[str, Any], repetitions: int) -> dict[str, floa
             "persist": persist_s, "after engine": crossing + derive_s + persist_s}
 
 
+# How many runs the store holds before the measured write (see --existing).
+EXISTING_RUNS = (0, 1, 10, 50)
+
+
+def _bench_run_id(k: int) -> str:
+    """A run id (64 hex digits) of its own for the k-th copy of the reference run."""
+    return hashlib.sha256(f"bench_pipeline existing {k}".encode()).hexdigest()
+
+
+def persist_into_existing(repetitions: int, counts: tuple[int, ...] = EXISTING_RUNS) -> list[dict[str, float]]:
+    """For each n of `counts`: the least CPU seconds of persisting the reference dumbbell's run
+    into a copy of a store that holds n runs already, and that store's bytes (see --existing)."""
+    from bufferlab.pipeline.derive import derive
+    from bufferlab.pipeline.plan import plan
+    from bufferlab.pipeline.simulate import simulate
+    from bufferlab.spec import load_scenario
+    from bufferlab.store.writer import persist
+
+    planned = plan(load_scenario(REFERENCE))
+    derived = derive(planned, simulate(planned))
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        grown, copy = Path(tmp) / "grown.duckdb", Path(tmp) / "copy.duckdb"
+        persist(dataclasses.replace(derived, run_id=_bench_run_id(-1)), Path(tmp) / "warm-up.duckdb")
+        held = 0
+        for n in sorted(counts):
+            while held < n:
+                persist(dataclasses.replace(derived, run_id=_bench_run_id(held)), grown)
+                held += 1
+            best = float("inf")
+            for k in range(repetitions):
+                copy.unlink(missing_ok=True)
+                if n:
+                    shutil.copyfile(grown, copy)
+                started = time.process_time()
+                persist(dataclasses.replace(derived, run_id=_bench_run_id(10_000 + k)), copy)
+                best = min(best, time.process_time() - started)
+            results.append({"runs": n, "persist_s": best, "store_bytes": grown.stat().st_size if n else 0})
+    return results
+
+
+def print_existing(repetitions: int, baseline: str | None) -> None:
+    """The --existing table, with the baseline interpreter's figures beside it if given."""
+    measured = {"after": persist_into_existing(repetitions)}
+    if baseline:
+        out = subprocess.run([baseline, __file__, "--existing-json", "--repetitions", str(repetitions)],
+                             check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        measured["before"] = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"\npersist of the reference dumbbell's run into a store of N runs, CPU ms (best of {repetitions})")
+    print(f"{'N runs held':<14}" + "".join(f"{version + ' ms':>12}{'store MB':>10}" for version in measured))
+    for i, n in enumerate(EXISTING_RUNS):
+        print(f"{n:<14}" + "".join(f"{1000 * rows[i]['persist_s']:>12.0f}{rows[i]['store_bytes'] / 1e6:>10.0f}"
+                                   for rows in measured.values()), flush=True)
+
+
 def top_imports(limit: int) -> list[tuple[str, float]]:
     """The top-level imports of a fresh `bufferlab run` into a new store, by cumulative time (s)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -285,10 +353,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--imports", action="store_true", help="only list a fresh run's slowest top-level imports")
     parser.add_argument("--memory", action="store_true", help="only measure the copies of the series at the peak")
     parser.add_argument("--stages", action="store_true", help="only the CPU time of each stage of a fresh run")
+    parser.add_argument("--existing", action="store_true",
+                        help="only the persist into stores that hold 0, 1, 10 and 50 runs already")
+    parser.add_argument("--existing-json", action="store_true", help=argparse.SUPPRESS)  # --baseline's child
     parser.add_argument("--baseline", metavar="PYTHON", default=None,
                         help="also measure another checkout's interpreter (before), e.g. ../main/.venv/bin/python")
     args = parser.parse_args(argv)
     pythons = [("after", sys.executable)] + ([("before", args.baseline)] if args.baseline else [])
+    if args.existing_json:
+        print(json.dumps(persist_into_existing(args.repetitions)))
+        return 0
+    if args.existing:
+        print_existing(args.repetitions, args.baseline)
+        return 0
     if args.imports:
         for name, seconds in top_imports(15):
             print(f"{seconds:>7.3f} s  {name}")
@@ -322,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, scenario, repetitions in cases:
         steps = pipeline_steps(scenario, repetitions)
         print(f"{label:<26}" + "".join(f"{steps[c]:>13.3f}" for c in columns), flush=True)
+    print_existing(args.repetitions, args.baseline)
     return 0
 
 

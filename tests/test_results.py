@@ -88,6 +88,16 @@ def test_results_cli_lists_shows_queries_and_exports(write_scenario, db: Path, t
         assert res.studies["study_id"].to_list() == ["smoke"] and res.runs["study_id"].to_list() == ["smoke"]
 
 
+def test_results_show_prints_a_bracketed_scenario_name_as_written(write_scenario, db: Path) -> None:
+    # "[/n]" is the user's text, not rich markup (rich would raise: a closing tag with nothing open).
+    text = SMALL_DUMBBELL.replace('name = "small"', 'name = "[/n]"')
+    assert '"[/n]"' in text
+    run_id = stored(write_scenario, db, text)
+    shown = cli("results", "show", run_id, "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"run {run_id[:12]} ([/n], seed")
+
+
 def test_results_cli_exports_the_capture_as_csv_pcap_and_middlebox_table(write_scenario, db: Path,
                                                                           tmp_path: Path) -> None:
     run_id = stored(write_scenario, db)

@@ -126,3 +126,68 @@ def test_the_command_exits_without_teardown_but_after_exit_functions_and_flushed
     bad = subprocess.run([sys.executable, "-c", code.format("--no-such-flag")], capture_output=True, text=True,
                          cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.startswith("error: --no-such-flag") and "exit functions ran" in bad.stderr
+
+
+def test_a_fresh_run_loads_no_part_of_numpy_it_does_not_use(tmp_path: Path) -> None:
+    # numpy.ma (masked arrays) came in through `np.unique`, which asks whether its argument is
+    # masked: 4-5 ms of every fresh run for nothing (the metrics use no masked array).
+    args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
+            "--set", "duration=1s", "--json")
+    assert modules_loaded(cli(*args), ("numpy", "numpy.ma")) == ["numpy"]
+
+
+def test_the_command_collects_cyclic_garbage_less_often_than_the_library() -> None:
+    # A fresh `bufferlab run` made ~100 passes of the cyclic collector over what its imports
+    # built; the command's process raises the threshold (`cli.prepare_process`), a program that
+    # imports bufferlab keeps its own.
+    code = ("import atexit, gc, sys\n"
+            "atexit.register(lambda: print(gc.get_threshold(), file=sys.stderr))\n"
+            "sys.argv = ['bufferlab', '--version']\n"
+            "import bufferlab.cli\n"
+            "print(gc.get_threshold(), file=sys.stderr)\n"
+            "bufferlab.cli.command_line()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    library, command = out.stderr.splitlines()
+    assert library == "(700, 10, 10)"
+    assert command == "(100000, 10, 10)"
+
+
+def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run over before `PROGRESS_BAR_AFTER_S` never loads rich's progress module or starts its
+    # refresh thread; a longer one gets its bar from then on, timed from the run's start.
+    from bufferlab import cli
+
+    clock = [100.0]
+    drawn: list[tuple[str, float]] = []
+    updates: list[dict[str, object]] = []
+
+    class Bar:
+        def update(self, task: object, **fields: object) -> None:
+            updates.append(fields)
+
+    def draw(stack: object, label: str, started: float) -> tuple[Bar, int]:
+        drawn.append((label, started))
+        return Bar(), 0
+
+    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(cli, "_draw_progress_bar", draw)
+    end = 30_000_000_000
+    with cli._progress_bar("dumbbell") as report:
+        report(end // 4, end)
+        clock[0] += cli.PROGRESS_BAR_AFTER_S / 2
+        report(end // 2, end)
+        assert drawn == [] and updates == []
+        clock[0] += cli.PROGRESS_BAR_AFTER_S
+        report(3 * end // 4, end)
+        report(end, end)
+    assert drawn == [("dumbbell", 100.0)]
+    assert [u["completed"] for u in updates] == [3 * end // 4, end]
+    assert updates[-1]["simulated"] == "30.0/30 s simulated; storing the results"
+
+
+def test_the_sizing_module_loads_only_for_a_queue_sized_by_time_or_rule(tmp_path: Path) -> None:
+    args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
+            "--set", "duration=1s", "--json")
+    assert modules_loaded(cli(*args), ("bufferlab.sizing.resolve",)) == []
+    assert modules_loaded(cli(*args, "--set", "topology.queue=25ms"), ("bufferlab.sizing.resolve",)) == [
+        "bufferlab.sizing.resolve"]

@@ -15,6 +15,7 @@ from bufferlab.pipeline.derive import DerivedRun, derive
 from bufferlab.pipeline.plan import plan, run_identity
 from bufferlab.pipeline.simulate import simulate
 from bufferlab.store import writer as store
+from bufferlab.store.connection import ROW_GROUP_SIZE
 from bufferlab.spec import Scenario
 from conftest import LOSSY_LINE, SMALL_DUMBBELL, bufferlab
 
@@ -184,3 +185,76 @@ def test_saving_the_same_run_twice_without_replace_fails_and_keeps_one(db: Path)
         with pytest.raises(duckdb.ConstraintException):
             s.save(run)
     assert count_rows(db)["runs"] == 1
+
+
+# --- writing into an existing store ------------------------------------------------------------------
+
+def dense_run(queue: str) -> DerivedRun:
+    """The small dumbbell sampled every 50 us: 20,000 samples per flow and channel, so its series
+    fill whole row groups."""
+    text = SMALL_DUMBBELL.replace('sample_interval = "100ms"', 'sample_interval = "50us"') \
+        .replace('queue = "20p"', f'queue = "{queue}"')
+    planned = plan(Scenario.from_toml_text(text))
+    return derive(planned, simulate(planned))
+
+
+def row_group_layout(db: Path, table: str) -> dict[int, list[tuple[Any, ...]]]:
+    """Where each row group of `table` lies in the file: its column segments with their rows and
+    blocks, by row group."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute("SELECT row_group_id, column_name, segment_id, count, block_id, block_offset "
+                           f"FROM pragma_storage_info('{table}') ORDER BY ALL").fetchall()
+    finally:
+        con.close()
+    layout: dict[int, list[tuple[Any, ...]]] = {}
+    for group, *segment in rows:
+        layout.setdefault(group, []).append(tuple(segment))
+    return layout
+
+
+def test_a_later_write_leaves_the_row_groups_of_earlier_runs_where_they_are(db: Path) -> None:
+    first, second = dense_run("20p"), dense_run("30p")
+    store.persist(first, db)
+    before = {table: row_group_layout(db, table) for table in ("flow_timeseries", "channel_timeseries")}
+    store.persist(second, db)
+    for table, groups in before.items():
+        after = row_group_layout(db, table)
+        # The writer's row groups hold ROW_GROUP_SIZE rows; the first run's full groups were
+        # neither merged with the second run's rows nor written again.
+        full = {g: segments for g, segments in groups.items()
+                if max(count for _, _, count, _, _ in segments) == ROW_GROUP_SIZE}
+        assert full, f"{table}: no full row group of {ROW_GROUP_SIZE} rows"
+        assert {g: after[g] for g in full} == full, f"{table}: the first run's row groups were rewritten"
+        assert len(after) > len(groups)
+    with store.Store(db) as s:
+        for run in (first, second):
+            assert len(s.table_rows("channel_timeseries", run.run_id)) == run.result.channel_timeseries.height
+
+
+def test_a_duckdb_file_without_meta_is_refused_and_left_as_it_was(db: Path) -> None:
+    db.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE notes (x INTEGER)")
+    con.close()
+    with pytest.raises(store.StoreError, match=r"not a bufferlab store \(no meta table\)"):
+        store.Store(db)
+    done = bufferlab("results", "list", "--db", str(db))
+    assert done.returncode == 2 and done.stderr.startswith("error: --db: not a bufferlab store")
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT table_name FROM information_schema.tables").fetchall() == [("notes",)]
+    finally:
+        con.close()
+
+
+def test_an_empty_duckdb_file_becomes_a_store_of_the_current_schema(db: Path) -> None:
+    db.parent.mkdir(parents=True, exist_ok=True)
+    duckdb.connect(str(db)).close()
+    with store.Store(db):
+        pass
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert store.stored_schema_version(con) == store.SCHEMA_VERSION
+    finally:
+        con.close()

@@ -319,6 +319,16 @@ def test_results_study_prints_one_row_per_point(tmp_path: Path) -> None:
     assert missing.returncode == 2 and missing.stderr.startswith('error: STUDY: no study "nope"')
 
 
+
+def test_the_sweep_report_prints_a_bracketed_study_name_as_written(tmp_path: Path) -> None:
+    # "[/q]" is the user's text, not rich markup (rich would raise: a closing tag with nothing open).
+    db = tmp_path / "s[/x].duckdb"
+    path = sweep_of(tmp_path, QUEUE_SWEEP.replace('"queues"', '"[/q]"').replace("seeds = 2", "seeds = 1"))
+    out = run_cli("sweep", str(path), "--db", str(db), "--workers", "1")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"study [/q] in {db}: 2 run(s)")
+    assert f"see it with: bufferlab results study [/q] --db {db}" in out.stdout
+
 @pytest.mark.slow
 def test_sigint_stops_a_sweep_and_keeps_every_finished_run(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import re
+
 import pytest
+from rich.console import Console
 
 from bufferlab.analysis import summary as m
+from bufferlab.render import print_summary
 
 
 def flow(**overrides: object) -> dict:
@@ -93,3 +98,49 @@ def test_a_shaped_channel_is_measured_against_its_token_rate() -> None:
     # The shaped link, not the faster unshaped one, is the bottleneck.
     fast = channel(name="access_forward", rate_bps=500_000_000, busy_ns=2_000_000_000)
     assert m.pick_bottleneck([fast, shaped]) == 1
+
+
+def printed(summary: m.RunSummary, **console_options: object) -> str:
+    out = io.StringIO()
+    print_summary(summary, scenario="s", db="r.duckdb", console=Console(file=out, width=132, **console_options))
+    return out.getvalue()
+
+
+def test_the_printed_summary_is_the_same_text_with_or_without_colours() -> None:
+    # Rich highlights numbers and paths only where colours are shown (a terminal); a pipe gets
+    # the same text without them (and without the cost of the highlighter).
+    counters = {"end_ns": 11_000_000_000, "events": 1234, "engine_version": "0.1.0", "flows": [flow()],
+                "channels": [channel()]}
+    summary = m.summarise(counters, endpoints=[("src_0", "dst_0")], bottleneck=0, run_id="ab" * 32,
+                          from_store=False, seed=1, wall_time_s=0.25, queues=["100p"])
+    plain = printed(summary)
+    colour = printed(summary, force_terminal=True, color_system="truecolor")
+    assert "\x1b" not in plain and plain.startswith("s: 11 s simulated, seed 1")
+    assert re.sub(r"\x1b\[[0-9;]*m", "", colour) == plain
+    header = colour.splitlines()[0]
+    assert "\x1b[1;36m11\x1b[0m" in header  # repr.number: bold cyan
+
+
+def test_the_printed_summary_shows_names_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    # An emoji code (":fire:") in a name is printed as written.
+    counters = {"end_ns": 11_000_000_000, "events": 1, "engine_version": "0.1.0",
+                "flows": [flow(name="f:fire:")], "channels": [channel()]}
+    summary = m.summarise(counters, endpoints=[("h:smile:", "d")], bottleneck=0, run_id="ab" * 32,
+                          from_store=False, seed=1, wall_time_s=0.25)
+    print_summary(summary, scenario="s:cd:", db="r:x:.duckdb")
+    out = capsys.readouterr().out
+    assert out.startswith("s:cd:: 11 s simulated") and "(r:x:.duckdb, run abab" in out
+    assert "│ f:fire: │ h:smile: → d │" in out
+
+
+def test_the_printed_summary_shows_brackets_in_names_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    # "[...]" in a flow, host or channel name is the user's text, not rich markup: "[/x]" alone
+    # would make rich raise (a closing tag with nothing open).
+    counters = {"end_ns": 11_000_000_000, "events": 1, "engine_version": "0.1.0",
+                "flows": [flow(name="f[/x]")], "channels": [channel(name="[bold]btl_forward")]}
+    summary = m.summarise(counters, endpoints=[("[red]h", "d")], bottleneck=0, run_id="ab" * 32,
+                          from_store=False, seed=1, wall_time_s=0.25)
+    print_summary(summary, scenario="s", db="r.duckdb")
+    out = capsys.readouterr().out
+    assert "│ f[/x] │ [red]h → d │" in out
+    assert "│ [bold]btl_forward │" in out

@@ -38,7 +38,8 @@ def summary_tables(summary: RunSummary) -> list[Table]:
     for header in ("flow", "path", "goodput Mb/s", "loss rate", "retrans", "RTOs", "mean srtt ms", "completion s"):
         flows.add_column(header, justify="left" if header in ("flow", "path") else "right")
     for f in summary.flows[:MAX_FLOW_ROWS]:
-        flows.add_row(f.name, f"{f.src} → {f.dst}", _num(f.goodput_mbps, ".3f"), _pct(f.loss_rate, 3),
+        # Names are the user's text: "[...]" in one is not rich markup.
+        flows.add_row(escape(f.name), escape(f"{f.src} → {f.dst}"), _num(f.goodput_mbps, ".3f"), _pct(f.loss_rate, 3),
                       str(f.retransmissions), str(f.rtos), _num(f.mean_srtt_ms, ".3f"),
                       _num(f.completion_time_s, ".4f"))
     hidden = len(summary.flows) - MAX_FLOW_ROWS
@@ -51,7 +52,7 @@ def summary_tables(summary: RunSummary) -> list[Table]:
         for header in ("channel", "rate Mb/s", "utilisation", "drops", "random losses", "mean queue pkts",
                        "max queue pkts", "mean sojourn ms"):
             btl.add_column(header, justify="left" if header == "channel" else "right")
-        btl.add_row(b.channel, _num(b.rate_mbps, "g"), _pct(b.utilisation), str(b.drops), str(b.random_losses),
+        btl.add_row(escape(b.channel), _num(b.rate_mbps, "g"), _pct(b.utilisation), str(b.drops), str(b.random_losses),
                     _num(b.mean_queue_packets, ".2f"), str(b.max_queue_packets), _num(b.mean_sojourn_ms, ".3f"))
         if b.queue is not None:
             btl.caption = f"queue: {escape(b.queue)}"
@@ -61,17 +62,23 @@ def summary_tables(summary: RunSummary) -> list[Table]:
 
 
 def print_summary(summary: RunSummary, *, scenario: str, db: str, console: Console | None = None) -> None:
-    # Piped output gets a fixed, roomy width instead of rich's 80-column default.
-    console = console or Console(width=None if sys.stdout.isatty() else 132)
+    # Piped output gets a fixed, roomy width instead of rich's 80-column default. No ":name:" in
+    # a name (of the scenario, the store, a flow or a host) becomes an emoji, and rich's table of
+    # emoji codes is not loaded (1.5 ms of a fresh run).
+    console = console or Console(width=None if sys.stdout.isatty() else 132, emoji=False)
+    # Rich colours numbers, paths and the like in a printed line; without colours (a pipe, a
+    # file) that shows nothing, so it is skipped (compiling its patterns is 2 ms of a fresh run).
+    highlight = console.color_system is not None
     origin = "served from the store" if summary.from_store else "simulated and stored"
     console.print(f"[bold]{escape(scenario)}[/bold]: {summary.simulated_s:g} s simulated, seed {summary.seed}, "
-                  f"engine {summary.engine_version}; {origin} ({escape(db)}, run {summary.run_id[:12]})")
+                  f"engine {summary.engine_version}; {origin} ({escape(db)}, run {summary.run_id[:12]})",
+                  highlight=highlight)
     if not summary.from_store:
-        console.print(f"wall time {summary.wall_time_s:.3f} s, {summary.events} events")
+        console.print(f"wall time {summary.wall_time_s:.3f} s, {summary.events} events", highlight=highlight)
     for table in summary_tables(summary):
         console.print(table)
     if summary.bottleneck is None:
-        console.print("no bottleneck: no rate-limited link carried traffic")
+        console.print("no bottleneck: no rate-limited link carried traffic", highlight=highlight)
 
 
 def _cell(value: object) -> str:

@@ -61,6 +61,7 @@ def _size_text(advice: Advice, packets: int) -> str:
 
 def _print(advice: Advice, figure: Path | None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 132, highlight=False)
@@ -98,9 +99,9 @@ def _print(advice: Advice, figure: Path | None) -> None:
         ms = (f"{probe.packets * link.packet_bytes * 8 / link.rate_bps * 1e3:.3g}" if link.rate_bps else "–")
         probes.add_row(f"{probe.packets}p{mark}", ms, str(probe.seeds), *[_cell(t, probe) for t in advice.targets])
     console.print(probes)
-    console.print(f"study {advice.study}: {len(advice.probes)} probe(s), {advice.simulated} run(s) simulated now, "
+    console.print(f"study {escape(advice.study)}: {len(advice.probes)} probe(s), {advice.simulated} run(s) simulated now, "
                   f"{advice.reused} already stored; search resolution {advice.resolution:.0%} or 1 packet"
-                  + (f"; figure {figure}" if figure else ""))
+                  + (f"; figure {escape(str(figure))}" if figure else ""))
 
 
 def advice_json(advice: Advice, figure: Path | None = None) -> dict[str, Any]:

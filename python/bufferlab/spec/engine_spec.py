@@ -17,7 +17,6 @@ from ..errors import SpecError
 from .distributions import Dist
 from .fields import DEFAULT_DATAGRAM, Traffic, engine_controller, engine_recovery
 from ..queues import Queue
-from ..sizing.resolve import link_loads, resolve_queue
 from .scenario import (
     DEFAULT_QUEUE,
     Flow,
@@ -224,6 +223,9 @@ def _resolve_queues(nodes: list[Node], engine_links: list[dict[str, Any]], engin
     descriptions = []
     for channel, (queue, where) in enumerate(queues):
         if not queue.resolved:
+            # Only a size given by time or by rule needs the sizing module (issue 15).
+            from ..sizing.resolve import link_loads, resolve_queue
+
             if loads is None:
                 loads = link_loads([{"name": n.name} for n in nodes], engine_links, engine_flows)
             queue, description = resolve_queue(queue, loads[channel // 2], where)

@@ -29,7 +29,9 @@ Traffic generators (``[[generators]]``) spread sources over hosts: persistent fl
 and closed-loop users per source host, CBR and on/off datagram sources (see `Generator`).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in this module: pydantic would evaluate every field's
+# annotation from its text when it builds the models (in `spec.scenario`, `spec.topology` and
+# `queues` together about 2 ms of a fresh run, issue 15).
 
 import functools
 import json
@@ -359,7 +361,7 @@ class Record(_Model):
     interval: SampleInterval | None = None
     flows: Literal["all", "none"] | list[str] = "all"
     links: Literal["all", "none"] | list[str] = "all"
-    captures: list[Capture] = Field(default_factory=list)
+    captures: list[Capture] = []  # copied for each model, as `Scenario`'s lists
 
 
 @dataclass
@@ -458,20 +460,24 @@ class Scenario(_Model):
     # name (its forward direction). Default: the slowest channel that carried traffic.
     bottleneck: str | None = None
     topology: TopologyField | None = None
-    nodes: list[Node] = Field(default_factory=list)
-    links: list[Link] = Field(default_factory=list)
+    # Empty lists as defaults: pydantic copies a default that cannot be hashed for each model, so
+    # none is shared. (`Field(default_factory=list)` would do the same, but pydantic inspects the
+    # signature of the factory, and that of a builtin type is parsed from its text: 2 ms of a
+    # fresh run, issue 15.)
+    nodes: list[Node] = []
+    links: list[Link] = []
     flow_defaults: FlowDefaults | None = None
-    flows: list[Flow] = Field(default_factory=list)
-    captures: list[Capture] = Field(default_factory=list)
-    generators: list[Generator] = Field(default_factory=list)
+    flows: list[Flow] = []
+    captures: list[Capture] = []
+    generators: list[Generator] = []
     record: Record | None = None
     # Free-form labels (e.g. ccperf's --experiment-name); stored, never simulated.
-    meta: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    meta: dict[str, str | int | float | bool] = {}
 
     # --- construction -----------------------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, data: Any, base_dir: Path | None = None) -> Scenario:
+    def from_dict(cls, data: Any, base_dir: Path | None = None) -> "Scenario":
         """Validate a plain mapping (the TOML/JSON form); raises SpecError. Relative file names in
         it (empirical distributions) are taken from `base_dir`, else from the working directory."""
         try:
@@ -482,11 +488,11 @@ class Scenario(_Model):
         return scenario
 
     @classmethod
-    def from_toml_text(cls, text: str, source: str = "scenario", base_dir: Path | None = None) -> Scenario:
+    def from_toml_text(cls, text: str, source: str = "scenario", base_dir: Path | None = None) -> "Scenario":
         return cls.from_dict(parse_toml(text, source), base_dir)
 
     @classmethod
-    def from_toml(cls, path: str | Path) -> Scenario:
+    def from_toml(cls, path: str | Path) -> "Scenario":
         path = Path(path)
         return cls.from_toml_text(read_text_file(path), source=str(path), base_dir=path.parent)
 
@@ -494,12 +500,12 @@ class Scenario(_Model):
         """The TOML/JSON form, units as text; `Scenario.from_dict` gives this scenario back."""
         return self.model_dump(mode="json", exclude_unset=True)
 
-    def with_seed(self, seed: int) -> Scenario:
+    def with_seed(self, seed: int) -> "Scenario":
         data = self.to_dict()
         data["seed"] = seed
         return Scenario.from_dict(data)
 
-    def with_overrides(self, overrides: Mapping[str, Any]) -> Scenario:
+    def with_overrides(self, overrides: Mapping[str, Any]) -> "Scenario":
         """A copy with fields changed by path, validated exactly like a file (see `overrides`):
         ``s.with_overrides({"topology.queue": "500p", "flows[0].cca": "cubic"})``."""
         from .overrides import apply_overrides
@@ -675,7 +681,7 @@ def split_access_delays(rtt_ns: int, bottleneck_delay_ns: int, where: str = "rtt
     return src, remainder - src
 
 
-def load_scenario(source: str | Path | dict[str, Any] | Scenario) -> Scenario:
+def load_scenario(source: str | Path | dict[str, Any] | Scenario) -> "Scenario":
     """A Scenario from a TOML path, a mapping, or a Scenario (returned as is)."""
     if isinstance(source, Scenario):
         return source

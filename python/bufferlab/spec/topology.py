@@ -24,7 +24,9 @@ flow i only hop i. Unless ``[[flows]]`` are listed, the builder adds the greedy 
 and ``cross{i}``.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in this module: pydantic would evaluate every field's
+# annotation from its text when it builds the models (in `spec.scenario`, `spec.topology` and
+# `queues` together about 2 ms of a fresh run, issue 15).
 
 import math
 

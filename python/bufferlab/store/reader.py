@@ -38,6 +38,13 @@ __all__ = ["Results", "load"]
 PUBLIC_TABLES = tuple(t for t in TABLES if t != "meta")
 
 
+def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+    """The rows of `sql` as a DataFrame (DuckDB 2 converts a relation's result, no longer a
+    cursor's)."""
+    frame: pl.DataFrame = con.sql(sql, params=list(params) if params else None).pl()  # typed Any by DuckDB
+    return frame
+
+
 class Results:
     """A read-only view of a result store. Usable as a context manager (kept for symmetry with
     `Store`: there is no connection to close)."""
@@ -79,7 +86,7 @@ class Results:
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """Any SQL over the store's tables, as a DataFrame."""
         with self._connection() as con:
-            return con.execute(sql, list(params or [])).pl()
+            return _frame(con, sql, params)
 
     def table(self, name: str, run: str | None = None) -> pl.DataFrame:
         """A whole table, or its rows of one run (a run id or a unique prefix of one)."""
@@ -180,12 +187,12 @@ class Results:
         ids = runs["run_id"].unique().to_list()
         with self._connection() as con:
             con.register("_ids", pl.DataFrame({"run_id": ids}, schema={"run_id": pl.Utf8}).to_arrow())
-            flows = con.execute("SELECT run_id, " + ", ".join(f"avg({m}) AS {m}" for m in flow_names) +
-                                " FROM flow_metrics WHERE run_id IN (SELECT run_id FROM _ids) GROUP BY run_id").pl()
-            links = con.execute("SELECT run_id, " + ", ".join(link_names) + " FROM link_metrics "
-                                "WHERE bottleneck AND run_id IN (SELECT run_id FROM _ids)").pl()
-            net = con.execute("SELECT run_id, " + ", ".join(net_names) + " FROM network_metrics "
-                              "WHERE run_id IN (SELECT run_id FROM _ids)").pl()
+            flows = _frame(con, "SELECT run_id, " + ", ".join(f"avg({m}) AS {m}" for m in flow_names) +
+                                " FROM flow_metrics WHERE run_id IN (SELECT run_id FROM _ids) GROUP BY run_id")
+            links = _frame(con, "SELECT run_id, " + ", ".join(link_names) + " FROM link_metrics "
+                                "WHERE bottleneck AND run_id IN (SELECT run_id FROM _ids)")
+            net = _frame(con, "SELECT run_id, " + ", ".join(net_names) + " FROM network_metrics "
+                              "WHERE run_id IN (SELECT run_id FROM _ids)")
         per_run = runs.join(flows, on="run_id", how="left").join(links, on="run_id", how="left") \
             .join(net, on="run_id", how="left")
         by = ["point", *axes]

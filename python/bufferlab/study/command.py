@@ -106,9 +106,12 @@ def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address:
 
 def _print_report(report: Any, db: Path, executor: Any) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
+    # The study's name, the store's path, point values and errors are the user's text, not markup.
+    study, where = escape(report.study), escape(str(db))
     console = Console(width=None if sys.stdout.isatty() else 160, highlight=False)
-    console.print(f"study [bold]{report.study}[/bold] in {db}: {report.total} run(s) = points x seeds; "
+    console.print(f"study [bold]{study}[/bold] in {where}: {report.total} run(s) = points x seeds; "
                   f"{report.simulated} simulated now, {report.reused} already stored, {len(report.failed)} failed "
                   f"({executor.name}, {executor.workers} worker(s), {report.wall_time_s:.1f} s wall"
                   + (f", {report.runs_per_minute:.0f} runs/min)" if report.simulated else ")"))
@@ -116,10 +119,10 @@ def _print_report(report: Any, db: Path, executor: Any) -> None:
         console.print("note: the scenario has no random element, so its seeds give one identical run per point")
     for point, error in report.failed[:20]:
         values = ", ".join(f"{k}={v}" for k, v in point.values.items()) or "base"
-        console.print(f"  failed: point {point.index} ({values}), seed {point.seed}: {error}")
+        console.print(f"  failed: point {point.index} ({escape(values)}), seed {point.seed}: {escape(str(error))}")
     if len(report.failed) > 20:
         console.print(f"  ... and {len(report.failed) - 20} more failures")
-    console.print(f"see it with: bufferlab results study {report.study} --db {db}")
+    console.print(f"see it with: bufferlab results study {study} --db {where}")
 
 
 @click.command("study")

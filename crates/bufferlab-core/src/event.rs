@@ -12,6 +12,7 @@
 //! (LaMarca and Ladner, "The influence of caches on the performance of heaps", 1996). The events
 //! themselves wait in a separate array, named by their key, and are read once, when popped.
 
+use crate::net::routing::Hop;
 use crate::units::SimTime;
 
 /// What happens when an event fires. Small and `Copy`: packets never live in the heap.
@@ -20,8 +21,10 @@ pub enum Event {
     /// The transmitter of a channel is free again (or a shaper releases a packet).
     ChannelWakeup { channel: u32 },
     /// The packet at the head of a channel's propagation pipe, in pool slot `slot`, reaches the
-    /// far node. The slot is named here so that reading the packet need not wait for the channel.
-    Arrive { channel: u32, slot: u32 },
+    /// far node, where `then` says what becomes of it. The slot is named here so that reading the
+    /// packet need not wait for the channel, and `then` so that the channel or flow the packet
+    /// goes to can be asked for before the packet is read.
+    Arrive { channel: u32, slot: u32, then: Hop },
     /// A TCP sender's timer (RTO, pacing or application start/stop) may be due.
     SenderTimer { flow: u32 },
     /// A TCP receiver's delayed-ACK timer may be due.
@@ -249,6 +252,36 @@ impl EventQueue {
         Some(self.entries[self.decode(*earliest).2 as usize])
     }
 
+    /// Ask for the entries of the events that may be [`EventQueue::peek_second`] after the next
+    /// pop: the root's other children, and the children of the earliest one, which replace it
+    /// when it rises to the root. Their keys are on lines every pop reads (the top three levels);
+    /// their entries, scheduled milliseconds ago, are not, and reading one to peek would wait.
+    #[inline]
+    pub fn prefetch_upcoming(&self) {
+        let Some(children) = self.keys.get(ROOT - 2) else { return };
+        let mut earliest = 0;
+        for (lane, &key) in children.0.iter().enumerate() {
+            if key != VACANT {
+                self.prefetch_entry(key);
+            }
+            if key < children.0[earliest] {
+                earliest = lane;
+            }
+        }
+        if let Some(grandchildren) = self.keys.get(4 * (ROOT - 2) + earliest - 2) {
+            for &key in grandchildren.0.iter().filter(|&&key| key != VACANT) {
+                self.prefetch_entry(key);
+            }
+        }
+    }
+
+    #[inline]
+    fn prefetch_entry(&self, key: Key) {
+        if let Some(event) = self.entries.get(self.decode(key).2 as usize) {
+            crate::memory::prefetch(event);
+        }
+    }
+
     pub fn peek_time(&self) -> Option<SimTime> {
         (self.len > 0).then(|| SimTime((self.key(ROOT) >> 64) as u64))
     }
@@ -402,6 +435,26 @@ mod tests {
             assert_eq!(second, q.peek(), "the second peek is the next event after one pop");
         }
         assert_eq!((q.peek(), q.peek_second()), (None, None));
+    }
+
+    #[test]
+    fn prefetching_the_upcoming_entries_is_harmless_at_any_size() {
+        // A hint only: it reads no vacant lane's entry and changes nothing, whatever the heap's shape.
+        let mut q = EventQueue::new();
+        q.prefetch_upcoming();
+        for flow in 0..40 {
+            q.schedule(SimTime(u64::from(flow) * 7 % 13), Event::SenderTimer { flow });
+            q.prefetch_upcoming();
+        }
+        let mut popped = 0;
+        while !q.is_empty() {
+            let second = q.peek_second();
+            q.prefetch_upcoming();
+            q.pop();
+            assert_eq!(q.peek(), second);
+            popped += 1;
+        }
+        assert_eq!(popped, 40);
     }
 
     #[test]

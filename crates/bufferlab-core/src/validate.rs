@@ -2,7 +2,7 @@
 //! Each error names the offending field by its path in the spec and says why.
 
 use crate::net::packet::MAX_SACK_BLOCKS;
-use crate::net::routing::RoutingTable;
+use crate::net::routing::{Hop, RoutingTable};
 use crate::spec::{
     Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpSpec, TrafficSpec,
     TransportKind,
@@ -233,6 +233,16 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
     check_time("duration_ns", spec.duration_ns)?;
     if spec.sample_interval_ns == Some(0) {
         return Err(err("sample_interval_ns", "must be positive"));
+    }
+    // A packet's arrival event names the channel or flow it goes to in 30 bits (`net::routing::Hop`);
+    // a link is two channels.
+    let max_links = 1 << 29;
+    debug_assert_eq!(2 * max_links, Hop::MAX_INDEX as usize + 1);
+    if spec.links.len() > max_links {
+        return Err(err("links", format!("{} links; the engine runs at most {max_links}", spec.links.len())));
+    }
+    if spec.flows.len() > Hop::MAX_INDEX as usize + 1 {
+        return Err(err("flows", format!("{} flows; the engine runs at most 2^30", spec.flows.len())));
     }
     let n = spec.nodes.len();
     let mut adjacency = vec![Vec::new(); n];

@@ -13,7 +13,8 @@
 //! rare event reads (names, drop counts, loss processes, captures) comes after.
 
 use crate::net::packet::Packet;
-use crate::net::pool::{PacketPool, Pipe};
+use crate::net::pool::{Arrival, PacketPool, Pipe};
+use crate::net::routing::RoutingTable;
 use crate::queue::{Dequeue, Queue, QueueDiscipline};
 use crate::record::result::ChannelRecord;
 use crate::spec::LossModel;
@@ -62,9 +63,8 @@ impl GilbertElliott {
 pub struct Schedule {
     /// A packet started transmission (it is `Channel::last_started`).
     pub started: bool,
-    /// The started packet became the head of the propagation pipe: it arrives at this time,
-    /// and waits in this pool slot.
-    pub head_arrival: Option<(SimTime, u32)>,
+    /// The started packet became the head of the propagation pipe: its arrival.
+    pub head_arrival: Option<Arrival>,
     /// The transmitter must look at its queue again at this time.
     pub wakeup: Option<SimTime>,
 }
@@ -242,8 +242,15 @@ impl Channel {
     }
 
     /// A packet arrives at the egress queue. Returns what to schedule, or the dropped packet.
+    /// (`routes` say where a packet goes after this channel, for its arrival event.)
     #[inline]
-    pub fn offer(&mut self, mut packet: Packet, now: SimTime, pool: &mut PacketPool) -> Result<Schedule, Packet> {
+    pub fn offer(
+        &mut self,
+        mut packet: Packet,
+        now: SimTime,
+        pool: &mut PacketPool,
+        routes: &RoutingTable,
+    ) -> Result<Schedule, Packet> {
         let bytes = packet.wire_bytes as u64;
         self.counters.offered_packets += 1;
         self.counters.offered_bytes += bytes;
@@ -251,7 +258,7 @@ impl Channel {
         if !self.wakeup_pending && now >= self.busy_until && self.passes_through {
             // An empty work-conserving FIFO in front of an idle transmitter: straight onto the
             // wire, as if enqueued and dequeued at once.
-            let head_arrival = self.transmit(packet, now, pool);
+            let head_arrival = self.transmit(packet, now, pool, routes);
             return Ok(Schedule { started: true, head_arrival, wakeup: None });
         }
         let cold = &mut *self.cold;
@@ -265,20 +272,20 @@ impl Channel {
         }
         cold.record.max_queue_packets = cold.record.max_queue_packets.max(cold.queue.len_packets());
         cold.record.max_queue_bytes = cold.record.max_queue_bytes.max(cold.queue.len_bytes());
-        Ok(self.pump(now, pool))
+        Ok(self.pump(now, pool, routes))
     }
 
     /// The wakeup scheduled earlier is due.
     #[inline]
-    pub fn wake(&mut self, now: SimTime, pool: &mut PacketPool) -> Schedule {
+    pub fn wake(&mut self, now: SimTime, pool: &mut PacketPool, routes: &RoutingTable) -> Schedule {
         self.wakeup_pending = false;
-        self.pump(now, pool)
+        self.pump(now, pool, routes)
     }
 
     /// Start the next transmission if the transmitter is free, and ask for a wakeup when it will
     /// be free again with packets waiting. An idle link therefore costs no event per packet: a
     /// packet that finds the transmitter free goes straight onto the wire.
-    fn pump(&mut self, now: SimTime, pool: &mut PacketPool) -> Schedule {
+    fn pump(&mut self, now: SimTime, pool: &mut PacketPool, routes: &RoutingTable) -> Schedule {
         let mut schedule = Schedule::default();
         if self.wakeup_pending {
             return schedule;
@@ -294,7 +301,7 @@ impl Channel {
         match dequeued {
             Dequeue::Packet(packet) => {
                 schedule.started = true;
-                schedule.head_arrival = self.transmit(packet, now, pool);
+                schedule.head_arrival = self.transmit(packet, now, pool, routes);
                 if self.cold.queue.len_packets() > 0 {
                     self.wakeup_pending = true;
                     schedule.wakeup = Some(self.busy_until);
@@ -309,9 +316,15 @@ impl Channel {
         schedule
     }
 
-    /// Serialise `packet` from `now`; unless the link loses it, it joins the pipe. Returns its
-    /// arrival time and pool slot if it is the pipe's new head.
-    fn transmit(&mut self, packet: Packet, now: SimTime, pool: &mut PacketPool) -> Option<(SimTime, u32)> {
+    /// Serialise `packet` from `now`; unless the link loses it, it joins the pipe, with what
+    /// becomes of it at the far node. Returns its arrival if it is the pipe's new head.
+    fn transmit(
+        &mut self,
+        packet: Packet,
+        now: SimTime,
+        pool: &mut PacketPool,
+        routes: &RoutingTable,
+    ) -> Option<Arrival> {
         let bytes = packet.wire_bytes as u64;
         let tx_time = if self.rate_bps == 0 { SimTime::ZERO } else { BitRate(self.rate_bps).transmission_time(bytes) };
         self.busy_until = now + tx_time;
@@ -322,8 +335,8 @@ impl Channel {
         if self.transmit_needs_cold && self.cold.captures_or_loses(&packet) {
             return None;
         }
-        let arrival = self.busy_until + self.delay;
-        pool.push_back(&mut self.pipe, packet, arrival).map(|slot| (arrival, slot))
+        let then = routes.hop(self.to, &packet);
+        pool.push_back(&mut self.pipe, packet, self.busy_until + self.delay, then)
     }
 
     /// The packet that most recently started transmission, if `keep_last_started` is set.
@@ -332,13 +345,13 @@ impl Channel {
     }
 
     /// The head of the pipe, in pool slot `slot`, reaches the far node. Returns it and the next
-    /// head's arrival time and slot.
+    /// head's arrival.
     #[inline]
-    pub fn arrive(&mut self, slot: u32, pool: &mut PacketPool) -> (Packet, Option<(SimTime, u32)>) {
+    pub fn arrive(&mut self, slot: u32, pool: &mut PacketPool) -> (Packet, Option<Arrival>) {
         let (packet, next) = pool.pop_front(&mut self.pipe, slot);
         self.counters.delivered_packets += 1;
         self.counters.delivered_bytes += packet.wire_bytes as u64;
-        (packet, next.map(|(slot, t)| (t, slot)))
+        (packet, next)
     }
 
     /// Fill in the end-of-run state that conservation accounts for; a packet unaccounted for is

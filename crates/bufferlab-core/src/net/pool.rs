@@ -16,11 +16,14 @@
 //! an array of its own, at the same index) names the packet behind it in the pipe and when that
 //! one arrives, so the channel, the packet and its link are three loads the processor issues at
 //! once. Each packet is aligned to a cache line, so its 128 bytes are exactly two lines.
+//! The link also says what becomes of the packet behind it when it arrives (its [`Hop`]), so the
+//! arrival event can name the channel or flow it will touch next as well.
 //!
 //! The pool never decides anything observable: which slot holds a packet does not affect the
 //! run, so results are the same as with packets stored in the pipes.
 
 use crate::net::packet::Packet;
+use crate::net::routing::Hop;
 use crate::units::SimTime;
 use mem_prefetch::prefetch_read_data;
 
@@ -39,9 +42,20 @@ struct Link {
     next_arrival: SimTime,
     /// The slot of the packet behind it in the same pipe, or `NONE`.
     next: u32,
+    /// What becomes of the packet behind it when it arrives (valid when `next` is not `NONE`).
+    next_hop: Hop,
 }
 
-const UNLINKED: Link = Link { next_arrival: SimTime::ZERO, next: NONE };
+const UNLINKED: Link = Link { next_arrival: SimTime::ZERO, next: NONE, next_hop: Hop::NOWHERE };
+
+/// A packet's coming arrival at the far end of its channel: when, the pool slot it waits in, and
+/// what becomes of it then (what an arrival event carries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    pub at: SimTime,
+    pub slot: u32,
+    pub then: Hop,
+}
 
 /// One channel's packets on the wire, oldest first, as a list through the pool. Arrival times
 /// never decrease along it (the delay is constant), so the head is always the next to arrive.
@@ -77,11 +91,11 @@ impl PacketPool {
         Self::default()
     }
 
-    /// Append `packet`, arriving at `arrival` (no earlier than the pipe's last packet), to the
-    /// back of `pipe`. Returns its slot if it became the pipe's head (its arrival must then be
-    /// scheduled).
+    /// Append `packet`, arriving at `arrival` (no earlier than the pipe's last packet) and then
+    /// going on as `then` says, to the back of `pipe`. Returns its arrival if it became the
+    /// pipe's head (that arrival must then be scheduled).
     #[inline]
-    pub fn push_back(&mut self, pipe: &mut Pipe, packet: Packet, arrival: SimTime) -> Option<u32> {
+    pub fn push_back(&mut self, pipe: &mut Pipe, packet: Packet, arrival: SimTime, then: Hop) -> Option<Arrival> {
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Stored(packet);
@@ -97,20 +111,18 @@ impl PacketPool {
         let tail = std::mem::replace(&mut pipe.tail, slot);
         if tail == NONE {
             pipe.head = slot;
-            return Some(slot);
+            return Some(Arrival { at: arrival, slot, then });
         }
-        let before = &mut self.links[tail as usize];
-        before.next = slot;
-        before.next_arrival = arrival;
+        self.links[tail as usize] = Link { next_arrival: arrival, next: slot, next_hop: then };
         None
     }
 
     /// Take the head of `pipe`, which is in `slot` (the slot its arrival event names). Returns
-    /// the packet, and the next head's slot and arrival time if the pipe is not empty now.
+    /// the packet, and the next head's arrival if the pipe is not empty now.
     #[inline]
-    pub fn pop_front(&mut self, pipe: &mut Pipe, slot: u32) -> (Packet, Option<(u32, SimTime)>) {
+    pub fn pop_front(&mut self, pipe: &mut Pipe, slot: u32) -> (Packet, Option<Arrival>) {
         debug_assert_eq!(pipe.head, slot, "an arrival names its pipe's head");
-        let Link { next, next_arrival, .. } = self.links[slot as usize];
+        let Link { next, next_arrival, next_hop } = self.links[slot as usize];
         let packet = self.slots[slot as usize].0;
         self.free.push(slot);
         pipe.head = next;
@@ -118,7 +130,7 @@ impl PacketPool {
             pipe.tail = NONE;
             return (packet, None);
         }
-        (packet, Some((next, next_arrival)))
+        (packet, Some(Arrival { at: next_arrival, slot: next, then: next_hop }))
     }
 
     /// Ask for the cache lines of the packet in `slot` and of its link, so that they are on
@@ -159,9 +171,15 @@ impl PacketPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::routing::HopKind;
 
     fn packet(seq: u64) -> Packet {
         Packet::segment(0, 1, 0, seq, 1000, 1052, SimTime::ZERO)
+    }
+
+    /// A hop telling the packets apart: each goes to the receiver of a flow named after its `seq`.
+    fn hop(seq: u64) -> Hop {
+        Hop::new(HopKind::Receiver(seq as u32))
     }
 
     #[test]
@@ -179,20 +197,22 @@ mod tests {
         let mut pipe = Pipe::default();
         let mut head = None;
         for i in 0..10 {
-            let became_head = pool.push_back(&mut pipe, packet(i), SimTime(100 + i));
+            let became_head = pool.push_back(&mut pipe, packet(i), SimTime(100 + i), hop(i));
             assert_eq!(became_head.is_some(), i == 0, "only the first packet finds the pipe empty");
             head = head.or(became_head);
         }
         let seen: Vec<u64> = pool.iter(&pipe).map(|p| p.seq).collect();
         assert_eq!(seen, (0..10).collect::<Vec<_>>());
-        let mut slot = head.unwrap();
+        let head = head.unwrap();
+        assert_eq!((head.at, head.then), (SimTime(100), hop(0)));
+        let mut slot = head.slot;
         for i in 0..10 {
             let (p, next) = pool.pop_front(&mut pipe, slot);
             assert_eq!(p, packet(i));
             match next {
-                Some((s, t)) => {
-                    assert_eq!(t, SimTime(101 + i));
-                    slot = s;
+                Some(next) => {
+                    assert_eq!((next.at, next.then), (SimTime(101 + i), hop(i + 1)));
+                    slot = next.slot;
                 }
                 None => assert_eq!(i, 9),
             }
@@ -204,17 +224,17 @@ mod tests {
     fn pipes_share_the_pool_without_mixing() {
         let mut pool = PacketPool::new();
         let (mut a, mut b) = (Pipe::default(), Pipe::default());
-        let ha = pool.push_back(&mut a, packet(1), SimTime(10)).unwrap();
-        let hb = pool.push_back(&mut b, packet(2), SimTime(5)).unwrap();
-        pool.push_back(&mut a, packet(3), SimTime(20));
+        let ha = pool.push_back(&mut a, packet(1), SimTime(10), hop(1)).unwrap().slot;
+        let hb = pool.push_back(&mut b, packet(2), SimTime(5), hop(2)).unwrap().slot;
+        pool.push_back(&mut a, packet(3), SimTime(20), hop(3));
         let (p, next) = pool.pop_front(&mut b, hb);
         assert_eq!((p.seq, next), (2, None));
         assert!(b.is_empty());
         let (p, next) = pool.pop_front(&mut a, ha);
         assert_eq!(p.seq, 1);
-        let (slot, t) = next.unwrap();
-        assert_eq!(t, SimTime(20));
-        assert_eq!(pool.pop_front(&mut a, slot).0.seq, 3);
+        let next = next.unwrap();
+        assert_eq!((next.at, next.then), (SimTime(20), hop(3)));
+        assert_eq!(pool.pop_front(&mut a, next.slot).0.seq, 3);
         assert!(a.is_empty() && pool.is_empty());
     }
 
@@ -222,14 +242,15 @@ mod tests {
     fn the_most_recently_vacated_slot_is_reused_first_and_the_pool_does_not_grow() {
         let mut pool = PacketPool::new();
         let mut pipe = Pipe::default();
-        let a = pool.push_back(&mut pipe, packet(1), SimTime(1)).unwrap();
-        pool.push_back(&mut pipe, packet(2), SimTime(2));
+        let a = pool.push_back(&mut pipe, packet(1), SimTime(1), hop(1)).unwrap().slot;
+        pool.push_back(&mut pipe, packet(2), SimTime(2), hop(2));
         let (_, next) = pool.pop_front(&mut pipe, a);
-        let b = next.unwrap().0;
+        let b = next.unwrap().slot;
         pool.pop_front(&mut pipe, b);
-        assert_eq!(pool.push_back(&mut pipe, packet(3), SimTime(3)), Some(b), "last vacated, first reused");
+        let reused = pool.push_back(&mut pipe, packet(3), SimTime(3), hop(3)).map(|h| h.slot);
+        assert_eq!(reused, Some(b), "last vacated, first reused");
         for round in 0..1000 {
-            let s = pool.push_back(&mut Pipe::default(), packet(round), SimTime(4)).unwrap();
+            let s = pool.push_back(&mut Pipe::default(), packet(round), SimTime(4), hop(round)).unwrap().slot;
             pool.pop_front(&mut Pipe { head: s, tail: s }, s);
         }
         assert_eq!((pool.len(), pool.slots.len()), (1, 2));

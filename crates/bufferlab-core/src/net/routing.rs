@@ -6,6 +6,7 @@
 //! off (every path to it ends with that link), so a dumbbell or a tree of thousands of hosts needs
 //! a handful of tables, not one per host.
 
+use crate::net::packet::Packet;
 use crate::spec::{Direction, ScenarioSpec};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -30,6 +31,57 @@ pub struct RoutingTable {
 }
 
 const NO_ROUTE: u32 = u32::MAX;
+
+/// What becomes of a packet when it reaches the far end of a channel: it is forwarded on another
+/// channel, or it has arrived and goes to its flow's receiver (data) or sender (acknowledgements).
+///
+/// Routes are static, so this is known as soon as the packet starts transmission; the packet's
+/// arrival event carries it (see `Simulator::prefetch_ahead`): the channel or the flow a coming
+/// arrival will touch can then be asked for before the packet itself is read. Four bytes, so that
+/// it fits beside a pipe's link in the pool: the kind in the top two bits, the channel or flow
+/// index below (the simulator checks that both fit in 30 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hop(u32);
+
+/// A [`Hop`] taken apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HopKind {
+    /// Onto this channel, out of the node the packet reached.
+    Forward(u32),
+    /// To the receiver of this flow: the packet is data at its destination.
+    Receiver(u32),
+    /// To the sender of this flow: the packet is an acknowledgement at its destination.
+    Sender(u32),
+}
+
+impl Hop {
+    /// Channel and flow indices a hop can name: below 2^30.
+    pub const MAX_INDEX: u32 = (1 << 30) - 1;
+    const RECEIVER: u32 = 1 << 30;
+    const SENDER: u32 = 2 << 30;
+    /// A placeholder where no packet follows (never the hop of a packet on the wire).
+    pub const NOWHERE: Hop = Hop(u32::MAX);
+
+    pub fn new(kind: HopKind) -> Hop {
+        let (tag, index) = match kind {
+            HopKind::Forward(channel) => (0, channel),
+            HopKind::Receiver(flow) => (Hop::RECEIVER, flow),
+            HopKind::Sender(flow) => (Hop::SENDER, flow),
+        };
+        debug_assert!(index <= Hop::MAX_INDEX, "hop index {index} exceeds 30 bits");
+        Hop(tag | index)
+    }
+
+    #[inline]
+    pub fn kind(self) -> HopKind {
+        let index = self.0 & Hop::MAX_INDEX;
+        match self.0 & !Hop::MAX_INDEX {
+            0 => HopKind::Forward(index),
+            Hop::RECEIVER => HopKind::Receiver(index),
+            _ => HopKind::Sender(index),
+        }
+    }
+}
 
 impl RoutingTable {
     /// The routes of a spec toward every flow and generator endpoint: one edge per channel
@@ -103,6 +155,19 @@ impl RoutingTable {
         best.into_iter().map(|(_, _, ch)| ch).collect()
     }
 
+    /// What becomes of `packet` when it reaches `node` (validated: every flow endpoint is
+    /// reachable from every node a flow's packets pass).
+    #[inline]
+    pub fn hop(&self, node: u32, packet: &Packet) -> Hop {
+        Hop::new(if packet.dst != node {
+            HopKind::Forward(self.next_channel(node, packet.dst).expect("validated: every flow endpoint is reachable"))
+        } else if packet.is_data {
+            HopKind::Receiver(packet.flow)
+        } else {
+            HopKind::Sender(packet.flow)
+        })
+    }
+
     /// The channel `node` forwards on toward `dst`, if there is a path.
     #[inline]
     pub fn next_channel(&self, node: u32, mut dst: u32) -> Option<u32> {
@@ -168,6 +233,35 @@ mod tests {
         let edges = [edge(0, 1, 1), edge(1, 0, 1)];
         let t = RoutingTable::build(2, &edges, &[0, 1]);
         assert_eq!((t.next_channel(0, 1), t.next_channel(1, 0)), (Some(0), Some(1)));
+    }
+
+    #[test]
+    fn a_hop_gives_back_what_it_was_made_of() {
+        for kind in [
+            HopKind::Forward(0),
+            HopKind::Forward(Hop::MAX_INDEX),
+            HopKind::Receiver(7),
+            HopKind::Receiver(Hop::MAX_INDEX),
+            HopKind::Sender(0),
+            HopKind::Sender(123_456_789),
+        ] {
+            assert_eq!(Hop::new(kind).kind(), kind);
+        }
+    }
+
+    #[test]
+    fn a_packet_at_its_destination_goes_to_its_flow_s_endpoint_else_onward() {
+        use crate::units::SimTime;
+        // Host 2 hangs off router 0, host 3 off router 1.
+        let edges = [edge(0, 1, 5), edge(1, 0, 5), edge(2, 0, 1), edge(0, 2, 1), edge(3, 1, 1), edge(1, 3, 1)];
+        let t = RoutingTable::build(4, &edges, &[2, 3]);
+        let data = Packet::segment(9, 3, 0, 1, 1000, 1052, SimTime::ZERO);
+        let ack = Packet::acknowledgement(9, 2, 0, 1001, 52, SimTime::ZERO);
+        assert_eq!(t.hop(0, &data).kind(), HopKind::Forward(0));
+        assert_eq!(t.hop(1, &data).kind(), HopKind::Forward(5));
+        assert_eq!(t.hop(3, &data).kind(), HopKind::Receiver(9));
+        assert_eq!(t.hop(0, &ack).kind(), HopKind::Forward(3));
+        assert_eq!(t.hop(2, &ack).kind(), HopKind::Sender(9));
     }
 
     #[test]

@@ -83,6 +83,26 @@ macro_rules! receiver_dispatch {
 }
 
 impl Sender {
+    /// Ask for the lines an arriving acknowledgement will read (`Simulator::prefetch_ahead`);
+    /// TCP's sender names them all, the others their core or themselves.
+    #[inline]
+    pub fn prefetch(&self) {
+        match self {
+            Sender::Tcp(s) => s.prefetch(),
+            Sender::Quic(s) => s.core.prefetch(),
+            Sender::Datagram(s) => crate::memory::prefetch(s),
+        }
+    }
+
+    /// Ask for the buffer entries an arriving acknowledgement will read first, once the sender
+    /// itself is in the cache (a second stage after [`Sender::prefetch`]).
+    #[inline]
+    pub fn prefetch_buffers(&self) {
+        if let Sender::Tcp(s) = self {
+            s.prefetch_buffers();
+        }
+    }
+
     /// The application opens the connection.
     pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         sender_dispatch!(self, s => s.start(now, out))
@@ -171,6 +191,16 @@ impl Sender {
 }
 
 impl Receiver {
+    /// Ask for the lines an arriving packet will read (`Simulator::prefetch_ahead`).
+    #[inline]
+    pub fn prefetch(&self) {
+        match self {
+            Receiver::Tcp(r) => r.prefetch(),
+            Receiver::Quic(r) => crate::memory::prefetch(r),
+            Receiver::Datagram(r) => crate::memory::prefetch(r),
+        }
+    }
+
     /// Heap held by the receiver's buffers (`crate::memory`).
     pub fn heap_bytes(&self) -> usize {
         receiver_dispatch!(self, r => r.heap_bytes())

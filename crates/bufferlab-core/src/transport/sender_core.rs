@@ -23,6 +23,7 @@
 
 use crate::cc::delivery_rate::TxSnapshot;
 use crate::cc::{AckSample, CongestionController, Controller, DeliveryRateEstimator};
+use crate::memory::prefetch;
 use crate::net::packet::Packet;
 use crate::record::result::FlowRecord;
 use crate::transport::pacer::Pacer;
@@ -96,6 +97,31 @@ impl<R: RttEstimate> SenderCore<R> {
             write_log: WriteLog::default(),
             record: FlowRecord::default(),
         }
+    }
+
+    /// Ask for the lines of the core that an ACK reads (see `TcpSender::prefetch`).
+    #[inline]
+    pub fn prefetch(&self) {
+        prefetch(&self.cc);
+        prefetch(&self.rtt);
+        prefetch(&self.rate);
+        prefetch(&self.pacer);
+        prefetch(&self.phase);
+        prefetch(&self.recovery_since);
+        prefetch(&self.idt);
+        prefetch(&self.write_log);
+        // The record's counters an ACK and the packets it releases update.
+        let r = &self.record;
+        for counter in [&r.rtt_samples, &r.rtt_sum_ns, &r.bytes_acked, &r.app_bytes_written, &r.segments_sent] {
+            prefetch(counter);
+        }
+        prefetch(&r.payload_bytes_sent);
+    }
+
+    /// Ask for the write log's ends (see `TcpSender::prefetch_buffers`).
+    #[inline]
+    pub fn prefetch_buffers(&self) {
+        self.write_log.prefetch_ends();
     }
 
     // ----- observers, for the recorder -----

@@ -8,6 +8,7 @@
 //! the first sum, the sender's [`WriteLog`] the second.
 
 use super::{Receiver, Sender};
+use crate::memory::prefetch;
 use crate::net::packet::Packet;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -40,6 +41,15 @@ impl WriteLog {
         match self.writes.back_mut() {
             Some(last) if last.2 == now && last.1 == start => last.1 = end,
             _ => self.writes.push_back((start, end, now)),
+        }
+    }
+
+    /// Ask for the oldest write (an ACK folds it) and the newest (the next write extends it).
+    #[inline]
+    pub fn prefetch_ends(&self) {
+        if let (Some(oldest), Some(newest)) = (self.writes.front(), self.writes.back()) {
+            prefetch(oldest);
+            prefetch(newest);
         }
     }
 

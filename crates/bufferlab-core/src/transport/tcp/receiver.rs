@@ -6,6 +6,7 @@
 //! ACK costs O(log n) in the number of holes rather than a walk over them.
 
 use super::{TcpConfig, SYN_OPTION_BYTES};
+use crate::memory::prefetch;
 use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::transport::timing::DeliveryLog;
 use crate::units::SimTime;
@@ -40,6 +41,16 @@ pub struct TcpReceiver {
 }
 
 impl TcpReceiver {
+    /// Ask for the lines of the receiver that a data segment reads (`Simulator::prefetch_ahead`).
+    #[inline]
+    pub fn prefetch(&self) {
+        prefetch(self);
+        prefetch(&self.recent_blocks);
+        prefetch(&self.rcv_nxt);
+        prefetch(&self.acks_sent);
+        prefetch(&self.deliveries);
+    }
+
     pub fn new(flow: u32, sender_node: u32, config: &TcpConfig) -> Self {
         TcpReceiver {
             flow,

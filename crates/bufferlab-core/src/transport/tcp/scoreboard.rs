@@ -25,6 +25,7 @@
 
 use super::rack::{sent_after, RackReference};
 use crate::cc::delivery_rate::TxSnapshot;
+use crate::memory::prefetch;
 use crate::memory::HeapBytes;
 use crate::net::packet::SackBlock;
 use crate::units::SimTime;
@@ -222,6 +223,25 @@ impl Scoreboard {
     /// is deemed lost too.
     pub fn has_lost(&self) -> bool {
         self.lost_bytes > 0
+    }
+
+    /// Ask for the scoreboard's own lines (its buffers' headers and counters).
+    #[inline]
+    pub fn prefetch(&self) {
+        prefetch(&self.segments);
+        prefetch(&self.retransmissions);
+        prefetch(&self.outstanding_bytes);
+        prefetch(&self.retransmit_hint);
+    }
+
+    /// Ask for the oldest segment (a cumulative ACK removes it) and the newest (the next one
+    /// sent goes behind it).
+    #[inline]
+    pub fn prefetch_ends(&self) {
+        if let (Some(oldest), Some(newest)) = (self.segments.front(), self.segments.back()) {
+            prefetch(oldest);
+            prefetch(newest);
+        }
     }
 
     pub fn last_index(&self) -> Option<usize> {

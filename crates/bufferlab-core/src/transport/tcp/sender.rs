@@ -12,6 +12,7 @@ use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, Segment};
 use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::cc::{CongestionController, Controller};
+use crate::memory::prefetch;
 use crate::net::packet::{flags, Packet};
 use crate::spec::{RecoveryKind, RtoKind};
 use crate::transport::rtt::RttEstimate;
@@ -109,6 +110,33 @@ impl TcpSender {
             tlp_deadline: None,
             tlp_episode: None,
         }
+    }
+
+    /// Ask for the lines of the sender that an ACK reads (`Simulator::prefetch_ahead`): in
+    /// practice all of it but the handshake's fields, wherever the compiler put them.
+    #[inline]
+    pub fn prefetch(&self) {
+        self.core.prefetch();
+        prefetch(&self.config);
+        prefetch(&self.config.mss);
+        self.scoreboard.prefetch();
+        prefetch(&self.rack);
+        prefetch(&self.snd_una);
+        prefetch(&self.stream_end);
+        prefetch(&self.recovery);
+        prefetch(&self.rto_deadline);
+        prefetch(&self.rack_deadline);
+        prefetch(&self.tlp_deadline);
+        prefetch(&self.tlp_episode);
+    }
+
+    /// Ask for the buffer entries an ACK reads first: the ends of the scoreboard and of the
+    /// write log. Finding them reads the sender itself, so call this once [`TcpSender::prefetch`]
+    /// had time to bring it in.
+    #[inline]
+    pub fn prefetch_buffers(&self) {
+        self.scoreboard.prefetch_ends();
+        self.core.prefetch_buffers();
     }
 
     // ----- observers, for the recorder (the rest are the core's) -----

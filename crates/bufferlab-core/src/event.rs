@@ -62,6 +62,24 @@ const VACANT: Key = Key::MAX;
 #[repr(align(64))]
 struct Siblings([Key; 4]);
 
+impl Siblings {
+    /// The lane of the earliest key, and the key: a knockout of two pairs, so that the two first
+    /// comparisons do not wait for each other (a scan would compare each lane with the winner so
+    /// far, each comparison waiting for the one before and for a load at the lane it chose).
+    /// Among equal keys (only vacant lanes are equal) it may name any of them.
+    #[inline(always)]
+    fn earliest(&self) -> (usize, Key) {
+        let [a, b, c, d] = self.0;
+        let (left, left_key) = if b < a { (1, b) } else { (0, a) };
+        let (right, right_key) = if d < c { (3, d) } else { (2, c) };
+        if right_key < left_key {
+            (right, right_key)
+        } else {
+            (left, left_key)
+        }
+    }
+}
+
 /// The first heap node sits at position `ROOT` (lane 3 of group 0), so that the children of the
 /// node at position `p` fill exactly group `p - 2` (positions 4(p - 2) to 4(p - 2) + 3).
 const ROOT: usize = 3;
@@ -215,15 +233,8 @@ impl EventQueue {
                 if group >= self.keys.len() {
                     break;
                 }
-                let siblings = &self.keys[group].0;
                 // The earliest of the four children (vacant lanes never win).
-                let mut lane = 0;
-                for l in 1..4 {
-                    if siblings[l] < siblings[lane] {
-                        lane = l;
-                    }
-                }
-                let child_key = siblings[lane];
+                let (lane, child_key) = self.keys[group].earliest();
                 if child_key > key {
                     break; // also when the group is vacant
                 }
@@ -248,8 +259,8 @@ impl EventQueue {
         if self.len < 2 {
             return None;
         }
-        let earliest = self.keys[ROOT - 2].0.iter().min().expect("four lanes");
-        Some(self.entries[self.decode(*earliest).2 as usize])
+        let (_, earliest) = self.keys[ROOT - 2].earliest();
+        Some(self.entries[self.decode(earliest).2 as usize])
     }
 
     /// Ask for the entries of the events that may be [`EventQueue::peek_second`] after the next
@@ -455,6 +466,28 @@ mod tests {
             popped += 1;
         }
         assert_eq!(popped, 40);
+    }
+
+    #[test]
+    fn the_knockout_names_the_earliest_of_four_siblings() {
+        // Every order of four distinct keys, and vacant lanes anywhere: the lane named holds the
+        // smallest key.
+        let keys: [Key; 4] = [5, 1 << 64, 7, (1 << 64) - 1];
+        for a in 0..4 {
+            for b in 0..4 {
+                for c in 0..4 {
+                    for d in 0..4 {
+                        for vacant_from in 1..=4 {
+                            let mut lanes = [keys[a], keys[b], keys[c], keys[d]];
+                            lanes[vacant_from..].fill(VACANT);
+                            let (lane, key) = Siblings(lanes).earliest();
+                            assert_eq!(key, *lanes.iter().min().unwrap());
+                            assert_eq!(lanes[lane], key);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

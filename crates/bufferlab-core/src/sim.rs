@@ -138,6 +138,10 @@ const PREFETCH_HOPS_ABOVE_BYTES: usize = 8 << 20;
 /// instructions and ~10 % less time without it); 100 or more flows at 1 Gb/s exceed it at once.
 const PREFETCH_AHEAD_ABOVE_BYTES: usize = 256 << 10;
 
+/// Samples per series reserved at the start at most: a longer series grows by doubling, whose
+/// copies are then a negligible part of so long a run.
+const MAX_RESERVED_SAMPLES: u64 = 1 << 16;
+
 /// Stream owners other than channels mix a domain constant into the run seed, so that their
 /// streams never coincide with a channel's.
 const GENERATOR_STREAMS: u64 = 0x6765_6E65_7261_746F; // "generato"
@@ -317,6 +321,9 @@ impl Simulator {
                     ts.add_classes(ch, split.sub_buffers());
                 }
             }
+            // One sample per interval up to the end time (fewer if every flow completes first).
+            let samples = (spec.duration_ns / iv.as_ns().max(1) + 1).min(MAX_RESERVED_SAMPLES) as usize;
+            ts.reserve_samples(samples);
             ts
         });
         if let Some(iv) = sample_interval {

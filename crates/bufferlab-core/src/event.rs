@@ -102,6 +102,10 @@ pub struct EventQueue {
     /// they can reach the renumbering).
     max_seq_bits: u32,
     next_seq: u64,
+    /// The first sequence, and the first entry, that do not fit the keys' fields (derived from
+    /// the two widths above, so that `schedule` checks each with one comparison).
+    seq_limit: u64,
+    entry_limit: u64,
 }
 
 impl Default for EventQueue {
@@ -116,7 +120,7 @@ impl EventQueue {
     }
 
     fn with_bits(entry_bits: u32, max_seq_bits: u32) -> Self {
-        EventQueue {
+        let mut queue = EventQueue {
             keys: vec![Siblings([VACANT; 4])],
             len: 0,
             entries: Vec::new(),
@@ -124,7 +128,16 @@ impl EventQueue {
             entry_bits,
             max_seq_bits,
             next_seq: 0,
-        }
+            seq_limit: 0,
+            entry_limit: 0,
+        };
+        queue.set_limits();
+        queue
+    }
+
+    fn set_limits(&mut self) {
+        self.seq_limit = 1 << self.seq_bits();
+        self.entry_limit = 1 << self.entry_bits;
     }
 
     #[inline]
@@ -145,7 +158,7 @@ impl EventQueue {
     #[inline]
     fn decode(&self, key: Key) -> (u64, u64, u32) {
         let low = key as u64;
-        ((key >> 64) as u64, low >> self.entry_bits, (low & ((1 << self.entry_bits) - 1)) as u32)
+        ((key >> 64) as u64, low >> self.entry_bits, (low & (self.entry_limit - 1)) as u32)
     }
 
     #[inline]
@@ -164,7 +177,7 @@ impl EventQueue {
                 (self.entries.len() - 1) as u32
             }
         };
-        if self.next_seq >> self.seq_bits() != 0 || (entry as u64) >> self.entry_bits != 0 {
+        if self.next_seq >= self.seq_limit || entry as u64 >= self.entry_limit {
             self.renumber();
         }
         let seq = self.next_seq;
@@ -199,6 +212,7 @@ impl EventQueue {
         pending.sort_unstable();
         let needed = usize::BITS - self.entries.len().leading_zeros();
         self.entry_bits = self.entry_bits.max(needed);
+        self.set_limits();
         assert!(
             (pending.len() as u64) < 1 << self.seq_bits(),
             "event queue: {} pending events do not fit its keys",

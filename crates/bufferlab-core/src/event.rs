@@ -62,6 +62,24 @@ const VACANT: Key = Key::MAX;
 #[repr(align(64))]
 struct Siblings([Key; 4]);
 
+impl Siblings {
+    /// The lane of the earliest key, and the key: a knockout of two pairs, so that the two first
+    /// comparisons do not wait for each other (a scan would compare each lane with the winner so
+    /// far, each comparison waiting for the one before and for a load at the lane it chose).
+    /// Among equal keys (only vacant lanes are equal) it may name any of them.
+    #[inline(always)]
+    fn earliest(&self) -> (usize, Key) {
+        let [a, b, c, d] = self.0;
+        let (left, left_key) = if b < a { (1, b) } else { (0, a) };
+        let (right, right_key) = if d < c { (3, d) } else { (2, c) };
+        if right_key < left_key {
+            (right, right_key)
+        } else {
+            (left, left_key)
+        }
+    }
+}
+
 /// The first heap node sits at position `ROOT` (lane 3 of group 0), so that the children of the
 /// node at position `p` fill exactly group `p - 2` (positions 4(p - 2) to 4(p - 2) + 3).
 const ROOT: usize = 3;
@@ -84,6 +102,10 @@ pub struct EventQueue {
     /// they can reach the renumbering).
     max_seq_bits: u32,
     next_seq: u64,
+    /// The first sequence, and the first entry, that do not fit the keys' fields (derived from
+    /// the two widths above, so that `schedule` checks each with one comparison).
+    seq_limit: u64,
+    entry_limit: u64,
 }
 
 impl Default for EventQueue {
@@ -98,7 +120,7 @@ impl EventQueue {
     }
 
     fn with_bits(entry_bits: u32, max_seq_bits: u32) -> Self {
-        EventQueue {
+        let mut queue = EventQueue {
             keys: vec![Siblings([VACANT; 4])],
             len: 0,
             entries: Vec::new(),
@@ -106,7 +128,16 @@ impl EventQueue {
             entry_bits,
             max_seq_bits,
             next_seq: 0,
-        }
+            seq_limit: 0,
+            entry_limit: 0,
+        };
+        queue.set_limits();
+        queue
+    }
+
+    fn set_limits(&mut self) {
+        self.seq_limit = 1 << self.seq_bits();
+        self.entry_limit = 1 << self.entry_bits;
     }
 
     #[inline]
@@ -127,7 +158,7 @@ impl EventQueue {
     #[inline]
     fn decode(&self, key: Key) -> (u64, u64, u32) {
         let low = key as u64;
-        ((key >> 64) as u64, low >> self.entry_bits, (low & ((1 << self.entry_bits) - 1)) as u32)
+        ((key >> 64) as u64, low >> self.entry_bits, (low & (self.entry_limit - 1)) as u32)
     }
 
     #[inline]
@@ -146,7 +177,7 @@ impl EventQueue {
                 (self.entries.len() - 1) as u32
             }
         };
-        if self.next_seq >> self.seq_bits() != 0 || (entry as u64) >> self.entry_bits != 0 {
+        if self.next_seq >= self.seq_limit || entry as u64 >= self.entry_limit {
             self.renumber();
         }
         let seq = self.next_seq;
@@ -181,6 +212,7 @@ impl EventQueue {
         pending.sort_unstable();
         let needed = usize::BITS - self.entries.len().leading_zeros();
         self.entry_bits = self.entry_bits.max(needed);
+        self.set_limits();
         assert!(
             (pending.len() as u64) < 1 << self.seq_bits(),
             "event queue: {} pending events do not fit its keys",
@@ -215,15 +247,8 @@ impl EventQueue {
                 if group >= self.keys.len() {
                     break;
                 }
-                let siblings = &self.keys[group].0;
                 // The earliest of the four children (vacant lanes never win).
-                let mut lane = 0;
-                for l in 1..4 {
-                    if siblings[l] < siblings[lane] {
-                        lane = l;
-                    }
-                }
-                let child_key = siblings[lane];
+                let (lane, child_key) = self.keys[group].earliest();
                 if child_key > key {
                     break; // also when the group is vacant
                 }
@@ -248,8 +273,8 @@ impl EventQueue {
         if self.len < 2 {
             return None;
         }
-        let earliest = self.keys[ROOT - 2].0.iter().min().expect("four lanes");
-        Some(self.entries[self.decode(*earliest).2 as usize])
+        let (_, earliest) = self.keys[ROOT - 2].earliest();
+        Some(self.entries[self.decode(earliest).2 as usize])
     }
 
     /// Ask for the entries of the events that may be [`EventQueue::peek_second`] after the next
@@ -455,6 +480,28 @@ mod tests {
             popped += 1;
         }
         assert_eq!(popped, 40);
+    }
+
+    #[test]
+    fn the_knockout_names_the_earliest_of_four_siblings() {
+        // Every order of four distinct keys, and vacant lanes anywhere: the lane named holds the
+        // smallest key.
+        let keys: [Key; 4] = [5, 1 << 64, 7, (1 << 64) - 1];
+        for a in 0..4 {
+            for b in 0..4 {
+                for c in 0..4 {
+                    for d in 0..4 {
+                        for vacant_from in 1..=4 {
+                            let mut lanes = [keys[a], keys[b], keys[c], keys[d]];
+                            lanes[vacant_from..].fill(VACANT);
+                            let (lane, key) = Siblings(lanes).earliest();
+                            assert_eq!(key, *lanes.iter().min().unwrap());
+                            assert_eq!(lanes[lane], key);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -158,6 +158,12 @@ impl PacketPool {
         })
     }
 
+    /// Bytes of the pool's packet slots, vacant ones included (its high-water mark).
+    #[inline]
+    pub fn slots_bytes(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<Stored>()
+    }
+
     /// Packets held now.
     pub fn len(&self) -> usize {
         self.slots.len() - self.free.len()

@@ -103,6 +103,45 @@ impl TimeSeries {
         ]
     }
 
+    /// Make room in every series for `samples` samples, so that sampling never moves a growing
+    /// series while the run goes on (each doubling copies the whole series: on the reference
+    /// dumbbell, 3,000 samples of 42 channels and 10 flows, a few per cent of the run's time).
+    /// Call after every class row is added.
+    pub fn reserve_samples(&mut self, samples: usize) {
+        self.time_ns.reserve_exact(samples);
+        let flow_series = [
+            &mut self.cwnd_bytes,
+            &mut self.ssthresh_bytes,
+            &mut self.in_flight_bytes,
+            &mut self.srtt_ns,
+            &mut self.min_rtt_ns,
+            &mut self.acked_bytes,
+            &mut self.delivered_bytes,
+            &mut self.sent_bytes,
+            &mut self.written_bytes,
+            &mut self.idt_ewma_ns,
+            &mut self.delivery_delay_byte_us,
+            &mut self.pacing_rate_bps,
+            &mut self.cc_state,
+            &mut self.delivery_rate_bps,
+        ];
+        let channel_series = [
+            &mut self.queue_packets,
+            &mut self.queue_bytes,
+            &mut self.channel_sent_bytes,
+            &mut self.channel_drops,
+            &mut self.channel_sent_packets,
+            &mut self.channel_sojourn_ns,
+            &mut self.channel_busy_ns,
+        ];
+        for rows in flow_series.into_iter().chain(channel_series) {
+            rows.iter_mut().for_each(|row| row.reserve_exact(samples));
+        }
+        for rows in self.class_series_mut() {
+            rows.iter_mut().for_each(|row| row.reserve_exact(samples));
+        }
+    }
+
     /// Append a sample to row `row` of the per-class series.
     pub fn push_class(&mut self, row: usize, c: &QueueClassRecord) {
         let values = [

@@ -14,6 +14,7 @@ the CPU time is the steadier figure.
 
     python benchmarks/bench_pipeline.py --stages         # where a fresh run's time goes
     python benchmarks/bench_pipeline.py --baseline ../main/.venv/bin/python   # before and after
+    python benchmarks/bench_pipeline.py --stages-case 10000x10g --repetitions 1   # a scale-ladder case
 
 --stages: one fresh process per repetition runs the command's steps one after the other, each
 with the imports it brings, and reports the CPU time (user + system, every thread) of each:
@@ -30,6 +31,10 @@ with the imports it brings, and reports the CPU time (user + system, every threa
     present      the summary's tables (rich), printed into a buffer
     exit         the child's CPU time after it reported the others: the interpreter's teardown
                  where the command exits with `sys.exit`, little where it has `cli.exit_now`
+
+--stages-case CASE: the same table for one case of the scale ladder (benchmarks/bench_scale.py,
+written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with
+the flows.
 
 Like the command, the process takes `cli.prepare_process`'s settings and leaves by
 `cli.exit_now` where the measured version has them.
@@ -151,7 +156,10 @@ getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's proce
 mark("cli")
 from bufferlab.spec import load_scenario
 from bufferlab.spec.overrides import parse_assignment
-scenario = load_scenario(sys.argv[1]).with_overrides(dict(parse_assignment(o) for o in sys.argv[3:]))
+source = sys.argv[1]
+scenario = load_scenario(json.load(open(source)) if source.endswith(".json") else source)
+if sys.argv[3:]:  # as the command: a scenario without --set is validated once
+    scenario = scenario.with_overrides(dict(parse_assignment(o) for o in sys.argv[3:]))
 mark("spec")
 from bufferlab.pipeline.plan import plan
 planned = plan(scenario)
@@ -180,15 +188,16 @@ getattr(bufferlab.cli, "exit_now", sys.exit)(0)  # the command's way out
 
 
 def stages(repetitions: int, overrides: tuple[str, ...] = (),
-           pythons: tuple[str, ...] = (sys.executable,)) -> list[dict[str, float]]:
-    """CPU seconds of each stage of a fresh run (`STAGES`, see the module docstring), each the
-    least of `repetitions` processes, for each interpreter of `pythons` (interleaved)."""
+           pythons: tuple[str, ...] = (sys.executable,), scenario: Path = REFERENCE) -> list[dict[str, float]]:
+    """CPU seconds of each stage of a fresh run of `scenario` (TOML, or a .json mapping) with
+    `overrides` (`STAGES`, see the module docstring), each the least of `repetitions` processes,
+    for each interpreter of `pythons` (interleaved)."""
     best = [dict.fromkeys(STAGES, float("inf")) for _ in pythons]
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(repetitions):
             for i, python in enumerate(pythons):
                 db = Path(tmp) / f"s{k}_{i}.duckdb"
-                _, total, out = _child_cpu([python, "-c", _STAGE_SCRIPT, str(REFERENCE), str(db), *overrides], cwd=ROOT)
+                _, total, out = _child_cpu([python, "-c", _STAGE_SCRIPT, str(scenario), str(db), *overrides], cwd=ROOT)
                 marks = json.loads(out.strip().splitlines()[-1])
                 spent = {"start": marks["start"], "exit": total - marks["present"]}
                 previous = "start"
@@ -334,16 +343,35 @@ def top_imports(limit: int) -> list[tuple[str, float]]:
     return sorted(totals, key=lambda item: -item[1])[:limit]
 
 
-def print_stages(repetitions: int, pythons: list[tuple[str, str]]) -> None:
-    """The --stages table: CPU ms of each stage, per case and interpreter."""
+def scale_case_file(name: str, directory: Path) -> Path:
+    """The scale ladder's case `name` (benchmarks/bench_scale.py) as a JSON scenario file in `directory`."""
+    from bench_scale import CASES
+
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(CASES[name][1]()))
+    return path
+
+
+def print_stages(repetitions: int, pythons: list[tuple[str, str]], scale_case: str | None = None) -> None:
+    """The --stages table: CPU ms of each stage, per case and interpreter (with `scale_case`: of
+    that case of the scale ladder alone)."""
     print(f"\nCPU ms of each stage of a fresh run, best of {repetitions} processes")
     print(f"{'':<35}" + "".join(f"{stage:>8}" for stage in STAGES) + f"{'sum':>8}")
-    for label, overrides, _, _ in WHOLE_PROCESS_CASES:
-        measured = stages(repetitions, overrides, tuple(python for _, python in pythons))
-        for (version, _), spent in zip(pythons, measured):
-            name = f"{label} ({version})" if len(pythons) > 1 else label
-            print(f"{name:<35}" + "".join(f"{1000 * spent[s]:>8.0f}" for s in STAGES)
-                  + f"{1000 * sum(spent.values()):>8.0f}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        if scale_case is None:
+            cases = [(label, overrides, REFERENCE) for label, overrides, _, _ in WHOLE_PROCESS_CASES]
+        else:
+            cases = [(scale_case, (), scale_case_file(scale_case, Path(tmp)))]
+        for label, overrides, scenario in cases:
+            _print_stage_rows(label, stages(repetitions, overrides, tuple(python for _, python in pythons), scenario),
+                              pythons)
+
+
+def _print_stage_rows(label: str, measured: list[dict[str, float]], pythons: list[tuple[str, str]]) -> None:
+    for (version, _), spent in zip(pythons, measured):
+        name = f"{label} ({version})" if len(pythons) > 1 else label
+        print(f"{name:<35}" + "".join(f"{1000 * spent[s]:>8.0f}" for s in STAGES)
+              + f"{1000 * sum(spent.values()):>8.0f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -353,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--imports", action="store_true", help="only list a fresh run's slowest top-level imports")
     parser.add_argument("--memory", action="store_true", help="only measure the copies of the series at the peak")
     parser.add_argument("--stages", action="store_true", help="only the CPU time of each stage of a fresh run")
+    parser.add_argument("--stages-case", metavar="CASE", default=None,
+                        help="with --stages: the stages of one case of bench_scale.py (e.g. 10000x10g) instead")
     parser.add_argument("--existing", action="store_true",
                         help="only the persist into stores that hold 0, 1, 10 and 50 runs already")
     parser.add_argument("--existing-json", action="store_true", help=argparse.SUPPRESS)  # --baseline's child
@@ -365,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.existing:
         print_existing(args.repetitions, args.baseline)
+        return 0
+    if args.stages_case is not None:
+        print_stages(args.repetitions, pythons, args.stages_case)
         return 0
     if args.imports:
         for name, seconds in top_imports(15):

@@ -290,3 +290,70 @@ def test_derive_s_arrow_tables_hold_the_catalogue_s_polars_tables() -> None:
     for name, frame in expected.items():
         arrow = pl.DataFrame(derived.metric_tables[name])
         assert arrow.schema == frame.schema and arrow.equals(frame, null_equal=True), name
+
+
+def _rows_with_gaps(rng: np.random.Generator, flows: int, k: int) -> np.ndarray:
+    """Rows of values with NaN and infinities at random places, some rows all NaN, some all 0."""
+    values = rng.standard_normal((flows, k)) * 1e3 + 5e2
+    values[rng.random((flows, k)) < 0.2] = np.nan
+    values[rng.random((flows, k)) < 0.01] = np.inf
+    values[::7] = np.nan
+    values[3::11] = 0.0
+    return values
+
+
+@pytest.mark.parametrize("k", [1, 7, 9, 128, 129, 300])
+def test_row_means_and_covs_are_each_row_s_own_bit_for_bit(k: int) -> None:
+    # All flows' means at once (rows grouped by their count of finite values) must give the bits
+    # of one flow at a time: the same pairwise sums along each row.
+    rng = np.random.default_rng(k)
+    values = _rows_with_gaps(rng, 40, k)
+    means, covs = metrics._row_means(values), metrics._row_covs(values)
+    for row, mean, cov in zip(values, means, covs):
+        assert mean == metrics._mean(row)
+        assert cov == metrics._cov(row)
+
+
+def test_increments_of_rows_are_each_row_s_own() -> None:
+    rng = np.random.default_rng(5)
+    rows = np.cumsum(rng.exponential(1e6, (6, 50)), axis=1)
+    together = metrics._increments(rows)
+    for row, want in zip(rows, together):
+        assert metrics._increments(row).tobytes() == want.tobytes()
+
+
+def test_flow_metrics_of_all_flows_at_once_equal_each_flow_alone() -> None:
+    # Flows that start at different samples, one that completes, CUBIC beside NewReno, a flow
+    # without time series: the flows' series are computed as one block, and each flow's row must
+    # be what a run holding that flow's series alone gives.
+    scenario = Scenario.from_toml_text("""
+duration = "2s"
+sample_interval = "10ms"
+[topology]
+kind = "dumbbell"
+bottleneck_rate = "20Mbps"
+queue = "30p"
+rtt = "40ms"
+[[flows]]
+cca = "cubic"
+[[flows]]
+start = "305ms"
+rtt = "90ms"
+[[flows]]
+start = "120ms"
+traffic = { kind = "finite", bytes = "300kB" }
+[[flows]]
+start = "1s"
+[record]
+flows = ["flow_0", "flow_1", "flow_2"]
+""")
+    result, _ = runner.simulate(scenario)
+    together = metrics.flow_metric_rows(run_data(scenario, result))
+    series = result.flow_timeseries
+    assert series["flow"].unique().sort().to_list() == [0, 1, 2]
+    assert together[2]["flow_completion_time_l4"] < 1.5  # the finite flow completed
+    resolved = scenario.resolve()
+    for flow in range(4):
+        alone = metrics.RunData.from_result(result.counters(), series.filter(pl.col("flow") == flow),
+                                            resolved.engine, resolved.flow_endpoints, resolved.bottleneck)
+        assert metrics.flow_metric_rows(alone)[flow] == together[flow]

@@ -355,3 +355,75 @@ def test_user_field_agrees_with_a_scan_of_every_alias_of_a_large_dumbbell() -> N
     paths = [*aliases, *(f"{a}.x" for a in aliases), *(f"{a}[0].y" for a in aliases), "links[999].queue", "z"]
     for path in paths:
         assert resolved.user_field(path) == _user_field_by_scan(aliases, path), path
+
+
+# --- the resolution kept from validation (issue 15: a run resolves its spec once) ---------------
+
+def test_first_resolve_after_validation_is_what_a_fresh_resolution_gives() -> None:
+    s = Scenario.from_dict(dumbbell(rtt={"dist": "uniform", "low": "20ms", "high": "200ms"}, flows=5))
+    kept, fresh = s.resolve(), s._resolve()
+    assert kept is not fresh
+    assert kept == fresh
+
+
+def test_each_resolve_hands_out_a_resolution_of_its_own() -> None:
+    s = Scenario.from_dict(dumbbell())
+    first = s.resolve()
+    first.engine["seed"] = 99  # a caller changing its copy (plan sets the seed of a seedless run to 0)
+    second = s.resolve()
+    assert second is not first and second.engine["seed"] == s.seed
+
+
+def test_a_changed_scenario_is_resolved_again() -> None:
+    s = Scenario.from_dict(dumbbell())
+    s.seed = 7
+    assert s.resolve().engine["seed"] == 7
+    s = Scenario.from_dict(dumbbell())
+    assert s.topology is not None
+    s.topology.flows = 3  # a nested field
+    assert len(s.resolve().engine["flows"]) == 3
+
+
+def test_a_field_mutated_in_place_is_seen_even_when_it_was_never_set() -> None:
+    s = Scenario.from_dict(graph())
+    assert "captures" not in s.model_fields_set
+    s.captures.append(Scenario.from_dict(graph(captures=[{"link": "l1"}])).captures[0])
+    assert s.resolve().engine["captures"] == [{"link": 1, "direction": "forward"}]
+
+
+def test_setting_an_option_to_its_default_value_is_seen() -> None:
+    # An unset access_rate is ten times the bottleneck's; set to None it means unlimited.
+    s = Scenario.from_dict(dumbbell())
+    assert s.topology is not None and s.topology.access_rate is None
+    s.topology.access_rate = None
+    assert s.resolve().engine["links"][1]["rate_bps"] is None
+
+
+def test_a_copy_resolves_its_own_fields() -> None:
+    s = Scenario.from_dict(dumbbell())
+    copy = s.model_copy(update={"seed": 5})
+    assert copy.resolve().engine["seed"] == 5
+    assert s.resolve().engine["seed"] == s.seed
+
+
+def test_pickles_and_deep_copies_carry_no_kept_resolution() -> None:
+    import copy
+    import pickle
+
+    s = Scenario.from_dict(dumbbell())
+    for other in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s)):
+        assert other._validation.resolved is None
+        assert other.resolve() == s._resolve()
+
+
+def test_dumbbell_access_links_are_the_links_their_written_form_validates_to() -> None:
+    s = Scenario.from_dict(dumbbell(rtt={"dist": "uniform", "low": "20ms", "high": "200ms"}, flows=4,
+                                    access_rate="1Gbps", access_queue="30p"))
+    from bufferlab.spec.scenario import _expand_dumbbell
+
+    assert s.topology is not None
+    _, links, _, _, _ = _expand_dumbbell(s, s.topology)  # type: ignore[arg-type]
+    for link in links:
+        written = link.model_dump(mode="json", exclude_unset=True)
+        assert Link.model_validate(written) == link
+        assert link.model_fields_set == set(written)

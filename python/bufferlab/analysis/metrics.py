@@ -164,8 +164,12 @@ class RunData:
     flow_specs: Sequence[Mapping[str, Any]]
     bottleneck: int | None
     timeseries: FlowSeries | None = None
-    # Each flow's per-sample quantities, computed once for the flow and the network tables.
-    _series: dict[int, _FlowSeries | None] = field(default_factory=dict, init=False, repr=False)
+    # The sampled flows' per-sample quantities (under "block"), computed once for the flow and
+    # the network tables.
+    _series: dict[str, _SeriesBlock | None] = field(default_factory=dict, init=False, repr=False)
+    # Each channel's service rate (`summary.service_rate_bps`), taken once: the flows' paths and
+    # the link table ask for it 100,000s of times on a large run.
+    _service_rates: list[int | None] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def from_result(cls, counters: Mapping[str, Any], flow_timeseries: Any, engine_spec: Mapping[str, Any],
@@ -185,11 +189,17 @@ class RunData:
             return None
         return self.timeseries.rows.get(flow)
 
+    def service_rate_bps(self, channel: int) -> int | None:
+        """`summary.service_rate_bps` of channel `channel`."""
+        if self._service_rates is None:
+            self._service_rates = [summary.service_rate_bps(c) for c in self.channels]
+        return self._service_rates[channel]
+
     def bottleneck_bps(self) -> float | None:
         """Rate of the run's bottleneck channel (the spec's, else the slowest busy one)."""
         if self.bottleneck is None:
             return None
-        rate = summary.service_rate_bps(self.channels[self.bottleneck])
+        rate = self.service_rate_bps(self.bottleneck)
         return None if rate is None else float(rate)
 
     def path_bottleneck_bps(self, flow: int) -> float | None:
@@ -198,7 +208,7 @@ class RunData:
         path = self.flows[flow].get("path")
         if not path:
             return self.bottleneck_bps()
-        rates = [r for r in (summary.service_rate_bps(self.channels[c]) for c in path) if r is not None]
+        rates = [r for r in (self.service_rate_bps(c) for c in path) if r is not None]
         return float(min(rates)) if rates else None
 
 
@@ -233,12 +243,13 @@ def series_mean(series: pl.Series) -> float:
 
 
 def _increments(cumulative: np.ndarray) -> np.ndarray:
-    """Each sample's increase over the one before, the first's over 0, in float64: bit for bit
-    `np.diff(x, prepend=0.0)` without its generality (a run of 10,000 flows takes 70,000)."""
+    """Each sample's increase over the one before, the first's over 0, in float64, along the last
+    axis (a series, or one series per row): bit for bit `np.diff(x, prepend=0.0)` without its
+    generality."""
     x = np.asarray(cumulative, dtype=np.float64)
-    out = np.empty(x.size)
-    out[:1] = x[:1]  # x[0] - 0.0 is x[0]
-    np.subtract(x[1:], x[:-1], out=out[1:])
+    out = np.empty(x.shape)
+    out[..., :1] = x[..., :1]  # x[0] - 0.0 is x[0]
+    np.subtract(x[..., 1:], x[..., :-1], out=out[..., 1:])
     return out
 
 
@@ -275,78 +286,126 @@ def _lifetime_end(flow: Mapping[str, Any], end_ns: int) -> int:
 
 
 @dataclass
-class _FlowSeries:
-    """One flow's per-sample quantities over its active samples (NaN where undefined)."""
+class _SeriesBlock:
+    """Every sampled flow's per-sample quantities as ``(flows, samples)`` arrays, one row per
+    sampled flow in flow order, NaN outside the flow's active samples (and where a quantity is
+    undefined). Computed for all flows at once: each quantity is elementwise, so a row holds the
+    bits a flow's own computation gives (issue 15: 10,000 flows took numpy calls on tiny arrays
+    each)."""
 
+    flows: list[int]  # flow index of each row
+    row_of: dict[int, int]  # row of each sampled flow
     throughput_l4: np.ndarray
     throughput_l7: np.ndarray
     sending_l4: np.ndarray
     sending_l7: np.ndarray
     delivery_rate: np.ndarray
-    delivery_rate_source: str
+    delivery_rate_source: list[str]
     cwnd: np.ndarray
     in_flight: np.ndarray
     srtt_ms: np.ndarray
     est_qdelay_ms: np.ndarray
     idt_ms: np.ndarray
     one_way_delay_ms: np.ndarray
-    bdp_segments: float | None
-    active: np.ndarray  # bool mask over all samples
+    bdp_segments: list[float | None]
+    active: np.ndarray  # bool, (flows, samples)
 
 
-def _flow_series(run: RunData, flow: int) -> _FlowSeries | None:
-    """One flow's per-sample quantities (computed on first use, then kept by `run`)."""
-    if flow not in run._series:
-        run._series[flow] = _compute_flow_series(run, flow)
-    return run._series[flow]
+def _series_block(run: RunData) -> _SeriesBlock | None:
+    """The sampled flows' per-sample quantities (computed on first use, then kept by `run`)."""
+    if "block" not in run._series:
+        run._series["block"] = _compute_series_block(run)
+    return run._series["block"]
 
 
-def _compute_flow_series(run: RunData, flow: int) -> _FlowSeries | None:
-    row = run.series_row(flow)
-    if row is None:
-        return None
+def _compute_series_block(run: RunData) -> _SeriesBlock | None:
     ts = run.timeseries
-    assert ts is not None
-    rec, spec = run.flows[flow], run.flow_specs[flow]
+    if ts is None:
+        return None
+    flows = [i for i in range(len(run.flows)) if i in ts.rows]
+    if not flows:
+        return None
+    rows = np.array([ts.rows[i] for i in flows], dtype=np.intp)
     t = np.asarray(ts.time_ns, dtype=np.float64)
     dt = _increments(t)
-    start, end = float(rec["start_ns"]), float(_lifetime_end(rec, run.end_ns))
+    records = [run.flows[i] for i in flows]
+    start = np.array([float(rec["start_ns"]) for rec in records])[:, None]
+    end = np.array([float(_lifetime_end(rec, run.end_ns)) for rec in records])[:, None]
     active = (t > start) & (t - dt < end) & (dt > 0)
-    mss, header = segment_bytes(spec)
+    segments = [segment_bytes(run.flow_specs[i]) for i in flows]
+    mss = np.array([m for m, _ in segments], dtype=np.float64)[:, None]
 
     def col(name: str) -> np.ndarray:
-        return np.asarray(ts.column(name)[row], dtype=np.float64)
+        return np.asarray(ts.column(name)[rows], dtype=np.float64)
+
+    def kept(values: np.ndarray) -> np.ndarray:
+        """`values` in the active samples, NaN elsewhere."""
+        return np.where(active, values, np.nan)
 
     tput4 = interval_rate_mbps(col("acked_bytes"), dt)
-    rate = col("delivery_rate_bps") / 1e6 if "delivery_rate_bps" in ts else np.zeros(0)
-    if (rate > 0).any():
-        delivery, source = np.where(rate > 0, rate, np.nan), "rate samples"
-    else:
-        # No rate samples (a transport without the estimator, or none taken).
-        delivery, source = tput4, "acknowledged bytes per interval (fallback)"
+    rate = col("delivery_rate_bps") / 1e6 if "delivery_rate_bps" in ts else np.zeros_like(tput4)
+    sampled: np.ndarray = np.asarray((rate > 0).any(axis=1))
+    # Rate samples where a flow has any; else (a transport without the estimator, or none taken)
+    # its acknowledged bytes per interval.
+    delivery = np.where(sampled[:, None], np.where(rate > 0, rate, np.nan), tput4)
+    sources = ["rate samples" if has else "acknowledged bytes per interval (fallback)" for has in sampled.tolist()]
     srtt = col("srtt_ns")
     srtt_ms = np.where(srtt > 0, srtt / 1e6, np.nan)
     min_rtt = col("min_rtt_ns")
     qdelay = np.where((srtt > 0) & (min_rtt > 0), (srtt - min_rtt) / 1e6, np.nan)
-    idt = col("idt_ewma_ns")
-    sent_data = np.asarray(ts.column("sent_bytes")[row], dtype=np.float64)
     # The EWMA exists from the second data segment on.
-    idt_ms = np.where(sent_data > mss, idt / 1e6, np.nan)
+    idt_ms = np.where(col("sent_bytes") > mss, col("idt_ewma_ns") / 1e6, np.nan)
     delivered = _increments(col("delivered_bytes"))
     delay = _increments(col("delivery_delay_byte_us"))
     with np.errstate(invalid="ignore", divide="ignore"):
         owd_ms = np.where(delivered > 0, delay / delivered / 1e3, np.nan)
-    rate_bps = run.path_bottleneck_bps(flow)
-    min_rtt_ns = rec.get("min_rtt_ns")
-    bdp = None if rate_bps is None or not min_rtt_ns else rate_bps * min_rtt_ns / 1e9 / 8 / (mss + header)
-    return _FlowSeries(
-        throughput_l4=tput4[active], throughput_l7=interval_rate_mbps(col("delivered_bytes"), dt)[active],
-        sending_l4=interval_rate_mbps(col("sent_bytes"), dt)[active],
-        sending_l7=interval_rate_mbps(col("written_bytes"), dt)[active],
-        delivery_rate=delivery[active], delivery_rate_source=source,
-        cwnd=(col("cwnd_bytes") / mss)[active], in_flight=(col("in_flight_bytes") / mss)[active],
-        srtt_ms=srtt_ms[active], est_qdelay_ms=qdelay[active], idt_ms=idt_ms[active],
-        one_way_delay_ms=owd_ms[active], bdp_segments=bdp, active=active)
+    bdps: list[float | None] = []
+    for i, (m, header) in zip(flows, segments):
+        rate_bps, min_rtt_ns = run.path_bottleneck_bps(i), run.flows[i].get("min_rtt_ns")
+        bdps.append(None if rate_bps is None or not min_rtt_ns else rate_bps * min_rtt_ns / 1e9 / 8 / (m + header))
+    return _SeriesBlock(
+        flows=flows, row_of={f: r for r, f in enumerate(flows)},
+        throughput_l4=kept(tput4), throughput_l7=kept(interval_rate_mbps(col("delivered_bytes"), dt)),
+        sending_l4=kept(interval_rate_mbps(col("sent_bytes"), dt)),
+        sending_l7=kept(interval_rate_mbps(col("written_bytes"), dt)),
+        delivery_rate=kept(delivery), delivery_rate_source=sources,
+        cwnd=kept(col("cwnd_bytes") / mss), in_flight=kept(col("in_flight_bytes") / mss),
+        srtt_ms=kept(srtt_ms), est_qdelay_ms=kept(qdelay), idt_ms=kept(idt_ms),
+        one_way_delay_ms=kept(owd_ms), bdp_segments=bdps, active=active)
+
+
+def _finite_first(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's finite values moved to its front in their order (what ``row[np.isfinite(row)]``
+    keeps), and how many each row has."""
+    finite = np.isfinite(values)
+    order = np.argsort(~finite, axis=1, kind="stable")
+    return np.take_along_axis(values, order, axis=1), finite.sum(axis=1)
+
+
+def _row_means(values: np.ndarray) -> list[float | None]:
+    """`_mean` of each row (NaN and infinities left out), bit for bit: rows with as many finite
+    values are summed together along their contiguous rows (`_row_sums`)."""
+    front, counts = _finite_first(values)
+    means = np.full(values.shape[0], np.nan)
+    for n in _positive_counts(counts):
+        rows = np.flatnonzero(counts == n)
+        means[rows] = _row_sums(front[rows], n) / n
+    return [None if c == 0 else m for m, c in zip(means.tolist(), counts.tolist())]
+
+
+def _row_covs(values: np.ndarray) -> list[float | None]:
+    """`_cov` of each row, bit for bit: ``row.std() / mean`` over its finite values (numpy's
+    std of a contiguous row is the same sums as of that row alone)."""
+    front, counts = _finite_first(values)
+    out: list[float | None] = [None] * values.shape[0]
+    for n in _positive_counts(counts):
+        rows = np.flatnonzero(counts == n)
+        group = np.ascontiguousarray(front[rows, :n])
+        means = _row_sums(group, n) / n
+        stds = group.std(axis=1)
+        for r, mean, std in zip(rows.tolist(), means.tolist(), stds.tolist()):
+            out[r] = None if mean == 0 else std / mean
+    return out
 
 
 def _ms(ns: float | None) -> float | None:
@@ -359,37 +418,59 @@ def _positive(x: np.ndarray) -> np.ndarray:
 
 # --- flow metrics -------------------------------------------------------------------------------
 
-def _flow_row(run: RunData, flow: int) -> dict[str, Any]:
+def _series_metrics(run: RunData) -> dict[int, dict[str, Any]]:
+    """The per-sample flow metrics (means and covs of the series) of every sampled flow, by flow,
+    computed for all of them at once (`_SeriesBlock`)."""
+    block = _series_block(run)
+    if block is None:
+        return {}
+    tput = block.throughput_l4
+    rates = [run.path_bottleneck_bps(i) for i in block.flows]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        power = tput / (block.srtt_ms / 1e3)
+        pf = np.log(_positive(tput))
+        mpdf = -1.0 / _positive(tput)
+        # Rows without a rate or BDP get NaN (their metric is None below).
+        per_rate = np.array([np.nan if r is None else r for r in rates])[:, None]
+        bw = tput * 1e6 / per_rate
+        per_bdp = np.array([b if b else np.nan for b in block.bdp_segments])[:, None]
+        bdp = block.in_flight / per_bdp
+    means = {name: _row_means(values) for name, values in (
+        ("mean_throughput_l4", tput), ("mean_throughput_l7", block.throughput_l7),
+        ("mean_delivery_rate_l4", block.delivery_rate), ("mean_sending_rate_l4", block.sending_l4),
+        ("mean_sending_rate_l7", block.sending_l7), ("mean_cwnd_l4", block.cwnd),
+        ("mean_in_flight_l4", block.in_flight), ("mean_srtt_l4", block.srtt_ms),
+        ("mean_est_qdelay_l4", block.est_qdelay_ms), ("mean_idt_ewma_l4", block.idt_ms),
+        ("mean_network_power_l4", power), ("mean_utility_pf_l4", pf), ("mean_utility_mpdf_l4", mpdf),
+        ("mean_utilization_bw_l4", bw), ("mean_utilization_bdp_l4", bdp),
+        ("mean_one_way_delay_l7", block.one_way_delay_ms))}
+    covs = {name: _row_covs(values) for name, values in (
+        ("cov_throughput_l4", tput), ("cov_throughput_l7", block.throughput_l7),
+        ("cov_in_flight_l4", block.in_flight), ("cov_cwnd_l4", block.cwnd), ("cov_srtt_l4", block.srtt_ms))}
+    out = {}
+    for r, flow in enumerate(block.flows):
+        row = {name: values[r] for name, values in means.items()}
+        row.update({name: values[r] for name, values in covs.items()})
+        if rates[r] is None:
+            row["mean_utilization_bw_l4"] = None
+        if not block.bdp_segments[r]:
+            row["mean_utilization_bdp_l4"] = None
+        out[flow] = row
+    return out
+
+
+def _flow_row(run: RunData, flow: int, series: dict[str, Any] | None) -> dict[str, Any]:
+    """Flow `flow`'s metrics, `series` its per-sample ones (None: not sampled)."""
     rec = run.flows[flow]
     start, end = int(rec["start_ns"]), _lifetime_end(rec, run.end_ns)
     lifetime_s = (end - start) / 1e9
-    s = _flow_series(run, flow)
-    rate_bps = run.path_bottleneck_bps(flow)
     row: dict[str, Any] = dict.fromkeys(FLOW_METRICS)
 
     def lifetime_mbps(nbytes: int) -> float | None:
         return None if lifetime_s <= 0 else nbytes * 8 / lifetime_s / 1e6
 
-    if s is not None:
-        tput = s.throughput_l4
-        with np.errstate(invalid="ignore", divide="ignore"):
-            power = tput / (s.srtt_ms / 1e3)
-            pf = np.log(_positive(tput))
-            mpdf = -1.0 / _positive(tput)
-        row.update({
-            "mean_throughput_l4": _mean(tput), "mean_throughput_l7": _mean(s.throughput_l7),
-            "mean_delivery_rate_l4": _mean(s.delivery_rate), "mean_sending_rate_l4": _mean(s.sending_l4),
-            "mean_sending_rate_l7": _mean(s.sending_l7), "mean_cwnd_l4": _mean(s.cwnd),
-            "mean_in_flight_l4": _mean(s.in_flight), "mean_srtt_l4": _mean(s.srtt_ms),
-            "mean_est_qdelay_l4": _mean(s.est_qdelay_ms), "mean_idt_ewma_l4": _mean(s.idt_ms),
-            "mean_network_power_l4": _mean(power), "mean_utility_pf_l4": _mean(pf),
-            "mean_utility_mpdf_l4": _mean(mpdf),
-            "mean_utilization_bw_l4": None if rate_bps is None else _mean(tput * 1e6 / rate_bps),
-            "mean_utilization_bdp_l4": None if not s.bdp_segments else _mean(s.in_flight / s.bdp_segments),
-            "mean_one_way_delay_l7": _mean(s.one_way_delay_ms),
-            "cov_throughput_l4": _cov(tput), "cov_throughput_l7": _cov(s.throughput_l7),
-            "cov_in_flight_l4": _cov(s.in_flight), "cov_cwnd_l4": _cov(s.cwnd), "cov_srtt_l4": _cov(s.srtt_ms),
-        })
+    if series is not None:
+        row.update(series)
     else:
         row.update({
             "mean_throughput_l4": lifetime_mbps(int(rec["bytes_acked"])),
@@ -415,11 +496,15 @@ def flow_metric_rows(run: RunData) -> list[dict[str, Any]]:
     """One row per flow (`FLOW_TABLE`): its index, name, endpoints, then every flow metric (None
     if undefined), and where its delivery rate came from."""
     rows = []
+    block = _series_block(run)
+    series = _series_metrics(run)
     for i, rec in enumerate(run.flows):
-        s = _flow_series(run, i)
-        source = s.delivery_rate_source if s is not None else "acknowledged bytes over the lifetime (no series)"
+        if block is not None and i in block.row_of:
+            source = block.delivery_rate_source[block.row_of[i]]
+        else:
+            source = "acknowledged bytes over the lifetime (no series)"
         rows.append({"flow": i, "name": rec["name"], "src": run.endpoints[i][0], "dst": run.endpoints[i][1],
-                     **_flow_row(run, i), "delivery_rate_source": source})
+                     **_flow_row(run, i, series.get(i)), "delivery_rate_source": source})
     return rows
 
 
@@ -445,7 +530,7 @@ def link_metric_rows(run: RunData) -> list[dict[str, Any]]:
             continue
         rows.append({
             "channel": i, "name": c["name"],
-            "rate_mbps": None if (rate := summary.service_rate_bps(c)) is None else rate / 1e6,
+            "rate_mbps": None if (rate := run.service_rate_bps(i)) is None else rate / 1e6,
             "bottleneck": i == run.bottleneck,
             "mean_qdisc_length_l2": summary.mean_queue_packets(c, end),
             "max_qdisc_length_l2": float(c["max_queue_packets"]),
@@ -532,18 +617,15 @@ def network_metric_row(run: RunData) -> dict[str, Any]:
     """The one row (`net`, `NETWORK_TABLE`): per sample, sums and fairness indices over the flows
     active then, averaged over the samples. Flows without series are left out; with none, every
     value is None."""
-    series = [s for s in (_flow_series(run, i) for i in range(len(run.flows))) if s is not None]
+    block = _series_block(run)
     row: dict[str, Any] = {"name": "net", **dict.fromkeys(NETWORK_METRICS)}
-    if series:
-        k = series[0].active.size
-        tput = np.full((len(series), k), np.nan)
-        in_flight = np.full((len(series), k), np.nan)
-        bdp_util = np.full((len(series), k), np.nan)
-        for j, s in enumerate(series):
-            tput[j, s.active] = s.throughput_l4
-            in_flight[j, s.active] = s.in_flight
-            if s.bdp_segments:
-                bdp_util[j, s.active] = s.in_flight / s.bdp_segments
+    if block is not None:
+        tput, in_flight = block.throughput_l4, block.in_flight
+        bdp_util = np.full(tput.shape, np.nan)
+        with_bdp = [r for r, b in enumerate(block.bdp_segments) if b]
+        if with_bdp:
+            bdps = np.array([block.bdp_segments[r] for r in with_bdp], dtype=np.float64)[:, None]
+            bdp_util[with_bdp] = in_flight[with_bdp] / bdps
         with np.errstate(invalid="ignore", divide="ignore", over="ignore", under="ignore"):
             per_sample = _network_samples(tput, in_flight, bdp_util, run.bottleneck_bps())
         for name, values in per_sample.items():

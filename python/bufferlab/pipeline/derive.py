@@ -149,7 +149,8 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
     resolved = plan.resolved
     counters = result.counters()
     endpoints = resolved.endpoints_of(counters["flows"])
-    engine_spec = json.loads(plan.spec_json)
+    # The engine spec as planned (its JSON is `plan.spec_json`), not decoded from that text again.
+    engine_spec = resolved.engine
     return DerivedRun(
         run_id=plan.run_id, name=plan.name, seed=plan.seed, duration_ns=plan.duration_ns,
         wall_time_s=raw.wall_time_s, spec_json=plan.spec_json,

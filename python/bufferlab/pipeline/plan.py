@@ -68,13 +68,26 @@ class Plan:
         return out
 
 
+def _encoded_members(spec: dict[str, Any]) -> dict[str, str]:
+    """Each top-level member of `spec` as canonical JSON, by key."""
+    return {key: canonical_json(value) for key, value in spec.items()}
+
+
+def _object_json(members: dict[str, str]) -> str:
+    """The canonical JSON of the object whose members `_encoded_members` encoded: bit for bit
+    `canonical_json(spec)` (keys sorted, no spaces), assembled from the members' text so that a
+    changed seed does not encode the whole spec again (a 10,000-flow spec takes 0.1 s; issue 15)."""
+    return "{" + ",".join(f"{canonical_json(key)}:{members[key]}" for key in sorted(members)) + "}"
+
+
 def plan(scenario: Scenario, max_memory: int | None = None) -> Plan:
     """Resolve and validate `scenario` once; raises SpecError naming the user's field. A run whose
     memory could exceed `max_memory` bytes (default: `budget.default_budget()`) is refused."""
     resolved = scenario.resolve()
     engine: dict[str, Any] = resolved.engine
     _core = core()
-    spec_json = canonical_json(engine)
+    encoded = _encoded_members(engine)
+    spec_json = _object_json(encoded)
     try:
         # One call: every check (routes included, without building the simulator) and whether
         # the engine draws random numbers.
@@ -84,7 +97,8 @@ def plan(scenario: Scenario, max_memory: int | None = None) -> Plan:
     check_memory(scenario, resolved, max_memory)
     if not engine_draws and engine.get("seed", 0) != 0:
         engine["seed"] = 0
-        spec_json = canonical_json(engine)
+        encoded["seed"] = canonical_json(0)
+        spec_json = _object_json(encoded)
     version = engine_version()
     return Plan(scenario=scenario, resolved=resolved, spec_json=spec_json, engine_version=version,
                 run_id=run_identity(spec_json, version),

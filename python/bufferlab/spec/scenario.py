@@ -36,12 +36,13 @@ and closed-loop users per source host, CBR and on/off datagram sources (see `Gen
 import functools
 import json
 import tomllib
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, ValidationInfo
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, ValidationError, ValidationInfo
 
 from ..errors import SpecError, from_validation_error
 from .distributions import Dist, parse_distribution
@@ -448,6 +449,47 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+class _Validation:
+    """The resolution `Scenario.from_dict` computed to validate a scenario, kept for the first
+    `Scenario.resolve()` of that same scenario (`plan`'s), so that a run resolves its spec once
+    (a 10,000-flow dumbbell takes about half a second to resolve; issue 15).
+
+    It cannot go stale: it is handed out only while the scenario's contents (every field, and
+    which fields were set) are what was resolved, only to the scenario it was made for (a copy,
+    which shares the holder, resolves afresh), and only once, so no two callers share one
+    mutable `Resolved`. Copies and pickles of a scenario carry an empty holder."""
+
+    __slots__ = ("owner", "contents", "resolved")
+
+    def __init__(self) -> None:
+        self.owner: Any = None
+        self.contents: Any = None
+        self.resolved: Resolved | None = None
+
+    def keep(self, owner: "Scenario", resolved: Resolved) -> None:
+        self.owner, self.contents, self.resolved = weakref.ref(owner), _contents(owner), resolved
+
+    def take(self, owner: "Scenario") -> Resolved | None:
+        """The kept resolution if it is `owner`'s and `owner` is unchanged (then forgotten), else None."""
+        resolved, made_for, contents = self.resolved, self.owner, self.contents
+        self.owner = self.contents = self.resolved = None
+        if resolved is None or made_for is None or made_for() is not owner or _contents(owner) != contents:
+            return None
+        return resolved
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "_Validation":
+        return _Validation()
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return (_Validation, ())
+
+
+def _contents(scenario: "Scenario") -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a resolution depends on: every field's value (distributions by identity, as they are
+    immutable), and the fields set by the spec (an unset option takes a default)."""
+    return scenario.model_dump(), scenario.model_dump(exclude_unset=True)
+
+
 class Scenario(_Model):
     """One experiment: topology, flows, duration and seed."""
 
@@ -473,6 +515,8 @@ class Scenario(_Model):
     record: Record | None = None
     # Free-form labels (e.g. ccperf's --experiment-name); stored, never simulated.
     meta: dict[str, str | int | float | bool] = {}
+    # The resolution made while validating, for the first `resolve()` (see `_Validation`).
+    _validation: _Validation = PrivateAttr(default_factory=_Validation)
 
     # --- construction -----------------------------------------------------------------------
 
@@ -484,7 +528,9 @@ class Scenario(_Model):
             scenario = cls.model_validate(data, context={"base_dir": base_dir})
         except ValidationError as e:
             raise from_validation_error(e) from None
-        scenario.resolve()  # cross-field checks (names, RTTs, times) fail here, not at run time
+        # Cross-field checks (names, RTTs, times) fail here, not at run time; the resolution is
+        # kept for the run's plan.
+        scenario._validation.keep(scenario, scenario.resolve())
         return scenario
 
     @classmethod
@@ -521,7 +567,15 @@ class Scenario(_Model):
         return self.resolve().to_json()
 
     def resolve(self) -> Resolved:
-        """Resolve into the engine's ScenarioSpec; raises SpecError for cross-field problems."""
+        """Resolve into the engine's ScenarioSpec; raises SpecError for cross-field problems. Each
+        call returns a `Resolved` of its own (the first after `from_dict` the one its validation
+        made, if the scenario is unchanged since)."""
+        kept = self._validation.take(self)
+        if kept is not None:
+            return kept
+        return self._resolve()
+
+    def _resolve(self) -> Resolved:
         rtts: list[int | None] = []
         if self.topology is not None:
             for key in ("nodes", "links"):
@@ -646,8 +700,11 @@ def _expand_dumbbell(s: Scenario, topo: Dumbbell) -> tuple[list[Node], list[Link
         d_src, d_dst = split_access_delays(rtt, d_btl, where)
         nodes += [Node(name=src, kind="host"), Node(name=dst, kind="host")]
         for host, a, b, delay in ((src, src, "left", d_src), (dst, "right", dst, d_dst)):
-            links.append(Link.model_validate(dict(name=f"access_{host}", a=a, b=b, rate=units.format_rate(access_rate),
-                                                  delay=units.format_time(delay), queue=access_queue)))
+            # Built from values already checked (a validated rate, a delay >= 0 in ns, a validated
+            # queue), as validating "10Gbps" and "5ms" again would give them: without the text
+            # round trip, which cost a 10,000-flow dumbbell 0.2 s per resolution (issue 15).
+            links.append(Link.model_construct(name=f"access_{host}", a=a, b=b, rate=access_rate, delay=delay,
+                                              queue=access_queue))
         expanded.append(flow.model_copy(update={"src": src, "dst": dst, "rtt": None}))
     return nodes, links, expanded, "btl_forward", [r for r, _ in rtts]
 

@@ -54,7 +54,11 @@ def _routes_toward(dst: int, nodes: int, channels: list[tuple[int, int, int]]) -
             candidate = (cost + delay + 1, hops + 1, ch)
             if candidate < best[frm]:
                 best[frm] = candidate
-                heapq.heappush(heap, (candidate[0], candidate[1], frm))
+                # A node with one link (a host on its access link) ends every route through it:
+                # its only way on is back, never shorter, so it is not expanded (a 10,000-flow
+                # dumbbell's 20,000 hosts were half of each search's heap work, issue 15).
+                if len(incoming[frm]) > 1:
+                    heapq.heappush(heap, (candidate[0], candidate[1], frm))
     return [None if b[2] < 0 else b[2] for b in best]
 
 

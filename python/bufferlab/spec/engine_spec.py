@@ -221,6 +221,9 @@ def _resolve_queues(nodes: list[Node], engine_links: list[dict[str, Any]], engin
     one description per channel."""
     loads = None
     descriptions = []
+    # A resolved queue's description, by the queue (queues are frozen): a 10,000-flow dumbbell's
+    # 40,000 access channels share one queue, described once instead of each time (issue 15).
+    described: dict[int, str] = {}
     for channel, (queue, where) in enumerate(queues):
         if not queue.resolved:
             # Only a size given by time or by rule needs the sizing module (issue 15).
@@ -230,7 +233,7 @@ def _resolve_queues(nodes: list[Node], engine_links: list[dict[str, Any]], engin
                 loads = link_loads([{"name": n.name} for n in nodes], engine_links, engine_flows)
             queue, description = resolve_queue(queue, loads[channel // 2], where)
         else:
-            description = str(queue)
+            description = described.get(id(queue)) or described.setdefault(id(queue), str(queue))
         key = "queue_forward" if channel % 2 == 0 else "queue_backward"
         engine_links[channel // 2][key] = queue.to_engine()
         descriptions.append(description)

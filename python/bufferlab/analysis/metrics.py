@@ -31,6 +31,7 @@ Deviations from ccperf, by design of the engine:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -164,12 +165,6 @@ class RunData:
     flow_specs: Sequence[Mapping[str, Any]]
     bottleneck: int | None
     timeseries: FlowSeries | None = None
-    # The sampled flows' per-sample quantities (under "block"), computed once for the flow and
-    # the network tables.
-    _series: dict[str, _SeriesBlock | None] = field(default_factory=dict, init=False, repr=False)
-    # Each channel's service rate (`summary.service_rate_bps`), taken once: the flows' paths and
-    # the link table ask for it 100,000s of times on a large run.
-    _service_rates: list[int | None] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def from_result(cls, counters: Mapping[str, Any], flow_timeseries: Any, engine_spec: Mapping[str, Any],
@@ -183,16 +178,20 @@ class RunData:
                    bottleneck=summary.pick_bottleneck(counters["channels"], bottleneck),
                    timeseries=FlowSeries.from_table(flow_timeseries))
 
-    def series_row(self, flow: int) -> int | None:
-        """Row of `flow` in the per-flow series, or None if it was not sampled."""
-        if self.timeseries is None:
-            return None
-        return self.timeseries.rows.get(flow)
+    @functools.cached_property
+    def series_block(self) -> _SeriesBlock | None:
+        """The sampled flows' per-sample quantities (None: no flow was sampled), computed once for
+        the flow and the network tables."""
+        return _compute_series_block(self)
+
+    @functools.cached_property
+    def _service_rates(self) -> list[int | None]:
+        """Each channel's service rate (`summary.service_rate_bps`), taken once: the flows' paths
+        and the link table ask for it 100,000s of times on a large run."""
+        return [summary.service_rate_bps(c) for c in self.channels]
 
     def service_rate_bps(self, channel: int) -> int | None:
         """`summary.service_rate_bps` of channel `channel`."""
-        if self._service_rates is None:
-            self._service_rates = [summary.service_rate_bps(c) for c in self.channels]
         return self._service_rates[channel]
 
     def bottleneck_bps(self) -> float | None:
@@ -219,19 +218,6 @@ def _mean_of(values: np.ndarray) -> float:
     sum in float64 over the count. (`ndarray.mean` adds some microseconds of Python around the
     same sum; a run of 10,000 flows takes 200,000 means.)"""
     return float(values.sum(dtype=np.float64)) / values.size
-
-
-def _mean(values: np.ndarray) -> float | None:
-    values = values[np.isfinite(values)]
-    return _mean_of(values) if values.size else None
-
-
-def _cov(values: np.ndarray) -> float | None:
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return None
-    mean = _mean_of(values)
-    return None if mean == 0 else float(values.std()) / mean
 
 
 def series_mean(series: pl.Series) -> float:
@@ -311,13 +297,6 @@ class _SeriesBlock:
     active: np.ndarray  # bool, (flows, samples)
 
 
-def _series_block(run: RunData) -> _SeriesBlock | None:
-    """The sampled flows' per-sample quantities (computed on first use, then kept by `run`)."""
-    if "block" not in run._series:
-        run._series["block"] = _compute_series_block(run)
-    return run._series["block"]
-
-
 def _compute_series_block(run: RunData) -> _SeriesBlock | None:
     ts = run.timeseries
     if ts is None:
@@ -374,18 +353,18 @@ def _compute_series_block(run: RunData) -> _SeriesBlock | None:
         one_way_delay_ms=kept(owd_ms), bdp_segments=bdps, active=active)
 
 
-def _finite_first(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's finite values moved to its front in their order (what ``row[np.isfinite(row)]``
-    keeps), and how many each row has."""
-    finite = np.isfinite(values)
-    order = np.argsort(~finite, axis=1, kind="stable")
-    return np.take_along_axis(values, order, axis=1), finite.sum(axis=1)
+def _kept_first(values: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's kept values (where `keep` is True) moved to its front in their order: row r's
+    first ``counts[r]`` entries are ``values[r][keep[r]]``. Returns (the rows, counts)."""
+    order = np.argsort(~keep, axis=1, kind="stable")
+    return np.take_along_axis(values, order, axis=1), keep.sum(axis=1)
 
 
 def _row_means(values: np.ndarray) -> list[float | None]:
-    """`_mean` of each row (NaN and infinities left out), bit for bit: rows with as many finite
-    values are summed together along their contiguous rows (`_row_sums`)."""
-    front, counts = _finite_first(values)
+    """The mean of each row's finite values (None for a row without one), bit for bit
+    ``row[np.isfinite(row)].mean()``: rows with as many finite values are summed together along
+    their contiguous rows (`_row_sums`)."""
+    front, counts = _kept_first(values, np.isfinite(values))
     means = np.full(values.shape[0], np.nan)
     for n in _positive_counts(counts):
         rows = np.flatnonzero(counts == n)
@@ -394,9 +373,10 @@ def _row_means(values: np.ndarray) -> list[float | None]:
 
 
 def _row_covs(values: np.ndarray) -> list[float | None]:
-    """`_cov` of each row, bit for bit: ``row.std() / mean`` over its finite values (numpy's
-    std of a contiguous row is the same sums as of that row alone)."""
-    front, counts = _finite_first(values)
+    """The coefficient of variation of each row's finite values, bit for bit ``std / mean`` of
+    ``row[np.isfinite(row)]`` (None without a finite value or with a zero mean; numpy's std of a
+    contiguous row is the same sums as of that row alone)."""
+    front, counts = _kept_first(values, np.isfinite(values))
     out: list[float | None] = [None] * values.shape[0]
     for n in _positive_counts(counts):
         rows = np.flatnonzero(counts == n)
@@ -421,7 +401,7 @@ def _positive(x: np.ndarray) -> np.ndarray:
 def _series_metrics(run: RunData) -> dict[int, dict[str, Any]]:
     """The per-sample flow metrics (means and covs of the series) of every sampled flow, by flow,
     computed for all of them at once (`_SeriesBlock`)."""
-    block = _series_block(run)
+    block = run.series_block
     if block is None:
         return {}
     tput = block.throughput_l4
@@ -496,7 +476,7 @@ def flow_metric_rows(run: RunData) -> list[dict[str, Any]]:
     """One row per flow (`FLOW_TABLE`): its index, name, endpoints, then every flow metric (None
     if undefined), and where its delivery rate came from."""
     rows = []
-    block = _series_block(run)
+    block = run.series_block
     series = _series_metrics(run)
     for i, rec in enumerate(run.flows):
         if block is not None and i in block.row_of:
@@ -545,14 +525,6 @@ def link_metric_rows(run: RunData) -> list[dict[str, Any]]:
 
 # --- network metrics ----------------------------------------------------------------------------
 
-def _compacted(values: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per sample (a column of the ``(flows, samples)`` arrays), the kept flows' values moved to
-    the front in flow order: ``values[keep[:, k], k]`` is row k's first ``counts[k]`` entries.
-    Returns (the rows, counts)."""
-    order = np.argsort(~keep.T, axis=1, kind="stable")
-    return np.take_along_axis(values.T, order, axis=1), keep.sum(axis=0)
-
-
 def _positive_counts(counts: np.ndarray) -> list[int]:
     """The distinct positive values of `counts`, in increasing order. (Not `np.unique`: numpy 2.4's
     imports numpy.ma to ask whether its argument is masked, 4-5 ms of a fresh run; issue 15.)"""
@@ -574,9 +546,10 @@ def _network_samples(tput: np.ndarray, in_flight: np.ndarray, bdp_util: np.ndarr
     with as many active (or positive-throughput) flows are computed together, one row each."""
     values = {name: np.full(tput.shape[1], np.nan) for name in NETWORK_METRICS}
     active = ~np.isnan(tput)
-    x_all, n_active = _compacted(tput, active)
-    flight_all, _ = _compacted(in_flight, active)
-    bdp_all, _ = _compacted(bdp_util, active)
+    # One row per sample (a column of the arrays), its active flows' values first, in flow order.
+    x_all, n_active = _kept_first(tput.T, active.T)
+    flight_all, _ = _kept_first(in_flight.T, active.T)
+    bdp_all, _ = _kept_first(bdp_util.T, active.T)
     total_all = np.full(tput.shape[1], np.nan)
     for n in _positive_counts(n_active):
         cols = np.flatnonzero(n_active == n)
@@ -596,7 +569,7 @@ def _network_samples(tput: np.ndarray, in_flight: np.ndarray, bdp_util: np.ndarr
         total_squared = np.array([t ** 2 for t in total[fair].tolist()])
         values["mean_jains_fairness_throughput_l4"][cols[fair]] = total_squared / (n * squares[fair])
         values["mean_product_fairness_throughput_l4"][cols] = np.prod(x, axis=1)
-    p_all, n_positive = _compacted(tput, active & (tput > 0))
+    p_all, n_positive = _kept_first(tput.T, (active & (tput > 0)).T)
     for n in _positive_counts(n_positive):
         cols = np.flatnonzero(n_positive == n)
         p = np.ascontiguousarray(p_all[cols, :n])
@@ -617,7 +590,7 @@ def network_metric_row(run: RunData) -> dict[str, Any]:
     """The one row (`net`, `NETWORK_TABLE`): per sample, sums and fairness indices over the flows
     active then, averaged over the samples. Flows without series are left out; with none, every
     value is None."""
-    block = _series_block(run)
+    block = run.series_block
     row: dict[str, Any] = {"name": "net", **dict.fromkeys(NETWORK_METRICS)}
     if block is not None:
         tput, in_flight = block.throughput_l4, block.in_flight

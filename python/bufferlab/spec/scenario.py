@@ -42,7 +42,8 @@ from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, ValidationError, ValidationInfo
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, ValidationInfo
+from pydantic_core import core_schema
 
 from ..errors import SpecError, from_validation_error
 from .distributions import Dist, parse_distribution
@@ -50,19 +51,23 @@ from .fields import (
     ByteCount,
     LossModelField,
     Controller,
+    Name,
+    OptionalName,
     OptionalRate,
+    PositiveCount,
     PositiveTime,
     Probability,
     QueueField,
     Rate,
     Recovery,
     SampleInterval,
+    Switch,
     Time,
     TrafficField,
 )
 from ..queues import fifo
 from .. import units
-from .parsed import TABLE, Parsed
+from .parsed import TABLE, Parsed, Prebuilt
 from .topology import Graph, ParkingLot, Tree, build_parking_lot, build_tree
 
 __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "QuicOptions", "Dumbbell", "Capture",
@@ -80,6 +85,16 @@ DEFAULT_QUEUE = fifo(units.QueueLimit(packets=1000))
 RTT_STREAM = 0x727474
 # The start-time draws' own stream: SeedSequence([seed, START_STREAM]) ("start" in ASCII).
 START_STREAM = 0x7374617274
+
+FlowCount = Annotated[int | None, Prebuilt(core_schema.nullable_schema(
+    core_schema.int_schema(strict=True, gt=0, le=MAX_FLOWS)))]
+"""A number of flows or users, or unset: ``StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)``."""
+Seed = Annotated[int, Prebuilt(core_schema.int_schema(strict=True, ge=0, lt=2**64))]
+"""A run's seed, a 64-bit unsigned integer: ``StrictInt = Field(ge=0, lt=2**64)``."""
+Frequency = Annotated[float | None, Prebuilt(core_schema.nullable_schema(core_schema.float_schema(
+    allow_inf_nan=False, gt=0)))]
+"""A rate of events per second above 0, or unset: ``float | None = Field(default=None, gt=0,
+allow_inf_nan=False)``."""
 
 
 def _base_dir(info: ValidationInfo) -> Path | None:
@@ -155,14 +170,14 @@ class _Model(BaseModel):
 class Node(_Model):
     """A host (flow endpoint) or a router."""
 
-    name: str = Field(min_length=1)
+    name: Name
     kind: Literal["host", "router"]
 
 
 class Link(_Model):
     """A full-duplex point-to-point link; "forward" is a -> b, "backward" is b -> a."""
 
-    name: str | None = Field(default=None, min_length=1)
+    name: OptionalName = None
     a: str
     b: str
     rate: OptionalRate
@@ -179,29 +194,29 @@ class Link(_Model):
 class TcpOptions(_Model):
     """TCP knobs; an unset option takes the flow defaults', then the engine's default."""
 
-    mss: StrictInt | None = Field(default=None, gt=0)
-    header_bytes: StrictInt | None = Field(default=None, gt=0)
-    initial_window: StrictInt | None = Field(default=None, gt=0)
-    ack_every: StrictInt | None = Field(default=None, gt=0)
+    mss: PositiveCount = None
+    header_bytes: PositiveCount = None
+    initial_window: PositiveCount = None
+    ack_every: PositiveCount = None
     # `delayed_ack = false` is the same as `ack_every = 1` (ACK every packet).
-    delayed_ack: StrictBool | None = None
+    delayed_ack: Switch = None
     delayed_ack_timeout: PositiveTime | None = None
-    sack: StrictBool | None = None
+    sack: Switch = None
     recovery: Recovery | None = None
     min_rto: PositiveTime | None = None
     initial_rto: PositiveTime | None = None
     max_rto: PositiveTime | None = None
     rwnd: ByteCount | None = None
-    dupthresh: StrictInt | None = Field(default=None, gt=0)
+    dupthresh: PositiveCount = None
     # RTT measurement from echoed timestamps (RFC 7323); false: send times under Karn's rule.
-    timestamps: StrictBool | None = None
+    timestamps: Switch = None
     # HyStart++ (RFC 9406) in CUBIC's initial slow start; false: standard slow start.
-    hystart: StrictBool | None = None
+    hystart: Switch = None
     # Retransmission timeout: "linux" (SRTT + max(4·RTTVAR, min_rto), restarted when the first
     # outstanding segment is retransmitted) or "rfc6298" (max(SRTT + 4·RTTVAR, min_rto)).
     rto: Literal["linux", "rfc6298"] | None = None
     # RACK-TLP loss detection (RFC 8985); default false: RFC 6675's DupThresh rule alone.
-    rack: StrictBool | None = None
+    rack: Switch = None
     # Reno's window growth: "bytes" (RFC 3465 byte counting, as Linux) or "per_ack" (RFC 5681
     # per ACK, as ns-3's TcpNewReno: half a segment per RTT with delayed ACKs).
     ca_increase: Literal["bytes", "per_ack"] | None = None
@@ -221,12 +236,12 @@ class QuicOptions(_Model):
     lower_layer: ByteCount | None = None
     # UDP payload of an ACK-only packet with one ACK range.
     ack_packet: ByteCount | None = None
-    initial_window: StrictInt | None = Field(default=None, gt=0)
+    initial_window: PositiveCount = None
     # ACK every n-th ack-eliciting packet (1: every one, as in seed 003).
-    ack_every: StrictInt | None = Field(default=None, gt=0)
+    ack_every: PositiveCount = None
     max_ack_delay: Time | None = None
     initial_rtt: PositiveTime | None = None
-    packet_threshold: StrictInt | None = Field(default=None, gt=0)
+    packet_threshold: PositiveCount = None
 
 
 class FlowDefaults(_Model):
@@ -251,7 +266,7 @@ class Flow(FlowDefaults):
     flow's two-way propagation delay.
     """
 
-    name: str | None = Field(default=None, min_length=1)
+    name: OptionalName = None
     src: str | None = None
     dst: str | None = None
 
@@ -261,7 +276,7 @@ class Dumbbell(_Model):
 
     kind: Literal["dumbbell"]
     # K, when the flows are not listed one by one under [[flows]].
-    flows: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
+    flows: FlowCount = None
     bottleneck_rate: Rate
     bottleneck_delay: Time | None = None
     # Bottleneck queue (at `left`, toward `right`); `reverse_queue` defaults to the same.
@@ -290,13 +305,13 @@ class Generator(_Model):
       wire), on/off with periods from `on` and `off`.
     """
 
-    name: str | None = Field(default=None, min_length=1)
+    name: OptionalName = None
     kind: Literal["persistent", "poisson", "closed_loop", "cbr", "onoff"]
     sources: str | list[str] | None = None
     dst: str
-    flows: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
-    arrivals_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    users: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
+    flows: FlowCount = None
+    arrivals_per_s: Frequency = None
+    users: FlowCount = None
     size: SizeDist | None = None
     think: TimeDist | None = None
     rate: Rate | None = None
@@ -495,7 +510,7 @@ class Scenario(_Model):
 
     name: str | None = None
     description: str | None = None
-    seed: StrictInt = Field(default=1, ge=0, lt=2**64)
+    seed: Seed = 1
     duration: PositiveTime
     sample_interval: SampleInterval = DEFAULT_SAMPLE_INTERVAL_NS
     # The channel the summary reports as bottleneck: "<link>_forward", "<link>_backward" or a link

@@ -142,7 +142,7 @@ def parse_traffic(value: Any) -> Traffic:
     if not isinstance(value, dict):
         raise SpecError("", f'expected "greedy" or a table {{kind = "finite", bytes = ...}}, got {value!r}')
     kind = value.get("kind")
-    if kind not in _TRAFFIC_KEYS:
+    if not isinstance(kind, str) or kind not in _TRAFFIC_KEYS:  # a list or table is no kind (nor a key)
         raise SpecError("kind", f'unknown traffic model "{kind}" (known: {", ".join(_TRAFFIC_KEYS)})')
     for key in value:
         if key not in _TRAFFIC_KEYS[kind]:

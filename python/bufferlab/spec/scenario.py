@@ -346,7 +346,7 @@ def _topology(value: Any, info: ValidationInfo) -> Topology:
     if not isinstance(value, dict):
         raise SpecError("", f"expected a table with a kind ({', '.join(_TOPOLOGIES)}), got {value!r}")
     kind = value.get("kind")
-    if kind not in _TOPOLOGIES:
+    if not isinstance(kind, str) or kind not in _TOPOLOGIES:  # a list or table is no kind (nor a key)
         raise SpecError("kind", f'unknown topology "{kind}" (known: {", ".join(_TOPOLOGIES)})')
     try:
         return _TOPOLOGIES[kind].model_validate(value, context=info.context)

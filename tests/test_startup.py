@@ -206,3 +206,12 @@ def test_the_command_builds_the_spec_without_looking_for_pydantic_plugins(monkey
     assert modules_loaded(plan, ("importlib.metadata",)) == ["importlib.metadata"]
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")
     assert modules_loaded(command, ("importlib.metadata",)) == ["importlib.metadata"]
+
+
+def test_the_tree_and_parking_lot_models_load_only_for_such_a_topology(tmp_path: Path) -> None:
+    args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
+            "--set", "duration=1s", "--json")
+    assert modules_loaded(cli(*args), ("bufferlab.spec.topology",)) == []
+    tree = ("run", str(ROOT / "scenarios" / "tree_mice.toml"), "--db", str(tmp_path / "t.duckdb"),
+            "--set", "duration=1s", "--json")
+    assert modules_loaded(cli(*tree), ("bufferlab.spec.topology",)) == ["bufferlab.spec.topology"]

@@ -40,7 +40,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, ValidationInfo
 from pydantic_core import core_schema
@@ -68,7 +68,9 @@ from .fields import (
 from ..queues import fifo
 from .. import units
 from .parsed import TABLE, Parsed, Prebuilt
-from .topology import Graph, ParkingLot, Tree, build_parking_lot, build_tree
+
+if TYPE_CHECKING:  # pragma: no cover - imported with the first tree or parking lot (`_topology`)
+    from .topology import Graph, ParkingLot, Tree
 
 __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "QuicOptions", "Dumbbell", "Capture",
            "Generator", "Record", "Resolved", "load_scenario", "DEFAULT_SAMPLE_INTERVAL_NS", "RTT_STREAM",
@@ -335,21 +337,38 @@ GENERATOR_KEYS = {
 GENERATOR_COMMON_KEYS = {"name", "kind", "sources", "dst", "cca", "tcp", "start", "stop"}
 
 
-Topology = Dumbbell | Tree | ParkingLot
-_TOPOLOGIES: dict[str, type[Topology]] = {"dumbbell": Dumbbell, "tree": Tree, "parking_lot": ParkingLot}
+if TYPE_CHECKING:  # pragma: no cover
+    Topology = Dumbbell | Tree | ParkingLot
+else:  # the field's schema is `_topology`'s, whatever the type: the models need not exist yet
+    Topology = Any
+# The kinds of `[topology]`. The tree's and the parking lot's models (`spec.topology`) are imported
+# with the first scenario of their kind, not by every run of a dumbbell (1.2 ms; issue 15).
+TOPOLOGY_KINDS = ("dumbbell", "tree", "parking_lot")
+
+
+def _topology_model(kind: str) -> "type[Topology]":
+    if kind == "dumbbell":
+        return Dumbbell
+    from .topology import ParkingLot, Tree
+
+    return Tree if kind == "tree" else ParkingLot
 
 
 def _topology(value: Any, info: ValidationInfo) -> Topology:
     """A `[topology]` table, by its kind (errors name `topology.<key>`, no union tags)."""
-    if isinstance(value, (Dumbbell, Tree, ParkingLot)):
+    if isinstance(value, Dumbbell):
         return value
     if not isinstance(value, dict):
-        raise SpecError("", f"expected a table with a kind ({', '.join(_TOPOLOGIES)}), got {value!r}")
+        from .topology import ParkingLot, Tree
+
+        if isinstance(value, (Tree, ParkingLot)):
+            return value
+        raise SpecError("", f"expected a table with a kind ({', '.join(TOPOLOGY_KINDS)}), got {value!r}")
     kind = value.get("kind")
-    if not isinstance(kind, str) or kind not in _TOPOLOGIES:  # a list or table is no kind (nor a key)
-        raise SpecError("kind", f'unknown topology "{kind}" (known: {", ".join(_TOPOLOGIES)})')
+    if not isinstance(kind, str) or kind not in TOPOLOGY_KINDS:  # a list or table is no kind
+        raise SpecError("kind", f'unknown topology "{kind}" (known: {", ".join(TOPOLOGY_KINDS)})')
     try:
-        return _TOPOLOGIES[kind].model_validate(value, context=info.context)
+        return _topology_model(kind).model_validate(value, context=info.context)
     except ValidationError as e:
         raise from_validation_error(e) from None
 
@@ -603,6 +622,8 @@ class Scenario(_Model):
             aliases = _dumbbell_aliases(self.topology, len(links))
         elif self.topology is not None:
             _no_rtts(self, self.flows)
+            from .topology import Tree, build_parking_lot, build_tree
+
             graph = (build_tree(self.topology, DEFAULT_QUEUE) if isinstance(self.topology, Tree)
                      else build_parking_lot(self.topology, DEFAULT_QUEUE))
             nodes, links = _graph_nodes_links(graph)
@@ -636,7 +657,7 @@ def _no_rtts(s: Scenario, flows: list[Flow]) -> None:
         raise SpecError("flow_defaults.rtt", "only a dumbbell topology derives delays from RTTs")
 
 
-def _graph_nodes_links(graph: Graph) -> tuple[list[Node], list[Link]]:
+def _graph_nodes_links(graph: "Graph") -> tuple[list[Node], list[Link]]:
     nodes = [Node(**n) for n in graph.nodes]
     links = []
     for link in graph.links:

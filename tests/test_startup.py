@@ -188,9 +188,12 @@ def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monk
 def test_the_sizing_module_loads_only_for_a_queue_sized_by_time_or_rule(tmp_path: Path) -> None:
     args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
             "--set", "duration=1s", "--json")
-    assert modules_loaded(cli(*args), ("bufferlab.sizing.resolve",)) == []
-    assert modules_loaded(cli(*args, "--set", "topology.queue=25ms"), ("bufferlab.sizing.resolve",)) == [
-        "bufferlab.sizing.resolve"]
+    sizing = ("bufferlab.sizing.resolve", "bufferlab.sizing.rules")
+    assert modules_loaded(cli(*args), sizing) == []
+    assert modules_loaded(cli(*args, "--set", "topology.queue=25ms"), sizing) == list(sizing)
+    # ... and the rules (their RTT averages) for a queue sized by rule.
+    by_rule = ("--set", 'topology.queue={rule = "stanford", rtt = "max"}')
+    assert modules_loaded(cli(*args, *by_rule), sizing) == list(sizing)
 
 
 def test_the_command_builds_the_spec_without_looking_for_pydantic_plugins(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -41,6 +41,8 @@ def test_version_and_help_load_no_heavy_library(args: tuple[str, ...]) -> None:
 def test_the_package_and_its_public_names_import_lazily() -> None:
     assert heavy_modules_loaded("import bufferlab, bufferlab.spec, bufferlab.store, bufferlab.study, "
                                 "bufferlab.report") == []
+    # The memory budget's flag is read before any spec is: no spec models with it.
+    assert heavy_modules_loaded("from bufferlab.pipeline.budget import parse_budget") == []
     # ... and still resolve on first use.
     assert "pydantic" in heavy_modules_loaded("from bufferlab import Scenario; Scenario.model_fields")
     assert "polars" in heavy_modules_loaded("import bufferlab.runner\nfrom bufferlab.store import Results")

@@ -359,3 +359,38 @@ flows = ["flow_0", "flow_1", "flow_2"]
         alone = metrics.RunData.from_result(result.counters(), series.filter(pl.col("flow") == flow),
                                             resolved.engine, resolved.flow_endpoints, resolved.bottleneck)
         assert metrics.flow_metric_rows(alone)[flow] == together[flow]
+
+
+def _channel(rng: np.random.Generator, **given: object) -> dict:
+    record = {"name": "c_forward", "rate_bps": int(rng.integers(1, 10**11)), "shaping_rate_bps": None,
+              "busy_ns": int(rng.integers(0, 10**10)), "queue_packet_ns": int(rng.integers(0, 10**13)),
+              "sent_packets": int(rng.integers(0, 10**7)), "sojourn_sum_ns": int(rng.integers(0, 10**14))}
+    record.update(given)
+    return record
+
+
+@pytest.mark.parametrize("end_ns", [10**10, 7, 0])
+def test_channel_figures_of_all_channels_equal_the_summary_s_of_each_bit_for_bit(end_ns: int) -> None:
+    from bufferlab.analysis import summary
+
+    rng = np.random.default_rng(15)
+    channels = [_channel(rng) for _ in range(200)] + [
+        _channel(rng, rate_bps=None), _channel(rng, sent_packets=0), _channel(rng, shaping_rate_bps=10**6),
+        _channel(rng, rate_bps=None, shaping_rate_bps=3 * 10**5),
+        # 128-bit counters beyond float64's exact integers are divided as Python ints.
+        _channel(rng, queue_packet_ns=2**100 + 12345, sojourn_sum_ns=2**70 + 1, sent_packets=3)]
+    figures = metrics.ChannelFigures.of(channels, end_ns)
+    assert figures.service_rate_bps == [summary.service_rate_bps(c) for c in channels]
+    for name, expected in (("utilisation", [summary.utilisation(c, end_ns) for c in channels]),
+                           ("mean_queue_packets", [summary.mean_queue_packets(c, end_ns) for c in channels]),
+                           ("mean_sojourn_ns", [summary.mean_sojourn_ns(c) for c in channels])):
+        got = getattr(figures, name)
+        assert [None if v is None else v.hex() for v in got] == [None if v is None else v.hex() for v in expected], name
+
+
+def test_exact_quotients_are_python_s_true_division() -> None:
+    numerators = [0, 1, 10**15, 2**53 + 1, 2**90 + 7, 3]
+    denominators = [5, 3, 7, 3, 2**60 + 1, 0]
+    quotients = metrics.exact_quotients(numerators, denominators)
+    assert [q.hex() for q in quotients[:5].tolist()] == [(a / b).hex() for a, b in zip(numerators, denominators[:5])]
+    assert math.isinf(quotients[5])

@@ -46,7 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["FLOW_METRICS", "LINK_METRICS", "NETWORK_METRICS", "RunData", "flow_metrics", "link_metrics",
            "interval_rate_mbps", "segment_bytes", "series_mean", "FlowSeries", "network_metrics", "jain", "entropy",
-           "flow_metric_rows", "link_metric_rows", "network_metric_row", "FLOW_TABLE", "LINK_TABLE", "NETWORK_TABLE"]
+           "flow_metric_rows", "link_metric_rows", "link_metric_columns", "ChannelFigures",
+           "exact_quotients", "network_metric_row", "FLOW_TABLE", "LINK_TABLE", "NETWORK_TABLE"]
 
 # name -> (unit, definition); the order is the tables' order.
 FLOW_METRICS: dict[str, tuple[str, str]] = {
@@ -149,6 +150,61 @@ class FlowSeries:
         return self._columns[name]
 
 
+# Integers below 2**53 are exact doubles, so the float64 quotient of two of them is the correctly
+# rounded quotient that Python's int / int gives; larger ones (128-bit counters) are divided as ints.
+EXACT_INT = 2**53
+
+
+def exact_quotients(numerators: Sequence[int], denominators: Sequence[int]) -> np.ndarray:
+    """``numerators[i] / denominators[i]`` of Python ints as float64, bit for bit Python's true
+    division (a zero denominator gives inf or NaN, for the caller to mask)."""
+    quotients: np.ndarray
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quotients = np.array(numerators, dtype=np.float64) / np.array(denominators, dtype=np.float64)
+    if max(numerators, default=0) >= EXACT_INT or max(denominators, default=0) >= EXACT_INT:
+        for i, (a, b) in enumerate(zip(numerators, denominators)):
+            if (a >= EXACT_INT or b >= EXACT_INT) and b:
+                quotients[i] = a / b
+    return quotients
+
+
+def _where(values: np.ndarray, defined: np.ndarray) -> list[float | None]:
+    """`values` as Python floats, None where `defined` is False."""
+    return [v if ok else None for v, ok in zip(values.tolist(), defined.tolist())]
+
+
+@dataclass(frozen=True)
+class ChannelFigures:
+    """`analysis.summary`'s per-channel figures of every channel, one list each (None where the
+    figure is undefined), bit for bit what its functions give one channel at a time: derive's
+    channel table and the link table read the same figures, taken once for all channels with
+    numpy (a 10,000-flow dumbbell has 40,002 channels; issue 15)."""
+
+    service_rate_bps: list[int | None]
+    utilisation: list[float | None]
+    mean_queue_packets: list[float | None]
+    mean_sojourn_ns: list[float | None]
+
+    @classmethod
+    def of(cls, channels: Sequence[Mapping[str, Any]], end_ns: int) -> ChannelFigures:
+        lines = [c.get("rate_bps") for c in channels]
+        shaped = any(c.get("shaping_rate_bps") is not None for c in channels)
+        rates = [summary.service_rate_bps(c) for c in channels] if shaped else lines
+        n = len(channels)
+        if end_ns <= 0:
+            return cls(rates, [None] * n, [None] * n, [summary.mean_sojourn_ns(c) for c in channels])
+        # utilisation: busy / end x line / rate, in that order (`summary.utilisation`).
+        rated = np.array([r is not None and line is not None for r, line in zip(rates, lines)], dtype=bool)
+        busy = exact_quotients([int(c["busy_ns"]) for c in channels], [end_ns] * n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            utilisation = (busy * np.array([line or 0 for line in lines], dtype=np.float64)
+                           / np.array([r or 0 for r in rates], dtype=np.float64))
+        queue = exact_quotients([int(c["queue_packet_ns"]) for c in channels], [end_ns] * n)
+        sent = [int(c["sent_packets"]) for c in channels]
+        sojourn = exact_quotients([int(c["sojourn_sum_ns"]) for c in channels], sent)
+        return cls(rates, _where(utilisation, rated), queue.tolist(), _where(sojourn, np.array(sent) != 0))
+
+
 @dataclass
 class RunData:
     """What the metrics are computed from: a run's counters, time series and spec facts.
@@ -185,14 +241,14 @@ class RunData:
         return _compute_series_block(self)
 
     @functools.cached_property
-    def _service_rates(self) -> list[int | None]:
-        """Each channel's service rate (`summary.service_rate_bps`), taken once: the flows' paths
-        and the link table ask for it 100,000s of times on a large run."""
-        return [summary.service_rate_bps(c) for c in self.channels]
+    def channel_figures(self) -> ChannelFigures:
+        """Every channel's summary figures, computed once for derive's channel table, the link
+        table and the flows' paths (which ask for service rates 100,000s of times on a large run)."""
+        return ChannelFigures.of(self.channels, self.end_ns)
 
     def service_rate_bps(self, channel: int) -> int | None:
         """`summary.service_rate_bps` of channel `channel`."""
-        return self._service_rates[channel]
+        return self.channel_figures.service_rate_bps[channel]
 
     def bottleneck_bps(self) -> float | None:
         """Rate of the run's bottleneck channel (the spec's, else the slowest busy one)."""
@@ -511,24 +567,30 @@ def link_metrics(run: RunData) -> pl.DataFrame:
 def link_metric_rows(run: RunData) -> list[dict[str, Any]]:
     """One row per channel that carried traffic (`LINK_TABLE`): every link metric, from the exact
     counters."""
-    rows = []
+    columns = link_metric_columns(run)
+    return [dict(zip(columns, row)) for row in zip(*columns.values())]
+
+
+def link_metric_columns(run: RunData) -> dict[str, list[Any]]:
+    """The link table (`link_metric_rows`) by column, `LINK_TABLE`'s columns in order."""
     end = run.end_ns
-    for i, c in enumerate(run.channels):
-        if c["sent_packets"] == 0 and c["offered_packets"] == 0:
-            continue
-        rows.append({
-            "channel": i, "name": c["name"],
-            "rate_mbps": None if (rate := run.service_rate_bps(i)) is None else rate / 1e6,
-            "bottleneck": i == run.bottleneck,
-            "mean_qdisc_length_l2": summary.mean_queue_packets(c, end),
-            "max_qdisc_length_l2": float(c["max_queue_packets"]),
-            "mean_qdisc_delay_l2": _ms(summary.mean_sojourn_ns(c)),
-            "mean_sending_rate_l1": c["sent_bytes"] * 8e3 / end if end else None,
-            "total_qdisc_drops_l2": float(c["dropped_queue_packets"]),
-            "total_random_losses_l1": float(c["dropped_loss_packets"]),
-            "utilization_l1": summary.utilisation(c, end),
-        })
-    return rows
+    figures = run.channel_figures
+    busy = [i for i, c in enumerate(run.channels) if c["sent_packets"] != 0 or c["offered_packets"] != 0]
+    channels = [run.channels[i] for i in busy]
+    rates = [figures.service_rate_bps[i] for i in busy]
+    sojourns = [figures.mean_sojourn_ns[i] for i in busy]
+    return {
+        "channel": busy, "name": [c["name"] for c in channels],
+        "rate_mbps": [None if rate is None else rate / 1e6 for rate in rates],
+        "bottleneck": [i == run.bottleneck for i in busy],
+        "mean_qdisc_length_l2": [figures.mean_queue_packets[i] for i in busy],
+        "max_qdisc_length_l2": [float(c["max_queue_packets"]) for c in channels],
+        "mean_qdisc_delay_l2": [None if ns is None else ns / 1e6 for ns in sojourns],
+        "mean_sending_rate_l1": [c["sent_bytes"] * 8e3 / end if end else None for c in channels],
+        "total_qdisc_drops_l2": [float(c["dropped_queue_packets"]) for c in channels],
+        "total_random_losses_l1": [float(c["dropped_loss_packets"]) for c in channels],
+        "utilization_l1": [figures.utilisation[i] for i in busy],
+    }
 
 
 # --- network metrics ----------------------------------------------------------------------------

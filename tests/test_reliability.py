@@ -449,3 +449,41 @@ def _stored_runs(db: Path) -> int:
         return 0
     finally:
         con.close()
+
+
+def _refusal_from_every_demand(scenario: Any, budget: int) -> str | None:
+    """The refusal `check_memory` gives, computed from the full list of demands: their total,
+    and the first with the most bytes."""
+    from bufferlab.pipeline.budget import approx_bytes, memory_demands
+
+    demands = memory_demands(scenario, scenario.resolve())
+    total = sum(d.bytes for d in demands)
+    if total <= budget:
+        return None
+    largest = max(demands, key=lambda d: d.bytes)
+    return (f"{largest.field}: the run could need {approx_bytes(total)} of memory ({largest.what}: "
+            f"{approx_bytes(largest.bytes)}), more than the budget of {approx_bytes(budget)} (--max-memory)")
+
+
+@pytest.mark.parametrize("overrides", [
+    {},  # the recording is the largest demand
+    {"topology.queue": "100000p", "sample_interval": "off"},  # the bottleneck's queue is
+    {"sample_interval": "off"},  # 2 x 40 equal access queues and the bottleneck's: the first largest
+    {"topology.queue": "60000B", "topology.access_queue": "200p", "sample_interval": "off"},
+])
+def test_the_budget_summed_from_queue_sizes_refuses_as_the_list_of_every_demand(overrides: dict[str, str]) -> None:
+    from bufferlab.errors import SpecError
+    from bufferlab.pipeline.budget import check_memory, memory_demands
+    from bufferlab.spec import Scenario
+
+    scenario = Scenario.from_toml_text(textwrap.dedent(SMALL_DUMBBELL)).with_overrides(
+        {"topology.flows": 40, **overrides})
+    total = sum(d.bytes for d in memory_demands(scenario, scenario.resolve()))
+    for budget in (0, total // 3, total - 1, total):
+        expected = _refusal_from_every_demand(scenario, budget)
+        try:
+            check_memory(scenario, scenario.resolve(), budget)
+        except SpecError as e:
+            assert str(e) == expected
+        else:
+            assert expected is None and budget == total

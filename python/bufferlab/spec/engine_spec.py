@@ -9,7 +9,7 @@ and cross-field problems raise `SpecError` naming the user's field.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -19,7 +19,9 @@ from .distributions import Dist
 from .fields import DEFAULT_DATAGRAM, Traffic, engine_controller, engine_recovery
 from ..queues import Queue
 from .scenario import (
+    AccessLink,
     DEFAULT_QUEUE,
+    Host,
     Flow,
     GENERATOR_COMMON_KEYS,
     GENERATOR_KEYS,
@@ -96,7 +98,7 @@ def _quic(defaults: QuicOptions | None, own: QuicOptions | None) -> dict[str, An
     return quic
 
 
-def _flow_ends(flow: Flow, where: str, nodes: list[Node], node_index: dict[str, int]) -> tuple[int, int]:
+def _flow_ends(flow: Flow, where: str, nodes: Sequence[Node | Host], node_index: dict[str, int]) -> tuple[int, int]:
     """A flow's source and destination node, checked in order (set, known, hosts, different)."""
     if flow.src is None:
         raise SpecError(f"{where}.src", "missing required key")
@@ -130,7 +132,7 @@ class _Tables:
         return dict(known[1])
 
 
-def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
+def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence[Link | AccessLink], flows: list[Flow],
            bottleneck: str | None) -> Resolved:
     node_index = _unique([n.name for n in nodes], "nodes")
     link_names = [link.name or f"{link.a}_{link.b}" for link in links]
@@ -255,7 +257,7 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
                     random_draws=random_draws, field_aliases=aliases)
 
 
-def _resolve_queues(nodes: list[Node], engine_links: list[dict[str, Any]], engine_flows: list[dict[str, Any]],
+def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, Any]], engine_flows: list[dict[str, Any]],
                     queues: list[tuple[Queue, int, str]]) -> list[str]:
     """Put each channel's queue, its size resolved (time, rule), into the engine links; returns
     one description per channel."""
@@ -285,7 +287,7 @@ def _resolve_queues(nodes: list[Node], engine_links: list[dict[str, Any]], engin
     return descriptions
 
 
-def _generator_sources(g: Generator, nodes: list[Node], where: str) -> list[str]:
+def _generator_sources(g: Generator, nodes: Sequence[Node | Host], where: str) -> list[str]:
     """The host names a generator's `sources` select (default: every host but the destination)."""
     hosts = [n.name for n in nodes if n.kind == "host" and n.name != g.dst]
     patterns = [g.sources] if isinstance(g.sources, str) else g.sources
@@ -313,7 +315,7 @@ _GENERATOR_MODEL_FIELDS = {"model.rate_per_s": "arrivals_per_s", "model.users": 
                            "model.think": "think", "model": "kind"}
 
 
-def _expand_generators(s: Scenario, nodes: list[Node], node_index: dict[str, int],
+def _expand_generators(s: Scenario, nodes: Sequence[Node | Host], node_index: dict[str, int],
                        draw_start: Callable[[Dist], int], random_draws: list[str],
                        first_flow: int) -> tuple[list[Flow], list[dict[str, Any]], dict[str, str]]:
     """Generators -> listed flows (persistent, cbr, onoff) and engine generators (poisson,

@@ -416,13 +416,16 @@ def test_pickles_and_deep_copies_carry_no_kept_resolution() -> None:
         assert other.resolve() == s._resolve()
 
 
-def test_dumbbell_access_links_are_the_links_their_written_form_validates_to() -> None:
+def test_dumbbell_hosts_access_links_and_counted_flows_read_as_the_models_they_stand_for() -> None:
     s = Scenario.from_dict(dumbbell(rtt={"dist": "uniform", "low": "20ms", "high": "200ms"}, flows=4,
                                     access_rate="1Gbps", access_queue="30p"))
     from bufferlab.spec.scenario import _expand_dumbbell
 
     assert s.topology is not None
-    nodes, links, _, _, _ = _expand_dumbbell(s, s.topology)  # type: ignore[arg-type]
+    nodes, links, flows, _, _ = _expand_dumbbell(s, s.topology)  # type: ignore[arg-type]
+    for flow in flows:  # the flows topology.flows counts: an empty flow's values, and their ends
+        assert {name: getattr(flow, name) for name in flow._fields} == {
+            name: getattr(Flow(src=flow.src, dst=flow.dst), name) for name in flow._fields}
     assert isinstance(links[0], Link) and links[0].model_dump(mode="json", exclude_unset=True)["name"] == "btl"
     for link in links[1:]:  # the access links: no models, the values a written [[links]] entry validates to
         written = {"name": link.name, "a": link.a, "b": link.b, "rate": "1Gbps", "delay": f"{link.delay}ns",

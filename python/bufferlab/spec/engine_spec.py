@@ -20,6 +20,7 @@ from .fields import DEFAULT_DATAGRAM, Traffic, engine_controller, engine_recover
 from ..queues import Queue
 from .scenario import (
     AccessLink,
+    CountedFlow,
     DEFAULT_QUEUE,
     Host,
     Flow,
@@ -98,7 +99,7 @@ def _quic(defaults: QuicOptions | None, own: QuicOptions | None) -> dict[str, An
     return quic
 
 
-def _flow_ends(flow: Flow, where: str, nodes: Sequence[Node | Host], node_index: dict[str, int]) -> tuple[int, int]:
+def _flow_ends(flow: Flow | CountedFlow, where: str, nodes: Sequence[Node | Host], node_index: dict[str, int]) -> tuple[int, int]:
     """A flow's source and destination node, checked in order (set, known, hosts, different)."""
     if flow.src is None:
         raise SpecError(f"{where}.src", "missing required key")
@@ -132,7 +133,8 @@ class _Tables:
         return dict(known[1])
 
 
-def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence[Link | AccessLink], flows: list[Flow],
+def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence[Link | AccessLink],
+                      flows: Sequence[Flow | CountedFlow],
            bottleneck: str | None) -> Resolved:
     node_index = _unique([n.name for n in nodes], "nodes")
     link_names = [link.name or f"{link.a}_{link.b}" for link in links]

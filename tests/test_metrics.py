@@ -378,8 +378,12 @@ def test_channel_figures_of_all_channels_equal_the_summary_s_of_each_bit_for_bit
         _channel(rng, rate_bps=None), _channel(rng, sent_packets=0), _channel(rng, shaping_rate_bps=10**6),
         _channel(rng, rate_bps=None, shaping_rate_bps=3 * 10**5),
         # 128-bit counters beyond float64's exact integers are divided as Python ints.
-        _channel(rng, queue_packet_ns=2**100 + 12345, sojourn_sum_ns=2**70 + 1, sent_packets=3)]
+        _channel(rng, queue_packet_ns=2**100 + 12345, sojourn_sum_ns=2**63 + 2**12 + 1, sent_packets=3)]
     figures = metrics.ChannelFigures.of(channels, end_ns)
+    # The counters read in place from a table of the channels give the same figures.
+    table = pl.DataFrame({name: [c[name] for c in channels] for name in ("busy_ns", "sent_packets", "sojourn_sum_ns")},
+                         schema=dict.fromkeys(("busy_ns", "sent_packets", "sojourn_sum_ns"), pl.UInt64))
+    assert metrics.ChannelFigures.of(channels, end_ns, table) == figures
     assert figures.service_rate_bps == [summary.service_rate_bps(c) for c in channels]
     for name, expected in (("utilisation", [summary.utilisation(c, end_ns) for c in channels]),
                            ("mean_queue_packets", [summary.mean_queue_packets(c, end_ns) for c in channels]),

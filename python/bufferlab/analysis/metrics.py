@@ -155,17 +155,28 @@ class FlowSeries:
 EXACT_INT = 2**53
 
 
-def exact_quotients(numerators: Sequence[int], denominators: Sequence[int]) -> np.ndarray:
-    """``numerators[i] / denominators[i]`` of Python ints as float64, bit for bit Python's true
+def exact_quotients(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | np.ndarray | int,
+                    ) -> np.ndarray:
+    """``numerators[i] / denominators[i]`` of integers (Python ints, or an unsigned integer array
+    such as an engine column; one int divides them all) as float64, bit for bit Python's true
     division (a zero denominator gives inf or NaN, for the caller to mask)."""
     quotients: np.ndarray
     with np.errstate(divide="ignore", invalid="ignore"):
-        quotients = np.array(numerators, dtype=np.float64) / np.array(denominators, dtype=np.float64)
-    if max(numerators, default=0) >= EXACT_INT or max(denominators, default=0) >= EXACT_INT:
-        for i, (a, b) in enumerate(zip(numerators, denominators)):
+        quotients = np.divide(np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64))
+    if _largest(numerators) >= EXACT_INT or _largest(denominators) >= EXACT_INT:
+        per_row = np.broadcast_to(np.asarray(denominators, dtype=object), quotients.shape)
+        for i, (a, b) in enumerate(zip(np.asarray(numerators, dtype=object).tolist(), per_row.tolist())):
             if (a >= EXACT_INT or b >= EXACT_INT) and b:
-                quotients[i] = a / b
+                quotients[i] = int(a) / int(b)
     return quotients
+
+
+def _largest(values: Sequence[int] | np.ndarray | int) -> int:
+    if isinstance(values, int):
+        return values
+    if isinstance(values, np.ndarray):
+        return int(values.max()) if values.size else 0
+    return max(values, default=0)
 
 
 def _where(values: np.ndarray, defined: np.ndarray) -> list[float | None]:
@@ -186,7 +197,10 @@ class ChannelFigures:
     mean_sojourn_ns: list[float | None]
 
     @classmethod
-    def of(cls, channels: Sequence[Mapping[str, Any]], end_ns: int) -> ChannelFigures:
+    def of(cls, channels: Sequence[Mapping[str, Any]], end_ns: int, table: Any = None) -> ChannelFigures:
+        """The figures of `channels` (the engine's channel records) over a run of `end_ns`; its
+        counters are read from `table` (the same channels as an Arrow table or a DataFrame) where
+        given, in place."""
         lines = [c.get("rate_bps") for c in channels]
         shaped = any(c.get("shaping_rate_bps") is not None for c in channels)
         rates = [summary.service_rate_bps(c) for c in channels] if shaped else lines
@@ -195,14 +209,23 @@ class ChannelFigures:
             return cls(rates, [None] * n, [None] * n, [summary.mean_sojourn_ns(c) for c in channels])
         # utilisation: busy / end x line / rate, in that order (`summary.utilisation`).
         rated = np.array([r is not None and line is not None for r, line in zip(rates, lines)], dtype=bool)
-        busy = exact_quotients([int(c["busy_ns"]) for c in channels], [end_ns] * n)
+        busy = exact_quotients(_counter(channels, table, "busy_ns"), end_ns)
         with np.errstate(divide="ignore", invalid="ignore"):
             utilisation = (busy * np.array([line or 0 for line in lines], dtype=np.float64)
                            / np.array([r or 0 for r in rates], dtype=np.float64))
-        queue = exact_quotients([int(c["queue_packet_ns"]) for c in channels], [end_ns] * n)
-        sent = [int(c["sent_packets"]) for c in channels]
-        sojourn = exact_quotients([int(c["sojourn_sum_ns"]) for c in channels], sent)
-        return cls(rates, _where(utilisation, rated), queue.tolist(), _where(sojourn, np.array(sent) != 0))
+        # The queue's integral is a 128-bit counter: read from the records, as Python ints.
+        queue = exact_quotients([int(c["queue_packet_ns"]) for c in channels], end_ns)
+        sent = _counter(channels, table, "sent_packets")
+        sojourn = exact_quotients(_counter(channels, table, "sojourn_sum_ns"), sent)
+        return cls(rates, _where(utilisation, rated), queue.tolist(), _where(sojourn, sent != 0))
+
+
+def _counter(records: Sequence[Mapping[str, Any]], table: Any, name: str) -> np.ndarray:
+    """An unsigned 64-bit counter of every record, as an array: `table`'s column in place where
+    given, else taken from the records."""
+    if table is not None:
+        return numpy_column(table, name)
+    return np.array([int(r[name]) for r in records], dtype=np.uint64)
 
 
 @dataclass
@@ -221,18 +244,22 @@ class RunData:
     flow_specs: Sequence[Mapping[str, Any]]
     bottleneck: int | None
     timeseries: FlowSeries | None = None
+    # The engine's channel table (Arrow or polars) of `channels`, if at hand: its counters are
+    # read from it in place.
+    channel_table: Any = None
 
     @classmethod
     def from_result(cls, counters: Mapping[str, Any], flow_timeseries: Any, engine_spec: Mapping[str, Any],
-                    endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> RunData:
-        """From a run's counters (`EngineResult.counters`) and its `flow_timeseries` table (Arrow or
-        polars)."""
+                    endpoints: Sequence[tuple[str, str]], bottleneck: int | None,
+                    channel_table: Any = None) -> RunData:
+        """From a run's counters (`EngineResult.counters`), its `flow_timeseries` table (Arrow or
+        polars) and, optionally, its channel table."""
         from .pcap import flow_descriptions
 
         return cls(end_ns=int(counters["end_ns"]), flows=counters["flows"], channels=counters["channels"],
                    endpoints=endpoints, flow_specs=flow_descriptions(engine_spec, counters["flows"]),
                    bottleneck=summary.pick_bottleneck(counters["channels"], bottleneck),
-                   timeseries=FlowSeries.from_table(flow_timeseries))
+                   timeseries=FlowSeries.from_table(flow_timeseries), channel_table=channel_table)
 
     @functools.cached_property
     def series_block(self) -> _SeriesBlock | None:
@@ -244,7 +271,7 @@ class RunData:
     def channel_figures(self) -> ChannelFigures:
         """Every channel's summary figures, computed once for derive's channel table, the link
         table and the flows' paths (which ask for service rates 100,000s of times on a large run)."""
-        return ChannelFigures.of(self.channels, self.end_ns)
+        return ChannelFigures.of(self.channels, self.end_ns, self.channel_table)
 
     def service_rate_bps(self, channel: int) -> int | None:
         """`summary.service_rate_bps` of channel `channel`."""
@@ -575,21 +602,32 @@ def link_metric_columns(run: RunData) -> dict[str, list[Any]]:
     """The link table (`link_metric_rows`) by column, `LINK_TABLE`'s columns in order."""
     end = run.end_ns
     figures = run.channel_figures
-    busy = [i for i, c in enumerate(run.channels) if c["sent_packets"] != 0 or c["offered_packets"] != 0]
-    channels = [run.channels[i] for i in busy]
-    rates = [figures.service_rate_bps[i] for i in busy]
-    sojourns = [figures.mean_sojourn_ns[i] for i in busy]
+
+    def counter(name: str) -> np.ndarray:
+        return _counter(run.channels, run.channel_table, name)
+
+    busy = np.flatnonzero((counter("sent_packets") != 0) | (counter("offered_packets") != 0))
+    rows = busy.tolist()
+
+    def counts(name: str) -> list[float]:  # float(count), as numpy converts it
+        values: list[float] = counter(name)[busy].astype(np.float64).tolist()
+        return values
+
+    rates = [figures.service_rate_bps[i] for i in rows]
+    sojourns = [figures.mean_sojourn_ns[i] for i in rows]
+    sent_bytes = counts("sent_bytes")
     return {
-        "channel": busy, "name": [c["name"] for c in channels],
+        "channel": rows, "name": [run.channels[i]["name"] for i in rows],
         "rate_mbps": [None if rate is None else rate / 1e6 for rate in rates],
-        "bottleneck": [i == run.bottleneck for i in busy],
-        "mean_qdisc_length_l2": [figures.mean_queue_packets[i] for i in busy],
-        "max_qdisc_length_l2": [float(c["max_queue_packets"]) for c in channels],
+        "bottleneck": [i == run.bottleneck for i in rows],
+        "mean_qdisc_length_l2": [figures.mean_queue_packets[i] for i in rows],
+        "max_qdisc_length_l2": counts("max_queue_packets"),
         "mean_qdisc_delay_l2": [None if ns is None else ns / 1e6 for ns in sojourns],
-        "mean_sending_rate_l1": [c["sent_bytes"] * 8e3 / end if end else None for c in channels],
-        "total_qdisc_drops_l2": [float(c["dropped_queue_packets"]) for c in channels],
-        "total_random_losses_l1": [float(c["dropped_loss_packets"]) for c in channels],
-        "utilization_l1": [figures.utilisation[i] for i in busy],
+        # bytes x 8e3 / end, as Python takes an int times a float: the int as a float first.
+        "mean_sending_rate_l1": [b * 8e3 / end for b in sent_bytes] if end else [None] * len(rows),
+        "total_qdisc_drops_l2": counts("dropped_queue_packets"),
+        "total_random_losses_l1": counts("dropped_loss_packets"),
+        "utilization_l1": [figures.utilisation[i] for i in rows],
     }
 
 

@@ -114,7 +114,8 @@ def metric_tables(counters: Mapping[str, Any], result: EngineResult, engine_spec
 def run_data(counters: Mapping[str, Any], result: EngineResult, engine_spec: Mapping[str, Any],
              endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> catalogue.RunData:
     """What the metric catalogue computes a run's tables from."""
-    return catalogue.RunData.from_result(counters, result.arrow("flow_timeseries"), engine_spec, endpoints, bottleneck)
+    return catalogue.RunData.from_result(counters, result.arrow("flow_timeseries"), engine_spec, endpoints, bottleneck,
+                                         channel_table=result.arrow("channels"))
 
 
 def _with_columns(table: Any, columns: Mapping[str, str], values: Mapping[str, list[Any]]) -> Any:
@@ -147,7 +148,7 @@ def channel_rows(channels: Any, records: Sequence[Mapping[str, Any]], end_ns: in
     """The engine's channel table (Arrow) with each channel's direction and its summary columns
     (`figures`: the channels' summary figures, if taken already)."""
     if figures is None:
-        figures = catalogue.ChannelFigures.of(records, end_ns)
+        figures = catalogue.ChannelFigures.of(records, end_ns, channels)
     values: dict[str, list[Any]] = {"direction": ["forward" if ch["name"].endswith("_forward") else "backward" for ch in records],
               "utilisation": figures.utilisation, "mean_queue_packets": figures.mean_queue_packets,
               "mean_sojourn_ns": figures.mean_sojourn_ns}

@@ -46,7 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["FLOW_METRICS", "LINK_METRICS", "NETWORK_METRICS", "RunData", "flow_metrics", "link_metrics",
            "interval_rate_mbps", "segment_bytes", "series_mean", "FlowSeries", "network_metrics", "jain", "entropy",
-           "flow_metric_rows", "link_metric_rows", "link_metric_columns", "ChannelFigures",
+           "flow_metric_rows", "flow_metric_columns", "link_metric_rows", "link_metric_columns", "ChannelFigures",
+           "FlowFigures",
            "exact_quotients", "network_metric_row", "FLOW_TABLE", "LINK_TABLE", "NETWORK_TABLE"]
 
 # name -> (unit, definition); the order is the tables' order.
@@ -222,10 +223,71 @@ class ChannelFigures:
 
 def _counter(records: Sequence[Mapping[str, Any]], table: Any, name: str) -> np.ndarray:
     """An unsigned 64-bit counter of every record, as an array: `table`'s column in place where
-    given, else taken from the records."""
-    if table is not None:
-        return numpy_column(table, name)
-    return np.array([int(r[name]) for r in records], dtype=np.uint64)
+    given and without nulls, else taken from the records (a missing or null value counts 0)."""
+    if table is not None and name in column_names(table):
+        try:
+            values = numpy_column(table, name)
+        except ValueError:  # nulls: no view
+            values = None
+        if values is not None and values.dtype.kind == "u":
+            return values
+    return np.array([int(r.get(name) or 0) for r in records], dtype=np.uint64)
+
+
+@dataclass(frozen=True)
+class FlowFigures:
+    """The per-flow figures taken from the end-of-run counters (`analysis.summary`'s and the
+    flow table's), one list each (None where undefined), bit for bit what they give one flow at
+    a time, for all flows at once (issue 15). A flow's lifetime runs from its start to its
+    completion, or to the run's end."""
+
+    lifetime_ns: list[int]
+    goodput_bps: list[float | None]
+    loss_rate: list[float | None]
+    mean_srtt_ns: list[float | None]
+    completion_time_ns: list[int | None]
+    # The flow table's lifetime means (Mb/s): bytes x 8 over the lifetime in seconds.
+    throughput_l4: list[float | None]
+    throughput_l7: list[float | None]
+    sending_rate_l4: list[float | None]
+    sending_rate_l7: list[float | None]
+    one_way_delay_ms: list[float | None]
+    recovery_time_ms: list[float | None]
+    lifetime_s: list[float]
+
+    @classmethod
+    def of(cls, flows: Sequence[Mapping[str, Any]], end_ns: int, table: Any = None) -> FlowFigures:
+        """The figures of `flows` (the engine's flow records); counters are read from `table` (the
+        same flows, Arrow or polars) in place where given."""
+
+        def counter(name: str) -> np.ndarray:
+            return _counter(flows, table, name)
+
+        completed = [f.get("completed_ns") for f in flows]
+        start = counter("start_ns").astype(np.int64)
+        until = np.array([end_ns if c is None else c for c in completed], dtype=np.int64)
+        lifetime = until - start
+        seconds = lifetime / 1e9
+        alive = seconds > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            def per_lifetime(name: str) -> list[float | None]:  # bytes x 8 / s / 1e6, int x 8 exact in float
+                return _where(counter(name).astype(np.float64) * 8.0 / seconds / 1e6, alive)
+
+            delivered = counter("bytes_delivered")
+            goodput = delivered.astype(np.float64) * 8.0 * 1e9 / lifetime.astype(np.float64)
+            sent, samples, episodes = counter("segments_sent"), counter("rtt_samples"), counter("recovery_episodes")
+            # The delay integral is a 128-bit counter: read from the records, as Python ints.
+            delay = exact_quotients([int(f["delivery_delay_byte_ns"]) for f in flows], delivered) / 1e6
+            return cls(
+                lifetime_ns=lifetime.tolist(), goodput_bps=_where(goodput, lifetime > 0),
+                loss_rate=_where(exact_quotients(counter("segments_retransmitted"), sent), sent != 0),
+                mean_srtt_ns=_where(exact_quotients(counter("rtt_sum_ns"), samples), samples != 0),
+                completion_time_ns=[None if c is None else int(c - s) for c, s in zip(completed, start.tolist())],
+                throughput_l4=per_lifetime("bytes_acked"), throughput_l7=per_lifetime("bytes_delivered"),
+                sending_rate_l4=per_lifetime("payload_bytes_sent"), sending_rate_l7=per_lifetime("app_bytes_written"),
+                one_way_delay_ms=_where(delay, delivered != 0),
+                recovery_time_ms=_where(exact_quotients(counter("recovery_time_ns"), episodes) / 1e6, episodes != 0),
+                lifetime_s=seconds.tolist())
 
 
 @dataclass
@@ -244,28 +306,35 @@ class RunData:
     flow_specs: Sequence[Mapping[str, Any]]
     bottleneck: int | None
     timeseries: FlowSeries | None = None
-    # The engine's channel table (Arrow or polars) of `channels`, if at hand: its counters are
-    # read from it in place.
+    # The engine's flow and channel tables (Arrow or polars) of `flows` and `channels`, if at
+    # hand: their counters are read from them in place.
+    flow_table: Any = None
     channel_table: Any = None
 
     @classmethod
     def from_result(cls, counters: Mapping[str, Any], flow_timeseries: Any, engine_spec: Mapping[str, Any],
                     endpoints: Sequence[tuple[str, str]], bottleneck: int | None,
-                    channel_table: Any = None) -> RunData:
+                    flow_table: Any = None, channel_table: Any = None) -> RunData:
         """From a run's counters (`EngineResult.counters`), its `flow_timeseries` table (Arrow or
-        polars) and, optionally, its channel table."""
+        polars) and, optionally, its flow and channel tables."""
         from .pcap import flow_descriptions
 
         return cls(end_ns=int(counters["end_ns"]), flows=counters["flows"], channels=counters["channels"],
                    endpoints=endpoints, flow_specs=flow_descriptions(engine_spec, counters["flows"]),
                    bottleneck=summary.pick_bottleneck(counters["channels"], bottleneck),
-                   timeseries=FlowSeries.from_table(flow_timeseries), channel_table=channel_table)
+                   timeseries=FlowSeries.from_table(flow_timeseries), flow_table=flow_table,
+                   channel_table=channel_table)
 
     @functools.cached_property
     def series_block(self) -> _SeriesBlock | None:
         """The sampled flows' per-sample quantities (None: no flow was sampled), computed once for
         the flow and the network tables."""
         return _compute_series_block(self)
+
+    @functools.cached_property
+    def flow_figures(self) -> FlowFigures:
+        """Every flow's figures from its counters, computed once for the flow tables."""
+        return FlowFigures.of(self.flows, self.end_ns, self.flow_table)
 
     @functools.cached_property
     def channel_figures(self) -> ChannelFigures:
@@ -489,12 +558,11 @@ def _positive(x: np.ndarray) -> np.ndarray:
 
 # --- flow metrics -------------------------------------------------------------------------------
 
-def _series_metrics(run: RunData) -> dict[int, dict[str, Any]]:
-    """The per-sample flow metrics (means and covs of the series) of every sampled flow, by flow,
-    computed for all of them at once (`_SeriesBlock`)."""
+def _series_metrics(run: RunData) -> dict[str, list[float | None]]:
+    """The per-sample flow metrics (means and covs of the series) of every sampled flow, by name,
+    one value per row of `run.series_block` (there must be one), computed for all of them at once."""
     block = run.series_block
-    if block is None:
-        return {}
+    assert block is not None
     tput = block.throughput_l4
     rates = [run.path_bottleneck_bps(i) for i in block.flows]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -518,65 +586,55 @@ def _series_metrics(run: RunData) -> dict[int, dict[str, Any]]:
     covs = {name: _row_covs(values) for name, values in (
         ("cov_throughput_l4", tput), ("cov_throughput_l7", block.throughput_l7),
         ("cov_in_flight_l4", block.in_flight), ("cov_cwnd_l4", block.cwnd), ("cov_srtt_l4", block.srtt_ms))}
-    out = {}
-    for r, flow in enumerate(block.flows):
-        row = {name: values[r] for name, values in means.items()}
-        row.update({name: values[r] for name, values in covs.items()})
-        if rates[r] is None:
-            row["mean_utilization_bw_l4"] = None
-        if not block.bdp_segments[r]:
-            row["mean_utilization_bdp_l4"] = None
-        out[flow] = row
-    return out
-
-
-def _flow_row(run: RunData, flow: int, series: dict[str, Any] | None) -> dict[str, Any]:
-    """Flow `flow`'s metrics, `series` its per-sample ones (None: not sampled)."""
-    rec = run.flows[flow]
-    start, end = int(rec["start_ns"]), _lifetime_end(rec, run.end_ns)
-    lifetime_s = (end - start) / 1e9
-    row: dict[str, Any] = dict.fromkeys(FLOW_METRICS)
-
-    def lifetime_mbps(nbytes: int) -> float | None:
-        return None if lifetime_s <= 0 else nbytes * 8 / lifetime_s / 1e6
-
-    if series is not None:
-        row.update(series)
-    else:
-        row.update({
-            "mean_throughput_l4": lifetime_mbps(int(rec["bytes_acked"])),
-            "mean_throughput_l7": lifetime_mbps(int(rec["bytes_delivered"])),
-            "mean_delivery_rate_l4": lifetime_mbps(int(rec["bytes_acked"])),
-            "mean_sending_rate_l4": lifetime_mbps(int(rec["payload_bytes_sent"])),
-            "mean_sending_rate_l7": lifetime_mbps(int(rec["app_bytes_written"])),
-            "mean_one_way_delay_l7": (int(rec["delivery_delay_byte_ns"]) / int(rec["bytes_delivered"]) / 1e6
-                                      if rec["bytes_delivered"] else None),
-        })
-    episodes = int(rec.get("recovery_episodes") or 0)
-    row.update({
-        "mean_recovery_time_l4": int(rec["recovery_time_ns"]) / episodes / 1e6 if episodes else None,
-        "flow_completion_time_l4": lifetime_s,
-        "total_retransmissions_l4": int(rec["segments_retransmitted"]),
-        "total_rtos_l4": int(rec["rtos"]),
-        "loss_rate_l4": summary.loss_rate(rec),
-    })
-    return row
+    columns = {**means, **covs}
+    # Rows without a rate or BDP have no such utilisation.
+    columns["mean_utilization_bw_l4"] = [None if rate is None else v
+                                         for rate, v in zip(rates, columns["mean_utilization_bw_l4"])]
+    columns["mean_utilization_bdp_l4"] = [v if bdp else None
+                                          for bdp, v in zip(block.bdp_segments, columns["mean_utilization_bdp_l4"])]
+    return columns
 
 
 def flow_metric_rows(run: RunData) -> list[dict[str, Any]]:
     """One row per flow (`FLOW_TABLE`): its index, name, endpoints, then every flow metric (None
     if undefined), and where its delivery rate came from."""
-    rows = []
+    columns = flow_metric_columns(run)
+    return [dict(zip(columns, row)) for row in zip(*columns.values())]
+
+
+# Where a flow's delivery rate comes from without series.
+NO_SERIES_SOURCE = "acknowledged bytes over the lifetime (no series)"
+
+
+def flow_metric_columns(run: RunData) -> dict[str, list[Any]]:
+    """The flow table (`flow_metric_rows`) by column, `FLOW_TABLE`'s columns in order: the means
+    of the sampled flows' series, else lifetime means of their counters (`FlowFigures`)."""
+    n = len(run.flows)
+    figures = run.flow_figures
+    columns: dict[str, list[Any]] = {
+        "flow": list(range(n)), "name": [f["name"] for f in run.flows],
+        "src": [src for src, _ in run.endpoints[:n]], "dst": [dst for _, dst in run.endpoints[:n]],
+        **{name: [None] * n for name in FLOW_METRICS}}
+    # Without series: the rates over the lifetime, and the delay of every delivered byte.
+    columns.update({
+        "mean_throughput_l4": list(figures.throughput_l4), "mean_throughput_l7": list(figures.throughput_l7),
+        "mean_delivery_rate_l4": list(figures.throughput_l4), "mean_sending_rate_l4": list(figures.sending_rate_l4),
+        "mean_sending_rate_l7": list(figures.sending_rate_l7), "mean_one_way_delay_l7": list(figures.one_way_delay_ms)})
+    sources = [NO_SERIES_SOURCE] * n
     block = run.series_block
-    series = _series_metrics(run)
-    for i, rec in enumerate(run.flows):
-        if block is not None and i in block.row_of:
-            source = block.delivery_rate_source[block.row_of[i]]
-        else:
-            source = "acknowledged bytes over the lifetime (no series)"
-        rows.append({"flow": i, "name": rec["name"], "src": run.endpoints[i][0], "dst": run.endpoints[i][1],
-                     **_flow_row(run, i, series.get(i)), "delivery_rate_source": source})
-    return rows
+    if block is not None:
+        for name, values in _series_metrics(run).items():
+            column = columns[name]
+            for flow, value in zip(block.flows, values):
+                column[flow] = value
+        for flow, source in zip(block.flows, block.delivery_rate_source):
+            sources[flow] = source
+    columns.update({
+        "mean_recovery_time_l4": figures.recovery_time_ms, "flow_completion_time_l4": figures.lifetime_s,
+        "total_retransmissions_l4": _counter(run.flows, run.flow_table, "segments_retransmitted").tolist(),
+        "total_rtos_l4": _counter(run.flows, run.flow_table, "rtos").tolist(),
+        "loss_rate_l4": figures.loss_rate, "delivery_rate_source": sources})
+    return columns
 
 
 def flow_metrics(run: RunData) -> pl.DataFrame:

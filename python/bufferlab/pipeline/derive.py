@@ -105,7 +105,7 @@ def metric_tables(counters: Mapping[str, Any], result: EngineResult, engine_spec
     `EngineResult.counters`; `data`: the `RunData` of them, if made already)."""
     if data is None:
         data = run_data(counters, result, engine_spec, endpoints, bottleneck)
-    return {"flow_metrics": _arrow_table("flow_metrics", catalogue.flow_metric_rows(data), catalogue.FLOW_TABLE),
+    return {"flow_metrics": _arrow_columns("flow_metrics", catalogue.flow_metric_columns(data), catalogue.FLOW_TABLE),
             "link_metrics": _arrow_columns("link_metrics", catalogue.link_metric_columns(data), catalogue.LINK_TABLE),
             "network_metrics": _arrow_table("network_metrics", [catalogue.network_metric_row(data)],
                                             catalogue.NETWORK_TABLE)}
@@ -115,7 +115,7 @@ def run_data(counters: Mapping[str, Any], result: EngineResult, engine_spec: Map
              endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> catalogue.RunData:
     """What the metric catalogue computes a run's tables from."""
     return catalogue.RunData.from_result(counters, result.arrow("flow_timeseries"), engine_spec, endpoints, bottleneck,
-                                         channel_table=result.arrow("channels"))
+                                         flow_table=result.arrow("flows"), channel_table=result.arrow("channels"))
 
 
 def _with_columns(table: Any, columns: Mapping[str, str], values: Mapping[str, list[Any]]) -> Any:
@@ -129,17 +129,16 @@ def _with_columns(table: Any, columns: Mapping[str, str], values: Mapping[str, l
 
 
 def flow_rows(flows: Any, records: Sequence[Mapping[str, Any]], end_ns: int,
-              endpoints: Sequence[tuple[str, str]]) -> Any:
+              endpoints: Sequence[tuple[str, str]], figures: catalogue.FlowFigures | None = None) -> Any:
     """The engine's flow table (Arrow) with each flow's endpoints' names and its summary columns
-    (`records`: the same flows as dicts)."""
-    values: dict[str, list[Any]] = {name: [] for name in FLOW_SUMMARY}
-    for i, flow in enumerate(records):
-        src, dst = endpoints[i]
-        row = {"src": src, "dst": dst, "goodput_bps": summary.goodput_bps(flow, end_ns),
-               "loss_rate": summary.loss_rate(flow), "mean_srtt_ns": summary.mean_srtt_ns(flow),
-               "completion_time_ns": summary.completion_time_ns(flow)}
-        for name, value in row.items():
-            values[name].append(value)
+    (`records`: the same flows as dicts; `figures`: their figures, if taken already)."""
+    if figures is None:
+        figures = catalogue.FlowFigures.of(records, end_ns, flows)
+    n = len(records)
+    values: dict[str, list[Any]] = {
+        "src": [src for src, _ in endpoints[:n]], "dst": [dst for _, dst in endpoints[:n]],
+        "goodput_bps": figures.goodput_bps, "loss_rate": figures.loss_rate, "mean_srtt_ns": figures.mean_srtt_ns,
+        "completion_time_ns": figures.completion_time_ns}
     return _with_columns(flows, FLOW_SUMMARY, values)
 
 
@@ -169,7 +168,8 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
         run_id=plan.run_id, name=plan.name, seed=plan.seed, duration_ns=plan.duration_ns,
         wall_time_s=raw.wall_time_s, spec_json=plan.spec_json,
         user_spec_json=json.dumps(dict(user_spec), sort_keys=True) if user_spec is not None else plan.user_spec_json(),
-        result=result, flows=flow_rows(result.arrow("flows"), counters["flows"], result.end_ns, endpoints),
+        result=result, flows=flow_rows(result.arrow("flows"), counters["flows"], result.end_ns, endpoints,
+                                       data.flow_figures),
         channels=channel_rows(result.arrow("channels"), counters["channels"], result.end_ns, data.channel_figures),
         metric_tables=metric_tables(counters, result, engine_spec, endpoints, resolved.bottleneck, data),
         summary=summary.summarise(counters, endpoints=endpoints, bottleneck=resolved.bottleneck, run_id=plan.run_id,

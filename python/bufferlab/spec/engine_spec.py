@@ -271,22 +271,35 @@ def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, A
     for channel, (queue, link, written) in enumerate(queues):
         key = "queue_forward" if channel % 2 == 0 else "queue_backward"
         if id(queue) in described:
-            engine_links[channel // 2][key] = tables.copy(queue, queue.to_engine)
+            engine_links[link][key] = tables.copy(queue, queue.to_engine)
             descriptions.append(described[id(queue)])
             continue
         if not queue.resolved:
             # Only a size given by time or by rule needs the sizing module (issue 15).
-            from ..sizing.resolve import link_loads, resolve_queue
+            from ..sizing.resolve import loads_of_links, resolve_queue
 
-            if loads is None:
-                loads = link_loads([{"name": n.name} for n in nodes], engine_links, engine_flows)
-            sized, description = resolve_queue(queue, loads[channel // 2], f"links[{link}].{written}")
-            engine_links[channel // 2][key] = sized.to_engine()
+            if loads is None:  # the loads of the links whose queues are sized by time or rule
+                loads = loads_of_links(len(nodes), engine_links, engine_flows, _links_sized_later(queues))
+            sized, description = resolve_queue(queue, loads[link], f"links[{link}].{written}")
+            engine_links[link][key] = sized.to_engine()
         else:
             description = described[id(queue)] = str(queue)
-            engine_links[channel // 2][key] = tables.copy(queue, queue.to_engine)
+            engine_links[link][key] = tables.copy(queue, queue.to_engine)
         descriptions.append(description)
     return descriptions
+
+
+def _links_sized_later(queues: list[tuple[Queue, int, str]]) -> set[int]:
+    """The links with a queue sized by time or rule (each distinct queue asked once)."""
+    resolved: dict[int, bool] = {}
+    links = set()
+    for queue, link, _ in queues:
+        done = resolved.get(id(queue))
+        if done is None:
+            done = resolved[id(queue)] = queue.resolved
+        if not done:
+            links.add(link)
+    return links
 
 
 def _generator_sources(g: Generator, nodes: Sequence[Node | Host], where: str) -> list[str]:

@@ -308,9 +308,10 @@ def _start_long_run(small: Path, db: Path, ignore_sigint: bool = False) -> subpr
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     # About ten CPU seconds of simulation: well past `_wait_until_simulating`'s four, now that the
-    # rest of the run takes under half a second (a 3000 s run, 3.5 s in all, could end first).
+    # rest of the run takes under half a second (a 3000 s run, 3.5 s in all, could end first; a
+    # 10,000 s run took 4.3 s in all once the engine got faster, and was often storing by then).
     return subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(small), "--db", str(db),
-                             "--set", "duration=10000s", "--set", "sample_interval=1s", "--set", "topology.flows=20"],
+                             "--set", "duration=25000s", "--set", "sample_interval=1s", "--set", "topology.flows=20"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=setup)
 

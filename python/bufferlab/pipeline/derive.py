@@ -148,9 +148,10 @@ def channel_rows(channels: Any, records: Sequence[Mapping[str, Any]], end_ns: in
     (`figures`: the channels' summary figures, if taken already)."""
     if figures is None:
         figures = catalogue.ChannelFigures.of(records, end_ns, channels)
-    values: dict[str, list[Any]] = {"direction": ["forward" if ch["name"].endswith("_forward") else "backward" for ch in records],
-              "utilisation": figures.utilisation, "mean_queue_packets": figures.mean_queue_packets,
-              "mean_sojourn_ns": figures.mean_sojourn_ns}
+    directions = ["forward" if ch["name"].endswith("_forward") else "backward" for ch in records]
+    values: dict[str, list[Any]] = {"direction": directions, "utilisation": figures.utilisation,
+                                    "mean_queue_packets": figures.mean_queue_packets,
+                                    "mean_sojourn_ns": figures.mean_sojourn_ns}
     return _with_columns(channels, CHANNEL_SUMMARY, values)
 
 

@@ -99,7 +99,8 @@ def _quic(defaults: QuicOptions | None, own: QuicOptions | None) -> dict[str, An
     return quic
 
 
-def _flow_ends(flow: Flow | CountedFlow, where: str, nodes: Sequence[Node | Host], node_index: dict[str, int]) -> tuple[int, int]:
+def _flow_ends(flow: Flow | CountedFlow, where: str, nodes: Sequence[Node | Host],
+               node_index: dict[str, int]) -> tuple[int, int]:
     """A flow's source and destination node, checked in order (set, known, hosts, different)."""
     if flow.src is None:
         raise SpecError(f"{where}.src", "missing required key")
@@ -134,8 +135,7 @@ class _Tables:
 
 
 def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence[Link | AccessLink],
-                      flows: Sequence[Flow | CountedFlow],
-           bottleneck: str | None) -> Resolved:
+                      flows: Sequence[Flow | CountedFlow], bottleneck: str | None) -> Resolved:
     node_index = _unique([n.name for n in nodes], "nodes")
     link_names = [link.name or f"{link.a}_{link.b}" for link in links]
     link_index = _unique(link_names, "links")
@@ -259,7 +259,8 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
                     random_draws=random_draws, field_aliases=aliases)
 
 
-def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, Any]], engine_flows: list[dict[str, Any]],
+def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, Any]],
+                    engine_flows: list[dict[str, Any]],
                     queues: list[tuple[Queue, int, str]]) -> list[str]:
     """Put each channel's queue, its size resolved (time, rule), into the engine links; returns
     one description per channel."""

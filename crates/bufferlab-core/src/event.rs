@@ -18,7 +18,7 @@
 use crate::net::routing::Hop;
 use crate::units::SimTime;
 
-/// What happens when an event fires. Small and `Copy`: packets never live in the heap.
+/// What happens when an event fires. Small and `Copy`: packets never live in the event list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     /// The transmitter of a channel is free again (or a shaper releases a packet).

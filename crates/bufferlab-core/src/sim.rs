@@ -459,10 +459,11 @@ impl Simulator {
     fn prefetch_ahead(&self) {
         // The event after next too (usually still the one after next when its turn comes): its
         // lines then have two events' work to arrive in, not one.
-        if let Some(event) = self.events.peek_second() {
+        let (next, after_next) = self.events.peek_two();
+        if let Some(event) = after_next {
             self.prefetch_event(event);
         }
-        if let Some(event) = self.events.peek() {
+        if let Some(event) = next {
             self.prefetch_event(event);
             // A second stage for the next event: the sender it goes to was asked for one event
             // ago, so the ends of its buffers can now be found without waiting.

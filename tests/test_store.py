@@ -298,3 +298,44 @@ def test_a_new_file_is_known_empty_without_listing_the_catalogue(db: Path, monke
     finally:
         con.close()
 
+
+def test_a_writer_waits_for_the_lock_on_the_database_made_ahead(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+    import threading
+
+    from bufferlab.store import connection
+
+    with store.Store(db):
+        pass
+    # Another process holds the store's lock until told to let go (a line on its stdin).
+    with subprocess.Popen([sys.executable, "-c", "import duckdb, sys\ncon = duckdb.connect(sys.argv[1])\n"
+                           "print('locked', flush=True)\nsys.stdin.readline()\ncon.close()", str(db)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as holder:
+        assert holder.stdin is not None and holder.stdout is not None
+        try:
+            assert holder.stdout.readline() == "locked\n"
+            monkeypatch.setenv("BUFFERLAB_DB_WAIT", "0.3")
+            connection.prepare_writer()
+            made_ahead = connection._prepared[-1]
+            with pytest.raises(connection.StoreBusy, match="stayed locked by another process for 0.3 s"):
+                connection.connect(db, read_only=False)
+            assert not connection._prepared  # taken, tried, and closed with the failure
+            with pytest.raises(duckdb.ConnectionException):
+                made_ahead.execute("SELECT 1")
+            monkeypatch.setenv("BUFFERLAB_DB_WAIT", "60")
+            connection.prepare_writer()
+            made_ahead = connection._prepared[-1]
+
+            def let_go() -> None:
+                holder.stdin.write("\n")  # type: ignore[union-attr]
+                holder.stdin.flush()  # type: ignore[union-attr]
+
+            threading.Timer(0.5, let_go).start()
+            con = connection.connect(db, read_only=False)  # waits for the other process, then attaches
+            try:
+                assert con is made_ahead and con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+            finally:
+                con.close()
+        finally:
+            holder.kill()

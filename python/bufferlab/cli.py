@@ -491,8 +491,9 @@ def _fail(line: str, code: int = EXIT_BAD_INPUT) -> int:
 def _is_store_error(error: Exception) -> bool:
     """An error of DuckDB (the store): DuckDB is imported only by the commands that use it, so an
     error of its type can only come once it is loaded."""
-    duckdb = sys.modules.get("duckdb")
-    return duckdb is not None and isinstance(error, duckdb.Error)
+    # A thread may still be importing DuckDB (`bufferlab.preload`): its module can lack `Error` yet.
+    store_error = getattr(sys.modules.get("duckdb"), "Error", None)
+    return isinstance(store_error, type) and isinstance(error, store_error)
 
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT

@@ -6,7 +6,8 @@
 `simulate` runs the engine without the store. A run the store already has is answered without
 loading polars or numpy (`store.counters`). Every input check happens in `plan`, before the
 store is touched; the store is opened only for a short read (is the run there?) and, after the
-simulation, for the one transaction that writes it.
+simulation, for the one transaction that writes it. While the engine of a run to be stored
+runs, another thread imports what deriving and storing it needs (`bufferlab.preload`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import preload
 from .analysis.summary import RunSummary, summarise
 from .pipeline.engine import EngineMissing, core, engine_version
 from .pipeline.plan import Plan, plan
@@ -63,10 +65,13 @@ def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool =
         stored = stored_summary(p, db)
         if stored is not None:
             return stored
-    # polars and the store's writer load only when there is something to derive and write.
+    preload.start()
+    raw = _simulate(p, progress)
+    # numpy, DuckDB and the store's writer load only when there is something to derive and
+    # write (the preload has most likely loaded them by now).
     from .pipeline.derive import derive
     from .store.writer import persist
 
-    derived = derive(p, _simulate(p, progress), study=study, user_spec=user_spec)
+    derived = derive(p, raw, study=study, user_spec=user_spec)
     persist(derived, db, replace=force)
     return derived.summary

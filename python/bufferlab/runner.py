@@ -12,6 +12,7 @@ runs, another thread imports what deriving and storing it needs (`bufferlab.prel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,9 +58,11 @@ def stored_summary(p: Plan, db: str | Path) -> RunSummary | None:
 
 def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool = False,
         user_spec: dict[str, Any] | None = None, progress: Progress | None = None,
-        study: str | None = None) -> RunSummary:
+        study: str | None = None, storing: Callable[[RunSummary], None] | None = None) -> RunSummary:
     """Run `scenario` (or an existing plan of it) unless the store already has it (or `force`),
-    store it with its metric tables (in `study`, if given), summarise it."""
+    store it with its metric tables (in `study`, if given), summarise it. `storing` is called with
+    the summary of a simulated run just before it is stored (to present it meanwhile), never for
+    a run served from the store."""
     p = scenario if isinstance(scenario, Plan) else plan(scenario)
     if not force:
         stored = stored_summary(p, db)
@@ -73,5 +76,7 @@ def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool =
     from .store.writer import persist
 
     derived = derive(p, raw, study=study, user_spec=user_spec)
+    if storing is not None:
+        storing(derived.summary)
     persist(derived, db, replace=force)
     return derived.summary

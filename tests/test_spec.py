@@ -427,3 +427,38 @@ def test_dumbbell_access_links_are_the_links_their_written_form_validates_to() -
         written = link.model_dump(mode="json", exclude_unset=True)
         assert Link.model_validate(written) == link
         assert link.model_fields_set == set(written)
+
+
+@pytest.mark.parametrize("prebuilt, spelling, default", [
+    ("PositiveCount", "StrictInt | None = Field(default=None, gt=0)", None),
+    ("Switch", "StrictBool | None = None", None),
+    ("Name", "str = Field(min_length=1)", ...),
+    ("OptionalName", "str | None = Field(default=None, min_length=1)", None),
+    ("FlowCount", "StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)", None),
+    ("Seed", "StrictInt = Field(default=1, ge=0, lt=2**64)", 1),
+    ("Frequency", "float | None = Field(default=None, gt=0, allow_inf_nan=False)", None),
+])
+def test_a_prebuilt_field_type_validates_as_its_pydantic_spelling(prebuilt: str, spelling: str, default: Any) -> None:
+    # `spec.parsed.Prebuilt`: the constraints applied once where the type is defined must accept,
+    # reject and word their errors as pydantic's own spelling at each field did.
+    from pydantic import BaseModel, Field, StrictBool, StrictInt, ValidationError
+
+    from bufferlab.spec import fields, scenario
+
+    names = {"Field": Field, "StrictBool": StrictBool, "StrictInt": StrictInt, "MAX_FLOWS": scenario.MAX_FLOWS,
+             "BaseModel": BaseModel, "T": getattr(fields, prebuilt, None) or getattr(scenario, prebuilt)}
+    for source in (f"class Spelled(BaseModel):\n    x: {spelling}\n",
+                   "class Prebuilt(BaseModel):\n    x: T" + ("" if default is ... else f" = {default!r}") + "\n"):
+        # Annotations evaluated as the class is made (not this module's postponed ones).
+        exec(compile(source, "<model>", "exec", dont_inherit=True), names)
+
+    def outcome(model: Any, value: Any) -> Any:
+        try:
+            return ("ok", model.model_validate({} if value is ... else {"x": value}).model_dump())
+        except ValidationError as e:
+            return [(err["type"], err["loc"], err["msg"]) for err in e.errors(include_url=False)]
+
+    values = [..., None, 0, 1, 3, -2, 2**64 - 1, 2**64, 100_000, 100_001, 2.5, 3.0, float("nan"), float("inf"), True,
+              False, "", "x", "3", "true", [], {}]
+    for value in values:
+        assert outcome(names["Prebuilt"], value) == outcome(names["Spelled"], value), value

@@ -41,6 +41,8 @@ def test_version_and_help_load_no_heavy_library(args: tuple[str, ...]) -> None:
 def test_the_package_and_its_public_names_import_lazily() -> None:
     assert heavy_modules_loaded("import bufferlab, bufferlab.spec, bufferlab.store, bufferlab.study, "
                                 "bufferlab.report") == []
+    # The memory budget's flag is read before any spec is: no spec models with it.
+    assert heavy_modules_loaded("from bufferlab.pipeline.budget import parse_budget") == []
     # ... and still resolve on first use.
     assert "pydantic" in heavy_modules_loaded("from bufferlab import Scenario; Scenario.model_fields")
     assert "polars" in heavy_modules_loaded("import bufferlab.runner\nfrom bufferlab.store import Results")
@@ -196,6 +198,33 @@ def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monk
 def test_the_sizing_module_loads_only_for_a_queue_sized_by_time_or_rule(tmp_path: Path) -> None:
     args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
             "--set", "duration=1s", "--json")
-    assert modules_loaded(cli(*args), ("bufferlab.sizing.resolve",)) == []
-    assert modules_loaded(cli(*args, "--set", "topology.queue=25ms"), ("bufferlab.sizing.resolve",)) == [
-        "bufferlab.sizing.resolve"]
+    sizing = ("bufferlab.sizing.resolve", "bufferlab.sizing.rules")
+    assert modules_loaded(cli(*args), sizing) == []
+    assert modules_loaded(cli(*args, "--set", "topology.queue=25ms"), sizing) == list(sizing)
+    # ... and the rules (their RTT averages) for a queue sized by rule.
+    by_rule = ("--set", 'topology.queue={rule = "stanford", rtt = "max"}')
+    assert modules_loaded(cli(*args, *by_rule), sizing) == list(sizing)
+
+
+def test_the_command_builds_the_spec_without_looking_for_pydantic_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pydantic's plugin lookup imports importlib.metadata and reads every installed distribution's
+    # entry points (13 ms of a fresh run); the command builds its validators with plugins off.
+    plan = ("from bufferlab.spec import load_scenario\nfrom bufferlab.pipeline.plan import plan\n"
+            "plan(load_scenario('scenarios/dumbbell.toml'))")
+    command = f"import bufferlab.cli\nbufferlab.cli.prepare_process()\n{plan}"
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    assert modules_loaded(command, ("importlib.metadata",)) == []
+    # A program that imports bufferlab keeps pydantic's plugins, and so does the command when the
+    # environment asks for them (pydantic reads the variable itself).
+    assert modules_loaded(plan, ("importlib.metadata",)) == ["importlib.metadata"]
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")
+    assert modules_loaded(command, ("importlib.metadata",)) == ["importlib.metadata"]
+
+
+def test_the_tree_and_parking_lot_models_load_only_for_such_a_topology(tmp_path: Path) -> None:
+    args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
+            "--set", "duration=1s", "--json")
+    assert modules_loaded(cli(*args), ("bufferlab.spec.topology",)) == []
+    tree = ("run", str(ROOT / "scenarios" / "tree_mice.toml"), "--db", str(tmp_path / "t.duckdb"),
+            "--set", "duration=1s", "--json")
+    assert modules_loaded(cli(*tree), ("bufferlab.spec.topology",)) == ["bufferlab.spec.topology"]

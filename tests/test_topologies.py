@@ -127,3 +127,14 @@ def test_parking_lot_needs_a_rate_per_hop() -> None:
     spec["topology"] |= {"hop_rates": ["1Mbps"]}
     with pytest.raises(SpecError, match="topology.hop_rates: 1 values for 2 hops"):
         Scenario.from_dict(spec)
+
+
+@pytest.mark.parametrize("kind", [[1, 2], {"kind": "tree"}, 3])
+def test_a_topology_or_traffic_kind_that_is_not_text_is_named(kind) -> None:
+    # A list or a table as the kind was looked up as a key and crashed (unhashable) instead of
+    # being bad input.
+    with pytest.raises(SpecError, match='^topology.kind: unknown topology "'):
+        Scenario.from_dict(dict(TREE, topology={"kind": kind}))
+    flows = [{"src": "h1_0", "dst": "sink", "traffic": {"kind": kind}}]
+    with pytest.raises(SpecError, match='^flows\\[0\\].traffic.kind: unknown traffic model "'):
+        Scenario.from_dict(dict(TREE, flows=flows))

@@ -20,21 +20,22 @@ here, one arm of `QueueSpec` in the engine and its own file in crates/bufferlab-
 
 import functools
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from . import units
 from .errors import SpecError, from_validation_error
-from .sizing.rules import AVERAGES, Average
 from .spec.parsed import ANY, STR, Parsed
 from .units import QueueLimit
 
+if TYPE_CHECKING:  # pragma: no cover - the sizing rules are imported with the first size by rule
+    from .sizing.rules import Average
+
 __all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "Queue",
-           "QueueField", "parse_queue", "QUEUE_KINDS", "RULES", "RTT_AVERAGES"]
+           "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
 
 RULES = ("bdp", "stanford")
-RTT_AVERAGES = AVERAGES
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class SizeRule:
     flows crossing the link)."""
 
     rule: Literal["bdp", "stanford"]
-    rtt: Average | int = "mean"
+    rtt: "Average | int" = "mean"
     flows: int | None = None
     packet: int | None = None
 
@@ -61,6 +62,8 @@ class SizeRule:
 
 
 def _size_rule(value: dict[str, Any]) -> SizeRule:
+    from .sizing.rules import AVERAGES  # with the first size by rule, not by every spec (issue 15)
+
     for key in value:
         if key not in ("rule", "rtt", "flows", "packet"):
             raise SpecError(str(key), "unknown key")

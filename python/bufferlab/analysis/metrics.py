@@ -353,34 +353,42 @@ def _compute_series_block(run: RunData) -> _SeriesBlock | None:
         one_way_delay_ms=kept(owd_ms), bdp_segments=bdps, active=active)
 
 
-def _kept_first(values: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's kept values (where `keep` is True) moved to its front in their order: row r's
-    first ``counts[r]`` entries are ``values[r][keep[r]]``. Returns (the rows, counts)."""
-    order = np.argsort(~keep, axis=1, kind="stable")
-    return np.take_along_axis(values, order, axis=1), keep.sum(axis=1)
+def _kept_groups(keep: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """The rows of `keep` (a boolean array) grouped by how many values they keep: (rows, n) for
+    each count n > 0, in increasing order."""
+    counts = keep.sum(axis=1)
+    return [(np.flatnonzero(counts == n), n) for n in _positive_counts(counts)]
+
+
+def _kept(values: np.ndarray, keep: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """Rows `rows` of `values`, each keeping `n` values (where `keep` is True), as one contiguous
+    ``(rows, n)`` array: row r is ``values[r][keep[r]]``. (A boolean selection, not a sort of each
+    row's kept values to its front: a third of a dumbbell's metrics; issue 15.)"""
+    taken: np.ndarray = (values[keep] if rows.size == values.shape[0]  # every row: no copy of the rows first
+                         else values[rows][keep[rows]])
+    return taken.reshape(rows.size, n)
 
 
 def _row_means(values: np.ndarray) -> list[float | None]:
     """The mean of each row's finite values (None for a row without one), bit for bit
     ``row[np.isfinite(row)].mean()``: rows with as many finite values are summed together along
     their contiguous rows (`_row_sums`)."""
-    front, counts = _kept_first(values, np.isfinite(values))
-    means = np.full(values.shape[0], np.nan)
-    for n in _positive_counts(counts):
-        rows = np.flatnonzero(counts == n)
-        means[rows] = _row_sums(front[rows], n) / n
-    return [None if c == 0 else m for m, c in zip(means.tolist(), counts.tolist())]
+    finite = np.isfinite(values)
+    means: list[float | None] = [None] * values.shape[0]
+    for rows, n in _kept_groups(finite):
+        for r, mean in zip(rows.tolist(), (_row_sums(_kept(values, finite, rows, n), n) / n).tolist()):
+            means[r] = mean
+    return means
 
 
 def _row_covs(values: np.ndarray) -> list[float | None]:
     """The coefficient of variation of each row's finite values, bit for bit ``std / mean`` of
     ``row[np.isfinite(row)]`` (None without a finite value or with a zero mean; numpy's std of a
     contiguous row is the same sums as of that row alone)."""
-    front, counts = _kept_first(values, np.isfinite(values))
+    finite = np.isfinite(values)
     out: list[float | None] = [None] * values.shape[0]
-    for n in _positive_counts(counts):
-        rows = np.flatnonzero(counts == n)
-        group = np.ascontiguousarray(front[rows, :n])
+    for rows, n in _kept_groups(finite):
+        group = _kept(values, finite, rows, n)
         means = _row_sums(group, n) / n
         stds = group.std(axis=1)
         for r, mean, std in zip(rows.tolist(), means.tolist(), stds.tolist()):
@@ -545,21 +553,17 @@ def _network_samples(tput: np.ndarray, in_flight: np.ndarray, bdp_util: np.ndarr
     sample has no value). The flows active at a sample are those with a throughput there. Samples
     with as many active (or positive-throughput) flows are computed together, one row each."""
     values = {name: np.full(tput.shape[1], np.nan) for name in NETWORK_METRICS}
-    active = ~np.isnan(tput)
-    # One row per sample (a column of the arrays), its active flows' values first, in flow order.
-    x_all, n_active = _kept_first(tput.T, active.T)
-    flight_all, _ = _kept_first(in_flight.T, active.T)
-    bdp_all, _ = _kept_first(bdp_util.T, active.T)
+    # One row per sample (a column of the arrays): its active flows' values, in flow order.
+    active = ~np.isnan(tput.T)
     total_all = np.full(tput.shape[1], np.nan)
-    for n in _positive_counts(n_active):
-        cols = np.flatnonzero(n_active == n)
-        x = np.ascontiguousarray(x_all[cols, :n])
+    for cols, n in _kept_groups(active):
+        x = _kept(tput.T, active, cols, n)
         total = total_all[cols] = _row_sums(x, n)
         values["mean_agg_throughput_l4"][cols] = total
-        values["mean_agg_in_flight_l4"][cols] = _row_sums(flight_all[cols], n)
+        values["mean_agg_in_flight_l4"][cols] = _row_sums(_kept(in_flight.T, active, cols, n), n)
         if rate_bps is not None:
             values["mean_agg_utilization_bw_l4"][cols] = total * 1e6 / rate_bps
-        bdp = np.ascontiguousarray(bdp_all[cols, :n])
+        bdp = _kept(bdp_util.T, active, cols, n)
         some_bdp = ~np.isnan(bdp).all(axis=1)
         values["mean_agg_utilization_bdp_l4"][cols[some_bdp]] = np.nansum(bdp, axis=1)[some_bdp]
         squares = _row_sums(x * x, n)
@@ -569,10 +573,9 @@ def _network_samples(tput: np.ndarray, in_flight: np.ndarray, bdp_util: np.ndarr
         total_squared = np.array([t ** 2 for t in total[fair].tolist()])
         values["mean_jains_fairness_throughput_l4"][cols[fair]] = total_squared / (n * squares[fair])
         values["mean_product_fairness_throughput_l4"][cols] = np.prod(x, axis=1)
-    p_all, n_positive = _kept_first(tput.T, (active & (tput > 0)).T)
-    for n in _positive_counts(n_positive):
-        cols = np.flatnonzero(n_positive == n)
-        p = np.ascontiguousarray(p_all[cols, :n])
+    positive = active & (tput.T > 0)
+    for cols, n in _kept_groups(positive):
+        p = _kept(tput.T, positive, cols, n)
         values["mean_agg_utility_pf_l4"][cols] = _row_sums(np.log(p), n)
         values["mean_agg_utility_mpdf_l4"][cols] = _row_sums(-1.0 / p, n)
         # Entropy: −Σ sᵢ ln sᵢ over the shares sᵢ = xᵢ / Σx of the positive x.

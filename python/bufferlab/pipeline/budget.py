@@ -35,11 +35,13 @@ import math
 import os
 import resource
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import units
 from ..errors import SpecError
-from ..spec import Resolved, Scenario
+
+if TYPE_CHECKING:  # pragma: no cover - `parse_budget` (the --max-memory flag) needs no spec models
+    from ..spec import Resolved, Scenario
 
 __all__ = ["approx_bytes", "Demand", "memory_demands", "check_memory", "default_budget", "parse_budget"]
 

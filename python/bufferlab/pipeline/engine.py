@@ -36,8 +36,9 @@ def engine_version() -> str:
 
 
 # Engine field names carry their base unit (`rate_bps`, `min_rto_ns`, `rwnd_bytes`); the user's
-# spec names the same fields without it (`rate = "10Mbps"`).
-_UNIT_SUFFIX = re.compile(r"_(ns|bps|bytes)(?=$|\.|\[)")
+# spec names the same fields without it (`rate = "10Mbps"`). A pattern `re` compiles at its first
+# use (an engine error), not as the command starts (issue 15).
+_UNIT_SUFFIX = r"_(ns|bps|bytes)(?=$|\.|\[)"
 
 
 def engine_error(error: Exception, resolved: Resolved) -> SpecError | EngineFailure:
@@ -49,4 +50,4 @@ def engine_error(error: Exception, resolved: Resolved) -> SpecError | EngineFail
         return EngineFailure(f"engine: {type(error).__name__}: {' '.join(str(error).split())}")
     if field == "engine":
         return EngineFailure(f"engine: {reason}")
-    return SpecError(resolved.user_field(_UNIT_SUFFIX.sub("", field)), reason)
+    return SpecError(resolved.user_field(re.sub(_UNIT_SUFFIX, "", field)), reason)

@@ -77,12 +77,13 @@ def split_list(text: str) -> list[str]:
     return items
 
 
-_GREEDY = re.compile(r"^greedy\(\s*bytes\s*=\s*(\d+)\s*\)$", re.IGNORECASE)
+# Compiled by `re` at its first use (the ccperf command), not as every command starts (issue 15).
+_GREEDY = r"^greedy\(\s*bytes\s*=\s*(\d+)\s*\)$"
 
 
 def parse_traffic_model(text: str) -> dict[str, Any] | str:
     """ccperf's "Greedy(bytes=0)" is greedy; "Greedy(bytes=N)", N > 0, a finite N-byte transfer."""
-    match = _GREEDY.match(text.strip())
+    match = re.match(_GREEDY, text.strip(), re.IGNORECASE)
     if match is None:
         raise ValueError(f'unknown traffic model "{text}" (known: Greedy(bytes=N), N = 0 for unlimited)')
     n = int(match.group(1))

@@ -13,7 +13,7 @@ from .. import units
 from ..errors import SpecError
 from .distributions import Dist, parse_distribution
 from ..queues import Queue, QueueField
-from .parsed import STR, TABLE, TEXT_OR_TABLE, Parsed
+from .parsed import STR, TABLE, TEXT_OR_TABLE, Parsed, Prebuilt
 
 __all__ = [
     "Rate",
@@ -23,6 +23,10 @@ __all__ = [
     "SampleInterval",
     "ByteCount",
     "Probability",
+    "PositiveCount",
+    "Switch",
+    "Name",
+    "OptionalName",
     "Queue",
     "QueueField",
     "Traffic",
@@ -74,6 +78,22 @@ ByteCount = Annotated[int, Parsed(units.parse_bytes, units.format_bytes, returns
 Probability = Annotated[float, Parsed(units.parse_probability, inner=core_schema.float_schema())]
 """A probability in [0, 1): 0.01 or "1%"."""
 
+# Types pydantic knows, with their constraints applied once (`Prebuilt`): each validates as the
+# pydantic spelling in its docstring does, errors included.
+
+PositiveCount = Annotated[int | None, Prebuilt(core_schema.nullable_schema(core_schema.int_schema(strict=True, gt=0)))]
+"""A whole number above 0, or unset: ``StrictInt | None = Field(default=None, gt=0)`` (not "3",
+3.0 or true)."""
+
+Switch = Annotated[bool | None, Prebuilt(core_schema.nullable_schema(core_schema.bool_schema(strict=True)))]
+"""true or false, or unset: ``StrictBool | None`` (not 1 or "yes")."""
+
+Name = Annotated[str, Prebuilt(core_schema.str_schema(min_length=1))]
+"""A name that is not empty: ``str = Field(min_length=1)``."""
+
+OptionalName = Annotated[str | None, Prebuilt(core_schema.nullable_schema(core_schema.str_schema(min_length=1)))]
+"""A name that is not empty, or unset: ``str | None = Field(default=None, min_length=1)``."""
+
 
 # --- traffic --------------------------------------------------------------------------------
 
@@ -122,7 +142,7 @@ def parse_traffic(value: Any) -> Traffic:
     if not isinstance(value, dict):
         raise SpecError("", f'expected "greedy" or a table {{kind = "finite", bytes = ...}}, got {value!r}')
     kind = value.get("kind")
-    if kind not in _TRAFFIC_KEYS:
+    if not isinstance(kind, str) or kind not in _TRAFFIC_KEYS:  # a list or table is no kind (nor a key)
         raise SpecError("kind", f'unknown traffic model "{kind}" (known: {", ".join(_TRAFFIC_KEYS)})')
     for key in value:
         if key not in _TRAFFIC_KEYS[kind]:

@@ -9,19 +9,27 @@ at every field that uses it. Pydantic's pair asks for the schema of the annotate
 union of queue models, a dataclass of distributions) only to drop it for the serializer, and
 inspects both functions' signatures, at each of the ~80 fields of the spec's models: building
 the models took 27 ms of CPU time with them, 17 ms with this (issue 15).
+
+`Prebuilt` is the same for a type pydantic knows, with its constraints:
+
+    PositiveCount = Annotated[int | None, Prebuilt(nullable_schema(int_schema(strict=True, gt=0)))]
+
+validates as ``StrictInt | None = Field(default=None, gt=0)`` does (the same core schema, so the
+same errors), but pydantic builds the union and applies the constraint once, not at each field
+that uses it: a third of such a field's cost (TcpOptions: 0.95 -> 0.7 ms of a fresh run).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic_core import CoreSchema, core_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import GetCoreSchemaHandler
 
-__all__ = ["Parsed", "STR", "ANY", "TABLE", "TEXT_OR_TABLE"]
+__all__ = ["Prebuilt", "Parsed", "STR", "ANY", "TABLE", "TEXT_OR_TABLE"]
 
 # Schemas of what a serializer returns (`PlainSerializer`'s `return_type`, or its function's
 # return annotation).
@@ -35,13 +43,27 @@ def _as_is(value: Any, serialize: core_schema.SerializerFunctionWrapHandler) -> 
     return serialize(value)
 
 
-class Parsed:
+class Prebuilt:
+    """Annotated metadata: a field whose core schema is `schema`, built where the type is defined
+    (pydantic sets a field's default around it)."""
+
+    __slots__ = ("schema",)
+
+    def __init__(self, schema: CoreSchema) -> None:
+        self.schema = schema
+
+    def __get_pydantic_core_schema__(self, source_type: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        # A copy: pydantic may set keys of a field's schema (a default, a serializer of its own).
+        return cast("CoreSchema", dict(self.schema))
+
+
+class Parsed(Prebuilt):
     """Annotated metadata: a field validated by `parse` (a plain validator: nothing runs before
     it; it raises ValueError, SpecError included, on bad input; with `info`, it takes pydantic's
     ValidationInfo too) and serialized by `write` into `returns`. Without `write` the value is
     serialized as the plain type `inner` (a schema: float, str)."""
 
-    __slots__ = ("schema",)
+    __slots__ = ()
 
     def __init__(self, parse: Callable[..., Any], write: Callable[[Any], Any] | None = None, *,
                  returns: CoreSchema | None = None, inner: CoreSchema | None = None, info: bool = False) -> None:
@@ -54,12 +76,8 @@ class Parsed:
         else:
             serialization = None
         if info:
-            self.schema = core_schema.with_info_plain_validator_function(
-                parse, serialization=serialization, json_schema_input_schema=ANY)
+            super().__init__(core_schema.with_info_plain_validator_function(
+                parse, serialization=serialization, json_schema_input_schema=ANY))
         else:
-            self.schema = core_schema.no_info_plain_validator_function(
-                parse, serialization=serialization, json_schema_input_schema=ANY)
-
-    def __get_pydantic_core_schema__(self, source_type: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        # A copy: pydantic may set keys of a field's schema (a default, a serializer of its own).
-        return self.schema.copy()
+            super().__init__(core_schema.no_info_plain_validator_function(
+                parse, serialization=serialization, json_schema_input_schema=ANY))

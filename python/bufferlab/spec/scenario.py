@@ -40,9 +40,10 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, ValidationError, ValidationInfo
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, ValidationInfo
+from pydantic_core import core_schema
 
 from ..errors import SpecError, from_validation_error
 from .distributions import Dist, parse_distribution
@@ -50,20 +51,26 @@ from .fields import (
     ByteCount,
     LossModelField,
     Controller,
+    Name,
+    OptionalName,
     OptionalRate,
+    PositiveCount,
     PositiveTime,
     Probability,
     QueueField,
     Rate,
     Recovery,
     SampleInterval,
+    Switch,
     Time,
     TrafficField,
 )
 from ..queues import fifo
 from .. import units
-from .parsed import TABLE, Parsed
-from .topology import Graph, ParkingLot, Tree, build_parking_lot, build_tree
+from .parsed import TABLE, Parsed, Prebuilt
+
+if TYPE_CHECKING:  # pragma: no cover - imported with the first tree or parking lot (`_topology`)
+    from .topology import Graph, ParkingLot, Tree
 
 __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "QuicOptions", "Dumbbell", "Capture",
            "Generator", "Record", "Resolved", "load_scenario", "DEFAULT_SAMPLE_INTERVAL_NS", "RTT_STREAM",
@@ -80,6 +87,16 @@ DEFAULT_QUEUE = fifo(units.QueueLimit(packets=1000))
 RTT_STREAM = 0x727474
 # The start-time draws' own stream: SeedSequence([seed, START_STREAM]) ("start" in ASCII).
 START_STREAM = 0x7374617274
+
+FlowCount = Annotated[int | None, Prebuilt(core_schema.nullable_schema(
+    core_schema.int_schema(strict=True, gt=0, le=MAX_FLOWS)))]
+"""A number of flows or users, or unset: ``StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)``."""
+Seed = Annotated[int, Prebuilt(core_schema.int_schema(strict=True, ge=0, lt=2**64))]
+"""A run's seed, a 64-bit unsigned integer: ``StrictInt = Field(ge=0, lt=2**64)``."""
+Frequency = Annotated[float | None, Prebuilt(core_schema.nullable_schema(core_schema.float_schema(
+    allow_inf_nan=False, gt=0)))]
+"""A rate of events per second above 0, or unset: ``float | None = Field(default=None, gt=0,
+allow_inf_nan=False)``."""
 
 
 def _base_dir(info: ValidationInfo) -> Path | None:
@@ -155,14 +172,14 @@ class _Model(BaseModel):
 class Node(_Model):
     """A host (flow endpoint) or a router."""
 
-    name: str = Field(min_length=1)
+    name: Name
     kind: Literal["host", "router"]
 
 
 class Link(_Model):
     """A full-duplex point-to-point link; "forward" is a -> b, "backward" is b -> a."""
 
-    name: str | None = Field(default=None, min_length=1)
+    name: OptionalName = None
     a: str
     b: str
     rate: OptionalRate
@@ -179,29 +196,29 @@ class Link(_Model):
 class TcpOptions(_Model):
     """TCP knobs; an unset option takes the flow defaults', then the engine's default."""
 
-    mss: StrictInt | None = Field(default=None, gt=0)
-    header_bytes: StrictInt | None = Field(default=None, gt=0)
-    initial_window: StrictInt | None = Field(default=None, gt=0)
-    ack_every: StrictInt | None = Field(default=None, gt=0)
+    mss: PositiveCount = None
+    header_bytes: PositiveCount = None
+    initial_window: PositiveCount = None
+    ack_every: PositiveCount = None
     # `delayed_ack = false` is the same as `ack_every = 1` (ACK every packet).
-    delayed_ack: StrictBool | None = None
+    delayed_ack: Switch = None
     delayed_ack_timeout: PositiveTime | None = None
-    sack: StrictBool | None = None
+    sack: Switch = None
     recovery: Recovery | None = None
     min_rto: PositiveTime | None = None
     initial_rto: PositiveTime | None = None
     max_rto: PositiveTime | None = None
     rwnd: ByteCount | None = None
-    dupthresh: StrictInt | None = Field(default=None, gt=0)
+    dupthresh: PositiveCount = None
     # RTT measurement from echoed timestamps (RFC 7323); false: send times under Karn's rule.
-    timestamps: StrictBool | None = None
+    timestamps: Switch = None
     # HyStart++ (RFC 9406) in CUBIC's initial slow start; false: standard slow start.
-    hystart: StrictBool | None = None
+    hystart: Switch = None
     # Retransmission timeout: "linux" (SRTT + max(4·RTTVAR, min_rto), restarted when the first
     # outstanding segment is retransmitted) or "rfc6298" (max(SRTT + 4·RTTVAR, min_rto)).
     rto: Literal["linux", "rfc6298"] | None = None
     # RACK-TLP loss detection (RFC 8985); default false: RFC 6675's DupThresh rule alone.
-    rack: StrictBool | None = None
+    rack: Switch = None
     # Reno's window growth: "bytes" (RFC 3465 byte counting, as Linux) or "per_ack" (RFC 5681
     # per ACK, as ns-3's TcpNewReno: half a segment per RTT with delayed ACKs).
     ca_increase: Literal["bytes", "per_ack"] | None = None
@@ -221,12 +238,12 @@ class QuicOptions(_Model):
     lower_layer: ByteCount | None = None
     # UDP payload of an ACK-only packet with one ACK range.
     ack_packet: ByteCount | None = None
-    initial_window: StrictInt | None = Field(default=None, gt=0)
+    initial_window: PositiveCount = None
     # ACK every n-th ack-eliciting packet (1: every one, as in seed 003).
-    ack_every: StrictInt | None = Field(default=None, gt=0)
+    ack_every: PositiveCount = None
     max_ack_delay: Time | None = None
     initial_rtt: PositiveTime | None = None
-    packet_threshold: StrictInt | None = Field(default=None, gt=0)
+    packet_threshold: PositiveCount = None
 
 
 class FlowDefaults(_Model):
@@ -251,7 +268,7 @@ class Flow(FlowDefaults):
     flow's two-way propagation delay.
     """
 
-    name: str | None = Field(default=None, min_length=1)
+    name: OptionalName = None
     src: str | None = None
     dst: str | None = None
 
@@ -261,7 +278,7 @@ class Dumbbell(_Model):
 
     kind: Literal["dumbbell"]
     # K, when the flows are not listed one by one under [[flows]].
-    flows: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
+    flows: FlowCount = None
     bottleneck_rate: Rate
     bottleneck_delay: Time | None = None
     # Bottleneck queue (at `left`, toward `right`); `reverse_queue` defaults to the same.
@@ -290,13 +307,13 @@ class Generator(_Model):
       wire), on/off with periods from `on` and `off`.
     """
 
-    name: str | None = Field(default=None, min_length=1)
+    name: OptionalName = None
     kind: Literal["persistent", "poisson", "closed_loop", "cbr", "onoff"]
     sources: str | list[str] | None = None
     dst: str
-    flows: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
-    arrivals_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    users: StrictInt | None = Field(default=None, gt=0, le=MAX_FLOWS)
+    flows: FlowCount = None
+    arrivals_per_s: Frequency = None
+    users: FlowCount = None
     size: SizeDist | None = None
     think: TimeDist | None = None
     rate: Rate | None = None
@@ -320,21 +337,38 @@ GENERATOR_KEYS = {
 GENERATOR_COMMON_KEYS = {"name", "kind", "sources", "dst", "cca", "tcp", "start", "stop"}
 
 
-Topology = Dumbbell | Tree | ParkingLot
-_TOPOLOGIES: dict[str, type[Topology]] = {"dumbbell": Dumbbell, "tree": Tree, "parking_lot": ParkingLot}
+if TYPE_CHECKING:  # pragma: no cover
+    Topology = Dumbbell | Tree | ParkingLot
+else:  # the field's schema is `_topology`'s, whatever the type: the models need not exist yet
+    Topology = Any
+# The kinds of `[topology]`. The tree's and the parking lot's models (`spec.topology`) are imported
+# with the first scenario of their kind, not by every run of a dumbbell (1.2 ms; issue 15).
+TOPOLOGY_KINDS = ("dumbbell", "tree", "parking_lot")
+
+
+def _topology_model(kind: str) -> "type[Topology]":
+    if kind == "dumbbell":
+        return Dumbbell
+    from .topology import ParkingLot, Tree
+
+    return Tree if kind == "tree" else ParkingLot
 
 
 def _topology(value: Any, info: ValidationInfo) -> Topology:
     """A `[topology]` table, by its kind (errors name `topology.<key>`, no union tags)."""
-    if isinstance(value, (Dumbbell, Tree, ParkingLot)):
+    if isinstance(value, Dumbbell):
         return value
     if not isinstance(value, dict):
-        raise SpecError("", f"expected a table with a kind ({', '.join(_TOPOLOGIES)}), got {value!r}")
+        from .topology import ParkingLot, Tree
+
+        if isinstance(value, (Tree, ParkingLot)):
+            return value
+        raise SpecError("", f"expected a table with a kind ({', '.join(TOPOLOGY_KINDS)}), got {value!r}")
     kind = value.get("kind")
-    if kind not in _TOPOLOGIES:
-        raise SpecError("kind", f'unknown topology "{kind}" (known: {", ".join(_TOPOLOGIES)})')
+    if not isinstance(kind, str) or kind not in TOPOLOGY_KINDS:  # a list or table is no kind
+        raise SpecError("kind", f'unknown topology "{kind}" (known: {", ".join(TOPOLOGY_KINDS)})')
     try:
-        return _TOPOLOGIES[kind].model_validate(value, context=info.context)
+        return _topology_model(kind).model_validate(value, context=info.context)
     except ValidationError as e:
         raise from_validation_error(e) from None
 
@@ -495,7 +529,7 @@ class Scenario(_Model):
 
     name: str | None = None
     description: str | None = None
-    seed: StrictInt = Field(default=1, ge=0, lt=2**64)
+    seed: Seed = 1
     duration: PositiveTime
     sample_interval: SampleInterval = DEFAULT_SAMPLE_INTERVAL_NS
     # The channel the summary reports as bottleneck: "<link>_forward", "<link>_backward" or a link
@@ -588,6 +622,8 @@ class Scenario(_Model):
             aliases = _dumbbell_aliases(self.topology, len(links))
         elif self.topology is not None:
             _no_rtts(self, self.flows)
+            from .topology import Tree, build_parking_lot, build_tree
+
             graph = (build_tree(self.topology, DEFAULT_QUEUE) if isinstance(self.topology, Tree)
                      else build_parking_lot(self.topology, DEFAULT_QUEUE))
             nodes, links = _graph_nodes_links(graph)
@@ -621,7 +657,7 @@ def _no_rtts(s: Scenario, flows: list[Flow]) -> None:
         raise SpecError("flow_defaults.rtt", "only a dumbbell topology derives delays from RTTs")
 
 
-def _graph_nodes_links(graph: Graph) -> tuple[list[Node], list[Link]]:
+def _graph_nodes_links(graph: "Graph") -> tuple[list[Node], list[Link]]:
     nodes = [Node(**n) for n in graph.nodes]
     links = []
     for link in graph.links:

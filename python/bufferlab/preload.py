@@ -6,8 +6,9 @@ The engine releases the GIL while it simulates (`_core.run` hands it back betwee
 imports what `derive` and `persist` need and makes the store writer's in-memory DuckDB database
 (`store.connection.prepare_writer`). In a fresh `bufferlab run` of the reference dumbbell that
 is about 0.1 s of imports (numpy, DuckDB, the metric catalogue, the store's writer) and DuckDB's
-instance (~20 ms, without the GIL), taken off the command's wall time where the engine runs
-long enough to cover it.
+instance (~20 ms, mostly without the GIL), taken off the command's wall time where the engine
+runs long enough to cover it. (Making the instance in a third thread, beside the imports, did
+not pay: with the engine and the imports on the two cores it only took time from the engine.)
 
 It is a process-level shortcut, not a step of the pipeline: no step waits for it or knows of it.
 A step that needs a module the thread has not finished importing imports it itself, and Python's

@@ -76,3 +76,16 @@ def test_scale_measurement_reports_rates_and_memory() -> None:
     assert m["flows"] == 100 and m["simulated_s"] == 5.0
     assert m["events"] > 0 and m["packets"] > 0 and m["peak_mb"] > 0
     assert 0 < m["goodput_mbps"] <= 1000
+
+
+def test_output_fingerprints_tell_a_changed_table_and_nothing_else() -> None:
+    compare = load_script(BENCH.parent / "compare_outputs.py")
+    dumbbell = BENCH.parent.parent / "scenarios" / "dumbbell.toml"
+    first = compare.fingerprint(dumbbell, simulate_it=True)
+    assert compare.fingerprint(dumbbell, simulate_it=True) == first  # the run's wall time aside
+    changed = {**first, "tables": {**first["tables"], "link_metrics": "0" * 64}}
+    assert compare.differences({"d": first}, {"d": first}) == []
+    assert compare.differences({"d": first}, {"d": changed}) == ["d.tables.link_metrics: differs"]
+    assert compare.differences({"d": first}, {}) == ["d: only before"]
+    other = compare.fingerprint(BENCH.parent.parent / "scenarios" / "shallow_buffers.toml", simulate_it=False)
+    assert other["spec_json"] != first["spec_json"] and "tables" not in other

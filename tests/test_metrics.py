@@ -359,3 +359,101 @@ flows = ["flow_0", "flow_1", "flow_2"]
         alone = metrics.RunData.from_result(result.counters(), series.filter(pl.col("flow") == flow),
                                             resolved.engine, resolved.flow_endpoints, resolved.bottleneck)
         assert metrics.flow_metric_rows(alone)[flow] == together[flow]
+
+
+def _channel(rng: np.random.Generator, **given: object) -> dict:
+    record = {"name": "c_forward", "rate_bps": int(rng.integers(1, 10**11)), "shaping_rate_bps": None,
+              "busy_ns": int(rng.integers(0, 10**10)), "queue_packet_ns": int(rng.integers(0, 10**13)),
+              "sent_packets": int(rng.integers(0, 10**7)), "sojourn_sum_ns": int(rng.integers(0, 10**14))}
+    record.update(given)
+    return record
+
+
+@pytest.mark.parametrize("end_ns", [10**10, 7, 0])
+def test_channel_figures_of_all_channels_equal_the_summary_s_of_each_bit_for_bit(end_ns: int) -> None:
+    from bufferlab.analysis import summary
+
+    rng = np.random.default_rng(15)
+    channels = [_channel(rng) for _ in range(200)] + [
+        _channel(rng, rate_bps=None), _channel(rng, sent_packets=0), _channel(rng, shaping_rate_bps=10**6),
+        _channel(rng, rate_bps=None, shaping_rate_bps=3 * 10**5),
+        # 128-bit counters beyond float64's exact integers are divided as Python ints.
+        _channel(rng, queue_packet_ns=2**100 + 12345, sojourn_sum_ns=2**63 + 2**12 + 1, sent_packets=3)]
+    figures = metrics.ChannelFigures.of(channels, end_ns)
+    # The counters read in place from a table of the channels give the same figures.
+    table = pl.DataFrame({name: [c[name] for c in channels] for name in ("busy_ns", "sent_packets", "sojourn_sum_ns")},
+                         schema=dict.fromkeys(("busy_ns", "sent_packets", "sojourn_sum_ns"), pl.UInt64))
+    assert metrics.ChannelFigures.of(channels, end_ns, table) == figures
+    assert figures.service_rate_bps == [summary.service_rate_bps(c) for c in channels]
+    for name, expected in (("utilisation", [summary.utilisation(c, end_ns) for c in channels]),
+                           ("mean_queue_packets", [summary.mean_queue_packets(c, end_ns) for c in channels]),
+                           ("mean_sojourn_ns", [summary.mean_sojourn_ns(c) for c in channels])):
+        got = getattr(figures, name)
+        assert [None if v is None else v.hex() for v in got] == [None if v is None else v.hex() for v in expected], name
+
+
+def test_exact_quotients_are_python_s_true_division() -> None:
+    numerators = [0, 1, 10**15, 2**53 + 1, 2**90 + 7, 3]
+    denominators = [5, 3, 7, 3, 2**60 + 1, 0]
+    quotients = metrics.exact_quotients(numerators, denominators)
+    assert [q.hex() for q in quotients[:5].tolist()] == [(a / b).hex() for a, b in zip(numerators, denominators[:5])]
+    assert math.isinf(quotients[5])
+
+
+def _flow(rng: np.random.Generator, **given: object) -> dict:
+    start = int(rng.integers(0, 10**9))
+    record = {"name": "f", "start_ns": start, "completed_ns": start + int(rng.integers(1, 10**10)),
+              "bytes_acked": int(rng.integers(0, 10**10)), "bytes_delivered": int(rng.integers(1, 10**10)),
+              "payload_bytes_sent": int(rng.integers(0, 10**10)), "app_bytes_written": int(rng.integers(0, 10**10)),
+              "segments_sent": int(rng.integers(1, 10**7)), "segments_retransmitted": int(rng.integers(0, 10**5)),
+              "rtt_samples": int(rng.integers(1, 10**6)), "rtt_sum_ns": int(rng.integers(0, 10**15)),
+              "recovery_episodes": int(rng.integers(0, 100)), "recovery_time_ns": int(rng.integers(0, 10**10)),
+              "delivery_delay_byte_ns": int(rng.integers(0, 10**18)), "rtos": int(rng.integers(0, 9))}
+    record.update(given)
+    return record
+
+
+def _one_flow(flow: dict, end_ns: int) -> dict:
+    """The flow figures of one flow, as the summary and the flow table define them."""
+    from bufferlab.analysis import summary
+
+    until = flow["completed_ns"] if flow["completed_ns"] is not None else end_ns
+    lifetime_s = (until - flow["start_ns"]) / 1e9
+
+    def mbps(nbytes: int) -> float | None:
+        return None if lifetime_s <= 0 else nbytes * 8 / lifetime_s / 1e6
+
+    episodes = flow["recovery_episodes"]
+    return {"goodput_bps": summary.goodput_bps(flow, end_ns), "loss_rate": summary.loss_rate(flow),
+            "mean_srtt_ns": summary.mean_srtt_ns(flow), "completion_time_ns": summary.completion_time_ns(flow),
+            "throughput_l4": mbps(flow["bytes_acked"]), "throughput_l7": mbps(flow["bytes_delivered"]),
+            "sending_rate_l4": mbps(flow["payload_bytes_sent"]), "sending_rate_l7": mbps(flow["app_bytes_written"]),
+            "one_way_delay_ms": (flow["delivery_delay_byte_ns"] / flow["bytes_delivered"] / 1e6
+                                 if flow["bytes_delivered"] else None),
+            "recovery_time_ms": flow["recovery_time_ns"] / episodes / 1e6 if episodes else None,
+            "lifetime_s": lifetime_s}
+
+
+def test_flow_figures_of_all_flows_equal_each_flow_s_own_bit_for_bit() -> None:
+    rng = np.random.default_rng(15)
+    end_ns = 12 * 10**9
+    flows = [_flow(rng) for _ in range(200)] + [
+        _flow(rng, completed_ns=None), _flow(rng, completed_ns=None, start_ns=end_ns),  # no lifetime left
+        _flow(rng, segments_sent=0, segments_retransmitted=0), _flow(rng, rtt_samples=0, rtt_sum_ns=0),
+        _flow(rng, bytes_delivered=0, delivery_delay_byte_ns=0), _flow(rng, recovery_episodes=0),
+        # 128-bit delay integrals and counters beyond float64's exact integers
+        _flow(rng, delivery_delay_byte_ns=2**90 + 3, rtt_sum_ns=2**60 + 1, rtt_samples=7)]
+    figures = metrics.FlowFigures.of(flows, end_ns)
+    counters = ("start_ns", "bytes_acked", "bytes_delivered", "payload_bytes_sent", "app_bytes_written",
+                "segments_sent", "segments_retransmitted", "rtt_samples", "rtt_sum_ns", "recovery_episodes",
+                "recovery_time_ns", "rtos")
+    table = pl.DataFrame({name: [f[name] for f in flows] for name in counters},
+                         schema=dict.fromkeys(counters, pl.UInt64))
+    assert metrics.FlowFigures.of(flows, end_ns, table) == figures
+    expected = [_one_flow(f, end_ns) for f in flows]
+
+    def bits(v: object) -> object:
+        return v.hex() if isinstance(v, float) else v
+
+    for name in expected[0]:
+        assert [bits(v) for v in getattr(figures, name)] == [bits(e[name]) for e in expected], name

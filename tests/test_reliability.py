@@ -308,9 +308,10 @@ def _start_long_run(small: Path, db: Path, ignore_sigint: bool = False) -> subpr
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     # About ten CPU seconds of simulation: well past `_wait_until_simulating`'s four, now that the
-    # rest of the run takes under half a second (a 3000 s run, 3.5 s in all, could end first).
+    # rest of the run takes under half a second (a 3000 s run, 3.5 s in all, could end first; a
+    # 10,000 s run took 4.3 s in all once the engine got faster, and was often storing by then).
     return subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(small), "--db", str(db),
-                             "--set", "duration=10000s", "--set", "sample_interval=1s", "--set", "topology.flows=20"],
+                             "--set", "duration=25000s", "--set", "sample_interval=1s", "--set", "topology.flows=20"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=setup)
 
@@ -449,3 +450,41 @@ def _stored_runs(db: Path) -> int:
         return 0
     finally:
         con.close()
+
+
+def _refusal_from_every_demand(scenario: Any, budget: int) -> str | None:
+    """The refusal `check_memory` gives, computed from the full list of demands: their total,
+    and the first with the most bytes."""
+    from bufferlab.pipeline.budget import approx_bytes, memory_demands
+
+    demands = memory_demands(scenario, scenario.resolve())
+    total = sum(d.bytes for d in demands)
+    if total <= budget:
+        return None
+    largest = max(demands, key=lambda d: d.bytes)
+    return (f"{largest.field}: the run could need {approx_bytes(total)} of memory ({largest.what}: "
+            f"{approx_bytes(largest.bytes)}), more than the budget of {approx_bytes(budget)} (--max-memory)")
+
+
+@pytest.mark.parametrize("overrides", [
+    {},  # the recording is the largest demand
+    {"topology.queue": "100000p", "sample_interval": "off"},  # the bottleneck's queue is
+    {"sample_interval": "off"},  # 2 x 40 equal access queues and the bottleneck's: the first largest
+    {"topology.queue": "60000B", "topology.access_queue": "200p", "sample_interval": "off"},
+])
+def test_the_budget_summed_from_queue_sizes_refuses_as_the_list_of_every_demand(overrides: dict[str, str]) -> None:
+    from bufferlab.errors import SpecError
+    from bufferlab.pipeline.budget import check_memory, memory_demands
+    from bufferlab.spec import Scenario
+
+    scenario = Scenario.from_toml_text(textwrap.dedent(SMALL_DUMBBELL)).with_overrides(
+        {"topology.flows": 40, **overrides})
+    total = sum(d.bytes for d in memory_demands(scenario, scenario.resolve()))
+    for budget in (0, total // 3, total - 1, total):
+        expected = _refusal_from_every_demand(scenario, budget)
+        try:
+            check_memory(scenario, scenario.resolve(), budget)
+        except SpecError as e:
+            assert str(e) == expected
+        else:
+            assert expected is None and budget == total

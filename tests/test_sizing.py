@@ -113,3 +113,19 @@ def test_rule_routes_are_least_delay_then_fewest_hops_through_single_link_hosts(
             path = _path(src, dst, toward, channels)
             assert sum(channels[ch][2] + 1 for ch in path) == least[src]
             assert src == dst or channels[path[-1]][1] == dst
+
+
+@pytest.mark.parametrize("scenario", ["parking_lot.toml", "tree_mice.toml", "bimodal_rtts.toml", "quic_sizing.toml"])
+def test_the_loads_of_some_links_are_those_of_every_link(scenario: str) -> None:
+    from pathlib import Path
+
+    from bufferlab.sizing.resolve import link_loads, loads_of_links
+    from bufferlab.spec import load_scenario
+
+    engine = load_scenario(Path(__file__).resolve().parent.parent / "scenarios" / scenario).resolve().engine
+    every = link_loads(engine["nodes"], engine["links"], engine["flows"])
+    assert any(load.rtts_ns for load in every)
+    links = len(engine["links"])
+    for wanted in [{k} for k in range(links)] + [set(range(0, links, 2)), set()]:
+        some = loads_of_links(len(engine["nodes"]), engine["links"], engine["flows"], wanted)
+        assert some == {k: every[k] for k in sorted(wanted)}

@@ -416,17 +416,24 @@ def test_pickles_and_deep_copies_carry_no_kept_resolution() -> None:
         assert other.resolve() == s._resolve()
 
 
-def test_dumbbell_access_links_are_the_links_their_written_form_validates_to() -> None:
+def test_dumbbell_hosts_access_links_and_counted_flows_read_as_the_models_they_stand_for() -> None:
     s = Scenario.from_dict(dumbbell(rtt={"dist": "uniform", "low": "20ms", "high": "200ms"}, flows=4,
                                     access_rate="1Gbps", access_queue="30p"))
     from bufferlab.spec.scenario import _expand_dumbbell
 
     assert s.topology is not None
-    _, links, _, _, _ = _expand_dumbbell(s, s.topology)  # type: ignore[arg-type]
-    for link in links:
-        written = link.model_dump(mode="json", exclude_unset=True)
-        assert Link.model_validate(written) == link
-        assert link.model_fields_set == set(written)
+    nodes, links, flows, _, _ = _expand_dumbbell(s, s.topology)  # type: ignore[arg-type]
+    for flow in flows:  # the flows topology.flows counts: an empty flow's values, and their ends
+        assert {name: getattr(flow, name) for name in flow._fields} == {
+            name: getattr(Flow(src=flow.src, dst=flow.dst), name) for name in flow._fields}
+    assert isinstance(links[0], Link) and links[0].model_dump(mode="json", exclude_unset=True)["name"] == "btl"
+    for link in links[1:]:  # the access links: no models, the values a written [[links]] entry validates to
+        written = {"name": link.name, "a": link.a, "b": link.b, "rate": "1Gbps", "delay": f"{link.delay}ns",
+                   "queue": "30p"}
+        assert {name: getattr(link, name) for name in Link.model_fields} == dict(Link.model_validate(written))
+    for node in nodes[2:]:  # the hosts
+        assert {name: getattr(node, name) for name in Node.model_fields} == dict(
+            Node.model_validate({"name": node.name, "kind": "host"}))
 
 
 @pytest.mark.parametrize("prebuilt, spelling, default", [
@@ -462,3 +469,40 @@ def test_a_prebuilt_field_type_validates_as_its_pydantic_spelling(prebuilt: str,
               False, "", "x", "3", "true", [], {}]
     for value in values:
         assert outcome(names["Prebuilt"], value) == outcome(names["Spelled"], value), value
+
+
+@pytest.mark.parametrize("ends, expected", [
+    ({"dst": "h2"}, "flows[1].src: missing required key"),
+    ({"src": "h1"}, "flows[1].dst: missing required key"),
+    ({"src": "h9", "dst": "r"}, 'flows[1].src: unknown node "h9"'),
+    ({"src": "r", "dst": "h9"}, 'flows[1].dst: unknown node "h9"'),
+    ({"src": "r", "dst": "r"}, 'flows[1].src: "r" is a router; flows run between hosts'),
+    ({"src": "h2", "dst": "r"}, 'flows[1].dst: "r" is a router; flows run between hosts'),
+    ({"src": "h2", "dst": "h2"}, 'flows[1].dst: same node as src ("h2")'),
+])
+def test_a_flow_s_ends_are_checked_in_order_after_a_good_flow(ends: dict[str, str], expected: str) -> None:
+    assert error_of(graph(flows=[{"src": "h1", "dst": "h2"}, ends])).startswith(expected)
+
+
+def test_flows_without_options_of_their_own_get_equal_tables_that_are_not_shared() -> None:
+    data = dumbbell(flows=3, rtt="20ms")
+    data["flow_defaults"] = {"tcp": {"mss": 1000, "delayed_ack": False}, "quic": {"ack_every": 2}}
+    data["flows"] = [{}, {"tcp": {"sack": False}}, {"traffic": {"kind": "finite", "bytes": "10kB"}}]
+    engine = Scenario.from_dict(data).resolve().engine
+    first, own, third = engine["flows"]
+    assert first["tcp"] == third["tcp"] == {**engine_tcp_defaults(), "mss": 1000, "ack_every": 1}
+    assert own["tcp"] == {**first["tcp"], "sack": False}
+    assert first["quic"] == own["quic"] == third["quic"] and first["quic"]["ack_every"] == 2
+    assert first["traffic"] == own["traffic"] == {"kind": "greedy"} != third["traffic"]
+    for key in ("tcp", "quic", "traffic"):
+        assert first[key] is not third[key]
+    access = [link["queue_forward"] for link in engine["links"][1:]]
+    assert all(q == access[0] for q in access) and len({id(q) for q in access}) == len(access)
+
+
+def test_the_flow_defaults_min_rto_above_max_rto_names_the_first_flow_that_takes_them() -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "tcp": {"max_rto": "1s"}}, {"src": "h1", "dst": "h2"}])
+    data["flow_defaults"] = {"tcp": {"min_rto": "2s", "max_rto": "1s"}}
+    assert error_of(data) == "flows[0].tcp.min_rto: min_rto is larger than max_rto"
+    data["flows"][0]["tcp"] = {"max_rto": "3s"}
+    assert error_of(data) == "flows[1].tcp.min_rto: min_rto is larger than max_rto"

@@ -24,7 +24,7 @@ use crate::{EngineError, ENGINE_VERSION};
 
 /// Timer bookkeeping of one endpoint: the earliest wakeup already in the event queue.
 ///
-/// Endpoints re-arm their timers on almost every packet. Instead of cancelling heap entries, the
+/// Endpoints re-arm their timers on almost every packet. Instead of cancelling queued events, the
 /// simulator schedules a wakeup only when the endpoint wants one earlier than what is pending; a
 /// wakeup that turns out early is harmless, the endpoint checks its own deadlines.
 #[derive(Debug, Clone, Copy, Default)]
@@ -118,9 +118,8 @@ pub struct Simulator {
     /// Reused output buffer of endpoint calls: no allocation per packet.
     outbox: Vec<Packet>,
     /// The flows' state is far larger than the caches, so arrivals also ask for what their
-    /// packet goes to next (see `Simulator::prefetch_event`) and the event queue for the entries
-    /// of the events after next. On a smaller run that is mostly in the caches anyway, and the
-    /// asking costs more than it saves.
+    /// packet goes to next (see `Simulator::prefetch_event`). On a smaller run that is mostly in
+    /// the caches anyway, and the asking costs more than it saves.
     prefetch_hops: bool,
 }
 
@@ -462,10 +461,6 @@ impl Simulator {
         // lines then have two events' work to arrive in, not one.
         if let Some(event) = self.events.peek_second() {
             self.prefetch_event(event);
-        }
-        if self.prefetch_hops {
-            // So that the event after next is known without a wait at the next event.
-            self.events.prefetch_upcoming();
         }
         if let Some(event) = self.events.peek() {
             self.prefetch_event(event);

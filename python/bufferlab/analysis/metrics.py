@@ -46,7 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["FLOW_METRICS", "LINK_METRICS", "NETWORK_METRICS", "RunData", "flow_metrics", "link_metrics",
            "interval_rate_mbps", "segment_bytes", "series_mean", "FlowSeries", "network_metrics", "jain", "entropy",
-           "flow_metric_rows", "link_metric_rows", "network_metric_row", "FLOW_TABLE", "LINK_TABLE", "NETWORK_TABLE"]
+           "flow_metric_rows", "flow_metric_columns", "link_metric_rows", "link_metric_columns", "ChannelFigures",
+           "FlowFigures",
+           "exact_quotients", "network_metric_row", "FLOW_TABLE", "LINK_TABLE", "NETWORK_TABLE"]
 
 # name -> (unit, definition); the order is the tables' order.
 FLOW_METRICS: dict[str, tuple[str, str]] = {
@@ -149,6 +151,145 @@ class FlowSeries:
         return self._columns[name]
 
 
+# Integers below 2**53 are exact doubles, so the float64 quotient of two of them is the correctly
+# rounded quotient that Python's int / int gives; larger ones (128-bit counters) are divided as ints.
+EXACT_INT = 2**53
+
+
+def exact_quotients(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | np.ndarray | int,
+                    ) -> np.ndarray:
+    """``numerators[i] / denominators[i]`` of integers (Python ints, or an unsigned integer array
+    such as an engine column; one int divides them all) as float64, bit for bit Python's true
+    division (a zero denominator gives inf or NaN, for the caller to mask)."""
+    quotients: np.ndarray
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quotients = np.divide(np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64))
+    if _largest(numerators) >= EXACT_INT or _largest(denominators) >= EXACT_INT:
+        per_row = np.broadcast_to(np.asarray(denominators, dtype=object), quotients.shape)
+        for i, (a, b) in enumerate(zip(np.asarray(numerators, dtype=object).tolist(), per_row.tolist())):
+            if (a >= EXACT_INT or b >= EXACT_INT) and b:
+                quotients[i] = int(a) / int(b)
+    return quotients
+
+
+def _largest(values: Sequence[int] | np.ndarray | int) -> int:
+    if isinstance(values, int):
+        return values
+    if isinstance(values, np.ndarray):
+        return int(values.max()) if values.size else 0
+    return max(values, default=0)
+
+
+def _where(values: np.ndarray, defined: np.ndarray) -> list[float | None]:
+    """`values` as Python floats, None where `defined` is False."""
+    return [v if ok else None for v, ok in zip(values.tolist(), defined.tolist())]
+
+
+@dataclass(frozen=True)
+class ChannelFigures:
+    """`analysis.summary`'s per-channel figures of every channel, one list each (None where the
+    figure is undefined), bit for bit what its functions give one channel at a time: derive's
+    channel table and the link table read the same figures, taken once for all channels with
+    numpy (a 10,000-flow dumbbell has 40,002 channels; issue 15)."""
+
+    service_rate_bps: list[int | None]
+    utilisation: list[float | None]
+    mean_queue_packets: list[float | None]
+    mean_sojourn_ns: list[float | None]
+
+    @classmethod
+    def of(cls, channels: Sequence[Mapping[str, Any]], end_ns: int, table: Any = None) -> ChannelFigures:
+        """The figures of `channels` (the engine's channel records) over a run of `end_ns`; its
+        counters are read from `table` (the same channels as an Arrow table or a DataFrame) where
+        given, in place."""
+        lines = [c.get("rate_bps") for c in channels]
+        shaped = any(c.get("shaping_rate_bps") is not None for c in channels)
+        rates = [summary.service_rate_bps(c) for c in channels] if shaped else lines
+        n = len(channels)
+        if end_ns <= 0:
+            return cls(rates, [None] * n, [None] * n, [summary.mean_sojourn_ns(c) for c in channels])
+        # utilisation: busy / end x line / rate, in that order (`summary.utilisation`).
+        rated = np.array([r is not None and line is not None for r, line in zip(rates, lines)], dtype=bool)
+        busy = exact_quotients(_counter(channels, table, "busy_ns"), end_ns)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            utilisation = (busy * np.array([line or 0 for line in lines], dtype=np.float64)
+                           / np.array([r or 0 for r in rates], dtype=np.float64))
+        # The queue's integral is a 128-bit counter: read from the records, as Python ints.
+        queue = exact_quotients([int(c["queue_packet_ns"]) for c in channels], end_ns)
+        sent = _counter(channels, table, "sent_packets")
+        sojourn = exact_quotients(_counter(channels, table, "sojourn_sum_ns"), sent)
+        return cls(rates, _where(utilisation, rated), queue.tolist(), _where(sojourn, sent != 0))
+
+
+def _counter(records: Sequence[Mapping[str, Any]], table: Any, name: str) -> np.ndarray:
+    """An unsigned 64-bit counter of every record, as an array: `table`'s column in place where
+    given and without nulls, else taken from the records (a missing or null value counts 0)."""
+    if table is not None and name in column_names(table):
+        try:
+            values = numpy_column(table, name)
+        except ValueError:  # nulls: no view
+            values = None
+        if values is not None and values.dtype.kind == "u":
+            return values
+    return np.array([int(r.get(name) or 0) for r in records], dtype=np.uint64)
+
+
+@dataclass(frozen=True)
+class FlowFigures:
+    """The per-flow figures taken from the end-of-run counters (`analysis.summary`'s and the
+    flow table's), one list each (None where undefined), bit for bit what they give one flow at
+    a time, for all flows at once (issue 15). A flow's lifetime runs from its start to its
+    completion, or to the run's end."""
+
+    lifetime_ns: list[int]
+    goodput_bps: list[float | None]
+    loss_rate: list[float | None]
+    mean_srtt_ns: list[float | None]
+    completion_time_ns: list[int | None]
+    # The flow table's lifetime means (Mb/s): bytes x 8 over the lifetime in seconds.
+    throughput_l4: list[float | None]
+    throughput_l7: list[float | None]
+    sending_rate_l4: list[float | None]
+    sending_rate_l7: list[float | None]
+    one_way_delay_ms: list[float | None]
+    recovery_time_ms: list[float | None]
+    lifetime_s: list[float]
+
+    @classmethod
+    def of(cls, flows: Sequence[Mapping[str, Any]], end_ns: int, table: Any = None) -> FlowFigures:
+        """The figures of `flows` (the engine's flow records); counters are read from `table` (the
+        same flows, Arrow or polars) in place where given."""
+
+        def counter(name: str) -> np.ndarray:
+            return _counter(flows, table, name)
+
+        completed = [f.get("completed_ns") for f in flows]
+        start = counter("start_ns").astype(np.int64)
+        until = np.array([end_ns if c is None else c for c in completed], dtype=np.int64)
+        lifetime = until - start
+        seconds = lifetime / 1e9
+        alive = seconds > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            def per_lifetime(name: str) -> list[float | None]:  # bytes x 8 / s / 1e6, int x 8 exact in float
+                return _where(counter(name).astype(np.float64) * 8.0 / seconds / 1e6, alive)
+
+            delivered = counter("bytes_delivered")
+            goodput = delivered.astype(np.float64) * 8.0 * 1e9 / lifetime.astype(np.float64)
+            sent, samples, episodes = counter("segments_sent"), counter("rtt_samples"), counter("recovery_episodes")
+            # The delay integral is a 128-bit counter: read from the records, as Python ints.
+            delay = exact_quotients([int(f["delivery_delay_byte_ns"]) for f in flows], delivered) / 1e6
+            return cls(
+                lifetime_ns=lifetime.tolist(), goodput_bps=_where(goodput, lifetime > 0),
+                loss_rate=_where(exact_quotients(counter("segments_retransmitted"), sent), sent != 0),
+                mean_srtt_ns=_where(exact_quotients(counter("rtt_sum_ns"), samples), samples != 0),
+                completion_time_ns=[None if c is None else int(c - s) for c, s in zip(completed, start.tolist())],
+                throughput_l4=per_lifetime("bytes_acked"), throughput_l7=per_lifetime("bytes_delivered"),
+                sending_rate_l4=per_lifetime("payload_bytes_sent"), sending_rate_l7=per_lifetime("app_bytes_written"),
+                one_way_delay_ms=_where(delay, delivered != 0),
+                recovery_time_ms=_where(exact_quotients(counter("recovery_time_ns"), episodes) / 1e6, episodes != 0),
+                lifetime_s=seconds.tolist())
+
+
 @dataclass
 class RunData:
     """What the metrics are computed from: a run's counters, time series and spec facts.
@@ -165,18 +306,24 @@ class RunData:
     flow_specs: Sequence[Mapping[str, Any]]
     bottleneck: int | None
     timeseries: FlowSeries | None = None
+    # The engine's flow and channel tables (Arrow or polars) of `flows` and `channels`, if at
+    # hand: their counters are read from them in place.
+    flow_table: Any = None
+    channel_table: Any = None
 
     @classmethod
     def from_result(cls, counters: Mapping[str, Any], flow_timeseries: Any, engine_spec: Mapping[str, Any],
-                    endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> RunData:
-        """From a run's counters (`EngineResult.counters`) and its `flow_timeseries` table (Arrow or
-        polars)."""
+                    endpoints: Sequence[tuple[str, str]], bottleneck: int | None,
+                    flow_table: Any = None, channel_table: Any = None) -> RunData:
+        """From a run's counters (`EngineResult.counters`), its `flow_timeseries` table (Arrow or
+        polars) and, optionally, its flow and channel tables."""
         from .pcap import flow_descriptions
 
         return cls(end_ns=int(counters["end_ns"]), flows=counters["flows"], channels=counters["channels"],
                    endpoints=endpoints, flow_specs=flow_descriptions(engine_spec, counters["flows"]),
                    bottleneck=summary.pick_bottleneck(counters["channels"], bottleneck),
-                   timeseries=FlowSeries.from_table(flow_timeseries))
+                   timeseries=FlowSeries.from_table(flow_timeseries), flow_table=flow_table,
+                   channel_table=channel_table)
 
     @functools.cached_property
     def series_block(self) -> _SeriesBlock | None:
@@ -185,14 +332,19 @@ class RunData:
         return _compute_series_block(self)
 
     @functools.cached_property
-    def _service_rates(self) -> list[int | None]:
-        """Each channel's service rate (`summary.service_rate_bps`), taken once: the flows' paths
-        and the link table ask for it 100,000s of times on a large run."""
-        return [summary.service_rate_bps(c) for c in self.channels]
+    def flow_figures(self) -> FlowFigures:
+        """Every flow's figures from its counters, computed once for the flow tables."""
+        return FlowFigures.of(self.flows, self.end_ns, self.flow_table)
+
+    @functools.cached_property
+    def channel_figures(self) -> ChannelFigures:
+        """Every channel's summary figures, computed once for derive's channel table, the link
+        table and the flows' paths (which ask for service rates 100,000s of times on a large run)."""
+        return ChannelFigures.of(self.channels, self.end_ns, self.channel_table)
 
     def service_rate_bps(self, channel: int) -> int | None:
         """`summary.service_rate_bps` of channel `channel`."""
-        return self._service_rates[channel]
+        return self.channel_figures.service_rate_bps[channel]
 
     def bottleneck_bps(self) -> float | None:
         """Rate of the run's bottleneck channel (the spec's, else the slowest busy one)."""
@@ -406,12 +558,11 @@ def _positive(x: np.ndarray) -> np.ndarray:
 
 # --- flow metrics -------------------------------------------------------------------------------
 
-def _series_metrics(run: RunData) -> dict[int, dict[str, Any]]:
-    """The per-sample flow metrics (means and covs of the series) of every sampled flow, by flow,
-    computed for all of them at once (`_SeriesBlock`)."""
+def _series_metrics(run: RunData) -> dict[str, list[float | None]]:
+    """The per-sample flow metrics (means and covs of the series) of every sampled flow, by name,
+    one value per row of `run.series_block` (there must be one), computed for all of them at once."""
     block = run.series_block
-    if block is None:
-        return {}
+    assert block is not None
     tput = block.throughput_l4
     rates = [run.path_bottleneck_bps(i) for i in block.flows]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -435,65 +586,55 @@ def _series_metrics(run: RunData) -> dict[int, dict[str, Any]]:
     covs = {name: _row_covs(values) for name, values in (
         ("cov_throughput_l4", tput), ("cov_throughput_l7", block.throughput_l7),
         ("cov_in_flight_l4", block.in_flight), ("cov_cwnd_l4", block.cwnd), ("cov_srtt_l4", block.srtt_ms))}
-    out = {}
-    for r, flow in enumerate(block.flows):
-        row = {name: values[r] for name, values in means.items()}
-        row.update({name: values[r] for name, values in covs.items()})
-        if rates[r] is None:
-            row["mean_utilization_bw_l4"] = None
-        if not block.bdp_segments[r]:
-            row["mean_utilization_bdp_l4"] = None
-        out[flow] = row
-    return out
-
-
-def _flow_row(run: RunData, flow: int, series: dict[str, Any] | None) -> dict[str, Any]:
-    """Flow `flow`'s metrics, `series` its per-sample ones (None: not sampled)."""
-    rec = run.flows[flow]
-    start, end = int(rec["start_ns"]), _lifetime_end(rec, run.end_ns)
-    lifetime_s = (end - start) / 1e9
-    row: dict[str, Any] = dict.fromkeys(FLOW_METRICS)
-
-    def lifetime_mbps(nbytes: int) -> float | None:
-        return None if lifetime_s <= 0 else nbytes * 8 / lifetime_s / 1e6
-
-    if series is not None:
-        row.update(series)
-    else:
-        row.update({
-            "mean_throughput_l4": lifetime_mbps(int(rec["bytes_acked"])),
-            "mean_throughput_l7": lifetime_mbps(int(rec["bytes_delivered"])),
-            "mean_delivery_rate_l4": lifetime_mbps(int(rec["bytes_acked"])),
-            "mean_sending_rate_l4": lifetime_mbps(int(rec["payload_bytes_sent"])),
-            "mean_sending_rate_l7": lifetime_mbps(int(rec["app_bytes_written"])),
-            "mean_one_way_delay_l7": (int(rec["delivery_delay_byte_ns"]) / int(rec["bytes_delivered"]) / 1e6
-                                      if rec["bytes_delivered"] else None),
-        })
-    episodes = int(rec.get("recovery_episodes") or 0)
-    row.update({
-        "mean_recovery_time_l4": int(rec["recovery_time_ns"]) / episodes / 1e6 if episodes else None,
-        "flow_completion_time_l4": lifetime_s,
-        "total_retransmissions_l4": int(rec["segments_retransmitted"]),
-        "total_rtos_l4": int(rec["rtos"]),
-        "loss_rate_l4": summary.loss_rate(rec),
-    })
-    return row
+    columns = {**means, **covs}
+    # Rows without a rate or BDP have no such utilisation.
+    columns["mean_utilization_bw_l4"] = [None if rate is None else v
+                                         for rate, v in zip(rates, columns["mean_utilization_bw_l4"])]
+    columns["mean_utilization_bdp_l4"] = [v if bdp else None
+                                          for bdp, v in zip(block.bdp_segments, columns["mean_utilization_bdp_l4"])]
+    return columns
 
 
 def flow_metric_rows(run: RunData) -> list[dict[str, Any]]:
     """One row per flow (`FLOW_TABLE`): its index, name, endpoints, then every flow metric (None
     if undefined), and where its delivery rate came from."""
-    rows = []
+    columns = flow_metric_columns(run)
+    return [dict(zip(columns, row)) for row in zip(*columns.values())]
+
+
+# Where a flow's delivery rate comes from without series.
+NO_SERIES_SOURCE = "acknowledged bytes over the lifetime (no series)"
+
+
+def flow_metric_columns(run: RunData) -> dict[str, list[Any]]:
+    """The flow table (`flow_metric_rows`) by column, `FLOW_TABLE`'s columns in order: the means
+    of the sampled flows' series, else lifetime means of their counters (`FlowFigures`)."""
+    n = len(run.flows)
+    figures = run.flow_figures
+    columns: dict[str, list[Any]] = {
+        "flow": list(range(n)), "name": [f["name"] for f in run.flows],
+        "src": [src for src, _ in run.endpoints[:n]], "dst": [dst for _, dst in run.endpoints[:n]],
+        **{name: [None] * n for name in FLOW_METRICS}}
+    # Without series: the rates over the lifetime, and the delay of every delivered byte.
+    columns.update({
+        "mean_throughput_l4": list(figures.throughput_l4), "mean_throughput_l7": list(figures.throughput_l7),
+        "mean_delivery_rate_l4": list(figures.throughput_l4), "mean_sending_rate_l4": list(figures.sending_rate_l4),
+        "mean_sending_rate_l7": list(figures.sending_rate_l7), "mean_one_way_delay_l7": list(figures.one_way_delay_ms)})
+    sources = [NO_SERIES_SOURCE] * n
     block = run.series_block
-    series = _series_metrics(run)
-    for i, rec in enumerate(run.flows):
-        if block is not None and i in block.row_of:
-            source = block.delivery_rate_source[block.row_of[i]]
-        else:
-            source = "acknowledged bytes over the lifetime (no series)"
-        rows.append({"flow": i, "name": rec["name"], "src": run.endpoints[i][0], "dst": run.endpoints[i][1],
-                     **_flow_row(run, i, series.get(i)), "delivery_rate_source": source})
-    return rows
+    if block is not None:
+        for name, values in _series_metrics(run).items():
+            column = columns[name]
+            for flow, value in zip(block.flows, values):
+                column[flow] = value
+        for flow, source in zip(block.flows, block.delivery_rate_source):
+            sources[flow] = source
+    columns.update({
+        "mean_recovery_time_l4": figures.recovery_time_ms, "flow_completion_time_l4": figures.lifetime_s,
+        "total_retransmissions_l4": _counter(run.flows, run.flow_table, "segments_retransmitted").tolist(),
+        "total_rtos_l4": _counter(run.flows, run.flow_table, "rtos").tolist(),
+        "loss_rate_l4": figures.loss_rate, "delivery_rate_source": sources})
+    return columns
 
 
 def flow_metrics(run: RunData) -> pl.DataFrame:
@@ -511,24 +652,41 @@ def link_metrics(run: RunData) -> pl.DataFrame:
 def link_metric_rows(run: RunData) -> list[dict[str, Any]]:
     """One row per channel that carried traffic (`LINK_TABLE`): every link metric, from the exact
     counters."""
-    rows = []
+    columns = link_metric_columns(run)
+    return [dict(zip(columns, row)) for row in zip(*columns.values())]
+
+
+def link_metric_columns(run: RunData) -> dict[str, list[Any]]:
+    """The link table (`link_metric_rows`) by column, `LINK_TABLE`'s columns in order."""
     end = run.end_ns
-    for i, c in enumerate(run.channels):
-        if c["sent_packets"] == 0 and c["offered_packets"] == 0:
-            continue
-        rows.append({
-            "channel": i, "name": c["name"],
-            "rate_mbps": None if (rate := run.service_rate_bps(i)) is None else rate / 1e6,
-            "bottleneck": i == run.bottleneck,
-            "mean_qdisc_length_l2": summary.mean_queue_packets(c, end),
-            "max_qdisc_length_l2": float(c["max_queue_packets"]),
-            "mean_qdisc_delay_l2": _ms(summary.mean_sojourn_ns(c)),
-            "mean_sending_rate_l1": c["sent_bytes"] * 8e3 / end if end else None,
-            "total_qdisc_drops_l2": float(c["dropped_queue_packets"]),
-            "total_random_losses_l1": float(c["dropped_loss_packets"]),
-            "utilization_l1": summary.utilisation(c, end),
-        })
-    return rows
+    figures = run.channel_figures
+
+    def counter(name: str) -> np.ndarray:
+        return _counter(run.channels, run.channel_table, name)
+
+    busy = np.flatnonzero((counter("sent_packets") != 0) | (counter("offered_packets") != 0))
+    rows = busy.tolist()
+
+    def counts(name: str) -> list[float]:  # float(count), as numpy converts it
+        values: list[float] = counter(name)[busy].astype(np.float64).tolist()
+        return values
+
+    rates = [figures.service_rate_bps[i] for i in rows]
+    sojourns = [figures.mean_sojourn_ns[i] for i in rows]
+    sent_bytes = counts("sent_bytes")
+    return {
+        "channel": rows, "name": [run.channels[i]["name"] for i in rows],
+        "rate_mbps": [None if rate is None else rate / 1e6 for rate in rates],
+        "bottleneck": [i == run.bottleneck for i in rows],
+        "mean_qdisc_length_l2": [figures.mean_queue_packets[i] for i in rows],
+        "max_qdisc_length_l2": counts("max_queue_packets"),
+        "mean_qdisc_delay_l2": [None if ns is None else ns / 1e6 for ns in sojourns],
+        # bytes x 8e3 / end, as Python takes an int times a float: the int as a float first.
+        "mean_sending_rate_l1": [b * 8e3 / end for b in sent_bytes] if end else [None] * len(rows),
+        "total_qdisc_drops_l2": counts("dropped_queue_packets"),
+        "total_random_losses_l1": counts("dropped_loss_packets"),
+        "utilization_l1": [figures.utilisation[i] for i in rows],
+    }
 
 
 # --- network metrics ----------------------------------------------------------------------------

@@ -182,33 +182,54 @@ def _closed_loop(engine: dict[str, Any], generator: dict[str, Any], active_s: fl
                   f"at most as the think time {why}")
 
 
-def _queues(resolved: Resolved) -> list[Demand]:
+def _queue_packets(resolved: Resolved) -> list[tuple[int, str, int]]:
+    """(link, side, packets) of every queue with a limit: the most packets it can hold."""
     out = []
     for i, link in enumerate(resolved.engine["links"]):
-        for side in ("forward", "backward"):
-            queue = link[f"queue_{side}"]
+        for side, queue in (("forward", link["queue_forward"]), ("backward", link["queue_backward"])):
             packets = queue.get("limit_packets") or (queue.get("limit_bytes") or 0) // SMALLEST_PACKET
             if packets:
-                out.append(Demand(resolved.user_field(f"links[{i}].queue_{side}"), packets * PACKET_BYTES,
-                                  f"a queue of up to {packets} packets"))
+                out.append((i, side, packets))
     return out
+
+
+def _queue_demand(resolved: Resolved, link: int, side: str, packets: int) -> Demand:
+    return Demand(resolved.user_field(f"links[{link}].queue_{side}"), packets * PACKET_BYTES,
+                  f"a queue of up to {packets} packets")
+
+
+def _queues(resolved: Resolved) -> list[Demand]:
+    return [_queue_demand(resolved, *queue) for queue in _queue_packets(resolved)]
+
+
+def _other_demands(s: Scenario, resolved: Resolved) -> list[Demand]:
+    """The demands of everything but the queues (a few per spec, where queues are one per channel)."""
+    engine = resolved.engine
+    return [*_recording(s, engine), *_captures(s, engine), *_generators(s, resolved)]
 
 
 def memory_demands(s: Scenario, resolved: Resolved) -> list[Demand]:
     """Every part of the run whose memory grows with the spec, with its upper estimate."""
-    engine = resolved.engine
-    return [*_recording(s, engine), *_captures(s, engine), *_generators(s, resolved), *_queues(resolved)]
+    return [*_other_demands(s, resolved), *_queues(resolved)]
 
 
 def check_memory(s: Scenario, resolved: Resolved, budget: int | None = None) -> None:
     """Refuse a run whose estimated memory exceeds `budget` (default: `default_budget()`), naming
-    the field of its largest demand."""
+    the field of its largest demand (the first of `memory_demands` with the most bytes). The
+    queues' demands are summed from their sizes, and only the largest is described: a
+    10,000-flow dumbbell has 40,002 (issue 15)."""
     limit = default_budget() if budget is None else budget
-    demands = memory_demands(s, resolved)
-    total = sum(d.bytes for d in demands)
+    demands = _other_demands(s, resolved)
+    queues = _queue_packets(resolved)
+    total = sum(d.bytes for d in demands) + PACKET_BYTES * sum(packets for _, _, packets in queues)
     if total <= limit:
         return
-    largest = max(demands, key=lambda d: d.bytes)
+    largest = max(demands, key=lambda d: d.bytes, default=None)
+    if queues:
+        fullest = max(queues, key=lambda queue: queue[2])
+        if largest is None or fullest[2] * PACKET_BYTES > largest.bytes:
+            largest = _queue_demand(resolved, *fullest)
+    assert largest is not None  # a total above a budget (>= 0) has a demand
     raise SpecError(largest.field, f"the run could need {approx_bytes(total)} of memory ({largest.what}: "
                                    f"{approx_bytes(largest.bytes)}), more than the budget of {approx_bytes(limit)} "
                                    "(--max-memory)")

@@ -93,15 +93,29 @@ def _arrow_table(name: str, rows: Sequence[Mapping[str, Any]], columns: Mapping[
                                             for column, kind in columns.items()])
 
 
+def _arrow_columns(name: str, values: Mapping[str, Sequence[Any]], columns: Mapping[str, str]) -> Any:
+    """`values` (by column) as an Arrow table of `columns` (name to Arrow type)."""
+    return core().Table.from_columns(name, [(column, kind, values[column]) for column, kind in columns.items()])
+
+
 def metric_tables(counters: Mapping[str, Any], result: EngineResult, engine_spec: Mapping[str, Any],
-                  endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> dict[str, Any]:
+                  endpoints: Sequence[tuple[str, str]], bottleneck: int | None,
+                  data: catalogue.RunData | None = None) -> dict[str, Any]:
     """The catalogue's flow, link and network tables of a run as Arrow tables (`counters`:
-    `EngineResult.counters`)."""
-    data = catalogue.RunData.from_result(counters, result.arrow("flow_timeseries"), engine_spec, endpoints, bottleneck)
-    return {"flow_metrics": _arrow_table("flow_metrics", catalogue.flow_metric_rows(data), catalogue.FLOW_TABLE),
-            "link_metrics": _arrow_table("link_metrics", catalogue.link_metric_rows(data), catalogue.LINK_TABLE),
+    `EngineResult.counters`; `data`: the `RunData` of them, if made already)."""
+    if data is None:
+        data = run_data(counters, result, engine_spec, endpoints, bottleneck)
+    return {"flow_metrics": _arrow_columns("flow_metrics", catalogue.flow_metric_columns(data), catalogue.FLOW_TABLE),
+            "link_metrics": _arrow_columns("link_metrics", catalogue.link_metric_columns(data), catalogue.LINK_TABLE),
             "network_metrics": _arrow_table("network_metrics", [catalogue.network_metric_row(data)],
                                             catalogue.NETWORK_TABLE)}
+
+
+def run_data(counters: Mapping[str, Any], result: EngineResult, engine_spec: Mapping[str, Any],
+             endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> catalogue.RunData:
+    """What the metric catalogue computes a run's tables from."""
+    return catalogue.RunData.from_result(counters, result.arrow("flow_timeseries"), engine_spec, endpoints, bottleneck,
+                                         flow_table=result.arrow("flows"), channel_table=result.arrow("channels"))
 
 
 def _with_columns(table: Any, columns: Mapping[str, str], values: Mapping[str, list[Any]]) -> Any:
@@ -115,30 +129,29 @@ def _with_columns(table: Any, columns: Mapping[str, str], values: Mapping[str, l
 
 
 def flow_rows(flows: Any, records: Sequence[Mapping[str, Any]], end_ns: int,
-              endpoints: Sequence[tuple[str, str]]) -> Any:
+              endpoints: Sequence[tuple[str, str]], figures: catalogue.FlowFigures | None = None) -> Any:
     """The engine's flow table (Arrow) with each flow's endpoints' names and its summary columns
-    (`records`: the same flows as dicts)."""
-    values: dict[str, list[Any]] = {name: [] for name in FLOW_SUMMARY}
-    for i, flow in enumerate(records):
-        src, dst = endpoints[i]
-        row = {"src": src, "dst": dst, "goodput_bps": summary.goodput_bps(flow, end_ns),
-               "loss_rate": summary.loss_rate(flow), "mean_srtt_ns": summary.mean_srtt_ns(flow),
-               "completion_time_ns": summary.completion_time_ns(flow)}
-        for name, value in row.items():
-            values[name].append(value)
+    (`records`: the same flows as dicts; `figures`: their figures, if taken already)."""
+    if figures is None:
+        figures = catalogue.FlowFigures.of(records, end_ns, flows)
+    n = len(records)
+    values: dict[str, list[Any]] = {
+        "src": [src for src, _ in endpoints[:n]], "dst": [dst for _, dst in endpoints[:n]],
+        "goodput_bps": figures.goodput_bps, "loss_rate": figures.loss_rate, "mean_srtt_ns": figures.mean_srtt_ns,
+        "completion_time_ns": figures.completion_time_ns}
     return _with_columns(flows, FLOW_SUMMARY, values)
 
 
-def channel_rows(channels: Any, records: Sequence[Mapping[str, Any]], end_ns: int) -> Any:
-    """The engine's channel table (Arrow) with each channel's direction and its summary columns."""
-    values: dict[str, list[Any]] = {name: [] for name in CHANNEL_SUMMARY}
-    for ch in records:
-        row = {"direction": "forward" if ch["name"].endswith("_forward") else "backward",
-               "utilisation": summary.utilisation(ch, end_ns),
-               "mean_queue_packets": summary.mean_queue_packets(ch, end_ns),
-               "mean_sojourn_ns": summary.mean_sojourn_ns(ch)}
-        for name, value in row.items():
-            values[name].append(value)
+def channel_rows(channels: Any, records: Sequence[Mapping[str, Any]], end_ns: int,
+                 figures: catalogue.ChannelFigures | None = None) -> Any:
+    """The engine's channel table (Arrow) with each channel's direction and its summary columns
+    (`figures`: the channels' summary figures, if taken already)."""
+    if figures is None:
+        figures = catalogue.ChannelFigures.of(records, end_ns, channels)
+    directions = ["forward" if ch["name"].endswith("_forward") else "backward" for ch in records]
+    values: dict[str, list[Any]] = {"direction": directions, "utilisation": figures.utilisation,
+                                    "mean_queue_packets": figures.mean_queue_packets,
+                                    "mean_sojourn_ns": figures.mean_sojourn_ns}
     return _with_columns(channels, CHANNEL_SUMMARY, values)
 
 
@@ -151,13 +164,15 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
     endpoints = resolved.endpoints_of(counters["flows"])
     # The engine spec as planned (its JSON is `plan.spec_json`), not decoded from that text again.
     engine_spec = resolved.engine
+    data = run_data(counters, result, engine_spec, endpoints, resolved.bottleneck)
     return DerivedRun(
         run_id=plan.run_id, name=plan.name, seed=plan.seed, duration_ns=plan.duration_ns,
         wall_time_s=raw.wall_time_s, spec_json=plan.spec_json,
         user_spec_json=json.dumps(dict(user_spec), sort_keys=True) if user_spec is not None else plan.user_spec_json(),
-        result=result, flows=flow_rows(result.arrow("flows"), counters["flows"], result.end_ns, endpoints),
-        channels=channel_rows(result.arrow("channels"), counters["channels"], result.end_ns),
-        metric_tables=metric_tables(counters, result, engine_spec, endpoints, resolved.bottleneck),
+        result=result, flows=flow_rows(result.arrow("flows"), counters["flows"], result.end_ns, endpoints,
+                                       data.flow_figures),
+        channels=channel_rows(result.arrow("channels"), counters["channels"], result.end_ns, data.channel_figures),
+        metric_tables=metric_tables(counters, result, engine_spec, endpoints, resolved.bottleneck, data),
         summary=summary.summarise(counters, endpoints=endpoints, bottleneck=resolved.bottleneck, run_id=plan.run_id,
                                   from_store=False, seed=plan.seed, wall_time_s=raw.wall_time_s,
                                   queues=resolved.queue_descriptions),

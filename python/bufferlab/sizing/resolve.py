@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from .. import units
@@ -21,7 +22,7 @@ from ..queues import FifoQueue, Queue, QueueSize, SizeRule
 from ..units import QueueLimit
 from . import rules
 
-__all__ = ["LinkLoad", "resolve_queue", "link_loads", "round_trip_ns", "DEFAULT_PACKET"]
+__all__ = ["LinkLoad", "resolve_queue", "link_loads", "loads_of_links", "round_trip_ns", "DEFAULT_PACKET"]
 
 # The packet of a rule with no flow to take it from: a full Ethernet frame's IP packet.
 DEFAULT_PACKET = 1500
@@ -111,15 +112,24 @@ def round_trip_ns(nodes: int, engine_links: list[dict[str, Any]], src: int, dst:
 def link_loads(engine_nodes: list[dict[str, Any]], engine_links: list[dict[str, Any]],
                engine_flows: list[dict[str, Any]]) -> list[LinkLoad]:
     """Per link: its rate, and the RTTs and largest data packet of the greedy flows crossing it."""
+    loads = loads_of_links(len(engine_nodes), engine_links, engine_flows, range(len(engine_links)))
+    return [loads[k] for k in range(len(engine_links))]
+
+
+def loads_of_links(nodes: int, engine_links: list[dict[str, Any]], engine_flows: list[dict[str, Any]],
+                   wanted: Iterable[int]) -> dict[int, LinkLoad]:
+    """`link_loads` of the `wanted` links only, by link index: a flow's way back and its RTT are
+    found only if its data crosses one of them (a queue sized by rule needs the loads of its own
+    link, not of a 10,000-flow dumbbell's 20,000 access links; issue 15)."""
     channels = _channels(engine_links)
-    loads = [LinkLoad(link["rate_bps"], [], None) for link in engine_links]
+    loads = {k: LinkLoad(engine_links[k]["rate_bps"], [], None) for k in sorted(wanted)}
     routes: dict[int, list[int | None]] = {}
-    leaf_of = _leaves(len(engine_nodes), channels)
+    leaf_of = _leaves(nodes, channels)
 
     def path(src: int, dst: int) -> list[int]:
         via, last = leaf_of[dst] or (dst, None)
         if via not in routes:
-            routes[via] = _routes_toward(via, len(engine_nodes), channels)
+            routes[via] = _routes_toward(via, nodes, channels)
         head = _path(src, via, routes[via], channels)
         if last is None or src == dst:
             return head
@@ -129,10 +139,13 @@ def link_loads(engine_nodes: list[dict[str, Any]], engine_links: list[dict[str, 
         if flow["traffic"]["kind"] != "greedy":
             continue
         data = path(flow["src"], flow["dst"])
+        crossed = sorted({ch // 2 for ch in data if ch // 2 in loads})
+        if not crossed:
+            continue
         acks = path(flow["dst"], flow["src"])
         rtt = sum(channels[ch][2] for ch in data + acks)
         packet = _largest_data_packet(flow)
-        for link_index in sorted({ch // 2 for ch in data}):
+        for link_index in crossed:
             load = loads[link_index]
             load.rtts_ns.append(rtt)
             load.packet_bytes = max(load.packet_bytes or 0, packet)

@@ -9,7 +9,8 @@ and cross-field problems raise `SpecError` naming the user's field.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from .. import units
@@ -18,7 +19,10 @@ from .distributions import Dist
 from .fields import DEFAULT_DATAGRAM, Traffic, engine_controller, engine_recovery
 from ..queues import Queue
 from .scenario import (
+    AccessLink,
+    CountedFlow,
     DEFAULT_QUEUE,
+    Host,
     Flow,
     GENERATOR_COMMON_KEYS,
     GENERATOR_KEYS,
@@ -95,19 +99,55 @@ def _quic(defaults: QuicOptions | None, own: QuicOptions | None) -> dict[str, An
     return quic
 
 
-def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: list[Flow],
-           bottleneck: str | None) -> Resolved:
+def _flow_ends(flow: Flow | CountedFlow, where: str, nodes: Sequence[Node | Host],
+               node_index: dict[str, int]) -> tuple[int, int]:
+    """A flow's source and destination node, checked in order (set, known, hosts, different)."""
+    if flow.src is None:
+        raise SpecError(f"{where}.src", "missing required key")
+    if flow.dst is None:
+        raise SpecError(f"{where}.dst", "missing required key")
+    src = _index(node_index, flow.src, f"{where}.src")
+    dst = _index(node_index, flow.dst, f"{where}.dst")
+    for end, idx in (("src", src), ("dst", dst)):
+        if nodes[idx].kind != "host":
+            raise SpecError(f"{where}.{end}", f'"{nodes[idx].name}" is a router; flows run between hosts')
+    if src == dst:
+        raise SpecError(f"{where}.dst", f'same node as src ("{flow.src}")')
+    return src, dst
+
+
+class _Tables:
+    """Engine tables made once per source object and copied for each user (a shallow copy: no
+    two flows or channels share a table, though nested values may be shared, as they are read
+    only). Sources are told apart by identity and kept alive, so that an id is never reused."""
+
+    __slots__ = ("made",)
+
+    def __init__(self) -> None:
+        self.made: dict[int, tuple[object, dict[str, Any]]] = {}
+
+    def copy(self, source: object, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """A copy of the table `make()` gives for `source`, made at the first call for it."""
+        known = self.made.get(id(source))
+        if known is None:
+            known = self.made[id(source)] = (source, make())
+        return dict(known[1])
+
+
+def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence[Link | AccessLink],
+                      flows: Sequence[Flow | CountedFlow], bottleneck: str | None) -> Resolved:
     node_index = _unique([n.name for n in nodes], "nodes")
     link_names = [link.name or f"{link.a}_{link.b}" for link in links]
     link_index = _unique(link_names, "links")
 
     engine_links = []
-    # Each channel's queue as written, and the user's field of it (sizes by time or rule are
-    # resolved once the flows are known).
-    queues: list[tuple[Queue, str]] = []
+    # Each channel's queue as written, and the user's field of it: link index and key (sizes by
+    # time or rule are resolved once the flows are known).
+    queues: list[tuple[Queue, int, str]] = []
     for i, (link, name) in enumerate(zip(links, link_names)):
-        a = _index(node_index, link.a, f"links[{i}].a")
-        b = _index(node_index, link.b, f"links[{i}].b")
+        a, b = node_index.get(link.a), node_index.get(link.b)
+        if a is None or b is None:  # the error names the first unknown end (field names made only here)
+            a, b = _index(node_index, link.a, f"links[{i}].a"), _index(node_index, link.b, f"links[{i}].b")
         if a == b:
             raise SpecError(f"links[{i}].b", f'a link needs two different nodes, both ends are "{link.a}"')
         if link.queue is not None and (link.queue_forward is not None or link.queue_backward is not None):
@@ -115,9 +155,8 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
                                                  "queue_forward/queue_backward")
         forward = link.queue_forward or link.queue or DEFAULT_QUEUE
         backward = link.queue_backward or link.queue or DEFAULT_QUEUE
-        for direction, queue in (("forward", forward), ("backward", backward)):
-            written = f"queue_{direction}" if getattr(link, f"queue_{direction}") is not None else "queue"
-            queues.append((queue, f"links[{i}].{written}"))
+        queues += [(forward, i, "queue_forward" if link.queue_forward is not None else "queue"),
+                   (backward, i, "queue_backward" if link.queue_backward is not None else "queue")]
         engine_link = {"name": name, "a": a, "b": b, "rate_bps": link.rate, "delay_ns": link.delay,
                        "loss": link.loss}
         if link.loss_model is not None:
@@ -135,25 +174,23 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
         raise SpecError("flows", "no flows: list at least one [[flows]] or [[generators]]")
     defaults = s.flow_defaults or FlowDefaults()
     engine_flows, flow_names, endpoints = [], [], []
+    greedy = Traffic(kind="greedy")
+    is_host = [n.kind == "host" for n in nodes]
+    # What flows share is resolved once and copied for each (`_Tables`): most flows of a large
+    # spec take their options from the flow defaults (a 10,000-flow dumbbell's do; issue 15).
+    tcp_tables, quic_tables, traffic_tables = _Tables(), _Tables(), _Tables()
     for i, flow in enumerate(flows):
         where = f"flows[{i}]"
-        if flow.src is None:
-            raise SpecError(f"{where}.src", "missing required key")
-        if flow.dst is None:
-            raise SpecError(f"{where}.dst", "missing required key")
-        src = _index(node_index, flow.src, f"{where}.src")
-        dst = _index(node_index, flow.dst, f"{where}.dst")
-        for end, idx in (("src", src), ("dst", dst)):
-            if nodes[idx].kind != "host":
-                raise SpecError(f"{where}.{end}", f'"{nodes[idx].name}" is a router; flows run between hosts')
-        if src == dst:
-            raise SpecError(f"{where}.dst", f'same node as src ("{flow.src}")')
+        src, dst = node_index.get(flow.src or ""), node_index.get(flow.dst or "")
+        if src is None or dst is None or src == dst or not (is_host[src] and is_host[dst]):
+            src, dst = _flow_ends(flow, where, nodes, node_index)  # raises, naming the first problem
         cca = flow.cca or defaults.cca or "reno"
-        traffic = flow.traffic or defaults.traffic or Traffic(kind="greedy")
+        traffic = flow.traffic or defaults.traffic or greedy
         start_value = flow.start if flow.start is not None else (defaults.start or 0)
         stop = flow.stop if flow.stop is not None else defaults.stop
-        start_at = f"{where}.start" if flow.start is not None else "flow_defaults.start"
+        start_at = None  # the field a start comes from, named when it is drawn or wrong
         if isinstance(start_value, Dist):
+            start_at = f"{where}.start" if flow.start is not None else "flow_defaults.start"
             start = draw_start(start_value)
             if start_at not in random_draws:
                 random_draws.append(start_at)
@@ -161,6 +198,8 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
         else:
             start = start_value
         if start >= s.duration:
+            if start_at is None:
+                start_at = f"{where}.start" if flow.start is not None else "flow_defaults.start"
             raise SpecError(start_at, f"starts at {units.format_time(start)}, not before the end of the "
                                       f"run ({units.format_time(s.duration)})")
         if stop is not None and stop <= start:
@@ -169,10 +208,15 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
         name = flow.name or f"flow_{i}"
         flow_names.append(name)
         endpoints.append((nodes[src].name, nodes[dst].name))
+        # A flow's own options are checked and named as its own: only a flow without any shares.
+        tcp = (_tcp(defaults.tcp, flow.tcp, where) if flow.tcp is not None
+               else tcp_tables.copy(defaults.tcp, partial(_tcp, defaults.tcp, None, where)))
+        quic = (_quic(defaults.quic, flow.quic) if flow.quic is not None
+                else quic_tables.copy(defaults.quic, partial(_quic, defaults.quic, None)))
         engine_flows.append({"name": name, "src": src, "dst": dst, "cca": engine_controller(cca),
-                             "traffic": traffic.to_engine(), "start_ns": start, "stop_ns": stop,
-                             "transport": flow.transport or defaults.transport or "tcp",
-                             "tcp": _tcp(defaults.tcp, flow.tcp, where), "quic": _quic(defaults.quic, flow.quic)})
+                             "traffic": traffic_tables.copy(traffic, traffic.to_engine), "start_ns": start,
+                             "stop_ns": stop, "transport": flow.transport or defaults.transport or "tcp",
+                             "tcp": tcp, "quic": quic})
     _unique(flow_names, "flows")
 
     queue_descriptions = _resolve_queues(nodes, engine_links, engine_flows, queues)
@@ -215,32 +259,51 @@ def build_engine_spec(s: Scenario, nodes: list[Node], links: list[Link], flows: 
                     random_draws=random_draws, field_aliases=aliases)
 
 
-def _resolve_queues(nodes: list[Node], engine_links: list[dict[str, Any]], engine_flows: list[dict[str, Any]],
-                    queues: list[tuple[Queue, str]]) -> list[str]:
+def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, Any]],
+                    engine_flows: list[dict[str, Any]],
+                    queues: list[tuple[Queue, int, str]]) -> list[str]:
     """Put each channel's queue, its size resolved (time, rule), into the engine links; returns
     one description per channel."""
     loads = None
     descriptions = []
-    # A resolved queue's description, by the queue (queues are frozen): a 10,000-flow dumbbell's
-    # 40,000 access channels share one queue, described once instead of each time (issue 15).
-    described: dict[int, str] = {}
-    for channel, (queue, where) in enumerate(queues):
+    # A resolved queue's engine table and description, made once per queue (queues are frozen):
+    # a 10,000-flow dumbbell's 40,000 access channels share one queue (issue 15).
+    tables, described = _Tables(), dict[int, str]()
+    for channel, (queue, link, written) in enumerate(queues):
+        key = "queue_forward" if channel % 2 == 0 else "queue_backward"
+        if id(queue) in described:
+            engine_links[link][key] = tables.copy(queue, queue.to_engine)
+            descriptions.append(described[id(queue)])
+            continue
         if not queue.resolved:
             # Only a size given by time or by rule needs the sizing module (issue 15).
-            from ..sizing.resolve import link_loads, resolve_queue
+            from ..sizing.resolve import loads_of_links, resolve_queue
 
-            if loads is None:
-                loads = link_loads([{"name": n.name} for n in nodes], engine_links, engine_flows)
-            queue, description = resolve_queue(queue, loads[channel // 2], where)
+            if loads is None:  # the loads of the links whose queues are sized by time or rule
+                loads = loads_of_links(len(nodes), engine_links, engine_flows, _links_sized_later(queues))
+            sized, description = resolve_queue(queue, loads[link], f"links[{link}].{written}")
+            engine_links[link][key] = sized.to_engine()
         else:
-            description = described.get(id(queue)) or described.setdefault(id(queue), str(queue))
-        key = "queue_forward" if channel % 2 == 0 else "queue_backward"
-        engine_links[channel // 2][key] = queue.to_engine()
+            description = described[id(queue)] = str(queue)
+            engine_links[link][key] = tables.copy(queue, queue.to_engine)
         descriptions.append(description)
     return descriptions
 
 
-def _generator_sources(g: Generator, nodes: list[Node], where: str) -> list[str]:
+def _links_sized_later(queues: list[tuple[Queue, int, str]]) -> set[int]:
+    """The links with a queue sized by time or rule (each distinct queue asked once)."""
+    resolved: dict[int, bool] = {}
+    links = set()
+    for queue, link, _ in queues:
+        done = resolved.get(id(queue))
+        if done is None:
+            done = resolved[id(queue)] = queue.resolved
+        if not done:
+            links.add(link)
+    return links
+
+
+def _generator_sources(g: Generator, nodes: Sequence[Node | Host], where: str) -> list[str]:
     """The host names a generator's `sources` select (default: every host but the destination)."""
     hosts = [n.name for n in nodes if n.kind == "host" and n.name != g.dst]
     patterns = [g.sources] if isinstance(g.sources, str) else g.sources
@@ -268,7 +331,7 @@ _GENERATOR_MODEL_FIELDS = {"model.rate_per_s": "arrivals_per_s", "model.users": 
                            "model.think": "think", "model": "kind"}
 
 
-def _expand_generators(s: Scenario, nodes: list[Node], node_index: dict[str, int],
+def _expand_generators(s: Scenario, nodes: Sequence[Node | Host], node_index: dict[str, int],
                        draw_start: Callable[[Dist], int], random_draws: list[str],
                        first_flow: int) -> tuple[list[Flow], list[dict[str, Any]], dict[str, str]]:
     """Generators -> listed flows (persistent, cbr, onoff) and engine generators (poisson,

@@ -39,8 +39,8 @@ import tomllib
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, ValidationInfo
 from pydantic_core import core_schema
@@ -49,6 +49,7 @@ from ..errors import SpecError, from_validation_error
 from .distributions import Dist, parse_distribution
 from .fields import (
     ByteCount,
+    LossModel,
     LossModelField,
     Controller,
     Name,
@@ -65,7 +66,7 @@ from .fields import (
     Time,
     TrafficField,
 )
-from ..queues import fifo
+from ..queues import Queue, fifo
 from .. import units
 from .parsed import TABLE, Parsed, Prebuilt
 
@@ -617,6 +618,9 @@ class Scenario(_Model):
                     raise SpecError(key, f"a {self.topology.kind} topology builds its own nodes and links: "
                                          "give either [topology] or nodes/links")
         bottleneck: str | None
+        nodes: Sequence[Node | Host]
+        links: Sequence[Link | AccessLink]
+        flows: Sequence[Flow | CountedFlow]
         if isinstance(self.topology, Dumbbell):
             nodes, links, flows, bottleneck, rtts = _expand_dumbbell(self, self.topology)
             aliases = _dumbbell_aliases(self.topology, len(links))
@@ -692,10 +696,54 @@ def draw_rtts(dist: Dist, seed: int, n: int) -> list[int]:
 
 # --- dumbbell -----------------------------------------------------------------------------------
 
-def _expand_dumbbell(s: Scenario, topo: Dumbbell) -> tuple[list[Node], list[Link], list[Flow], str, list[int | None]]:
+class Host(NamedTuple):
+    """A host a dumbbell adds for a flow, as the engine spec reads a `Node` (its name is the flow's
+    src or dst, or src_i / dst_i, never empty: nothing for a model to check)."""
+
+    name: str
+    kind: Literal["host"] = "host"
+
+
+class AccessLink(NamedTuple):
+    """A dumbbell's access link, as the engine spec reads a `Link`: the checked access rate and
+    queue (`topology.access_rate`, `topology.access_queue`), its own name, ends and delay (>= 0 ns,
+    from `split_access_delays`), no loss."""
+
+    name: str
+    a: str
+    b: str
+    rate: int | None
+    delay: int
+    queue: Queue
+    loss: float = 0.0
+    loss_model: LossModel | None = None
+    queue_forward: Queue | None = None
+    queue_backward: Queue | None = None
+
+
+class CountedFlow(NamedTuple):
+    """A flow `topology.flows` counts, as the engine spec reads a `Flow`: its ends, and every
+    other key unset (taken from `[flow_defaults]`)."""
+
+    src: str
+    dst: str
+    name: None = None
+    cca: None = None
+    transport: None = None
+    traffic: None = None
+    start: None = None
+    stop: None = None
+    tcp: None = None
+    quic: None = None
+
+
+def _expand_dumbbell(s: Scenario, topo: Dumbbell) -> tuple[list[Node | Host], list[Link | AccessLink],
+                                                            list[Flow | CountedFlow], str, list[int | None]]:
     if topo.flows is not None and s.flows and topo.flows != len(s.flows):
         raise SpecError("topology.flows", f"{topo.flows} flows, but {len(s.flows)} are listed in [[flows]]")
-    flows = list(s.flows) if s.flows else [Flow() for _ in range(topo.flows or 0)]
+    # The flows `topology.flows` counts are all the one empty flow (only read, never changed).
+    counted = Flow()
+    flows = list(s.flows) if s.flows else [counted] * (topo.flows or 0)
     if not flows:
         raise SpecError("topology.flows", "a dumbbell needs flows: set topology.flows = K or list [[flows]]")
     defaults = s.flow_defaults or FlowDefaults()
@@ -735,17 +783,21 @@ def _expand_dumbbell(s: Scenario, topo: Dumbbell) -> tuple[list[Node], list[Link
     # validating "10Gbps" and "5ms" again would give. A 10,000-flow dumbbell spent 0.2 s of each
     # resolution on that text round trip, and copying a model costs half of building one field by
     # field, defaults included (issue 15).
-    access = Link.model_construct(name="access", a="left", b="right", rate=access_rate, delay=0,
-                                  queue=access_queue)
-    expanded: list[Flow] = []
+    # Since then the access links, their hosts and the flows the topology counts are not models
+    # at all (`AccessLink`, `Host`, `CountedFlow`): a model per host, link and flow took two
+    # thirds of what remained (issue 15).
+    hosts: list[Host] = []
+    access: list[AccessLink] = []
+    expanded: list[Flow | CountedFlow] = []
     for i, (flow, (rtt, where)) in enumerate(zip(flows, rtts)):
         src, dst = flow.src or f"src_{i}", flow.dst or f"dst_{i}"
         d_src, d_dst = split_access_delays(rtt, d_btl, where)
-        nodes += [Node(name=src, kind="host"), Node(name=dst, kind="host")]
-        links += [access.model_copy(update={"name": f"access_{src}", "a": src, "b": "left", "delay": d_src}),
-                  access.model_copy(update={"name": f"access_{dst}", "a": "right", "b": dst, "delay": d_dst})]
-        expanded.append(flow.model_copy(update={"src": src, "dst": dst, "rtt": None}))
-    return nodes, links, expanded, "btl_forward", [r for r, _ in rtts]
+        hosts += [Host(src), Host(dst)]
+        access += [AccessLink(f"access_{src}", src, "left", access_rate, d_src, access_queue),
+                   AccessLink(f"access_{dst}", "right", dst, access_rate, d_dst, access_queue)]
+        expanded.append(CountedFlow(src, dst) if flow is counted else
+                        flow.model_copy(update={"src": src, "dst": dst, "rtt": None}))
+    return [*nodes, *hosts], [*links, *access], expanded, "btl_forward", [r for r, _ in rtts]
 
 
 def _dumbbell_aliases(topo: Dumbbell, links: int) -> dict[str, str]:

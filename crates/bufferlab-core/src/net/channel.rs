@@ -1,7 +1,7 @@
 //! One direction of a point-to-point link: an egress queue, a transmitter and a propagation pipe.
 //!
 //! Packets on the wire arrive in the order they were sent (the delay is constant), so the pipe is
-//! a first-in first-out list and only its head has an event in the scheduler: one heap entry per
+//! a first-in first-out list and only its head has an event in the scheduler: one event-list entry per
 //! channel, however many packets are on the wire (the htsim design). A packet's arrival time is
 //! fixed when its transmission starts (start + serialisation + propagation), so the transmitter
 //! needs an event only when packets wait in its queue. The packets on the wire wait in the

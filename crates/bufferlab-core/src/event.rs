@@ -256,7 +256,12 @@ impl EventQueue {
             // next one's first event is the first at its time, so every tie comes after it).
             _ => {
                 let next = self.earliest[b].1 as usize;
-                bucket.iter().zip(0..).filter(|&(_, i)| i != next).min_by_key(|&(p, i)| (p.time, i)).map(|(p, _)| p.event)
+                bucket
+                    .iter()
+                    .zip(0..)
+                    .filter(|&(_, i)| i != next)
+                    .min_by_key(|&(p, i)| (p.time, i))
+                    .map(|(p, _)| p.event)
             }
         };
         (Some(first.event), second)

@@ -175,5 +175,5 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
         metric_tables=metric_tables(counters, result, engine_spec, endpoints, resolved.bottleneck, data),
         summary=summary.summarise(counters, endpoints=endpoints, bottleneck=resolved.bottleneck, run_id=plan.run_id,
                                   from_store=False, seed=plan.seed, wall_time_s=raw.wall_time_s,
-                                  queues=resolved.queue_descriptions),
+                                  queues=resolved.queue_descriptions, flow_figures=data.flow_figures),
         bottleneck=resolved.bottleneck, study=study, notes=list(resolved.notes))

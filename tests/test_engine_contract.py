@@ -141,6 +141,23 @@ def test_a_table_s_column_values_are_its_rows_values_nulls_and_128_bit_counters_
         flows.column_values("nope")
 
 
+def test_counters_rows_read_by_column_or_index_are_the_table_s_rows() -> None:
+    # derive reads the channels by column (`Rows.values`) and a row by index, never making all rows.
+    from bufferlab.pipeline.result import Rows, record_values
+
+    result = run_spec(small_engine_spec())
+    channels = result.counters()["channels"]
+    assert isinstance(channels, Rows)
+    expected = result.arrow("channels").to_pylist()
+    assert [channels[i] for i in range(len(channels))] == expected and channels[-1] == expected[-1]
+    for column in ("name", "rate_bps", "shaping_rate_bps", "queue_packet_ns", "not_a_column"):
+        assert record_values(channels, column) == record_values(expected, column)
+    with pytest.raises(IndexError):
+        channels[len(expected)]
+    assert list(channels) == expected  # iterating makes the rows, once
+    assert record_values(channels, "queue_packet_ns") == [row["queue_packet_ns"] for row in expected]
+
+
 def test_tables_made_from_python_values_keep_their_types_and_nulls() -> None:
     Table = runner.core().Table
     made = Table.from_columns("t", [("s", "Utf8", ["a", None]), ("x", "Float64", [0.1, None]),

@@ -21,7 +21,7 @@ use arrow_array::{
 };
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList, PyString};
 use pyo3::IntoPyObjectExt;
@@ -218,6 +218,19 @@ impl Table {
             .column_by_name(name)
             .ok_or_else(|| PyValueError::new_err(format!("{}: no column {name:?}", self.name)))?;
         PyList::new(py, python_values(py, array.as_ref())?)
+    }
+
+    /// Row `index` as a dict (as in `to_pylist`), for a reader of a few rows of a long table.
+    fn row<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyDict>> {
+        if index >= self.batch.num_rows() {
+            return Err(PyIndexError::new_err(format!("{}: no row {index} of {}", self.name, self.batch.num_rows())));
+        }
+        let values = PyDict::new(py);
+        for (field, column) in self.batch.schema().fields().iter().zip(self.batch.columns()) {
+            let value = python_values(py, column.slice(index, 1).as_ref())?.pop().expect("one value");
+            values.set_item(field.name(), value)?;
+        }
+        Ok(values)
     }
 
     /// The rows as dicts, column name to value (`python_values`), in the table's order. Each

@@ -75,7 +75,12 @@ def completion_time_ns(flow: Record) -> int | None:
 def service_rate_bps(channel: Record) -> int | None:
     """The rate a channel can send at in the long run: its line rate, or a shaper's token rate
     below it (a tbf queue); None for an unlimited, unshaped channel."""
-    rates = [r for r in (channel.get("rate_bps"), channel.get("shaping_rate_bps")) if r is not None]
+    return service_rate_of(channel.get("rate_bps"), channel.get("shaping_rate_bps"))
+
+
+def service_rate_of(rate_bps: int | None, shaping_rate_bps: int | None) -> int | None:
+    """`service_rate_bps` of a channel's line rate and shaper's token rate (None: none)."""
+    rates = [r for r in (rate_bps, shaping_rate_bps) if r is not None]
     return min(rates) if rates else None
 
 

@@ -39,9 +39,13 @@ the flows.
 Like the command, the process takes `cli.prepare_process`'s settings and leaves by
 `cli.exit_now` where the measured version has them.
 
-The steps run one after the other here, so imports that the command makes while the engine
-runs (`bufferlab.preload`) are counted in the step that needs them; the whole-process figures
-show what that overlap gains on a machine with a second free core.
+The steps run one after the other here, each on the main thread, and CPU time is counted, so
+the command's overlaps do not show: the imports and DuckDB instance that `bufferlab.preload`
+makes in a second thread while the engine runs are counted in the step that needs them (derive:
+numpy and the metric catalogue; persist: DuckDB, the store's writer and its instance), and the
+summary that `bufferlab run` renders in a worker while persist's commit runs is counted in
+present. The whole-process wall times show what the overlap gains on a machine with a second
+free core (its CPU time stays about the same).
 
 --baseline PYTHON: the same figures for another checkout's interpreter (e.g. main's venv), in
 the same run, so the before and after are taken under the same load.

@@ -58,6 +58,14 @@ def test_a_stored_run_is_served_without_polars_numpy_or_pandas(tmp_path: Path) -
     assert set(stored) == {"pydantic", "duckdb", "rich"}
 
 
+def test_looking_for_a_run_in_a_store_that_does_not_exist_loads_no_duckdb(tmp_path: Path) -> None:
+    # DuckDB (30-70 ms) is for reading a store file, or for writing a run once it is simulated.
+    code = ("from bufferlab import runner\nfrom bufferlab.spec import load_scenario\n"
+            f"planned = runner.validate(load_scenario({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}))\n"
+            f"assert runner.stored_summary(planned, {str(tmp_path / 'none.duckdb')!r}) is None")
+    assert set(heavy_modules_loaded(code)) == {"pydantic"}
+
+
 def test_a_fresh_run_reaches_the_store_without_polars_pandas_or_pyarrow(tmp_path: Path) -> None:
     # The engine's Arrow tables go to DuckDB through the C stream interface and to the metrics as
     # numpy views; derived tables are Arrow tables made by the binding (`_core.Table`), so polars

@@ -258,3 +258,84 @@ def test_an_empty_duckdb_file_becomes_a_store_of_the_current_schema(db: Path) ->
         assert store.stored_schema_version(con) == store.SCHEMA_VERSION
     finally:
         con.close()
+
+
+def test_a_file_whose_tables_are_only_in_its_log_is_not_taken_for_empty(tmp_path: Path) -> None:
+    # A file with no block written yet can still hold tables: in a write-ahead log that no
+    # checkpoint has folded in (a process killed before one). Such a file is read, not created anew.
+    import subprocess
+    import sys
+
+    for name, statement in (("notes", "CREATE TABLE notes (x INTEGER)"),
+                            ("old_store", "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR); "
+                                          f"INSERT INTO meta VALUES ('schema_version', '{store.SCHEMA_VERSION + 1}')")):
+        path = tmp_path / f"{name}.duckdb"
+        subprocess.run([sys.executable, "-c", "import duckdb, os, sys\n"
+                        "con = duckdb.connect(sys.argv[1], config={'checkpoint_threshold': '1GB'})\n"
+                        "con.execute(sys.argv[2])\nos._exit(0)", str(path), statement], check=True, timeout=60)
+        assert Path(f"{path}.wal").stat().st_size > 0
+    with pytest.raises(store.StoreError, match=r"not a bufferlab store \(no meta table\)"):
+        store.Store(tmp_path / "notes.duckdb")
+    with pytest.raises(store.StoreError, match="newer than this bufferlab"):
+        store.Store(tmp_path / "old_store.duckdb")
+
+
+def test_a_new_file_is_known_empty_without_listing_the_catalogue(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    listed: list[bool] = []
+    real_list = store._existing_tables
+    monkeypatch.setattr(store, "_existing_tables", lambda con: listed.append(True) or real_list(con))
+    with store.Store(db):
+        pass
+    assert listed == []
+    with store.Store(db) as s:  # now a store of the current schema: its version is read from meta
+        assert s.run_ids() == []
+    assert listed == []
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert store.stored_schema_version(con) == store.SCHEMA_VERSION
+        assert {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()} == set(
+            store.TABLES)
+    finally:
+        con.close()
+
+
+def test_a_writer_waits_for_the_lock_on_the_database_made_ahead(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+    import threading
+
+    from bufferlab.store import connection
+
+    with store.Store(db):
+        pass
+    # Another process holds the store's lock until told to let go (a line on its stdin).
+    with subprocess.Popen([sys.executable, "-c", "import duckdb, sys\ncon = duckdb.connect(sys.argv[1])\n"
+                           "print('locked', flush=True)\nsys.stdin.readline()\ncon.close()", str(db)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as holder:
+        assert holder.stdin is not None and holder.stdout is not None
+        try:
+            assert holder.stdout.readline() == "locked\n"
+            monkeypatch.setenv("BUFFERLAB_DB_WAIT", "0.3")
+            connection.prepare_writer()
+            made_ahead = connection._prepared[-1]
+            with pytest.raises(connection.StoreBusy, match="stayed locked by another process for 0.3 s"):
+                connection.connect(db, read_only=False)
+            assert not connection._prepared  # taken, tried, and closed with the failure
+            with pytest.raises(duckdb.ConnectionException):
+                made_ahead.execute("SELECT 1")
+            monkeypatch.setenv("BUFFERLAB_DB_WAIT", "60")
+            connection.prepare_writer()
+            made_ahead = connection._prepared[-1]
+
+            def let_go() -> None:
+                holder.stdin.write("\n")  # type: ignore[union-attr]
+                holder.stdin.flush()  # type: ignore[union-attr]
+
+            threading.Timer(0.5, let_go).start()
+            con = connection.connect(db, read_only=False)  # waits for the other process, then attaches
+            try:
+                assert con is made_ahead and con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+            finally:
+                con.close()
+        finally:
+            holder.kill()

@@ -1,15 +1,23 @@
-"""The summary metrics, on hand-made counters whose answers are known."""
+"""The summary metrics, on hand-made counters whose answers are known; the printed summary, which
+`bufferlab run` renders while it stores the run and prints once the run is stored."""
 
 from __future__ import annotations
 
 import io
 import re
+import threading
+from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
+from bufferlab import render, runner
 from bufferlab.analysis import summary as m
-from bufferlab.render import print_summary
+from bufferlab.cli import main
+from bufferlab.render import print_summary, render_summary
+from bufferlab.store import writer as store
+from conftest import SMALL_DUMBBELL
 
 
 def flow(**overrides: object) -> dict:
@@ -144,3 +152,61 @@ def test_the_printed_summary_shows_brackets_in_names_as_written(capsys: pytest.C
     out = capsys.readouterr().out
     assert "│ f[/x] │ [red]h → d │" in out
     assert "│ [bold]btl_forward │" in out
+
+
+def test_a_summary_rendered_now_prints_later_what_print_summary_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    counters = {"end_ns": 11_000_000_000, "events": 1234, "engine_version": "0.1.0", "flows": [flow()],
+                "channels": [channel()]}
+    summary = m.summarise(counters, endpoints=[("src_0", "dst_0")], bottleneck=0, run_id="ab" * 32,
+                          from_store=False, seed=1, wall_time_s=0.25, queues=["100p"])
+    rendered = render_summary(summary, scenario="s", db="r.duckdb")
+    assert capsys.readouterr().out == ""  # nothing printed yet
+    rendered.print()
+    later = capsys.readouterr().out
+    print_summary(summary, scenario="s", db="r.duckdb")
+    assert later == capsys.readouterr().out and later.startswith("s: 11 s simulated, seed 1")
+
+
+@pytest.fixture
+def small(write_scenario) -> Path:
+    return write_scenario(SMALL_DUMBBELL)
+
+
+def test_a_failing_write_prints_no_summary(small: Path, db: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    rendered: list[str] = []
+    real_render = render.render_summary
+
+    def render_summary(*args: Any, **kwargs: Any) -> render.RenderedSummary:
+        rendered.append(threading.current_thread().name)
+        return real_render(*args, **kwargs)
+
+    def refuse(self: store.Store, *args: Any, **kwargs: Any) -> None:
+        raise store.StoreError("--db", "refused for the test")
+
+    monkeypatch.setattr(render, "render_summary", render_summary)
+    monkeypatch.setattr(store.Store, "save", refuse)
+    assert main(["run", str(small), "--db", str(db)]) == 2
+    out, err = capsys.readouterr()
+    # The summary was rendered while the write went on (in the worker), and never printed.
+    assert rendered == ["bufferlab-render"]
+    assert out == "" and err == "error: --db: refused for the test\n"
+
+
+def test_the_summary_rendered_while_storing_is_what_print_summary_prints(small: Path, db: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    summaries: list[Any] = []
+    real_run = runner.run
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        summaries.append(real_run(*args, **kwargs))
+        return summaries[-1]
+
+    monkeypatch.setattr(runner, "run", run)
+    assert main(["run", str(small), "--db", str(db)]) == 0
+    printed = capsys.readouterr().out
+    # What the command printed is what `print_summary` prints of the same summary on a pipe.
+    reference = io.StringIO()
+    print_summary(summaries[0], scenario="small", db=str(db), console=Console(file=reference, width=132, emoji=False))
+    assert "simulated and stored" in printed and printed == reference.getvalue()

@@ -204,22 +204,64 @@ def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str
     if seed_given and not planned.seed_matters:
         sys.stderr.write(f"note: --seed: {spec.name or label} has no random element (no random loss, jittered "
                          "starts, RTT draws, traffic generators or BBR), so every seed gives this same run\n")
+    rendering = None if as_json else _SummaryRendering(scenario=spec.name or label, db=str(db))
+    storing = None if rendering is None else rendering.start
     if as_json or not sys.stdout.isatty():
-        summary = runner.run(planned, db, force=force, study=study)
+        summary = runner.run(planned, db, force=force, study=study, storing=storing)
     else:
         with _progress_bar(label) as progress:
-            summary = runner.run(planned, db, force=force, progress=progress, study=study)
-    if as_json:
+            summary = runner.run(planned, db, force=force, progress=progress, study=study, storing=storing)
+    if rendering is None:
         payload = {"scenario": spec.name or label, "db": str(db), **summary.to_json_dict()}
         if show_metrics:
             payload["metrics"] = _metrics_json(db, summary.run_id)
         click.echo(json.dumps(payload, indent=2))
     else:
-        from .render import print_summary  # rich: only for the tables, never for --json
-
-        print_summary(summary, scenario=spec.name or label, db=str(db))
+        rendering.result(summary).print()
         if show_metrics:
             _print_metrics(db, summary.run_id, all_links=False)
+
+
+class _SummaryRendering:
+    """A run's summary (rich tables) rendered in a worker thread while the main thread stores
+    the run. Most of a store's write is DuckDB's, without the GIL (its commit, a checkpoint: ~40
+    ms of the reference dumbbell's), so rendering (with rich's import: ~15 ms) costs no wall
+    time. The main thread prints the text once the run is stored, so a failed write prints
+    nothing of it; storing stays in the main thread, where Ctrl-C is held back until the write
+    has committed (`interrupts.deferred`: only the main thread receives signals)."""
+
+    def __init__(self, *, scenario: str, db: str) -> None:
+        self.scenario, self.db = scenario, db
+        self._thread: threading.Thread | None = None
+        self._rendered: Any = None  # render.RenderedSummary: rich is imported by the worker
+        self._error: BaseException | None = None
+
+    def start(self, summary: Any) -> None:
+        """Render `summary` in a daemon thread (it never keeps the process alive)."""
+        self._thread = threading.Thread(target=self._render, args=(summary,), name="bufferlab-render", daemon=True)
+        self._thread.start()
+
+    def _render(self, summary: Any) -> None:
+        try:
+            self._rendered = self._rendering(summary)
+        except BaseException as e:  # noqa: BLE001 - raised again by the main thread (`result`)
+            self._error = e
+
+    def _rendering(self, summary: Any) -> Any:
+        from .render import render_summary  # rich: only for the tables, never for --json
+
+        return render_summary(summary, scenario=self.scenario, db=self.db)
+
+    def result(self, summary: Any) -> Any:
+        """The rendered summary (`render.RenderedSummary`): the worker's, or, for a run served
+        from the store (nothing was stored, so no worker started), rendered now. An error of
+        the worker is raised here, in the main thread."""
+        if self._thread is None:
+            return self._rendering(summary)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._rendered
 
 
 def _console() -> Any:
@@ -492,8 +534,9 @@ def _fail(line: str, code: int = EXIT_BAD_INPUT) -> int:
 def _is_store_error(error: Exception) -> bool:
     """An error of DuckDB (the store): DuckDB is imported only by the commands that use it, so an
     error of its type can only come once it is loaded."""
-    duckdb = sys.modules.get("duckdb")
-    return duckdb is not None and isinstance(error, duckdb.Error)
+    # A thread may still be importing DuckDB (`bufferlab.preload`): its module can lack `Error` yet.
+    store_error = getattr(sys.modules.get("duckdb"), "Error", None)
+    return isinstance(store_error, type) and isinstance(error, store_error)
 
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT

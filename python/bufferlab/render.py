@@ -4,9 +4,8 @@ ccperf's layout (one row per metric, one column per flow / link / `net`), and Da
 from __future__ import annotations
 
 import sys
-
 from collections.abc import Mapping
-
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -18,7 +17,7 @@ from .analysis.summary import RunSummary
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-__all__ = ["print_summary", "summary_tables", "metric_tables", "frame_table"]
+__all__ = ["print_summary", "render_summary", "RenderedSummary", "summary_tables", "metric_tables", "frame_table"]
 
 DASH = "—"
 # Runs with traffic generators have thousands of flows: the table shows the first ones.
@@ -61,11 +60,41 @@ def summary_tables(summary: RunSummary) -> list[Table]:
     return tables
 
 
+def _summary_console() -> Console:
+    """A console on stdout for the summary. Piped output gets a fixed, roomy width instead of
+    rich's 80-column default. No ":name:" in a name (of the scenario, the store, a flow or a
+    host) becomes an emoji, and rich's table of emoji codes is not loaded (1.5 ms of a fresh run)."""
+    return Console(width=None if sys.stdout.isatty() else 132, emoji=False)
+
+
+@dataclass(frozen=True)
+class RenderedSummary:
+    """A summary rendered for `console` (its width and colours) but not printed yet."""
+
+    console: Console
+    text: str
+
+    def print(self) -> None:
+        """Write the text where the console prints, as its own printing would (a reader that went
+        away, as in `bufferlab run ... | head`, ends the command quietly with status 1)."""
+        try:
+            self.console.file.write(self.text)
+            self.console.file.flush()
+        except BrokenPipeError:
+            self.console.on_broken_pipe()
+
+
+def render_summary(summary: RunSummary, *, scenario: str, db: str) -> RenderedSummary:
+    """What `print_summary` prints on stdout, rendered now (in any thread) to be printed later:
+    `bufferlab run` renders it while the run is being stored and prints it once stored."""
+    console = _summary_console()
+    with console.capture() as captured:
+        print_summary(summary, scenario=scenario, db=db, console=console)
+    return RenderedSummary(console, captured.get())
+
+
 def print_summary(summary: RunSummary, *, scenario: str, db: str, console: Console | None = None) -> None:
-    # Piped output gets a fixed, roomy width instead of rich's 80-column default. No ":name:" in
-    # a name (of the scenario, the store, a flow or a host) becomes an emoji, and rich's table of
-    # emoji codes is not loaded (1.5 ms of a fresh run).
-    console = console or Console(width=None if sys.stdout.isatty() else 132, emoji=False)
+    console = console or _summary_console()
     # Rich colours numbers, paths and the like in a printed line; without colours (a pipe, a
     # file) that shows nothing, so it is skipped (compiling its patterns is 2 ms of a fresh run).
     highlight = console.color_system is not None

@@ -6,14 +6,17 @@
 `simulate` runs the engine without the store. A run the store already has is answered without
 loading polars or numpy (`store.counters`). Every input check happens in `plan`, before the
 store is touched; the store is opened only for a short read (is the run there?) and, after the
-simulation, for the one transaction that writes it.
+simulation, for the one transaction that writes it. While the engine of a run to be stored
+runs, another thread imports what deriving and storing it needs (`bufferlab.preload`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import preload
 from .analysis.summary import RunSummary, summarise
 from .pipeline.engine import EngineMissing, core, engine_version
 from .pipeline.plan import Plan, plan
@@ -55,18 +58,25 @@ def stored_summary(p: Plan, db: str | Path) -> RunSummary | None:
 
 def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool = False,
         user_spec: dict[str, Any] | None = None, progress: Progress | None = None,
-        study: str | None = None) -> RunSummary:
+        study: str | None = None, storing: Callable[[RunSummary], None] | None = None) -> RunSummary:
     """Run `scenario` (or an existing plan of it) unless the store already has it (or `force`),
-    store it with its metric tables (in `study`, if given), summarise it."""
+    store it with its metric tables (in `study`, if given), summarise it. `storing` is called with
+    the summary of a simulated run just before it is stored (to present it meanwhile), never for
+    a run served from the store."""
     p = scenario if isinstance(scenario, Plan) else plan(scenario)
     if not force:
         stored = stored_summary(p, db)
         if stored is not None:
             return stored
-    # polars and the store's writer load only when there is something to derive and write.
+    preload.start()
+    raw = _simulate(p, progress)
+    # numpy, DuckDB and the store's writer load only when there is something to derive and
+    # write (the preload has most likely loaded them by now).
     from .pipeline.derive import derive
     from .store.writer import persist
 
-    derived = derive(p, _simulate(p, progress), study=study, user_spec=user_spec)
+    derived = derive(p, raw, study=study, user_spec=user_spec)
+    if storing is not None:
+        storing(derived.summary)
     persist(derived, db, replace=force)
     return derived.summary

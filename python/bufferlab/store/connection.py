@@ -53,20 +53,29 @@ thread shortened neither on the shared two-core machine but cost a third more CP
 
 No connection draws DuckDB's progress bar: it would be printed into the output of a long write or
 query (a JSON summary, an exported CSV on stdout).
+
+A writer's in-memory database can be made ahead of time (`prepare_writer`): DuckDB's instance
+costs ~20 ms to create, most of it without the GIL, so `bufferlab.preload` makes it in another
+thread while the engine runs, and the next writer attaches the store on it. Only the store's
+ATTACH opens (and locks) the file, so a database made early holds no lock and creates no file.
+A writer that finds none (no preload, or one still importing) makes its own; one being made
+when the writer needs it is waited for.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
 
 from ..errors import SpecError
 
-__all__ = ["connect", "lock_wait_s", "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable", "store_error"]
+__all__ = ["connect", "lock_wait_s", "prepare_writer", "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable", "store_error"]
 
 DEFAULT_WAIT_S = 120.0
 # First pause after a refused lock; each next one is 1.5x longer, up to MAX_PAUSE_S.
@@ -120,26 +129,62 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """One attempt to open the store, with the settings of the module docstring. A writer opens
-    an in-memory database with its settings and attaches the store as its default database,
-    which is how DuckDB takes a row group size."""
+# A writer's database made ahead of time (`prepare_writer`), for the next writer to take. The
+# lock is held while one is made, so a writer that needs it meanwhile waits instead of making a
+# second.
+_prepared: list[duckdb.DuckDBPyConnection] = []
+_prepared_lock = threading.Lock()
+
+
+def _new_writer_database() -> duckdb.DuckDBPyConnection:
+    """An in-memory database with a writer's settings; no store attached."""
+    return duckdb.connect(":memory:", config=WRITER_CONFIG)
+
+
+def prepare_writer() -> None:
+    """Make the next writer's in-memory database now, unless one is waiting already (see the
+    module docstring). Opens no store file."""
+    with _prepared_lock:
+        if not _prepared:
+            _prepared.append(_new_writer_database())
+
+
+def _writer_database() -> duckdb.DuckDBPyConnection:
+    """The database `prepare_writer` made (waiting while one is being made), else a new one."""
+    with _prepared_lock:
+        if _prepared:
+            return _prepared.pop()
+    return _new_writer_database()
+
+
+def _attach(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnection:
+    """Attach the store at `path` to a writer's database as its default database, which is how
+    DuckDB takes a row group size; this opens and locks the file."""
+    con.execute(f"ATTACH {_sql_string(str(path))} AS store (ROW_GROUP_SIZE {ROW_GROUP_SIZE})")
+    con.execute("USE store")
+    return con
+
+
+def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open `path` with the settings of the module docstring, waiting while another process holds
+    its lock. A writer attaches the store on an in-memory database (one prepared ahead if there
+    is one); only the ATTACH is tried again."""
     if read_only:
-        con = duckdb.connect(str(path), read_only=True)
+        con = _retrying_lock(path, lambda: duckdb.connect(str(path), read_only=True))
     else:
-        con = duckdb.connect(":memory:", config=WRITER_CONFIG)
+        database = _writer_database()
         try:
-            con.execute(f"ATTACH {_sql_string(str(path))} AS store (ROW_GROUP_SIZE {ROW_GROUP_SIZE})")
-            con.execute("USE store")
+            con = _retrying_lock(path, lambda: _attach(database, path))
         except BaseException:
-            con.close()
+            database.close()
             raise
     con.execute("SET enable_progress_bar = false")  # a per-connection setting
     return con
 
 
-def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open `path`, waiting while another process holds its lock (see the module docstring)."""
+def _retrying_lock(path: Path, open_store: Callable[[], duckdb.DuckDBPyConnection]) -> duckdb.DuckDBPyConnection:
+    """`open_store()`, tried again with growing pauses while another process holds the store's
+    lock, for at most `lock_wait_s()` seconds; any other failure as a one-line store error."""
     deadline = time.monotonic() + lock_wait_s()
     pause = FIRST_PAUSE_S
     # Jitter keeps processes that collided once from colliding again in lockstep (not simulation
@@ -147,7 +192,7 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     jitter = random.Random()
     while True:
         try:
-            return _open(path, read_only)
+            return open_store()
         except duckdb.IOException as e:
             if not _is_lock_conflict(e):
                 raise store_error(path, e) from None

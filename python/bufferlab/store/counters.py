@@ -1,17 +1,18 @@
 """The raw counters of a run as stored (tables `flows` and `channels`), and the one look-up a
 stored run's summary needs: light (DuckDB only, no polars or numpy), so that `bufferlab run` of a
-run the store already has answers at once."""
+run the store already has answers at once. DuckDB itself is imported only when there is a store
+file to read: a run into a new store needs it only once simulated."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from . import SCHEMA_VERSION
-from .connection import connect
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
 
 __all__ = ["stored_counters", "check_run_id"]
 
@@ -38,6 +39,10 @@ def stored_counters(db: str | Path, run_id: str) -> dict[str, Any] | None:
     endpoints' names, and the summary columns). None if the store does not have it. A store of
     another schema version goes through `Results`, which migrates an older one and refuses a
     newer one."""
+    import duckdb
+
+    from .connection import connect
+
     where = f"WHERE run_id = '{check_run_id(run_id)}'"
     con = connect(Path(db), read_only=True)
     try:

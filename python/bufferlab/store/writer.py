@@ -185,11 +185,25 @@ def _existing_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in rows}
 
 
+def _holds_nothing(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the attached store's file holds nothing: no block written and no write-ahead log
+    to replay, as DuckDB reports it (`pragma_database_size`, under a millisecond). A file that
+    holds nothing has no tables; the lock the writer's ATTACH took keeps it so until it closes."""
+    row = con.execute("SELECT total_blocks, wal_size FROM pragma_database_size() "
+                      "WHERE database_name = current_database()").fetchone()
+    # The log's size is text ("0 bytes"); anything but that exact text reads the catalogue.
+    return row is not None and row[0] == 0 and row[1] == "0 bytes"
+
+
 def stored_schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     """The schema version recorded in a store; None for an empty file (no tables yet).
 
-    `meta` is read first: listing the catalogue costs DuckDB more than the rest of opening a
-    store (~6 ms of CPU, the table sizes it computes), so only a file without `meta` pays it."""
+    The first look at DuckDB's catalogue that does not name an existing table (listing it, or
+    reading a `meta` that is not there: a CatalogException, with its "did you mean" search)
+    costs ~5 ms, so a new store is recognised by its file holding nothing (`_holds_nothing`),
+    any other by reading `meta`; only a file that has something but no `meta` lists the tables."""
+    if _holds_nothing(con):
+        return None
     try:
         row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     except duckdb.CatalogException:  # no meta table: an empty file, or not a store
@@ -245,10 +259,12 @@ class Store:
         # A new or older store gets its tables in the first transaction, with the first write:
         # every commit is a checkpoint (`store.connection`), so a new store is written once.
         self._schema_current = version == SCHEMA_VERSION
+        # An empty file has no tables to list (listing them is the catalogue's costly first look).
+        self._empty = version is None
 
     def _prepare_schema(self) -> None:
         """Create the tables of a new store, or migrate an older one (inside a transaction)."""
-        existing = _existing_tables(self.con)
+        existing = set() if self._empty else _existing_tables(self.con)
         for table in TABLES:
             if table not in existing:
                 self.con.execute(_create_statement(table))
@@ -314,6 +330,7 @@ class Store:
             raise
         self.con.execute("COMMIT")
         self._schema_current = True
+        self._empty = False
 
     def save(self, run: DerivedRun, *, replace: bool = False, point: StudyPoint | None = None) -> None:
         """Write one run atomically, with its place in a study if given; with `replace`, an

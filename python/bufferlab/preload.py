@@ -1,0 +1,90 @@
+"""What a fresh run will need after the engine, made ready while the engine runs.
+
+The engine releases the GIL while it simulates (`_core.run` hands it back between slices of
+50,000 events), so on a machine with a second core another thread can run Python meanwhile.
+`start` begins that thread just before the engine of a run that is not in the store yet. It
+imports what `derive` and `persist` need and makes the store writer's in-memory DuckDB database
+(`store.connection.prepare_writer`). In a fresh `bufferlab run` of the reference dumbbell that
+is about 0.1 s of imports (numpy, DuckDB, the metric catalogue, the store's writer) and DuckDB's
+instance (~20 ms, mostly without the GIL), taken off the command's wall time where the engine
+runs long enough to cover it. (Making the instance in a third thread, beside the imports, did
+not pay: with the engine and the imports on the two cores it only took time from the engine.)
+
+It is a process-level shortcut, not a step of the pipeline: no step waits for it or knows of it.
+A step that needs a module the thread has not finished importing imports it itself, and Python's
+import lock makes it wait for the thread's import; a writer that finds no database made ahead
+makes its own (`store.connection`). So a failed or unfinished preload changes nothing: its
+error is kept (`Preload.error`), and the main thread meets the same one, with the command's
+one-line report, when it does the same work. The store's file is not opened before `persist`
+attaches it: sweeps run many processes on one store, and an interrupted run leaves no file. The
+thread is a daemon: it never keeps the process alive.
+
+A thread that waits for the GIL asks for it and gets it after at most the interpreter's switch
+interval (5 ms by default). The engine asks after every slice (2-3 ms of simulation), so while
+the preload thread runs Python the engine would spend more time waiting than simulating (the
+reference dumbbell's engine took 0.26 s instead of 0.09 s beside a busy thread). While the
+preload runs, the interval is `SWITCH_INTERVAL_S` (the engine beside a busy thread: 0.095 s);
+the thread sets the previous one back when it ends.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from dataclasses import dataclass, field
+
+__all__ = ["Preload", "start", "MODULES", "SWITCH_INTERVAL_S"]
+
+# What the steps after the engine import, in the order the preload imports them: DuckDB and the
+# store's connection first, so that DuckDB's instance (made without the GIL) is under way while
+# a short run's main thread imports numpy for `derive`.
+MODULES = ("bufferlab.store.connection", "bufferlab.pipeline.derive", "bufferlab.store.writer")
+# The interpreter's switch interval while the preload runs (see the module docstring).
+SWITCH_INTERVAL_S = 0.0002
+
+
+@dataclass
+class Preload:
+    """A preload under way: its thread, and the error that ended it early, if one did."""
+
+    thread: threading.Thread = field(init=False, repr=False)
+    error: BaseException | None = None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the thread to end; whether it did (within `timeout` seconds)."""
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+
+_lock = threading.Lock()
+_running: Preload | None = None
+
+
+def start() -> Preload | None:
+    """Start preloading in a daemon thread (see the module docstring); None while an earlier
+    preload of this process is still running."""
+    global _running
+    with _lock:
+        if _running is not None and _running.thread.is_alive():
+            return None
+        preload = Preload()
+        preload.thread = threading.Thread(target=_run, args=(preload, sys.getswitchinterval()),
+                                          name="bufferlab-preload", daemon=True)
+        _running = preload
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        preload.thread.start()
+    return preload
+
+
+def _run(preload: Preload, switch_interval_s: float) -> None:
+    """The thread's work; an error is kept on `preload`, not printed (see the module docstring)."""
+    try:
+        connection = importlib.import_module(MODULES[0])
+        connection.prepare_writer()
+        for module in MODULES[1:]:
+            importlib.import_module(module)
+    except BaseException as e:  # noqa: BLE001 - kept for the record; the main thread meets it again
+        preload.error = e
+    finally:
+        sys.setswitchinterval(switch_interval_s)

@@ -5,9 +5,10 @@
 //!
 //! A fresh `bufferlab run` derives and stores its result without any Python Arrow library either
 //! (issue 15: importing polars cost a tenth of a second of every run), so a table also offers
-//! what that path needs: its rows as dicts (`to_pylist`), a numeric column as a numpy array
-//! without a copy (`column`, through numpy's array interface), its column types
-//! (`column_types`), and new tables of Python values (`from_columns`, `with_columns`).
+//! what that path needs: its rows as dicts (`to_pylist`, or one by index: `row`), a column as
+//! Python values (`column_values`), a numeric column as a numpy array without a copy (`column`,
+//! through numpy's array interface), its column types (`column_types`), and new tables of Python
+//! values (`from_columns`, `with_columns`).
 
 use std::ffi::CString;
 use std::sync::Arc;

@@ -295,8 +295,9 @@ class FlowFigures:
 class RunData:
     """What the metrics are computed from: a run's counters, time series and spec facts.
 
-    `flows` and `channels` are the rows of the engine's flow and channel tables as dicts;
-    `timeseries` its per-flow series, or None when no flow was sampled.
+    `flows` and `channels` are the rows of the engine's flow and channel tables as dicts (or
+    `pipeline.result.Rows` of them, whose columns are read without making the rows:
+    `record_values`); `timeseries` its per-flow series, or None when no flow was sampled.
     """
 
     end_ns: int

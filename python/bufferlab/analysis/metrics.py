@@ -182,6 +182,9 @@ def _largest(values: Sequence[int] | np.ndarray | int) -> int:
 
 def _where(values: np.ndarray, defined: np.ndarray) -> list[float | None]:
     """`values` as Python floats, None where `defined` is False."""
+    if defined.all():  # the usual case: no value to leave out
+        listed: list[float | None] = values.tolist()
+        return listed
     return [v if ok else None for v, ok in zip(values.tolist(), defined.tolist())]
 
 

@@ -118,6 +118,46 @@ def test_a_table_s_rows_and_numpy_columns_are_what_polars_reads() -> None:
         np.asarray(result.arrow("flows").column("name"))
 
 
+def test_a_table_s_column_values_are_its_rows_values_nulls_and_128_bit_counters_included() -> None:
+    # `_core.Table.column_values` converts one column; `to_pylist` is built from the same values.
+    result = run_spec(small_engine_spec())
+    flows = result.arrow("flows")
+    assert flows.column_types()  # every column, whatever its type
+    for name in ("flows", "channels", "queue_classes", "captures"):
+        table = result.arrow(name)
+        rows = table.to_pylist()
+        for column, kind in table.column_types():
+            values = table.column_values(column)
+            assert values == [row[column] for row in rows], (name, column)
+            assert values == result.table(name)[column].to_list() or kind == "Decimal128"
+    types = dict(flows.column_types())
+    assert types["delivery_delay_byte_ns"] == "Decimal128" and types["completed_ns"] == "UInt64"
+    delays = flows.column_values("delivery_delay_byte_ns")
+    assert all(type(v) is int for v in delays) and delays == [int(v) for v in result.flows["delivery_delay_byte_ns"]]
+    # Greedy flows never complete: their completion time is null.
+    completed = flows.column_values("completed_ns")
+    assert completed == result.flows["completed_ns"].to_list()
+    with pytest.raises(ValueError, match='no column "nope"'):
+        flows.column_values("nope")
+
+
+def test_counters_rows_read_by_column_or_index_are_the_table_s_rows() -> None:
+    # derive reads the channels by column (`Rows.values`) and a row by index, never making all rows.
+    from bufferlab.pipeline.result import Rows, record_values
+
+    result = run_spec(small_engine_spec())
+    channels = result.counters()["channels"]
+    assert isinstance(channels, Rows)
+    expected = result.arrow("channels").to_pylist()
+    assert [channels[i] for i in range(len(channels))] == expected and channels[-1] == expected[-1]
+    for column in ("name", "rate_bps", "shaping_rate_bps", "queue_packet_ns", "not_a_column"):
+        assert record_values(channels, column) == record_values(expected, column)
+    with pytest.raises(IndexError):
+        channels[len(expected)]
+    assert list(channels) == expected  # iterating makes the rows, once
+    assert record_values(channels, "queue_packet_ns") == [row["queue_packet_ns"] for row in expected]
+
+
 def test_tables_made_from_python_values_keep_their_types_and_nulls() -> None:
     Table = runner.core().Table
     made = Table.from_columns("t", [("s", "Utf8", ["a", None]), ("x", "Float64", [0.1, None]),

@@ -457,3 +457,24 @@ def test_flow_figures_of_all_flows_equal_each_flow_s_own_bit_for_bit() -> None:
 
     for name in expected[0]:
         assert [bits(v) for v in getattr(figures, name)] == [bits(e[name]) for e in expected], name
+
+
+def test_a_summary_from_the_flow_figures_is_the_summary_of_each_flow_bit_for_bit() -> None:
+    # derive hands the summary the figures the catalogue took for all flows (`FlowFigures`).
+    from bufferlab.analysis import summary
+
+    rng = np.random.default_rng(16)
+    end_ns = 12 * 10**9
+    flows = [_flow(rng) for _ in range(100)] + [
+        _flow(rng, completed_ns=None), _flow(rng, completed_ns=None, start_ns=end_ns),
+        _flow(rng, segments_sent=0, segments_retransmitted=0), _flow(rng, rtt_samples=0, rtt_sum_ns=0),
+        _flow(rng, rtt_sum_ns=2**60 + 1, rtt_samples=7, segments_retransmitted=2**54 + 1, segments_sent=2**55)]
+    counters = {"engine_version": "v", "end_ns": end_ns, "events": 1, "flows": flows, "channels": []}
+    endpoints = [(f"s{i}", f"d{i}") for i in range(len(flows))]
+
+    def summarised(**figures: object) -> str:
+        made = summary.summarise(counters, endpoints=endpoints, bottleneck=None, run_id="r", from_store=False,
+                                 seed=1, wall_time_s=0.5, **figures)  # type: ignore[arg-type]
+        return repr([[v.hex() if isinstance(v, float) else v for v in vars(f).values()] for f in made.flows])
+
+    assert summarised(flow_figures=metrics.FlowFigures.of(flows, end_ns)) == summarised()

@@ -182,6 +182,29 @@ def test_the_preload_thread_does_not_keep_the_process_alive(small: Path, db: Pat
     assert done.stdout == "stored ['bufferlab-preload']\n" and db.exists()
 
 
+def test_a_run_that_fails_before_the_preload_is_done_waits_for_it_at_exit(small: Path, db: Path) -> None:
+    # The run fails as soon as it derives (numpy cannot be imported) while the preload is still
+    # making DuckDB's instance (here: a slow stand-in). The interpreter's exit waits for the
+    # thread: torn down under a thread inside DuckDB's import, the process aborted (status 134).
+    done = _python("""
+        import sys, time
+        sys.modules["numpy"] = None
+        from bufferlab import preload, runner
+        from bufferlab.spec import Scenario
+        from bufferlab.store import connection
+
+        def slow_instance():
+            time.sleep(0.5)
+            print("preload finished", flush=True)
+
+        connection.prepare_writer = slow_instance
+        runner.run(Scenario.from_toml(sys.argv[1]), sys.argv[2])
+        """, str(small), str(db))
+    assert done.returncode == 1 and "ModuleNotFoundError" in done.stderr, done.stderr
+    assert done.stdout == "preload finished\n"
+    assert not db.exists()
+
+
 def test_an_import_the_preload_cannot_make_fails_the_command_as_without_it(small: Path, tmp_path: Path) -> None:
     # numpy cannot be imported: the preload keeps the error, the main thread meets it again when
     # it derives the run, and the command says so in its one line, as it does without a preload.

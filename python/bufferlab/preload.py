@@ -17,7 +17,7 @@ makes its own (`store.connection`). So a failed or unfinished preload changes no
 error is kept (`Preload.error`), and the main thread meets the same one, with the command's
 one-line report, when it does the same work. The store's file is not opened before `persist`
 attaches it: sweeps run many processes on one store, and an interrupted run leaves no file. The
-thread is a daemon: it never keeps the process alive.
+thread is a daemon: it never keeps the process alive (past the short wait at exit below).
 
 A thread that waits for the GIL asks for it and gets it after at most the interpreter's switch
 interval (5 ms by default). The engine asks after every slice (2-3 ms of simulation), so while
@@ -25,16 +25,24 @@ the preload thread runs Python the engine would spend more time waiting than sim
 reference dumbbell's engine took 0.26 s instead of 0.09 s beside a busy thread). While the
 preload runs, the interval is `SWITCH_INTERVAL_S` (the engine beside a busy thread: 0.095 s);
 the thread sets the previous one back when it ends.
+
+The process waits for an unfinished preload when it exits (an `atexit` function, at most
+`EXIT_WAIT_S`): a run that fails early, or is interrupted, can end while the thread is still
+inside DuckDB's import or instance, and an interpreter torn down under a thread in an extension's
+C++ code aborts the process (``FATAL: exception not rethrown``, status 134) instead of exiting
+with the run's own status. The preload takes about 0.1 s; a run that got this far has usually
+finished it already.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import sys
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["Preload", "start", "MODULES", "SWITCH_INTERVAL_S"]
+__all__ = ["Preload", "start", "MODULES", "SWITCH_INTERVAL_S", "EXIT_WAIT_S"]
 
 # What the steps after the engine import, in the order the preload imports them: DuckDB and the
 # store's connection first, so that DuckDB's instance (made without the GIL) is under way while
@@ -42,6 +50,8 @@ __all__ = ["Preload", "start", "MODULES", "SWITCH_INTERVAL_S"]
 MODULES = ("bufferlab.store.connection", "bufferlab.pipeline.derive", "bufferlab.store.writer")
 # The interpreter's switch interval while the preload runs (see the module docstring).
 SWITCH_INTERVAL_S = 0.0002
+# The longest the process waits at its exit for a preload still under way (see the module docstring).
+EXIT_WAIT_S = 2.0
 
 
 @dataclass
@@ -71,6 +81,8 @@ def start() -> Preload | None:
         preload = Preload()
         preload.thread = threading.Thread(target=_run, args=(preload, sys.getswitchinterval()),
                                           name="bufferlab-preload", daemon=True)
+        if _running is None:
+            atexit.register(_wait_at_exit)
         _running = preload
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         preload.thread.start()
@@ -88,3 +100,11 @@ def _run(preload: Preload, switch_interval_s: float) -> None:
         preload.error = e
     finally:
         sys.setswitchinterval(switch_interval_s)
+
+
+def _wait_at_exit() -> None:
+    """Let a preload still under way finish before the interpreter is torn down (see the module
+    docstring); a preload stuck for longer than `EXIT_WAIT_S` is left behind."""
+    running = _running
+    if running is not None:
+        running.wait(EXIT_WAIT_S)

@@ -328,6 +328,20 @@ fn the_unmutated_documents_parse_validate_and_run() {
 }
 
 #[test]
+fn a_valid_document_parses_to_the_spec_it_holds_and_a_wrong_one_is_named_by_its_path() {
+    // `from_json` parses a valid text directly and only a refused one again with its path
+    // tracked: both must read the same spec and name the same field.
+    for doc in base_documents() {
+        let spec = ScenarioSpec::from_json(&doc.to_string()).unwrap();
+        assert_eq!(serde_json::to_value(&spec).unwrap(), doc);
+        let mut wrong = doc.clone();
+        wrong["flows"][0]["tcp"]["mss"] = json!("large");
+        let e = ScenarioSpec::from_json(&wrong.to_string()).unwrap_err();
+        assert_eq!(e.field, "flows[0].tcp.mss");
+    }
+}
+
+#[test]
 fn numbers_beyond_a_field_are_named_in_the_users_terms() {
     let mut doc = serde_json::to_value(dumbbell(1, SEC, 1, 0.0)).unwrap();
     doc["links"][0]["rate_bps"] = json!(1e39);

@@ -5,9 +5,10 @@
 //!
 //! A fresh `bufferlab run` derives and stores its result without any Python Arrow library either
 //! (issue 15: importing polars cost a tenth of a second of every run), so a table also offers
-//! what that path needs: its rows as dicts (`to_pylist`), a numeric column as a numpy array
-//! without a copy (`column`, through numpy's array interface), its column types
-//! (`column_types`), and new tables of Python values (`from_columns`, `with_columns`).
+//! what that path needs: its rows as dicts (`to_pylist`, or one by index: `row`), a column as
+//! Python values (`column_values`), a numeric column as a numpy array without a copy (`column`,
+//! through numpy's array interface), its column types (`column_types`), and new tables of Python
+//! values (`from_columns`, `with_columns`).
 
 use std::ffi::CString;
 use std::sync::Arc;
@@ -21,9 +22,10 @@ use arrow_array::{
 };
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyList};
+use pyo3::types::{PyCapsule, PyDict, PyList, PyString};
+use pyo3::IntoPyObjectExt;
 
 /// One table of a run's result (`tables.rs`), held by the engine's allocation until every
 /// reader has released it.
@@ -97,27 +99,36 @@ impl Column {
     }
 }
 
-/// The value at `row` of `array` as Python sees it: an int, float, bool, str or list, None for
-/// a null. A Decimal128 of scale 0 (the engine's 128-bit counters) is an int.
-fn python_value<'py>(py: Python<'py>, array: &dyn Array, row: usize) -> PyResult<Bound<'py, PyAny>> {
-    if array.is_null(row) {
-        return Ok(py.None().into_bound(py));
+/// The values of `array` as Python sees them, in row order: ints, floats, bools, strs or lists,
+/// None for a null. A Decimal128 of scale 0 (the engine's 128-bit counters) gives ints. The
+/// column's type is matched once, not per value (`to_pylist` converts 50,000 rows of a
+/// 10,000-flow run; issue 15).
+fn python_values<'py>(py: Python<'py>, array: &dyn Array) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    fn each<'py>(
+        py: Python<'py>,
+        array: &dyn Array,
+        value: impl Fn(usize) -> PyResult<Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        (0..array.len()).map(|row| if array.is_null(row) { Ok(py.None().into_bound(py)) } else { value(row) }).collect()
     }
-    Ok(match array.data_type() {
-        DataType::UInt8 => array.as_primitive::<UInt8Type>().value(row).into_pyobject(py)?.into_any(),
-        DataType::UInt32 => array.as_primitive::<UInt32Type>().value(row).into_pyobject(py)?.into_any(),
-        DataType::UInt64 => array.as_primitive::<UInt64Type>().value(row).into_pyobject(py)?.into_any(),
-        DataType::Float64 => array.as_primitive::<Float64Type>().value(row).into_pyobject(py)?.into_any(),
-        DataType::Boolean => array.as_boolean().value(row).into_pyobject(py)?.to_owned().into_any(),
-        DataType::Utf8 => array.as_string::<i32>().value(row).into_pyobject(py)?.into_any(),
-        DataType::Decimal128(_, 0) => array.as_primitive::<Decimal128Type>().value(row).into_pyobject(py)?.into_any(),
-        DataType::List(_) => {
-            let items = array.as_list::<i32>().value(row);
-            let values = (0..items.len()).map(|i| python_value(py, items.as_ref(), i)).collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, values)?.into_any()
+    match array.data_type() {
+        DataType::UInt8 => each(py, array, |row| array.as_primitive::<UInt8Type>().value(row).into_bound_py_any(py)),
+        DataType::UInt32 => each(py, array, |row| array.as_primitive::<UInt32Type>().value(row).into_bound_py_any(py)),
+        DataType::UInt64 => each(py, array, |row| array.as_primitive::<UInt64Type>().value(row).into_bound_py_any(py)),
+        DataType::Float64 => {
+            each(py, array, |row| array.as_primitive::<Float64Type>().value(row).into_bound_py_any(py))
         }
-        other => return Err(PyValueError::new_err(format!("no Python value for a {other} column"))),
-    })
+        DataType::Boolean => each(py, array, |row| array.as_boolean().value(row).into_bound_py_any(py)),
+        DataType::Utf8 => each(py, array, |row| array.as_string::<i32>().value(row).into_bound_py_any(py)),
+        DataType::Decimal128(_, 0) => {
+            each(py, array, |row| array.as_primitive::<Decimal128Type>().value(row).into_bound_py_any(py))
+        }
+        DataType::List(_) => {
+            let lists = array.as_list::<i32>();
+            each(py, array, |row| Ok(PyList::new(py, python_values(py, lists.value(row).as_ref())?)?.into_any()))
+        }
+        other => Err(PyValueError::new_err(format!("no Python value for a {other} column"))),
+    }
 }
 
 /// A column's Arrow type by the name `column_types` gives it.
@@ -200,18 +211,55 @@ impl Table {
         Ok(Column { name: name.to_owned(), array: array.clone() })
     }
 
-    /// The rows as dicts, column name to value (`python_value`), in the table's order.
+    /// Column `name`'s values as a Python list (`python_values`: None for a null, a 128-bit
+    /// counter as an int), for what has no numpy view: nulls, Utf8, Decimal128, lists.
+    fn column_values<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyList>> {
+        let array = self
+            .batch
+            .column_by_name(name)
+            .ok_or_else(|| PyValueError::new_err(format!("{}: no column {name:?}", self.name)))?;
+        PyList::new(py, python_values(py, array.as_ref())?)
+    }
+
+    /// Row `index` as a dict (as in `to_pylist`), for a reader of a few rows of a long table.
+    fn row<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyDict>> {
+        if index >= self.batch.num_rows() {
+            return Err(PyIndexError::new_err(format!("{}: no row {index} of {}", self.name, self.batch.num_rows())));
+        }
+        let values = PyDict::new(py);
+        for (field, column) in self.batch.schema().fields().iter().zip(self.batch.columns()) {
+            let value = python_values(py, column.slice(index, 1).as_ref())?.pop().expect("one value");
+            values.set_item(field.name(), value)?;
+        }
+        Ok(values)
+    }
+
+    /// The rows as dicts, column name to value (`python_values`), in the table's order. Each
+    /// column is converted at once, and every row's dict is a copy of one made with the column
+    /// names (keys hashed once, the dict sized once), its values then replaced.
     fn to_pylist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let schema = self.batch.schema();
-        let rows = PyList::empty(py);
-        for row in 0..self.batch.num_rows() {
-            let values = PyDict::new(py);
-            for (field, column) in schema.fields().iter().zip(self.batch.columns()) {
-                values.set_item(field.name(), python_value(py, column.as_ref(), row)?)?;
-            }
-            rows.append(values)?;
+        let names: Vec<Bound<'py, PyString>> = schema.fields().iter().map(|f| PyString::new(py, f.name())).collect();
+        let columns = self
+            .batch
+            .columns()
+            .iter()
+            .map(|column| python_values(py, column.as_ref()))
+            .collect::<PyResult<Vec<_>>>()?;
+        let template = PyDict::new(py);
+        for name in &names {
+            template.set_item(name, py.None())?;
         }
-        Ok(rows)
+        let rows = (0..self.batch.num_rows())
+            .map(|row| {
+                let values = template.copy()?;
+                for (name, column) in names.iter().zip(&columns) {
+                    values.set_item(name, &column[row])?;
+                }
+                Ok(values)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, rows)
     }
 
     #[getter]

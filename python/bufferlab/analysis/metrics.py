@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..pipeline.result import column_names, numpy_column, polars_type
+from ..pipeline.result import column_names, numpy_column, polars_type, record_values
 from . import summary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -182,6 +182,9 @@ def _largest(values: Sequence[int] | np.ndarray | int) -> int:
 
 def _where(values: np.ndarray, defined: np.ndarray) -> list[float | None]:
     """`values` as Python floats, None where `defined` is False."""
+    if defined.all():  # the usual case: no value to leave out
+        listed: list[float | None] = values.tolist()
+        return listed
     return [v if ok else None for v, ok in zip(values.tolist(), defined.tolist())]
 
 
@@ -202,9 +205,10 @@ class ChannelFigures:
         """The figures of `channels` (the engine's channel records) over a run of `end_ns`; its
         counters are read from `table` (the same channels as an Arrow table or a DataFrame) where
         given, in place."""
-        lines = [c.get("rate_bps") for c in channels]
-        shaped = any(c.get("shaping_rate_bps") is not None for c in channels)
-        rates = [summary.service_rate_bps(c) for c in channels] if shaped else lines
+        lines = record_values(channels, "rate_bps")
+        shapers = record_values(channels, "shaping_rate_bps")
+        shaped = any(s is not None for s in shapers)
+        rates = [summary.service_rate_of(line, s) for line, s in zip(lines, shapers)] if shaped else lines
         n = len(channels)
         if end_ns <= 0:
             return cls(rates, [None] * n, [None] * n, [summary.mean_sojourn_ns(c) for c in channels])
@@ -215,7 +219,7 @@ class ChannelFigures:
             utilisation = (busy * np.array([line or 0 for line in lines], dtype=np.float64)
                            / np.array([r or 0 for r in rates], dtype=np.float64))
         # The queue's integral is a 128-bit counter: read from the records, as Python ints.
-        queue = exact_quotients([int(c["queue_packet_ns"]) for c in channels], end_ns)
+        queue = exact_quotients([int(q) for q in record_values(channels, "queue_packet_ns")], end_ns)
         sent = _counter(channels, table, "sent_packets")
         sojourn = exact_quotients(_counter(channels, table, "sojourn_sum_ns"), sent)
         return cls(rates, _where(utilisation, rated), queue.tolist(), _where(sojourn, sent != 0))
@@ -294,8 +298,9 @@ class FlowFigures:
 class RunData:
     """What the metrics are computed from: a run's counters, time series and spec facts.
 
-    `flows` and `channels` are the rows of the engine's flow and channel tables as dicts;
-    `timeseries` its per-flow series, or None when no flow was sampled.
+    `flows` and `channels` are the rows of the engine's flow and channel tables as dicts (or
+    `pipeline.result.Rows` of them, whose columns are read without making the rows:
+    `record_values`); `timeseries` its per-flow series, or None when no flow was sampled.
     """
 
     end_ns: int
@@ -671,11 +676,12 @@ def link_metric_columns(run: RunData) -> dict[str, list[Any]]:
         values: list[float] = counter(name)[busy].astype(np.float64).tolist()
         return values
 
+    names = record_values(run.channels, "name")
     rates = [figures.service_rate_bps[i] for i in rows]
     sojourns = [figures.mean_sojourn_ns[i] for i in rows]
     sent_bytes = counts("sent_bytes")
     return {
-        "channel": rows, "name": [run.channels[i]["name"] for i in rows],
+        "channel": rows, "name": [names[i] for i in rows],
         "rate_mbps": [None if rate is None else rate / 1e6 for rate in rates],
         "bottleneck": [i == run.bottleneck for i in rows],
         "mean_qdisc_length_l2": [figures.mean_queue_packets[i] for i in rows],

@@ -10,8 +10,11 @@ metric is undefined (e.g. no RTT sample yet, a flow that never completed).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Mapping, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .metrics import FlowFigures
 
 __all__ = [
     "FlowSummary",
@@ -72,7 +75,12 @@ def completion_time_ns(flow: Record) -> int | None:
 def service_rate_bps(channel: Record) -> int | None:
     """The rate a channel can send at in the long run: its line rate, or a shaper's token rate
     below it (a tbf queue); None for an unlimited, unshaped channel."""
-    rates = [r for r in (channel.get("rate_bps"), channel.get("shaping_rate_bps")) if r is not None]
+    return service_rate_of(channel.get("rate_bps"), channel.get("shaping_rate_bps"))
+
+
+def service_rate_of(rate_bps: int | None, shaping_rate_bps: int | None) -> int | None:
+    """`service_rate_bps` of a channel's line rate and shaper's token rate (None: none)."""
+    rates = [r for r in (rate_bps, shaping_rate_bps) if r is not None]
     return min(rates) if rates else None
 
 
@@ -199,13 +207,30 @@ def summarise_channel(channel: Record, end_ns: int, queue: str | None = None) ->
     )
 
 
+def _flow_summaries(flows: Sequence[Record], endpoints: Sequence[tuple[str, str]],
+                    figures: FlowFigures) -> list[FlowSummary]:
+    """`summarise_flow` of every flow, its figures taken from `figures` (the same numbers, computed
+    once for all flows by the metric catalogue; issue 15)."""
+    return [FlowSummary(name=flow["name"], src=src, dst=dst, goodput_mbps=_mbps(goodput), loss_rate=loss,
+                        retransmissions=int(flow["segments_retransmitted"]), rtos=int(flow["rtos"]),
+                        mean_srtt_ms=_ms(srtt), completion_time_s=_s(completion),
+                        bytes_delivered=int(flow["bytes_delivered"]))
+            for flow, (src, dst), goodput, loss, srtt, completion in zip(
+                flows, endpoints, figures.goodput_bps, figures.loss_rate, figures.mean_srtt_ns,
+                figures.completion_time_ns)]
+
+
 def summarise(result: Record, *, endpoints: Sequence[tuple[str, str]], bottleneck: int | None,
               run_id: str, from_store: bool, seed: int, wall_time_s: float,
-              queues: Sequence[str] = ()) -> RunSummary:
+              queues: Sequence[str] = (), flow_figures: FlowFigures | None = None) -> RunSummary:
     """The summary of one run from its counters (`result` holds end_ns, events, flows, channels);
-    `queues` describes each channel's queue as resolved from the spec."""
+    `queues` describes each channel's queue as resolved from the spec; `flow_figures`, the flows'
+    figures (`metrics.FlowFigures`) if taken already."""
     end_ns = int(result["end_ns"])
-    flows = [summarise_flow(f, end_ns, *endpoints[i]) for i, f in enumerate(result["flows"])]
+    if flow_figures is None:
+        flows = [summarise_flow(f, end_ns, *endpoints[i]) for i, f in enumerate(result["flows"])]
+    else:
+        flows = _flow_summaries(result["flows"], endpoints, flow_figures)
     channels = result["channels"]
     chosen = pick_bottleneck(channels, bottleneck)
     return RunSummary(

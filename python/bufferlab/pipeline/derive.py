@@ -18,7 +18,7 @@ from ..analysis import metrics as catalogue
 from ..analysis import summary
 from .engine import core
 from .plan import Plan
-from .result import ENGINE_TABLES, EngineResult, engine_column_types, engine_schemas, polars_type
+from .result import ENGINE_TABLES, EngineResult, engine_column_types, engine_schemas, polars_type, record_values
 from .simulate import RawRun
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -148,7 +148,7 @@ def channel_rows(channels: Any, records: Sequence[Mapping[str, Any]], end_ns: in
     (`figures`: the channels' summary figures, if taken already)."""
     if figures is None:
         figures = catalogue.ChannelFigures.of(records, end_ns, channels)
-    directions = ["forward" if ch["name"].endswith("_forward") else "backward" for ch in records]
+    directions = ["forward" if name.endswith("_forward") else "backward" for name in record_values(records, "name")]
     values: dict[str, list[Any]] = {"direction": directions, "utilisation": figures.utilisation,
                                     "mean_queue_packets": figures.mean_queue_packets,
                                     "mean_sojourn_ns": figures.mean_sojourn_ns}
@@ -175,5 +175,5 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
         metric_tables=metric_tables(counters, result, engine_spec, endpoints, resolved.bottleneck, data),
         summary=summary.summarise(counters, endpoints=endpoints, bottleneck=resolved.bottleneck, run_id=plan.run_id,
                                   from_store=False, seed=plan.seed, wall_time_s=raw.wall_time_s,
-                                  queues=resolved.queue_descriptions),
+                                  queues=resolved.queue_descriptions, flow_figures=data.flow_figures),
         bottleneck=resolved.bottleneck, study=study, notes=list(resolved.notes))

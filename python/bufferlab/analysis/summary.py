@@ -179,16 +179,24 @@ class RunSummary:
 
 
 def summarise_flow(flow: Record, end_ns: int, src: str, dst: str) -> FlowSummary:
+    return _flow_summary(flow, src, dst, goodput_bps(flow, end_ns), loss_rate(flow), mean_srtt_ns(flow),
+                         completion_time_ns(flow))
+
+
+def _flow_summary(flow: Record, src: str, dst: str, goodput: float | None, loss: float | None,
+                  srtt_ns: float | None, completion_ns: int | None) -> FlowSummary:
+    """A flow's summary from its counters and its figures (goodput, loss rate, mean srtt and
+    completion time), however they were taken."""
     return FlowSummary(
         name=flow["name"],
         src=src,
         dst=dst,
-        goodput_mbps=_mbps(goodput_bps(flow, end_ns)),
-        loss_rate=loss_rate(flow),
+        goodput_mbps=_mbps(goodput),
+        loss_rate=loss,
         retransmissions=int(flow["segments_retransmitted"]),
         rtos=int(flow["rtos"]),
-        mean_srtt_ms=_ms(mean_srtt_ns(flow)),
-        completion_time_s=_s(completion_time_ns(flow)),
+        mean_srtt_ms=_ms(srtt_ns),
+        completion_time_s=_s(completion_ns),
         bytes_delivered=int(flow["bytes_delivered"]),
     )
 
@@ -211,10 +219,7 @@ def _flow_summaries(flows: Sequence[Record], endpoints: Sequence[tuple[str, str]
                     figures: FlowFigures) -> list[FlowSummary]:
     """`summarise_flow` of every flow, its figures taken from `figures` (the same numbers, computed
     once for all flows by the metric catalogue; issue 15)."""
-    return [FlowSummary(name=flow["name"], src=src, dst=dst, goodput_mbps=_mbps(goodput), loss_rate=loss,
-                        retransmissions=int(flow["segments_retransmitted"]), rtos=int(flow["rtos"]),
-                        mean_srtt_ms=_ms(srtt), completion_time_s=_s(completion),
-                        bytes_delivered=int(flow["bytes_delivered"]))
+    return [_flow_summary(flow, src, dst, goodput, loss, srtt, completion)
             for flow, (src, dst), goodput, loss, srtt, completion in zip(
                 flows, endpoints, figures.goodput_bps, figures.loss_rate, figures.mean_srtt_ns,
                 figures.completion_time_ns)]

@@ -116,6 +116,11 @@ def _flow_ends(flow: Flow | CountedFlow, where: str, nodes: Sequence[Node | Host
     return src, dst
 
 
+def _start_field(flow: Flow | CountedFlow, where: str) -> str:
+    """The user's field a flow's start comes from: its own, or the flow defaults'."""
+    return f"{where}.start" if flow.start is not None else "flow_defaults.start"
+
+
 class _Tables:
     """Engine tables made once per source object and copied for each user (a shallow copy: no
     two flows or channels share a table, though nested values may be shared, as they are read
@@ -190,7 +195,7 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
         stop = flow.stop if flow.stop is not None else defaults.stop
         start_at = None  # the field a start comes from, named when it is drawn or wrong
         if isinstance(start_value, Dist):
-            start_at = f"{where}.start" if flow.start is not None else "flow_defaults.start"
+            start_at = _start_field(flow, where)
             start = draw_start(start_value)
             if start_at not in random_draws:
                 random_draws.append(start_at)
@@ -198,10 +203,9 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
         else:
             start = start_value
         if start >= s.duration:
-            if start_at is None:
-                start_at = f"{where}.start" if flow.start is not None else "flow_defaults.start"
-            raise SpecError(start_at, f"starts at {units.format_time(start)}, not before the end of the "
-                                      f"run ({units.format_time(s.duration)})")
+            raise SpecError(start_at or _start_field(flow, where),
+                            f"starts at {units.format_time(start)}, not before the end of the run "
+                            f"({units.format_time(s.duration)})")
         if stop is not None and stop <= start:
             raise SpecError(f"{where}.stop" if flow.stop is not None else "flow_defaults.stop",
                             f"stop ({units.format_time(stop)}) is not after start ({units.format_time(start)})")

@@ -1,7 +1,7 @@
 """What a fresh run will need after the engine, made ready while the engine runs.
 
-The engine releases the GIL while it simulates (`_core.run` hands it back between slices of
-50,000 events), so on a machine with a second core another thread can run Python meanwhile.
+The engine releases the GIL while it simulates (`_core.run` takes it back every 20 ms to look
+for signals), so on a machine with a second core another thread can run Python meanwhile.
 `start` begins that thread just before the engine of a run that is not in the store yet. It
 imports what `derive` and `persist` need and makes the store writer's in-memory DuckDB database
 (`store.connection.prepare_writer`). In a fresh `bufferlab run` of the reference dumbbell that
@@ -20,11 +20,13 @@ attaches it: sweeps run many processes on one store, and an interrupted run leav
 thread is a daemon: it never keeps the process alive (past the short wait at exit below).
 
 A thread that waits for the GIL asks for it and gets it after at most the interpreter's switch
-interval (5 ms by default). The engine asks after every slice (2-3 ms of simulation), so while
-the preload thread runs Python the engine would spend more time waiting than simulating (the
-reference dumbbell's engine took 0.26 s instead of 0.09 s beside a busy thread). While the
-preload runs, the interval is `SWITCH_INTERVAL_S` (the engine beside a busy thread: 0.095 s);
-the thread sets the previous one back when it ends.
+interval (5 ms by default). The engine used to ask after every slice of 50,000 events (2-3 ms of
+simulation), so while the preload thread ran Python the engine spent more time waiting than
+simulating (the reference dumbbell's engine took 0.26 s instead of 0.09 s beside a busy thread).
+While the preload runs, the interval is `SWITCH_INTERVAL_S` (the engine beside a busy thread:
+0.095 s), and the engine asks every 20 ms instead (`SIGNAL_CHECK_INTERVAL` in
+crates/bufferlab-py/src/lib.rs: beside the preload 93 -> 84 ms, alone 82); the thread sets the
+previous interval back when it ends.
 
 The process waits for an unfinished preload when it exits (an `atexit` function, at most
 `EXIT_WAIT_S`): a run that fails early, or is interrupted, can end while the thread is still

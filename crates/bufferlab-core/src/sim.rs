@@ -621,9 +621,10 @@ impl Simulator {
             Side::Sender => f.src,
             Side::Receiver => f.dst,
         };
-        for p in out.drain(..) {
+        for p in &out {
             self.forward(node, p);
         }
+        out.clear();
         self.outbox = out;
         let f = &mut self.flows[flow as usize];
         let (slot, deadline, event) = match side {
@@ -640,15 +641,15 @@ impl Simulator {
 
     /// Put a packet on the egress channel of `node` toward its destination.
     #[inline]
-    fn forward(&mut self, node: u32, packet: Packet) {
+    fn forward(&mut self, node: u32, packet: &Packet) {
         let ch = self.routes.next_channel(node, packet.dst).expect("validated: every flow endpoint is reachable");
         self.offer(ch, packet);
     }
 
-    /// Put a packet on channel `ch`.
+    /// Put a packet on channel `ch` (a copy of it: see [`Channel::offer`]).
     #[inline]
-    fn offer(&mut self, ch: u32, packet: Packet) {
-        if let Ok(schedule) = self.channels[ch as usize].offer(packet, self.now, &mut self.wire, &self.routes) {
+    fn offer(&mut self, ch: u32, packet: &Packet) {
+        if let Some(schedule) = self.channels[ch as usize].offer(packet, self.now, &mut self.wire, &self.routes) {
             self.apply(ch, schedule);
         }
     }
@@ -687,7 +688,7 @@ impl Simulator {
             self.schedule_arrival(ch, arrival);
         }
         match then.kind() {
-            HopKind::Forward(next_ch) => self.offer(next_ch, packet),
+            HopKind::Forward(next_ch) => self.offer(next_ch, &packet),
             HopKind::Receiver(flow) => {
                 self.drive(flow, Side::Receiver, |f, now, out| f.receiver.on_packet(now, &packet, out));
             }

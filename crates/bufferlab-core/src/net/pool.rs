@@ -95,15 +95,15 @@ impl PacketPool {
     /// going on as `then` says, to the back of `pipe`. Returns its arrival if it became the
     /// pipe's head (that arrival must then be scheduled).
     #[inline]
-    pub fn push_back(&mut self, pipe: &mut Pipe, packet: Packet, arrival: SimTime, then: Hop) -> Option<Arrival> {
+    pub fn push_back(&mut self, pipe: &mut Pipe, packet: &Packet, arrival: SimTime, then: Hop) -> Option<Arrival> {
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Stored(packet);
+                self.slots[slot as usize] = Stored(*packet);
                 self.links[slot as usize] = UNLINKED;
                 slot
             }
             None => {
-                self.slots.push(Stored(packet));
+                self.slots.push(Stored(*packet));
                 self.links.push(UNLINKED);
                 (self.slots.len() - 1) as u32
             }
@@ -203,7 +203,7 @@ mod tests {
         let mut pipe = Pipe::default();
         let mut head = None;
         for i in 0..10 {
-            let became_head = pool.push_back(&mut pipe, packet(i), SimTime(100 + i), hop(i));
+            let became_head = pool.push_back(&mut pipe, &packet(i), SimTime(100 + i), hop(i));
             assert_eq!(became_head.is_some(), i == 0, "only the first packet finds the pipe empty");
             head = head.or(became_head);
         }
@@ -230,9 +230,9 @@ mod tests {
     fn pipes_share_the_pool_without_mixing() {
         let mut pool = PacketPool::new();
         let (mut a, mut b) = (Pipe::default(), Pipe::default());
-        let ha = pool.push_back(&mut a, packet(1), SimTime(10), hop(1)).unwrap().slot;
-        let hb = pool.push_back(&mut b, packet(2), SimTime(5), hop(2)).unwrap().slot;
-        pool.push_back(&mut a, packet(3), SimTime(20), hop(3));
+        let ha = pool.push_back(&mut a, &packet(1), SimTime(10), hop(1)).unwrap().slot;
+        let hb = pool.push_back(&mut b, &packet(2), SimTime(5), hop(2)).unwrap().slot;
+        pool.push_back(&mut a, &packet(3), SimTime(20), hop(3));
         let (p, next) = pool.pop_front(&mut b, hb);
         assert_eq!((p.seq, next), (2, None));
         assert!(b.is_empty());
@@ -248,15 +248,15 @@ mod tests {
     fn the_most_recently_vacated_slot_is_reused_first_and_the_pool_does_not_grow() {
         let mut pool = PacketPool::new();
         let mut pipe = Pipe::default();
-        let a = pool.push_back(&mut pipe, packet(1), SimTime(1), hop(1)).unwrap().slot;
-        pool.push_back(&mut pipe, packet(2), SimTime(2), hop(2));
+        let a = pool.push_back(&mut pipe, &packet(1), SimTime(1), hop(1)).unwrap().slot;
+        pool.push_back(&mut pipe, &packet(2), SimTime(2), hop(2));
         let (_, next) = pool.pop_front(&mut pipe, a);
         let b = next.unwrap().slot;
         pool.pop_front(&mut pipe, b);
-        let reused = pool.push_back(&mut pipe, packet(3), SimTime(3), hop(3)).map(|h| h.slot);
+        let reused = pool.push_back(&mut pipe, &packet(3), SimTime(3), hop(3)).map(|h| h.slot);
         assert_eq!(reused, Some(b), "last vacated, first reused");
         for round in 0..1000 {
-            let s = pool.push_back(&mut Pipe::default(), packet(round), SimTime(4), hop(round)).unwrap().slot;
+            let s = pool.push_back(&mut Pipe::default(), &packet(round), SimTime(4), hop(round)).unwrap().slot;
             pool.pop_front(&mut Pipe { head: s, tail: s }, s);
         }
         assert_eq!((pool.len(), pool.slots.len()), (1, 2));

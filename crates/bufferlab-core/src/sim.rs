@@ -655,7 +655,7 @@ impl Simulator {
     }
 
     /// Schedule what a channel asked for, and capture the packet it started sending.
-    #[inline]
+    #[inline(always)]
     fn apply(&mut self, ch: u32, schedule: Schedule) {
         // Most runs capture nothing: then the channel-indexed table (on a large run as large as
         // a core's L2 cache, a miss per transmission) is not read at all.

@@ -506,7 +506,10 @@ impl Scoreboard {
                 i += 1;
             }
         }
-        // Retransmissions, in the order they left.
+        // Retransmissions, in the order they left (usually none is outstanding).
+        if self.retransmissions.as_ref().is_none_or(VecDeque::is_empty) {
+            return found;
+        }
         let Some(mut order) = self.retransmissions.take() else { return found };
         while let Some(&(start, sent)) = order.front() {
             let Some(front) = self.segments.front() else { break };

@@ -436,15 +436,15 @@ impl Simulator {
                 self.finished = true; // every flow completed: the run ends now
                 break;
             }
-            match self.events.peek_time() {
-                Some(t) if t <= until => {}
-                _ => break,
-            }
             if budget == 0 {
-                return None;
+                // Out of budget: the caller gets control back if an event up to `until` is left.
+                if self.events.peek_time().is_some_and(|t| t <= until) {
+                    return None;
+                }
+                break;
             }
+            let Some((t, event)) = self.events.pop_until(until) else { break };
             budget -= 1;
-            let Some((t, event)) = self.events.pop() else { break };
             self.now = t;
             self.events_processed += 1;
             if self.prefetch_hops || self.wire.slots_bytes() > PREFETCH_AHEAD_ABOVE_BYTES {

@@ -615,6 +615,29 @@ impl Simulator {
         let mut out = std::mem::take(&mut self.outbox);
         let was_open = side == Side::Sender && !self.flows[flow as usize].sender.is_closed();
         act(&mut self.flows[flow as usize], self.now, &mut out);
+        self.settle(flow, side, was_open, out);
+    }
+
+    /// The packet in pool slot `slot` has reached its flow's endpoint on `side`, which reads it
+    /// where it lies (no copy out of the pool); the slot is vacated before the endpoint's answer
+    /// takes one. Otherwise as [`Simulator::drive`].
+    #[inline]
+    fn deliver(&mut self, flow: u32, side: Side, slot: u32) {
+        let mut out = std::mem::take(&mut self.outbox);
+        let was_open = side == Side::Sender && !self.flows[flow as usize].sender.is_closed();
+        let (f, packet) = (&mut self.flows[flow as usize], self.wire.packet(slot));
+        match side {
+            Side::Sender => f.sender.on_packet(self.now, packet, &mut out),
+            Side::Receiver => f.receiver.on_packet(self.now, packet, &mut out),
+        }
+        self.wire.vacate(slot);
+        self.settle(flow, side, was_open, out);
+    }
+
+    /// After an endpoint of a flow acted: send what it produced (`out`) from its node, re-arm its
+    /// timer, and close the flow if its sender (open before, `was_open`) has just closed.
+    #[inline]
+    fn settle(&mut self, flow: u32, side: Side, was_open: bool, mut out: Vec<Packet>) {
         let f = &self.flows[flow as usize];
         let closed_now = was_open && f.sender.is_closed();
         let node = match side {
@@ -683,18 +706,17 @@ impl Simulator {
     /// The head of channel `ch`'s pipe, in pool slot `slot`, reaches the far node: it goes on,
     /// or to the endpoint of its flow, as `then` (fixed when it started transmission) says.
     fn on_arrive(&mut self, ch: u32, slot: u32, then: Hop) {
-        let (packet, next) = self.channels[ch as usize].arrive(slot, &mut self.wire);
-        if let Some(arrival) = next {
+        if let Some(arrival) = self.channels[ch as usize].arrive(slot, &mut self.wire) {
             self.schedule_arrival(ch, arrival);
         }
         match then.kind() {
-            HopKind::Forward(next_ch) => self.offer(next_ch, &packet),
-            HopKind::Receiver(flow) => {
-                self.drive(flow, Side::Receiver, |f, now, out| f.receiver.on_packet(now, &packet, out));
+            HopKind::Forward(next_ch) => {
+                // A copy: the slot is vacated first, so the next channel's pipe may take it again.
+                let packet = self.wire.take(slot);
+                self.offer(next_ch, &packet);
             }
-            HopKind::Sender(flow) => {
-                self.drive(flow, Side::Sender, |f, now, out| f.sender.on_packet(now, &packet, out))
-            }
+            HopKind::Receiver(flow) => self.deliver(flow, Side::Receiver, slot),
+            HopKind::Sender(flow) => self.deliver(flow, Side::Sender, slot),
         }
     }
 

@@ -371,14 +371,15 @@ impl Channel {
         self.cold.last_started.first()
     }
 
-    /// The head of the pipe, in pool slot `slot`, reaches the far node. Returns it and the next
-    /// head's arrival.
+    /// The head of the pipe, in pool slot `slot`, reaches the far node: it leaves the pipe, and
+    /// stays in its slot for the simulator to forward or hand to its endpoint (which vacates the
+    /// slot). Returns the next head's arrival.
     #[inline]
-    pub fn arrive(&mut self, slot: u32, pool: &mut PacketPool) -> (Packet, Option<Arrival>) {
-        let (packet, next) = pool.pop_front(&mut self.pipe, slot);
+    pub fn arrive(&mut self, slot: u32, pool: &mut PacketPool) -> Option<Arrival> {
+        let next = pool.unlink_front(&mut self.pipe, slot);
         self.counters.delivered_packets += 1;
-        self.counters.delivered_bytes += packet.wire_bytes as u64;
-        (packet, next)
+        self.counters.delivered_bytes += pool.packet(slot).wire_bytes as u64;
+        next
     }
 
     /// Fill in the end-of-run state that conservation accounts for; a packet unaccounted for is

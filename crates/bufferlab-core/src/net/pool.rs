@@ -121,16 +121,43 @@ impl PacketPool {
     /// the packet, and the next head's arrival if the pipe is not empty now.
     #[inline]
     pub fn pop_front(&mut self, pipe: &mut Pipe, slot: u32) -> (Packet, Option<Arrival>) {
+        let next = self.unlink_front(pipe, slot);
+        (self.take(slot), next)
+    }
+
+    /// Remove the head of `pipe`, in `slot`, from the pipe, leaving the packet in its slot until
+    /// [`PacketPool::vacate`] (an endpoint reads it there: [`PacketPool::packet`]). Returns the
+    /// next head's arrival if the pipe is not empty now.
+    #[inline]
+    pub fn unlink_front(&mut self, pipe: &mut Pipe, slot: u32) -> Option<Arrival> {
         debug_assert_eq!(pipe.head, slot, "an arrival names its pipe's head");
         let Link { next, next_arrival, next_hop } = self.links[slot as usize];
-        let packet = self.slots[slot as usize].0;
-        self.free.push(slot);
         pipe.head = next;
         if next == NONE {
             pipe.tail = NONE;
-            return (packet, None);
+            return None;
         }
-        (packet, Some(Arrival { at: next_arrival, slot: next, then: next_hop }))
+        Some(Arrival { at: next_arrival, slot: next, then: next_hop })
+    }
+
+    /// The packet in `slot`.
+    #[inline]
+    pub fn packet(&self, slot: u32) -> &Packet {
+        &self.slots[slot as usize].0
+    }
+
+    /// The packet in `slot` is no longer needed: the slot is the next one reused.
+    #[inline]
+    pub fn vacate(&mut self, slot: u32) {
+        self.free.push(slot);
+    }
+
+    /// A copy of the packet in `slot`, which is vacated.
+    #[inline]
+    pub fn take(&mut self, slot: u32) -> Packet {
+        let packet = self.slots[slot as usize].0;
+        self.vacate(slot);
+        packet
     }
 
     /// Ask for the cache lines of the packet in `slot` and of its link, so that they are on
@@ -242,6 +269,22 @@ mod tests {
         assert_eq!((next.at, next.then), (SimTime(20), hop(3)));
         assert_eq!(pool.pop_front(&mut a, next.slot).0.seq, 3);
         assert!(a.is_empty() && pool.is_empty());
+    }
+
+    #[test]
+    fn an_unlinked_head_stays_readable_in_its_slot_until_vacated() {
+        let mut pool = PacketPool::new();
+        let mut pipe = Pipe::default();
+        let head = pool.push_back(&mut pipe, &packet(1), SimTime(1), hop(1)).unwrap().slot;
+        pool.push_back(&mut pipe, &packet(2), SimTime(2), hop(2));
+        let next = pool.unlink_front(&mut pipe, head).expect("a packet behind it");
+        assert_eq!((next.at, next.then), (SimTime(2), hop(2)));
+        assert_eq!((pool.packet(head).seq, pool.len()), (1, 2), "still held while the endpoint reads it");
+        assert_eq!(pool.iter(&pipe).map(|p| p.seq).collect::<Vec<_>>(), [2], "but no longer in the pipe");
+        pool.vacate(head);
+        assert_eq!(pool.len(), 1);
+        let reused = pool.push_back(&mut Pipe::default(), &packet(3), SimTime(3), hop(3)).unwrap().slot;
+        assert_eq!(reused, head, "the vacated slot is the next one taken");
     }
 
     #[test]

@@ -91,17 +91,22 @@ def test_a_run_with_the_preload_stores_exactly_what_it_stores_without(small: Pat
 def test_the_store_file_does_not_exist_while_the_engine_runs(small: Path, db: Path,
                                                             started: list[preload.Preload | None]) -> None:
     seen: list[tuple[bool, bool, int]] = []
+    made_ahead: list[object] = []
 
     def progress(now_ns: int, end_ns: int) -> None:
         if not seen:  # the preload has done all it does before the run is over
             handle = started[0]
             assert handle is not None and handle.wait(60) and handle.error is None
             seen.append((db.exists(), Path(f"{db}.wal").exists(), len(connection._prepared)))
+            made_ahead.extend(connection._prepared)
 
     runner.run(Scenario.from_toml(small), db, progress=progress)
-    # No file while simulating, though the writer's database was ready; the run stored after.
+    # No file while simulating, though the writer's database was ready; the run stored after,
+    # by the writer that took that database and left it, without the store, for the next one.
     assert seen == [(False, False, 1)]
-    assert db.exists() and not connection._prepared
+    assert db.exists() and connection._prepared == made_ahead
+    assert connection._prepared[0].execute("SELECT database_name FROM duckdb_databases() "
+                                           "WHERE NOT internal").fetchall() == [("memory",)]
 
 
 def test_an_interrupted_simulation_leaves_no_store_file(small: Path, db: Path,

@@ -51,7 +51,7 @@ from ..interrupts import deferred
 from ..pipeline.derive import stored_column_types
 from ..pipeline.engine import core
 from . import DEFAULT_DB, SCHEMA_VERSION
-from .connection import connect, store_error
+from .connection import connect, release_writer, store_error
 from .counters import check_run_id
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -300,8 +300,10 @@ class Store:
     def close(self) -> None:
         try:
             self._ready()  # a store opened and closed without a write still gets its tables
-        finally:
+        except BaseException:
             self.con.close()
+            raise
+        release_writer(self.con)
 
     def __enter__(self) -> Store:
         return self

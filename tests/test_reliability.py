@@ -420,6 +420,54 @@ def test_a_signal_stops_a_sweep_within_a_second_and_keeps_every_finished_run(wri
     assert reaction < 1.0, f"{reaction:.2f} s"
 
 
+@pytest.mark.slow
+def test_a_sweep_killed_outright_leaves_no_worker_behind(write_scenario, tmp_path: Path) -> None:
+    # SIGKILL runs no handler of the sweep's process, so nothing of it stops the workers: each must
+    # notice for itself that its parent is gone (`executors.end_with_parent`), even mid-run.
+    base = write_scenario(SMALL_DUMBBELL.replace('duration = "1s"', 'duration = "25000s"'), "base.toml")
+    sweep = write_scenario(f"""
+    name = "killed"
+    base = "{base}"
+    [[axes]]
+    key = "topology.queue"
+    values = ["10p", "20p", "30p", "40p"]
+    """, "sweep.toml")
+    proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(sweep), "--db", str(tmp_path / "k.duckdb"),
+                             "--workers", "2"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        workers = _simulating_workers(proc, count=2)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in workers if _alive(pid)], "workers outlived their killed sweep"
+
+
+def _simulating_workers(proc: subprocess.Popen[bytes], count: int) -> list[int]:
+    """The pids of `count` pool workers of `proc`, once each is inside the engine (a CPU second
+    spent with the engine loaded)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the sweep ended early"
+        workers = [pid for pid in _helper_processes(proc.pid) if b"spawn_main" in _cmdline(pid)]
+        busy = []
+        for pid in workers:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                if (int(fields[11]) + int(fields[12])) / ticks > 1.0 and _loaded(pid):
+                    busy.append(pid)
+            except OSError:
+                continue
+        if len(busy) >= count:
+            return busy
+        time.sleep(0.1)
+    raise AssertionError("the sweep's workers never started simulating")
+
+
 def _helper_processes(pid: int) -> list[int]:
     """The multiprocessing children (workers, resource tracker) of process `pid`."""
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()

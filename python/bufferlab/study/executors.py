@@ -7,7 +7,9 @@ and a plan carries everything a run depends on.
 
 - ``serial``: in this process, one run at a time (``--workers 1``).
 - ``local``: a process pool of N workers (default: one per core), started with "spawn" so that no
-  worker inherits the caller's threads or open files.
+  worker inherits the caller's threads or open files. A worker ends itself when the process that
+  started it dies (`end_with_parent`), so a sweep killed with SIGKILL, which no handler sees,
+  leaves no orphaned workers behind.
 - ``dask``: dask.distributed, on a LocalCluster of N single-threaded worker processes
   (``--dask local``) or on a running scheduler (``--dask tcp://host:8786``).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -28,12 +31,39 @@ from ..pipeline.plan import Plan
 from ..pipeline.simulate import simulate
 
 __all__ = ["simulate_and_derive", "Outcome", "Executor", "SerialExecutor", "LocalPoolExecutor", "DaskExecutor",
-           "make_executor", "default_workers"]
+           "make_executor", "default_workers", "end_with_parent", "ORPHANED_EXIT_STATUS"]
 
 
 # A worker process that ends without a result (killed by the kernel's OOM killer, a signal, an
 # abort): every run it had, and every run not yet started on that pool, fails with this line.
 WORKER_DIED = "engine: a worker process died before finishing this run (out of memory or killed)"
+
+
+# The status of a worker that ended itself because its sweep's process died (nobody waits for it).
+ORPHANED_EXIT_STATUS = 1
+
+
+def end_with_parent() -> None:
+    """In a pool worker (its initializer): end this process as soon as the process that started
+    it dies, whatever it is doing. A sweep's process stops its workers itself on Ctrl-C, SIGTERM
+    and at its end; SIGKILL (or the OOM killer) gives it no chance, and workers that wait for
+    tasks from a dead process would sleep forever, as orphans.
+
+    `multiprocessing.parent_process().sentinel` is the worker's end of the pipe its parent
+    spawned it through; the parent holds the other end until it dies (or has joined the worker),
+    so the sentinel turns readable exactly then. A daemon thread waits on it without the GIL and
+    ends the process with `os._exit`: a run under way is abandoned (it was never stored) and no
+    exit handler of the worker runs. The engine hands the GIL back between slices of events, so
+    the thread gets it within milliseconds even mid-run."""
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not started by multiprocessing: nothing to watch
+        return
+
+    def watch() -> None:
+        parent.join()  # returns when the sentinel is readable: the parent is gone
+        os._exit(ORPHANED_EXIT_STATUS)
+
+    threading.Thread(target=watch, name="bufferlab-parent-watch", daemon=True).start()
 
 
 def simulate_and_derive(plan: Plan) -> DerivedRun:
@@ -105,7 +135,8 @@ class LocalPoolExecutor:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=end_with_parent)
 
     def run(self, tasks: Sequence[tuple[int, Plan]]) -> Iterator[Outcome]:
         pending = list(reversed(tasks))

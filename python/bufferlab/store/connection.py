@@ -85,7 +85,8 @@ import duckdb
 
 from ..errors import SpecError
 
-__all__ = ["connect", "lock_wait_s", "prepare_writer", "release_writer", "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable", "store_error"]
+__all__ = ["connect", "lock_wait_s", "prepare_writer", "release_writer", "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable",
+           "store_error"]
 
 DEFAULT_WAIT_S = 120.0
 # First pause after a refused lock; each next one is 1.5x longer, up to MAX_PAUSE_S.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,8 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[preload.Preload | None]:
     handles: list[preload.Preload | None] = []
     real_start = preload.start
 
-    def start() -> preload.Preload | None:
-        handles.append(real_start())
+    def start(also: Sequence[str] = ()) -> preload.Preload | None:
+        handles.append(real_start(also))
         return handles[-1]
 
     monkeypatch.setattr(preload, "start", start)
@@ -81,7 +81,7 @@ def test_a_run_with_the_preload_stores_exactly_what_it_stores_without(small: Pat
     scenario = Scenario.from_toml(small)
     runner.run(scenario, tmp_path / "with.duckdb")
     assert started and started[0] is not None and started[0].wait(60) and started[0].error is None
-    monkeypatch.setattr(preload, "start", lambda: None)
+    monkeypatch.setattr(preload, "start", lambda also=(): None)
     runner.run(scenario, tmp_path / "without.duckdb")
     with_preload, without = _stored(tmp_path / "with.duckdb"), _stored(tmp_path / "without.duckdb")
     assert with_preload == without
@@ -91,17 +91,22 @@ def test_a_run_with_the_preload_stores_exactly_what_it_stores_without(small: Pat
 def test_the_store_file_does_not_exist_while_the_engine_runs(small: Path, db: Path,
                                                             started: list[preload.Preload | None]) -> None:
     seen: list[tuple[bool, bool, int]] = []
+    made_ahead: list[object] = []
 
     def progress(now_ns: int, end_ns: int) -> None:
         if not seen:  # the preload has done all it does before the run is over
             handle = started[0]
             assert handle is not None and handle.wait(60) and handle.error is None
             seen.append((db.exists(), Path(f"{db}.wal").exists(), len(connection._prepared)))
+            made_ahead.extend(connection._prepared)
 
     runner.run(Scenario.from_toml(small), db, progress=progress)
-    # No file while simulating, though the writer's database was ready; the run stored after.
+    # No file while simulating, though the writer's database was ready; the run stored after,
+    # by the writer that took that database and left it, without the store, for the next one.
     assert seen == [(False, False, 1)]
-    assert db.exists() and not connection._prepared
+    assert db.exists() and connection._prepared == made_ahead
+    assert connection._prepared[0].execute("SELECT database_name FROM duckdb_databases() "
+                                           "WHERE NOT internal").fetchall() == [("memory",)]
 
 
 def test_an_interrupted_simulation_leaves_no_store_file(small: Path, db: Path,
@@ -214,7 +219,7 @@ def test_an_import_the_preload_cannot_make_fails_the_command_as_without_it(small
         from bufferlab import preload
         from bufferlab.cli import main
         if sys.argv[3] == "without":
-            preload.start = lambda: None
+            preload.start = lambda also=(): None
         sys.exit(main(["run", sys.argv[1], "--db", sys.argv[2]]))
         """
     done = {case: _python(code, str(small), str(tmp_path / f"{case}.duckdb"), case) for case in ("with", "without")}
@@ -224,3 +229,32 @@ def test_an_import_the_preload_cannot_make_fails_the_command_as_without_it(small
         assert len(process.stderr.splitlines()) == 1, process.stderr
         assert not (tmp_path / f"{case}.duckdb").exists()
     assert done["with"].stderr == done["without"].stderr
+
+
+def test_the_preload_imports_the_modules_its_caller_names_after_its_own() -> None:
+    done = _python("""
+        import sys
+        from bufferlab import preload
+        from bufferlab.store import connection
+        assert "bufferlab.render" not in sys.modules
+        handle = preload.start(also=("bufferlab.render",))
+        assert handle.wait(60) and handle.error is None
+        assert "bufferlab.render" in sys.modules and "rich.table" in sys.modules and connection._prepared
+        """)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(("json_output", "also"), [(False, ("bufferlab.render",)), (True, ())])
+def test_a_run_that_draws_tables_has_the_preload_import_rich(small: Path, db: Path, json_output: bool,
+                                                             also: tuple[str, ...],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[Sequence[str]] = []
+    real_start = preload.start
+
+    def start(also: Sequence[str] = ()) -> preload.Preload | None:
+        asked.append(tuple(also))
+        return real_start(also)
+
+    monkeypatch.setattr(preload, "start", start)
+    assert main(["run", str(small), "--db", str(db), *(["--json"] if json_output else [])]) == 0
+    assert asked == [also]

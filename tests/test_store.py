@@ -339,3 +339,47 @@ def test_a_writer_waits_for_the_lock_on_the_database_made_ahead(db: Path, monkey
                 con.close()
         finally:
             holder.kill()
+
+
+def test_a_writer_lets_go_of_the_store_and_keeps_its_database_for_the_next(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    from bufferlab.store import connection
+
+    _, run = small_run()
+    first, second = tmp_path / "first.duckdb", tmp_path / "second.duckdb"
+    store.persist(run, first)
+    # The file is closed and unlocked at once: another process opens it for writing.
+    other = subprocess.run([sys.executable, "-c", "import duckdb, sys\ncon = duckdb.connect(sys.argv[1])\n"
+                            "print(con.execute('SELECT count(*) FROM runs').fetchone()[0])", str(first)],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert (other.returncode, other.stdout) == (0, "1\n"), other.stderr
+    # What waits for the next writer is the in-memory database alone, with the writer's settings.
+    kept = connection._prepared[-1]
+    assert kept.execute("SELECT database_name FROM duckdb_databases() WHERE NOT internal").fetchall() == [("memory",)]
+    assert kept.execute("SELECT current_setting('threads')").fetchone() == (1,)
+
+    def no_new_database() -> duckdb.DuckDBPyConnection:
+        raise AssertionError("the next writer made a database of its own")
+
+    monkeypatch.setattr(connection, "_new_writer_database", no_new_database)
+    store.persist(run, second)
+    assert count_rows(second) == count_rows(first)
+    assert connection._prepared == [kept]
+
+
+def test_a_forked_child_does_not_take_its_parents_writer_database(db: Path) -> None:
+    import os
+
+    from bufferlab.store import connection
+
+    connection.prepare_writer()
+    made = list(connection._prepared)
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through its exit status
+        os._exit(0 if not connection._prepared else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert connection._prepared == made  # the parent's is still there for its next writer

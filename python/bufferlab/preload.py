@@ -19,14 +19,14 @@ one-line report, when it does the same work. The store's file is not opened befo
 attaches it: sweeps run many processes on one store, and an interrupted run leaves no file. The
 thread is a daemon: it never keeps the process alive (past the short wait at exit below).
 
-A thread that waits for the GIL asks for it and gets it after at most the interpreter's switch
-interval (5 ms by default). The engine used to ask after every slice of 50,000 events (2-3 ms of
-simulation), so while the preload thread ran Python the engine spent more time waiting than
-simulating (the reference dumbbell's engine took 0.26 s instead of 0.09 s beside a busy thread).
-While the preload runs, the interval is `SWITCH_INTERVAL_S` (the engine beside a busy thread:
-0.095 s), and the engine asks every 20 ms instead (`SIGNAL_CHECK_INTERVAL` in
-crates/bufferlab-py/src/lib.rs: beside the preload 93 -> 84 ms, alone 82); the thread sets the
-previous interval back when it ends.
+While the preload runs, the interpreter switches threads quickly (`bufferlab.switching`): the
+engine takes the GIL back every 20 ms to look for signals (`SIGNAL_CHECK_INTERVAL` in
+crates/bufferlab-py/src/lib.rs; it used to after every 2-3 ms slice: the dumbbell's engine beside
+the preload 93 -> 84 ms, alone 82), and would otherwise wait up to 5 ms for it each time.
+
+A caller may name modules it will need after the run (`start(also=...)`: `bufferlab run`'s
+summary tables, rich, 17 ms of imports); the thread imports them after its own, so that the
+summary rendered beside the store's write is left only its own work (7 ms).
 
 The process waits for an unfinished preload when it exits (an `atexit` function, at most
 `EXIT_WAIT_S`): a run that fails early, or is interrupted, can end while the thread is still
@@ -40,18 +40,18 @@ from __future__ import annotations
 
 import atexit
 import importlib
-import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Preload", "start", "MODULES", "SWITCH_INTERVAL_S", "EXIT_WAIT_S"]
+from .switching import begin_quick_switches, end_quick_switches
+
+__all__ = ["Preload", "start", "MODULES", "EXIT_WAIT_S"]
 
 # What the steps after the engine import, in the order the preload imports them: DuckDB and the
 # store's connection first, so that DuckDB's instance (made without the GIL) is under way while
 # a short run's main thread imports numpy for `derive`.
 MODULES = ("bufferlab.store.connection", "bufferlab.pipeline.derive", "bufferlab.store.writer")
-# The interpreter's switch interval while the preload runs (see the module docstring).
-SWITCH_INTERVAL_S = 0.0002
 # The longest the process waits at its exit for a preload still under way (see the module docstring).
 EXIT_WAIT_S = 2.0
 
@@ -73,35 +73,39 @@ _lock = threading.Lock()
 _running: Preload | None = None
 
 
-def start() -> Preload | None:
-    """Start preloading in a daemon thread (see the module docstring); None while an earlier
-    preload of this process is still running."""
+def start(also: Sequence[str] = ()) -> Preload | None:
+    """Start preloading in a daemon thread, importing `also` (module names) after `MODULES`
+    (see the module docstring); None while an earlier preload of this process is still running."""
     global _running
     with _lock:
         if _running is not None and _running.thread.is_alive():
             return None
         preload = Preload()
-        preload.thread = threading.Thread(target=_run, args=(preload, sys.getswitchinterval()),
+        preload.thread = threading.Thread(target=_run, args=(preload, (*MODULES[1:], *also)),
                                           name="bufferlab-preload", daemon=True)
         if _running is None:
             atexit.register(_wait_at_exit)
         _running = preload
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
-        preload.thread.start()
+        begin_quick_switches()  # before the thread starts, so the engine never waits the default
+        try:
+            preload.thread.start()
+        except BaseException:
+            end_quick_switches()
+            raise
     return preload
 
 
-def _run(preload: Preload, switch_interval_s: float) -> None:
+def _run(preload: Preload, modules: Sequence[str]) -> None:
     """The thread's work; an error is kept on `preload`, not printed (see the module docstring)."""
     try:
         connection = importlib.import_module(MODULES[0])
         connection.prepare_writer()
-        for module in MODULES[1:]:
+        for module in modules:
             importlib.import_module(module)
     except BaseException as e:  # noqa: BLE001 - kept for the record; the main thread meets it again
         preload.error = e
     finally:
-        sys.setswitchinterval(switch_interval_s)
+        end_quick_switches()
 
 
 def _wait_at_exit() -> None:

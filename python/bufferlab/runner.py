@@ -12,7 +12,7 @@ runs, another thread imports what deriving and storing it needs (`bufferlab.prel
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,17 +58,19 @@ def stored_summary(p: Plan, db: str | Path) -> RunSummary | None:
 
 def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool = False,
         user_spec: dict[str, Any] | None = None, progress: Progress | None = None,
-        study: str | None = None, storing: Callable[[RunSummary], None] | None = None) -> RunSummary:
+        study: str | None = None, storing: Callable[[RunSummary], None] | None = None,
+        preload_also: Sequence[str] = ()) -> RunSummary:
     """Run `scenario` (or an existing plan of it) unless the store already has it (or `force`),
     store it with its metric tables (in `study`, if given), summarise it. `storing` is called with
     the summary of a simulated run just before it is stored (to present it meanwhile), never for
-    a run served from the store."""
+    a run served from the store; `preload_also` names modules it will import, which the preload
+    imports while the engine runs."""
     p = scenario if isinstance(scenario, Plan) else plan(scenario)
     if not force:
         stored = stored_summary(p, db)
         if stored is not None:
             return stored
-    preload.start()
+    preload.start(also=preload_also)
     raw = _simulate(p, progress)
     # numpy, DuckDB and the store's writer load only when there is something to derive and
     # write (the preload has most likely loaded them by now).

@@ -187,6 +187,25 @@ impl EventQueue {
         Some(next)
     }
 
+    /// The next event, taken out, if it fires at or before `until`: the simulator's step, which
+    /// looks at the next time once instead of peeking at it and then popping.
+    #[inline]
+    pub fn pop_until(&mut self, until: SimTime) -> Option<(SimTime, Event)> {
+        let Pending { time, event } = if self.next_due < self.due.len() {
+            if self.last > until.0 {
+                return None;
+            }
+            self.take_due()
+        } else {
+            if self.occupied == 0 || self.earliest[self.occupied.trailing_zeros() as usize].0 > until.0 {
+                return None;
+            }
+            self.refill()?
+        };
+        self.len -= 1;
+        Some((SimTime(time), event))
+    }
+
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
         let Pending { time, event } = if self.next_due < self.due.len() { self.take_due() } else { self.refill()? };
@@ -322,8 +341,14 @@ mod tests {
     /// so that ties are common, and from spans that reach the high buckets), or pop.
     #[derive(Debug, Clone)]
     enum Op {
-        Schedule { delay: u64 },
+        Schedule {
+            delay: u64,
+        },
         Pop,
+        /// Pop only an event due within `ahead` of the last time taken out.
+        PopUntil {
+            ahead: u64,
+        },
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -339,6 +364,7 @@ mod tests {
             ]
             .prop_map(|delay| Op::Schedule { delay }),
             2 => Just(Op::Pop),
+            1 => prop_oneof![Just(0u64), Just(1), 0..1_000_000u64].prop_map(|ahead| Op::PopUntil { ahead }),
         ]
     }
 
@@ -363,6 +389,15 @@ mod tests {
                     Op::Pop => {
                         let popped = q.pop();
                         prop_assert_eq!(popped, r.pop());
+                        if let Some((t, _)) = popped {
+                            now = t.0;
+                        }
+                    }
+                    Op::PopUntil { ahead } => {
+                        let until = now.saturating_add(*ahead);
+                        let popped = q.pop_until(SimTime(until));
+                        let due = r.heap.peek().is_some_and(|Reverse((t, _, _))| *t <= until);
+                        prop_assert_eq!(popped, if due { r.pop() } else { None });
                         if let Some((t, _)) = popped {
                             now = t.0;
                         }

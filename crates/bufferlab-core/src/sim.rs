@@ -436,15 +436,15 @@ impl Simulator {
                 self.finished = true; // every flow completed: the run ends now
                 break;
             }
-            match self.events.peek_time() {
-                Some(t) if t <= until => {}
-                _ => break,
-            }
             if budget == 0 {
-                return None;
+                // Out of budget: the caller gets control back if an event up to `until` is left.
+                if self.events.peek_time().is_some_and(|t| t <= until) {
+                    return None;
+                }
+                break;
             }
+            let Some((t, event)) = self.events.pop_until(until) else { break };
             budget -= 1;
-            let Some((t, event)) = self.events.pop() else { break };
             self.now = t;
             self.events_processed += 1;
             if self.prefetch_hops || self.wire.slots_bytes() > PREFETCH_AHEAD_ABOVE_BYTES {
@@ -615,15 +615,39 @@ impl Simulator {
         let mut out = std::mem::take(&mut self.outbox);
         let was_open = side == Side::Sender && !self.flows[flow as usize].sender.is_closed();
         act(&mut self.flows[flow as usize], self.now, &mut out);
+        self.settle(flow, side, was_open, out);
+    }
+
+    /// The packet in pool slot `slot` has reached its flow's endpoint on `side`, which reads it
+    /// where it lies (no copy out of the pool); the slot is vacated before the endpoint's answer
+    /// takes one. Otherwise as [`Simulator::drive`].
+    #[inline]
+    fn deliver(&mut self, flow: u32, side: Side, slot: u32) {
+        let mut out = std::mem::take(&mut self.outbox);
+        let was_open = side == Side::Sender && !self.flows[flow as usize].sender.is_closed();
+        let (f, packet) = (&mut self.flows[flow as usize], self.wire.packet(slot));
+        match side {
+            Side::Sender => f.sender.on_packet(self.now, packet, &mut out),
+            Side::Receiver => f.receiver.on_packet(self.now, packet, &mut out),
+        }
+        self.wire.vacate(slot);
+        self.settle(flow, side, was_open, out);
+    }
+
+    /// After an endpoint of a flow acted: send what it produced (`out`) from its node, re-arm its
+    /// timer, and close the flow if its sender (open before, `was_open`) has just closed.
+    #[inline]
+    fn settle(&mut self, flow: u32, side: Side, was_open: bool, mut out: Vec<Packet>) {
         let f = &self.flows[flow as usize];
         let closed_now = was_open && f.sender.is_closed();
         let node = match side {
             Side::Sender => f.src,
             Side::Receiver => f.dst,
         };
-        for p in out.drain(..) {
+        for p in &out {
             self.forward(node, p);
         }
+        out.clear();
         self.outbox = out;
         let f = &mut self.flows[flow as usize];
         let (slot, deadline, event) = match side {
@@ -640,21 +664,21 @@ impl Simulator {
 
     /// Put a packet on the egress channel of `node` toward its destination.
     #[inline]
-    fn forward(&mut self, node: u32, packet: Packet) {
+    fn forward(&mut self, node: u32, packet: &Packet) {
         let ch = self.routes.next_channel(node, packet.dst).expect("validated: every flow endpoint is reachable");
         self.offer(ch, packet);
     }
 
-    /// Put a packet on channel `ch`.
+    /// Put a packet on channel `ch` (a copy of it: see [`Channel::offer`]).
     #[inline]
-    fn offer(&mut self, ch: u32, packet: Packet) {
-        if let Ok(schedule) = self.channels[ch as usize].offer(packet, self.now, &mut self.wire, &self.routes) {
+    fn offer(&mut self, ch: u32, packet: &Packet) {
+        if let Some(schedule) = self.channels[ch as usize].offer(packet, self.now, &mut self.wire, &self.routes) {
             self.apply(ch, schedule);
         }
     }
 
     /// Schedule what a channel asked for, and capture the packet it started sending.
-    #[inline]
+    #[inline(always)]
     fn apply(&mut self, ch: u32, schedule: Schedule) {
         // Most runs capture nothing: then the channel-indexed table (on a large run as large as
         // a core's L2 cache, a miss per transmission) is not read at all.
@@ -682,18 +706,17 @@ impl Simulator {
     /// The head of channel `ch`'s pipe, in pool slot `slot`, reaches the far node: it goes on,
     /// or to the endpoint of its flow, as `then` (fixed when it started transmission) says.
     fn on_arrive(&mut self, ch: u32, slot: u32, then: Hop) {
-        let (packet, next) = self.channels[ch as usize].arrive(slot, &mut self.wire);
-        if let Some(arrival) = next {
+        if let Some(arrival) = self.channels[ch as usize].arrive(slot, &mut self.wire) {
             self.schedule_arrival(ch, arrival);
         }
         match then.kind() {
-            HopKind::Forward(next_ch) => self.offer(next_ch, packet),
-            HopKind::Receiver(flow) => {
-                self.drive(flow, Side::Receiver, |f, now, out| f.receiver.on_packet(now, &packet, out));
+            HopKind::Forward(next_ch) => {
+                // A copy: the slot is vacated first, so the next channel's pipe may take it again.
+                let packet = self.wire.take(slot);
+                self.offer(next_ch, &packet);
             }
-            HopKind::Sender(flow) => {
-                self.drive(flow, Side::Sender, |f, now, out| f.sender.on_packet(now, &packet, out))
-            }
+            HopKind::Receiver(flow) => self.deliver(flow, Side::Receiver, slot),
+            HopKind::Sender(flow) => self.deliver(flow, Side::Sender, slot),
         }
     }
 

@@ -97,6 +97,9 @@ pub struct Channel {
     /// The link rate in bit/s; 0 for a link without one (validated: a rate is positive).
     rate_bps: u64,
     pub to: u32,
+    /// The size in bytes of the packet serialised last; [`Channel::serialisation`] holds its
+    /// serialisation time.
+    last_bytes: u32,
     /// Packets on the wire (being serialised or propagating), in the pool.
     pipe: Pipe,
     /// A wakeup of this channel is in the event queue.
@@ -108,6 +111,10 @@ pub struct Channel {
     transmit_needs_cold: bool,
     counters: PacketCounters,
     cold: Box<ChannelCold>,
+    /// The serialisation time of a packet of `last_bytes`. Almost every packet a channel carries
+    /// has the size of the one before (full segments one way, ACKs the other), and computing the
+    /// time is a 64-bit division, slow enough to be ~4 % of the reference dumbbell's time.
+    serialisation: SimTime,
 }
 
 /// What only queueing, losses, captures and the end of the run read.
@@ -144,6 +151,8 @@ impl Channel {
             delay,
             rate_bps: rate.map_or(0, |r| r.bps()),
             to,
+            // A packet of zero bytes takes no time: true of any rate.
+            last_bytes: 0,
             pipe: Pipe::default(),
             wakeup_pending: false,
             passes_through,
@@ -162,6 +171,7 @@ impl Channel {
                 last_started: Vec::new(),
                 record,
             }),
+            serialisation: SimTime::ZERO,
         }
     }
 
@@ -241,38 +251,41 @@ impl Channel {
         &self.cold.queue
     }
 
-    /// A packet arrives at the egress queue. Returns what to schedule, or the dropped packet.
-    /// (`routes` say where a packet goes after this channel, for its arrival event.)
+    /// A packet arrives at the egress queue. Returns what to schedule, or `None` if the queue
+    /// dropped it. (`routes` say where a packet goes after this channel, for its arrival event.)
+    ///
+    /// The packet is read where it lies (the sender's outbox, or the arrival's copy of it) and
+    /// copied once: into the queue, or into the pool when it goes straight onto the wire. Passed
+    /// by value through each step, its 128 bytes were copied four times per hop.
     #[inline]
     pub fn offer(
         &mut self,
-        mut packet: Packet,
+        packet: &Packet,
         now: SimTime,
         pool: &mut PacketPool,
         routes: &RoutingTable,
-    ) -> Result<Schedule, Packet> {
+    ) -> Option<Schedule> {
         let bytes = packet.wire_bytes as u64;
         self.counters.offered_packets += 1;
         self.counters.offered_bytes += bytes;
-        packet.enqueued_at = now;
         if !self.wakeup_pending && now >= self.busy_until && self.passes_through {
             // An empty work-conserving FIFO in front of an idle transmitter: straight onto the
-            // wire, as if enqueued and dequeued at once.
-            let head_arrival = self.transmit(packet, now, pool, routes);
-            return Ok(Schedule { started: true, head_arrival, wakeup: None });
+            // wire, as if enqueued and dequeued at once (a sojourn of zero).
+            let head_arrival = self.transmit(packet, SimTime::ZERO, now, pool, routes);
+            return Some(Schedule { started: true, head_arrival, wakeup: None });
         }
         let cold = &mut *self.cold;
         cold.integrate_queue(now);
-        let queued = cold.queue.enqueue(packet, now);
+        let queued = cold.queue.enqueue(Packet { enqueued_at: now, ..*packet }, now);
         self.passes_through = cold.queue.passes_through_when_idle();
-        if let Err((dropped, _reason)) = queued {
+        if queued.is_err() {
             cold.record.dropped_queue_packets += 1;
             cold.record.dropped_queue_bytes += bytes;
-            return Err(dropped);
+            return None;
         }
         cold.record.max_queue_packets = cold.record.max_queue_packets.max(cold.queue.len_packets());
         cold.record.max_queue_bytes = cold.record.max_queue_bytes.max(cold.queue.len_bytes());
-        Ok(self.pump(now, pool, routes))
+        Some(self.pump(now, pool, routes))
     }
 
     /// The wakeup scheduled earlier is due.
@@ -301,7 +314,7 @@ impl Channel {
         match dequeued {
             Dequeue::Packet(packet) => {
                 schedule.started = true;
-                schedule.head_arrival = self.transmit(packet, now, pool, routes);
+                schedule.head_arrival = self.transmit(&packet, now - packet.enqueued_at, now, pool, routes);
                 if self.cold.queue.len_packets() > 0 {
                     self.wakeup_pending = true;
                     schedule.wakeup = Some(self.busy_until);
@@ -316,27 +329,41 @@ impl Channel {
         schedule
     }
 
-    /// Serialise `packet` from `now`; unless the link loses it, it joins the pipe, with what
-    /// becomes of it at the far node. Returns its arrival if it is the pipe's new head.
+    /// Serialise `packet` from `now`, after `sojourn` in the queue; unless the link loses it, it
+    /// joins the pipe, with what becomes of it at the far node. Returns its arrival if it is the
+    /// pipe's new head.
     fn transmit(
         &mut self,
-        packet: Packet,
+        packet: &Packet,
+        sojourn: SimTime,
         now: SimTime,
         pool: &mut PacketPool,
         routes: &RoutingTable,
     ) -> Option<Arrival> {
         let bytes = packet.wire_bytes as u64;
-        let tx_time = if self.rate_bps == 0 { SimTime::ZERO } else { BitRate(self.rate_bps).transmission_time(bytes) };
+        let tx_time = self.transmission_time(packet.wire_bytes);
         self.busy_until = now + tx_time;
         self.counters.sent_packets += 1;
         self.counters.sent_bytes += bytes;
         self.counters.busy_ns += tx_time.as_ns();
-        self.counters.sojourn_sum_ns += (now - packet.enqueued_at).as_ns();
-        if self.transmit_needs_cold && self.cold.captures_or_loses(&packet) {
+        self.counters.sojourn_sum_ns += sojourn.as_ns();
+        if self.transmit_needs_cold && self.cold.captures_or_loses(packet) {
             return None;
         }
-        let then = routes.hop(self.to, &packet);
+        let then = routes.hop(self.to, packet);
         pool.push_back(&mut self.pipe, packet, self.busy_until + self.delay, then)
+    }
+
+    /// How long a packet of `bytes` takes to serialise (none without a rate), remembered for the
+    /// next packet of the same size.
+    #[inline]
+    fn transmission_time(&mut self, bytes: u32) -> SimTime {
+        if bytes != self.last_bytes {
+            self.last_bytes = bytes;
+            self.serialisation =
+                if self.rate_bps == 0 { SimTime::ZERO } else { BitRate(self.rate_bps).transmission_time(bytes as u64) };
+        }
+        self.serialisation
     }
 
     /// The packet that most recently started transmission, if `keep_last_started` is set.
@@ -344,14 +371,15 @@ impl Channel {
         self.cold.last_started.first()
     }
 
-    /// The head of the pipe, in pool slot `slot`, reaches the far node. Returns it and the next
-    /// head's arrival.
+    /// The head of the pipe, in pool slot `slot`, reaches the far node: it leaves the pipe, and
+    /// stays in its slot for the simulator to forward or hand to its endpoint (which vacates the
+    /// slot). Returns the next head's arrival.
     #[inline]
-    pub fn arrive(&mut self, slot: u32, pool: &mut PacketPool) -> (Packet, Option<Arrival>) {
-        let (packet, next) = pool.pop_front(&mut self.pipe, slot);
+    pub fn arrive(&mut self, slot: u32, pool: &mut PacketPool) -> Option<Arrival> {
+        let next = pool.unlink_front(&mut self.pipe, slot);
         self.counters.delivered_packets += 1;
-        self.counters.delivered_bytes += packet.wire_bytes as u64;
-        (packet, next)
+        self.counters.delivered_bytes += pool.packet(slot).wire_bytes as u64;
+        next
     }
 
     /// Fill in the end-of-run state that conservation accounts for; a packet unaccounted for is
@@ -434,6 +462,24 @@ mod tests {
         assert_eq!((std::mem::size_of::<Channel>(), std::mem::align_of::<Channel>()), (128, 64));
         let second = std::mem::offset_of!(Channel, counters) + std::mem::offset_of!(PacketCounters, delivered_bytes);
         assert!((64..128).contains(&second), "prefetch names a field on the second line, at {second}");
+    }
+
+    #[test]
+    fn each_packet_takes_the_serialisation_time_of_its_own_size() {
+        // Sizes changing and repeating: a remembered time must never serve a packet of another size.
+        let rate = BitRate(1_000_000_007);
+        let fifo = Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(10), Some(rate), 0);
+        let mut ch = Channel::new(0, 1, Some(rate), SimTime::from_us(5), 0.0, fifo, 1);
+        let routes = RoutingTable::build(2, &[crate::net::routing::Edge { from: 0, to: 1, cost: 1 }], &[1]);
+        let mut pool = PacketPool::new();
+        let mut now = SimTime::ZERO;
+        for bytes in [1500, 1500, 52, 1500, 0, 64, 64, 1500] {
+            let packet = Packet::segment(0, 1, 0, 1, bytes.max(40) - 40, bytes, now);
+            let schedule = ch.offer(&packet, now, &mut pool, &routes).expect("an idle link takes it");
+            assert!(schedule.started);
+            assert_eq!(ch.busy_until, now + rate.transmission_time(bytes as u64), "{bytes} bytes");
+            now = ch.busy_until;
+        }
     }
 
     fn chain(p: f64, r: f64, loss_good: f64, loss_bad: f64) -> GilbertElliott {

@@ -50,7 +50,8 @@ pub struct Packet {
     /// The sender's smoothed RTT when it sent the packet, for RTT-aware queues (active RTT
     /// estimation as in SplitBuff); zero before the first sample.
     pub sender_srtt: SimTime,
-    /// When the packet entered its current egress queue (set by the channel).
+    /// When the packet entered its current egress queue (set by the channel that queues it; read
+    /// only while it waits there: a packet that finds its link idle goes on without waiting).
     pub enqueued_at: SimTime,
     /// QUIC packet number (RFC 9000 §12.3): never reused, so an acknowledgement names exactly one
     /// transmission. On a QUIC ACK the SACK blocks carry acknowledged packet-number ranges. Zero

@@ -95,15 +95,15 @@ impl PacketPool {
     /// going on as `then` says, to the back of `pipe`. Returns its arrival if it became the
     /// pipe's head (that arrival must then be scheduled).
     #[inline]
-    pub fn push_back(&mut self, pipe: &mut Pipe, packet: Packet, arrival: SimTime, then: Hop) -> Option<Arrival> {
+    pub fn push_back(&mut self, pipe: &mut Pipe, packet: &Packet, arrival: SimTime, then: Hop) -> Option<Arrival> {
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Stored(packet);
+                self.slots[slot as usize] = Stored(*packet);
                 self.links[slot as usize] = UNLINKED;
                 slot
             }
             None => {
-                self.slots.push(Stored(packet));
+                self.slots.push(Stored(*packet));
                 self.links.push(UNLINKED);
                 (self.slots.len() - 1) as u32
             }
@@ -121,16 +121,43 @@ impl PacketPool {
     /// the packet, and the next head's arrival if the pipe is not empty now.
     #[inline]
     pub fn pop_front(&mut self, pipe: &mut Pipe, slot: u32) -> (Packet, Option<Arrival>) {
+        let next = self.unlink_front(pipe, slot);
+        (self.take(slot), next)
+    }
+
+    /// Remove the head of `pipe`, in `slot`, from the pipe, leaving the packet in its slot until
+    /// [`PacketPool::vacate`] (an endpoint reads it there: [`PacketPool::packet`]). Returns the
+    /// next head's arrival if the pipe is not empty now.
+    #[inline]
+    pub fn unlink_front(&mut self, pipe: &mut Pipe, slot: u32) -> Option<Arrival> {
         debug_assert_eq!(pipe.head, slot, "an arrival names its pipe's head");
         let Link { next, next_arrival, next_hop } = self.links[slot as usize];
-        let packet = self.slots[slot as usize].0;
-        self.free.push(slot);
         pipe.head = next;
         if next == NONE {
             pipe.tail = NONE;
-            return (packet, None);
+            return None;
         }
-        (packet, Some(Arrival { at: next_arrival, slot: next, then: next_hop }))
+        Some(Arrival { at: next_arrival, slot: next, then: next_hop })
+    }
+
+    /// The packet in `slot`.
+    #[inline]
+    pub fn packet(&self, slot: u32) -> &Packet {
+        &self.slots[slot as usize].0
+    }
+
+    /// The packet in `slot` is no longer needed: the slot is the next one reused.
+    #[inline]
+    pub fn vacate(&mut self, slot: u32) {
+        self.free.push(slot);
+    }
+
+    /// A copy of the packet in `slot`, which is vacated.
+    #[inline]
+    pub fn take(&mut self, slot: u32) -> Packet {
+        let packet = self.slots[slot as usize].0;
+        self.vacate(slot);
+        packet
     }
 
     /// Ask for the cache lines of the packet in `slot` and of its link, so that they are on
@@ -203,7 +230,7 @@ mod tests {
         let mut pipe = Pipe::default();
         let mut head = None;
         for i in 0..10 {
-            let became_head = pool.push_back(&mut pipe, packet(i), SimTime(100 + i), hop(i));
+            let became_head = pool.push_back(&mut pipe, &packet(i), SimTime(100 + i), hop(i));
             assert_eq!(became_head.is_some(), i == 0, "only the first packet finds the pipe empty");
             head = head.or(became_head);
         }
@@ -230,9 +257,9 @@ mod tests {
     fn pipes_share_the_pool_without_mixing() {
         let mut pool = PacketPool::new();
         let (mut a, mut b) = (Pipe::default(), Pipe::default());
-        let ha = pool.push_back(&mut a, packet(1), SimTime(10), hop(1)).unwrap().slot;
-        let hb = pool.push_back(&mut b, packet(2), SimTime(5), hop(2)).unwrap().slot;
-        pool.push_back(&mut a, packet(3), SimTime(20), hop(3));
+        let ha = pool.push_back(&mut a, &packet(1), SimTime(10), hop(1)).unwrap().slot;
+        let hb = pool.push_back(&mut b, &packet(2), SimTime(5), hop(2)).unwrap().slot;
+        pool.push_back(&mut a, &packet(3), SimTime(20), hop(3));
         let (p, next) = pool.pop_front(&mut b, hb);
         assert_eq!((p.seq, next), (2, None));
         assert!(b.is_empty());
@@ -245,18 +272,34 @@ mod tests {
     }
 
     #[test]
+    fn an_unlinked_head_stays_readable_in_its_slot_until_vacated() {
+        let mut pool = PacketPool::new();
+        let mut pipe = Pipe::default();
+        let head = pool.push_back(&mut pipe, &packet(1), SimTime(1), hop(1)).unwrap().slot;
+        pool.push_back(&mut pipe, &packet(2), SimTime(2), hop(2));
+        let next = pool.unlink_front(&mut pipe, head).expect("a packet behind it");
+        assert_eq!((next.at, next.then), (SimTime(2), hop(2)));
+        assert_eq!((pool.packet(head).seq, pool.len()), (1, 2), "still held while the endpoint reads it");
+        assert_eq!(pool.iter(&pipe).map(|p| p.seq).collect::<Vec<_>>(), [2], "but no longer in the pipe");
+        pool.vacate(head);
+        assert_eq!(pool.len(), 1);
+        let reused = pool.push_back(&mut Pipe::default(), &packet(3), SimTime(3), hop(3)).unwrap().slot;
+        assert_eq!(reused, head, "the vacated slot is the next one taken");
+    }
+
+    #[test]
     fn the_most_recently_vacated_slot_is_reused_first_and_the_pool_does_not_grow() {
         let mut pool = PacketPool::new();
         let mut pipe = Pipe::default();
-        let a = pool.push_back(&mut pipe, packet(1), SimTime(1), hop(1)).unwrap().slot;
-        pool.push_back(&mut pipe, packet(2), SimTime(2), hop(2));
+        let a = pool.push_back(&mut pipe, &packet(1), SimTime(1), hop(1)).unwrap().slot;
+        pool.push_back(&mut pipe, &packet(2), SimTime(2), hop(2));
         let (_, next) = pool.pop_front(&mut pipe, a);
         let b = next.unwrap().slot;
         pool.pop_front(&mut pipe, b);
-        let reused = pool.push_back(&mut pipe, packet(3), SimTime(3), hop(3)).map(|h| h.slot);
+        let reused = pool.push_back(&mut pipe, &packet(3), SimTime(3), hop(3)).map(|h| h.slot);
         assert_eq!(reused, Some(b), "last vacated, first reused");
         for round in 0..1000 {
-            let s = pool.push_back(&mut Pipe::default(), packet(round), SimTime(4), hop(round)).unwrap().slot;
+            let s = pool.push_back(&mut Pipe::default(), &packet(round), SimTime(4), hop(round)).unwrap().slot;
             pool.pop_front(&mut Pipe { head: s, tail: s }, s);
         }
         assert_eq!((pool.len(), pool.slots.len()), (1, 2));

@@ -506,7 +506,10 @@ impl Scoreboard {
                 i += 1;
             }
         }
-        // Retransmissions, in the order they left.
+        // Retransmissions, in the order they left (usually none is outstanding).
+        if self.retransmissions.as_ref().is_none_or(VecDeque::is_empty) {
+            return found;
+        }
         let Some(mut order) = self.retransmissions.take() else { return found };
         while let Some(&(start, sent)) = order.front() {
             let Some(front) = self.segments.front() else { break };
@@ -546,8 +549,21 @@ impl Scoreboard {
     /// RFC 6675 NextSeg() rule 1: the first lost segment not yet retransmitted. Lost
     /// retransmissions behind the cursor come first (they lie below it); then the cursor moves
     /// forward to the next lost segment, passing each segment once between timeouts.
+    ///
+    /// Asked before every segment the sender sends, and almost always with nothing to find: no
+    /// lost retransmission waits and the cursor is at the loss boundary. That answer is given
+    /// here, inline; the search is a call.
+    #[inline]
     pub fn next_retransmission(&mut self) -> Option<usize> {
         let front = self.segments.front()?.start;
+        if self.relost.is_empty() && self.retransmit_hint.max(front) >= self.lost_boundary {
+            return None;
+        }
+        self.find_retransmission(front)
+    }
+
+    /// [`Scoreboard::next_retransmission`]'s search, from the cursor or a lost retransmission.
+    fn find_retransmission(&mut self, front: u64) -> Option<usize> {
         while let Some(&Reverse(start)) = self.relost.peek() {
             if start >= front {
                 let i = self.index_of(start);

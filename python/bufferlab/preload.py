@@ -1,7 +1,7 @@
 """What a fresh run will need after the engine, made ready while the engine runs.
 
-The engine releases the GIL while it simulates (`_core.run` hands it back between slices of
-50,000 events), so on a machine with a second core another thread can run Python meanwhile.
+The engine releases the GIL while it simulates (`_core.run` takes it back every 20 ms to look
+for signals), so on a machine with a second core another thread can run Python meanwhile.
 `start` begins that thread just before the engine of a run that is not in the store yet. It
 imports what `derive` and `persist` need and makes the store writer's in-memory DuckDB database
 (`store.connection.prepare_writer`). In a fresh `bufferlab run` of the reference dumbbell that
@@ -20,8 +20,9 @@ attaches it: sweeps run many processes on one store, and an interrupted run leav
 thread is a daemon: it never keeps the process alive (past the short wait at exit below).
 
 While the preload runs, the interpreter switches threads quickly (`bufferlab.switching`): the
-engine takes the GIL back after every slice, and would otherwise spend more time waiting for
-it than simulating.
+engine takes the GIL back every 20 ms to look for signals (`SIGNAL_CHECK_INTERVAL` in
+crates/bufferlab-py/src/lib.rs; it used to after every 2-3 ms slice: the dumbbell's engine beside
+the preload 93 -> 84 ms, alone 82), and would otherwise wait up to 5 ms for it each time.
 
 A caller may name modules it will need after the run (`start(also=...)`: `bufferlab run`'s
 summary tables, rich, 17 ms of imports); the thread imports them after its own, so that the

@@ -3,7 +3,7 @@
 A thread that wants the GIL asks for it and gets it after at most the interpreter's switch
 interval (5 ms by default) if another thread is running Python. The main thread of `bufferlab
 run` spends its time in extensions that let go of the GIL and take it back often: the engine
-after every slice of 2-3 ms of simulation, DuckDB's Python client after every statement and
+every 20 ms to look for signals, DuckDB's Python client after every statement and
 between the steps of one (to check for Ctrl-C; about 580 times in the reference dumbbell's
 write). While a helper thread runs Python (the preload's imports, the summary's rendering),
 each of those takes up to a switch interval to get back, so the main thread mostly waits: the

@@ -7,8 +7,9 @@
 //!
 //! Errors are typed: a spec the engine refuses raises `EngineSpecError` (a `ValueError`) with
 //! `.field` (the engine's field path, e.g. `links[0].rate_bps`) and `.reason`. A simulation runs
-//! in slices of a bounded number of events, and between slices the binding lets Python handle
-//! pending signals, so Ctrl-C or SIGTERM stops a run within a fraction of a second.
+//! in slices of a bounded number of events, and every `SIGNAL_CHECK_INTERVAL` of wall time the
+//! binding takes the GIL back between two slices to let Python handle pending signals, so Ctrl-C
+//! or SIGTERM stops a run within a fraction of a second.
 
 mod arrow;
 mod tables;
@@ -20,6 +21,7 @@ use bufferlab_core::{spec::ScenarioSpec, EngineError, Simulator};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::time::{Duration, Instant};
 
 pyo3::create_exception!(
     _core,
@@ -28,9 +30,21 @@ pyo3::create_exception!(
     "A spec the engine refuses: `.field` is the engine's field path, `.reason` says why."
 );
 
-/// Events simulated between two looks for a pending signal: a few milliseconds of work on any
-/// scenario (an event costs well under a microsecond), so an interruption takes effect at once.
+/// Events simulated between two looks at the clock: a few milliseconds of work on any scenario
+/// (an event costs well under a microsecond).
 const EVENTS_PER_SLICE: u64 = 50_000;
+
+/// Wall time between two looks for a pending signal (`advance_interruptibly`): short enough that
+/// an interruption takes effect at once, long enough that the GIL is asked for rarely.
+///
+/// Taking the GIL back costs the engine little when no other thread runs Python, but a fresh
+/// `bufferlab run` has one (`bufferlab.preload` imports numpy and DuckDB while the engine runs),
+/// and each time the engine then waits for that thread to hand the GIL over (up to the
+/// interpreter's switch interval, 0.2 ms meanwhile) and hands it back. Looking after every slice
+/// (every 2-3 ms) took the reference dumbbell's engine (1.5 million events, 30 slices) from 82
+/// to 93 ms beside the preload (best of 12 fresh processes; median 83 -> 96); looking every 20
+/// ms (4 looks) took it to 84 (median 85), as with one single slice. (issue 15)
+const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(20);
 
 /// `EngineSpecError(field, reason)` with both as attributes, so Python maps it without parsing.
 fn spec_error(py: Python<'_>, field: &str, reason: &str) -> PyErr {
@@ -52,14 +66,27 @@ fn spec_from_json(py: Python<'_>, spec_json: &str) -> PyResult<ScenarioSpec> {
 }
 
 /// Simulate up to `until` in slices of `EVENTS_PER_SLICE` events without the GIL, letting Python
-/// run its signal handlers between slices (a handler that raises, as Ctrl-C's does, ends the run
-/// with that exception). Returns whether the run is over.
+/// run its signal handlers every `SIGNAL_CHECK_INTERVAL` (a handler that raises, as Ctrl-C's
+/// does, ends the run with that exception). Returns whether the run is over. Where the slices
+/// end changes nothing in the result; only the wall clock decides when Python is asked.
 fn advance_interruptibly(py: Python<'_>, sim: &mut Simulator, until: SimTime) -> PyResult<bool> {
     loop {
-        if let Some(finished) = py.allow_threads(|| sim.run_until_bounded(until, EVENTS_PER_SLICE)) {
+        if let Some(finished) = py.allow_threads(|| simulate_for(sim, until, SIGNAL_CHECK_INTERVAL)) {
             return Ok(finished);
         }
         py.check_signals()?;
+    }
+}
+
+/// Simulate slices up to `until` for about `interval` of wall time (at least one slice):
+/// `Some(finished)` once `until` or the run's end is reached, `None` when the time is up first.
+fn simulate_for(sim: &mut Simulator, until: SimTime, interval: Duration) -> Option<bool> {
+    let started = Instant::now();
+    loop {
+        let reached = sim.run_until_bounded(until, EVENTS_PER_SLICE);
+        if reached.is_some() || started.elapsed() >= interval {
+            return reached;
+        }
     }
 }
 

@@ -104,3 +104,13 @@ def test_unicode_names_plan_to_the_json_dumps_text() -> None:
     planned = plan(scenario)
     assert planned.spec_json == canonical_json(planned.resolved.engine)
     assert "路由器" in planned.spec_json
+
+
+@pytest.mark.parametrize("path", SCENARIOS[:3], ids=lambda p: p.name)
+def test_the_plan_hashes_its_spec_json_as_the_store_and_the_run_id_do(path: Path) -> None:
+    from bufferlab.pipeline.plan import run_identity
+    from bufferlab.store import spec_hash
+
+    planned = plan(load_scenario(path))
+    assert planned.spec_hash == spec_hash(planned.spec_json)
+    assert planned.run_id == run_identity(planned.spec_json, planned.engine_version)

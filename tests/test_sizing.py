@@ -97,7 +97,7 @@ def test_rule_routes_are_least_delay_then_fewest_hops_through_single_link_hosts(
     # The rule's routes skip expanding a node with one link (issue 15); every route found must
     # still cost what an exhaustive search (Bellman-Ford, delay + 1 per hop) says is least. The
     # graph has a chain of one-link ends (h1 - r2), a host on a shortcut's end, and a triangle.
-    from bufferlab.sizing.resolve import _channels, _path, _routes_toward
+    from bufferlab.sizing.resolve import _channels, _incoming, _path, _routes_toward
 
     links = [(0, 1, 5), (1, 2, 3), (0, 2, 9), (2, 3, 1), (3, 4, 2), (1, 5, 4), (0, 6, 7)]
     channels = _channels([{"a": a, "b": b, "delay_ns": d} for a, b, d in links])
@@ -108,7 +108,7 @@ def test_rule_routes_are_least_delay_then_fewest_hops_through_single_link_hosts(
         for _ in range(nodes):
             for frm, to, delay in channels:
                 least[frm] = min(least[frm], least[to] + delay + 1)
-        toward = _routes_toward(dst, nodes, channels)
+        toward = _routes_toward(dst, nodes, channels, _incoming(nodes, channels))
         for src in range(nodes):
             path = _path(src, dst, toward, channels)
             assert sum(channels[ch][2] + 1 for ch in path) == least[src]

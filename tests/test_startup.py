@@ -159,7 +159,7 @@ def test_the_command_collects_cyclic_garbage_less_often_than_the_library() -> No
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     library, command = out.stderr.splitlines()
     assert library == "(700, 10, 10)"
-    assert command == "(100000, 10, 10)"
+    assert command == "(1000000, 10, 10)"
 
 
 def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,6 +35,7 @@ import math
 import os
 import resource
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .. import units
@@ -125,6 +126,8 @@ def _smallest_data_packet(engine: dict[str, Any]) -> int:
 
 
 def _captures(s: Scenario, engine: dict[str, Any]) -> list[Demand]:
+    if not engine["captures"]:  # no need to look through the links and flows (issue 15)
+        return []
     finite = [link["rate_bps"] for link in engine["links"] if link["rate_bps"]]
     fastest = max(finite, default=0)
     data_packet = _smallest_data_packet(engine)
@@ -182,15 +185,27 @@ def _closed_loop(engine: dict[str, Any], generator: dict[str, Any], active_s: fl
                   f"at most as the think time {why}")
 
 
+def _packets(queue: dict[str, Any]) -> int:
+    """The most packets `queue` (an engine queue table) can hold; 0 without a limit."""
+    return int(queue.get("limit_packets") or (queue.get("limit_bytes") or 0) // SMALLEST_PACKET)
+
+
 def _queue_packets(resolved: Resolved) -> list[tuple[int, str, int]]:
     """(link, side, packets) of every queue with a limit: the most packets it can hold."""
     out = []
     for i, link in enumerate(resolved.engine["links"]):
         for side, queue in (("forward", link["queue_forward"]), ("backward", link["queue_backward"])):
-            packets = queue.get("limit_packets") or (queue.get("limit_bytes") or 0) // SMALLEST_PACKET
+            packets = _packets(queue)
             if packets:
                 out.append((i, side, packets))
     return out
+
+
+def _all_queue_packets(resolved: Resolved) -> int:
+    """The sum of `_queue_packets`, without listing them (a 10,000-flow dumbbell has 40,002)."""
+    links = resolved.engine["links"]
+    return (sum(map(_packets, map(itemgetter("queue_forward"), links)))
+            + sum(map(_packets, map(itemgetter("queue_backward"), links))))
 
 
 def _queue_demand(resolved: Resolved, link: int, side: str, packets: int) -> Demand:
@@ -220,10 +235,10 @@ def check_memory(s: Scenario, resolved: Resolved, budget: int | None = None) -> 
     10,000-flow dumbbell has 40,002 (issue 15)."""
     limit = default_budget() if budget is None else budget
     demands = _other_demands(s, resolved)
-    queues = _queue_packets(resolved)
-    total = sum(d.bytes for d in demands) + PACKET_BYTES * sum(packets for _, _, packets in queues)
+    total = sum(d.bytes for d in demands) + PACKET_BYTES * _all_queue_packets(resolved)
     if total <= limit:
         return
+    queues = _queue_packets(resolved)
     largest = max(demands, key=lambda d: d.bytes, default=None)
     if queues:
         fullest = max(queues, key=lambda queue: queue[2])

@@ -49,6 +49,8 @@ class DerivedRun:
     duration_ns: int
     wall_time_s: float
     spec_json: str
+    # sha256 of `spec_json` (`Plan.spec_hash`), stored beside it.
+    spec_hash: str
     user_spec_json: str
     # The engine's result: its scalars and tables (time series, captures, queue classes, ...).
     result: EngineResult
@@ -167,7 +169,7 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
     data = run_data(counters, result, engine_spec, endpoints, resolved.bottleneck)
     return DerivedRun(
         run_id=plan.run_id, name=plan.name, seed=plan.seed, duration_ns=plan.duration_ns,
-        wall_time_s=raw.wall_time_s, spec_json=plan.spec_json,
+        wall_time_s=raw.wall_time_s, spec_json=plan.spec_json, spec_hash=plan.spec_hash,
         user_spec_json=json.dumps(dict(user_spec), sort_keys=True) if user_spec is not None else plan.user_spec_json(),
         result=result, flows=flow_rows(result.arrow("flows"), counters["flows"], result.end_ns, endpoints,
                                        data.flow_figures),

@@ -37,12 +37,20 @@ class LinkLoad:
     packet_bytes: int | None
 
 
-def _routes_toward(dst: int, nodes: int, channels: list[tuple[int, int, int]]) -> list[int | None]:
-    """Each node's first channel toward `dst`: Dijkstra on the reversed graph, comparing
-    (delay + 1 per hop, hops, channel) as the engine's routing table does."""
+def _incoming(nodes: int, channels: list[tuple[int, int, int]]) -> list[list[int]]:
+    """Each node's channels in, by channel index (made once per spec for every search: a
+    10,000-flow dumbbell's take ~5 ms each; issue 15)."""
     incoming: list[list[int]] = [[] for _ in range(nodes)]
     for ch, (_, to, _) in enumerate(channels):
         incoming[to].append(ch)
+    return incoming
+
+
+def _routes_toward(dst: int, nodes: int, channels: list[tuple[int, int, int]],
+                   incoming: list[list[int]]) -> list[int | None]:
+    """Each node's first channel toward `dst`: Dijkstra on the reversed graph, comparing
+    (delay + 1 per hop, hops, channel) as the engine's routing table does. `incoming` is
+    `_incoming(nodes, channels)`."""
     best: list[tuple[float, int, int]] = [(float("inf"), 0, -1)] * nodes
     best[dst] = (0, 0, -1)
     heap = [(0, 0, dst)]
@@ -63,14 +71,12 @@ def _routes_toward(dst: int, nodes: int, channels: list[tuple[int, int, int]]) -
     return [None if b[2] < 0 else b[2] for b in best]
 
 
-def _leaves(nodes: int, channels: list[tuple[int, int, int]]) -> list[tuple[int, int] | None]:
+def _leaves(channels: list[tuple[int, int, int]], incoming: list[list[int]]) -> list[tuple[int, int] | None]:
     """For each node with one way in whose neighbour has more: that neighbour and the channel
     into the node. Every route to such a node (a host on its access link) ends with that channel,
     so the neighbour's routes serve it, as the engine's routing table shares them: one Dijkstra
-    per router instead of one per host keeps planning linear in the number of hosts."""
-    incoming: list[list[int]] = [[] for _ in range(nodes)]
-    for ch, (_, to, _) in enumerate(channels):
-        incoming[to].append(ch)
+    per router instead of one per host keeps planning linear in the number of hosts. `incoming`
+    is `_incoming(nodes, channels)`."""
     return [(channels[ins[0]][0], ins[0]) if len(ins) == 1 and len(incoming[channels[ins[0]][0]]) > 1 else None
             for ins in incoming]
 
@@ -104,8 +110,9 @@ def round_trip_ns(nodes: int, engine_links: list[dict[str, Any]], src: int, dst:
     """Propagation delay of the engine's route from node `src` to `dst` plus that of the route
     back, in ns (what a transfer takes at least: its data one way, their acknowledgment back)."""
     channels = _channels(engine_links)
-    there = _path(src, dst, _routes_toward(dst, nodes, channels), channels)
-    back = _path(dst, src, _routes_toward(src, nodes, channels), channels)
+    incoming = _incoming(nodes, channels)
+    there = _path(src, dst, _routes_toward(dst, nodes, channels, incoming), channels)
+    back = _path(dst, src, _routes_toward(src, nodes, channels, incoming), channels)
     return sum(channels[ch][2] for ch in there + back)
 
 
@@ -124,12 +131,13 @@ def loads_of_links(nodes: int, engine_links: list[dict[str, Any]], engine_flows:
     channels = _channels(engine_links)
     loads = {k: LinkLoad(engine_links[k]["rate_bps"], [], None) for k in sorted(wanted)}
     routes: dict[int, list[int | None]] = {}
-    leaf_of = _leaves(nodes, channels)
+    incoming = _incoming(nodes, channels)
+    leaf_of = _leaves(channels, incoming)
 
     def path(src: int, dst: int) -> list[int]:
         via, last = leaf_of[dst] or (dst, None)
         if via not in routes:
-            routes[via] = _routes_toward(via, nodes, channels)
+            routes[via] = _routes_toward(via, nodes, channels, incoming)
         head = _path(src, via, routes[via], channels)
         if last is None or src == dst:
             return head

@@ -410,7 +410,7 @@ class Store:
             ("duration_ns", "UInt64", run.duration_ns), ("end_ns", "UInt64", r.end_ns), ("events", "UInt64", r.events),
             ("wall_time_s", "Float64", run.wall_time_s), ("spec_json", "Utf8", run.spec_json),
             ("user_spec_json", "Utf8", run.user_spec_json), ("study_id", "Utf8", run.study),
-            ("spec_hash", "Utf8", spec_hash(run.spec_json))]
+            ("spec_hash", "Utf8", run.spec_hash)]
         self._insert_frame("runs", None, core().Table.from_columns("runs", [(n, kind, [v]) for n, kind, v in row]))
 
     def _insert_frame(self, table: str, run_id: str | None, frame: Any) -> None:

@@ -373,14 +373,7 @@ def test_a_signal_stops_a_sweep_within_a_second_and_keeps_every_finished_run(wri
     # lands in a write, which finishes (and is counted) while the workers stop at once.
     # Runs long enough (0.3 s of simulation each at load 3) that a signal after the first stored run
     # lands mid-sweep: with 400 s runs (0.1 s) the sixteen could all be stored before it took effect.
-    base = write_scenario(SMALL_DUMBBELL.replace('duration = "1s"', 'duration = "1200s"'), "base.toml")
-    sweep = write_scenario(f"""
-    name = "long"
-    base = "{base}"
-    [[axes]]
-    key = "topology.queue"
-    values = [{", ".join(f'"{10 * k}p"' for k in range(1, 17))}]
-    """, "sweep.toml")
+    sweep = _queue_sweep(write_scenario, "long", "1200s", 16)
     db = tmp_path / "sweep.duckdb"
     proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(sweep), "--db", str(db),
                              "--workers", str(workers)],
@@ -424,14 +417,7 @@ def test_a_signal_stops_a_sweep_within_a_second_and_keeps_every_finished_run(wri
 def test_a_sweep_killed_outright_leaves_no_worker_behind(write_scenario, tmp_path: Path) -> None:
     # SIGKILL runs no handler of the sweep's process, so nothing of it stops the workers: each must
     # notice for itself that its parent is gone (`executors.end_with_parent`), even mid-run.
-    base = write_scenario(SMALL_DUMBBELL.replace('duration = "1s"', 'duration = "25000s"'), "base.toml")
-    sweep = write_scenario(f"""
-    name = "killed"
-    base = "{base}"
-    [[axes]]
-    key = "topology.queue"
-    values = ["10p", "20p", "30p", "40p"]
-    """, "sweep.toml")
+    sweep = _queue_sweep(write_scenario, "killed", "25000s", 4)
     proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(sweep), "--db", str(tmp_path / "k.duckdb"),
                              "--workers", "2"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -466,6 +452,19 @@ def _simulating_workers(proc: subprocess.Popen[bytes], count: int) -> list[int]:
             return busy
         time.sleep(0.1)
     raise AssertionError("the sweep's workers never started simulating")
+
+
+def _queue_sweep(write_scenario: Any, name: str, duration: str, points: int) -> Path:
+    """A sweep file `name` over the small dumbbell run for `duration`, with queues of 10, 20, ...
+    packets (`points` of them)."""
+    base = write_scenario(SMALL_DUMBBELL.replace('duration = "1s"', f'duration = "{duration}"'), "base.toml")
+    return write_scenario(f"""
+    name = "{name}"
+    base = "{base}"
+    [[axes]]
+    key = "topology.queue"
+    values = [{", ".join(f'"{10 * k}p"' for k in range(1, points + 1))}]
+    """, "sweep.toml")
 
 
 def _helper_processes(pid: int) -> list[int]:

@@ -389,6 +389,17 @@ impl Simulator {
         inline + self.flows.iter().map(|f| f.sender.heap_bytes() + f.receiver.heap_bytes()).sum::<usize>()
     }
 
+    /// SACK-block entries held in the pool's slab by ACKs on the network (issue 15): released
+    /// when an ACK is delivered or dropped, so never more than the packets on the network.
+    pub fn sack_entries_held(&self) -> usize {
+        self.wire.sacks_held()
+    }
+
+    /// Packets on the network between events: queued at a channel or on a channel's wire.
+    pub fn packets_on_network(&self) -> u64 {
+        self.wire.len() as u64 + self.channels.iter().map(|c| crate::queue::QueueDiscipline::len_packets(c.queue())).sum::<u64>()
+    }
+
     /// Flows the simulator holds: the listed ones and those generators have created so far.
     pub fn flow_count(&self) -> usize {
         self.flows.len()
@@ -627,10 +638,10 @@ impl Simulator {
         let was_open = side == Side::Sender && !self.flows[flow as usize].sender.is_closed();
         let (f, packet) = (&mut self.flows[flow as usize], self.wire.packet(slot));
         match side {
-            Side::Sender => f.sender.on_packet(self.now, packet, &mut out),
+            Side::Sender => f.sender.on_packet(self.now, packet, self.wire.sack(packet), &mut out),
             Side::Receiver => f.receiver.on_packet(self.now, packet, &mut out),
         }
-        self.wire.vacate(slot);
+        self.wire.retire(slot);
         self.settle(flow, side, was_open, out);
     }
 
@@ -644,6 +655,14 @@ impl Simulator {
             Side::Sender => f.src,
             Side::Receiver => f.dst,
         };
+        if side == Side::Receiver {
+            // The receiver staged the SACK blocks of its ACKs: into the pool's slab, beside them.
+            let f = &mut self.flows[flow as usize];
+            for p in &mut out {
+                self.wire.store_sack(p, f.receiver.staged_sack(p));
+            }
+            f.receiver.clear_staged_sack();
+        }
         for p in &out {
             self.forward(node, p);
         }
@@ -685,7 +704,7 @@ impl Simulator {
         if schedule.started && !self.captures.is_empty() {
             if let Some(c) = self.capture_of[ch as usize] {
                 if let Some(p) = self.channels[ch as usize].last_started() {
-                    self.captures[c].push(self.now, p);
+                    self.captures[c].push(self.now, p, self.wire.sack(p));
                 }
             }
         }

@@ -6,7 +6,7 @@
 //! start, so the rate never drifts). The receiver counts what arrives. Packets are dropped and
 //! counted by the network like any other.
 
-use crate::net::packet::Packet;
+use crate::net::packet::{Packet, SackBlock};
 use crate::record::result::FlowRecord;
 use crate::traffic::Sampler;
 use crate::transport::timing::{DatagramDelays, InterDeparture};
@@ -99,7 +99,7 @@ impl DatagramSender {
         self.next = None;
     }
 
-    pub fn on_packet(&mut self, _now: SimTime, _packet: &Packet, _out: &mut Vec<Packet>) {}
+    pub fn on_packet(&mut self, _now: SimTime, _packet: &Packet, _sack: &[SackBlock], _out: &mut Vec<Packet>) {}
 
     /// Send every datagram that is due, switching between on and off periods on the way.
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {

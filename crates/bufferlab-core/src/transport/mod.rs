@@ -18,7 +18,7 @@ pub mod sender_core;
 pub mod tcp;
 pub mod timing;
 
-use crate::net::packet::Packet;
+use crate::net::packet::{Packet, SackBlock};
 use crate::record::result::FlowRecord;
 use crate::units::SimTime;
 use datagram::{DatagramReceiver, DatagramSender};
@@ -113,8 +113,8 @@ impl Sender {
     }
     /// A packet from the receiver arrived.
     #[inline]
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
-        sender_dispatch!(self, s => s.on_packet(now, packet, out))
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, sack: &[SackBlock], out: &mut Vec<Packet>) {
+        sender_dispatch!(self, s => s.on_packet(now, packet, sack, out))
     }
     /// The wakeup the sender asked for (or an earlier one) is due.
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
@@ -208,6 +208,24 @@ impl Receiver {
     #[inline]
     pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
         receiver_dispatch!(self, r => r.on_packet(now, packet, out))
+    }
+    /// The SACK blocks (QUIC: ACK ranges) of `packet`, an ACK this receiver has just produced.
+    #[inline]
+    pub fn staged_sack(&self, packet: &Packet) -> &[SackBlock] {
+        match self {
+            Receiver::Tcp(r) => r.staged_sack.blocks(packet),
+            Receiver::Quic(r) => r.staged_sack.blocks(packet),
+            Receiver::Datagram(_) => &[],
+        }
+    }
+    /// The staged blocks have been sent.
+    #[inline]
+    pub fn clear_staged_sack(&mut self) {
+        match self {
+            Receiver::Tcp(r) => r.staged_sack.clear(),
+            Receiver::Quic(r) => r.staged_sack.clear(),
+            Receiver::Datagram(_) => {}
+        }
     }
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         receiver_dispatch!(self, r => r.on_timeout(now, out))

@@ -2,7 +2,7 @@
 //! and sends ACK frames (RFC 9000 §13.2).
 
 use super::{QuicConfig, RECEIVER_RANGES};
-use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{flags, Packet, SackBlock, StagedSack, MAX_SACK_BLOCKS};
 use crate::transport::ranges::RangeSet;
 use crate::transport::timing::DeliveryLog;
 use crate::units::SimTime;
@@ -23,6 +23,8 @@ pub struct QuicReceiver {
     unacknowledged: u32,
     ack_deadline: Option<SimTime>,
     pub acks_sent: u64,
+    /// The ACK ranges of the ACKs of the current step, until the simulator sends them.
+    pub staged_sack: StagedSack,
     /// In-order delivery times of the bytes delivered (for the recorder).
     deliveries: DeliveryLog,
 }
@@ -46,6 +48,7 @@ impl QuicReceiver {
             unacknowledged: 0,
             ack_deadline: None,
             acks_sent: 0,
+            staged_sack: StagedSack::default(),
             deliveries: DeliveryLog::default(),
         }
     }
@@ -128,9 +131,7 @@ impl QuicReceiver {
             // RFC 9000 §19.3: each range after the first adds a Gap and an ACK Range Length.
             self.config.ack_packet + 4 * (n as u32 - 1)
         };
-        out.push(Packet {
-            sack,
-            sack_len: n as u8,
+        let mut packet = Packet {
             ack_delay_us: u32::try_from((now - self.largest_received_at).as_ns() / 1_000).unwrap_or(u32::MAX),
             ..Packet::acknowledgement(
                 self.flow,
@@ -140,7 +141,9 @@ impl QuicReceiver {
                 datagram + self.config.lower_layer,
                 now,
             )
-        });
+        };
+        self.staged_sack.stage(&mut packet, &sack[..n]);
+        out.push(packet);
         self.acks_sent += 1;
         self.unacknowledged = 0;
         self.ack_deadline = None;
@@ -169,7 +172,7 @@ mod tests {
         }
         assert_eq!(out.len(), 5);
         assert_eq!(out[4].ack, 4);
-        assert_eq!(out[4].sack_blocks(), &[SackBlock { start: 0, end: 5 }]);
+        assert_eq!(r.staged_sack.blocks(&out[4]), &[SackBlock { start: 0, end: 5 }]);
         assert_eq!(r.bytes_delivered(), 5000);
     }
 
@@ -182,7 +185,7 @@ mod tests {
         assert_eq!(r.next_timeout(), Some(SimTime::from_ms(25)));
         r.on_packet(SimTime::from_ms(1), &data(2, 2000, 1000), &mut out); // pn 1 missing
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].sack_blocks(), &[SackBlock { start: 2, end: 3 }, SackBlock { start: 0, end: 1 }]);
+        assert_eq!(r.staged_sack.blocks(&out[0]), &[SackBlock { start: 2, end: 3 }, SackBlock { start: 0, end: 1 }]);
         assert_eq!(r.bytes_delivered(), 1000, "the hole at 1000..2000 holds delivery back");
         // The retransmitted bytes come in a new packet number: the stream is whole again.
         r.on_packet(SimTime::from_ms(2), &data(3, 1000, 1000), &mut out);

@@ -7,7 +7,7 @@
 
 use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::memory::prefetch;
-use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{flags, Packet, SackBlock, StagedSack, MAX_SACK_BLOCKS};
 use crate::transport::timing::DeliveryLog;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -28,6 +28,8 @@ pub struct TcpReceiver {
     /// SACK blocks in the order RFC 2018 §4 wants them reported: most recent first.
     recent_blocks: [SackBlock; MAX_SACK_BLOCKS],
     recent_len: usize,
+    /// The SACK blocks of the ACKs of the current step, until the simulator sends them.
+    pub staged_sack: StagedSack,
     /// Full-sized segments received since the last ACK.
     unacked_segments: u32,
     delayed_ack_deadline: Option<SimTime>,
@@ -64,6 +66,7 @@ impl TcpReceiver {
             out_of_order: VecDeque::new(),
             recent_blocks: [SackBlock::default(); MAX_SACK_BLOCKS],
             recent_len: 0,
+            staged_sack: StagedSack::default(),
             unacked_segments: 0,
             delayed_ack_deadline: None,
             ts_recent: SimTime::ZERO,
@@ -240,15 +243,16 @@ impl TcpReceiver {
         let mut packet = self.ack_packet(now, flags::ACK, 0);
         if self.sack && self.recent_len > 0 {
             // Refresh each reported block to the current extent of its range.
+            let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];
             let mut n = 0;
             for i in 0..self.recent_len {
                 let b = self.recent_blocks[i];
                 if let Some((s, e)) = self.range_holding(b) {
-                    packet.sack[n] = SackBlock { start: s, end: e };
+                    blocks[n] = SackBlock { start: s, end: e };
                     n += 1;
                 }
             }
-            packet.sack_len = n as u8;
+            self.staged_sack.stage(&mut packet, &blocks[..n]);
             // RFC 2018 §3: kind + length (2 bytes) and 8 bytes per block, padded to 4 bytes.
             packet.wire_bytes += (2 + 8 * n as u32).div_ceil(4) * 4;
         }
@@ -335,7 +339,7 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].ack, 101);
         // Most recent block first (RFC 2018 §4).
-        assert_eq!(out[1].sack_blocks(), &[SackBlock { start: 401, end: 501 }, SackBlock { start: 201, end: 301 }]);
+        assert_eq!(r.staged_sack.blocks(&out[1]), &[SackBlock { start: 401, end: 501 }, SackBlock { start: 201, end: 301 }]);
         assert_eq!(out[1].wire_bytes, 52 + 20);
     }
 
@@ -392,7 +396,7 @@ mod tests {
         r.on_packet(SimTime::ZERO, &seg(100), &mut out);
         let block = |from: u64, to: u64| SackBlock { start: 1 + 100 * from, end: 1 + 100 * to };
         assert_eq!(out[0].ack, 1);
-        assert_eq!(out[0].sack_blocks(), &[block(99, 102), block(199, 200), block(197, 198)]);
+        assert_eq!(r.staged_sack.blocks(&out[0]), &[block(99, 102), block(199, 200), block(197, 198)]);
         assert_eq!(r.out_of_order.len(), 99);
         // Filling the lowest hole delivers segments 0 and 1 only.
         r.on_packet(SimTime::ZERO, &seg(0), &mut out);

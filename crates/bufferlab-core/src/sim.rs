@@ -397,7 +397,8 @@ impl Simulator {
 
     /// Packets on the network between events: queued at a channel or on a channel's wire.
     pub fn packets_on_network(&self) -> u64 {
-        self.wire.len() as u64 + self.channels.iter().map(|c| crate::queue::QueueDiscipline::len_packets(c.queue())).sum::<u64>()
+        self.wire.len() as u64
+            + self.channels.iter().map(|c| crate::queue::QueueDiscipline::len_packets(c.queue())).sum::<u64>()
     }
 
     /// Flows the simulator holds: the listed ones and those generators have created so far.

@@ -339,7 +339,10 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].ack, 101);
         // Most recent block first (RFC 2018 §4).
-        assert_eq!(r.staged_sack.blocks(&out[1]), &[SackBlock { start: 401, end: 501 }, SackBlock { start: 201, end: 301 }]);
+        assert_eq!(
+            r.staged_sack.blocks(&out[1]),
+            &[SackBlock { start: 401, end: 501 }, SackBlock { start: 201, end: 301 }]
+        );
         assert_eq!(out[1].wire_bytes, 52 + 20);
     }
 

@@ -109,6 +109,23 @@ def test_run_holds_specs_counters_and_series(write_scenario, db: Path) -> None:
     assert counts["link_metrics"] == 10  # every direction of a dumbbell carries data or ACKs
 
 
+
+@pytest.mark.parametrize("name", ["dumbbell.toml", "tree_mice.toml", "splitbuff_fig1.toml"])
+def test_a_plan_carries_the_spec_hash_and_the_run_id_by_their_definitions(name: str) -> None:
+    # The plan computes both in one pass over the spec's bytes; each must still be its definition:
+    # the store's spec_hash, and sha256 of the spec, a newline and the engine version.
+    import hashlib
+
+    from conftest import SCENARIOS
+
+    from bufferlab.spec import load_scenario
+
+    planned = plan(load_scenario(SCENARIOS / name))
+    assert planned.spec_hash == store.spec_hash(planned.spec_json)
+    identity = f"{planned.spec_json}\n{planned.engine_version}".encode()
+    assert planned.run_id == hashlib.sha256(identity).hexdigest() == run_identity(planned.spec_json,
+                                                                                     planned.engine_version)
+
 def count_rows_con(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
     return {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).fetchone()[0] for t in TABLES}
 

@@ -219,19 +219,21 @@ def test_four_runs_on_one_store_at_once_all_succeed_while_results_list_reads_it(
                                                                                write_scenario) -> None:
     db = tmp_path / "shared.duckdb"
     path = write_scenario(BASE.replace('duration = "1s"', 'duration = "4s"'))
+    # The store exists before the four start: a run writes its file only when it persists, and
+    # runs are now fast enough that all four could end between two looks at a store not yet made.
+    assert run_cli("run", str(path), "--db", str(db), "--seed", "10").returncode == 0
     procs = [subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(path), "--db", str(db), "--seed",
                                str(seed), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for seed in (11, 12, 13, 14)]
     listings = []
     while any(p.poll() is None for p in procs):
-        if db.exists():
-            listings.append(run_cli("results", "list", "--db", str(db)))
-        time.sleep(0.2)
+        listings.append(run_cli("results", "list", "--db", str(db)))
+        time.sleep(0.05)
     outs = [p.communicate() for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0, 0], [err for _, err in outs]
     assert len({json.loads(out)["run_id"] for out, _ in outs}) == 4
     assert listings and all(r.returncode == 0 for r in listings), [r.stderr for r in listings]
-    assert bufferlab.load(db).query("SELECT count(*) AS n FROM runs")["n"][0] == 4
+    assert bufferlab.load(db).query("SELECT count(*) AS n FROM runs")["n"][0] == 5
 
 
 # --- aggregation ---------------------------------------------------------------------------------

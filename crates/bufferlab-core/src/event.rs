@@ -187,23 +187,13 @@ impl EventQueue {
         Some(next)
     }
 
-    /// The next event, taken out, if it fires at or before `until`: the simulator's step, which
-    /// looks at the next time once instead of peeking at it and then popping.
+    /// The next event, taken out, if it fires at or before `until`: the simulator's step.
     #[inline]
     pub fn pop_until(&mut self, until: SimTime) -> Option<(SimTime, Event)> {
-        let Pending { time, event } = if self.next_due < self.due.len() {
-            if self.last > until.0 {
-                return None;
-            }
-            self.take_due()
-        } else {
-            if self.occupied == 0 || self.earliest[self.occupied.trailing_zeros() as usize].0 > until.0 {
-                return None;
-            }
-            self.refill()?
-        };
-        self.len -= 1;
-        Some((SimTime(time), event))
+        match self.peek_time() {
+            Some(t) if t <= until => self.pop(),
+            _ => None,
+        }
     }
 
     #[inline]

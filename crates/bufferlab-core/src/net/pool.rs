@@ -124,14 +124,6 @@ impl PacketPool {
         None
     }
 
-    /// Take the head of `pipe`, which is in `slot` (the slot its arrival event names). Returns
-    /// the packet, and the next head's arrival if the pipe is not empty now.
-    #[inline]
-    pub fn pop_front(&mut self, pipe: &mut Pipe, slot: u32) -> (Packet, Option<Arrival>) {
-        let next = self.unlink_front(pipe, slot);
-        (self.take(slot), next)
-    }
-
     /// Remove the head of `pipe`, in `slot`, from the pipe, leaving the packet in its slot until
     /// [`PacketPool::vacate`] (an endpoint reads it there: [`PacketPool::packet`]). Returns the
     /// next head's arrival if the pipe is not empty now.
@@ -179,7 +171,7 @@ impl PacketPool {
     }
 
     /// Ask for the cache lines of the packet in `slot` and of its link, so that they are on
-    /// their way (or there) when [`PacketPool::pop_front`] reads them: see
+    /// their way (or there) when the packet's arrival reads them: see
     /// `Simulator::prefetch_ahead`. A hint only; a vacant or unknown slot is harmless.
     #[inline]
     pub fn prefetch(&self, slot: u32) {
@@ -278,6 +270,13 @@ mod tests {
         Hop::new(HopKind::Receiver(seq as u32))
     }
 
+    /// Take the head of `pipe`, in `slot`, as a channel forwarding it does: unlink it, copy it
+    /// out, vacate its slot. The packet, and the next head's arrival if the pipe is not empty.
+    fn pop_front(pool: &mut PacketPool, pipe: &mut Pipe, slot: u32) -> (Packet, Option<Arrival>) {
+        let next = pool.unlink_front(pipe, slot);
+        (pool.take(slot), next)
+    }
+
     #[test]
     fn a_stored_packet_is_not_padded() {
         assert_eq!(std::mem::size_of::<Stored>(), std::mem::size_of::<Packet>());
@@ -300,7 +299,7 @@ mod tests {
         assert_eq!((head.at, head.then), (SimTime(100), hop(0)));
         let mut slot = head.slot;
         for i in 0..10 {
-            let (p, next) = pool.pop_front(&mut pipe, slot);
+            let (p, next) = pop_front(&mut pool, &mut pipe, slot);
             assert_eq!(p, packet(i));
             match next {
                 Some(next) => {
@@ -320,14 +319,14 @@ mod tests {
         let ha = pool.push_back(&mut a, &packet(1), SimTime(10), hop(1)).unwrap().slot;
         let hb = pool.push_back(&mut b, &packet(2), SimTime(5), hop(2)).unwrap().slot;
         pool.push_back(&mut a, &packet(3), SimTime(20), hop(3));
-        let (p, next) = pool.pop_front(&mut b, hb);
+        let (p, next) = pop_front(&mut pool, &mut b, hb);
         assert_eq!((p.seq, next), (2, None));
         assert!(b.is_empty());
-        let (p, next) = pool.pop_front(&mut a, ha);
+        let (p, next) = pop_front(&mut pool, &mut a, ha);
         assert_eq!(p.seq, 1);
         let next = next.unwrap();
         assert_eq!((next.at, next.then), (SimTime(20), hop(3)));
-        assert_eq!(pool.pop_front(&mut a, next.slot).0.seq, 3);
+        assert_eq!(pop_front(&mut pool, &mut a, next.slot).0.seq, 3);
         assert!(a.is_empty() && pool.is_empty());
     }
 
@@ -353,14 +352,14 @@ mod tests {
         let mut pipe = Pipe::default();
         let a = pool.push_back(&mut pipe, &packet(1), SimTime(1), hop(1)).unwrap().slot;
         pool.push_back(&mut pipe, &packet(2), SimTime(2), hop(2));
-        let (_, next) = pool.pop_front(&mut pipe, a);
+        let (_, next) = pop_front(&mut pool, &mut pipe, a);
         let b = next.unwrap().slot;
-        pool.pop_front(&mut pipe, b);
+        pop_front(&mut pool, &mut pipe, b);
         let reused = pool.push_back(&mut pipe, &packet(3), SimTime(3), hop(3)).map(|h| h.slot);
         assert_eq!(reused, Some(b), "last vacated, first reused");
         for round in 0..1000 {
             let s = pool.push_back(&mut Pipe::default(), &packet(round), SimTime(4), hop(round)).unwrap().slot;
-            pool.pop_front(&mut Pipe { head: s, tail: s }, s);
+            pop_front(&mut pool, &mut Pipe { head: s, tail: s }, s);
         }
         assert_eq!((pool.len(), pool.slots.len()), (1, 2));
     }

@@ -506,11 +506,9 @@ impl Scoreboard {
                 i += 1;
             }
         }
-        // Retransmissions, in the order they left (usually none is outstanding).
-        if self.retransmissions.as_ref().is_none_or(VecDeque::is_empty) {
-            return found;
-        }
-        let Some(mut order) = self.retransmissions.take() else { return found };
+        // Retransmissions, in the order they left (usually none is outstanding: then nothing is
+        // taken out and put back).
+        let Some(mut order) = self.retransmissions.take_if(|order| !order.is_empty()) else { return found };
         while let Some(&(start, sent)) = order.front() {
             let Some(front) = self.segments.front() else { break };
             if start < front.start {

@@ -492,7 +492,7 @@ mod tests {
         let block = crate::net::packet::SackBlock { start: 1, end: 2 };
         let ack = |pool: &mut PacketPool| {
             let mut p = Packet::acknowledgement(0, 1, crate::net::packet::flags::ACK, 1, 60, SimTime::ZERO);
-            pool.store_sack(&mut p, &[block]);
+            pool.sacks_mut().store(&mut p, &[block]);
             p
         };
         let fifo = |n| Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(n), None, 0);

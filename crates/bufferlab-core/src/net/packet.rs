@@ -40,9 +40,9 @@ pub struct Packet {
     /// Cumulative acknowledgement (next byte expected), valid when `flags & ACK`.
     pub ack: u64,
     /// Where the packet's SACK blocks are (issue 15: out of the packet, which is copied at each
-    /// hop, while only ACKs carry blocks): on the network, a handle into the pool's SACK slab
-    /// ([`crate::net::pool::PacketPool::sack`]); in a receiver's outbox, an index into its
-    /// [`StagedSack`]. Meaningless when `sack_len` is 0.
+    /// hop, while only ACKs carry blocks): the entry of the network's
+    /// [`crate::net::sack_slab::SackSlab`] the receiver stored them in. Meaningless when
+    /// `sack_len` is 0.
     pub sack: u32,
     pub sack_len: u8,
     /// Sender's transmission timestamp (TSval, RFC 7323); the receiver echoes it.
@@ -97,33 +97,6 @@ impl Packet {
 
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
-    }
-}
-
-/// The SACK blocks of the ACKs a receiver has just produced, until the simulator moves them into
-/// the pool's slab as it sends the ACKs (a receiver cannot reach the pool). Cleared after each
-/// step of the receiver, so it holds at most the few ACKs of one step.
-#[derive(Debug, Clone, Default)]
-pub struct StagedSack(Vec<[SackBlock; MAX_SACK_BLOCKS]>);
-
-impl StagedSack {
-    /// Give `packet` the blocks `blocks` (at most [`MAX_SACK_BLOCKS`]).
-    pub fn stage(&mut self, packet: &mut Packet, blocks: &[SackBlock]) {
-        let mut stored = [SackBlock::default(); MAX_SACK_BLOCKS];
-        stored[..blocks.len()].copy_from_slice(blocks);
-        packet.sack = self.0.len() as u32;
-        packet.sack_len = blocks.len() as u8;
-        self.0.push(stored);
-    }
-    /// The blocks staged for `packet`, a packet of the outbox this stage filled.
-    pub fn blocks(&self, packet: &Packet) -> &[SackBlock] {
-        match packet.sack_len {
-            0 => &[],
-            n => &self.0[packet.sack as usize][..n as usize],
-        }
-    }
-    pub fn clear(&mut self) {
-        self.0.clear();
     }
 }
 

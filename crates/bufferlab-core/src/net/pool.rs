@@ -23,8 +23,9 @@
 //! The pool never decides anything observable: which slot holds a packet does not affect the
 //! run, so results are the same as with packets stored in the pipes.
 
-use crate::net::packet::{Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{Packet, SackBlock};
 use crate::net::routing::Hop;
+use crate::net::sack_slab::SackSlab;
 use crate::units::SimTime;
 use mem_prefetch::prefetch_read_data;
 
@@ -85,12 +86,9 @@ pub struct PacketPool {
     links: Vec<Link>,
     /// Vacant slots, the most recently vacated last (reused first).
     free: Vec<u32>,
-    /// The SACK blocks of the ACKs on the network, out of the packets (which are copied at each
-    /// hop) since only ACKs carry them: a packet with `sack_len > 0` names its entry by
-    /// `Packet::sack`. Stored when the ACK is sent, released when it is delivered or dropped.
-    sacks: Vec<[SackBlock; MAX_SACK_BLOCKS]>,
-    /// Vacant entries of `sacks`, the most recently released last (reused first).
-    free_sacks: Vec<u32>,
+    /// The SACK blocks of the ACKs on the network (issue 15): a packet with `sack_len > 0`
+    /// names its entry by `Packet::sack`.
+    sacks: SackSlab,
 }
 
 impl PacketPool {
@@ -155,10 +153,7 @@ impl PacketPool {
     /// the next ones reused.
     #[inline]
     pub fn retire(&mut self, slot: u32) {
-        let Packet { sack, sack_len, .. } = self.slots[slot as usize].0;
-        if sack_len > 0 {
-            self.free_sacks.push(sack);
-        }
+        self.sacks.release(&self.slots[slot as usize].0);
         self.vacate(slot);
     }
 
@@ -182,49 +177,43 @@ impl PacketPool {
         }
     }
 
-    /// Store the SACK blocks `blocks` of `packet`, about to be sent, and name them in it.
+    /// The SACK slab, where a receiver stores the blocks of the ACKs it sends.
     #[inline]
-    pub fn store_sack(&mut self, packet: &mut Packet, blocks: &[SackBlock]) {
-        packet.sack_len = blocks.len() as u8;
-        if blocks.is_empty() {
-            return;
-        }
-        let mut stored = [SackBlock::default(); MAX_SACK_BLOCKS];
-        stored[..blocks.len()].copy_from_slice(blocks);
-        packet.sack = match self.free_sacks.pop() {
-            Some(entry) => {
-                self.sacks[entry as usize] = stored;
-                entry
-            }
-            None => {
-                self.sacks.push(stored);
-                (self.sacks.len() - 1) as u32
-            }
-        };
+    pub fn sacks_mut(&mut self) -> &mut SackSlab {
+        &mut self.sacks
+    }
+
+    /// The packet in `slot`, for its receiver to read where it lies, and the SACK slab its
+    /// answer's blocks go into.
+    #[inline]
+    pub fn packet_and_sacks(&mut self, slot: u32) -> (&Packet, &mut SackSlab) {
+        (&self.slots[slot as usize].0, &mut self.sacks)
     }
 
     /// The SACK blocks of `packet` (none unless it is an ACK that carries some).
     #[inline]
     pub fn sack(&self, packet: &Packet) -> &[SackBlock] {
-        match packet.sack_len {
-            0 => &[],
-            n => &self.sacks[packet.sack as usize][..n as usize],
-        }
+        self.sacks.blocks(packet)
     }
 
-    /// `packet` leaves the network (delivered or dropped): its SACK entry is the next one
-    /// reused. The blocks stay readable until then, so a capture of the packet that was just
-    /// lost on its link still reads them.
+    /// `packet` leaves the network, dropped: its SACK entry (if any) is the next one reused.
     #[inline]
     pub fn release_sack(&mut self, packet: &Packet) {
-        if packet.sack_len > 0 {
-            self.free_sacks.push(packet.sack);
+        self.sacks.release(packet);
+    }
+
+    /// Ask for the SACK blocks of the packet in `slot`, whose lines were asked for an event
+    /// earlier ([`PacketPool::prefetch`]) and so can be read now without waiting long.
+    #[inline]
+    pub fn prefetch_sack(&self, slot: u32) {
+        if let Some(stored) = self.slots.get(slot as usize) {
+            self.sacks.prefetch(&stored.0);
         }
     }
 
     /// SACK entries held by packets on the network (stored and not yet released).
     pub fn sacks_held(&self) -> usize {
-        self.sacks.len() - self.free_sacks.len()
+        self.sacks.held()
     }
 
     /// The packets of `pipe`, oldest first (for the end of the run).

@@ -7,6 +7,7 @@
 //! counted by the network like any other.
 
 use crate::net::packet::{Packet, SackBlock};
+use crate::net::sack_slab::SackSlab;
 use crate::record::result::FlowRecord;
 use crate::traffic::Sampler;
 use crate::transport::timing::{DatagramDelays, InterDeparture};
@@ -195,11 +196,11 @@ impl DatagramReceiver {
         0
     }
 
-    pub fn on_timeout(&mut self, _now: SimTime, _out: &mut Vec<Packet>) {}
+    pub fn on_timeout(&mut self, _now: SimTime, _sacks: &mut SackSlab, _out: &mut Vec<Packet>) {}
     pub fn next_timeout(&self) -> Option<SimTime> {
         None
     }
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, _out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, _sacks: &mut SackSlab, _out: &mut Vec<Packet>) {
         self.bytes += packet.payload as u64;
         self.delays.arrived(packet, now);
     }

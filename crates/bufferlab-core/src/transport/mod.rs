@@ -19,6 +19,7 @@ pub mod tcp;
 pub mod timing;
 
 use crate::net::packet::{Packet, SackBlock};
+use crate::net::sack_slab::SackSlab;
 use crate::record::result::FlowRecord;
 use crate::units::SimTime;
 use datagram::{DatagramReceiver, DatagramSender};
@@ -205,30 +206,14 @@ impl Receiver {
     pub fn heap_bytes(&self) -> usize {
         receiver_dispatch!(self, r => r.heap_bytes())
     }
+    /// A packet from the sender arrived: the answers go to `out`, their SACK blocks (QUIC: ACK
+    /// ranges) straight into `sacks`, the slab the network carries them in.
     #[inline]
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
-        receiver_dispatch!(self, r => r.on_packet(now, packet, out))
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
+        receiver_dispatch!(self, r => r.on_packet(now, packet, sacks, out))
     }
-    /// The SACK blocks (QUIC: ACK ranges) of `packet`, an ACK this receiver has just produced.
-    #[inline]
-    pub fn staged_sack(&self, packet: &Packet) -> &[SackBlock] {
-        match self {
-            Receiver::Tcp(r) => r.staged_sack.blocks(packet),
-            Receiver::Quic(r) => r.staged_sack.blocks(packet),
-            Receiver::Datagram(_) => &[],
-        }
-    }
-    /// The staged blocks have been sent.
-    #[inline]
-    pub fn clear_staged_sack(&mut self) {
-        match self {
-            Receiver::Tcp(r) => r.staged_sack.clear(),
-            Receiver::Quic(r) => r.staged_sack.clear(),
-            Receiver::Datagram(_) => {}
-        }
-    }
-    pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        receiver_dispatch!(self, r => r.on_timeout(now, out))
+    pub fn on_timeout(&mut self, now: SimTime, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
+        receiver_dispatch!(self, r => r.on_timeout(now, sacks, out))
     }
     #[inline]
     pub fn next_timeout(&self) -> Option<SimTime> {

@@ -4,7 +4,8 @@
 
 use super::{TcpConfig, TcpReceiver, TcpSender};
 use crate::cc::{Controller, ControllerConfig};
-use crate::net::packet::{Packet, SackBlock};
+use crate::net::packet::Packet;
+use crate::net::sack_slab::SackSlab;
 use crate::spec::{CcaKind, TcpSpec};
 use crate::units::SimTime;
 
@@ -27,9 +28,10 @@ pub struct Loopback {
     one_way: SimTime,
     /// When the forward path is free again.
     busy_until: SimTime,
-    /// Packets on their way: (arrival time, order of sending, towards the receiver?, packet, its
-    /// SACK blocks).
-    in_transit: Vec<(SimTime, u64, bool, Packet, Vec<SackBlock>)>,
+    /// Packets on their way: (arrival time, order of sending, towards the receiver?, packet).
+    in_transit: Vec<(SimTime, u64, bool, Packet)>,
+    /// The SACK blocks of the ACKs on their way.
+    sacks: SackSlab,
     sent: u64,
     /// Transmissions of each segment so far.
     copies: Vec<u32>,
@@ -49,6 +51,7 @@ impl Loopback {
             one_way,
             busy_until: SimTime::ZERO,
             in_transit: Vec::new(),
+            sacks: SackSlab::default(),
             sent: 0,
             copies: vec![0; segments as usize + 1],
         }
@@ -75,19 +78,20 @@ impl Loopback {
             }
             if let Some((t, order)) = next_packet.filter(|&(t, _)| t == now) {
                 let i = self.in_transit.iter().position(|p| p.0 == t && p.1 == order).expect("found above");
-                let (_, _, to_receiver, packet, sack) = self.in_transit.swap_remove(i);
+                let (_, _, to_receiver, packet) = self.in_transit.swap_remove(i);
                 if to_receiver {
-                    self.receiver.on_packet(now, &packet, &mut out);
+                    self.receiver.on_packet(now, &packet, &mut self.sacks, &mut out);
                     self.send_all(now, &mut out, false, &mut script);
                 } else {
-                    self.sender.on_packet(now, &packet, &sack, &mut out);
+                    self.sender.on_packet(now, &packet, self.sacks.blocks(&packet), &mut out);
+                    self.sacks.release(&packet);
                     self.send_all(now, &mut out, true, &mut script);
                 }
             } else if self.sender.next_timeout() == Some(now) {
                 self.sender.on_timeout(now, &mut out);
                 self.send_all(now, &mut out, true, &mut script);
             } else {
-                self.receiver.on_timeout(now, &mut out);
+                self.receiver.on_timeout(now, &mut self.sacks, &mut out);
                 self.send_all(now, &mut out, false, &mut script);
             }
         }
@@ -104,8 +108,7 @@ impl Loopback {
         for packet in out.drain(..) {
             self.sent += 1;
             if !forward {
-                let sack = self.receiver.staged_sack.blocks(&packet).to_vec();
-                self.in_transit.push((now + self.one_way, self.sent, false, packet, sack));
+                self.in_transit.push((now + self.one_way, self.sent, false, packet));
                 continue;
             }
             self.busy_until = self.busy_until.max(now) + self.per_packet;
@@ -120,10 +123,7 @@ impl Loopback {
                     Fate::Delayed(extra) => arrival += extra,
                 }
             }
-            self.in_transit.push((arrival, self.sent, true, packet, Vec::new()));
-        }
-        if !forward {
-            self.receiver.staged_sack.clear();
+            self.in_transit.push((arrival, self.sent, true, packet));
         }
     }
 

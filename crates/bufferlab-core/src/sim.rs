@@ -645,7 +645,7 @@ impl Simulator {
         match side {
             Side::Sender => {
                 let packet = self.wire.packet(slot);
-                f.sender.on_packet(self.now, packet, self.wire.sack(packet), &mut out);
+                f.sender.on_packet(self.now, packet, self.wire.ack_frame(packet), &mut out);
             }
             Side::Receiver => {
                 let (packet, sacks) = self.wire.packet_and_sacks(slot);
@@ -707,7 +707,7 @@ impl Simulator {
         if schedule.started && !self.captures.is_empty() {
             if let Some(c) = self.capture_of[ch as usize] {
                 if let Some(p) = self.channels[ch as usize].last_started() {
-                    self.captures[c].push(self.now, p, self.wire.sack(p));
+                    self.captures[c].push(self.now, p, self.wire.ack_frame(p).blocks);
                 }
             }
         }

@@ -492,7 +492,7 @@ mod tests {
         let block = crate::net::packet::SackBlock { start: 1, end: 2 };
         let ack = |pool: &mut PacketPool| {
             let mut p = Packet::acknowledgement(0, 1, crate::net::packet::flags::ACK, 1, 60, SimTime::ZERO);
-            pool.sacks_mut().store(&mut p, &[block]);
+            pool.sacks_mut().store(&mut p, crate::net::packet::AckFrame::without_delay(&[block]));
             p
         };
         let fifo = |n| Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(n), None, 0);
@@ -510,7 +510,7 @@ mod tests {
         let p = ack(&mut pool);
         ch.offer(&p, SimTime::ZERO, &mut pool, &routes);
         assert_eq!((ch.drops(), pool.sacks_held()), (1, 0));
-        assert_eq!(pool.sack(&p), &[block], "a capture of the lost ACK still reads its blocks");
+        assert_eq!(pool.ack_frame(&p).blocks, &[block], "a capture of the lost ACK still reads its blocks");
     }
 
     fn chain(p: f64, r: f64, loss_good: f64, loss_bad: f64) -> GilbertElliott {

@@ -61,9 +61,25 @@ pub struct Packet {
     /// transmission. On a QUIC ACK the SACK blocks carry acknowledged packet-number ranges. Zero
     /// for TCP.
     pub pn: u64,
-    /// QUIC ACK Delay (RFC 9000 §19.3) in microseconds, the field's unit with ack_delay_exponent 0:
-    /// how long the receiver held the ACK after the largest acknowledged packet arrived. Zero for TCP.
+}
+
+/// What an ACK carries besides its fixed fields, kept beside the packet in the network's SACK
+/// slab ([`crate::net::sack_slab::SackSlab`], issue 15): its SACK blocks (TCP, RFC 2018; on a
+/// QUIC ACK frame, the acknowledged packet-number ranges of RFC 9000 §19.3) and QUIC's ACK Delay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckFrame<'a> {
+    pub blocks: &'a [SackBlock],
+    /// QUIC ACK Delay (RFC 9000 §19.3) in microseconds, the field's unit with ack_delay_exponent
+    /// 0: how long the receiver held the ACK after the largest acknowledged packet arrived. Zero
+    /// for TCP.
     pub ack_delay_us: u32,
+}
+
+impl<'a> AckFrame<'a> {
+    /// The blocks `blocks` and no ACK Delay (TCP's SACK option).
+    pub fn without_delay(blocks: &'a [SackBlock]) -> Self {
+        AckFrame { blocks, ack_delay_us: 0 }
+    }
 }
 
 impl Packet {
@@ -86,7 +102,6 @@ impl Packet {
             sender_srtt: SimTime::ZERO,
             enqueued_at: now,
             pn: 0,
-            ack_delay_us: 0,
         }
     }
 
@@ -105,9 +120,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn packet_without_its_sack_blocks_is_88_bytes() {
+    fn packet_without_its_ack_frame_is_80_bytes() {
         // Packets are copied at each hop (into a pool slot, out of it, into and out of queues);
-        // the SACK blocks live in the pool's slab, so a copy is 88 bytes, not 128 (issue 15).
-        assert_eq!(std::mem::size_of::<Packet>(), 88);
+        // an ACK's SACK blocks and ACK Delay live in the pool's slab, so a copy is 80 bytes, not
+        // 128, and a pool slot spans two cache lines wherever it starts (issue 15).
+        assert_eq!(std::mem::size_of::<Packet>(), 80);
     }
 }

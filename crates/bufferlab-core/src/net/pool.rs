@@ -15,15 +15,15 @@
 //! after the other. Here the arrival event names the packet's slot, and the slot's [`Link`] (in
 //! an array of its own, at the same index) names the packet behind it in the pipe and when that
 //! one arrives, so the channel, the packet and its link are three loads the processor issues at
-//! once. Slots are not padded to cache lines: an 88-byte packet (its SACK blocks in the slab
-//! below, issue 15) spans two lines either way, and the smaller pool is what a large run gains.
+//! once. Slots are not padded to cache lines: an 80-byte packet (its SACK blocks in a slab,
+//! issue 15) spans two lines either way, and the smaller pool is what a large run gains.
 //! The link also says what becomes of the packet behind it when it arrives (its [`Hop`]), so the
 //! arrival event can name the channel or flow it will touch next as well.
 //!
 //! The pool never decides anything observable: which slot holds a packet does not affect the
 //! run, so results are the same as with packets stored in the pipes.
 
-use crate::net::packet::{Packet, SackBlock};
+use crate::net::packet::{AckFrame, Packet};
 use crate::net::routing::Hop;
 use crate::net::sack_slab::SackSlab;
 use crate::units::SimTime;
@@ -32,7 +32,7 @@ use mem_prefetch::prefetch_read_data;
 /// Slot index meaning "no packet" (an empty pipe's head and tail, the last packet's successor).
 const NONE: u32 = u32::MAX;
 
-/// A packet in the pool: 88 bytes, not padded to a cache-line multiple (128 bytes): the
+/// A packet in the pool: 80 bytes, not padded to a cache-line multiple (128 bytes): the
 /// smaller footprint gains more than the alignment (docs/engine.md, issue 15).
 #[derive(Debug, Clone, Copy)]
 struct Stored(Packet);
@@ -171,8 +171,10 @@ impl PacketPool {
     #[inline]
     pub fn prefetch(&self, slot: u32) {
         if let (Some(stored), Some(link)) = (self.slots.get(slot as usize), self.links.get(slot as usize)) {
+            // An 80-byte slot starts at a multiple of 16 in its line and spans two lines: its
+            // first byte names one, a field at its end the other.
             prefetch_read_data::<_, 3>(stored);
-            prefetch_read_data::<_, 3>(&stored.0.ts_val);
+            prefetch_read_data::<_, 3>(&stored.0.retransmission);
             prefetch_read_data::<_, 3>(link);
         }
     }
@@ -190,10 +192,10 @@ impl PacketPool {
         (&self.slots[slot as usize].0, &mut self.sacks)
     }
 
-    /// The SACK blocks of `packet` (none unless it is an ACK that carries some).
+    /// The SACK blocks and ACK Delay of `packet` (none unless it is an ACK that carries some).
     #[inline]
-    pub fn sack(&self, packet: &Packet) -> &[SackBlock] {
-        self.sacks.blocks(packet)
+    pub fn ack_frame(&self, packet: &Packet) -> AckFrame<'_> {
+        self.sacks.frame(packet)
     }
 
     /// `packet` leaves the network, dropped: its SACK entry (if any) is the next one reused.
@@ -270,6 +272,21 @@ mod tests {
     fn a_stored_packet_is_not_padded() {
         assert_eq!(std::mem::size_of::<Stored>(), std::mem::size_of::<Packet>());
         assert_eq!(std::mem::size_of::<Link>(), 16, "links never straddle two cache lines");
+    }
+
+    #[test]
+    fn prefetch_names_every_cache_line_of_every_slot() {
+        // `PacketPool::prefetch` names a slot's first byte and its `retransmission` field: for
+        // each place a slot can start in a line, those two must fall on every line it spans.
+        let size = std::mem::size_of::<Stored>();
+        let named = [0, std::mem::offset_of!(Packet, retransmission)];
+        for slot in 0..64 {
+            let start = slot * size;
+            let spanned: Vec<usize> = (start / 64..=(start + size - 1) / 64).collect();
+            let mut asked: Vec<usize> = named.iter().map(|&offset| (start + offset) / 64).collect();
+            asked.dedup();
+            assert_eq!(asked, spanned, "slot {slot} at byte {start}");
+        }
     }
 
     #[test]

@@ -1,11 +1,12 @@
-//! The SACK blocks of the ACKs on the network (issue 15), out of [`Packet`]: a packet is copied
-//! at each hop (into a pool slot, out of it, into and out of queues) while only ACKs carry
-//! blocks, so a packet holds a 4-byte handle (`Packet::sack`) and `sack_len`, and the blocks
-//! live here from the moment a receiver writes its ACK until the ACK leaves the network
-//! (delivered to its sender, refused by a queue, lost on a link).
+//! The SACK blocks (and QUIC's ACK Delay: an [`AckFrame`]) of the ACKs on the network
+//! (issue 15), out of [`Packet`]: a packet is copied at each hop (into a pool slot, out of it,
+//! into and out of queues) while only ACKs carry them, so a packet holds a 4-byte handle
+//! (`Packet::sack`) and `sack_len`, and the frame lives here from the moment a receiver writes
+//! its ACK until the ACK leaves the network (delivered to its sender, refused by a queue, lost on
+//! a link).
 //!
-//! A receiver writes the blocks straight into their entry as it builds the ACK
-//! ([`SackSlab::store`]); the sender reads them where they lie ([`SackSlab::blocks`]). Entries
+//! A receiver writes the frame straight into its entry as it builds the ACK
+//! ([`SackSlab::store`]); the sender reads it where it lies ([`SackSlab::frame`]). Entries
 //! are reused most recently released first, so the entry an ACK takes is usually one a sender
 //! has just read (in the cache). An entry is one cache line: a sender's read of a cold entry is
 //! one miss, and a large run asks for it ahead ([`SackSlab::prefetch`]).
@@ -13,13 +14,17 @@
 //! Which entry holds which blocks never affects the run: results are those of blocks carried
 //! in the packet.
 
-use crate::net::packet::{Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{AckFrame, Packet, SackBlock, MAX_SACK_BLOCKS};
 use mem_prefetch::prefetch_read_data;
 
-/// The blocks of one ACK, on a cache line of their own (48 bytes of blocks, 16 of padding).
+/// The frame of one ACK, on a cache line of its own (48 bytes of blocks, the ACK Delay, 12
+/// bytes of padding).
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(align(64))]
-struct Entry([SackBlock; MAX_SACK_BLOCKS]);
+struct Entry {
+    blocks: [SackBlock; MAX_SACK_BLOCKS],
+    ack_delay_us: u32,
+}
 
 #[derive(Debug, Default, Clone)]
 pub struct SackSlab {
@@ -29,11 +34,14 @@ pub struct SackSlab {
 }
 
 impl SackSlab {
-    /// Give `packet`, an ACK about to be sent, the blocks `blocks` (at most
-    /// [`MAX_SACK_BLOCKS`]); none leaves it without an entry.
+    /// Give `packet`, an ACK about to be sent, the frame `frame` (at most [`MAX_SACK_BLOCKS`]
+    /// blocks). A frame without blocks (a TCP ACK without SACK) takes no entry: an ACK Delay
+    /// travels only with QUIC's ranges, of which an ACK frame always has at least one.
     #[inline]
-    pub fn store(&mut self, packet: &mut Packet, blocks: &[SackBlock]) {
+    pub fn store(&mut self, packet: &mut Packet, frame: AckFrame<'_>) {
+        let blocks = frame.blocks;
         debug_assert!(blocks.len() <= MAX_SACK_BLOCKS);
+        debug_assert!(!blocks.is_empty() || frame.ack_delay_us == 0, "an ACK Delay travels with ranges");
         packet.sack_len = blocks.len() as u8;
         if blocks.is_empty() {
             return;
@@ -46,17 +54,28 @@ impl SackSlab {
             }
         };
         // Only the first `sack_len` blocks are ever read: the rest may keep an older ACK's.
-        self.entries[entry as usize].0[..blocks.len()].copy_from_slice(blocks);
+        let stored = &mut self.entries[entry as usize];
+        stored.blocks[..blocks.len()].copy_from_slice(blocks);
+        stored.ack_delay_us = frame.ack_delay_us;
         packet.sack = entry;
+    }
+
+    /// The frame of `packet` (no blocks and no delay unless it is an ACK that carries some).
+    #[inline]
+    pub fn frame(&self, packet: &Packet) -> AckFrame<'_> {
+        match packet.sack_len {
+            0 => AckFrame::default(),
+            n => {
+                let entry = &self.entries[packet.sack as usize];
+                AckFrame { blocks: &entry.blocks[..n as usize], ack_delay_us: entry.ack_delay_us }
+            }
+        }
     }
 
     /// The SACK blocks of `packet` (none unless it is an ACK that carries some).
     #[inline]
     pub fn blocks(&self, packet: &Packet) -> &[SackBlock] {
-        match packet.sack_len {
-            0 => &[],
-            n => &self.entries[packet.sack as usize].0[..n as usize],
-        }
+        self.frame(packet).blocks
     }
 
     /// `packet` leaves the network (delivered or dropped): its entry is the next one reused.
@@ -105,15 +124,15 @@ mod tests {
     }
 
     #[test]
-    fn each_ack_reads_back_the_blocks_it_was_given() {
+    fn each_ack_reads_back_the_frame_it_was_given() {
         let mut slab = SackSlab::default();
         let (mut a, mut b, mut none) = (ack(), ack(), ack());
-        slab.store(&mut a, &[block(1), block(201), block(401)]);
-        slab.store(&mut b, &[block(601)]);
-        slab.store(&mut none, &[]);
-        assert_eq!(slab.blocks(&a), &[block(1), block(201), block(401)]);
-        assert_eq!(slab.blocks(&b), &[block(601)]);
-        assert_eq!((none.sack_len, slab.blocks(&none)), (0, &[][..]));
+        slab.store(&mut a, AckFrame::without_delay(&[block(1), block(201), block(401)]));
+        slab.store(&mut b, AckFrame { blocks: &[block(601)], ack_delay_us: 25_000 });
+        slab.store(&mut none, AckFrame::default());
+        assert_eq!(slab.frame(&a), AckFrame::without_delay(&[block(1), block(201), block(401)]));
+        assert_eq!(slab.frame(&b), AckFrame { blocks: &[block(601)], ack_delay_us: 25_000 });
+        assert_eq!((none.sack_len, slab.frame(&none)), (0, AckFrame::default()));
         assert_eq!(slab.held(), 2, "an ACK without blocks takes no entry");
     }
 
@@ -121,14 +140,18 @@ mod tests {
     fn a_released_entry_is_reused_first_and_shows_only_the_new_blocks() {
         let mut slab = SackSlab::default();
         let (mut a, mut b) = (ack(), ack());
-        slab.store(&mut a, &[block(1), block(201), block(401)]);
-        slab.store(&mut b, &[block(601)]);
+        slab.store(&mut a, AckFrame { blocks: &[block(1), block(201), block(401)], ack_delay_us: 7 });
+        slab.store(&mut b, AckFrame::without_delay(&[block(601)]));
         slab.release(&a);
         assert_eq!(slab.held(), 1);
         let mut c = ack();
-        slab.store(&mut c, &[block(801)]);
+        slab.store(&mut c, AckFrame::without_delay(&[block(801)]));
         assert_eq!(c.sack, a.sack, "the most recently released entry is taken again");
-        assert_eq!(slab.blocks(&c), &[block(801)], "not the two blocks left behind by the first ACK");
+        assert_eq!(
+            slab.frame(&c),
+            AckFrame::without_delay(&[block(801)]),
+            "neither the two blocks nor the delay left behind by the first ACK"
+        );
         assert_eq!(slab.blocks(&b), &[block(601)]);
         assert_eq!((slab.held(), slab.entries.len()), (2, 2), "the slab did not grow");
     }

@@ -18,7 +18,7 @@ pub mod sender_core;
 pub mod tcp;
 pub mod timing;
 
-use crate::net::packet::{Packet, SackBlock};
+use crate::net::packet::{AckFrame, Packet};
 use crate::net::sack_slab::SackSlab;
 use crate::record::result::FlowRecord;
 use crate::units::SimTime;
@@ -114,8 +114,12 @@ impl Sender {
     }
     /// A packet from the receiver arrived.
     #[inline]
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, sack: &[SackBlock], out: &mut Vec<Packet>) {
-        sender_dispatch!(self, s => s.on_packet(now, packet, sack, out))
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, ack: AckFrame<'_>, out: &mut Vec<Packet>) {
+        match self {
+            Sender::Tcp(s) => s.on_packet(now, packet, ack.blocks, out),
+            Sender::Datagram(s) => s.on_packet(now, packet, ack.blocks, out),
+            Sender::Quic(s) => s.on_packet(now, packet, ack, out),
+        }
     }
     /// The wakeup the sender asked for (or an earlier one) is due.
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {

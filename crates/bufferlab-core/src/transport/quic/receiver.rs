@@ -2,7 +2,7 @@
 //! and sends ACK frames (RFC 9000 §13.2).
 
 use super::{QuicConfig, RECEIVER_RANGES};
-use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{flags, AckFrame, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::net::sack_slab::SackSlab;
 use crate::transport::ranges::RangeSet;
 use crate::transport::timing::DeliveryLog;
@@ -132,18 +132,16 @@ impl QuicReceiver {
             // RFC 9000 §19.3: each range after the first adds a Gap and an ACK Range Length.
             self.config.ack_packet + 4 * (n as u32 - 1)
         };
-        let mut packet = Packet {
-            ack_delay_us: u32::try_from((now - self.largest_received_at).as_ns() / 1_000).unwrap_or(u32::MAX),
-            ..Packet::acknowledgement(
-                self.flow,
-                self.sender_node,
-                flags::ACK | extra_flags,
-                largest,
-                datagram + self.config.lower_layer,
-                now,
-            )
-        };
-        sacks.store(&mut packet, &sack[..n]);
+        let mut packet = Packet::acknowledgement(
+            self.flow,
+            self.sender_node,
+            flags::ACK | extra_flags,
+            largest,
+            datagram + self.config.lower_layer,
+            now,
+        );
+        let ack_delay_us = u32::try_from((now - self.largest_received_at).as_ns() / 1_000).unwrap_or(u32::MAX);
+        sacks.store(&mut packet, AckFrame { blocks: &sack[..n], ack_delay_us });
         out.push(packet);
         self.acks_sent += 1;
         self.unacknowledged = 0;
@@ -200,6 +198,6 @@ mod tests {
         r.on_packet(SimTime::from_ms(10), &data(0, 0, 1000), &mut sacks, &mut out);
         r.on_timeout(SimTime::from_ms(35), &mut sacks, &mut out);
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].ack_delay_us, 25_000);
+        assert_eq!(sacks.frame(&out[0]).ack_delay_us, 25_000);
     }
 }

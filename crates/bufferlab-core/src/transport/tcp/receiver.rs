@@ -7,7 +7,7 @@
 
 use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::memory::prefetch;
-use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{flags, AckFrame, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::net::sack_slab::SackSlab;
 use crate::transport::timing::DeliveryLog;
 use crate::units::SimTime;
@@ -252,7 +252,7 @@ impl TcpReceiver {
                     n += 1;
                 }
             }
-            sacks.store(&mut packet, &blocks[..n]);
+            sacks.store(&mut packet, AckFrame::without_delay(&blocks[..n]));
             // RFC 2018 §3: kind + length (2 bytes) and 8 bytes per block, padded to 4 bytes.
             packet.wire_bytes += (2 + 8 * n as u32).div_ceil(4) * 4;
         }

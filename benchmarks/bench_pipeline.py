@@ -30,7 +30,8 @@ with the imports it brings, and reports the CPU time (user + system, every threa
     persist      `store.writer.persist` into a new store with its imports (DuckDB)
     present      the summary's tables (rich), printed into a buffer
     exit         the child's CPU time after it reported the others: the interpreter's teardown
-                 where the command exits with `sys.exit`, little where it has `cli.exit_now`
+                 where the command exits with `sys.exit`; where it has `cli.exit_now`, the
+                 kernel freeing the process's memory (see `cli.exit_now`)
 
 --stages-case CASE: the same table for one case of the scale ladder (benchmarks/bench_scale.py,
 written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with

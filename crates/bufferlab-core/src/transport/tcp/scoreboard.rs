@@ -72,13 +72,21 @@ impl Segment {
     }
 }
 
+/// What the sender needs of the highest segment a cumulative acknowledgement removed: when it
+/// was last sent and whether Karn's rule (RFC 6298 §3) withholds its RTT sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckedSegment {
+    pub sent_time: SimTime,
+    pub ever_retransmitted: bool,
+}
+
 /// What a cumulative acknowledgement removed from the scoreboard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CumulativeAck {
     pub bytes: u64,
     pub segments: u64,
     /// The highest segment acknowledged, if any.
-    pub newest: Option<Segment>,
+    pub newest: Option<AckedSegment>,
     /// Bytes acknowledged that had already been SACKed (delivered earlier).
     pub previously_sacked_bytes: u64,
 }
@@ -262,9 +270,12 @@ impl Scoreboard {
         &self.segments[index]
     }
 
+    /// The index of the segment holding `seq` (at or above the oldest segment's start). Every
+    /// segment starts a whole number of MSS after the oldest one, so one division finds it.
     fn index_of(&self, seq: u64) -> usize {
         let front = self.segments.front().expect("index into an empty scoreboard").start;
-        ((seq - 1) / self.mss - (front - 1) / self.mss) as usize
+        debug_assert!(seq >= front && (front - 1) % self.mss == 0, "segments start on MSS multiples");
+        ((seq - front) / self.mss) as usize
     }
 
     /// Record a new segment sent at SND.NXT.
@@ -276,13 +287,15 @@ impl Scoreboard {
 
     /// Remove every segment wholly below `ack` (a cumulative acknowledgement); segments not
     /// SACKed before are delivered now and handed to `delivered`.
+    ///
+    /// Each segment is read where it lies before it is dropped: a 64-byte segment is not copied
+    /// out (nor again as the newest one).
     pub fn ack_up_to(&mut self, ack: u64, delivered: &mut impl FnMut(&Segment)) -> CumulativeAck {
         let mut result = CumulativeAck::default();
         while let Some(seg) = self.segments.front() {
             if seg.end() > ack {
                 break;
             }
-            let seg = self.segments.pop_front().expect("front exists");
             let len = seg.len as u64;
             self.outstanding_bytes -= len;
             if seg.sacked {
@@ -293,14 +306,15 @@ impl Scoreboard {
                 if seg.lost {
                     self.lost_bytes -= len;
                 }
-                delivered(&seg);
+                delivered(seg);
             }
             if seg.retransmitted {
                 self.retransmitted_bytes -= len;
             }
             result.bytes += len;
             result.segments += 1;
-            result.newest = Some(seg);
+            result.newest = Some(AckedSegment { sent_time: seg.sent_time, ever_retransmitted: seg.ever_retransmitted });
+            self.segments.pop_front();
         }
         // The highest SACKed segments acknowledged now were the lowest of them: every SACKed
         // segment left lies above them and is among the ones kept.

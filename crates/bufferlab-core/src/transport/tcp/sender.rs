@@ -644,17 +644,17 @@ impl TcpSender {
 
     /// Whether a segment of `len` bytes may go out now.
     fn may_send(&self, len: u64) -> bool {
-        match self.recovery {
-            Some(r)
-                if r.cause == RecoveryCause::Fast
-                    && self.config.recovery == RecoveryKind::Prr
-                    && !self.core.cc.governs_recovery() =>
+        // Outside recovery (the usual case) only the window is asked.
+        if let Some(r) = self.recovery {
+            if r.cause == RecoveryCause::Fast
+                && self.config.recovery == RecoveryKind::Prr
+                && !self.core.cc.governs_recovery()
             {
-                r.prr_allowance > 0
+                return r.prr_allowance > 0;
             }
-            // RFC 6675 §5 / RFC 5681: transmit while cwnd - pipe >= 1 SMSS.
-            _ => self.pipe() + len <= self.core.cc.window(),
         }
+        // RFC 6675 §5 / RFC 5681: transmit while cwnd - pipe >= 1 SMSS.
+        self.pipe() + len <= self.core.cc.window()
     }
 
     fn charge(&mut self, len: u64) {

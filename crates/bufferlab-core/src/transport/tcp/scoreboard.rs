@@ -481,7 +481,27 @@ impl Scoreboard {
     /// retransmissions in their queue: each walk stops at the first one not yet lost, whose
     /// deadline is the next to watch (the RFC arms its timer at the latest pending deadline and
     /// marks them together; marking each at its own deadline applies the same rule on time).
+    ///
+    /// Asked on every ACK, and usually with nothing to find: no retransmission is outstanding and
+    /// the oldest segment, at the loss boundary and not SACKed, left after the reference (so does
+    /// every segment above it). That answer is given here, inline; the walk is a call.
+    #[inline]
     pub fn rack_detect_losses(&mut self, reference: RackReference, reo_wnd: SimTime, now: SimTime) -> RackLosses {
+        let no_retransmission = self.retransmissions.as_ref().is_none_or(VecDeque::is_empty);
+        if let Some(front) = self.segments.front() {
+            if no_retransmission
+                && self.lost_boundary <= front.start
+                && !front.sacked
+                && !sent_after(reference.xmit_ts, reference.end_seq, front.sent_time, front.end())
+            {
+                return RackLosses::default();
+            }
+        }
+        self.rack_walk(reference, reo_wnd, now)
+    }
+
+    /// [`Scoreboard::rack_detect_losses`]'s walks over original transmissions and retransmissions.
+    fn rack_walk(&mut self, reference: RackReference, reo_wnd: SimTime, now: SimTime) -> RackLosses {
         let mut found = RackLosses::default();
         let wait = reference.rtt + reo_wnd;
         let sent_before_reference =

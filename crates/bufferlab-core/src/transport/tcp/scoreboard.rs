@@ -118,6 +118,13 @@ pub struct Scoreboard {
     retransmissions: Option<VecDeque<(u64, SimTime)>>,
 }
 
+/// [`Scoreboard::index_of`] on the segments alone (for a caller holding other fields borrowed).
+fn index_in(segments: &VecDeque<Segment>, mss: u64, seq: u64) -> usize {
+    let front = segments.front().expect("index into an empty scoreboard").start;
+    debug_assert!(seq >= front && (front - 1) % mss == 0, "segments start on MSS multiples");
+    ((seq - front) / mss) as usize
+}
+
 /// What RACK's loss rule found in one pass over the scoreboard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RackLosses {
@@ -273,9 +280,7 @@ impl Scoreboard {
     /// The index of the segment holding `seq` (at or above the oldest segment's start). Every
     /// segment starts a whole number of MSS after the oldest one, so one division finds it.
     fn index_of(&self, seq: u64) -> usize {
-        let front = self.segments.front().expect("index into an empty scoreboard").start;
-        debug_assert!(seq >= front && (front - 1) % self.mss == 0, "segments start on MSS multiples");
-        ((seq - front) / self.mss) as usize
+        index_in(&self.segments, self.mss, seq)
     }
 
     /// Record a new segment sent at SND.NXT.
@@ -540,16 +545,15 @@ impl Scoreboard {
                 i += 1;
             }
         }
-        // Retransmissions, in the order they left (usually none is outstanding: then nothing is
-        // taken out and put back).
-        let Some(mut order) = self.retransmissions.take_if(|order| !order.is_empty()) else { return found };
+        // Retransmissions, in the order they left, walked in place.
+        let Some(order) = self.retransmissions.as_mut() else { return found };
         while let Some(&(start, sent)) = order.front() {
             let Some(front) = self.segments.front() else { break };
             if start < front.start {
                 order.pop_front(); // cumulatively acknowledged
                 continue;
             }
-            let i = self.index_of(start);
+            let i = index_in(&self.segments, self.mss, start);
             let seg = &mut self.segments[i];
             if seg.sacked || !seg.retransmitted || seg.sent_time != sent {
                 order.pop_front(); // delivered, or deemed lost and sent again since
@@ -574,7 +578,6 @@ impl Scoreboard {
             }
             order.pop_front();
         }
-        self.retransmissions = Some(order);
         found
     }
 

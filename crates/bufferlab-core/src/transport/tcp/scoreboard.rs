@@ -362,9 +362,13 @@ impl Scoreboard {
             }
             highest.pop_front();
         }
-        // Usually the newest SACK is the highest: the insertion is a push at the back.
-        let at = highest.partition_point(|&s| s < start);
-        highest.insert(at, start);
+        // Usually the newest SACK is the highest: a push at the back, without a search.
+        if highest.back().is_none_or(|&highest_start| highest_start < start) {
+            highest.push_back(start);
+        } else {
+            let at = highest.partition_point(|&s| s < start);
+            highest.insert(at, start);
+        }
     }
 
     /// Mark the segments wholly inside a SACK block, handing each newly SACKed one to

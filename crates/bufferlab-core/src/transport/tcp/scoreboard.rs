@@ -523,6 +523,10 @@ impl Scoreboard {
         if let Some(front) = self.segments.front().filter(|_| self.lost_boundary < end) {
             // (A boundary at the end of a short last segment would map to that segment.)
             let mut i = self.index_of(self.lost_boundary.max(front.start));
+            // The retransmission cursor at the boundary (no lost segment waits between) follows
+            // it over SACKed segments until one is deemed lost: NextSeg() then has nothing to
+            // search (in a long recovery the boundary moves over new SACKs on most ACKs).
+            let mut cursor_follows = self.retransmit_hint.max(front.start) >= self.lost_boundary;
             while i < self.segments.len() {
                 let seg = &mut self.segments[i];
                 if !seg.sacked {
@@ -535,6 +539,7 @@ impl Scoreboard {
                         break;
                     }
                     seg.lost = true;
+                    cursor_follows = false;
                     let len = seg.len as u64;
                     self.lost_bytes += len;
                     found.bytes += len;
@@ -547,6 +552,9 @@ impl Scoreboard {
                 // Every unsacked segment below the boundary is lost; SACKed ones may lie there.
                 self.lost_boundary = seg.end();
                 i += 1;
+            }
+            if cursor_follows {
+                self.retransmit_hint = self.retransmit_hint.max(self.lost_boundary);
             }
         }
         // Retransmissions, in the order they left, walked in place.

@@ -45,10 +45,10 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ..analysis import metrics as catalogue
+from ..analysis import catalogue
 from ..errors import SpecError
 from ..interrupts import deferred
-from ..pipeline.derive import stored_column_types
+from ..pipeline.columns import stored_column_types
 from ..pipeline.engine import core
 from . import DEFAULT_DB, SCHEMA_VERSION
 from .connection import connect, release_writer, store_error

@@ -36,8 +36,8 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[preload.Preload | None]:
     handles: list[preload.Preload | None] = []
     real_start = preload.start
 
-    def start(also: Sequence[str] = ()) -> preload.Preload | None:
-        handles.append(real_start(also))
+    def start(also: Sequence[str] = (), store: bool = True) -> preload.Preload | None:
+        handles.append(real_start(also, store))
         return handles[-1]
 
     monkeypatch.setattr(preload, "start", start)
@@ -81,7 +81,7 @@ def test_a_run_with_the_preload_stores_exactly_what_it_stores_without(small: Pat
     scenario = Scenario.from_toml(small)
     runner.run(scenario, tmp_path / "with.duckdb")
     assert started and started[0] is not None and started[0].wait(60) and started[0].error is None
-    monkeypatch.setattr(preload, "start", lambda also=(): None)
+    monkeypatch.setattr(preload, "start", lambda also=(), store=True: None)
     runner.run(scenario, tmp_path / "without.duckdb")
     with_preload, without = _stored(tmp_path / "with.duckdb"), _stored(tmp_path / "without.duckdb")
     assert with_preload == without
@@ -219,7 +219,7 @@ def test_an_import_the_preload_cannot_make_fails_the_command_as_without_it(small
         from bufferlab import preload
         from bufferlab.cli import main
         if sys.argv[3] == "without":
-            preload.start = lambda also=(): None
+            preload.start = lambda also=(), store=True: None
         sys.exit(main(["run", sys.argv[1], "--db", sys.argv[2]]))
         """
     done = {case: _python(code, str(small), str(tmp_path / f"{case}.duckdb"), case) for case in ("with", "without")}
@@ -251,9 +251,9 @@ def test_a_run_that_draws_tables_has_the_preload_import_rich(small: Path, db: Pa
     asked: list[Sequence[str]] = []
     real_start = preload.start
 
-    def start(also: Sequence[str] = ()) -> preload.Preload | None:
+    def start(also: Sequence[str] = (), store: bool = True) -> preload.Preload | None:
         asked.append(tuple(also))
-        return real_start(also)
+        return real_start(also, store)
 
     monkeypatch.setattr(preload, "start", start)
     assert main(["run", str(small), "--db", str(db), *(["--json"] if json_output else [])]) == 0

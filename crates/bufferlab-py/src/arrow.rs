@@ -25,10 +25,12 @@ use arrow_array::{
     Array, ArrayRef, BooleanArray, Float64Array, RecordBatch, RecordBatchIterator, StringArray,
     TimestampMicrosecondArray, UInt32Array, UInt64Array,
 };
+use arrow_buffer::Buffer;
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyString};
 use pyo3::IntoPyObjectExt;
 
@@ -191,15 +193,20 @@ fn ipc_stream(batch: &RecordBatch) -> Result<Vec<u8>, ArrowError> {
 /// that needs more grows.
 const IPC_STREAM_OVERHEAD: usize = 16 * 1024;
 
-/// The one record batch of an Arrow IPC stream (`ipc_stream`).
-fn batch_of_ipc(data: &[u8]) -> Result<RecordBatch, ArrowError> {
-    let mut reader = arrow_ipc::reader::StreamReader::try_new(data, None)?;
-    let schema = reader.schema();
-    let batch = reader.next().unwrap_or_else(|| Ok(RecordBatch::new_empty(schema)))?;
-    if reader.next().transpose()?.is_some() {
-        return Err(ArrowError::IpcError("more than one record batch".to_owned()));
+/// The one record batch of an Arrow IPC stream (`ipc_stream`), its arrays pointing into `data`
+/// (the bytes object, held for as long as they live) rather than into copies of it: the stream
+/// aligns every buffer to 64 bytes of its start, and a bytes object's data to 16 bytes.
+fn batch_of_ipc(data: PyBackedBytes) -> Result<RecordBatch, ArrowError> {
+    let mut data = Buffer::from(bytes::Bytes::from_owner(data));
+    let mut decoder = arrow_ipc::reader::StreamDecoder::new();
+    let batch = decoder.decode(&mut data)?;
+    let rest = decoder.decode(&mut data)?;
+    decoder.finish()?;
+    match (batch, rest) {
+        (Some(batch), None) => Ok(batch),
+        (None, _) => Err(ArrowError::IpcError("no record batch".to_owned())),
+        (Some(_), Some(_)) => Err(ArrowError::IpcError("more than one record batch".to_owned())),
     }
-    Ok(batch)
 }
 
 fn capsule_name(name: &str) -> PyResult<CString> {
@@ -230,9 +237,9 @@ impl Table {
     }
 
     /// A table named `name` of an Arrow IPC stream of one record batch (`to_ipc`), decoded
-    /// without the GIL.
+    /// without the GIL and without a copy: the table holds on to `data` (bytes).
     #[staticmethod]
-    fn from_ipc(py: Python<'_>, name: &str, data: &[u8]) -> PyResult<Table> {
+    fn from_ipc(py: Python<'_>, name: &str, data: PyBackedBytes) -> PyResult<Table> {
         let batch = py.allow_threads(|| batch_of_ipc(data));
         Ok(Table::new(name, batch.map_err(|e| PyValueError::new_err(format!("{name}: Arrow IPC stream: {e}")))?))
     }

@@ -32,7 +32,8 @@ with the imports it brings, and reports the CPU time (user + system, every threa
                  (the tables' Arrow IPC streams) and the wait for its commit
     present      the summary's tables (rich), printed into a buffer
     exit         the child's CPU time after it reported the others: the interpreter's teardown
-                 where the command exits with `sys.exit`, little where it has `cli.exit_now`
+                 where the command exits with `sys.exit`; where it has `cli.exit_now`, the
+                 kernel freeing the process's memory (see `cli.exit_now`)
     writer       the store's writer process, where the command has one (forked, as the command
                  forks it, before the spec is read): its imports (DuckDB), DuckDB's instance and
                  the write; it runs beside the stages above, on the second core

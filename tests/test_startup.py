@@ -145,6 +145,50 @@ def test_the_command_exits_without_teardown_but_after_exit_functions_and_flushed
     assert bad.returncode == 2 and bad.stderr.startswith("error: --no-such-flag") and "exit functions ran" in bad.stderr
 
 
+@pytest.mark.parametrize("args", [("--version",), ("run", "--json"), ("run",)])
+def test_a_reader_that_closed_stdout_ends_the_command_quietly_after_its_run_is_stored(tmp_path: Path,
+                                                                                    args: tuple[str, ...]) -> None:
+    # `bufferlab ... | head -1`: the reader goes away; that is not a bug of bufferlab. Plain
+    # output (click) and the run's summary (rich) end alike: status 1, nothing on stderr, and
+    # what the command stored was committed before it printed.
+    import os
+
+    import duckdb
+
+    db = tmp_path / "r.duckdb"
+    command = [*args[:1], str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(db), "--set", "duration=1s",
+               *args[1:]] if args[0] == "run" else list(args)
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        ended = subprocess.run([sys.executable, "-m", "bufferlab", *command], stdout=writer, stderr=subprocess.PIPE,
+                               text=True, cwd=ROOT, timeout=120, check=False)
+    finally:
+        os.close(writer)
+    assert (ended.returncode, ended.stderr) == (1, "")
+    if args[0] == "run":
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            assert con.execute("SELECT count(*) FROM runs WHERE status = 'complete'").fetchone() == (1,)
+        finally:
+            con.close()
+
+
+def test_only_stdout_closed_by_its_reader_counts_as_the_reader_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A broken pipe elsewhere (a sweep's worker that died) stays an error of its own.
+    import os
+
+    from bufferlab import cli as command
+
+    reader, writer = os.pipe()
+    with os.fdopen(writer, "w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        assert not command._stdout_reader_gone()  # its reader still reads
+        os.close(reader)
+        assert command._stdout_reader_gone()
+        monkeypatch.undo()
+
+
 def test_a_fresh_run_loads_no_part_of_numpy_it_does_not_use(tmp_path: Path) -> None:
     # numpy.ma (masked arrays) came in through `np.unique`, which asks whether its argument is
     # masked: 4-5 ms of every fresh run for nothing (the metrics use no masked array).

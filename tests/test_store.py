@@ -249,6 +249,26 @@ def test_a_later_write_leaves_the_row_groups_of_earlier_runs_where_they_are(db: 
             assert len(s.table_rows("channel_timeseries", run.run_id)) == run.result.channel_timeseries.height
 
 
+def test_every_write_lands_in_the_file_and_leaves_no_log_for_readers_to_replay(db: Path) -> None:
+    # A commit is its checkpoint (`store.connection`): a run left in the write-ahead log instead
+    # would be replayed, uncompressed, by every later open of the store, read-only ones included.
+    import dataclasses
+
+    log = Path(f"{db}.wal")
+    _, first = small_run()
+    for run in (first, dataclasses.replace(first, run_id="0" * 64)):
+        store.persist(run, db)
+        assert not log.exists()
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            blocks, wal_size = con.execute("SELECT total_blocks, wal_size FROM pragma_database_size() "
+                                           "WHERE database_name = current_database()").fetchone()
+            assert con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run.run_id]).fetchone() == (1,)
+        finally:
+            con.close()
+        assert blocks > 0 and wal_size == "0 bytes"
+
+
 def test_a_duckdb_file_without_meta_is_refused_and_left_as_it_was(db: Path) -> None:
     db.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(db))

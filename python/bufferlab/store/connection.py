@@ -23,6 +23,28 @@ header, so a kill during it still loses the whole transaction and nothing else; 
 is the blocks it had written, unused space past the data that later writes fill again. No write
 leaves a write-ahead log behind for readers to replay.
 
+Leaving the checkpoint for later (a `checkpoint_threshold` above 0 and `checkpoint_on_detach`
+off: a commit writes the log, and the first commit that finds the log past the threshold folds
+it in) was measured with DuckDB 2.0 and not kept (issue 15). It makes the write cheaper (the
+dumbbell's persist 58 -> 34 ms of CPU time, the whole command 0.342 -> 0.323 s of CPU time and
+0.279 -> 0.259 s wall; one flow 20 -> 13 ms, the command 0.239 -> 0.234 s) by moving more than it
+saves onto every later open of the store. The log holds the rows uncompressed (the dumbbell's
+run: 23 MB of log against 5.8 MB in the file), and every connection, read-only ones included,
+replays it whole: 1.1-2.5 ms of CPU time per MB, for each query (a `Results` opens the store per
+query). With 1, 4 and 10 dumbbell runs in the log, against the same runs checkpointed:
+`bufferlab results list` 0.28 -> 0.34, 0.51 and 0.82 s of CPU time, a run already stored 0.17 ->
+0.20, 0.27 and 0.43 s, `bufferlab report --no-figures` 0.59, 1.03 and 1.67 -> 0.98, 6.2 and 32.7
+s. The next writer replays the log too and then pays the deferred checkpoint (the second
+dumbbell run 113 ms instead of 56). DuckDB decides on an automatic checkpoint from the log's
+size before a commit, not counting the rows the commit appends, so a large run goes to the log
+whole: 1000 flows (500,000 series rows) 0.63 -> 0.94-1.24 s, and 372 MB of log. Only small runs
+gain a little, from one checkpoint (and its vacuum of the small tables) per several commits:
+twelve runs of a sweep's size (0.8 MB of log each) cost 201 ms to store with a checkpoint per
+commit, 175 with a 4 MB threshold and 229 with 16 MB, while a read's open went from 10 to 17 and
+35 ms; `benchmarks/bench_sweep.py` showed no difference beyond its noise. The other settings here
+(no optimistic writes, 32,768-row groups) would have held, the deferred checkpoint being made
+by a writer.
+
 A writer attaches the store with row groups of 32,768 rows (`ROW_GROUP_SIZE`; DuckDB's default,
 122,880, is not recorded in the file, so every writer asks for it), and needs DuckDB 2. A write into
 an existing store used to cost more than the first one, and more as the store grew (the

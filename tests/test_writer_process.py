@@ -27,7 +27,7 @@ from bufferlab.pipeline.result import ENGINE_TABLES
 from bufferlab.spec import Scenario
 from bufferlab.store import writer as store
 from bufferlab.store import writer_process
-from conftest import REPO, SCENARIOS, SMALL_DUMBBELL
+from conftest import REPO, SCENARIOS, SMALL_DUMBBELL, stored_tables, wait_until_simulating
 
 # Every kind of engine table has rows: series, captures (booleans), and a split queue's classes.
 CAPTURED = SMALL_DUMBBELL + """
@@ -35,8 +35,6 @@ CAPTURED = SMALL_DUMBBELL + """
     link = "btl"
     direction = "forward"
 """
-# Columns that differ between two writes of one run (when, and how long the engine took).
-VARYING = {"created_at", "wall_time_s", "updated_at"}
 
 # `bufferlab run` in a fresh interpreter, in the command's process (`prepare_process`: with its
 # writer process) or as a program calling `main` (`library`: without), then what it loaded. The
@@ -89,21 +87,6 @@ def _command(mode: str, *args: str, env: dict[str, str] | None = None,
     return done, report
 
 
-def _stored(db: Path) -> dict[str, Any]:
-    """Every table of the store: its columns and types, and its rows (but `VARYING` columns) in order."""
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        out: dict[str, Any] = {}
-        for table in store.TABLES:
-            columns = con.execute(f"SELECT column_name, data_type FROM information_schema.columns "
-                                  f"WHERE table_name = '{table}' ORDER BY ordinal_position").fetchall()
-            kept = ", ".join(name for name, _ in columns if name not in VARYING)
-            out[table] = (columns, con.execute(f"SELECT {kept} FROM {table} ORDER BY ALL").fetchall())
-        return out
-    finally:
-        con.close()
-
-
 @pytest.fixture
 def captured(write_scenario) -> Path:
     return write_scenario(CAPTURED)
@@ -150,7 +133,7 @@ def test_the_writer_process_stores_exactly_what_the_in_process_writer_stores(cap
             done, report = _command(mode, "run", *args, "--db", db, "--json")
             assert report["status"] == 0, done.stderr
             assert report["writers"] == (1 if mode == "command" else 0)
-    through_child, in_process = _stored(tmp_path / "command.duckdb"), _stored(tmp_path / "library.duckdb")
+    through_child, in_process = stored_tables(tmp_path / "command.duckdb"), stored_tables(tmp_path / "library.duckdb")
     assert through_child == in_process
     assert all(len(through_child[table][1]) > 0 for table in ("captures", "queue_classes", "class_timeseries",
                                                               "flow_timeseries", "studies", "network_metrics"))
@@ -181,7 +164,7 @@ def test_without_fork_the_command_stores_in_its_own_process(small_scenario: Path
     done, report = _command("no-fork", "run", str(small_scenario), "--db", str(tmp_path / "a.duckdb"), "--json")
     assert report == {"status": 0, "duckdb": True, "writers": 0, "reaped": []}, done.stderr
     _command("library", "run", str(small_scenario), "--db", str(tmp_path / "b.duckdb"), "--json")
-    assert _stored(tmp_path / "a.duckdb") == _stored(tmp_path / "b.duckdb")
+    assert stored_tables(tmp_path / "a.duckdb") == stored_tables(tmp_path / "b.duckdb")
 
 
 def _same_failure(*args: str, env: dict[str, str] | None = None, preexec_fn: Any = None) -> str:
@@ -262,20 +245,11 @@ def _children(pid: int) -> list[int]:
 
 
 def _simulating_with_its_writer(proc: subprocess.Popen[str]) -> int:
-    """Wait until the command simulates (the engine is loaded and has run a while); its writer
-    process's pid."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        stat = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        cpu_s = (int(stat[11]) + int(stat[12])) / ticks
-        if cpu_s > 1.0 and "_core.abi3.so" in Path(f"/proc/{proc.pid}/maps").read_text():
-            children = _children(proc.pid)
-            assert len(children) == 1, children
-            return children[0]
-        time.sleep(0.05)
-    raise AssertionError("the run never started simulating")
+    """Wait until the command simulates; its writer process's pid."""
+    wait_until_simulating(proc, 1.0)
+    children = _children(proc.pid)
+    assert len(children) == 1, children
+    return children[0]
 
 
 def _gone(pid: int, within_s: float) -> bool:

@@ -23,8 +23,8 @@ on a pipe. The parent never imports DuckDB on this path:
 Each message is a frame: its length (8 bytes) and its bytes, a pickle or an IPC stream. The
 child decodes each table (`_core.Table.from_ipc`: the same schema and values) and inserts it as
 soon as it has arrived, as `Store.save` inserts a run's tables in one process, so the parent
-encodes the next table while the child inserts the last one, and neither holds more than one
-table's bytes. A failure of the child is sent back as what it was (`_failure`): the same one-line
+encodes the next table while the child inserts the last one, and neither holds the IPC bytes of
+more than one table at a time (the dumbbell's tables are 12 MB as IPC streams). A failure of the child is sent back as what it was (`_failure`): the same one-line
 error and exit status as in one process (a bad or locked store, a full disk, a bug).
 
 What holds as in one process: a stored run is complete or absent (one transaction), and the
@@ -37,7 +37,8 @@ one with a write under way is waited for. The child ends on its own when its req
 closes, however the parent ended (even by SIGKILL): it reads the end of the pipe when it waits
 for a request, and looks for it once more before a write's commit (`_parent_gone`), rolling the
 write back if the parent has gone. The parent always reaps the child (no zombie), and a child
-outlives its parent by at most the rest of its imports (no lasting orphan).
+outlives its parent by at most the rest of its imports or of a write it will not commit (no
+lasting orphan). A write is the child's last request: it ends as soon as it has replied.
 
 Where no fork is available, or the process already runs threads or has DuckDB loaded (a library
 user, the tests), `start` returns None and the run is stored in the process as before.

@@ -62,6 +62,15 @@ _COMMAND = """
                 os.kill(os.getpid(), signal.SIGKILL)
             return real_answer(request, requests)
         writer_process._answer = answer
+    if mode == "slow-write":  # the write says when it begins, then takes a second
+        import time
+        real_answer = writer_process._answer
+        def answer(request, requests):
+            if request[0] == "write":
+                open(os.environ["WRITE_BEGUN"], "w").close()
+                time.sleep(1.0)
+            return real_answer(request, requests)
+        writer_process._answer = answer
     if mode != "library":
         cli.prepare_process()
     status = cli.main(args)
@@ -278,6 +287,27 @@ def test_a_signal_ends_the_command_and_its_writer_and_stores_nothing(small_scena
     assert len(err.splitlines()) == 1 and err.startswith("error: interrupted"), err
     assert _gone(writer, 0.0)  # reaped by the command before it exited
     assert not db.exists() and not db.parent.exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_write_lets_it_commit_then_interrupts_as_in_one_process(small_scenario: Path,
+                                                                               tmp_path: Path) -> None:
+    # A terminal's Ctrl-C reaches the writer too; it ignores it, and the command holds it back
+    # until the write has committed (`interrupts.deferred`), then stops as interrupted.
+    db, begun = tmp_path / "r.duckdb", tmp_path / "write-begun"
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_COMMAND), "slow-write", "run",
+                             str(small_scenario), "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO, start_new_session=True, env={**os.environ, "WRITE_BEGUN": str(begun)})
+    deadline = time.monotonic() + 60
+    while not begun.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert err.startswith("error: interrupted") and len(err.splitlines()) == 1, err
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["status"] == 130 and report["reaped"] == [True]
+    assert len(stored_tables(db)["runs"][1]) == 1  # the run was stored whole
 
 
 @pytest.mark.slow

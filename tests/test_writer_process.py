@@ -169,6 +169,12 @@ def small_scenario(write_scenario) -> Path:
     return write_scenario(SMALL_DUMBBELL)
 
 
+def test_on_one_cpu_the_command_stores_in_its_own_process(small_scenario: Path, tmp_path: Path) -> None:
+    done, report = _command("command", "run", str(small_scenario), "--db", str(tmp_path / "a.duckdb"), "--json",
+                            preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+    assert report == {"status": 0, "duckdb": True, "writers": 0, "reaped": []}, done.stderr
+
+
 def test_without_fork_the_command_stores_in_its_own_process(small_scenario: Path, tmp_path: Path) -> None:
     done, report = _command("no-fork", "run", str(small_scenario), "--db", str(tmp_path / "a.duckdb"), "--json")
     assert report == {"status": 0, "duckdb": True, "writers": 0, "reaped": []}, done.stderr

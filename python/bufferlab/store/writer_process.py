@@ -41,7 +41,8 @@ outlives its parent by at most the rest of its imports or of a write it will not
 lasting orphan). A write is the child's last request: it ends as soon as it has replied.
 
 Where no fork is available, or the process already runs threads or has DuckDB loaded (a library
-user, the tests), `start` returns None and the run is stored in the process as before.
+user, the tests), or may run on one CPU only (`start`), it returns None and the run is stored in
+the process as before.
 """
 
 from __future__ import annotations
@@ -87,8 +88,12 @@ class _ParentGone(Exception):
 def start() -> WriterProcess | None:
     """Fork the store's writer process (see the module docstring); None where it cannot be done
     safely here: no `os.fork`, another thread running (it would be missing in the child, with
-    whatever lock it held), or DuckDB already loaded (its instance's threads, likewise)."""
+    whatever lock it held), or DuckDB already loaded (its instance's threads, likewise); and
+    where it cannot pay: a process allowed on one CPU only, where the two processes would take
+    turns on it and the child's 20-40 ms of extra CPU time would only add to the run."""
     if not hasattr(os, "fork") or threading.active_count() != 1 or "duckdb" in sys.modules:
+        return None
+    if hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) < 2:
         return None
     requests_read, requests_write = os.pipe()
     replies_read, replies_write = os.pipe()

@@ -7,7 +7,11 @@ ms) ran beside the engine but exceeded the reference dumbbell's 68 ms engine and
 flow's 14 ms, so the steps after the engine waited for them; and DuckDB's client takes the GIL
 back about 580 times during the dumbbell's write, so the summary rendered beside it and the write
 delayed each other. A process of its own imports DuckDB and makes its instance on the second
-core while the command parses the spec and simulates, and writes without sharing a GIL.
+core while the command parses the spec and simulates, and writes without sharing a GIL. On a
+quiet machine (README, "The store's writer in a process of its own"): the dumbbell's command
+0.270 -> 0.255 s, one flow's 0.212 -> 0.166 s, a stored run's 0.163 -> 0.138 s, for 17-30 ms
+more CPU time (the fork's copy-on-write, the tables' hand-over, a write in a fresh process),
+which a busy machine pays in wall time too.
 
 How. `start` forks the child as soon as the command knows it will run (`cli`), before any
 thread exists (a fork copies only the forking thread; the preload's thread starts later). The

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from .errors import SpecError, Terminated
+from .errors import InterruptedAfterWrite, SpecError, Terminated, TerminatedAfterWrite
 from .pipeline.engine import EngineFailure, EngineMissing
 from .spec import without_pydantic_plugins
 from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS
@@ -583,6 +583,8 @@ def _is_store_error(error: Exception) -> bool:
 
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
+# An interruption held back by a write (`interrupts.deferred`) stops the command after the commit.
+STORED_BEFORE_STOPPING = "the run being stored when it came was stored whole first; nothing after it was done"
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
@@ -628,6 +630,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"engine: {e}", 1)
     except EngineFailure as e:
         return _fail(str(e), 1)
+    except TerminatedAfterWrite:
+        return _fail(f"interrupted by SIGTERM: {STORED_BEFORE_STOPPING}", EXIT_TERMINATED)
+    except InterruptedAfterWrite:
+        return _fail(f"interrupted: {STORED_BEFORE_STOPPING}", EXIT_INTERRUPTED)
     except Terminated:
         return _fail("interrupted by SIGTERM: nothing of the unfinished run was stored", EXIT_TERMINATED)
     except (KeyboardInterrupt, click.Abort):

@@ -27,11 +27,16 @@ with the imports it brings, and reports the CPU time (user + system, every threa
     result       the engine's tables into Python (`EngineResult.from_engine`; polars before
                  the run path went without it)
     derive       `pipeline.derive` with its imports (numpy, the metric catalogue)
-    persist      `store.writer.persist` into a new store with its imports (DuckDB)
+    persist      `store.writer.persist` into a new store with its imports (DuckDB); where the
+                 command has a store's writer process (`store.writer_process`), the hand-over to it
+                 (the tables' Arrow IPC streams) and the wait for its commit
     present      the summary's tables (rich), printed into a buffer
     exit         the child's CPU time after it reported the others: the interpreter's teardown
                  where the command exits with `sys.exit`; where it has `cli.exit_now`, the
                  kernel freeing the process's memory (see `cli.exit_now`)
+    writer       the store's writer process, where the command has one (forked, as the command
+                 forks it, before the spec is read): its imports (DuckDB), DuckDB's instance and
+                 the write; it runs beside the stages above, on the second core
 
 --stages-case CASE: the same table for one case of the scale ladder (benchmarks/bench_scale.py,
 written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with
@@ -147,7 +152,9 @@ def whole_process(repetitions: int, overrides: tuple[str, ...] = (),
              "median_cpu_s": statistics.median(c)} for w, c in zip(walls, cpus)]
 
 
-STAGES = ("start", "cli", "spec", "plan", "engine", "result", "derive", "persist", "present", "exit")
+STAGES = ("start", "cli", "spec", "plan", "engine", "result", "derive", "persist", "present", "exit", "writer")
+# The stages the command's main thread goes through one after the other (`_STAGE_SCRIPT`'s marks).
+_MARKED = STAGES[1:STAGES.index("exit")]
 
 # One fresh process: the command's steps in order, the CPU time reached after each (see --stages).
 _STAGE_SCRIPT = """
@@ -158,6 +165,11 @@ def mark(stage):
     marks[stage] = time.process_time()
 import bufferlab.cli
 getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
+try:  # the store's writer process, started where the command starts it, where it has one
+    from bufferlab.store import writer_process
+    writer = writer_process.start()
+except ImportError:
+    writer = None
 mark("cli")
 from bufferlab.spec import load_scenario
 from bufferlab.spec.overrides import parse_assignment
@@ -180,13 +192,21 @@ mark("result")
 from bufferlab.pipeline.derive import derive
 derived = derive(planned, raw)
 mark("derive")
-from bufferlab.store.writer import persist
-persist(derived, sys.argv[2])
+if writer is None:
+    from bufferlab.store.writer import persist
+    persist(derived, sys.argv[2])
+else:
+    writer.persist(derived, sys.argv[2])
 mark("persist")
 from bufferlab.render import print_summary
 with redirect_stdout(io.StringIO()):
     print_summary(derived.summary, scenario="dumbbell", db=sys.argv[2])
 mark("present")
+if writer is not None:
+    import resource
+    writer.close()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    marks["writer"] = used.ru_utime + used.ru_stime
 print(json.dumps(marks))
 getattr(bufferlab.cli, "exit_now", sys.exit)(0)  # the command's way out
 """
@@ -204,9 +224,10 @@ def stages(repetitions: int, overrides: tuple[str, ...] = (),
                 db = Path(tmp) / f"s{k}_{i}.duckdb"
                 _, total, out = _child_cpu([python, "-c", _STAGE_SCRIPT, str(scenario), str(db), *overrides], cwd=ROOT)
                 marks = json.loads(out.strip().splitlines()[-1])
-                spent = {"start": marks["start"], "exit": total - marks["present"]}
+                writer = marks.get("writer", 0.0)  # counted in `total` too: the process reaped it
+                spent = {"start": marks["start"], "exit": total - marks["present"] - writer, "writer": writer}
                 previous = "start"
-                for stage in STAGES[1:-1]:
+                for stage in _MARKED:
                     spent[stage] = marks[stage] - marks[previous]
                     previous = stage
                 best[i] = {stage: min(best[i][stage], spent[stage]) for stage in STAGES}

@@ -121,7 +121,7 @@ pub struct Scoreboard {
 /// [`Scoreboard::index_of`] on the segments alone (for a caller holding other fields borrowed).
 fn index_in(segments: &VecDeque<Segment>, mss: u64, seq: u64) -> usize {
     let front = segments.front().expect("index into an empty scoreboard").start;
-    debug_assert!(seq >= front && (front - 1) % mss == 0, "segments start on MSS multiples");
+    debug_assert!(seq >= front && (front - 1).is_multiple_of(mss), "segments start on MSS multiples");
     ((seq - front) / mss) as usize
 }
 

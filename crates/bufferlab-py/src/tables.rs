@@ -571,6 +571,16 @@ mod tests {
     }
 
     #[test]
+    fn a_series_column_is_the_engines_buffer_not_a_copy() {
+        let result = sampled_result();
+        let samples = result.timeseries.as_ref().expect("sampled").cwnd_bytes.row(0).as_ptr();
+        let tables = tables(result).expect("tables");
+        let column = table(&tables, "flow_timeseries").column_by_name("cwnd_bytes").expect("the column").clone();
+        let values = column.as_any().downcast_ref::<UInt64Array>().expect("UInt64").values();
+        assert_eq!(values.as_ptr(), samples);
+    }
+
+    #[test]
     fn nothing_sampled_gives_empty_series_tables_and_a_null_interval() {
         let result = RunResult { timeseries: None, ..sampled_result() };
         let tables = tables(result).expect("tables");

@@ -8,6 +8,7 @@ use crate::net::channel::{Channel, Schedule};
 use crate::net::packet::Packet;
 use crate::net::pool::{Arrival, PacketPool};
 use crate::net::routing::{Hop, HopKind, RoutingTable};
+use crate::net::sack_slab::SackSlab;
 use crate::queue::Queue;
 use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
@@ -392,6 +393,18 @@ impl Simulator {
         inline + self.flows.iter().map(|f| f.sender.heap_bytes() + f.receiver.heap_bytes()).sum::<usize>()
     }
 
+    /// SACK-block entries held in the pool's slab by ACKs on the network (issue 15): released
+    /// when an ACK is delivered or dropped, so never more than the packets on the network.
+    pub fn sack_entries_held(&self) -> usize {
+        self.wire.sacks_held()
+    }
+
+    /// Packets on the network between events: queued at a channel or on a channel's wire.
+    pub fn packets_on_network(&self) -> u64 {
+        self.wire.len() as u64
+            + self.channels.iter().map(|c| crate::queue::QueueDiscipline::len_packets(c.queue())).sum::<u64>()
+    }
+
     /// Flows the simulator holds: the listed ones and those generators have created so far.
     pub fn flow_count(&self) -> usize {
         self.flows.len()
@@ -490,11 +503,13 @@ impl Simulator {
             self.prefetch_event(event, Lead::Next);
             // A second stage for the next event: the sender it goes to was asked for one event
             // ago, so the ends of its buffers can now be found without waiting.
-            if let (Event::Arrive { then, .. }, true) = (event, self.prefetch_hops) {
+            if let (Event::Arrive { slot, then, .. }, true) = (event, self.prefetch_hops) {
                 if let HopKind::Sender(flow) = then.kind() {
                     if let Some(f) = self.flows.get(flow as usize) {
                         f.sender.prefetch_buffers();
                     }
+                    // And the ACK's SACK blocks, named by its packet, asked for one event ago.
+                    self.wire.prefetch_sack(slot);
                 }
             }
         }
@@ -542,16 +557,16 @@ impl Simulator {
                 self.apply(channel, schedule);
             }
             Event::Arrive { channel, slot, then } => self.on_arrive(channel, slot, then),
-            Event::SenderTimer { flow } => self.drive(flow, Side::Sender, |f, now, out| {
+            Event::SenderTimer { flow } => self.drive(flow, Side::Sender, |f, now, _, out| {
                 f.sender_timer.fired(now);
                 f.sender.on_timeout(now, out);
             }),
-            Event::ReceiverTimer { flow } => self.drive(flow, Side::Receiver, |f, now, out| {
+            Event::ReceiverTimer { flow } => self.drive(flow, Side::Receiver, |f, now, sacks, out| {
                 f.receiver_timer.fired(now);
-                f.receiver.on_timeout(now, out);
+                f.receiver.on_timeout(now, sacks, out);
             }),
-            Event::FlowStart { flow } => self.drive(flow, Side::Sender, |f, now, out| f.sender.start(now, out)),
-            Event::FlowStop { flow } => self.drive(flow, Side::Sender, |f, now, out| f.sender.stop(now, out)),
+            Event::FlowStart { flow } => self.drive(flow, Side::Sender, |f, now, _, out| f.sender.start(now, out)),
+            Event::FlowStop { flow } => self.drive(flow, Side::Sender, |f, now, _, out| f.sender.stop(now, out)),
             Event::Sample => self.sample(),
             Event::TransferArrival { generator } => {
                 self.start_transfer(generator, None);
@@ -588,7 +603,7 @@ impl Simulator {
             receiver_timer: TimerSlot::default(),
             origin: Some(Origin { generator, user }),
         });
-        self.drive(index, Side::Sender, |f, now, out| f.sender.start(now, out));
+        self.drive(index, Side::Sender, |f, now, _, out| f.sender.start(now, out));
     }
 
     /// A flow's sender has just closed (every byte acknowledged, or a datagram source stopped).
@@ -611,13 +626,14 @@ impl Simulator {
         }
     }
 
-    /// Let one endpoint of a flow act (`act` gets the flow, `now` and the outbox), send what it
-    /// produced from its node, then re-arm its timer.
+    /// Let one endpoint of a flow act (`act` gets the flow, `now`, the SACK slab its ACKs'
+    /// blocks go into and the outbox), send what it produced from its node, then re-arm its
+    /// timer.
     #[inline]
-    fn drive(&mut self, flow: u32, side: Side, act: impl FnOnce(&mut Flow, SimTime, &mut Vec<Packet>)) {
+    fn drive(&mut self, flow: u32, side: Side, act: impl FnOnce(&mut Flow, SimTime, &mut SackSlab, &mut Vec<Packet>)) {
         let mut out = std::mem::take(&mut self.outbox);
         let was_open = side == Side::Sender && !self.flows[flow as usize].sender.is_closed();
-        act(&mut self.flows[flow as usize], self.now, &mut out);
+        act(&mut self.flows[flow as usize], self.now, self.wire.sacks_mut(), &mut out);
         self.settle(flow, side, was_open, out);
     }
 
@@ -628,12 +644,18 @@ impl Simulator {
     fn deliver(&mut self, flow: u32, side: Side, slot: u32) {
         let mut out = std::mem::take(&mut self.outbox);
         let was_open = side == Side::Sender && !self.flows[flow as usize].sender.is_closed();
-        let (f, packet) = (&mut self.flows[flow as usize], self.wire.packet(slot));
+        let f = &mut self.flows[flow as usize];
         match side {
-            Side::Sender => f.sender.on_packet(self.now, packet, &mut out),
-            Side::Receiver => f.receiver.on_packet(self.now, packet, &mut out),
+            Side::Sender => {
+                let packet = self.wire.packet(slot);
+                f.sender.on_packet(self.now, packet, self.wire.ack_frame(packet), &mut out);
+            }
+            Side::Receiver => {
+                let (packet, sacks) = self.wire.packet_and_sacks(slot);
+                f.receiver.on_packet(self.now, packet, sacks, &mut out);
+            }
         }
-        self.wire.vacate(slot);
+        self.wire.retire(slot);
         self.settle(flow, side, was_open, out);
     }
 
@@ -688,7 +710,7 @@ impl Simulator {
         if schedule.started && !self.captures.is_empty() {
             if let Some(c) = self.capture_of[ch as usize] {
                 if let Some(p) = self.channels[ch as usize].last_started() {
-                    self.captures[c].push(self.now, p);
+                    self.captures[c].push(self.now, p, self.wire.ack_frame(p).blocks);
                 }
             }
         }

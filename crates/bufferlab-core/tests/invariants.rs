@@ -24,6 +24,32 @@ fn packets_are_conserved_with_random_loss() {
 }
 
 #[test]
+fn every_ack_gives_back_its_sack_blocks_when_delivered_or_dropped() {
+    // Random loss on the bottleneck, and a flow the other way whose data congests the queue the
+    // first flows' ACKs cross: ACKs carrying SACK blocks are lost on the link and refused by the
+    // queue. Each must give its slab entry back (issue 15): the entries held never outnumber the
+    // packets on the network, and the run drops more packets, each way, than the network
+    // ever holds, so a leak on either path would break that bound.
+    let mut spec = dumbbell(4, 600 * SEC, 7, 0.002);
+    spec.links[0].queue_backward = QueueSpec::fifo_packets(2);
+    spec.flows.push(greedy("reverse", 3, 2, TcpSpec::default()));
+    let mut sim = bufferlab_core::Simulator::new(&spec).unwrap();
+    let (mut most_held, mut most_on_network) = (0, 0);
+    let mut t = 0;
+    while !sim.run_until(bufferlab_core::units::SimTime::from_ns(t)) {
+        let (held, on_network) = (sim.sack_entries_held() as u64, sim.packets_on_network());
+        assert!(held <= on_network, "at {t} ns: {held} entries held, {on_network} packets on the network");
+        (most_held, most_on_network) = (most_held.max(held), most_on_network.max(on_network));
+        t += 100 * MS;
+    }
+    assert!(most_held > 0, "ACKs must carry SACK blocks");
+    let result = sim.finish().unwrap();
+    let btl_backward = result.channels.iter().find(|c| c.name == "btl_backward").unwrap();
+    let (refused, lost) = (btl_backward.dropped_queue_packets, btl_backward.dropped_loss_packets);
+    assert!(refused.min(lost) > most_on_network, "refused {refused}, lost {lost}, network {most_on_network}");
+}
+
+#[test]
 fn same_seed_gives_identical_results() {
     let spec = dumbbell(4, 5 * SEC, 11, 0.005);
     assert_eq!(run(&spec).unwrap(), run(&spec).unwrap());

@@ -279,6 +279,7 @@ impl Channel {
         let queued = cold.queue.enqueue(Packet { enqueued_at: now, ..*packet }, now);
         self.passes_through = cold.queue.passes_through_when_idle();
         if queued.is_err() {
+            pool.release_sack(packet);
             cold.record.dropped_queue_packets += 1;
             cold.record.dropped_queue_bytes += bytes;
             return None;
@@ -348,6 +349,7 @@ impl Channel {
         self.counters.busy_ns += tx_time.as_ns();
         self.counters.sojourn_sum_ns += sojourn.as_ns();
         if self.transmit_needs_cold && self.cold.captures_or_loses(packet) {
+            pool.release_sack(packet);
             return None;
         }
         let then = routes.hop(self.to, packet);
@@ -480,6 +482,35 @@ mod tests {
             assert_eq!(ch.busy_until, now + rate.transmission_time(bytes as u64), "{bytes} bytes");
             now = ch.busy_until;
         }
+    }
+
+    #[test]
+    fn a_dropped_ack_gives_back_its_sack_blocks() {
+        // Issue 15: the SACK blocks of an ACK live in the pool's slab until the ACK leaves the
+        // network, dropped included: refused by a full queue, or lost on the link.
+        let routes = RoutingTable::build(2, &[crate::net::routing::Edge { from: 0, to: 1, cost: 1 }], &[1]);
+        let block = crate::net::packet::SackBlock { start: 1, end: 2 };
+        let ack = |pool: &mut PacketPool| {
+            let mut p = Packet::acknowledgement(0, 1, crate::net::packet::flags::ACK, 1, 60, SimTime::ZERO);
+            pool.sacks_mut().store(&mut p, crate::net::packet::AckFrame::without_delay(&[block]));
+            p
+        };
+        let fifo = |n| Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(n), None, 0);
+        let rate = Some(BitRate(1_000_000));
+        // One packet on the wire, one queued: the third is refused.
+        let (mut ch, mut pool) = (Channel::new(0, 1, rate, SimTime::ZERO, 0.0, fifo(1), 1), PacketPool::new());
+        for offered in 0..3 {
+            let p = ack(&mut pool);
+            let taken = ch.offer(&p, SimTime::ZERO, &mut pool, &routes).is_some();
+            assert_eq!(taken, offered < 2);
+        }
+        assert_eq!(pool.sacks_held(), 2, "the refused ACK's entry is free");
+        // A link that loses everything: nothing stays held.
+        let (mut ch, mut pool) = (Channel::new(0, 1, rate, SimTime::ZERO, 1.0, fifo(1), 1), PacketPool::new());
+        let p = ack(&mut pool);
+        ch.offer(&p, SimTime::ZERO, &mut pool, &routes);
+        assert_eq!((ch.drops(), pool.sacks_held()), (1, 0));
+        assert_eq!(pool.ack_frame(&p).blocks, &[block], "a capture of the lost ACK still reads its blocks");
     }
 
     fn chain(p: f64, r: f64, loss_good: f64, loss_bad: f64) -> GilbertElliott {

@@ -4,6 +4,7 @@ pub mod channel;
 pub mod packet;
 pub mod pool;
 pub mod routing;
+pub mod sack_slab;
 
 pub use channel::Channel;
 pub use packet::Packet;

@@ -15,24 +15,26 @@
 //! after the other. Here the arrival event names the packet's slot, and the slot's [`Link`] (in
 //! an array of its own, at the same index) names the packet behind it in the pipe and when that
 //! one arrives, so the channel, the packet and its link are three loads the processor issues at
-//! once. Each packet is aligned to a cache line, so its 128 bytes are exactly two lines.
+//! once. Slots are not padded to cache lines: an 80-byte packet (its SACK blocks in a slab,
+//! issue 15) spans two lines either way, and the smaller pool is what a large run gains.
 //! The link also says what becomes of the packet behind it when it arrives (its [`Hop`]), so the
 //! arrival event can name the channel or flow it will touch next as well.
 //!
 //! The pool never decides anything observable: which slot holds a packet does not affect the
 //! run, so results are the same as with packets stored in the pipes.
 
-use crate::net::packet::Packet;
+use crate::net::packet::{AckFrame, Packet};
 use crate::net::routing::Hop;
+use crate::net::sack_slab::SackSlab;
 use crate::units::SimTime;
 use mem_prefetch::prefetch_read_data;
 
 /// Slot index meaning "no packet" (an empty pipe's head and tail, the last packet's successor).
 const NONE: u32 = u32::MAX;
 
-/// A packet in the pool, on cache-line boundaries.
+/// A packet in the pool: 80 bytes, not padded to a cache-line multiple (128 bytes): the
+/// smaller footprint gains more than the alignment (docs/engine.md, issue 15).
 #[derive(Debug, Clone, Copy)]
-#[repr(align(64))]
 struct Stored(Packet);
 
 /// Where a stored packet is in its pipe: 16 bytes, four to a cache line.
@@ -84,6 +86,9 @@ pub struct PacketPool {
     links: Vec<Link>,
     /// Vacant slots, the most recently vacated last (reused first).
     free: Vec<u32>,
+    /// The SACK blocks of the ACKs on the network (issue 15): a packet with `sack_len > 0`
+    /// names its entry by `Packet::sack`.
+    sacks: SackSlab,
 }
 
 impl PacketPool {
@@ -144,6 +149,14 @@ impl PacketPool {
         self.free.push(slot);
     }
 
+    /// The packet in `slot` has reached its endpoint: the slot and its SACK entry (if any) are
+    /// the next ones reused.
+    #[inline]
+    pub fn retire(&mut self, slot: u32) {
+        self.sacks.release(&self.slots[slot as usize].0);
+        self.vacate(slot);
+    }
+
     /// A copy of the packet in `slot`, which is vacated.
     #[inline]
     pub fn take(&mut self, slot: u32) -> Packet {
@@ -158,10 +171,51 @@ impl PacketPool {
     #[inline]
     pub fn prefetch(&self, slot: u32) {
         if let (Some(stored), Some(link)) = (self.slots.get(slot as usize), self.links.get(slot as usize)) {
+            // An 80-byte slot starts at a multiple of 16 in its line and spans two lines: its
+            // first byte names one, a field at its end the other.
             prefetch_read_data::<_, 3>(stored);
-            prefetch_read_data::<_, 3>(&stored.0.ts_val);
+            prefetch_read_data::<_, 3>(&stored.0.retransmission);
             prefetch_read_data::<_, 3>(link);
         }
+    }
+
+    /// The SACK slab, where a receiver stores the blocks of the ACKs it sends.
+    #[inline]
+    pub fn sacks_mut(&mut self) -> &mut SackSlab {
+        &mut self.sacks
+    }
+
+    /// The packet in `slot`, for its receiver to read where it lies, and the SACK slab its
+    /// answer's blocks go into.
+    #[inline]
+    pub fn packet_and_sacks(&mut self, slot: u32) -> (&Packet, &mut SackSlab) {
+        (&self.slots[slot as usize].0, &mut self.sacks)
+    }
+
+    /// The SACK blocks and ACK Delay of `packet` (none unless it is an ACK that carries some).
+    #[inline]
+    pub fn ack_frame(&self, packet: &Packet) -> AckFrame<'_> {
+        self.sacks.frame(packet)
+    }
+
+    /// `packet` leaves the network, dropped: its SACK entry (if any) is the next one reused.
+    #[inline]
+    pub fn release_sack(&mut self, packet: &Packet) {
+        self.sacks.release(packet);
+    }
+
+    /// Ask for the SACK blocks of the packet in `slot`, whose lines were asked for an event
+    /// earlier ([`PacketPool::prefetch`]) and so can be read now without waiting long.
+    #[inline]
+    pub fn prefetch_sack(&self, slot: u32) {
+        if let Some(stored) = self.slots.get(slot as usize) {
+            self.sacks.prefetch(&stored.0);
+        }
+    }
+
+    /// SACK entries held by packets on the network (stored and not yet released).
+    pub fn sacks_held(&self) -> usize {
+        self.sacks.held()
     }
 
     /// The packets of `pipe`, oldest first (for the end of the run).
@@ -215,12 +269,24 @@ mod tests {
     }
 
     #[test]
-    fn a_stored_packet_is_exactly_two_cache_lines() {
-        assert_eq!(std::mem::size_of::<Stored>(), 128);
-        assert_eq!(std::mem::align_of::<Stored>(), 64);
+    fn a_stored_packet_is_not_padded() {
+        assert_eq!(std::mem::size_of::<Stored>(), std::mem::size_of::<Packet>());
         assert_eq!(std::mem::size_of::<Link>(), 16, "links never straddle two cache lines");
-        let second = std::mem::offset_of!(Packet, ts_val);
-        assert!((64..128).contains(&second), "prefetch names a field on the second line, at {second}");
+    }
+
+    #[test]
+    fn prefetch_names_every_cache_line_of_every_slot() {
+        // `PacketPool::prefetch` names a slot's first byte and its `retransmission` field: for
+        // each place a slot can start in a line, those two must fall on every line it spans.
+        let size = std::mem::size_of::<Stored>();
+        let named = [0, std::mem::offset_of!(Packet, retransmission)];
+        for slot in 0..64 {
+            let start = slot * size;
+            let spanned: Vec<usize> = (start / 64..=(start + size - 1) / 64).collect();
+            let mut asked: Vec<usize> = named.iter().map(|&offset| (start + offset) / 64).collect();
+            asked.dedup();
+            assert_eq!(asked, spanned, "slot {slot} at byte {start}");
+        }
     }
 
     #[test]

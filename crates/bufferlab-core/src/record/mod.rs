@@ -4,7 +4,7 @@
 pub mod result;
 pub mod series;
 
-use crate::net::packet::{flags, Packet, MAX_SACK_BLOCKS};
+use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::units::SimTime;
 use result::{Capture, QueueClassRecord, Series, TimeSeries};
 
@@ -221,7 +221,7 @@ impl Capture {
         Capture { channel, ..Capture::default() }
     }
 
-    pub fn push(&mut self, now: SimTime, p: &Packet) {
+    pub fn push(&mut self, now: SimTime, p: &Packet, blocks: &[SackBlock]) {
         self.time_ns.push(now.as_ns());
         self.flow.push(p.flow);
         self.is_data.push(p.is_data);
@@ -234,7 +234,7 @@ impl Capture {
         self.ts_val_ns.push(p.ts_val.as_ns());
         self.ts_ecr_ns.push(p.ts_ecr.as_ns());
         let mut sack = [0; 2 * MAX_SACK_BLOCKS];
-        for (k, block) in p.sack_blocks().iter().enumerate() {
+        for (k, block) in blocks.iter().enumerate() {
             sack[2 * k] = block.start;
             sack[2 * k + 1] = block.end;
         }

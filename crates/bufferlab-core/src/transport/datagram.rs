@@ -6,7 +6,8 @@
 //! start, so the rate never drifts). The receiver counts what arrives. Packets are dropped and
 //! counted by the network like any other.
 
-use crate::net::packet::Packet;
+use crate::net::packet::{Packet, SackBlock};
+use crate::net::sack_slab::SackSlab;
 use crate::record::result::FlowRecord;
 use crate::traffic::Sampler;
 use crate::transport::timing::{DatagramDelays, InterDeparture};
@@ -99,7 +100,7 @@ impl DatagramSender {
         self.next = None;
     }
 
-    pub fn on_packet(&mut self, _now: SimTime, _packet: &Packet, _out: &mut Vec<Packet>) {}
+    pub fn on_packet(&mut self, _now: SimTime, _packet: &Packet, _sack: &[SackBlock], _out: &mut Vec<Packet>) {}
 
     /// Send every datagram that is due, switching between on and off periods on the way.
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
@@ -195,11 +196,11 @@ impl DatagramReceiver {
         0
     }
 
-    pub fn on_timeout(&mut self, _now: SimTime, _out: &mut Vec<Packet>) {}
+    pub fn on_timeout(&mut self, _now: SimTime, _sacks: &mut SackSlab, _out: &mut Vec<Packet>) {}
     pub fn next_timeout(&self) -> Option<SimTime> {
         None
     }
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, _out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, _sacks: &mut SackSlab, _out: &mut Vec<Packet>) {
         self.bytes += packet.payload as u64;
         self.delays.arrived(packet, now);
     }

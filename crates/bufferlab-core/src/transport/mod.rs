@@ -18,7 +18,8 @@ pub mod sender_core;
 pub mod tcp;
 pub mod timing;
 
-use crate::net::packet::Packet;
+use crate::net::packet::{AckFrame, Packet};
+use crate::net::sack_slab::SackSlab;
 use crate::record::result::FlowRecord;
 use crate::units::SimTime;
 use datagram::{DatagramReceiver, DatagramSender};
@@ -113,8 +114,12 @@ impl Sender {
     }
     /// A packet from the receiver arrived.
     #[inline]
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
-        sender_dispatch!(self, s => s.on_packet(now, packet, out))
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, ack: AckFrame<'_>, out: &mut Vec<Packet>) {
+        match self {
+            Sender::Tcp(s) => s.on_packet(now, packet, ack.blocks, out),
+            Sender::Datagram(s) => s.on_packet(now, packet, ack.blocks, out),
+            Sender::Quic(s) => s.on_packet(now, packet, ack, out),
+        }
     }
     /// The wakeup the sender asked for (or an earlier one) is due.
     pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
@@ -205,12 +210,14 @@ impl Receiver {
     pub fn heap_bytes(&self) -> usize {
         receiver_dispatch!(self, r => r.heap_bytes())
     }
+    /// A packet from the sender arrived: the answers go to `out`, their SACK blocks (QUIC: ACK
+    /// ranges) straight into `sacks`, the slab the network carries them in.
     #[inline]
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
-        receiver_dispatch!(self, r => r.on_packet(now, packet, out))
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
+        receiver_dispatch!(self, r => r.on_packet(now, packet, sacks, out))
     }
-    pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        receiver_dispatch!(self, r => r.on_timeout(now, out))
+    pub fn on_timeout(&mut self, now: SimTime, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
+        receiver_dispatch!(self, r => r.on_timeout(now, sacks, out))
     }
     #[inline]
     pub fn next_timeout(&self) -> Option<SimTime> {

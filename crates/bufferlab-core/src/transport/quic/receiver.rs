@@ -2,7 +2,8 @@
 //! and sends ACK frames (RFC 9000 §13.2).
 
 use super::{QuicConfig, RECEIVER_RANGES};
-use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{flags, AckFrame, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::sack_slab::SackSlab;
 use crate::transport::ranges::RangeSet;
 use crate::transport::timing::DeliveryLog;
 use crate::units::SimTime;
@@ -60,9 +61,11 @@ impl QuicReceiver {
         self.ack_deadline
     }
 
-    pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+    /// The ACK timer (max_ack_delay): an ACK frame goes out if one is due (its ranges into
+    /// `sacks`).
+    pub fn on_timeout(&mut self, now: SimTime, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
         if self.ack_deadline.is_some_and(|d| d <= now) {
-            self.send_ack(now, 0, out);
+            self.send_ack(now, 0, sacks, out);
         }
     }
 
@@ -71,20 +74,21 @@ impl QuicReceiver {
         self.deliveries.byte_ps()
     }
 
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+    /// A packet arrived; the ACK frames it prompts go to `out`, their ranges into `sacks`.
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
         let delivered_before = self.bytes_delivered();
-        self.receive(now, packet, out);
+        self.receive(now, packet, sacks, out);
         self.deliveries.delivered(self.bytes_delivered() - delivered_before, now);
     }
 
-    fn receive(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+    fn receive(&mut self, now: SimTime, packet: &Packet, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
         let largest = self.received.max();
         // RFC 9000 §13.2.1: acknowledge at once a packet that arrives out of order, i.e. below
         // the largest received or after a gap.
         let out_of_order = largest.is_some_and(|l| packet.pn < l || packet.pn > l + 1);
         if self.received.insert(packet.pn, packet.pn + 1) == 0 {
             // A duplicate still deserves an ACK, so that a lost ACK gets repeated.
-            self.send_ack(now, 0, out);
+            self.send_ack(now, 0, sacks, out);
             return;
         }
         self.received.keep_highest(RECEIVER_RANGES);
@@ -94,7 +98,7 @@ impl QuicReceiver {
         if packet.has(flags::SYN) {
             // The client's Initial: answer with the server's handshake flight, a full datagram
             // that acknowledges it.
-            self.send_ack(now, flags::SYN, out);
+            self.send_ack(now, flags::SYN, sacks, out);
             return;
         }
         if packet.payload > 0 || packet.has(flags::FIN) {
@@ -106,7 +110,7 @@ impl QuicReceiver {
         // Every packet the sender sends is ack-eliciting (STREAM or PING frames).
         self.unacknowledged += 1;
         if out_of_order || self.unacknowledged >= self.config.ack_every {
-            self.send_ack(now, 0, out);
+            self.send_ack(now, 0, sacks, out);
         } else if self.ack_deadline.is_none() {
             // RFC 9000 §13.2.1: an ACK is not delayed by more than max_ack_delay.
             self.ack_deadline = Some(now + self.config.max_ack_delay);
@@ -114,7 +118,7 @@ impl QuicReceiver {
     }
 
     /// An ACK frame with the highest packet-number ranges; `extra_flags` marks the handshake answer.
-    fn send_ack(&mut self, now: SimTime, extra_flags: u8, out: &mut Vec<Packet>) {
+    fn send_ack(&mut self, now: SimTime, extra_flags: u8, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
         let Some(largest) = self.received.max() else { return };
         let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
         let mut n = 0;
@@ -128,19 +132,17 @@ impl QuicReceiver {
             // RFC 9000 §19.3: each range after the first adds a Gap and an ACK Range Length.
             self.config.ack_packet + 4 * (n as u32 - 1)
         };
-        out.push(Packet {
-            sack,
-            sack_len: n as u8,
-            ack_delay_us: u32::try_from((now - self.largest_received_at).as_ns() / 1_000).unwrap_or(u32::MAX),
-            ..Packet::acknowledgement(
-                self.flow,
-                self.sender_node,
-                flags::ACK | extra_flags,
-                largest,
-                datagram + self.config.lower_layer,
-                now,
-            )
-        });
+        let mut packet = Packet::acknowledgement(
+            self.flow,
+            self.sender_node,
+            flags::ACK | extra_flags,
+            largest,
+            datagram + self.config.lower_layer,
+            now,
+        );
+        let ack_delay_us = u32::try_from((now - self.largest_received_at).as_ns() / 1_000).unwrap_or(u32::MAX);
+        sacks.store(&mut packet, AckFrame { blocks: &sack[..n], ack_delay_us });
+        out.push(packet);
         self.acks_sent += 1;
         self.unacknowledged = 0;
         self.ack_deadline = None;
@@ -163,39 +165,39 @@ mod tests {
     #[test]
     fn every_packet_is_acknowledged_with_the_default_ack_frequency() {
         let mut r = receiver(1);
-        let mut out = Vec::new();
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
         for pn in 0..5 {
-            r.on_packet(SimTime::from_ms(pn), &data(pn, pn * 1000, 1000), &mut out);
+            r.on_packet(SimTime::from_ms(pn), &data(pn, pn * 1000, 1000), &mut sacks, &mut out);
         }
         assert_eq!(out.len(), 5);
         assert_eq!(out[4].ack, 4);
-        assert_eq!(out[4].sack_blocks(), &[SackBlock { start: 0, end: 5 }]);
+        assert_eq!(sacks.blocks(&out[4]), &[SackBlock { start: 0, end: 5 }]);
         assert_eq!(r.bytes_delivered(), 5000);
     }
 
     #[test]
     fn a_gap_is_reported_at_once_even_when_acks_are_delayed() {
         let mut r = receiver(2);
-        let mut out = Vec::new();
-        r.on_packet(SimTime::ZERO, &data(0, 0, 1000), &mut out);
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        r.on_packet(SimTime::ZERO, &data(0, 0, 1000), &mut sacks, &mut out);
         assert!(out.is_empty(), "the first packet waits for a second or for max_ack_delay");
         assert_eq!(r.next_timeout(), Some(SimTime::from_ms(25)));
-        r.on_packet(SimTime::from_ms(1), &data(2, 2000, 1000), &mut out); // pn 1 missing
+        r.on_packet(SimTime::from_ms(1), &data(2, 2000, 1000), &mut sacks, &mut out); // pn 1 missing
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].sack_blocks(), &[SackBlock { start: 2, end: 3 }, SackBlock { start: 0, end: 1 }]);
+        assert_eq!(sacks.blocks(&out[0]), &[SackBlock { start: 2, end: 3 }, SackBlock { start: 0, end: 1 }]);
         assert_eq!(r.bytes_delivered(), 1000, "the hole at 1000..2000 holds delivery back");
         // The retransmitted bytes come in a new packet number: the stream is whole again.
-        r.on_packet(SimTime::from_ms(2), &data(3, 1000, 1000), &mut out);
+        r.on_packet(SimTime::from_ms(2), &data(3, 1000, 1000), &mut sacks, &mut out);
         assert_eq!(r.bytes_delivered(), 3000);
     }
 
     #[test]
     fn ack_delay_is_the_time_since_the_largest_packet_arrived() {
         let mut r = receiver(2);
-        let mut out = Vec::new();
-        r.on_packet(SimTime::from_ms(10), &data(0, 0, 1000), &mut out);
-        r.on_timeout(SimTime::from_ms(35), &mut out);
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        r.on_packet(SimTime::from_ms(10), &data(0, 0, 1000), &mut sacks, &mut out);
+        r.on_timeout(SimTime::from_ms(35), &mut sacks, &mut out);
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].ack_delay_us, 25_000);
+        assert_eq!(sacks.frame(&out[0]).ack_delay_us, 25_000);
     }
 }

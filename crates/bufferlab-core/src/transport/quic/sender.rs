@@ -12,7 +12,7 @@ use super::rtt::QuicRtt;
 use super::sent_packets::{Chunk, Fate, LossRule, SentPacket, SentPackets};
 use super::{QuicConfig, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIMEOUT};
 use crate::cc::{CongestionController, Controller};
-use crate::net::packet::{flags, Packet};
+use crate::net::packet::{flags, AckFrame, Packet};
 use crate::transport::ranges::RangeSet;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::units::SimTime;
@@ -142,11 +142,11 @@ impl QuicSender {
 
     // ----- network events -----
 
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, ack: AckFrame<'_>, out: &mut Vec<Packet>) {
         if matches!(self.core.phase(), Phase::Idle | Phase::Closed) || !packet.has(flags::ACK) {
             return;
         }
-        self.on_ack_frame(now, packet);
+        self.on_ack_frame(now, packet, ack);
         if self.core.phase() == Phase::Handshake && packet.has(flags::SYN) {
             self.core.establish(now);
             self.resend_initial = false;
@@ -181,7 +181,7 @@ impl QuicSender {
     }
 
     /// RFC 9002 A.7 OnAckReceived, for the single packet-number space.
-    fn on_ack_frame(&mut self, now: SimTime, packet: &Packet) {
+    fn on_ack_frame(&mut self, now: SimTime, packet: &Packet, ack: AckFrame<'_>) {
         let largest = packet.ack;
         let prior_in_flight = self.sent.in_flight();
         let mut newly_acked_bytes_outside_recovery = 0;
@@ -191,7 +191,7 @@ impl QuicSender {
         let mut exits_recovery = false;
         let (core, acked, fin_acked, recovery_start) =
             (&mut self.core, &mut self.acked, &mut self.fin_acked, self.recovery_start);
-        self.sent.on_ack_frame(largest, packet.sack_blocks(), |p, was| {
+        self.sent.on_ack_frame(largest, ack.blocks, |p, was| {
             // Delivered, even if declared lost before: its bytes reached the receiver.
             core.rate.on_delivered(now, &p.tx, p.time_sent, false, p.size as u64);
             delivered += p.size as u64;
@@ -226,7 +226,7 @@ impl QuicSender {
         if let Some(p) = largest_newly_acked.filter(|p| p.pn == largest) {
             let latest = now - p.time_sent;
             let ack_delay = if self.core.is_established() {
-                SimTime::from_us(packet.ack_delay_us as u64).min(self.config.max_ack_delay)
+                SimTime::from_us(ack.ack_delay_us as u64).min(self.config.max_ack_delay)
             } else {
                 SimTime::ZERO // §5.3: ACK Delay is ignored for Initial packets
             };
@@ -457,16 +457,23 @@ mod tests {
         QuicConfig::from(&QuicSpec::default())
     }
 
-    fn ack(largest: u64, ranges: &[(u64, u64)], extra_flags: u8) -> Packet {
-        let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
-        for (i, &(start, end)) in ranges.iter().enumerate() {
-            sack[i] = SackBlock { start, end };
-        }
-        Packet {
-            sack,
+    /// Deliver to `s` at `now` an ACK frame of `largest` with packet-number ranges `ranges`
+    /// (most recent first) and no ACK Delay.
+    fn acknowledge(
+        s: &mut QuicSender,
+        now: SimTime,
+        largest: u64,
+        ranges: &[(u64, u64)],
+        extra_flags: u8,
+        out: &mut Vec<Packet>,
+    ) {
+        assert!(ranges.len() <= MAX_SACK_BLOCKS);
+        let blocks: Vec<SackBlock> = ranges.iter().map(|&(start, end)| SackBlock { start, end }).collect();
+        let packet = Packet {
             sack_len: ranges.len() as u8,
             ..Packet::acknowledgement(0, 0, flags::ACK | extra_flags, largest, 67, SimTime::ZERO)
-        }
+        };
+        s.on_packet(now, &packet, AckFrame::without_delay(&blocks), out);
     }
 
     /// A sender past its handshake (Initial pn 0 answered at 10 ms) and its initial window.
@@ -479,7 +486,7 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert!(out[0].has(flags::SYN));
         out.clear();
-        s.on_packet(SimTime::from_ms(10), &ack(0, &[(0, 1)], flags::SYN), &mut out);
+        acknowledge(&mut s, SimTime::from_ms(10), 0, &[(0, 1)], flags::SYN, &mut out);
         (s, out)
     }
 
@@ -500,10 +507,10 @@ mod tests {
         let (mut s, _) = established();
         let mut out = Vec::new();
         // pn 1 lost; 2, 3, 4 arrive: packet threshold 3 (RFC 9002 §6.1.1).
-        s.on_packet(SimTime::from_ms(20), &ack(3, &[(2, 4)], 0), &mut out);
+        acknowledge(&mut s, SimTime::from_ms(20), 3, &[(2, 4)], 0, &mut out);
         assert_eq!(s.core.record.recoveries, 0, "two later packets are not enough");
         let window = s.core.cwnd();
-        s.on_packet(SimTime::from_ms(20), &ack(4, &[(2, 5)], 0), &mut out);
+        acknowledge(&mut s, SimTime::from_ms(20), 4, &[(2, 5)], 0, &mut out);
         assert_eq!(s.core.record.recoveries, 1);
         // §7.3.2: ssthresh = cwnd · kLossReductionFactor (0.5), cwnd = ssthresh.
         assert_eq!(s.core.ssthresh(), window / 2);
@@ -511,7 +518,7 @@ mod tests {
         // In flight (9 packets) exceeds the halved window: the sender pauses (seed 003's pause).
         assert!(out.iter().all(|p| !p.retransmission));
         // Once the rest is acknowledged, the lost stream bytes 0..1211 go first, in a new packet number.
-        s.on_packet(SimTime::from_ms(21), &ack(11, &[(2, 12)], 0), &mut out);
+        acknowledge(&mut s, SimTime::from_ms(21), 11, &[(2, 12)], 0, &mut out);
         let again: Vec<&Packet> = out.iter().filter(|p| p.retransmission).collect();
         assert_eq!(again.len(), 1);
         assert_eq!((again[0].seq, again[0].payload), (0, 1211));
@@ -522,10 +529,10 @@ mod tests {
     fn a_loss_of_a_packet_sent_before_recovery_does_not_reduce_again() {
         let (mut s, _) = established();
         let mut out = Vec::new();
-        s.on_packet(SimTime::from_ms(20), &ack(5, &[(3, 6)], 0), &mut out); // 1 and 2 lost
+        acknowledge(&mut s, SimTime::from_ms(20), 5, &[(3, 6)], 0, &mut out); // 1 and 2 lost
         assert_eq!(s.core.record.recoveries, 1);
         let window = s.core.cwnd();
-        s.on_packet(SimTime::from_ms(21), &ack(8, &[(6, 9), (3, 6)], 0), &mut out);
+        acknowledge(&mut s, SimTime::from_ms(21), 8, &[(6, 9), (3, 6)], 0, &mut out);
         assert_eq!(s.core.cwnd(), window, "no growth and no second reduction inside the recovery period");
     }
 
@@ -534,7 +541,7 @@ mod tests {
         let (mut s, _) = established();
         let mut out = Vec::new();
         // Everything but pn 11 (the last) is acknowledged: only the time threshold can find it.
-        s.on_packet(SimTime::from_ms(20), &ack(10, &[(1, 11)], 0), &mut out);
+        acknowledge(&mut s, SimTime::from_ms(20), 10, &[(1, 11)], 0, &mut out);
         assert_eq!(s.core.record.recoveries, 0);
         out.clear();
         // No loss timer is armed (largest_acked < 11): the probe timer is.
@@ -552,7 +559,7 @@ mod tests {
         let mut s = QuicSender::new(0, 1, c, cc, Some(5 * 1211));
         let mut out = Vec::new();
         s.start(SimTime::ZERO, &mut out);
-        s.on_packet(SimTime::from_ms(10), &ack(0, &[(0, 1)], flags::SYN), &mut out);
+        acknowledge(&mut s, SimTime::from_ms(10), 0, &[(0, 1)], flags::SYN, &mut out);
         while s.sent.next_pn() <= 5 {
             let release = s.next_timeout().expect("the pacer releases the next packet");
             s.on_timeout(release, &mut out);
@@ -563,10 +570,10 @@ mod tests {
         assert_eq!((s.sent.next_pn(), s.core.record.rtos), (8, 1));
         // pn 2..=5 acknowledged: pn 1 is lost (packet threshold) and the pacer holds its
         // retransmission back; then the probes' ACK delivers the same bytes.
-        s.on_packet(pto, &ack(5, &[(2, 6)], 0), &mut out);
+        acknowledge(&mut s, pto, 5, &[(2, 6)], 0, &mut out);
         assert_eq!(s.core.record.recoveries, 1);
         assert!(s.next_timeout().is_some_and(|t| t > pto), "the retransmission waits for the pacer");
-        s.on_packet(pto, &ack(7, &[(2, 8)], 0), &mut out);
+        acknowledge(&mut s, pto, 7, &[(2, 8)], 0, &mut out);
         assert!(s.core.is_closed());
         // A closed sender has nothing to send: a wakeup would find nothing and ask again, forever.
         assert_eq!(s.next_timeout(), None);
@@ -580,10 +587,10 @@ mod tests {
         let mut out = Vec::new();
         s.start(SimTime::ZERO, &mut out);
         out.clear();
-        s.on_packet(SimTime::from_ms(10), &ack(0, &[(0, 1)], flags::SYN), &mut out);
+        acknowledge(&mut s, SimTime::from_ms(10), 0, &[(0, 1)], flags::SYN, &mut out);
         assert_eq!(out.len(), 2);
         assert!(out[1].has(flags::FIN) && out[1].payload == 2000 - 1211);
-        s.on_packet(SimTime::from_ms(20), &ack(2, &[(0, 3)], 0), &mut out);
+        acknowledge(&mut s, SimTime::from_ms(20), 2, &[(0, 3)], 0, &mut out);
         assert!(s.core.is_closed());
         assert_eq!(s.bytes_acked(), 2000);
         assert_eq!(s.next_timeout(), None);

@@ -5,6 +5,7 @@
 use super::{TcpConfig, TcpReceiver, TcpSender};
 use crate::cc::{Controller, ControllerConfig};
 use crate::net::packet::Packet;
+use crate::net::sack_slab::SackSlab;
 use crate::spec::{CcaKind, TcpSpec};
 use crate::units::SimTime;
 
@@ -29,6 +30,8 @@ pub struct Loopback {
     busy_until: SimTime,
     /// Packets on their way: (arrival time, order of sending, towards the receiver?, packet).
     in_transit: Vec<(SimTime, u64, bool, Packet)>,
+    /// The SACK blocks of the ACKs on their way.
+    sacks: SackSlab,
     sent: u64,
     /// Transmissions of each segment so far.
     copies: Vec<u32>,
@@ -48,6 +51,7 @@ impl Loopback {
             one_way,
             busy_until: SimTime::ZERO,
             in_transit: Vec::new(),
+            sacks: SackSlab::default(),
             sent: 0,
             copies: vec![0; segments as usize + 1],
         }
@@ -76,17 +80,18 @@ impl Loopback {
                 let i = self.in_transit.iter().position(|p| p.0 == t && p.1 == order).expect("found above");
                 let (_, _, to_receiver, packet) = self.in_transit.swap_remove(i);
                 if to_receiver {
-                    self.receiver.on_packet(now, &packet, &mut out);
+                    self.receiver.on_packet(now, &packet, &mut self.sacks, &mut out);
                     self.send_all(now, &mut out, false, &mut script);
                 } else {
-                    self.sender.on_packet(now, &packet, &mut out);
+                    self.sender.on_packet(now, &packet, self.sacks.blocks(&packet), &mut out);
+                    self.sacks.release(&packet);
                     self.send_all(now, &mut out, true, &mut script);
                 }
             } else if self.sender.next_timeout() == Some(now) {
                 self.sender.on_timeout(now, &mut out);
                 self.send_all(now, &mut out, true, &mut script);
             } else {
-                self.receiver.on_timeout(now, &mut out);
+                self.receiver.on_timeout(now, &mut self.sacks, &mut out);
                 self.send_all(now, &mut out, false, &mut script);
             }
         }

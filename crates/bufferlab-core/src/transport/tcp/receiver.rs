@@ -7,7 +7,8 @@
 
 use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::memory::prefetch;
-use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{flags, AckFrame, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::sack_slab::SackSlab;
 use crate::transport::timing::DeliveryLog;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -102,19 +103,21 @@ impl TcpReceiver {
         crate::memory::HeapBytes::heap_bytes(&self.out_of_order)
     }
 
-    pub fn on_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+    /// The delayed-ACK timer: an ACK goes out if one is due (its SACK blocks into `sacks`).
+    pub fn on_timeout(&mut self, now: SimTime, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
         if self.delayed_ack_deadline.is_some_and(|d| d <= now) {
-            self.send_ack(now, out);
+            self.send_ack(now, sacks, out);
         }
     }
 
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+    /// A segment arrived; the ACKs it prompts go to `out`, their SACK blocks into `sacks`.
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
         let delivered_before = self.bytes_delivered();
-        self.receive(now, packet, out);
+        self.receive(now, packet, sacks, out);
         self.deliveries.delivered(self.bytes_delivered() - delivered_before, now);
     }
 
-    fn receive(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+    fn receive(&mut self, now: SimTime, packet: &Packet, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
         if packet.has(flags::SYN) {
             // A (possibly repeated) SYN: answer with a SYN-ACK; data starts at sequence 1.
             self.rcv_nxt = self.rcv_nxt.max(1);
@@ -141,14 +144,14 @@ impl TcpReceiver {
 
         if end <= self.rcv_nxt {
             // Entirely old data: acknowledge at once so the sender learns where we are.
-            self.send_ack(now, out);
+            self.send_ack(now, sacks, out);
             return;
         }
         if start > self.rcv_nxt {
             // A hole: RFC 5681 §4.2 "an immediate ACK SHOULD be generated when an out-of-order
             // segment arrives".
             self.insert_out_of_order(start, end);
-            self.send_ack(now, out);
+            self.send_ack(now, sacks, out);
             return;
         }
         let had_holes = !self.out_of_order.is_empty();
@@ -156,14 +159,14 @@ impl TcpReceiver {
         self.absorb_out_of_order();
         if had_holes || packet.has(flags::FIN) {
             // The segment filled (part of) a hole, or closes the stream: ACK at once.
-            self.send_ack(now, out);
+            self.send_ack(now, sacks, out);
             return;
         }
         if packet.payload >= self.mss {
             self.unacked_segments += 1;
         }
         if self.unacked_segments >= self.ack_every {
-            self.send_ack(now, out);
+            self.send_ack(now, sacks, out);
         } else if self.delayed_ack_deadline.is_none() {
             self.delayed_ack_deadline = Some(now + self.delayed_ack_timeout);
         }
@@ -233,22 +236,23 @@ impl TcpReceiver {
         self.recent_len = n;
     }
 
-    fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+    fn send_ack(&mut self, now: SimTime, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
         self.unacked_segments = 0;
         self.delayed_ack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
         let mut packet = self.ack_packet(now, flags::ACK, 0);
         if self.sack && self.recent_len > 0 {
             // Refresh each reported block to the current extent of its range.
+            let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];
             let mut n = 0;
             for i in 0..self.recent_len {
                 let b = self.recent_blocks[i];
                 if let Some((s, e)) = self.range_holding(b) {
-                    packet.sack[n] = SackBlock { start: s, end: e };
+                    blocks[n] = SackBlock { start: s, end: e };
                     n += 1;
                 }
             }
-            packet.sack_len = n as u8;
+            sacks.store(&mut packet, AckFrame::without_delay(&blocks[..n]));
             // RFC 2018 §3: kind + length (2 bytes) and 8 bytes per block, padded to 4 bytes.
             packet.wire_bytes += (2 + 8 * n as u32).div_ceil(4) * 4;
         }
@@ -273,10 +277,10 @@ mod tests {
     fn receiver(ack_every: u32) -> TcpReceiver {
         let spec = TcpSpec { mss: 100, ack_every, ..TcpSpec::default() };
         let mut r = TcpReceiver::new(0, 0, &TcpConfig::from(&spec));
-        let mut out = Vec::new();
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
         let mut syn = data(0, 0);
         syn.flags = flags::SYN;
-        r.on_packet(SimTime::ZERO, &syn, &mut out);
+        r.on_packet(SimTime::ZERO, &syn, &mut sacks, &mut out);
         assert_eq!(out.len(), 1, "SYN-ACK");
         r
     }
@@ -292,11 +296,11 @@ mod tests {
     #[test]
     fn acks_every_second_full_segment() {
         let mut r = receiver(2);
-        let mut out = Vec::new();
-        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        r.on_packet(SimTime::ZERO, &seg(0), &mut sacks, &mut out);
         assert!(out.is_empty());
         assert!(r.next_timeout().is_some(), "delayed-ACK timer armed");
-        r.on_packet(SimTime::ZERO, &seg(1), &mut out);
+        r.on_packet(SimTime::ZERO, &seg(1), &mut sacks, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].ack, 201);
         assert_eq!(r.next_timeout(), None);
@@ -305,11 +309,11 @@ mod tests {
     #[test]
     fn delayed_ack_timer_acknowledges_a_lone_segment() {
         let mut r = receiver(2);
-        let mut out = Vec::new();
-        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        r.on_packet(SimTime::ZERO, &seg(0), &mut sacks, &mut out);
         let deadline = r.next_timeout().unwrap();
         assert_eq!(deadline, SimTime::from_ms(40));
-        r.on_timeout(deadline, &mut out);
+        r.on_timeout(deadline, &mut sacks, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].ack, 101);
     }
@@ -317,9 +321,9 @@ mod tests {
     #[test]
     fn ack_every_packet_when_configured() {
         let mut r = receiver(1);
-        let mut out = Vec::new();
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
         for k in 0..3 {
-            r.on_packet(SimTime::ZERO, &seg(k), &mut out);
+            r.on_packet(SimTime::ZERO, &seg(k), &mut sacks, &mut out);
         }
         let acks: Vec<u64> = out.iter().map(|p| p.ack).collect();
         assert_eq!(acks, vec![101, 201, 301]);
@@ -328,24 +332,24 @@ mod tests {
     #[test]
     fn out_of_order_segment_triggers_immediate_duplicate_ack_with_sack() {
         let mut r = receiver(2);
-        let mut out = Vec::new();
-        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
-        r.on_packet(SimTime::ZERO, &seg(2), &mut out);
-        r.on_packet(SimTime::ZERO, &seg(4), &mut out);
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        r.on_packet(SimTime::ZERO, &seg(0), &mut sacks, &mut out);
+        r.on_packet(SimTime::ZERO, &seg(2), &mut sacks, &mut out);
+        r.on_packet(SimTime::ZERO, &seg(4), &mut sacks, &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].ack, 101);
         // Most recent block first (RFC 2018 §4).
-        assert_eq!(out[1].sack_blocks(), &[SackBlock { start: 401, end: 501 }, SackBlock { start: 201, end: 301 }]);
+        assert_eq!(sacks.blocks(&out[1]), &[SackBlock { start: 401, end: 501 }, SackBlock { start: 201, end: 301 }]);
         assert_eq!(out[1].wire_bytes, 52 + 20);
     }
 
     #[test]
     fn filling_the_hole_acknowledges_everything_at_once() {
         let mut r = receiver(2);
-        let mut out = Vec::new();
-        r.on_packet(SimTime::ZERO, &seg(1), &mut out);
-        r.on_packet(SimTime::ZERO, &seg(2), &mut out);
-        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        r.on_packet(SimTime::ZERO, &seg(1), &mut sacks, &mut out);
+        r.on_packet(SimTime::ZERO, &seg(2), &mut sacks, &mut out);
+        r.on_packet(SimTime::ZERO, &seg(0), &mut sacks, &mut out);
         let last = out.last().unwrap();
         assert_eq!(last.ack, 301);
         assert_eq!(last.sack_len, 0);
@@ -355,24 +359,24 @@ mod tests {
     #[test]
     fn bytes_count_as_delivered_when_the_hole_below_them_fills() {
         let mut r = receiver(1);
-        let mut out = Vec::new();
-        r.on_packet(SimTime::from_ns(1), &seg(1), &mut out);
-        r.on_packet(SimTime::from_ns(2), &seg(2), &mut out);
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        r.on_packet(SimTime::from_ns(1), &seg(1), &mut sacks, &mut out);
+        r.on_packet(SimTime::from_ns(2), &seg(2), &mut sacks, &mut out);
         assert_eq!(r.delivered_byte_ps(), 0, "buffered out of order, not delivered");
-        r.on_packet(SimTime::from_ns(5), &seg(0), &mut out);
+        r.on_packet(SimTime::from_ns(5), &seg(0), &mut sacks, &mut out);
         assert_eq!(r.delivered_byte_ps(), 300 * SimTime::from_ns(5).0 as u128);
-        r.on_packet(SimTime::from_ns(7), &seg(3), &mut out);
+        r.on_packet(SimTime::from_ns(7), &seg(3), &mut sacks, &mut out);
         assert_eq!(r.delivered_byte_ps(), 300 * 5000 + 100 * 7000);
     }
 
     #[test]
     fn fin_is_acknowledged_immediately_and_not_counted_as_data() {
         let mut r = receiver(2);
-        let mut out = Vec::new();
-        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        r.on_packet(SimTime::ZERO, &seg(0), &mut sacks, &mut out);
         let mut fin = data(101, 0);
         fin.flags |= flags::FIN;
-        r.on_packet(SimTime::ZERO, &fin, &mut out);
+        r.on_packet(SimTime::ZERO, &fin, &mut sacks, &mut out);
         assert_eq!(out.last().unwrap().ack, 102);
         assert_eq!(r.bytes_delivered(), 100);
     }
@@ -381,21 +385,21 @@ mod tests {
     fn a_hole_filled_among_many_reports_the_merged_range_first() {
         // Every other segment lost: segments 1, 3, 5, ..., 199 wait above 100 holes.
         let mut r = receiver(1);
-        let mut out = Vec::new();
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
         for k in (1..200).step_by(2) {
-            r.on_packet(SimTime::ZERO, &seg(k), &mut out);
+            r.on_packet(SimTime::ZERO, &seg(k), &mut sacks, &mut out);
         }
         assert_eq!(r.out_of_order.len(), 100);
         // Filling hole 100 joins ranges 99 and 101; the ACK leads with the merged range and keeps
         // reporting the previous ones at their current extent (RFC 2018 §4).
         out.clear();
-        r.on_packet(SimTime::ZERO, &seg(100), &mut out);
+        r.on_packet(SimTime::ZERO, &seg(100), &mut sacks, &mut out);
         let block = |from: u64, to: u64| SackBlock { start: 1 + 100 * from, end: 1 + 100 * to };
         assert_eq!(out[0].ack, 1);
-        assert_eq!(out[0].sack_blocks(), &[block(99, 102), block(199, 200), block(197, 198)]);
+        assert_eq!(sacks.blocks(&out[0]), &[block(99, 102), block(199, 200), block(197, 198)]);
         assert_eq!(r.out_of_order.len(), 99);
         // Filling the lowest hole delivers segments 0 and 1 only.
-        r.on_packet(SimTime::ZERO, &seg(0), &mut out);
+        r.on_packet(SimTime::ZERO, &seg(0), &mut sacks, &mut out);
         assert_eq!(out.last().unwrap().ack, 201);
         assert_eq!(r.out_of_order.len(), 98);
     }

@@ -13,7 +13,7 @@ use super::scoreboard::{Scoreboard, Segment};
 use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::cc::{CongestionController, Controller};
 use crate::memory::prefetch;
-use crate::net::packet::{flags, Packet};
+use crate::net::packet::{flags, Packet, SackBlock};
 use crate::spec::{RecoveryKind, RtoKind};
 use crate::transport::rtt::RttEstimate;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
@@ -213,7 +213,7 @@ impl TcpSender {
 
     // ----- network events -----
 
-    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, now: SimTime, packet: &Packet, sack: &[SackBlock], out: &mut Vec<Packet>) {
         match self.core.phase() {
             Phase::Handshake if packet.has(flags::SYN) && packet.has(flags::ACK) => {
                 self.core.establish(now);
@@ -227,7 +227,7 @@ impl TcpSender {
                 self.transmit(now, out);
             }
             Phase::Established if packet.has(flags::ACK) && !packet.has(flags::SYN) => {
-                self.on_ack(now, packet, out);
+                self.on_ack(now, packet, sack, out);
             }
             _ => {} // duplicates of the SYN-ACK, or anything after close
         }
@@ -269,7 +269,7 @@ impl TcpSender {
         }
     }
 
-    fn on_ack(&mut self, now: SimTime, packet: &Packet, out: &mut Vec<Packet>) {
+    fn on_ack(&mut self, now: SimTime, packet: &Packet, sack: &[SackBlock], out: &mut Vec<Packet>) {
         self.scoreboard.assert_consistent();
         let ack = packet.ack;
         let prior_una = self.snd_una;
@@ -290,7 +290,7 @@ impl TcpSender {
         // SACK blocks first: they may reveal losses below the cumulative point (RFC 6675 §5).
         let mut newly_sacked = 0;
         if self.config.sack {
-            for block in packet.sack_blocks() {
+            for block in sack {
                 newly_sacked += self.scoreboard.sack(*block, &mut on_delivered);
             }
         }
@@ -784,20 +784,22 @@ mod tests {
         out.clear();
         let mut syn_ack = ack_packet(1, &[]);
         syn_ack.flags = flags::SYN | flags::ACK;
-        s.on_packet(SimTime::from_ms(10), &syn_ack, &mut out);
+        s.on_packet(SimTime::from_ms(10), &syn_ack, &[], &mut out);
         (s, out)
     }
 
+    /// An ACK of `ack` that SACKs `sacked_segments` (indices of MSS-sized segments); its
+    /// blocks, which travel beside the packet, are [`sack_of`]`(sacked_segments)`.
     fn ack_packet(ack: u64, sacked_segments: &[u64]) -> Packet {
-        let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
-        for (i, &k) in sacked_segments.iter().enumerate() {
-            sack[i] = SackBlock { start: 1 + k * MSS, end: 1 + (k + 1) * MSS };
-        }
+        assert!(sacked_segments.len() <= MAX_SACK_BLOCKS);
         Packet {
-            sack,
             sack_len: sacked_segments.len() as u8,
             ..Packet::acknowledgement(0, 0, flags::ACK, ack, 52, SimTime::ZERO)
         }
+    }
+
+    fn sack_of(sacked_segments: &[u64]) -> Vec<SackBlock> {
+        sacked_segments.iter().map(|&k| SackBlock { start: 1 + k * MSS, end: 1 + (k + 1) * MSS }).collect()
     }
 
     #[test]
@@ -814,11 +816,11 @@ mod tests {
         let (mut s, _) = established(TcpSpec::default());
         let mut out = Vec::new();
         let t = SimTime::from_ms(20);
-        s.on_packet(t, &ack_packet(1, &[1]), &mut out);
-        s.on_packet(t, &ack_packet(1, &[2, 1]), &mut out);
+        s.on_packet(t, &ack_packet(1, &[1]), &sack_of(&[1]), &mut out);
+        s.on_packet(t, &ack_packet(1, &[2, 1]), &sack_of(&[2, 1]), &mut out);
         assert!(out.iter().all(|p| !p.retransmission), "no retransmission before DupThresh");
         out.clear();
-        s.on_packet(t, &ack_packet(1, &[3, 2, 1]), &mut out);
+        s.on_packet(t, &ack_packet(1, &[3, 2, 1]), &sack_of(&[3, 2, 1]), &mut out);
         let retransmitted: Vec<u64> = out.iter().filter(|p| p.retransmission).map(|p| p.seq).collect();
         assert_eq!(retransmitted, vec![1]);
         // RFC 5681 eq. (4): FlightSize at detection was 12 segments (10 + 2 sent on the dupacks).
@@ -836,12 +838,8 @@ mod tests {
         let mut sent_in_recovery = 0;
         for k in 1..=9u64 {
             out.clear();
-            let blocks = [k, k - 1, k.saturating_sub(2)];
-            let n = k.min(3) as usize;
-            let mut ack = ack_packet(1, &blocks[..n]);
-            ack.sack[0] = SackBlock { start: 1 + MSS, end: 1 + (k + 1) * MSS };
-            ack.sack_len = 1;
-            s.on_packet(t, &ack, &mut out);
+            let ack = ack_packet(1, &[1]);
+            s.on_packet(t, &ack, &[SackBlock { start: 1 + MSS, end: 1 + (k + 1) * MSS }], &mut out);
             if s.core.record.recoveries == 1 {
                 sent_in_recovery += out.iter().map(|p| p.payload as u64).sum::<u64>();
             }
@@ -862,7 +860,7 @@ mod tests {
         let one_ms = SimTime::from_ms(1).0;
         for k in 1..=4u64 {
             out.clear();
-            s.on_packet(SimTime::from_ms(10 + k), &ack_packet(1 + k * MSS, &[]), &mut out);
+            s.on_packet(SimTime::from_ms(10 + k), &ack_packet(1 + k * MSS, &[]), &[], &mut out);
             assert_eq!(out.len(), 2, "slow start: two segments per segment acknowledged");
             for idt in [one_ms, 0] {
                 expected = (7 * expected + idt) / 8; // EWMA with gain 1/8
@@ -1010,12 +1008,12 @@ mod tests {
         let mut out = Vec::new();
         let t = SimTime::from_ms(20);
         for _ in 0..3 {
-            s.on_packet(t, &ack_packet(1, &[]), &mut out);
+            s.on_packet(t, &ack_packet(1, &[]), &[], &mut out);
         }
         assert_eq!(out.iter().filter(|p| p.retransmission).map(|p| p.seq).collect::<Vec<_>>(), vec![1]);
         out.clear();
         // A partial ACK (segments 0..4) means segment 5 was lost too: RFC 6582 retransmits it.
-        s.on_packet(t, &ack_packet(1 + 5 * MSS, &[]), &mut out);
+        s.on_packet(t, &ack_packet(1 + 5 * MSS, &[]), &[], &mut out);
         assert!(out.iter().any(|p| p.retransmission && p.seq == 1 + 5 * MSS));
     }
 }

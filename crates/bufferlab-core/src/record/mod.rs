@@ -42,6 +42,10 @@ pub struct ChannelSample {
     pub busy_ns: u64,
 }
 
+/// Series per flow (14), per channel (7) and per class (11): `TimeSeries::series_mut`.
+const SERIES: usize = 32;
+const CLASS_SERIES: usize = 11;
+
 impl TimeSeries {
     /// Empty series for the sampled `flows` and `channels` (indices, in row order).
     pub fn new(interval: SimTime, flows: Vec<usize>, channels: Vec<usize>) -> TimeSeries {
@@ -88,25 +92,14 @@ impl TimeSeries {
         }
     }
 
-    fn class_series_mut(&mut self) -> [&mut Series; 11] {
-        [
-            &mut self.class_queue_packets,
-            &mut self.class_queue_bytes,
-            &mut self.class_limit,
-            &mut self.class_enqueued_packets,
-            &mut self.class_dropped_packets,
-            &mut self.class_sent_packets,
-            &mut self.class_sent_bytes,
-            &mut self.class_sojourn_ns,
-            &mut self.class_rttp_ns,
-            &mut self.class_estimate_rttp_ns,
-            &mut self.class_threshold_ns,
-        ]
+    /// The per-class series, in `push_class`'s order (the last `CLASS_SERIES` of `series_mut`).
+    fn class_series_mut(&mut self) -> impl Iterator<Item = &mut Series> {
+        self.series_mut().into_iter().skip(SERIES - CLASS_SERIES)
     }
 
-    /// Every series: per flow, per channel, per class.
-    fn series_mut(&mut self) -> impl Iterator<Item = &mut Series> {
-        let per_flow = [
+    /// Every series: per flow, per channel, then per class.
+    fn series_mut(&mut self) -> [&mut Series; SERIES] {
+        [
             &mut self.cwnd_bytes,
             &mut self.ssthresh_bytes,
             &mut self.in_flight_bytes,
@@ -121,8 +114,6 @@ impl TimeSeries {
             &mut self.pacing_rate_bps,
             &mut self.cc_state,
             &mut self.delivery_rate_bps,
-        ];
-        let per_channel = [
             &mut self.queue_packets,
             &mut self.queue_bytes,
             &mut self.channel_sent_bytes,
@@ -130,8 +121,6 @@ impl TimeSeries {
             &mut self.channel_sent_packets,
             &mut self.channel_sojourn_ns,
             &mut self.channel_busy_ns,
-        ];
-        let per_class = [
             &mut self.class_queue_packets,
             &mut self.class_queue_bytes,
             &mut self.class_limit,
@@ -143,8 +132,7 @@ impl TimeSeries {
             &mut self.class_rttp_ns,
             &mut self.class_estimate_rttp_ns,
             &mut self.class_threshold_ns,
-        ];
-        per_flow.into_iter().chain(per_channel).chain(per_class)
+        ]
     }
 
     /// Make room in every series for `samples` samples, laid out as the tables' columns, so
@@ -172,7 +160,7 @@ impl TimeSeries {
             c.estimate_rttp_ns,
             c.threshold_ns,
         ];
-        for (series, v) in self.class_series_mut().into_iter().zip(values) {
+        for (series, v) in self.class_series_mut().zip(values) {
             series.set(row, v);
         }
     }

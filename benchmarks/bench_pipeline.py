@@ -31,12 +31,18 @@ peak. Each figure is the least of the repetitions, measure by measure:
     result       the engine's tables into Python (`EngineResult.from_engine`; polars before
                  the run path went without it)
     derive       `pipeline.derive` with its imports (numpy, the metric catalogue)
-    persist      `store.writer.persist` into a new store with its imports (DuckDB)
+    persist      `store.writer.persist` into a new store with its imports (DuckDB); where the
+                 command has a store's writer process (`store.writer_process`), the hand-over to it
+                 (the tables' Arrow IPC streams) and the wait for its commit
     present      the summary's tables (rich), printed into a buffer
     exit         the child's CPU time after it reported the others: the interpreter's teardown
                  where the command exits with `sys.exit`; where it has `cli.exit_now`, the
                  kernel freeing the process's memory (see `cli.exit_now`); no faults, and
                  its resident growth is not measured
+    writer       the store's writer process, where the command has one (forked, as the command
+                 forks it, before the spec is read): its imports (DuckDB), DuckDB's instance and
+                 the write; it runs beside the stages above, on the second core (its faults are
+                 its own; its peak resident memory is printed with what was resident at the exit)
 
 --stages-case CASE: the same table for one case of the scale ladder (benchmarks/bench_scale.py,
 written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with
@@ -173,9 +179,11 @@ def whole_process(repetitions: int, overrides: tuple[str, ...] = (),
     return out
 
 
-STAGES = ("start", "cli", "spec", "plan", "engine", "result", "derive", "persist", "present", "exit")
+STAGES = ("start", "cli", "spec", "plan", "engine", "result", "derive", "persist", "present", "exit", "writer")
 # What --stages reports of each stage: CPU seconds, minor page faults, resident growth in bytes.
 STAGE_MEASURES = ("cpu", "faults", "rss")
+# The stages the command's main thread goes through one after the other (`_STAGE_SCRIPT`'s marks).
+_MARKED = STAGES[1:STAGES.index("exit")]
 
 # One fresh process: the command's steps in order, the CPU time, minor page faults (every thread)
 # and resident bytes (anonymous and file-backed) reached after each (see --stages).
@@ -193,6 +201,11 @@ def mark(stage):
     marks[stage] = _measures()
 import bufferlab.cli
 getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
+try:  # the store's writer process, started where the command starts it, where it has one
+    from bufferlab.store import writer_process
+    writer = writer_process.start()
+except ImportError:
+    writer = None
 mark("cli")
 from bufferlab.spec import load_scenario
 from bufferlab.spec.overrides import parse_assignment
@@ -215,13 +228,21 @@ mark("result")
 from bufferlab.pipeline.derive import derive
 derived = derive(planned, raw)
 mark("derive")
-from bufferlab.store.writer import persist
-persist(derived, sys.argv[2])
+if writer is None:
+    from bufferlab.store.writer import persist
+    persist(derived, sys.argv[2])
+else:
+    writer.persist(derived, sys.argv[2])
 mark("persist")
 from bufferlab.render import print_summary
 with redirect_stdout(io.StringIO()):
     print_summary(derived.summary, scenario="dumbbell", db=sys.argv[2])
 mark("present")
+if writer is not None:
+    import resource
+    writer.close()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    marks["writer"] = {"cpu": used.ru_utime + used.ru_stime, "faults": used.ru_minflt, "peak": used.ru_maxrss * 1024}
 print(json.dumps(marks))
 getattr(bufferlab.cli, "exit_now", sys.exit)(0)  # the command's way out
 """
@@ -246,13 +267,18 @@ def stages(repetitions: int, overrides: tuple[str, ...] = (), pythons: tuple[str
                 child = _child([python, "-c", _STAGE_SCRIPT, str(scenario), str(db), *overrides], cwd=ROOT)
                 marks = json.loads(child.stdout.strip().splitlines()[-1])
                 last = marks["present"]
-                spent = {"cpu": {"start": marks["start"]["cpu"], "exit": child.cpu_s - last["cpu"]},
-                         "faults": {"start": marks["start"]["faults"], "exit": child.faults - last["faults"]},
-                         "rss": {"start": marks["start"]["VmRSS"], "exit": 0.0},
+                # The writer process's usage is in the child's too: the child reaped it.
+                writer = marks.get("writer", {"cpu": 0.0, "faults": 0, "peak": 0})
+                spent = {"cpu": {"start": marks["start"]["cpu"], "exit": child.cpu_s - last["cpu"] - writer["cpu"],
+                                 "writer": writer["cpu"]},
+                         "faults": {"start": marks["start"]["faults"],
+                                    "exit": child.faults - last["faults"] - writer["faults"],
+                                    "writer": writer["faults"]},
+                         "rss": {"start": marks["start"]["VmRSS"], "exit": 0.0, "writer": 0.0},
                          "end": {"VmRSS": last["VmRSS"], "RssAnon": last["RssAnon"], "RssFile": last["RssFile"],
-                                 "peak": child.peak_bytes}}
+                                 "peak": child.peak_bytes, "writer peak": writer["peak"]}}
                 previous = "start"
-                for stage in STAGES[1:-1]:
+                for stage in _MARKED:
                     spent["cpu"][stage] = marks[stage]["cpu"] - marks[previous]["cpu"]
                     spent["faults"][stage] = marks[stage]["faults"] - marks[previous]["faults"]
                     spent["rss"][stage] = marks[stage]["VmRSS"] - marks[previous]["VmRSS"]
@@ -430,12 +456,14 @@ def print_stages(repetitions: int, pythons: list[tuple[str, str]], scale_case: s
                 name = f"{label} ({version})" if len(pythons) > 1 else label
                 values = [spent[measure][stage] * scale for stage in STAGES]
                 print(f"{name:<35}" + "".join(f"{v:>8.{digits}f}" for v in values) + f"{sum(values):>8.{digits}f}")
-    print(f"\nresident MB at the exit (least of {repetitions}): all, anonymous, file-backed; peak")
+    print(f"\nresident MB at the exit (least of {repetitions}): all, anonymous, file-backed; peak; the writer "
+          "process's peak")
     for label, rows in measured:
         for (version, _), spent in zip(pythons, rows):
             name = f"{label} ({version})" if len(pythons) > 1 else label
             end = spent["end"]
-            print(f"{name:<35}" + "".join(f"{end[k] / 1e6:>8.1f}" for k in ("VmRSS", "RssAnon", "RssFile", "peak")))
+            print(f"{name:<35}" + "".join(f"{end[k] / 1e6:>8.1f}"
+                                          for k in ("VmRSS", "RssAnon", "RssFile", "peak", "writer peak")))
     sys.stdout.flush()
 
 

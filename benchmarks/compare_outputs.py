@@ -13,6 +13,11 @@ the scenarios, the small ladder cases and the sampled run (with --big also 10,00
 tables, flows and channels with their summary columns, the metric tables), of the run summary
 (its wall time aside) and of the user's spec. --specs-only skips the runs.
 
+--stored: besides, each scenario is run by the command itself (`python -m bufferlab run ...
+--json` into a new store, in a fresh process: the store's writer process where the checkout has
+one) and every table of the store it wrote is fingerprinted, its rows in order, without the
+columns that differ between two writes of one run (`VARYING`).
+
 The bufferlab imported is the interpreter's (an editable install: its checkout's), the benchmark
 cases this directory's, so both runs fingerprint the same inputs.
 """
@@ -22,7 +27,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -73,6 +80,31 @@ def fingerprint(source: Any, simulate_it: bool) -> dict[str, Any]:
     return entry
 
 
+# The stored columns that differ between two writes of the same run (when, and how long the engine took).
+VARYING = {"created_at", "wall_time_s", "updated_at"}
+
+
+def stored_fingerprint(scenario: Path) -> dict[str, str]:
+    """The SHA-256 of every table of a new store that `bufferlab run SCENARIO` wrote (see --stored)."""
+    import duckdb
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "stored.duckdb"
+        subprocess.run([sys.executable, "-m", "bufferlab", "run", str(scenario), "--db", str(db), "--json"],
+                       check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            out = {}
+            for (table,) in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall():
+                columns = [c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE "
+                                                     f"table_name = '{table}' ORDER BY ordinal_position").fetchall()]
+                kept = ", ".join(c for c in columns if c not in VARYING)
+                out[table] = _sha(repr(con.execute(f"SELECT {kept} FROM {table} ORDER BY ALL").fetchall()))
+            return out
+        finally:
+            con.close()
+
+
 def differences(before: Mapping[str, Any], after: Mapping[str, Any], path: str = "") -> list[str]:
     """Every fingerprint that differs or is missing on one side, by its path."""
     out = []
@@ -92,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", nargs="?", help="where to write the fingerprints (JSON)")
     parser.add_argument("--specs-only", action="store_true", help="no runs: the engine specs and resolutions only")
     parser.add_argument("--big", action="store_true", help="also simulate 10,000 flows at 10 Gb/s")
+    parser.add_argument("--stored", action="store_true", help="also fingerprint the store the command writes")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="list the differences of two files")
     args = parser.parse_args(argv)
     if args.compare:
@@ -106,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     out = {}
     for name, source in inputs():
         out[name] = fingerprint(source, not args.specs_only and name in simulated)
+        if args.stored and isinstance(source, Path):
+            out[name]["stored"] = stored_fingerprint(source)
         print(name, file=sys.stderr, flush=True)
     Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True))
     return 0

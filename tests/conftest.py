@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +27,53 @@ def bufferlab(*args: str, cwd: Path | None = None) -> subprocess.CompletedProces
     """Run `python -m bufferlab ARGS` (the same entry point as the console script)."""
     return subprocess.run([sys.executable, "-m", "bufferlab", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=300, check=False)
+
+
+# Stored columns that differ between two writes of one run (when, and how long the engine took).
+VARYING = frozenset({"created_at", "wall_time_s", "updated_at"})
+
+
+def stored_tables(db: Path) -> dict[str, Any]:
+    """Every table of the store at `db`: its columns and types, and its rows (but the `VARYING`
+    columns) in order, to compare two stores."""
+    import duckdb
+
+    from bufferlab.store.writer import TABLES
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        out: dict[str, Any] = {}
+        for table in TABLES:
+            columns = con.execute(f"SELECT column_name, data_type FROM information_schema.columns "
+                                  f"WHERE table_name = '{table}' ORDER BY ordinal_position").fetchall()
+            kept = ", ".join(name for name, _ in columns if name not in VARYING)
+            out[table] = (columns, con.execute(f"SELECT {kept} FROM {table} ORDER BY ALL").fetchall())
+        return out
+    finally:
+        con.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process `pid` has spent so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def engine_loaded(pid: int) -> bool:
+    """Whether process `pid` has loaded the compiled engine (bufferlab._core)."""
+    return "_core.abi3.so" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def wait_until_simulating(proc: subprocess.Popen[str], after_cpu_s: float) -> None:
+    """Until `proc` (a `bufferlab run`) has spent `after_cpu_s` of CPU with the engine loaded:
+    past its imports, it is inside the engine."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if cpu_seconds(proc.pid) > after_cpu_s and engine_loaded(proc.pid):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the run never started simulating")
 
 
 @pytest.fixture

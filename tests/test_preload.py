@@ -9,20 +9,14 @@ import sys
 import textwrap
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
-import duckdb
 import pytest
 
 from bufferlab import preload, runner
 from bufferlab.cli import main
 from bufferlab.spec import Scenario
 from bufferlab.store import connection
-from bufferlab.store import writer as store
-from conftest import REPO, SMALL_DUMBBELL
-
-# Columns that differ between two writes of one run (when, and how long the engine took).
-VARYING = {"created_at", "wall_time_s"}
+from conftest import REPO, SMALL_DUMBBELL, stored_tables
 
 
 @pytest.fixture
@@ -36,8 +30,8 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[preload.Preload | None]:
     handles: list[preload.Preload | None] = []
     real_start = preload.start
 
-    def start(also: Sequence[str] = ()) -> preload.Preload | None:
-        handles.append(real_start(also))
+    def start(also: Sequence[str] = (), store: bool = True) -> preload.Preload | None:
+        handles.append(real_start(also, store))
         return handles[-1]
 
     monkeypatch.setattr(preload, "start", start)
@@ -60,30 +54,15 @@ def _drop_prepared() -> None:
             connection._prepared.pop().close()
 
 
-def _stored(db: Path) -> dict[str, Any]:
-    """Every table of the store: its columns and types, and its rows (but `VARYING` columns) in order."""
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        out: dict[str, Any] = {}
-        for table in store.TABLES:
-            columns = con.execute(f"SELECT column_name, data_type FROM information_schema.columns "
-                                  f"WHERE table_name = '{table}' ORDER BY ordinal_position").fetchall()
-            kept = ", ".join(name for name, _ in columns if name not in VARYING)
-            out[table] = (columns, con.execute(f"SELECT {kept} FROM {table} ORDER BY ALL").fetchall())
-        return out
-    finally:
-        con.close()
-
-
 def test_a_run_with_the_preload_stores_exactly_what_it_stores_without(small: Path, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch,
                                                                      started: list[preload.Preload | None]) -> None:
     scenario = Scenario.from_toml(small)
     runner.run(scenario, tmp_path / "with.duckdb")
     assert started and started[0] is not None and started[0].wait(60) and started[0].error is None
-    monkeypatch.setattr(preload, "start", lambda also=(): None)
+    monkeypatch.setattr(preload, "start", lambda also=(), store=True: None)
     runner.run(scenario, tmp_path / "without.duckdb")
-    with_preload, without = _stored(tmp_path / "with.duckdb"), _stored(tmp_path / "without.duckdb")
+    with_preload, without = stored_tables(tmp_path / "with.duckdb"), stored_tables(tmp_path / "without.duckdb")
     assert with_preload == without
     assert len(with_preload["flow_timeseries"][1]) > 0 and len(with_preload["runs"][1]) == 1
 
@@ -153,7 +132,7 @@ def test_a_failing_preload_keeps_its_error_and_the_run_stores_the_same(small: Pa
     handle = started[1]
     assert handle is not None and handle.wait(60) and handle.error is failure
     # The writer made its own database; nothing of the thread's failure reached the terminal.
-    assert _stored(tmp_path / "after_failure.duckdb") == _stored(tmp_path / "reference.duckdb")
+    assert stored_tables(tmp_path / "after_failure.duckdb") == stored_tables(tmp_path / "reference.duckdb")
     assert capfd.readouterr().err == ""
 
 
@@ -219,7 +198,7 @@ def test_an_import_the_preload_cannot_make_fails_the_command_as_without_it(small
         from bufferlab import preload
         from bufferlab.cli import main
         if sys.argv[3] == "without":
-            preload.start = lambda also=(): None
+            preload.start = lambda also=(), store=True: None
         sys.exit(main(["run", sys.argv[1], "--db", sys.argv[2]]))
         """
     done = {case: _python(code, str(small), str(tmp_path / f"{case}.duckdb"), case) for case in ("with", "without")}
@@ -251,9 +230,9 @@ def test_a_run_that_draws_tables_has_the_preload_import_rich(small: Path, db: Pa
     asked: list[Sequence[str]] = []
     real_start = preload.start
 
-    def start(also: Sequence[str] = ()) -> preload.Preload | None:
+    def start(also: Sequence[str] = (), store: bool = True) -> preload.Preload | None:
         asked.append(tuple(also))
-        return real_start(also)
+        return real_start(also, store)
 
     monkeypatch.setattr(preload, "start", start)
     assert main(["run", str(small), "--db", str(db), *(["--json"] if json_output else [])]) == 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import resource
 import signal
 import subprocess
@@ -22,7 +21,7 @@ import numpy as np
 import pytest
 
 from bufferlab.pipeline.budget import GENERATED_FLOW_BYTES
-from conftest import SMALL_DUMBBELL, bufferlab
+from conftest import SMALL_DUMBBELL, bufferlab, cpu_seconds, engine_loaded, wait_until_simulating
 
 pytestmark = pytest.mark.engine
 
@@ -307,7 +306,7 @@ def _start_long_run(small: Path, db: Path, ignore_sigint: bool = False) -> subpr
         if ignore_sigint:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    # About ten CPU seconds of simulation: well past `_wait_until_simulating`'s four, now that the
+    # About ten CPU seconds of simulation: well past the four CPU seconds `wait_until_simulating` waits for, now that the
     # rest of the run takes under half a second (a 3000 s run, 3.5 s in all, could end first; a
     # 10,000 s run took 4.3 s in all once the engine got faster, and was often storing by then).
     return subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(small), "--db", str(db),
@@ -316,31 +315,13 @@ def _start_long_run(small: Path, db: Path, ignore_sigint: bool = False) -> subpr
                             preexec_fn=setup)
 
 
-def _wait_until_simulating(proc: subprocess.Popen[str]) -> None:
-    """Until the process has spent a second of CPU after its imports (it is inside the engine)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        cpu_s = (int(fields[11]) + int(fields[12])) / ticks
-        if cpu_s > 4.0 and "bufferlab._core" in _loaded(proc.pid):
-            return
-        time.sleep(0.1)
-    raise AssertionError("the run never started simulating")
-
-
-def _loaded(pid: int) -> str:
-    return "bufferlab._core" if "_core.abi3.so" in Path(f"/proc/{pid}/maps").read_text() else ""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "status", "ignore_sigint"), [
     (signal.SIGINT, 130, False), (signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)])
 def test_a_signal_stops_a_run_within_a_second_and_stores_nothing(small: Path, db: Path, sig: int, status: int,
                                                                  ignore_sigint: bool) -> None:
     proc = _start_long_run(small, db, ignore_sigint)
-    _wait_until_simulating(proc)
+    wait_until_simulating(proc, 4.0)
     sent = time.monotonic()
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
@@ -435,7 +416,6 @@ def test_a_sweep_killed_outright_leaves_no_worker_behind(write_scenario, tmp_pat
 def _simulating_workers(proc: subprocess.Popen[bytes], count: int) -> list[int]:
     """The pids of `count` pool workers of `proc`, once each is inside the engine (a CPU second
     spent with the engine loaded)."""
-    ticks = os.sysconf("SC_CLK_TCK")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the sweep ended early"
@@ -443,8 +423,7 @@ def _simulating_workers(proc: subprocess.Popen[bytes], count: int) -> list[int]:
         busy = []
         for pid in workers:
             try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                if (int(fields[11]) + int(fields[12])) / ticks > 1.0 and _loaded(pid):
+                if cpu_seconds(pid) > 1.0 and engine_loaded(pid):
                     busy.append(pid)
             except OSError:
                 continue

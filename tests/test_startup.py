@@ -66,6 +66,13 @@ def test_looking_for_a_run_in_a_store_that_does_not_exist_loads_no_duckdb(tmp_pa
     assert set(heavy_modules_loaded(code)) == {"pydantic"}
 
 
+def test_the_store_s_writer_loads_duckdb_alone(tmp_path: Path) -> None:
+    # The writer process of `bufferlab run` (store/writer_process.py) imports it while the
+    # command parses its spec: the schema's columns come from data-only modules
+    # (`analysis.catalogue`, `pipeline.columns`), not from derive's numpy or the spec's pydantic.
+    assert heavy_modules_loaded("import bufferlab.store.writer") == ["duckdb"]
+
+
 def test_a_fresh_run_reaches_the_store_without_polars_pandas_or_pyarrow(tmp_path: Path) -> None:
     # The engine's Arrow tables go to DuckDB through the C stream interface and to the metrics as
     # numpy views; derived tables are Arrow tables made by the binding (`_core.Table`), so polars

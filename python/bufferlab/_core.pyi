@@ -32,6 +32,12 @@ class Table:
         """Column `name`, for numpy."""
     def to_pylist(self) -> list[dict[str, Any]]:
         """The rows as dicts; the 128-bit counters (Decimal128) as ints, nulls as None."""
+    def to_ipc(self) -> bytes:
+        """The table as an Arrow IPC stream: its schema, one record batch, the end marker."""
+    @staticmethod
+    def from_ipc(name: str, data: bytes) -> Table:
+        """A table named `name` of an Arrow IPC stream of one record batch (`to_ipc`); raises
+        ValueError for anything else."""
     @property
     def name(self) -> str: ...
     @property

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from .errors import SpecError, Terminated
+from .errors import InterruptedAfterWrite, SpecError, Terminated, TerminatedAfterWrite
 from .pipeline.engine import EngineFailure, EngineMissing
 from .spec import without_pydantic_plugins
 from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS
@@ -44,6 +44,7 @@ from .switching import quick_switches
 
 if TYPE_CHECKING:  # pragma: no cover
     from .spec import Scenario
+    from .store.writer_process import WriterProcess
 
 __all__ = ["main", "cli"]
 
@@ -51,6 +52,9 @@ EXIT_BAD_INPUT = 2
 # New container objects between two passes of the cyclic garbage collector in the command's
 # process (Python's default is 700; see `prepare_process`).
 GC_THRESHOLD = 1_000_000
+# Whether `run` and `ccperf` store their run through a writer process (`store.writer_process`):
+# only in the command's own process (`prepare_process`), never in a program that calls `main`.
+_writer_process = False
 # Wall seconds a run on a terminal goes without a progress bar (see `_progress_bar`).
 PROGRESS_BAR_AFTER_S = 0.5
 # Progress reports of a run: (simulated ns reached, simulated ns at the end).
@@ -142,15 +146,34 @@ def _overridden(spec: Scenario, assignments: Sequence[str]) -> Scenario:
 def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None, assignments: tuple[str, ...],
                 study: str | None, max_memory: str | None, show_metrics: bool) -> None:
     """Simulate the scenario in SCENARIO.toml, store it and print a summary."""
-    from .pipeline.budget import parse_budget
-    from .spec import Scenario
+    with _store_writer() as writer:
+        from .pipeline.budget import parse_budget
+        from .spec import Scenario
 
-    budget = parse_budget(max_memory)
-    spec = _overridden(Scenario.from_toml(scenario), assignments)
-    if seed is not None:
-        spec = spec.with_seed(seed)
-    _execute(spec, db, force=force, as_json=as_json, label=str(scenario), study=study, show_metrics=show_metrics,
-             seed_given=seed is not None, max_memory=budget)
+        budget = parse_budget(max_memory)
+        spec = _overridden(Scenario.from_toml(scenario), assignments)
+        if seed is not None:
+            spec = spec.with_seed(seed)
+        _execute(spec, db, force=force, as_json=as_json, label=str(scenario), study=study, show_metrics=show_metrics,
+                 seed_given=seed is not None, max_memory=budget, writer=writer)
+
+
+@contextmanager
+def _store_writer() -> Iterator[WriterProcess | None]:
+    """The store's writer process of a run (`store.writer_process`), started first thing, before
+    any thread and while the spec is still to be read, and ended (and reaped) however the
+    command ends; None outside the command's process or where it cannot be forked."""
+    if not _writer_process:
+        yield None
+        return
+    from .store import writer_process
+
+    writer = writer_process.start()
+    if writer is None:
+        yield None
+        return
+    with writer:
+        yield writer
 
 
 @cli.command("check")
@@ -187,17 +210,19 @@ def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str,
                    max_memory: str | None, **flags: str | None) -> None:
     """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
     link and network metric tables."""
-    from .pipeline.budget import parse_budget
-    from .spec.ccperf import scenario_from_ccperf
+    with _store_writer() as writer:
+        from .pipeline.budget import parse_budget
+        from .spec.ccperf import scenario_from_ccperf
 
-    budget = parse_budget(max_memory)
-    spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
-    _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study, show_metrics=True,
-             max_memory=budget)
+        budget = parse_budget(max_memory)
+        spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
+        _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study, show_metrics=True,
+                 max_memory=budget, writer=writer)
 
 
 def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str, study: str | None = None,
-             show_metrics: bool = False, seed_given: bool = False, max_memory: int | None = None) -> None:
+             show_metrics: bool = False, seed_given: bool = False, max_memory: int | None = None,
+             writer: WriterProcess | None = None) -> None:
     from . import runner
     from .pipeline.plan import plan
 
@@ -209,11 +234,12 @@ def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str
     storing = None if rendering is None else rendering.start
     preload_also = () if rendering is None else _SummaryRendering.MODULES
     if as_json or not sys.stdout.isatty():
-        summary = runner.run(planned, db, force=force, study=study, storing=storing, preload_also=preload_also)
+        summary = runner.run(planned, db, force=force, study=study, storing=storing, preload_also=preload_also,
+                             writer=writer)
     else:
         with _progress_bar(label) as progress:
             summary = runner.run(planned, db, force=force, progress=progress, study=study, storing=storing,
-                                 preload_also=preload_also)
+                                 preload_also=preload_also, writer=writer)
     if rendering is None:
         payload = {"scenario": spec.name or label, "db": str(db), **summary.to_json_dict()}
         if show_metrics:
@@ -238,7 +264,10 @@ class _SummaryRendering:
     worker runs with the short switch interval, and rich's import (17 ms, most of what the
     worker did) is the preload's, made while the engine runs (`MODULES`, for `runner.run`'s
     `preload_also`). The dumbbell's command from the write's start to the printed summary, best
-    (median) of 20: 98.7 (109) ms before, 84.0 (93) ms after; with --json, no rendering: 81 (84)."""
+    (median) of 20: 98.7 (109) ms before, 84.0 (93) ms after; with --json, no rendering: 81 (84).
+    With the store's writer process (`store.writer_process`, the command's own path) the write
+    runs in another process, and the worker shares the GIL only with the main thread waiting for
+    the child's reply."""
 
     # What rendering imports, for the preload.
     MODULES = ("bufferlab.render",)
@@ -554,6 +583,8 @@ def _is_store_error(error: Exception) -> bool:
 
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
+# An interruption held back by a write (`interrupts.deferred`) stops the command after the commit.
+STORED_BEFORE_STOPPING = "the run being stored when it came was stored whole first; nothing after it was done"
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
@@ -599,6 +630,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"engine: {e}", 1)
     except EngineFailure as e:
         return _fail(str(e), 1)
+    except TerminatedAfterWrite:
+        return _fail(f"interrupted by SIGTERM: {STORED_BEFORE_STOPPING}", EXIT_TERMINATED)
+    except InterruptedAfterWrite:
+        return _fail(f"interrupted: {STORED_BEFORE_STOPPING}", EXIT_INTERRUPTED)
     except Terminated:
         return _fail("interrupted by SIGTERM: nothing of the unfinished run was stored", EXIT_TERMINATED)
     except (KeyboardInterrupt, click.Abort):
@@ -611,6 +646,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail("interrupted: nothing of the unfinished run was stored", EXIT_INTERRUPTED)
         if isinstance(e, MemoryError):
             return _fail("memory: the machine ran out of memory (lower --max-memory to refuse such runs earlier)", 1)
+        from .store.writer_process import WriterProcessLost
+
+        if isinstance(e, WriterProcessLost):
+            return _fail(f"--db: {e}", 1)
         if isinstance(e, BrokenPipeError) and _stdout_reader_gone():
             return _stop_writing_stdout()
         return _internal(e)  # a bug: one line, the traceback on request
@@ -643,7 +682,13 @@ def prepare_process() -> None:
     (10,000 flows for 10 s 368 MB, the dumbbell's 1000 flows for 5 s 856 MB; issue 15).
 
     pydantic looks for plugins before it builds the spec's first validator (13 ms); the command
-    uses none, so it builds them with plugins off (`spec.without_pydantic_plugins`)."""
+    uses none, so it builds them with plugins off (`spec.without_pydantic_plugins`).
+
+    `run` and `ccperf` store their run through a writer process of their own (`store.writer_process`),
+    forked at their start, which loads DuckDB on the second core; a program calling `main` stores
+    in its own process, as the library does."""
+    global _writer_process
+    _writer_process = True
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     without_pydantic_plugins()

@@ -35,6 +35,15 @@ class Terminated(KeyboardInterrupt):
     step unwinds the same way: a store transaction rolls back, a sweep keeps its finished runs."""
 
 
+class InterruptedAfterWrite(KeyboardInterrupt):
+    """Ctrl-C that arrived while a run was being written, raised once the write had committed
+    (`interrupts.deferred`): unlike any other interruption, the run it cut short is stored."""
+
+
+class TerminatedAfterWrite(Terminated):
+    """SIGTERM that arrived while a run was being written, raised once the write had committed."""
+
+
 def format_loc(loc: Sequence[str | int]) -> str:
     """('flows', 0, 'cca') -> 'flows[0].cca'."""
     out = ""

@@ -3,7 +3,9 @@
 A result is stored whole or not at all; a SIGINT that arrives while a run is being written would
 otherwise abort the write (DuckDB turns it into "Query interrupted") and lose a finished run.
 Inside `deferred()`, SIGINT and SIGTERM are only noted; when the block ends, the interruption is
-raised (KeyboardInterrupt, or `errors.Terminated` for SIGTERM) after the write has committed.
+raised after the write has committed, as `errors.InterruptedAfterWrite` (a KeyboardInterrupt) or,
+for SIGTERM, `errors.TerminatedAfterWrite` (an `errors.Terminated`): whoever reports it can say
+that the run being written is stored, while any other interruption stored nothing of its run.
 
 What can stop at once does, though: inside `reacting(stop)`, a signal noted by a deferred write
 calls `stop` right away (a sweep ends its worker processes, so that the write it waits for no
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from .errors import Terminated
+from .errors import InterruptedAfterWrite, TerminatedAfterWrite
 
 __all__ = ["deferred", "reacting"]
 
@@ -58,6 +60,6 @@ def deferred() -> Iterator[None]:
         for sig, handler in previous.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
     if signal.SIGTERM in received:
-        raise Terminated(f"signal {signal.SIGTERM}")
+        raise TerminatedAfterWrite(f"signal {signal.SIGTERM}")
     if received:
-        raise KeyboardInterrupt
+        raise InterruptedAfterWrite

@@ -24,6 +24,11 @@ engine takes the GIL back every 20 ms to look for signals (`SIGNAL_CHECK_INTERVA
 crates/bufferlab-py/src/lib.rs; it used to after every 2-3 ms slice: the dumbbell's engine beside
 the preload 93 -> 84 ms, alone 82), and would otherwise wait up to 5 ms for it each time.
 
+Where the store is written by another process (`store.writer_process`, `bufferlab run` on Linux:
+`start(store=False)`), the thread imports only what `derive` needs and the caller names: DuckDB,
+its instance and the store's writer are the child's, which makes them on the second core while
+this process parses the spec, instead of about 60 ms of GIL-held imports here beside the engine.
+
 A caller may name modules it will need after the run (`start(also=...)`: `bufferlab run`'s
 summary tables, rich, 17 ms of imports); the thread imports them after its own, so that the
 summary rendered beside the store's write is left only its own work (7 ms).
@@ -46,12 +51,14 @@ from dataclasses import dataclass, field
 
 from .switching import begin_quick_switches, end_quick_switches
 
-__all__ = ["Preload", "start", "MODULES", "EXIT_WAIT_S"]
+__all__ = ["Preload", "start", "MODULES", "STORE_MODULES", "EXIT_WAIT_S"]
 
 # What the steps after the engine import, in the order the preload imports them: DuckDB and the
 # store's connection first, so that DuckDB's instance (made without the GIL) is under way while
 # a short run's main thread imports numpy for `derive`.
 MODULES = ("bufferlab.store.connection", "bufferlab.pipeline.derive", "bufferlab.store.writer")
+# The store's part of `MODULES`: none of it where another process writes the store.
+STORE_MODULES = ("bufferlab.store.connection", "bufferlab.store.writer")
 # The longest the process waits at its exit for a preload still under way (see the module docstring).
 EXIT_WAIT_S = 2.0
 
@@ -73,16 +80,18 @@ _lock = threading.Lock()
 _running: Preload | None = None
 
 
-def start(also: Sequence[str] = ()) -> Preload | None:
+def start(also: Sequence[str] = (), store: bool = True) -> Preload | None:
     """Start preloading in a daemon thread, importing `also` (module names) after `MODULES`
-    (see the module docstring); None while an earlier preload of this process is still running."""
+    (without `STORE_MODULES` and DuckDB's instance unless `store`: see the module docstring);
+    None while an earlier preload of this process is still running."""
     global _running
     with _lock:
         if _running is not None and _running.thread.is_alive():
             return None
         preload = Preload()
-        preload.thread = threading.Thread(target=_run, args=(preload, (*MODULES[1:], *also)),
-                                          name="bufferlab-preload", daemon=True)
+        modules = [*(m for m in MODULES if store or m not in STORE_MODULES), *also]
+        preload.thread = threading.Thread(target=_run, args=(preload, modules), name="bufferlab-preload",
+                                          daemon=True)
         if _running is None:
             atexit.register(_wait_at_exit)
         _running = preload
@@ -98,10 +107,10 @@ def start(also: Sequence[str] = ()) -> Preload | None:
 def _run(preload: Preload, modules: Sequence[str]) -> None:
     """The thread's work; an error is kept on `preload`, not printed (see the module docstring)."""
     try:
-        connection = importlib.import_module(MODULES[0])
-        connection.prepare_writer()
         for module in modules:
-            importlib.import_module(module)
+            imported = importlib.import_module(module)
+            if module == MODULES[0]:  # the store's connection: DuckDB's instance next
+                imported.prepare_writer()
     except BaseException as e:  # noqa: BLE001 - kept for the record; the main thread meets it again
         preload.error = e
     finally:

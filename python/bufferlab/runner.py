@@ -8,6 +8,9 @@ loading polars or numpy (`store.counters`). Every input check happens in `plan`,
 store is touched; the store is opened only for a short read (is the run there?) and, after the
 simulation, for the one transaction that writes it. While the engine of a run to be stored
 runs, another thread imports what deriving and storing it needs (`bufferlab.preload`).
+
+`bufferlab run` passes its store's writer process (`store.writer_process`): then the look-up and
+the write are the child's, and this process loads no DuckDB.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from .store.counters import stored_counters
 if TYPE_CHECKING:  # pragma: no cover
     from .pipeline.result import EngineResult
     from .spec import Scenario
+    from .store.writer_process import WriterProcess
 
 __all__ = ["core", "engine_version", "validate", "simulate", "run", "stored_summary", "EngineMissing", "Progress",
            "PROGRESS_STEPS"]
@@ -44,11 +48,12 @@ def simulate(scenario: Scenario, progress: Progress | None = None) -> tuple[Engi
     return raw.result, raw.wall_time_s
 
 
-def stored_summary(p: Plan, db: str | Path) -> RunSummary | None:
-    """The summary of `p`'s run if the store at `db` has it (a short read-only look)."""
+def stored_summary(p: Plan, db: str | Path, writer: WriterProcess | None = None) -> RunSummary | None:
+    """The summary of `p`'s run if the store at `db` has it (a short read-only look, by `writer`
+    if given)."""
     if not Path(db).exists():
         return None
-    counters = stored_counters(db, p.run_id)
+    counters = stored_counters(db, p.run_id) if writer is None else writer.stored_counters(db, p.run_id)
     if counters is None:
         return None
     return summarise(counters, endpoints=p.resolved.endpoints_of(counters["flows"]), bottleneck=p.resolved.bottleneck,
@@ -59,26 +64,31 @@ def stored_summary(p: Plan, db: str | Path) -> RunSummary | None:
 def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool = False,
         user_spec: dict[str, Any] | None = None, progress: Progress | None = None,
         study: str | None = None, storing: Callable[[RunSummary], None] | None = None,
-        preload_also: Sequence[str] = ()) -> RunSummary:
+        preload_also: Sequence[str] = (), writer: WriterProcess | None = None) -> RunSummary:
     """Run `scenario` (or an existing plan of it) unless the store already has it (or `force`),
     store it with its metric tables (in `study`, if given), summarise it. `storing` is called with
     the summary of a simulated run just before it is stored (to present it meanwhile), never for
     a run served from the store; `preload_also` names modules it will import, which the preload
-    imports while the engine runs."""
+    imports while the engine runs; `writer`, the store's writer process, looks the run up and
+    stores it (else this process does)."""
     p = scenario if isinstance(scenario, Plan) else plan(scenario)
     if not force:
-        stored = stored_summary(p, db)
+        stored = stored_summary(p, db, writer)
         if stored is not None:
             return stored
-    preload.start(also=preload_also)
+    preload.start(also=preload_also, store=writer is None)
     raw = _simulate(p, progress)
-    # numpy, DuckDB and the store's writer load only when there is something to derive and
-    # write (the preload has most likely loaded them by now).
+    # numpy (and DuckDB and the store's writer, without a writer process) load only when there
+    # is something to derive and write (the preload has most likely loaded them by now).
     from .pipeline.derive import derive
-    from .store.writer import persist
 
     derived = derive(p, raw, study=study, user_spec=user_spec)
     if storing is not None:
         storing(derived.summary)
-    persist(derived, db, replace=force)
+    if writer is not None:
+        writer.persist(derived, db, replace=force)
+    else:
+        from .store.writer import persist
+
+        persist(derived, db, replace=force)
     return derived.summary

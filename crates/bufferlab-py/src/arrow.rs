@@ -9,6 +9,11 @@
 //! Python values (`column_values`), a numeric column as a numpy array without a copy (`column`,
 //! through numpy's array interface), its column types (`column_types`), and new tables of Python
 //! values (`from_columns`, `with_columns`).
+//!
+//! A table also crosses to another process as an Arrow IPC stream (`to_ipc`, `from_ipc`):
+//! `bufferlab run` writes the store in a child process (python/bufferlab/store/writer_process.py),
+//! which gets back the very schema and values, nullability and types included, so that DuckDB
+//! stores the same rows as from the table itself.
 
 use std::ffi::CString;
 use std::sync::Arc;
@@ -20,11 +25,13 @@ use arrow_array::{
     Array, ArrayRef, BooleanArray, Float64Array, RecordBatch, RecordBatchIterator, StringArray,
     TimestampMicrosecondArray, UInt32Array, UInt64Array,
 };
+use arrow_buffer::Buffer;
 use arrow_schema::ffi::FFI_ArrowSchema;
-use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyList, PyString};
+use pyo3::pybacked::PyBackedBytes;
+use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyString};
 use pyo3::IntoPyObjectExt;
 
 /// One table of a run's result (`tables.rs`), held by the engine's allocation until every
@@ -171,6 +178,37 @@ fn batch_of(
         .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
 }
 
+/// `batch` as an Arrow IPC stream: its schema, the batch, the end-of-stream marker, in a buffer
+/// sized for it up front (growing one by doubling copied the dumbbell's 8.6 MB channel series
+/// several times over).
+fn ipc_stream(batch: &RecordBatch) -> Result<Vec<u8>, ArrowError> {
+    let room = batch.get_array_memory_size() + IPC_STREAM_OVERHEAD;
+    let mut writer = arrow_ipc::writer::StreamWriter::try_new(Vec::with_capacity(room), batch.schema().as_ref())?;
+    writer.write(batch)?;
+    writer.into_inner()
+}
+
+/// Room for what an IPC stream holds besides its buffers' bytes: the schema and batch messages'
+/// metadata, each buffer's padding to 64 bytes, the end marker. Only a first guess: a buffer
+/// that needs more grows.
+const IPC_STREAM_OVERHEAD: usize = 16 * 1024;
+
+/// The one record batch of an Arrow IPC stream (`ipc_stream`), its arrays pointing into `data`
+/// (the bytes object, held for as long as they live) rather than into copies of it: the stream
+/// aligns every buffer to 64 bytes of its start, and a bytes object's data to 16 bytes.
+fn batch_of_ipc(data: PyBackedBytes) -> Result<RecordBatch, ArrowError> {
+    let mut data = Buffer::from(bytes::Bytes::from_owner(data));
+    let mut decoder = arrow_ipc::reader::StreamDecoder::new();
+    let batch = decoder.decode(&mut data)?;
+    let rest = decoder.decode(&mut data)?;
+    decoder.finish()?;
+    match (batch, rest) {
+        (Some(batch), None) => Ok(batch),
+        (None, _) => Err(ArrowError::IpcError("no record batch".to_owned())),
+        (Some(_), Some(_)) => Err(ArrowError::IpcError("more than one record batch".to_owned())),
+    }
+}
+
 fn capsule_name(name: &str) -> PyResult<CString> {
     CString::new(name).map_err(|e| PyValueError::new_err(e.to_string()))
 }
@@ -188,6 +226,22 @@ impl Table {
     fn with_columns(&self, columns: Vec<(String, String, Bound<'_, PyAny>)>) -> PyResult<Table> {
         let fields = self.batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
         Ok(Table::new(&self.name, batch_of(&self.name, fields, self.batch.columns().to_vec(), columns)?))
+    }
+
+    /// The table as an Arrow IPC stream (bytes): schema, one record batch, end of stream. Encoded
+    /// without the GIL.
+    fn to_ipc<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let data = py.allow_threads(|| ipc_stream(&self.batch));
+        let data = data.map_err(|e| PyValueError::new_err(format!("{}: Arrow IPC stream: {e}", self.name)))?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// A table named `name` of an Arrow IPC stream of one record batch (`to_ipc`), decoded
+    /// without the GIL and without a copy: the table holds on to `data` (bytes).
+    #[staticmethod]
+    fn from_ipc(py: Python<'_>, name: &str, data: PyBackedBytes) -> PyResult<Table> {
+        let batch = py.allow_threads(|| batch_of_ipc(data));
+        Ok(Table::new(name, batch.map_err(|e| PyValueError::new_err(format!("{name}: Arrow IPC stream: {e}")))?))
     }
 
     /// The table's name (`flows`, `flow_timeseries`, ...).

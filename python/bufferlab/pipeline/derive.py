@@ -16,28 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis import metrics as catalogue
 from ..analysis import summary
+from .columns import CHANNEL_SUMMARY, FLOW_SUMMARY, stored_column_types, stored_schemas
 from .engine import core
-from .plan import Plan
-from .result import ENGINE_TABLES, EngineResult, engine_column_types, engine_schemas, polars_type, record_values
-from .simulate import RawRun
+from .result import ENGINE_TABLES, EngineResult, polars_type, record_values
 
 if TYPE_CHECKING:  # pragma: no cover
-    import polars as pl
+    # Annotations only: the store's writer process imports this module for the stored columns
+    # (`stored_column_types`) and has no use for the spec layer (pydantic) that `plan` imports
+    # (store/writer_process.py).
+    from .plan import Plan
+    from .simulate import RawRun
 
 __all__ = ["DerivedRun", "derive", "metric_tables", "flow_rows", "channel_rows", "FLOW_SUMMARY", "CHANNEL_SUMMARY",
            "stored_schemas", "stored_column_types"]
-
-# The summary columns derive adds to the engine's flow and channel tables (`analysis.summary`),
-# with their Arrow types. Derived tables are Arrow tables (`_core.Table`): a fresh run is derived
-# and stored without polars (`pipeline.result`).
-FLOW_SUMMARY: dict[str, str] = {
-    "src": "Utf8", "dst": "Utf8", "goodput_bps": "Float64", "loss_rate": "Float64", "mean_srtt_ns": "Float64",
-    "completion_time_ns": "UInt64",
-}
-CHANNEL_SUMMARY: dict[str, str] = {
-    "direction": "Utf8", "utilisation": "Float64", "mean_queue_packets": "Float64", "mean_sojourn_ns": "Float64",
-}
-
 
 @dataclass
 class DerivedRun:
@@ -70,23 +61,6 @@ class DerivedRun:
         as Arrow tables."""
         tables = {name: self.result.arrow(name) for name in ENGINE_TABLES}
         return {**tables, "flows": self.flows, "channels": self.channels, **self.metric_tables}
-
-
-def stored_column_types() -> dict[str, dict[str, str]]:
-    """The columns and Arrow types of the engine's tables as `derive` hands them on: the engine's
-    own, flows and channels followed by their summary columns."""
-    types = engine_column_types()
-    for name, extra in (("flows", FLOW_SUMMARY), ("channels", CHANNEL_SUMMARY)):
-        types[name].update(extra)
-    return types
-
-
-def stored_schemas() -> dict[str, dict[str, pl.DataType]]:
-    """`stored_column_types` as polars types."""
-    schemas: dict[str, dict[str, pl.DataType]] = {name: dict(schema) for name, schema in engine_schemas().items()}
-    for name, extra in (("flows", FLOW_SUMMARY), ("channels", CHANNEL_SUMMARY)):
-        schemas[name].update({column: polars_type(kind) for column, kind in extra.items()})
-    return schemas
 
 
 def _arrow_table(name: str, rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> Any:

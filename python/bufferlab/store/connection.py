@@ -74,8 +74,8 @@ A writer makes a new store with blocks of 64 kB (`NEW_STORE_BLOCK_SIZE`; DuckDB'
 constants, FSST dictionaries), but with 256 kB blocks a run's many small segments leave more of
 the store's blocks partly empty, and the checkpoint starts every segment in a block-sized buffer
 that it initialises whole (a column's validity mask, 256 kB set for a few kB of rows: 840 of the
-dumbbell's commit's 2,600 page faults, `perf record -e page-faults`): a new store of the reference dumbbell's run is 3.4 MB
-instead of 5.8 MB (52 blocks of 64 kB, 22 of 256 kB), a store of 10 runs 28 instead of 36 MB,
+dumbbell's commit's 2,600 page faults, `perf record -e page-faults`): a new store of the
+reference dumbbell's run is 3.4 MB instead of 5.8 MB (52 blocks of 64 kB, 22 of 256 kB), a store of 10 runs 28 instead of 36 MB,
 of 50 runs 137 instead of 164 MB; its write makes ~800 fewer page faults at the commit (2,600
 -> 1,790, the same CPU time), the whole command ~700 fewer (one flow for 10 s: 14,060 -> 12,260,
 peak resident 107 -> 100 MB), a run of 1000 flows x 500 samples 40 -> 36 MB of store and 650 ->

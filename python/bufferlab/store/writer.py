@@ -37,18 +37,18 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 
-from ..analysis import metrics as catalogue
+from ..analysis import catalogue
 from ..errors import SpecError
 from ..interrupts import deferred
-from ..pipeline.derive import stored_column_types
+from ..pipeline.columns import stored_column_types
 from ..pipeline.engine import core
 from . import DEFAULT_DB, SCHEMA_VERSION
 from .connection import connect, release_writer, store_error
@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..pipeline.derive import DerivedRun
 
 __all__ = ["Store", "StoreError", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION", "TABLES", "RUN_TABLES", "KEYS",
-           "check_schema_version", "duckdb_type", "StudyPoint", "persist"]
+           "check_schema_version", "duckdb_type", "StudyPoint", "persist", "RunToStore"]
 
 
 class StoreError(SpecError):
@@ -231,6 +231,51 @@ def check_schema_version(version: int | None, path: Path) -> None:
                                  f"({SCHEMA_VERSION}): upgrade bufferlab to read it")
 
 
+class RunScalars(Protocol):
+    """The engine's scalars of a run that its `runs` row holds (`EngineResult` has them)."""
+
+    @property
+    def engine_version(self) -> str: ...
+    @property
+    def end_ns(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+
+
+class RunTables(Protocol):
+    """A run's tables by name, in the order they are written (a dict, or the writer process's
+    tables arriving one by one: `store.writer_process`)."""
+
+    def items(self) -> Iterable[tuple[str, Any]]: ...
+
+
+class RunToStore(Protocol):
+    """What `Store.save` writes of a run: `pipeline.derive.DerivedRun`, or the same values as
+    the store's writer process receives them (`store.writer_process`)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def duration_ns(self) -> int: ...
+    @property
+    def wall_time_s(self) -> float: ...
+    @property
+    def spec_json(self) -> str: ...
+    @property
+    def spec_hash(self) -> str: ...
+    @property
+    def user_spec_json(self) -> str: ...
+    @property
+    def study(self) -> str | None: ...
+    @property
+    def result(self) -> RunScalars: ...
+    def stored_tables(self) -> RunTables: ...
+
+
 @dataclass(frozen=True)
 class StudyPoint:
     """Where a run stands in a sweep: its point (index and axis values) and seed; `error` is the
@@ -346,9 +391,12 @@ class Store:
         self._schema_current = True
         self._empty = False
 
-    def save(self, run: DerivedRun, *, replace: bool = False, point: StudyPoint | None = None) -> None:
+    def save(self, run: RunToStore, *, replace: bool = False, point: StudyPoint | None = None,
+             before_commit: Callable[[], None] | None = None) -> None:
         """Write one run atomically, with its place in a study if given; with `replace`, an
-        existing run of that id is replaced in the same transaction (so a failure keeps the old one)."""
+        existing run of that id is replaced in the same transaction (so a failure keeps the old one).
+        `before_commit` is called once everything is written, before the commit: what it raises
+        rolls the write back (the writer process's look for its parent: `store.writer_process`)."""
         with self._transaction():
             if replace:
                 self._delete(run.run_id)
@@ -358,6 +406,8 @@ class Store:
             self._insert_tables(run)
             if point is not None:
                 self._put_points([(point, run.run_id)])
+            if before_commit is not None:
+                before_commit()
 
     # --- studies --------------------------------------------------------------------------
 
@@ -401,7 +451,7 @@ class Store:
         for table in (*RUN_TABLES, "runs"):
             self.con.execute(f"DELETE FROM {table} WHERE run_id = '{check_run_id(run_id)}'")
 
-    def _insert_run(self, run: DerivedRun) -> None:
+    def _insert_run(self, run: RunToStore) -> None:
         r = run.result
         row: list[tuple[str, str, Any]] = [
             ("run_id", "Utf8", run.run_id), ("status", "Utf8", "complete"),
@@ -437,7 +487,7 @@ class Store:
             _frame = frame.__arrow_c_stream__()  # noqa: F841 - read by DuckDB by its name (see above)
             self.con.execute(statement)
 
-    def _insert_tables(self, run: DerivedRun) -> None:
+    def _insert_tables(self, run: RunToStore) -> None:
         """Every table of the run but `runs`, as `derive` made them."""
         for table, frame in run.stored_tables().items():
             self._insert_frame(table, run.run_id, frame)

@@ -1,0 +1,399 @@
+"""The store's writer in a process of its own, for `bufferlab run` (issue 15).
+
+Why. In one process, DuckDB cost a fresh run its import (~41 ms, of which `importlib.metadata`
+for its own version 12 and `duckdb._relation` 13), its in-memory instance (~17 ms) and the
+write itself, and most of that held the GIL: the preload's imports (DuckDB, numpy, rich: ~100
+ms) ran beside the engine but exceeded the reference dumbbell's 68 ms engine and dwarfed one
+flow's 14 ms, so the steps after the engine waited for them; and DuckDB's client takes the GIL
+back about 580 times during the dumbbell's write, so the summary rendered beside it and the write
+delayed each other. A process of its own imports DuckDB and makes its instance on the second
+core while the command parses the spec and simulates, and writes without sharing a GIL. On a
+quiet machine (README, "The store's writer in a process of its own"): the dumbbell's command
+0.270 -> 0.255 s, one flow's 0.212 -> 0.166 s, a stored run's 0.163 -> 0.138 s, for 17-30 ms
+more CPU time (the fork's copy-on-write, the tables' hand-over, a write in a fresh process),
+which a busy machine pays in wall time too.
+
+How. `start` forks the child as soon as the command knows it will run (`cli`), before any
+thread exists (a fork copies only the forking thread; the preload's thread starts later). The
+child imports DuckDB and the store's writer, makes the writer's in-memory database
+(`connection.prepare_writer`: no store file is opened, none is created) and waits for requests
+on a pipe. The parent never imports DuckDB on this path:
+
+    lookup  ("counters", db, run_id) -> the stored run's counters or None (`stored_counters`),
+            the "is this run stored already?" of `runner.stored_summary`;
+    write   ("write", db, replace, the run's scalars, its table names), then each table as an
+            Arrow IPC stream (`_core.Table.to_ipc`) -> done, once committed (`Store.save`).
+
+Each message is a frame: its length (8 bytes) and its bytes, a pickle or an IPC stream. The
+child decodes each table (`_core.Table.from_ipc`: the same schema and values) and inserts it as
+soon as it has arrived, as `Store.save` inserts a run's tables in one process, so the parent
+encodes the next table while the child inserts the last one, and neither holds the IPC bytes of
+more than one table at a time (the dumbbell's tables are 12 MB as IPC streams). A failure of the child is sent back as what it was (`_failure`): the same one-line
+error and exit status as in one process (a bad or locked store, a full disk, a bug).
+
+What holds as in one process: a stored run is complete or absent (one transaction), and the
+summary is printed only after the commit (the parent waits for the reply). Ctrl-C and SIGTERM:
+the child ignores both, so that a terminal's Ctrl-C, which reaches the whole process group, acts
+through the parent alone. The parent holds them back while the run is written (`persist`, with
+`interrupts.deferred`, as today's write) and is interrupted otherwise; either way it then ends
+the child (`WriterProcess.close`): a child with no write under way holds no store and is killed,
+one with a write under way is waited for. The child ends on its own when its request pipe
+closes, however the parent ended (even by SIGKILL): it reads the end of the pipe when it waits
+for a request, and looks for it once more before a write's commit (`_parent_gone`), rolling the
+write back if the parent has gone. The parent always reaps the child (no zombie), and a child
+outlives its parent by at most the rest of its imports or of a write it will not commit (no
+lasting orphan). A write is the child's last request: it ends as soon as it has replied.
+
+Where no fork is available, or the process already runs threads or has DuckDB loaded (a library
+user, the tests), or may run on one CPU only (`start`), it returns None and the run is stored in
+the process as before.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from ..errors import SpecError
+from ..interrupts import deferred
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..pipeline.derive import DerivedRun
+
+__all__ = ["WriterProcess", "WriterProcessLost", "start"]
+
+# A frame's length, before its bytes.
+_LENGTH = struct.Struct("<Q")
+# The request pipe's capacity asked for (`_widen`): Linux's default limit for a user's pipe.
+PIPE_BYTES = 1 << 20
+
+
+class WriterProcessLost(RuntimeError):
+    """The store's writer process ended without replying (killed, out of memory, crashed)."""
+
+
+class WriterProcessFailed(RuntimeError):
+    """An error of the writer process that could not cross as itself (its type and message)."""
+
+
+class _ParentGone(Exception):
+    """The child's request pipe ended: the parent has exited, or given up on this write."""
+
+
+def start() -> WriterProcess | None:
+    """Fork the store's writer process (see the module docstring); None where it cannot be done
+    safely here: no `os.fork`, another thread running (it would be missing in the child, with
+    whatever lock it held), or DuckDB already loaded (its instance's threads, likewise); and
+    where it cannot pay: a process allowed on one CPU only, where the two processes would take
+    turns on it and the child's 20-40 ms of extra CPU time would only add to the run."""
+    if not hasattr(os, "fork") or threading.active_count() != 1 or "duckdb" in sys.modules:
+        return None
+    if hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) < 2:
+        return None
+    requests_read, requests_write = os.pipe()
+    replies_read, replies_write = os.pipe()
+    _widen(requests_write)
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the command
+        status = 1
+        try:
+            os.close(requests_write)
+            os.close(replies_read)
+            status = _serve(requests_read, replies_write)
+        finally:
+            os._exit(status)
+    os.close(requests_read)
+    os.close(replies_write)
+    return WriterProcess(pid, os.fdopen(requests_write, "wb"), os.fdopen(replies_read, "rb"))
+
+
+def _widen(pipe: int) -> None:
+    """Let the request pipe hold `PIPE_BYTES` (where Linux allows it): the dumbbell's tables are
+    12 MB, which the default 64 kB pipe passes in about 190 turns of writer and reader."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):  # not Linux, or above the system's limit
+        pass
+
+
+# --- the parent's side ----------------------------------------------------------------------------
+
+class WriterProcess:
+    """The command's handle on its writer process: requests, replies, and its end (`close`)."""
+
+    def __init__(self, pid: int, requests: IO[bytes], replies: IO[bytes]) -> None:
+        self.pid = pid
+        self._requests = requests
+        self._replies = replies
+        self._writing = False  # a write sent and not yet answered: the child may be committing it
+        self._status: int | None = None
+
+    def stored_counters(self, db: str | Path, run_id: str) -> dict[str, Any] | None:
+        """`store.counters.stored_counters`, looked up by the child."""
+        self._send(pickle.dumps(("counters", str(db), run_id)))
+        answer: dict[str, Any] | None = self._reply()
+        return answer
+
+    def persist(self, run: DerivedRun, db: str | Path, *, replace: bool = False) -> None:
+        """`store.writer.persist` of `run`, written by the child; returns once it has committed.
+        Ctrl-C and SIGTERM wait for the write, as in one process. The write is the child's last
+        request: it ends as soon as it has replied, so that the kernel frees its memory (DuckDB's
+        instance and the run's tables: 6-7 ms for the dumbbell) while this process prints."""
+        with deferred():
+            tables = run.stored_tables()
+            scalars = {"run_id": run.run_id, "name": run.name, "seed": run.seed, "duration_ns": run.duration_ns,
+                       "wall_time_s": run.wall_time_s, "spec_json": run.spec_json, "spec_hash": run.spec_hash,
+                       "user_spec_json": run.user_spec_json, "study": run.study,
+                       "engine_version": run.result.engine_version, "end_ns": run.result.end_ns,
+                       "events": run.result.events}
+            self._writing = True
+            self._send(pickle.dumps(("write", str(db), replace, scalars, list(tables))))
+            for table in tables.values():
+                self._send(table.to_ipc())
+            self._reply()
+
+    def _send(self, frame: bytes) -> None:
+        try:
+            _write_frame(self._requests, frame)
+        except BrokenPipeError:
+            raise self._lost() from None
+
+    def _reply(self) -> Any:
+        """The child's answer to the request sent; its error raised here."""
+        frame = _read_frame(self._replies)
+        if frame is None:
+            raise self._lost()
+        self._writing = False  # answered: the child is done with any write
+        reply = pickle.loads(frame)
+        if reply[0] == "ok":
+            return reply[1]
+        raise _error_of(reply[1:])
+
+    def _lost(self) -> WriterProcessLost:
+        self._writing = False  # the child has gone: there is no write left to wait for
+        self._reap()
+        status = self._status or 0
+        how = f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else \
+            f"with status {os.waitstatus_to_exitcode(status)}"
+        return WriterProcessLost(f"the process writing the store ended ({how}) before it replied")
+
+    def close(self) -> None:
+        """End the child and reap it: at once if it has no write under way (it holds no store
+        then), else once it has committed or rolled the write back (it sees the pipe close)."""
+        if self._status is not None:
+            return
+        for stream in (self._requests, self._replies):
+            try:
+                stream.close()
+            except OSError:  # a request cut short by the child's end: nothing left to send
+                pass
+        if not self._writing:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self._reap()
+
+    def _reap(self) -> None:
+        if self._status is None:
+            try:
+                self._status = os.waitpid(self.pid, 0)[1]
+            except ChildProcessError:  # reaped elsewhere
+                self._status = 0
+
+    def __enter__(self) -> WriterProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _error_of(failure: tuple[Any, ...]) -> BaseException:
+    """The exception a failure of the child (`_failure`) is in the parent."""
+    kind, *details = failure
+    if kind == "spec":  # a SpecError: `--db: reason`, `BUFFERLAB_DB_WAIT: ...`
+        return SpecError(*details)
+    if kind == "store":  # an error of DuckDB's, printed as the command prints one (`cli.main`)
+        return SpecError("--db", details[0])
+    if kind == "memory":
+        return MemoryError(*details)
+    if kind == "exception":
+        try:
+            error = pickle.loads(details[0])
+        except Exception:  # noqa: BLE001 - a class this process cannot rebuild: its name and text
+            return WriterProcessFailed(details[1])
+        if isinstance(error, BaseException):
+            return error
+    return WriterProcessFailed(details[-1])
+
+
+# --- the child's side -----------------------------------------------------------------------------
+
+def _serve(requests_fd: int, replies_fd: int) -> int:
+    """The child's life: get ready, then answer requests until the parent closes the pipe."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    requests, replies = os.fdopen(requests_fd, "rb"), os.fdopen(replies_fd, "wb")
+    try:  # what a request needs, made ahead; an error here is met again by the request
+        from . import connection, counters, writer  # noqa: F401
+
+        connection.prepare_writer()
+    except BaseException:  # noqa: BLE001, S110 - the request that needs it reports it
+        pass
+    while True:
+        frame = _read_frame(requests)
+        if frame is None:
+            return 0
+        request = pickle.loads(frame)
+        try:
+            answer = _answer(request, requests)
+        except _ParentGone:
+            return 0
+        except BaseException as e:  # noqa: BLE001 - sent to the parent, which raises it
+            reply = ("error", *_failure(e))
+        else:
+            reply = ("ok", answer)
+        try:
+            _write_frame(replies, pickle.dumps(reply))
+        except BrokenPipeError:
+            return 0
+        if request[0] == "write":  # a command's last request: end now (`WriterProcess.persist`)
+            return 0
+
+
+def _answer(request: tuple[Any, ...], requests: IO[bytes]) -> Any:
+    kind, *arguments = request
+    if kind == "counters":
+        from .counters import stored_counters
+
+        db, run_id = arguments
+        return stored_counters(db, run_id)
+    if kind == "write":
+        db, replace, scalars, names = arguments
+        run = _ReceivedRun.of(scalars, _ArrivingTables(names, requests))
+        try:
+            from .writer import Store
+
+            with Store(db) as store:
+                store.save(run, replace=replace, before_commit=lambda: _parent_gone(requests))
+        finally:
+            run.tables.drain()
+        return None
+    raise ValueError(f"unknown request {kind!r}")
+
+
+def _parent_gone(requests: IO[bytes]) -> None:
+    """Raise `_ParentGone` if the request pipe has ended: between requests the parent sends
+    nothing, so anything to read is its end."""
+    if select.select([requests], [], [], 0)[0]:
+        raise _ParentGone
+
+
+def _failure(error: BaseException) -> tuple[Any, ...]:
+    """`error` as the parent rebuilds it (`_error_of`): a SpecError by field and reason, an error
+    of DuckDB's by its text (the parent has no DuckDB to rebuild it with), a MemoryError, else the
+    exception pickled, with its type and text in case it cannot be rebuilt there."""
+    if isinstance(error, SpecError):
+        return "spec", error.field, error.reason
+    duckdb_error = getattr(sys.modules.get("duckdb"), "Error", None)
+    if isinstance(duckdb_error, type) and isinstance(error, duckdb_error):
+        return "store", " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, MemoryError):
+        return "memory", str(error)
+    text = f"{type(error).__name__}: {error}"
+    if not type(error).__module__.startswith(("duckdb", "_duckdb")):
+        try:
+            return "exception", pickle.dumps(error), text
+        except Exception:  # noqa: BLE001, S110 - not picklable: its type and text
+            pass
+    return "internal", text
+
+
+@dataclass(frozen=True)
+class _Scalars:
+    engine_version: str
+    end_ns: int
+    events: int
+
+
+@dataclass(frozen=True)
+class _ReceivedRun:
+    """A run as the child receives it: what `Store.save` writes (`writer.RunToStore`)."""
+
+    run_id: str
+    name: str | None
+    seed: int
+    duration_ns: int
+    wall_time_s: float
+    spec_json: str
+    spec_hash: str
+    user_spec_json: str
+    study: str | None
+    result: _Scalars
+    tables: _ArrivingTables
+
+    @classmethod
+    def of(cls, scalars: dict[str, Any], tables: _ArrivingTables) -> _ReceivedRun:
+        engine = {name: scalars.pop(name) for name in ("engine_version", "end_ns", "events")}
+        return cls(**scalars, result=_Scalars(**engine), tables=tables)
+
+    def stored_tables(self) -> _ArrivingTables:
+        return self.tables
+
+
+class _ArrivingTables:
+    """A write's tables in the order the parent sends them, each decoded as it arrives."""
+
+    def __init__(self, names: list[str], requests: IO[bytes]) -> None:
+        self._names = names
+        self._requests = requests
+        self._received = 0
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        from ..pipeline.engine import core
+
+        while self._received < len(self._names):
+            name, frame = self._names[self._received], self._next()
+            yield name, core().Table.from_ipc(name, frame)
+
+    def drain(self) -> None:
+        """Read what the parent still sends of the write (after a failure), so that it is
+        never left writing into a full pipe."""
+        while self._received < len(self._names):
+            self._next()
+
+    def _next(self) -> bytes:
+        frame = _read_frame(self._requests)
+        if frame is None:
+            raise _ParentGone
+        self._received += 1
+        return frame
+
+
+# --- frames -----------------------------------------------------------------------------------
+
+def _write_frame(stream: IO[bytes], frame: bytes) -> None:
+    stream.write(_LENGTH.pack(len(frame)))
+    stream.write(frame)
+    stream.flush()
+
+
+def _read_frame(stream: IO[bytes]) -> bytes | None:
+    """The next frame, or None where the stream ends (before or inside a frame)."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        return None
+    (length,) = _LENGTH.unpack(head)
+    frame = stream.read(length)
+    return frame if len(frame) == length else None

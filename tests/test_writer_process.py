@@ -1,0 +1,357 @@
+"""The store's writer process of `bufferlab run` (`store.writer_process`): it stores exactly what
+the in-process writer stores, fails with the same one-line errors, never leaves a process behind
+(after success, a store error, Ctrl-C, SIGTERM or the command's SIGKILL), never writes after its
+parent has gone, and keeps DuckDB out of the command's process. Where no fork is available the
+command stores in its own process as before."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+
+from bufferlab import runner
+from bufferlab.pipeline.engine import core
+from bufferlab.pipeline.result import ENGINE_TABLES
+from bufferlab.spec import Scenario
+from bufferlab.store import writer as store
+from bufferlab.store import writer_process
+from conftest import REPO, SCENARIOS, SMALL_DUMBBELL, stored_tables, wait_until_simulating
+
+# Every kind of engine table has rows: series, captures (booleans), and a split queue's classes.
+CAPTURED = SMALL_DUMBBELL + """
+    [[captures]]
+    link = "btl"
+    direction = "forward"
+"""
+
+# `bufferlab run` in a fresh interpreter, in the command's process (`prepare_process`: with its
+# writer process) or as a program calling `main` (`library`: without), then what it loaded. The
+# writer process's pid is kept as it is started, to look for it once the command has ended.
+_COMMAND = """
+    import json, os, sys
+    from bufferlab import cli
+    from bufferlab.store import writer_process
+    pids = []
+    real_start = writer_process.start
+    def start():
+        handle = real_start()
+        if handle is not None:
+            pids.append(handle.pid)
+        return handle
+    writer_process.start = start
+    mode, *args = sys.argv[1:]
+    if mode == "no-fork":
+        del os.fork
+    if mode == "writer-killed":  # the writer process dies as it gets the run (the OOM killer, say)
+        import signal
+        real_answer = writer_process._answer
+        def answer(request, requests):
+            if request[0] == "write":
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real_answer(request, requests)
+        writer_process._answer = answer
+    if mode == "slow-write":  # the write says when it begins, then takes a second
+        import time
+        real_answer = writer_process._answer
+        def answer(request, requests):
+            if request[0] == "write":
+                open(os.environ["WRITE_BEGUN"], "w").close()
+                time.sleep(1.0)
+            return real_answer(request, requests)
+        writer_process._answer = answer
+    if mode != "library":
+        cli.prepare_process()
+    status = cli.main(args)
+    sys.stdout.flush()
+    gone = []
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+            gone.append(False)  # still a child of ours: not reaped
+        except ChildProcessError:
+            gone.append(True)
+    print("\\n" + json.dumps({"status": status, "duckdb": "duckdb" in sys.modules, "writers": len(pids),
+                              "reaped": gone}))
+"""
+
+
+def _command(mode: str, *args: str, env: dict[str, str] | None = None,
+             preexec_fn: Any = None) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_COMMAND), mode, *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=300, check=False, env=env, preexec_fn=preexec_fn)
+    assert done.stdout.strip(), done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return done, report
+
+
+@pytest.fixture
+def captured(write_scenario) -> Path:
+    return write_scenario(CAPTURED)
+
+
+# --- the binding's Arrow IPC streams -------------------------------------------------------------
+
+def test_every_engine_table_crosses_as_an_ipc_stream_unchanged() -> None:
+    result, _ = runner.simulate(Scenario.from_toml_text(CAPTURED))
+    for name in ENGINE_TABLES:
+        table = result.arrow(name)
+        copy = core().Table.from_ipc(name, table.to_ipc())
+        assert copy.name == name
+        assert copy.column_types() == table.column_types()
+        assert copy.to_pylist() == table.to_pylist()
+    assert len(result.arrow("captures")) > 0 and len(result.arrow("flow_timeseries")) > 0
+
+
+def test_a_derived_table_with_nulls_and_timestamps_crosses_unchanged() -> None:
+    table = core().Table.from_columns("t", [("a", "Utf8", ["x", None]), ("b", "Float64", [None, 1.5]),
+                                            ("c", "Timestamp(us)", [0, None]), ("d", "Boolean", [True, None])])
+    copy = core().Table.from_ipc("t", table.to_ipc())
+    assert copy.column_types() == table.column_types()
+    assert pl.DataFrame(copy).to_dicts() == pl.DataFrame(table).to_dicts()
+
+
+def test_bytes_that_are_not_one_ipc_stream_are_refused() -> None:
+    with pytest.raises(ValueError, match="Arrow IPC stream"):
+        core().Table.from_ipc("t", b"not arrow")
+    table = core().Table.from_columns("t", [("a", "UInt64", [1])])
+    with pytest.raises(ValueError, match="Arrow IPC stream"):
+        core().Table.from_ipc("t", table.to_ipc()[:-20])  # cut inside the batch
+
+
+# --- the command --------------------------------------------------------------------------------
+
+def test_the_writer_process_stores_exactly_what_the_in_process_writer_stores(captured: Path,
+                                                                            tmp_path: Path) -> None:
+    splitbuff = str(SCENARIOS / "splitbuff_fig1.toml")
+    for mode in ("command", "library"):
+        db = str(tmp_path / f"{mode}.duckdb")
+        for args in ((str(captured), "--study", "s1"), (splitbuff, "--set", "duration=1s"),
+                     (str(captured), "--seed", "5", "--force")):
+            done, report = _command(mode, "run", *args, "--db", db, "--json")
+            assert report["status"] == 0, done.stderr
+            assert report["writers"] == (1 if mode == "command" else 0)
+    through_child, in_process = stored_tables(tmp_path / "command.duckdb"), stored_tables(tmp_path / "library.duckdb")
+    assert through_child == in_process
+    assert all(len(through_child[table][1]) > 0 for table in ("captures", "queue_classes", "class_timeseries",
+                                                              "flow_timeseries", "studies", "network_metrics"))
+
+
+def test_a_fresh_run_and_a_stored_one_never_load_duckdb_in_the_command_s_process(small_scenario: Path,
+                                                                                tmp_path: Path) -> None:
+    for output in ((), ("--json",)):
+        db = str(tmp_path / f"r{len(output)}.duckdb")
+        outs = []
+        for _ in ("fresh", "stored"):
+            done, report = _command("command", "run", str(small_scenario), "--db", db, *output)
+            assert report == {"status": 0, "duckdb": False, "writers": 1, "reaped": [True]}, done.stderr
+            outs.append(done.stdout)
+        if output:
+            fresh, stored = (json.loads(out.strip().rsplit("\n", 1)[0]) for out in outs)
+            assert not fresh["from_store"] and stored["from_store"] and fresh["run_id"] == stored["run_id"]
+        else:
+            assert "simulated and stored" in outs[0] and "from the store" in outs[1]
+
+
+@pytest.fixture
+def small_scenario(write_scenario) -> Path:
+    return write_scenario(SMALL_DUMBBELL)
+
+
+def test_on_one_cpu_the_command_stores_in_its_own_process(small_scenario: Path, tmp_path: Path) -> None:
+    done, report = _command("command", "run", str(small_scenario), "--db", str(tmp_path / "a.duckdb"), "--json",
+                            preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+    assert report == {"status": 0, "duckdb": True, "writers": 0, "reaped": []}, done.stderr
+
+
+def test_without_fork_the_command_stores_in_its_own_process(small_scenario: Path, tmp_path: Path) -> None:
+    done, report = _command("no-fork", "run", str(small_scenario), "--db", str(tmp_path / "a.duckdb"), "--json")
+    assert report == {"status": 0, "duckdb": True, "writers": 0, "reaped": []}, done.stderr
+    _command("library", "run", str(small_scenario), "--db", str(tmp_path / "b.duckdb"), "--json")
+    assert stored_tables(tmp_path / "a.duckdb") == stored_tables(tmp_path / "b.duckdb")
+
+
+def _same_failure(*args: str, env: dict[str, str] | None = None, preexec_fn: Any = None) -> str:
+    """Run the command with and without its writer process: both fail alike (status, the one
+    line on stderr, nothing on stdout), the writer process is reaped; the line."""
+    results = {mode: _command(mode, *args, env=env, preexec_fn=preexec_fn) for mode in ("command", "library")}
+    (child_run, child), (own_run, own) = results["command"], results["library"]
+    assert child["status"] == own["status"] == 2, (child_run.stderr, own_run.stderr)
+    assert child_run.stderr == own_run.stderr and len(child_run.stderr.splitlines()) == 1, child_run.stderr
+    assert child_run.stdout.strip().count("\n") == 0  # nothing but the report line
+    assert child["writers"] == 1 and child["reaped"] == [True] and not child["duckdb"]
+    return child_run.stderr
+
+
+def test_an_unusable_store_fails_as_in_one_process_and_leaves_no_writer(small_scenario: Path,
+                                                                       tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.duckdb"
+    garbage.write_bytes(b"this is not a DuckDB file" * 100)
+    assert _same_failure("run", str(small_scenario), "--db", str(garbage)).startswith(f"error: --db: cannot use {garbage}")
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    line = _same_failure("run", str(small_scenario), "--db", str(blocked / "r.duckdb"))
+    assert line == f"error: --db: cannot create {blocked / 'r.duckdb'}: a part of its directory is a file\n"
+
+
+def test_a_store_locked_past_the_wait_fails_as_in_one_process(small_scenario: Path, tmp_path: Path) -> None:
+    db = tmp_path / "locked.duckdb"
+    holder = duckdb.connect(str(db))  # this process holds the store's lock
+    try:
+        line = _same_failure("run", str(small_scenario), "--db", str(db),
+                             env={**os.environ, "BUFFERLAB_DB_WAIT": "0.2"})
+    finally:
+        holder.close()
+    assert line == f"error: --db: {db} stayed locked by another process for 0.2 s (set BUFFERLAB_DB_WAIT to wait longer)\n"
+
+
+def test_a_full_disk_fails_as_in_one_process_and_stores_nothing(captured: Path, tmp_path: Path) -> None:
+    # A file size limit makes the store's writes fail as a full disk does (EFBIG instead of ENOSPC).
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, resource.RLIM_INFINITY))
+
+    line = _same_failure("run", str(captured), "--db", str(tmp_path / "full.duckdb"), "--set", "duration=20s",
+                         "--set", "sample_interval=10ms", preexec_fn=small_files)
+    assert line.startswith("error: --db: ") and "too large" in line.lower(), line
+    con = duckdb.connect(str(tmp_path / "full.duckdb"), read_only=True)
+    try:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        assert "runs" not in tables or con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+    finally:
+        con.close()
+
+
+def test_a_writer_process_that_dies_fails_the_command_in_one_line_and_stores_nothing(small_scenario: Path,
+                                                                                    tmp_path: Path) -> None:
+    db = tmp_path / "r.duckdb"
+    done, report = _command("writer-killed", "run", str(small_scenario), "--db", str(db))
+    assert report["status"] == 1 and report["reaped"] == [True], done.stderr
+    assert done.stderr == ("error: --db: the process writing the store ended (killed by signal 9) before it "
+                           "replied\n")
+    assert done.stdout.strip().count("\n") == 0 and not db.exists()
+
+
+# --- signals and a killed command ----------------------------------------------------------------
+
+def _start_long_run(scenario: Path, db: Path) -> subprocess.Popen[str]:
+    """A run of many simulated minutes in a session of its own (so that a signal can reach its
+    whole process group, as a terminal's Ctrl-C does)."""
+    return subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(scenario), "--db", str(db),
+                             "--set", "duration=25000s", "--set", "sample_interval=1s"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, cwd=REPO)
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def _simulating_with_its_writer(proc: subprocess.Popen[str]) -> int:
+    """Wait until the command simulates; its writer process's pid."""
+    wait_until_simulating(proc, 1.0)
+    children = _children(proc.pid)
+    assert len(children) == 1, children
+    return children[0]
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    """Whether process `pid` has ended and been reaped (no zombie either) within `within_s`."""
+    deadline = time.monotonic() + within_s
+    while Path(f"/proc/{pid}").exists():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "group", "status"), [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143),
+                                                      (signal.SIGTERM, True, 143)])
+def test_a_signal_ends_the_command_and_its_writer_and_stores_nothing(small_scenario: Path, db: Path, sig: int,
+                                                                     group: bool, status: int) -> None:
+    proc = _start_long_run(small_scenario, db)
+    writer = _simulating_with_its_writer(proc)
+    if group:  # a terminal's Ctrl-C reaches every process of the foreground group
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    assert len(err.splitlines()) == 1 and err.startswith("error: interrupted"), err
+    assert _gone(writer, 0.0)  # reaped by the command before it exited
+    assert not db.exists() and not db.parent.exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_write_lets_it_commit_then_interrupts_as_in_one_process(small_scenario: Path,
+                                                                               tmp_path: Path) -> None:
+    # A terminal's Ctrl-C reaches the writer too; it ignores it, and the command holds it back
+    # until the write has committed (`interrupts.deferred`), then stops as interrupted.
+    db, begun = tmp_path / "r.duckdb", tmp_path / "write-begun"
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_COMMAND), "slow-write", "run",
+                             str(small_scenario), "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO, start_new_session=True, env={**os.environ, "WRITE_BEGUN": str(begun)})
+    deadline = time.monotonic() + 60
+    while not begun.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    # The one line says what happened: the run is in the store, unlike any other interruption's.
+    assert err == "error: interrupted: the run being stored when it came was stored whole first; nothing after it " \
+                  "was done\n", err
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["status"] == 130 and report["reaped"] == [True]
+    assert len(stored_tables(db)["runs"][1]) == 1  # the run was stored whole
+
+
+@pytest.mark.slow
+def test_a_command_killed_outright_leaves_no_writer_behind(small_scenario: Path, db: Path) -> None:
+    proc = _start_long_run(small_scenario, db)
+    writer = _simulating_with_its_writer(proc)
+    proc.kill()
+    proc.communicate(timeout=60)
+    # Its request pipe closed with the command: it ends on its own (and init reaps it).
+    assert _gone(writer, 10.0)
+    assert not db.exists()
+
+
+# --- the child's look for its parent ------------------------------------------------------------
+
+def test_the_writer_sees_its_parent_gone_once_the_request_pipe_ends() -> None:
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as requests:
+        writer_process._parent_gone(requests)  # nothing to read: the parent is there
+        os.close(write)
+        with pytest.raises(writer_process._ParentGone):
+            writer_process._parent_gone(requests)
+
+
+def test_a_write_whose_parent_has_gone_before_the_commit_is_rolled_back(tmp_path: Path) -> None:
+    planned = runner.validate(Scenario.from_toml_text(SMALL_DUMBBELL))
+    raw = runner._simulate(planned)
+    from bufferlab.pipeline.derive import derive
+
+    derived = derive(planned, raw)
+    db = tmp_path / "r.duckdb"
+
+    def parent_gone() -> None:
+        raise writer_process._ParentGone
+
+    with pytest.raises(writer_process._ParentGone), store.Store(db) as opened:
+        opened.save(derived, before_commit=parent_gone)
+    with store.Store(db) as reopened:
+        assert reopened.run_ids() == []

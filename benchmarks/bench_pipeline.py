@@ -132,7 +132,8 @@ WHOLE_PROCESS_CASES = [
 @dataclasses.dataclass(frozen=True)
 class ChildUsage:
     """What one child process used: wall and CPU seconds (user + system, every thread), minor
-    page faults, peak resident bytes, and its stdout."""
+    page faults, peak resident bytes, and its stdout. The figures include what the processes it
+    reaped used (the store's writer process), and the peak is the largest of them (Linux)."""
 
     wall_s: float
     cpu_s: float

@@ -293,8 +293,8 @@ fn sample_times(entities: fn(&TimeSeries) -> &Vec<usize>) -> Column<TimeSeries> 
 }
 
 /// A series' column: its buffer, taken out of the result and handed to Arrow as it is (entity-
-/// major already: `Series`), not copied; a key column (`repeated`, `sample_times`) must come
-/// before, as it counts the samples of the rows.
+/// major already: `Series`), not copied. The key columns (`repeated`, `sample_times`) count the
+/// samples by `time_ns`, which stays.
 fn series(name: &str, rows: SeriesOf) -> Column<TimeSeries> {
     Column::taking(name, DataType::UInt64, false, move |ts: &mut TimeSeries| {
         Ok(Arc::new(UInt64Array::from(std::mem::take(rows(ts)).into_column())) as ArrayRef)

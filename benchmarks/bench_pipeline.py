@@ -7,9 +7,9 @@ one process for the reference dumbbell and a large sampled run.
     python benchmarks/bench_pipeline.py --imports        # where a fresh run's imports go
 
 Whole process: `bufferlab run scenarios/dumbbell.toml --db NEW` in a fresh interpreter, wall and
-CPU time (user + system) of the child, best and median, for the reference dumbbell and for one
-flow of it over 10 s, each against ns-3's time for the same run quoted in issue 15 (about 6 s and
-1.3 s): the targets are 30x ns-3 (0.2 s on an idle machine) and 10x ns-3. On a shared machine
+CPU time (user + system) of the child, best and median, its median minor page faults and peak
+resident memory, for the reference dumbbell and for one flow of it over 10 s, each against
+ns-3's time for the same run quoted in issue 15 (about 6 s and 1.3 s): the targets are 30x ns-3 (0.2 s on an idle machine) and 10x ns-3. On a shared machine
 the CPU time is the steadier figure.
 
     python benchmarks/bench_pipeline.py --stages         # where a fresh run's time goes
@@ -17,7 +17,11 @@ the CPU time is the steadier figure.
     python benchmarks/bench_pipeline.py --stages-case 10000x10g --repetitions 1   # a scale-ladder case
 
 --stages: one fresh process per repetition runs the command's steps one after the other, each
-with the imports it brings, and reports the CPU time (user + system, every thread) of each:
+with the imports it brings, and reports for each the CPU time (user + system, every thread), the
+minor page faults (every thread; `getrusage`) and how much the resident memory grew
+(`/proc/self/status`' VmRSS; start: what the interpreter had at the first mark), then what was
+resident at the exit (anonymous and file-backed: mapped code and data of the libraries) and the
+peak. Each figure is the least of the repetitions, measure by measure:
 
     start        the interpreter, before any of bufferlab
     cli          `import bufferlab.cli` (click and the command's own modules)
@@ -33,10 +37,12 @@ with the imports it brings, and reports the CPU time (user + system, every threa
     present      the summary's tables (rich), printed into a buffer
     exit         the child's CPU time after it reported the others: the interpreter's teardown
                  where the command exits with `sys.exit`; where it has `cli.exit_now`, the
-                 kernel freeing the process's memory (see `cli.exit_now`)
+                 kernel freeing the process's memory (see `cli.exit_now`); no faults, and
+                 its resident growth is not measured
     writer       the store's writer process, where the command has one (forked, as the command
                  forks it, before the spec is read): its imports (DuckDB), DuckDB's instance and
-                 the write; it runs beside the stages above, on the second core
+                 the write; it runs beside the stages above, on the second core (its faults are
+                 its own; its peak resident memory is printed with what was resident at the exit)
 
 --stages-case CASE: the same table for one case of the scale ladder (benchmarks/bench_scale.py,
 written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with
@@ -92,7 +98,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import resource
+import os
 import shutil
 import statistics
 import subprocess
@@ -123,46 +129,77 @@ WHOLE_PROCESS_CASES = [
 ]
 
 
-def _child_cpu(command: list[str], **kwargs: Any) -> tuple[float, float, str]:
-    """Run `command` in a child process: (its wall seconds, its CPU seconds, its stdout)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+@dataclasses.dataclass(frozen=True)
+class ChildUsage:
+    """What one child process used: wall and CPU seconds (user + system, every thread), minor
+    page faults, peak resident bytes, and its stdout. The figures include what the processes it
+    reaped used (the store's writer process), and the peak is the largest of them (Linux)."""
+
+    wall_s: float
+    cpu_s: float
+    faults: int
+    peak_bytes: int
+    stdout: str
+
+
+def _child(command: list[str], **kwargs: Any) -> ChildUsage:
+    """Run `command` in a child process and collect its own usage (`os.wait4`: the peak is the
+    child's, not the largest of all children so far as `RUSAGE_CHILDREN` would give)."""
     started = time.perf_counter()
-    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True, **kwargs)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, **kwargs)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, out.stdout
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stdout.close()
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, command, out)
+    return ChildUsage(wall, usage.ru_utime + usage.ru_stime, usage.ru_minflt, usage.ru_maxrss * 1024, out)  # kB
 
 
 def whole_process(repetitions: int, overrides: tuple[str, ...] = (),
                   pythons: tuple[str, ...] = (sys.executable,)) -> list[dict[str, float]]:
     """`bufferlab run` of the reference dumbbell (with `overrides`) into a new store, in a child
     process each time, for each interpreter of `pythons` (their repetitions interleaved, so that
-    each sees the same load)."""
-    walls: list[list[float]] = [[] for _ in pythons]
-    cpus: list[list[float]] = [[] for _ in pythons]
+    each sees the same load): wall and CPU seconds, best and median, and the median minor page
+    faults and peak resident bytes."""
+    used: list[list[ChildUsage]] = [[] for _ in pythons]
     sets = [arg for o in overrides for arg in ("--set", o)]
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(repetitions):
             for i, python in enumerate(pythons):
                 db = Path(tmp) / f"fresh{k}_{i}.duckdb"
-                wall, cpu, _ = _child_cpu([python, "-m", "bufferlab", "run", str(REFERENCE), "--db", str(db), *sets])
-                walls[i].append(wall)
-                cpus[i].append(cpu)
-    return [{"best_wall_s": min(w), "median_wall_s": statistics.median(w), "best_cpu_s": min(c),
-             "median_cpu_s": statistics.median(c)} for w, c in zip(walls, cpus)]
+                used[i].append(_child([python, "-m", "bufferlab", "run", str(REFERENCE), "--db", str(db), *sets]))
+    out = []
+    for runs in used:
+        walls, cpus = [u.wall_s for u in runs], [u.cpu_s for u in runs]
+        out.append({"best_wall_s": min(walls), "median_wall_s": statistics.median(walls), "best_cpu_s": min(cpus),
+                    "median_cpu_s": statistics.median(cpus), "median_faults": statistics.median(u.faults for u in runs),
+                    "median_peak_bytes": statistics.median(u.peak_bytes for u in runs)})
+    return out
 
 
 STAGES = ("start", "cli", "spec", "plan", "engine", "result", "derive", "persist", "present", "exit", "writer")
+# What --stages reports of each stage: CPU seconds, minor page faults, resident growth in bytes.
+STAGE_MEASURES = ("cpu", "faults", "rss")
 # The stages the command's main thread goes through one after the other (`_STAGE_SCRIPT`'s marks).
 _MARKED = STAGES[1:STAGES.index("exit")]
 
-# One fresh process: the command's steps in order, the CPU time reached after each (see --stages).
+# One fresh process: the command's steps in order, the CPU time, minor page faults (every thread)
+# and resident bytes (anonymous and file-backed) reached after each (see --stages).
 _STAGE_SCRIPT = """
-import io, json, sys, time
+import io, json, resource, sys, time
 from contextlib import redirect_stdout
-marks = {"start": time.process_time()}
+def _resident():
+    with open("/proc/self/status") as status:
+        fields = dict(line.split(":", 1) for line in status)
+    return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "RssAnon", "RssFile")}
+def _measures():
+    return {"cpu": time.process_time(), "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt, **_resident()}
+marks = {"start": _measures()}
 def mark(stage):
-    marks[stage] = time.process_time()
+    marks[stage] = _measures()
 import bufferlab.cli
 getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
 try:  # the store's writer process, started where the command starts it, where it has one
@@ -206,31 +243,49 @@ if writer is not None:
     import resource
     writer.close()
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    marks["writer"] = used.ru_utime + used.ru_stime
+    marks["writer"] = {"cpu": used.ru_utime + used.ru_stime, "faults": used.ru_minflt, "peak": used.ru_maxrss * 1024}
 print(json.dumps(marks))
 getattr(bufferlab.cli, "exit_now", sys.exit)(0)  # the command's way out
 """
 
 
-def stages(repetitions: int, overrides: tuple[str, ...] = (),
-           pythons: tuple[str, ...] = (sys.executable,), scenario: Path = REFERENCE) -> list[dict[str, float]]:
-    """CPU seconds of each stage of a fresh run of `scenario` (TOML, or a .json mapping) with
-    `overrides` (`STAGES`, see the module docstring), each the least of `repetitions` processes,
-    for each interpreter of `pythons` (interleaved)."""
-    best = [dict.fromkeys(STAGES, float("inf")) for _ in pythons]
+def stages(repetitions: int, overrides: tuple[str, ...] = (), pythons: tuple[str, ...] = (sys.executable,),
+           scenario: Path = REFERENCE) -> list[dict[str, dict[str, float]]]:
+    """For each interpreter of `pythons` (interleaved), each of `STAGE_MEASURES` of each stage of a
+    fresh run of `scenario` (TOML, or a .json mapping) with `overrides` (`STAGES`, see the module
+    docstring): the least of `repetitions` processes, measure by measure; and under "end", the
+    process's resident bytes (anonymous, file-backed) when it reached its exit, and its peak.
+
+    CPU time and faults count every thread of the process; the exit's are what the child used
+    in all minus what it had used at its last mark (its resident growth is not measured: the
+    kernel frees it all)."""
+    best: list[dict[str, dict[str, float]]] = [
+        {measure: dict.fromkeys(STAGES, float("inf")) for measure in (*STAGE_MEASURES, "end")} for _ in pythons]
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(repetitions):
             for i, python in enumerate(pythons):
                 db = Path(tmp) / f"s{k}_{i}.duckdb"
-                _, total, out = _child_cpu([python, "-c", _STAGE_SCRIPT, str(scenario), str(db), *overrides], cwd=ROOT)
-                marks = json.loads(out.strip().splitlines()[-1])
-                writer = marks.get("writer", 0.0)  # counted in `total` too: the process reaped it
-                spent = {"start": marks["start"], "exit": total - marks["present"] - writer, "writer": writer}
+                child = _child([python, "-c", _STAGE_SCRIPT, str(scenario), str(db), *overrides], cwd=ROOT)
+                marks = json.loads(child.stdout.strip().splitlines()[-1])
+                last = marks["present"]
+                # The writer process's usage is in the child's too: the child reaped it.
+                writer = marks.get("writer", {"cpu": 0.0, "faults": 0, "peak": 0})
+                spent = {"cpu": {"start": marks["start"]["cpu"], "exit": child.cpu_s - last["cpu"] - writer["cpu"],
+                                 "writer": writer["cpu"]},
+                         "faults": {"start": marks["start"]["faults"],
+                                    "exit": child.faults - last["faults"] - writer["faults"],
+                                    "writer": writer["faults"]},
+                         "rss": {"start": marks["start"]["VmRSS"], "exit": 0.0, "writer": 0.0},
+                         "end": {"VmRSS": last["VmRSS"], "RssAnon": last["RssAnon"], "RssFile": last["RssFile"],
+                                 "peak": child.peak_bytes, "writer peak": writer["peak"]}}
                 previous = "start"
                 for stage in _MARKED:
-                    spent[stage] = marks[stage] - marks[previous]
+                    spent["cpu"][stage] = marks[stage]["cpu"] - marks[previous]["cpu"]
+                    spent["faults"][stage] = marks[stage]["faults"] - marks[previous]["faults"]
+                    spent["rss"][stage] = marks[stage]["VmRSS"] - marks[previous]["VmRSS"]
                     previous = stage
-                best[i] = {stage: min(best[i][stage], spent[stage]) for stage in STAGES}
+                best[i] = {measure: {key: min(best[i][measure].get(key, float("inf")), value)
+                                     for key, value in spent[measure].items()} for measure in spent}
     return best
 
 
@@ -378,26 +433,39 @@ def scale_case_file(name: str, directory: Path) -> Path:
     return path
 
 
+# How each measure of --stages is printed: heading, unit scale, digits after the point.
+_STAGE_TABLES = {"cpu": ("CPU ms", 1000, 0), "faults": ("minor page faults", 1, 0),
+                 "rss": ("resident growth MB (start: resident at the first mark)", 1e-6, 1)}
+
+
 def print_stages(repetitions: int, pythons: list[tuple[str, str]], scale_case: str | None = None) -> None:
-    """The --stages table: CPU ms of each stage, per case and interpreter (with `scale_case`: of
-    that case of the scale ladder alone)."""
-    print(f"\nCPU ms of each stage of a fresh run, best of {repetitions} processes")
-    print(f"{'':<35}" + "".join(f"{stage:>8}" for stage in STAGES) + f"{'sum':>8}")
+    """The --stages tables: CPU ms, minor page faults and resident growth of each stage, per case
+    and interpreter, and what was resident at the exit (with `scale_case`: of that case of the
+    scale ladder alone)."""
     with tempfile.TemporaryDirectory() as tmp:
         if scale_case is None:
             cases = [(label, overrides, REFERENCE) for label, overrides, _, _ in WHOLE_PROCESS_CASES]
         else:
             cases = [(scale_case, (), scale_case_file(scale_case, Path(tmp)))]
-        for label, overrides, scenario in cases:
-            _print_stage_rows(label, stages(repetitions, overrides, tuple(python for _, python in pythons), scenario),
-                              pythons)
-
-
-def _print_stage_rows(label: str, measured: list[dict[str, float]], pythons: list[tuple[str, str]]) -> None:
-    for (version, _), spent in zip(pythons, measured):
-        name = f"{label} ({version})" if len(pythons) > 1 else label
-        print(f"{name:<35}" + "".join(f"{1000 * spent[s]:>8.0f}" for s in STAGES)
-              + f"{1000 * sum(spent.values()):>8.0f}", flush=True)
+        measured = [(label, stages(repetitions, overrides, tuple(python for _, python in pythons), scenario))
+                    for label, overrides, scenario in cases]
+    for measure, (heading, scale, digits) in _STAGE_TABLES.items():
+        print(f"\n{heading} of each stage of a fresh run, least of {repetitions} processes")
+        print(f"{'':<35}" + "".join(f"{stage:>8}" for stage in STAGES) + f"{'sum':>8}")
+        for label, rows in measured:
+            for (version, _), spent in zip(pythons, rows):
+                name = f"{label} ({version})" if len(pythons) > 1 else label
+                values = [spent[measure][stage] * scale for stage in STAGES]
+                print(f"{name:<35}" + "".join(f"{v:>8.{digits}f}" for v in values) + f"{sum(values):>8.{digits}f}")
+    print(f"\nresident MB at the exit (least of {repetitions}): all, anonymous, file-backed; peak; the writer "
+          "process's peak")
+    for label, rows in measured:
+        for (version, _), spent in zip(pythons, rows):
+            name = f"{label} ({version})" if len(pythons) > 1 else label
+            end = spent["end"]
+            print(f"{name:<35}" + "".join(f"{end[k] / 1e6:>8.1f}"
+                                          for k in ("VmRSS", "RssAnon", "RssFile", "peak", "writer peak")))
+    sys.stdout.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -438,14 +506,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"bufferlab run scenarios/dumbbell.toml into a new store, {args.repetitions} processes each")
     print(f"{'':<35}{'wall best':>10}{'median':>8}{'CPU best':>10}{'median':>8}{'ns-3':>7}{'x ns-3 (CPU)':>14}"
-          f"{'target':>8}")
+          f"{'target':>8}{'faults':>8}{'peak MB':>9}")
     for label, overrides, ns3_s, target in WHOLE_PROCESS_CASES:
         measured = whole_process(args.repetitions, overrides, tuple(python for _, python in pythons))
         for (version, _), whole in zip(pythons, measured):
             name = f"{label} ({version})" if args.baseline else label
             print(f"{name:<35}{whole['best_wall_s']:>10.3f}{whole['median_wall_s']:>8.3f}"
                   f"{whole['best_cpu_s']:>10.3f}{whole['median_cpu_s']:>8.3f}{ns3_s:>7.1f}"
-                  f"{ns3_s / whole['best_wall_s']:>6.1f} ({ns3_s / whole['best_cpu_s']:>4.1f}){target:>7}x", flush=True)
+                  f"{ns3_s / whole['best_wall_s']:>6.1f} ({ns3_s / whole['best_cpu_s']:>4.1f}){target:>7}x"
+                  f"{whole['median_faults']:>8.0f}{whole['median_peak_bytes'] / 1e6:>9.1f}", flush=True)
     print_stages(args.repetitions, pythons)
     if args.stages:
         return 0

@@ -159,7 +159,8 @@ const PREFETCH_HOPS_ABOVE_BYTES: usize = 8 << 20;
 const PREFETCH_AHEAD_ABOVE_BYTES: usize = 256 << 10;
 
 /// Samples per series reserved at the start at most: a longer series grows by doubling, whose
-/// copies are then a negligible part of so long a run.
+/// copies are then a negligible part of so long a run (and, the room being doubled, its last
+/// gaps are closed in place at the end).
 const MAX_RESERVED_SAMPLES: u64 = 1 << 16;
 
 /// Stream owners other than channels mix a domain constant into the run seed, so that their
@@ -341,8 +342,10 @@ impl Simulator {
                     ts.add_classes(ch, split.sub_buffers());
                 }
             }
-            // One sample per interval up to the end time (fewer if every flow completes first).
-            let samples = (spec.duration_ns / iv.as_ns().max(1) + 1).min(MAX_RESERVED_SAMPLES) as usize;
+            // One sample per interval up to the end time, at interval, 2·interval, … ≤ duration
+            // (fewer if every flow completes first): exactly the room a full run fills, so that
+            // its series are handed over as the tables' columns without closing gaps (`Series`).
+            let samples = (spec.duration_ns / iv.as_ns().max(1)).min(MAX_RESERVED_SAMPLES) as usize;
             ts.reserve_samples(samples);
             ts
         });

@@ -65,7 +65,7 @@ fn measure(buffer: u64) -> Row {
     let drops = delta(&ts.channel_drops[0]);
     let queue = &ts.queue_packets[0][i0..=i1];
     let mean_queue_packets = queue.iter().sum::<u64>() as f64 / queue.len() as f64;
-    let goodputs: Vec<f64> = ts.delivered_bytes.iter().map(|d| delta(d)).collect();
+    let goodputs: Vec<f64> = ts.delivered_bytes.iter().map(delta).collect();
     let (sum, sum_sq) = goodputs.iter().fold((0.0, 0.0), |(s, q), x| (s + x, q + x * x));
     Row {
         buffer,

@@ -81,7 +81,7 @@ fn stop_and_wait_departures_are_one_round_trip_apart() {
     // Data 1500 B and ACK 52 B serialised, 5 ms each way.
     let rtt = at_10mbps(1500) + at_10mbps(52) + 10 * MS;
     let ts = result.timeseries.as_ref().unwrap();
-    assert!(ts.idt_ewma_ns[0].iter().all(|&idt| idt == rtt), "{:?} vs {rtt}", ts.idt_ewma_ns[0]);
+    assert!(ts.idt_ewma_ns[0].iter().all(|&idt| idt == rtt), "{:?} vs {rtt}", &ts.idt_ewma_ns[0]);
     // The smallest RTT sample is the handshake's: SYN and SYN-ACK are 60 B each.
     let handshake = at_10mbps(60) + at_10mbps(60) + 10 * MS;
     assert!(ts.min_rtt_ns[0].iter().all(|&r| r == handshake));

@@ -92,7 +92,7 @@ fn simulate_for(sim: &mut Simulator, until: SimTime, interval: Duration) -> Opti
 
 /// The run's result as `{name: Table}` (`tables.rs`), built without the GIL.
 fn result_to_python(py: Python<'_>, result: RunResult) -> PyResult<Bound<'_, PyDict>> {
-    let built = py.allow_threads(|| tables::tables(&result));
+    let built = py.allow_threads(|| tables::tables(result));
     let built = built.map_err(|e| spec_error(py, "engine", &format!("result tables: {e}")))?;
     let out = PyDict::new(py);
     for (name, batch) in built {

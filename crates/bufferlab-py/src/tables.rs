@@ -24,13 +24,16 @@ use arrow_array::{
 };
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use bufferlab_core::net::packet::MAX_SACK_BLOCKS;
-use bufferlab_core::record::result::{Capture, ChannelRecord, FlowRecord, QueueClassRecord, RunResult, TimeSeries};
+use bufferlab_core::record::result::{
+    Capture, ChannelRecord, FlowRecord, QueueClassRecord, RunResult, Series, TimeSeries,
+};
 
 /// Decimal128 digits: the most Arrow allows, so every u128 below 10^38 fits.
 const U128_PRECISION: u8 = 38;
 
-/// Builds one column from a table's source.
-type Build<S> = Box<dyn Fn(&S) -> Result<ArrayRef, ArrowError>>;
+/// Builds one column from a table's source; it may take what it needs out of the source (a time
+/// series hands its buffer over), so a table is built once from a source used for nothing else.
+type Build<S> = Box<dyn Fn(&mut S) -> Result<ArrayRef, ArrowError>>;
 
 /// One column of a table: its field (name, type, nullability) and how to build it.
 struct Column<S: ?Sized> {
@@ -39,11 +42,22 @@ struct Column<S: ?Sized> {
 }
 
 impl<S: ?Sized> Column<S> {
+    /// A column built from a look at the source.
     fn new(
         name: &str,
         kind: DataType,
         nullable: bool,
         build: impl Fn(&S) -> Result<ArrayRef, ArrowError> + 'static,
+    ) -> Self {
+        Column::taking(name, kind, nullable, move |source: &mut S| build(source))
+    }
+
+    /// A column built from what it takes out of the source.
+    fn taking(
+        name: &str,
+        kind: DataType,
+        nullable: bool,
+        build: impl Fn(&mut S) -> Result<ArrayRef, ArrowError> + 'static,
     ) -> Self {
         Column { field: Field::new(name, kind, nullable), build: Box::new(build) }
     }
@@ -53,7 +67,8 @@ fn schema_of<S: ?Sized>(columns: &[Column<S>]) -> SchemaRef {
     Arc::new(Schema::new(columns.iter().map(|c| c.field.clone()).collect::<Vec<_>>()))
 }
 
-fn batch_of<S: ?Sized>(columns: &[Column<S>], source: &S) -> Result<RecordBatch, ArrowError> {
+/// The table of `columns`, built in their order from `source`.
+fn batch_of<S: ?Sized>(columns: &[Column<S>], source: &mut S) -> Result<RecordBatch, ArrowError> {
     let arrays = columns.iter().map(|c| (c.build)(source)).collect::<Result<Vec<_>, _>>()?;
     RecordBatch::try_new(schema_of(columns), arrays)
 }
@@ -255,8 +270,8 @@ fn class_columns() -> Vec<Column<[ClassRow]>> {
 
 // --- time series: one row per (sampled entity, sample) -------------------------------------------
 
-/// The rows of one kind of series in `TimeSeries`, `[row][sample]`.
-type Series = fn(&TimeSeries) -> &Vec<Vec<u64>>;
+/// One kind of series in `TimeSeries`, `[row][sample]`.
+type SeriesOf = fn(&mut TimeSeries) -> &mut Series;
 
 /// Entity × sample, entity-major: the key column repeats each row's entity once per sample.
 fn repeated(name: &str, entities: fn(&TimeSeries) -> &Vec<usize>) -> Column<TimeSeries> {
@@ -277,9 +292,12 @@ fn sample_times(entities: fn(&TimeSeries) -> &Vec<usize>) -> Column<TimeSeries> 
     })
 }
 
-fn series(name: &str, rows: Series) -> Column<TimeSeries> {
-    Column::new(name, DataType::UInt64, false, move |ts: &TimeSeries| {
-        Ok(Arc::new(UInt64Array::from(rows(ts).concat())) as ArrayRef)
+/// A series' column: its buffer, taken out of the result and handed to Arrow as it is (entity-
+/// major already: `Series`), not copied. The key columns (`repeated`, `sample_times`) count the
+/// samples by `time_ns`, which stays.
+fn series(name: &str, rows: SeriesOf) -> Column<TimeSeries> {
+    Column::taking(name, DataType::UInt64, false, move |ts: &mut TimeSeries| {
+        Ok(Arc::new(UInt64Array::from(std::mem::take(rows(ts)).into_column())) as ArrayRef)
     })
 }
 
@@ -287,20 +305,20 @@ fn flow_series_columns() -> Vec<Column<TimeSeries>> {
     vec![
         repeated("flow", |ts| &ts.flows),
         sample_times(|ts| &ts.flows),
-        series("cwnd_bytes", |ts| &ts.cwnd_bytes),
-        series("ssthresh_bytes", |ts| &ts.ssthresh_bytes),
-        series("in_flight_bytes", |ts| &ts.in_flight_bytes),
-        series("srtt_ns", |ts| &ts.srtt_ns),
-        series("min_rtt_ns", |ts| &ts.min_rtt_ns),
-        series("acked_bytes", |ts| &ts.acked_bytes),
-        series("delivered_bytes", |ts| &ts.delivered_bytes),
-        series("sent_bytes", |ts| &ts.sent_bytes),
-        series("written_bytes", |ts| &ts.written_bytes),
-        series("idt_ewma_ns", |ts| &ts.idt_ewma_ns),
-        series("delivery_delay_byte_us", |ts| &ts.delivery_delay_byte_us),
-        series("pacing_rate_bps", |ts| &ts.pacing_rate_bps),
-        series("cc_state", |ts| &ts.cc_state),
-        series("delivery_rate_bps", |ts| &ts.delivery_rate_bps),
+        series("cwnd_bytes", |ts| &mut ts.cwnd_bytes),
+        series("ssthresh_bytes", |ts| &mut ts.ssthresh_bytes),
+        series("in_flight_bytes", |ts| &mut ts.in_flight_bytes),
+        series("srtt_ns", |ts| &mut ts.srtt_ns),
+        series("min_rtt_ns", |ts| &mut ts.min_rtt_ns),
+        series("acked_bytes", |ts| &mut ts.acked_bytes),
+        series("delivered_bytes", |ts| &mut ts.delivered_bytes),
+        series("sent_bytes", |ts| &mut ts.sent_bytes),
+        series("written_bytes", |ts| &mut ts.written_bytes),
+        series("idt_ewma_ns", |ts| &mut ts.idt_ewma_ns),
+        series("delivery_delay_byte_us", |ts| &mut ts.delivery_delay_byte_us),
+        series("pacing_rate_bps", |ts| &mut ts.pacing_rate_bps),
+        series("cc_state", |ts| &mut ts.cc_state),
+        series("delivery_rate_bps", |ts| &mut ts.delivery_rate_bps),
     ]
 }
 
@@ -308,13 +326,13 @@ fn channel_series_columns() -> Vec<Column<TimeSeries>> {
     vec![
         repeated("channel", |ts| &ts.channels),
         sample_times(|ts| &ts.channels),
-        series("queue_packets", |ts| &ts.queue_packets),
-        series("queue_bytes", |ts| &ts.queue_bytes),
-        series("sent_bytes", |ts| &ts.channel_sent_bytes),
-        series("drops", |ts| &ts.channel_drops),
-        series("sent_packets", |ts| &ts.channel_sent_packets),
-        series("sojourn_ns", |ts| &ts.channel_sojourn_ns),
-        series("busy_ns", |ts| &ts.channel_busy_ns),
+        series("queue_packets", |ts| &mut ts.queue_packets),
+        series("queue_bytes", |ts| &mut ts.queue_bytes),
+        series("sent_bytes", |ts| &mut ts.channel_sent_bytes),
+        series("drops", |ts| &mut ts.channel_drops),
+        series("sent_packets", |ts| &mut ts.channel_sent_packets),
+        series("sojourn_ns", |ts| &mut ts.channel_sojourn_ns),
+        series("busy_ns", |ts| &mut ts.channel_busy_ns),
     ]
 }
 
@@ -323,17 +341,17 @@ fn class_series_columns() -> Vec<Column<TimeSeries>> {
         repeated("channel", |ts| &ts.class_channels),
         repeated("sub_buffer", |ts| &ts.class_indices),
         sample_times(|ts| &ts.class_channels),
-        series("queue_packets", |ts| &ts.class_queue_packets),
-        series("queue_bytes", |ts| &ts.class_queue_bytes),
-        series("size_limit", |ts| &ts.class_limit),
-        series("enqueued_packets", |ts| &ts.class_enqueued_packets),
-        series("dropped_packets", |ts| &ts.class_dropped_packets),
-        series("sent_packets", |ts| &ts.class_sent_packets),
-        series("sent_bytes", |ts| &ts.class_sent_bytes),
-        series("sojourn_ns", |ts| &ts.class_sojourn_ns),
-        series("rttp_ns", |ts| &ts.class_rttp_ns),
-        series("estimate_rttp_ns", |ts| &ts.class_estimate_rttp_ns),
-        series("threshold_ns", |ts| &ts.class_threshold_ns),
+        series("queue_packets", |ts| &mut ts.class_queue_packets),
+        series("queue_bytes", |ts| &mut ts.class_queue_bytes),
+        series("size_limit", |ts| &mut ts.class_limit),
+        series("enqueued_packets", |ts| &mut ts.class_enqueued_packets),
+        series("dropped_packets", |ts| &mut ts.class_dropped_packets),
+        series("sent_packets", |ts| &mut ts.class_sent_packets),
+        series("sent_bytes", |ts| &mut ts.class_sent_bytes),
+        series("sojourn_ns", |ts| &mut ts.class_sojourn_ns),
+        series("rttp_ns", |ts| &mut ts.class_rttp_ns),
+        series("estimate_rttp_ns", |ts| &mut ts.class_estimate_rttp_ns),
+        series("threshold_ns", |ts| &mut ts.class_threshold_ns),
     ]
 }
 
@@ -414,23 +432,24 @@ pub fn schemas() -> Vec<(&'static str, SchemaRef)> {
 }
 
 /// Time series (empty tables when nothing was sampled).
-fn series_batch(columns: &[Column<TimeSeries>], ts: Option<&TimeSeries>) -> Result<RecordBatch, ArrowError> {
+fn series_batch(columns: &[Column<TimeSeries>], ts: Option<&mut TimeSeries>) -> Result<RecordBatch, ArrowError> {
     match ts {
         Some(ts) => batch_of(columns, ts),
         None => Ok(RecordBatch::new_empty(schema_of(columns))),
     }
 }
 
-/// The run's result as tables, by name (see the module documentation).
-pub fn tables(result: &RunResult) -> Result<Vec<(&'static str, RecordBatch)>, ArrowError> {
-    let ts = result.timeseries.as_ref();
-    let run = [RunRow {
+/// The run's result as tables, by name (see the module documentation); the time series' buffers
+/// become their columns (`series`), so the result is taken.
+pub fn tables(mut result: RunResult) -> Result<Vec<(&'static str, RecordBatch)>, ArrowError> {
+    let mut ts = result.timeseries.take();
+    let mut run = [RunRow {
         engine_version: result.engine_version.clone(),
         end_ns: result.end_ns,
         events: result.events,
-        sample_interval_ns: ts.map(|t| t.interval_ns),
+        sample_interval_ns: ts.as_ref().map(|t| t.interval_ns),
     }];
-    let classes: Vec<ClassRow> = result
+    let mut classes: Vec<ClassRow> = result
         .channels
         .iter()
         .enumerate()
@@ -439,14 +458,14 @@ pub fn tables(result: &RunResult) -> Result<Vec<(&'static str, RecordBatch)>, Ar
         })
         .collect();
     Ok(vec![
-        ("run", batch_of(&run_columns(), &run[..])?),
-        ("flows", batch_of(&flow_columns(), &result.flows[..])?),
-        ("channels", batch_of(&channel_columns(), &result.channels[..])?),
-        ("queue_classes", batch_of(&class_columns(), &classes[..])?),
-        ("flow_timeseries", series_batch(&flow_series_columns(), ts)?),
-        ("channel_timeseries", series_batch(&channel_series_columns(), ts)?),
-        ("class_timeseries", series_batch(&class_series_columns(), ts)?),
-        ("captures", batch_of(&capture_columns(), &result.captures[..])?),
+        ("run", batch_of(&run_columns(), &mut run[..])?),
+        ("flows", batch_of(&flow_columns(), &mut result.flows[..])?),
+        ("channels", batch_of(&channel_columns(), &mut result.channels[..])?),
+        ("queue_classes", batch_of(&class_columns(), &mut classes[..])?),
+        ("flow_timeseries", series_batch(&flow_series_columns(), ts.as_mut())?),
+        ("channel_timeseries", series_batch(&channel_series_columns(), ts.as_mut())?),
+        ("class_timeseries", series_batch(&class_series_columns(), ts.as_mut())?),
+        ("captures", batch_of(&capture_columns(), &mut result.captures[..])?),
     ])
 }
 
@@ -524,7 +543,7 @@ mod tests {
 
     #[test]
     fn every_table_comes_in_its_declared_schema() {
-        let tables = tables(&sampled_result()).expect("tables");
+        let tables = tables(sampled_result()).expect("tables");
         let declared = schemas();
         assert_eq!(
             tables.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
@@ -539,7 +558,7 @@ mod tests {
 
     #[test]
     fn time_series_are_entity_major_with_the_sample_times_repeated() {
-        let tables = tables(&sampled_result()).expect("tables");
+        let tables = tables(sampled_result()).expect("tables");
         let flows = table(&tables, "flow_timeseries");
         assert_eq!(u32s(flows, "flow"), vec![1, 1, 1, 3, 3, 3]);
         assert_eq!(u64s(flows, "time_ns"), vec![100, 200, 300, 100, 200, 300]);
@@ -552,9 +571,19 @@ mod tests {
     }
 
     #[test]
+    fn a_series_column_is_the_engines_buffer_not_a_copy() {
+        let result = sampled_result();
+        let samples = result.timeseries.as_ref().expect("sampled").cwnd_bytes.row(0).as_ptr();
+        let tables = tables(result).expect("tables");
+        let column = table(&tables, "flow_timeseries").column_by_name("cwnd_bytes").expect("the column").clone();
+        let values = column.as_any().downcast_ref::<UInt64Array>().expect("UInt64").values();
+        assert_eq!(values.as_ptr(), samples);
+    }
+
+    #[test]
     fn nothing_sampled_gives_empty_series_tables_and_a_null_interval() {
         let result = RunResult { timeseries: None, ..sampled_result() };
-        let tables = tables(&result).expect("tables");
+        let tables = tables(result).expect("tables");
         assert_eq!(table(&tables, "flow_timeseries").num_rows(), 0);
         assert_eq!(table(&tables, "class_timeseries").num_rows(), 0);
         assert!(table(&tables, "run").column_by_name("sample_interval_ns").expect("column").is_null(0));
@@ -582,7 +611,7 @@ mod tests {
             }
         }
         let result = RunResult { captures: vec![first, second], ..sampled_result() };
-        let tables = tables(&result).expect("tables");
+        let tables = tables(result).expect("tables");
         let captures = table(&tables, "captures");
         assert_eq!(u32s(captures, "capture"), vec![0, 0, 1, 1, 1]);
         assert_eq!(u32s(captures, "channel"), vec![4, 4, 1, 1, 1]);
@@ -595,11 +624,11 @@ mod tests {
     fn a_128_bit_counter_travels_exactly_and_one_beyond_38_digits_is_refused() {
         let mut result = sampled_result();
         result.channels[0].queue_byte_ns = 10_u128.pow(37) + 7;
-        let tables = tables(&result).expect("tables");
+        let tables = tables(result.clone()).expect("tables");
         let column = table(&tables, "channels").column_by_name("queue_byte_ns").expect("column").clone();
         let decimals = column.as_any().downcast_ref::<Decimal128Array>().expect("Decimal128");
         assert_eq!(decimals.value(0), 10_i128.pow(37) + 7);
         result.channels[0].queue_byte_ns = 10_u128.pow(38);
-        assert!(super::tables(&result).is_err());
+        assert!(super::tables(result).is_err());
     }
 }

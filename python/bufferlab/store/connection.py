@@ -69,6 +69,26 @@ rows wrote as fast but read a store's full series a quarter slower. The store is
 than with 122,880-row groups (smaller groups compress a little less); one run's series read as
 fast (zone maps skip the other runs' groups). Readers need no setting.
 
+A writer makes a new store with blocks of 64 kB (`NEW_STORE_BLOCK_SIZE`; DuckDB's default is
+256 kB). DuckDB chooses the same compression for every segment either way (bit-packing, RLE,
+constants, FSST dictionaries), but with 256 kB blocks a run's many small segments leave more of
+the store's blocks partly empty, and the checkpoint starts every segment in a block-sized buffer
+that it initialises whole (a column's validity mask, 256 kB set for a few kB of rows: 840 of the
+dumbbell's commit's 2,600 page faults, `perf record -e page-faults`): a new store of the
+reference dumbbell's run is 3.4 MB instead of 5.8 MB (52 blocks of 64 kB, 22 of 256 kB), a store of 10 runs 28 instead of 36 MB,
+of 50 runs 137 instead of 164 MB; its write makes ~800 fewer page faults at the commit (2,600
+-> 1,790, the same CPU time), the whole command ~700 fewer (one flow for 10 s: 14,060 -> 12,260,
+peak resident 107 -> 100 MB), a run of 1000 flows x 500 samples 40 -> 36 MB of store and 650 ->
+630 ms. Reads are as fast or faster (one run's channel series from a store of 10 runs 89-91 ms
+either way, a GROUP BY over all of them 24 -> 19.5 ms) and later writes cost the same
+(`bench_pipeline.py --existing`: 53-67 against 54-64 ms into stores of 1-50 runs). A store keeps
+the block size it was made with, and DuckDB refuses an ATTACH that names another, so a store
+made by an earlier bufferlab keeps its 256 kB blocks and only a new file is given 64 kB. Smaller
+blocks were measured and not kept: with 32 kB DuckDB no longer bit-packs (RLE or uncompressed
+segments instead), which made the dumbbell's commit 13 ms shorter and the store 12 % larger than
+with 256 kB (1.9 times the 64 kB store), the trade already refused for the store's size
+(README, "The store's write"); 16 kB blocks, more page faults and a larger store.
+
 A writer uses one DuckDB thread. Its work is one append of Arrow tables and a checkpoint; a second
 thread shortened neither on the shared two-core machine but cost a third more CPU time (dumbbell:
 204 against 136 ms; 1000 flows: 1.8 against 1.25 s). Measured again with DuckDB 2.0: the
@@ -109,8 +129,8 @@ import duckdb
 
 from ..errors import SpecError
 
-__all__ = ["connect", "lock_wait_s", "prepare_writer", "release_writer", "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable",
-           "store_error"]
+__all__ = ["connect", "lock_wait_s", "prepare_writer", "release_writer", "NEW_STORE_BLOCK_SIZE", "ROW_GROUP_SIZE",
+           "StoreBusy", "StoreUnusable", "store_error"]
 
 DEFAULT_WAIT_S = 120.0
 # First pause after a refused lock; each next one is 1.5x longer, up to MAX_PAUSE_S.
@@ -158,6 +178,8 @@ WRITER_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "enable_optimistic_write": False, "checkpoint_threshold": "0MB", "threads": 1}
 # Rows per row group of what a writer appends (see the module docstring); a multiple of 2,048.
 ROW_GROUP_SIZE = 32_768
+# Bytes per block of a store a writer makes (see the module docstring); DuckDB's default is 262,144.
+NEW_STORE_BLOCK_SIZE = 65_536
 
 
 def _sql_string(text: str) -> str:
@@ -222,10 +244,30 @@ def release_writer(con: duckdb.DuckDBPyConnection) -> None:
     con.close()
 
 
+def _is_new(path: Path) -> bool:
+    """Whether `path` holds no store yet: no file, or an empty one (DuckDB makes a store there)."""
+    try:
+        return path.stat().st_size == 0
+    except FileNotFoundError:
+        return True
+
+
 def _attach(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnection:
     """Attach the store at `path` to a writer's database as its default database, which is how
-    DuckDB takes a row group size; this opens and locks the file."""
-    con.execute(f"ATTACH {_sql_string(str(path))} AS store (ROW_GROUP_SIZE {ROW_GROUP_SIZE})")
+    DuckDB takes a row group size, and a new store's block size (`NEW_STORE_BLOCK_SIZE`); this
+    opens and locks the file. A store keeps the block size it was made with, and DuckDB refuses
+    an ATTACH that names another, so only a new store is given one; one made meanwhile by another
+    process with another block size (an earlier bufferlab's) is attached as it is."""
+    store = f"ATTACH {_sql_string(str(path))} AS store (ROW_GROUP_SIZE {ROW_GROUP_SIZE}"
+    if _is_new(path):
+        try:
+            con.execute(f"{store}, BLOCK_SIZE {NEW_STORE_BLOCK_SIZE})")
+        except duckdb.InvalidInputException as e:
+            if "block size" not in str(e):
+                raise
+            con.execute(f"{store})")
+    else:
+        con.execute(f"{store})")
     con.execute("USE store")
     return con
 

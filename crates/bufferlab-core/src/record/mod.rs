@@ -2,10 +2,11 @@
 //! series at a fixed interval and captures packets on monitored channels.
 
 pub mod result;
+pub mod series;
 
 use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::units::SimTime;
-use result::{Capture, QueueClassRecord, TimeSeries};
+use result::{Capture, QueueClassRecord, Series, TimeSeries};
 
 /// One flow's state at a sampling instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,11 +42,15 @@ pub struct ChannelSample {
     pub busy_ns: u64,
 }
 
+/// Series per flow (14), per channel (7) and per class (11): `TimeSeries::series_mut`.
+const SERIES: usize = 32;
+const CLASS_SERIES: usize = 11;
+
 impl TimeSeries {
     /// Empty series for the sampled `flows` and `channels` (indices, in row order).
     pub fn new(interval: SimTime, flows: Vec<usize>, channels: Vec<usize>) -> TimeSeries {
-        let per = |n: usize| vec![Vec::new(); n];
         let (nf, nc) = (flows.len(), channels.len());
+        let per = Series::with_rows;
         TimeSeries {
             interval_ns: interval.as_ns(),
             time_ns: Vec::new(),
@@ -82,34 +87,19 @@ impl TimeSeries {
             self.class_channels.push(channel);
             self.class_indices.push(k);
             for series in self.class_series_mut() {
-                series.push(Vec::new());
+                series.add_row();
             }
         }
     }
 
-    fn class_series_mut(&mut self) -> [&mut Vec<Vec<u64>>; 11] {
-        [
-            &mut self.class_queue_packets,
-            &mut self.class_queue_bytes,
-            &mut self.class_limit,
-            &mut self.class_enqueued_packets,
-            &mut self.class_dropped_packets,
-            &mut self.class_sent_packets,
-            &mut self.class_sent_bytes,
-            &mut self.class_sojourn_ns,
-            &mut self.class_rttp_ns,
-            &mut self.class_estimate_rttp_ns,
-            &mut self.class_threshold_ns,
-        ]
+    /// The per-class series, in `push_class`'s order (the last `CLASS_SERIES` of `series_mut`).
+    fn class_series_mut(&mut self) -> impl Iterator<Item = &mut Series> {
+        self.series_mut().into_iter().skip(SERIES - CLASS_SERIES)
     }
 
-    /// Make room in every series for `samples` samples, so that sampling never moves a growing
-    /// series while the run goes on (each doubling copies the whole series: on the reference
-    /// dumbbell, 3,000 samples of 42 channels and 10 flows, a few per cent of the run's time).
-    /// Call after every class row is added.
-    pub fn reserve_samples(&mut self, samples: usize) {
-        self.time_ns.reserve_exact(samples);
-        let flow_series = [
+    /// Every series: per flow, per channel, then per class.
+    fn series_mut(&mut self) -> [&mut Series; SERIES] {
+        [
             &mut self.cwnd_bytes,
             &mut self.ssthresh_bytes,
             &mut self.in_flight_bytes,
@@ -124,8 +114,6 @@ impl TimeSeries {
             &mut self.pacing_rate_bps,
             &mut self.cc_state,
             &mut self.delivery_rate_bps,
-        ];
-        let channel_series = [
             &mut self.queue_packets,
             &mut self.queue_bytes,
             &mut self.channel_sent_bytes,
@@ -133,12 +121,27 @@ impl TimeSeries {
             &mut self.channel_sent_packets,
             &mut self.channel_sojourn_ns,
             &mut self.channel_busy_ns,
-        ];
-        for rows in flow_series.into_iter().chain(channel_series) {
-            rows.iter_mut().for_each(|row| row.reserve_exact(samples));
-        }
-        for rows in self.class_series_mut() {
-            rows.iter_mut().for_each(|row| row.reserve_exact(samples));
+            &mut self.class_queue_packets,
+            &mut self.class_queue_bytes,
+            &mut self.class_limit,
+            &mut self.class_enqueued_packets,
+            &mut self.class_dropped_packets,
+            &mut self.class_sent_packets,
+            &mut self.class_sent_bytes,
+            &mut self.class_sojourn_ns,
+            &mut self.class_rttp_ns,
+            &mut self.class_estimate_rttp_ns,
+            &mut self.class_threshold_ns,
+        ]
+    }
+
+    /// Make room in every series for `samples` samples, laid out as the tables' columns, so
+    /// that sampling never moves a series while the run goes on and a run that takes them all
+    /// hands each buffer over as its column (`Series`). Call after every class row is added.
+    pub fn reserve_samples(&mut self, samples: usize) {
+        self.time_ns.reserve_exact(samples);
+        for series in self.series_mut() {
+            series.reserve_samples(samples);
         }
     }
 
@@ -157,42 +160,47 @@ impl TimeSeries {
             c.estimate_rttp_ns,
             c.threshold_ns,
         ];
-        for (series, v) in self.class_series_mut().into_iter().zip(values) {
-            series[row].push(v);
+        for (series, v) in self.class_series_mut().zip(values) {
+            series.set(row, v);
         }
     }
 
+    /// Open a sampling instant: its time, and the next sample of every series, which
+    /// `push_flow`, `push_channel` and `push_class` then fill row by row.
     pub fn push_time(&mut self, now: SimTime) {
         self.time_ns.push(now.as_ns());
+        for series in self.series_mut() {
+            series.begin_sample();
+        }
     }
 
-    /// Append a sample to row `row` of the per-flow series.
+    /// Row `row`'s values of the per-flow series at the instant opened last (`push_time`).
     pub fn push_flow(&mut self, row: usize, s: FlowSample) {
-        self.cwnd_bytes[row].push(s.cwnd);
-        self.ssthresh_bytes[row].push(s.ssthresh);
-        self.in_flight_bytes[row].push(s.in_flight);
-        self.srtt_ns[row].push(s.srtt_ns);
-        self.min_rtt_ns[row].push(s.min_rtt_ns);
-        self.acked_bytes[row].push(s.acked);
-        self.delivered_bytes[row].push(s.delivered);
-        self.sent_bytes[row].push(s.sent);
-        self.written_bytes[row].push(s.written);
-        self.idt_ewma_ns[row].push(s.idt_ewma_ns);
-        self.delivery_delay_byte_us[row].push(s.delivery_delay_byte_us);
-        self.pacing_rate_bps[row].push(s.pacing_rate_bps);
-        self.cc_state[row].push(s.cc_state);
-        self.delivery_rate_bps[row].push(s.delivery_rate_bps);
+        self.cwnd_bytes.set(row, s.cwnd);
+        self.ssthresh_bytes.set(row, s.ssthresh);
+        self.in_flight_bytes.set(row, s.in_flight);
+        self.srtt_ns.set(row, s.srtt_ns);
+        self.min_rtt_ns.set(row, s.min_rtt_ns);
+        self.acked_bytes.set(row, s.acked);
+        self.delivered_bytes.set(row, s.delivered);
+        self.sent_bytes.set(row, s.sent);
+        self.written_bytes.set(row, s.written);
+        self.idt_ewma_ns.set(row, s.idt_ewma_ns);
+        self.delivery_delay_byte_us.set(row, s.delivery_delay_byte_us);
+        self.pacing_rate_bps.set(row, s.pacing_rate_bps);
+        self.cc_state.set(row, s.cc_state);
+        self.delivery_rate_bps.set(row, s.delivery_rate_bps);
     }
 
-    /// Append a sample to row `row` of the per-channel series.
+    /// Row `row`'s values of the per-channel series at the instant opened last (`push_time`).
     pub fn push_channel(&mut self, row: usize, s: ChannelSample) {
-        self.queue_packets[row].push(s.queue_packets);
-        self.queue_bytes[row].push(s.queue_bytes);
-        self.channel_sent_bytes[row].push(s.sent_bytes);
-        self.channel_drops[row].push(s.drops);
-        self.channel_sent_packets[row].push(s.sent_packets);
-        self.channel_sojourn_ns[row].push(s.sojourn_ns);
-        self.channel_busy_ns[row].push(s.busy_ns);
+        self.queue_packets.set(row, s.queue_packets);
+        self.queue_bytes.set(row, s.queue_bytes);
+        self.channel_sent_bytes.set(row, s.sent_bytes);
+        self.channel_drops.set(row, s.drops);
+        self.channel_sent_packets.set(row, s.sent_packets);
+        self.channel_sojourn_ns.set(row, s.sojourn_ns);
+        self.channel_busy_ns.set(row, s.busy_ns);
     }
 }
 

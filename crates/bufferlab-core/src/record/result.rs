@@ -5,6 +5,7 @@
 //! these by the Python layer, so the engine records facts only.
 
 use crate::net::packet::MAX_SACK_BLOCKS;
+pub use crate::record::series::Series;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -180,6 +181,7 @@ impl ChannelRecord {
 /// Samples taken every `interval_ns`, at t = interval, 2·interval, … ≤ end.
 /// Per-flow series are indexed `[row][sample]` where row `r` is flow `flows[r]`; per-channel
 /// series `[row][sample]` where row `r` is channel `channels[r]` (the spec's `record` selection).
+/// Each series keeps its rows in one buffer laid out as its table's column ([`Series`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimeSeries {
     pub interval_ns: u64,
@@ -188,64 +190,64 @@ pub struct TimeSeries {
     pub flows: Vec<usize>,
     /// The channel of each row of the per-channel series.
     pub channels: Vec<usize>,
-    pub cwnd_bytes: Vec<Vec<u64>>,
-    pub ssthresh_bytes: Vec<Vec<u64>>,
-    pub in_flight_bytes: Vec<Vec<u64>>,
+    pub cwnd_bytes: Series,
+    pub ssthresh_bytes: Series,
+    pub in_flight_bytes: Series,
     /// Smoothed RTT (0 before the first sample).
-    pub srtt_ns: Vec<Vec<u64>>,
+    pub srtt_ns: Series,
     /// Smallest RTT sample so far (0 before the first sample).
-    pub min_rtt_ns: Vec<Vec<u64>>,
+    pub min_rtt_ns: Series,
     /// Cumulative application bytes acknowledged at the sender.
-    pub acked_bytes: Vec<Vec<u64>>,
+    pub acked_bytes: Series,
     /// Cumulative application bytes delivered in order at the receiver.
-    pub delivered_bytes: Vec<Vec<u64>>,
+    pub delivered_bytes: Series,
     /// Cumulative payload bytes sent, including retransmissions.
-    pub sent_bytes: Vec<Vec<u64>>,
+    pub sent_bytes: Series,
     /// Cumulative application bytes written (taken by the sender from its application).
-    pub written_bytes: Vec<Vec<u64>>,
+    pub written_bytes: Series,
     /// EWMA (gain 1/8) of the inter-departure time of data segments (0 before the second one).
-    pub idt_ewma_ns: Vec<Vec<u64>>,
+    pub idt_ewma_ns: Series,
     /// Cumulative sum over the bytes delivered in order of their one-way delay (application
     /// write to in-order delivery), in byte·µs: its increase over an interval divided by the
     /// bytes delivered in it is their mean delay.
-    pub delivery_delay_byte_us: Vec<Vec<u64>>,
+    pub delivery_delay_byte_us: Series,
     /// Pacing rate of the flow's controller (0 when it does not pace).
-    pub pacing_rate_bps: Vec<Vec<u64>>,
+    pub pacing_rate_bps: Series,
     /// The controller's state code: for Reno, CUBIC and HighSpeed 0 slow start, 1 congestion
     /// avoidance, 2 fast recovery, 3 HyStart++ conservative slow start; for BBR 0 Startup,
     /// 1 Drain, 2 ProbeBW, 3 ProbeRTT.
-    pub cc_state: Vec<Vec<u64>>,
+    pub cc_state: Series,
     /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
-    pub delivery_rate_bps: Vec<Vec<u64>>,
-    pub queue_packets: Vec<Vec<u64>>,
-    pub queue_bytes: Vec<Vec<u64>>,
+    pub delivery_rate_bps: Series,
+    pub queue_packets: Series,
+    pub queue_bytes: Series,
     /// Cumulative bytes that started transmission on each channel.
-    pub channel_sent_bytes: Vec<Vec<u64>>,
+    pub channel_sent_bytes: Series,
     /// Cumulative drops (all reasons) on each channel.
-    pub channel_drops: Vec<Vec<u64>>,
+    pub channel_drops: Series,
     /// Cumulative packets that left the queue onto the wire.
-    pub channel_sent_packets: Vec<Vec<u64>>,
+    pub channel_sent_packets: Series,
     /// Cumulative sojourn time (enqueue to start of transmission) of those packets.
-    pub channel_sojourn_ns: Vec<Vec<u64>>,
+    pub channel_sojourn_ns: Series,
     /// Cumulative time the transmitter was busy.
-    pub channel_busy_ns: Vec<Vec<u64>>,
+    pub channel_busy_ns: Series,
     /// Per-class series: one row per sub-buffer of every sampled channel with a split queue
     /// (SplitBuff, Blind-SplitBuff); row `r` is sub-buffer `class_indices[r]` of channel
     /// `class_channels[r]`. Lengths and limits are states, the others cumulative counts; see
     /// [`QueueClassRecord`] for each.
     pub class_channels: Vec<usize>,
     pub class_indices: Vec<usize>,
-    pub class_queue_packets: Vec<Vec<u64>>,
-    pub class_queue_bytes: Vec<Vec<u64>>,
-    pub class_limit: Vec<Vec<u64>>,
-    pub class_enqueued_packets: Vec<Vec<u64>>,
-    pub class_dropped_packets: Vec<Vec<u64>>,
-    pub class_sent_packets: Vec<Vec<u64>>,
-    pub class_sent_bytes: Vec<Vec<u64>>,
-    pub class_sojourn_ns: Vec<Vec<u64>>,
-    pub class_rttp_ns: Vec<Vec<u64>>,
-    pub class_estimate_rttp_ns: Vec<Vec<u64>>,
-    pub class_threshold_ns: Vec<Vec<u64>>,
+    pub class_queue_packets: Series,
+    pub class_queue_bytes: Series,
+    pub class_limit: Series,
+    pub class_enqueued_packets: Series,
+    pub class_dropped_packets: Series,
+    pub class_sent_packets: Series,
+    pub class_sent_bytes: Series,
+    pub class_sojourn_ns: Series,
+    pub class_rttp_ns: Series,
+    pub class_estimate_rttp_ns: Series,
+    pub class_threshold_ns: Series,
 }
 
 /// Packets seen starting transmission on one link direction, as columns.

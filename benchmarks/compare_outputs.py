@@ -74,14 +74,17 @@ def fingerprint(source: Any, simulate_it: bool) -> dict[str, Any]:
         derived = derive(planned, simulate(planned))
         entry["tables"] = {name: _sha(repr(rows(table))) for name, table in derived.stored_tables().items()}
         summary = derived.summary.to_json_dict()
-        summary.pop("wall_time_s")
+        for varying in ("wall_time_s", "run_id", "engine_version"):  # run_id is compared apart, above
+            summary.pop(varying)
         entry["summary"] = _sha(json.dumps(summary, sort_keys=True))
         entry["user_spec_json"] = _sha(derived.user_spec_json)
     return entry
 
 
-# The stored columns that differ between two writes of the same run (when, and how long the engine took).
-VARYING = {"created_at", "wall_time_s", "updated_at"}
+# The stored columns that differ between two writes of the same run (when, and how long the engine took),
+# and those that follow the engine's version string, which changes with every change of the engine's
+# source (the run's id, in every table; compared apart, as each scenario's `run_id`).
+VARYING = {"created_at", "wall_time_s", "updated_at", "run_id", "engine_version"}
 
 
 def stored_fingerprint(scenario: Path) -> dict[str, str]:

@@ -138,10 +138,7 @@ impl DeliveryRateEstimator {
         let interval = send_elapsed.max(ack_elapsed);
         let delivered = self.delivered - newest.tx.delivered;
         let too_short = interval == SimTime::ZERO || min_rtt.is_some_and(|m| interval < m);
-        let delivery_rate = (!too_short).then(|| {
-            // bits / seconds, with the interval in picoseconds.
-            BitRate((delivered as u128 * 8 * 1_000_000_000_000 / interval.as_ps() as u128) as u64)
-        });
+        let delivery_rate = (!too_short).then(|| BitRate(bits_per_second(delivered, interval)));
         self.latest_rate = delivery_rate.or(self.latest_rate);
         Some(RateSample {
             prior_delivered: newest.tx.delivered,
@@ -162,6 +159,17 @@ impl DeliveryRateEstimator {
     /// CheckIfApplicationLimited): samples until the current flight is delivered are marked.
     pub fn mark_app_limited(&mut self, in_flight: u64) {
         self.app_limited_until = (self.delivered + in_flight).max(1);
+    }
+}
+
+/// `bytes` over `interval` in bit/s (the interval in picoseconds). Below ~2.3 MB the product
+/// fits 64 bits and the 64-bit division gives the same quotient as the 128-bit one, without
+/// its library call.
+fn bits_per_second(bytes: u64, interval: SimTime) -> u64 {
+    const BIT_PS_PER_BYTE_S: u64 = 8 * 1_000_000_000_000;
+    match bytes.checked_mul(BIT_PS_PER_BYTE_S) {
+        Some(bit_ps) => bit_ps / interval.as_ps(),
+        None => (bytes as u128 * BIT_PS_PER_BYTE_S as u128 / interval.as_ps() as u128) as u64,
     }
 }
 

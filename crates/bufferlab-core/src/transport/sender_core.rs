@@ -307,7 +307,11 @@ impl<R: RttEstimate> SenderCore<R> {
 
     /// The earliest of the transport's timers and the pacer's release (when it holds a packet).
     pub fn next_wakeup<const N: usize>(&self, timers: [Option<SimTime>; N]) -> Option<SimTime> {
-        timers.into_iter().flatten().chain(self.pacer.wakeup()).min()
+        let mut earliest = self.pacer.wakeup();
+        for t in timers.into_iter().flatten() {
+            earliest = Some(earliest.map_or(t, |e| e.min(t)));
+        }
+        earliest
     }
 
     /// A packet is sent at `now`, `nothing_in_flight` before it: the snapshot it must keep for the

@@ -72,13 +72,21 @@ impl Segment {
     }
 }
 
+/// What the sender needs of the highest segment a cumulative acknowledgement removed: when it
+/// was last sent and whether Karn's rule (RFC 6298 §3) withholds its RTT sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckedSegment {
+    pub sent_time: SimTime,
+    pub ever_retransmitted: bool,
+}
+
 /// What a cumulative acknowledgement removed from the scoreboard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CumulativeAck {
     pub bytes: u64,
     pub segments: u64,
     /// The highest segment acknowledged, if any.
-    pub newest: Option<Segment>,
+    pub newest: Option<AckedSegment>,
     /// Bytes acknowledged that had already been SACKed (delivered earlier).
     pub previously_sacked_bytes: u64,
 }
@@ -108,6 +116,13 @@ pub struct Scoreboard {
     /// With RACK: retransmissions in the order they were sent, (segment start, send time);
     /// entries whose segment was acknowledged or sent again since are skipped when met.
     retransmissions: Option<VecDeque<(u64, SimTime)>>,
+}
+
+/// [`Scoreboard::index_of`] on the segments alone (for a caller holding other fields borrowed).
+fn index_in(segments: &VecDeque<Segment>, mss: u64, seq: u64) -> usize {
+    let front = segments.front().expect("index into an empty scoreboard").start;
+    debug_assert!(seq >= front && (front - 1).is_multiple_of(mss), "segments start on MSS multiples");
+    ((seq - front) / mss) as usize
 }
 
 /// What RACK's loss rule found in one pass over the scoreboard.
@@ -262,9 +277,10 @@ impl Scoreboard {
         &self.segments[index]
     }
 
+    /// The index of the segment holding `seq` (at or above the oldest segment's start). Every
+    /// segment starts a whole number of MSS after the oldest one, so one division finds it.
     fn index_of(&self, seq: u64) -> usize {
-        let front = self.segments.front().expect("index into an empty scoreboard").start;
-        ((seq - 1) / self.mss - (front - 1) / self.mss) as usize
+        index_in(&self.segments, self.mss, seq)
     }
 
     /// Record a new segment sent at SND.NXT.
@@ -276,13 +292,15 @@ impl Scoreboard {
 
     /// Remove every segment wholly below `ack` (a cumulative acknowledgement); segments not
     /// SACKed before are delivered now and handed to `delivered`.
+    ///
+    /// Each segment is read where it lies before it is dropped: a 64-byte segment is not copied
+    /// out (nor again as the newest one).
     pub fn ack_up_to(&mut self, ack: u64, delivered: &mut impl FnMut(&Segment)) -> CumulativeAck {
         let mut result = CumulativeAck::default();
         while let Some(seg) = self.segments.front() {
             if seg.end() > ack {
                 break;
             }
-            let seg = self.segments.pop_front().expect("front exists");
             let len = seg.len as u64;
             self.outstanding_bytes -= len;
             if seg.sacked {
@@ -293,14 +311,15 @@ impl Scoreboard {
                 if seg.lost {
                     self.lost_bytes -= len;
                 }
-                delivered(&seg);
+                delivered(seg);
             }
             if seg.retransmitted {
                 self.retransmitted_bytes -= len;
             }
             result.bytes += len;
             result.segments += 1;
-            result.newest = Some(seg);
+            result.newest = Some(AckedSegment { sent_time: seg.sent_time, ever_retransmitted: seg.ever_retransmitted });
+            self.segments.pop_front();
         }
         // The highest SACKed segments acknowledged now were the lowest of them: every SACKed
         // segment left lies above them and is among the ones kept.
@@ -343,9 +362,13 @@ impl Scoreboard {
             }
             highest.pop_front();
         }
-        // Usually the newest SACK is the highest: the insertion is a push at the back.
-        let at = highest.partition_point(|&s| s < start);
-        highest.insert(at, start);
+        // Usually the newest SACK is the highest: a push at the back, without a search.
+        if highest.back().is_none_or(|&highest_start| highest_start < start) {
+            highest.push_back(start);
+        } else {
+            let at = highest.partition_point(|&s| s < start);
+            highest.insert(at, start);
+        }
     }
 
     /// Mark the segments wholly inside a SACK block, handing each newly SACKed one to
@@ -467,7 +490,27 @@ impl Scoreboard {
     /// retransmissions in their queue: each walk stops at the first one not yet lost, whose
     /// deadline is the next to watch (the RFC arms its timer at the latest pending deadline and
     /// marks them together; marking each at its own deadline applies the same rule on time).
+    ///
+    /// Asked on every ACK, and usually with nothing to find: no retransmission is outstanding and
+    /// the oldest segment, at the loss boundary and not SACKed, left after the reference (so does
+    /// every segment above it). That answer is given here, inline; the walk is a call.
+    #[inline]
     pub fn rack_detect_losses(&mut self, reference: RackReference, reo_wnd: SimTime, now: SimTime) -> RackLosses {
+        let no_retransmission = self.retransmissions.as_ref().is_none_or(VecDeque::is_empty);
+        if let Some(front) = self.segments.front() {
+            if no_retransmission
+                && self.lost_boundary <= front.start
+                && !front.sacked
+                && !sent_after(reference.xmit_ts, reference.end_seq, front.sent_time, front.end())
+            {
+                return RackLosses::default();
+            }
+        }
+        self.rack_walk(reference, reo_wnd, now)
+    }
+
+    /// [`Scoreboard::rack_detect_losses`]'s walks over original transmissions and retransmissions.
+    fn rack_walk(&mut self, reference: RackReference, reo_wnd: SimTime, now: SimTime) -> RackLosses {
         let mut found = RackLosses::default();
         let wait = reference.rtt + reo_wnd;
         let sent_before_reference =
@@ -480,6 +523,10 @@ impl Scoreboard {
         if let Some(front) = self.segments.front().filter(|_| self.lost_boundary < end) {
             // (A boundary at the end of a short last segment would map to that segment.)
             let mut i = self.index_of(self.lost_boundary.max(front.start));
+            // The retransmission cursor at the boundary (no lost segment waits between) follows
+            // it over SACKed segments until one is deemed lost: NextSeg() then has nothing to
+            // search (in a long recovery the boundary moves over new SACKs on most ACKs).
+            let mut cursor_follows = self.retransmit_hint.max(front.start) >= self.lost_boundary;
             while i < self.segments.len() {
                 let seg = &mut self.segments[i];
                 if !seg.sacked {
@@ -492,6 +539,7 @@ impl Scoreboard {
                         break;
                     }
                     seg.lost = true;
+                    cursor_follows = false;
                     let len = seg.len as u64;
                     self.lost_bytes += len;
                     found.bytes += len;
@@ -505,17 +553,19 @@ impl Scoreboard {
                 self.lost_boundary = seg.end();
                 i += 1;
             }
+            if cursor_follows {
+                self.retransmit_hint = self.retransmit_hint.max(self.lost_boundary);
+            }
         }
-        // Retransmissions, in the order they left (usually none is outstanding: then nothing is
-        // taken out and put back).
-        let Some(mut order) = self.retransmissions.take_if(|order| !order.is_empty()) else { return found };
+        // Retransmissions, in the order they left, walked in place.
+        let Some(order) = self.retransmissions.as_mut() else { return found };
         while let Some(&(start, sent)) = order.front() {
             let Some(front) = self.segments.front() else { break };
             if start < front.start {
                 order.pop_front(); // cumulatively acknowledged
                 continue;
             }
-            let i = self.index_of(start);
+            let i = index_in(&self.segments, self.mss, start);
             let seg = &mut self.segments[i];
             if seg.sacked || !seg.retransmitted || seg.sent_time != sent {
                 order.pop_front(); // delivered, or deemed lost and sent again since
@@ -540,7 +590,6 @@ impl Scoreboard {
             }
             order.pop_front();
         }
-        self.retransmissions = Some(order);
         found
     }
 

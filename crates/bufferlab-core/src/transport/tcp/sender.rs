@@ -411,12 +411,12 @@ impl TcpSender {
         } else if ack > prior_una {
             self.rto_deadline = Some(now + self.core.rtt.rto());
         }
-        if ack > prior_una {
-            self.schedule_loss_probe(now);
-        }
         self.scoreboard.assert_consistent();
 
-        self.transmit(now, out);
+        // New data acknowledged re-arms the loss probe (RFC 8985 §7.2), once the segments this
+        // ACK releases are out: they would re-arm it anyway, and nothing it reads changes
+        // otherwise.
+        self.send_allowed(now, out, ack > prior_una);
     }
 
     // ----- RACK-TLP (RFC 8985) -----
@@ -644,17 +644,17 @@ impl TcpSender {
 
     /// Whether a segment of `len` bytes may go out now.
     fn may_send(&self, len: u64) -> bool {
-        match self.recovery {
-            Some(r)
-                if r.cause == RecoveryCause::Fast
-                    && self.config.recovery == RecoveryKind::Prr
-                    && !self.core.cc.governs_recovery() =>
+        // Outside recovery (the usual case) only the window is asked.
+        if let Some(r) = self.recovery {
+            if r.cause == RecoveryCause::Fast
+                && self.config.recovery == RecoveryKind::Prr
+                && !self.core.cc.governs_recovery()
             {
-                r.prr_allowance > 0
+                return r.prr_allowance > 0;
             }
-            // RFC 6675 §5 / RFC 5681: transmit while cwnd - pipe >= 1 SMSS.
-            _ => self.pipe() + len <= self.core.cc.window(),
         }
+        // RFC 6675 §5 / RFC 5681: transmit while cwnd - pipe >= 1 SMSS.
+        self.pipe() + len <= self.core.cc.window()
     }
 
     fn charge(&mut self, len: u64) {
@@ -668,6 +668,12 @@ impl TcpSender {
 
     /// Send what the window, the recovery procedure and the application allow.
     pub fn transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.send_allowed(now, out, false);
+    }
+
+    /// [`TcpSender::transmit`]; `rearm_probe`: the loss probe is re-armed even if no new data
+    /// leaves (new data was acknowledged).
+    fn send_allowed(&mut self, now: SimTime, out: &mut Vec<Packet>, rearm_probe: bool) {
         self.core.release_pacing_hold();
         if !self.core.is_established() {
             return;
@@ -724,7 +730,7 @@ impl TcpSender {
         if self.rto_deadline.is_none() && (!self.scoreboard.is_empty() || self.fin_outstanding()) {
             self.rto_deadline = Some(now + self.core.rtt.rto());
         }
-        if sent_new {
+        if sent_new || rearm_probe {
             self.schedule_loss_probe(now);
         }
         self.scoreboard.assert_consistent();

@@ -59,7 +59,7 @@ import struct
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -152,11 +152,7 @@ class WriterProcess:
         instance and the run's tables: 6-7 ms for the dumbbell) while this process prints."""
         with deferred():
             tables = run.stored_tables()
-            scalars = {"run_id": run.run_id, "name": run.name, "seed": run.seed, "duration_ns": run.duration_ns,
-                       "wall_time_s": run.wall_time_s, "spec_json": run.spec_json, "spec_hash": run.spec_hash,
-                       "user_spec_json": run.user_spec_json, "study": run.study,
-                       "engine_version": run.result.engine_version, "end_ns": run.result.end_ns,
-                       "events": run.result.events}
+            scalars = _ReceivedRun.scalars_of(run)
             self._writing = True
             self._send(pickle.dumps(("write", str(db), replace, scalars, list(tables))))
             for table in tables.values():
@@ -343,9 +339,16 @@ class _ReceivedRun:
     result: _Scalars
     tables: _ArrivingTables
 
+    @staticmethod
+    def scalars_of(run: DerivedRun) -> dict[str, Any]:
+        """What the parent sends of `run` besides its tables: this class's fields, read from it."""
+        engine = {f.name: getattr(run.result, f.name) for f in fields(_Scalars)}
+        return {**{f.name: getattr(run, f.name) for f in fields(_ReceivedRun) if f.name not in ("result", "tables")},
+                **engine}
+
     @classmethod
     def of(cls, scalars: dict[str, Any], tables: _ArrivingTables) -> _ReceivedRun:
-        engine = {name: scalars.pop(name) for name in ("engine_version", "end_ns", "events")}
+        engine = {f.name: scalars.pop(f.name) for f in fields(_Scalars)}
         return cls(**scalars, result=_Scalars(**engine), tables=tables)
 
     def stored_tables(self) -> _ArrivingTables:

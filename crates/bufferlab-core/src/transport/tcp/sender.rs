@@ -788,22 +788,25 @@ mod tests {
         s.start(SimTime::ZERO, &mut out);
         assert!(out[0].has(flags::SYN));
         out.clear();
-        let mut syn_ack = ack_packet(1, &[]);
-        syn_ack.flags = flags::SYN | flags::ACK;
+        let syn_ack = Packet { flags: flags::SYN | flags::ACK, ..ack_packet(1, &[]) };
         s.on_packet(SimTime::from_ms(10), &syn_ack, &[], &mut out);
         (s, out)
     }
 
-    /// An ACK of `ack` that SACKs `sacked_segments` (indices of MSS-sized segments); its
-    /// blocks, which travel beside the packet, are [`sack_of`]`(sacked_segments)`.
-    fn ack_packet(ack: u64, sacked_segments: &[u64]) -> Packet {
-        assert!(sacked_segments.len() <= MAX_SACK_BLOCKS);
-        Packet {
-            sack_len: sacked_segments.len() as u8,
-            ..Packet::acknowledgement(0, 0, flags::ACK, ack, 52, SimTime::ZERO)
-        }
+    /// An ACK of `ack` that carries `blocks`, which travel beside the packet (its `sack_len`
+    /// counts them).
+    fn ack_packet(ack: u64, blocks: &[SackBlock]) -> Packet {
+        assert!(blocks.len() <= MAX_SACK_BLOCKS);
+        Packet { sack_len: blocks.len() as u8, ..Packet::acknowledgement(0, 0, flags::ACK, ack, 52, SimTime::ZERO) }
     }
 
+    /// Deliver to `s` at `now` an ACK of `ack` with the SACK blocks `blocks`: the packet and its
+    /// blocks as the network hands them over, one list for both.
+    fn acknowledge(s: &mut TcpSender, now: SimTime, ack: u64, blocks: &[SackBlock], out: &mut Vec<Packet>) {
+        s.on_packet(now, &ack_packet(ack, blocks), blocks, out);
+    }
+
+    /// The SACK blocks of the MSS-sized segments `sacked_segments` (their indices).
     fn sack_of(sacked_segments: &[u64]) -> Vec<SackBlock> {
         sacked_segments.iter().map(|&k| SackBlock { start: 1 + k * MSS, end: 1 + (k + 1) * MSS }).collect()
     }
@@ -822,11 +825,11 @@ mod tests {
         let (mut s, _) = established(TcpSpec::default());
         let mut out = Vec::new();
         let t = SimTime::from_ms(20);
-        s.on_packet(t, &ack_packet(1, &[1]), &sack_of(&[1]), &mut out);
-        s.on_packet(t, &ack_packet(1, &[2, 1]), &sack_of(&[2, 1]), &mut out);
+        acknowledge(&mut s, t, 1, &sack_of(&[1]), &mut out);
+        acknowledge(&mut s, t, 1, &sack_of(&[2, 1]), &mut out);
         assert!(out.iter().all(|p| !p.retransmission), "no retransmission before DupThresh");
         out.clear();
-        s.on_packet(t, &ack_packet(1, &[3, 2, 1]), &sack_of(&[3, 2, 1]), &mut out);
+        acknowledge(&mut s, t, 1, &sack_of(&[3, 2, 1]), &mut out);
         let retransmitted: Vec<u64> = out.iter().filter(|p| p.retransmission).map(|p| p.seq).collect();
         assert_eq!(retransmitted, vec![1]);
         // RFC 5681 eq. (4): FlightSize at detection was 12 segments (10 + 2 sent on the dupacks).
@@ -844,8 +847,7 @@ mod tests {
         let mut sent_in_recovery = 0;
         for k in 1..=9u64 {
             out.clear();
-            let ack = ack_packet(1, &[1]);
-            s.on_packet(t, &ack, &[SackBlock { start: 1 + MSS, end: 1 + (k + 1) * MSS }], &mut out);
+            acknowledge(&mut s, t, 1, &[SackBlock { start: 1 + MSS, end: 1 + (k + 1) * MSS }], &mut out);
             if s.core.record.recoveries == 1 {
                 sent_in_recovery += out.iter().map(|p| p.payload as u64).sum::<u64>();
             }
@@ -866,7 +868,7 @@ mod tests {
         let one_ms = SimTime::from_ms(1).0;
         for k in 1..=4u64 {
             out.clear();
-            s.on_packet(SimTime::from_ms(10 + k), &ack_packet(1 + k * MSS, &[]), &[], &mut out);
+            acknowledge(&mut s, SimTime::from_ms(10 + k), 1 + k * MSS, &[], &mut out);
             assert_eq!(out.len(), 2, "slow start: two segments per segment acknowledged");
             for idt in [one_ms, 0] {
                 expected = (7 * expected + idt) / 8; // EWMA with gain 1/8
@@ -1014,12 +1016,12 @@ mod tests {
         let mut out = Vec::new();
         let t = SimTime::from_ms(20);
         for _ in 0..3 {
-            s.on_packet(t, &ack_packet(1, &[]), &[], &mut out);
+            acknowledge(&mut s, t, 1, &[], &mut out);
         }
         assert_eq!(out.iter().filter(|p| p.retransmission).map(|p| p.seq).collect::<Vec<_>>(), vec![1]);
         out.clear();
         // A partial ACK (segments 0..4) means segment 5 was lost too: RFC 6582 retransmits it.
-        s.on_packet(t, &ack_packet(1 + 5 * MSS, &[]), &[], &mut out);
+        acknowledge(&mut s, t, 1 + 5 * MSS, &[], &mut out);
         assert!(out.iter().any(|p| p.retransmission && p.seq == 1 + 5 * MSS));
     }
 }

@@ -240,7 +240,6 @@ with redirect_stdout(io.StringIO()):
     print_summary(derived.summary, scenario="dumbbell", db=sys.argv[2])
 mark("present")
 if writer is not None:
-    import resource
     writer.close()
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     marks["writer"] = {"cpu": used.ru_utime + used.ru_stime, "faults": used.ru_minflt, "peak": used.ru_maxrss * 1024}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -62,6 +63,24 @@ def cpu_seconds(pid: int) -> float:
 def engine_loaded(pid: int) -> bool:
     """Whether process `pid` has loaded the compiled engine (bufferlab._core)."""
     return "_core.abi3.so" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def start_long_run(scenario: Path, db: Path, *sets: str, ignore_sigint: bool = False,
+                   new_session: bool = False) -> subprocess.Popen[str]:
+    """`bufferlab run` of `scenario` for many simulated minutes (25,000 s, sampled every second,
+    and `sets`: more `--set` assignments), started without a terminal (pipes), as a script or a
+    notebook would; `ignore_sigint` starts it as a shell's background job does, `new_session`
+    in a process group of its own (so that a signal can reach the whole group, as a terminal's
+    Ctrl-C does)."""
+    def setup() -> None:
+        if ignore_sigint:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    assignments = [arg for assignment in ("duration=25000s", "sample_interval=1s", *sets)
+                   for arg in ("--set", assignment)]
+    return subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(scenario), "--db", str(db), *assignments],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=setup, start_new_session=new_session, cwd=REPO)
 
 
 def wait_until_simulating(proc: subprocess.Popen[str], after_cpu_s: float) -> None:

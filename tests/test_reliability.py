@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from bufferlab.pipeline.budget import GENERATED_FLOW_BYTES
-from conftest import SMALL_DUMBBELL, bufferlab, cpu_seconds, engine_loaded, wait_until_simulating
+from conftest import SMALL_DUMBBELL, bufferlab, cpu_seconds, engine_loaded, start_long_run, wait_until_simulating
 
 pytestmark = pytest.mark.engine
 
@@ -299,28 +299,16 @@ def test_the_engine_raises_a_typed_error_with_field_and_reason() -> None:
 
 # --- signals without a terminal -----------------------------------------------------------------------
 
-def _start_long_run(small: Path, db: Path, ignore_sigint: bool = False) -> subprocess.Popen[str]:
-    """A run of many simulated minutes, started without a terminal (pipes), like a script or a
-    notebook would; `ignore_sigint` starts it as a shell's background job does."""
-    def setup() -> None:
-        if ignore_sigint:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    # About ten CPU seconds of simulation: well past the four CPU seconds `wait_until_simulating` waits for, now that the
-    # rest of the run takes under half a second (a 3000 s run, 3.5 s in all, could end first; a
-    # 10,000 s run took 4.3 s in all once the engine got faster, and was often storing by then).
-    return subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(small), "--db", str(db),
-                             "--set", "duration=25000s", "--set", "sample_interval=1s", "--set", "topology.flows=20"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=setup)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "status", "ignore_sigint"), [
     (signal.SIGINT, 130, False), (signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)])
 def test_a_signal_stops_a_run_within_a_second_and_stores_nothing(small: Path, db: Path, sig: int, status: int,
                                                                  ignore_sigint: bool) -> None:
-    proc = _start_long_run(small, db, ignore_sigint)
+    # 20 flows for many simulated minutes: about ten CPU seconds of simulation, well past the four
+    # waited for, now that the rest of the run takes under half a second (a 3000 s run, 3.5 s in
+    # all, could end first; a 10,000 s run took 4.3 s in all once the engine got faster, and was
+    # often storing by then).
+    proc = start_long_run(small, db, "topology.flows=20", ignore_sigint=ignore_sigint)
     wait_until_simulating(proc, 4.0)
     sent = time.monotonic()
     proc.send_signal(sig)

@@ -27,7 +27,7 @@ from bufferlab.pipeline.result import ENGINE_TABLES
 from bufferlab.spec import Scenario
 from bufferlab.store import writer as store
 from bufferlab.store import writer_process
-from conftest import REPO, SCENARIOS, SMALL_DUMBBELL, stored_tables, wait_until_simulating
+from conftest import REPO, SCENARIOS, SMALL_DUMBBELL, start_long_run, stored_tables, wait_until_simulating
 
 # Every kind of engine table has rows: series, captures (booleans), and a split queue's classes.
 CAPTURED = SMALL_DUMBBELL + """
@@ -245,15 +245,6 @@ def test_a_writer_process_that_dies_fails_the_command_in_one_line_and_stores_not
 
 # --- signals and a killed command ----------------------------------------------------------------
 
-def _start_long_run(scenario: Path, db: Path) -> subprocess.Popen[str]:
-    """A run of many simulated minutes in a session of its own (so that a signal can reach its
-    whole process group, as a terminal's Ctrl-C does)."""
-    return subprocess.Popen([sys.executable, "-m", "bufferlab", "run", str(scenario), "--db", str(db),
-                             "--set", "duration=25000s", "--set", "sample_interval=1s"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, cwd=REPO)
-
-
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(child) for child in path.read_text().split()] if path.exists() else []
@@ -282,7 +273,7 @@ def _gone(pid: int, within_s: float) -> bool:
                                                       (signal.SIGTERM, True, 143)])
 def test_a_signal_ends_the_command_and_its_writer_and_stores_nothing(small_scenario: Path, db: Path, sig: int,
                                                                      group: bool, status: int) -> None:
-    proc = _start_long_run(small_scenario, db)
+    proc = start_long_run(small_scenario, db, new_session=True)
     writer = _simulating_with_its_writer(proc)
     if group:  # a terminal's Ctrl-C reaches every process of the foreground group
         os.killpg(proc.pid, sig)
@@ -320,7 +311,7 @@ def test_ctrl_c_during_the_write_lets_it_commit_then_interrupts_as_in_one_proces
 
 @pytest.mark.slow
 def test_a_command_killed_outright_leaves_no_writer_behind(small_scenario: Path, db: Path) -> None:
-    proc = _start_long_run(small_scenario, db)
+    proc = start_long_run(small_scenario, db, new_session=True)
     writer = _simulating_with_its_writer(proc)
     proc.kill()
     proc.communicate(timeout=60)

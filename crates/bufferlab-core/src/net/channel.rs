@@ -94,8 +94,9 @@ pub struct Channel {
     /// The transmitter is serialising a packet until this time.
     busy_until: SimTime,
     delay: SimTime,
-    /// The link rate in bit/s; 0 for a link without one (validated: a rate is positive).
-    rate_bps: u64,
+    /// [`Channel::serialisation`] in whole nanoseconds, what the busy-time counter adds per
+    /// packet: rounded down once per size, not once per packet (a multiply-shift each).
+    serialisation_ns: u64,
     pub to: u32,
     /// The size in bytes of the packet serialised last; [`Channel::serialisation`] holds its
     /// serialisation time.
@@ -120,6 +121,9 @@ pub struct Channel {
 /// What only queueing, losses, captures and the end of the run read.
 #[derive(Debug)]
 struct ChannelCold {
+    /// The link rate in bit/s; 0 for a link without one (validated: a rate is positive). Read
+    /// only when a packet's size differs from the one before ([`Channel::transmission_time`]).
+    rate_bps: u64,
     /// Loss probability as a threshold on a uniform 64-bit draw.
     loss_threshold: u64,
     /// A bursty loss process, if the link has one (instead of `loss_threshold`).
@@ -149,7 +153,7 @@ impl Channel {
         Channel {
             busy_until: SimTime::ZERO,
             delay,
-            rate_bps: rate.map_or(0, |r| r.bps()),
+            serialisation_ns: 0,
             to,
             // A packet of zero bytes takes no time: true of any rate.
             last_bytes: 0,
@@ -159,6 +163,7 @@ impl Channel {
             transmit_needs_cold: loss_threshold > 0,
             counters: PacketCounters::default(),
             cold: Box::new(ChannelCold {
+                rate_bps: rate.map_or(0, |r| r.bps()),
                 loss_threshold,
                 burst_loss: None,
                 rng: Xoshiro256PlusPlus::seed_from_u64(seed),
@@ -271,7 +276,7 @@ impl Channel {
         if !self.wakeup_pending && now >= self.busy_until && self.passes_through {
             // An empty work-conserving FIFO in front of an idle transmitter: straight onto the
             // wire, as if enqueued and dequeued at once (a sojourn of zero).
-            let head_arrival = self.transmit(packet, SimTime::ZERO, now, pool, routes);
+            let head_arrival = self.transmit(packet, 0, now, pool, routes);
             return Some(Schedule { started: true, head_arrival, wakeup: None });
         }
         let cold = &mut *self.cold;
@@ -286,6 +291,10 @@ impl Channel {
         }
         cold.record.max_queue_packets = cold.record.max_queue_packets.max(cold.queue.len_packets());
         cold.record.max_queue_bytes = cold.record.max_queue_bytes.max(cold.queue.len_bytes());
+        if self.wakeup_pending {
+            // The transmitter is busy and its wakeup is already in the event list: the packet waits.
+            return Some(Schedule::default());
+        }
         Some(self.pump(now, pool, routes))
     }
 
@@ -315,7 +324,7 @@ impl Channel {
         match dequeued {
             Dequeue::Packet(packet) => {
                 schedule.started = true;
-                schedule.head_arrival = self.transmit(&packet, now - packet.enqueued_at, now, pool, routes);
+                schedule.head_arrival = self.transmit(&packet, (now - packet.enqueued_at).as_ns(), now, pool, routes);
                 if self.cold.queue.len_packets() > 0 {
                     self.wakeup_pending = true;
                     schedule.wakeup = Some(self.busy_until);
@@ -330,13 +339,14 @@ impl Channel {
         schedule
     }
 
-    /// Serialise `packet` from `now`, after `sojourn` in the queue; unless the link loses it, it
+    /// Serialise `packet` from `now`, after `sojourn_ns` in the queue (whole nanoseconds, what the
+    /// sojourn counter adds; zero for a packet that did not queue); unless the link loses it, it
     /// joins the pipe, with what becomes of it at the far node. Returns its arrival if it is the
     /// pipe's new head.
     fn transmit(
         &mut self,
         packet: &Packet,
-        sojourn: SimTime,
+        sojourn_ns: u64,
         now: SimTime,
         pool: &mut PacketPool,
         routes: &RoutingTable,
@@ -346,8 +356,8 @@ impl Channel {
         self.busy_until = now + tx_time;
         self.counters.sent_packets += 1;
         self.counters.sent_bytes += bytes;
-        self.counters.busy_ns += tx_time.as_ns();
-        self.counters.sojourn_sum_ns += sojourn.as_ns();
+        self.counters.busy_ns += self.serialisation_ns;
+        self.counters.sojourn_sum_ns += sojourn_ns;
         if self.transmit_needs_cold && self.cold.captures_or_loses(packet) {
             pool.release_sack(packet);
             return None;
@@ -357,13 +367,15 @@ impl Channel {
     }
 
     /// How long a packet of `bytes` takes to serialise (none without a rate), remembered for the
-    /// next packet of the same size.
+    /// next packet of the same size (with its nanoseconds, `serialisation_ns`).
     #[inline]
     fn transmission_time(&mut self, bytes: u32) -> SimTime {
         if bytes != self.last_bytes {
             self.last_bytes = bytes;
+            let rate_bps = self.cold.rate_bps;
             self.serialisation =
-                if self.rate_bps == 0 { SimTime::ZERO } else { BitRate(self.rate_bps).transmission_time(bytes as u64) };
+                if rate_bps == 0 { SimTime::ZERO } else { BitRate(rate_bps).transmission_time(bytes as u64) };
+            self.serialisation_ns = self.serialisation.as_ns();
         }
         self.serialisation
     }
@@ -474,12 +486,17 @@ mod tests {
         let mut ch = Channel::new(0, 1, Some(rate), SimTime::from_us(5), 0.0, fifo, 1);
         let routes = RoutingTable::build(2, &[crate::net::routing::Edge { from: 0, to: 1, cost: 1 }], &[1]);
         let mut pool = PacketPool::new();
-        let mut now = SimTime::ZERO;
+        let (mut now, mut busy_ns) = (SimTime::ZERO, 0);
         for bytes in [1500, 1500, 52, 1500, 0, 64, 64, 1500] {
             let packet = Packet::segment(0, 1, 0, 1, bytes.max(40) - 40, bytes, now);
             let schedule = ch.offer(&packet, now, &mut pool, &routes).expect("an idle link takes it");
             assert!(schedule.started);
-            assert_eq!(ch.busy_until, now + rate.transmission_time(bytes as u64), "{bytes} bytes");
+            let tx_time = rate.transmission_time(bytes as u64);
+            assert_eq!(ch.busy_until, now + tx_time, "{bytes} bytes");
+            // The busy time counts each packet's own serialisation, rounded down to nanoseconds
+            // (at this rate no size takes a whole number of them).
+            busy_ns += tx_time.as_ns();
+            assert_eq!(ch.busy_ns(), busy_ns, "{bytes} bytes");
             now = ch.busy_until;
         }
     }

@@ -60,14 +60,22 @@ enum Side {
 
 #[derive(Debug)]
 struct Flow {
-    src: u32,
-    dst: u32,
+    /// The channels the sender's and the receiver's packets leave their hosts by. Routes are
+    /// static and every packet of an endpoint goes to the other one, so this is looked up once,
+    /// when the flow is made, instead of in the routing table for every packet sent.
+    sender_egress: u32,
+    receiver_egress: u32,
     sender: Sender,
     receiver: Receiver,
     sender_timer: TimerSlot,
     receiver_timer: TimerSlot,
     /// The generator (and closed-loop user) that created the flow; `None` for a listed flow.
     origin: Option<Origin>,
+}
+
+/// The channel out of `from` toward `to` (validated: the two are different hosts with a path).
+fn egress(routes: &RoutingTable, from: u32, to: u32) -> u32 {
+    routes.next_channel(from, to).expect("validated: every flow endpoint is reachable")
 }
 
 impl Flow {
@@ -178,7 +186,7 @@ fn wakeup_event(generator: u32, wakeup: Wakeup) -> Event {
 }
 
 /// A flow listed in the spec: a TCP connection, or a datagram source.
-fn listed_flow(index: u32, f: &FlowSpec, seed: u64) -> Flow {
+fn listed_flow(index: u32, f: &FlowSpec, seed: u64, routes: &RoutingTable) -> Flow {
     let (src, dst) = (f.src as u32, f.dst as u32);
     let (sender, receiver) = match &f.traffic {
         TrafficSpec::Greedy | TrafficSpec::Finite { .. } => {
@@ -230,8 +238,8 @@ fn listed_flow(index: u32, f: &FlowSpec, seed: u64) -> Flow {
         }
     };
     let mut flow = Flow {
-        src: f.src as u32,
-        dst: f.dst as u32,
+        sender_egress: egress(routes, src, dst),
+        receiver_egress: egress(routes, dst, src),
         sender,
         receiver,
         sender_timer: TimerSlot::default(),
@@ -306,7 +314,7 @@ impl Simulator {
         let mut events = EventQueue::new();
         let mut flows = Vec::with_capacity(spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
-            let mut flow = listed_flow(i as u32, f, spec.seed);
+            let mut flow = listed_flow(i as u32, f, spec.seed, &routes);
             flow.sender.record_mut().path = route(&routes, &channels, f.src, f.dst);
             flows.push(flow);
             events.schedule(SimTime::from_ns(f.start_ns), Event::FlowStart { flow: i as u32 });
@@ -595,8 +603,8 @@ impl Simulator {
         record.user = user;
         let receiver = TcpReceiver::new(index, g.src, &g.config);
         self.flows.push(Flow {
-            src: g.src,
-            dst: g.dst,
+            sender_egress: egress(&self.routes, g.src, g.dst),
+            receiver_egress: egress(&self.routes, g.dst, g.src),
             sender: Sender::Tcp(sender),
             receiver: Receiver::Tcp(receiver),
             sender_timer: TimerSlot::default(),
@@ -665,12 +673,12 @@ impl Simulator {
     fn settle(&mut self, flow: u32, side: Side, was_open: bool, mut out: Vec<Packet>) {
         let f = &self.flows[flow as usize];
         let closed_now = was_open && f.sender.is_closed();
-        let node = match side {
-            Side::Sender => f.src,
-            Side::Receiver => f.dst,
+        let egress = match side {
+            Side::Sender => f.sender_egress,
+            Side::Receiver => f.receiver_egress,
         };
         for p in &out {
-            self.forward(node, p);
+            self.offer(egress, p);
         }
         out.clear();
         self.outbox = out;
@@ -685,13 +693,6 @@ impl Simulator {
         if closed_now {
             self.on_flow_closed(flow);
         }
-    }
-
-    /// Put a packet on the egress channel of `node` toward its destination.
-    #[inline]
-    fn forward(&mut self, node: u32, packet: &Packet) {
-        let ch = self.routes.next_channel(node, packet.dst).expect("validated: every flow endpoint is reachable");
-        self.offer(ch, packet);
     }
 
     /// Put a packet on channel `ch` (a copy of it: see [`Channel::offer`]).

@@ -737,9 +737,12 @@ impl Simulator {
         }
         match then.kind() {
             HopKind::Forward(next_ch) => {
-                // A copy: the slot is vacated first, so the next channel's pipe may take it again.
-                let packet = self.wire.take(slot);
-                self.offer(next_ch, &packet);
+                // The packet stays in its slot: onto the next channel's wire, or copied into its queue.
+                let schedule =
+                    self.channels[next_ch as usize].offer_stored(slot, self.now, &mut self.wire, &self.routes);
+                if let Some(schedule) = schedule {
+                    self.apply(next_ch, schedule);
+                }
             }
             HopKind::Receiver(flow) => self.deliver(flow, Side::Receiver, slot),
             HopKind::Sender(flow) => self.deliver(flow, Side::Sender, slot),

@@ -96,15 +96,22 @@ impl PacketPool {
         Self::default()
     }
 
-    /// Append `packet`, arriving at `arrival` (no earlier than the pipe's last packet) and then
-    /// going on as `then` says, to the back of `pipe`. Returns its arrival if it became the
-    /// pipe's head (that arrival must then be scheduled).
-    #[inline]
+    /// Store `packet` and append it to the back of `pipe` ([`PacketPool::store`], then
+    /// [`PacketPool::link_back`]).
+    #[cfg(test)]
     pub fn push_back(&mut self, pipe: &mut Pipe, packet: &Packet, arrival: SimTime, then: Hop) -> Option<Arrival> {
-        let slot = match self.free.pop() {
+        let slot = self.store(packet);
+        self.link_back(pipe, slot, arrival, then)
+    }
+
+    /// Put a copy of `packet` in a vacant slot (the one vacated last), in no pipe yet: a channel
+    /// about to transmit it links it to its pipe ([`PacketPool::link_back`]) or, if the link
+    /// loses it, retires it.
+    #[inline]
+    pub fn store(&mut self, packet: &Packet) -> u32 {
+        match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Stored(*packet);
-                self.links[slot as usize] = UNLINKED;
                 slot
             }
             None => {
@@ -112,7 +119,17 @@ impl PacketPool {
                 self.links.push(UNLINKED);
                 (self.slots.len() - 1) as u32
             }
-        };
+        }
+    }
+
+    /// Append the packet in `slot` (stored, or unlinked from the pipe it arrived by: a packet
+    /// forwarded stays where it is), arriving at `arrival` (no earlier than the pipe's last
+    /// packet) and then going on as `then` says, to the back of `pipe`. Returns its arrival if
+    /// it became the pipe's head (that arrival must then be scheduled).
+    #[inline]
+    pub fn link_back(&mut self, pipe: &mut Pipe, slot: u32, arrival: SimTime, then: Hop) -> Option<Arrival> {
+        // Nothing is behind it in its new pipe (a forwarded packet's link still names its old one).
+        self.links[slot as usize] = UNLINKED;
         let tail = std::mem::replace(&mut pipe.tail, slot);
         if tail == NONE {
             pipe.head = slot;
@@ -368,5 +385,32 @@ mod tests {
             pop_front(&mut pool, &mut Pipe { head: s, tail: s }, s);
         }
         assert_eq!((pool.len(), pool.slots.len()), (1, 2));
+    }
+
+    #[test]
+    fn a_forwarded_packet_moves_to_the_next_pipe_in_its_slot_and_leaves_the_first_pipe_whole() {
+        // A router forwards the head of pipe `a` onto pipe `b`, behind b's packet, without a
+        // copy: the slot is the same, b ends with it, and a still holds the packets behind it.
+        let mut pool = PacketPool::new();
+        let (mut a, mut b) = (Pipe::default(), Pipe::default());
+        let head = pool.push_back(&mut a, &packet(1), SimTime(10), hop(1)).unwrap().slot;
+        pool.push_back(&mut a, &packet(2), SimTime(20), hop(2));
+        pool.push_back(&mut a, &packet(3), SimTime(30), hop(3));
+        let b_head = pool.push_back(&mut b, &packet(9), SimTime(5), hop(9)).unwrap().slot;
+        let next_in_a = pool.unlink_front(&mut a, head).expect("two packets behind it");
+        assert_eq!(pool.link_back(&mut b, head, SimTime(40), hop(7)), None, "b has a head already");
+        assert_eq!(pool.len(), 4, "moved, not copied");
+        assert_eq!(pool.iter(&a).map(|p| p.seq).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(pool.iter(&b).map(|p| p.seq).collect::<Vec<_>>(), [9, 1]);
+        // b's head names the moved packet's arrival and hop; nothing follows it in b, though its
+        // link named packet 2 while it was in a.
+        let (_, moved) = pop_front(&mut pool, &mut b, b_head);
+        let moved = moved.expect("the forwarded packet");
+        assert_eq!((moved.slot, moved.at, moved.then), (head, SimTime(40), hop(7)));
+        assert_eq!(pop_front(&mut pool, &mut b, head), (packet(1), None));
+        assert!(b.is_empty());
+        let (_, third) = pop_front(&mut pool, &mut a, next_in_a.slot);
+        assert_eq!(pop_front(&mut pool, &mut a, third.unwrap().slot), (packet(3), None));
+        assert!(a.is_empty() && pool.is_empty());
     }
 }

@@ -454,13 +454,12 @@ impl Simulator {
     /// processed, `None` when the budget ran out first. Slicing never changes the result.
     pub fn run_until_bounded(&mut self, until: SimTime, max_events: u64) -> Option<bool> {
         let until = until.min(self.end);
-        let mut budget = max_events;
+        // The budget as a count of events processed: `events_processed` is counted anyway.
+        let stop_at = self.events_processed.saturating_add(max_events);
+        // `finished` is also set by the event whose flow completes the run
+        // (`Simulator::on_flow_closed`): the loop then stops before the next one.
         while !self.finished {
-            if self.open_flows == 0 && self.ends_when_flows_complete() {
-                self.finished = true; // every flow completed: the run ends now
-                break;
-            }
-            if budget == 0 {
+            if self.events_processed == stop_at {
                 // Out of budget: the caller gets control back if an event up to `until` is left.
                 if self.events.peek_time().is_some_and(|t| t <= until) {
                     return None;
@@ -468,7 +467,6 @@ impl Simulator {
                 break;
             }
             let Some((t, event)) = self.events.pop_until(until) else { break };
-            budget -= 1;
             self.now = t;
             self.events_processed += 1;
             if self.prefetch_hops || self.wire.slots_bytes() > PREFETCH_AHEAD_ABOVE_BYTES {
@@ -623,6 +621,9 @@ impl Simulator {
         f.receiver.release_buffers();
         let Some(origin) = f.origin else {
             self.open_flows -= 1;
+            if self.open_flows == 0 && self.ends_when_flows_complete() {
+                self.finished = true; // every flow completed: the run ends now, after this event
+            }
             return;
         };
         if let Some(user) = origin.user {

@@ -371,13 +371,14 @@ impl Simulator {
             }
         }
 
+        let prefetch_hops = spec.flows.len() * std::mem::size_of::<Flow>() > PREFETCH_HOPS_ABOVE_BYTES;
         Ok(Simulator {
             now: SimTime::ZERO,
             end: SimTime::from_ns(spec.duration_ns),
             events,
             events_processed: 0,
             channels,
-            wire: PacketPool::new(),
+            wire: PacketPool::prefetching(prefetch_hops, PREFETCH_AHEAD_ABOVE_BYTES),
             routes,
             listed_flows: flows.len(),
             open_flows: flows.len(),
@@ -389,7 +390,7 @@ impl Simulator {
             capture_of,
             captures,
             outbox: Vec::with_capacity(64),
-            prefetch_hops: spec.flows.len() * std::mem::size_of::<Flow>() > PREFETCH_HOPS_ABOVE_BYTES,
+            prefetch_hops,
         })
     }
 
@@ -469,7 +470,7 @@ impl Simulator {
             let Some((t, event)) = self.events.pop_until(until) else { break };
             self.now = t;
             self.events_processed += 1;
-            if self.prefetch_hops || self.wire.slots_bytes() > PREFETCH_AHEAD_ABOVE_BYTES {
+            if self.wire.prefetch_wanted() {
                 self.prefetch_ahead();
             }
             self.dispatch(event);

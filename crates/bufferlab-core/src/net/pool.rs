@@ -89,11 +89,29 @@ pub struct PacketPool {
     /// The SACK blocks of the ACKs on the network (issue 15): a packet with `sack_len > 0`
     /// names its entry by `Packet::sack`.
     sacks: SackSlab,
+    /// The pool's slots have outgrown `prefetch_above_bytes`, or prefetching was asked for from
+    /// the start: the simulator then asks for each coming arrival's lines ahead of it. One flag,
+    /// set when the pool grows, so that each event reads one byte to know.
+    prefetch: bool,
+    prefetch_above_bytes: usize,
 }
 
 impl PacketPool {
+    /// A pool that never asks for prefetching.
     pub fn new() -> Self {
-        Self::default()
+        Self::prefetching(false, usize::MAX)
+    }
+
+    /// A pool that says to prefetch ([`PacketPool::prefetch_wanted`]) once its slots take more
+    /// than `above_bytes`, or always.
+    pub fn prefetching(always: bool, above_bytes: usize) -> Self {
+        PacketPool { prefetch: always, prefetch_above_bytes: above_bytes, ..Self::default() }
+    }
+
+    /// See [`PacketPool::prefetching`].
+    #[inline]
+    pub fn prefetch_wanted(&self) -> bool {
+        self.prefetch
     }
 
     /// Store `packet` and append it to the back of `pipe` ([`PacketPool::store`], then
@@ -117,6 +135,7 @@ impl PacketPool {
             None => {
                 self.slots.push(Stored(*packet));
                 self.links.push(UNLINKED);
+                self.prefetch |= self.slots_bytes() > self.prefetch_above_bytes;
                 (self.slots.len() - 1) as u32
             }
         }
@@ -412,5 +431,29 @@ mod tests {
         let (_, third) = pop_front(&mut pool, &mut a, next_in_a.slot);
         assert_eq!(pop_front(&mut pool, &mut a, third.unwrap().slot), (packet(3), None));
         assert!(a.is_empty() && pool.is_empty());
+    }
+
+    #[test]
+    fn a_pool_asks_for_prefetching_once_its_slots_outgrow_the_bound_and_keeps_asking() {
+        let bound = 3 * std::mem::size_of::<Stored>();
+        let mut pool = PacketPool::prefetching(false, bound);
+        let mut pipe = Pipe::default();
+        let mut heads = Vec::new();
+        for i in 0..3 {
+            heads.extend(pool.push_back(&mut pipe, &packet(i), SimTime(i), hop(i)));
+            assert!(!pool.prefetch_wanted(), "{} slots fit the bound", i + 1);
+        }
+        pool.push_back(&mut pipe, &packet(3), SimTime(3), hop(3));
+        assert!(pool.prefetch_wanted(), "a fourth slot does not");
+        // Emptied, the pool keeps its slots (its high-water mark), and the answer.
+        let mut slot = heads[0].slot;
+        while let Some(next) = pool.unlink_front(&mut pipe, slot) {
+            pool.vacate(slot);
+            slot = next.slot;
+        }
+        pool.vacate(slot);
+        assert!(pool.is_empty() && pool.prefetch_wanted());
+        assert!(PacketPool::prefetching(true, usize::MAX).prefetch_wanted(), "asked for from the start");
+        assert!(!PacketPool::new().prefetch_wanted());
     }
 }

@@ -650,7 +650,12 @@ impl Simulator {
     /// The packet in pool slot `slot` has reached its flow's endpoint on `side`, which reads it
     /// where it lies (no copy out of the pool); the slot is vacated before the endpoint's answer
     /// takes one. Otherwise as [`Simulator::drive`].
-    #[inline]
+    ///
+    /// Inlined into its two calls in `on_arrive`, one per side: each copy knows its side, and
+    /// the branches on it (which endpoint, whether the sender was open) fold away (1.2 % fewer
+    /// instructions on the reference dumbbell than one shared copy; `settle` inlined as well
+    /// was 3 % more, the main loop's registers spilling).
+    #[inline(always)]
     fn deliver(&mut self, flow: u32, side: Side, slot: u32) {
         let mut out = std::mem::take(&mut self.outbox);
         let was_open = side == Side::Sender && !self.flows[flow as usize].sender.is_closed();

@@ -276,7 +276,7 @@ impl Channel {
             let head_arrival = self.transmit(slot, 0, now, pool, routes);
             return Some(Schedule { started: true, head_arrival, wakeup: None });
         }
-        self.enqueue(packet, now, pool, routes)
+        self.enqueue(Packet { enqueued_at: now, ..*packet }, now, pool, routes)
     }
 
     /// [`Channel::offer`] for a packet that is in the pool, in `slot`, in no pipe: one the
@@ -296,8 +296,10 @@ impl Channel {
             let head_arrival = self.transmit(slot, 0, now, pool, routes);
             return Some(Schedule { started: true, head_arrival, wakeup: None });
         }
-        let packet = pool.take(slot);
-        self.enqueue(&packet, now, pool, routes)
+        // Stamped as it is copied out of its slot, which is vacated.
+        let packet = Packet { enqueued_at: now, ..*pool.packet(slot) };
+        pool.vacate(slot);
+        self.enqueue(packet, now, pool, routes)
     }
 
     #[inline]
@@ -313,12 +315,12 @@ impl Channel {
         !self.wakeup_pending && now >= self.busy_until && self.passes_through
     }
 
-    /// An offered packet that does not go straight onto the wire: into the queue (a copy), or
-    /// dropped (`None`).
+    /// An offered packet that does not go straight onto the wire, stamped with the time it
+    /// queues: into the queue, or dropped (`None`).
     #[inline]
     fn enqueue(
         &mut self,
-        packet: &Packet,
+        packet: Packet,
         now: SimTime,
         pool: &mut PacketPool,
         routes: &RoutingTable,
@@ -326,10 +328,10 @@ impl Channel {
         let bytes = packet.wire_bytes as u64;
         let cold = &mut *self.cold;
         cold.integrate_queue(now);
-        let queued = cold.queue.enqueue(Packet { enqueued_at: now, ..*packet }, now);
+        let queued = cold.queue.enqueue(packet, now);
         self.passes_through = cold.queue.passes_through_when_idle();
-        if queued.is_err() {
-            pool.release_sack(packet);
+        if let Err((refused, _)) = queued {
+            pool.release_sack(&refused);
             cold.record.dropped_queue_packets += 1;
             cold.record.dropped_queue_bytes += bytes;
             return None;

@@ -760,7 +760,10 @@ impl Simulator {
         let Some(ts) = self.timeseries.as_mut() else { return };
         ts.push_time(self.now);
         for row in 0..ts.flows.len() {
-            let f = &self.flows[ts.flows[row]];
+            let f = &mut self.flows[ts.flows[row]];
+            let delivered = f.receiver.bytes_delivered();
+            f.sender.fold_writes_below(delivered);
+            let f = &*f;
             ts.push_flow(
                 row,
                 FlowSample {

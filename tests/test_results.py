@@ -250,11 +250,11 @@ WRITER = textwrap.dedent("""
         run = derive(planned, RawRun(result, wall))
     if mode.endswith("pause"):  # stop after the series, before the captures and the commit
         original = store.Store._insert_frame
-        def pause(self, table, run_id, frame):
+        def pause(self, table, number, frame):
             if table == "captures":
                 print("mid-write", flush=True)
                 time.sleep(60)
-            original(self, table, run_id, frame)
+            original(self, table, number, frame)
         store.Store._insert_frame = pause
     with store.Store(db) as s:
         print("saving", flush=True)
@@ -292,10 +292,12 @@ def run_counts(db: Path) -> dict[str, dict[str, int]]:
             # A new store gets its tables in the transaction of its first run: none before it.
             return {"orphans": dict.fromkeys(store.RUN_TABLES, 0)}
         names = [r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()]
+        # Orphans: rows of a run table (as stored: a numbered one keyed by run number) that no run owns.
         return {name: {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [name]).fetchone()[0]
                        for t in store.RUN_TABLES} for name in names} | {
-            "orphans": {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id NOT IN (SELECT run_id FROM runs)")
-                        .fetchone()[0] for t in store.RUN_TABLES}}
+            "orphans": {t: con.execute(f"SELECT count(*) FROM {store.stored_table(t)} WHERE {store.run_key(t)} "
+                                       f"NOT IN (SELECT {store.run_key(t)} FROM runs)").fetchone()[0]
+                        for t in store.RUN_TABLES}}
     finally:
         con.close()
 

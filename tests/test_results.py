@@ -61,6 +61,25 @@ def test_load_returns_polars_tables_of_every_kind(write_scenario, db: Path) -> N
         assert stored_metrics[column].to_list() == pytest.approx(fresh[column].to_list(), nan_ok=True), column
 
 
+def test_one_runs_series_and_captures_read_by_its_number_are_its_rows_as_sql_reads_them(write_scenario,
+                                                                                        db: Path) -> None:
+    # `Results` reads a run's rows of a numbered table from its data table and puts the run id back
+    # in polars; a query of the view (what a user's SQL reads) gives the same frame.
+    first = stored(write_scenario, db)
+    second = stored(write_scenario, db, CAPTURED.replace('queue = "20p"', 'queue = "30p"'))
+    with bufferlab.load(db) as res:
+        for run_id in (first, second):
+            for table in store.NUMBERED_TABLES:
+                order = ", ".join(store.KEYS[table])
+                expected = res.query(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}", [run_id])
+                assert res.table(table, run_id[:10]).equals(expected), table
+                assert table == "class_timeseries" or expected.height > 0, table
+            for kind, entity in (("flow", "flows"), ("channel", "channels")):
+                expected = res.query(f"SELECT e.name, t.* FROM {kind}_timeseries t JOIN {entity} e USING (run_id, {kind}) "
+                                     f"WHERE run_id = ? ORDER BY {kind}, time_ns", [run_id])
+                assert res.timeseries(run_id, kind=kind).equals(expected), kind
+
+
 def test_results_cli_lists_shows_queries_and_exports(write_scenario, db: Path, tmp_path: Path) -> None:
     run_id = stored(write_scenario, db, CAPTURED, "--study", "smoke")
     listing = cli("results", "list", "--db", str(db))

@@ -39,11 +39,13 @@ numbers are unique because a store has one writer at a time (the file's lock,
 writes the run. A run replaced with ``--force`` gets a new number.
 
 What it saved, in the store's writer process (`store.writer_process`), each step of the write
-timed in a fresh process as the writer process makes it (CPU ms, best of 9, 2026-11-24, against
-main at b6a5bae on the same busy machine): the reference dumbbell into a new store 64-72 -> 58-67
-(the channel series' insert 10.5-11.2 -> 6.6-7.6, the flow series' 4.0-4.3 -> 3.0-3.4, the
-commit's checkpoint 36-40 -> 32-37), while one flow for 10 s stays at 20-22.5 (its series are
-small; the four views cost a new store's schema 1.2 ms).
+timed in a fresh process as the writer process makes it (`benchmarks/bench_pipeline.py
+--write-steps`; CPU ms, best of 7-9, 2026-11-24, against main at b6a5bae on the same busy
+machine): the reference dumbbell into a new store 64-73 -> 58-68 (the channel series' insert
+10.5-11.5 -> 6.6-8.0, the flow series' 4.0-4.3 -> 3.0-3.5, the commit's checkpoint 36-41 ->
+32-37), into stores of 10 and 50 runs 75 -> 65 and 79 -> 68; 1000 flows sampled every 10 ms for
+5 s (2.5 million series rows) 714 -> 587; one flow for 10 s about the same, 20-23 (its series are
+small, and the four views cost a new store's schema ~1.3 ms). Reads: `Results._rows_of_run`.
 
 The schema version is kept in ``meta``. A store of an older version is rebuilt in the current
 schema (`store.migration`: a copy that replaces the file once complete, so that a migration

@@ -196,3 +196,33 @@ def test_a_migration_killed_midway_leaves_the_older_store_usable(older_store: tu
     assert stored_tables(older) == expected
     assert not migration.migrating_path(older).exists()
     assert sorted(os.listdir(older.parent)) == [older.name]
+
+
+def test_a_store_migrated_by_another_process_meanwhile_is_not_migrated_again_over_it(
+        older_store: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # This writer opens the older file; before it has the lock, another migrator puts the rebuilt
+    # store in its place and a third process stores a run there. The writer must not copy the older
+    # file over that store.
+    older, _ = older_store
+    elsewhere = tmp_path / "other" / "older.duckdb"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(older.read_bytes())
+    with store.Store(elsewhere):  # the other migrator's work
+        pass
+    (extra,) = runs_of(4)[3:]
+    store.persist(extra, elsewhere)  # the third process's run
+    real_connect = migration.connect
+    opened: list[Path] = []
+
+    def open_then_replaced(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+        con = real_connect(path, read_only=read_only)
+        if not opened:
+            os.replace(elsewhere, path)
+        opened.append(path)
+        return con
+
+    monkeypatch.setattr(migration, "connect", open_then_replaced)
+    with store.Store(older) as s:
+        assert s.has_run(extra.run_id)
+    assert len(opened) == 2  # the first attach was of a file the path no longer named
+    assert schema_version(older) == store.SCHEMA_VERSION

@@ -6,7 +6,11 @@ rename the store is the older one, untouched, so a migration killed or failing m
 as it was, usable by this bufferlab and the earlier one (the next migration removes the leftover
 file); the rename makes the whole new store appear at once. The migrating writer holds the older
 store's lock throughout (it has it attached, `store.connection`), so no other process writes into
-it while it is copied; one waiting for the lock opens the new file once it is in place.
+it while it is copied; one waiting for the lock opens the new file once it is in place. A
+migrator makes sure that the file it attached is the one the store's path names (the same inode
+before and after its ATTACH): one that opened the older file just before another migrator
+replaced it, and took its lock just after, would otherwise migrate it again and put its copy
+over the store that others may have written into meanwhile.
 
 Why a copy. Version 5 keys the tables of many rows per run (series, captures) by the run's
 number instead of its id (`writer`'s docstring). Made in place, in one transaction, the change held every run table's rows
@@ -30,10 +34,11 @@ from pathlib import Path
 
 import duckdb
 
-from .connection import NEW_STORE_BLOCK_SIZE, ROW_GROUP_SIZE, sql_string
-from .writer import NEW_STORE_SCHEMA, NUMBERED_TABLES, TABLES, StoreError, stored_table
+from .connection import NEW_STORE_BLOCK_SIZE, ROW_GROUP_SIZE, connect, release_writer, sql_string
+from .writer import (NEW_STORE_SCHEMA, NUMBERED_TABLES, SCHEMA_VERSION, TABLES, StoreError, check_schema_version,
+                     stored_schema_version, stored_table)
 
-__all__ = ["rebuild", "migrating_path"]
+__all__ = ["migrate", "migrating_path"]
 
 
 def migrating_path(store: Path) -> Path:
@@ -46,11 +51,40 @@ def _log(path: Path) -> Path:
     return Path(f"{path}.wal")
 
 
-def rebuild(con: duckdb.DuckDBPyConnection, path: Path, version: int) -> None:
+def _identity(path: Path) -> tuple[int, int]:
+    """Which file `path` names (device and inode)."""
+    found = path.stat()
+    return found.st_dev, found.st_ino
+
+
+def migrate(path: Path) -> None:
+    """Bring the store at `path` to the current schema, unless another process has meanwhile (see
+    the module docstring). Waits for the store's lock as a writer does."""
+    while True:
+        before = _identity(path)
+        con = connect(path, read_only=False)
+        try:
+            attached = _identity(path) == before  # else the path was replaced meanwhile: again
+            if attached:
+                version = stored_schema_version(con)
+                check_schema_version(version, path)
+                if version is not None and version < SCHEMA_VERSION:
+                    _rebuild(con, path, version, before)
+        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
+            con.close()
+            raise StoreError("--db", f"cannot migrate {path}: {' '.join(str(e).split())}") from None
+        except BaseException:
+            con.close()
+            raise
+        release_writer(con)
+        if attached:
+            return
+
+
+def _rebuild(con: duckdb.DuckDBPyConnection, path: Path, version: int, identity: tuple[int, int]) -> None:
     """Rebuild the store attached to the writer's connection `con` (as ``store``, whose lock it
-    holds), of schema `version`, in the current schema, and put it in the store's place (see the
-    module docstring). `con` then still has the older file attached: its caller attaches the store
-    again."""
+    holds; the file `identity` names), of schema `version`, in the current schema, and put it in
+    the store's place (see the module docstring)."""
     target = path.resolve()
     new = migrating_path(target)
     for leftover in (new, _log(new)):
@@ -81,6 +115,9 @@ def rebuild(con: duckdb.DuckDBPyConnection, path: Path, version: int) -> None:
         _log(new).unlink()
         raise StoreError("--db", f"cannot migrate {path}: the rebuilt store kept a write-ahead log")
     os.chmod(new, stat.S_IMODE(target.stat().st_mode))
+    if _identity(target) != identity:  # cannot happen while its lock is held (see the docstring)
+        new.unlink()
+        raise StoreError("--db", f"cannot migrate {path}: the store was replaced while it was copied")
     os.replace(new, target)
     _sync_directory(target.parent)
 

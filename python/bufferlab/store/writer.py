@@ -349,27 +349,32 @@ class Store:
             raise StoreError("--db", f"cannot create {self.path}: a part of its directory is a file") from None
         except OSError as e:
             raise store_error(self.path, e) from None
-        self.con = connect(self.path, read_only=False)
-        try:
-            version = stored_schema_version(self.con)
-            check_schema_version(version, self.path)
-            if version is not None and version < SCHEMA_VERSION:
-                from .migration import rebuild
-
-                rebuild(self.con, self.path, version)
-                release_writer(self.con)
-                self.con = connect(self.path, read_only=False)  # the rebuilt store, now in its place
-                version = stored_schema_version(self.con)
-        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
-            self.con.close()
-            raise store_error(self.path, e) from None
-        except BaseException:
-            self.con.close()
-            raise
+        self.con, version = self._open()
         # A new store gets its tables in the first transaction, with the first write: every
         # commit is a checkpoint (`store.connection`), so a new store is written once. An empty
         # file has no tables to list (listing them is the catalogue's costly first look).
         self._empty = version is None
+
+    def _open(self) -> tuple[duckdb.DuckDBPyConnection, int | None]:
+        """A writer's connection to the store and its schema version: None for a new store, else
+        the current one (an older store is migrated first, `store.migration`)."""
+        con = connect(self.path, read_only=False)
+        try:
+            version = stored_schema_version(con)
+            check_schema_version(version, self.path)
+        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
+            con.close()
+            raise store_error(self.path, e) from None
+        except BaseException:
+            con.close()
+            raise
+        if version is None or version == SCHEMA_VERSION:
+            return con, version
+        from .migration import migrate
+
+        release_writer(con)
+        migrate(self.path)
+        return self._open()
 
     def _ready(self) -> None:
         """The tables exist (a new store's made in a transaction of their own when nothing was

@@ -174,7 +174,7 @@ TABLES: dict[str, dict[str, str]] = {
         "duration_ns": "UBIGINT NOT NULL", "end_ns": "UBIGINT NOT NULL", "events": "UBIGINT NOT NULL",
         "wall_time_s": "DOUBLE NOT NULL", "spec_json": "VARCHAR NOT NULL", "user_spec_json": "VARCHAR NOT NULL",
         "study_id": "VARCHAR", "spec_hash": "VARCHAR",
-        # Version 5: the run's number in this store, the key of its rows in the run tables.
+        # Version 5: the run's number in this store, the key of its rows in the numbered tables.
         "run": "UINTEGER NOT NULL",
     },
     "flows": _ENGINE["flows"],

@@ -1,0 +1,154 @@
+"""Code the standard library compiles from text at run time, kept between runs of the command.
+
+Two of Python's own modules compile source text while a program runs, not just when a module is
+imported (whose code the interpreter keeps in `__pycache__`):
+
+- `dataclasses` writes each class's `__init__`, `__repr__`, `__eq__` (and, frozen, `__setattr__`,
+  `__delattr__`, `__hash__`) as text and compiles it (`dataclasses._create_fn`);
+- `typing` compiles every forward reference, an annotation written as a string, into an
+  expression (`typing.ForwardRef`); typing_extensions' TypedDicts make one per key.
+
+pydantic and pydantic_core are built of both (about 60 dataclasses, 90 TypedDicts of core
+schemas), as are our spec, pipeline and summary modules and rich. A fresh `bufferlab run`
+compiled 334 functions and 800 expressions (439 distinct texts), the same in every process:
+16 ms of CPU time before the engine (12 of dataclasses, 4 of forward references), 5 more after it
+(issue 15).
+
+`install` (the command's process only: `cli.prepare_process`) puts a caching `exec` in
+`dataclasses`' namespace and a caching `compile` in `typing`'s, each found there before the
+built-in of that name. Each compiles a text once per process and keeps the code object, keyed by
+the text itself: the same text always compiles to the same code (the same file name,
+``<string>``, and flags: none, as neither module has a ``__future__`` import for the built-in to
+pass on, so none is passed on from this one either), so a cached object is exactly what the
+built-in would have made; a
+text that does not compile raises as before and is not kept. The functions and expressions made
+from the code are new each time, as they were.
+
+The command's process writes what it compiled to `path()` (in the package's `__pycache__`, as
+marshalled code objects, like the interpreter's .pyc files) when it exits having compiled a text
+the file did not have, and reads it back at its next start: 0.8 ms to read for the 439 texts
+instead of compiling them. The file is written only where the interpreter writes its own
+bytecode (not under ``PYTHONDONTWRITEBYTECODE``), by the process that installed the cache (not a
+forked child), atomically (a temporary file renamed over it: processes of a sweep may race, the
+last one wins, each leaves a whole file), and only while it stays below `MAX_TEXTS`. A file of
+another Python version or marshal format, or one that cannot be read, counts as no file.
+
+Only the texts these two modules compile pass through here: `dataclasses` calls `exec` only in
+`_create_fn`, `typing` calls `compile` only in `ForwardRef`; every other call of the built-ins
+is untouched.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import marshal
+import os
+import sys
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+__all__ = ["install", "installed", "path", "MAX_TEXTS"]
+
+# The most texts the file keeps: far above what the commands compile (about 500 for `run`), so
+# that it is written again only when a new kind of command compiles something new, and bounded
+# whatever runs in the command's process.
+MAX_TEXTS = 20_000
+# Marks a forward reference's expression among the keys (a dataclass function's text is a `def`).
+_EXPRESSION = "\0eval\0"
+# What the file was written by: code objects are valid for one interpreter version and one
+# marshal format.
+_HEADER = f"bufferlab code cache {sys.implementation.cache_tag} {sys.hexversion} {marshal.version}\n".encode()
+
+_real_exec = builtins.exec
+_real_compile = builtins.compile
+
+
+class _Cache:
+    """The code objects of one process, keyed by their text (see the module docstring)."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.owner = os.getpid()
+        self.codes: dict[str, CodeType] | None = None  # read at the first text compiled
+        self.new = 0
+
+    def code(self, key: str, compile_text: Any) -> CodeType:
+        codes = self.codes if self.codes is not None else self._read()
+        code = codes.get(key)
+        if code is None:
+            code = compile_text()
+            codes[key] = code
+            self.new += 1
+        return code
+
+    def _read(self) -> dict[str, CodeType]:
+        codes: dict[str, CodeType] = {}
+        try:
+            data = self.file.read_bytes()
+            if data.startswith(_HEADER):
+                kept = marshal.loads(data[len(_HEADER):])
+                if isinstance(kept, dict):
+                    codes = kept
+        except (OSError, EOFError, ValueError, TypeError):  # no file, or not one of ours
+            pass
+        self.codes = codes
+        return codes
+
+    def write(self) -> None:
+        """Write the texts compiled so far if this process compiled a new one (see the module
+        docstring for when it does not)."""
+        codes = self.codes
+        if (codes is None or not self.new or os.getpid() != self.owner or sys.dont_write_bytecode
+                or len(codes) > MAX_TEXTS):
+            return
+        temporary = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
+        try:
+            self.file.parent.mkdir(exist_ok=True)
+            temporary.write_bytes(_HEADER + marshal.dumps(codes))
+            os.replace(temporary, self.file)
+        except OSError:  # a read-only installation: the next process compiles again
+            temporary.unlink(missing_ok=True)
+        self.new = 0
+
+
+_cache: _Cache | None = None
+
+
+def path() -> Path:
+    """The cache's file: in the package's `__pycache__`, named for the interpreter."""
+    return Path(__file__).with_name("__pycache__") / f"codecache.{sys.implementation.cache_tag}.marshal"
+
+
+def installed() -> bool:
+    return _cache is not None
+
+
+def install(file: Path | None = None) -> None:
+    """Compile the texts of `dataclasses` and `typing` through the cache in this process, kept in
+    `file` (default `path()`) between processes; a second call changes nothing."""
+    global _cache
+    if _cache is not None:
+        return
+    import dataclasses
+    import typing
+
+    cache = _cache = _Cache(file if file is not None else path())
+
+    def cached_exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
+        if type(source) is str:
+            text = source
+            source = cache.code(text, lambda: _real_compile(text, "<string>", "exec", dont_inherit=True))
+        _real_exec(source, globals, locals)
+
+    def cached_compile(source: Any, filename: Any, mode: str, flags: int = 0, dont_inherit: bool = False,
+                       optimize: int = -1, **more: Any) -> Any:
+        if type(source) is str and filename == "<string>" and mode == "eval" and not (flags or dont_inherit or more) \
+                and optimize == -1:
+            return cache.code(_EXPRESSION + source, lambda: _real_compile(source, filename, mode, dont_inherit=True))
+        return _real_compile(source, filename, mode, flags, dont_inherit, optimize, **more)
+
+    dataclasses.exec = cached_exec  # type: ignore[attr-defined]
+    typing.compile = cached_compile  # type: ignore[attr-defined]
+    atexit.register(cache.write)

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Dataclasses and forward references of every kind the cache serves, described by what they do.
 PROBE = """
-import dataclasses, json, sys, typing
+import collections, dataclasses, json, sys, typing
 from bufferlab import codecache
 if sys.argv[2] == "cached":
     codecache.install(__import__("pathlib").Path(sys.argv[1]))
@@ -30,6 +30,7 @@ class Other:
     x: int
     y: "list[int]" = dataclasses.field(default_factory=list)
 
+Pair = collections.namedtuple("Pair", ["left", "right"], defaults=[0])
 p, q = Point(1), Point(1, (2,))
 try:
     p.x = 3
@@ -47,7 +48,9 @@ print(json.dumps({
     "repr": [repr(p), repr(q), repr(Other(2))], "eq": [p == Point(1), p == q, p < q], "hash": hash(p) == hash(Point(1)),
     "frozen": frozen, "init": str(__import__("inspect").signature(Point)),
     "ref": repr(ref._evaluate(globals(), None, frozenset())), "bad": bad,
-    "code": [f.__code__.co_code.hex() for f in (Point.__init__, Point.__repr__, Point.__eq__, Other.__init__)],
+    "pair": [repr(Pair(1)), repr(Pair(1, 2)), str(__import__("inspect").signature(Pair))],
+    "code": [f.__code__.co_code.hex() for f in (Point.__init__, Point.__repr__, Point.__eq__, Other.__init__,
+                                                Pair.__new__)],
     "new": cache.new if cache else None, "read": len(cache.codes or {}) if cache else None}))
 """
 
@@ -67,7 +70,7 @@ def test_cached_code_makes_the_same_classes_and_references_as_the_built_ins(tmp_
     plain = probe(file, "plain")
     first = probe(file, "cached")
     second = probe(file, "cached")
-    behaviour = ("repr", "eq", "hash", "frozen", "init", "ref", "bad", "code")
+    behaviour = ("repr", "eq", "hash", "frozen", "init", "ref", "bad", "pair", "code")
     assert {k: first[k] for k in behaviour} == {k: plain[k] for k in behaviour}
     assert {k: second[k] for k in behaviour} == {k: plain[k] for k in behaviour}
     assert plain["bad"] != "accepted"  # a text that does not compile still raises, and is not kept
@@ -108,9 +111,10 @@ def test_a_forked_child_leaves_the_file_to_its_parent(tmp_path: Path) -> None:
 
 
 def test_only_the_command_s_process_installs_the_cache() -> None:
-    code = ("import dataclasses, typing\nimport bufferlab.cli, bufferlab.spec.scenario\n"
-            "library = hasattr(dataclasses, 'exec') or hasattr(typing, 'compile')\n"
+    code = ("import collections, dataclasses, typing\nimport bufferlab.cli, bufferlab.spec.scenario\n"
+            "replaced = lambda: [hasattr(dataclasses, 'exec'), hasattr(typing, 'compile'), hasattr(collections, 'eval')]\n"
+            "library = replaced()\n"
             "bufferlab.cli.prepare_process()\n"
-            "print(library, hasattr(dataclasses, 'exec') and hasattr(typing, 'compile'))")
+            "print(library, replaced())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.strip() == "[False, False, False] [True, True, True]"

@@ -685,9 +685,10 @@ def prepare_process() -> None:
     pydantic looks for plugins before it builds the spec's first validator (13 ms); the command
     uses none, so it builds them with plugins off (`spec.without_pydantic_plugins`).
 
-    dataclasses and typing compile the text of each dataclass's methods and of each string
-    annotation in every process (pydantic's, ours, rich's: 16 ms of CPU time before a fresh run's
-    engine); the command keeps the compiled code between its runs (`codecache`).
+    dataclasses, typing and namedtuple compile the text of each dataclass's methods, each string
+    annotation and each named tuple's constructor in every process (pydantic's, ours, rich's: 17
+    ms of CPU time before a fresh run's engine); the command keeps the compiled code between its
+    runs (`codecache`).
 
     `run` and `ccperf` store their run through a writer process of their own (`store.writer_process`),
     forked at their start, which loads DuckDB on the second core; a program calling `main` stores

@@ -1,25 +1,26 @@
 """Code the standard library compiles from text at run time, kept between runs of the command.
 
-Two of Python's own modules compile source text while a program runs, not just when a module is
-imported (whose code the interpreter keeps in `__pycache__`):
+Three of Python's own modules compile source text while a program runs, not just when a module
+is imported (whose code the interpreter keeps in `__pycache__`):
 
 - `dataclasses` writes each class's `__init__`, `__repr__`, `__eq__` (and, frozen, `__setattr__`,
   `__delattr__`, `__hash__`) as text and compiles it (`dataclasses._create_fn`);
 - `typing` compiles every forward reference, an annotation written as a string, into an
-  expression (`typing.ForwardRef`); typing_extensions' TypedDicts make one per key.
+  expression (`typing.ForwardRef`); typing_extensions' TypedDicts make one per key;
+- `collections.namedtuple` evaluates the text of each named tuple's `__new__`.
 
 pydantic and pydantic_core are built of both (about 60 dataclasses, 90 TypedDicts of core
 schemas), as are our spec, pipeline and summary modules and rich. A fresh `bufferlab run`
-compiled 334 functions and 800 expressions (439 distinct texts), the same in every process:
-16 ms of CPU time before the engine (12 of dataclasses, 4 of forward references), 5 more after it
-(issue 15).
+compiled 334 functions, 800 forward references and 47 named tuples' `__new__` (about 520
+distinct texts), the same in every process: 17 ms of CPU time before the engine (12 of
+dataclasses, 4 of forward references, 1 of named tuples), 6 more after it (issue 15).
 
 `install` (the command's process only: `cli.prepare_process`) puts a caching `exec` in
-`dataclasses`' namespace and a caching `compile` in `typing`'s, each found there before the
-built-in of that name. Each compiles a text once per process and keeps the code object, keyed by
+`dataclasses`' namespace, a caching `compile` in `typing`'s and a caching `eval` in
+`collections`', each found there before the built-in of that name. Each compiles a text once per process and keeps the code object, keyed by
 the text itself: the same text always compiles to the same code (the same file name,
-``<string>``, and flags: none, as neither module has a ``__future__`` import for the built-in to
-pass on, so none is passed on from this one either), so a cached object is exactly what the
+``<string>``, and flags: none, as none of the three modules has a ``__future__`` import for the
+built-in to pass on, so none is passed on from this one either), so a cached object is exactly what the
 built-in would have made; a
 text that does not compile raises as before and is not kept. The functions and expressions made
 from the code are new each time, as they were.
@@ -27,15 +28,16 @@ from the code are new each time, as they were.
 The command's process writes what it compiled to `path()` (in the package's `__pycache__`, as
 marshalled code objects, like the interpreter's .pyc files) when it exits having compiled a text
 the file did not have, and reads it back at its next start: 0.8 ms to read for the 439 texts
-instead of compiling them. The file is written only where the interpreter writes its own
+instead of compiling them (the read is put off until the first text, which `bufferlab --version`
+never reaches). The file is written only where the interpreter writes its own
 bytecode (not under ``PYTHONDONTWRITEBYTECODE``), by the process that installed the cache (not a
 forked child), atomically (a temporary file renamed over it: processes of a sweep may race, the
 last one wins, each leaves a whole file), and only while it stays below `MAX_TEXTS`. A file of
 another Python version or marshal format, or one that cannot be read, counts as no file.
 
-Only the texts these two modules compile pass through here: `dataclasses` calls `exec` only in
-`_create_fn`, `typing` calls `compile` only in `ForwardRef`; every other call of the built-ins
-is untouched.
+Only the texts these modules compile pass through here: `dataclasses` calls `exec` only in
+`_create_fn`, `typing` calls `compile` only in `ForwardRef`, `collections` calls `eval` only in
+`namedtuple`; every other call of the built-ins is untouched.
 """
 
 from __future__ import annotations
@@ -55,13 +57,15 @@ __all__ = ["install", "installed", "path", "MAX_TEXTS"]
 # that it is written again only when a new kind of command compiles something new, and bounded
 # whatever runs in the command's process.
 MAX_TEXTS = 20_000
-# Marks a forward reference's expression among the keys (a dataclass function's text is a `def`).
+# Marks an expression (a forward reference, a named tuple's `__new__`) among the keys (a dataclass
+# function's text is a `def`).
 _EXPRESSION = "\0eval\0"
 # What the file was written by: code objects are valid for one interpreter version and one
 # marshal format.
 _HEADER = f"bufferlab code cache {sys.implementation.cache_tag} {sys.hexversion} {marshal.version}\n".encode()
 
 _real_exec = builtins.exec
+_real_eval = builtins.eval
 _real_compile = builtins.compile
 
 
@@ -126,11 +130,13 @@ def installed() -> bool:
 
 
 def install(file: Path | None = None) -> None:
-    """Compile the texts of `dataclasses` and `typing` through the cache in this process, kept in
-    `file` (default `path()`) between processes; a second call changes nothing."""
+    """Compile the texts of `dataclasses`, `typing` and `collections.namedtuple` through the cache
+    in this process, kept in `file` (default `path()`) between processes; a second call changes
+    nothing."""
     global _cache
     if _cache is not None:
         return
+    import collections
     import dataclasses
     import typing
 
@@ -149,6 +155,15 @@ def install(file: Path | None = None) -> None:
             return cache.code(_EXPRESSION + source, lambda: _real_compile(source, filename, mode, dont_inherit=True))
         return _real_compile(source, filename, mode, flags, dont_inherit, optimize, **more)
 
+    def cached_eval(source: Any, globals: Any = None, locals: Any = None, /) -> Any:
+        # `eval` drops a text's leading blanks before compiling it, `compile` does not: such a
+        # text (collections writes none) is left to the built-in.
+        if type(source) is str and not source.startswith((" ", "\t")):
+            text = source
+            source = cache.code(_EXPRESSION + text, lambda: _real_compile(text, "<string>", "eval", dont_inherit=True))
+        return _real_eval(source, globals, locals)
+
     dataclasses.exec = cached_exec  # type: ignore[attr-defined]
     typing.compile = cached_compile  # type: ignore[attr-defined]
+    collections.eval = cached_eval  # type: ignore[attr-defined]
     atexit.register(cache.write)

@@ -467,6 +467,21 @@ def print_stages(repetitions: int, pythons: list[tuple[str, str]], scale_case: s
     sys.stdout.flush()
 
 
+def code_cache_notes(pythons: list[tuple[str, str]]) -> list[str]:
+    """A note for each interpreter whose bufferlab keeps a code cache (`bufferlab.codecache`) that
+    has not been written yet: like missing .pyc files, it would put compile time into the
+    figures of a fresh run that a user pays once. Under PYTHONDONTWRITEBYTECODE no command writes
+    it; one run without it does."""
+    probe = "from bufferlab import codecache\nprint(codecache.path().exists())"
+    notes = []
+    for version, python in pythons:
+        found = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=False)
+        if found.returncode == 0 and found.stdout.strip() == "False":
+            notes.append(f"note ({version}): no code cache yet; write it once with `env -u PYTHONDONTWRITEBYTECODE "
+                         f"{Path(python).parent / 'bufferlab'} run {REFERENCE.relative_to(ROOT)} --db /tmp/warm.duckdb --force`")
+    return notes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repetitions", type=int, default=5)
@@ -489,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.existing:
         print_existing(args.repetitions, args.baseline)
         return 0
+    for note in code_cache_notes(pythons):
+        print(note)
     if args.stages_case is not None:
         print_stages(args.repetitions, pythons, args.stages_case)
         return 0

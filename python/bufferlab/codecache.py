@@ -9,31 +9,32 @@ is imported (whose code the interpreter keeps in `__pycache__`):
   expression (`typing.ForwardRef`); typing_extensions' TypedDicts make one per key;
 - `collections.namedtuple` evaluates the text of each named tuple's `__new__`.
 
-pydantic and pydantic_core are built of both (about 60 dataclasses, 90 TypedDicts of core
+pydantic and pydantic_core are full of them (about 60 dataclasses, 90 TypedDicts of core
 schemas), as are our spec, pipeline and summary modules and rich. A fresh `bufferlab run`
-compiled 334 functions, 800 forward references and 47 named tuples' `__new__` (about 520
-distinct texts), the same in every process: 17 ms of CPU time before the engine (12 of
-dataclasses, 4 of forward references, 1 of named tuples), 6 more after it (issue 15).
+compiled 334 functions, 800 forward references and 47 named tuples' `__new__` (543 distinct
+texts), the same in every process: 17 ms of CPU time before the engine (12 of dataclasses, 4 of
+forward references, 1 of named tuples), 5 more after it (issue 15).
 
 `install` (the command's process only: `cli.prepare_process`) puts a caching `exec` in
 `dataclasses`' namespace, a caching `compile` in `typing`'s and a caching `eval` in
-`collections`', each found there before the built-in of that name. Each compiles a text once per process and keeps the code object, keyed by
-the text itself: the same text always compiles to the same code (the same file name,
-``<string>``, and flags: none, as none of the three modules has a ``__future__`` import for the
-built-in to pass on, so none is passed on from this one either), so a cached object is exactly what the
-built-in would have made; a
-text that does not compile raises as before and is not kept. The functions and expressions made
-from the code are new each time, as they were.
+`collections`', each found there before the built-in of that name. Each compiles a text once per
+process and keeps the code object, keyed by the text itself: the same text always compiles to
+the same code (the same file name, ``<string>``, and flags: none, as none of the three modules
+has a ``__future__`` import for the built-in to pass on, so none is passed on from this one
+either), so a cached object is exactly what the built-in would have made; a text that does not
+compile raises as before and is not kept. The functions and expressions made from the code are
+new each time, as they were.
 
 The command's process writes what it compiled to `path()` (in the package's `__pycache__`, as
 marshalled code objects, like the interpreter's .pyc files) when it exits having compiled a text
-the file did not have, and reads it back at its next start: 0.8 ms to read for the 439 texts
-instead of compiling them (the read is put off until the first text, which `bufferlab --version`
-never reaches). The file is written only where the interpreter writes its own
-bytecode (not under ``PYTHONDONTWRITEBYTECODE``), by the process that installed the cache (not a
-forked child), atomically (a temporary file renamed over it: processes of a sweep may race, the
-last one wins, each leaves a whole file), and only while it stays below `MAX_TEXTS`. A file of
-another Python version or marshal format, or one that cannot be read, counts as no file.
+the file did not have, and reads it back at its next start: 0.8 ms to read the 543 texts of a
+fresh run instead of compiling them (the read is put off until the first text, which `bufferlab
+--version` never reaches). The file is written only where the interpreter writes its own
+bytecode (not under ``PYTHONDONTWRITEBYTECODE``, nor by an interpreter without a cache tag), by
+the process that installed the cache (not a forked child), atomically (a temporary file renamed
+over it: processes of a sweep may race, the last one wins, each leaves a whole file), and only
+while it stays below `MAX_TEXTS`. A file of another Python version or marshal format, or one
+that cannot be read, counts as no file.
 
 Only the texts these modules compile pass through here: `dataclasses` calls `exec` only in
 `_create_fn`, `typing` calls `compile` only in `ForwardRef`, `collections` calls `eval` only in
@@ -107,7 +108,7 @@ class _Cache:
         docstring for when it does not)."""
         codes = self.codes
         if (codes is None or not self.new or os.getpid() != self.owner or sys.dont_write_bytecode
-                or len(codes) > MAX_TEXTS):
+                or sys.implementation.cache_tag is None or len(codes) > MAX_TEXTS):
             return
         temporary = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
         try:

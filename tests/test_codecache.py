@@ -6,6 +6,7 @@ cache replaces names in the standard library's modules for the whole process."""
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -108,6 +109,26 @@ def test_a_forked_child_leaves_the_file_to_its_parent(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=env)
     assert not file.exists()
+
+
+def test_a_forked_child_saves_its_texts_beside_its_parent_s(tmp_path: Path) -> None:
+    # The store's writer process saves what DuckDB's import compiled (`codecache.save`), and the
+    # command's process adds its own texts to what the file holds when it exits.
+    file = tmp_path / "codes.marshal"
+    code = ("import dataclasses, os\nfrom pathlib import Path\nfrom bufferlab import codecache\n"
+            f"codecache.install(Path({str(file)!r}))\n"
+            "if os.fork() == 0:\n"
+            "    dataclasses.make_dataclass('Child', ['in_the_child'])\n"
+            "    codecache.save()\n"
+            "    os._exit(0)\n"
+            "os.wait()\n"
+            "dataclasses.make_dataclass('Parent', ['in_the_parent'])\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=env)
+    data = file.read_bytes()
+    texts = marshal.loads(data[data.index(b"\n") + 1:])
+    assert any("in_the_child" in text for text in texts) and any("in_the_parent" in text for text in texts)
+    assert list(tmp_path.iterdir()) == [file]  # no temporary file left
 
 
 def test_only_the_command_s_process_installs_the_cache() -> None:

@@ -31,8 +31,10 @@ the file did not have, and reads it back at its next start: 0.8 ms to read the 5
 fresh run instead of compiling them (the read is put off until the first text, which `bufferlab
 --version` never reaches). The file is written only where the interpreter writes its own
 bytecode (not under ``PYTHONDONTWRITEBYTECODE``, nor by an interpreter without a cache tag), by
-the process that installed the cache (not a forked child), atomically (a temporary file renamed
-over it: processes of a sweep may race, the last one wins, each leaves a whole file), and only
+the process that installed the cache at its exit (a process forked from it only by calling
+`save`), atomically (a temporary file renamed over it), with what the file holds by then (the
+writer process's texts and the command's, or those of a sweep's processes, end up in one file;
+two writing at once may each leave out the other's new texts, which the next run adds), and only
 while it stays below `MAX_TEXTS`. A file of another Python version or marshal format, or one
 that cannot be read, counts as no file.
 
@@ -50,16 +52,19 @@ import builtins
 import marshal
 import os
 import sys
+import time
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
-__all__ = ["install", "installed", "path", "MAX_TEXTS"]
+__all__ = ["install", "installed", "save", "path", "MAX_TEXTS"]
 
 # The most texts the file keeps: far above what the commands compile (about 500 for `run`), so
 # that it is written again only when a new kind of command compiles something new, and bounded
 # whatever runs in the command's process.
 MAX_TEXTS = 20_000
+# A temporary file this much older than a finished write belongs to a write that never finished.
+ABANDONED_AFTER_S = 60.0
 # Marks an expression (a forward reference, a named tuple's `__new__`) among the keys (a dataclass
 # function's text is a `def`).
 _EXPRESSION = "\0eval\0"
@@ -91,33 +96,51 @@ class _Cache:
         return code
 
     def _read(self) -> dict[str, CodeType]:
-        codes: dict[str, CodeType] = {}
+        self.codes = self._kept()
+        return self.codes
+
+    def _kept(self) -> dict[str, CodeType]:
+        """The file's code objects; none if there is no file, or not one of ours."""
         try:
             data = self.file.read_bytes()
             if data.startswith(_HEADER):
                 kept = marshal.loads(data[len(_HEADER):])
                 if isinstance(kept, dict):
-                    codes = kept
-        except (OSError, EOFError, ValueError, TypeError):  # no file, or not one of ours
+                    return kept
+        except (OSError, EOFError, ValueError, TypeError):
             pass
-        self.codes = codes
-        return codes
+        return {}
 
-    def write(self) -> None:
-        """Write the texts compiled so far if this process compiled a new one (see the module
-        docstring for when it does not)."""
-        codes = self.codes
-        if (codes is None or not self.new or os.getpid() != self.owner or sys.dont_write_bytecode
-                or sys.implementation.cache_tag is None or len(codes) > MAX_TEXTS):
+    def write(self, forked: bool = False) -> None:
+        """Write the texts compiled so far, with those the file has meanwhile (another process's),
+        if this process compiled a new one (see the module docstring for when it does not);
+        `forked`: also from a process forked after `install`."""
+        if (self.codes is None or not self.new or (os.getpid() != self.owner and not forked)
+                or sys.dont_write_bytecode or sys.implementation.cache_tag is None):
+            return
+        codes = {**self._kept(), **self.codes}
+        if len(codes) > MAX_TEXTS:
             return
         temporary = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
         try:
             self.file.parent.mkdir(exist_ok=True)
             temporary.write_bytes(_HEADER + marshal.dumps(codes))
             os.replace(temporary, self.file)
+            self._remove_abandoned()
         except OSError:  # a read-only installation: the next process compiles again
             temporary.unlink(missing_ok=True)
         self.new = 0
+
+    def _remove_abandoned(self) -> None:
+        """Remove the temporary files of writes that never finished: the command kills its
+        writer process at once when it ends without a write under way, which may be while the
+        child writes the cache (`save`)."""
+        for temporary in self.file.parent.glob(f"{self.file.name}.*.tmp"):
+            try:
+                if time.time() - temporary.stat().st_mtime > ABANDONED_AFTER_S:
+                    temporary.unlink()
+            except OSError:  # removed by another process meanwhile
+                pass
 
 
 _cache: _Cache | None = None
@@ -130,6 +153,15 @@ def path() -> Path:
 
 def installed() -> bool:
     return _cache is not None
+
+
+def save() -> None:
+    """Write what this process compiled now, for a process forked from the command that ends
+    without its exit functions (`os._exit`): the store's writer process, whose DuckDB import
+    compiles 216 dataclass functions of its own (8 ms of its 63 before it is ready); it saves
+    once ready, before its first request, while the command still parses or simulates."""
+    if _cache is not None:
+        _cache.write(forked=True)
 
 
 def install(file: Path | None = None) -> None:

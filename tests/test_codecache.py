@@ -95,6 +95,12 @@ def test_a_file_not_written_by_the_cache_counts_as_none_and_is_replaced(tmp_path
         assert isinstance(first["new"], int) and first["new"] > 0 and first["read"] == first["new"]
         assert file.read_bytes() != foreign
         assert probe(file, "cached")["new"] == 0  # the file the first one wrote in its place
+    # A file of ours whose entries are not code: each is made again.
+    data = file.read_bytes()
+    header, texts = data[:data.index(b"\n") + 1], marshal.loads(data[data.index(b"\n") + 1:])
+    file.write_bytes(header + marshal.dumps(dict.fromkeys(texts, 0)))
+    again = probe(file, "cached")
+    assert again["new"] == len(texts) and again["repr"] == probe(file, "plain")["repr"]
 
 
 def test_a_forked_child_leaves_the_file_to_its_parent(tmp_path: Path) -> None:

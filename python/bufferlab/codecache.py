@@ -59,9 +59,9 @@ from typing import Any
 
 __all__ = ["install", "installed", "save", "path", "MAX_TEXTS"]
 
-# The most texts the file keeps: far above what the commands compile (about 500 for `run`), so
-# that it is written again only when a new kind of command compiles something new, and bounded
-# whatever runs in the command's process.
+# The most texts the file keeps: far above what the commands compile (about 700 for `run` and
+# its writer process), so that it is written again only when a new kind of command compiles
+# something new, and bounded whatever runs in the command's process.
 MAX_TEXTS = 20_000
 # A temporary file this much older than a finished write belongs to a write that never finished.
 ABANDONED_AFTER_S = 60.0
@@ -89,7 +89,7 @@ class _Cache:
     def code(self, key: str, compile_text: Any) -> CodeType:
         codes = self.codes if self.codes is not None else self._read()
         code = codes.get(key)
-        if code is None:
+        if type(code) is not CodeType:  # not kept yet (or not code: then made again)
             code = compile_text()
             codes[key] = code
             self.new += 1

@@ -48,7 +48,8 @@ peak. Each figure is the least of the repetitions, measure by measure:
 written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with
 the flows.
 
-Like the command, the process takes `cli.prepare_process`'s settings and leaves by
+Like the command, the process takes `entry.prepare_interpreter`'s settings before it imports
+`cli` and `cli.prepare_process`'s after, and leaves by
 `cli.exit_now` where the measured version has them.
 
 The steps run one after the other here, each on the main thread, and CPU time is counted, so
@@ -200,6 +201,11 @@ def _measures():
 marks = {"start": _measures()}
 def mark(stage):
     marks[stage] = _measures()
+try:  # the settings the command makes before its imports, where it has them (`entry`)
+    from bufferlab.entry import prepare_interpreter
+    prepare_interpreter()
+except ImportError:
+    pass
 import bufferlab.cli
 getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
 try:  # the store's writer process, started where the command starts it, where it has one

@@ -104,7 +104,7 @@ class _Cache:
         try:
             data = self.file.read_bytes()
             if data.startswith(_HEADER):
-                kept = marshal.loads(data[len(_HEADER):])
+                kept = marshal.loads(memoryview(data)[len(_HEADER):])  # not a copy of half a megabyte
                 if isinstance(kept, dict):
                     return kept
         except (OSError, EOFError, ValueError, TypeError):

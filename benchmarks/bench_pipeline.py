@@ -483,8 +483,9 @@ def code_cache_notes(pythons: list[tuple[str, str]]) -> list[str]:
     for version, python in pythons:
         found = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=False)
         if found.returncode == 0 and found.stdout.strip() == "False":
-            notes.append(f"note ({version}): no code cache yet; write it once with `env -u PYTHONDONTWRITEBYTECODE "
-                         f"{Path(python).parent / 'bufferlab'} run {REFERENCE.relative_to(ROOT)} --db /tmp/warm.duckdb --force`")
+            command = f"{Path(python).parent / 'bufferlab'} run {REFERENCE.relative_to(ROOT)} --db /tmp/warm.duckdb --force"
+            notes.append(f"note ({version}): no code cache yet; write it once with "
+                         f"`env -u PYTHONDONTWRITEBYTECODE {command}`")
     return notes
 
 

@@ -48,7 +48,8 @@ peak. Each figure is the least of the repetitions, measure by measure:
 written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with
 the flows.
 
-Like the command, the process takes `cli.prepare_process`'s settings and leaves by
+Like the command, the process takes `entry.prepare_interpreter`'s settings before it imports
+`cli` and `cli.prepare_process`'s after, and leaves by
 `cli.exit_now` where the measured version has them.
 
 The steps run one after the other here, each on the main thread, and CPU time is counted, so
@@ -214,6 +215,11 @@ def _measures():
 marks = {"start": _measures()}
 def mark(stage):
     marks[stage] = _measures()
+try:  # the settings the command makes before its imports, where it has them (`entry`)
+    from bufferlab.entry import prepare_interpreter
+    prepare_interpreter()
+except ImportError:
+    pass
 import bufferlab.cli
 getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
 try:  # the store's writer process, started where the command starts it, where it has one
@@ -612,6 +618,22 @@ def print_stages(repetitions: int, pythons: list[tuple[str, str]], scale_case: s
     sys.stdout.flush()
 
 
+def code_cache_notes(pythons: list[tuple[str, str]]) -> list[str]:
+    """A note for each interpreter whose bufferlab keeps a code cache (`bufferlab.codecache`) that
+    has not been written yet: like missing .pyc files, it would put compile time into the
+    figures of a fresh run that a user pays once. Under PYTHONDONTWRITEBYTECODE no command writes
+    it; one run without it does."""
+    probe = "from bufferlab import codecache\nprint(codecache.path().exists())"
+    notes = []
+    for version, python in pythons:
+        found = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=False)
+        if found.returncode == 0 and found.stdout.strip() == "False":
+            command = f"{Path(python).parent / 'bufferlab'} run {REFERENCE.relative_to(ROOT)} --db /tmp/warm.duckdb --force"
+            notes.append(f"note ({version}): no code cache yet; write it once with "
+                         f"`env -u PYTHONDONTWRITEBYTECODE {command}`")
+    return notes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repetitions", type=int, default=5)
@@ -639,6 +661,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_steps:
         print_write_steps(args.repetitions, pythons)
         return 0
+    for note in code_cache_notes(pythons):
+        print(note)
     if args.stages_case is not None:
         print_stages(args.repetitions, pythons, args.stages_case)
         return 0

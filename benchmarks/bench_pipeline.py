@@ -521,6 +521,7 @@ def write_steps(repetitions: int, pythons: tuple[str, ...]) -> dict[tuple[str, i
             case = Path(tmp) / "case.pickle"
             case.write_bytes(pickle.dumps({"scalars": _ReceivedRun.scalars_of(run),
                                            "tables": [(name, t.to_ipc()) for name, t in run.stored_tables().items()]}))
+            os.sync()  # else the first write's fsync may wait for this file's pages too
             for held in WRITE_STEPS_RUNS:
                 for i, python in enumerate(pythons):
                     grown, copy = Path(tmp) / f"grown{i}.duckdb", Path(tmp) / f"copy{i}.duckdb"
@@ -533,7 +534,7 @@ def write_steps(repetitions: int, pythons: tuple[str, ...]) -> dict[tuple[str, i
                         copy.unlink(missing_ok=True)
                         if held:
                             shutil.copyfile(grown, copy)
-                            os.sync()  # the copy's dirty pages would be flushed by the write's fsync
+                        os.sync()  # the copy's, or the last write's, dirty pages: flushed by this write's fsync
                         child = _child([python, "-c", _WRITE_STEPS_SCRIPT, str(case), str(copy),
                                         _bench_run_id(10_000 + k)], cwd=ROOT)
                         for step, (cpu, wall) in json.loads(child.stdout.strip().splitlines()[-1]).items():

@@ -40,12 +40,12 @@ writes the run. A run replaced with ``--force`` gets a new number.
 
 What it saved, in the store's writer process (`store.writer_process`), each step of the write
 timed in a fresh process as the writer process makes it (`benchmarks/bench_pipeline.py
---write-steps`; CPU ms, best of 7-9, 2026-11-24, against main at b6a5bae on the same busy
-machine): the reference dumbbell into a new store 64-73 -> 58-68 (the channel series' insert
-10.5-11.5 -> 6.6-8.0, the flow series' 4.0-4.3 -> 3.0-3.5, the commit's checkpoint 36-41 ->
-32-37), into stores of 10 and 50 runs 75 -> 65 and 79 -> 68; 1000 flows sampled every 10 ms for
-5 s (2.5 million series rows) 714 -> 587; one flow for 10 s about the same, 20-23 (its series are
-small, and the four views cost a new store's schema ~1.3 ms). Reads: `Results._rows_of_run`.
+--write-steps`; CPU ms, best of 7, 2026-11-24, against main at a0cad28 on the same machine): the
+reference dumbbell into a new store 70.3 -> 60.6 (the channel series' insert 11.1 -> 7.1, the
+flow series' 4.3 -> 3.2, the commit's checkpoint 39.0 -> 34.1), into stores of 10 and 50 runs
+70.4 -> 60.1 and 70.6 -> 63.7; 1000 flows sampled every 10 ms for 5 s (2.5 million series rows)
+714 -> 587 (against b6a5bae); one flow for 10 s about the same, 22-25 (its series are small, and the four views
+cost a new store's schema ~1.2 ms). Reads: `Results._rows_of_run`.
 
 The schema version is kept in ``meta``. A store of an older version is rebuilt in the current
 schema (`store.migration`: a copy that replaces the file once complete, so that a migration

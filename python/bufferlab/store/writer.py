@@ -44,8 +44,8 @@ timed in a fresh process as the writer process makes it (`benchmarks/bench_pipel
 reference dumbbell into a new store 70.3 -> 60.6 (the channel series' insert 11.1 -> 7.1, the
 flow series' 4.3 -> 3.2, the commit's checkpoint 39.0 -> 34.1), into stores of 10 and 50 runs
 70.4 -> 60.1 and 70.6 -> 63.7; 1000 flows sampled every 10 ms for 5 s (2.5 million series rows)
-714 -> 587 (against b6a5bae); one flow for 10 s about the same, 22-25 (its series are small, and the four views
-cost a new store's schema ~1.2 ms). Reads: `Results._rows_of_run`.
+714 -> 587 (against b6a5bae); one flow for 10 s about the same, 22-25 (its series are small, and
+the four views cost a new store's schema ~1.2 ms). Reads: `Results._rows_of_run`.
 
 The schema version is kept in ``meta``. A store of an older version is rebuilt in the current
 schema (`store.migration`: a copy that replaces the file once complete, so that a migration

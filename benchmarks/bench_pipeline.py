@@ -48,7 +48,8 @@ peak. Each figure is the least of the repetitions, measure by measure:
 written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with
 the flows.
 
-Like the command, the process takes `cli.prepare_process`'s settings and leaves by
+Like the command, the process takes `entry.prepare_interpreter`'s settings before it imports
+`cli` and `cli.prepare_process`'s after, and leaves by
 `cli.exit_now` where the measured version has them.
 
 The steps run one after the other here, each on the main thread, and CPU time is counted, so
@@ -84,6 +85,19 @@ so compare figures taken in one run.
     python benchmarks/bench_pipeline.py --existing       # persist into a store of N runs
     python benchmarks/bench_pipeline.py --existing --baseline ../main/.venv/bin/python
 
+    python benchmarks/bench_pipeline.py --write-steps    # each step of the writer process's write
+
+--write-steps: the write of the store's writer process (`store.writer_process`), step by step, for
+the reference dumbbell and one flow of it (as the whole-process cases), into a new store and into
+stores of 10 and 50 runs of the same case: each repetition a fresh process that imports the
+store's writer and makes its DuckDB instance as the child does, decodes the run's tables from
+their Arrow IPC streams, and writes the run, CPU and wall ms of each step (least of the
+repetitions): decoding the IPC streams, opening the store (ATTACH, its schema version), the new
+store's schema, the run's number, each table's insert, the commit (DuckDB's checkpoint and its
+fsyncs), the detach. The tables reach this process whole, not through the pipe (the command's
+hand-over: its `persist` stage). With --baseline, the same for the other checkout (its stores
+made by its own writer).
+
 --existing: CPU time of `store.writer.persist` of the reference dumbbell's run (156,000 series
 rows) into a store that already holds 0, 1, 10 and 50 runs of it (each under its own run id),
 best of the repetitions, each into a fresh copy of that store; and the store's size. A write
@@ -99,6 +113,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import statistics
 import subprocess
@@ -200,6 +215,11 @@ def _measures():
 marks = {"start": _measures()}
 def mark(stage):
     marks[stage] = _measures()
+try:  # the settings the command makes before its imports, where it has them (`entry`)
+    from bufferlab.entry import prepare_interpreter
+    prepare_interpreter()
+except ImportError:
+    pass
 import bufferlab.cli
 getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
 try:  # the store's writer process, started where the command starts it, where it has one
@@ -407,6 +427,138 @@ def print_existing(repetitions: int, baseline: str | None) -> None:
                                    for rows in measured.values()), flush=True)
 
 
+# One fresh process, as the store's writer process: writes the run of sys.argv[1] (a pickle of its
+# scalars and its tables' IPC streams) into the store sys.argv[2] under each run id that follows,
+# and prints the CPU and wall ms of each step of the last write (see --write-steps).
+_WRITE_STEPS_SCRIPT = """
+import json, pickle, sys, time
+from bufferlab.store import connection, writer
+from bufferlab.store.writer_process import _ReceivedRun
+from bufferlab.pipeline.engine import core
+connection.prepare_writer()
+case = pickle.load(open(sys.argv[1], "rb"))
+steps = {}
+def clock():
+    return time.process_time(), time.perf_counter()
+def add(step, since):
+    now, (cpu, wall) = clock(), steps.get(step, (0.0, 0.0))
+    steps[step] = (cpu + 1000 * (now[0] - since[0]), wall + 1000 * (now[1] - since[1]))
+def step_of(sql):
+    words = sql.split()
+    first = words[0].upper()
+    if first == "INSERT":
+        table = words[[w.upper() for w in words].index("INTO") + 1]
+        return "insert " + table.removesuffix("_data")
+    if first == "CREATE":
+        return "schema"
+    if "max(run)" in sql:
+        return "run number"
+    return "commit" if first == "COMMIT" else "open"  # the store's version, the transaction's BEGIN
+class Timed:
+    def __init__(self, con):
+        self.con = con
+    def execute(self, sql, *args):
+        _frame = sys._getframe(1).f_locals.get("_frame")  # DuckDB's replacement scan looks here
+        since = clock()
+        try:
+            return self.con.execute(sql, *args)
+        finally:
+            add(step_of(sql), since)
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+untimed_connect, untimed_release = writer.connect, writer.release_writer
+def connect(*args, **kwargs):
+    since = clock()
+    con = untimed_connect(*args, **kwargs)
+    add("open", since)
+    return Timed(con)
+writer.connect = connect
+def release(con):
+    since = clock()
+    untimed_release(con.con)
+    add("detach", since)
+writer.release_writer = release
+class Tables:
+    def items(self):
+        for name, stream in case["tables"]:
+            since = clock()
+            table = core().Table.from_ipc(name, stream)
+            add("decode", since)
+            yield name, table
+for run_id in sys.argv[3:]:
+    steps.clear()
+    since = clock()
+    run = _ReceivedRun.of({**case["scalars"], "run_id": run_id}, Tables())
+    with writer.Store(sys.argv[2]) as store:
+        store.save(run)
+    add("total", since)
+print(json.dumps(steps))
+"""
+# Where --write-steps lists a step (the inserts, at 4, in the order they were made).
+_WRITE_STEPS_ORDER = {"decode": 0, "open": 1, "schema": 2, "run number": 3, "commit": 5, "detach": 6, "total": 7}
+# How many runs the store holds before the write --write-steps measures.
+WRITE_STEPS_RUNS = (0, 10, 50)
+
+
+def write_steps(repetitions: int, pythons: tuple[str, ...]) -> dict[tuple[str, int, int], dict[str, tuple[float, float]]]:
+    """{(case label, runs held, interpreter index): {step: (CPU ms, wall ms)}}, the least of
+    `repetitions` fresh processes each (see --write-steps)."""
+    from bufferlab.pipeline.derive import derive
+    from bufferlab.pipeline.plan import plan
+    from bufferlab.pipeline.simulate import simulate
+    from bufferlab.spec import load_scenario
+    from bufferlab.spec.overrides import parse_assignment
+    from bufferlab.store.writer_process import _ReceivedRun
+
+    out: dict[tuple[str, int, int], dict[str, tuple[float, float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, overrides, _, _ in WHOLE_PROCESS_CASES:
+            scenario = load_scenario(REFERENCE)
+            if overrides:
+                scenario = scenario.with_overrides(dict(parse_assignment(o) for o in overrides))
+            planned = plan(scenario)
+            run = derive(planned, simulate(planned))
+            case = Path(tmp) / "case.pickle"
+            case.write_bytes(pickle.dumps({"scalars": _ReceivedRun.scalars_of(run),
+                                           "tables": [(name, t.to_ipc()) for name, t in run.stored_tables().items()]}))
+            os.sync()  # else the first write's fsync may wait for this file's pages too
+            for held in WRITE_STEPS_RUNS:
+                for i, python in enumerate(pythons):
+                    grown, copy = Path(tmp) / f"grown{i}.duckdb", Path(tmp) / f"copy{i}.duckdb"
+                    grown.unlink(missing_ok=True)
+                    if held:
+                        subprocess.run([python, "-c", _WRITE_STEPS_SCRIPT, str(case), str(grown),
+                                        *map(_bench_run_id, range(held))], check=True, capture_output=True, cwd=ROOT)
+                    best: dict[str, tuple[float, float]] = {}
+                    for k in range(repetitions):
+                        copy.unlink(missing_ok=True)
+                        if held:
+                            shutil.copyfile(grown, copy)
+                        os.sync()  # the copy's, or the last write's, dirty pages: flushed by this write's fsync
+                        child = _child([python, "-c", _WRITE_STEPS_SCRIPT, str(case), str(copy),
+                                        _bench_run_id(10_000 + k)], cwd=ROOT)
+                        for step, (cpu, wall) in json.loads(child.stdout.strip().splitlines()[-1]).items():
+                            low = best.get(step, (float("inf"), float("inf")))
+                            best[step] = (min(low[0], cpu), min(low[1], wall))
+                    out[(label, held, i)] = best
+    return out
+
+
+def print_write_steps(repetitions: int, pythons: list[tuple[str, str]]) -> None:
+    """The --write-steps tables: per case, CPU (wall) ms of each step for each store and interpreter."""
+    measured = write_steps(repetitions, tuple(python for _, python in pythons))
+    for label, _, _, _ in WHOLE_PROCESS_CASES:
+        print(f"\nthe writer process's write of {label}, CPU (wall) ms of each step, least of {repetitions} processes")
+        columns = [(held, i) for held in WRITE_STEPS_RUNS for i in range(len(pythons))]
+        print(f"{'':<26}" + "".join(f"{f'{held} runs' + (f' ({pythons[i][0]})' if len(pythons) > 1 else ''):>18}"
+                                   for held, i in columns))
+        steps = list(dict.fromkeys(step for held, i in columns for step in measured[(label, held, i)]))
+        for step in sorted(steps, key=lambda s: _WRITE_STEPS_ORDER.get(s, 4)):
+            cells = [measured[(label, held, i)].get(step) for held, i in columns]
+            print(f"{step:<26}" + "".join(f"{f'{c[0]:.1f} ({c[1]:.1f})' if c else '-':>18}" for c in cells))
+    sys.stdout.flush()
+
+
 def top_imports(limit: int) -> list[tuple[str, float]]:
     """The top-level imports of a fresh `bufferlab run` into a new store, by cumulative time (s)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -467,6 +619,22 @@ def print_stages(repetitions: int, pythons: list[tuple[str, str]], scale_case: s
     sys.stdout.flush()
 
 
+def code_cache_notes(pythons: list[tuple[str, str]]) -> list[str]:
+    """A note for each interpreter whose bufferlab keeps a code cache (`bufferlab.codecache`) that
+    has not been written yet: like missing .pyc files, it would put compile time into the
+    figures of a fresh run that a user pays once. Under PYTHONDONTWRITEBYTECODE no command writes
+    it; one run without it does."""
+    probe = "from bufferlab import codecache\nprint(codecache.path().exists())"
+    notes = []
+    for version, python in pythons:
+        found = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=False)
+        if found.returncode == 0 and found.stdout.strip() == "False":
+            command = f"{Path(python).parent / 'bufferlab'} run {REFERENCE.relative_to(ROOT)} --db /tmp/warm.duckdb --force"
+            notes.append(f"note ({version}): no code cache yet; write it once with "
+                         f"`env -u PYTHONDONTWRITEBYTECODE {command}`")
+    return notes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repetitions", type=int, default=5)
@@ -479,6 +647,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--existing", action="store_true",
                         help="only the persist into stores that hold 0, 1, 10 and 50 runs already")
     parser.add_argument("--existing-json", action="store_true", help=argparse.SUPPRESS)  # --baseline's child
+    parser.add_argument("--write-steps", action="store_true",
+                        help="only each step of the writer process's write, into new stores and stores of 10 and 50 runs")
     parser.add_argument("--baseline", metavar="PYTHON", default=None,
                         help="also measure another checkout's interpreter (before), e.g. ../main/.venv/bin/python")
     args = parser.parse_args(argv)
@@ -489,6 +659,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.existing:
         print_existing(args.repetitions, args.baseline)
         return 0
+    if args.write_steps:
+        print_write_steps(args.repetitions, pythons)
+        return 0
+    for note in code_cache_notes(pythons):
+        print(note)
     if args.stages_case is not None:
         print_stages(args.repetitions, pythons, args.stages_case)
         return 0

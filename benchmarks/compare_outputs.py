@@ -15,8 +15,11 @@ tables, flows and channels with their summary columns, the metric tables), of th
 
 --stored: besides, each scenario is run by the command itself (`python -m bufferlab run ...
 --json` into a new store, in a fresh process: the store's writer process where the checkout has
-one) and every table of the store it wrote is fingerprinted, its rows in order, without the
-columns that differ between two writes of one run (`VARYING`).
+one) and every table of the store it wrote, as a user reads it (`store.reader.PUBLIC_TABLES`:
+the tables stored keyed by a run number are read through their views, with the run id joined
+back), is fingerprinted, its rows in order, without the columns that differ between two writes
+of one run (`VARYING`) and without how the checkout keys its rows (`INTERNAL`). `meta` is left
+out: it holds the schema version, which a change of the store's layout changes, not of results.
 
 The bufferlab imported is the interpreter's (an editable install: its checkout's), the benchmark
 cases this directory's, so both runs fingerprint the same inputs.
@@ -85,11 +88,16 @@ def fingerprint(source: Any, simulate_it: bool) -> dict[str, Any]:
 # and those that follow the engine's version string, which changes with every change of the engine's
 # source (the run's id, in every table; compared apart, as each scenario's `run_id`).
 VARYING = {"created_at", "wall_time_s", "updated_at", "run_id", "engine_version"}
+# Columns of the store's own bookkeeping: `runs.run`, the run's number in its store, which keys the
+# rows of its series and captures since schema version 5 (`store.writer`).
+INTERNAL = {"run"}
 
 
 def stored_fingerprint(scenario: Path) -> dict[str, str]:
     """The SHA-256 of every table of a new store that `bufferlab run SCENARIO` wrote (see --stored)."""
     import duckdb
+
+    from bufferlab.store.reader import PUBLIC_TABLES
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "stored.duckdb"
@@ -98,10 +106,10 @@ def stored_fingerprint(scenario: Path) -> dict[str, str]:
         con = duckdb.connect(str(db), read_only=True)
         try:
             out = {}
-            for (table,) in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall():
+            for table in sorted(PUBLIC_TABLES):
                 columns = [c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE "
                                                      f"table_name = '{table}' ORDER BY ordinal_position").fetchall()]
-                kept = ", ".join(c for c in columns if c not in VARYING)
+                kept = ", ".join(c for c in columns if c not in VARYING | INTERNAL)
                 out[table] = _sha(repr(con.execute(f"SELECT {kept} FROM {table} ORDER BY ALL").fetchall()))
             return out
         finally:

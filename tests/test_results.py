@@ -61,6 +61,25 @@ def test_load_returns_polars_tables_of_every_kind(write_scenario, db: Path) -> N
         assert stored_metrics[column].to_list() == pytest.approx(fresh[column].to_list(), nan_ok=True), column
 
 
+def test_one_runs_series_and_captures_read_by_its_number_are_its_rows_as_sql_reads_them(write_scenario,
+                                                                                        db: Path) -> None:
+    # `Results` reads a run's rows of a numbered table from its data table and puts the run id back
+    # in polars; a query of the view (what a user's SQL reads) gives the same frame.
+    first = stored(write_scenario, db)
+    second = stored(write_scenario, db, CAPTURED.replace('queue = "20p"', 'queue = "30p"'))
+    with bufferlab.load(db) as res:
+        for run_id in (first, second):
+            for table in store.NUMBERED_TABLES:
+                order = ", ".join(store.KEYS[table])
+                expected = res.query(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}", [run_id])
+                assert res.table(table, run_id[:10]).equals(expected), table
+                assert table == "class_timeseries" or expected.height > 0, table
+            for kind, entity in (("flow", "flows"), ("channel", "channels")):
+                expected = res.query(f"SELECT e.name, t.* FROM {kind}_timeseries t JOIN {entity} e USING (run_id, {kind}) "
+                                     f"WHERE run_id = ? ORDER BY {kind}, time_ns", [run_id])
+                assert res.timeseries(run_id, kind=kind).equals(expected), kind
+
+
 def test_results_cli_lists_shows_queries_and_exports(write_scenario, db: Path, tmp_path: Path) -> None:
     run_id = stored(write_scenario, db, CAPTURED, "--study", "smoke")
     listing = cli("results", "list", "--db", str(db))
@@ -250,11 +269,11 @@ WRITER = textwrap.dedent("""
         run = derive(planned, RawRun(result, wall))
     if mode.endswith("pause"):  # stop after the series, before the captures and the commit
         original = store.Store._insert_frame
-        def pause(self, table, run_id, frame):
+        def pause(self, table, number, frame):
             if table == "captures":
                 print("mid-write", flush=True)
                 time.sleep(60)
-            original(self, table, run_id, frame)
+            original(self, table, number, frame)
         store.Store._insert_frame = pause
     with store.Store(db) as s:
         print("saving", flush=True)
@@ -292,10 +311,12 @@ def run_counts(db: Path) -> dict[str, dict[str, int]]:
             # A new store gets its tables in the transaction of its first run: none before it.
             return {"orphans": dict.fromkeys(store.RUN_TABLES, 0)}
         names = [r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()]
+        # Orphans: rows of a run table (as stored: a numbered one keyed by run number) that no run owns.
         return {name: {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [name]).fetchone()[0]
                        for t in store.RUN_TABLES} for name in names} | {
-            "orphans": {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id NOT IN (SELECT run_id FROM runs)")
-                        .fetchone()[0] for t in store.RUN_TABLES}}
+            "orphans": {t: con.execute(f"SELECT count(*) FROM {store.stored_table(t)} WHERE {store.run_key(t)} "
+                                       f"NOT IN (SELECT {store.run_key(t)} FROM runs)").fetchone()[0]
+                        for t in store.RUN_TABLES}}
     finally:
         con.close()
 

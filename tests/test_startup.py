@@ -213,6 +213,24 @@ def test_the_command_collects_cyclic_garbage_less_often_than_the_library() -> No
     assert command == "(1000000, 10, 10)"
 
 
+def test_the_console_script_prepares_the_interpreter_before_it_imports_click() -> None:
+    # The collector's threshold and the code cache (`entry.prepare_interpreter`) spare click's
+    # import and the commands' modules' their passes and compiles too.
+    code = ("import atexit, dataclasses, gc, sys\n"
+            "seen = []\n"
+            "class Watch:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'click' and not seen:\n"
+            "            seen.append((gc.get_threshold()[0], hasattr(dataclasses, 'exec')))\n"
+            "sys.meta_path.insert(0, Watch())\n"
+            "atexit.register(lambda: print(seen, file=sys.stderr))\n"
+            "sys.argv = ['bufferlab', '--version']\n"
+            "from bufferlab.entry import main\n"
+            "main()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and out.stderr.strip() == "[(1000000, True)]"
+
+
 def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monkeypatch: pytest.MonkeyPatch) -> None:
     # A run over before `PROGRESS_BAR_AFTER_S` never loads rich's progress module or starts its
     # refresh thread; a longer one gets its bar from then on, timed from the run's start.

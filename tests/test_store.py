@@ -3,7 +3,10 @@ and written atomically."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ from bufferlab.pipeline.simulate import simulate
 from bufferlab.store import writer as store
 from bufferlab.store.connection import NEW_STORE_BLOCK_SIZE, ROW_GROUP_SIZE
 from bufferlab.spec import Scenario
-from conftest import LOSSY_LINE, SMALL_DUMBBELL, bufferlab
+from conftest import LOSSY_LINE, REPO, SMALL_DUMBBELL, bufferlab
 
 TABLES = ("runs", "flows", "channels", "flow_metrics", "link_metrics", "network_metrics", "flow_timeseries",
           "channel_timeseries", "captures")
@@ -204,6 +207,78 @@ def test_saving_the_same_run_twice_without_replace_fails_and_keeps_one(db: Path)
     assert count_rows(db)["runs"] == 1
 
 
+# --- run numbers --------------------------------------------------------------------------------------
+
+def run_numbers(db: Path) -> dict[str, Any]:
+    """Each run's number, and the numbers under which each numbered table holds rows."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {"runs": dict(con.execute("SELECT run_id, run FROM runs").fetchall()),
+                **{t: {n for (n,) in con.execute(f"SELECT DISTINCT run FROM {store.stored_table(t)}").fetchall()}
+                   for t in ("flow_timeseries", "channel_timeseries")}}
+    finally:
+        con.close()
+
+
+def test_a_replaced_run_takes_a_new_number_and_leaves_no_rows_under_its_old_one(db: Path) -> None:
+    _, run = small_run()
+    other = dataclasses.replace(run, run_id="a" * 64)
+    for written in (run, other):
+        store.persist(written, db)
+    store.persist(run, db, replace=True)
+    numbers = run_numbers(db)
+    assert numbers["runs"] == {other.run_id: 2, run.run_id: 3}
+    for table in ("flow_timeseries", "channel_timeseries"):
+        assert numbers[table] == {2, 3}, table
+    with store.Store(db) as s:
+        assert len(s.table_rows("flow_timeseries", run.run_id)) == run.result.flow_timeseries.height
+
+
+# Writes `count` copies of the small dumbbell's run, each under its own run id, into the store
+# sys.argv[1], as writer number sys.argv[2], starting when the file sys.argv[3] appears.
+CONCURRENT_WRITER = """
+import dataclasses, os, sys, time
+from bufferlab.pipeline.derive import derive
+from bufferlab.pipeline.plan import plan
+from bufferlab.pipeline.simulate import simulate
+from bufferlab.spec import Scenario
+from bufferlab.store.writer import persist
+
+db, writer, go, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+planned = plan(Scenario.from_toml_text(sys.stdin.read()))
+run = derive(planned, simulate(planned))
+while not os.path.exists(go):
+    time.sleep(0.005)
+for k in range(count):
+    persist(dataclasses.replace(run, run_id=f"{writer:032x}{k:032x}"), db)
+"""
+
+
+def test_runs_written_by_concurrent_processes_get_numbers_of_their_own(db: Path, tmp_path: Path) -> None:
+    writers, each = 4, 3
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_WRITER, str(db), str(w), str(go), str(each)],
+                              stdin=subprocess.PIPE, text=True, cwd=REPO) for w in range(writers)]
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write(SMALL_DUMBBELL)
+        proc.stdin.close()
+    go.touch()
+    assert [proc.wait(timeout=300) for proc in procs] == [0] * writers
+    numbers = run_numbers(db)
+    assert sorted(numbers["runs"].values()) == list(range(1, writers * each + 1))
+    for table in ("flow_timeseries", "channel_timeseries"):
+        assert numbers[table] == set(numbers["runs"].values()), table
+    # Through the views, each run reads back its own rows, under its own id.
+    _, run = small_run()
+    per_run = count_rows(db)
+    assert per_run["flow_timeseries"] == writers * each * run.result.flow_timeseries.height
+    with store.Store(db) as s:
+        for run_id in numbers["runs"]:
+            rows = s.table_rows("channel_timeseries", run_id)
+            assert len(rows) == run.result.channel_timeseries.height and {r[0] for r in rows} == {run_id}
+
+
 # --- writing into an existing store ------------------------------------------------------------------
 
 def dense_run(queue: str) -> DerivedRun:
@@ -216,12 +291,12 @@ def dense_run(queue: str) -> DerivedRun:
 
 
 def row_group_layout(db: Path, table: str) -> dict[int, list[tuple[Any, ...]]]:
-    """Where each row group of `table` lies in the file: its column segments with their rows and
-    blocks, by row group."""
+    """Where each row group of the run table `table` lies in the file (its data table's): its
+    column segments with their rows and blocks, by row group."""
     con = duckdb.connect(str(db), read_only=True)
     try:
         rows = con.execute("SELECT row_group_id, column_name, segment_id, count, block_id, block_offset "
-                           f"FROM pragma_storage_info('{table}') ORDER BY ALL").fetchall()
+                           f"FROM pragma_storage_info('{store.stored_table(table)}') ORDER BY ALL").fetchall()
     finally:
         con.close()
     layout: dict[int, list[tuple[Any, ...]]] = {}
@@ -252,8 +327,6 @@ def test_a_later_write_leaves_the_row_groups_of_earlier_runs_where_they_are(db: 
 def test_every_write_lands_in_the_file_and_leaves_no_log_for_readers_to_replay(db: Path) -> None:
     # A commit is its checkpoint (`store.connection`): a run left in the write-ahead log instead
     # would be replayed, uncompressed, by every later open of the store, read-only ones included.
-    import dataclasses
-
     log = Path(f"{db}.wal")
     _, first = small_run()
     for run in (first, dataclasses.replace(first, run_id="0" * 64)):
@@ -282,8 +355,6 @@ def test_a_new_store_gets_small_blocks_and_an_older_store_keeps_its_own(tmp_path
     # A writer makes a store with blocks of NEW_STORE_BLOCK_SIZE (`store.connection`); a store
     # made with DuckDB's default blocks, as earlier bufferlabs made them, takes runs as it is
     # (DuckDB refuses an ATTACH that names another block size than the file's).
-    import dataclasses
-
     _, run = small_run()
     new, old = tmp_path / "new.duckdb", tmp_path / "old.duckdb"
     store.persist(run, new)
@@ -371,8 +442,8 @@ def test_a_new_file_is_known_empty_without_listing_the_catalogue(db: Path, monke
     con = duckdb.connect(str(db), read_only=True)
     try:
         assert store.stored_schema_version(con) == store.SCHEMA_VERSION
-        assert {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()} == set(
-            store.TABLES)
+        assert {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()} == {
+            *store.TABLES, *map(store.stored_table, store.NUMBERED_TABLES)}
     finally:
         con.close()
 

@@ -1,5 +1,5 @@
 """`python -m bufferlab` is the `bufferlab` command."""
 
-from .cli import command_line
+from .entry import main
 
-command_line()
+main()

@@ -20,7 +20,6 @@ numpy, DuckDB and rich are imported inside the commands that use them (`bufferla
 from __future__ import annotations
 
 import atexit
-import gc
 import importlib
 import json
 import os
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from .entry import prepare_interpreter
 from .errors import InterruptedAfterWrite, SpecError, Terminated, TerminatedAfterWrite
 from .pipeline.engine import EngineFailure, EngineMissing
 from .spec import without_pydantic_plugins
@@ -49,9 +49,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["main", "cli"]
 
 EXIT_BAD_INPUT = 2
-# New container objects between two passes of the cyclic garbage collector in the command's
-# process (Python's default is 700; see `prepare_process`).
-GC_THRESHOLD = 1_000_000
 # Whether `run` and `ccperf` store their run through a writer process (`store.writer_process`):
 # only in the command's own process (`prepare_process`), never in a program that calls `main`.
 _writer_process = False
@@ -674,23 +671,30 @@ def prepare_process() -> None:
     last pass, and every tenth pass walks the survivors of the ten before: about 100 passes in a
     fresh `bufferlab run`, most of them over the objects its imports made (classes, functions,
     pydantic's schemas), 5-6 ms of CPU time for a command that leaves little cyclic garbage.
-    The command lets 1,000,000 accumulate instead: a short run needs no pass, a long one a few
-    (1000 flows for 5 s: 0.15 s less CPU time at 100,000), and the garbage that waits between
-    passes stays bounded (the peak memory of a finely recorded run is unchanged). At 100,000, a
-    10,000-flow dumbbell's spec still took three passes over the objects it had just made (33 ms
-    of CPU time, none of them garbage); at 1,000,000 it takes none, with the same peak memory
-    (10,000 flows for 10 s 368 MB, the dumbbell's 1000 flows for 5 s 856 MB; issue 15).
+    The command lets 1,000,000 accumulate instead (`entry.GC_THRESHOLD`): a short run needs no
+    pass, a long one a few (1000 flows for 5 s: 0.15 s less CPU time at 100,000), and the garbage
+    that waits between passes stays bounded (the peak memory of a finely recorded run is
+    unchanged). At 100,000, a 10,000-flow dumbbell's spec still took three passes over the
+    objects it had just made (33 ms of CPU time, none of them garbage); at 1,000,000 it takes
+    none, with the same peak memory (10,000 flows for 10 s 368 MB, the dumbbell's 1000 flows for
+    5 s 856 MB; issue 15).
 
     pydantic looks for plugins before it builds the spec's first validator (13 ms); the command
     uses none, so it builds them with plugins off (`spec.without_pydantic_plugins`).
+
+    dataclasses, typing and namedtuple compile the text of each dataclass's methods, each string
+    annotation and each named tuple's constructor in every process (pydantic's, ours, rich's: 17
+    ms of CPU time before a fresh run's engine); the command keeps the compiled code between its
+    runs (`codecache`). The console script makes these two before it imports this module
+    (`entry.prepare_interpreter`), so that click's import is spared them too.
 
     `run` and `ccperf` store their run through a writer process of their own (`store.writer_process`),
     forked at their start, which loads DuckDB on the second core; a program calling `main` stores
     in its own process, as the library does."""
     global _writer_process
     _writer_process = True
+    prepare_interpreter()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     without_pydantic_plugins()
 
 

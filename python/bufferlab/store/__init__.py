@@ -26,7 +26,9 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 # and counters (one-way delay, IDT EWMA, min RTT, sojourn/busy per channel, recovery episodes).
 # 3: sweeps: study kind, sweep spec and axes; study_points.
 # 4: the sub-buffers of split queues (SplitBuff): queue_classes, class_timeseries.
-SCHEMA_VERSION = 4
+# 5: runs.run, a run's number in its store; the run tables keyed by it (`<table>_data`) and read
+#    through views that join the run id back (issue 15).
+SCHEMA_VERSION = 5
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "Results": ".reader", "load": ".reader",

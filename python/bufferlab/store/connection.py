@@ -129,8 +129,8 @@ import duckdb
 
 from ..errors import SpecError
 
-__all__ = ["connect", "lock_wait_s", "prepare_writer", "release_writer", "NEW_STORE_BLOCK_SIZE", "ROW_GROUP_SIZE",
-           "StoreBusy", "StoreUnusable", "store_error"]
+__all__ = ["connect", "lock_wait_s", "prepare_writer", "release_writer", "sql_string", "NEW_STORE_BLOCK_SIZE",
+           "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable", "store_error"]
 
 DEFAULT_WAIT_S = 120.0
 # First pause after a refused lock; each next one is 1.5x longer, up to MAX_PAUSE_S.
@@ -182,7 +182,8 @@ ROW_GROUP_SIZE = 32_768
 NEW_STORE_BLOCK_SIZE = 65_536
 
 
-def _sql_string(text: str) -> str:
+def sql_string(text: str) -> str:
+    """`text` as an SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -258,7 +259,7 @@ def _attach(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnec
     opens and locks the file. A store keeps the block size it was made with, and DuckDB refuses
     an ATTACH that names another, so only a new store is given one; one made meanwhile by another
     process with another block size (an earlier bufferlab's) is attached as it is."""
-    store = f"ATTACH {_sql_string(str(path))} AS store (ROW_GROUP_SIZE {ROW_GROUP_SIZE}"
+    store = f"ATTACH {sql_string(str(path))} AS store (ROW_GROUP_SIZE {ROW_GROUP_SIZE}"
     if _is_new(path):
         try:
             con.execute(f"{store}, BLOCK_SIZE {NEW_STORE_BLOCK_SIZE})")

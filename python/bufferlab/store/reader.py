@@ -29,8 +29,8 @@ from ..analysis import monitor, pcap
 from ..errors import writing
 from .connection import connect
 from .counters import stored_counters
-from .writer import (DEFAULT_DB, KEYS, SCHEMA_VERSION, TABLES, Store, StoreError, check_schema_version,
-                     stored_schema_version)
+from .writer import (DEFAULT_DB, KEYS, NUMBERED_TABLES, SCHEMA_VERSION, TABLES, Store, StoreError,
+                     check_schema_version, stored_schema_version, stored_table)
 
 __all__ = ["Results", "load"]
 
@@ -94,9 +94,31 @@ class Results:
             raise StoreError("--table", f'unknown table "{name}" (known: {", ".join(PUBLIC_TABLES)})')
         if run is None or name == "studies":
             return self.query(f"SELECT * FROM {name}")
+        if name in NUMBERED_TABLES:
+            return self._rows_of_run(name, self.run_id(run))
         order = KEYS.get(name)
         suffix = f" ORDER BY {', '.join(order)}" if order else ""
         return self.query(f"SELECT * FROM {name} WHERE run_id = ?{suffix}", [self.run_id(run)])
+
+    def _rows_of_run(self, table: str, run_id: str, *, entity: str | None = None) -> pl.DataFrame:
+        """The rows of one run of a numbered table (`writer.NUMBERED_TABLES`) in key order, as its
+        view reads them (with `entity`, the flows or channels table: each row's flow or channel
+        name in front). They are read from the data table by the run's number, and the run id is
+        put back in polars, one value for every row: DuckDB handing over the same 64 characters
+        for each of them took half the query (a reference dumbbell's 126,000 channel samples: 23
+        against 12 ms of CPU time)."""
+        keys = KEYS[table]
+        named, joined = "", ""
+        if entity is not None:
+            named = "e.name, "
+            joined = f" JOIN {entity} e ON e.run_id = $1 AND e.{keys[0]} = t.{keys[0]}"
+        frame = self.query(f"SELECT {named}t.* EXCLUDE (run) FROM {stored_table(table)} t{joined} "
+                           f"WHERE t.run = (SELECT run FROM runs WHERE run_id = $1) "
+                           f"ORDER BY {', '.join(f't.{key}' for key in keys)}", [run_id])
+        columns = frame.columns
+        at = 1 if entity is not None else 0
+        return frame.with_columns(pl.lit(run_id, dtype=pl.String).alias("run_id")).select(
+            *columns[:at], "run_id", *columns[at:])
 
     @property
     def runs(self) -> pl.DataFrame:
@@ -132,11 +154,7 @@ class Results:
         name) or ``kind="channel"``; `names` (or `flows`) keeps only those flows or channels."""
         if kind not in ("flow", "channel"):
             raise StoreError("--kind", f'unknown kind "{kind}" (known: flow, channel)')
-        run_id = self.run_id(run)
-        entity = "flows" if kind == "flow" else "channels"
-        frame = self.query(
-            f"SELECT e.name, t.* FROM {kind}_timeseries t JOIN {entity} e ON e.run_id = t.run_id "
-            f"AND e.{kind} = t.{kind} WHERE t.run_id = ? ORDER BY t.{kind}, t.time_ns", [run_id])
+        frame = self._rows_of_run(f"{kind}_timeseries", self.run_id(run), entity="flows" if kind == "flow" else "channels")
         wanted = names if names is not None else flows
         if wanted is not None:
             frame = frame.filter(pl.col("name").is_in(list(wanted)))

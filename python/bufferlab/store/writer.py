@@ -14,7 +14,7 @@ Tables (one row per ...):
   studies              study: a named group of runs (``bufferlab run --study NAME``, a sweep)
   study_points         (study, point, seed) of a sweep: its axis values, run id, status and error
   runs                 run: identity, study, status, specs (engine and user level), spec hash, seed,
-                       engine version, simulated and wall time
+                       engine version, simulated and wall time, and its number in this store
   flows                flow of a run: the engine's raw per-flow counters + summary columns
   channels             link direction of a run: raw counters + summary columns
   flow_metrics         flow of a run: the metric catalogue's flow table (`metrics.FLOW_METRICS`)
@@ -27,9 +27,30 @@ Tables (one row per ...):
   queue_classes        sub-buffer of a split queue (SplitBuff): enqueued, dropped, sent, sojourn, limit, RTTP
   class_timeseries     sub-buffer x sample: length, limit, cumulative counts, T_B, RTTP estimate, threshold
 
-The schema version is kept in ``meta``. Opening a store of an older version migrates it in one
-transaction (new tables and columns are added; rows of older runs keep NULL in the new columns
-and have no metric rows); a store written by a newer bufferlab is refused with a clear error.
+The tables of many rows per run, a row per sample or captured packet (`NUMBERED_TABLES`), are
+stored as ``<table>_data`` (`stored_table`), which keys its rows by the run's number (`runs.run`,
+a UINTEGER the writer allocates) instead of its 64-character id, and are read through a view of
+the table's own name that joins the run id back (schema version 5, issue 15): every query, the
+`Results` API's, the report's and a user's SQL alike, reads ``flow_timeseries`` with its
+``run_id`` as before, and the write no longer copies the id into each of a run's rows (the
+reference dumbbell's 156,000 series rows: 10 MB of its 25 MB of transaction storage). Run
+numbers are unique because a store has one writer at a time (the file's lock,
+`store.connection`): the writer takes the next one, ``max(run) + 1``, inside the transaction that
+writes the run. A run replaced with ``--force`` gets a new number.
+
+What it saved, in the store's writer process (`store.writer_process`), each step of the write
+timed in a fresh process as the writer process makes it (`benchmarks/bench_pipeline.py
+--write-steps`; CPU ms, best of 7, 2026-11-24, against main at a0cad28 on the same machine): the
+reference dumbbell into a new store 70.3 -> 60.6 (the channel series' insert 11.1 -> 7.1, the
+flow series' 4.3 -> 3.2, the commit's checkpoint 39.0 -> 34.1), into stores of 10 and 50 runs
+70.4 -> 60.1 and 70.6 -> 63.7; 1000 flows sampled every 10 ms for 5 s (2.5 million series rows)
+714 -> 587 (against b6a5bae); one flow for 10 s about the same, 22-25 (its series are small, and
+the four views cost a new store's schema ~1.2 ms). Reads: `Results._rows_of_run`.
+
+The schema version is kept in ``meta``. A store of an older version is rebuilt in the current
+schema (`store.migration`: a copy that replaces the file once complete, so that a migration
+killed midway leaves the older store as it was); a store written by a newer bufferlab is
+refused with a clear error.
 """
 
 from __future__ import annotations
@@ -60,7 +81,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..pipeline.derive import DerivedRun
 
 __all__ = ["Store", "StoreError", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION", "TABLES", "RUN_TABLES", "KEYS",
-           "check_schema_version", "duckdb_type", "StudyPoint", "persist", "RunToStore"]
+           "NUMBERED_TABLES", "NEW_STORE_SCHEMA", "check_schema_version", "duckdb_type", "run_key", "stored_table",
+           "StudyPoint", "persist", "RunToStore"]
 
 
 class StoreError(SpecError):
@@ -135,8 +157,9 @@ def _metric_columns(names: Mapping[str, Any]) -> dict[str, str]:
 
 
 _ENGINE = _engine_tables()
-# Every table: column -> type (with its constraints), in order. New columns may be appended in a
-# later schema version (migration adds them); none is ever renamed or dropped.
+# Every table as it is read: column -> type (with its constraints), in order. New columns may be
+# appended in a later schema version (migration adds them); none is ever renamed or dropped. The
+# tables of `NUMBERED_TABLES` are stored keyed by the run's number (`stored_table`).
 TABLES: dict[str, dict[str, str]] = {
     "meta": {"key": "VARCHAR PRIMARY KEY", "value": "VARCHAR"},
     "studies": {"study_id": "VARCHAR PRIMARY KEY", "created_at": "TIMESTAMP NOT NULL", "description": "VARCHAR",
@@ -151,6 +174,8 @@ TABLES: dict[str, dict[str, str]] = {
         "duration_ns": "UBIGINT NOT NULL", "end_ns": "UBIGINT NOT NULL", "events": "UBIGINT NOT NULL",
         "wall_time_s": "DOUBLE NOT NULL", "spec_json": "VARCHAR NOT NULL", "user_spec_json": "VARCHAR NOT NULL",
         "study_id": "VARCHAR", "spec_hash": "VARCHAR",
+        # Version 5: the run's number in this store, the key of its rows in the numbered tables.
+        "run": "UINTEGER NOT NULL",
     },
     "flows": _ENGINE["flows"],
     "channels": _ENGINE["channels"],
@@ -172,19 +197,43 @@ TABLES: dict[str, dict[str, str]] = {
 # Child tables of a run, in the order they are written (and emptied on --force).
 RUN_TABLES = ("flows", "channels", "flow_metrics", "link_metrics", "network_metrics", "flow_timeseries",
               "channel_timeseries", "captures", "queue_classes", "class_timeseries")
+# The run tables of many rows per run, stored keyed by the run's number and read through a view
+# (see the module docstring). The others hold a row per flow or link direction: keyed by number
+# too, even 10,000 flows' (100,000 rows in four tables of 20-35 columns) were inserted only ~2 ms
+# faster (29.6 -> 27.2 ms of CPU time, the commit the same), less than their six views cost a new
+# store's schema (0.3-0.4 ms each).
+NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_timeseries")
 
 
-def _create_statement(table: str) -> str:
-    columns = ", ".join(f"{name} {kind}" for name, kind in TABLES[table].items())
-    return f"CREATE TABLE IF NOT EXISTS {table} ({columns})"
+def stored_table(table: str) -> str:
+    """The table that holds the rows of `table`: itself, or for a numbered table (keyed by the
+    run's number, `NUMBERED_TABLES`) ``<table>_data``."""
+    return f"{table}_data" if table in NUMBERED_TABLES else table
 
 
-# A new store's tables and schema version as one script, run by one `execute`: DuckDB's Python
-# client takes the GIL back after every statement it runs (and between the steps of one), so a
-# thread running Python meanwhile (the summary's rendering) delays each call; one call instead
-# of sixteen, and `meta`'s first row a plain INSERT (INSERT OR REPLACE checks the key: 2 of the
-# 6 ms of CPU time the schema took).
-NEW_STORE_SCHEMA = ";\n".join([*(_create_statement(table) for table in TABLES),
+def run_key(table: str) -> str:
+    """The column of `stored_table(table)` that names a row's run: ``run`` or ``run_id``."""
+    return "run" if table in NUMBERED_TABLES else "run_id"
+
+
+def _create_statements(table: str) -> list[str]:
+    """`table` as a new store has it: a table, or a numbered table's data table and its view."""
+    columns = TABLES[table]
+    if table in NUMBERED_TABLES:
+        columns = {"run": "UINTEGER NOT NULL", **{c: kind for c, kind in columns.items() if c != "run_id"}}
+    statements = [f"CREATE TABLE {stored_table(table)} ({', '.join(f'{c} {kind}' for c, kind in columns.items())})"]
+    if table in NUMBERED_TABLES:
+        statements.append(f"CREATE VIEW {table} AS SELECT r.run_id, d.* EXCLUDE (run) FROM {stored_table(table)} d "
+                          "JOIN runs r ON r.run = d.run")
+    return statements
+
+
+# A new store's tables, views and schema version as one script, run by one `execute`: DuckDB's
+# Python client takes the GIL back after every statement it runs (and between the steps of one),
+# so a thread running Python meanwhile (the summary's rendering) delays each call; one call
+# instead of sixteen, and `meta`'s first row a plain INSERT (INSERT OR REPLACE checks the key: 2
+# of the 6 ms of CPU time the schema took).
+NEW_STORE_SCHEMA = ";\n".join([*(statement for table in TABLES for statement in _create_statements(table)),
                                 f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}')"])
 
 
@@ -300,45 +349,37 @@ class Store:
             raise StoreError("--db", f"cannot create {self.path}: a part of its directory is a file") from None
         except OSError as e:
             raise store_error(self.path, e) from None
-        self.con = connect(self.path, read_only=False)
-        try:
-            version = stored_schema_version(self.con)
-            check_schema_version(version, self.path)
-        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
-            self.con.close()
-            raise store_error(self.path, e) from None
-        except BaseException:
-            self.con.close()
-            raise
-        # A new or older store gets its tables in the first transaction, with the first write:
-        # every commit is a checkpoint (`store.connection`), so a new store is written once.
-        self._schema_current = version == SCHEMA_VERSION
-        # An empty file has no tables to list (listing them is the catalogue's costly first look).
+        self.con, version = self._open()
+        # A new store gets its tables in the first transaction, with the first write: every
+        # commit is a checkpoint (`store.connection`), so a new store is written once. An empty
+        # file has no tables to list (listing them is the catalogue's costly first look).
         self._empty = version is None
 
-    def _prepare_schema(self) -> None:
-        """Create the tables of a new store, or migrate an older one (inside a transaction)."""
-        if self._empty:
-            self.con.execute(NEW_STORE_SCHEMA)
-            return
-        existing = _existing_tables(self.con)
-        for table in TABLES:
-            if table not in existing:
-                self.con.execute(_create_statement(table))
-                continue
-            have = {r[0] for r in self.con.execute(
-                f"SELECT column_name FROM information_schema.columns WHERE table_name = '{table}'").fetchall()}
-            for column, kind in TABLES[table].items():
-                if column not in have:
-                    # Added columns are nullable: older rows have no value for them.
-                    plain = kind.replace(" NOT NULL", "").replace(" PRIMARY KEY", "")
-                    self.con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {plain}")
-        self.con.execute(f"INSERT OR REPLACE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}')")
+    def _open(self) -> tuple[duckdb.DuckDBPyConnection, int | None]:
+        """A writer's connection to the store and its schema version: None for a new store, else
+        the current one (an older store is migrated first, `store.migration`)."""
+        con = connect(self.path, read_only=False)
+        try:
+            version = stored_schema_version(con)
+            check_schema_version(version, self.path)
+        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
+            con.close()
+            raise store_error(self.path, e) from None
+        except BaseException:
+            con.close()
+            raise
+        if version is None or version == SCHEMA_VERSION:
+            return con, version
+        from .migration import migrate
+
+        release_writer(con)
+        migrate(self.path)
+        return self._open()
 
     def _ready(self) -> None:
-        """The tables exist and are current (created or migrated in a transaction of their own
-        when nothing was written yet)."""
-        if not self._schema_current:
+        """The tables exist (a new store's made in a transaction of their own when nothing was
+        written yet)."""
+        if self._empty:
             with self._transaction():
                 pass
 
@@ -381,14 +422,13 @@ class Store:
     def _transaction(self) -> Iterator[None]:
         self.con.execute("BEGIN TRANSACTION")
         try:
-            if not self._schema_current:
-                self._prepare_schema()
+            if self._empty:
+                self.con.execute(NEW_STORE_SCHEMA)
             yield
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
         self.con.execute("COMMIT")
-        self._schema_current = True
         self._empty = False
 
     def save(self, run: RunToStore, *, replace: bool = False, point: StudyPoint | None = None,
@@ -402,8 +442,9 @@ class Store:
                 self._delete(run.run_id)
             if run.study is not None:
                 self._ensure_study(run.study)
-            self._insert_run(run)
-            self._insert_tables(run)
+            number = self._next_run_number()
+            self._insert_run(run, number)
+            self._insert_tables(run, number)
             if point is not None:
                 self._put_points([(point, run.run_id)])
             if before_commit is not None:
@@ -448,10 +489,22 @@ class Store:
             self._put_points(points)
 
     def _delete(self, run_id: str) -> None:
-        for table in (*RUN_TABLES, "runs"):
-            self.con.execute(f"DELETE FROM {table} WHERE run_id = '{check_run_id(run_id)}'")
+        where = f"WHERE run_id = '{check_run_id(run_id)}'"
+        for table in RUN_TABLES:
+            key = run_key(table)
+            self.con.execute(f"DELETE FROM {stored_table(table)} WHERE {key} IN (SELECT {key} FROM runs {where})")
+        self.con.execute(f"DELETE FROM runs {where}")
 
-    def _insert_run(self, run: RunToStore) -> None:
+    def _next_run_number(self) -> int:
+        """The number of the run being written: 1 in a new store, else one more than the largest
+        (the only writer holds the store's lock until its commit, so no other can take it)."""
+        if self._empty:
+            return 1
+        row = self.con.execute("SELECT coalesce(max(run), 0) + 1 FROM runs").fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def _insert_run(self, run: RunToStore, number: int) -> None:
         r = run.result
         row: list[tuple[str, str, Any]] = [
             ("run_id", "Utf8", run.run_id), ("status", "Utf8", "complete"),
@@ -460,13 +513,19 @@ class Store:
             ("duration_ns", "UInt64", run.duration_ns), ("end_ns", "UInt64", r.end_ns), ("events", "UInt64", r.events),
             ("wall_time_s", "Float64", run.wall_time_s), ("spec_json", "Utf8", run.spec_json),
             ("user_spec_json", "Utf8", run.user_spec_json), ("study_id", "Utf8", run.study),
-            ("spec_hash", "Utf8", run.spec_hash)]
+            ("spec_hash", "Utf8", run.spec_hash), ("run", "UInt32", number)]
         self._insert_frame("runs", None, core().Table.from_columns("runs", [(n, kind, [v]) for n, kind, v in row]))
 
-    def _insert_frame(self, table: str, run_id: str | None, frame: Any) -> None:
-        """Insert a table's rows (columns by name), with `run_id` in front unless it has one."""
-        key = "" if run_id is None else f"'{check_run_id(run_id)}' AS run_id, "
-        self._on_frame(frame, f"INSERT INTO {table} BY NAME SELECT {key}* FROM _frame")
+    def _insert_frame(self, table: str, run: tuple[str, int] | None, frame: Any) -> None:
+        """Insert a table's rows (columns by name), with their run in front unless they have it
+        (`runs`, `run` None): its number in a numbered table's, its id in another's."""
+        if run is None:
+            key = ""
+        elif table in NUMBERED_TABLES:
+            key = f"CAST({int(run[1])} AS UINTEGER) AS run, "
+        else:
+            key = f"'{check_run_id(run[0])}' AS run_id, "
+        self._on_frame(frame, f"INSERT INTO {stored_table(table)} BY NAME SELECT {key}* FROM _frame")
 
     def _on_frame(self, frame: Any, *statements: str) -> None:
         """Run `statements` over `frame` (an Arrow table: `_core.Table` or a polars DataFrame),
@@ -487,10 +546,11 @@ class Store:
             _frame = frame.__arrow_c_stream__()  # noqa: F841 - read by DuckDB by its name (see above)
             self.con.execute(statement)
 
-    def _insert_tables(self, run: RunToStore) -> None:
-        """Every table of the run but `runs`, as `derive` made them."""
+    def _insert_tables(self, run: RunToStore, number: int) -> None:
+        """Every table of the run but `runs`, as `derive` made them; the run's `number` keys the
+        numbered ones."""
         for table, frame in run.stored_tables().items():
-            self._insert_frame(table, run.run_id, frame)
+            self._insert_frame(table, (run.run_id, number), frame)
 
     # --- comparing ------------------------------------------------------------------------
 

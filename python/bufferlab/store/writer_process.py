@@ -63,6 +63,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .. import codecache
 from ..errors import SpecError
 from ..interrupts import deferred
 
@@ -245,6 +246,7 @@ def _serve(requests_fd: int, replies_fd: int) -> int:
         from . import connection, counters, writer  # noqa: F401
 
         connection.prepare_writer()
+        codecache.save()  # what DuckDB's import compiled, for the next command (no exit functions run here)
     except BaseException:  # noqa: BLE001, S110 - the request that needs it reports it
         pass
     while True:

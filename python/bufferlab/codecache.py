@@ -1,0 +1,204 @@
+"""Code the standard library compiles from text at run time, kept between runs of the command.
+
+Three of Python's own modules compile source text while a program runs, not just when a module
+is imported (whose code the interpreter keeps in `__pycache__`):
+
+- `dataclasses` writes each class's `__init__`, `__repr__`, `__eq__` (and, frozen, `__setattr__`,
+  `__delattr__`, `__hash__`) as text and compiles it (`dataclasses._create_fn`);
+- `typing` compiles every forward reference, an annotation written as a string, into an
+  expression (`typing.ForwardRef`); typing_extensions' TypedDicts make one per key;
+- `collections.namedtuple` evaluates the text of each named tuple's `__new__`.
+
+pydantic and pydantic_core are full of them (about 60 dataclasses, 90 TypedDicts of core
+schemas), as are our spec, pipeline and summary modules and rich. A fresh `bufferlab run`
+compiled 334 functions, 800 forward references and 47 named tuples' `__new__` (543 distinct
+texts), the same in every process: 17 ms of CPU time before the engine (12 of dataclasses, 4 of
+forward references, 1 of named tuples), 5 more after it (issue 15).
+
+`install` (the command's process only: `cli.prepare_process`) puts a caching `exec` in
+`dataclasses`' namespace, a caching `compile` in `typing`'s and a caching `eval` in
+`collections`', each found there before the built-in of that name. Each compiles a text once per
+process and keeps the code object, keyed by the text itself: the same text always compiles to
+the same code (the same file name, ``<string>``, and flags: none, as none of the three modules
+has a ``__future__`` import for the built-in to pass on, so none is passed on from this one
+either), so a cached object is exactly what the built-in would have made; a text that does not
+compile raises as before and is not kept. The functions and expressions made from the code are
+new each time, as they were.
+
+The command's process writes what it compiled to `path()` (in the package's `__pycache__`, as
+marshalled code objects, like the interpreter's .pyc files) when it exits having compiled a text
+the file did not have, and reads it back at its next start: 0.8 ms to read the 543 texts of a
+fresh run instead of compiling them (the read is put off until the first text, which `bufferlab
+--version` never reaches). The file is written only where the interpreter writes its own
+bytecode (not under ``PYTHONDONTWRITEBYTECODE``, nor by an interpreter without a cache tag), by
+the process that installed the cache at its exit (a process forked from it only by calling
+`save`), atomically (a temporary file renamed over it), with what the file holds by then (the
+writer process's texts and the command's, or those of a sweep's processes, end up in one file;
+two writing at once may each leave out the other's new texts, which the next run adds), and only
+while it stays below `MAX_TEXTS`. A file of another Python version or marshal format, or one
+that cannot be read, counts as no file.
+
+Only the texts these modules compile pass through here: `dataclasses` calls `exec` only in
+`_create_fn`, `typing` calls `compile` only in `ForwardRef`, `collections` calls `eval` only in
+`namedtuple`; every other call of the built-ins is untouched.
+"""
+
+# No `from __future__ import annotations` in this module: `compile` passes the future features of
+# the code that calls it on to what it compiles, and the three modules whose texts compile here
+# have none (the cached compiles say so with `dont_inherit`; a call handed on keeps its own).
+
+import atexit
+import builtins
+import marshal
+import os
+import sys
+import time
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+__all__ = ["install", "installed", "save", "path", "MAX_TEXTS"]
+
+# The most texts the file keeps: far above what the commands compile (about 700 for `run` and
+# its writer process), so that it is written again only when a new kind of command compiles
+# something new, and bounded whatever runs in the command's process.
+MAX_TEXTS = 20_000
+# A temporary file this much older than a finished write belongs to a write that never finished.
+ABANDONED_AFTER_S = 60.0
+# Marks an expression (a forward reference, a named tuple's `__new__`) among the keys (a dataclass
+# function's text is a `def`).
+_EXPRESSION = "\0eval\0"
+# What the file was written by: code objects are valid for one interpreter version and one
+# marshal format.
+_HEADER = f"bufferlab code cache {sys.implementation.cache_tag} {sys.hexversion} {marshal.version}\n".encode()
+
+_real_exec = builtins.exec
+_real_eval = builtins.eval
+_real_compile = builtins.compile
+
+
+class _Cache:
+    """The code objects of one process, keyed by their text (see the module docstring)."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.owner = os.getpid()
+        self.codes: dict[str, CodeType] | None = None  # read at the first text compiled
+        self.new = 0
+
+    def code(self, key: str, compile_text: Any) -> CodeType:
+        codes = self.codes if self.codes is not None else self._read()
+        code = codes.get(key)
+        if type(code) is not CodeType:  # not kept yet (or not code: then made again)
+            code = compile_text()
+            codes[key] = code
+            self.new += 1
+        return code
+
+    def _read(self) -> dict[str, CodeType]:
+        self.codes = self._kept()
+        return self.codes
+
+    def _kept(self) -> dict[str, CodeType]:
+        """The file's code objects; none if there is no file, or not one of ours."""
+        try:
+            data = self.file.read_bytes()
+            if data.startswith(_HEADER):
+                kept = marshal.loads(memoryview(data)[len(_HEADER):])  # not a copy of half a megabyte
+                if isinstance(kept, dict):
+                    return kept
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+        return {}
+
+    def write(self, forked: bool = False) -> None:
+        """Write the texts compiled so far, with those the file has meanwhile (another process's),
+        if this process compiled a new one (see the module docstring for when it does not);
+        `forked`: also from a process forked after `install`."""
+        if (self.codes is None or not self.new or (os.getpid() != self.owner and not forked)
+                or sys.dont_write_bytecode or sys.implementation.cache_tag is None):
+            return
+        codes = {**self._kept(), **self.codes}
+        if len(codes) > MAX_TEXTS:
+            return
+        temporary = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
+        try:
+            self.file.parent.mkdir(exist_ok=True)
+            temporary.write_bytes(_HEADER + marshal.dumps(codes))
+            os.replace(temporary, self.file)
+            self._remove_abandoned()
+        except OSError:  # a read-only installation: the next process compiles again
+            temporary.unlink(missing_ok=True)
+        self.new = 0
+
+    def _remove_abandoned(self) -> None:
+        """Remove the temporary files of writes that never finished: the command kills its
+        writer process at once when it ends without a write under way, which may be while the
+        child writes the cache (`save`)."""
+        for temporary in self.file.parent.glob(f"{self.file.name}.*.tmp"):
+            try:
+                if time.time() - temporary.stat().st_mtime > ABANDONED_AFTER_S:
+                    temporary.unlink()
+            except OSError:  # removed by another process meanwhile
+                pass
+
+
+_cache: _Cache | None = None
+
+
+def path() -> Path:
+    """The cache's file: in the package's `__pycache__`, named for the interpreter."""
+    return Path(__file__).with_name("__pycache__") / f"codecache.{sys.implementation.cache_tag}.marshal"
+
+
+def installed() -> bool:
+    return _cache is not None
+
+
+def save() -> None:
+    """Write what this process compiled now, for a process forked from the command that ends
+    without its exit functions (`os._exit`): the store's writer process, whose DuckDB import
+    compiles 216 dataclass functions of its own (8 ms of its 63 before it is ready); it saves
+    once ready, before its first request, while the command still parses or simulates."""
+    if _cache is not None:
+        _cache.write(forked=True)
+
+
+def install(file: Path | None = None) -> None:
+    """Compile the texts of `dataclasses`, `typing` and `collections.namedtuple` through the cache
+    in this process, kept in `file` (default `path()`) between processes; a second call changes
+    nothing."""
+    global _cache
+    if _cache is not None:
+        return
+    import collections
+    import dataclasses
+    import typing
+
+    cache = _cache = _Cache(file if file is not None else path())
+
+    def cached_exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
+        if type(source) is str:
+            text = source
+            source = cache.code(text, lambda: _real_compile(text, "<string>", "exec", dont_inherit=True))
+        _real_exec(source, globals, locals)
+
+    def cached_compile(source: Any, filename: Any, mode: str, flags: int = 0, dont_inherit: bool = False,
+                       optimize: int = -1, **more: Any) -> Any:
+        if type(source) is str and filename == "<string>" and mode == "eval" and not (flags or dont_inherit or more) \
+                and optimize == -1:
+            return cache.code(_EXPRESSION + source, lambda: _real_compile(source, filename, mode, dont_inherit=True))
+        return _real_compile(source, filename, mode, flags, dont_inherit, optimize, **more)
+
+    def cached_eval(source: Any, globals: Any = None, locals: Any = None, /) -> Any:
+        # `eval` drops a text's leading blanks before compiling it, `compile` does not: such a
+        # text (collections writes none) is left to the built-in.
+        if type(source) is str and not source.startswith((" ", "\t")):
+            text = source
+            source = cache.code(_EXPRESSION + text, lambda: _real_compile(text, "<string>", "eval", dont_inherit=True))
+        return _real_eval(source, globals, locals)
+
+    dataclasses.exec = cached_exec  # type: ignore[attr-defined]
+    typing.compile = cached_compile  # type: ignore[attr-defined]
+    collections.eval = cached_eval  # type: ignore[attr-defined]
+    atexit.register(cache.write)

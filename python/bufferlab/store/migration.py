@@ -1,0 +1,168 @@
+"""Bringing a store of an older schema version to the current one (`store.writer`'s tables).
+
+A store is rebuilt, not altered in place: its rows are copied into a new file of the current
+schema beside it (``<store>.migrating``), which then replaces the store by a rename. Until the
+rename the store is the older one, untouched, so a migration killed or failing midway leaves it
+as it was, usable by this bufferlab and the earlier one (the next migration removes the leftover
+file); the rename makes the whole new store appear at once. The migrating writer holds the older
+store's lock throughout (it has it attached, `store.connection`), so no other process writes into
+it while it is copied; one waiting for the lock opens the new file once it is in place. A
+migrator makes sure that the file it attached is the one the store's path names (the same inode
+before and after its ATTACH): one that opened the older file just before another migrator
+replaced it, and took its lock just after, would otherwise migrate it again and put its copy
+over the store that others may have written into meanwhile.
+
+Why a copy. Version 5 keys the tables of many rows per run (series, captures) by the run's
+number instead of its id (`writer`'s docstring). Made in place, in one transaction, the change held every run table's rows
+uncompressed in memory until the commit (writers make no optimistic writes), and the file kept
+the older tables' blocks as free space after it: a store of 10 reference dumbbell runs went from
+28 to 56 MB. The copy is written with optimistic writes, so its row groups reach the new file
+compressed as they fill, and the new file is as small as a store written by this version (64 kB
+blocks, `connection.NEW_STORE_BLOCK_SIZE`, whatever the older store had).
+
+What is copied, table by table, by column name: a column that the older version did not have
+yet is NULL in its runs' rows (their metric tables are empty where the version had none), as the
+earlier migrations left them. Runs are numbered in the order they were stored (`created_at`,
+then run id), and a run table's rows keep the order they were stored in.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import duckdb
+
+from .connection import NEW_STORE_BLOCK_SIZE, ROW_GROUP_SIZE, connect, release_writer, sql_string
+from .writer import (NEW_STORE_SCHEMA, NUMBERED_TABLES, SCHEMA_VERSION, TABLES, StoreError, check_schema_version,
+                     stored_schema_version, stored_table)
+
+__all__ = ["migrate", "migrating_path"]
+
+
+def migrating_path(store: Path) -> Path:
+    """Where the rebuilt store is made before it replaces `store` (beside it: one rename)."""
+    return store.with_name(store.name + ".migrating")
+
+
+def _log(path: Path) -> Path:
+    """DuckDB's write-ahead log of the database file `path`."""
+    return Path(f"{path}.wal")
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    """Which file `path` names (device and inode)."""
+    found = path.stat()
+    return found.st_dev, found.st_ino
+
+
+def migrate(path: Path) -> None:
+    """Bring the store at `path` to the current schema, unless another process has meanwhile (see
+    the module docstring). Waits for the store's lock as a writer does."""
+    while True:
+        before = _identity(path)
+        con = connect(path, read_only=False)
+        try:
+            attached = _identity(path) == before  # else the path was replaced meanwhile: again
+            if attached:
+                version = stored_schema_version(con)
+                check_schema_version(version, path)
+                if version is not None and version < SCHEMA_VERSION:
+                    _rebuild(con, path, version, before)
+        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
+            con.close()
+            raise StoreError("--db", f"cannot migrate {path}: {' '.join(str(e).split())}") from None
+        except BaseException:
+            con.close()
+            raise
+        release_writer(con)
+        if attached:
+            return
+
+
+def _rebuild(con: duckdb.DuckDBPyConnection, path: Path, version: int, identity: tuple[int, int]) -> None:
+    """Rebuild the store attached to the writer's connection `con` (as ``store``, whose lock it
+    holds; the file `identity` names), of schema `version`, in the current schema, and put it in
+    the store's place (see the module docstring)."""
+    target = path.resolve()
+    new = migrating_path(target)
+    for leftover in (new, _log(new)):
+        leftover.unlink(missing_ok=True)
+    # A write-ahead log belongs to its file: one left beside the store would be replayed into the
+    # rebuilt store. A checkpoint folds it into the older file first.
+    con.execute("CHECKPOINT store")
+    if _log(target).exists():
+        raise StoreError("--db", f"cannot migrate {path} (schema version {version}): its write-ahead log remains")
+    con.execute(f"ATTACH {sql_string(str(new))} AS migrated "
+                f"(BLOCK_SIZE {NEW_STORE_BLOCK_SIZE}, ROW_GROUP_SIZE {ROW_GROUP_SIZE})")
+    try:
+        con.execute("SET enable_optimistic_write = true")  # the new file is thrown away if this fails
+        con.execute("USE migrated")
+        con.execute("BEGIN TRANSACTION")
+        con.execute(NEW_STORE_SCHEMA)
+        _copy_rows(con)
+        con.execute("COMMIT")  # a checkpoint, as every writer's commit (`store.connection`)
+    except BaseException:
+        _abandon(con, new)
+        raise
+    finally:
+        con.execute("SET enable_optimistic_write = false")  # the writer's setting, for its next write
+    con.execute("USE store")
+    con.execute("DETACH migrated")
+    if _log(new).exists():
+        new.unlink()
+        _log(new).unlink()
+        raise StoreError("--db", f"cannot migrate {path}: the rebuilt store kept a write-ahead log")
+    os.chmod(new, stat.S_IMODE(target.stat().st_mode))
+    if _identity(target) != identity:  # cannot happen while its lock is held (see the docstring)
+        new.unlink()
+        raise StoreError("--db", f"cannot migrate {path}: the store was replaced while it was copied")
+    os.replace(new, target)
+    _sync_directory(target.parent)
+
+
+def _copy_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """Copy every table of the older store (``store``) into the new one (the default database),
+    runs numbered, the numbered tables keyed by number (see the module docstring)."""
+    older = {name for (name,) in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'store' AND table_schema = 'main'"
+    ).fetchall()}
+    for table in TABLES:
+        if table == "meta" or table in NUMBERED_TABLES or table not in older:  # meta: the new store's version
+            continue
+        numbered = ", CAST(row_number() OVER (ORDER BY created_at, run_id) AS UINTEGER) AS run" \
+            if table == "runs" else ""
+        con.execute(f"INSERT INTO {table} BY NAME SELECT *{numbered} FROM store.main.{table}")
+    for table in NUMBERED_TABLES:
+        if table in older:
+            # `runs` (a few rows per run) is the join's build side; the older table, scanned in
+            # order on one thread, is streamed through it in the order its rows were stored.
+            con.execute(f"INSERT INTO {stored_table(table)} BY NAME SELECT r.run, o.* EXCLUDE (run_id) "
+                        f"FROM store.main.{table} o JOIN runs r ON r.run_id = o.run_id")
+
+
+def _abandon(con: duckdb.DuckDBPyConnection, new: Path) -> None:
+    """Leave a failed rebuild: its transaction rolled back, its file detached and removed."""
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:  # no transaction open (it failed before one began, or at its commit)
+        pass
+    con.execute("USE store")
+    con.execute("DETACH migrated")
+    for path in (new, _log(new)):
+        path.unlink(missing_ok=True)
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make a rename in `directory` durable (POSIX: the directory's entry is written by its fsync)."""
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:  # a system without directory handles (Windows): its rename is durable or not
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)

@@ -1,0 +1,228 @@
+"""A store of an older schema is rebuilt in the current one (`store.migration`): every run and row
+read back as before, run ids and all, and a migration that dies midway leaves the older store as
+it was."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from bufferlab.pipeline.derive import DerivedRun, derive
+from bufferlab.pipeline.plan import plan
+from bufferlab.pipeline.simulate import simulate
+from bufferlab.spec import Scenario
+from bufferlab.store import migration
+from bufferlab.store import writer as store
+from conftest import REPO, SMALL_DUMBBELL, VARYING, bufferlab, stored_tables
+
+
+def runs_of(count: int) -> list[DerivedRun]:
+    """`count` runs of the small dumbbell with a capture (every run table has rows), each of its
+    own id."""
+    text = SMALL_DUMBBELL + '\n[[captures]]\nlink = "btl"\n'
+    planned = plan(Scenario.from_toml_text(text))
+    run = derive(planned, simulate(planned))
+    return [dataclasses.replace(run, run_id=f"{k:x}" * 64) for k in range(1, count + 1)]
+
+
+def version_4_store(current: Path, older: Path) -> None:
+    """`older`: the rows of the store `current` as bufferlab's schema version 4 held them (main
+    before issue 15's run numbers): every run table a table of its own with the run id in each row,
+    `runs` without a number."""
+    con = duckdb.connect(str(older))
+    try:
+        con.execute(f"ATTACH '{current}' AS current (READ_ONLY)")
+        for table, columns in store.TABLES.items():
+            kept = {name: kind for name, kind in columns.items() if not (table == "runs" and name == "run")}
+            con.execute(f"CREATE TABLE {table} ({', '.join(f'{c} {kind}' for c, kind in kept.items())})")
+            rows = "'4'" if table == "meta" else ", ".join(kept)
+            con.execute(f"INSERT INTO {table} SELECT {'key, ' if table == 'meta' else ''}{rows} "
+                        f"FROM current.{table}")
+        con.execute("DETACH current")
+    finally:
+        con.close()
+
+
+def schema_version(db: Path) -> int:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return int(con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+    finally:
+        con.close()
+
+
+def as_version_4(tables: dict) -> dict:
+    """`conftest.stored_tables` as schema version 4 had them: without `meta` (the version) and
+    `runs.run`."""
+    columns, rows = tables["runs"]
+    names = [name for name, _ in columns if name not in VARYING]  # the columns of the rows
+    if "run" in names:
+        at = names.index("run")
+        columns, rows = [c for c in columns if c[0] != "run"], [r[:at] + r[at + 1:] for r in rows]
+    return {table: content for table, content in tables.items() if table != "meta"} | {"runs": (columns, sorted(rows))}
+
+
+@pytest.fixture
+def older_store(tmp_path: Path) -> tuple[Path, dict]:
+    """A version 4 store of three runs, and its tables as the current schema reads them."""
+    current, older = tmp_path / "current.duckdb", tmp_path / "results" / "older.duckdb"
+    older.parent.mkdir()
+    for run in runs_of(3):
+        store.persist(run, current)
+    version_4_store(current, older)
+    return older, stored_tables(current)
+
+
+def test_a_version_4_store_is_rebuilt_with_run_numbers_and_reads_the_same(older_store: tuple[Path, dict]) -> None:
+    older, expected = older_store
+    assert schema_version(older) == 4
+    assert as_version_4(stored_tables(older)) == as_version_4(expected)
+    with store.Store(older):
+        pass
+    assert schema_version(older) == store.SCHEMA_VERSION
+    assert stored_tables(older) == expected  # run numbers in the order the runs were stored
+    assert not migration.migrating_path(older).exists() and not Path(f"{older}.wal").exists()
+    con = duckdb.connect(str(older), read_only=True)
+    try:
+        for table in store.NUMBERED_TABLES:
+            columns = {c for (c,) in con.execute("SELECT column_name FROM information_schema.columns "
+                                                 f"WHERE table_name = '{store.stored_table(table)}'").fetchall()}
+            assert "run" in columns and "run_id" not in columns, table
+    finally:
+        con.close()
+
+
+def test_reading_a_version_4_store_migrates_it_once(older_store: tuple[Path, dict]) -> None:
+    older, expected = older_store
+    listed = bufferlab("results", "list", "--db", str(older))
+    assert listed.returncode == 0, listed.stderr
+    assert all(f"{k:x}" * 12 in listed.stdout for k in (1, 2, 3))
+    assert schema_version(older) == store.SCHEMA_VERSION and stored_tables(older) == expected
+    inode = older.stat().st_ino
+    assert bufferlab("results", "list", "--db", str(older)).returncode == 0
+    assert older.stat().st_ino == inode  # a current store is not rebuilt again
+
+
+def test_a_run_into_a_version_4_store_finds_the_runs_it_holds(older_store: tuple[Path, dict],
+                                                             write_scenario) -> None:
+    older, _ = older_store
+    path = write_scenario(SMALL_DUMBBELL)
+    first = json.loads(bufferlab("run", str(path), "--db", str(older), "--json").stdout)
+    again = json.loads(bufferlab("run", str(path), "--db", str(older), "--json").stdout)
+    assert (first["from_store"], again["from_store"]) == (False, True)
+    con = duckdb.connect(str(older), read_only=True)
+    try:
+        assert con.execute("SELECT run FROM runs WHERE run_id = ?", [first["run_id"]]).fetchone() == (4,)
+    finally:
+        con.close()
+
+
+def test_a_migration_that_fails_leaves_the_older_store_as_it_was(older_store: tuple[Path, dict],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    older, _ = older_store
+    before = stored_tables(older)
+
+    def fail(con: duckdb.DuckDBPyConnection) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(migration, "_copy_rows", fail)
+    with pytest.raises(OSError, match="No space left"):
+        store.Store(older)
+    assert schema_version(older) == 4 and stored_tables(older) == before
+    assert not migration.migrating_path(older).exists()
+    monkeypatch.undo()
+    with store.Store(older):  # and a later writer migrates it
+        pass
+    assert schema_version(older) == store.SCHEMA_VERSION
+
+
+# A process that migrates the store at sys.argv[1] and is killed (SIGKILL) at sys.argv[2]: "copy"
+# once the run tables' copy has begun, "rename" with the rebuilt store complete, before it
+# replaces the older one.
+KILLED_MIGRATION = textwrap.dedent("""
+    import os, signal, sys
+    from bufferlab.store import migration, writer
+
+    where = sys.argv[2]
+    copy, replace = migration._copy_rows, os.replace
+
+    def die() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def copy_then_die(con):
+        statements = con.execute
+        class Dying:
+            def execute(self, sql, *args):
+                if "_data" in sql and where == "copy":
+                    statements(sql, *args)
+                    die()
+                return statements(sql, *args)
+        copy(Dying())
+
+    def replace_then_die(src, dst):
+        die()
+
+    migration._copy_rows = copy_then_die
+    migration.os.replace = replace_then_die
+    writer.Store(sys.argv[1])
+""")
+
+
+@pytest.mark.parametrize("where", ["copy", "rename"])
+def test_a_migration_killed_midway_leaves_the_older_store_usable(older_store: tuple[Path, dict], where: str) -> None:
+    older, expected = older_store
+    before = stored_tables(older)
+    killed = subprocess.run([sys.executable, "-c", KILLED_MIGRATION, str(older), where], cwd=REPO, timeout=120,
+                            check=False)
+    assert killed.returncode == -signal.SIGKILL
+    # The older store is untouched (an earlier bufferlab still reads it); the rebuilt file, if any,
+    # lies beside it unused.
+    assert schema_version(older) == 4 and stored_tables(older) == before
+    assert not Path(f"{older}.wal").exists()
+    if where == "rename":
+        assert migration.migrating_path(older).exists()
+    # The next opening migrates it, whatever the killed one left.
+    listed = bufferlab("results", "list", "--db", str(older))
+    assert listed.returncode == 0, listed.stderr
+    assert stored_tables(older) == expected
+    assert not migration.migrating_path(older).exists()
+    assert sorted(os.listdir(older.parent)) == [older.name]
+
+
+def test_a_store_migrated_by_another_process_meanwhile_is_not_migrated_again_over_it(
+        older_store: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # This writer opens the older file; before it has the lock, another migrator puts the rebuilt
+    # store in its place and a third process stores a run there. The writer must not copy the older
+    # file over that store.
+    older, _ = older_store
+    elsewhere = tmp_path / "other" / "older.duckdb"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(older.read_bytes())
+    with store.Store(elsewhere):  # the other migrator's work
+        pass
+    (extra,) = runs_of(4)[3:]
+    store.persist(extra, elsewhere)  # the third process's run
+    real_connect = migration.connect
+    opened: list[Path] = []
+
+    def open_then_replaced(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+        con = real_connect(path, read_only=read_only)
+        if not opened:
+            os.replace(elsewhere, path)
+        opened.append(path)
+        return con
+
+    monkeypatch.setattr(migration, "connect", open_then_replaced)
+    with store.Store(older) as s:
+        assert s.has_run(extra.run_id)
+    assert len(opened) == 2  # the first attach was of a file the path no longer named
+    assert schema_version(older) == store.SCHEMA_VERSION

@@ -6,7 +6,9 @@
 //! flows at 10 Gb/s the pipes held ~770,000 packet slots for ~56,000 packets in flight, ~105 MB
 //! touched in turn. The pool's size follows the packets in flight across all channels, and free
 //! slots are reused last-in first-out, so a packet that starts transmission is written into the
-//! slot that the packet arriving just before it vacated: memory still in cache.
+//! slot that the packet arriving just before it vacated: memory still in cache. A packet that a
+//! router forwards onto an idle link does not move at all: it is unlinked from the pipe it
+//! arrived by and linked to the next one in its slot ([`PacketPool::link_back`]).
 //!
 //! Why the pipe lives in the pool too: on a large run a packet's arrival is the costliest moment
 //! of the loop. The packet was written one propagation delay earlier (milliseconds, tens of

@@ -94,9 +94,8 @@ pub struct Channel {
     /// The transmitter is serialising a packet until this time.
     busy_until: SimTime,
     delay: SimTime,
-    /// [`Channel::serialisation`] in whole nanoseconds, what the busy-time counter adds per
-    /// packet: rounded down once per size, not once per packet (a multiply-shift each).
-    serialisation_ns: u64,
+    /// The link rate in bit/s; 0 for a link without one (validated: a rate is positive).
+    rate_bps: u64,
     pub to: u32,
     /// The size in bytes of the packet serialised last; [`Channel::serialisation`] holds its
     /// serialisation time.
@@ -121,9 +120,6 @@ pub struct Channel {
 /// What only queueing, losses, captures and the end of the run read.
 #[derive(Debug)]
 struct ChannelCold {
-    /// The link rate in bit/s; 0 for a link without one (validated: a rate is positive). Read
-    /// only when a packet's size differs from the one before ([`Channel::transmission_time`]).
-    rate_bps: u64,
     /// Loss probability as a threshold on a uniform 64-bit draw.
     loss_threshold: u64,
     /// A bursty loss process, if the link has one (instead of `loss_threshold`).
@@ -153,7 +149,7 @@ impl Channel {
         Channel {
             busy_until: SimTime::ZERO,
             delay,
-            serialisation_ns: 0,
+            rate_bps: rate.map_or(0, |r| r.bps()),
             to,
             // A packet of zero bytes takes no time: true of any rate.
             last_bytes: 0,
@@ -163,7 +159,6 @@ impl Channel {
             transmit_needs_cold: loss_threshold > 0,
             counters: PacketCounters::default(),
             cold: Box::new(ChannelCold {
-                rate_bps: rate.map_or(0, |r| r.bps()),
                 loss_threshold,
                 burst_loss: None,
                 rng: Xoshiro256PlusPlus::seed_from_u64(seed),
@@ -405,7 +400,7 @@ impl Channel {
         self.busy_until = now + tx_time;
         self.counters.sent_packets += 1;
         self.counters.sent_bytes += bytes;
-        self.counters.busy_ns += self.serialisation_ns;
+        self.counters.busy_ns += tx_time.as_ns();
         self.counters.sojourn_sum_ns += sojourn_ns;
         if self.transmit_needs_cold && self.cold.captures_or_loses(packet) {
             // Lost on the link: the packet leaves the network, its slot and SACK entry with it.
@@ -417,15 +412,13 @@ impl Channel {
     }
 
     /// How long a packet of `bytes` takes to serialise (none without a rate), remembered for the
-    /// next packet of the same size (with its nanoseconds, `serialisation_ns`).
+    /// next packet of the same size.
     #[inline]
     fn transmission_time(&mut self, bytes: u32) -> SimTime {
         if bytes != self.last_bytes {
             self.last_bytes = bytes;
-            let rate_bps = self.cold.rate_bps;
             self.serialisation =
-                if rate_bps == 0 { SimTime::ZERO } else { BitRate(rate_bps).transmission_time(bytes as u64) };
-            self.serialisation_ns = self.serialisation.as_ns();
+                if self.rate_bps == 0 { SimTime::ZERO } else { BitRate(self.rate_bps).transmission_time(bytes as u64) };
         }
         self.serialisation
     }

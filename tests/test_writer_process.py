@@ -63,23 +63,15 @@ _COMMAND = """
                 os.kill(os.getpid(), signal.SIGKILL)
             return real_answer(request, requests)
         writer_process._answer = answer
-    if mode == "slow-write":  # the write says when it has every table (the command waits for it), then takes a second
+    if mode == "slow-write":  # the write says when it begins, then takes a second
         import time
-        real_parent_gone = writer_process._parent_gone
-        def parent_gone(requests):
-            open(os.environ["WRITE_BEGUN"], "w").close()
-            time.sleep(1.0)
-            return real_parent_gone(requests)
-        writer_process._parent_gone = parent_gone
-    if mode == "slow-derive":  # derive says when it begins (the write has begun), then takes a second
-        import time
-        from bufferlab.pipeline import derive as derive_step
-        real_derive = derive_step.derive
-        def derive(*args, **kwargs):
-            open(os.environ["DERIVE_BEGUN"], "w").close()
-            time.sleep(1.0)
-            return real_derive(*args, **kwargs)
-        derive_step.derive = derive
+        real_answer = writer_process._answer
+        def answer(request, requests):
+            if request[0] == "write":
+                open(os.environ["WRITE_BEGUN"], "w").close()
+                time.sleep(1.0)
+            return real_answer(request, requests)
+        writer_process._answer = answer
     if mode != "library":
         cli.prepare_process()
     status = cli.main(args)
@@ -316,28 +308,6 @@ def test_ctrl_c_during_the_write_lets_it_commit_then_interrupts_as_in_one_proces
     report = json.loads(out.strip().splitlines()[-1])
     assert report["status"] == 130 and report["reaped"] == [True]
     assert len(stored_tables(db)["runs"][1]) == 1  # the run was stored whole
-
-
-@pytest.mark.slow
-def test_ctrl_c_while_deriving_stores_nothing_though_the_writer_has_begun(small_scenario: Path,
-                                                                         tmp_path: Path) -> None:
-    # The writer process gets the run and its series before derive (`WriterProcess.begin`), but
-    # until derive is done the command is interrupted as in one process, and the writer rolls
-    # back the write it had begun.
-    db, begun = tmp_path / "r.duckdb", tmp_path / "derive-begun"
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_COMMAND), "slow-derive", "run",
-                             str(small_scenario), "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO, start_new_session=True, env={**os.environ, "DERIVE_BEGUN": str(begun)})
-    deadline = time.monotonic() + 60
-    while not begun.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.01)
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert err == "error: interrupted: nothing of the unfinished run was stored\n", err
-    report = json.loads(out.strip().splitlines()[-1])
-    assert report["status"] == 130 and report["reaped"] == [True]
-    assert not db.exists(), "the store the writer had begun to make is left behind"
 
 
 @pytest.mark.slow

@@ -78,8 +78,6 @@ def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool =
             return stored
     preload.start(also=preload_also, store=writer is None)
     raw = _simulate(p, progress)
-    if writer is not None:  # the child opens the store and inserts the series while this process derives
-        writer.begin(p, raw, db, replace=force, study=study, user_spec=user_spec)
     # numpy (and DuckDB and the store's writer, without a writer process) load only when there
     # is something to derive and write (the preload has most likely loaded them by now).
     from .pipeline.derive import derive
@@ -88,7 +86,7 @@ def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool =
     if storing is not None:
         storing(derived.summary)
     if writer is not None:
-        writer.finish(derived)
+        writer.persist(derived, db, replace=force)
     else:
         from .store.writer import persist
 

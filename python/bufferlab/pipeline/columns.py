@@ -13,7 +13,7 @@ from .result import engine_column_types, engine_schemas, polars_type
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-__all__ = ["FLOW_SUMMARY", "CHANNEL_SUMMARY", "DERIVED_TABLES", "stored_column_types", "stored_schemas"]
+__all__ = ["FLOW_SUMMARY", "CHANNEL_SUMMARY", "stored_column_types", "stored_schemas"]
 
 # The summary columns derive adds to the engine's flow and channel tables (`analysis.summary`),
 # with their Arrow types. Derived tables are Arrow tables (`_core.Table`): a fresh run is derived
@@ -25,10 +25,6 @@ FLOW_SUMMARY: dict[str, str] = {
 CHANNEL_SUMMARY: dict[str, str] = {
     "direction": "Utf8", "utilisation": "Float64", "mean_queue_packets": "Float64", "mean_sojourn_ns": "Float64",
 }
-
-# The tables of a run that derive makes (the metric catalogue's) or completes (the engine's flow
-# and channel tables, with the summary columns); the engine's others pass on as they are.
-DERIVED_TABLES = ("flows", "channels", "flow_metrics", "link_metrics", "network_metrics")
 
 
 def stored_column_types() -> dict[str, dict[str, str]]:

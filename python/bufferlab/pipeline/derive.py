@@ -9,6 +9,7 @@ as they are. The store writes what this step returns and computes nothing itself
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -141,7 +142,9 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
     engine_spec = resolved.engine
     data = run_data(counters, result, engine_spec, endpoints, resolved.bottleneck)
     return DerivedRun(
-        **raw.identity(plan, user_spec=user_spec),
+        run_id=plan.run_id, name=plan.name, seed=plan.seed, duration_ns=plan.duration_ns,
+        wall_time_s=raw.wall_time_s, spec_json=plan.spec_json, spec_hash=plan.spec_hash,
+        user_spec_json=json.dumps(dict(user_spec), sort_keys=True) if user_spec is not None else plan.user_spec_json(),
         result=result, flows=flow_rows(result.arrow("flows"), counters["flows"], result.end_ns, endpoints,
                                        data.flow_figures),
         channels=channel_rows(result.arrow("channels"), counters["channels"], result.end_ns, data.channel_figures),

@@ -9,11 +9,9 @@ changes the result.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from .engine import core, engine_error
 from .plan import Plan
@@ -34,16 +32,6 @@ class RawRun:
 
     result: EngineResult
     wall_time_s: float
-
-    def identity(self, plan: Plan, *, user_spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """What the run is, as the store keeps it (`pipeline.derive.DerivedRun`): its id, name,
-        seed, duration, wall time and specs (`user_spec`: as given, else the plan's). Known before
-        anything is derived, so that the store's writer process begins the write meanwhile
-        (`store.writer_process`)."""
-        return {"run_id": plan.run_id, "name": plan.name, "seed": plan.seed, "duration_ns": plan.duration_ns,
-                "wall_time_s": self.wall_time_s, "spec_json": plan.spec_json, "spec_hash": plan.spec_hash,
-                "user_spec_json": json.dumps(dict(user_spec), sort_keys=True) if user_spec is not None
-                else plan.user_spec_json()}
 
 
 def simulate(plan: Plan, progress: Progress | None = None) -> RawRun:

@@ -51,6 +51,16 @@ path once the thread reads ahead, and both need the binding to hold a mapping (o
 buffer) under an Arrow array or to write to a raw descriptor, which takes `unsafe` code, which the
 workspace forbids. The pipe's turns are already few: about 12 of 1 MB for the dumbbell (`_widen`).
 
+Tried and dropped too (issue 15, 2026-11-24; the branch `handover` keeps it as a commit and its
+revert): sending the write's request and the engine's series before derive, the rest after it, so
+that the child opens the store, makes a new store's schema and inserts the series while the
+command derives (the child takes a write's first table 11-14 ms after its request, opening the
+store). It leaves a new store's empty file behind when the command is interrupted while it
+derives, and holds the store's lock meanwhile, and did not pay on the shared machine: the whole
+command, 30 interleaved rounds with the two cores busy, wall best (first quartile) and CPU best,
+against this module without it: the dumbbell 0.366 (0.402) s and 0.380 s against 0.371 (0.400)
+and 0.357, one flow 0.283 (0.292) and 0.268 against 0.275 (0.283) and 0.254.
+
 A failure of the child is sent back as what it was (`_failure`): the same one-line error and exit
 status as in one process (a bad or locked store, a full disk, a bug).
 
@@ -81,7 +91,7 @@ import signal
 import struct
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -94,8 +104,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import queue
 
     from ..pipeline.derive import DerivedRun
-    from ..pipeline.plan import Plan
-    from ..pipeline.simulate import RawRun
 
 __all__ = ["WriterProcess", "WriterProcessLost", "start"]
 
@@ -165,8 +173,6 @@ class WriterProcess:
         self._requests = requests
         self._replies = replies
         self._writing = False  # a write sent and not yet answered: the child may be committing it
-        self._sent: list[str] = []  # the write's tables sent (`begin`), and those still to send
-        self._pending: list[str] = []
         self._status: int | None = None
 
     def stored_counters(self, db: str | Path, run_id: str) -> dict[str, Any] | None:
@@ -175,51 +181,19 @@ class WriterProcess:
         answer: dict[str, Any] | None = self._reply()
         return answer
 
-    def begin(self, plan: Plan, raw: RawRun, db: str | Path, *, replace: bool = False, study: str | None = None,
-              user_spec: Mapping[str, Any] | None = None) -> None:
-        """Begin `store.writer.persist` of the run `plan` gave `raw`, before it is derived: send
-        what the run is and the engine's tables that derive passes on as they are (its series:
-        the bulk of the bytes), so that the child opens the store and inserts them while this
-        process derives; `finish` sends the rest. Ctrl-C and SIGTERM meanwhile end the command as
-        in one process: the child sees the request pipe end and rolls the write back."""
-        from ..pipeline.columns import DERIVED_TABLES
-        from ..pipeline.result import ENGINE_TABLES
-
-        as_is = {name: raw.result.arrow(name) for name in ENGINE_TABLES if name not in DERIVED_TABLES}
-        scalars = {**raw.identity(plan, user_spec=user_spec), "study": study,
-                   **{f.name: getattr(raw.result, f.name) for f in fields(_Scalars)}}
-        with deferred():
-            self._begin(scalars, db, replace, as_is, DERIVED_TABLES)
-
-    def finish(self, run: DerivedRun) -> None:
-        """Send the tables of `run` that `begin` left for after derive, and return once the child
-        has committed the write (Ctrl-C and SIGTERM wait for it, as in one process). The write is
-        the child's last request: it ends as soon as it has replied, so that the kernel frees its
-        memory (DuckDB's instance and the run's tables: 6-7 ms for the dumbbell) while this
-        process prints."""
+    def persist(self, run: DerivedRun, db: str | Path, *, replace: bool = False) -> None:
+        """`store.writer.persist` of `run`, written by the child; returns once it has committed.
+        Ctrl-C and SIGTERM wait for the write, as in one process. The write is the child's last
+        request: it ends as soon as it has replied, so that the kernel frees its memory (DuckDB's
+        instance and the run's tables: 6-7 ms for the dumbbell) while this process prints."""
         with deferred():
             tables = run.stored_tables()
-            if set(tables) != {*self._sent, *self._pending}:  # derive and `DERIVED_TABLES` disagree: a bug
-                raise RuntimeError(f"derive made the tables {sorted(tables)}, the store's writer was told of "
-                                   f"{sorted({*self._sent, *self._pending})}")
-            for name in self._pending:
-                self._send(tables[name].to_ipc())
+            scalars = _ReceivedRun.scalars_of(run)
+            self._writing = True
+            self._send(pickle.dumps(("write", str(db), replace, scalars, list(tables))))
+            for table in tables.values():
+                self._send(table.to_ipc())
             self._reply()
-
-    def persist(self, run: DerivedRun, db: str | Path, *, replace: bool = False) -> None:
-        """`store.writer.persist` of `run`, written by the child: `begin` and `finish` at once."""
-        with deferred():
-            self._begin(_ReceivedRun.scalars_of(run), db, replace, {}, tuple(run.stored_tables()))
-            self.finish(run)
-
-    def _begin(self, scalars: dict[str, Any], db: str | Path, replace: bool, tables: Mapping[str, Any],
-               later: Sequence[str]) -> None:
-        """The write's request (`scalars`, every table's name), then `tables`; `later` to come."""
-        self._writing = True
-        self._send(pickle.dumps(("write", str(db), replace, scalars, [*tables, *later])))
-        for table in tables.values():
-            self._send(table.to_ipc())
-        self._sent, self._pending = list(tables), list(later)
 
     def _send(self, frame: bytes) -> None:
         try:

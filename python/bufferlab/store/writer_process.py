@@ -8,7 +8,7 @@ flow's 14 ms, so the steps after the engine waited for them; and DuckDB's client
 back about 580 times during the dumbbell's write, so the summary rendered beside it and the write
 delayed each other. A process of its own imports DuckDB and makes its instance on the second
 core while the command parses the spec and simulates, and writes without sharing a GIL. On a
-quiet machine (README, "The store's writer in a process of its own"): the dumbbell's command
+quiet machine (docs/speed.md, "The store's writer in a process of its own"): the dumbbell's command
 0.270 -> 0.255 s, one flow's 0.212 -> 0.166 s, a stored run's 0.163 -> 0.138 s, for 17-30 ms
 more CPU time (the fork's copy-on-write, the tables' hand-over, a write in a fresh process),
 which a busy machine pays in wall time too.

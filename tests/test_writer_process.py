@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -346,3 +347,44 @@ def test_a_write_whose_parent_has_gone_before_the_commit_is_rolled_back(tmp_path
         opened.save(derived, before_commit=parent_gone)
     with store.Store(db) as reopened:
         assert reopened.run_ids() == []
+
+
+# --- the child's reading of a write's tables --------------------------------------------------
+
+def _frames_of(tables: dict[str, Any]) -> bytes:
+    """A write's tables as the parent sends them: a frame of each one's IPC stream."""
+    return b"".join(writer_process._LENGTH.pack(len(ipc)) + ipc for ipc in (t.to_ipc() for t in tables.values()))
+
+
+def _series(rows: int) -> dict[str, Any]:
+    return {name: core().Table.from_columns(name, [("time_ns", "UInt64", list(range(k, k + rows)))])
+            for k, name in enumerate(("flow_timeseries", "channel_timeseries"))}
+
+
+def test_the_writer_reads_a_write_s_tables_before_it_takes_the_first_one() -> None:
+    tables = _series(40_000)  # 2 x 320 kB: more than a default pipe holds
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as requests, os.fdopen(write, "wb") as parent:
+        arriving = writer_process._ArrivingTables(list(tables), requests)
+        sent = threading.Thread(target=parent.write, args=(_frames_of(tables),))
+        sent.start()
+        sent.join(timeout=20)  # the parent is never left waiting on a full pipe
+        assert not sent.is_alive()
+        received = dict(arriving.items())
+    assert [received[name].column("time_ns").__array_interface__["shape"] for name in tables] == [(40_000,)] * 2
+    assert {name: t.column_values("time_ns")[:2] for name, t in received.items()} == {
+        "flow_timeseries": [0, 1], "channel_timeseries": [1, 2]}
+
+
+def test_a_parent_gone_in_the_middle_of_a_write_s_tables_ends_the_write() -> None:
+    tables = _series(10)
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as requests:
+        arriving = writer_process._ArrivingTables([*tables, "flows"], requests)
+        with os.fdopen(write, "wb") as parent:
+            parent.write(_frames_of(tables))  # the third table never comes
+        taken = arriving.items()
+        assert [name for name, _ in (next(taken), next(taken))] == list(tables)
+        with pytest.raises(writer_process._ParentGone):
+            next(taken)
+        arriving.drain()  # returns: nothing more will come

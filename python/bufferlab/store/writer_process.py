@@ -8,7 +8,7 @@ flow's 14 ms, so the steps after the engine waited for them; and DuckDB's client
 back about 580 times during the dumbbell's write, so the summary rendered beside it and the write
 delayed each other. A process of its own imports DuckDB and makes its instance on the second
 core while the command parses the spec and simulates, and writes without sharing a GIL. On a
-quiet machine (README, "The store's writer in a process of its own"): the dumbbell's command
+quiet machine (docs/speed.md, "The store's writer in a process of its own"): the dumbbell's command
 0.270 -> 0.255 s, one flow's 0.212 -> 0.166 s, a stored run's 0.163 -> 0.138 s, for 17-30 ms
 more CPU time (the fork's copy-on-write, the tables' hand-over, a write in a fresh process),
 which a busy machine pays in wall time too.
@@ -24,12 +24,45 @@ on a pipe. The parent never imports DuckDB on this path:
     write   ("write", db, replace, the run's scalars, its table names), then each table as an
             Arrow IPC stream (`_core.Table.to_ipc`) -> done, once committed (`Store.save`).
 
-Each message is a frame: its length (8 bytes) and its bytes, a pickle or an IPC stream. The
-child decodes each table (`_core.Table.from_ipc`: the same schema and values) and inserts it as
-soon as it has arrived, as `Store.save` inserts a run's tables in one process, so the parent
-encodes the next table while the child inserts the last one, and neither holds the IPC bytes of
-more than one table at a time (the dumbbell's tables are 12 MB as IPC streams). A failure of the child is sent back as what it was (`_failure`): the same one-line
-error and exit status as in one process (a bad or locked store, a full disk, a bug).
+Each message is a frame: its length (8 bytes) and its bytes, a pickle or an IPC stream. The child
+decodes each table (`_core.Table.from_ipc`: the same schema and values) and inserts it as soon as
+it has arrived, as `Store.save` inserts a run's tables in one process. A thread of the child reads
+the tables' frames from the pipe as soon as the write's request has come (`_ArrivingTables`), while
+the child opens the store and inserts the tables before (DuckDB lets go of the GIL), so that the
+parent sends the whole run without waiting for an insert and no insert waits for the pipe. Reading
+each frame only when `Store.save` took its table kept the pipe's copy on the write's critical path:
+the reference dumbbell's flow and channel series (3.7 and 8.6 MB) took 5.5 and 5.8 ms to read
+between their inserts, the child took its first table 14 ms after the request (opening the new
+store), and from the parent's first encoding to the last table inserted took 36-39 ms (best-median
+of 7, interleaved); with the thread 29-30 ms, the parent's wait for the commit 76-79 -> 67-69 ms,
+for about 2 MB more of the command's peak resident memory (the child's: its reader thread, and the
+IPC bytes of the tables not yet inserted). One flow's tables (0.6 MB) take 0.5 ms to read either
+way.
+
+Tried and dropped (issue 15, 2026-11-24): handing the streams over in a shared memory file
+(`os.memfd_create` before the fork, the parent writing each stream into it and sending only its
+place) instead of through the pipe. Measured for the dumbbell's 12 MB (CPU ms, best of 15):
+through the pipe the parent's write takes 1.8-2.0 and the child's read 6.1 (mostly the page faults
+of fresh bytes); with `os.pwrite` and `os.pread` on the file 3.8-3.9 and 5.8-6.7 (the file's pages
+are allocated as they are written: no gain); with the child mapping each stream (`mmap`,
+`MAP_POPULATE`) 3.8 and 2.3, so at best ~1.6 ms in all, or ~5 if the binding also encoded
+straight into the file rather than into fresh bytes (3.8 ms). Neither is on the write's critical
+path once the thread reads ahead, and both need the binding to hold a mapping (or a Python
+buffer) under an Arrow array or to write to a raw descriptor, which takes `unsafe` code, which the
+workspace forbids. The pipe's turns are already few: about 12 of 1 MB for the dumbbell (`_widen`).
+
+Tried and dropped too (issue 15, 2026-11-24; the branch `handover` keeps it as a commit and its
+revert): sending the write's request and the engine's series before derive, the rest after it, so
+that the child opens the store, makes a new store's schema and inserts the series while the
+command derives (the child takes a write's first table 11-14 ms after its request, opening the
+store). It leaves a new store's empty file behind when the command is interrupted while it
+derives, and holds the store's lock meanwhile, and did not pay on the shared machine: the whole
+command, 30 interleaved rounds with the two cores busy, wall best (first quartile) and CPU best,
+against this module without it: the dumbbell 0.366 (0.402) s and 0.380 s against 0.371 (0.400)
+and 0.357, one flow 0.283 (0.292) and 0.268 against 0.275 (0.283) and 0.254.
+
+A failure of the child is sent back as what it was (`_failure`): the same one-line error and exit
+status as in one process (a bad or locked store, a full disk, a bug).
 
 What holds as in one process: a stored run is complete or absent (one transaction), and the
 summary is printed only after the commit (the parent waits for the reply). Ctrl-C and SIGTERM:
@@ -68,6 +101,8 @@ from ..errors import SpecError
 from ..interrupts import deferred
 
 if TYPE_CHECKING:  # pragma: no cover
+    import queue
+
     from ..pipeline.derive import DerivedRun
 
 __all__ = ["WriterProcess", "WriterProcessLost", "start"]
@@ -243,6 +278,8 @@ def _serve(requests_fd: int, replies_fd: int) -> int:
         signal.signal(sig, signal.SIG_IGN)
     requests, replies = os.fdopen(requests_fd, "rb"), os.fdopen(replies_fd, "wb")
     try:  # what a request needs, made ahead; an error here is met again by the request
+        import queue  # noqa: F401 - for `_ArrivingTables` (the command's process never needs it)
+
         from . import connection, counters, writer  # noqa: F401
 
         connection.prepare_writer()
@@ -358,12 +395,29 @@ class _ReceivedRun:
 
 
 class _ArrivingTables:
-    """A write's tables in the order the parent sends them, each decoded as it arrives."""
+    """A write's tables in the order the parent sends them, each decoded as it arrives. A thread
+    reads the frames from the pipe as soon as the write's request has come, while the store is
+    opened and the tables before are inserted (DuckDB lets go of the GIL while it works)."""
 
     def __init__(self, names: list[str], requests: IO[bytes]) -> None:
         self._names = names
         self._requests = requests
         self._received = 0
+        import queue
+
+        self._frames: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
+        self._reader = threading.Thread(target=self._read, name="requests", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        try:
+            for _ in self._names:
+                frame = _read_frame(self._requests)
+                self._frames.put(frame)
+                if frame is None:
+                    return
+        except BaseException as e:  # noqa: BLE001 - raised where the frame is taken
+            self._frames.put(e)
 
     def items(self) -> Iterator[tuple[str, Any]]:
         from ..pipeline.engine import core
@@ -375,11 +429,12 @@ class _ArrivingTables:
     def drain(self) -> None:
         """Read what the parent still sends of the write (after a failure), so that it is
         never left writing into a full pipe."""
-        while self._received < len(self._names):
-            self._next()
+        self._reader.join()
 
     def _next(self) -> bytes:
-        frame = _read_frame(self._requests)
+        frame = self._frames.get()
+        if isinstance(frame, BaseException):
+            raise frame
         if frame is None:
             raise _ParentGone
         self._received += 1

@@ -60,14 +60,22 @@ enum Side {
 
 #[derive(Debug)]
 struct Flow {
-    src: u32,
-    dst: u32,
+    /// The channels the sender's and the receiver's packets leave their hosts by. Routes are
+    /// static and every packet of an endpoint goes to the other one, so this is looked up once,
+    /// when the flow is made, instead of in the routing table for every packet sent.
+    sender_egress: u32,
+    receiver_egress: u32,
     sender: Sender,
     receiver: Receiver,
     sender_timer: TimerSlot,
     receiver_timer: TimerSlot,
     /// The generator (and closed-loop user) that created the flow; `None` for a listed flow.
     origin: Option<Origin>,
+}
+
+/// The channel out of `from` toward `to` (validated: the two are different hosts with a path).
+fn egress(routes: &RoutingTable, from: u32, to: u32) -> u32 {
+    routes.next_channel(from, to).expect("validated: every flow endpoint is reachable")
 }
 
 impl Flow {
@@ -178,7 +186,7 @@ fn wakeup_event(generator: u32, wakeup: Wakeup) -> Event {
 }
 
 /// A flow listed in the spec: a TCP connection, or a datagram source.
-fn listed_flow(index: u32, f: &FlowSpec, seed: u64) -> Flow {
+fn listed_flow(index: u32, f: &FlowSpec, seed: u64, routes: &RoutingTable) -> Flow {
     let (src, dst) = (f.src as u32, f.dst as u32);
     let (sender, receiver) = match &f.traffic {
         TrafficSpec::Greedy | TrafficSpec::Finite { .. } => {
@@ -230,8 +238,8 @@ fn listed_flow(index: u32, f: &FlowSpec, seed: u64) -> Flow {
         }
     };
     let mut flow = Flow {
-        src: f.src as u32,
-        dst: f.dst as u32,
+        sender_egress: egress(routes, src, dst),
+        receiver_egress: egress(routes, dst, src),
         sender,
         receiver,
         sender_timer: TimerSlot::default(),
@@ -306,7 +314,7 @@ impl Simulator {
         let mut events = EventQueue::new();
         let mut flows = Vec::with_capacity(spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
-            let mut flow = listed_flow(i as u32, f, spec.seed);
+            let mut flow = listed_flow(i as u32, f, spec.seed, &routes);
             flow.sender.record_mut().path = route(&routes, &channels, f.src, f.dst);
             flows.push(flow);
             events.schedule(SimTime::from_ns(f.start_ns), Event::FlowStart { flow: i as u32 });
@@ -363,13 +371,14 @@ impl Simulator {
             }
         }
 
+        let prefetch_hops = spec.flows.len() * std::mem::size_of::<Flow>() > PREFETCH_HOPS_ABOVE_BYTES;
         Ok(Simulator {
             now: SimTime::ZERO,
             end: SimTime::from_ns(spec.duration_ns),
             events,
             events_processed: 0,
             channels,
-            wire: PacketPool::new(),
+            wire: PacketPool::prefetching(prefetch_hops, PREFETCH_AHEAD_ABOVE_BYTES),
             routes,
             listed_flows: flows.len(),
             open_flows: flows.len(),
@@ -381,7 +390,7 @@ impl Simulator {
             capture_of,
             captures,
             outbox: Vec::with_capacity(64),
-            prefetch_hops: spec.flows.len() * std::mem::size_of::<Flow>() > PREFETCH_HOPS_ABOVE_BYTES,
+            prefetch_hops,
         })
     }
 
@@ -446,13 +455,12 @@ impl Simulator {
     /// processed, `None` when the budget ran out first. Slicing never changes the result.
     pub fn run_until_bounded(&mut self, until: SimTime, max_events: u64) -> Option<bool> {
         let until = until.min(self.end);
-        let mut budget = max_events;
+        // The budget as a count of events processed: `events_processed` is counted anyway.
+        let stop_at = self.events_processed.saturating_add(max_events);
+        // `finished` is also set by the event whose flow completes the run
+        // (`Simulator::on_flow_closed`): the loop then stops before the next one.
         while !self.finished {
-            if self.open_flows == 0 && self.ends_when_flows_complete() {
-                self.finished = true; // every flow completed: the run ends now
-                break;
-            }
-            if budget == 0 {
+            if self.events_processed == stop_at {
                 // Out of budget: the caller gets control back if an event up to `until` is left.
                 if self.events.peek_time().is_some_and(|t| t <= until) {
                     return None;
@@ -460,10 +468,9 @@ impl Simulator {
                 break;
             }
             let Some((t, event)) = self.events.pop_until(until) else { break };
-            budget -= 1;
             self.now = t;
             self.events_processed += 1;
-            if self.prefetch_hops || self.wire.slots_bytes() > PREFETCH_AHEAD_ABOVE_BYTES {
+            if self.wire.prefetch_wanted() {
                 self.prefetch_ahead();
             }
             self.dispatch(event);
@@ -595,8 +602,8 @@ impl Simulator {
         record.user = user;
         let receiver = TcpReceiver::new(index, g.src, &g.config);
         self.flows.push(Flow {
-            src: g.src,
-            dst: g.dst,
+            sender_egress: egress(&self.routes, g.src, g.dst),
+            receiver_egress: egress(&self.routes, g.dst, g.src),
             sender: Sender::Tcp(sender),
             receiver: Receiver::Tcp(receiver),
             sender_timer: TimerSlot::default(),
@@ -615,6 +622,9 @@ impl Simulator {
         f.receiver.release_buffers();
         let Some(origin) = f.origin else {
             self.open_flows -= 1;
+            if self.open_flows == 0 && self.ends_when_flows_complete() {
+                self.finished = true; // every flow completed: the run ends now, after this event
+            }
             return;
         };
         if let Some(user) = origin.user {
@@ -640,7 +650,12 @@ impl Simulator {
     /// The packet in pool slot `slot` has reached its flow's endpoint on `side`, which reads it
     /// where it lies (no copy out of the pool); the slot is vacated before the endpoint's answer
     /// takes one. Otherwise as [`Simulator::drive`].
-    #[inline]
+    ///
+    /// Inlined into its two calls in `on_arrive`, one per side: each copy knows its side, and
+    /// the branches on it (which endpoint, whether the sender was open) fold away (1.2 % fewer
+    /// instructions on the reference dumbbell than one shared copy; `settle` inlined as well
+    /// was 3 % more, the main loop's registers spilling).
+    #[inline(always)]
     fn deliver(&mut self, flow: u32, side: Side, slot: u32) {
         let mut out = std::mem::take(&mut self.outbox);
         let was_open = side == Side::Sender && !self.flows[flow as usize].sender.is_closed();
@@ -665,12 +680,12 @@ impl Simulator {
     fn settle(&mut self, flow: u32, side: Side, was_open: bool, mut out: Vec<Packet>) {
         let f = &self.flows[flow as usize];
         let closed_now = was_open && f.sender.is_closed();
-        let node = match side {
-            Side::Sender => f.src,
-            Side::Receiver => f.dst,
+        let egress = match side {
+            Side::Sender => f.sender_egress,
+            Side::Receiver => f.receiver_egress,
         };
         for p in &out {
-            self.forward(node, p);
+            self.offer(egress, p);
         }
         out.clear();
         self.outbox = out;
@@ -685,13 +700,6 @@ impl Simulator {
         if closed_now {
             self.on_flow_closed(flow);
         }
-    }
-
-    /// Put a packet on the egress channel of `node` toward its destination.
-    #[inline]
-    fn forward(&mut self, node: u32, packet: &Packet) {
-        let ch = self.routes.next_channel(node, packet.dst).expect("validated: every flow endpoint is reachable");
-        self.offer(ch, packet);
     }
 
     /// Put a packet on channel `ch` (a copy of it: see [`Channel::offer`]).
@@ -736,9 +744,12 @@ impl Simulator {
         }
         match then.kind() {
             HopKind::Forward(next_ch) => {
-                // A copy: the slot is vacated first, so the next channel's pipe may take it again.
-                let packet = self.wire.take(slot);
-                self.offer(next_ch, &packet);
+                // The packet stays in its slot: onto the next channel's wire, or copied into its queue.
+                let schedule =
+                    self.channels[next_ch as usize].offer_stored(slot, self.now, &mut self.wire, &self.routes);
+                if let Some(schedule) = schedule {
+                    self.apply(next_ch, schedule);
+                }
             }
             HopKind::Receiver(flow) => self.deliver(flow, Side::Receiver, slot),
             HopKind::Sender(flow) => self.deliver(flow, Side::Sender, slot),
@@ -749,7 +760,10 @@ impl Simulator {
         let Some(ts) = self.timeseries.as_mut() else { return };
         ts.push_time(self.now);
         for row in 0..ts.flows.len() {
-            let f = &self.flows[ts.flows[row]];
+            let f = &mut self.flows[ts.flows[row]];
+            let delivered = f.receiver.bytes_delivered();
+            f.sender.fold_writes_below(delivered);
+            let f = &*f;
             ts.push_flow(
                 row,
                 FlowSample {

@@ -254,9 +254,9 @@ impl Channel {
     /// A packet arrives at the egress queue. Returns what to schedule, or `None` if the queue
     /// dropped it. (`routes` say where a packet goes after this channel, for its arrival event.)
     ///
-    /// The packet is read where it lies (the sender's outbox, or the arrival's copy of it) and
-    /// copied once: into the queue, or into the pool when it goes straight onto the wire. Passed
-    /// by value through each step, its 128 bytes were copied four times per hop.
+    /// The packet is read where it lies (the sender's outbox) and copied once: into the queue,
+    /// or into the pool when it goes straight onto the wire. Passed by value through each step,
+    /// its 128 bytes were copied four times per hop.
     #[inline]
     pub fn offer(
         &mut self,
@@ -265,27 +265,78 @@ impl Channel {
         pool: &mut PacketPool,
         routes: &RoutingTable,
     ) -> Option<Schedule> {
-        let bytes = packet.wire_bytes as u64;
-        self.counters.offered_packets += 1;
-        self.counters.offered_bytes += bytes;
-        if !self.wakeup_pending && now >= self.busy_until && self.passes_through {
-            // An empty work-conserving FIFO in front of an idle transmitter: straight onto the
-            // wire, as if enqueued and dequeued at once (a sojourn of zero).
-            let head_arrival = self.transmit(packet, SimTime::ZERO, now, pool, routes);
+        self.count_offered(packet);
+        if self.takes_at_once(now) {
+            let slot = pool.store(packet);
+            let head_arrival = self.transmit(slot, 0, now, pool, routes);
             return Some(Schedule { started: true, head_arrival, wakeup: None });
         }
+        self.enqueue(Packet { enqueued_at: now, ..*packet }, now, pool, routes)
+    }
+
+    /// [`Channel::offer`] for a packet that is in the pool, in `slot`, in no pipe: one the
+    /// simulator forwards from the pipe it arrived by. If it goes straight onto the wire it
+    /// stays in its slot, without a copy out and back in; if it queues, the queue takes a copy
+    /// and the slot is vacated.
+    #[inline]
+    pub fn offer_stored(
+        &mut self,
+        slot: u32,
+        now: SimTime,
+        pool: &mut PacketPool,
+        routes: &RoutingTable,
+    ) -> Option<Schedule> {
+        self.count_offered(pool.packet(slot));
+        if self.takes_at_once(now) {
+            let head_arrival = self.transmit(slot, 0, now, pool, routes);
+            return Some(Schedule { started: true, head_arrival, wakeup: None });
+        }
+        // Stamped as it is copied out of its slot, which is vacated.
+        let packet = Packet { enqueued_at: now, ..*pool.packet(slot) };
+        pool.vacate(slot);
+        self.enqueue(packet, now, pool, routes)
+    }
+
+    #[inline]
+    fn count_offered(&mut self, packet: &Packet) {
+        self.counters.offered_packets += 1;
+        self.counters.offered_bytes += packet.wire_bytes as u64;
+    }
+
+    /// An empty work-conserving FIFO in front of an idle transmitter: an offered packet goes
+    /// straight onto the wire, as if enqueued and dequeued at once (a sojourn of zero).
+    #[inline]
+    fn takes_at_once(&self, now: SimTime) -> bool {
+        !self.wakeup_pending && now >= self.busy_until && self.passes_through
+    }
+
+    /// An offered packet that does not go straight onto the wire, stamped with the time it
+    /// queues: into the queue, or dropped (`None`).
+    #[inline]
+    fn enqueue(
+        &mut self,
+        packet: Packet,
+        now: SimTime,
+        pool: &mut PacketPool,
+        routes: &RoutingTable,
+    ) -> Option<Schedule> {
+        let bytes = packet.wire_bytes as u64;
         let cold = &mut *self.cold;
         cold.integrate_queue(now);
-        let queued = cold.queue.enqueue(Packet { enqueued_at: now, ..*packet }, now);
+        let queued = cold.queue.enqueue(packet, now);
         self.passes_through = cold.queue.passes_through_when_idle();
-        if queued.is_err() {
-            pool.release_sack(packet);
+        if let Err((refused, _)) = queued {
+            pool.release_sack(&refused);
             cold.record.dropped_queue_packets += 1;
             cold.record.dropped_queue_bytes += bytes;
             return None;
         }
         cold.record.max_queue_packets = cold.record.max_queue_packets.max(cold.queue.len_packets());
         cold.record.max_queue_bytes = cold.record.max_queue_bytes.max(cold.queue.len_bytes());
+        if self.wakeup_pending {
+            // The transmitter is busy and its wakeup is already in the event list: the packet waits.
+            return Some(Schedule::default());
+        }
         Some(self.pump(now, pool, routes))
     }
 
@@ -315,7 +366,8 @@ impl Channel {
         match dequeued {
             Dequeue::Packet(packet) => {
                 schedule.started = true;
-                schedule.head_arrival = self.transmit(&packet, now - packet.enqueued_at, now, pool, routes);
+                let slot = pool.store(&packet);
+                schedule.head_arrival = self.transmit(slot, (now - packet.enqueued_at).as_ns(), now, pool, routes);
                 if self.cold.queue.len_packets() > 0 {
                     self.wakeup_pending = true;
                     schedule.wakeup = Some(self.busy_until);
@@ -330,30 +382,33 @@ impl Channel {
         schedule
     }
 
-    /// Serialise `packet` from `now`, after `sojourn` in the queue; unless the link loses it, it
+    /// Serialise the packet in pool slot `slot` (in no pipe) from `now`, after `sojourn_ns` in the queue (whole nanoseconds, what the
+    /// sojourn counter adds; zero for a packet that did not queue); unless the link loses it, it
     /// joins the pipe, with what becomes of it at the far node. Returns its arrival if it is the
     /// pipe's new head.
     fn transmit(
         &mut self,
-        packet: &Packet,
-        sojourn: SimTime,
+        slot: u32,
+        sojourn_ns: u64,
         now: SimTime,
         pool: &mut PacketPool,
         routes: &RoutingTable,
     ) -> Option<Arrival> {
+        let packet = pool.packet(slot);
         let bytes = packet.wire_bytes as u64;
         let tx_time = self.transmission_time(packet.wire_bytes);
         self.busy_until = now + tx_time;
         self.counters.sent_packets += 1;
         self.counters.sent_bytes += bytes;
         self.counters.busy_ns += tx_time.as_ns();
-        self.counters.sojourn_sum_ns += sojourn.as_ns();
+        self.counters.sojourn_sum_ns += sojourn_ns;
         if self.transmit_needs_cold && self.cold.captures_or_loses(packet) {
-            pool.release_sack(packet);
+            // Lost on the link: the packet leaves the network, its slot and SACK entry with it.
+            pool.retire(slot);
             return None;
         }
         let then = routes.hop(self.to, packet);
-        pool.push_back(&mut self.pipe, packet, self.busy_until + self.delay, then)
+        pool.link_back(&mut self.pipe, slot, self.busy_until + self.delay, then)
     }
 
     /// How long a packet of `bytes` takes to serialise (none without a rate), remembered for the
@@ -474,12 +529,17 @@ mod tests {
         let mut ch = Channel::new(0, 1, Some(rate), SimTime::from_us(5), 0.0, fifo, 1);
         let routes = RoutingTable::build(2, &[crate::net::routing::Edge { from: 0, to: 1, cost: 1 }], &[1]);
         let mut pool = PacketPool::new();
-        let mut now = SimTime::ZERO;
+        let (mut now, mut busy_ns) = (SimTime::ZERO, 0);
         for bytes in [1500, 1500, 52, 1500, 0, 64, 64, 1500] {
             let packet = Packet::segment(0, 1, 0, 1, bytes.max(40) - 40, bytes, now);
             let schedule = ch.offer(&packet, now, &mut pool, &routes).expect("an idle link takes it");
             assert!(schedule.started);
-            assert_eq!(ch.busy_until, now + rate.transmission_time(bytes as u64), "{bytes} bytes");
+            let tx_time = rate.transmission_time(bytes as u64);
+            assert_eq!(ch.busy_until, now + tx_time, "{bytes} bytes");
+            // The busy time counts each packet's own serialisation, rounded down to nanoseconds
+            // (at this rate no size takes a whole number of them).
+            busy_ns += tx_time.as_ns();
+            assert_eq!(ch.busy_ns(), busy_ns, "{bytes} bytes");
             now = ch.busy_until;
         }
     }

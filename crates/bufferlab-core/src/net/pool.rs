@@ -6,7 +6,9 @@
 //! flows at 10 Gb/s the pipes held ~770,000 packet slots for ~56,000 packets in flight, ~105 MB
 //! touched in turn. The pool's size follows the packets in flight across all channels, and free
 //! slots are reused last-in first-out, so a packet that starts transmission is written into the
-//! slot that the packet arriving just before it vacated: memory still in cache.
+//! slot that the packet arriving just before it vacated: memory still in cache. A packet that a
+//! router forwards onto an idle link does not move at all: it is unlinked from the pipe it
+//! arrived by and linked to the next one in its slot ([`PacketPool::link_back`]).
 //!
 //! Why the pipe lives in the pool too: on a large run a packet's arrival is the costliest moment
 //! of the loop. The packet was written one propagation delay earlier (milliseconds, tens of
@@ -89,30 +91,66 @@ pub struct PacketPool {
     /// The SACK blocks of the ACKs on the network (issue 15): a packet with `sack_len > 0`
     /// names its entry by `Packet::sack`.
     sacks: SackSlab,
+    /// The pool's slots have outgrown `prefetch_above_bytes`, or prefetching was asked for from
+    /// the start: the simulator then asks for each coming arrival's lines ahead of it. One flag,
+    /// set when the pool grows, so that each event reads one byte to know.
+    prefetch: bool,
+    prefetch_above_bytes: usize,
 }
 
 impl PacketPool {
+    /// A pool that never asks for prefetching.
     pub fn new() -> Self {
-        Self::default()
+        Self::prefetching(false, usize::MAX)
     }
 
-    /// Append `packet`, arriving at `arrival` (no earlier than the pipe's last packet) and then
-    /// going on as `then` says, to the back of `pipe`. Returns its arrival if it became the
-    /// pipe's head (that arrival must then be scheduled).
+    /// A pool that says to prefetch ([`PacketPool::prefetch_wanted`]) once its slots take more
+    /// than `above_bytes`, or always.
+    pub fn prefetching(always: bool, above_bytes: usize) -> Self {
+        PacketPool { prefetch: always, prefetch_above_bytes: above_bytes, ..Self::default() }
+    }
+
+    /// See [`PacketPool::prefetching`].
     #[inline]
+    pub fn prefetch_wanted(&self) -> bool {
+        self.prefetch
+    }
+
+    /// Store `packet` and append it to the back of `pipe` ([`PacketPool::store`], then
+    /// [`PacketPool::link_back`]).
+    #[cfg(test)]
     pub fn push_back(&mut self, pipe: &mut Pipe, packet: &Packet, arrival: SimTime, then: Hop) -> Option<Arrival> {
-        let slot = match self.free.pop() {
+        let slot = self.store(packet);
+        self.link_back(pipe, slot, arrival, then)
+    }
+
+    /// Put a copy of `packet` in a vacant slot (the one vacated last), in no pipe yet: a channel
+    /// about to transmit it links it to its pipe ([`PacketPool::link_back`]) or, if the link
+    /// loses it, retires it.
+    #[inline]
+    pub fn store(&mut self, packet: &Packet) -> u32 {
+        match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Stored(*packet);
-                self.links[slot as usize] = UNLINKED;
                 slot
             }
             None => {
                 self.slots.push(Stored(*packet));
                 self.links.push(UNLINKED);
+                self.prefetch |= self.slots_bytes() > self.prefetch_above_bytes;
                 (self.slots.len() - 1) as u32
             }
-        };
+        }
+    }
+
+    /// Append the packet in `slot` (stored, or unlinked from the pipe it arrived by: a packet
+    /// forwarded stays where it is), arriving at `arrival` (no earlier than the pipe's last
+    /// packet) and then going on as `then` says, to the back of `pipe`. Returns its arrival if
+    /// it became the pipe's head (that arrival must then be scheduled).
+    #[inline]
+    pub fn link_back(&mut self, pipe: &mut Pipe, slot: u32, arrival: SimTime, then: Hop) -> Option<Arrival> {
+        // Nothing is behind it in its new pipe (a forwarded packet's link still names its old one).
+        self.links[slot as usize] = UNLINKED;
         let tail = std::mem::replace(&mut pipe.tail, slot);
         if tail == NONE {
             pipe.head = slot;
@@ -368,5 +406,56 @@ mod tests {
             pop_front(&mut pool, &mut Pipe { head: s, tail: s }, s);
         }
         assert_eq!((pool.len(), pool.slots.len()), (1, 2));
+    }
+
+    #[test]
+    fn a_forwarded_packet_moves_to_the_next_pipe_in_its_slot_and_leaves_the_first_pipe_whole() {
+        // A router forwards the head of pipe `a` onto pipe `b`, behind b's packet, without a
+        // copy: the slot is the same, b ends with it, and a still holds the packets behind it.
+        let mut pool = PacketPool::new();
+        let (mut a, mut b) = (Pipe::default(), Pipe::default());
+        let head = pool.push_back(&mut a, &packet(1), SimTime(10), hop(1)).unwrap().slot;
+        pool.push_back(&mut a, &packet(2), SimTime(20), hop(2));
+        pool.push_back(&mut a, &packet(3), SimTime(30), hop(3));
+        let b_head = pool.push_back(&mut b, &packet(9), SimTime(5), hop(9)).unwrap().slot;
+        let next_in_a = pool.unlink_front(&mut a, head).expect("two packets behind it");
+        assert_eq!(pool.link_back(&mut b, head, SimTime(40), hop(7)), None, "b has a head already");
+        assert_eq!(pool.len(), 4, "moved, not copied");
+        assert_eq!(pool.iter(&a).map(|p| p.seq).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(pool.iter(&b).map(|p| p.seq).collect::<Vec<_>>(), [9, 1]);
+        // b's head names the moved packet's arrival and hop; nothing follows it in b, though its
+        // link named packet 2 while it was in a.
+        let (_, moved) = pop_front(&mut pool, &mut b, b_head);
+        let moved = moved.expect("the forwarded packet");
+        assert_eq!((moved.slot, moved.at, moved.then), (head, SimTime(40), hop(7)));
+        assert_eq!(pop_front(&mut pool, &mut b, head), (packet(1), None));
+        assert!(b.is_empty());
+        let (_, third) = pop_front(&mut pool, &mut a, next_in_a.slot);
+        assert_eq!(pop_front(&mut pool, &mut a, third.unwrap().slot), (packet(3), None));
+        assert!(a.is_empty() && pool.is_empty());
+    }
+
+    #[test]
+    fn a_pool_asks_for_prefetching_once_its_slots_outgrow_the_bound_and_keeps_asking() {
+        let bound = 3 * std::mem::size_of::<Stored>();
+        let mut pool = PacketPool::prefetching(false, bound);
+        let mut pipe = Pipe::default();
+        let mut heads = Vec::new();
+        for i in 0..3 {
+            heads.extend(pool.push_back(&mut pipe, &packet(i), SimTime(i), hop(i)));
+            assert!(!pool.prefetch_wanted(), "{} slots fit the bound", i + 1);
+        }
+        pool.push_back(&mut pipe, &packet(3), SimTime(3), hop(3));
+        assert!(pool.prefetch_wanted(), "a fourth slot does not");
+        // Emptied, the pool keeps its slots (its high-water mark), and the answer.
+        let mut slot = heads[0].slot;
+        while let Some(next) = pool.unlink_front(&mut pipe, slot) {
+            pool.vacate(slot);
+            slot = next.slot;
+        }
+        pool.vacate(slot);
+        assert!(pool.is_empty() && pool.prefetch_wanted());
+        assert!(PacketPool::prefetching(true, usize::MAX).prefetch_wanted(), "asked for from the start");
+        assert!(!PacketPool::new().prefetch_wanted());
     }
 }

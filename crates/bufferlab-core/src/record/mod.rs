@@ -44,7 +44,11 @@ pub struct ChannelSample {
 
 /// Series per flow (14), per channel (7) and per class (11): `TimeSeries::series_mut`.
 const SERIES: usize = 32;
+/// The first `FLOW_SERIES` of `series_mut` are per flow, the next `CHANNEL_SERIES` per channel.
+const FLOW_SERIES: usize = 14;
+const CHANNEL_SERIES: usize = 7;
 const CLASS_SERIES: usize = 11;
+const _: () = assert!(FLOW_SERIES + CHANNEL_SERIES + CLASS_SERIES == SERIES);
 
 impl TimeSeries {
     /// Empty series for the sampled `flows` and `channels` (indices, in row order).
@@ -172,35 +176,49 @@ impl TimeSeries {
         for series in self.series_mut() {
             series.begin_sample();
         }
+        debug_assert!(self.layouts_agree(), "the series of a kind of entity place their samples alike");
+    }
+
+    /// Every per-flow series has the layout of the first, every per-channel series that of
+    /// the first (what `push_flow` and `push_channel` rely on, finding one position for all).
+    fn layouts_agree(&mut self) -> bool {
+        let series = self.series_mut();
+        let (flows, rest) = series.split_at(FLOW_SERIES);
+        let channels = &rest[..CHANNEL_SERIES];
+        flows.iter().all(|s| s.same_layout(flows[0])) && channels.iter().all(|s| s.same_layout(channels[0]))
     }
 
     /// Row `row`'s values of the per-flow series at the instant opened last (`push_time`).
     pub fn push_flow(&mut self, row: usize, s: FlowSample) {
-        self.cwnd_bytes.set(row, s.cwnd);
-        self.ssthresh_bytes.set(row, s.ssthresh);
-        self.in_flight_bytes.set(row, s.in_flight);
-        self.srtt_ns.set(row, s.srtt_ns);
-        self.min_rtt_ns.set(row, s.min_rtt_ns);
-        self.acked_bytes.set(row, s.acked);
-        self.delivered_bytes.set(row, s.delivered);
-        self.sent_bytes.set(row, s.sent);
-        self.written_bytes.set(row, s.written);
-        self.idt_ewma_ns.set(row, s.idt_ewma_ns);
-        self.delivery_delay_byte_us.set(row, s.delivery_delay_byte_us);
-        self.pacing_rate_bps.set(row, s.pacing_rate_bps);
-        self.cc_state.set(row, s.cc_state);
-        self.delivery_rate_bps.set(row, s.delivery_rate_bps);
+        // The per-flow series share their layout (checked in `push_time`): one position for all.
+        let at = self.cwnd_bytes.position(row);
+        self.cwnd_bytes.set_at(at, s.cwnd);
+        self.ssthresh_bytes.set_at(at, s.ssthresh);
+        self.in_flight_bytes.set_at(at, s.in_flight);
+        self.srtt_ns.set_at(at, s.srtt_ns);
+        self.min_rtt_ns.set_at(at, s.min_rtt_ns);
+        self.acked_bytes.set_at(at, s.acked);
+        self.delivered_bytes.set_at(at, s.delivered);
+        self.sent_bytes.set_at(at, s.sent);
+        self.written_bytes.set_at(at, s.written);
+        self.idt_ewma_ns.set_at(at, s.idt_ewma_ns);
+        self.delivery_delay_byte_us.set_at(at, s.delivery_delay_byte_us);
+        self.pacing_rate_bps.set_at(at, s.pacing_rate_bps);
+        self.cc_state.set_at(at, s.cc_state);
+        self.delivery_rate_bps.set_at(at, s.delivery_rate_bps);
     }
 
     /// Row `row`'s values of the per-channel series at the instant opened last (`push_time`).
     pub fn push_channel(&mut self, row: usize, s: ChannelSample) {
-        self.queue_packets.set(row, s.queue_packets);
-        self.queue_bytes.set(row, s.queue_bytes);
-        self.channel_sent_bytes.set(row, s.sent_bytes);
-        self.channel_drops.set(row, s.drops);
-        self.channel_sent_packets.set(row, s.sent_packets);
-        self.channel_sojourn_ns.set(row, s.sojourn_ns);
-        self.channel_busy_ns.set(row, s.busy_ns);
+        // The per-channel series share their layout (checked in `push_time`): one position for all.
+        let at = self.queue_packets.position(row);
+        self.queue_packets.set_at(at, s.queue_packets);
+        self.queue_bytes.set_at(at, s.queue_bytes);
+        self.channel_sent_bytes.set_at(at, s.sent_bytes);
+        self.channel_drops.set_at(at, s.drops);
+        self.channel_sent_packets.set_at(at, s.sent_packets);
+        self.channel_sojourn_ns.set_at(at, s.sojourn_ns);
+        self.channel_busy_ns.set_at(at, s.busy_ns);
     }
 }
 

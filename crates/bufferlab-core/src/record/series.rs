@@ -74,8 +74,28 @@ impl Series {
     /// Row `row`'s value at the sample opened last (`begin_sample`).
     #[inline]
     pub fn set(&mut self, row: usize, value: u64) {
+        self.set_at(self.position(row), value);
+    }
+
+    /// Where row `row`'s value at the sample opened last goes in the buffer. Series that took
+    /// the same rows, reservations and samples share their layout (`same_layout`), so a
+    /// recorder setting one row of several of them finds the place once (`set_at`).
+    #[inline]
+    pub fn position(&self, row: usize) -> usize {
         debug_assert!(row < self.rows && self.samples > 0);
-        self.values[row * self.stride + self.samples - 1] = value;
+        row * self.stride + self.samples - 1
+    }
+
+    /// Set the value at `position` (from [`Series::position`] of this series or of one of the
+    /// same layout).
+    #[inline]
+    pub fn set_at(&mut self, position: usize, value: u64) {
+        self.values[position] = value;
+    }
+
+    /// Both series place every row's samples alike.
+    pub fn same_layout(&self, other: &Series) -> bool {
+        (self.rows, self.stride, self.samples) == (other.rows, other.stride, other.samples)
     }
 
     /// Row `row`'s samples.

@@ -180,6 +180,18 @@ impl Sender {
     pub fn heap_bytes(&self) -> usize {
         sender_dispatch!(self, s => s.heap_bytes())
     }
+    /// The first `bytes` application bytes have been delivered (the receiver says so): their
+    /// write times fold into one sum now, as they would once acknowledged. What the delivery
+    /// delay is computed from is unchanged (exact integer sums, however folded); the sampler
+    /// calls this before each sample so that it reads a folded sum instead of walking the
+    /// writes of the data in flight at every sample. Datagram senders keep no write log.
+    pub fn fold_writes_below(&mut self, bytes: u64) {
+        match self {
+            Sender::Tcp(s) => s.core.fold_writes_below(bytes),
+            Sender::Quic(s) => s.core.fold_writes_below(bytes),
+            Sender::Datagram(_) => {}
+        }
+    }
     pub fn record_mut(&mut self) -> &mut FlowRecord {
         match self {
             Sender::Tcp(s) => &mut s.core.record,

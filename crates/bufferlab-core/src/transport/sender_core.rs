@@ -158,6 +158,11 @@ impl<R: RttEstimate> SenderCore<R> {
     pub fn written_byte_ps_below(&self, bytes: u64) -> u128 {
         self.write_log.byte_ps_below(bytes)
     }
+    /// Fold the write times of the first `bytes` application bytes into one sum (delivered, so
+    /// never asked for in parts again); [`SenderCore::written_byte_ps_below`] is unchanged.
+    pub fn fold_writes_below(&mut self, bytes: u64) {
+        self.write_log.fold_below(bytes);
+    }
     /// Heap held by the write log and the record (`crate::memory`).
     pub fn heap_bytes(&self) -> usize {
         use crate::memory::HeapBytes;

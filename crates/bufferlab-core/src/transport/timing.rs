@@ -181,6 +181,39 @@ mod tests {
         assert_eq!(log.byte_ps_below(300), 250 * ps(1) + 50 * ps(3));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, failure_persistence: None, ..Default::default() })]
+
+        /// The sampler folds the log at the receiver's delivered offset before each sample, the
+        /// sender at its acknowledged one after each ACK: wherever the folds fall (each at or
+        /// below the bytes written, the queries never below a fold), every query answers what
+        /// a log never folded answers, the byte-by-byte sum of the write times.
+        #[test]
+        fn folding_anywhere_below_the_queries_changes_no_sum(
+            steps in proptest::collection::vec((1..3_000u64, 0..4u64, 0..3u8, 0..1_000u64), 1..200),
+        ) {
+            let (mut log, mut times) = (WriteLog::default(), Vec::new());
+            let (mut written, mut now, mut floor) = (0u64, SimTime::ZERO, 0u64);
+            for (len, dt, what, at) in steps {
+                now += SimTime(dt * 1_000_000);
+                log.write(written, written + len, now);
+                times.extend(std::iter::repeat_n(now.0 as u128, len as usize));
+                written += len;
+                // A fold (what 0) or a query (what 1, 2) somewhere from the last fold up.
+                let offset = floor + at * (written - floor) / 1_000;
+                if what == 0 {
+                    log.fold_below(offset);
+                    floor = offset;
+                } else {
+                    let expected: u128 = times[..offset as usize].iter().sum();
+                    proptest::prop_assert_eq!(log.byte_ps_below(offset), expected, "below {}", offset);
+                }
+            }
+            let expected: u128 = times.iter().sum();
+            proptest::prop_assert_eq!(log.byte_ps_below(written), expected);
+        }
+    }
+
     #[test]
     fn inter_departure_ewma_starts_at_the_second_packet() {
         let mut idt = InterDeparture::default();

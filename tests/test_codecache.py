@@ -56,8 +56,17 @@ print(json.dumps({
 """
 
 
+def bytecode_written() -> dict[str, str]:
+    """The environment of a process that writes its bytecode (and so the code cache)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def run_writing_bytecode(code: str) -> None:
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=bytecode_written())
+
+
 def probe(file: Path, mode: str, write: bool = True) -> dict[str, object]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = bytecode_written()
     if not write:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     out = subprocess.run([sys.executable, "-c", PROBE, str(file), mode], capture_output=True, text=True, check=True,
@@ -112,8 +121,7 @@ def test_a_forked_child_leaves_the_file_to_its_parent(tmp_path: Path) -> None:
             "    dataclasses.make_dataclass('C', ['a'])\n"
             "    sys.exit(0)\n"
             "os.wait()\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=env)
+    run_writing_bytecode(code)
     assert not file.exists()
 
 
@@ -129,8 +137,7 @@ def test_a_forked_child_saves_its_texts_beside_its_parent_s(tmp_path: Path) -> N
             "    os._exit(0)\n"
             "os.wait()\n"
             "dataclasses.make_dataclass('Parent', ['in_the_parent'])\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=env)
+    run_writing_bytecode(code)
     data = file.read_bytes()
     texts = marshal.loads(data[data.index(b"\n") + 1:])
     assert any("in_the_child" in text for text in texts) and any("in_the_parent" in text for text in texts)

@@ -318,16 +318,23 @@ def _peak_rss(overrides: tuple[str, ...], db: Path) -> int:
     return int(out.stderr.strip().splitlines()[-1]) * 1024  # Linux reports kB
 
 
+def reference_with(overrides: tuple[str, ...]) -> Any:
+    """The reference dumbbell's `Scenario` with `overrides` (``KEY=VALUE``, as ``--set`` takes them)."""
+    from bufferlab.spec import load_scenario
+    from bufferlab.spec.overrides import parse_assignment
+
+    scenario = load_scenario(REFERENCE)
+    return scenario.with_overrides(dict(parse_assignment(o) for o in overrides)) if overrides else scenario
+
+
 def series_copies(flows: int = 100, interval: str = "1ms", duration: str = "5s") -> tuple[float, float]:
     """(recorded series in bytes, copies of them at the run's peak): see the module docstring."""
     from bufferlab.pipeline.budget import SERIES_COPIES, memory_demands
     from bufferlab.pipeline.plan import plan
-    from bufferlab.spec import load_scenario
-    from bufferlab.spec.overrides import parse_assignment
 
     fine = (f"topology.flows={flows}", f"sample_interval={interval}", f"duration={duration}")
     coarse = (f"topology.flows={flows}", "sample_interval=1s", f"duration={duration}")
-    scenario = load_scenario(REFERENCE).with_overrides(dict(parse_assignment(o) for o in fine))
+    scenario = reference_with(fine)
     recorded = next(d.bytes for d in memory_demands(scenario, plan(scenario).resolved) if d.field == "sample_interval")
     series = recorded / SERIES_COPIES
     with tempfile.TemporaryDirectory() as tmp:
@@ -506,17 +513,12 @@ def write_steps(repetitions: int, pythons: tuple[str, ...]) -> dict[tuple[str, i
     from bufferlab.pipeline.derive import derive
     from bufferlab.pipeline.plan import plan
     from bufferlab.pipeline.simulate import simulate
-    from bufferlab.spec import load_scenario
-    from bufferlab.spec.overrides import parse_assignment
     from bufferlab.store.writer_process import _ReceivedRun
 
     out: dict[tuple[str, int, int], dict[str, tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, overrides, _, _ in WHOLE_PROCESS_CASES:
-            scenario = load_scenario(REFERENCE)
-            if overrides:
-                scenario = scenario.with_overrides(dict(parse_assignment(o) for o in overrides))
-            planned = plan(scenario)
+            planned = plan(reference_with(overrides))
             run = derive(planned, simulate(planned))
             case = Path(tmp) / "case.pickle"
             case.write_bytes(pickle.dumps({"scalars": _ReceivedRun.scalars_of(run),

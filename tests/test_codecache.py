@@ -61,7 +61,11 @@ def bytecode_written() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run_writing_bytecode(code: str) -> None:
+def run_forking_with_cache(file: Path, program: str) -> None:
+    """Run `program` in a process that writes its bytecode, after it has imported dataclasses and os
+    and installed the code cache kept in `file`."""
+    code = ("import dataclasses, os, sys\nfrom pathlib import Path\nfrom bufferlab import codecache\n"
+            f"codecache.install(Path({str(file)!r}))\n" + program)
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=bytecode_written())
 
 
@@ -115,13 +119,10 @@ def test_a_file_not_written_by_the_cache_counts_as_none_and_is_replaced(tmp_path
 def test_a_forked_child_leaves_the_file_to_its_parent(tmp_path: Path) -> None:
     # The store's writer process is forked from the command after the cache is installed.
     file = tmp_path / "codes.marshal"
-    code = ("import dataclasses, os, sys\nfrom pathlib import Path\nfrom bufferlab import codecache\n"
-            f"codecache.install(Path({str(file)!r}))\n"
-            "if os.fork() == 0:\n"
-            "    dataclasses.make_dataclass('C', ['a'])\n"
-            "    sys.exit(0)\n"
-            "os.wait()\n")
-    run_writing_bytecode(code)
+    run_forking_with_cache(file, "if os.fork() == 0:\n"
+                                 "    dataclasses.make_dataclass('C', ['a'])\n"
+                                 "    sys.exit(0)\n"
+                                 "os.wait()\n")
     assert not file.exists()
 
 
@@ -129,15 +130,12 @@ def test_a_forked_child_saves_its_texts_beside_its_parent_s(tmp_path: Path) -> N
     # The store's writer process saves what DuckDB's import compiled (`codecache.save`), and the
     # command's process adds its own texts to what the file holds when it exits.
     file = tmp_path / "codes.marshal"
-    code = ("import dataclasses, os\nfrom pathlib import Path\nfrom bufferlab import codecache\n"
-            f"codecache.install(Path({str(file)!r}))\n"
-            "if os.fork() == 0:\n"
-            "    dataclasses.make_dataclass('Child', ['in_the_child'])\n"
-            "    codecache.save()\n"
-            "    os._exit(0)\n"
-            "os.wait()\n"
-            "dataclasses.make_dataclass('Parent', ['in_the_parent'])\n")
-    run_writing_bytecode(code)
+    run_forking_with_cache(file, "if os.fork() == 0:\n"
+                                 "    dataclasses.make_dataclass('Child', ['in_the_child'])\n"
+                                 "    codecache.save()\n"
+                                 "    os._exit(0)\n"
+                                 "os.wait()\n"
+                                 "dataclasses.make_dataclass('Parent', ['in_the_parent'])\n")
     data = file.read_bytes()
     texts = marshal.loads(data[data.index(b"\n") + 1:])
     assert any("in_the_child" in text for text in texts) and any("in_the_parent" in text for text in texts)

@@ -12,6 +12,7 @@
 //! or SIGTERM stops a run within a fraction of a second.
 
 mod arrow;
+mod catalogue;
 mod tables;
 
 use arrow::{Column, Table};
@@ -228,6 +229,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Table>()?;
     m.add_class::<Column>()?;
     m.add_function(wrap_pyfunction!(result_schemas, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::catalogue, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::jain, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::entropy, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::quotients, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(package_version, m)?)?;

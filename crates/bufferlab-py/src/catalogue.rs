@@ -362,3 +362,56 @@ pub fn quotients(numerators: Vec<u128>, denominators: Vec<u64>) -> PyResult<Vec<
     }
     Ok(numerators.into_iter().zip(denominators).map(|(a, b)| metrics::numeric::quotient(a, b)).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, UInt32Array, UInt64Array};
+    use std::sync::Arc;
+
+    /// A flow time-series table of flows 3 and 5 (in that order), two samples each; every series
+    /// column holds its row number.
+    fn two_flows() -> RecordBatch {
+        let mut columns: Vec<(&str, ArrayRef)> = vec![
+            ("flow", Arc::new(UInt32Array::from(vec![3, 3, 5, 5]))),
+            ("time_ns", Arc::new(UInt64Array::from(vec![10, 20, 10, 20]))),
+        ];
+        for name in SERIES_COLUMNS {
+            columns.push((name, Arc::new(UInt64Array::from(vec![0, 1, 2, 3]))));
+        }
+        RecordBatch::try_from_iter(columns).expect("a batch")
+    }
+
+    #[test]
+    fn series_rows_are_the_flows_in_order_of_appearance_with_their_samples() {
+        let batch = two_flows();
+        let columns = SeriesColumns::read(&batch).expect("readable").expect("sampled");
+        let series = columns.series();
+        assert_eq!(series.time_ns, &[10, 20]);
+        assert_eq!(series.rows.iter().map(|(f, _)| *f).collect::<Vec<_>>(), vec![3, 5]);
+        assert_eq!(series.rows[1].1.acked_bytes, &[2, 3]);
+        assert!(series.rows[0].1.delivery_rate_bps.is_none());
+    }
+
+    #[test]
+    fn a_table_without_rows_has_no_series_and_one_without_a_column_is_refused() {
+        let empty = RecordBatch::try_from_iter([("flow", Arc::new(UInt32Array::from(Vec::<u32>::new())) as ArrayRef)])
+            .expect("a batch");
+        assert!(SeriesColumns::read(&empty).expect("readable").is_none());
+        let partial = two_flows().project(&[0, 1, 2]).expect("projected");
+        let error = SeriesColumns::read(&partial).err().expect("refused");
+        assert!(error.contains("delivered_bytes"), "{error}");
+    }
+
+    #[test]
+    fn counters_of_other_integer_types_and_nulls_are_read_as_counts() {
+        let batch = RecordBatch::try_from_iter([
+            ("a", Arc::new(arrow_array::Int64Array::from(vec![Some(4), None, Some(-1)])) as ArrayRef),
+            ("b", Arc::new(UInt64Array::from(vec![Some(7), None, Some(9)])) as ArrayRef),
+        ])
+        .expect("a batch");
+        assert_eq!(&*counts(&batch, "a").expect("read"), &[4, 0, 0]);
+        assert_eq!(&*counts(&batch, "missing").expect("read"), &[0, 0, 0]);
+        assert_eq!(optional_counts(&batch, "b").expect("read"), vec![Some(7), None, Some(9)]);
+    }
+}

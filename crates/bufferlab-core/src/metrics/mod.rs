@@ -143,12 +143,11 @@ fn flow_and_network_metrics(
         if !sampled.is_empty() {
             let clock = Clock::new(series.time_ns);
             let samples = clock.samples();
-            let mut throughput = vec![0.0; sampled.len() * samples];
-            let mut in_flight = vec![0.0; sampled.len() * samples];
-            let mut bdps = Vec::with_capacity(sampled.len());
+            // One flow's per-sample throughput and in-flight at a time, gathered by sample.
+            let (mut throughput, mut in_flight) = (vec![0.0; samples], vec![0.0; samples]);
+            let mut by_sample = network::SampleColumns::new(samples);
             let mut scratch = Scratch::default();
-            let rows = throughput.chunks_mut(samples.max(1)).zip(in_flight.chunks_mut(samples.max(1)));
-            for (&&(flow, ref s), (tput, flight)) in sampled.iter().zip(rows) {
+            for &&(flow, ref s) in &sampled {
                 let record = &facts.flows[flow];
                 let segment = facts.segments[flow];
                 let path_rate_bps = rates.path_bps(flow);
@@ -166,17 +165,15 @@ fn flow_and_network_metrics(
                     path_rate_bps,
                     bdp_segments,
                 };
-                let active = ActiveSamples { throughput: tput, in_flight: flight };
+                let active = ActiveSamples { throughput: &mut throughput, in_flight: &mut in_flight };
                 let (means, source) = series::flow_series_means(s, &ctx, &clock, &mut scratch, active);
                 for (column, value) in series_columns.iter_mut().zip(means) {
                     column[flow] = value;
                 }
                 sources[flow] = source;
-                bdps.push(bdp_segments.filter(|&b| b != 0.0));
+                by_sample.add_flow(&throughput, &in_flight, bdp_segments.filter(|&b| b != 0.0));
             }
-            let grid =
-                network::FlowGrid { samples, throughput: &throughput, in_flight: &in_flight, bdp_segments: &bdps };
-            network = network::network_means(&grid, rates.bottleneck_bps());
+            network = network::network_means(&mut by_sample, rates.bottleneck_bps());
         }
     }
     let mut columns: Vec<(&'static str, Vec<Option<f64>>)> =

@@ -19,17 +19,36 @@ pub const NETWORK_METRICS: [&str; 9] = [
 /// Each network metric's mean over the samples that define it (None: no sample does).
 pub type NetworkMeans = [Option<f64>; NETWORK_METRICS.len()];
 
-/// The sampled flows' per-sample values, flow-major (`flows × samples`), NaN outside a flow's
-/// active samples.
-#[derive(Debug, Clone, Copy)]
-pub struct FlowGrid<'a> {
-    pub samples: usize,
-    /// Throughput (Mb/s).
-    pub throughput: &'a [f64],
-    /// Segments in flight.
-    pub in_flight: &'a [f64],
-    /// Each flow's BDP in segments, if it has one (not 0).
-    pub bdp_segments: &'a [Option<f64>],
+/// The active flows' values at each sample, in flow order: what the network metrics add up.
+/// Filled one flow at a time (`add_flow`), so that each sample's values lie together.
+#[derive(Debug, Clone, Default)]
+pub struct SampleColumns {
+    /// Throughput (Mb/s) of the flows active at each sample.
+    throughput: Vec<Vec<f64>>,
+    /// Their segments in flight.
+    in_flight: Vec<Vec<f64>>,
+    /// Their segments in flight over their BDP (NaN for a flow without a BDP).
+    bdp_utilisation: Vec<Vec<f64>>,
+}
+
+impl SampleColumns {
+    pub fn new(samples: usize) -> Self {
+        let empty = || vec![Vec::new(); samples];
+        SampleColumns { throughput: empty(), in_flight: empty(), bdp_utilisation: empty() }
+    }
+
+    /// One flow's per-sample throughput and in-flight (NaN where it is not active), and its BDP
+    /// in segments if it has one (not 0).
+    pub fn add_flow(&mut self, throughput: &[f64], in_flight: &[f64], bdp_segments: Option<f64>) {
+        for (k, (&x, &flight)) in throughput.iter().zip(in_flight).enumerate() {
+            if x.is_nan() {
+                continue; // not active at this sample
+            }
+            self.throughput[k].push(x);
+            self.in_flight[k].push(flight);
+            self.bdp_utilisation[k].push(bdp_segments.map_or(f64::NAN, |b| flight / b));
+        }
+    }
 }
 
 /// Jain's fairness index (Σx)² / (n Σx²) of the shares `x` (R. Jain, D. Chiu, W. Hawe, DEC-TR-301,
@@ -51,46 +70,30 @@ pub fn entropy(positive: &[f64], total: f64, terms: &mut Vec<f64>) -> f64 {
     -pairwise_sum(terms)
 }
 
-/// The network metrics of the flows in `grid`; `bottleneck_bps`: the run's bottleneck rate.
-pub fn network_means(grid: &FlowGrid<'_>, bottleneck_bps: Option<f64>) -> NetworkMeans {
-    let samples = grid.samples;
-    let flows = grid.bdp_segments.len();
+/// The network metrics of the flows in `columns`; `bottleneck_bps`: the run's bottleneck rate.
+pub fn network_means(columns: &mut SampleColumns, bottleneck_bps: Option<f64>) -> NetworkMeans {
+    let samples = columns.throughput.len();
     let mut per_sample: Vec<Vec<f64>> = vec![Vec::with_capacity(samples); NETWORK_METRICS.len()];
-    let (mut x, mut in_flight, mut bdp, mut positive, mut terms) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for k in 0..samples {
-        x.clear();
-        in_flight.clear();
-        bdp.clear();
-        for row in 0..flows {
-            let tput = grid.throughput[row * samples + k];
-            if tput.is_nan() {
-                continue; // not active at this sample
-            }
-            let flight = grid.in_flight[row * samples + k];
-            x.push(tput);
-            in_flight.push(flight);
-            bdp.push(grid.bdp_segments[row].map_or(f64::NAN, |b| flight / b));
-        }
+    let (mut positive, mut terms) = (Vec::new(), Vec::new());
+    let SampleColumns { throughput, in_flight, bdp_utilisation } = columns;
+    for ((x, flight), bdp) in throughput.iter().zip(in_flight.iter()).zip(bdp_utilisation.iter_mut()) {
         if x.is_empty() {
             continue;
         }
-        let total = pairwise_sum(&x);
+        let total = pairwise_sum(x);
         per_sample[0].push(total);
-        per_sample[1].push(pairwise_sum(&in_flight));
+        per_sample[1].push(pairwise_sum(flight));
         if let Some(rate) = bottleneck_bps {
             per_sample[4].push(total * 1e6 / rate);
         }
         // Flows without a BDP count 0 (numpy's nansum), where some flow has one.
         if bdp.iter().any(|b| !b.is_nan()) {
-            for b in bdp.iter_mut() {
-                if b.is_nan() {
-                    *b = 0.0;
-                }
+            for b in bdp.iter_mut().filter(|b| b.is_nan()) {
+                *b = 0.0;
             }
-            per_sample[5].push(pairwise_sum(&bdp));
+            per_sample[5].push(pairwise_sum(bdp));
         }
-        if let Some(index) = jain(&x, &mut terms) {
+        if let Some(index) = jain(x, &mut terms) {
             per_sample[6].push(index);
         }
         per_sample[8].push(x.iter().fold(1.0, |product, &v| product * v));
@@ -137,13 +140,10 @@ mod tests {
 
     #[test]
     fn two_to_one_shares_give_jain_point_nine_and_the_two_share_entropy() {
-        let grid = FlowGrid {
-            samples: 2,
-            throughput: &[1.0, 1.0, 2.0, 2.0],
-            in_flight: &[3.0, 3.0, 6.0, 6.0],
-            bdp_segments: &[Some(3.0), None],
-        };
-        let means = network_means(&grid, Some(3e6));
+        let mut columns = SampleColumns::new(2);
+        columns.add_flow(&[1.0, 1.0], &[3.0, 3.0], Some(3.0));
+        columns.add_flow(&[2.0, 2.0], &[6.0, 6.0], None);
+        let means = network_means(&mut columns, Some(3e6));
         assert_eq!(means[0], Some(3.0));
         assert_eq!(means[1], Some(9.0));
         assert_eq!(means[4], Some(1.0));
@@ -157,13 +157,14 @@ mod tests {
     #[test]
     fn samples_without_active_flows_are_left_out_and_none_at_all_gives_none() {
         let nan = f64::NAN;
-        let grid =
-            FlowGrid { samples: 3, throughput: &[nan, 4.0, nan], in_flight: &[nan, 1.0, nan], bdp_segments: &[None] };
-        let means = network_means(&grid, None);
+        let mut columns = SampleColumns::new(3);
+        columns.add_flow(&[nan, 4.0, nan], &[nan, 1.0, nan], None);
+        let means = network_means(&mut columns, None);
         assert_eq!(means[0], Some(4.0));
         assert_eq!(means[4], None);
         assert_eq!(means[5], None);
-        let idle = FlowGrid { samples: 2, throughput: &[nan, nan], in_flight: &[nan, nan], bdp_segments: &[None] };
-        assert_eq!(network_means(&idle, Some(1e6)), [None; NETWORK_METRICS.len()]);
+        let mut idle = SampleColumns::new(2);
+        idle.add_flow(&[nan, nan], &[nan, nan], None);
+        assert_eq!(network_means(&mut idle, Some(1e6)), [None; NETWORK_METRICS.len()]);
     }
 }

@@ -281,9 +281,8 @@ mod tests {
     fn pairwise_sum_equals_numpys_on_every_length_0_to_300() {
         // FNV-1a over the bits of numpy 2.4's `(np.arange(1, n + 1) / 10).sum()` for n = 0..=300
         // (a sequential sum gives 0x9bb92e33bcae667f).
-        let fingerprint = (0..=300).fold(0xcbf29ce484222325_u64, |h, n| {
-            (h ^ pairwise_sum(&tenths(n)).to_bits()).wrapping_mul(0x100000001b3)
-        });
+        let fingerprint = (0..=300)
+            .fold(0xcbf29ce484222325_u64, |h, n| (h ^ pairwise_sum(&tenths(n)).to_bits()).wrapping_mul(0x100000001b3));
         assert_eq!(fingerprint, 0x0f7447b9ea85d98c);
     }
 

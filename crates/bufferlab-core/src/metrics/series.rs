@@ -103,6 +103,7 @@ fn increments(x: &[f64], out: &mut Vec<f64>) {
 /// times).
 #[derive(Debug, Default)]
 pub struct Scratch {
+    active: Vec<bool>,
     counter: Vec<f64>,
     increase: Vec<f64>,
     delivered: Vec<f64>,
@@ -165,11 +166,13 @@ pub fn flow_series_means(
     let (t, dt) = (&clock.t, &clock.dt);
     let n = clock.samples();
     let (start, end, mss) = (ctx.start_ns as f64, ctx.end_ns as f64, ctx.mss as f64);
-    // The samples whose interval (t − Δ, t] overlaps the lifetime.
-    let is_active = |k: usize| t[k] > start && t[k] - dt[k] < end && dt[k] > 0.0;
-    let state = |k: usize, v: f64| if is_active(k) { v } else { f64::NAN };
     let ActiveSamples { throughput, in_flight } = active;
-    let Scratch { counter, increase, delivered, values, srtt_ms, kept, deviations } = scratch;
+    let Scratch { active, counter, increase, delivered, values, srtt_ms, kept, deviations } = scratch;
+    // The samples whose interval (t − Δ, t] overlaps the lifetime, found once.
+    active.clear();
+    active.extend((0..n).map(|k| t[k] > start && t[k] - dt[k] < end && dt[k] > 0.0));
+    let active = &*active;
+    let state = |k: usize, v: f64| if active[k] { v } else { f64::NAN };
     values.clear();
     values.resize(n, 0.0);
     // A rate in each active interval: the counter's increase × 8e3 / Δ (bytes/ns → Mb/s).

@@ -304,3 +304,12 @@ def test_the_tree_and_parking_lot_models_load_only_for_such_a_topology(tmp_path:
     tree = ("run", str(ROOT / "scenarios" / "tree_mice.toml"), "--db", str(tmp_path / "t.duckdb"),
             "--set", "duration=1s", "--json")
     assert modules_loaded(cli(*tree), ("bufferlab.spec.topology",)) == ["bufferlab.spec.topology"]
+
+
+def test_the_queues_union_loads_only_for_a_queue_written_as_a_table(tmp_path: Path) -> None:
+    # pydantic's TypeAdapter (its module 0.35 ms) validates a queue table ({kind = "tbf", ...});
+    # a queue written as a size ("100p") is a FIFO without it.
+    args = ("check", str(ROOT / "scenarios" / "dumbbell.toml"))
+    assert modules_loaded(cli(*args), ("pydantic.type_adapter",)) == []
+    table = ("--set", 'topology.queue={kind = "fifo", limit = "100p"}')
+    assert modules_loaded(cli(*args, *table), ("pydantic.type_adapter",)) == ["pydantic.type_adapter"]

@@ -93,6 +93,9 @@ _HEADER = f"bufferlab code cache {sys.implementation.cache_tag} {sys.hexversion}
 # What the parser of regular expressions warns about (Python 3.11-3.13, `re._parser`): a set
 # opening with "[", a doubled "-", "&", "~" or "|" in a set, a conditional group's name.
 _REGEX_WARNING_MARKS = ("[[", "--", "&&", "~~", "||", "(?(")
+# `regex_parts` repeats `re._compiler.compile`'s private steps, which are those of Python 3.11 to
+# 3.13 only: on another version `re` is left as it is (the other caches use public functions).
+REGEX_STEPS_KNOWN = (3, 11) <= sys.version_info[:2] <= (3, 13)
 
 _real_exec = builtins.exec
 _real_eval = builtins.eval
@@ -245,7 +248,8 @@ def install(file: Path | None = None) -> None:
     dataclasses.exec = cached_exec  # type: ignore[attr-defined]
     typing.compile = cached_compile  # type: ignore[attr-defined]
     collections.eval = cached_eval  # type: ignore[attr-defined]
-    regex_compiler.compile = cached_regex_compile
+    if REGEX_STEPS_KNOWN:
+        regex_compiler.compile = cached_regex_compile
     atexit.register(cache.write)
 
 

@@ -69,7 +69,7 @@ def test_looking_for_a_run_in_a_store_that_does_not_exist_loads_no_duckdb(tmp_pa
 def test_the_store_s_writer_loads_duckdb_alone(tmp_path: Path) -> None:
     # The writer process of `bufferlab run` (store/writer_process.py) imports it while the
     # command parses its spec: the schema's columns come from data-only modules
-    # (`analysis.catalogue`, `pipeline.columns`), not from derive's numpy or the spec's pydantic.
+    # (`analysis.catalogue`, `pipeline.columns`), not from derive's catalogue or the spec's pydantic.
     assert heavy_modules_loaded("import bufferlab.store.writer") == ["duckdb"]
 
 

@@ -3,7 +3,9 @@
 //! Specs cross the boundary as JSON text (`bufferlab_core::spec`). A result comes back as Arrow
 //! tables (`tables.rs` defines each one's columns, once), handed over through the Arrow C stream
 //! interface (`arrow.rs`): polars, pyarrow and DuckDB read them without copying a column. The GIL
-//! is released while simulating and while the tables are built.
+//! is released while simulating and while the tables are built. Python's derive step hands those
+//! tables back to `catalogue` (`catalogue.rs`), which computes the metric catalogue from them with
+//! `bufferlab_core::metrics`, so that deriving a run needs no numpy.
 //!
 //! Errors are typed: a spec the engine refuses raises `EngineSpecError` (a `ValueError`) with
 //! `.field` (the engine's field path, e.g. `links[0].rate_bps`) and `.reason`. A simulation runs

@@ -271,60 +271,62 @@ pub fn catalogue<'py>(
     let result = py
         .allow_threads(|| compute(f, c, s, end_ns, &segments, bottleneck))
         .map_err(|e| PyValueError::new_err(format!("metric catalogue: {e}")))?;
-    to_python(py, &result)
+    to_python(py, result)
 }
 
-fn columns_dict<'py, T: IntoPyObject<'py> + Clone>(
+/// Named columns as a dict of lists (the vectors handed over, not copied).
+fn columns_dict<'py, T: IntoPyObject<'py>>(
     py: Python<'py>,
-    columns: &[(&str, Vec<T>)],
+    columns: impl IntoIterator<Item = (&'static str, Vec<T>)>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     for (name, values) in columns {
-        out.set_item(name, values.clone())?;
+        out.set_item(name, values)?;
     }
     Ok(out)
 }
 
-fn to_python<'py>(py: Python<'py>, c: &Catalogue) -> PyResult<Bound<'py, PyDict>> {
+/// The catalogue as `catalogue` returns it (see there), its vectors moved into Python lists.
+fn to_python(py: Python<'_>, c: Catalogue) -> PyResult<Bound<'_, PyDict>> {
     let out = PyDict::new(py);
-    let f = &c.flow_figures;
+    let f = c.flow_figures;
     let flow_figures = columns_dict(
         py,
-        &[
-            ("goodput_bps", f.goodput_bps.clone()),
-            ("loss_rate", f.loss_rate.clone()),
-            ("mean_srtt_ns", f.mean_srtt_ns.clone()),
-            ("throughput_l4", f.throughput_l4.clone()),
-            ("throughput_l7", f.throughput_l7.clone()),
-            ("sending_rate_l4", f.sending_rate_l4.clone()),
-            ("sending_rate_l7", f.sending_rate_l7.clone()),
-            ("one_way_delay_ms", f.one_way_delay_ms.clone()),
-            ("recovery_time_ms", f.recovery_time_ms.clone()),
+        [
+            ("goodput_bps", f.goodput_bps),
+            ("loss_rate", f.loss_rate),
+            ("mean_srtt_ns", f.mean_srtt_ns),
+            ("throughput_l4", f.throughput_l4),
+            ("throughput_l7", f.throughput_l7),
+            ("sending_rate_l4", f.sending_rate_l4),
+            ("sending_rate_l7", f.sending_rate_l7),
+            ("one_way_delay_ms", f.one_way_delay_ms),
+            ("recovery_time_ms", f.recovery_time_ms),
         ],
     )?;
-    flow_figures.set_item("lifetime_ns", f.lifetime_ns.clone())?;
-    flow_figures.set_item("completion_time_ns", f.completion_time_ns.clone())?;
-    flow_figures.set_item("lifetime_s", f.lifetime_s.clone())?;
+    flow_figures.set_item("lifetime_ns", f.lifetime_ns)?;
+    flow_figures.set_item("completion_time_ns", f.completion_time_ns)?;
+    flow_figures.set_item("lifetime_s", f.lifetime_s)?;
     out.set_item("flow_figures", flow_figures)?;
-    let ch = &c.channel_figures;
+    let ch = c.channel_figures;
     let channel_figures = columns_dict(
         py,
-        &[
-            ("utilisation", ch.utilisation.clone()),
-            ("mean_queue_packets", ch.mean_queue_packets.clone()),
-            ("mean_sojourn_ns", ch.mean_sojourn_ns.clone()),
+        [
+            ("utilisation", ch.utilisation),
+            ("mean_queue_packets", ch.mean_queue_packets),
+            ("mean_sojourn_ns", ch.mean_sojourn_ns),
         ],
     )?;
-    channel_figures.set_item("service_rate_bps", ch.service_rate_bps.clone())?;
+    channel_figures.set_item("service_rate_bps", ch.service_rate_bps)?;
     out.set_item("channel_figures", channel_figures)?;
-    let flow_metrics = columns_dict(py, &c.flow_metrics.columns)?;
-    flow_metrics.set_item("delivery_rate_source", c.flow_metrics.delivery_rate_source.clone())?;
+    let flow_metrics = columns_dict(py, c.flow_metrics.columns)?;
+    flow_metrics.set_item("delivery_rate_source", c.flow_metrics.delivery_rate_source)?;
     out.set_item("flow_metrics", flow_metrics)?;
-    let links = &c.link_metrics;
-    let link_metrics = columns_dict(py, &links.columns)?;
-    link_metrics.set_item("channel", links.channel.clone())?;
-    link_metrics.set_item("rate_mbps", links.rate_mbps.clone())?;
-    link_metrics.set_item("bottleneck", links.bottleneck.clone())?;
+    let links = c.link_metrics;
+    let link_metrics = columns_dict(py, links.columns)?;
+    link_metrics.set_item("channel", links.channel)?;
+    link_metrics.set_item("rate_mbps", links.rate_mbps)?;
+    link_metrics.set_item("bottleneck", links.bottleneck)?;
     out.set_item("link_metrics", link_metrics)?;
     let network = PyDict::new(py);
     for (name, value) in metrics::NETWORK_METRICS.iter().zip(c.network_metrics) {

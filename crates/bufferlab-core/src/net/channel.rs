@@ -386,6 +386,7 @@ impl Channel {
     /// sojourn counter adds; zero for a packet that did not queue); unless the link loses it, it
     /// joins the pipe, with what becomes of it at the far node. Returns its arrival if it is the
     /// pipe's new head.
+    #[inline(always)]
     fn transmit(
         &mut self,
         slot: u32,

@@ -350,6 +350,7 @@ impl Channel {
     /// Start the next transmission if the transmitter is free, and ask for a wakeup when it will
     /// be free again with packets waiting. An idle link therefore costs no event per packet: a
     /// packet that finds the transmitter free goes straight onto the wire.
+    #[inline(always)]
     fn pump(&mut self, now: SimTime, pool: &mut PacketPool, routes: &RoutingTable) -> Schedule {
         let mut schedule = Schedule::default();
         if self.wakeup_pending {

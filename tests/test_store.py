@@ -324,6 +324,35 @@ def test_a_later_write_leaves_the_row_groups_of_earlier_runs_where_they_are(db: 
             assert len(s.table_rows("channel_timeseries", run.run_id)) == run.result.channel_timeseries.height
 
 
+def test_a_new_store_keeps_keys_and_slowly_changing_series_run_length_encoded(db: Path) -> None:
+    # `store.RUN_LENGTH_COLUMNS`: told to DuckDB when the tables are made, so that its checkpoint
+    # does not weigh every other encoding over them; a constant segment stays a constant.
+    run = dense_run("20p")
+    store.persist(run, db)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        for table, columns in store.RUN_LENGTH_COLUMNS.items():
+            data = store.stored_table(table)
+            assert con.execute(f"SELECT count(*) FROM {data}").fetchone()[0] == \
+                (len(getattr(run.result, table)) if table != "captures" else 0)
+            encodings = dict(con.execute(
+                f"SELECT column_name, list(DISTINCT compression) FROM pragma_storage_info('{data}') "
+                "WHERE segment_type <> 'VALIDITY' GROUP BY column_name").fetchall())
+            declared = con.execute("SELECT sql FROM duckdb_tables() WHERE table_name = ?", [data]).fetchone()[0]
+            for column in columns:
+                assert f"{column} {'UINTEGER' if column in ('run', 'flow', 'channel', 'capture', 'sub_buffer') else 'UBIGINT'}" \
+                    " USING COMPRESSION RLE" in declared, (table, column)
+                assert set(encodings.get(column, ["RLE"])) <= {"RLE", "Constant"}, (table, column, encodings[column])
+            # Told only for these: the counters and times are DuckDB's choice (bit-packed here).
+            assert "BitPacking" in encodings.get("time_ns", ["BitPacking"])
+        # Read back through the views as written.
+        assert sorted(con.execute("SELECT flow, time_ns, ssthresh_bytes, min_rtt_ns FROM flow_timeseries").fetchall()) \
+            == sorted(zip(*(run.result.flow_timeseries[c].to_list()
+                            for c in ("flow", "time_ns", "ssthresh_bytes", "min_rtt_ns"))))
+    finally:
+        con.close()
+
+
 def test_every_write_lands_in_the_file_and_leaves_no_log_for_readers_to_replay(db: Path) -> None:
     # A commit is its checkpoint (`store.connection`): a run left in the write-ahead log instead
     # would be replayed, uncompressed, by every later open of the store, read-only ones included.

@@ -349,6 +349,62 @@ def test_a_write_whose_parent_has_gone_before_the_commit_is_rolled_back(tmp_path
         assert reopened.run_ids() == []
 
 
+# A process that writes the small dumbbell's run as the writer process does (`_write`), says so
+# and waits to be killed, as the child ends after its reply: without detaching its store.
+_COMMITS_THEN_WAITS = """
+    import os, sys, time
+    from pathlib import Path
+    from bufferlab import runner
+    from bufferlab.pipeline.derive import derive
+    from bufferlab.spec import Scenario
+    from bufferlab.store import writer_process
+    from conftest import SMALL_DUMBBELL
+    planned = runner.validate(Scenario.from_toml_text(SMALL_DUMBBELL))
+    run = derive(planned, runner._simulate(planned))
+    requests, _ = os.pipe()  # the parent never goes: nothing to read
+    writer_process._write(run, sys.argv[1], False, os.fdopen(requests, "rb"))
+    print(run.run_id, flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+def test_a_committed_write_is_whole_in_the_file_before_its_store_is_let_go_of(small_scenario: Path,
+                                                                              tmp_path: Path) -> None:
+    # The writer process replies once its write has committed and lets go of the store only as
+    # it ends (`writer_process._write`): the run must be in the file, whole, by the reply, even
+    # if the process then ends without closing anything.
+    db, reference = tmp_path / "r.duckdb", tmp_path / "reference.duckdb"
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_COMMITS_THEN_WAITS), str(db)], text=True,
+                            stdout=subprocess.PIPE, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "tests")})
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().strip()
+    try:
+        with pytest.raises(duckdb.IOException, match="lock"):  # still held: the store was not let go of
+            duckdb.connect(str(db), read_only=True)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    assert not Path(f"{db}.wal").exists()
+    done, report = _command("library", "run", str(small_scenario), "--db", str(reference), "--json")
+    assert report["status"] == 0, done.stderr
+    assert stored_tables(db) == stored_tables(reference) and len(stored_tables(db)["runs"][1]) == 1
+    assert run_id == json.loads(done.stdout.strip().rsplit("\n", 1)[0])["run_id"]
+
+
+def test_the_store_is_free_for_the_next_writer_once_the_command_has_ended(small_scenario: Path,
+                                                                          tmp_path: Path) -> None:
+    # Its writer process lets go of the store as it ends, after its reply; the command reaps it
+    # before it ends, so that the next command finds the store free at once.
+    db = tmp_path / "r.duckdb"
+    for force in ((), ("--force",)):
+        done, report = _command("command", "run", str(small_scenario), "--db", str(db), "--json", *force,
+                                env={**os.environ, "BUFFERLAB_DB_WAIT": "0"})
+        assert report["status"] == 0 and report["reaped"] == [True], done.stderr
+    with store.Store(db) as opened:  # no wait allowed: the lock is free
+        assert len(opened.run_ids()) == 1
+
+
 # --- the child's reading of a write's tables --------------------------------------------------
 
 def _frames_of(tables: dict[str, Any]) -> bytes:

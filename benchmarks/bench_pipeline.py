@@ -92,9 +92,12 @@ the reference dumbbell and one flow of it (as the whole-process cases), into a n
 stores of 10 and 50 runs of the same case: each repetition a fresh process that imports the
 store's writer and makes its DuckDB instance as the child does, decodes the run's tables from
 their Arrow IPC streams, and writes the run, CPU and wall ms of each step (least of the
-repetitions): decoding the IPC streams, opening the store (ATTACH, its schema version), the new
-store's schema, the run's number, each table's insert, the commit (DuckDB's checkpoint and its
-fsyncs), the detach. The tables reach this process whole, not through the pipe (the command's
+repetitions): decoding the IPC streams, placing a copy of an empty store where there is none
+(`store.empty_store`, where the checkout has it; its original made first, untimed, as the child
+makes it while it waits), opening the store (ATTACH, its schema version), a new store's schema,
+the run's number, each table's insert, the commit (DuckDB's checkpoint and its fsyncs), the
+detach (which the writer process leaves to its end, after its reply, where it keeps its store
+open: `writer_process._write`). The tables reach this process whole, not through the pipe (the command's
 hand-over: its `persist` stage). With --baseline, the same for the other checkout (its stores
 made by its own writer).
 
@@ -439,6 +442,7 @@ def print_existing(repetitions: int, baseline: str | None) -> None:
 # and prints the CPU and wall ms of each step of the last write (see --write-steps).
 _WRITE_STEPS_SCRIPT = """
 import json, pickle, sys, time
+from pathlib import Path
 from bufferlab.store import connection, writer
 from bufferlab.store.writer_process import _ReceivedRun
 from bufferlab.pipeline.engine import core
@@ -492,17 +496,27 @@ class Tables:
             table = core().Table.from_ipc(name, stream)
             add("decode", since)
             yield name, table
+try:  # a new store copied from an empty one, where the checkout's writer process does that
+    from bufferlab.store import empty_store
+    empty_store.prepare()  # made while the child waits for its request: not timed
+except ImportError:
+    empty_store = None
 for run_id in sys.argv[3:]:
     steps.clear()
     since = clock()
     run = _ReceivedRun.of({**case["scalars"], "run_id": run_id}, Tables())
+    if empty_store is not None:
+        placed = clock()
+        empty_store.place(Path(sys.argv[2]))
+        add("place", placed)
     with writer.Store(sys.argv[2]) as store:
         store.save(run)
     add("total", since)
 print(json.dumps(steps))
 """
 # Where --write-steps lists a step (the inserts, at 4, in the order they were made).
-_WRITE_STEPS_ORDER = {"decode": 0, "open": 1, "schema": 2, "run number": 3, "commit": 5, "detach": 6, "total": 7}
+_WRITE_STEPS_ORDER = {"decode": 0, "place": 0.5, "open": 1, "schema": 2, "run number": 3, "commit": 5, "detach": 6,
+                      "total": 7}
 # How many runs the store holds before the write --write-steps measures.
 WRITE_STEPS_RUNS = (0, 10, 50)
 

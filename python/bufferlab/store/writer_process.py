@@ -280,10 +280,11 @@ def _serve(requests_fd: int, replies_fd: int) -> int:
     try:  # what a request needs, made ahead; an error here is met again by the request
         import queue  # noqa: F401 - for `_ArrivingTables` (the command's process never needs it)
 
-        from . import connection, counters, writer  # noqa: F401
+        from . import connection, counters, empty_store, writer  # noqa: F401
 
         connection.prepare_writer()
         codecache.save()  # what DuckDB's import compiled, for the next command (no exit functions run here)
+        empty_store.prepare()  # once per schema: what a new store is copied from (`_write`)
     except BaseException:  # noqa: BLE001, S110 - the request that needs it reports it
         pass
     while True:
@@ -326,8 +327,9 @@ def _answer(request: tuple[Any, ...], requests: IO[bytes]) -> Any:
 
 
 def _write(run: _ReceivedRun, db: str, replace: bool, requests: IO[bytes]) -> None:
-    """`Store.save` of `run`, rolled back if the parent has gone before the commit; a failed
-    write closes the store (`Store.__exit__`).
+    """`Store.save` of `run`, rolled back if the parent has gone before the commit, into a copy
+    of an empty store where there is no store yet (`empty_store`); a failed write closes the
+    store (`Store.__exit__`).
 
     A committed write leaves its store attached and its connection open (`_COMMITTED`): the
     write is the child's last request, and the child's end closes the file and lets go of its
@@ -337,8 +339,10 @@ def _write(run: _ReceivedRun, db: str, replace: bool, requests: IO[bytes]) -> No
     write by then: the commit is a checkpoint into the file, synced, and leaves no write-ahead log
     (`store.connection`); and the parent reaps the child before it ends, so the lock is free once
     the command has ended."""
+    from . import empty_store
     from .writer import Store
 
+    empty_store.place(Path(db))  # a new store's tables without making them now, where it can
     store = Store(db)
     try:
         store.save(run, replace=replace, before_commit=lambda: _parent_gone(requests))

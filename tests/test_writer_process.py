@@ -72,6 +72,20 @@ _COMMAND = """
                 time.sleep(1.0)
             return real_answer(request, requests)
         writer_process._answer = answer
+    events = []
+    if mode == "order":  # what the command's main thread does after derive, in its order
+        from bufferlab import render
+        def noted(owner, name, event):
+            real = getattr(owner, name)
+            def wrapper(*args, **kwargs):
+                result = real(*args, **kwargs)
+                events.append(event)
+                return result
+            setattr(owner, name, wrapper)
+        noted(writer_process.WriterProcess, "_send", "sent")
+        noted(writer_process.WriterProcess, "_reply", "committed")
+        noted(cli._SummaryRendering, "start", "rendering")  # in a worker thread, from here
+        noted(render.RenderedSummary, "print", "printed")
     if mode != "library":
         cli.prepare_process()
     status = cli.main(args)
@@ -84,7 +98,7 @@ _COMMAND = """
         except ChildProcessError:
             gone.append(True)
     print("\\n" + json.dumps({"status": status, "duckdb": "duckdb" in sys.modules, "writers": len(pids),
-                              "reaped": gone}))
+                              "reaped": gone, **({"events": events} if events else {})}))
 """
 
 
@@ -168,6 +182,18 @@ def test_a_fresh_run_and_a_stored_one_never_load_duckdb_in_the_command_s_process
 @pytest.fixture
 def small_scenario(write_scenario) -> Path:
     return write_scenario(SMALL_DUMBBELL)
+
+
+def test_the_summary_is_rendered_while_the_run_is_written_and_printed_once_it_is_committed(
+        small_scenario: Path, tmp_path: Path) -> None:
+    # The command hands the whole run over first (its encoding holds the GIL), then renders the
+    # summary while the writer process writes and commits it, and prints it only once committed.
+    done, report = _command("order", "run", str(small_scenario), "--db", str(tmp_path / "r.duckdb"))
+    assert report["status"] == 0 and report["writers"] == 1, done.stderr
+    events = [event for k, event in enumerate(report["events"]) if event != "sent" or report["events"][k + 1] != "sent"]
+    # The request and each table sent, the summary's rendering begun, the commit, the summary printed.
+    assert events == ["sent", "rendering", "committed", "printed"], report["events"]
+    assert "simulated and stored" in done.stdout
 
 
 def test_on_one_cpu_the_command_stores_in_its_own_process(small_scenario: Path, tmp_path: Path) -> None:
@@ -403,6 +429,17 @@ def test_the_store_is_free_for_the_next_writer_once_the_command_has_ended(small_
         assert report["status"] == 0 and report["reaped"] == [True], done.stderr
     with store.Store(db) as opened:  # no wait allowed: the lock is free
         assert len(opened.run_ids()) == 1
+
+
+def test_a_run_s_tables_are_handed_over_smallest_first() -> None:
+    planned = runner.validate(Scenario.from_toml_text(CAPTURED))
+    from bufferlab.pipeline.derive import derive
+
+    tables = derive(planned, runner._simulate(planned)).stored_tables()
+    ordered = writer_process._smallest_first(tables)
+    assert sorted(ordered) == sorted(tables) and ordered == tables  # the same tables, each unchanged
+    sizes = [len(t) * len(t.column_types()) for t in ordered.values()]
+    assert sizes == sorted(sizes) and list(ordered)[-1] in ("captures", "channel_timeseries")
 
 
 # --- the child's reading of a write's tables --------------------------------------------------

@@ -505,11 +505,12 @@ for run_id in sys.argv[3:]:
     steps.clear()
     since = clock()
     run = _ReceivedRun.of({**case["scalars"], "run_id": run_id}, Tables())
+    known = {}
     if empty_store is not None:
         placed = clock()
-        empty_store.place(Path(sys.argv[2]))
+        known["copy_as_placed"] = empty_store.place(Path(sys.argv[2]))
         add("place", placed)
-    with writer.Store(sys.argv[2]) as store:
+    with writer.Store(sys.argv[2], **known) as store:
         store.save(run)
     add("total", since)
 print(json.dumps(steps))

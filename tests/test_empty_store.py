@@ -5,6 +5,7 @@ the interpreter writes bytecode."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def test_a_placed_copy_takes_a_run_exactly_as_a_new_store(original: Path, tmp_pa
 def test_a_file_that_is_there_is_never_replaced(original: Path, tmp_path: Path) -> None:
     there = tmp_path / "r.duckdb"
     there.write_bytes(b"someone else's")
-    assert not empty_store.place(there)
+    assert empty_store.place(there) is None
     assert there.read_bytes() == b"someone else's"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "r.duckdb"]
 
@@ -83,9 +84,9 @@ def test_without_an_original_or_with_a_damaged_one_nothing_is_placed(tmp_path: P
     kept = tmp_path / "empty-store.duckdb"
     monkeypatch.setattr(empty_store, "path", lambda: kept)
     target = tmp_path / "r.duckdb"
-    assert not empty_store.place(target)
+    assert empty_store.place(target) is None
     kept.write_bytes(b"\0" * 4096 * 20)  # not a DuckDB file of the writer's blocks
-    assert not empty_store.place(target)
+    assert empty_store.place(target) is None
     assert not target.exists()
 
 
@@ -97,7 +98,7 @@ def test_a_copy_that_cannot_be_linked_leaves_nothing(original: Path, tmp_path: P
 
     monkeypatch.setattr(empty_store.os, "link", refuse)
     directory = tmp_path / "d"
-    assert not empty_store.place(directory / "r.duckdb")
+    assert empty_store.place(directory / "r.duckdb") is None
     assert list(directory.iterdir()) == []
 
 
@@ -113,3 +114,28 @@ def test_the_original_s_name_changes_with_the_schema(monkeypatch: pytest.MonkeyP
     before = empty_store.path()
     monkeypatch.setattr(store, "NEW_STORE_SCHEMA", store.NEW_STORE_SCHEMA + ";\nSELECT 1")
     assert empty_store.path() != before and empty_store.path().parent == before.parent
+
+
+def test_a_writer_takes_an_untouched_copy_as_placed_and_reads_one_written_meanwhile(
+        original: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    planned = plan(Scenario.from_toml_text(SMALL_DUMBBELL))
+    run = derive(planned, simulate(planned))
+    untouched, written = tmp_path / "untouched.duckdb", tmp_path / "written.duckdb"
+    as_placed = {db: empty_store.place(db) for db in (untouched, written)}
+    assert all(as_placed.values())
+    store.persist(dataclasses.replace(run, run_id="e" * 64), written)  # another writer, in between
+    read = store.stored_schema_version
+    looked: list[Path] = []
+    monkeypatch.setattr(store, "stored_schema_version", lambda con: looked.append(con) or read(con))
+    for db in (untouched, written):
+        with store.Store(db, copy_as_placed=as_placed[db]) as s:
+            s.save(run)
+    assert len(looked) == 1  # the written copy's version was read; the untouched one's was known
+    numbers = {}
+    for db in (untouched, written):
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            numbers[db.stem] = con.execute("SELECT run_id, run FROM runs ORDER BY run").fetchall()
+        finally:
+            con.close()
+    assert numbers == {"untouched": [(run.run_id, 1)], "written": [("e" * 64, 1), (run.run_id, 2)]}

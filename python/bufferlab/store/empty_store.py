@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["path", "prepare", "place", "ABANDONED_AFTER_S"]
+__all__ = ["path", "prepare", "place", "identity", "ABANDONED_AFTER_S"]
 
 # A temporary original this much older than a finished `prepare` was left by a process killed
 # while making it (the command kills an idle writer process at once).
@@ -90,16 +90,28 @@ def _remove_abandoned(original: Path) -> None:
             pass
 
 
-def place(store: Path) -> bool:
-    """Copy the original to `store` if nothing is there (see the module docstring): whether it did."""
+def identity(file: Path) -> tuple[int, ...] | None:
+    """What changes whenever a file is written: its inode, size and times (a commit into a
+    store grows it); None where there is no file."""
+    try:
+        status = file.stat()
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns
+
+
+def place(store: Path) -> tuple[int, ...] | None:
+    """Copy the original to `store` if nothing is there (see the module docstring): the copy's
+    `identity` as placed, or None where it placed none. A writer that finds the file with that
+    identity once it holds the store's lock knows it as placed (`writer.Store`)."""
     if store.exists():
-        return False
+        return None
     try:
         data = path().read_bytes()
     except OSError:
-        return False
+        return None
     if not _whole(data):
-        return False
+        return None
     copy = store.with_name(f".{store.name}.{os.getpid()}.new")
     try:
         store.parent.mkdir(parents=True, exist_ok=True)
@@ -107,13 +119,13 @@ def place(store: Path) -> bool:
             written.write(data)
         os.link(copy, store)
     except OSError:  # made meanwhile, a full disk, no links here: the write makes its own
-        return False
+        return None
     finally:
         try:
             copy.unlink()
         except OSError:  # never made
             pass
-    return True
+    return identity(store)  # after the unlink, which changes the file's status time
 
 
 def _whole(data: bytes) -> bool:

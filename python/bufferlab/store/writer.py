@@ -365,8 +365,15 @@ class Store:
     """A DuckDB result store opened for writing. Use as a context manager and keep it open only
     for the writes at hand: while it is open, no other process can read or write the file."""
 
-    def __init__(self, path: str | Path = DEFAULT_DB) -> None:
+    def __init__(self, path: str | Path = DEFAULT_DB, *, copy_as_placed: Any = None) -> None:
+        """`copy_as_placed`: the identity `empty_store.place` gave the copy it made at `path`
+        just before; if the file still has it once the lock is this writer's, no other writer has
+        had it since, so it holds the current schema and no run, which is then not read again
+        (its version and the next run number: ~1.4 ms of a fresh writer's CPU time)."""
         self.path = Path(path)
+        self._copy_as_placed = copy_as_placed
+        # The number the next run takes where it is known without reading `runs`.
+        self._known_number: int | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
@@ -383,6 +390,12 @@ class Store:
         """A writer's connection to the store and its schema version: None for a new store, else
         the current one (an older store is migrated first, `store.migration`)."""
         con = connect(self.path, read_only=False)
+        if self._copy_as_placed is not None:
+            from .empty_store import identity
+
+            if identity(self.path) == self._copy_as_placed:
+                self._known_number = 1
+                return con, SCHEMA_VERSION
         try:
             version = stored_schema_version(con)
             check_schema_version(version, self.path)
@@ -524,6 +537,9 @@ class Store:
         (the only writer holds the store's lock until its commit, so no other can take it)."""
         if self._empty:
             return 1
+        if self._known_number is not None:
+            number, self._known_number = self._known_number, None
+            return number
         row = self.con.execute("SELECT coalesce(max(run), 0) + 1 FROM runs").fetchone()
         assert row is not None
         return int(row[0])

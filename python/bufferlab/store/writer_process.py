@@ -368,8 +368,8 @@ def _write(run: _ReceivedRun, db: str, replace: bool, requests: IO[bytes]) -> No
     from . import empty_store
     from .writer import Store
 
-    empty_store.place(Path(db))  # a new store's tables without making them now, where it can
-    store = Store(db)
+    placed = empty_store.place(Path(db))  # a new store's tables without making them now, where it can
+    store = Store(db, copy_as_placed=placed)
     try:
         store.save(run, replace=replace, before_commit=lambda: _parent_gone(requests))
     except BaseException:

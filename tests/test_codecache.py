@@ -1,4 +1,4 @@
-"""The command's cache of the code dataclasses and typing compile at run time (`bufferlab.codecache`):
+"""The command's cache of the code dataclasses, typing and re compile at run time (`bufferlab.codecache`):
 what it makes is what the built-ins make, it is kept between processes only where bytecode is
 written, and a file that is not its own is ignored. Each case runs in a fresh interpreter, as the
 cache replaces names in the standard library's modules for the whole process."""
@@ -11,6 +11,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from bufferlab import codecache
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,6 +60,38 @@ print(json.dumps({
 """
 
 
+# Regular expressions of every kind the cache serves or leaves to `re`: text and bytes, flags
+# given and written inline, named and numbered groups, verbose text, one that the parser warns
+# about (each time) and one that does not parse. Each pattern object is described by what the
+# matcher is made from (patterns compare equal when their flags, text and program are).
+REGEX_PROBE = """
+import json, re, sys, warnings
+from bufferlab import codecache
+patterns = [("(?P<rate>[0-9.]+)\\s*(?P<unit>[kMG]?bps)", 0), (b"^(\\d+)-(\\d+)$", 0), ("(?i)ab+c|d", re.M),
+            ("\\n  (?P<a>x)  # comment\\n  | y", re.X), ("[a-z]+", re.I | re.S), ("(a)(b)?(?P<c>c)", 0)]
+if sys.argv[2] == "cached":
+    codecache.install(__import__("pathlib").Path(sys.argv[1]))
+compiled = [re.compile(p, f) for p, f in patterns]
+plain = [codecache._real_regex_compile(p, f) for p, f in patterns]
+with warnings.catch_warnings(record=True) as warned:
+    warnings.simplefilter("always")
+    re.compile("[[a]b")
+try:
+    re.compile("(unclosed")
+    bad = "accepted"
+except re.error as e:
+    bad = str(e)
+cache = codecache._cache
+print(json.dumps({
+    "equal": [c == q for c, q in zip(compiled, plain)],
+    "described": [[c.pattern if isinstance(c.pattern, str) else c.pattern.decode(), c.flags, c.groups,
+                   dict(c.groupindex)] for c in compiled],
+    "matches": [bool(compiled[0].match("80 Mbps")), compiled[1].match(b"12-34").groups() == (b"12", b"34")],
+    "warned": [str(w.message) for w in warned], "bad": bad,
+    "new": cache.new if cache else None}))
+"""
+
+
 def bytecode_written() -> dict[str, str]:
     """The environment of a process that writes its bytecode (and so the code cache)."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -69,11 +105,11 @@ def run_forking_with_cache(file: Path, program: str) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=bytecode_written())
 
 
-def probe(file: Path, mode: str, write: bool = True) -> dict[str, object]:
+def probe(file: Path, mode: str, write: bool = True, program: str = PROBE) -> dict[str, object]:
     env = bytecode_written()
     if not write:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    out = subprocess.run([sys.executable, "-c", PROBE, str(file), mode], capture_output=True, text=True, check=True,
+    out = subprocess.run([sys.executable, "-c", program, str(file), mode], capture_output=True, text=True, check=True,
                          cwd=ROOT, env=env)
     result: dict[str, object] = json.loads(out.stdout)
     return result
@@ -92,6 +128,20 @@ def test_cached_code_makes_the_same_classes_and_references_as_the_built_ins(tmp_
     # compiled nothing.
     assert isinstance(first["new"], int) and first["new"] > 0 and first["read"] == first["new"]
     assert second["new"] == 0 and second["read"] == first["new"]
+
+
+@pytest.mark.skipif(not codecache.REGEX_STEPS_KNOWN, reason="re's private steps are known for Python 3.11-3.13 only")
+def test_cached_regular_expressions_are_the_patterns_re_makes(tmp_path: Path) -> None:
+    file = tmp_path / "codes.marshal"
+    plain, first, second = (probe(file, mode, program=REGEX_PROBE) for mode in ("plain", "cached", "cached"))
+    for run in (plain, first, second):
+        assert run["equal"] == [True] * 6 and run["matches"] == [True, True]
+        assert {k: run[k] for k in ("described", "warned", "bad")} == {k: plain[k] for k in ("described", "warned",
+                                                                                             "bad")}
+    # The parser's warning is given in every process, and a pattern that does not parse still raises.
+    assert plain["warned"] == ["Possible nested set at position 1"] and plain["bad"] != "accepted"
+    # The second process read the first one's patterns and parsed none of them again.
+    assert isinstance(first["new"], int) and first["new"] >= 6 and second["new"] == 0
 
 
 def test_nothing_is_written_where_bytecode_is_not(tmp_path: Path) -> None:
@@ -143,10 +193,12 @@ def test_a_forked_child_saves_its_texts_beside_its_parent_s(tmp_path: Path) -> N
 
 
 def test_only_the_command_s_process_installs_the_cache() -> None:
-    code = ("import collections, dataclasses, typing\nimport bufferlab.cli, bufferlab.spec.scenario\n"
-            "replaced = lambda: [hasattr(dataclasses, 'exec'), hasattr(typing, 'compile'), hasattr(collections, 'eval')]\n"
+    code = ("import collections, dataclasses, re, typing\nimport bufferlab.cli, bufferlab.spec.scenario\n"
+            "original = re._compiler.compile\n"
+            "replaced = lambda: [hasattr(dataclasses, 'exec'), hasattr(typing, 'compile'), hasattr(collections, 'eval'),\n"
+            "                    re._compiler.compile is not original]\n"
             "library = replaced()\n"
             "bufferlab.cli.prepare_process()\n"
             "print(library, replaced())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-    assert out.stdout.strip() == "[False, False, False] [True, True, True]"
+    assert out.stdout.strip() == "[False, False, False, False] [True, True, True, True]"

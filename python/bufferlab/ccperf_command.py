@@ -1,0 +1,48 @@
+"""`bufferlab ccperf --bw=80Mbps --rtts=15ms,15ms --qlen=10p ...`: a static dumbbell given in
+ns-3 ccperf's flag vocabulary (seed 001), run and stored as `bufferlab run` stores a scenario
+file (`cli._execute`).
+
+A command of its own module, imported when it is asked for (`cli.LazyGroup`): declaring its 26
+options, with the flags' module, and `results`' cost every other command's start 1.2 ms of CPU
+time (issue 15)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .cli import (_db_option, _execute, _force_option, _json_option, _max_memory_option, _overridden, _set_option,
+                  _store_writer, _study_option)
+from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS
+
+__all__ = ["ccperf_command"]
+
+
+def _ccperf_options(func: Any) -> Any:
+    for name, text in reversed([*CCPERF_FLAGS.items(), *METADATA_FLAGS.items()]):
+        func = click.option(f"--{name}", name.replace("-", "_"), type=str, default=None, help=text)(func)
+    return func
+
+
+@click.command("ccperf")
+@_ccperf_options
+@_db_option
+@_force_option
+@_json_option
+@_set_option
+@_study_option
+@_max_memory_option
+def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str, ...], study: str | None,
+                   max_memory: str | None, **flags: str | None) -> None:
+    """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
+    link and network metric tables."""
+    with _store_writer() as writer:
+        from .pipeline.budget import parse_budget
+        from .spec.ccperf import scenario_from_ccperf
+
+        budget = parse_budget(max_memory)
+        spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
+        _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study, show_metrics=True,
+                 max_memory=budget, writer=writer)

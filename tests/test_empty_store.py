@@ -18,7 +18,7 @@ from bufferlab.pipeline.simulate import simulate
 from bufferlab.spec import Scenario
 from bufferlab.store import SCHEMA_VERSION, empty_store
 from bufferlab.store import writer as store
-from conftest import SMALL_DUMBBELL, stored_tables
+from conftest import SMALL_DUMBBELL, store_block_size, stored_tables
 
 
 @pytest.fixture
@@ -41,15 +41,6 @@ def _schema(db: Path) -> list[tuple[str, str]]:
         con.close()
 
 
-def _block_size(db: Path) -> int:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute("SELECT block_size FROM pragma_database_size() WHERE database_name = current_database()"
-                           ).fetchone()[0]
-    finally:
-        con.close()
-
-
 def test_a_placed_copy_takes_a_run_exactly_as_a_new_store(original: Path, tmp_path: Path) -> None:
     planned = plan(Scenario.from_toml_text(SMALL_DUMBBELL))
     run = derive(planned, simulate(planned))
@@ -60,7 +51,7 @@ def test_a_placed_copy_takes_a_run_exactly_as_a_new_store(original: Path, tmp_pa
         copy.save(run)
     store.persist(run, made)
     assert _schema(placed) == _schema(made)
-    assert _block_size(placed) == _block_size(made)
+    assert store_block_size(placed) == store_block_size(made)
     assert stored_tables(placed) == stored_tables(made)
     con = duckdb.connect(str(placed), read_only=True)
     try:

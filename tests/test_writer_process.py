@@ -196,6 +196,52 @@ def test_the_summary_is_rendered_while_the_run_is_written_and_printed_once_it_is
     assert "simulated and stored" in done.stdout
 
 
+# The console script (`entry.main`) in a fresh interpreter, its writer process's pid and whether
+# the command's module was loaded when it was forked, then, at the exit (`cli.exit_now` runs the
+# exit functions), whether it was reaped.
+_CONSOLE_SCRIPT = """
+    import atexit, json, os, sys
+    from bufferlab import entry
+    from bufferlab.store import writer_process
+    forks = []
+    real_start = writer_process.start
+    def start():
+        handle = real_start()
+        if handle is not None:
+            forks.append((handle.pid, "bufferlab.cli" not in sys.modules))
+        return handle
+    writer_process.start = start
+    def report():
+        reaped = []
+        for pid, _ in forks:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+                reaped.append(False)
+            except ChildProcessError:
+                reaped.append(True)
+        print("\\n" + json.dumps({"forked_before_cli": [early for _, early in forks], "reaped": reaped}))
+    atexit.register(report)
+    sys.argv = ["bufferlab", *sys.argv[1:]]
+    entry.main()
+"""
+
+
+@pytest.mark.parametrize("args", [("--help",), (), ("--set",), ("run.toml", "--json")])
+def test_the_console_script_forks_the_writer_first_and_reaps_it_whatever_the_command_does(
+        args: tuple[str, ...], small_scenario: Path, tmp_path: Path) -> None:
+    args = tuple(str(small_scenario) if a == "run.toml" else a for a in args)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_CONSOLE_SCRIPT), "run", *args,
+                           "--db", str(tmp_path / "r.duckdb")], capture_output=True, text=True, cwd=REPO,
+                          timeout=300, check=False)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    # Forked before click and the command's modules, once, and reaped before the process ended:
+    # after a run, after --help, after a usage error (a missing argument, an option's value).
+    assert report == {"forked_before_cli": [True], "reaped": [True]}, done.stderr
+    assert done.returncode == (0 if {"--help", "--json"} & set(args) else 2), done.stderr
+    if "--json" in args:
+        assert json.loads(done.stdout.strip().rsplit("\n", 1)[0])["from_store"] is False
+
+
 def test_on_one_cpu_the_command_stores_in_its_own_process(small_scenario: Path, tmp_path: Path) -> None:
     done, report = _command("command", "run", str(small_scenario), "--db", str(tmp_path / "a.duckdb"), "--json",
                             preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))

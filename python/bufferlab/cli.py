@@ -166,7 +166,7 @@ def _store_writer() -> Iterator[WriterProcess | None]:
         return
     from .store import writer_process
 
-    writer = writer_process.start()
+    writer = writer_process.take()  # forked as the console script started, where it was
     if writer is None:
         yield None
         return
@@ -476,7 +476,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def command_line() -> NoReturn:
     """The `bufferlab` command: its process settings, `main`, then exit with its status at once."""
     prepare_process()
-    exit_now(main())
+    status = main()
+    if "bufferlab.store.writer_process" in sys.modules:  # a writer forked early that no command took
+        sys.modules["bufferlab.store.writer_process"].end_untaken()
+    exit_now(status)
 
 
 def prepare_process() -> None:

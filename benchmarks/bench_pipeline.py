@@ -39,8 +39,9 @@ peak. Each figure is the least of the repetitions, measure by measure:
                  where the command exits with `sys.exit`; where it has `cli.exit_now`, the
                  kernel freeing the process's memory (see `cli.exit_now`); no faults, and
                  its resident growth is not measured
-    writer       the store's writer process, where the command has one (forked, as the command
-                 forks it, before the spec is read): its imports (DuckDB), DuckDB's instance and
+    writer       the store's writer process, where the command has one (forked where the
+                 command forks it: before the CLI's import where the console script does that,
+                 else before the spec is read; the fork counts in cli): its imports (DuckDB), DuckDB's instance and
                  the write; it runs beside the stages above, on the second core (its faults are
                  its own; its peak resident memory is printed with what was resident at the exit)
 
@@ -223,13 +224,14 @@ try:  # the settings the command makes before its imports, where it has them (`e
     prepare_interpreter()
 except ImportError:
     pass
+try:  # the store's writer process, forked where the console script forks it, where it has one
+    from bufferlab.store import writer_process
+    getattr(writer_process, "start_early", lambda argv: None)(["bufferlab", "run"])
+except ImportError:
+    writer_process = None
 import bufferlab.cli
 getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
-try:  # the store's writer process, started where the command starts it, where it has one
-    from bufferlab.store import writer_process
-    writer = writer_process.start()
-except ImportError:
-    writer = None
+writer = None if writer_process is None else getattr(writer_process, "take", writer_process.start)()
 mark("cli")
 from bufferlab.spec import load_scenario
 from bufferlab.spec.overrides import parse_assignment

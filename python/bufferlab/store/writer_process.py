@@ -13,8 +13,10 @@ quiet machine (docs/speed.md, "The store's writer in a process of its own"): the
 more CPU time (the fork's copy-on-write, the tables' hand-over, a write in a fresh process),
 which a busy machine pays in wall time too.
 
-How. `start` forks the child as soon as the command knows it will run (`cli`), before any
-thread exists (a fork copies only the forking thread; the preload's thread starts later). The
+How. `start` forks the child before any thread exists (a fork copies only the forking thread;
+the preload's thread starts later): as the console script starts, for the commands that store a
+run (`start_early`, before click and the command's own modules), else as the command knows it
+will run (`cli`). The
 child imports DuckDB and the store's writer, makes the writer's in-memory database
 (`connection.prepare_writer`: no store file is opened, none is created) and waits for requests
 on a pipe. The parent never imports DuckDB on this path:

@@ -167,12 +167,12 @@ def test_the_preload_thread_does_not_keep_the_process_alive(small: Path, db: Pat
 
 
 def test_a_run_that_fails_before_the_preload_is_done_waits_for_it_at_exit(small: Path, db: Path) -> None:
-    # The run fails as soon as it derives (numpy cannot be imported) while the preload is still
-    # making DuckDB's instance (here: a slow stand-in). The interpreter's exit waits for the
+    # The run fails as soon as it derives (the metric catalogue cannot be imported) while the
+    # preload is still making DuckDB's instance (here: a slow stand-in). The interpreter's exit waits for the
     # thread: torn down under a thread inside DuckDB's import, the process aborted (status 134).
     done = _python("""
         import sys, time
-        sys.modules["numpy"] = None
+        sys.modules["bufferlab.analysis.metrics"] = None
         from bufferlab import preload, runner
         from bufferlab.spec import Scenario
         from bufferlab.store import connection
@@ -190,11 +190,12 @@ def test_a_run_that_fails_before_the_preload_is_done_waits_for_it_at_exit(small:
 
 
 def test_an_import_the_preload_cannot_make_fails_the_command_as_without_it(small: Path, tmp_path: Path) -> None:
-    # numpy cannot be imported: the preload keeps the error, the main thread meets it again when
-    # it derives the run, and the command says so in its one line, as it does without a preload.
+    # The metric catalogue cannot be imported: the preload keeps the error, the main thread meets
+    # it again when it derives the run, and the command says so in its one line, as it does
+    # without a preload.
     code = """
         import sys
-        sys.modules["numpy"] = None
+        sys.modules["bufferlab.analysis.metrics"] = None
         from bufferlab import preload
         from bufferlab.cli import main
         if sys.argv[3] == "without":
@@ -204,7 +205,7 @@ def test_an_import_the_preload_cannot_make_fails_the_command_as_without_it(small
     done = {case: _python(code, str(small), str(tmp_path / f"{case}.duckdb"), case) for case in ("with", "without")}
     for case, process in done.items():
         assert process.returncode == 1 and process.stdout == "", process.stderr
-        assert process.stderr.startswith("error: internal: ModuleNotFoundError: import of numpy halted")
+        assert process.stderr.startswith("error: internal: ModuleNotFoundError: import of bufferlab.analysis.metrics halted")
         assert len(process.stderr.splitlines()) == 1, process.stderr
         assert not (tmp_path / f"{case}.duckdb").exists()
     assert done["with"].stderr == done["without"].stderr

@@ -486,9 +486,10 @@ def prepare_process() -> None:
     """Settings of the command's process (not of the library imported elsewhere).
 
     numpy's OpenBLAS starts a pool of worker threads when numpy is imported, and they spin for a
-    while waiting for work: 35-40 ms of CPU time in every `bufferlab run`, for nothing, since no
-    metric multiplies matrices (sums and means are numpy's own loops, so no result depends on
-    it). The command asks for one BLAS thread unless the environment says otherwise.
+    while waiting for work: 35-40 ms of CPU time in every command that imports numpy (plots,
+    studies, reports; `bufferlab run` no longer does: its metrics are the engine crate's), for
+    nothing, since nothing multiplies matrices. The command asks for one BLAS thread unless the
+    environment says otherwise.
 
     Python's cyclic garbage collector runs whenever 700 more container objects exist than at its
     last pass, and every tenth pass walks the survivors of the ten before: about 100 passes in a

@@ -5,7 +5,8 @@ for signals), so on a machine with a second core another thread can run Python m
 `start` begins that thread just before the engine of a run that is not in the store yet. It
 imports what `derive` and `persist` need and makes the store writer's in-memory DuckDB database
 (`store.connection.prepare_writer`). In a fresh `bufferlab run` of the reference dumbbell that
-is about 0.1 s of imports (numpy, DuckDB, the metric catalogue, the store's writer) and DuckDB's
+is about 0.1 s of imports (DuckDB, the metric catalogue's Python side, the store's writer; no
+numpy since the catalogue is computed in Rust, issue 15) and DuckDB's
 instance (~20 ms, mostly without the GIL), taken off the command's wall time where the engine
 runs long enough to cover it. (Making the instance in a third thread, beside the imports, did
 not pay: with the engine and the imports on the two cores it only took time from the engine.)
@@ -55,7 +56,7 @@ __all__ = ["Preload", "start", "MODULES", "STORE_MODULES", "EXIT_WAIT_S"]
 
 # What the steps after the engine import, in the order the preload imports them: DuckDB and the
 # store's connection first, so that DuckDB's instance (made without the GIL) is under way while
-# a short run's main thread imports numpy for `derive`.
+# a short run's main thread imports `derive` (a few ms: the catalogue is the engine crate's).
 MODULES = ("bufferlab.store.connection", "bufferlab.pipeline.derive", "bufferlab.store.writer")
 # The store's part of `MODULES`: none of it where another process writes the store.
 STORE_MODULES = ("bufferlab.store.connection", "bufferlab.store.writer")

@@ -79,7 +79,7 @@ def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool =
             return stored
     preload.start(also=preload_also, store=writer is None)
     raw = _simulate(p, progress)
-    # numpy (and DuckDB and the store's writer, without a writer process) load only when there
+    # derive (and DuckDB and the store's writer, without a writer process) load only when there
     # is something to derive and write (the preload has most likely loaded them by now).
     from .pipeline.derive import derive
 

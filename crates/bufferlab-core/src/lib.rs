@@ -36,6 +36,7 @@
 pub mod cc;
 pub mod event;
 pub mod memory;
+pub mod metrics;
 pub mod net;
 pub mod queue;
 pub mod record;

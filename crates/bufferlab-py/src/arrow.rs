@@ -23,8 +23,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::types::{Decimal128Type, Float64Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Float64Array, RecordBatch, RecordBatchIterator, StringArray,
-    TimestampMicrosecondArray, UInt32Array, UInt64Array,
+    Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, ListArray, RecordBatch, RecordBatchIterator,
+    StringArray, TimestampMicrosecondArray, UInt32Array, UInt64Array,
 };
 use arrow_buffer::Buffer;
 use arrow_schema::ffi::FFI_ArrowSchema;
@@ -47,6 +47,11 @@ pub struct Table {
 impl Table {
     pub fn new(name: &str, batch: RecordBatch) -> Self {
         Table { name: name.to_owned(), batch }
+    }
+
+    /// The table's record batch, for what reads its columns in Rust (`catalogue.rs`).
+    pub fn batch(&self) -> &RecordBatch {
+        &self.batch
     }
 }
 
@@ -150,7 +155,8 @@ fn type_name(kind: &DataType) -> String {
 }
 
 /// A column of Python values (None for null) of the type named `kind`: Utf8, Float64, UInt64,
-/// UInt32, Boolean or Timestamp(us) (microseconds since the epoch, no time zone).
+/// UInt32, Boolean, Timestamp(us) (microseconds since the epoch, no time zone), Decimal128 (a
+/// 128-bit counter as ints, scale 0) or List(UInt32) (lists of ints).
 fn column_of(name: &str, kind: &str, values: &Bound<'_, PyAny>) -> PyResult<(Field, ArrayRef)> {
     let array: ArrayRef = match kind {
         "Utf8" => Arc::new(StringArray::from(values.extract::<Vec<Option<String>>>()?)),
@@ -159,6 +165,17 @@ fn column_of(name: &str, kind: &str, values: &Bound<'_, PyAny>) -> PyResult<(Fie
         "UInt32" => Arc::new(UInt32Array::from(values.extract::<Vec<Option<u32>>>()?)),
         "Boolean" => Arc::new(BooleanArray::from(values.extract::<Vec<Option<bool>>>()?)),
         "Timestamp(us)" => Arc::new(TimestampMicrosecondArray::from(values.extract::<Vec<Option<i64>>>()?)),
+        "Decimal128" => {
+            let values = values.extract::<Vec<Option<i128>>>()?;
+            let decimals = Decimal128Array::from(values).with_precision_and_scale(38, 0);
+            Arc::new(decimals.map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?)
+        }
+        "List(UInt32)" => {
+            let lists = values.extract::<Vec<Option<Vec<u32>>>>()?;
+            Arc::new(ListArray::from_iter_primitive::<UInt32Type, _, _>(
+                lists.into_iter().map(|list| list.map(|items| items.into_iter().map(Some))),
+            ))
+        }
         other => return Err(PyValueError::new_err(format!("{name}: no column type {other:?}"))),
     };
     Ok((Field::new(name, array.data_type().clone(), true), array))

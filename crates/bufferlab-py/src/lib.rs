@@ -3,7 +3,9 @@
 //! Specs cross the boundary as JSON text (`bufferlab_core::spec`). A result comes back as Arrow
 //! tables (`tables.rs` defines each one's columns, once), handed over through the Arrow C stream
 //! interface (`arrow.rs`): polars, pyarrow and DuckDB read them without copying a column. The GIL
-//! is released while simulating and while the tables are built.
+//! is released while simulating and while the tables are built. Python's derive step hands those
+//! tables back to `catalogue` (`catalogue.rs`), which computes the metric catalogue from them with
+//! `bufferlab_core::metrics`, so that deriving a run needs no numpy.
 //!
 //! Errors are typed: a spec the engine refuses raises `EngineSpecError` (a `ValueError`) with
 //! `.field` (the engine's field path, e.g. `links[0].rate_bps`) and `.reason`. A simulation runs
@@ -12,6 +14,7 @@
 //! or SIGTERM stops a run within a fraction of a second.
 
 mod arrow;
+mod catalogue;
 mod tables;
 
 use arrow::{Column, Table};
@@ -228,6 +231,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Table>()?;
     m.add_class::<Column>()?;
     m.add_function(wrap_pyfunction!(result_schemas, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::catalogue, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::jain, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::entropy, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::quotients, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(package_version, m)?)?;

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 
 from ..errors import SpecError
+from .flow_specs import flow_descriptions
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -96,22 +97,6 @@ def _options(length: int, syn: bool, mss: int, ts_val: int, ts_ecr: int, sack: S
     if blocks and len(out) + len(blocks) <= length:
         out += blocks
     return out + bytes((1,)) * (length - len(out))
-
-
-def flow_descriptions(engine: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every flow of a run (listed ones, then those its generators created), as the engine spec
-    describes a listed flow: end nodes `src`/`dst`, `transport`, `traffic`, `tcp` options."""
-    listed = engine["flows"]
-    generators = engine.get("generators") or []
-    out: list[dict[str, Any]] = []
-    for i, record in enumerate(records):
-        if i < len(listed):
-            out.append(dict(listed[i]))
-            continue
-        generator = generators[int(record["generator"])]
-        out.append({"src": int(record["src_node"]), "dst": int(record["dst_node"]), "transport": "tcp",
-                    "traffic": {"kind": "finite"}, "tcp": generator.get("tcp") or {}})
-    return out
 
 
 def _kind(flow: Mapping[str, Any]) -> str:

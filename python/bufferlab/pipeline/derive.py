@@ -3,7 +3,9 @@
 The engine records facts only, as Arrow tables (`pipeline.result`); here they become the metric
 catalogue's flow, link and network tables (`analysis.metrics`), the engine's flow and channel
 tables with their summary columns (goodput, loss rate, utilisation, ... from `analysis.summary`)
-and the run summary. The engine's other tables (time series, captures, queue classes) pass on
+and the run summary. The catalogue's numbers are computed by the engine crate's `metrics` module
+(`_core.catalogue`, called here through `analysis.metrics.RunData`) from the result's tables, in
+one call without the GIL: deriving a fresh run imports neither numpy nor polars (issue 15). The engine's other tables (time series, captures, queue classes) pass on
 as they are. The store writes what this step returns and computes nothing itself.
 """
 

@@ -1,0 +1,435 @@
+//! `_core.catalogue`: the metric catalogue of a run (`bufferlab_core::metrics`) from its flow,
+//! channel and flow time-series tables, for Python's derive step (pipeline/derive.py). The
+//! tables' columns are read in place (the series without a copy); the computation runs without
+//! the GIL; the result comes back as Python lists by column (None where a metric is undefined).
+
+use std::borrow::Cow;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Decimal128Type, Int32Type, Int64Type, UInt32Type, UInt64Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::DataType;
+use bufferlab_core::metrics::{self, Catalogue, FlowSamples, FlowSeries, RunFacts, Segment};
+use bufferlab_core::record::result::{ChannelRecord, FlowRecord};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::arrow::Table;
+
+/// Why a table cannot be read: its name, the column and the reason.
+type ReadError = String;
+
+/// An unsigned integer column's values (a null or a missing column counts 0, as the records'
+/// `get(name) or 0` did): the engine's UInt64 in place, other integer types converted.
+fn counts<'a>(batch: &'a RecordBatch, name: &str) -> Result<Cow<'a, [u64]>, ReadError> {
+    let Some(array) = batch.column_by_name(name) else { return Ok(Cow::Owned(vec![0; batch.num_rows()])) };
+    let widen = |values: Vec<Option<u64>>| Cow::Owned(values.into_iter().map(Option::unwrap_or_default).collect());
+    Ok(match array.data_type() {
+        DataType::UInt64 if array.null_count() == 0 => Cow::Borrowed(array.as_primitive::<UInt64Type>().values()),
+        DataType::UInt64 => widen(array.as_primitive::<UInt64Type>().iter().collect()),
+        DataType::UInt32 => widen(array.as_primitive::<UInt32Type>().iter().map(|v| v.map(u64::from)).collect()),
+        DataType::Int64 => {
+            widen(array.as_primitive::<Int64Type>().iter().map(|v| v.map(|x| x.max(0) as u64)).collect())
+        }
+        DataType::Int32 => {
+            widen(array.as_primitive::<Int32Type>().iter().map(|v| v.map(|x| x.max(0) as u64)).collect())
+        }
+        other => return Err(format!("column {name:?}: {other} is not an unsigned count")),
+    })
+}
+
+/// A nullable integer column (None for a null or a missing column).
+fn optional_counts(batch: &RecordBatch, name: &str) -> Result<Vec<Option<u64>>, ReadError> {
+    let Some(array) = batch.column_by_name(name) else { return Ok(vec![None; batch.num_rows()]) };
+    let values = counts(batch, name)?;
+    Ok((0..array.len()).map(|i| array.is_valid(i).then(|| values[i])).collect())
+}
+
+/// A 128-bit counter (Decimal128(38, 0)), or an integer column.
+fn wide_counts(batch: &RecordBatch, name: &str) -> Result<Vec<u128>, ReadError> {
+    match batch.column_by_name(name).map(|a| (a.data_type().clone(), a)) {
+        Some((DataType::Decimal128(_, 0), array)) => {
+            Ok(array.as_primitive::<Decimal128Type>().iter().map(|v| v.unwrap_or(0).max(0) as u128).collect())
+        }
+        _ => Ok(counts(batch, name)?.iter().map(|&v| u128::from(v)).collect()),
+    }
+}
+
+/// A flow's path: List<UInt32> (polars: LargeList; a missing column: no paths).
+fn paths(batch: &RecordBatch) -> Result<Vec<Vec<usize>>, ReadError> {
+    let Some(array) = batch.column_by_name("path") else { return Ok(vec![Vec::new(); batch.num_rows()]) };
+    let items = |list: Option<ArrayRef>| -> Result<Vec<usize>, ReadError> {
+        let Some(items) = list else { return Ok(Vec::new()) };
+        match items.data_type() {
+            DataType::UInt32 => Ok(items.as_primitive::<UInt32Type>().iter().flatten().map(|c| c as usize).collect()),
+            DataType::Int64 => Ok(items.as_primitive::<Int64Type>().iter().flatten().map(|c| c as usize).collect()),
+            other => Err(format!("column \"path\": items of {other}")),
+        }
+    };
+    match array.data_type() {
+        DataType::List(_) => array.as_list::<i32>().iter().map(items).collect(),
+        DataType::LargeList(_) => array.as_list::<i64>().iter().map(items).collect(),
+        other => Err(format!("column \"path\": {other} is not a list")),
+    }
+}
+
+/// The flow records the catalogue reads (the counters it needs).
+fn flow_records(batch: &RecordBatch) -> Result<Vec<FlowRecord>, ReadError> {
+    let u = |name: &str| counts(batch, name);
+    let (start, acked, delivered, sent, payload, written) = (
+        u("start_ns")?,
+        u("bytes_acked")?,
+        u("bytes_delivered")?,
+        u("segments_sent")?,
+        u("payload_bytes_sent")?,
+        u("app_bytes_written")?,
+    );
+    let (retransmitted, rtos, episodes, recovery, samples, rtt_sum) = (
+        u("segments_retransmitted")?,
+        u("rtos")?,
+        u("recovery_episodes")?,
+        u("recovery_time_ns")?,
+        u("rtt_samples")?,
+        u("rtt_sum_ns")?,
+    );
+    let (completed, min_rtt) = (optional_counts(batch, "completed_ns")?, optional_counts(batch, "min_rtt_ns")?);
+    let delay = wide_counts(batch, "delivery_delay_byte_ns")?;
+    let paths = paths(batch)?;
+    Ok((0..batch.num_rows())
+        .zip(paths)
+        .map(|(i, path)| FlowRecord {
+            start_ns: start[i],
+            completed_ns: completed[i],
+            app_bytes_written: written[i],
+            bytes_acked: acked[i],
+            bytes_delivered: delivered[i],
+            segments_sent: sent[i],
+            payload_bytes_sent: payload[i],
+            segments_retransmitted: retransmitted[i],
+            rtos: rtos[i],
+            recovery_episodes: episodes[i],
+            recovery_time_ns: recovery[i],
+            rtt_samples: samples[i],
+            rtt_sum_ns: rtt_sum[i],
+            min_rtt_ns: min_rtt[i],
+            delivery_delay_byte_ns: delay[i],
+            path,
+            ..FlowRecord::default()
+        })
+        .collect())
+}
+
+/// The channel records the catalogue reads.
+fn channel_records(batch: &RecordBatch) -> Result<Vec<ChannelRecord>, ReadError> {
+    let u = |name: &str| counts(batch, name);
+    let (rate, shaping) = (optional_counts(batch, "rate_bps")?, optional_counts(batch, "shaping_rate_bps")?);
+    let (offered, sent, sent_bytes, dropped, lost) = (
+        u("offered_packets")?,
+        u("sent_packets")?,
+        u("sent_bytes")?,
+        u("dropped_queue_packets")?,
+        u("dropped_loss_packets")?,
+    );
+    let (busy, sojourn, max_queue) = (u("busy_ns")?, u("sojourn_sum_ns")?, u("max_queue_packets")?);
+    let queue = wide_counts(batch, "queue_packet_ns")?;
+    Ok((0..batch.num_rows())
+        .map(|i| ChannelRecord {
+            rate_bps: rate[i],
+            shaping_rate_bps: shaping[i],
+            offered_packets: offered[i],
+            sent_packets: sent[i],
+            sent_bytes: sent_bytes[i],
+            dropped_queue_packets: dropped[i],
+            dropped_loss_packets: lost[i],
+            busy_ns: busy[i],
+            sojourn_sum_ns: sojourn[i],
+            max_queue_packets: max_queue[i],
+            queue_packet_ns: queue[i],
+            ..ChannelRecord::default()
+        })
+        .collect())
+}
+
+/// The flow series' columns, whole (every row, flow-major).
+struct SeriesColumns<'a> {
+    flow: Vec<u64>,
+    time_ns: Cow<'a, [u64]>,
+    columns: [Cow<'a, [u64]>; 10],
+    delivery_rate_bps: Option<Cow<'a, [u64]>>,
+}
+
+const SERIES_COLUMNS: [&str; 10] = [
+    "acked_bytes",
+    "delivered_bytes",
+    "sent_bytes",
+    "written_bytes",
+    "cwnd_bytes",
+    "in_flight_bytes",
+    "srtt_ns",
+    "min_rtt_ns",
+    "idt_ewma_ns",
+    "delivery_delay_byte_us",
+];
+
+impl<'a> SeriesColumns<'a> {
+    /// None when no flow was sampled (or no sample taken).
+    fn read(batch: &'a RecordBatch) -> Result<Option<Self>, ReadError> {
+        if batch.num_rows() == 0 {
+            return Ok(None);
+        }
+        let mut columns = Vec::with_capacity(SERIES_COLUMNS.len());
+        for name in SERIES_COLUMNS {
+            if batch.column_by_name(name).is_none() {
+                return Err(format!("no column {name:?}"));
+            }
+            columns.push(counts(batch, name)?);
+        }
+        let columns: [Cow<'a, [u64]>; 10] = columns.try_into().map_err(|_| "series columns".to_string())?;
+        let delivery_rate_bps =
+            batch.column_by_name("delivery_rate_bps").map(|_| counts(batch, "delivery_rate_bps")).transpose()?;
+        let flow = counts(batch, "flow")?.into_owned();
+        // The engine samples every recorded flow at the same times: flow-major blocks of equal
+        // length, one flow each (`series` relies on it).
+        let samples = flow.iter().take_while(|&&f| f == flow[0]).count();
+        if flow.len() % samples != 0 || flow.chunks(samples).any(|block| block.iter().any(|&f| f != block[0])) {
+            return Err("its flows do not each hold one block of as many samples".to_string());
+        }
+        Ok(Some(SeriesColumns { flow, time_ns: counts(batch, "time_ns")?, columns, delivery_rate_bps }))
+    }
+
+    /// The table as the catalogue reads it: flow-major rows of as many samples each (the rows
+    /// of the first flow count them), flows in order of appearance.
+    fn series(&self) -> FlowSeries<'_> {
+        let samples = self.flow.iter().take_while(|&&f| f == self.flow[0]).count();
+        let range = |row: usize| row * samples..(row + 1) * samples;
+        let rows = (0..self.flow.len() / samples)
+            .map(|row| {
+                let c = |k: usize| &self.columns[k][range(row)];
+                let series = FlowSamples {
+                    acked_bytes: c(0),
+                    delivered_bytes: c(1),
+                    sent_bytes: c(2),
+                    written_bytes: c(3),
+                    cwnd_bytes: c(4),
+                    in_flight_bytes: c(5),
+                    srtt_ns: c(6),
+                    min_rtt_ns: c(7),
+                    idt_ewma_ns: c(8),
+                    delivery_delay_byte_us: c(9),
+                    delivery_rate_bps: self.delivery_rate_bps.as_deref().map(|r| &r[range(row)]),
+                };
+                (self.flow[row * samples] as usize, series)
+            })
+            .collect();
+        FlowSeries { time_ns: &self.time_ns[..samples], rows }
+    }
+}
+
+/// Everything the catalogue computes from the tables (the GIL released meanwhile).
+fn compute(
+    flows: &RecordBatch,
+    channels: &RecordBatch,
+    series: &RecordBatch,
+    end_ns: u64,
+    segments: &[Segment],
+    bottleneck: Option<usize>,
+) -> Result<Catalogue, ReadError> {
+    let flow_records = flow_records(flows).map_err(|e| format!("flows: {e}"))?;
+    let channel_records = channel_records(channels).map_err(|e| format!("channels: {e}"))?;
+    if segments.len() < flow_records.len() {
+        return Err(format!("{} segments for {} flows", segments.len(), flow_records.len()));
+    }
+    let columns = SeriesColumns::read(series).map_err(|e| format!("flow_timeseries: {e}"))?;
+    let facts = RunFacts {
+        end_ns,
+        flows: &flow_records,
+        channels: &channel_records,
+        segments,
+        bottleneck,
+        series: columns.as_ref().map(SeriesColumns::series),
+    };
+    Ok(metrics::catalogue(&facts))
+}
+
+/// The metric catalogue of a run from its `flows`, `channels` and `flow_timeseries` tables, the
+/// run's end, each flow's (MSS, header bytes) and the bottleneck channel: a dict of
+/// `flow_figures`, `channel_figures`, `flow_metrics`, `link_metrics` (each a dict of columns as
+/// lists) and `network_metrics` (a dict of values).
+#[pyfunction]
+#[pyo3(signature = (flows, channels, flow_timeseries, end_ns, segments, bottleneck=None))]
+pub fn catalogue<'py>(
+    py: Python<'py>,
+    flows: PyRef<'py, Table>,
+    channels: PyRef<'py, Table>,
+    flow_timeseries: PyRef<'py, Table>,
+    end_ns: u64,
+    segments: Vec<(u64, u64)>,
+    bottleneck: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let segments: Vec<Segment> =
+        segments.into_iter().map(|(mss, header_bytes)| Segment { mss, header_bytes }).collect();
+    let (f, c, s) = (flows.batch(), channels.batch(), flow_timeseries.batch());
+    let result = py
+        .allow_threads(|| compute(f, c, s, end_ns, &segments, bottleneck))
+        .map_err(|e| PyValueError::new_err(format!("metric catalogue: {e}")))?;
+    to_python(py, result)
+}
+
+/// Named columns as a dict of lists (the vectors handed over, not copied).
+fn columns_dict<'py, T: IntoPyObject<'py>>(
+    py: Python<'py>,
+    columns: impl IntoIterator<Item = (&'static str, Vec<T>)>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (name, values) in columns {
+        out.set_item(name, values)?;
+    }
+    Ok(out)
+}
+
+/// The catalogue as `catalogue` returns it (see there), its vectors moved into Python lists.
+fn to_python(py: Python<'_>, c: Catalogue) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    let f = c.flow_figures;
+    let flow_figures = columns_dict(
+        py,
+        [
+            ("goodput_bps", f.goodput_bps),
+            ("loss_rate", f.loss_rate),
+            ("mean_srtt_ns", f.mean_srtt_ns),
+            ("throughput_l4", f.throughput_l4),
+            ("throughput_l7", f.throughput_l7),
+            ("sending_rate_l4", f.sending_rate_l4),
+            ("sending_rate_l7", f.sending_rate_l7),
+            ("one_way_delay_ms", f.one_way_delay_ms),
+            ("recovery_time_ms", f.recovery_time_ms),
+        ],
+    )?;
+    flow_figures.set_item("lifetime_ns", f.lifetime_ns)?;
+    flow_figures.set_item("completion_time_ns", f.completion_time_ns)?;
+    flow_figures.set_item("lifetime_s", f.lifetime_s)?;
+    out.set_item("flow_figures", flow_figures)?;
+    let ch = c.channel_figures;
+    let channel_figures = columns_dict(
+        py,
+        [
+            ("utilisation", ch.utilisation),
+            ("mean_queue_packets", ch.mean_queue_packets),
+            ("mean_sojourn_ns", ch.mean_sojourn_ns),
+        ],
+    )?;
+    channel_figures.set_item("service_rate_bps", ch.service_rate_bps)?;
+    out.set_item("channel_figures", channel_figures)?;
+    let flow_metrics = columns_dict(py, c.flow_metrics.columns)?;
+    flow_metrics.set_item("delivery_rate_source", c.flow_metrics.delivery_rate_source)?;
+    out.set_item("flow_metrics", flow_metrics)?;
+    let links = c.link_metrics;
+    let link_metrics = columns_dict(py, links.columns)?;
+    link_metrics.set_item("channel", links.channel)?;
+    link_metrics.set_item("rate_mbps", links.rate_mbps)?;
+    link_metrics.set_item("bottleneck", links.bottleneck)?;
+    out.set_item("link_metrics", link_metrics)?;
+    let network = PyDict::new(py);
+    for (name, value) in metrics::NETWORK_METRICS.iter().zip(c.network_metrics) {
+        network.set_item(name, value)?;
+    }
+    out.set_item("network_metrics", network)?;
+    Ok(out)
+}
+
+/// Jain's fairness index of `values` (`bufferlab_core::metrics::network::jain`); None when
+/// every value is 0.
+#[pyfunction]
+pub fn jain(values: Vec<f64>) -> Option<f64> {
+    metrics::network::jain(&values, &mut Vec::new())
+}
+
+/// The entropy −Σ sᵢ ln sᵢ of the shares sᵢ = xᵢ / Σx of `values` (0 ln 0 = 0); None when Σx = 0.
+#[pyfunction]
+pub fn entropy(values: Vec<f64>) -> Option<f64> {
+    let total = metrics::numeric::pairwise_sum(&values);
+    if total == 0.0 {
+        return None;
+    }
+    let positive: Vec<f64> = values.into_iter().filter(|&x| x > 0.0).collect();
+    Some(metrics::network::entropy(&positive, total, &mut Vec::new()))
+}
+
+/// `numerators[i] / denominators[i]` of integers (a 128-bit numerator, a 64-bit denominator),
+/// each the correctly rounded quotient Python's true division gives; inf or NaN for a zero
+/// denominator.
+#[pyfunction]
+pub fn quotients(numerators: Vec<u128>, denominators: Vec<u64>) -> PyResult<Vec<f64>> {
+    if numerators.len() != denominators.len() {
+        return Err(PyValueError::new_err("quotients: as many numerators as denominators"));
+    }
+    Ok(numerators.into_iter().zip(denominators).map(|(a, b)| metrics::numeric::quotient(a, b)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, UInt32Array, UInt64Array};
+    use std::sync::Arc;
+
+    /// A flow time-series table of flows 3 and 5 (in that order), two samples each; every series
+    /// column holds its row number.
+    fn two_flows() -> RecordBatch {
+        let mut columns: Vec<(&str, ArrayRef)> = vec![
+            ("flow", Arc::new(UInt32Array::from(vec![3, 3, 5, 5]))),
+            ("time_ns", Arc::new(UInt64Array::from(vec![10, 20, 10, 20]))),
+        ];
+        for name in SERIES_COLUMNS {
+            columns.push((name, Arc::new(UInt64Array::from(vec![0, 1, 2, 3]))));
+        }
+        RecordBatch::try_from_iter(columns).expect("a batch")
+    }
+
+    #[test]
+    fn series_rows_are_the_flows_in_order_of_appearance_with_their_samples() {
+        let batch = two_flows();
+        let columns = SeriesColumns::read(&batch).expect("readable").expect("sampled");
+        let series = columns.series();
+        assert_eq!(series.time_ns, &[10, 20]);
+        assert_eq!(series.rows.iter().map(|(f, _)| *f).collect::<Vec<_>>(), vec![3, 5]);
+        assert_eq!(series.rows[1].1.acked_bytes, &[2, 3]);
+        assert!(series.rows[0].1.delivery_rate_bps.is_none());
+    }
+
+    #[test]
+    fn a_table_without_rows_has_no_series_and_one_without_a_column_is_refused() {
+        let empty = RecordBatch::try_from_iter([("flow", Arc::new(UInt32Array::from(Vec::<u32>::new())) as ArrayRef)])
+            .expect("a batch");
+        assert!(SeriesColumns::read(&empty).expect("readable").is_none());
+        let partial = two_flows().project(&[0, 1, 2]).expect("projected");
+        let error = SeriesColumns::read(&partial).err().expect("refused");
+        assert!(error.contains("delivered_bytes"), "{error}");
+    }
+
+    #[test]
+    fn a_series_table_of_uneven_flow_blocks_is_refused() {
+        let mut columns: Vec<(&str, ArrayRef)> = vec![
+            ("flow", Arc::new(UInt32Array::from(vec![3, 3, 5]))),
+            ("time_ns", Arc::new(UInt64Array::from(vec![10, 20, 10]))),
+        ];
+        for name in SERIES_COLUMNS {
+            columns.push((name, Arc::new(UInt64Array::from(vec![0, 1, 2]))));
+        }
+        let uneven = RecordBatch::try_from_iter(columns).expect("a batch");
+        let error = SeriesColumns::read(&uneven).err().expect("refused");
+        assert!(error.contains("block"), "{error}");
+    }
+
+    #[test]
+    fn counters_of_other_integer_types_and_nulls_are_read_as_counts() {
+        let batch = RecordBatch::try_from_iter([
+            ("a", Arc::new(arrow_array::Int64Array::from(vec![Some(4), None, Some(-1)])) as ArrayRef),
+            ("b", Arc::new(UInt64Array::from(vec![Some(7), None, Some(9)])) as ArrayRef),
+        ])
+        .expect("a batch");
+        assert_eq!(&*counts(&batch, "a").expect("read"), &[4, 0, 0]);
+        assert_eq!(&*counts(&batch, "missing").expect("read"), &[0, 0, 0]);
+        assert_eq!(optional_counts(&batch, "b").expect("read"), vec![Some(7), None, Some(9)]);
+    }
+}

@@ -1,0 +1,32 @@
+"""What a run's flows are by its engine spec: the listed flows, then those its generators made,
+and what a "segment" is for each (its MSS and header bytes). Plain Python: the metric catalogue
+reads them on `bufferlab run`'s path, which loads no numpy (issue 15)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["flow_descriptions", "segment_bytes"]
+
+
+def flow_descriptions(engine: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every flow of a run (listed ones, then those its generators created), as the engine spec
+    describes a listed flow: end nodes `src`/`dst`, `transport`, `traffic`, `tcp` options."""
+    listed = engine["flows"]
+    generators = engine.get("generators") or []
+    out: list[dict[str, Any]] = []
+    for i, record in enumerate(records):
+        if i < len(listed):
+            out.append(dict(listed[i]))
+            continue
+        generator = generators[int(record["generator"])]
+        out.append({"src": int(record["src_node"]), "dst": int(record["dst_node"]), "transport": "tcp",
+                    "traffic": {"kind": "finite"}, "tcp": generator.get("tcp") or {}})
+    return out
+
+
+def segment_bytes(spec: Mapping[str, Any]) -> tuple[int, int]:
+    """A flow's (MSS, header bytes): what a "segment" is in the segment-counted metrics."""
+    tcp = spec.get("tcp") or {}
+    return int(tcp.get("mss", 1448)), int(tcp.get("header_bytes", 52))

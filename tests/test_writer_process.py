@@ -37,21 +37,34 @@ CAPTURED = SMALL_DUMBBELL + """
     direction = "forward"
 """
 
-# `bufferlab run` in a fresh interpreter, in the command's process (`prepare_process`: with its
-# writer process) or as a program calling `main` (`library`: without), then what it loaded. The
-# writer process's pid is kept as it is started, to look for it once the command has ended.
-_COMMAND = """
+# The head of a test program: each writer process forked is kept as it is started (its pid, and
+# whether the command's CLI module was loaded yet), to look for it once the command has ended.
+_FORKS_KEPT = """
     import json, os, sys
-    from bufferlab import cli
     from bufferlab.store import writer_process
-    pids = []
+    forks = []
     real_start = writer_process.start
     def start():
         handle = real_start()
         if handle is not None:
-            pids.append(handle.pid)
+            forks.append((handle.pid, "bufferlab.cli" not in sys.modules))
         return handle
     writer_process.start = start
+    def reaped():
+        gone = []
+        for pid, _ in forks:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+                gone.append(False)  # still a child of ours: not reaped
+            except ChildProcessError:
+                gone.append(True)
+        return gone
+"""
+
+# `bufferlab run` in a fresh interpreter, in the command's process (`prepare_process`: with its
+# writer process) or as a program calling `main` (`library`: without), then what it loaded.
+_COMMAND = _FORKS_KEPT + """
+    from bufferlab import cli
     mode, *args = sys.argv[1:]
     if mode == "no-fork":
         del os.fork
@@ -90,15 +103,8 @@ _COMMAND = """
         cli.prepare_process()
     status = cli.main(args)
     sys.stdout.flush()
-    gone = []
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-            gone.append(False)  # still a child of ours: not reaped
-        except ChildProcessError:
-            gone.append(True)
-    print("\\n" + json.dumps({"status": status, "duckdb": "duckdb" in sys.modules, "writers": len(pids),
-                              "reaped": gone, **({"events": events} if events else {})}))
+    print("\\n" + json.dumps({"status": status, "duckdb": "duckdb" in sys.modules, "writers": len(forks),
+                              "reaped": reaped(), **({"events": events} if events else {})}))
 """
 
 
@@ -196,30 +202,13 @@ def test_the_summary_is_rendered_while_the_run_is_written_and_printed_once_it_is
     assert "simulated and stored" in done.stdout
 
 
-# The console script (`entry.main`) in a fresh interpreter, its writer process's pid and whether
-# the command's module was loaded when it was forked, then, at the exit (`cli.exit_now` runs the
-# exit functions), whether it was reaped.
-_CONSOLE_SCRIPT = """
-    import atexit, json, os, sys
+# The console script (`entry.main`) in a fresh interpreter; at its exit (`cli.exit_now` runs the
+# exit functions), its writer processes as forked and whether each was reaped.
+_CONSOLE_SCRIPT = _FORKS_KEPT + """
+    import atexit
     from bufferlab import entry
-    from bufferlab.store import writer_process
-    forks = []
-    real_start = writer_process.start
-    def start():
-        handle = real_start()
-        if handle is not None:
-            forks.append((handle.pid, "bufferlab.cli" not in sys.modules))
-        return handle
-    writer_process.start = start
     def report():
-        reaped = []
-        for pid, _ in forks:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-                reaped.append(False)
-            except ChildProcessError:
-                reaped.append(True)
-        print("\\n" + json.dumps({"forked_before_cli": [early for _, early in forks], "reaped": reaped}))
+        print("\\n" + json.dumps({"forked_before_cli": [early for _, early in forks], "reaped": reaped()}))
     atexit.register(report)
     sys.argv = ["bufferlab", *sys.argv[1:]]
     entry.main()

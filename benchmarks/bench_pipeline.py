@@ -39,8 +39,9 @@ peak. Each figure is the least of the repetitions, measure by measure:
                  where the command exits with `sys.exit`; where it has `cli.exit_now`, the
                  kernel freeing the process's memory (see `cli.exit_now`); no faults, and
                  its resident growth is not measured
-    writer       the store's writer process, where the command has one (forked, as the command
-                 forks it, before the spec is read): its imports (DuckDB), DuckDB's instance and
+    writer       the store's writer process, where the command has one (forked where the
+                 command forks it: before the CLI's import where the console script does that,
+                 else before the spec is read; the fork counts in cli): its imports (DuckDB), DuckDB's instance and
                  the write; it runs beside the stages above, on the second core (its faults are
                  its own; its peak resident memory is printed with what was resident at the exit)
 
@@ -92,9 +93,12 @@ the reference dumbbell and one flow of it (as the whole-process cases), into a n
 stores of 10 and 50 runs of the same case: each repetition a fresh process that imports the
 store's writer and makes its DuckDB instance as the child does, decodes the run's tables from
 their Arrow IPC streams, and writes the run, CPU and wall ms of each step (least of the
-repetitions): decoding the IPC streams, opening the store (ATTACH, its schema version), the new
-store's schema, the run's number, each table's insert, the commit (DuckDB's checkpoint and its
-fsyncs), the detach. The tables reach this process whole, not through the pipe (the command's
+repetitions): decoding the IPC streams, placing a copy of an empty store where there is none
+(`store.empty_store`, where the checkout has it; its original made first, untimed, as the child
+makes it while it waits), opening the store (ATTACH, its schema version), a new store's schema,
+the run's number, each table's insert, the commit (DuckDB's checkpoint and its fsyncs), the
+detach (which the writer process leaves to its end, after its reply, where it keeps its store
+open: `writer_process._write`). The tables reach this process whole, not through the pipe (the command's
 hand-over: its `persist` stage). With --baseline, the same for the other checkout (its stores
 made by its own writer).
 
@@ -220,13 +224,14 @@ try:  # the settings the command makes before its imports, where it has them (`e
     prepare_interpreter()
 except ImportError:
     pass
+try:  # the store's writer process, forked where the console script forks it, where it has one
+    from bufferlab.store import writer_process
+    getattr(writer_process, "start_early", lambda argv: None)(["bufferlab", "run"])
+except ImportError:
+    writer_process = None
 import bufferlab.cli
 getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
-try:  # the store's writer process, started where the command starts it, where it has one
-    from bufferlab.store import writer_process
-    writer = writer_process.start()
-except ImportError:
-    writer = None
+writer = None if writer_process is None else getattr(writer_process, "take", writer_process.start)()
 mark("cli")
 from bufferlab.spec import load_scenario
 from bufferlab.spec.overrides import parse_assignment
@@ -439,6 +444,7 @@ def print_existing(repetitions: int, baseline: str | None) -> None:
 # and prints the CPU and wall ms of each step of the last write (see --write-steps).
 _WRITE_STEPS_SCRIPT = """
 import json, pickle, sys, time
+from pathlib import Path
 from bufferlab.store import connection, writer
 from bufferlab.store.writer_process import _ReceivedRun
 from bufferlab.pipeline.engine import core
@@ -492,17 +498,28 @@ class Tables:
             table = core().Table.from_ipc(name, stream)
             add("decode", since)
             yield name, table
+try:  # a new store copied from an empty one, where the checkout's writer process does that
+    from bufferlab.store import empty_store
+    empty_store.prepare()  # made while the child waits for its request: not timed
+except ImportError:
+    empty_store = None
 for run_id in sys.argv[3:]:
     steps.clear()
     since = clock()
     run = _ReceivedRun.of({**case["scalars"], "run_id": run_id}, Tables())
-    with writer.Store(sys.argv[2]) as store:
+    known = {}
+    if empty_store is not None:
+        placed = clock()
+        known["copy_as_placed"] = empty_store.place(Path(sys.argv[2]))
+        add("place", placed)
+    with writer.Store(sys.argv[2], **known) as store:
         store.save(run)
     add("total", since)
 print(json.dumps(steps))
 """
 # Where --write-steps lists a step (the inserts, at 4, in the order they were made).
-_WRITE_STEPS_ORDER = {"decode": 0, "open": 1, "schema": 2, "run number": 3, "commit": 5, "detach": 6, "total": 7}
+_WRITE_STEPS_ORDER = {"decode": 0, "place": 0.5, "open": 1, "schema": 2, "run number": 3, "commit": 5, "detach": 6,
+                      "total": 7}
 # How many runs the store holds before the write --write-steps measures.
 WRITE_STEPS_RUNS = (0, 10, 50)
 

@@ -54,6 +54,18 @@ def stored_tables(db: Path) -> dict[str, Any]:
         con.close()
 
 
+def store_block_size(db: Path) -> int:
+    """The block size of the DuckDB file at `db`."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT block_size FROM pragma_database_size() WHERE database_name = current_database()"
+                           ).fetchone()[0]
+    finally:
+        con.close()
+
+
 def cpu_seconds(pid: int) -> float:
     """The CPU time (user + system) process `pid` has spent so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

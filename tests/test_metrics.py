@@ -143,6 +143,11 @@ def test_fairness_indices_on_known_vectors() -> None:
     assert metrics.jain(np.zeros(3)) is None and metrics.entropy(np.zeros(3)) is None
 
 
+# The metrics that take a logarithm: libm's in the catalogue (the same on every machine), numpy's
+# here (SVML on a CPU with AVX-512, another elsewhere), so equal to within rounding, not bit for bit.
+LOG_METRICS = {"mean_utility_pf_l4", "mean_agg_utility_pf_l4", "mean_entropy_fairness_throughput_l4"}
+
+
 def _numpy_mean(values: np.ndarray) -> float | None:
     """numpy's mean of the finite values (None without one): what the catalogue stored before it
     moved to Rust (issue 15)."""
@@ -199,6 +204,9 @@ def test_flow_means_are_numpy_s_bit_for_bit(flows: int, k: int) -> None:
                     "mean_utilization_bdp_l4": q["bdp_util"]}
     for name, values in expected.items():
         want = [_numpy_mean(row) for row in values]
+        if name in LOG_METRICS:
+            assert got[name] == [None if v is None else pytest.approx(v, rel=1e-14) for v in want], name
+            continue
         assert [None if v is None else v.hex() for v in got[name]] == [None if v is None else v.hex() for v in want], name
     for flow, row in enumerate(tput):
         finite = row[np.isfinite(row)]
@@ -228,7 +236,7 @@ def test_network_means_are_numpy_s_bit_for_bit(flows: int, k: int) -> None:
             per_sample["mean_agg_utilization_bdp_l4"].append(float(np.nansum(b)))
         squares = float((x * x).sum())
         if squares:
-            per_sample["mean_jains_fairness_throughput_l4"].append(total ** 2 / (x.size * squares))
+            per_sample["mean_jains_fairness_throughput_l4"].append(total * total / (x.size * squares))
         per_sample["mean_product_fairness_throughput_l4"].append(float(np.prod(x)))
         if positive.size:
             per_sample["mean_agg_utility_pf_l4"].append(float(np.log(positive).sum()))
@@ -238,17 +246,16 @@ def test_network_means_are_numpy_s_bit_for_bit(flows: int, k: int) -> None:
     row = metrics.network_metric_row(run)
     for name, values in per_sample.items():
         want = _numpy_mean(np.array(values, dtype=np.float64))
-        assert row[name] == want, name
+        assert row[name] == (pytest.approx(want, rel=1e-14) if name in LOG_METRICS and want is not None else want), name
 
 
-def test_numpy_log_is_matched_bit_for_bit() -> None:
-    # numpy's float64 log (SVML on AVX-512) differs from the C library's in the last bit of a few
-    # arguments in a thousand; the entropy of one share x / (x + 1) takes the catalogue's log.
+def test_entropy_takes_a_logarithm_equal_to_numpy_s_within_rounding() -> None:
+    # The entropy of two shares x / (x + 1) and 1 / (x + 1), against numpy's on any machine.
     rng = np.random.default_rng(42)
     for x in rng.exponential(10.0, 2000):
         values = np.array([x, 1.0])
         s = values / values.sum()
-        assert metrics.entropy(values) == float(-(s * np.log(s)).sum())
+        assert metrics.entropy(values) == pytest.approx(float(-(s * np.log(s)).sum()), rel=1e-14, abs=1e-300)
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 1000])

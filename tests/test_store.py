@@ -20,7 +20,7 @@ from bufferlab.pipeline.simulate import simulate
 from bufferlab.store import writer as store
 from bufferlab.store.connection import NEW_STORE_BLOCK_SIZE, ROW_GROUP_SIZE
 from bufferlab.spec import Scenario
-from conftest import LOSSY_LINE, REPO, SMALL_DUMBBELL, bufferlab
+from conftest import LOSSY_LINE, REPO, SMALL_DUMBBELL, bufferlab, store_block_size
 
 TABLES = ("runs", "flows", "channels", "flow_metrics", "link_metrics", "network_metrics", "flow_timeseries",
           "channel_timeseries", "captures")
@@ -324,6 +324,35 @@ def test_a_later_write_leaves_the_row_groups_of_earlier_runs_where_they_are(db: 
             assert len(s.table_rows("channel_timeseries", run.run_id)) == run.result.channel_timeseries.height
 
 
+def test_a_new_store_keeps_keys_and_slowly_changing_series_run_length_encoded(db: Path) -> None:
+    # `store.RUN_LENGTH_COLUMNS`: told to DuckDB when the tables are made, so that its checkpoint
+    # does not weigh every other encoding over them; a constant segment stays a constant.
+    run = dense_run("20p")
+    store.persist(run, db)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        for table, columns in store.RUN_LENGTH_COLUMNS.items():
+            data = store.stored_table(table)
+            assert con.execute(f"SELECT count(*) FROM {data}").fetchone()[0] == \
+                (len(getattr(run.result, table)) if table != "captures" else 0)
+            encodings = dict(con.execute(
+                f"SELECT column_name, list(DISTINCT compression) FROM pragma_storage_info('{data}') "
+                "WHERE segment_type <> 'VALIDITY' GROUP BY column_name").fetchall())
+            declared = con.execute("SELECT sql FROM duckdb_tables() WHERE table_name = ?", [data]).fetchone()[0]
+            for column in columns:
+                assert f"{column} {'UINTEGER' if column in ('run', 'flow', 'channel', 'capture', 'sub_buffer') else 'UBIGINT'}" \
+                    " USING COMPRESSION RLE" in declared, (table, column)
+                assert set(encodings.get(column, ["RLE"])) <= {"RLE", "Constant"}, (table, column, encodings[column])
+            # Told only for these: the counters and times are DuckDB's choice (bit-packed here).
+            assert "BitPacking" in encodings.get("time_ns", ["BitPacking"])
+        # Read back through the views as written.
+        assert sorted(con.execute("SELECT flow, time_ns, ssthresh_bytes, min_rtt_ns FROM flow_timeseries").fetchall()) \
+            == sorted(zip(*(run.result.flow_timeseries[c].to_list()
+                            for c in ("flow", "time_ns", "ssthresh_bytes", "min_rtt_ns"))))
+    finally:
+        con.close()
+
+
 def test_every_write_lands_in_the_file_and_leaves_no_log_for_readers_to_replay(db: Path) -> None:
     # A commit is its checkpoint (`store.connection`): a run left in the write-ahead log instead
     # would be replayed, uncompressed, by every later open of the store, read-only ones included.
@@ -342,15 +371,6 @@ def test_every_write_lands_in_the_file_and_leaves_no_log_for_readers_to_replay(d
         assert blocks > 0 and wal_size == "0 bytes"
 
 
-def _block_size(db: Path) -> int:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute("SELECT block_size FROM pragma_database_size() WHERE database_name = current_database()"
-                           ).fetchone()[0]
-    finally:
-        con.close()
-
-
 def test_a_new_store_gets_small_blocks_and_an_older_store_keeps_its_own(tmp_path: Path) -> None:
     # A writer makes a store with blocks of NEW_STORE_BLOCK_SIZE (`store.connection`); a store
     # made with DuckDB's default blocks, as earlier bufferlabs made them, takes runs as it is
@@ -359,11 +379,11 @@ def test_a_new_store_gets_small_blocks_and_an_older_store_keeps_its_own(tmp_path
     new, old = tmp_path / "new.duckdb", tmp_path / "old.duckdb"
     store.persist(run, new)
     duckdb.connect(str(old)).close()  # DuckDB's default blocks, no tables yet
-    default = _block_size(old)
+    default = store_block_size(old)
     assert NEW_STORE_BLOCK_SIZE < default
     store.persist(run, old)
     store.persist(dataclasses.replace(run, run_id="e" * 64), new)
-    assert (_block_size(new), _block_size(old)) == (NEW_STORE_BLOCK_SIZE, default)
+    assert (store_block_size(new), store_block_size(old)) == (NEW_STORE_BLOCK_SIZE, default)
     assert count_rows(new)["channel_timeseries"] == 2 * count_rows(old)["channel_timeseries"] > 0
 
 
@@ -377,7 +397,7 @@ def test_a_store_made_meanwhile_with_other_blocks_is_attached_as_it_is(tmp_path:
     duckdb.connect(str(db)).close()
     monkeypatch.setattr(connection, "_is_new", lambda path: True)
     store.persist(run, db)
-    assert _block_size(db) != NEW_STORE_BLOCK_SIZE
+    assert store_block_size(db) != NEW_STORE_BLOCK_SIZE
     assert count_rows(db)["runs"] == 1
 
 

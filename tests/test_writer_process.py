@@ -37,21 +37,34 @@ CAPTURED = SMALL_DUMBBELL + """
     direction = "forward"
 """
 
-# `bufferlab run` in a fresh interpreter, in the command's process (`prepare_process`: with its
-# writer process) or as a program calling `main` (`library`: without), then what it loaded. The
-# writer process's pid is kept as it is started, to look for it once the command has ended.
-_COMMAND = """
+# The head of a test program: each writer process forked is kept as it is started (its pid, and
+# whether the command's CLI module was loaded yet), to look for it once the command has ended.
+_FORKS_KEPT = """
     import json, os, sys
-    from bufferlab import cli
     from bufferlab.store import writer_process
-    pids = []
+    forks = []
     real_start = writer_process.start
     def start():
         handle = real_start()
         if handle is not None:
-            pids.append(handle.pid)
+            forks.append((handle.pid, "bufferlab.cli" not in sys.modules))
         return handle
     writer_process.start = start
+    def reaped():
+        gone = []
+        for pid, _ in forks:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+                gone.append(False)  # still a child of ours: not reaped
+            except ChildProcessError:
+                gone.append(True)
+        return gone
+"""
+
+# `bufferlab run` in a fresh interpreter, in the command's process (`prepare_process`: with its
+# writer process) or as a program calling `main` (`library`: without), then what it loaded.
+_COMMAND = _FORKS_KEPT + """
+    from bufferlab import cli
     mode, *args = sys.argv[1:]
     if mode == "no-fork":
         del os.fork
@@ -72,19 +85,26 @@ _COMMAND = """
                 time.sleep(1.0)
             return real_answer(request, requests)
         writer_process._answer = answer
+    events = []
+    if mode == "order":  # what the command's main thread does after derive, in its order
+        from bufferlab import render
+        def noted(owner, name, event):
+            real = getattr(owner, name)
+            def wrapper(*args, **kwargs):
+                result = real(*args, **kwargs)
+                events.append(event)
+                return result
+            setattr(owner, name, wrapper)
+        noted(writer_process.WriterProcess, "_send", "sent")
+        noted(writer_process.WriterProcess, "_reply", "committed")
+        noted(cli._SummaryRendering, "start", "rendering")  # in a worker thread, from here
+        noted(render.RenderedSummary, "print", "printed")
     if mode != "library":
         cli.prepare_process()
     status = cli.main(args)
     sys.stdout.flush()
-    gone = []
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-            gone.append(False)  # still a child of ours: not reaped
-        except ChildProcessError:
-            gone.append(True)
-    print("\\n" + json.dumps({"status": status, "duckdb": "duckdb" in sys.modules, "writers": len(pids),
-                              "reaped": gone}))
+    print("\\n" + json.dumps({"status": status, "duckdb": "duckdb" in sys.modules, "writers": len(forks),
+                              "reaped": reaped(), **({"events": events} if events else {})}))
 """
 
 
@@ -168,6 +188,47 @@ def test_a_fresh_run_and_a_stored_one_never_load_duckdb_in_the_command_s_process
 @pytest.fixture
 def small_scenario(write_scenario) -> Path:
     return write_scenario(SMALL_DUMBBELL)
+
+
+def test_the_summary_is_rendered_while_the_run_is_written_and_printed_once_it_is_committed(
+        small_scenario: Path, tmp_path: Path) -> None:
+    # The command hands the whole run over first (its encoding holds the GIL), then renders the
+    # summary while the writer process writes and commits it, and prints it only once committed.
+    done, report = _command("order", "run", str(small_scenario), "--db", str(tmp_path / "r.duckdb"))
+    assert report["status"] == 0 and report["writers"] == 1, done.stderr
+    events = [event for k, event in enumerate(report["events"]) if event != "sent" or report["events"][k + 1] != "sent"]
+    # The request and each table sent, the summary's rendering begun, the commit, the summary printed.
+    assert events == ["sent", "rendering", "committed", "printed"], report["events"]
+    assert "simulated and stored" in done.stdout
+
+
+# The console script (`entry.main`) in a fresh interpreter; at its exit (`cli.exit_now` runs the
+# exit functions), its writer processes as forked and whether each was reaped.
+_CONSOLE_SCRIPT = _FORKS_KEPT + """
+    import atexit
+    from bufferlab import entry
+    def report():
+        print("\\n" + json.dumps({"forked_before_cli": [early for _, early in forks], "reaped": reaped()}))
+    atexit.register(report)
+    sys.argv = ["bufferlab", *sys.argv[1:]]
+    entry.main()
+"""
+
+
+@pytest.mark.parametrize("args", [("--help",), (), ("--set",), ("run.toml", "--json")])
+def test_the_console_script_forks_the_writer_first_and_reaps_it_whatever_the_command_does(
+        args: tuple[str, ...], small_scenario: Path, tmp_path: Path) -> None:
+    args = tuple(str(small_scenario) if a == "run.toml" else a for a in args)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_CONSOLE_SCRIPT), "run", *args,
+                           "--db", str(tmp_path / "r.duckdb")], capture_output=True, text=True, cwd=REPO,
+                          timeout=300, check=False)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    # Forked before click and the command's modules, once, and reaped before the process ended:
+    # after a run, after --help, after a usage error (a missing argument, an option's value).
+    assert report == {"forked_before_cli": [True], "reaped": [True]}, done.stderr
+    assert done.returncode == (0 if {"--help", "--json"} & set(args) else 2), done.stderr
+    if "--json" in args:
+        assert json.loads(done.stdout.strip().rsplit("\n", 1)[0])["from_store"] is False
 
 
 def test_on_one_cpu_the_command_stores_in_its_own_process(small_scenario: Path, tmp_path: Path) -> None:
@@ -347,6 +408,73 @@ def test_a_write_whose_parent_has_gone_before_the_commit_is_rolled_back(tmp_path
         opened.save(derived, before_commit=parent_gone)
     with store.Store(db) as reopened:
         assert reopened.run_ids() == []
+
+
+# A process that writes the small dumbbell's run as the writer process does (`_write`), says so
+# and waits to be killed, as the child ends after its reply: without detaching its store.
+_COMMITS_THEN_WAITS = """
+    import os, sys, time
+    from pathlib import Path
+    from bufferlab import runner
+    from bufferlab.pipeline.derive import derive
+    from bufferlab.spec import Scenario
+    from bufferlab.store import writer_process
+    from conftest import SMALL_DUMBBELL
+    planned = runner.validate(Scenario.from_toml_text(SMALL_DUMBBELL))
+    run = derive(planned, runner._simulate(planned))
+    requests, _ = os.pipe()  # the parent never goes: nothing to read
+    writer_process._write(run, sys.argv[1], False, os.fdopen(requests, "rb"))
+    print(run.run_id, flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+def test_a_committed_write_is_whole_in_the_file_before_its_store_is_let_go_of(small_scenario: Path,
+                                                                              tmp_path: Path) -> None:
+    # The writer process replies once its write has committed and lets go of the store only as
+    # it ends (`writer_process._write`): the run must be in the file, whole, by the reply, even
+    # if the process then ends without closing anything.
+    db, reference = tmp_path / "r.duckdb", tmp_path / "reference.duckdb"
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_COMMITS_THEN_WAITS), str(db)], text=True,
+                            stdout=subprocess.PIPE, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "tests")})
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().strip()
+    try:
+        with pytest.raises(duckdb.IOException, match="lock"):  # still held: the store was not let go of
+            duckdb.connect(str(db), read_only=True)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    assert not Path(f"{db}.wal").exists()
+    done, report = _command("library", "run", str(small_scenario), "--db", str(reference), "--json")
+    assert report["status"] == 0, done.stderr
+    assert stored_tables(db) == stored_tables(reference) and len(stored_tables(db)["runs"][1]) == 1
+    assert run_id == json.loads(done.stdout.strip().rsplit("\n", 1)[0])["run_id"]
+
+
+def test_the_store_is_free_for_the_next_writer_once_the_command_has_ended(small_scenario: Path,
+                                                                          tmp_path: Path) -> None:
+    # Its writer process lets go of the store as it ends, after its reply; the command reaps it
+    # before it ends, so that the next command finds the store free at once.
+    db = tmp_path / "r.duckdb"
+    for force in ((), ("--force",)):
+        done, report = _command("command", "run", str(small_scenario), "--db", str(db), "--json", *force,
+                                env={**os.environ, "BUFFERLAB_DB_WAIT": "0"})
+        assert report["status"] == 0 and report["reaped"] == [True], done.stderr
+    with store.Store(db) as opened:  # no wait allowed: the lock is free
+        assert len(opened.run_ids()) == 1
+
+
+def test_a_run_s_tables_are_handed_over_smallest_first() -> None:
+    planned = runner.validate(Scenario.from_toml_text(CAPTURED))
+    from bufferlab.pipeline.derive import derive
+
+    tables = derive(planned, runner._simulate(planned)).stored_tables()
+    ordered = writer_process._smallest_first(tables)
+    assert sorted(ordered) == sorted(tables) and ordered == tables  # the same tables, each unchanged
+    sizes = [len(t) * len(t.column_types()) for t in ordered.values()]
+    assert sizes == sorted(sizes) and list(ordered)[-1] in ("captures", "channel_timeseries")
 
 
 # --- the child's reading of a write's tables --------------------------------------------------

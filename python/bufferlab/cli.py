@@ -166,7 +166,7 @@ def _store_writer() -> Iterator[WriterProcess | None]:
         return
     from .store import writer_process
 
-    writer = writer_process.start()
+    writer = writer_process.take()  # forked as the console script started, where it was
     if writer is None:
         yield None
         return
@@ -236,8 +236,13 @@ class _SummaryRendering:
     `preload_also`). The dumbbell's command from the write's start to the printed summary, best
     (median) of 20: 98.7 (109) ms before, 84.0 (93) ms after; with --json, no rendering: 81 (84).
     With the store's writer process (`store.writer_process`, the command's own path) the write
-    runs in another process, and the worker shares the GIL only with the main thread waiting for
-    the child's reply."""
+    runs in another process, and the worker starts once the child has the whole run
+    (`WriterProcess.persist`'s `sent`): rendering beside the hand-over slowed the encoding of the
+    run's tables, which holds the GIL, so the child waited for them (the dumbbell's engine end to
+    printed summary, best and first quartile of 25 alternating runs on the busy machine: 66.1 and
+    76.8 ms rendering beside the hand-over, 60.5 and 67.8 after it; 59.3 and 64.6 with the
+    tables sent smallest first as well). The worker then shares the GIL only with the main
+    thread waiting for the child's reply."""
 
     # What rendering imports, for the preload.
     MODULES = ("bufferlab.render",)
@@ -471,7 +476,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def command_line() -> NoReturn:
     """The `bufferlab` command: its process settings, `main`, then exit with its status at once."""
     prepare_process()
-    exit_now(main())
+    status = main()
+    if "bufferlab.store.writer_process" in sys.modules:  # a writer forked early that no command took
+        sys.modules["bufferlab.store.writer_process"].end_untaken()
+    exit_now(status)
 
 
 def prepare_process() -> None:

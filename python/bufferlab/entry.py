@@ -12,6 +12,7 @@ program that calls `cli.command_line` itself).
 from __future__ import annotations
 
 import gc
+import sys
 from typing import NoReturn
 
 from . import codecache
@@ -30,8 +31,12 @@ def prepare_interpreter() -> None:
 
 
 def main() -> NoReturn:
-    """The `bufferlab` command."""
+    """The `bufferlab` command; a command that stores a run has its writer process forked first
+    (`store.writer_process.start_early`)."""
     prepare_interpreter()
+    from .store import writer_process
+
+    writer_process.start_early(sys.argv)
     from .cli import command_line
 
     command_line()

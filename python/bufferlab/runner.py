@@ -67,8 +67,9 @@ def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool =
         preload_also: Sequence[str] = (), writer: WriterProcess | None = None) -> RunSummary:
     """Run `scenario` (or an existing plan of it) unless the store already has it (or `force`),
     store it with its metric tables (in `study`, if given), summarise it. `storing` is called with
-    the summary of a simulated run just before it is stored (to present it meanwhile), never for
-    a run served from the store; `preload_also` names modules it will import, which the preload
+    the summary of a simulated run while it is stored (to present it meanwhile: just before the
+    write, or, with `writer`, once the writer process has the whole run), never for a run served
+    from the store; `preload_also` names modules it will import, which the preload
     imports while the engine runs; `writer`, the store's writer process, looks the run up and
     stores it (else this process does)."""
     p = scenario if isinstance(scenario, Plan) else plan(scenario)
@@ -83,12 +84,13 @@ def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool =
     from .pipeline.derive import derive
 
     derived = derive(p, raw, study=study, user_spec=user_spec)
-    if storing is not None:
-        storing(derived.summary)
-    if writer is not None:
-        writer.persist(derived, db, replace=force)
+    present = None if storing is None else (lambda: storing(derived.summary))
+    if writer is not None:  # presented once the writer process has the run (`WriterProcess.persist`)
+        writer.persist(derived, db, replace=force, sent=present)
     else:
         from .store.writer import persist
 
+        if present is not None:
+            present()
         persist(derived, db, replace=force)
     return derived.summary

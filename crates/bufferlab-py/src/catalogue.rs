@@ -188,12 +188,14 @@ impl<'a> SeriesColumns<'a> {
         let columns: [Cow<'a, [u64]>; 10] = columns.try_into().map_err(|_| "series columns".to_string())?;
         let delivery_rate_bps =
             batch.column_by_name("delivery_rate_bps").map(|_| counts(batch, "delivery_rate_bps")).transpose()?;
-        Ok(Some(SeriesColumns {
-            flow: counts(batch, "flow")?.into_owned(),
-            time_ns: counts(batch, "time_ns")?,
-            columns,
-            delivery_rate_bps,
-        }))
+        let flow = counts(batch, "flow")?.into_owned();
+        // The engine samples every recorded flow at the same times: flow-major blocks of equal
+        // length, one flow each (`series` relies on it).
+        let samples = flow.iter().take_while(|&&f| f == flow[0]).count();
+        if flow.len() % samples != 0 || flow.chunks(samples).any(|block| block.iter().any(|&f| f != block[0])) {
+            return Err("its flows do not each hold one block of as many samples".to_string());
+        }
+        Ok(Some(SeriesColumns { flow, time_ns: counts(batch, "time_ns")?, columns, delivery_rate_bps }))
     }
 
     /// The table as the catalogue reads it: flow-major rows of as many samples each (the rows
@@ -403,6 +405,20 @@ mod tests {
         let partial = two_flows().project(&[0, 1, 2]).expect("projected");
         let error = SeriesColumns::read(&partial).err().expect("refused");
         assert!(error.contains("delivered_bytes"), "{error}");
+    }
+
+    #[test]
+    fn a_series_table_of_uneven_flow_blocks_is_refused() {
+        let mut columns: Vec<(&str, ArrayRef)> = vec![
+            ("flow", Arc::new(UInt32Array::from(vec![3, 3, 5]))),
+            ("time_ns", Arc::new(UInt64Array::from(vec![10, 20, 10]))),
+        ];
+        for name in SERIES_COLUMNS {
+            columns.push((name, Arc::new(UInt64Array::from(vec![0, 1, 2]))));
+        }
+        let uneven = RecordBatch::try_from_iter(columns).expect("a batch");
+        let error = SeriesColumns::read(&uneven).err().expect("refused");
+        assert!(error.contains("block"), "{error}");
     }
 
     #[test]

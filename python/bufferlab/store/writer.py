@@ -203,6 +203,28 @@ RUN_TABLES = ("flows", "channels", "flow_metrics", "link_metrics", "network_metr
 # faster (29.6 -> 27.2 ms of CPU time, the commit the same), less than their six views cost a new
 # store's schema (0.3-0.4 ms each).
 NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_timeseries")
+# The columns of the numbered tables whose values come in long runs, stored run-length encoded
+# (DuckDB's ``USING COMPRESSION rle``; a column that is constant over a segment is still stored
+# as one constant): a run's keys, sorted, in runs of a flow's or channel's samples; the run's
+# number; a flow's minimum RTT, which only falls, and its ssthresh, which changes at a loss; a
+# channel's drop count, which changes only while the channel drops. DuckDB otherwise weighs every
+# encoding for every column at each commit's checkpoint, bit-packing included, by running each
+# over the column's values (`ColumnDataCheckpointer::DetectBestCompressionMethod`), and chose RLE
+# or a constant for these in every scenario but one column of one (ssthresh in
+# shallow_buffers.toml, of the same store size at 64 kB blocks). Told the encoding, it runs that
+# one alone: the reference dumbbell's commit 36.0 -> 32.6 ms of CPU time, 100 flows of
+# bimodal_rtts.toml 63.0 -> 55.9, tree_mice.toml 46.7 -> 42.6, every store the same size (issue
+# 15; `bench_pipeline.py --write-steps`). Telling bit-packing for the other columns as well was
+# slower and larger (tree_mice's store 4.6 -> 6.0 MB): their queue lengths and states are
+# constant or in runs on some links and not on others, which DuckDB's choice per segment follows.
+# The values read back are the same whatever the encoding; a store made before keeps DuckDB's
+# choice (a table's encodings are fixed when it is created).
+RUN_LENGTH_COLUMNS: dict[str, tuple[str, ...]] = {
+    "flow_timeseries": ("run", "flow", "min_rtt_ns", "ssthresh_bytes"),
+    "channel_timeseries": ("run", "channel", "drops"),
+    "captures": ("run", "capture", "channel"),
+    "class_timeseries": ("run", "channel", "sub_buffer"),
+}
 
 
 def stored_table(table: str) -> str:
@@ -221,6 +243,8 @@ def _create_statements(table: str) -> list[str]:
     columns = TABLES[table]
     if table in NUMBERED_TABLES:
         columns = {"run": "UINTEGER NOT NULL", **{c: kind for c, kind in columns.items() if c != "run_id"}}
+        columns = {c: kind + (" USING COMPRESSION rle" if c in RUN_LENGTH_COLUMNS[table] else "")
+                   for c, kind in columns.items()}
     statements = [f"CREATE TABLE {stored_table(table)} ({', '.join(f'{c} {kind}' for c, kind in columns.items())})"]
     if table in NUMBERED_TABLES:
         statements.append(f"CREATE VIEW {table} AS SELECT r.run_id, d.* EXCLUDE (run) FROM {stored_table(table)} d "
@@ -341,8 +365,15 @@ class Store:
     """A DuckDB result store opened for writing. Use as a context manager and keep it open only
     for the writes at hand: while it is open, no other process can read or write the file."""
 
-    def __init__(self, path: str | Path = DEFAULT_DB) -> None:
+    def __init__(self, path: str | Path = DEFAULT_DB, *, copy_as_placed: Any = None) -> None:
+        """`copy_as_placed`: the identity `empty_store.place` gave the copy it made at `path`
+        just before; if the file still has it once the lock is this writer's, no other writer has
+        had it since, so it holds the current schema and no run, which is then not read again
+        (its version and the next run number: ~1.4 ms of a fresh writer's CPU time)."""
         self.path = Path(path)
+        self._copy_as_placed = copy_as_placed
+        # The number the next run takes where it is known without reading `runs`.
+        self._known_number: int | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
@@ -359,6 +390,12 @@ class Store:
         """A writer's connection to the store and its schema version: None for a new store, else
         the current one (an older store is migrated first, `store.migration`)."""
         con = connect(self.path, read_only=False)
+        if self._copy_as_placed is not None:
+            from .empty_store import identity
+
+            if identity(self.path) == self._copy_as_placed:
+                self._known_number = 1
+                return con, SCHEMA_VERSION
         try:
             version = stored_schema_version(con)
             check_schema_version(version, self.path)
@@ -500,6 +537,9 @@ class Store:
         (the only writer holds the store's lock until its commit, so no other can take it)."""
         if self._empty:
             return 1
+        if self._known_number is not None:
+            number, self._known_number = self._known_number, None
+            return number
         row = self.con.execute("SELECT coalesce(max(run), 0) + 1 FROM runs").fetchone()
         assert row is not None
         return int(row[0])

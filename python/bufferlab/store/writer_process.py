@@ -13,8 +13,10 @@ quiet machine (docs/speed.md, "The store's writer in a process of its own"): the
 more CPU time (the fork's copy-on-write, the tables' hand-over, a write in a fresh process),
 which a busy machine pays in wall time too.
 
-How. `start` forks the child as soon as the command knows it will run (`cli`), before any
-thread exists (a fork copies only the forking thread; the preload's thread starts later). The
+How. `start` forks the child before any thread exists (a fork copies only the forking thread;
+the preload's thread starts later): as the console script starts, for the commands that store a
+run (`start_early`, before click and the command's own modules), else as the command knows it
+will run (`cli`). The
 child imports DuckDB and the store's writer, makes the writer's in-memory database
 (`connection.prepare_writer`: no store file is opened, none is created) and waits for requests
 on a pipe. The parent never imports DuckDB on this path:
@@ -91,7 +93,7 @@ import signal
 import struct
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -105,7 +107,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..pipeline.derive import DerivedRun
 
-__all__ = ["WriterProcess", "WriterProcessLost", "start"]
+__all__ = ["WriterProcess", "WriterProcessLost", "start", "start_early", "take", "end_untaken", "STORING_COMMANDS"]
 
 # A frame's length, before its bytes.
 _LENGTH = struct.Struct("<Q")
@@ -152,6 +154,39 @@ def start() -> WriterProcess | None:
     return WriterProcess(pid, os.fdopen(requests_write, "wb"), os.fdopen(replies_read, "rb"))
 
 
+# The commands that store a run through a writer process (`cli._store_writer`).
+STORING_COMMANDS = ("run", "ccperf")
+# A writer process forked at the console script's start (`start_early`), until a command takes it.
+_early: list[WriterProcess] = []
+
+
+def start_early(argv: list[str]) -> None:
+    """Fork the writer process as the console script starts (`entry.main`), before the command's
+    own modules are imported, where its first argument names a command that stores a run.
+
+    Why: the child's start (DuckDB's import ~21 ms and its first instance ~17 ms of CPU time) runs
+    beside the command's spec and engine, and for one flow for 10 s it was still under way when
+    the run was derived on a busy machine; forked here, it starts ~20 ms sooner (click's and the
+    command's imports, `bench_pipeline.py --stages`' cli stage), and from a smaller process.
+    The command takes it (`take`); one that no command took (a usage error, ``--help``) is ended
+    and reaped before the process exits (`end_untaken`)."""
+    if len(argv) > 1 and argv[1] in STORING_COMMANDS and not _early:
+        writer = start()
+        if writer is not None:
+            _early.append(writer)
+
+
+def take() -> WriterProcess | None:
+    """The writer process forked early (`start_early`), else one forked now (`start`)."""
+    return _early.pop() if _early else start()
+
+
+def end_untaken() -> None:
+    """End and reap a writer process forked early that no command took."""
+    while _early:
+        _early.pop().close()
+
+
 def _widen(pipe: int) -> None:
     """Let the request pipe hold `PIPE_BYTES` (where Linux allows it): the dumbbell's tables are
     12 MB, which the default 64 kB pipe passes in about 190 turns of writer and reader."""
@@ -181,19 +216,33 @@ class WriterProcess:
         answer: dict[str, Any] | None = self._reply()
         return answer
 
-    def persist(self, run: DerivedRun, db: str | Path, *, replace: bool = False) -> None:
+    def persist(self, run: DerivedRun, db: str | Path, *, replace: bool = False,
+                sent: Callable[[], None] | None = None) -> None:
         """`store.writer.persist` of `run`, written by the child; returns once it has committed.
-        Ctrl-C and SIGTERM wait for the write, as in one process. The write is the child's last
-        request: it ends as soon as it has replied, so that the kernel frees its memory (DuckDB's
-        instance and the run's tables: 6-7 ms for the dumbbell) while this process prints."""
+        `sent` is called once the child has the whole run, while it writes and commits it (the
+        summary's rendering: `runner.run`). Ctrl-C and SIGTERM wait for the write, as in one
+        process. The write is the child's last request: it ends as soon as it has replied, so
+        that the kernel frees its memory (DuckDB's instance and the run's tables: 6-7 ms for the
+        dumbbell) while this process prints.
+
+        The tables go smallest first (`_smallest_first`), so that the child inserts the small
+        ones while the large ones are encoded and cross the pipe; and nothing else runs in this
+        process meanwhile (`sent` comes after), since the encoding holds the GIL. The reference
+        dumbbell's channel series (8.6 MB) took 4 ms to encode and 6 to cross; with the
+        summary rendered beside the hand-over and the tables in the order derive lists them, the
+        child waited 4-8 ms for the series after its other inserts."""
         with deferred():
-            tables = run.stored_tables()
+            tables = _smallest_first(run.stored_tables())
             scalars = _ReceivedRun.scalars_of(run)
             self._writing = True
             self._send(pickle.dumps(("write", str(db), replace, scalars, list(tables))))
             for table in tables.values():
                 self._send(table.to_ipc())
+            if sent is not None:
+                sent()
             self._reply()
+        _HANDED_OVER.append(run)
+
 
     def _send(self, frame: bytes) -> None:
         try:
@@ -251,6 +300,18 @@ class WriterProcess:
         self.close()
 
 
+# The runs this process has had stored by its writer process, kept until it ends: the command
+# prints the summary and ends at once (`cli.exit_now`, which frees nothing), and the run's tables
+# freed as `runner.run` returns cost the dumbbell's command 0.8 ms before its summary was printed.
+_HANDED_OVER: list[Any] = []
+
+
+def _smallest_first(tables: dict[str, Any]) -> dict[str, Any]:
+    """`tables` by their number of values (rows x columns), smallest first (the order is the
+    insert's within one transaction: the stored rows are the same in any)."""
+    return dict(sorted(tables.items(), key=lambda item: len(item[1]) * len(item[1].column_types())))
+
+
 def _error_of(failure: tuple[Any, ...]) -> BaseException:
     """The exception a failure of the child (`_failure`) is in the parent."""
     kind, *details = failure
@@ -280,10 +341,11 @@ def _serve(requests_fd: int, replies_fd: int) -> int:
     try:  # what a request needs, made ahead; an error here is met again by the request
         import queue  # noqa: F401 - for `_ArrivingTables` (the command's process never needs it)
 
-        from . import connection, counters, writer  # noqa: F401
+        from . import connection, counters, empty_store, writer  # noqa: F401
 
         connection.prepare_writer()
         codecache.save()  # what DuckDB's import compiled, for the next command (no exit functions run here)
+        empty_store.prepare()  # once per schema: what a new store is copied from (`_write`)
     except BaseException:  # noqa: BLE001, S110 - the request that needs it reports it
         pass
     while True:
@@ -318,14 +380,41 @@ def _answer(request: tuple[Any, ...], requests: IO[bytes]) -> Any:
         db, replace, scalars, names = arguments
         run = _ReceivedRun.of(scalars, _ArrivingTables(names, requests))
         try:
-            from .writer import Store
-
-            with Store(db) as store:
-                store.save(run, replace=replace, before_commit=lambda: _parent_gone(requests))
+            _write(run, db, replace, requests)
         finally:
             run.tables.drain()
         return None
     raise ValueError(f"unknown request {kind!r}")
+
+
+def _write(run: _ReceivedRun, db: str, replace: bool, requests: IO[bytes]) -> None:
+    """`Store.save` of `run`, rolled back if the parent has gone before the commit, into a copy
+    of an empty store where there is no store yet (`empty_store`); a failed write closes the
+    store (`Store.__exit__`).
+
+    A committed write leaves its store attached and its connection open (`_COMMITTED`): the
+    write is the child's last request, and the child's end closes the file and lets go of its
+    lock, as the detach would (`connection.release_writer`: 0.5-0.9 ms of CPU time), but after
+    the reply instead of before it. (A connection merely dropped here would be closed at once,
+    tearing DuckDB's instance down before the reply: 4-6 ms for the dumbbell.) Nothing is left to
+    write by then: the commit is a checkpoint into the file, synced, and leaves no write-ahead log
+    (`store.connection`); and the parent reaps the child before it ends, so the lock is free once
+    the command has ended."""
+    from . import empty_store
+    from .writer import Store
+
+    placed = empty_store.place(Path(db))  # a new store's tables without making them now, where it can
+    store = Store(db, copy_as_placed=placed)
+    try:
+        store.save(run, replace=replace, before_commit=lambda: _parent_gone(requests))
+    except BaseException:
+        store.con.close()
+        raise
+    _COMMITTED.append(store)
+
+
+# The store of the write the child has committed, kept open until the child ends (`_write`).
+_COMMITTED: list[Any] = []
 
 
 def _parent_gone(requests: IO[bytes]) -> None:

@@ -1,7 +1,7 @@
 //! The network metrics (metrics.md, "Network metrics"): at each sample, sums and fairness
 //! indices over the flows active then (those with a throughput there), averaged over the samples.
 
-use super::numeric::{mean, numpy_log, pairwise_sum, python_square};
+use super::numeric::{ln, mean, pairwise_sum};
 
 /// The network metrics, in the order of `NetworkMeans`.
 pub const NETWORK_METRICS: [&str; 9] = [
@@ -52,12 +52,16 @@ impl SampleColumns {
 }
 
 /// Jain's fairness index (Σx)² / (n Σx²) of the shares `x` (R. Jain, D. Chiu, W. Hawe, DEC-TR-301,
-/// 1984), with Σx and Σx² as numpy adds them and (Σx)² as Python squares; None when every x is 0.
+/// 1984), with Σx and Σx² as numpy adds them and (Σx)² the correctly rounded product (the same on
+/// every machine, unlike the C library's `pow`, which Python's `** 2` called); None when every x is 0.
 pub fn jain(x: &[f64], squares: &mut Vec<f64>) -> Option<f64> {
     squares.clear();
     squares.extend(x.iter().map(|v| v * v));
     let sum_squares = pairwise_sum(squares);
-    (sum_squares != 0.0).then(|| python_square(pairwise_sum(x)) / (x.len() as f64 * sum_squares))
+    (sum_squares != 0.0).then(|| {
+        let sum = pairwise_sum(x);
+        sum * sum / (x.len() as f64 * sum_squares)
+    })
 }
 
 /// Shannon entropy −Σ sᵢ ln sᵢ of the shares sᵢ = xᵢ / `total` of the positive x (0 ln 0 = 0).
@@ -65,7 +69,7 @@ pub fn entropy(positive: &[f64], total: f64, terms: &mut Vec<f64>) -> f64 {
     terms.clear();
     terms.extend(positive.iter().map(|&p| {
         let s = p / total;
-        s * numpy_log(s)
+        s * ln(s)
     }));
     -pairwise_sum(terms)
 }
@@ -104,7 +108,7 @@ pub fn network_means(columns: &mut SampleColumns, bottleneck_bps: Option<f64>) -
             continue;
         }
         terms.clear();
-        terms.extend(positive.iter().map(|&p| numpy_log(p)));
+        terms.extend(positive.iter().map(|&p| ln(p)));
         per_sample[2].push(pairwise_sum(&terms));
         terms.clear();
         terms.extend(positive.iter().map(|&p| -1.0 / p));

@@ -1,7 +1,7 @@
 //! The arithmetic of the catalogue, bit for bit as the numpy code that computed it before
-//! (issue 15): numpy's pairwise sums, means and standard deviations, Python's exact integer
-//! division, CPython's `x ** 2` and numpy's `log` (`svml_log`). Everything else is one IEEE
-//! operation at a time, in the order the formulas in `metrics.md` write them.
+//! (issue 15): numpy's pairwise sums, means and standard deviations and Python's exact integer
+//! division; the logarithm is libm's, the same on every machine (`ln`). Everything else is one
+//! IEEE operation at a time, in the order the formulas in `metrics.md` write them.
 
 /// numpy's block size for pairwise summation (`PW_BLOCKSIZE` in numpy's `loops_utils.h.src`).
 const PAIRWISE_BLOCK: usize = 128;
@@ -97,123 +97,13 @@ fn power_of_two(e: i32) -> f64 {
     f64::from_bits(((1023 + e) as u64) << 52)
 }
 
-/// `x ** 2` of a Python float: CPython calls the C library's `pow`, which is not always the
-/// correctly rounded `x * x` (it differs in the last bit about once in a thousand). The exponent
-/// goes through `black_box` so that the compiler keeps the call instead of making it `x * x`.
-pub fn python_square(x: f64) -> f64 {
-    x.powf(std::hint::black_box(2.0))
-}
-
-// --- numpy's log ------------------------------------------------------------------------------
-//
-// On a CPU with AVX-512 numpy computes float64 `log` with Intel's SVML (`__svml_log8_ha`,
-// numpy/_core/src/umath/loops_exponent_log.dispatch.c.src; the kernel is numpy/SVML's
-// svml_z0_log_d_ha.s), which differs from the C library's `log` in the last bit of about 0.1-0.4 %
-// of arguments. The stored utilities and entropies were taken so, so `numpy_log` follows that
-// kernel step by step: log x = k ln 2 - ln r + log1p(r m - 1), for x = 2^k m (m in [1, 2)) and
-// r ~ 1/m rounded to a multiple of 1/32, -ln r from a 16-entry table in two parts, log1p by a
-// degree-9 polynomial, the sum kept in two parts (the kernel's "ha": high accuracy).
-
-/// The kernel's constants as (low word, high word) of each double, in the order of its data.
-const fn double(lo: u32, hi: u32) -> f64 {
-    f64::from_bits(((hi as u64) << 32) | lo as u64)
-}
-
-/// -ln r, high parts, for r = 1, 17/32, ..., 31/32 by the table index (below 3/4 less ln 2).
-const LOG_RCP_HIGH: [f64; 16] = [
-    double(0, 0),
-    double(3222405120, 3215919664),
-    double(1848311808, 3216910087),
-    double(1890025472, 3217424176),
-    double(3348791296, 3217854455),
-    double(2880159744, 3218171740),
-    double(3256631296, 3218366859),
-    double(4139499520, 3218553303),
-    double(288669696, 1070754146),
-    double(1823703040, 1070569756),
-    double(1015742464, 1070240749),
-    double(1800667136, 1069924160),
-    double(2183659520, 1069619086),
-    double(1566113792, 1069101918),
-    double(3047030784, 1068533144),
-    double(2313682944, 1067467101),
-];
-/// -ln r, low parts.
-const LOG_RCP_LOW: [f64; 16] = [
-    double(0, 0),
-    double(3496399314, 1028893491),
-    double(720371772, 1026176044),
-    double(1944193543, 3175338952),
-    double(634920691, 3175752108),
-    double(1664625295, 1029304828),
-    double(192624563, 3177103997),
-    double(3796653051, 3176138396),
-    double(1005287031, 1029411448),
-    double(3433090547, 1029291198),
-    double(1779090477, 3176336968),
-    double(3242817150, 1029626109),
-    double(3430202884, 3175842849),
-    double(2270669051, 1028809259),
-    double(1375653371, 1028457284),
-    double(4246237509, 3176626033),
-];
-/// log1p's polynomial, highest degree first (degree 9 down to 2).
-const LOG1P: [f64; 8] = [
-    double(815627376, 1069318605),
-    double(2123607906, 3217033013),
-    double(2632876527, 1069697314),
-    double(4213758726, 3217380691),
-    double(2580324188, 1070176665),
-    double(787901, 3218079744),
-    double(1431655526, 1070945621),
-    double(4294967238, 3219128319),
-];
-const LN2_HIGH: f64 = double(4277796864, 1072049730);
-const LN2_LOW: f64 = double(3164471296, 1031600026);
-
-/// Where the kernel's reciprocal of the mantissa, VRCP14PD's estimate (relative error below
-/// 2^-14) rounded to a multiple of 1/32, steps down from (k + 1)/32 to k/32, for k = 16..31: the
-/// first value of the mantissa's top 16 fraction bits that gives k/32 (the estimate depends on
-/// those bits only). Exact rounding of 1/m would step at (32/(k + 0.5) - 1) 2^16; the estimate
-/// steps up to 4 later. Measured against numpy's log on 4.9 million arguments spread over every
-/// step (none differed after; a few in a million did with exact rounding).
-const RCP_STEPS: [u64; 16] =
-    [61568, 54300, 47824, 42010, 36764, 32007, 27669, 23705, 20063, 16707, 13603, 10726, 8048, 5556, 3223, 1039];
-
-/// `np.log(x)` of a float64 as numpy computes it on AVX-512 (see above); the special values as
-/// numpy gives them (NaN, inf, -inf for 0, NaN below 0).
-pub fn numpy_log(x: f64) -> f64 {
-    if x.is_nan() || x < 0.0 {
-        return f64::NAN;
-    }
-    if x == 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if x.is_infinite() {
-        return x;
-    }
-    // x = 2^exponent m with m in [1, 2) (the kernel's getexp / getmant); a subnormal scaled up first.
-    let (bits, shift) = if x.is_normal() { (x.to_bits(), 0) } else { ((x * power_of_two(64)).to_bits(), 64) };
-    let exponent = ((bits >> 52) & 0x7ff) as i64 - 1023 - shift;
-    let m = f64::from_bits((bits & ((1 << 52) - 1)) | (1023 << 52));
-    let top = (bits >> 36) & 0xffff;
-    let steps = 16 + RCP_STEPS.iter().filter(|&&step| top < step).count();
-    let rcp = steps as f64 / 32.0;
-    let index = steps & 15; // the table index: the reciprocal's top 4 fraction bits
-    let k = if rcp < 0.75 { exponent as f64 + 1.0 } else { exponent as f64 };
-    // r m - 1, exact by the fused multiply-add.
-    let r = rcp.mul_add(m, -1.0);
-    let [c9, c8, c7, c6, c5, c4, c3, c2] = LOG1P;
-    let r2 = r * r;
-    let r4 = r2 * r2;
-    let upper = r2.mul_add(c9.mul_add(r, c8), c7.mul_add(r, c6));
-    let lower = r2.mul_add(c5.mul_add(r, c4), c3.mul_add(r, c2));
-    let poly = r4.mul_add(upper, lower);
-    let table = LN2_HIGH.mul_add(k, LOG_RCP_HIGH[index]);
-    let high = table + r;
-    let r_low = r - (high - table);
-    let tail = r2.mul_add(poly, r_low) + LN2_LOW.mul_add(k, LOG_RCP_LOW[index]);
-    high + tail
+/// The natural logarithm of the catalogue's utilities and entropies, the same on every machine:
+/// libm's (in Rust, as the engine's CUBIC and generators use it; error below 1 ulp). The numpy code
+/// the catalogue replaced took numpy's `log`, which is Intel's SVML kernel on a CPU with AVX-512
+/// and another elsewhere (they differ in the last bit of a few arguments in a thousand), so the
+/// stored utilities and entropies depended on the machine that ran the command; these do not.
+pub fn ln(x: f64) -> f64 {
+    libm::log(x)
 }
 
 #[cfg(test)]
@@ -311,48 +201,32 @@ mod tests {
     }
 
     #[test]
-    fn python_square_is_the_c_librarys_pow_not_x_times_x() {
-        // CPython on this glibc: x ** 2 and x * x of these differ in the last bit.
-        for (x, pow, product) in [
-            (118.17899358401263, 13966.274524530098, 13966.2745245301),
-            (272.18077560107736, 74082.37460680403, 74082.37460680402),
-            (492.1081995928819, 242170.48010654768, 242170.48010654765),
-        ] {
-            assert_eq!(python_square(x), pow);
-            assert_eq!(x * x, product);
-        }
-    }
-
-    #[test]
-    fn numpy_log_is_numpys_not_the_c_librarys() {
-        // (x, np.log(x) with numpy 2.4 on AVX-512, math.log(x)).
-        for (x, numpy, libc) in [
-            (0.8798605372836943, -0.12799186442866234, -0.1279918644286623),
-            (4.21692478671315, 1.439106138872177, 1.4391061388721773),
-            (0.8671571435195924, -0.1425350688910965, -0.14253506889109652),
-            (80.60519704516523, 4.389563126902422, 4.389563126902423),
-            // Beside a step of the reciprocal (top fraction bits 61567: 17/32, not 1/m's 16/32).
-            (0.969723988542798, -0.030743795870164622, -0.03074379587016462),
-        ] {
-            assert_eq!(numpy_log(x), numpy, "{x}");
-            assert_ne!(numpy, libc);
-        }
-    }
-
-    #[test]
-    fn numpy_log_of_exact_and_special_arguments() {
+    fn ln_is_the_natural_logarithm_on_exact_and_special_arguments() {
         for (x, want) in [
             (1.0, 0.0),
             (2.0, std::f64::consts::LN_2),
-            (3.0, 1.0986122886681098),
-            (0.1, -2.3025850929940455),
-            (1e-300, -690.7755278982137),
-            (5e-324, -744.4400719213812),
+            (10.0, std::f64::consts::LN_10),
+            (std::f64::consts::E, 1.0),
+            (0.5, -std::f64::consts::LN_2),
         ] {
-            assert_eq!(numpy_log(x), want, "{x}");
+            assert_eq!(ln(x), want, "{x}");
         }
-        assert_eq!(numpy_log(0.0), f64::NEG_INFINITY);
-        assert_eq!(numpy_log(f64::INFINITY), f64::INFINITY);
-        assert!(numpy_log(-1.0).is_nan() && numpy_log(f64::NAN).is_nan());
+        // The smallest subnormal, 2^-1074: -1074 ln 2.
+        assert!((ln(5e-324) - (-1074.0 * std::f64::consts::LN_2)).abs() < 1e-12);
+        assert_eq!(ln(0.0), f64::NEG_INFINITY);
+        assert_eq!(ln(f64::INFINITY), f64::INFINITY);
+        assert!(ln(-1.0).is_nan() && ln(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn ln_agrees_with_the_c_librarys_to_within_two_ulp() {
+        // Both are within 1 ulp of the true logarithm, so within 2 ulp of each other: a wrong
+        // kernel (a coefficient, a reduction step) is far off somewhere on this spread.
+        let spread = (-300..=300).map(|e| 1.37 * 10f64.powi(e)).chain((1..=512).map(|k| 1.0 + k as f64 / 256.0));
+        for x in spread {
+            let (ours, libc) = (ln(x), x.ln());
+            let ulp = f64::from_bits(libc.abs().to_bits() + 1) - libc.abs();
+            assert!((ours - libc).abs() <= 2.0 * ulp, "{x}: {ours} against {libc}");
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! its lifetime]. A quantity undefined at a sample (srtt before the first RTT sample, ...) is
 //! NaN there and left out of the means.
 
-use super::numeric::{mean, numpy_log, pairwise_sum, std};
+use super::numeric::{ln, mean, pairwise_sum, std};
 
 /// The recorded series of one sampled flow (a row of the `flow_timeseries` table), cumulative
 /// byte counters and states, one value per sample.
@@ -245,7 +245,7 @@ pub fn flow_series_means(
     fill(values, |k| {
         let x = throughput[k];
         if x > 0.0 {
-            numpy_log(x)
+            ln(x)
         } else {
             f64::NAN
         }

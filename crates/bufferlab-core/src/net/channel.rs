@@ -350,6 +350,7 @@ impl Channel {
     /// Start the next transmission if the transmitter is free, and ask for a wakeup when it will
     /// be free again with packets waiting. An idle link therefore costs no event per packet: a
     /// packet that finds the transmitter free goes straight onto the wire.
+    #[inline(always)]
     fn pump(&mut self, now: SimTime, pool: &mut PacketPool, routes: &RoutingTable) -> Schedule {
         let mut schedule = Schedule::default();
         if self.wakeup_pending {
@@ -386,6 +387,7 @@ impl Channel {
     /// sojourn counter adds; zero for a packet that did not queue); unless the link loses it, it
     /// joins the pipe, with what becomes of it at the far node. Returns its arrival if it is the
     /// pipe's new head.
+    #[inline(always)]
     fn transmit(
         &mut self,
         slot: u32,

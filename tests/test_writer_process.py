@@ -516,3 +516,31 @@ def test_a_parent_gone_in_the_middle_of_a_write_s_tables_ends_the_write() -> Non
         with pytest.raises(writer_process._ParentGone):
             next(taken)
         arriving.drain()  # returns: nothing more will come
+
+
+def test_a_program_storing_run_after_run_through_writer_processes_keeps_only_the_last_one(tmp_path: Path) -> None:
+    # The command keeps the run it had stored until it ends (freeing it cost the summary 0.8 ms);
+    # a program that stores run after run through writer processes must not keep them all.
+    program = textwrap.dedent(f"""
+        import json
+        from bufferlab import runner
+        from bufferlab.spec import Scenario
+        from bufferlab.store import writer_process
+        import tomllib
+
+        spec = tomllib.loads({SMALL_DUMBBELL!r})
+        ids = []
+        for duration in ("1s", "2s", "3s"):  # a writer process stores one run
+            writer = writer_process.start()
+            assert writer is not None
+            with writer:
+                summary = runner.run(Scenario.from_dict({{**spec, "duration": duration}}), {str(tmp_path / "s.duckdb")!r},
+                                     writer=writer)
+            ids.append(summary.run_id)
+        kept = [run.run_id for run in writer_process._HANDED_OVER]
+        print(json.dumps({{"ids": ids, "kept": kept}}))
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(set(report["ids"])) == 3 and report["kept"] == report["ids"][-1:]

@@ -241,7 +241,7 @@ class WriterProcess:
             if sent is not None:
                 sent()
             self._reply()
-        _HANDED_OVER.append(run)
+        _HANDED_OVER[:] = [run]
 
 
     def _send(self, frame: bytes) -> None:
@@ -303,6 +303,7 @@ class WriterProcess:
 # The runs this process has had stored by its writer process, kept until it ends: the command
 # prints the summary and ends at once (`cli.exit_now`, which frees nothing), and the run's tables
 # freed as `runner.run` returns cost the dumbbell's command 0.8 ms before its summary was printed.
+# Only the last one: a program that stores many runs through a writer process holds one at most.
 _HANDED_OVER: list[Any] = []
 
 

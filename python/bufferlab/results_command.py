@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -142,12 +143,17 @@ def results_monitor(run: str, db: Path, link: str, direction: str, split: str, a
     console.print(frame_table(classes, title=f"By size (large: more than {split_bytes} bytes seen)"))
 
 
+def _capture_file_options(command: Any) -> Any:
+    """The run, store, link, direction and output file of a command that writes a captured link."""
+    options = (_run_argument, _db_option, _link_option, _direction_option,
+               click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True))
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @results_group.command("csv")
-@_run_argument
-@_db_option
-@_link_option
-@_direction_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@_capture_file_options
 @click.option("--no-header", is_flag=True, help="No header line (exactly what tshark -T fields prints).")
 def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_header: bool) -> None:
     """A captured link as CSV with seed 000's tshark fields."""
@@ -159,11 +165,7 @@ def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_
 
 
 @results_group.command("pcap")
-@_run_argument
-@_db_option
-@_link_option
-@_direction_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@_capture_file_options
 @click.option("--full-payload", is_flag=True, help="Write the (zero) payload bytes too, not only the headers.")
 def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, full_payload: bool) -> None:
     """A captured link as a pcap file (IPv4 + TCP headers) for tshark and Wireshark."""

@@ -32,7 +32,8 @@ Where they are computed: in the engine crate (crates/bufferlab-core/src/metrics/
 `_core.catalogue` with the run's flow, channel and flow time-series tables), so that deriving a
 run loads neither numpy nor polars (issue 15: numpy's import was 25-30 ms of CPU of every fresh
 `bufferlab run`, more than the metrics themselves). The numbers are bit for bit those numpy gave
-before: the same operations in the same order, numpy's pairwise sums and its float64 `log`. This
+before (the same operations in the same order, numpy's pairwise sums), except that the logarithm
+is libm's, the same on every machine, where numpy's depended on the CPU (SVML on AVX-512). This
 module gathers the inputs (`RunData`), hands the results out by table, and keeps the plotting
 helpers (`interval_rate_mbps`, `FlowSeries`) that read series with numpy outside a run.
 """

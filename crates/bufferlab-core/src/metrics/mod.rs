@@ -4,8 +4,9 @@
 //! The engine records facts only (`record::result`); Python's derive step (pipeline/derive.py)
 //! calls `catalogue` through the binding with the result's tables, so a fresh `bufferlab run`
 //! derives its metrics without numpy (issue 15: its import was most of derive's time). The
-//! numbers are bit for bit those the numpy implementation stored before: the same IEEE
-//! operations in the same order, numpy's pairwise sums (`numeric`) and its `log`.
+//! numbers are bit for bit those the numpy implementation stored before (the same IEEE
+//! operations in the same order, numpy's pairwise sums: `numeric`), except the logarithm, which
+//! is libm's on every machine (`numeric::ln`) where numpy's depended on the CPU.
 //!
 //! - `figures`: per flow and per channel, from the end-of-run counters;
 //! - `series`: a sampled flow's per-sample quantities and their means and covs;

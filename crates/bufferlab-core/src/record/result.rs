@@ -1,8 +1,8 @@
 //! The engine's output: counters and time series of one run.
 //!
 //! Like the input spec, every quantity is an integer in the base unit named by its suffix.
-//! Derived metrics (goodput, utilisation, loss rate, the metric catalogue) are computed from
-//! these by the Python layer, so the engine records facts only.
+//! Derived metrics (the metric catalogue: goodput, loss, fairness, utility...) are computed from
+//! these after the run by `crate::metrics`, so the simulation itself records facts only.
 
 use crate::net::packet::MAX_SACK_BLOCKS;
 pub use crate::record::series::Series;

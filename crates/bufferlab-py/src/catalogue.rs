@@ -342,7 +342,7 @@ fn to_python(py: Python<'_>, c: Catalogue) -> PyResult<Bound<'_, PyDict>> {
 /// every value is 0.
 #[pyfunction]
 pub fn jain(values: Vec<f64>) -> Option<f64> {
-    metrics::network::jain(&values, &mut Vec::new())
+    metrics::network::jain(&values, metrics::numeric::pairwise_sum(&values), &mut Vec::new())
 }
 
 /// The entropy −Σ sᵢ ln sᵢ of the shares sᵢ = xᵢ / Σx of `values` (0 ln 0 = 0); None when Σx = 0.

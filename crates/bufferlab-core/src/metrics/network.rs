@@ -52,16 +52,14 @@ impl SampleColumns {
 }
 
 /// Jain's fairness index (Σx)² / (n Σx²) of the shares `x` (R. Jain, D. Chiu, W. Hawe, DEC-TR-301,
-/// 1984), with Σx and Σx² as numpy adds them and (Σx)² the correctly rounded product (the same on
-/// every machine, unlike the C library's `pow`, which Python's `** 2` called); None when every x is 0.
-pub fn jain(x: &[f64], squares: &mut Vec<f64>) -> Option<f64> {
+/// 1984), given `sum` = Σx as `pairwise_sum` adds it (the caller has it already), with Σx² added
+/// the same way and (Σx)² the correctly rounded product (the same on every machine, unlike the C
+/// library's `pow`, which Python's `** 2` called); None when every x is 0.
+pub fn jain(x: &[f64], sum: f64, squares: &mut Vec<f64>) -> Option<f64> {
     squares.clear();
     squares.extend(x.iter().map(|v| v * v));
     let sum_squares = pairwise_sum(squares);
-    (sum_squares != 0.0).then(|| {
-        let sum = pairwise_sum(x);
-        sum * sum / (x.len() as f64 * sum_squares)
-    })
+    (sum_squares != 0.0).then(|| sum * sum / (x.len() as f64 * sum_squares))
 }
 
 /// Shannon entropy −Σ sᵢ ln sᵢ of the shares sᵢ = xᵢ / `total` of the positive x (0 ln 0 = 0).
@@ -97,7 +95,7 @@ pub fn network_means(columns: &mut SampleColumns, bottleneck_bps: Option<f64>) -
             }
             per_sample[5].push(pairwise_sum(bdp));
         }
-        if let Some(index) = jain(x, &mut terms) {
+        if let Some(index) = jain(x, total, &mut terms) {
             per_sample[6].push(index);
         }
         per_sample[8].push(x.iter().fold(1.0, |product, &v| product * v));
@@ -130,9 +128,9 @@ mod tests {
     #[test]
     fn jain_of_equal_shares_is_one_and_of_one_taker_is_one_over_n() {
         let mut scratch = Vec::new();
-        assert_eq!(jain(&[3.0; 4], &mut scratch), Some(1.0));
-        assert_eq!(jain(&[1.0, 0.0, 0.0, 0.0], &mut scratch), Some(0.25));
-        assert_eq!(jain(&[0.0; 3], &mut scratch), None);
+        assert_eq!(jain(&[3.0; 4], 12.0, &mut scratch), Some(1.0));
+        assert_eq!(jain(&[1.0, 0.0, 0.0, 0.0], 1.0, &mut scratch), Some(0.25));
+        assert_eq!(jain(&[0.0; 3], 0.0, &mut scratch), None);
     }
 
     #[test]

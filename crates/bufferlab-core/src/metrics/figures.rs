@@ -1,7 +1,10 @@
 //! The figures taken from the end-of-run counters: per flow (goodput, loss rate, mean RTT
 //! sample, lifetime means of the byte counters) and per channel (service rate, utilisation,
-//! time-average queue, mean sojourn). Python's `analysis.summary` defines them one record at a
-//! time; these are the same numbers, bit for bit, for all records at once.
+//! time-average queue, mean sojourn), for all records at once. The one implementation of each:
+//! the run summary, derive's summary columns and the catalogue's tables all read these (Python's
+//! `analysis.figures`, through `_core.figures` or `_core.catalogue`). Each takes the operations
+//! of the Python summary that computed them one record at a time before, in the same order, so
+//! the numbers are the same bit for bit (every integer quotient correctly rounded, as Python's).
 
 use super::numeric::quotient;
 use crate::record::result::{ChannelRecord, FlowRecord};

@@ -418,8 +418,6 @@ def _channel(rng: np.random.Generator, **given: object) -> dict:
 
 @pytest.mark.parametrize("end_ns", [10**10, 7, 0])
 def test_channel_figures_of_all_channels_equal_the_summary_s_of_each_bit_for_bit(end_ns: int) -> None:
-    from bufferlab.analysis import summary
-
     rng = np.random.default_rng(15)
     channels = [_channel(rng) for _ in range(200)] + [
         _channel(rng, rate_bps=None), _channel(rng, sent_packets=0), _channel(rng, shaping_rate_bps=10**6),
@@ -431,10 +429,12 @@ def test_channel_figures_of_all_channels_equal_the_summary_s_of_each_bit_for_bit
     table = pl.DataFrame({name: [c[name] for c in channels] for name in ("busy_ns", "sent_packets", "sojourn_sum_ns")},
                          schema=dict.fromkeys(("busy_ns", "sent_packets", "sojourn_sum_ns"), pl.UInt64))
     assert metrics.ChannelFigures.of(channels, end_ns, table) == figures
-    rates = [summary.service_rate_bps(c) for c in channels]
-    assert figures.service_rate_bps == rates
     # Each channel's figures in Python's arithmetic, one operation after the other as the summary
-    # defines them: busy / end × line / rate; the queue integral over the run; sojourn per packet.
+    # defines them: the line rate or a shaper's token rate below it; busy / end × line / rate; the
+    # queue integral over the run; sojourn per packet.
+    rates = [min((r for r in (c["rate_bps"], c["shaping_rate_bps"]) if r is not None), default=None)
+             for c in channels]
+    assert figures.service_rate_bps == rates
     utilisation = [None if end_ns <= 0 or rate is None or c["rate_bps"] is None
                    else c["busy_ns"] / end_ns * c["rate_bps"] / rate for c, rate in zip(channels, rates)]
     mean_queue = [None if end_ns <= 0 else c["queue_packet_ns"] / end_ns for c in channels]

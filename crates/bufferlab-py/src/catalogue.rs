@@ -304,6 +304,16 @@ pub fn figures<'py>(
     Ok(out)
 }
 
+/// The index of the slowest rate-limited channel of `channels` that sent something
+/// (`metrics::slowest_busy_channel`: the run summary's bottleneck where the spec names none);
+/// None if every channel is unlimited or idle.
+#[pyfunction]
+pub fn slowest_busy_channel(py: Python<'_>, channels: PyRef<'_, Table>) -> PyResult<Option<usize>> {
+    let batch = channels.batch();
+    py.allow_threads(|| channel_records(batch).map(|records| metrics::slowest_busy_channel(&records)))
+        .map_err(|e| PyValueError::new_err(format!("slowest busy channel: channels: {e}")))
+}
+
 /// Named columns as a dict of lists (the vectors handed over, not copied).
 fn columns_dict<'py, T: IntoPyObject<'py>>(
     py: Python<'py>,

@@ -234,6 +234,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(result_schemas, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::figures, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::slowest_busy_channel, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::jain, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::entropy, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::quotients, m)?)?;

@@ -1,7 +1,8 @@
 """The end-of-run figures of every flow and channel, taken from the engine's counters by
 bufferlab-core's `metrics::figures` (through `_core.figures`): the one implementation of a flow's
 goodput, loss rate, mean RTT sample, completion time and lifetime means, and of a channel's
-service rate, utilisation, time-average queue and mean sojourn (shared metrics.md).
+service rate, utilisation, time-average queue and mean sojourn (shared metrics.md); and the
+choice of the bottleneck channel by those service rates where the spec names none.
 
 The run summary (`analysis.summary`), derive's summary columns of the flow and channel tables
 (`pipeline.derive`) and the metric catalogue (`analysis.metrics`, whose `_core.catalogue` returns
@@ -18,8 +19,8 @@ from typing import Any
 from ..pipeline.engine import core
 from ..pipeline.result import column_names, record_values
 
-__all__ = ["FlowFigures", "ChannelFigures", "FLOW_FIGURE_COUNTERS", "CHANNEL_FIGURE_COUNTERS", "FLOW_COUNTERS",
-           "CHANNEL_COUNTERS", "engine_table", "no_flows", "no_channels"]
+__all__ = ["FlowFigures", "ChannelFigures", "slowest_busy_channel", "FLOW_FIGURE_COUNTERS", "CHANNEL_FIGURE_COUNTERS",
+           "BOTTLENECK_COUNTERS", "FLOW_COUNTERS", "CHANNEL_COUNTERS", "engine_table", "no_flows", "no_channels"]
 
 # The counters the figures read (`metrics::FlowFigures`, `metrics::ChannelFigures`), by table,
 # with their Arrow types (the engine's), and those the catalogue reads besides. A table made
@@ -33,6 +34,9 @@ FLOW_FIGURE_COUNTERS: dict[str, str] = {
 CHANNEL_FIGURE_COUNTERS: dict[str, str] = {
     **dict.fromkeys(("rate_bps", "shaping_rate_bps", "sent_packets", "busy_ns", "sojourn_sum_ns"), "UInt64"),
     "queue_packet_ns": "Decimal128"}
+# What the choice of the bottleneck reads (`slowest_busy_channel`).
+BOTTLENECK_COUNTERS: dict[str, str] = dict.fromkeys(("rate_bps", "shaping_rate_bps", "sent_packets", "busy_ns"),
+                                                    "UInt64")
 FLOW_COUNTERS: dict[str, str] = {**FLOW_FIGURE_COUNTERS, **dict.fromkeys(("rtos", "min_rtt_ns"), "UInt64"),
                                  "path": "List(UInt32)"}
 CHANNEL_COUNTERS: dict[str, str] = {
@@ -68,6 +72,15 @@ def _figures(flows: Any, channels: Any, end_ns: int) -> dict[str, Any]:
     """`_core.figures` of engine tables (bufferlab-core's `metrics::figures`)."""
     result: dict[str, Any] = core().figures(flows, channels, end_ns)
     return result
+
+
+def slowest_busy_channel(channels: Sequence[Mapping[str, Any]], table: Any = None) -> int | None:
+    """The slowest rate-limited channel of `channels` (the engine's channel records; their
+    counters read from `table` where given) that sent something, ties broken by the longest busy
+    time, then the lower index; None if every channel is unlimited or idle
+    (bufferlab-core's `metrics::slowest_busy_channel`)."""
+    chosen: int | None = core().slowest_busy_channel(engine_table("channels", table, channels, BOTTLENECK_COUNTERS))
+    return chosen
 
 
 @dataclass(frozen=True)

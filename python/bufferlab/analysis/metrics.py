@@ -133,7 +133,7 @@ class RunData:
 
         return cls(end_ns=int(counters["end_ns"]), flows=counters["flows"], channels=counters["channels"],
                    endpoints=endpoints, flow_specs=flow_descriptions(engine_spec, counters["flows"]),
-                   bottleneck=summary.pick_bottleneck(counters["channels"], bottleneck),
+                   bottleneck=summary.pick_bottleneck(counters["channels"], bottleneck, channel_table),
                    timeseries=flow_timeseries, flow_table=flow_table, channel_table=channel_table)
 
     @functools.cached_property

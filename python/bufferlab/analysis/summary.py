@@ -15,13 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .figures import ChannelFigures, FlowFigures
+from .figures import ChannelFigures, FlowFigures, slowest_busy_channel
 
 __all__ = [
     "FlowSummary",
     "BottleneckSummary",
     "RunSummary",
-    "service_rate_bps",
     "pick_bottleneck",
     "summarise_channel",
     "summarise",
@@ -30,30 +29,14 @@ __all__ = [
 Record = Mapping[str, Any]
 
 
-# --- per channel (one direction of a link) ------------------------------------------------------
+# --- the bottleneck ---------------------------------------------------------------------------------
 
-def service_rate_bps(channel: Record) -> int | None:
-    """The rate a channel can send at in the long run: its line rate, or a shaper's token rate
-    below it (a tbf queue); None for an unlimited, unshaped channel."""
-    return service_rate_of(channel.get("rate_bps"), channel.get("shaping_rate_bps"))
-
-
-def service_rate_of(rate_bps: int | None, shaping_rate_bps: int | None) -> int | None:
-    """`service_rate_bps` of a channel's line rate and shaper's token rate (None: none)."""
-    rates = [r for r in (rate_bps, shaping_rate_bps) if r is not None]
-    return min(rates) if rates else None
-
-
-def pick_bottleneck(channels: Sequence[Record], named: int | None = None) -> int | None:
+def pick_bottleneck(channels: Sequence[Record], named: int | None = None, table: Any = None) -> int | None:
     """The channel to report as the bottleneck: the one named by the spec, else the slowest
     rate-limited channel that sent something, ties broken by the longest busy time (so a link's
-    data direction wins over its ACK direction). None if every link is unlimited or idle."""
-    if named is not None:
-        return named
-    candidates = [i for i, c in enumerate(channels) if service_rate_bps(c) is not None and c["sent_packets"] > 0]
-    if not candidates:
-        return None
-    return min(candidates, key=lambda i: (service_rate_bps(channels[i]), -channels[i]["busy_ns"], i))
+    data direction wins over its ACK direction). None if every link is unlimited or idle.
+    `table`: the same channels as an engine table, whose counters are read in place."""
+    return named if named is not None else slowest_busy_channel(channels, table)
 
 
 # --- the summary ----------------------------------------------------------------------------------

@@ -423,6 +423,9 @@ impl TcpSender {
 
     /// RFC 8985 §6.2 step 5 with the current reordering window; arms the reordering timer for
     /// the next segment that may still be deemed lost. Returns the bytes newly deemed lost.
+    /// Inlined into the ACK's processing, which asks on every ACK (the usual answer, nothing
+    /// lost, is the scoreboard's inline test; a call cost its frame and reloads).
+    #[inline(always)]
     fn rack_detect_losses(&mut self, now: SimTime) -> u64 {
         let (Some(reference), Some(min_rtt), Some(srtt)) =
             (self.rack.reference(), self.core.rtt.min_rtt(), self.core.rtt.srtt())

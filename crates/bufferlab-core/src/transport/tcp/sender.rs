@@ -290,9 +290,7 @@ impl TcpSender {
         // SACK blocks first: they may reveal losses below the cumulative point (RFC 6675 §5).
         let mut newly_sacked = 0;
         if self.config.sack {
-            for block in sack {
-                newly_sacked += self.scoreboard.sack(*block, &mut on_delivered);
-            }
+            newly_sacked = self.scoreboard.sack_all(sack, &mut on_delivered);
         }
 
         let mut delivered = newly_sacked;

@@ -20,6 +20,9 @@ the tables stored keyed by a run number are read through their views, with the r
 back), is fingerprinted, its rows in order, without the columns that differ between two writes
 of one run (`VARYING`) and without how the checkout keys its rows (`INTERNAL`). `meta` is left
 out: it holds the schema version, which a change of the store's layout changes, not of results.
+The command is then run a second time, answered from that store, and both printed summaries
+(`--json`) are fingerprinted without what varies between runs (`SUMMARY_VARYING`): a stored
+run's summary must equal the fresh one's (`summary_fresh`, `summary_stored`).
 
 The bufferlab imported is the interpreter's (an editable install: its checkout's), the benchmark
 cases this directory's, so both runs fingerprint the same inputs.
@@ -93,6 +96,17 @@ VARYING = {"created_at", "wall_time_s", "updated_at", "run_id", "engine_version"
 INTERNAL = {"run"}
 
 
+# The printed summary's fields that differ between two runs of the same scenario (or follow the
+# engine's version, or the store's temporary path), and whether it was served from the store.
+SUMMARY_VARYING = {"wall_time_s", "run_id", "engine_version", "db", "from_store"}
+
+
+def _printed_summary(printed: str) -> str:
+    """The SHA-256 of a `bufferlab run --json` summary without its `SUMMARY_VARYING` fields."""
+    summary = {key: value for key, value in json.loads(printed).items() if key not in SUMMARY_VARYING}
+    return _sha(json.dumps(summary, sort_keys=True))
+
+
 def stored_fingerprint(scenario: Path) -> dict[str, str]:
     """The SHA-256 of every table of a new store that `bufferlab run SCENARIO` wrote (see --stored)."""
     import duckdb
@@ -101,11 +115,13 @@ def stored_fingerprint(scenario: Path) -> dict[str, str]:
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "stored.duckdb"
-        subprocess.run([sys.executable, "-m", "bufferlab", "run", str(scenario), "--db", str(db), "--json"],
-                       check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+        command = [sys.executable, "-m", "bufferlab", "run", str(scenario), "--db", str(db), "--json"]
+        # The first run simulates and stores; the second is answered from the store.
+        fresh, stored = (subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+                         for _ in range(2))
         con = duckdb.connect(str(db), read_only=True)
         try:
-            out = {}
+            out = {"summary_fresh": _printed_summary(fresh), "summary_stored": _printed_summary(stored)}
             for table in sorted(PUBLIC_TABLES):
                 columns = [c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE "
                                                      f"table_name = '{table}' ORDER BY ordinal_position").fetchall()]

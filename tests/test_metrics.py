@@ -418,8 +418,6 @@ def _channel(rng: np.random.Generator, **given: object) -> dict:
 
 @pytest.mark.parametrize("end_ns", [10**10, 7, 0])
 def test_channel_figures_of_all_channels_equal_the_summary_s_of_each_bit_for_bit(end_ns: int) -> None:
-    from bufferlab.analysis import summary
-
     rng = np.random.default_rng(15)
     channels = [_channel(rng) for _ in range(200)] + [
         _channel(rng, rate_bps=None), _channel(rng, sent_packets=0), _channel(rng, shaping_rate_bps=10**6),
@@ -431,10 +429,18 @@ def test_channel_figures_of_all_channels_equal_the_summary_s_of_each_bit_for_bit
     table = pl.DataFrame({name: [c[name] for c in channels] for name in ("busy_ns", "sent_packets", "sojourn_sum_ns")},
                          schema=dict.fromkeys(("busy_ns", "sent_packets", "sojourn_sum_ns"), pl.UInt64))
     assert metrics.ChannelFigures.of(channels, end_ns, table) == figures
-    assert figures.service_rate_bps == [summary.service_rate_bps(c) for c in channels]
-    for name, expected in (("utilisation", [summary.utilisation(c, end_ns) for c in channels]),
-                           ("mean_queue_packets", [summary.mean_queue_packets(c, end_ns) for c in channels]),
-                           ("mean_sojourn_ns", [summary.mean_sojourn_ns(c) for c in channels])):
+    # Each channel's figures in Python's arithmetic, one operation after the other as the summary
+    # defines them: the line rate or a shaper's token rate below it; busy / end × line / rate; the
+    # queue integral over the run; sojourn per packet.
+    rates = [min((r for r in (c["rate_bps"], c["shaping_rate_bps"]) if r is not None), default=None)
+             for c in channels]
+    assert figures.service_rate_bps == rates
+    utilisation = [None if end_ns <= 0 or rate is None or c["rate_bps"] is None
+                   else c["busy_ns"] / end_ns * c["rate_bps"] / rate for c, rate in zip(channels, rates)]
+    mean_queue = [None if end_ns <= 0 else c["queue_packet_ns"] / end_ns for c in channels]
+    mean_sojourn = [c["sojourn_sum_ns"] / c["sent_packets"] if c["sent_packets"] else None for c in channels]
+    for name, expected in (("utilisation", utilisation), ("mean_queue_packets", mean_queue),
+                           ("mean_sojourn_ns", mean_sojourn)):
         got = getattr(figures, name)
         assert [None if v is None else v.hex() for v in got] == [None if v is None else v.hex() for v in expected], name
 
@@ -461,18 +467,21 @@ def _flow(rng: np.random.Generator, **given: object) -> dict:
 
 
 def _one_flow(flow: dict, end_ns: int) -> dict:
-    """The flow figures of one flow, as the summary and the flow table define them."""
-    from bufferlab.analysis import summary
-
+    """The flow figures of one flow in Python's arithmetic, as the summary and the flow table
+    define them (metrics.md)."""
     until = flow["completed_ns"] if flow["completed_ns"] is not None else end_ns
-    lifetime_s = (until - flow["start_ns"]) / 1e9
+    lifetime_ns = until - flow["start_ns"]
+    lifetime_s = lifetime_ns / 1e9
+    completed = flow["completed_ns"]
 
     def mbps(nbytes: int) -> float | None:
         return None if lifetime_s <= 0 else nbytes * 8 / lifetime_s / 1e6
 
     episodes = flow["recovery_episodes"]
-    return {"goodput_bps": summary.goodput_bps(flow, end_ns), "loss_rate": summary.loss_rate(flow),
-            "mean_srtt_ns": summary.mean_srtt_ns(flow), "completion_time_ns": summary.completion_time_ns(flow),
+    return {"goodput_bps": flow["bytes_delivered"] * 8 * 1e9 / lifetime_ns if lifetime_ns > 0 else None,
+            "loss_rate": flow["segments_retransmitted"] / flow["segments_sent"] if flow["segments_sent"] else None,
+            "mean_srtt_ns": flow["rtt_sum_ns"] / flow["rtt_samples"] if flow["rtt_samples"] else None,
+            "completion_time_ns": None if completed is None else completed - flow["start_ns"],
             "throughput_l4": mbps(flow["bytes_acked"]), "throughput_l7": mbps(flow["bytes_delivered"]),
             "sending_rate_l4": mbps(flow["payload_bytes_sent"]), "sending_rate_l7": mbps(flow["app_bytes_written"]),
             "one_way_delay_ms": (flow["delivery_delay_byte_ns"] / flow["bytes_delivered"] / 1e6
@@ -506,8 +515,10 @@ def test_flow_figures_of_all_flows_equal_each_flow_s_own_bit_for_bit() -> None:
         assert [bits(v) for v in getattr(figures, name)] == [bits(e[name]) for e in expected], name
 
 
-def test_a_summary_from_the_flow_figures_is_the_summary_of_each_flow_bit_for_bit() -> None:
-    # derive hands the summary the figures the catalogue took for all flows (`FlowFigures`).
+def test_a_summary_s_flow_figures_are_each_flow_s_own_in_display_units_bit_for_bit() -> None:
+    # The summary takes its figures from bufferlab-core (`FlowFigures`: derive's, or its own of
+    # the counters for a stored run) and shows them in Mb/s, ms and s: the numbers the summary
+    # printed when it computed them in Python, one flow at a time.
     from bufferlab.analysis import summary
 
     rng = np.random.default_rng(16)
@@ -519,9 +530,22 @@ def test_a_summary_from_the_flow_figures_is_the_summary_of_each_flow_bit_for_bit
     counters = {"engine_version": "v", "end_ns": end_ns, "events": 1, "flows": flows, "channels": []}
     endpoints = [(f"s{i}", f"d{i}") for i in range(len(flows))]
 
-    def summarised(**figures: object) -> str:
+    def summarised(**figures: object) -> list[list[object]]:
         made = summary.summarise(counters, endpoints=endpoints, bottleneck=None, run_id="r", from_store=False,
                                  seed=1, wall_time_s=0.5, **figures)  # type: ignore[arg-type]
-        return repr([[v.hex() if isinstance(v, float) else v for v in vars(f).values()] for f in made.flows])
+        return [[v.hex() if isinstance(v, float) else v for v in vars(f).values()] for f in made.flows]
 
-    assert summarised(flow_figures=metrics.FlowFigures.of(flows, end_ns)) == summarised()
+    def scaled(value: float | None, unit: float) -> float | None:
+        return None if value is None else value / unit
+
+    expected = []
+    for (src, dst), f in zip(endpoints, flows):
+        one = _one_flow(f, end_ns)
+        made = summary.FlowSummary(
+            name=f["name"], src=src, dst=dst, goodput_mbps=scaled(one["goodput_bps"], 1e6),
+            loss_rate=one["loss_rate"], retransmissions=f["segments_retransmitted"], rtos=f["rtos"],
+            mean_srtt_ms=scaled(one["mean_srtt_ns"], 1e6), completion_time_s=scaled(one["completion_time_ns"], 1e9),
+            bytes_delivered=f["bytes_delivered"])
+        expected.append([v.hex() if isinstance(v, float) else v for v in vars(made).values()])
+    assert summarised() == expected
+    assert summarised(flow_figures=metrics.FlowFigures.of(flows, end_ns)) == expected

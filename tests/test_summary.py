@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import threading
 from pathlib import Path
@@ -36,41 +37,74 @@ def channel(**overrides: object) -> dict:
     return base
 
 
+def flow_summary(record: dict, end_ns: int) -> m.FlowSummary:
+    """The summary of a run of the one flow `record` (its figures taken from its counters)."""
+    result = {"engine_version": "x", "end_ns": end_ns, "events": 1, "flows": [record], "channels": []}
+    s = m.summarise(result, endpoints=[("a", "b")], bottleneck=None, run_id="r", from_store=False, seed=1,
+                    wall_time_s=0.5)
+    return s.flows[0]
+
+
 def test_goodput_of_a_running_flow_counts_to_the_end_of_the_run() -> None:
     # 1.25 MB = 10 Mbit delivered over 11 s - 1 s = 10 s -> 1 Mb/s.
-    assert m.goodput_bps(flow(), end_ns=11_000_000_000) == pytest.approx(1e6)
+    assert flow_summary(flow(), end_ns=11_000_000_000).goodput_mbps == pytest.approx(1.0)
 
 
 def test_goodput_of_a_completed_flow_counts_to_its_completion() -> None:
-    assert m.goodput_bps(flow(completed_ns=2_000_000_000), end_ns=11_000_000_000) == pytest.approx(10e6)
+    assert flow_summary(flow(completed_ns=2_000_000_000), end_ns=11_000_000_000).goodput_mbps == pytest.approx(10.0)
 
 
 def test_goodput_undefined_before_the_flow_starts() -> None:
-    assert m.goodput_bps(flow(), end_ns=1_000_000_000) is None
+    assert flow_summary(flow(), end_ns=1_000_000_000).goodput_mbps is None
 
 
 def test_loss_rate_is_retransmitted_over_sent() -> None:
-    assert m.loss_rate(flow()) == pytest.approx(0.01)
-    assert m.loss_rate(flow(segments_sent=0, segments_retransmitted=0)) is None
+    assert flow_summary(flow(), 11_000_000_000).loss_rate == pytest.approx(0.01)
+    assert flow_summary(flow(segments_sent=0, segments_retransmitted=0), 11_000_000_000).loss_rate is None
 
 
 def test_mean_srtt_is_the_mean_rtt_sample() -> None:
-    assert m.mean_srtt_ns(flow()) == 25_000_000
-    assert m.mean_srtt_ns(flow(rtt_samples=0, rtt_sum_ns=0)) is None
+    assert flow_summary(flow(), 11_000_000_000).mean_srtt_ms == 25.0
+    assert flow_summary(flow(rtt_samples=0, rtt_sum_ns=0), 11_000_000_000).mean_srtt_ms is None
 
 
 def test_completion_time_from_syn_to_last_ack() -> None:
-    assert m.completion_time_ns(flow(completed_ns=3_500_000_000)) == 2_500_000_000
-    assert m.completion_time_ns(flow()) is None
+    assert flow_summary(flow(completed_ns=3_500_000_000), 11_000_000_000).completion_time_s == 2.5
+    assert flow_summary(flow(), 11_000_000_000).completion_time_s is None
 
 
 def test_channel_metrics() -> None:
-    ch = channel()
-    assert m.utilisation(ch, 10_000_000_000) == pytest.approx(0.9)
-    assert m.mean_queue_packets(ch, 10_000_000_000) == pytest.approx(50.0)
-    assert m.mean_sojourn_ns(ch) == pytest.approx(2_000_000)
-    assert m.utilisation(channel(rate_bps=None), 10) is None
-    assert m.mean_sojourn_ns(channel(sent_packets=0)) is None
+    btl = m.summarise_channel(channel(), 10_000_000_000)
+    assert btl.utilisation == pytest.approx(0.9)
+    assert btl.mean_queue_packets == pytest.approx(50.0)
+    assert btl.mean_sojourn_ms == pytest.approx(2.0)
+    assert m.summarise_channel(channel(rate_bps=None), 10).utilisation is None
+    assert m.summarise_channel(channel(sent_packets=0), 10).mean_sojourn_ms is None
+
+
+def test_a_summary_s_figures_are_the_catalogue_s_for_the_same_flows_and_channel() -> None:
+    # One implementation of each figure (bufferlab-core's metrics::figures): the summary shows
+    # what the metric catalogue computes with its tables, bit for bit.
+    from bufferlab.analysis import metrics
+
+    flows = [flow(), flow(name="g", completed_ns=4_000_000_000, bytes_delivered=3_333_333, rtt_sum_ns=10**8 + 1,
+                          rtt_samples=7, segments_retransmitted=3, segments_sent=2345)]
+    channels = [channel(name="access_forward", rate_bps=10**9), channel()]
+    end_ns = 11_000_000_007
+    counters = {"engine_version": "x", "end_ns": end_ns, "events": 1, "flows": flows, "channels": channels}
+    data = metrics.RunData(end_ns=end_ns, flows=flows, channels=channels, endpoints=[("a", "b")] * 2,
+                           flow_specs=[{"kind": "tcp"}] * 2, bottleneck=1)
+    s = m.summarise(counters, endpoints=[("a", "b")] * 2, bottleneck=None, run_id="r", from_store=False, seed=1,
+                    wall_time_s=0.5)
+    figures = data.computed["flow_figures"]
+    assert [f.goodput_mbps for f in s.flows] == [g / 1e6 for g in figures["goodput_bps"]]
+    assert [f.loss_rate for f in s.flows] == figures["loss_rate"]
+    assert [f.mean_srtt_ms for f in s.flows] == [ns / 1e6 for ns in figures["mean_srtt_ns"]]
+    links = data.computed["link_metrics"]
+    assert s.bottleneck is not None and links["bottleneck"] == [False, True]
+    assert s.bottleneck.utilisation == links["utilization_l1"][1]
+    assert s.bottleneck.mean_queue_packets == links["mean_qdisc_length_l2"][1]
+    assert s.bottleneck.mean_sojourn_ms == links["mean_qdisc_delay_l2"][1]
 
 
 def test_bottleneck_is_the_slowest_busy_channel_data_direction_first() -> None:
@@ -101,8 +135,8 @@ def test_a_shaped_channel_is_measured_against_its_token_rate() -> None:
     # A 1 Gb/s line shaped to 100 Mb/s, busy 1 s of 10 s at line rate: it sent 1 Gbit, all that
     # the 100 Mb/s token rate allows in 10 s.
     shaped = channel(rate_bps=1_000_000_000, shaping_rate_bps=100_000_000, busy_ns=1_000_000_000)
-    assert m.service_rate_bps(shaped) == 100_000_000
-    assert m.utilisation(shaped, end_ns=10_000_000_000) == pytest.approx(1.0)
+    btl = m.summarise_channel(shaped, end_ns=10_000_000_000)
+    assert btl.rate_mbps == 100.0 and btl.utilisation == pytest.approx(1.0)
     # The shaped link, not the faster unshaped one, is the bottleneck.
     fast = channel(name="access_forward", rate_bps=500_000_000, busy_ns=2_000_000_000)
     assert m.pick_bottleneck([fast, shaped]) == 1
@@ -210,3 +244,21 @@ def test_the_summary_rendered_while_storing_is_what_print_summary_prints(small: 
     reference = io.StringIO()
     print_summary(summaries[0], scenario="small", db=str(db), console=Console(file=reference, width=132, emoji=False))
     assert "simulated and stored" in printed and printed == reference.getvalue()
+
+
+@pytest.mark.parametrize("scenario", ["shaped_bottleneck.toml", "tree_mice.toml"])
+def test_a_stored_run_s_summary_is_the_fresh_one_s(scenario: str, db: Path) -> None:
+    # A fresh run's summary reads the figures derive took for the catalogue; a stored run's takes
+    # them from its stored counters: the same function of the same counters (a shaper's token
+    # rate and flows that never complete included), so the same numbers bit for bit.
+    from bufferlab.spec import Scenario
+    from conftest import SCENARIOS
+
+    data = Scenario.from_toml(SCENARIOS / scenario).to_dict()
+    data["duration"] = "2s"
+    spec = Scenario.from_dict(data)
+    fresh, stored = runner.run(spec, db), runner.run(spec, db)
+    assert (fresh.from_store, stored.from_store) == (False, True)
+    assert stored.bottleneck is not None and any(f.completion_time_s is None for f in stored.flows)
+    same = {**fresh.to_json_dict(), "from_store": True, "wall_time_s": stored.wall_time_s}
+    assert json.dumps(stored.to_json_dict()) == json.dumps(same)

@@ -1,5 +1,7 @@
 //! `_core.catalogue`: the metric catalogue of a run (`bufferlab_core::metrics`) from its flow,
-//! channel and flow time-series tables, for Python's derive step (pipeline/derive.py). The
+//! channel and flow time-series tables, for Python's derive step (pipeline/derive.py); and
+//! `_core.figures`: the end-of-run figures alone (`metrics::figures`), from the flow and channel
+//! tables only, for the run summary (analysis/summary.py) and derive's summary columns. The
 //! tables' columns are read in place (the series without a copy); the computation runs without
 //! the GIL; the result comes back as Python lists by column (None where a metric is undefined).
 
@@ -9,7 +11,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Int32Type, Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
-use bufferlab_core::metrics::{self, Catalogue, FlowSamples, FlowSeries, RunFacts, Segment};
+use bufferlab_core::metrics::{
+    self, Catalogue, ChannelFigures, FlowFigures, FlowSamples, FlowSeries, RunFacts, Segment,
+};
 use bufferlab_core::record::result::{ChannelRecord, FlowRecord};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -276,6 +280,40 @@ pub fn catalogue<'py>(
     to_python(py, result)
 }
 
+/// The end-of-run figures of the flows and channels of a run that ended at `end_ns`: a dict of
+/// `flow_figures` and `channel_figures` (each a dict of columns as lists, as `catalogue` gives
+/// them). Only the counters the figures read are needed: no series, segments or bottleneck.
+#[pyfunction]
+pub fn figures<'py>(
+    py: Python<'py>,
+    flows: PyRef<'py, Table>,
+    channels: PyRef<'py, Table>,
+    end_ns: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (f, c) = (flows.batch(), channels.batch());
+    let (flow_figures, channel_figures) = py
+        .allow_threads(|| -> Result<_, ReadError> {
+            let flows = flow_records(f).map_err(|e| format!("flows: {e}"))?;
+            let channels = channel_records(c).map_err(|e| format!("channels: {e}"))?;
+            Ok((FlowFigures::of(&flows, end_ns), ChannelFigures::of(&channels, end_ns)))
+        })
+        .map_err(|e| PyValueError::new_err(format!("figures: {e}")))?;
+    let out = PyDict::new(py);
+    out.set_item("flow_figures", flow_figures_dict(py, flow_figures)?)?;
+    out.set_item("channel_figures", channel_figures_dict(py, channel_figures)?)?;
+    Ok(out)
+}
+
+/// The index of the slowest rate-limited channel of `channels` that sent something
+/// (`metrics::slowest_busy_channel`: the run summary's bottleneck where the spec names none);
+/// None if every channel is unlimited or idle.
+#[pyfunction]
+pub fn slowest_busy_channel(py: Python<'_>, channels: PyRef<'_, Table>) -> PyResult<Option<usize>> {
+    let batch = channels.batch();
+    py.allow_threads(|| channel_records(batch).map(|records| metrics::slowest_busy_channel(&records)))
+        .map_err(|e| PyValueError::new_err(format!("slowest busy channel: channels: {e}")))
+}
+
 /// Named columns as a dict of lists (the vectors handed over, not copied).
 fn columns_dict<'py, T: IntoPyObject<'py>>(
     py: Python<'py>,
@@ -288,11 +326,9 @@ fn columns_dict<'py, T: IntoPyObject<'py>>(
     Ok(out)
 }
 
-/// The catalogue as `catalogue` returns it (see there), its vectors moved into Python lists.
-fn to_python(py: Python<'_>, c: Catalogue) -> PyResult<Bound<'_, PyDict>> {
-    let out = PyDict::new(py);
-    let f = c.flow_figures;
-    let flow_figures = columns_dict(
+/// The flow figures by column, as `catalogue` and `figures` return them.
+fn flow_figures_dict(py: Python<'_>, f: FlowFigures) -> PyResult<Bound<'_, PyDict>> {
+    let out = columns_dict(
         py,
         [
             ("goodput_bps", f.goodput_bps),
@@ -306,12 +342,15 @@ fn to_python(py: Python<'_>, c: Catalogue) -> PyResult<Bound<'_, PyDict>> {
             ("recovery_time_ms", f.recovery_time_ms),
         ],
     )?;
-    flow_figures.set_item("lifetime_ns", f.lifetime_ns)?;
-    flow_figures.set_item("completion_time_ns", f.completion_time_ns)?;
-    flow_figures.set_item("lifetime_s", f.lifetime_s)?;
-    out.set_item("flow_figures", flow_figures)?;
-    let ch = c.channel_figures;
-    let channel_figures = columns_dict(
+    out.set_item("lifetime_ns", f.lifetime_ns)?;
+    out.set_item("completion_time_ns", f.completion_time_ns)?;
+    out.set_item("lifetime_s", f.lifetime_s)?;
+    Ok(out)
+}
+
+/// The channel figures by column, as `catalogue` and `figures` return them.
+fn channel_figures_dict(py: Python<'_>, ch: ChannelFigures) -> PyResult<Bound<'_, PyDict>> {
+    let out = columns_dict(
         py,
         [
             ("utilisation", ch.utilisation),
@@ -319,8 +358,15 @@ fn to_python(py: Python<'_>, c: Catalogue) -> PyResult<Bound<'_, PyDict>> {
             ("mean_sojourn_ns", ch.mean_sojourn_ns),
         ],
     )?;
-    channel_figures.set_item("service_rate_bps", ch.service_rate_bps)?;
-    out.set_item("channel_figures", channel_figures)?;
+    out.set_item("service_rate_bps", ch.service_rate_bps)?;
+    Ok(out)
+}
+
+/// The catalogue as `catalogue` returns it (see there), its vectors moved into Python lists.
+fn to_python(py: Python<'_>, c: Catalogue) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("flow_figures", flow_figures_dict(py, c.flow_figures)?)?;
+    out.set_item("channel_figures", channel_figures_dict(py, c.channel_figures)?)?;
     let flow_metrics = columns_dict(py, c.flow_metrics.columns)?;
     flow_metrics.set_item("delivery_rate_source", c.flow_metrics.delivery_rate_source)?;
     out.set_item("flow_metrics", flow_metrics)?;

@@ -5,7 +5,8 @@
 //! interface (`arrow.rs`): polars, pyarrow and DuckDB read them without copying a column. The GIL
 //! is released while simulating and while the tables are built. Python's derive step hands those
 //! tables back to `catalogue` (`catalogue.rs`), which computes the metric catalogue from them with
-//! `bufferlab_core::metrics`, so that deriving a run needs no numpy.
+//! `bufferlab_core::metrics`, so that deriving a run needs no numpy; `figures` computes the
+//! end-of-run figures alone, for the run summary.
 //!
 //! Errors are typed: a spec the engine refuses raises `EngineSpecError` (a `ValueError`) with
 //! `.field` (the engine's field path, e.g. `links[0].rate_bps`) and `.reason`. A simulation runs
@@ -232,6 +233,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Column>()?;
     m.add_function(wrap_pyfunction!(result_schemas, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::catalogue, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::figures, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::slowest_busy_channel, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::jain, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::entropy, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::quotients, m)?)?;

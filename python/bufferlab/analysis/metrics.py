@@ -49,6 +49,7 @@ from ..pipeline.engine import core
 from ..pipeline.result import column_names, numpy_column, polars_type, record_values
 from . import summary
 from .catalogue import FLOW_METRICS, FLOW_TABLE, LINK_METRICS, LINK_TABLE, NETWORK_METRICS, NETWORK_TABLE
+from .figures import CHANNEL_COUNTERS, FLOW_COUNTERS, ChannelFigures, FlowFigures, engine_table
 from .flow_specs import segment_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,34 +70,7 @@ def _frame(rows: list[dict[str, Any]], columns: Mapping[str, str]) -> pl.DataFra
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
-# --- the engine's tables, as the catalogue reads them ------------------------------------------
-
-# The counters the catalogue reads, by table, with their Arrow types (the engine's).
-_FLOW_COUNTERS: dict[str, str] = {
-    **dict.fromkeys(("start_ns", "completed_ns", "app_bytes_written", "bytes_acked", "bytes_delivered",
-                     "segments_sent", "payload_bytes_sent", "segments_retransmitted", "rtos", "recovery_episodes",
-                     "recovery_time_ns", "rtt_samples", "rtt_sum_ns", "min_rtt_ns"), "UInt64"),
-    "delivery_delay_byte_ns": "Decimal128", "path": "List(UInt32)"}
-_CHANNEL_COUNTERS: dict[str, str] = {
-    **dict.fromkeys(("rate_bps", "shaping_rate_bps", "offered_packets", "sent_packets", "sent_bytes",
-                     "dropped_queue_packets", "dropped_loss_packets", "busy_ns", "sojourn_sum_ns",
-                     "max_queue_packets"), "UInt64"),
-    "queue_packet_ns": "Decimal128"}
-
-
-def _engine_table(name: str, table: Any, records: Sequence[Mapping[str, Any]] | None,
-                  columns: Mapping[str, str]) -> Any:
-    """An engine table (`_core.Table`) of what the catalogue reads: `table` itself where it is
-    one, a polars DataFrame of every column converted (through Arrow IPC), else the `records`'
-    fields (a missing one null: the catalogue counts it 0)."""
-    if table is not None and hasattr(table, "column_types"):
-        return table
-    if table is not None and set(columns) <= set(column_names(table)):
-        return core().Table.from_ipc(name, table.write_ipc_stream(None).getvalue())
-    records = records or []
-    return core().Table.from_columns(name, [(column, kind, record_values(records, column))
-                                            for column, kind in columns.items()])
-
+# --- the engine's tables, as the catalogue reads them (flows and channels: `figures.engine_table`) --
 
 def _series_table(table: Any) -> Any:
     """The flow time series as an engine table (an empty one for none)."""
@@ -114,14 +88,6 @@ def _catalogue(flows: Any, channels: Any, series: Any, end_ns: int, segments: Se
     return result
 
 
-def _no_flows() -> Any:
-    return core().Table.from_columns("flows", [("start_ns", "UInt64", [])])
-
-
-def _no_channels() -> Any:
-    return core().Table.from_columns("channels", [("sent_packets", "UInt64", [])])
-
-
 # --- figures ----------------------------------------------------------------------------------
 
 def exact_quotients(numerators: Sequence[int], denominators: Sequence[int] | int) -> list[float]:
@@ -132,67 +98,6 @@ def exact_quotients(numerators: Sequence[int], denominators: Sequence[int] | int
     divisors = [int(denominators)] * len(numerators) if isinstance(denominators, int) else [int(b) for b in denominators]
     quotients: list[float] = core().quotients(numerators, divisors)
     return quotients
-
-
-@dataclass(frozen=True)
-class ChannelFigures:
-    """`analysis.summary`'s per-channel figures of every channel, one list each (None where the
-    figure is undefined), bit for bit what its functions give one channel at a time: derive's
-    channel table and the link table read the same figures, taken once for all channels by
-    bufferlab-core's `metrics::ChannelFigures` (a 10,000-flow dumbbell has 40,002 channels)."""
-
-    service_rate_bps: list[int | None]
-    utilisation: list[float | None]
-    mean_queue_packets: list[float | None]
-    mean_sojourn_ns: list[float | None]
-
-    @classmethod
-    def from_catalogue(cls, figures: Mapping[str, list[Any]]) -> ChannelFigures:
-        return cls(service_rate_bps=figures["service_rate_bps"], utilisation=figures["utilisation"],
-                   mean_queue_packets=figures["mean_queue_packets"], mean_sojourn_ns=figures["mean_sojourn_ns"])
-
-    @classmethod
-    def of(cls, channels: Sequence[Mapping[str, Any]], end_ns: int, table: Any = None) -> ChannelFigures:
-        """The figures of `channels` (the engine's channel records) over a run of `end_ns`; its
-        counters are read from `table` (the same channels as an engine table, or a DataFrame of
-        every counter) where given."""
-        computed = _catalogue(_no_flows(), _engine_table("channels", table, channels, _CHANNEL_COUNTERS),
-                              _series_table(None), end_ns, [], None)
-        return cls.from_catalogue(computed["channel_figures"])
-
-
-@dataclass(frozen=True)
-class FlowFigures:
-    """The per-flow figures taken from the end-of-run counters (`analysis.summary`'s and the
-    flow table's), one list each (None where undefined), bit for bit what they give one flow at
-    a time, for all flows at once by bufferlab-core's `metrics::FlowFigures`. A flow's lifetime
-    runs from its start to its completion, or to the run's end."""
-
-    lifetime_ns: list[int]
-    goodput_bps: list[float | None]
-    loss_rate: list[float | None]
-    mean_srtt_ns: list[float | None]
-    completion_time_ns: list[int | None]
-    # The flow table's lifetime means (Mb/s): bytes x 8 over the lifetime in seconds.
-    throughput_l4: list[float | None]
-    throughput_l7: list[float | None]
-    sending_rate_l4: list[float | None]
-    sending_rate_l7: list[float | None]
-    one_way_delay_ms: list[float | None]
-    recovery_time_ms: list[float | None]
-    lifetime_s: list[float]
-
-    @classmethod
-    def from_catalogue(cls, figures: Mapping[str, list[Any]]) -> FlowFigures:
-        return cls(**{name: figures[name] for name in cls.__dataclass_fields__})
-
-    @classmethod
-    def of(cls, flows: Sequence[Mapping[str, Any]], end_ns: int, table: Any = None) -> FlowFigures:
-        """The figures of `flows` (the engine's flow records); counters are read from `table` (the
-        same flows as an engine table, or a DataFrame of every counter) where given."""
-        computed = _catalogue(_engine_table("flows", table, flows, _FLOW_COUNTERS), _no_channels(),
-                              _series_table(None), end_ns, [(1448, 52)] * len(flows), None)
-        return cls.from_catalogue(computed["flow_figures"])
 
 
 @dataclass
@@ -228,7 +133,7 @@ class RunData:
 
         return cls(end_ns=int(counters["end_ns"]), flows=counters["flows"], channels=counters["channels"],
                    endpoints=endpoints, flow_specs=flow_descriptions(engine_spec, counters["flows"]),
-                   bottleneck=summary.pick_bottleneck(counters["channels"], bottleneck),
+                   bottleneck=summary.pick_bottleneck(counters["channels"], bottleneck, channel_table),
                    timeseries=flow_timeseries, flow_table=flow_table, channel_table=channel_table)
 
     @functools.cached_property
@@ -236,8 +141,8 @@ class RunData:
         """The whole catalogue of the run, computed once (bufferlab-core's `metrics::catalogue`):
         figures, flow, link and network tables by column."""
         n = len(self.flows)
-        return _catalogue(_engine_table("flows", self.flow_table, self.flows, _FLOW_COUNTERS),
-                          _engine_table("channels", self.channel_table, self.channels, _CHANNEL_COUNTERS),
+        return _catalogue(engine_table("flows", self.flow_table, self.flows, FLOW_COUNTERS),
+                          engine_table("channels", self.channel_table, self.channels, CHANNEL_COUNTERS),
                           _series_table(self.timeseries), self.end_ns,
                           [segment_bytes(spec) for spec in self.flow_specs[:n]], self.bottleneck)
 

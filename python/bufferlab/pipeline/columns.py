@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["FLOW_SUMMARY", "CHANNEL_SUMMARY", "stored_column_types", "stored_schemas"]
 
-# The summary columns derive adds to the engine's flow and channel tables (`analysis.summary`),
+# The summary columns derive adds to the engine's flow and channel tables (`analysis.figures`),
 # with their Arrow types. Derived tables are Arrow tables (`_core.Table`): a fresh run is derived
 # and stored without polars (`pipeline.result`).
 FLOW_SUMMARY: dict[str, str] = {

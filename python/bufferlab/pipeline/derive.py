@@ -2,11 +2,12 @@
 
 The engine records facts only, as Arrow tables (`pipeline.result`); here they become the metric
 catalogue's flow, link and network tables (`analysis.metrics`), the engine's flow and channel
-tables with their summary columns (goodput, loss rate, utilisation, ... from `analysis.summary`)
-and the run summary. The catalogue's numbers are computed by the engine crate's `metrics` module
-(`_core.catalogue`, called here through `analysis.metrics.RunData`) from the result's tables, in
-one call without the GIL: deriving a fresh run imports neither numpy nor polars (issue 15). The engine's other tables (time series, captures, queue classes) pass on
-as they are. The store writes what this step returns and computes nothing itself.
+tables with their summary columns (goodput, loss rate, utilisation, ...: `analysis.figures`) and
+the run summary, which reads the same figures. The catalogue's numbers are computed by the engine
+crate's `metrics` module (`_core.catalogue`, called here through `analysis.metrics.RunData`) from
+the result's tables, in one call without the GIL: deriving a fresh run imports neither numpy nor
+polars (issue 15). The engine's other tables (time series, captures, queue classes) pass on as
+they are. The store writes what this step returns and computes nothing itself.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis import metrics as catalogue
 from ..analysis import summary
+from ..analysis.figures import ChannelFigures, FlowFigures
 from .columns import CHANNEL_SUMMARY, FLOW_SUMMARY, stored_column_types, stored_schemas
 from .engine import core
 from .result import ENGINE_TABLES, EngineResult, polars_type, record_values
@@ -107,11 +109,11 @@ def _with_columns(table: Any, columns: Mapping[str, str], values: Mapping[str, l
 
 
 def flow_rows(flows: Any, records: Sequence[Mapping[str, Any]], end_ns: int,
-              endpoints: Sequence[tuple[str, str]], figures: catalogue.FlowFigures | None = None) -> Any:
+              endpoints: Sequence[tuple[str, str]], figures: FlowFigures | None = None) -> Any:
     """The engine's flow table (Arrow) with each flow's endpoints' names and its summary columns
     (`records`: the same flows as dicts; `figures`: their figures, if taken already)."""
     if figures is None:
-        figures = catalogue.FlowFigures.of(records, end_ns, flows)
+        figures = FlowFigures.of(records, end_ns, flows)
     n = len(records)
     values: dict[str, list[Any]] = {
         "src": [src for src, _ in endpoints[:n]], "dst": [dst for _, dst in endpoints[:n]],
@@ -121,11 +123,11 @@ def flow_rows(flows: Any, records: Sequence[Mapping[str, Any]], end_ns: int,
 
 
 def channel_rows(channels: Any, records: Sequence[Mapping[str, Any]], end_ns: int,
-                 figures: catalogue.ChannelFigures | None = None) -> Any:
+                 figures: ChannelFigures | None = None) -> Any:
     """The engine's channel table (Arrow) with each channel's direction and its summary columns
     (`figures`: the channels' summary figures, if taken already)."""
     if figures is None:
-        figures = catalogue.ChannelFigures.of(records, end_ns, channels)
+        figures = ChannelFigures.of(records, end_ns, channels)
     directions = ["forward" if name.endswith("_forward") else "backward" for name in record_values(records, "name")]
     values: dict[str, list[Any]] = {"direction": directions, "utilisation": figures.utilisation,
                                     "mean_queue_packets": figures.mean_queue_packets,
@@ -151,7 +153,8 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
                                        data.flow_figures),
         channels=channel_rows(result.arrow("channels"), counters["channels"], result.end_ns, data.channel_figures),
         metric_tables=metric_tables(counters, result, engine_spec, endpoints, resolved.bottleneck, data),
-        summary=summary.summarise(counters, endpoints=endpoints, bottleneck=resolved.bottleneck, run_id=plan.run_id,
+        summary=summary.summarise(counters, endpoints=endpoints, bottleneck=data.bottleneck, run_id=plan.run_id,
                                   from_store=False, seed=plan.seed, wall_time_s=raw.wall_time_s,
-                                  queues=resolved.queue_descriptions, flow_figures=data.flow_figures),
+                                  queues=resolved.queue_descriptions, flow_figures=data.flow_figures,
+                                  channel_figures=data.channel_figures),
         bottleneck=resolved.bottleneck, study=study, notes=list(resolved.notes))

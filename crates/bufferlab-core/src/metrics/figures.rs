@@ -1,7 +1,12 @@
 //! The figures taken from the end-of-run counters: per flow (goodput, loss rate, mean RTT
 //! sample, lifetime means of the byte counters) and per channel (service rate, utilisation,
-//! time-average queue, mean sojourn). Python's `analysis.summary` defines them one record at a
-//! time; these are the same numbers, bit for bit, for all records at once.
+//! time-average queue, mean sojourn), for all records at once. The one implementation of each:
+//! the run summary, derive's summary columns and the catalogue's tables all read these (Python's
+//! `analysis.figures`, through `_core.figures` or `_core.catalogue`). Each takes the operations
+//! of the Python summary that computed them one record at a time before, in the same order, so
+//! the numbers are the same bit for bit (every integer quotient correctly rounded, as Python's).
+
+use std::cmp::Reverse;
 
 use super::numeric::quotient;
 use crate::record::result::{ChannelRecord, FlowRecord};
@@ -108,9 +113,43 @@ pub fn service_rate(channel: &ChannelRecord) -> Option<u64> {
     }
 }
 
+/// The channel a run's summary reports as its bottleneck where the spec names none: the slowest
+/// rate-limited channel that sent something, ties broken by the longest busy time (so a link's
+/// data direction wins over its ACK direction), then by the lower index. None if every channel
+/// is unlimited or idle.
+pub fn slowest_busy_channel(channels: &[ChannelRecord]) -> Option<usize> {
+    channels
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.sent_packets > 0)
+        .filter_map(|(i, c)| service_rate(c).map(|rate| (rate, Reverse(c.busy_ns), i)))
+        .min()
+        .map(|(_, _, i)| i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn busy(rate_bps: Option<u64>, busy_ns: u64, sent_packets: u64) -> ChannelRecord {
+        ChannelRecord { rate_bps, busy_ns, sent_packets, ..ChannelRecord::default() }
+    }
+
+    #[test]
+    fn the_slowest_busy_channel_is_the_bottleneck_its_data_direction_first() {
+        let channels = [
+            busy(Some(1_000_000_000), 900, 10),
+            busy(Some(10_000_000), 900, 10),
+            busy(Some(10_000_000), 30, 10),
+            busy(Some(1_000_000), 900, 0), // idle
+            busy(None, 900, 10),           // unlimited
+        ];
+        assert_eq!(slowest_busy_channel(&channels), Some(1));
+        // A shaper's token rate below a faster line makes a channel the slower one.
+        let shaped = ChannelRecord { shaping_rate_bps: Some(5_000_000), ..busy(Some(1_000_000_000), 10, 1) };
+        assert_eq!(slowest_busy_channel(&[channels[1].clone(), shaped]), Some(1));
+        assert_eq!(slowest_busy_channel(&channels[3..]), None);
+    }
 
     #[test]
     fn a_flow_that_sent_nothing_has_no_loss_rate_rtt_or_delay() {

@@ -20,7 +20,7 @@ pub mod network;
 pub mod numeric;
 pub mod series;
 
-pub use figures::{service_rate, ChannelFigures, FlowFigures};
+pub use figures::{service_rate, slowest_busy_channel, ChannelFigures, FlowFigures};
 pub use network::{NetworkMeans, NETWORK_METRICS};
 pub use series::{FlowSamples, SeriesMeans, SERIES_METRICS};
 

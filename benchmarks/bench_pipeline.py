@@ -26,7 +26,8 @@ peak. Each figure is the least of the repetitions, measure by measure:
     start        the interpreter, before any of bufferlab
     cli          `import bufferlab.cli` (click and the command's own modules)
     spec         the spec layer (pydantic models), the scenario loaded and its overrides applied
-    plan         `pipeline.plan`: every check, the engine's included
+    plan         `pipeline.plan`: every check, the engine's included, with the imports the command
+                 makes before it (`runner`)
     engine       the simulation (`_core.run`)
     result       the engine's tables into Python (`EngineResult.from_engine`; polars before
                  the run path went without it)
@@ -240,6 +241,7 @@ scenario = load_scenario(json.load(open(source)) if source.endswith(".json") els
 if sys.argv[3:]:  # as the command: a scenario without --set is validated once
     scenario = scenario.with_overrides(dict(parse_assignment(o) for o in sys.argv[3:]))
 mark("spec")
+import bufferlab.runner  # the command imports the runner before its plan
 from bufferlab.pipeline.plan import plan
 planned = plan(scenario)
 mark("plan")

@@ -159,6 +159,45 @@ def test_every_message_is_one_line() -> None:
         assert "\n" not in message and ": " in message
 
 
+PERSISTENT = {"kind": "persistent", "dst": "h2", "flows": 1}
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"generators": "x"}, "generators: input should be a valid list (got 'x')"),
+    ({"generators": [1]}, "generators[0]: input should be a valid dictionary or instance of Generator (got 1)"),
+    ({"generators": [PERSISTENT, {**PERSISTENT, "kind": "x"}]}, "generators[1].kind: input should be 'persistent', "
+                                                                 "'poisson', 'closed_loop', 'cbr' or 'onoff' (got 'x')"),
+    ({"generators": [{**PERSISTENT, "tcp": {"mss": 0}}]}, "generators[0].tcp.mss: input should be greater than 0 (got 0)"),
+    ({"generators": [{**PERSISTENT, "think": {"dist": "x"}}]}, "generators[0].think.dist: unknown distribution 'x'"),
+    ({"record": {"bogus": 1}}, "record.bogus: unknown key"),
+    ({"record": "x"}, "record: input should be a valid dictionary or instance of Record (got 'x')"),
+    ({"record": {"captures": [{"link": "l1", "direction": "up"}]}},
+     "record.captures[0].direction: input should be 'forward' or 'backward' (got 'up')"),
+    ({"captures": [{"direction": "forward"}]}, "captures[0].link: missing required key"),
+    ({"flow_defaults": {"quic": {"initial_window": 0}}},
+     "flow_defaults.quic.initial_window: input should be greater than 0 (got 0)"),
+    ({"flows": [{"src": "h1", "dst": "h2", "quic": {"bogus": 1}}]}, "flows[0].quic.bogus: unknown key"),
+])
+def test_a_model_built_on_first_use_names_its_errors_as_pydantic_does(overrides: dict[str, Any], message: str) -> None:
+    # Generators, recording and QUIC options are models built when a spec first has one
+    # (`parsed.model_on_first_use`); their errors read as those of any nested model.
+    assert error_of(graph(**overrides)).startswith(message)
+
+
+def test_a_model_built_on_first_use_round_trips_with_only_what_was_set() -> None:
+    data = graph(generators=[{**PERSISTENT, "tcp": {"sack": False}}], captures=[{"link": "l1"}],
+                 record={"interval": "5ms", "captures": [{"link": "l0", "direction": "backward"}]},
+                 flow_defaults={"quic": {"initial_window": 4}})
+    scenario = Scenario.from_dict(data)
+    written = scenario.to_dict()
+    assert written["generators"] == [{**PERSISTENT, "tcp": {"sack": False}}]
+    assert written["captures"] == [{"link": "l1"}]
+    assert written["record"] == {"interval": "5ms", "captures": [{"link": "l0", "direction": "backward"}]}
+    assert written["flow_defaults"] == {"quic": {"initial_window": 4}}
+    assert Scenario.from_dict(json.loads(json.dumps(written))).to_engine_json() == scenario.to_engine_json()
+    assert type(scenario.generators[0]).__name__ == "Generator" and scenario.record is not None
+
+
 # --- the dumbbell rule ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("rtt", "btl"), [(40_000_000, 10_000_000), (15_000_000, 3_750_000),

@@ -307,3 +307,29 @@ def test_the_queues_union_loads_only_for_a_queue_written_as_a_table(tmp_path: Pa
     assert modules_loaded(cli(*args), ("pydantic.type_adapter",)) == []
     table = ("--set", 'topology.queue={kind = "fifo", limit = "100p"}')
     assert modules_loaded(cli(*args, *table), ("pydantic.type_adapter",)) == ["pydantic.type_adapter"]
+
+
+SPEC_ON_FIRST_USE = ("bufferlab.spec.generators", "bufferlab.spec.recording", "bufferlab.spec.quic")
+
+
+def test_a_dumbbell_of_tcp_flows_builds_no_generator_recording_or_quic_model() -> None:
+    load = "from bufferlab.spec import load_scenario\nload_scenario({!r})"
+    assert modules_loaded(load.format(str(ROOT / "scenarios" / "dumbbell.toml")), SPEC_ON_FIRST_USE) == []
+    # ... which a scenario that has them builds as it reads them.
+    assert modules_loaded(load.format(str(ROOT / "scenarios" / "tree_mice.toml")), SPEC_ON_FIRST_USE) == [
+        "bufferlab.spec.generators"]
+    assert modules_loaded(load.format(str(ROOT / "scenarios" / "quic_sizing.toml")), SPEC_ON_FIRST_USE) == [
+        "bufferlab.spec.quic"]
+
+
+AFTER_THE_ENGINE = ("bufferlab.analysis.summary", "bufferlab.pipeline.result", "bufferlab.store.counters", "pickle")
+
+
+def test_what_only_the_steps_after_the_engine_need_is_not_imported_before_it() -> None:
+    # The command's modules, its writer process's and a planned dumbbell: what a fresh run has
+    # loaded when its engine starts. The summary, the result's tables, the store's counters and the
+    # writer's pickle come after it (the preload imports them while the engine runs; issue 15).
+    code = ("import bufferlab.cli, bufferlab.runner, bufferlab.store.writer_process\n"
+            "from bufferlab.spec import load_scenario\n"
+            f"bufferlab.runner.validate(load_scenario({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}))")
+    assert modules_loaded(code, AFTER_THE_ENGINE) == []

@@ -20,15 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import preload
-from .analysis.summary import RunSummary, summarise
 from .pipeline.engine import EngineMissing, core, engine_version
 from .pipeline.plan import Plan, plan
 from .pipeline.simulate import PROGRESS_STEPS, Progress
 from .pipeline.simulate import simulate as _simulate
 from .store import DEFAULT_DB
-from .store.counters import stored_counters
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - the summary's and the store's modules: after the engine
+    from .analysis.summary import RunSummary
     from .pipeline.result import EngineResult
     from .spec import Scenario
     from .store.writer_process import WriterProcess
@@ -53,9 +52,16 @@ def stored_summary(p: Plan, db: str | Path, writer: WriterProcess | None = None)
     if given)."""
     if not Path(db).exists():
         return None
-    counters = stored_counters(db, p.run_id) if writer is None else writer.stored_counters(db, p.run_id)
+    if writer is None:
+        from .store.counters import stored_counters
+
+        counters = stored_counters(db, p.run_id)
+    else:
+        counters = writer.stored_counters(db, p.run_id)
     if counters is None:
         return None
+    from .analysis.summary import summarise
+
     return summarise(counters, endpoints=p.resolved.endpoints_of(counters["flows"]), bottleneck=p.resolved.bottleneck,
                      run_id=p.run_id, from_store=True, seed=p.seed, wall_time_s=counters["wall_time_s"],
                      queues=p.resolved.queue_descriptions)
@@ -77,7 +83,7 @@ def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool =
         stored = stored_summary(p, db, writer)
         if stored is not None:
             return stored
-    preload.start(also=preload_also, store=writer is None)
+    preload.start(also=(*(writer.MODULES if writer is not None else ()), *preload_also), store=writer is None)
     raw = _simulate(p, progress)
     # derive (and DuckDB and the store's writer, without a writer process) load only when there
     # is something to derive and write (the preload has most likely loaded them by now).

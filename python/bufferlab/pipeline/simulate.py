@@ -12,10 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .engine import core, engine_error
 from .plan import Plan
-from .result import EngineResult
+
+if TYPE_CHECKING:  # pragma: no cover - imported once the engine has run (the preload's, meanwhile)
+    from .result import EngineResult
 
 __all__ = ["RawRun", "simulate", "Progress", "PROGRESS_STEPS"]
 
@@ -53,4 +56,6 @@ def simulate(plan: Plan, progress: Progress | None = None) -> RawRun:
             tables = stepped.finish()
     except _core.EngineSpecError as e:
         raise engine_error(e, plan.resolved) from None
+    from .result import EngineResult
+
     return RawRun(result=EngineResult.from_engine(tables), wall_time_s=time.perf_counter() - started)

@@ -15,15 +15,19 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .scenario import (DEFAULT_SAMPLE_INTERVAL_NS, RTT_STREAM, Capture, Dumbbell, Flow, FlowDefaults, Generator,
-                           Link, Node, QuicOptions, Record, Resolved, Scenario, TcpOptions, draw_rtts,
-                           engine_quic_defaults, engine_tcp_defaults, load_scenario, split_access_delays)
+    from .generators import Generator
+    from .quic import QuicOptions
+    from .recording import Capture, Record
+    from .scenario import (DEFAULT_SAMPLE_INTERVAL_NS, RTT_STREAM, Dumbbell, Flow, FlowDefaults, Link, Node, Resolved,
+                           Scenario, TcpOptions, draw_rtts, engine_quic_defaults, engine_tcp_defaults, load_scenario,
+                           split_access_delays)
 
 __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "QuicOptions", "Dumbbell", "Capture",
            "Generator", "Record", "Resolved", "load_scenario", "DEFAULT_SAMPLE_INTERVAL_NS", "RTT_STREAM",
            "draw_rtts", "engine_tcp_defaults", "engine_quic_defaults", "split_access_delays"]
 
-__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(__all__, ".scenario"))
+__getattr__, __dir__ = lazy_exports(__name__, {**dict.fromkeys(__all__, ".scenario"), "Generator": ".generators",
+                                                "QuicOptions": ".quic", "Capture": ".recording", "Record": ".recording"})
 
 # pydantic's documented switch: plugins are off when PYDANTIC_DISABLE_PLUGINS is one of these.
 PYDANTIC_PLUGINS_OFF = ("__all__", "1", "true")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import units
 from ..errors import SpecError
@@ -27,10 +27,8 @@ from .scenario import (
     GENERATOR_COMMON_KEYS,
     GENERATOR_KEYS,
     FlowDefaults,
-    Generator,
     Link,
     Node,
-    QuicOptions,
     Resolved,
     Scenario,
     TcpOptions,
@@ -38,6 +36,11 @@ from .scenario import (
     engine_tcp_defaults,
     start_sampler,
 )
+
+
+if TYPE_CHECKING:  # pragma: no cover - built with the first scenario that has one
+    from .generators import Generator
+    from .quic import QuicOptions
 
 
 def _index(names: dict[str, int], name: str, where: str, what: str = "node") -> int:

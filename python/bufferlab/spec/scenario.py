@@ -68,14 +68,19 @@ from .fields import (
 )
 from ..queues import Queue, fifo
 from .. import units
-from .parsed import TABLE, Parsed, Prebuilt
+from .parsed import TABLE, Parsed, Prebuilt, model_on_first_use
 
 if TYPE_CHECKING:  # pragma: no cover - imported with the first tree or parking lot (`_topology`)
     from .topology import Graph, ParkingLot, Tree
+    # ... and with the first scenario that gives one (`model_on_first_use`)
+    from .generators import Generator
+    from .quic import QuicOptions
+    from .recording import Capture, Record
+else:  # a field's schema is `model_on_first_use`'s, whatever the type: the models need not exist yet
+    Generator = QuicOptions = Capture = Record = Any
 
-__all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "QuicOptions", "Dumbbell", "Capture",
-           "Generator", "Record", "Resolved", "load_scenario", "DEFAULT_SAMPLE_INTERVAL_NS", "RTT_STREAM",
-           "draw_rtts", "start_sampler", "START_STREAM"]
+__all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "Dumbbell", "Resolved", "load_scenario",
+           "DEFAULT_SAMPLE_INTERVAL_NS", "RTT_STREAM", "draw_rtts", "start_sampler", "START_STREAM"]
 
 # metrics.md: "Time series are sampled at a fixed interval (default 10 ms, configurable)".
 DEFAULT_SAMPLE_INTERVAL_NS = 10_000_000
@@ -225,35 +230,13 @@ class TcpOptions(_Model):
     ca_increase: Literal["bytes", "per_ack"] | None = None
 
 
-class QuicOptions(_Model):
-    """QUIC knobs (transport = "quic"); an unset option takes the flow defaults', then the engine's.
-
-    Sizes follow RFC 9002: the window counts whole QUIC packets (UDP payloads).
-    """
-
-    # Largest QUIC packet (UDP payload), RFC 9002 max_datagram_size; 1252 = a 1280-byte IP packet.
-    max_datagram: ByteCount | None = None
-    # Bytes of a packet that carry no stream data (header, AEAD tag, STREAM frame header).
-    packet_overhead: ByteCount | None = None
-    # Bytes below QUIC on the wire: IP + UDP headers (28), plus any link framing.
-    lower_layer: ByteCount | None = None
-    # UDP payload of an ACK-only packet with one ACK range.
-    ack_packet: ByteCount | None = None
-    initial_window: PositiveCount = None
-    # ACK every n-th ack-eliciting packet (1: every one, as in seed 003).
-    ack_every: PositiveCount = None
-    max_ack_delay: Time | None = None
-    initial_rtt: PositiveTime | None = None
-    packet_threshold: PositiveCount = None
-
-
 class FlowDefaults(_Model):
     """Values every flow takes unless it sets its own."""
 
     cca: Controller | None = None
     # Transport protocol: "tcp" (default) or "quic".
     transport: Literal["tcp", "quic"] | None = None
-    quic: QuicOptions | None = None
+    quic: Annotated[QuicOptions | None, model_on_first_use(".quic:QuicOptions")] = None
     traffic: TrafficField | None = None
     start: StartField | None = None
     stop: Time | None = None
@@ -294,37 +277,6 @@ class Dumbbell(_Model):
     access_queue: QueueField | None = None
     # Default RTT of every flow: a time, or a distribution every flow draws its own RTT from.
     rtt: RttField | None = None
-
-
-class Generator(_Model):
-    """Traffic spread over source hosts, all toward `dst`; `sources` are host names or shell-style
-    patterns ("h3_*"), by default every host but `dst`. Per source host:
-
-    - ``persistent``: `flows` greedy (long-lived) flows, ``<name>_<host>_<k>``;
-    - ``poisson``: mice arriving at `arrivals_per_s`, sizes from `size`, each a flow
-      ``<name>_<host>#<k>`` created by the engine;
-    - ``closed_loop``: `users` users, each think (`think`) → transfer (`size`) → think ...;
-    - ``cbr`` / ``onoff``: one datagram source ``<name>_<host>`` at `rate` (`packet` bytes on the
-      wire), on/off with periods from `on` and `off`.
-    """
-
-    name: OptionalName = None
-    kind: Literal["persistent", "poisson", "closed_loop", "cbr", "onoff"]
-    sources: str | list[str] | None = None
-    dst: str
-    flows: FlowCount = None
-    arrivals_per_s: Frequency = None
-    users: FlowCount = None
-    size: SizeDist | None = None
-    think: TimeDist | None = None
-    rate: Rate | None = None
-    packet: ByteCount | None = None
-    on: TimeDist | None = None
-    off: TimeDist | None = None
-    cca: Controller | None = None
-    tcp: TcpOptions | None = None
-    start: Time | None = None
-    stop: Time | None = None
 
 
 # Keys each generator kind needs, and the keys it may have besides the common ones.
@@ -376,28 +328,6 @@ def _topology(value: Any, info: ValidationInfo) -> Topology:
 
 TopologyField = Annotated[Topology, Parsed(_topology, lambda t: t.model_dump(mode="json", exclude_unset=True),
                                              info=True)]
-
-
-class Capture(_Model):
-    """Record every packet that starts transmission on one direction of a link."""
-
-    link: str
-    direction: Literal["forward", "backward"] = "forward"
-
-
-class Record(_Model):
-    """What a run records in its time series: how often, and which flows and links.
-
-    ``interval`` is the sampling interval ("10ms"; "off" records no series). ``flows`` is "all",
-    "none" or a list of flow names; ``links`` is "all", "none" or a list of link names (both
-    directions) and channel names ("btl_forward"). Whatever is left out costs nothing.
-    ``captures`` adds packet captures, as top-level ``[[captures]]`` does.
-    """
-
-    interval: SampleInterval | None = None
-    flows: Literal["all", "none"] | list[str] = "all"
-    links: Literal["all", "none"] | list[str] = "all"
-    captures: list[Capture] = []  # copied for each model, as `Scenario`'s lists
 
 
 @dataclass
@@ -545,9 +475,9 @@ class Scenario(_Model):
     links: list[Link] = []
     flow_defaults: FlowDefaults | None = None
     flows: list[Flow] = []
-    captures: list[Capture] = []
-    generators: list[Generator] = []
-    record: Record | None = None
+    captures: Annotated[list[Capture], model_on_first_use(".recording:Capture", many=True)] = []
+    generators: Annotated[list[Generator], model_on_first_use(".generators:Generator", many=True)] = []
+    record: Annotated[Record | None, model_on_first_use(".recording:Record")] = None
     # Free-form labels (e.g. ccperf's --experiment-name); stored, never simulated.
     meta: dict[str, str | int | float | bool] = {}
     # The resolution made while validating, for the first `resolve()` (see `_Validation`).

@@ -87,7 +87,6 @@ the process as before.
 from __future__ import annotations
 
 import os
-import pickle
 import select
 import signal
 import struct
@@ -203,6 +202,11 @@ def _widen(pipe: int) -> None:
 class WriterProcess:
     """The command's handle on its writer process: requests, replies, and its end (`close`)."""
 
+    # What this side imports for its requests: pickle (1 ms of CPU time), not where the module is
+    # imported, before the fork, which is on the way to every run's engine, but by the preload
+    # while the engine runs (`runner.run`; issue 15). The child imports it after the fork.
+    MODULES = ("pickle",)
+
     def __init__(self, pid: int, requests: IO[bytes], replies: IO[bytes]) -> None:
         self.pid = pid
         self._requests = requests
@@ -212,7 +216,7 @@ class WriterProcess:
 
     def stored_counters(self, db: str | Path, run_id: str) -> dict[str, Any] | None:
         """`store.counters.stored_counters`, looked up by the child."""
-        self._send(pickle.dumps(("counters", str(db), run_id)))
+        self._request(("counters", str(db), run_id))
         answer: dict[str, Any] | None = self._reply()
         return answer
 
@@ -235,7 +239,7 @@ class WriterProcess:
             tables = _smallest_first(run.stored_tables())
             scalars = _ReceivedRun.scalars_of(run)
             self._writing = True
-            self._send(pickle.dumps(("write", str(db), replace, scalars, list(tables))))
+            self._request(("write", str(db), replace, scalars, list(tables)))
             for table in tables.values():
                 self._send(table.to_ipc())
             if sent is not None:
@@ -243,6 +247,11 @@ class WriterProcess:
             self._reply()
         _HANDED_OVER[:] = [run]
 
+
+    def _request(self, message: tuple[Any, ...]) -> None:
+        import pickle  # with the preload, while the engine runs (`MODULES`)
+
+        self._send(pickle.dumps(message))
 
     def _send(self, frame: bytes) -> None:
         try:
@@ -256,6 +265,8 @@ class WriterProcess:
         if frame is None:
             raise self._lost()
         self._writing = False  # answered: the child is done with any write
+        import pickle
+
         reply = pickle.loads(frame)
         if reply[0] == "ok":
             return reply[1]
@@ -323,6 +334,8 @@ def _error_of(failure: tuple[Any, ...]) -> BaseException:
     if kind == "memory":
         return MemoryError(*details)
     if kind == "exception":
+        import pickle
+
         try:
             error = pickle.loads(details[0])
         except Exception:  # noqa: BLE001 - a class this process cannot rebuild: its name and text
@@ -339,6 +352,8 @@ def _serve(requests_fd: int, replies_fd: int) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     requests, replies = os.fdopen(requests_fd, "rb"), os.fdopen(replies_fd, "wb")
+    import pickle  # the child's, after the fork (see `WriterProcess.MODULES`)
+
     try:  # what a request needs, made ahead; an error here is met again by the request
         import queue  # noqa: F401 - for `_ArrivingTables` (the command's process never needs it)
 
@@ -438,6 +453,8 @@ def _failure(error: BaseException) -> tuple[Any, ...]:
         return "memory", str(error)
     text = f"{type(error).__name__}: {error}"
     if not type(error).__module__.startswith(("duckdb", "_duckdb")):
+        import pickle
+
         try:
             return "exception", pickle.dumps(error), text
         except Exception:  # noqa: BLE001, S110 - not picklable: its type and text

@@ -1,0 +1,41 @@
+"""What a run records beyond its default series: ``[record]`` (the sampling interval, which
+flows and links) and packet captures (``[[captures]]``), models imported, and so built, when a
+scenario first gives one (`parsed.model_on_first_use`), not by every run that records the
+default (issue 15)."""
+
+# No `from __future__ import annotations` in this module: pydantic would evaluate every field's
+# annotation from its text when it builds the models (see `spec.scenario`).
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .fields import SampleInterval
+
+__all__ = ["Capture", "Record"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Capture(_Model):
+    """Record every packet that starts transmission on one direction of a link."""
+
+    link: str
+    direction: Literal["forward", "backward"] = "forward"
+
+
+class Record(_Model):
+    """What a run records in its time series: how often, and which flows and links.
+
+    ``interval`` is the sampling interval ("10ms"; "off" records no series). ``flows`` is "all",
+    "none" or a list of flow names; ``links`` is "all", "none" or a list of link names (both
+    directions) and channel names ("btl_forward"). Whatever is left out costs nothing.
+    ``captures`` adds packet captures, as top-level ``[[captures]]`` does.
+    """
+
+    interval: SampleInterval | None = None
+    flows: Literal["all", "none"] | list[str] = "all"
+    links: Literal["all", "none"] | list[str] = "all"
+    captures: list[Capture] = []  # copied for each model, as `Scenario`'s lists

@@ -29,7 +29,7 @@ use crate::record::result::FlowRecord;
 use crate::transport::pacer::Pacer;
 use crate::transport::rtt::RttEstimate;
 use crate::transport::timing::{InterDeparture, WriteLog};
-use crate::units::SimTime;
+use crate::units::{BitRate, SimTime};
 
 /// Where a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,6 +300,12 @@ impl<R: RttEstimate> SenderCore<R> {
         self.pacer.allows(now, self.cc.pacing_rate())
     }
 
+    /// [`SenderCore::pacing_allows`] under the controller's pacing rate `rate`, read beforehand
+    /// (it holds while packets leave: no hook of the controller runs on a send).
+    pub fn pacing_allows_at(&mut self, now: SimTime, rate: Option<BitRate>) -> bool {
+        self.pacer.allows(now, rate)
+    }
+
     /// The sender tries to send (or closes): nothing is held back until the pacer says so.
     pub fn release_pacing_hold(&mut self) {
         self.pacer.release_hold();
@@ -328,7 +334,12 @@ impl<R: RttEstimate> SenderCore<R> {
     /// A packet of `wire_bytes` leaves at `now`: the next may leave size/rate later
     /// (draft-cardwell-iccrg-bbr-congestion-control-00 §4.2.1).
     pub fn pace(&mut self, now: SimTime, wire_bytes: u64) {
-        if let Some(rate) = self.cc.pacing_rate() {
+        self.pace_at(now, wire_bytes, self.cc.pacing_rate());
+    }
+
+    /// [`SenderCore::pace`] under the controller's pacing rate `rate`, read beforehand.
+    pub fn pace_at(&mut self, now: SimTime, wire_bytes: u64, rate: Option<BitRate>) {
+        if let Some(rate) = rate {
             self.pacer.on_send(now, wire_bytes, rate);
         }
     }

@@ -27,7 +27,7 @@ use super::rack::{sent_after, RackReference};
 use crate::cc::delivery_rate::TxSnapshot;
 use crate::memory::prefetch;
 use crate::memory::HeapBytes;
-use crate::net::packet::SackBlock;
+use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
 use crate::units::SimTime;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -116,6 +116,10 @@ pub struct Scoreboard {
     /// With RACK: retransmissions in the order they were sent, (segment start, send time);
     /// entries whose segment was acknowledged or sent again since are skipped when met.
     retransmissions: Option<VecDeque<(u64, SimTime)>>,
+    /// The SACK blocks of the latest ACK that carried any, as applied (clamped to the
+    /// scoreboard): every segment wholly inside one of them is SACKed, or acknowledged since.
+    applied_sacks: [(u64, u64); MAX_SACK_BLOCKS],
+    applied_sacks_len: usize,
 }
 
 /// [`Scoreboard::index_of`] on the segments alone (for a caller holding other fields borrowed).
@@ -172,6 +176,8 @@ impl Scoreboard {
             lost_boundary: 0,
             retransmit_hint: 0,
             relost: BinaryHeap::new(),
+            applied_sacks: [(0, 0); MAX_SACK_BLOCKS],
+            applied_sacks_len: 0,
         }
     }
 
@@ -375,12 +381,52 @@ impl Scoreboard {
     /// `delivered`; returns the bytes newly SACKed. Segments SACKed before are skipped, not
     /// walked: the cost is the segments newly SACKed plus an amortised O(log n).
     pub fn sack(&mut self, block: SackBlock, delivered: &mut impl FnMut(&Segment)) -> u64 {
-        let Some(front) = self.segments.front() else { return 0 };
-        let start = block.start.max(front.start);
-        let end = block.end.min(self.segments.back().expect("non-empty").end());
-        if start >= end {
+        match self.clamped(block) {
+            Some(extent) => self.sack_extent(extent, delivered),
+            None => 0,
+        }
+    }
+
+    /// The SACK blocks of one ACK, each as [`Scoreboard::sack`] applies it, except a block that
+    /// lies inside one of the previous ACK's: its segments are all SACKed already. A receiver
+    /// repeats its most recent blocks in every ACK (RFC 2018 §4), so in a long recovery most
+    /// blocks are such repeats, and each would cost a division and a walk of the skip links.
+    /// Returns the bytes newly SACKed.
+    pub fn sack_all(&mut self, blocks: &[SackBlock], delivered: &mut impl FnMut(&Segment)) -> u64 {
+        if blocks.is_empty() {
             return 0;
         }
+        let (previous, previous_len) = (self.applied_sacks, self.applied_sacks_len);
+        let mut applied = [(0, 0); MAX_SACK_BLOCKS];
+        let mut applied_len = 0;
+        let mut newly = 0;
+        for &block in blocks {
+            let Some((start, end)) = self.clamped(block) else { continue };
+            if applied_len < MAX_SACK_BLOCKS {
+                applied[applied_len] = (start, end);
+                applied_len += 1;
+            }
+            if previous[..previous_len].iter().any(|&(s, e)| s <= start && end <= e) {
+                continue;
+            }
+            newly += self.sack_extent((start, end), delivered);
+        }
+        if applied_len > 0 {
+            (self.applied_sacks, self.applied_sacks_len) = (applied, applied_len);
+        }
+        newly
+    }
+
+    /// A SACK block clipped to the outstanding segments, if any of it lies there.
+    fn clamped(&self, block: SackBlock) -> Option<(u64, u64)> {
+        let front = self.segments.front()?;
+        let start = block.start.max(front.start);
+        let end = block.end.min(self.segments.back().expect("non-empty").end());
+        (start < end).then_some((start, end))
+    }
+
+    /// [`Scoreboard::sack`] on a block already clipped to the outstanding segments.
+    fn sack_extent(&mut self, (start, end): (u64, u64), delivered: &mut impl FnMut(&Segment)) -> u64 {
         let mut newly = 0;
         let mut i = self.index_of(start);
         if self.segments[i].start < start {
@@ -842,6 +888,22 @@ mod tests {
     }
 
     #[test]
+    fn an_ack_repeating_the_previous_acks_blocks_sacks_only_what_grew() {
+        let mut sb = board(20);
+        let block = |from: u64, to: u64| SackBlock { start: 1 + from * MSS as u64, end: 1 + to * MSS as u64 };
+        assert_eq!(sb.sack_all(&[block(10, 12), block(4, 6)], &mut ignore), 400);
+        // RFC 2018 §4: the newest range first (grown by one segment), then the others again.
+        let mut handed = Vec::new();
+        let newly = sb.sack_all(&[block(10, 13), block(4, 6)], &mut |s: &Segment| handed.push(s.start));
+        assert_eq!((newly, handed), (100, vec![1 + 12 * MSS as u64]));
+        // A new range; then that range grown downwards (not inside the previous block: applied)
+        // and a block only an older ACK reported (applied again, nothing new in it).
+        assert_eq!(sb.sack_all(&[block(1, 3), block(10, 13)], &mut ignore), 200);
+        assert_eq!(sb.sack_all(&[block(0, 3), block(4, 6)], &mut ignore), 100);
+        sb.check_against_recount();
+    }
+
+    #[test]
     fn a_block_spanning_earlier_blocks_sacks_only_the_holes_between_them() {
         let mut sb = board(20);
         for k in [3, 6, 7, 12] {
@@ -913,6 +975,10 @@ mod tests {
         SendShortLast(u16),
         Ack(u16),
         Sack(u16, u16, u8),
+        /// An ACK's blocks, applied together (`sack_all`).
+        SackAll(Vec<(u16, u16, u8)>),
+        /// The previous ACK's blocks again, the first grown by 0 to 2 segments (RFC 2018 §4).
+        SackAgain(u8),
         MarkLosses,
         MarkFirstLost,
         Timeout,
@@ -929,6 +995,8 @@ mod tests {
             1 => (1u16..MSS as u16).prop_map(Step::SendShortLast),
             2 => any::<u16>().prop_map(Step::Ack),
             6 => (any::<u16>(), 1u16..12, 0u8..3).prop_map(|(a, n, unaligned)| Step::Sack(a, n, unaligned)),
+            3 => proptest::collection::vec((any::<u16>(), 1u16..12, 0u8..3), 0..=MAX_SACK_BLOCKS).prop_map(Step::SackAll),
+            4 => (0u8..3).prop_map(Step::SackAgain),
             2 => Just(Step::MarkLosses),
             1 => Just(Step::MarkFirstLost),
             1 => Just(Step::Timeout),
@@ -961,6 +1029,7 @@ mod tests {
             let mss = MSS as u64;
             let mut sb = Scoreboard::new(MSS, dupthresh, rack);
             let (mut now, mut next_seq, mut stream_ended) = (SimTime::ZERO, 1u64, false);
+            let mut last_blocks: Vec<SackBlock> = Vec::new();
             let at = |sb: &Scoreboard, k: u16| sb.first().map(|f| f.start + (k as u64 % (sb.segments.len() as u64 + 1)) * mss);
             for step in steps {
                 match step {
@@ -999,6 +1068,36 @@ mod tests {
                         let mut handed = Vec::new();
                         assert_eq!(sb.sack(block, &mut |s: &Segment| handed.push(s.start)), expected);
                         assert!(handed.windows(2).all(|w| w[0] < w[1]), "handed over in sequence order");
+                    }
+                    Step::SackAll(_) | Step::SackAgain(_) => {
+                        let blocks: Vec<SackBlock> = match step {
+                            Step::SackAll(params) => params
+                                .iter()
+                                .filter_map(|&(k, n, unaligned)| {
+                                    let start = at(&sb, k)?;
+                                    Some(SackBlock { start: start + unaligned as u64, end: start + n as u64 * mss })
+                                })
+                                .collect(),
+                            Step::SackAgain(grow) => {
+                                let mut again = last_blocks.clone();
+                                if let Some(first) = again.first_mut() {
+                                    first.end += grow as u64 * mss;
+                                }
+                                again
+                            }
+                            _ => unreachable!(),
+                        };
+                        // Every segment not SACKed before that lies wholly inside one of the blocks.
+                        let inside_any = |s: &Segment| {
+                            !s.sacked && blocks.iter().any(|b| s.start >= b.start && s.end() <= b.end)
+                        };
+                        let expected = bytes(&sb, inside_any);
+                        let mut handed = 0;
+                        assert_eq!(sb.sack_all(&blocks, &mut |s: &Segment| handed += s.len as u64), expected);
+                        assert_eq!(handed, expected);
+                        if !blocks.is_empty() {
+                            last_blocks = blocks;
+                        }
                     }
                     Step::MarkLosses => {
                         // RFC 6675 IsLost(), naively: the DupThresh-th highest SACKed segment.

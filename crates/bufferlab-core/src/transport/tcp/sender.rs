@@ -17,7 +17,7 @@ use crate::net::packet::{flags, Packet, SackBlock};
 use crate::spec::{RecoveryKind, RtoKind};
 use crate::transport::rtt::RttEstimate;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
-use crate::units::SimTime;
+use crate::units::{BitRate, SimTime};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RecoveryCause {
@@ -290,9 +290,7 @@ impl TcpSender {
         // SACK blocks first: they may reveal losses below the cumulative point (RFC 6675 §5).
         let mut newly_sacked = 0;
         if self.config.sack {
-            for block in sack {
-                newly_sacked += self.scoreboard.sack(*block, &mut on_delivered);
-            }
+            newly_sacked = self.scoreboard.sack_all(sack, &mut on_delivered);
         }
 
         let mut delivered = newly_sacked;
@@ -423,6 +421,9 @@ impl TcpSender {
 
     /// RFC 8985 §6.2 step 5 with the current reordering window; arms the reordering timer for
     /// the next segment that may still be deemed lost. Returns the bytes newly deemed lost.
+    /// Inlined into the ACK's processing, which asks on every ACK (the usual answer, nothing
+    /// lost, is the scoreboard's inline test; a call cost its frame and reloads).
+    #[inline(always)]
     fn rack_detect_losses(&mut self, now: SimTime) -> u64 {
         let (Some(reference), Some(min_rtt), Some(srtt)) =
             (self.rack.reference(), self.core.rtt.min_rtt(), self.core.rtt.srtt())
@@ -484,7 +485,7 @@ impl TcpSender {
         let data_end = self.stream_end.unwrap_or(u64::MAX);
         let len = (data_end.saturating_sub(self.snd_nxt)).min(self.config.mss as u64);
         if len > 0 && self.rwnd_allows(len) {
-            self.send_new_segment(now, len, out);
+            self.send_new_segment(now, len, self.core.cc.pacing_rate(), out);
             self.tlp_episode = Some(LossProbe { end_seq: self.snd_nxt, retransmission: false });
         } else if let Some(i) = self.scoreboard.last_index() {
             let last = *self.scoreboard.get(i);
@@ -642,8 +643,8 @@ impl TcpSender {
 
     // ----- transmission -----
 
-    /// Whether a segment of `len` bytes may go out now.
-    fn may_send(&self, len: u64) -> bool {
+    /// Whether a segment of `len` bytes may go out now, under the congestion window `cwnd`.
+    fn may_send(&self, len: u64, cwnd: u64) -> bool {
         // Outside recovery (the usual case) only the window is asked.
         if let Some(r) = self.recovery {
             if r.cause == RecoveryCause::Fast
@@ -654,7 +655,7 @@ impl TcpSender {
             }
         }
         // RFC 6675 §5 / RFC 5681: transmit while cwnd - pipe >= 1 SMSS.
-        self.pipe() + len <= self.core.cc.window()
+        self.pipe() + len <= cwnd
     }
 
     fn charge(&mut self, len: u64) {
@@ -678,15 +679,19 @@ impl TcpSender {
         if !self.core.is_established() {
             return;
         }
+        // No hook of the controller runs while segments leave: its window and pacing rate hold
+        // for the whole call, read once rather than once per segment.
+        let cwnd = self.core.cc.window();
+        let pacing_rate = self.core.cc.pacing_rate();
         let mut sent_new = false;
         loop {
             // NextSeg() rule 1: a lost segment; otherwise rule 2: new data.
             if let Some(i) = self.scoreboard.next_retransmission() {
                 let len = self.scoreboard.get(i).len as u64;
-                if !self.retransmit_now && !self.may_send(len) {
+                if !self.retransmit_now && !self.may_send(len, cwnd) {
                     break;
                 }
-                if !self.core.pacing_allows(now) {
+                if !self.core.pacing_allows_at(now, pacing_rate) {
                     break;
                 }
                 self.retransmit_now = false;
@@ -699,17 +704,18 @@ impl TcpSender {
                 let seg = self.scoreboard.retransmit(i, now, tx);
                 self.charge(len);
                 let packet = self.segment(now, seg.start, seg.len, flags::ACK, true);
-                self.paced(now, &packet);
+                self.paced(now, &packet, pacing_rate);
                 out.push(packet);
                 continue;
             }
             let data_end = self.stream_end.unwrap_or(u64::MAX);
             if self.snd_nxt < data_end {
                 let len = (data_end - self.snd_nxt).min(self.config.mss as u64);
-                if !self.rwnd_allows(len) || !self.may_send(len) || !self.core.pacing_allows(now) {
+                if !self.rwnd_allows(len) || !self.may_send(len, cwnd) || !self.core.pacing_allows_at(now, pacing_rate)
+                {
                     break;
                 }
-                self.send_new_segment(now, len, out);
+                self.send_new_segment(now, len, pacing_rate, out);
                 sent_new = true;
                 continue;
             }
@@ -740,8 +746,8 @@ impl TcpSender {
         self.config.rwnd.is_none_or(|rwnd| self.snd_nxt + len - self.snd_una <= rwnd)
     }
 
-    /// Send `len` new bytes from SND.NXT.
-    fn send_new_segment(&mut self, now: SimTime, len: u64, out: &mut Vec<Packet>) {
+    /// Send `len` new bytes from SND.NXT, paced at `pacing_rate` (the controller's).
+    fn send_new_segment(&mut self, now: SimTime, len: u64, pacing_rate: Option<BitRate>, out: &mut Vec<Packet>) {
         let start = self.snd_nxt;
         let tx = self.core.snapshot_for_send(now, self.scoreboard.is_empty());
         self.scoreboard.push(start, len as u32, now, tx);
@@ -750,12 +756,12 @@ impl TcpSender {
         self.snd_nxt += len;
         self.charge(len);
         let packet = self.segment(now, start, len as u32, flags::ACK, false);
-        self.paced(now, &packet);
+        self.paced(now, &packet, pacing_rate);
         out.push(packet);
     }
 
-    fn paced(&mut self, now: SimTime, packet: &Packet) {
-        self.core.pace(now, packet.wire_bytes as u64);
+    fn paced(&mut self, now: SimTime, packet: &Packet, pacing_rate: Option<BitRate>) {
+        self.core.pace_at(now, packet.wire_bytes as u64, pacing_rate);
     }
 
     fn segment(&mut self, now: SimTime, seq: u64, payload: u32, tcp_flags: u8, retransmission: bool) -> Packet {

@@ -549,3 +549,28 @@ def test_a_summary_s_flow_figures_are_each_flow_s_own_in_display_units_bit_for_b
         expected.append([v.hex() if isinstance(v, float) else v for v in vars(made).values()])
     assert summarised() == expected
     assert summarised(flow_figures=metrics.FlowFigures.of(flows, end_ns)) == expected
+
+
+def test_figures_of_flows_and_channels_in_one_call_are_those_of_each_table_alone() -> None:
+    from bufferlab.analysis import summary
+    from bufferlab.analysis.figures import figures_of
+
+    rng = np.random.default_rng(17)
+    end_ns = 9 * 10**9
+    flows = [_flow(rng) for _ in range(50)] + [_flow(rng, completed_ns=None), _flow(rng, rtt_samples=0, rtt_sum_ns=0)]
+    channels = [_channel(rng) for _ in range(20)] + [_channel(rng, rate_bps=None), _channel(rng, sent_packets=0)]
+    flow_figures, channel_figures = figures_of(flows, channels, end_ns)
+    assert flow_figures == metrics.FlowFigures.of(flows, end_ns)
+    assert channel_figures == metrics.ChannelFigures.of(channels, end_ns)
+    # A stored run's summary takes its flows' and its bottleneck's figures in that one call: the
+    # same summary as from the figures of every flow and channel (a fresh run's, derive's).
+    for channel in channels:
+        channel.update(name="c", dropped_queue_packets=3, dropped_loss_packets=1, max_queue_packets=9)
+    counters = {"engine_version": "v", "end_ns": end_ns, "events": 1, "flows": flows, "channels": channels}
+    common = {"endpoints": [("s", "d")] * len(flows), "run_id": "r", "from_store": True, "seed": 1,
+              "wall_time_s": 0.5, "queues": ["droptail"] * len(channels)}
+    for bottleneck in (None, 4, 20):
+        stored = summary.summarise(counters, bottleneck=bottleneck, **common)  # type: ignore[arg-type]
+        fresh = summary.summarise(counters, bottleneck=bottleneck, flow_figures=flow_figures,  # type: ignore[arg-type]
+                                  channel_figures=channel_figures, **common)
+        assert stored.bottleneck is not None and stored == fresh

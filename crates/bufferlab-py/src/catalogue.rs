@@ -1,9 +1,10 @@
 //! `_core.catalogue`: the metric catalogue of a run (`bufferlab_core::metrics`) from its flow,
 //! channel and flow time-series tables, for Python's derive step (pipeline/derive.py); and
-//! `_core.figures`: the end-of-run figures alone (`metrics::figures`), from the flow and channel
-//! tables only, for the run summary (analysis/summary.py) and derive's summary columns. The
-//! tables' columns are read in place (the series without a copy); the computation runs without
-//! the GIL; the result comes back as Python lists by column (None where a metric is undefined).
+//! `_core.figures`: the end-of-run figures alone (`metrics::figures`), from the flow table, the
+//! channel table or both in one call, for the run summary (analysis/summary.py) and derive's
+//! summary columns. The tables' columns are read in place (the series without a copy); the
+//! computation runs without the GIL; the result comes back as Python lists by column (None where
+//! a metric is undefined).
 
 use std::borrow::Cow;
 
@@ -280,27 +281,36 @@ pub fn catalogue<'py>(
     to_python(py, result)
 }
 
-/// The end-of-run figures of the flows and channels of a run that ended at `end_ns`: a dict of
-/// `flow_figures` and `channel_figures` (each a dict of columns as lists, as `catalogue` gives
-/// them). Only the counters the figures read are needed: no series, segments or bottleneck.
+/// The end-of-run figures of the flows and the channels of a run that ended at `end_ns`, of the
+/// tables given only: a dict of `flow_figures` if `flows` is given and `channel_figures` if
+/// `channels` is (each a dict of columns as lists, as `catalogue` gives them). Only the counters
+/// the figures read are needed: no series, segments or bottleneck.
 #[pyfunction]
+#[pyo3(signature = (end_ns, *, flows=None, channels=None))]
 pub fn figures<'py>(
     py: Python<'py>,
-    flows: PyRef<'py, Table>,
-    channels: PyRef<'py, Table>,
     end_ns: u64,
+    flows: Option<PyRef<'py, Table>>,
+    channels: Option<PyRef<'py, Table>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (f, c) = (flows.batch(), channels.batch());
+    let (f, c) = (flows.as_ref().map(|t| t.batch()), channels.as_ref().map(|t| t.batch()));
     let (flow_figures, channel_figures) = py
         .allow_threads(|| -> Result<_, ReadError> {
-            let flows = flow_records(f).map_err(|e| format!("flows: {e}"))?;
-            let channels = channel_records(c).map_err(|e| format!("channels: {e}"))?;
-            Ok((FlowFigures::of(&flows, end_ns), ChannelFigures::of(&channels, end_ns)))
+            let flows = f.map(flow_records).transpose().map_err(|e| format!("flows: {e}"))?;
+            let channels = c.map(channel_records).transpose().map_err(|e| format!("channels: {e}"))?;
+            Ok((
+                flows.map(|flows| FlowFigures::of(&flows, end_ns)),
+                channels.map(|channels| ChannelFigures::of(&channels, end_ns)),
+            ))
         })
         .map_err(|e| PyValueError::new_err(format!("figures: {e}")))?;
     let out = PyDict::new(py);
-    out.set_item("flow_figures", flow_figures_dict(py, flow_figures)?)?;
-    out.set_item("channel_figures", channel_figures_dict(py, channel_figures)?)?;
+    if let Some(flow_figures) = flow_figures {
+        out.set_item("flow_figures", flow_figures_dict(py, flow_figures)?)?;
+    }
+    if let Some(channel_figures) = channel_figures {
+        out.set_item("channel_figures", channel_figures_dict(py, channel_figures)?)?;
+    }
     Ok(out)
 }
 

@@ -20,7 +20,7 @@ from ..pipeline.engine import core
 from ..pipeline.result import column_names, record_values
 
 __all__ = ["FlowFigures", "ChannelFigures", "slowest_busy_channel", "FLOW_FIGURE_COUNTERS", "CHANNEL_FIGURE_COUNTERS",
-           "BOTTLENECK_COUNTERS", "FLOW_COUNTERS", "CHANNEL_COUNTERS", "engine_table", "no_flows", "no_channels"]
+           "BOTTLENECK_COUNTERS", "FLOW_COUNTERS", "CHANNEL_COUNTERS", "engine_table", "figures_of"]
 
 # The counters the figures read (`metrics::FlowFigures`, `metrics::ChannelFigures`), by table,
 # with their Arrow types (the engine's), and those the catalogue reads besides. A table made
@@ -58,19 +58,10 @@ def engine_table(name: str, table: Any, records: Sequence[Mapping[str, Any]] | N
                                             for column, kind in columns.items()])
 
 
-def no_flows() -> Any:
-    """An engine flow table without flows."""
-    return core().Table.from_columns("flows", [("start_ns", "UInt64", [])])
-
-
-def no_channels() -> Any:
-    """An engine channel table without channels."""
-    return core().Table.from_columns("channels", [("sent_packets", "UInt64", [])])
-
-
-def _figures(flows: Any, channels: Any, end_ns: int) -> dict[str, Any]:
-    """`_core.figures` of engine tables (bufferlab-core's `metrics::figures`)."""
-    result: dict[str, Any] = core().figures(flows, channels, end_ns)
+def _figures(end_ns: int, *, flows: Any = None, channels: Any = None) -> dict[str, Any]:
+    """`_core.figures` of the engine tables given (bufferlab-core's `metrics::figures`): the
+    `flow_figures` of `flows` and the `channel_figures` of `channels`, each only if given."""
+    result: dict[str, Any] = core().figures(end_ns, flows=flows, channels=channels)
     return result
 
 
@@ -109,8 +100,7 @@ class ChannelFigures:
         """The figures of `channels` (the engine's channel records) over a run of `end_ns`; its
         counters are read from `table` (the same channels as an engine table, or a DataFrame of
         every counter) where given."""
-        computed = _figures(no_flows(), engine_table("channels", table, channels, CHANNEL_FIGURE_COUNTERS),
-                            end_ns)
+        computed = _figures(end_ns, channels=engine_table("channels", table, channels, CHANNEL_FIGURE_COUNTERS))
         return cls.from_catalogue(computed["channel_figures"])
 
 
@@ -148,5 +138,15 @@ class FlowFigures:
         """The figures of `flows` (the engine's flow records) over a run of `end_ns`; counters are
         read from `table` (the same flows as an engine table, or a DataFrame of every counter)
         where given."""
-        computed = _figures(engine_table("flows", table, flows, FLOW_FIGURE_COUNTERS), no_channels(), end_ns)
+        computed = _figures(end_ns, flows=engine_table("flows", table, flows, FLOW_FIGURE_COUNTERS))
         return cls.from_catalogue(computed["flow_figures"])
+
+
+def figures_of(flows: Sequence[Mapping[str, Any]], channels: Sequence[Mapping[str, Any]],
+               end_ns: int) -> tuple[FlowFigures, ChannelFigures]:
+    """The figures of `flows` and of `channels` (the engine's records) over a run of `end_ns`,
+    taken in one call: the same numbers as `FlowFigures.of` and `ChannelFigures.of`."""
+    computed = _figures(end_ns, flows=engine_table("flows", None, flows, FLOW_FIGURE_COUNTERS),
+                        channels=engine_table("channels", None, channels, CHANNEL_FIGURE_COUNTERS))
+    return (FlowFigures.from_catalogue(computed["flow_figures"]),
+            ChannelFigures.from_catalogue(computed["channel_figures"]))

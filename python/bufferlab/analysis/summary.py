@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .figures import ChannelFigures, FlowFigures, slowest_busy_channel
+from .figures import ChannelFigures, FlowFigures, figures_of, slowest_busy_channel
 
 __all__ = [
     "FlowSummary",
@@ -139,14 +139,20 @@ def summarise(result: Record, *, endpoints: Sequence[tuple[str, str]], bottlenec
     catalogue), else they are taken here from the counters (of the bottleneck channel alone)."""
     end_ns = int(result["end_ns"])
     flows, channels = result["flows"], result["channels"]
-    if flow_figures is None:
-        flow_figures = FlowFigures.of(flows, end_ns)
     chosen = pick_bottleneck(channels, bottleneck)
     btl = None
     if chosen is not None:
         queue = queues[chosen] if chosen < len(queues) else None
-        btl = (summarise_channel(channels[chosen], end_ns, queue) if channel_figures is None
-               else _channel_summary(channels[chosen], channel_figures, chosen, queue))
+        if channel_figures is not None:
+            btl = _channel_summary(channels[chosen], channel_figures, chosen, queue)
+        elif flow_figures is None:
+            # A stored run: the flows' figures and the bottleneck's (alone) in one call.
+            flow_figures, bottleneck_figures = figures_of(flows, [channels[chosen]], end_ns)
+            btl = _channel_summary(channels[chosen], bottleneck_figures, 0, queue)
+        else:
+            btl = summarise_channel(channels[chosen], end_ns, queue)
+    if flow_figures is None:
+        flow_figures = FlowFigures.of(flows, end_ns)
     return RunSummary(
         run_id=run_id,
         from_store=from_store,

@@ -297,7 +297,8 @@ impl<R: RttEstimate> SenderCore<R> {
     /// Whether a packet may leave at `now` under the controller's pacing rate; if not, the pacer
     /// holds it back and the sender wakes when it may.
     pub fn pacing_allows(&mut self, now: SimTime) -> bool {
-        self.pacer.allows(now, self.cc.pacing_rate())
+        let rate = self.cc.pacing_rate();
+        self.pacing_allows_at(now, rate)
     }
 
     /// [`SenderCore::pacing_allows`] under the controller's pacing rate `rate`, read beforehand

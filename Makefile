@@ -91,9 +91,21 @@ $(VENV)/.deps: requirements.lock | $(BIN)/python
 
 # maturin builds the engine and its binding (release profile) and installs the package in
 # editable mode: Python sources are used in place, only Rust changes need this step again.
-$(EXTENSION): $(VENV)/.deps $(RUST_SOURCES) pyproject.toml
-	$(BIN)/maturin develop --release
+# tools/pgo-build makes it a profile-guided build (an instrumented build, a training run on the
+# goldens and the reference dumbbell, the optimised build: docs/engine.md, "A profile-guided
+# build"); PGO=0 builds plainly (one build, for iterating on the engine), as does a machine
+# without an llvm-profdata of rustc's LLVM version. $(VENV)/.pgo holds the last PGO setting, so
+# that switching it rebuilds.
+export PGO ?= 1
+$(EXTENSION): $(VENV)/.deps $(VENV)/.pgo $(RUST_SOURCES) pyproject.toml tools/pgo-build tools/pgo-rustc tools/pgo_train.py
+	tools/pgo-build
 	touch $@
+
+# Rewritten only when the setting changed: an unchanged file leaves the extension up to date.
+$(VENV)/.pgo: FORCE | $(BIN)/python
+	@[ "$$(cat $@ 2>/dev/null)" = "PGO=$(PGO)" ] || echo "PGO=$(PGO)" > $@
+
+FORCE:
 
 clean:
 	rm -rf $(VENV) $(EXTENSION)

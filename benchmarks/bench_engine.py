@@ -11,8 +11,8 @@ loaded machine): NS3_REFERENCE_S below. Issue 15's target for the engine alone i
     python benchmarks/bench_engine.py --flows 10 100 1000 --seconds 10
 
 Prints wall time (best and median of the repetitions) of the engine called from Python, result
-tables included, then of the engine alone (the `reference_dumbbell` Rust example, when cargo is
-available); simulated packet transmissions per second (every packet on every link counts once
+tables included, then of the engine alone (the `run_spec` Rust example, when cargo is available,
+built with the extension's profile when the extension is a profile-guided build: see tools/pgo-build); simulated packet transmissions per second (every packet on every link counts once
 per link), scheduler events per second, and the speed ratio against ns-3. A printed figure, not
 a test.
 """
@@ -20,6 +20,7 @@ a test.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import statistics
@@ -68,15 +69,38 @@ def measure(spec_json: str, repetitions: int) -> dict[str, float]:
     }
 
 
-def engine_alone(spec_json: str, repetitions: int) -> float | None:
+def pgo_profile() -> Path | None:
+    """The profile the installed extension was optimised with, or None if it is a plain build.
+    tools/pgo-build leaves its optimised build in target/pgo/optimized and installs a copy of it,
+    so the extension is a profile-guided build exactly when it is byte-identical to that file."""
+    root = REFERENCE.parent.parent
+    profile = root / "target" / "pgo" / "merged.profdata"
+    built = root / "target" / "pgo" / "optimized" / "release" / "lib_core.so"
+    installed = Path(core().__file__ or "")
+    if not (profile.is_file() and built.is_file() and installed.is_file()):
+        return None
+    if built.stat().st_size != installed.stat().st_size or built.read_bytes() != installed.read_bytes():
+        return None
+    return profile
+
+
+def engine_alone(spec_json: str, repetitions: int, profile: Path | None) -> float | None:
     """Best wall time of the engine without Python (the `run_spec` Rust example) on the same
-    resolved spec, or None where cargo is not available."""
+    resolved spec, or None where cargo is not available. With `profile`, the example is built as
+    the extension was (tools/pgo-build: the profile on the workspace's crates, through
+    tools/pgo-rustc, in target/pgo/optimized), so that it measures the engine users get."""
     cargo = shutil.which("cargo")
     if cargo is None:
         return None
     root = REFERENCE.parent.parent
-    subprocess.run([cargo, "build", "--release", "--quiet", "--example", "run_spec"], cwd=root, check=True)
-    binary = root / "target" / "release" / "examples" / "run_spec"
+    env = dict(os.environ)
+    target = root / "target"
+    if profile is not None:
+        target = root / "target" / "pgo" / "optimized"
+        env.update(CARGO_TARGET_DIR=str(target), RUSTC_WORKSPACE_WRAPPER=str(root / "tools" / "pgo-rustc"),
+                   BUFFERLAB_PGO_FLAG=f"-Cprofile-use={profile}")
+    subprocess.run([cargo, "build", "--release", "--quiet", "--example", "run_spec"], cwd=root, check=True, env=env)
+    binary = target / "release" / "examples" / "run_spec"
     with tempfile.NamedTemporaryFile("w", suffix=".json") as spec_file:
         spec_file.write(spec_json)
         spec_file.flush()
@@ -94,7 +118,10 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=5)
     args = parser.parse_args()
 
-    print(f"engine {core().engine_version()}; reference: {REFERENCE.name}; ns-3 reference {NS3_REFERENCE_S:.0f} s")
+    profile = pgo_profile()
+    build = f"profile-guided build ({profile.relative_to(REFERENCE.parent.parent)})" if profile else "plain build (no PGO)"
+    print(f"engine {core().engine_version()}, {build}; reference: {REFERENCE.name}; "
+          f"ns-3 reference {NS3_REFERENCE_S:.0f} s")
     header = f"{'flows':>6} {'sim s':>6} {'best s':>8} {'median s':>9} {'Mpkt/s':>7} {'Mevent/s':>9} {'vs ns-3':>8}"
     print(header)
     print("-" * len(header))
@@ -105,7 +132,7 @@ def main() -> None:
         ratio = f"{NS3_REFERENCE_S / m['best_s']:7.0f}x" if reference else "       -"
         print(f"{m['flows']:>6} {m['simulated_s']:>6.0f} {m['best_s']:>8.3f} {m['median_s']:>9.3f} "
               f"{m['packets_per_s'] / 1e6:>7.2f} {m['events_per_s'] / 1e6:>9.2f} {ratio}")
-        alone = engine_alone(spec_json, args.repetitions)
+        alone = engine_alone(spec_json, args.repetitions, profile)
         if alone is not None:
             ratio = f", {NS3_REFERENCE_S / alone:.0f}x ns-3" if reference else ""
             print(f"{'':>6} engine alone, without Python and JSON: {alone:.3f} s{ratio}")

@@ -12,9 +12,10 @@ loaded machine): NS3_REFERENCE_S below. Issue 15's target for the engine alone i
 
 Prints wall time (best and median of the repetitions) of the engine called from Python, result
 tables included, then of the engine alone (the `run_spec` Rust example, when cargo is available,
-built with the extension's profile when the extension is a profile-guided build: see tools/pgo-build); simulated packet transmissions per second (every packet on every link counts once
-per link), scheduler events per second, and the speed ratio against ns-3. A printed figure, not
-a test.
+built with the extension's profile when the extension is a profile-guided build: see
+tools/pgo-build); simulated packet transmissions per second (every packet on every link counts
+once per link), scheduler events per second, and the speed ratio against ns-3. A printed figure,
+not a test.
 """
 
 from __future__ import annotations

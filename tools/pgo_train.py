@@ -2,9 +2,9 @@
 the golden scenarios (tests/goldens/regenerate.py: every controller, both transports, every queue
 kind, every traffic generator, a capture) and on the reference dumbbell (scenarios/dumbbell.toml,
 the scenario users run first and `benchmarks/bench_engine.py` times; weighted, see
-DUMBBELL_WEIGHT), through the same
-plan-and-simulate path as `bufferlab run`, result tables included. The profile it leaves says
-which branches and calls are hot; what it computes is thrown away.
+DUMBBELL_WEIGHT), through the same plan-and-simulate path as `bufferlab run`, result tables
+included. The profile it leaves says which branches and calls are hot; what it computes is thrown
+away.
 
     PYTHONPATH=target/pgo/train python tools/pgo_train.py target/pgo/train
 

@@ -107,6 +107,15 @@ def wait_until_simulating(proc: subprocess.Popen[str], after_cpu_s: float) -> No
     raise AssertionError("the run never started simulating")
 
 
+@pytest.fixture(autouse=True)
+def plan_cache_of_the_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's commands keep their plans (`pipeline.plan_cache`) in a directory of the test's
+    own, never in the user's cache: a test sees only the plans its own runs made."""
+    folder = tmp_path_factory.mktemp("plans")
+    monkeypatch.setenv("BUFFERLAB_PLAN_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture
 def write_scenario(tmp_path: Path):
     """Write TOML text (dedented) to a file and return its path."""

@@ -17,6 +17,22 @@ REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "scenarios"
 
 
+# A tree whose mice draw their sizes from a table in sizes.cdf, next to the scenario's file.
+EMPIRICAL_SIZES_SCENARIO = """
+    name = "emp"
+    duration = "1s"
+    [topology]
+    kind = "tree"
+    queue = "10p"
+    [[generators]]
+    kind = "poisson"
+    sources = "h1_0"
+    dst = "sink"
+    arrivals_per_s = 5
+    size = { dist = "empirical", file = "sizes.cdf" }
+"""
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # A run that collected no test is a failure, never pytest's "no tests ran" (exit 5): CI must
     # not pass on an empty selection.

@@ -17,7 +17,7 @@ from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
 from bufferlab.spec.distributions import files_read
 
-from conftest import SCENARIOS, bufferlab, stored_tables
+from conftest import EMPIRICAL_SIZES_SCENARIO, SCENARIOS, bufferlab, stored_tables
 
 DUMBBELL = SCENARIOS / "dumbbell.toml"
 
@@ -29,21 +29,6 @@ bottleneck_rate = "10Mbps"
 queue = "{queue}"
 rtt = "20ms"
 """
-
-EMPIRICAL_SPEC = """
-    name = "emp"
-    duration = "1s"
-    [topology]
-    kind = "tree"
-    queue = "10p"
-    [[generators]]
-    kind = "poisson"
-    sources = "h1_0"
-    dst = "sink"
-    arrivals_per_s = 5
-    size = { dist = "empirical", file = "sizes.cdf" }
-"""
-
 
 def planned_and_kept(path: Path, *assignments: str, seed: int | None = None) -> tuple[bytes, object]:
     """Plan the spec at `path` as `bufferlab run` does on a miss, keep it, return (request, plan)."""
@@ -87,7 +72,7 @@ def test_the_request_changes_with_every_input_the_user_gives(tmp_path: Path, mon
 def test_a_plan_whose_table_file_changed_is_made_again(write_scenario, tmp_path: Path) -> None:
     table = tmp_path / "sizes.cdf"
     table.write_text("1000 0.5\n100000 1.0\n", encoding="utf-8")
-    path = write_scenario(EMPIRICAL_SPEC)
+    path = write_scenario(EMPIRICAL_SIZES_SCENARIO)
     asked, planned = planned_and_kept(path)
     kept = marshal.loads(kept_file(asked).read_bytes())
     assert str(table.resolve()) in {source for source, _, _ in kept["sources"]}

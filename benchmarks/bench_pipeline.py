@@ -25,9 +25,11 @@ peak. Each figure is the least of the repetitions, measure by measure:
 
     start        the interpreter, before any of bufferlab
     cli          `import bufferlab.cli` (click and the command's own modules)
-    spec         the spec layer (pydantic models), the scenario loaded and its overrides applied
+    spec         the spec layer (pydantic models), the scenario loaded and its overrides applied;
+                 where the command has the plan cache (`pipeline.plan_cache`), its plan read back
+                 (or made and kept: `--plan-cache off`, or a checkout without the cache)
     plan         `pipeline.plan`: every check, the engine's included, with the imports the command
-                 makes before it (`runner`)
+                 makes before it (`runner`); with the plan cache, the runner's import alone
     engine       the simulation (`_core.run`)
     result       the engine's tables into Python (`EngineResult.from_engine`; polars before
                  the run path went without it)
@@ -64,6 +66,10 @@ free core (its CPU time stays about the same).
 
 --baseline PYTHON: the same figures for another checkout's interpreter (e.g. main's venv), in
 the same run, so the before and after are taken under the same load.
+
+--plan-cache kept|off: the measured runs find their spec's plan kept by an unmeasured run
+before them (default: a spec run again, as here, skips its validation) or plan it afresh
+(``BUFFERLAB_PLAN_CACHE=off``: a spec's first run).
 
     python benchmarks/bench_pipeline.py --memory         # peak memory per recorded series byte
 
@@ -178,19 +184,34 @@ def _child(command: list[str], **kwargs: Any) -> ChildUsage:
     return ChildUsage(wall, usage.ru_utime + usage.ru_stime, usage.ru_minflt, usage.ru_maxrss * 1024, out)  # kB
 
 
+# How the children find their spec's plan (`pipeline.plan_cache`, `--plan-cache`): "kept" from
+# a run before the measured ones (what a user who runs a spec again gets), or "off": planned
+# afresh each time (a spec's first run). Checkouts without the cache plan afresh either way.
+PLAN_CACHE_MODES = ("kept", "off")
+
+
+def plan_cache_environment(mode: str, tmp: str) -> dict[str, str]:
+    """The children's environment for plan cache `mode`, its plans (if kept) under `tmp`."""
+    return {**os.environ, "BUFFERLAB_PLAN_CACHE": str(Path(tmp) / "plans") if mode == "kept" else "off"}
+
+
 def whole_process(repetitions: int, overrides: tuple[str, ...] = (),
-                  pythons: tuple[str, ...] = (sys.executable,)) -> list[dict[str, float]]:
+                  pythons: tuple[str, ...] = (sys.executable,), plan_cache: str = "kept") -> list[dict[str, float]]:
     """`bufferlab run` of the reference dumbbell (with `overrides`) into a new store, in a child
     process each time, for each interpreter of `pythons` (their repetitions interleaved, so that
-    each sees the same load): wall and CPU seconds, best and median, and the median minor page
+    each sees the same load), its plan as `plan_cache` says (`PLAN_CACHE_MODES`; a kept one made
+    by an unmeasured run first): wall and CPU seconds, best and median, and the median minor page
     faults and peak resident bytes."""
     used: list[list[ChildUsage]] = [[] for _ in pythons]
     sets = [arg for o in overrides for arg in ("--set", o)]
     with tempfile.TemporaryDirectory() as tmp:
-        for k in range(repetitions):
+        env = plan_cache_environment(plan_cache, tmp)
+        for k in range(-1 if plan_cache == "kept" else 0, repetitions):
             for i, python in enumerate(pythons):
                 db = Path(tmp) / f"fresh{k}_{i}.duckdb"
-                used[i].append(_child([python, "-m", "bufferlab", "run", str(REFERENCE), "--db", str(db), *sets]))
+                run = _child([python, "-m", "bufferlab", "run", str(REFERENCE), "--db", str(db), *sets], env=env)
+                if k >= 0:
+                    used[i].append(run)
     out = []
     for runs in used:
         walls, cpus = [u.wall_s for u in runs], [u.cpu_s for u in runs]
@@ -234,17 +255,27 @@ import bufferlab.cli
 getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
 writer = None if writer_process is None else getattr(writer_process, "take", writer_process.start)()
 mark("cli")
-from bufferlab.spec import load_scenario
-from bufferlab.spec.overrides import parse_assignment
 source = sys.argv[1]
-scenario = load_scenario(json.load(open(source)) if source.endswith(".json") else source)
-if sys.argv[3:]:  # as the command: a scenario without --set is validated once
-    scenario = scenario.with_overrides(dict(parse_assignment(o) for o in sys.argv[3:]))
-mark("spec")
-import bufferlab.runner  # the command imports the runner before its plan
-from bufferlab.pipeline.plan import plan
-planned = plan(scenario)
-mark("plan")
+planned_by_command = getattr(bufferlab.cli, "_planned", None)  # the plan cache's checkouts
+if planned_by_command is not None and not source.endswith(".json"):
+    # As the command: the plan kept from an earlier run of the same inputs, or made now and kept
+    # (both are "spec"; "plan" is the runner's import).
+    from pathlib import Path
+    planned = planned_by_command(Path(source), sys.argv[3:], None, None)
+    mark("spec")
+    import bufferlab.runner
+    mark("plan")
+else:
+    from bufferlab.spec import load_scenario
+    from bufferlab.spec.overrides import parse_assignment
+    scenario = load_scenario(json.load(open(source)) if source.endswith(".json") else source)
+    if sys.argv[3:]:  # as the command: a scenario without --set is validated once
+        scenario = scenario.with_overrides(dict(parse_assignment(o) for o in sys.argv[3:]))
+    mark("spec")
+    import bufferlab.runner  # the command imports the runner before its plan
+    from bufferlab.pipeline.plan import plan
+    planned = plan(scenario)
+    mark("plan")
 from bufferlab.pipeline.engine import core
 started = time.perf_counter()
 tables = core().run(planned.spec_json)
@@ -276,7 +307,7 @@ getattr(bufferlab.cli, "exit_now", sys.exit)(0)  # the command's way out
 
 
 def stages(repetitions: int, overrides: tuple[str, ...] = (), pythons: tuple[str, ...] = (sys.executable,),
-           scenario: Path = REFERENCE) -> list[dict[str, dict[str, float]]]:
+           scenario: Path = REFERENCE, plan_cache: str = "kept") -> list[dict[str, dict[str, float]]]:
     """For each interpreter of `pythons` (interleaved), each of `STAGE_MEASURES` of each stage of a
     fresh run of `scenario` (TOML, or a .json mapping) with `overrides` (`STAGES`, see the module
     docstring): the least of `repetitions` processes, measure by measure; and under "end", the
@@ -284,14 +315,17 @@ def stages(repetitions: int, overrides: tuple[str, ...] = (), pythons: tuple[str
 
     CPU time and faults count every thread of the process; the exit's are what the child used
     in all minus what it had used at its last mark (its resident growth is not measured: the
-    kernel frees it all)."""
+    kernel frees it all). The plan as `plan_cache` says (see `whole_process`)."""
     best: list[dict[str, dict[str, float]]] = [
         {measure: dict.fromkeys(STAGES, float("inf")) for measure in (*STAGE_MEASURES, "end")} for _ in pythons]
     with tempfile.TemporaryDirectory() as tmp:
-        for k in range(repetitions):
+        env = plan_cache_environment(plan_cache, tmp)
+        for k in range(-1 if plan_cache == "kept" else 0, repetitions):
             for i, python in enumerate(pythons):
                 db = Path(tmp) / f"s{k}_{i}.duckdb"
-                child = _child([python, "-c", _STAGE_SCRIPT, str(scenario), str(db), *overrides], cwd=ROOT)
+                child = _child([python, "-c", _STAGE_SCRIPT, str(scenario), str(db), *overrides], cwd=ROOT, env=env)
+                if k < 0:
+                    continue
                 marks = json.loads(child.stdout.strip().splitlines()[-1])
                 last = marks["present"]
                 # The writer process's usage is in the child's too: the child reaped it.
@@ -610,17 +644,18 @@ _STAGE_TABLES = {"cpu": ("CPU ms", 1000, 0), "faults": ("minor page faults", 1, 
                  "rss": ("resident growth MB (start: resident at the first mark)", 1e-6, 1)}
 
 
-def print_stages(repetitions: int, pythons: list[tuple[str, str]], scale_case: str | None = None) -> None:
+def print_stages(repetitions: int, pythons: list[tuple[str, str]], scale_case: str | None = None,
+                 plan_cache: str = "kept") -> None:
     """The --stages tables: CPU ms, minor page faults and resident growth of each stage, per case
     and interpreter, and what was resident at the exit (with `scale_case`: of that case of the
-    scale ladder alone)."""
+    scale ladder alone); plans as `plan_cache` says (`whole_process`)."""
     with tempfile.TemporaryDirectory() as tmp:
         if scale_case is None:
             cases = [(label, overrides, REFERENCE) for label, overrides, _, _ in WHOLE_PROCESS_CASES]
         else:
             cases = [(scale_case, (), scale_case_file(scale_case, Path(tmp)))]
-        measured = [(label, stages(repetitions, overrides, tuple(python for _, python in pythons), scenario))
-                    for label, overrides, scenario in cases]
+        measured = [(label, stages(repetitions, overrides, tuple(python for _, python in pythons), scenario,
+                                   plan_cache)) for label, overrides, scenario in cases]
     for measure, (heading, scale, digits) in _STAGE_TABLES.items():
         print(f"\n{heading} of each stage of a fresh run, least of {repetitions} processes")
         print(f"{'':<35}" + "".join(f"{stage:>8}" for stage in STAGES) + f"{'sum':>8}")
@@ -672,6 +707,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="only each step of the writer process's write, into new stores and stores of 10 and 50 runs")
     parser.add_argument("--baseline", metavar="PYTHON", default=None,
                         help="also measure another checkout's interpreter (before), e.g. ../main/.venv/bin/python")
+    parser.add_argument("--plan-cache", choices=PLAN_CACHE_MODES, default="kept",
+                        help="the spec's plan kept from a run before the measured ones (default), or made afresh "
+                             "in every run (a spec's first run)")
     args = parser.parse_args(argv)
     pythons = [("after", sys.executable)] + ([("before", args.baseline)] if args.baseline else [])
     if args.existing_json:
@@ -686,7 +724,7 @@ def main(argv: list[str] | None = None) -> int:
     for note in code_cache_notes(pythons):
         print(note)
     if args.stages_case is not None:
-        print_stages(args.repetitions, pythons, args.stages_case)
+        print_stages(args.repetitions, pythons, args.stages_case, args.plan_cache)
         return 0
     if args.imports:
         for name, seconds in top_imports(15):
@@ -699,18 +737,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"100 flows, 1 ms samples, 5 s: {series / 1e6:.0f} MB of series, {copies:.2f} copies at the peak "
               f"(the budget charges {SERIES_COPIES})")
         return 0
-    print(f"bufferlab run scenarios/dumbbell.toml into a new store, {args.repetitions} processes each")
+    print(f"bufferlab run scenarios/dumbbell.toml into a new store, {args.repetitions} processes each, the spec's "
+          + ("plan kept from a run before" if args.plan_cache == "kept" else "plan made afresh in each"))
     print(f"{'':<35}{'wall best':>10}{'median':>8}{'CPU best':>10}{'median':>8}{'ns-3':>7}{'x ns-3 (CPU)':>14}"
           f"{'target':>8}{'faults':>8}{'peak MB':>9}")
     for label, overrides, ns3_s, target in WHOLE_PROCESS_CASES:
-        measured = whole_process(args.repetitions, overrides, tuple(python for _, python in pythons))
+        measured = whole_process(args.repetitions, overrides, tuple(python for _, python in pythons),
+                                 args.plan_cache)
         for (version, _), whole in zip(pythons, measured):
             name = f"{label} ({version})" if args.baseline else label
             print(f"{name:<35}{whole['best_wall_s']:>10.3f}{whole['median_wall_s']:>8.3f}"
                   f"{whole['best_cpu_s']:>10.3f}{whole['median_cpu_s']:>8.3f}{ns3_s:>7.1f}"
                   f"{ns3_s / whole['best_wall_s']:>6.1f} ({ns3_s / whole['best_cpu_s']:>4.1f}){target:>7}x"
                   f"{whole['median_faults']:>8.0f}{whole['median_peak_bytes'] / 1e6:>9.1f}", flush=True)
-    print_stages(args.repetitions, pythons)
+    print_stages(args.repetitions, pythons, plan_cache=args.plan_cache)
     if args.stages:
         return 0
     from bufferlab.spec import load_scenario

@@ -17,6 +17,22 @@ REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "scenarios"
 
 
+# A tree whose mice draw their sizes from a table in sizes.cdf, next to the scenario's file.
+EMPIRICAL_SIZES_SCENARIO = """
+    name = "emp"
+    duration = "1s"
+    [topology]
+    kind = "tree"
+    queue = "10p"
+    [[generators]]
+    kind = "poisson"
+    sources = "h1_0"
+    dst = "sink"
+    arrivals_per_s = 5
+    size = { dist = "empirical", file = "sizes.cdf" }
+"""
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # A run that collected no test is a failure, never pytest's "no tests ran" (exit 5): CI must
     # not pass on an empty selection.
@@ -105,6 +121,15 @@ def wait_until_simulating(proc: subprocess.Popen[str], after_cpu_s: float) -> No
             return
         time.sleep(0.05)
     raise AssertionError("the run never started simulating")
+
+
+@pytest.fixture(autouse=True)
+def plan_cache_of_the_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's commands keep their plans (`pipeline.plan_cache`) in a directory of the test's
+    own, never in the user's cache: a test sees only the plans its own runs made."""
+    folder = tmp_path_factory.mktemp("plans")
+    monkeypatch.setenv("BUFFERLAB_PLAN_CACHE", str(folder))
+    return folder
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from bufferlab import runner
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
-from bufferlab.spec.scenario import canonical_json
+from bufferlab.spec.resolved import canonical_json
 from bufferlab.spec.overrides import parse_assignment, split_path
 
 from conftest import SMALL_DUMBBELL, bufferlab

@@ -375,7 +375,7 @@ def _user_field_by_scan(aliases: dict[str, str], engine_field: str) -> str:
 
 
 def test_user_field_replaces_the_longest_aliased_prefix_at_a_path_boundary() -> None:
-    from bufferlab.spec.scenario import user_field
+    from bufferlab.spec.resolved import user_field
 
     aliases = {"links[1]": "topology.access", "links[1].queue_forward": "topology.queue", "flows": "topology.flows"}
     assert user_field(aliases, "links[1].queue_forward.limit_packets") == "topology.queue.limit_packets"

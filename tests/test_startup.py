@@ -55,7 +55,8 @@ def test_a_stored_run_is_served_without_polars_numpy_or_pandas(tmp_path: Path) -
     fresh = heavy_modules_loaded(cli(*args))
     assert "duckdb" in fresh
     stored = heavy_modules_loaded(cli(*args))
-    assert set(stored) == {"pydantic", "duckdb", "rich"}
+    # The spec was planned by the first run: its plan is read back (`pipeline.plan_cache`).
+    assert set(stored) == {"duckdb", "rich"}
 
 
 def test_looking_for_a_run_in_a_store_that_does_not_exist_loads_no_duckdb(tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ def test_run_json_draws_no_table_so_loads_no_rich(tmp_path: Path) -> None:
             "--set", "duration=1s", "--json")
     fresh, stored = heavy_modules_loaded(cli(*args)), heavy_modules_loaded(cli(*args))
     assert set(fresh) == {"duckdb", "pydantic"}
-    assert set(stored) == {"pydantic", "duckdb"}
+    assert set(stored) == {"duckdb"}  # planned by the first run (`pipeline.plan_cache`)
 
 
 def test_version_names_package_and_engine() -> None:
@@ -333,3 +334,16 @@ def test_what_only_the_steps_after_the_engine_need_is_not_imported_before_it() -
             "from bufferlab.spec import load_scenario\n"
             f"bufferlab.runner.validate(load_scenario({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}))")
     assert modules_loaded(code, AFTER_THE_ENGINE) == []
+
+
+def test_a_run_of_a_spec_planned_before_reaches_its_engine_without_pydantic_hashlib_or_decimal() -> None:
+    # The plan cache (`pipeline.plan_cache`): the first process plans the dumbbell and keeps its
+    # plan; the second reads it back and gets as far as the engine's start with what `run` loads.
+    # Validating the spec is pydantic's import (~27 ms); hashlib (OpenSSL, ~4 ms) only names a run
+    # never planned before, and decimal (~1.5 ms) only reads units.
+    code = ("import bufferlab.cli, bufferlab.store.writer_process\nfrom pathlib import Path\n"
+            f"planned = bufferlab.cli._planned(Path({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}), (), None, None)\n"
+            "import bufferlab.runner, bufferlab.pipeline.simulate\n")
+    names = ("pydantic", "pydantic_core", "hashlib", "decimal", "bufferlab.spec.scenario", *AFTER_THE_ENGINE)
+    assert "pydantic" in modules_loaded(code, names)
+    assert modules_loaded(code, names) == []

@@ -12,7 +12,7 @@ import pytest
 from bufferlab import runner
 from bufferlab.errors import SpecError
 from bufferlab.spec import Scenario
-from conftest import bufferlab
+from conftest import EMPIRICAL_SIZES_SCENARIO, bufferlab
 
 MS = 1_000_000
 
@@ -66,19 +66,7 @@ def test_bad_generators_are_named_with_their_reason(generator, message) -> None:
 
 def test_empirical_sizes_come_from_a_file_next_to_the_scenario(write_scenario, tmp_path) -> None:
     (tmp_path / "sizes.cdf").write_text("# bytes  P(size <= bytes)\n1000 0.5\n100000 1.0\n", encoding="utf-8")
-    path = write_scenario("""
-        name = "emp"
-        duration = "1s"
-        [topology]
-        kind = "tree"
-        queue = "10p"
-        [[generators]]
-        kind = "poisson"
-        sources = "h1_0"
-        dst = "sink"
-        arrivals_per_s = 5
-        size = { dist = "empirical", file = "sizes.cdf" }
-    """)
+    path = write_scenario(EMPIRICAL_SIZES_SCENARIO)
     scenario = Scenario.from_toml(path)
     engine = scenario.to_engine()
     assert engine["generators"][0]["model"]["size"] == {"dist": "empirical", "points": [[1000.0, 0.5], [100000.0, 1.0]]}

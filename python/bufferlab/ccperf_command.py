@@ -42,7 +42,10 @@ def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str,
         from .pipeline.budget import parse_budget
         from .spec.ccperf import scenario_from_ccperf
 
+        from .pipeline.plan import plan
+
         budget = parse_budget(max_memory)
         spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
-        _execute(spec, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study, show_metrics=True,
-                 max_memory=budget, writer=writer)
+        planned = plan(spec, budget)  # every check, the engine's too, before the store or a spinner appears
+        _execute(planned, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study,
+                 show_metrics=True, writer=writer)

@@ -42,6 +42,7 @@ from .store import DEFAULT_DB
 from .switching import quick_switches
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .pipeline.plan import Plan
     from .spec import Scenario
     from .store.writer_process import WriterProcess
 
@@ -146,14 +147,36 @@ def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int 
     """Simulate the scenario in SCENARIO.toml, store it and print a summary."""
     with _store_writer() as writer:
         from .pipeline.budget import parse_budget
-        from .spec import Scenario
 
-        budget = parse_budget(max_memory)
-        spec = _overridden(Scenario.from_toml(scenario), assignments)
+        planned = _planned(scenario, assignments, seed, parse_budget(max_memory))
+        _execute(planned, db, force=force, as_json=as_json, label=str(scenario), study=study,
+                 show_metrics=show_metrics, seed_given=seed is not None, writer=writer)
+
+
+def _planned(path: Path, assignments: Sequence[str], seed: int | None, budget: int | None) -> Plan:
+    """The plan of the spec file at `path` changed by `assignments` and `seed`: kept from an
+    earlier run of the same inputs (`pipeline.plan_cache`: no pydantic, no validation), or made
+    now and kept."""
+    from .pipeline import plan_cache
+    from .pipeline.plan import plan
+
+    try:
+        asked: bytes | None = plan_cache.request(path, path.read_bytes(), assignments, seed)
+    except OSError:  # the spec's own reading below says what is wrong with the file
+        asked = None
+    if asked is not None and (kept := plan_cache.load(asked, budget)) is not None:
+        return kept
+    from .spec import Scenario
+    from .spec.distributions import files_read
+
+    with files_read() as files:
+        spec = _overridden(Scenario.from_toml(path), assignments)
         if seed is not None:
             spec = spec.with_seed(seed)
-        _execute(spec, db, force=force, as_json=as_json, label=str(scenario), study=study, show_metrics=show_metrics,
-                 seed_given=seed is not None, max_memory=budget, writer=writer)
+        planned = plan(spec, budget)  # every check, the engine's too, before the store or a spinner appears
+    if asked is not None:
+        plan_cache.keep(asked, planned, plan_cache.sources_of_planning(files))
+    return planned
 
 
 @contextmanager
@@ -190,17 +213,14 @@ def check_command(scenario: Path, assignments: tuple[str, ...], max_memory: str 
     click.echo(f"{scenario}: ok (run id {planned.run_id[:12]})")
 
 
-def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str, study: str | None = None,
-             show_metrics: bool = False, seed_given: bool = False, max_memory: int | None = None,
-             writer: WriterProcess | None = None) -> None:
+def _execute(planned: Plan, db: Path, *, force: bool, as_json: bool, label: str, study: str | None = None,
+             show_metrics: bool = False, seed_given: bool = False, writer: WriterProcess | None = None) -> None:
     from . import runner
-    from .pipeline.plan import plan
 
-    planned = plan(spec, max_memory)  # every check, the engine's too, before the store or a spinner appears
     if seed_given and not planned.seed_matters:
-        sys.stderr.write(f"note: --seed: {spec.name or label} has no random element (no random loss, jittered "
+        sys.stderr.write(f"note: --seed: {planned.name or label} has no random element (no random loss, jittered "
                          "starts, RTT draws, traffic generators or BBR), so every seed gives this same run\n")
-    rendering = None if as_json else _SummaryRendering(scenario=spec.name or label, db=str(db))
+    rendering = None if as_json else _SummaryRendering(scenario=planned.name or label, db=str(db))
     storing = None if rendering is None else rendering.start
     preload_also = () if rendering is None else _SummaryRendering.MODULES
     if as_json or not sys.stdout.isatty():
@@ -211,7 +231,7 @@ def _execute(spec: Scenario, db: Path, *, force: bool, as_json: bool, label: str
             summary = runner.run(planned, db, force=force, progress=progress, study=study, storing=storing,
                                  preload_also=preload_also, writer=writer)
     if rendering is None:
-        payload = {"scenario": spec.name or label, "db": str(db), **summary.to_json_dict()}
+        payload = {"scenario": planned.name or label, "db": str(db), **summary.to_json_dict()}
         if show_metrics:
             payload["metrics"] = _metrics_json(db, summary.run_id)
         click.echo(json.dumps(payload, indent=2))

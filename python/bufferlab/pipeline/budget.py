@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from .. import units
 from ..errors import SpecError
 
 if TYPE_CHECKING:  # pragma: no cover - `parse_budget` (the --max-memory flag) needs no spec models
@@ -79,6 +78,8 @@ def parse_budget(text: str | None) -> int | None:
     """`--max-memory` ("8GB", "500MB"); None keeps the default."""
     if text is None:
         return None
+    from .. import units  # (decimal: not loaded by a run without the flag before its engine)
+
     try:
         return units.parse_bytes(text)
     except ValueError as e:
@@ -108,6 +109,8 @@ def _recording(s: Scenario, engine: dict[str, Any]) -> list[Demand]:
     samples = engine["duration_ns"] // interval + 1
     series = SERIES_PER_FLOW * flows + SERIES_PER_CHANNEL * channels + 1
     field = "record.interval" if s.record is not None and s.record.interval is not None else "sample_interval"
+    from .. import units
+
     return [Demand(field, math.ceil(samples * series * 8 * SERIES_COPIES),
                    f"{samples} samples x {series} series of {units.format_time(interval)} recording")]
 
@@ -181,6 +184,8 @@ def _closed_loop(engine: dict[str, Any], generator: dict[str, Any], active_s: fl
         raise SpecError(f"{user}.think", f"the think time {why} and the path has no delay: nothing bounds how "
                                          "many transfers its users make")
     flows = users * (math.floor(active_s * 1e9 / cycle_ns) + 1)
+    from .. import units
+
     return Demand(f"{user}.think", int(flows * GENERATED_FLOW_BYTES),
                   f"up to {flows:.3g} generated flows, one per user every {units.format_time(round(cycle_ns))} "
                   f"at most as the think time {why}")
@@ -229,16 +234,16 @@ def memory_demands(s: Scenario, resolved: Resolved) -> list[Demand]:
     return [*_other_demands(s, resolved), *_queues(resolved)]
 
 
-def check_memory(s: Scenario, resolved: Resolved, budget: int | None = None) -> None:
+def check_memory(s: Scenario, resolved: Resolved, budget: int | None = None) -> int:
     """Refuse a run whose estimated memory exceeds `budget` (default: `default_budget()`), naming
-    the field of its largest demand (the first of `memory_demands` with the most bytes). The
-    queues' demands are summed from their sizes, and only the largest is described: a
-    10,000-flow dumbbell has 40,002 (issue 15)."""
+    the field of its largest demand (the first of `memory_demands` with the most bytes); else
+    return the estimate (bytes). The queues' demands are summed from their sizes, and only the
+    largest is described: a 10,000-flow dumbbell has 40,002 (issue 15)."""
     limit = default_budget() if budget is None else budget
     demands = _other_demands(s, resolved)
     total = sum(d.bytes for d in demands) + PACKET_BYTES * _all_queue_packets(resolved)
     if total <= limit:
-        return
+        return total
     queues = _queue_packets(resolved)
     largest = max(demands, key=lambda d: d.bytes, default=None)
     if queues:

@@ -13,15 +13,16 @@ seed 0, so all of them share one identity (one stored run), and `Plan.seed_matte
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..spec import Resolved, Scenario
-from ..spec.scenario import canonical_json
+from ..spec.resolved import Resolved, canonical_json
 from .budget import check_memory
 from .engine import core, engine_error, engine_version
+
+if TYPE_CHECKING:  # pragma: no cover - a plan holds what it needs of its scenario, not the model
+    from ..spec import Scenario
 
 __all__ = ["Plan", "plan", "run_identity"]
 
@@ -35,6 +36,8 @@ def _identities(engine_spec_json: str, version: str) -> tuple[str, str]:
     """(sha256 of the spec alone: the store's `spec_hash`, the run id) from one pass over the
     spec's bytes (~12 MB for 10,000 flows): the run id hashes the same bytes followed by
     ``"\n" + version`` (issue 15)."""
+    import hashlib  # not before a plan kept by the plan cache is run: OpenSSL's loading takes 4 ms
+
     digest = hashlib.sha256(engine_spec_json.encode())
     spec_hash = digest.hexdigest()
     digest.update(f"\n{version}".encode())
@@ -43,9 +46,11 @@ def _identities(engine_spec_json: str, version: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Plan:
-    """One run, ready to simulate: the scenario, its resolved engine spec and its identity."""
+    """One run, ready to simulate: its resolved engine spec, its identity, and what the steps
+    after the engine need of its scenario. Plain data, without the scenario's pydantic model, so
+    that a plan read back from the plan cache (`plan_cache`) or sent to a sweep's worker needs no
+    pydantic."""
 
-    scenario: Scenario
     resolved: Resolved
     spec_json: str
     # sha256 of `spec_json` alone: the store's `spec_hash` (what ran, whatever the engine).
@@ -54,22 +59,17 @@ class Plan:
     run_id: str
     # False when no seed could change the run (see the module docstring).
     seed_matters: bool
-
-    @property
-    def name(self) -> str | None:
-        return self.scenario.name
-
-    @property
-    def seed(self) -> int:
-        return self.scenario.seed
-
-    @property
-    def duration_ns(self) -> int:
-        return self.scenario.duration
+    name: str | None
+    seed: int
+    duration_ns: int
+    # The scenario as the user wrote it (units as text), canonical JSON (`user_spec_json`).
+    user_spec: str
+    # The memory the run could need, as the budget estimates it (`budget.check_memory`).
+    memory_bytes: int
 
     def user_spec_json(self) -> str:
         """The scenario as the user wrote it (units as text), canonical JSON."""
-        return json.dumps(self.scenario.to_dict(), sort_keys=True)
+        return self.user_spec
 
     def random_elements(self) -> list[str]:
         """What makes the seed matter, for messages: the resolution's draws (the engine's own
@@ -106,13 +106,14 @@ def plan(scenario: Scenario, max_memory: int | None = None) -> Plan:
         engine_draws = bool(_core.plan(spec_json))
     except _core.EngineSpecError as e:
         raise engine_error(e, resolved) from None
-    check_memory(scenario, resolved, max_memory)
+    memory_bytes = check_memory(scenario, resolved, max_memory)
     if not engine_draws and engine.get("seed", 0) != 0:
         engine["seed"] = 0
         encoded["seed"] = canonical_json(0)
         spec_json = _object_json(encoded)
     version = engine_version()
     spec_hash, run_id = _identities(spec_json, version)
-    return Plan(scenario=scenario, resolved=resolved, spec_json=spec_json, spec_hash=spec_hash,
-                engine_version=version, run_id=run_id,
-                seed_matters=engine_draws or bool(resolved.random_draws))
+    return Plan(resolved=resolved, spec_json=spec_json, spec_hash=spec_hash, engine_version=version, run_id=run_id,
+                seed_matters=engine_draws or bool(resolved.random_draws), name=scenario.name, seed=scenario.seed,
+                duration_ns=scenario.duration, user_spec=json.dumps(scenario.to_dict(), sort_keys=True),
+                memory_bytes=memory_bytes)

@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .generators import Generator
     from .quic import QuicOptions
     from .recording import Capture, Record
-    from .scenario import (DEFAULT_SAMPLE_INTERVAL_NS, RTT_STREAM, Dumbbell, Flow, FlowDefaults, Link, Node, Resolved,
+    from .resolved import Resolved
+    from .scenario import (DEFAULT_SAMPLE_INTERVAL_NS, RTT_STREAM, Dumbbell, Flow, FlowDefaults, Link, Node,
                            Scenario, TcpOptions, draw_rtts, engine_quic_defaults, engine_tcp_defaults, load_scenario,
                            split_access_delays)
 
@@ -27,7 +28,8 @@ __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "Qu
            "draw_rtts", "engine_tcp_defaults", "engine_quic_defaults", "split_access_delays"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {**dict.fromkeys(__all__, ".scenario"), "Generator": ".generators",
-                                                "QuicOptions": ".quic", "Capture": ".recording", "Record": ".recording"})
+                                                "QuicOptions": ".quic", "Capture": ".recording", "Record": ".recording",
+                                                "Resolved": ".resolved"})
 
 # pydantic's documented switch: plugins are off when PYDANTIC_DISABLE_PLUGINS is one of these.
 PYDANTIC_PLUGINS_OFF = ("__all__", "1", "true")

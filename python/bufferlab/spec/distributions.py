@@ -29,6 +29,9 @@ N/2 flows.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -175,7 +178,25 @@ def _number(value: Any, key: str) -> float:
     return float(value)
 
 
+# The files a spec's validation reads besides the spec itself (empirical distributions' tables),
+# while `files_read` watches: a plan kept by the plan cache is valid only while they are unchanged.
+_files_read: ContextVar[list[Path] | None] = ContextVar("bufferlab_spec_files_read", default=None)
+
+
+@contextmanager
+def files_read() -> Iterator[list[Path]]:
+    """The files that the validation in the ``with`` block reads (absolute paths, in order)."""
+    files: list[Path] = []
+    token = _files_read.set(files)
+    try:
+        yield files
+    finally:
+        _files_read.reset(token)
+
+
 def _read_points(path: Path, scale: float, key: str) -> list[list[float]]:
+    if (watching := _files_read.get()) is not None:
+        watching.append(path.resolve())
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:

@@ -37,7 +37,6 @@ import functools
 import json
 import tomllib
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
@@ -69,6 +68,7 @@ from .fields import (
 from ..queues import Queue, fifo
 from .. import units
 from .parsed import TABLE, Parsed, Prebuilt, model_on_first_use
+from .resolved import Resolved, user_field
 
 if TYPE_CHECKING:  # pragma: no cover - imported with the first tree or parking lot (`_topology`)
     from .topology import Graph, ParkingLot, Tree
@@ -330,68 +330,6 @@ TopologyField = Annotated[Topology, Parsed(_topology, lambda t: t.model_dump(mod
                                              info=True)]
 
 
-@dataclass
-class Resolved:
-    """A scenario resolved for the engine, plus the names needed to read its result."""
-
-    engine: dict[str, Any]
-    node_names: list[str]
-    flow_names: list[str]
-    flow_endpoints: list[tuple[str, str]]
-    channel_names: list[str]
-    # Channel index of the bottleneck named by the spec (None: pick the slowest busy channel).
-    bottleneck: int | None = None
-    # Names of the engine's generators (flows they create are "<generator>#<k>").
-    generator_names: list[str] = field(default_factory=list)
-    # Propagation RTT of each listed flow where the topology fixes it (dumbbell), in ns.
-    flow_rtts_ns: list[int | None] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    # Where the resolution drew random numbers from the seed (e.g. "topology.rtt",
-    # "flow_defaults.start"): a spec with none here, whose engine draws none either, runs the same
-    # under every seed.
-    random_draws: list[str] = field(default_factory=list)
-    # Engine field paths (as the engine names them, unit suffixes removed) that the user wrote
-    # elsewhere, e.g. a dumbbell's "links[0].queue_forward" is its "topology.queue".
-    field_aliases: dict[str, str] = field(default_factory=dict)
-    # Each channel's queue as resolved, and how its size came about ("500p (bdp rule: ...)").
-    queue_descriptions: list[str] = field(default_factory=list)
-
-    def user_field(self, engine_field: str) -> str:
-        """The user's name for an engine field path: its longest aliased prefix replaced."""
-        return user_field(self.field_aliases, engine_field)
-
-    def endpoints_of(self, flows: list[dict[str, Any]]) -> list[tuple[str, str]]:
-        """(src, dst) host names of every flow of a result: listed flows and generated ones.
-        Flows read back from the store carry their names; the engine's records their node indices."""
-        out = []
-        for i, f in enumerate(flows):
-            if f.get("src") is not None and f.get("dst") is not None:
-                out.append((str(f["src"]), str(f["dst"])))
-            elif f.get("src_node") is not None and f.get("dst_node") is not None:
-                out.append((self.node_names[f["src_node"]], self.node_names[f["dst_node"]]))
-            else:
-                out.append(self.flow_endpoints[i])
-        return out
-
-    def to_json(self) -> str:
-        """Canonical JSON of the engine spec: the identity of a run (with the engine version)."""
-        return canonical_json(self.engine)
-
-
-def user_field(aliases: dict[str, str], engine_field: str) -> str:
-    """The user's name for an engine field path: its longest prefix in `aliases` replaced.
-
-    A prefix ends where the path does or just before a "." or "[", so the path's own prefixes are
-    looked up, longest first: the cost is the path's length, not the number of aliases (a
-    10,000-flow dumbbell has tens of thousands, and the memory budget asks for every queue)."""
-    if engine_field in aliases:
-        return aliases[engine_field]
-    for end in range(len(engine_field) - 1, 0, -1):
-        if engine_field[end] in ".[" and (prefix := engine_field[:end]) in aliases:
-            return aliases[prefix] + engine_field[end:]
-    return engine_field
-
-
 def read_text_file(path: Path) -> str:
     """A spec file's text; SpecError naming the file if it cannot be read."""
     try:
@@ -408,10 +346,6 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError(source, f"invalid TOML: {e}") from None
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class _Validation:

@@ -545,6 +545,17 @@ def test_the_command_does_not_wait_for_its_writer_s_end(small_scenario: Path, tm
     assert _ended(writer, 30.0)
 
 
+def test_a_command_started_without_stdin_stores_its_run_and_lets_its_writer_end(small_scenario: Path,
+                                                                               tmp_path: Path) -> None:
+    # With descriptor 0 closed, the writer's request pipe takes it: the writer closes only the
+    # standard streams it had from the command (`_standard_streams`), never its own pipes.
+    db = tmp_path / "r.duckdb"
+    done, report = _command("command", "run", str(small_scenario), "--db", str(db), "--json",
+                            preexec_fn=lambda: os.close(0))
+    assert report["status"] == 0 and report["ends"] == ["ending"], done.stderr
+    assert len(stored_tables(db)["runs"][1]) == 1
+
+
 def test_a_writer_that_cannot_tell_the_store_is_free_is_waited_for(small_scenario: Path, tmp_path: Path) -> None:
     # Where the writer could not make sure that it let go of the store's lock (`_let_go`), the
     # command waits for its end, which lets go of it, as before.

@@ -403,6 +403,7 @@ def _serve(requests_fd: int, replies_fd: int) -> int:
     """The child's life: get ready, then answer requests until the parent closes the pipe."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
+    standard = _standard_streams(requests_fd, replies_fd)  # before anything here opens a file
     requests, replies = os.fdopen(requests_fd, "rb"), os.fdopen(replies_fd, "wb")
     import pickle  # the child's, after the fork (see `WriterProcess.MODULES`)
 
@@ -430,7 +431,7 @@ def _serve(requests_fd: int, replies_fd: int) -> int:
         else:
             reply = ("ok", answer)
         if request[0] == "write":  # a command's last request (`WriterProcess.persist`)
-            _close_standard_streams()
+            _close_standard_streams(standard)
         try:
             _write_frame(replies, pickle.dumps(reply))
         except BrokenPipeError:
@@ -453,7 +454,22 @@ def _parent_ended(requests: IO[bytes]) -> None:
         pass
 
 
-def _close_standard_streams() -> None:
+def _standard_streams(*pipes: int) -> list[int]:
+    """The descriptors 0, 1 and 2 open in the child as it starts, the command's stdin, stdout and
+    stderr, but for its own `pipes` (which take those numbers where the command was started with
+    one of them closed), so that `_close_standard_streams` never closes a file of the child's."""
+    standard = []
+    for fd in (0, 1, 2):
+        if fd not in pipes:
+            try:
+                os.fstat(fd)
+            except OSError:  # closed
+                continue
+            standard.append(fd)
+    return standard
+
+
+def _close_standard_streams(standard: list[int]) -> None:
     """Close the child's stdin, stdout and stderr (the command's, inherited by the fork) before
     it replies to a write, its last request: a caller reading the command's output to its end
     (`subprocess.run(capture_output=True)`, a shell's `$(...)`) would otherwise wait for the
@@ -462,8 +478,9 @@ def _close_standard_streams() -> None:
     `exit_mm` before `exit_files`). Before the reply, not after: a child that has replied may
     not run again before the command has ended (seen under strace on the busy machine: 2.5 ms
     from its reply to its next system call). It has nothing more to say on them: a failure goes
-    back in the reply (`_failure`)."""
-    for fd in (0, 1, 2):
+    back in the reply (`_failure`). `standard`: those the child had as it started
+    (`_standard_streams`)."""
+    for fd in standard:
         try:
             os.close(fd)
         except OSError:  # closed already

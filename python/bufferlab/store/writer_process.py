@@ -227,13 +227,18 @@ class WriterProcess:
         self._requests = requests
         self._replies = replies
         self._writing = False  # a write sent and not yet answered: the child may be committing it
-        self._let_go = False  # the child committed a write and let go of its store: it is ending
+        # The child holds no store and has nothing under way: it answered a lookup (which closes
+        # the store before its reply), or committed a write and let go of the store (`_let_go`).
+        self._free = False
         self._status: int | None = None
 
     def stored_counters(self, db: str | Path, run_id: str) -> dict[str, Any] | None:
         """`store.counters.stored_counters`, looked up by the child."""
         self._request(("counters", str(db), run_id))
         answer: dict[str, Any] | None = self._reply()
+        # Found: the command prints it and ends, its writer idle (an absent run is simulated and
+        # written next, and an interrupted simulation ends its writer as before: `close`).
+        self._free = answer is not None
         return answer
 
     def persist(self, run: DerivedRun, db: str | Path, *, replace: bool = False,
@@ -255,13 +260,13 @@ class WriterProcess:
         with deferred():
             tables = _smallest_first(run.stored_tables())
             scalars = _ReceivedRun.scalars_of(run)
-            self._writing = True
+            self._writing, self._free = True, False
             self._request(("write", str(db), replace, scalars, list(tables)))
             for table in tables.values():
                 self._send(table.to_ipc())
             if sent is not None:
                 sent()
-            self._let_go = self._reply() is True
+            self._free = self._reply() is True
         _HANDED_OVER[:] = [run]
 
 
@@ -301,10 +306,11 @@ class WriterProcess:
         """End the child and reap it: at once if it has no write under way (it holds no store
         then), else once it has committed or rolled the write back (it sees the pipe close).
 
-        Except after a committed write whose store the child has let go of (`_let_go`): the
-        child ends on its own as the request pipe closes, and is neither killed nor waited for,
-        so that the command does not wait for the kernel to free the child's memory (5-6 ms for
-        the dumbbell; issue 15). With `process_ending` (the command, `cli._store_writer`) this
+        Except where the child holds no store and has nothing under way: after a lookup it has
+        answered (a stored run's command), or a committed write whose store it has let go of
+        (`_let_go`). It then ends on its own as the request pipe closes, and is neither killed
+        nor waited for, so that the command does not wait for the kernel to free the child's
+        memory (5-6 ms for the dumbbell; issue 15). With `process_ending` (the command, `cli._store_writer`) this
         process leaves the pipe to its own end, which closes it once the kernel has freed this
         process's memory, so that the two ends do not compete for the CPU (on a busy machine they
         took as long side by side as one after the other). Either way the child is reaped by the
@@ -312,7 +318,7 @@ class WriterProcess:
         init once this process has ended."""
         if self._status is not None:
             return
-        if self._let_go:
+        if self._free:
             self._status = 0
             if process_ending:
                 _ENDING.append((self.pid, (self._requests, self._replies)))  # open until this process ends
@@ -323,7 +329,7 @@ class WriterProcess:
                 stream.close()
             except OSError:  # a request cut short by the child's end: nothing left to send
                 pass
-        if self._let_go:
+        if self._free:
             return
         if not self._writing:
             try:
@@ -430,8 +436,7 @@ def _serve(requests_fd: int, replies_fd: int) -> int:
             reply = ("error", *_failure(e))
         else:
             reply = ("ok", answer)
-        if request[0] == "write":  # a command's last request (`WriterProcess.persist`)
-            _close_standard_streams(standard)
+        _close_standard_streams(standard)  # at the first reply
         try:
             _write_frame(replies, pickle.dumps(reply))
         except BrokenPipeError:
@@ -485,6 +490,7 @@ def _close_standard_streams(standard: list[int]) -> None:
             os.close(fd)
         except OSError:  # closed already
             pass
+    standard.clear()  # their numbers may go to the child's files next
 
 
 def _answer(request: tuple[Any, ...], requests: IO[bytes]) -> Any:

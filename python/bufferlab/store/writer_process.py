@@ -80,15 +80,18 @@ its parent by at most the rest of its imports or of a write it will not commit (
 orphan).
 
 A write is the child's last request. Once it has committed, the child lets go of the store's
-lock (`_let_go`, checked), closes the stdin, stdout and stderr it had from the fork and replies,
-then ends as its request pipe closes. The command does not wait for that end (issue 15): the
-kernel freeing the child's memory took 5-6 ms for the dumbbell, which the command spent in
-`waitpid` after printing its summary, only so that the lock was free once it had ended. It now
-is by the reply; the command leaves the pipe to its own end (`WriterProcess.close`), which
-closes it only once the kernel has freed the command's memory, so the two ends do not compete
-for the CPU; the child then ends and init reaps it (a program that stores run after run reaps
-its ended writers itself, `reap_ended`). Where the child cannot make sure the lock is free, it
-says so and the parent waits for its end as before.
+lock (`_let_go`, checked) and replies, then ends as its request pipe closes. The command does
+not wait for that end (issue 15): the kernel freeing the child's memory took 5-6 ms for the
+dumbbell, which the command spent in `waitpid` after printing its summary, only so that the
+lock was free once it had ended. It now is by the reply; the command leaves the pipe to its own
+end (`WriterProcess.close`), which closes it only once the kernel has freed the command's
+memory, so the two ends do not compete for the CPU; the child then ends and init reaps it (a
+program that stores run after run reaps its ended writers itself, `reap_ended`). Where the child
+cannot make sure the lock is free, it says so and the parent waits for its end as before. The
+same after a lookup that found the run stored (the lookup closes the store before its reply):
+the command prints it and ends, and leaves the idle child to end with it. The child closes the
+stdin, stdout and stderr it had from the fork at its first reply (`_close_standard_streams`),
+so that nothing reading the command's output waits for the child.
 
 Where no fork is available, or the process already runs threads or has DuckDB loaded (a library
 user, the tests), or may run on one CPU only (`start`), it returns None and the run is stored in
@@ -476,7 +479,7 @@ def _standard_streams(*pipes: int) -> list[int]:
 
 def _close_standard_streams(standard: list[int]) -> None:
     """Close the child's stdin, stdout and stderr (the command's, inherited by the fork) before
-    it replies to a write, its last request: a caller reading the command's output to its end
+    its first reply (a lookup's or a write's): a caller reading the command's output to its end
     (`subprocess.run(capture_output=True)`, a shell's `$(...)`) would otherwise wait for the
     child's end too, which the command no longer waits for (`WriterProcess.close`), and the
     kernel closes a process's descriptors only after it has freed its memory (`do_exit`:

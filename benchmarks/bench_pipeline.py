@@ -8,7 +8,8 @@ one process for the reference dumbbell and a large sampled run.
 
 Whole process: `bufferlab run scenarios/dumbbell.toml --db NEW` in a fresh interpreter, wall and
 CPU time (user + system) of the child, best and median, its median minor page faults and peak
-resident memory, for the reference dumbbell and for one flow of it over 10 s, each against
+resident memory (the wall time ends as the command does; the CPU time, faults and peak count its
+writer process also where the command no longer waits for its end: `_child`), for the reference dumbbell and for one flow of it over 10 s, each against
 ns-3's time for the same run quoted in issue 15 (about 6 s and 1.3 s): the targets are 30x ns-3 (0.2 s on an idle machine) and 10x ns-3. On a shared machine
 the CPU time is the steadier figure.
 
@@ -105,7 +106,7 @@ repetitions): decoding the IPC streams, placing a copy of an empty store where t
 makes it while it waits), opening the store (ATTACH, its schema version), a new store's schema,
 the run's number, each table's insert, the commit (DuckDB's checkpoint and its fsyncs), the
 detach (which the writer process leaves to its end, after its reply, where it keeps its store
-open: `writer_process._write`). The tables reach this process whole, not through the pipe (the command's
+open and lets go of its lock alone before the reply: `writer_process._write`). The tables reach this process whole, not through the pipe (the command's
 hand-over: its `persist` stage). With --baseline, the same for the other checkout (its stores
 made by its own writer).
 
@@ -170,7 +171,11 @@ class ChildUsage:
 
 def _child(command: list[str], **kwargs: Any) -> ChildUsage:
     """Run `command` in a child process and collect its own usage (`os.wait4`: the peak is the
-    child's, not the largest of all children so far as `RUSAGE_CHILDREN` would give)."""
+    child's, not the largest of all children so far as `RUSAGE_CHILDREN` would give). The wall
+    time ends with the child's exit; its CPU time and faults count the processes it left to end
+    on their own too (a writer process it did not wait for, `WriterProcess.close`), which come
+    to this process as their subreaper (`_adopt_orphans`) and are waited for after it."""
+    _adopt_orphans()
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, **kwargs)
     assert proc.stdout is not None
@@ -179,9 +184,42 @@ def _child(command: list[str], **kwargs: Any) -> ChildUsage:
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     proc.stdout.close()
+    cpu, faults, peak = usage.ru_utime + usage.ru_stime, usage.ru_minflt, usage.ru_maxrss
+    for orphan in _orphans_ended():  # counted as the child's reaped children are (`wait4`)
+        cpu, faults = cpu + orphan.ru_utime + orphan.ru_stime, faults + orphan.ru_minflt
+        peak = max(peak, orphan.ru_maxrss)
     if proc.returncode:
         raise subprocess.CalledProcessError(proc.returncode, command, out)
-    return ChildUsage(wall, usage.ru_utime + usage.ru_stime, usage.ru_minflt, usage.ru_maxrss * 1024, out)  # kB
+    return ChildUsage(wall, cpu, faults, peak * 1024, out)  # kB
+
+
+def _adopt_orphans() -> None:
+    """Make this process the subreaper of its descendants (Linux's `PR_SET_CHILD_SUBREAPER`), so
+    that a process a measured command left running when it exited comes to this one, not init,
+    and its usage can be counted (`_orphans_ended`). Nothing where it cannot be done."""
+    global _subreaper
+    if _subreaper is None:
+        import ctypes
+
+        try:
+            _subreaper = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+        except (OSError, AttributeError):
+            _subreaper = False
+
+
+_subreaper: bool | None = None
+
+
+def _orphans_ended() -> list[Any]:
+    """The usage of each child of this process left (none of the `subprocess` module's: each
+    measured command has been waited for), once it has ended: the orphans it adopted."""
+    ended: list[Any] = []
+    while True:
+        try:
+            _, _, usage = os.wait4(-1, 0)
+        except ChildProcessError:
+            return ended
+        ended.append(usage)
 
 
 # How the children find their spec's plan (`pipeline.plan_cache`, `--plan-cache`): "kept" from
@@ -230,7 +268,7 @@ _MARKED = STAGES[1:STAGES.index("exit")]
 # One fresh process: the command's steps in order, the CPU time, minor page faults (every thread)
 # and resident bytes (anonymous and file-backed) reached after each (see --stages).
 _STAGE_SCRIPT = """
-import io, json, resource, sys, time
+import io, json, os, resource, sys, time
 from contextlib import redirect_stdout
 def _resident():
     with open("/proc/self/status") as status:
@@ -299,6 +337,10 @@ with redirect_stdout(io.StringIO()):
 mark("present")
 if writer is not None:
     writer.close()
+    try:  # where the command no longer waits for its writer's end (`WriterProcess.close`)
+        os.waitpid(writer.pid, 0)
+    except ChildProcessError:  # reaped by close
+        pass
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     marks["writer"] = {"cpu": used.ru_utime + used.ru_stime, "faults": used.ru_minflt, "peak": used.ru_maxrss * 1024}
 print(json.dumps(marks))

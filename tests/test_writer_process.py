@@ -1,11 +1,13 @@
 """The store's writer process of `bufferlab run` (`store.writer_process`): it stores exactly what
 the in-process writer stores, fails with the same one-line errors, never leaves a process behind
 (after success, a store error, Ctrl-C, SIGTERM or the command's SIGKILL), never writes after its
-parent has gone, and keeps DuckDB out of the command's process. Where no fork is available the
-command stores in its own process as before."""
+parent has gone, and keeps DuckDB out of the command's process. After a committed write it lets
+go of the store before it replies, and the command does not wait for its end. Where no fork is
+available the command stores in its own process as before."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import resource
@@ -38,7 +40,9 @@ CAPTURED = SMALL_DUMBBELL + """
 """
 
 # The head of a test program: each writer process forked is kept as it is started (its pid, and
-# whether the command's CLI module was loaded yet), to look for it once the command has ended.
+# whether the command's CLI module was loaded yet), to look for it once the command has ended:
+# "reaped", "ending" (a writer that let go of its store after its write, left to end on its own:
+# `WriterProcess.close`) or "running" (neither: left behind).
 _FORKS_KEPT = """
     import json, os, sys
     from bufferlab.store import writer_process
@@ -50,15 +54,16 @@ _FORKS_KEPT = """
             forks.append((handle.pid, "bufferlab.cli" not in sys.modules))
         return handle
     writer_process.start = start
-    def reaped():
-        gone = []
+    def ends():
+        found = []
         for pid, _ in forks:
             try:
                 os.waitpid(pid, os.WNOHANG)
-                gone.append(False)  # still a child of ours: not reaped
             except ChildProcessError:
-                gone.append(True)
-        return gone
+                found.append("reaped")
+                continue
+            found.append("ending" if pid in [ending[0] for ending in writer_process._ENDING] else "running")
+        return found
 """
 
 # `bufferlab run` in a fresh interpreter, in the command's process (`prepare_process`: with its
@@ -76,6 +81,20 @@ _COMMAND = _FORKS_KEPT + """
                 os.kill(os.getpid(), signal.SIGKILL)
             return real_answer(request, requests)
         writer_process._answer = answer
+    if mode == "slow-end":  # the writer's end takes 3 s once the command has let it end (a slow teardown)
+        import time
+        real_parent_ended, real_read_frame, command = writer_process._parent_ended, writer_process._read_frame, os.getpid()
+        def parent_ended(requests):  # after a write
+            real_parent_ended(requests)
+            time.sleep(3.0)
+        def read_frame(stream):  # between requests (after a lookup)
+            frame = real_read_frame(stream)
+            if frame is None and os.getpid() != command:
+                time.sleep(3.0)
+            return frame
+        writer_process._parent_ended, writer_process._read_frame = parent_ended, read_frame
+    if mode == "not-let-go":  # the writer cannot tell that the store's lock is free (`_let_go`)
+        writer_process._let_go = lambda path: False
     if mode == "slow-write":  # the write says when it begins, then takes a second
         import time
         real_answer = writer_process._answer
@@ -104,7 +123,7 @@ _COMMAND = _FORKS_KEPT + """
     status = cli.main(args)
     sys.stdout.flush()
     print("\\n" + json.dumps({"status": status, "duckdb": "duckdb" in sys.modules, "writers": len(forks),
-                              "reaped": reaped(), **({"events": events} if events else {})}))
+                              "ends": ends(), "pids": [pid for pid, _ in forks], **({"events": events} if events else {})}))
 """
 
 
@@ -176,7 +195,9 @@ def test_a_fresh_run_and_a_stored_one_never_load_duckdb_in_the_command_s_process
         outs = []
         for _ in ("fresh", "stored"):
             done, report = _command("command", "run", str(small_scenario), "--db", db, *output)
-            assert report == {"status": 0, "duckdb": False, "writers": 1, "reaped": [True]}, done.stderr
+            # The writer holds no store after its write or a lookup that found the run: it ends on its own.
+            assert len(report.pop("pids")) == 1
+            assert report == {"status": 0, "duckdb": False, "writers": 1, "ends": ["ending"]}, done.stderr
             outs.append(done.stdout)
         if output:
             fresh, stored = (json.loads(out.strip().rsplit("\n", 1)[0]) for out in outs)
@@ -203,12 +224,12 @@ def test_the_summary_is_rendered_while_the_run_is_written_and_printed_once_it_is
 
 
 # The console script (`entry.main`) in a fresh interpreter; at its exit (`cli.exit_now` runs the
-# exit functions), its writer processes as forked and whether each was reaped.
+# exit functions), its writer processes as forked and how each ends (`_FORKS_KEPT`).
 _CONSOLE_SCRIPT = _FORKS_KEPT + """
     import atexit
     from bufferlab import entry
     def report():
-        print("\\n" + json.dumps({"forked_before_cli": [early for _, early in forks], "reaped": reaped()}))
+        print("\\n" + json.dumps({"forked_before_cli": [early for _, early in forks], "ends": ends()}))
     atexit.register(report)
     sys.argv = ["bufferlab", *sys.argv[1:]]
     entry.main()
@@ -223,9 +244,11 @@ def test_the_console_script_forks_the_writer_first_and_reaps_it_whatever_the_com
                            "--db", str(tmp_path / "r.duckdb")], capture_output=True, text=True, cwd=REPO,
                           timeout=300, check=False)
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    # Forked before click and the command's modules, once, and reaped before the process ended:
-    # after a run, after --help, after a usage error (a missing argument, an option's value).
-    assert report == {"forked_before_cli": [True], "reaped": [True]}, done.stderr
+    # Forked before click and the command's modules, once, and reaped before the process ended
+    # after --help, after a usage error (a missing argument, an option's value); after a run,
+    # having let go of the store, left to end as the command's process ends.
+    ends = ["ending"] if "--json" in args else ["reaped"]
+    assert report == {"forked_before_cli": [True], "ends": ends}, done.stderr
     assert done.returncode == (0 if {"--help", "--json"} & set(args) else 2), done.stderr
     if "--json" in args:
         assert json.loads(done.stdout.strip().rsplit("\n", 1)[0])["from_store"] is False
@@ -234,12 +257,12 @@ def test_the_console_script_forks_the_writer_first_and_reaps_it_whatever_the_com
 def test_on_one_cpu_the_command_stores_in_its_own_process(small_scenario: Path, tmp_path: Path) -> None:
     done, report = _command("command", "run", str(small_scenario), "--db", str(tmp_path / "a.duckdb"), "--json",
                             preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
-    assert report == {"status": 0, "duckdb": True, "writers": 0, "reaped": []}, done.stderr
+    assert report == {"status": 0, "duckdb": True, "writers": 0, "ends": [], "pids": []}, done.stderr
 
 
 def test_without_fork_the_command_stores_in_its_own_process(small_scenario: Path, tmp_path: Path) -> None:
     done, report = _command("no-fork", "run", str(small_scenario), "--db", str(tmp_path / "a.duckdb"), "--json")
-    assert report == {"status": 0, "duckdb": True, "writers": 0, "reaped": []}, done.stderr
+    assert report == {"status": 0, "duckdb": True, "writers": 0, "ends": [], "pids": []}, done.stderr
     _command("library", "run", str(small_scenario), "--db", str(tmp_path / "b.duckdb"), "--json")
     assert stored_tables(tmp_path / "a.duckdb") == stored_tables(tmp_path / "b.duckdb")
 
@@ -252,7 +275,7 @@ def _same_failure(*args: str, env: dict[str, str] | None = None, preexec_fn: Any
     assert child["status"] == own["status"] == 2, (child_run.stderr, own_run.stderr)
     assert child_run.stderr == own_run.stderr and len(child_run.stderr.splitlines()) == 1, child_run.stderr
     assert child_run.stdout.strip().count("\n") == 0  # nothing but the report line
-    assert child["writers"] == 1 and child["reaped"] == [True] and not child["duckdb"]
+    assert child["writers"] == 1 and child["ends"] == ["reaped"] and not child["duckdb"]
     return child_run.stderr
 
 
@@ -299,7 +322,7 @@ def test_a_writer_process_that_dies_fails_the_command_in_one_line_and_stores_not
                                                                                     tmp_path: Path) -> None:
     db = tmp_path / "r.duckdb"
     done, report = _command("writer-killed", "run", str(small_scenario), "--db", str(db))
-    assert report["status"] == 1 and report["reaped"] == [True], done.stderr
+    assert report["status"] == 1 and report["ends"] == ["reaped"], done.stderr
     assert done.stderr == ("error: --db: the process writing the store ended (killed by signal 9) before it "
                            "replied\n")
     assert done.stdout.strip().count("\n") == 0 and not db.exists()
@@ -367,7 +390,7 @@ def test_ctrl_c_during_the_write_lets_it_commit_then_interrupts_as_in_one_proces
     assert err == "error: interrupted: the run being stored when it came was stored whole first; nothing after it " \
                   "was done\n", err
     report = json.loads(out.strip().splitlines()[-1])
-    assert report["status"] == 130 and report["reaped"] == [True]
+    assert report["status"] == 130 and report["ends"] == ["ending"]  # the write committed, the store let go of
     assert len(stored_tables(db)["runs"][1]) == 1  # the run was stored whole
 
 
@@ -411,7 +434,8 @@ def test_a_write_whose_parent_has_gone_before_the_commit_is_rolled_back(tmp_path
 
 
 # A process that writes the small dumbbell's run as the writer process does (`_write`), says so
-# and waits to be killed, as the child ends after its reply: without detaching its store.
+# (with whether it let go of the store: `_let_go`) and waits to be killed, its store still
+# attached and DuckDB's file still open, as the child is between its reply and its end.
 _COMMITS_THEN_WAITS = """
     import os, sys, time
     from pathlib import Path
@@ -423,46 +447,132 @@ _COMMITS_THEN_WAITS = """
     planned = runner.validate(Scenario.from_toml_text(SMALL_DUMBBELL))
     run = derive(planned, runner._simulate(planned))
     requests, _ = os.pipe()  # the parent never goes: nothing to read
-    writer_process._write(run, sys.argv[1], False, os.fdopen(requests, "rb"))
-    print(run.run_id, flush=True)
+    let_go = writer_process._write(run, sys.argv[1], False, os.fdopen(requests, "rb"))
+    print(run.run_id, let_go, flush=True)
     time.sleep(60)
 """
 
 
 @pytest.mark.slow
-def test_a_committed_write_is_whole_in_the_file_before_its_store_is_let_go_of(small_scenario: Path,
-                                                                              tmp_path: Path) -> None:
-    # The writer process replies once its write has committed and lets go of the store only as
-    # it ends (`writer_process._write`): the run must be in the file, whole, by the reply, even
-    # if the process then ends without closing anything.
+def test_a_committed_write_is_whole_in_the_file_and_its_store_free_by_the_reply(small_scenario: Path,
+                                                                                tmp_path: Path) -> None:
+    # The writer process replies once its write has committed and it has let go of the store's
+    # lock, without closing DuckDB's file (`writer_process._let_go`), and ends after: the run must
+    # be in the file, whole, and the store free for another process, while the writer lives on.
     db, reference = tmp_path / "r.duckdb", tmp_path / "reference.duckdb"
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_COMMITS_THEN_WAITS), str(db)], text=True,
                             stdout=subprocess.PIPE, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "tests")})
     assert proc.stdout is not None
-    run_id = proc.stdout.readline().strip()
+    run_id, let_go = proc.stdout.readline().split()
     try:
-        with pytest.raises(duckdb.IOException, match="lock"):  # still held: the store was not let go of
-            duckdb.connect(str(db), read_only=True)
+        assert let_go == "True"
+        assert not Path(f"{db}.wal").exists()
+        written = stored_tables(db)  # opened at once, the writer still running
+        duckdb.connect(str(db)).close()  # and for writing
+        assert proc.poll() is None
     finally:
         proc.kill()
         proc.communicate(timeout=60)
-    assert not Path(f"{db}.wal").exists()
     done, report = _command("library", "run", str(small_scenario), "--db", str(reference), "--json")
     assert report["status"] == 0, done.stderr
-    assert stored_tables(db) == stored_tables(reference) and len(stored_tables(db)["runs"][1]) == 1
+    assert written == stored_tables(db) == stored_tables(reference) and len(written["runs"][1]) == 1
     assert run_id == json.loads(done.stdout.strip().rsplit("\n", 1)[0])["run_id"]
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_OFD_GETLK"), reason="open file description locks are Linux's")
+def test_the_writer_lets_go_of_duckdb_s_lock_and_only_of_a_lock_it_holds(tmp_path: Path) -> None:
+    # `_let_go` says the store is free only where it found this process's write lock, then none.
+    path, missing = tmp_path / "s.duckdb", tmp_path / "missing.duckdb"
+    opens = f"import duckdb, sys, time; con = duckdb.connect({str(path)!r}); print(flush=True); time.sleep(float(sys.argv[1]))"
+    assert subprocess.run([sys.executable, "-c", opens, "0"], capture_output=True, check=False).returncode == 0
+    assert not writer_process._let_go(path)  # nobody's lock
+    assert not writer_process._let_go(missing)
+    holder = subprocess.Popen([sys.executable, "-c", opens, "60"], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline()
+        assert not writer_process._let_go(path)  # another process's lock: not this one's to let go of
+    finally:
+        holder.kill()
+        holder.communicate(timeout=60)
+    con = duckdb.connect(str(path))  # DuckDB's own lock, as the writer process holds it
+    try:
+        assert writer_process._let_go(path)
+        # Another process can open the store for writing, this one's connection still open.
+        assert subprocess.run([sys.executable, "-c", opens, "0"], capture_output=True, check=False).returncode == 0
+    finally:
+        con.close()
 
 
 def test_the_store_is_free_for_the_next_writer_once_the_command_has_ended(small_scenario: Path,
                                                                           tmp_path: Path) -> None:
-    # Its writer process lets go of the store as it ends, after its reply; the command reaps it
-    # before it ends, so that the next command finds the store free at once.
+    # Its writer process lets go of the store before its reply, so that the next command finds
+    # the store free at once, though the command has not waited for the writer's end.
     db = tmp_path / "r.duckdb"
-    for force in ((), ("--force",)):
+    for force in ((), ("--force",), ("--force",)):
         done, report = _command("command", "run", str(small_scenario), "--db", str(db), "--json", *force,
                                 env={**os.environ, "BUFFERLAB_DB_WAIT": "0"})
-        assert report["status"] == 0 and report["reaped"] == [True], done.stderr
+        assert report["status"] == 0 and report["ends"] == ["ending"], done.stderr
     with store.Store(db) as opened:  # no wait allowed: the lock is free
+        assert len(opened.run_ids()) == 1
+
+
+def _ended(pid: int, within_s: float) -> bool:
+    """Whether process `pid` has ended (gone, or a zombie left for its parent, init) within `within_s`."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state == "Z":
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("run", ["fresh", "stored"])
+def test_the_command_does_not_wait_for_its_writer_s_end(run: str, small_scenario: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # The writer's end (the kernel freeing its memory) made to take 3 s, after a write or after
+    # a lookup that found the run stored: the command and its caller, who reads its output to
+    # the end, are done without it (the writer closed the command's stdout and stderr it had
+    # from the fork), the store is free meanwhile, and the writer then ends on its own.
+    db = tmp_path / "r.duckdb"
+    if run == "stored":
+        _command("command", "run", str(small_scenario), "--db", str(db))
+    started = time.monotonic()
+    done, report = _command("slow-end", "run", str(small_scenario), "--db", str(db), "--json")
+    assert report["status"] == 0 and report["ends"] == ["ending"], done.stderr
+    assert json.loads(done.stdout.strip().rsplit("\n", 1)[0])["from_store"] is (run == "stored")
+    (writer,) = report["pids"]
+    assert not _ended(writer, 0.0), time.monotonic() - started  # still in its slow end
+    monkeypatch.setenv("BUFFERLAB_DB_WAIT", "0")
+    with store.Store(db) as opened:  # free at once
+        assert len(opened.run_ids()) == 1
+    assert _ended(writer, 30.0)
+
+
+def test_a_command_started_without_stdin_stores_its_run_and_lets_its_writer_end(small_scenario: Path,
+                                                                               tmp_path: Path) -> None:
+    # With descriptor 0 closed, the writer's request pipe takes it: the writer closes only the
+    # standard streams it had from the command (`_standard_streams`), never its own pipes.
+    db = tmp_path / "r.duckdb"
+    done, report = _command("command", "run", str(small_scenario), "--db", str(db), "--json",
+                            preexec_fn=lambda: os.close(0))
+    assert report["status"] == 0 and report["ends"] == ["ending"], done.stderr
+    assert len(stored_tables(db)["runs"][1]) == 1
+
+
+def test_a_writer_that_cannot_tell_the_store_is_free_is_waited_for(small_scenario: Path, tmp_path: Path) -> None:
+    # Where the writer could not make sure that it let go of the store's lock (`_let_go`), the
+    # command waits for its end, which lets go of it, as before.
+    db = tmp_path / "r.duckdb"
+    for force in ((), ("--force",)):
+        done, report = _command("not-let-go", "run", str(small_scenario), "--db", str(db), "--json", *force,
+                                env={**os.environ, "BUFFERLAB_DB_WAIT": "0"})
+        assert report["status"] == 0 and report["ends"] == ["reaped"], done.stderr
+    with store.Store(db) as opened:
         assert len(opened.run_ids()) == 1
 
 
@@ -529,18 +639,23 @@ def test_a_program_storing_run_after_run_through_writer_processes_keeps_only_the
         import tomllib
 
         spec = tomllib.loads({SMALL_DUMBBELL!r})
-        ids = []
-        for duration in ("1s", "2s", "3s"):  # a writer process stores one run
+        ids, pids = [], []
+        for duration in ("1s", "2s", "3s", "4s"):  # a writer process stores one run
             writer = writer_process.start()
             assert writer is not None
             with writer:
                 summary = runner.run(Scenario.from_dict({{**spec, "duration": duration}}), {str(tmp_path / "s.duckdb")!r},
                                      writer=writer)
             ids.append(summary.run_id)
+            pids.append(writer.pid)
         kept = [run.run_id for run in writer_process._HANDED_OVER]
-        print(json.dumps({{"ids": ids, "kept": kept}}))
+        ending = [pid for pid, _ in writer_process._ENDING]
+        print(json.dumps({{"ids": ids, "kept": kept, "pids": pids, "ending": ending}}))
     """)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert len(set(report["ids"])) == 3 and report["kept"] == report["ids"][-1:]
+    assert len(set(report["ids"])) == 4 and report["kept"] == report["ids"][-1:]
+    # Nor the writer processes it did not wait for: each is reaped by the next one's start once
+    # it has ended (the one before the last at the latest), never more than the last two left.
+    assert set(report["ending"]) <= set(report["pids"][-2:]), report

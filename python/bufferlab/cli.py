@@ -183,7 +183,9 @@ def _planned(path: Path, assignments: Sequence[str], seed: int | None, budget: i
 def _store_writer() -> Iterator[WriterProcess | None]:
     """The store's writer process of a run (`store.writer_process`), started first thing, before
     any thread and while the spec is still to be read, and ended (and reaped) however the
-    command ends; None outside the command's process or where it cannot be forked."""
+    command ends, except after a write that let go of the store: that one is left to end as the
+    command's process ends (`WriterProcess.close`); None outside the command's process or where
+    it cannot be forked."""
     if not _writer_process:
         yield None
         return
@@ -193,8 +195,10 @@ def _store_writer() -> Iterator[WriterProcess | None]:
     if writer is None:
         yield None
         return
-    with writer:
+    try:
         yield writer
+    finally:
+        writer.close(process_ending=True)  # the command ends next (`command_line`)
 
 
 @cli.command("check")

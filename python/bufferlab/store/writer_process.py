@@ -75,9 +75,23 @@ the child (`WriterProcess.close`): a child with no write under way holds no stor
 one with a write under way is waited for. The child ends on its own when its request pipe
 closes, however the parent ended (even by SIGKILL): it reads the end of the pipe when it waits
 for a request, and looks for it once more before a write's commit (`_parent_gone`), rolling the
-write back if the parent has gone. The parent always reaps the child (no zombie), and a child
-outlives its parent by at most the rest of its imports or of a write it will not commit (no
-lasting orphan). A write is the child's last request: it ends as soon as it has replied.
+write back if the parent has gone. The parent reaps the child (no zombie), and a child outlives
+its parent by at most the rest of its imports or of a write it will not commit (no lasting
+orphan).
+
+A write is the child's last request. Once it has committed, the child lets go of the store's
+lock (`_let_go`, checked) and replies, then ends as its request pipe closes. The command does
+not wait for that end (issue 15): the kernel freeing the child's memory took 5-6 ms for the
+dumbbell, which the command spent in `waitpid` after printing its summary, only so that the
+lock was free once it had ended. It now is by the reply; the command leaves the pipe to its own
+end (`WriterProcess.close`), which closes it only once the kernel has freed the command's
+memory, so the two ends do not compete for the CPU; the child then ends and init reaps it (a
+program that stores run after run reaps its ended writers itself, `reap_ended`). Where the child
+cannot make sure the lock is free, it says so and the parent waits for its end as before. The
+same after a lookup that found the run stored (the lookup closes the store before its reply):
+the command prints it and ends, and leaves the idle child to end with it. The child closes the
+stdin, stdout and stderr it had from the fork at its first reply (`_close_standard_streams`),
+so that nothing reading the command's output waits for the child.
 
 Where no fork is available, or the process already runs threads or has DuckDB loaded (a library
 user, the tests), or may run on one CPU only (`start`), it returns None and the run is stored in
@@ -106,7 +120,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..pipeline.derive import DerivedRun
 
-__all__ = ["WriterProcess", "WriterProcessLost", "start", "start_early", "take", "end_untaken", "STORING_COMMANDS"]
+__all__ = ["WriterProcess", "WriterProcessLost", "start", "start_early", "take", "end_untaken", "reap_ended",
+           "STORING_COMMANDS"]
 
 # A frame's length, before its bytes.
 _LENGTH = struct.Struct("<Q")
@@ -132,6 +147,7 @@ def start() -> WriterProcess | None:
     whatever lock it held), or DuckDB already loaded (its instance's threads, likewise); and
     where it cannot pay: a process allowed on one CPU only, where the two processes would take
     turns on it and the child's 20-40 ms of extra CPU time would only add to the run."""
+    reap_ended()
     if not hasattr(os, "fork") or threading.active_count() != 1 or "duckdb" in sys.modules:
         return None
     if hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) < 2:
@@ -181,9 +197,11 @@ def take() -> WriterProcess | None:
 
 
 def end_untaken() -> None:
-    """End and reap a writer process forked early that no command took."""
+    """End and reap a writer process forked early that no command took, and reap those that
+    have ended after a write (`reap_ended`)."""
     while _early:
         _early.pop().close()
+    reap_ended()
 
 
 def _widen(pipe: int) -> None:
@@ -212,12 +230,18 @@ class WriterProcess:
         self._requests = requests
         self._replies = replies
         self._writing = False  # a write sent and not yet answered: the child may be committing it
+        # The child holds no store and has nothing under way: it answered a lookup (which closes
+        # the store before its reply), or committed a write and let go of the store (`_let_go`).
+        self._free = False
         self._status: int | None = None
 
     def stored_counters(self, db: str | Path, run_id: str) -> dict[str, Any] | None:
         """`store.counters.stored_counters`, looked up by the child."""
         self._request(("counters", str(db), run_id))
         answer: dict[str, Any] | None = self._reply()
+        # Found: the command prints it and ends, its writer idle (an absent run is simulated and
+        # written next, and an interrupted simulation ends its writer as before: `close`).
+        self._free = answer is not None
         return answer
 
     def persist(self, run: DerivedRun, db: str | Path, *, replace: bool = False,
@@ -225,9 +249,10 @@ class WriterProcess:
         """`store.writer.persist` of `run`, written by the child; returns once it has committed.
         `sent` is called once the child has the whole run, while it writes and commits it (the
         summary's rendering: `runner.run`). Ctrl-C and SIGTERM wait for the write, as in one
-        process. The write is the child's last request: it ends as soon as it has replied, so
-        that the kernel frees its memory (DuckDB's instance and the run's tables: 6-7 ms for the
-        dumbbell) while this process prints.
+        process. The write is the child's last request: it replies once it has committed and let
+        go of the store (`_let_go`; the reply says whether it could), and ends as the request
+        pipe closes, without this process waiting for the kernel to free its memory (DuckDB's
+        instance and the run's tables: 5-7 ms for the dumbbell; `close`).
 
         The tables go smallest first (`_smallest_first`), so that the child inserts the small
         ones while the large ones are encoded and cross the pipe; and nothing else runs in this
@@ -238,13 +263,13 @@ class WriterProcess:
         with deferred():
             tables = _smallest_first(run.stored_tables())
             scalars = _ReceivedRun.scalars_of(run)
-            self._writing = True
+            self._writing, self._free = True, False
             self._request(("write", str(db), replace, scalars, list(tables)))
             for table in tables.values():
                 self._send(table.to_ipc())
             if sent is not None:
                 sent()
-            self._reply()
+            self._free = self._reply() is True
         _HANDED_OVER[:] = [run]
 
 
@@ -280,16 +305,35 @@ class WriterProcess:
             f"with status {os.waitstatus_to_exitcode(status)}"
         return WriterProcessLost(f"the process writing the store ended ({how}) before it replied")
 
-    def close(self) -> None:
+    def close(self, *, process_ending: bool = False) -> None:
         """End the child and reap it: at once if it has no write under way (it holds no store
-        then), else once it has committed or rolled the write back (it sees the pipe close)."""
+        then), else once it has committed or rolled the write back (it sees the pipe close).
+
+        Except where the child holds no store and has nothing under way: after a lookup it has
+        answered (a stored run's command), or a committed write whose store it has let go of
+        (`_let_go`). It then ends on its own as the request pipe closes, and is neither killed
+        nor waited for, so that the command does not wait for the kernel to free the child's
+        memory (5-6 ms for the dumbbell; issue 15). With `process_ending` (the command, `cli._store_writer`) this
+        process leaves the pipe to its own end, which closes it once the kernel has freed this
+        process's memory, so that the two ends do not compete for the CPU (on a busy machine they
+        took as long side by side as one after the other). Either way the child is reaped by the
+        next `start` or at the command's end if it has ended by then (`reap_ended`), else by
+        init once this process has ended."""
         if self._status is not None:
             return
+        if self._free:
+            self._status = 0
+            if process_ending:
+                _ENDING.append((self.pid, (self._requests, self._replies)))  # open until this process ends
+                return
+            _ENDING.append((self.pid, ()))
         for stream in (self._requests, self._replies):
             try:
                 stream.close()
             except OSError:  # a request cut short by the child's end: nothing left to send
                 pass
+        if self._free:
+            return
         if not self._writing:
             try:
                 os.kill(self.pid, signal.SIGKILL)
@@ -309,6 +353,23 @@ class WriterProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# The writer processes that committed a write and let go of their store, not waited for
+# (`WriterProcess.close`), each with the pipes left open until this process ends, if any.
+_ENDING: list[tuple[int, tuple[IO[bytes], ...]]] = []
+
+
+def reap_ended() -> None:
+    """Reap the writer processes not waited for (`WriterProcess.close`) that have ended; the
+    others are left to end on their own (and to init, once this process has ended)."""
+    for ending in list(_ENDING):
+        try:
+            if os.waitpid(ending[0], os.WNOHANG)[0] == 0:
+                continue  # still ending
+        except ChildProcessError:  # reaped elsewhere
+            pass
+        _ENDING.remove(ending)
 
 
 # The runs this process has had stored by its writer process, kept until it ends: the command
@@ -351,6 +412,7 @@ def _serve(requests_fd: int, replies_fd: int) -> int:
     """The child's life: get ready, then answer requests until the parent closes the pipe."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
+    standard = _standard_streams(requests_fd, replies_fd)  # before anything here opens a file
     requests, replies = os.fdopen(requests_fd, "rb"), os.fdopen(replies_fd, "wb")
     import pickle  # the child's, after the fork (see `WriterProcess.MODULES`)
 
@@ -377,12 +439,61 @@ def _serve(requests_fd: int, replies_fd: int) -> int:
             reply = ("error", *_failure(e))
         else:
             reply = ("ok", answer)
+        _close_standard_streams(standard)  # at the first reply
         try:
             _write_frame(replies, pickle.dumps(reply))
         except BrokenPipeError:
             return 0
-        if request[0] == "write":  # a command's last request: end now (`WriterProcess.persist`)
+        if request[0] == "write":
+            if reply == ("ok", True):  # its store let go of: end once the parent closes the pipe (`close`)
+                _parent_ended(requests)
             return 0
+
+
+def _parent_ended(requests: IO[bytes]) -> None:
+    """Wait for the end of the request pipe: the parent closes it in `WriterProcess.close`, or
+    leaves it to its own end, which closes it only once the kernel has freed the parent's memory
+    (`do_exit`: `exit_mm` before `exit_files`), so that this process's end does not compete with
+    the command's for the CPU (`WriterProcess.close`)."""
+    try:
+        while requests.read(1 << 16):
+            pass
+    except OSError:
+        pass
+
+
+def _standard_streams(*pipes: int) -> list[int]:
+    """The descriptors 0, 1 and 2 open in the child as it starts, the command's stdin, stdout and
+    stderr, but for its own `pipes` (which take those numbers where the command was started with
+    one of them closed), so that `_close_standard_streams` never closes a file of the child's."""
+    standard = []
+    for fd in (0, 1, 2):
+        if fd not in pipes:
+            try:
+                os.fstat(fd)
+            except OSError:  # closed
+                continue
+            standard.append(fd)
+    return standard
+
+
+def _close_standard_streams(standard: list[int]) -> None:
+    """Close the child's stdin, stdout and stderr (the command's, inherited by the fork) before
+    its first reply (a lookup's or a write's): a caller reading the command's output to its end
+    (`subprocess.run(capture_output=True)`, a shell's `$(...)`) would otherwise wait for the
+    child's end too, which the command no longer waits for (`WriterProcess.close`), and the
+    kernel closes a process's descriptors only after it has freed its memory (`do_exit`:
+    `exit_mm` before `exit_files`). Before the reply, not after: a child that has replied may
+    not run again before the command has ended (seen under strace on the busy machine: 2.5 ms
+    from its reply to its next system call). It has nothing more to say on them: a failure goes
+    back in the reply (`_failure`). `standard`: those the child had as it started
+    (`_standard_streams`)."""
+    for fd in standard:
+        try:
+            os.close(fd)
+        except OSError:  # closed already
+            pass
+    standard.clear()  # their numbers may go to the child's files next
 
 
 def _answer(request: tuple[Any, ...], requests: IO[bytes]) -> Any:
@@ -396,26 +507,25 @@ def _answer(request: tuple[Any, ...], requests: IO[bytes]) -> Any:
         db, replace, scalars, names = arguments
         run = _ReceivedRun.of(scalars, _ArrivingTables(names, requests))
         try:
-            _write(run, db, replace, requests)
+            return _write(run, db, replace, requests)
         finally:
             run.tables.drain()
-        return None
     raise ValueError(f"unknown request {kind!r}")
 
 
-def _write(run: _ReceivedRun, db: str, replace: bool, requests: IO[bytes]) -> None:
+def _write(run: _ReceivedRun, db: str, replace: bool, requests: IO[bytes]) -> bool:
     """`Store.save` of `run`, rolled back if the parent has gone before the commit, into a copy
     of an empty store where there is no store yet (`empty_store`); a failed write closes the
-    store (`Store.__exit__`).
+    store (`Store.__exit__`). Whether the committed store's lock is free (`_let_go`): the reply.
 
     A committed write leaves its store attached and its connection open (`_COMMITTED`): the
-    write is the child's last request, and the child's end closes the file and lets go of its
-    lock, as the detach would (`connection.release_writer`: 0.5-0.9 ms of CPU time), but after
-    the reply instead of before it. (A connection merely dropped here would be closed at once,
-    tearing DuckDB's instance down before the reply: 4-6 ms for the dumbbell.) Nothing is left to
-    write by then: the commit is a checkpoint into the file, synced, and leaves no write-ahead log
-    (`store.connection`); and the parent reaps the child before it ends, so the lock is free once
-    the command has ended."""
+    write is the child's last request, and the child's end closes the file. (A connection merely
+    dropped here would be closed at once, tearing DuckDB's instance down before the reply: 4-6 ms
+    for the dumbbell.) Nothing is left to write by then: the commit is a checkpoint into the
+    file, synced, and leaves no write-ahead log (`store.connection`). Its lock is let go of before
+    the reply (`_let_go`: 0.05 ms, where DuckDB's detach, `connection.release_writer`, took
+    0.5-0.9), so that the parent need not wait for the child's end, which frees the lock only
+    once the kernel has freed the child's memory (5-6 ms for the dumbbell; issue 15)."""
     from . import empty_store
     from .writer import Store
 
@@ -427,10 +537,52 @@ def _write(run: _ReceivedRun, db: str, replace: bool, requests: IO[bytes]) -> No
         store.con.close()
         raise
     _COMMITTED.append(store)
+    return _let_go(store.path)
 
 
 # The store of the write the child has committed, kept open until the child ends (`_write`).
 _COMMITTED: list[Any] = []
+
+# `struct flock` of Linux's fcntl(2) on a 64-bit system: l_type, l_whence, l_start, l_len, l_pid.
+_FLOCK = struct.Struct("hhqqi4x")
+
+
+def _let_go(path: Path) -> bool:
+    """Let go of the lock DuckDB holds on the committed store at `path` without closing DuckDB's
+    file, and say whether it is free now: another process may then open the store, while this
+    one only replies and ends (it never touches the file again).
+
+    DuckDB locks its file with a POSIX record lock (`fcntl(F_SETLK)`, "POSIX" in /proc/locks;
+    DuckDB 2.0), and a process's POSIX locks on a file are all released when it closes any
+    descriptor of that file (fcntl(2), "Advisory record locking"): here, one opened for the
+    purpose. Checked, not assumed: an open file description's lock query (`F_OFD_GETLK`, Linux
+    3.15), which sees every other lock of the file, this process's POSIX locks included, must
+    find this process's write lock before and no lock after. Where it cannot (no `F_OFD_GETLK`,
+    DuckDB locking another way, the file replaced, another process quicker to take the lock),
+    False: the lock is let go of as the child ends, and the parent waits for that (`close`)."""
+    import fcntl
+
+    query = getattr(fcntl, "F_OFD_GETLK", None)
+    if query is None or struct.calcsize("P") != 8:  # not Linux, or not a 64-bit system's `struct flock`
+        return False
+    try:
+        before = _lock_on(path, query)  # closing it lets go of this process's POSIX locks on the file
+        return before == (fcntl.F_WRLCK, os.getpid()) and _lock_on(path, query)[0] == fcntl.F_UNLCK
+    except OSError:
+        return False
+
+
+def _lock_on(path: Path, query: int) -> tuple[int, int]:
+    """The type (`F_WRLCK`, `F_RDLCK`, `F_UNLCK`) and process of a lock that would keep another
+    from writing to all of `path`, seen through a descriptor opened and closed for the purpose."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        kind, _, _, _, pid = _FLOCK.unpack(fcntl.fcntl(fd, query, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)))
+    finally:
+        os.close(fd)
+    return kind, pid
 
 
 def _parent_gone(requests: IO[bytes]) -> None:

@@ -184,6 +184,28 @@ def test_a_reader_that_closed_stdout_ends_the_command_quietly_after_its_run_is_s
             con.close()
 
 
+@pytest.mark.parametrize("closed", [">&-", "2>&-", ">&- 2>&- <&-"])
+def test_a_command_started_with_its_standard_streams_closed_runs_and_stores_its_run(tmp_path: Path,
+                                                                                   closed: str) -> None:
+    # `bufferlab run x.toml >&-`: what it would print goes nowhere, as Python's print does without
+    # a stdout; the run is stored and the status is that of the command (click and rich failed on
+    # the None stdout the interpreter gives such a process: an internal error, status 1).
+    import duckdb
+
+    db = tmp_path / "r.duckdb"
+    run = f"{sys.executable} -m bufferlab run {ROOT / 'scenarios' / 'dumbbell.toml'} --set duration=1s --db {db}"
+    assert subprocess.run(f"{run} {closed}", shell=True, timeout=120, check=False).returncode == 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM runs WHERE status = 'complete'").fetchone() == (1,)
+    finally:
+        con.close()
+    assert subprocess.run(f"{sys.executable} -m bufferlab --version {closed}", shell=True, timeout=60,
+                          check=False).returncode == 0
+    bad = f"{sys.executable} -m bufferlab run {tmp_path / 'missing.toml'} {closed}"
+    assert subprocess.run(bad, shell=True, timeout=60, check=False).returncode == 2
+
+
 def test_only_stdout_closed_by_its_reader_counts_as_the_reader_gone(monkeypatch: pytest.MonkeyPatch) -> None:
     # A broken pipe elsewhere (a sweep's worker that died) stays an error of its own.
     import os

@@ -12,12 +12,13 @@ program that calls `cli.command_line` itself).
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from typing import NoReturn
 
 from . import codecache
 
-__all__ = ["main", "prepare_interpreter", "GC_THRESHOLD"]
+__all__ = ["main", "prepare_interpreter", "discard_closed_streams", "GC_THRESHOLD"]
 
 # New container objects between two passes of the cyclic garbage collector in the command's
 # process (Python's default is 700; see `cli.prepare_process`).
@@ -25,9 +26,28 @@ GC_THRESHOLD = 1_000_000
 
 
 def prepare_interpreter() -> None:
-    """The command's collector threshold and code cache (see the module docstring)."""
+    """The command's collector threshold and code cache (see the module docstring), and its
+    closed standard streams opened on /dev/null (`discard_closed_streams`)."""
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     codecache.install()
+    discard_closed_streams()
+
+
+def discard_closed_streams() -> None:
+    """A command started with stdout or stderr closed (`bufferlab run x.toml >&-`) writes what it
+    would have written there to /dev/null, as Python's `print` does when it has no stdout (the
+    interpreter then sets `sys.stdout` to None, on which click's and rich's output, and the
+    command's exit, failed with an internal error after the run was stored). The descriptor
+    itself is opened too, before the store's writer process is forked, so that no file of the
+    command or the child takes the number 1 or 2 by chance."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        null = os.open(os.devnull, os.O_WRONLY)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        setattr(sys, name, open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False))
 
 
 def main() -> NoReturn:

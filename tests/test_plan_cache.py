@@ -127,6 +127,25 @@ def test_at_most_max_plans_are_kept_the_newest(monkeypatch: pytest.MonkeyPatch) 
     assert sorted(plan_cache.directory().iterdir()) == sorted(kept_file(asked) for asked in requests[2:])
 
 
+def test_at_most_max_cache_bytes_are_kept_the_newest(monkeypatch: pytest.MonkeyPatch) -> None:
+    planned = plan(Scenario.from_toml(DUMBBELL))
+    requests = [plan_cache.request(DUMBBELL, b"%d" % i, (), None) for i in range(4)]
+    plan_cache.keep(requests[0], planned, [])
+    monkeypatch.setattr(plan_cache, "MAX_CACHE_BYTES", int(2.5 * kept_file(requests[0]).stat().st_size))
+    for i, asked in enumerate(requests):
+        plan_cache.keep(asked, planned, [])
+        os.utime(kept_file(asked), ns=(i * 10**9, i * 10**9))
+    plan_cache.keep(requests[3], planned, [])  # two and a half plans' bytes: the newest two stay
+    assert sorted(plan_cache.directory().iterdir()) == sorted(kept_file(asked) for asked in requests[2:])
+
+
+def test_a_plan_of_a_spec_over_max_spec_bytes_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    planned = plan(Scenario.from_toml(DUMBBELL))
+    monkeypatch.setattr(plan_cache, "MAX_SPEC_BYTES", len(planned.spec_json) - 1)
+    plan_cache.keep(plan_cache.request(DUMBBELL, b"", (), None), planned, [])
+    assert not plan_cache.directory().exists() or not list(plan_cache.directory().iterdir())
+
+
 def test_the_cache_is_off_when_asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(plan_cache.ENVIRONMENT, "off")
     assert plan_cache.directory() is None

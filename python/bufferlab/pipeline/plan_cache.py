@@ -19,8 +19,8 @@ refuses it with the usual message.
 
 Where: ``$BUFFERLAB_PLAN_CACHE`` (a directory; ``off`` disables the cache), else
 ``$XDG_CACHE_HOME/bufferlab/plans`` or ``~/.cache/bufferlab/plans``. At most `MAX_PLANS` plans
-are kept (the oldest go), none whose engine spec exceeds `MAX_SPEC_BYTES`. A directory that
-cannot be written is no error: the command then plans every time.
+and `MAX_CACHE_BYTES` are kept (the oldest go), none whose engine spec exceeds `MAX_SPEC_BYTES`.
+A directory that cannot be written is no error: the command then plans every time.
 """
 
 from __future__ import annotations
@@ -39,14 +39,16 @@ from ..spec.resolved import Resolved
 from .engine import engine_version
 from .plan import Plan
 
-__all__ = ["ENVIRONMENT", "MAX_PLANS", "MAX_SPEC_BYTES", "directory", "request", "load", "keep",
-           "sources_of_planning"]
+__all__ = ["ENVIRONMENT", "MAX_PLANS", "MAX_CACHE_BYTES", "MAX_SPEC_BYTES", "directory", "request", "load",
+           "keep", "sources_of_planning"]
 
 ENVIRONMENT = "BUFFERLAB_PLAN_CACHE"
 # The layout of a kept plan; a file of another layout is a miss.
 FORMAT = 1
 MAX_PLANS = 256
-# A 10,000-flow dumbbell's engine spec is ~12 MB: such plans take longer to write than to make.
+MAX_CACHE_BYTES = 64 << 20
+# A plan holds its engine spec (the reference dumbbell's ~12 kB, a 10,000-flow dumbbell's ~12 MB):
+# the largest are not kept, so that a few of them do not fill the cache's bytes.
 MAX_SPEC_BYTES = 4 << 20
 # The modules whose code decides a plan: ours, and the validation library's.
 PLANNING_PACKAGES = ("bufferlab", "pydantic", "pydantic_core", "annotated_types", "typing_extensions")
@@ -161,17 +163,22 @@ def _unchanged(sources: Any) -> bool:
 
 
 def _prune(folder: Path) -> None:
-    """Remove the oldest plans beyond `MAX_PLANS`, and temporary files of writes cut short."""
+    """Remove the oldest plans beyond `MAX_PLANS` or `MAX_CACHE_BYTES`, and temporary files of
+    writes cut short."""
     plans = []
     with os.scandir(folder) as entries:
         for entry in entries:
             try:
-                plans.append((entry.stat().st_mtime_ns, entry.path))
+                status = entry.stat()
             except OSError:  # removed by another process meanwhile
                 continue
-    if len(plans) <= MAX_PLANS:
-        return
-    for _, path in sorted(plans)[:len(plans) - MAX_PLANS]:
+            plans.append((status.st_mtime_ns, status.st_size, entry.path))
+    plans.sort(reverse=True)  # the newest first
+    kept_bytes = 0
+    for count, (_, size, path) in enumerate(plans, 1):
+        kept_bytes += size
+        if count <= MAX_PLANS and kept_bytes <= MAX_CACHE_BYTES:
+            continue
         try:
             os.unlink(path)
         except OSError:

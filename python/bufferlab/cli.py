@@ -144,7 +144,11 @@ def _overridden(spec: Scenario, assignments: Sequence[str]) -> Scenario:
               help="Also print the flow, link and network metric tables (metrics.md).")
 def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None, assignments: tuple[str, ...],
                 study: str | None, max_memory: str | None, show_metrics: bool) -> None:
-    """Simulate the scenario in SCENARIO.toml, store it and print a summary."""
+    """Simulate the scenario in SCENARIO.toml, store it and print a summary.
+
+    A spec run before with the same --set and --seed is not validated again: its plan is read
+    back from ~/.cache/bufferlab/plans while the file, the tables it reads and bufferlab are
+    unchanged (BUFFERLAB_PLAN_CACHE=off turns that off)."""
     with _store_writer() as writer:
         from .pipeline.budget import parse_budget
 

@@ -40,9 +40,8 @@ def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str,
     link and network metric tables."""
     with _store_writer() as writer:
         from .pipeline.budget import parse_budget
-        from .spec.ccperf import scenario_from_ccperf
-
         from .pipeline.plan import plan
+        from .spec.ccperf import scenario_from_ccperf
 
         budget = parse_budget(max_memory)
         spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)

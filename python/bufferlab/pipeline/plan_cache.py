@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec.resolved import Resolved
+from .budget import default_budget
 from .engine import engine_version
 from .plan import Plan
 
@@ -93,8 +94,6 @@ def load(asked: bytes, budget: int | None) -> Plan | None:
         if not (isinstance(kept, dict) and kept.get("format") == FORMAT and kept.get("request") == asked
                 and _unchanged(kept["sources"])):
             return None
-        from .budget import default_budget  # only for a plan that is there
-
         if kept["plan"]["memory_bytes"] > (default_budget() if budget is None else budget):
             return None  # planned again, which refuses it with the budget's message
         planned = dict(kept["plan"])
@@ -135,14 +134,16 @@ def sources_of_planning(files_read: Iterable[Path]) -> list[Stamp]:
             if isinstance(file, str):
                 paths.append(file)
     paths.extend(str(p) for p in files_read)
-    stamps = []
-    for path in dict.fromkeys(paths):
-        try:
-            status = os.stat(path)
-        except OSError:
-            continue
-        stamps.append((path, status.st_mtime_ns, status.st_size))
-    return stamps
+    return [stamp for path in dict.fromkeys(paths) if (stamp := _stamp(path)) is not None]
+
+
+def _stamp(path: str) -> Stamp | None:
+    """The file at `path` as a plan depends on it: size and modification time (None: no such file)."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return path, status.st_mtime_ns, status.st_size
 
 
 def _as_dict(data: Any) -> dict[str, Any]:
@@ -152,19 +153,13 @@ def _as_dict(data: Any) -> dict[str, Any]:
 
 
 def _unchanged(sources: Any) -> bool:
-    for path, mtime_ns, size in sources:
-        try:
-            status = os.stat(path)
-        except OSError:
-            return False
-        if status.st_mtime_ns != mtime_ns or status.st_size != size:
-            return False
-    return True
+    """Whether every file of `sources` still has the stamp it had (`sources_of_planning`)."""
+    return all(_stamp(path) == (path, mtime_ns, size) for path, mtime_ns, size in sources)
 
 
 def _prune(folder: Path) -> None:
-    """Remove the oldest plans beyond `MAX_PLANS` or `MAX_CACHE_BYTES`, and temporary files of
-    writes cut short."""
+    """Remove the oldest files beyond `MAX_PLANS` or `MAX_CACHE_BYTES`: plans, and the temporary
+    files of writes cut short, which count and go as plans do."""
     plans = []
     with os.scandir(folder) as entries:
         for entry in entries:

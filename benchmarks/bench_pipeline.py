@@ -9,8 +9,8 @@ one process for the reference dumbbell and a large sampled run.
 Whole process: `bufferlab run scenarios/dumbbell.toml --db NEW` in a fresh interpreter, wall and
 CPU time (user + system) of the child, best and median, its median minor page faults and peak
 resident memory (the wall time ends as the command does; the CPU time, faults and peak count its
-writer process also where the command no longer waits for its end: `_child`), for the reference dumbbell and for one flow of it over 10 s, each against
-ns-3's time for the same run quoted in issue 15 (about 6 s and 1.3 s): the targets are 30x ns-3 (0.2 s on an idle machine) and 10x ns-3. On a shared machine
+writer process also where the command no longer waits for its end: `_child`), for the reference
+dumbbell and for one flow of it over 10 s, each against ns-3's time for the same run quoted in issue 15 (about 6 s and 1.3 s): the targets are 30x ns-3 (0.2 s on an idle machine) and 10x ns-3. On a shared machine
 the CPU time is the steadier figure.
 
     python benchmarks/bench_pipeline.py --stages         # where a fresh run's time goes
@@ -233,6 +233,12 @@ def plan_cache_environment(mode: str, tmp: str) -> dict[str, str]:
     return {**os.environ, "BUFFERLAB_PLAN_CACHE": str(Path(tmp) / "plans") if mode == "kept" else "off"}
 
 
+def rounds(repetitions: int, plan_cache: str) -> range:
+    """The rounds of a measurement: `repetitions` measured ones (0, 1, ...), after an unmeasured
+    round -1 that keeps the plans where `plan_cache` is "kept"."""
+    return range(-1 if plan_cache == "kept" else 0, repetitions)
+
+
 def whole_process(repetitions: int, overrides: tuple[str, ...] = (),
                   pythons: tuple[str, ...] = (sys.executable,), plan_cache: str = "kept") -> list[dict[str, float]]:
     """`bufferlab run` of the reference dumbbell (with `overrides`) into a new store, in a child
@@ -244,7 +250,7 @@ def whole_process(repetitions: int, overrides: tuple[str, ...] = (),
     sets = [arg for o in overrides for arg in ("--set", o)]
     with tempfile.TemporaryDirectory() as tmp:
         env = plan_cache_environment(plan_cache, tmp)
-        for k in range(-1 if plan_cache == "kept" else 0, repetitions):
+        for k in rounds(repetitions, plan_cache):
             for i, python in enumerate(pythons):
                 db = Path(tmp) / f"fresh{k}_{i}.duckdb"
                 run = _child([python, "-m", "bufferlab", "run", str(REFERENCE), "--db", str(db), *sets], env=env)
@@ -362,7 +368,7 @@ def stages(repetitions: int, overrides: tuple[str, ...] = (), pythons: tuple[str
         {measure: dict.fromkeys(STAGES, float("inf")) for measure in (*STAGE_MEASURES, "end")} for _ in pythons]
     with tempfile.TemporaryDirectory() as tmp:
         env = plan_cache_environment(plan_cache, tmp)
-        for k in range(-1 if plan_cache == "kept" else 0, repetitions):
+        for k in rounds(repetitions, plan_cache):
             for i, python in enumerate(pythons):
                 db = Path(tmp) / f"s{k}_{i}.duckdb"
                 child = _child([python, "-c", _STAGE_SCRIPT, str(scenario), str(db), *overrides], cwd=ROOT, env=env)

@@ -61,6 +61,11 @@ CASES = [
     Case("10xCUBIC", 10, "100Mbps", 100e6, 100, "TcpCubic", 20, "1Gbps"),
 ]
 
+# The twins of issue 15's two whole-command cases: the reference dumbbell itself (30 s) and one
+# flow of it over 10 s (`benchmarks/bench_pipeline.py`), built with the matched settings below.
+REFERENCE_TWIN = Case("dumbbell", 10, "100Mbps", 100e6, 100, "TcpNewReno", 30, "1Gbps")
+ONE_FLOW_TWIN = Case("1flow10s", 1, "100Mbps", 100e6, 100, "TcpNewReno", 10, "1Gbps")
+
 # Every setting that had to be matched: ns-3's value where its default differs (left), and the
 # bufferlab tcp option that models the ns-3 behaviour (right).
 MATCHED = {
@@ -191,6 +196,14 @@ def run_ns3(case: Case, seed: int, binary: Path) -> dict[str, float]:
         "wall": wall,
         "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
     }
+
+
+def best_wall(case: Case, binary: Path, repetitions: int = 3) -> float:
+    """ns-3's whole-process wall time for `case`, best of `repetitions`, as issue 15 measured it.
+    Issue 15 quotes ns-3's times from another day (6 s for the reference dumbbell, 1.3 s for one
+    flow of it); measured in the same session as bufferlab, the ratio no longer depends on how
+    fast the host happens to run that hour."""
+    return min(run_ns3(case, 1, binary)["wall"] for _ in range(repetitions))
 
 
 # Why a case's figures may differ beyond goodput 3 % / drops 15 % (docs/engine.md, "Side by side

@@ -111,10 +111,10 @@ def _stanford_packets(flows: int, rate_bps: float, rtt_s: float) -> int:
 def ns3_twins() -> dict[str, Any]:
     """Ladder case -> the bench_ns3 case that builds the same dumbbell in both simulators, or the
     reason there is none."""
-    from bench_ns3 import Case
+    from bench_ns3 import REFERENCE_TWIN, Case
 
     return {
-        "dumbbell": Case("dumbbell", 10, "100Mbps", 100e6, 100, "TcpNewReno", 30, "1Gbps"),
+        "dumbbell": REFERENCE_TWIN,
         "100x1g": Case("100x1g", 100, "1Gbps", 1e9, _stanford_packets(100, 1e9, 0.04), "TcpNewReno", 5, "10Gbps"),
         "1000x1g": Case("1000x1g", 1000, "1Gbps", 1e9, _stanford_packets(1000, 1e9, 0.04), "TcpNewReno", 5,
                         "10Gbps"),

@@ -84,7 +84,8 @@ def ns3_reference_s(binary: Path | None) -> tuple[float, str]:
     if binary is None:
         return NS3_REFERENCE_S, "quoted by issue 15; --ns3-binary measures it now"
     if not binary.exists():
-        raise SystemExit(f"bench_engine: {binary} is missing: run `make bench-ns3` (it compiles it)")
+        print(f"bench_engine: --ns3-binary: {binary} is missing: run `make bench-ns3` (it compiles it)", file=sys.stderr)
+        raise SystemExit(2)
     sys.path.insert(0, str(REFERENCE.parent.parent / "benchmarks"))
     from bench_ns3 import REFERENCE_TWIN, best_wall
 

@@ -169,7 +169,8 @@ def ns3_seconds(binary: Path | None) -> tuple[list[float], str]:
     if binary is None:
         return [quoted for _, _, quoted, _, _ in WHOLE_PROCESS_CASES], "quoted by issue 15 (--ns3-binary: measured now)"
     if not binary.exists():
-        raise SystemExit(f"bench_pipeline: {binary} is missing: run `make bench-ns3` (it compiles it)")
+        print(f"bench_pipeline: --ns3-binary: {binary} is missing: run `make bench-ns3` (it compiles it)", file=sys.stderr)
+        raise SystemExit(2)
     import bench_ns3
 
     return ([bench_ns3.best_wall(getattr(bench_ns3, twin), binary) for _, _, _, twin, _ in WHOLE_PROCESS_CASES],

@@ -45,7 +45,7 @@ def test_the_package_and_its_public_names_import_lazily() -> None:
     assert heavy_modules_loaded("from bufferlab.pipeline.budget import parse_budget") == []
     # ... and still resolve on first use.
     assert "pydantic" in heavy_modules_loaded("from bufferlab import Scenario; Scenario.model_fields")
-    assert "polars" in heavy_modules_loaded("import bufferlab.runner\nfrom bufferlab.store import Results")
+    assert "duckdb" in heavy_modules_loaded("import bufferlab.runner\nfrom bufferlab.store import Results")
 
 
 def test_a_stored_run_is_served_without_polars_numpy_or_pandas(tmp_path: Path) -> None:
@@ -57,6 +57,16 @@ def test_a_stored_run_is_served_without_polars_numpy_or_pandas(tmp_path: Path) -
     stored = heavy_modules_loaded(cli(*args))
     # The spec was planned by the first run: its plan is read back (`pipeline.plan_cache`).
     assert set(stored) == {"duckdb", "rich"}
+
+
+def test_results_list_prints_rows_without_polars_numpy_or_pyarrow(tmp_path: Path) -> None:
+    # A listing is a few rows: DuckDB's own rows, printed by rich. polars (and the pyarrow and
+    # numpy of DuckDB's conversion to it) come with the first query that returns a DataFrame.
+    db = tmp_path / "r.duckdb"
+    heavy_modules_loaded(cli("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(db), "--set", "duration=1s"))
+    assert set(heavy_modules_loaded(cli("results", "list", "--db", str(db)))) == {"duckdb", "rich"}
+    frame = f"from bufferlab.store import Results\nassert Results({str(db)!r}).runs.height == 1"
+    assert {"polars", "duckdb"} <= set(heavy_modules_loaded(frame))
 
 
 def test_looking_for_a_run_in_a_store_that_does_not_exist_loads_no_duckdb(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ ccperf's layout (one row per metric, one column per flow / link / `net`), and Da
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,7 +17,8 @@ from .analysis.summary import RunSummary
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-__all__ = ["print_summary", "render_summary", "RenderedSummary", "summary_tables", "metric_tables", "frame_table"]
+__all__ = ["print_summary", "render_summary", "RenderedSummary", "summary_tables", "metric_tables", "frame_table",
+           "rows_table"]
 
 DASH = "—"
 # Runs with traffic generators have thousands of flows: the table shows the first ones.
@@ -144,9 +145,27 @@ def metric_tables(frame: pl.DataFrame, catalogue: Mapping[str, tuple[str, str]],
 
 def frame_table(frame: pl.DataFrame, *, title: str | None = None) -> Table:
     """Any DataFrame as a rich table."""
+    columns = [(column, dtype.is_numeric()) for column, dtype in frame.schema.items()]
+    return _table(columns, frame.iter_rows(), title)
+
+
+def rows_table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, title: str | None = None) -> Table:
+    """Rows of Python values (a query's, without a DataFrame) as a rich table; like
+    `frame_table`, a column whose values are all numbers (or missing) is aligned right."""
+    numeric = [_all_numbers([row[i] for row in rows]) for i in range(len(columns))]
+    return _table(list(zip(columns, numeric)), rows, title)
+
+
+def _all_numbers(values: Sequence[object]) -> bool:
+    """Whether a column holds numbers only (missing values aside), and at least one."""
+    present = [v for v in values if v is not None]
+    return bool(present) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present)
+
+
+def _table(columns: Sequence[tuple[str, bool]], rows: Iterable[Sequence[object]], title: str | None) -> Table:
     table = Table(title=title, title_justify="left")
-    for column, dtype in frame.schema.items():
-        table.add_column(escape(column), justify="right" if dtype.is_numeric() else "left")
-    for row in frame.iter_rows():
+    for column, numeric in columns:
+        table.add_column(escape(column), justify="right" if numeric else "left")
+    for row in rows:
         table.add_row(*(_cell(v) for v in row))
     return table

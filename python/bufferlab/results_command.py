@@ -35,16 +35,16 @@ _direction_option = click.option("--direction", type=click.Choice(["forward", "b
 @click.option("--study", default=None, help="Only the runs of this study.")
 def results_list(db: Path, study: str | None) -> None:
     """One line per stored run."""
-    from .render import frame_table
+    from .render import rows_table
     from .store.reader import load
 
-    with load(db) as res:
-        frame = res.query(
+    with load(db) as res:  # rows, not a DataFrame: a listing needs neither polars nor numpy
+        columns, rows = res.rows(
             "SELECT left(r.run_id, 12) AS run, r.name, r.study_id AS study, r.seed, r.status, "
             "r.created_at, r.end_ns / 1e9 AS simulated_s, r.wall_time_s, "
             "(SELECT count(*) FROM flows f WHERE f.run_id = r.run_id) AS flows "
             "FROM runs r WHERE ? IS NULL OR r.study_id = ? ORDER BY r.created_at, r.run_id", [study, study])
-    _console().print(frame_table(frame, title=f"{frame.height} run(s) in {db}"))
+    _console().print(rows_table(columns, rows, title=f"{len(rows)} run(s) in {db}"))
 
 
 @results_group.command("show")

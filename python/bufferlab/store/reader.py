@@ -12,6 +12,10 @@ Every table is a polars DataFrame (``.to_pandas()`` converts). A `Results` holds
 each query opens the store read-only and closes it again (`store.connection`), so a notebook that
 keeps one open never blocks a sweep that is writing, and a query that meets a writer's lock waits
 for it. A store of an older schema is migrated first (see `store.writer`).
+
+polars (and pyarrow and numpy, which DuckDB's conversion to polars brings) are imported by the
+first query that returns a DataFrame, not with this module: `bufferlab results list` prints
+plain rows (`Results.rows`) and loads none of them (issue 15, "an instant command").
 """
 
 from __future__ import annotations
@@ -20,17 +24,18 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
 
-from ..analysis import monitor, pcap
 from ..errors import writing
 from .connection import connect
 from .counters import stored_counters
 from .writer import (DEFAULT_DB, KEYS, NUMBERED_TABLES, SCHEMA_VERSION, TABLES, Store, StoreError,
                      check_schema_version, stored_schema_version, stored_table)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
 
 __all__ = ["Results", "load"]
 
@@ -72,6 +77,13 @@ class Results:
         with self._connection() as con:
             return con.execute(sql, list(params or [])).fetchall()
 
+    def rows(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Any SQL over the store's tables, as its column names and rows of Python values: no
+        DataFrame, so no polars to import (for a short listing)."""
+        with self._connection() as con:
+            cursor = con.execute(sql, list(params or []))
+            return [column[0] for column in cursor.description or []], cursor.fetchall()
+
     def close(self) -> None:
         """Nothing to release (every query closes its own connection)."""
 
@@ -107,6 +119,8 @@ class Results:
         put back in polars, one value for every row: DuckDB handing over the same 64 characters
         for each of them took half the query (a reference dumbbell's 126,000 channel samples: 23
         against 12 ms of CPU time)."""
+        import polars as pl
+
         keys = KEYS[table]
         named, joined = "", ""
         if entity is not None:
@@ -152,6 +166,8 @@ class Results:
                    flows: Sequence[str] | None = None) -> pl.DataFrame:
         """The time series of one run: ``kind="flow"`` (one row per flow and sample, with the flow's
         name) or ``kind="channel"``; `names` (or `flows`) keeps only those flows or channels."""
+        import polars as pl
+
         if kind not in ("flow", "channel"):
             raise StoreError("--kind", f'unknown kind "{kind}" (known: flow, channel)')
         frame = self._rows_of_run(f"{kind}_timeseries", self.run_id(run), entity="flows" if kind == "flow" else "channels")
@@ -178,6 +194,8 @@ class Results:
         """One row per (point, seed) of a sweep's study: run_id, point, seed, status, error and one
         column per axis (the value as written). A study of plain runs (`run --study`) lists its
         runs as points of their own."""
+        import polars as pl
+
         axes = self.study_axes(name)
         frame = self.query("SELECT run_id, point, seed, status, error, point_json FROM study_points "
                            "WHERE study_id = ? ORDER BY point, seed", [name])
@@ -194,6 +212,8 @@ class Results:
         of the catalogue (flow metrics averaged over the run's flows, link metrics of the run's
         bottleneck link, network metrics) its mean over seeds with a 95 % confidence interval
         (m, m_ci_low, m_ci_high; see `study.aggregate`)."""
+        import polars as pl
+
         from ..analysis import metrics as catalogue
         from ..study.aggregate import aggregate_over_seeds
 
@@ -284,11 +304,19 @@ class Results:
         names = ["src_node", "dst_node", "generator"]
         rows = self._fetch(f"SELECT {', '.join(names)} FROM flows WHERE run_id = ? ORDER BY flow", [run_id])
         records = [dict(zip(names, row)) for row in rows]
+        from ..analysis import pcap  # numpy: imported by the commands that export packets only
+
         return pcap.flow_descriptions(self.spec(run_id), records)
 
     def monitor(self, run: str, *, link: str, direction: str = "forward",
-                split_bytes: int = monitor.DEFAULT_SPLIT_BYTES) -> pl.DataFrame:
-        """Seed 000's middlebox table for the captured link direction (see `monitor`)."""
+                split_bytes: int | None = None) -> pl.DataFrame:
+        """Seed 000's middlebox table for the captured link direction (see `analysis.monitor`);
+        flows of fewer than `split_bytes` (default `monitor.DEFAULT_SPLIT_BYTES`, 100 kB) are
+        small."""
+        from ..analysis import monitor
+
+        if split_bytes is None:
+            split_bytes = monitor.DEFAULT_SPLIT_BYTES
         return monitor.middlebox_flows(self.capture(run, link=link, direction=direction), self.flow_names(run),
                                        split_bytes=split_bytes)
 
@@ -297,6 +325,8 @@ class Results:
         """Write the captured link direction as a pcap file; returns the packets written."""
         capture = self.capture(run, link=link, direction=direction)
         flows = self.packet_flows(run)
+        from ..analysis import pcap
+
         with writing(path):
             return pcap.write_pcap(path, capture, flows, full_payload=full_payload)
 
@@ -305,6 +335,8 @@ class Results:
         """Write the captured link direction as CSV with seed 000's tshark fields."""
         capture = self.capture(run, link=link, direction=direction)
         flows = self.packet_flows(run)
+        from ..analysis import monitor
+
         with writing(path):
             return monitor.capture_csv(path, capture, flows, header=header)
 
@@ -322,6 +354,8 @@ def load(db: str | Path = DEFAULT_DB) -> Results:
 def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:
     """CSV holds no nested values: list columns (a flow's path) become their JSON text, "[0,2]",
     and struct columns theirs."""
+    import polars as pl
+
     flat = []
     for name, dtype in frame.schema.items():
         if isinstance(dtype, pl.List | pl.Array):

@@ -107,6 +107,39 @@ def test_results_cli_lists_shows_queries_and_exports(write_scenario, db: Path, t
         assert res.studies["study_id"].to_list() == ["smoke"] and res.runs["study_id"].to_list() == ["smoke"]
 
 
+def test_a_run_s_table_columns_are_its_dataframe_s_values(write_scenario, db: Path) -> None:
+    # `results show` and `run --metrics` read the metric tables without polars: the same values.
+    run_id = stored(write_scenario, db)
+    with bufferlab.load(db) as res:
+        for name in ("flow_metrics", "link_metrics", "network_metrics", "runs", "flows", "channels"):
+            assert res.table_columns(name, run_id[:8]) == res.table(name, run_id).to_dict(as_series=False), name
+        with pytest.raises(SpecError, match="flow_timeseries"):
+            res.table_columns("flow_timeseries", run_id)
+
+
+def test_queries_in_a_one_connection_block_open_the_store_once_and_let_go_after(
+        write_scenario, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bufferlab.store import reader
+
+    run_id = stored(write_scenario, db)
+    opened = []
+    real_connect = reader.connect
+    monkeypatch.setattr(reader, "connect", lambda *a, **k: opened.append(1) or real_connect(*a, **k))
+    with bufferlab.load(db) as res:
+        opened.clear()
+        with res.one_connection():
+            names, rows = res.rows("SELECT name FROM flows ORDER BY flow")
+            assert res.table_columns("network_metrics", run_id[:6])["run_id"] == [run_id]
+            with res.one_connection():  # nested: the same connection
+                res.rows("SELECT 1")
+        assert (names, rows) == (["name"], [("flow_0",), ("flow_1",)]) and len(opened) == 1
+        res.rows("SELECT 1")
+        res.rows("SELECT 1")
+        assert len(opened) == 3  # outside a block, each query opens and closes its own
+    # The block's end closed the store: a writer gets it at once.
+    duckdb.connect(str(db)).close()
+
+
 def test_results_show_prints_a_bracketed_scenario_name_as_written(write_scenario, db: Path) -> None:
     # "[/n]" is the user's text, not rich markup (rich would raise: a closing tag with nothing open).
     text = SMALL_DUMBBELL.replace('name = "small"', 'name = "[/n]"')

@@ -59,12 +59,17 @@ def test_a_stored_run_is_served_without_polars_numpy_or_pandas(tmp_path: Path) -
     assert set(stored) == {"duckdb", "rich"}
 
 
-def test_results_list_prints_rows_without_polars_numpy_or_pyarrow(tmp_path: Path) -> None:
+def test_results_list_and_show_print_rows_without_polars_numpy_or_pyarrow(tmp_path: Path) -> None:
     # A listing is a few rows: DuckDB's own rows, printed by rich. polars (and the pyarrow and
     # numpy of DuckDB's conversion to it) come with the first query that returns a DataFrame.
     db = tmp_path / "r.duckdb"
     heavy_modules_loaded(cli("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(db), "--set", "duration=1s"))
     assert set(heavy_modules_loaded(cli("results", "list", "--db", str(db)))) == {"duckdb", "rich"}
+    # So are a run's metric tables (`results show`, `run --metrics`).
+    run_id = json.loads(subprocess.run([sys.executable, "-m", "bufferlab", "results", "query", "SELECT run_id FROM runs",
+                                        "--db", str(db), "--format", "json"], capture_output=True, text=True,
+                                       check=True, cwd=ROOT).stdout)[0]["run_id"]
+    assert set(heavy_modules_loaded(cli("results", "show", run_id, "--db", str(db)))) == {"duckdb", "rich"}
     frame = f"from bufferlab.store import Results\nassert Results({str(db)!r}).runs.height == 1"
     assert {"polars", "duckdb"} <= set(heavy_modules_loaded(frame))
 

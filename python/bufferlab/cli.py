@@ -317,32 +317,38 @@ def _console() -> Any:
     return Console(width=None if sys.stdout.isatty() else 160)
 
 
-def _metric_frames(db: Path, run_id: str, all_links: bool) -> tuple[Any, Any, Any]:
-    import polars as pl
-
+def _metric_columns(db: Path, run_id: str, all_links: bool) -> tuple[dict[str, list[Any]], ...]:
+    """The run's flow, link (the bottleneck's, or `all_links`) and network metric tables, column
+    by column: a few rows, read without polars (`Results.table_columns`)."""
     from .store.reader import load
 
-    with load(db) as res:
-        flows = res.table("flow_metrics", run_id)
-        links = res.table("link_metrics", run_id)
-        net = res.table("network_metrics", run_id)
+    with load(db) as res, res.one_connection():
+        flows, links, net = (res.table_columns(name, run_id)
+                             for name in ("flow_metrics", "link_metrics", "network_metrics"))
     if not all_links:
-        links = links.filter(pl.col("bottleneck"))
+        keep = [i for i, bottleneck in enumerate(links.get("bottleneck", [])) if bottleneck]
+        links = {column: [values[i] for i in keep] for column, values in links.items()}
     return flows, links, net
+
+
+def _records(columns: dict[str, list[Any]], drop: str = "run_id") -> list[dict[str, Any]]:
+    """Column-wise values as one dict per row, without the `drop` column."""
+    names = [name for name in columns if name != drop]
+    return [dict(zip(names, row)) for row in zip(*(columns[name] for name in names))]
 
 
 def _print_metrics(db: Path, run_id: str, *, all_links: bool) -> None:
     from .analysis import metrics
     from .render import metric_tables
 
-    flows, links, net = _metric_frames(db, run_id, all_links)
+    flows, links, net = _metric_columns(db, run_id, all_links)
     console = _console()
-    if flows.height == 0:
+    if not flows.get("run_id"):
         console.print("no metric tables stored for this run (stored by an older bufferlab: run it again "
                       "with --force)")
         return
     tables = metric_tables(flows, metrics.FLOW_METRICS, title="Flow metrics")
-    if links.height:
+    if links.get("run_id"):
         tables += metric_tables(links, metrics.LINK_METRICS, title="Link metrics")
     tables += metric_tables(net, metrics.NETWORK_METRICS, title="Network metrics")
     for table in tables:
@@ -350,10 +356,9 @@ def _print_metrics(db: Path, run_id: str, *, all_links: bool) -> None:
 
 
 def _metrics_json(db: Path, run_id: str, all_links: bool = False) -> dict[str, Any]:
-    flows, links, net = _metric_frames(db, run_id, all_links)
-    drop = ["run_id"]
-    return {"flows": flows.drop(drop).to_dicts(), "links": links.drop(drop).to_dicts(),
-            "network": (net.drop(drop).to_dicts() or [None])[0]}
+    flows, links, net = _metric_columns(db, run_id, all_links)
+    network = _records(net)
+    return {"flows": _records(flows), "links": _records(links), "network": network[0] if network else None}
 
 
 @contextmanager

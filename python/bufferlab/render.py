@@ -123,22 +123,24 @@ def _cell(value: object) -> str:
 COLUMNS_PER_TABLE = 6
 
 
-def metric_tables(frame: pl.DataFrame, catalogue: Mapping[str, tuple[str, str]], *, title: str,
+def metric_tables(columns: Mapping[str, Sequence[object]], catalogue: Mapping[str, tuple[str, str]], *, title: str,
                   column_names: str = "name", per_table: int = COLUMNS_PER_TABLE) -> list[Table]:
-    """One row per metric of `catalogue` (with its unit), one column per row of `frame`, named by
-    its `column_names` column: ccperf's layout, `per_table` columns to a table."""
+    """One row per metric of `catalogue` (with its unit), one column per row of a metric table
+    (given column by column: name -> values), named by its `column_names` column: ccperf's
+    layout, `per_table` columns to a table."""
     tables = []
-    for start in range(0, max(frame.height, 1), per_table):
-        part = frame.slice(start, per_table)
-        suffix = "" if frame.height <= per_table else f" ({start + 1}-{start + part.height} of {frame.height})"
+    height = len(columns[column_names]) if column_names in columns else 0
+    for start in range(0, max(height, 1), per_table):
+        end = min(start + per_table, height)
+        suffix = "" if height <= per_table else f" ({start + 1}-{end} of {height})"
         table = Table(title=title + suffix, title_justify="left")
         table.add_column("metric", justify="left", no_wrap=True)
         table.add_column("unit", justify="left", no_wrap=True)
-        for name in part[column_names].to_list():
+        for name in columns.get(column_names, [])[start:end]:
             table.add_column(escape(str(name)), justify="right", overflow="fold")
         for metric, (unit, _) in catalogue.items():
-            if metric in part.columns:
-                table.add_row(metric, unit, *(_cell(v) for v in part[metric].to_list()))
+            if metric in columns:
+                table.add_row(metric, unit, *(_cell(v) for v in columns[metric][start:end]))
         tables.append(table)
     return tables
 

@@ -56,10 +56,11 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
     """The flow, link and network metric tables of RUN (a run id or a unique prefix)."""
     from .store.reader import load
 
-    with load(db) as res:
+    with load(db) as res, res.one_connection():  # a few rows: read without polars (see `results list`)
         run_id = res.run_id(run)
-        row = res.query("SELECT name, seed, engine_version, end_ns, wall_time_s FROM runs WHERE run_id = ?",
-                        [run_id]).row(0, named=True)
+        names, rows = res.rows("SELECT name, seed, engine_version, end_ns, wall_time_s FROM runs WHERE run_id = ?",
+                               [run_id])
+        row = dict(zip(names, rows[0]))
     if as_json:
         click.echo(json.dumps({"run_id": run_id, **row, "metrics": _metrics_json(db, run_id, all_links)}, indent=2,
                               default=str))

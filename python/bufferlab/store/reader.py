@@ -11,7 +11,8 @@
 Every table is a polars DataFrame (``.to_pandas()`` converts). A `Results` holds no connection:
 each query opens the store read-only and closes it again (`store.connection`), so a notebook that
 keeps one open never blocks a sweep that is writing, and a query that meets a writer's lock waits
-for it. A store of an older schema is migrated first (see `store.writer`).
+for it. The queries of a `with res.one_connection():` block share one connection instead (the
+commands' few queries, a report's page), which holds the lock until the block ends. A store of an older schema is migrated first (see `store.writer`).
 
 polars (and pyarrow and numpy, which DuckDB's conversion to polars brings) are imported by the
 first query that returns a DataFrame, not with this module: `bufferlab results list` prints

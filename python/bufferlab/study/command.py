@@ -143,8 +143,9 @@ def results_study_command(name: str, db: Path, metric_names: str | None, fmt: st
     from ..store.reader import load
 
     res = load(db)
-    frame = res.study(name)
-    axes = res.study_axes(name)
+    with res.one_connection():  # the study's queries on one connection (`Results.one_connection`)
+        frame = res.study(name)
+        axes = res.study_axes(name)
     known = [*catalogue.FLOW_METRICS, *catalogue.LINK_METRICS, *catalogue.NETWORK_METRICS]
     chosen = [m.strip() for m in metric_names.split(",")] if metric_names else list(DEFAULT_STUDY_COLUMNS)
     for m in chosen:

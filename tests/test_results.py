@@ -140,6 +140,26 @@ def test_queries_in_a_one_connection_block_open_the_store_once_and_let_go_after(
     duckdb.connect(str(db)).close()
 
 
+def test_results_show_reads_the_run_and_its_metric_tables_on_one_connection(
+        write_scenario, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+    import io
+
+    from bufferlab.cli import main
+    from bufferlab.store import reader
+
+    run_id = stored(write_scenario, db)
+    opened = []
+    real_connect = reader.connect
+    monkeypatch.setattr(reader, "connect", lambda *a, **k: opened.append(1) or real_connect(*a, **k))
+    for json_flag in ([], ["--json"]):
+        opened.clear()
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert main(["results", "show", run_id[:8], "--db", str(db), *json_flag]) == 0
+        assert "flow_1" in out.getvalue()
+        assert len(opened) == 2  # the store's schema check, then every query of the command
+
+
 def test_results_show_prints_a_bracketed_scenario_name_as_written(write_scenario, db: Path) -> None:
     # "[/n]" is the user's text, not rich markup (rich would raise: a closing tag with nothing open).
     text = SMALL_DUMBBELL.replace('name = "small"', 'name = "[/n]"')

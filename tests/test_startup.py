@@ -66,9 +66,9 @@ def test_results_list_and_show_print_rows_without_polars_numpy_or_pyarrow(tmp_pa
     heavy_modules_loaded(cli("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(db), "--set", "duration=1s"))
     assert set(heavy_modules_loaded(cli("results", "list", "--db", str(db)))) == {"duckdb", "rich"}
     # So are a run's metric tables (`results show`, `run --metrics`).
-    run_id = json.loads(subprocess.run([sys.executable, "-m", "bufferlab", "results", "query", "SELECT run_id FROM runs",
-                                        "--db", str(db), "--format", "json"], capture_output=True, text=True,
-                                       check=True, cwd=ROOT).stdout)[0]["run_id"]
+    from bufferlab.store.reader import load
+
+    [(run_id,)] = load(db).rows("SELECT run_id FROM runs")[1]
     assert set(heavy_modules_loaded(cli("results", "show", run_id, "--db", str(db)))) == {"duckdb", "rich"}
     frame = f"from bufferlab.store import Results\nassert Results({str(db)!r}).runs.height == 1"
     assert {"polars", "duckdb"} <= set(heavy_modules_loaded(frame))

@@ -44,6 +44,7 @@ from .switching import quick_switches
 if TYPE_CHECKING:  # pragma: no cover
     from .pipeline.plan import Plan
     from .spec import Scenario
+    from .store.reader import Results
     from .store.writer_process import WriterProcess
 
 __all__ = ["main", "cli"]
@@ -317,12 +318,13 @@ def _console() -> Any:
     return Console(width=None if sys.stdout.isatty() else 160)
 
 
-def _metric_columns(db: Path, run_id: str, all_links: bool) -> tuple[dict[str, list[Any]], ...]:
+def _metric_columns(db: Path | Results, run_id: str, all_links: bool) -> tuple[dict[str, list[Any]], ...]:
     """The run's flow, link (the bottleneck's, or `all_links`) and network metric tables, column
-    by column: a few rows, read without polars (`Results.table_columns`)."""
-    from .store.reader import load
+    by column: a few rows, read without polars (`Results.table_columns`), from the store at `db`
+    or through a `Results` already open."""
+    from .store.reader import reading
 
-    with load(db) as res, res.one_connection():
+    with reading(db) as res:
         flows, links, net = (res.table_columns(name, run_id)
                              for name in ("flow_metrics", "link_metrics", "network_metrics"))
     if not all_links:
@@ -337,7 +339,7 @@ def _records(columns: dict[str, list[Any]], drop: str = "run_id") -> list[dict[s
     return [dict(zip(names, row)) for row in zip(*(columns[name] for name in names))]
 
 
-def _print_metrics(db: Path, run_id: str, *, all_links: bool) -> None:
+def _print_metrics(db: Path | Results, run_id: str, *, all_links: bool) -> None:
     from .analysis import metrics
     from .render import metric_tables
 
@@ -355,7 +357,7 @@ def _print_metrics(db: Path, run_id: str, *, all_links: bool) -> None:
         console.print(table)
 
 
-def _metrics_json(db: Path, run_id: str, all_links: bool = False) -> dict[str, Any]:
+def _metrics_json(db: Path | Results, run_id: str, all_links: bool = False) -> dict[str, Any]:
     flows, links, net = _metric_columns(db, run_id, all_links)
     network = _records(net)
     return {"flows": _records(flows), "links": _records(links), "network": network[0] if network else None}

@@ -61,15 +61,15 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
         names, rows = res.rows("SELECT name, seed, engine_version, end_ns, wall_time_s FROM runs WHERE run_id = ?",
                                [run_id])
         row = dict(zip(names, rows[0]))
-    if as_json:
-        click.echo(json.dumps({"run_id": run_id, **row, "metrics": _metrics_json(db, run_id, all_links)}, indent=2,
-                              default=str))
-        return
-    from rich.markup import escape
+        if as_json:
+            click.echo(json.dumps({"run_id": run_id, **row, "metrics": _metrics_json(res, run_id, all_links)},
+                                  indent=2, default=str))
+            return
+        from rich.markup import escape
 
-    _console().print(f"run {run_id[:12]} ({escape(str(row['name']))}, seed {row['seed']}, engine {row['engine_version']}, "
-                     f"{row['end_ns'] / 1e9:g} s simulated)")
-    _print_metrics(db, run_id, all_links=all_links)
+        _console().print(f"run {run_id[:12]} ({escape(str(row['name']))}, seed {row['seed']}, "
+                         f"engine {row['engine_version']}, {row['end_ns'] / 1e9:g} s simulated)")
+        _print_metrics(res, run_id, all_links=all_links)
 
 
 @results_group.command("query")

@@ -11,8 +11,8 @@ import fnmatch
 import functools
 import json
 import textwrap
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
@@ -136,18 +136,13 @@ def _hex(rgb: Sequence[float]) -> str:
 
 # --- runs ---------------------------------------------------------------------------------------
 
-@contextmanager
-def opened(db: Results | str | Path) -> Iterator[Results]:
-    """A `Results` as given, or the store at a path, opened for the duration: then the figure's
-    queries (a dozen or more: `plot sweep` made 35) share one connection instead of opening the
-    store ~15 ms each (`Results.one_connection`; the lock is held while the figure is made)."""
-    from ..store.reader import Results, load
+def opened(db: Results | str | Path) -> AbstractContextManager[Results]:
+    """A `Results` as given, or the store at a path, opened for the duration (`store.reader.reading`):
+    then the figure's queries (a dozen or more: `plot sweep` made 35) share one connection instead
+    of opening the store ~15 ms each (the lock is held while the figure is made)."""
+    from ..store.reader import reading
 
-    if isinstance(db, Results):
-        yield db
-        return
-    with load(db) as res, res.one_connection():
-        yield res
+    return reading(db)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from .writer import (DEFAULT_DB, KEYS, NUMBERED_TABLES, SCHEMA_VERSION, TABLES, 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-__all__ = ["Results", "load"]
+__all__ = ["Results", "load", "reading"]
 
 # Tables a user may read or export by name.
 PUBLIC_TABLES = tuple(t for t in TABLES if t != "meta")
@@ -89,17 +89,15 @@ class Results:
         if self._shared is not None:
             yield self
             return
-        con = connect(self.path, read_only=True)
-        self._shared = con
-        try:
-            yield self
-        finally:
-            self._shared = None
-            con.close()
+        with self._connection() as con:
+            self._shared = con
+            try:
+                yield self
+            finally:
+                self._shared = None
 
     def _fetch(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
-        with self._connection() as con:
-            return con.execute(sql, list(params or [])).fetchall()
+        return self.rows(sql, params)[1]
 
     def rows(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Any SQL over the store's tables, as its column names and rows of Python values: no
@@ -386,6 +384,18 @@ def _axis_value(value: Any) -> Any:
 def load(db: str | Path = DEFAULT_DB) -> Results:
     """Open a result store for reading: tables as polars DataFrames (see `Results`)."""
     return Results(db)
+
+
+@contextmanager
+def reading(db: Results | str | Path) -> Iterator[Results]:
+    """A `Results` as given (its holder decides how it connects), or the store at path `db`,
+    opened for the block with its queries on one connection (`Results.one_connection`): how a
+    command or a figure reads a few things of one store."""
+    if isinstance(db, Results):
+        yield db
+        return
+    with load(db) as res, res.one_connection():
+        yield res
 
 
 def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:

@@ -206,6 +206,15 @@ def best_wall(case: Case, binary: Path, repetitions: int = 3) -> float:
     return min(run_ns3(case, 1, binary)["wall"] for _ in range(repetitions))
 
 
+def best_walls(cases: list[Case], binary: Path, tool: str) -> list[float]:
+    """`best_wall` of each case for benchmark `tool`, once `binary` is known to exist (else one
+    line naming --ns3-binary, exit status 2)."""
+    if not binary.exists():
+        print(f"{tool}: --ns3-binary: {binary} is missing: run `make bench-ns3` (it compiles it)", file=sys.stderr)
+        raise SystemExit(2)
+    return [best_wall(case, binary) for case in cases]
+
+
 # Why a case's figures may differ beyond goodput 3 % / drops 15 % (docs/engine.md, "Side by side
 # with ns-3", known differences: the measurements behind each note).
 NOTES = {

@@ -168,13 +168,10 @@ def ns3_seconds(binary: Path | None) -> tuple[list[float], str]:
     with `binary` (each case's twin, whole process, best of 3), else the ones issue 15 quotes."""
     if binary is None:
         return [quoted for _, _, quoted, _, _ in WHOLE_PROCESS_CASES], "quoted by issue 15 (--ns3-binary: measured now)"
-    if not binary.exists():
-        print(f"bench_pipeline: --ns3-binary: {binary} is missing: run `make bench-ns3` (it compiles it)", file=sys.stderr)
-        raise SystemExit(2)
     import bench_ns3
 
-    return ([bench_ns3.best_wall(getattr(bench_ns3, twin), binary) for _, _, _, twin, _ in WHOLE_PROCESS_CASES],
-            "measured now: each case's twin in ns-3, whole process, best of 3")
+    twins = [getattr(bench_ns3, twin) for _, _, _, twin, _ in WHOLE_PROCESS_CASES]
+    return bench_ns3.best_walls(twins, binary, "bench_pipeline"), "measured now: each case's twin in ns-3, whole process, best of 3"
 
 
 @dataclasses.dataclass(frozen=True)

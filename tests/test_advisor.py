@@ -174,3 +174,18 @@ def test_targets_no_buffer_can_meet_together_say_so_in_one_line(store, tmp_path)
                      "delay<=10ms", "--seeds", "1", "--warmup", "20s", "--db", str(store))
     assert text.returncode == 0 and "Traceback" not in text.stderr
     assert sum(line.startswith("no buffer up to ") for line in text.stdout.splitlines()) == 1
+
+
+def test_a_scenario_that_keeps_no_series_cannot_be_advised_and_nothing_runs(tmp_path):
+    # The advisor measures the bottleneck's stored series after the warm-up: refused before any probe.
+    scenario = tmp_path / "bare.toml"
+    scenario.write_text("\n".join([
+        'name = "bare"', 'duration = "10s"', "[topology]", 'kind = "dumbbell"', "flows = 1",
+        'bottleneck_rate = "4Mbps"', 'rtt = "100ms"', 'queue = "10p"', "[record]", "store_series = false"]),
+        encoding="utf-8")
+    db = tmp_path / "advise.duckdb"
+    out = bufferlab("advise", "--scenario", str(scenario), "--target", "utilisation>=0.9", "--db", str(db))
+    assert out.returncode == 2 and not db.exists()
+    assert out.stderr == ("error: record.store_series: advise measures the bottleneck's stored time series after "
+                          "the warm-up: a scenario with store_series = false cannot be advised\n")
+

@@ -60,7 +60,9 @@ class Reproduction:
     seed: str
     title: str
     description: str
-    # Rough wall time on one core of this project's machines, for `reproduce --list`.
+    # Wall time of `bufferlab reproduce NAME [--quick]` on the default workers of this project's
+    # 2-core machines, whole command, into a new store, for `reproduce --list`: measured by
+    # benchmarks/bench_reproduce.py, which marks an estimate that has drifted past a factor of two.
     quick_estimate_s: float
     full_estimate_s: float
     # The studies, keyed by part name: `sweeps(quick)`.

@@ -164,6 +164,9 @@ class Advisor:
             raise SpecError("--resolution", f"expected a fraction between 0 and 1, got {resolution}")
         if warmup_ns >= base.duration:
             raise SpecError("--warmup", "the warm-up must end before the run does")
+        if base.record is not None and not base.record.store_series:
+            raise SpecError("record.store_series", "advise measures the bottleneck's stored time series after the "
+                                                   "warm-up: a scenario with store_series = false cannot be advised")
         self.base, self.targets, self.db = base, list(targets), Path(db)
         self.queue_key, self.seeds, self.warmup_ns, self.resolution = queue_key, seeds, warmup_ns, resolution
         self.workers = workers
@@ -229,7 +232,8 @@ class Advisor:
                                                          if t.quantile is not None and not t.floor}),
                                  throughput_quantiles=sorted({t.quantile for t in self.targets
                                                               if t.quantile is not None and t.floor}))
-        per_run = runs.select("run_id").join(per_run, on="run_id", how="left").with_columns(pl.lit(point).alias("point"))
+        per_run = runs.select("run_id").join(per_run, on="run_id", how="left", maintain_order="left") \
+            .with_columns(pl.lit(point).alias("point"))
         columns = [c for c in per_run.columns if c not in ("run_id", "point")]
         row = aggregate_over_seeds(per_run, ["point"], columns).row(0, named=True)
         metrics = {c: (row[c], row[f"{c}_ci_low"], row[f"{c}_ci_high"]) for c in columns}

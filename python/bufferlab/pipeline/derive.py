@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
 # The engine's time-series tables: what `[record] store_series = false` keeps out of the store.
 SERIES_TABLES = ("flow_timeseries", "channel_timeseries", "class_timeseries")
 
-__all__ = ["DerivedRun", "derive", "SERIES_TABLES", "without_series", "metric_tables", "flow_rows", "channel_rows", "FLOW_SUMMARY", "CHANNEL_SUMMARY",
-           "stored_schemas", "stored_column_types"]
+__all__ = ["DerivedRun", "derive", "SERIES_TABLES", "without_series", "metric_tables", "flow_rows", "channel_rows",
+           "FLOW_SUMMARY", "CHANNEL_SUMMARY", "stored_schemas", "stored_column_types"]
 
 @dataclass
 class DerivedRun:

@@ -156,6 +156,25 @@ def test_probes_are_a_stored_study_and_asking_again_simulates_nothing(store):
         [f"{p.packets}p" for p in again.probes]
 
 
+def test_an_advice_starts_its_workers_once_for_all_its_probes(tmp_path, monkeypatch):
+    # A pool's workers take a second to start (spawned interpreters importing the engine); an
+    # advice of several probes starts them once and ends them when it is done.
+    from bufferlab.study.executors import LocalPoolExecutor
+
+    made: list[LocalPoolExecutor] = []
+
+    def counted(advisor: Advisor) -> LocalPoolExecutor:
+        made.append(LocalPoolExecutor(2))
+        return made[-1]
+
+    monkeypatch.setattr(Advisor, "_new_executor", counted)
+    advisor = Advisor(Scenario.from_dict(OVERLOAD), [parse_target("delay<=30ms")], tmp_path / "a.duckdb",
+                      warmup_ns=2_000_000_000, seeds=2)
+    advice = advisor.advise()
+    assert len(advice.probes) > 2 and advice.simulated == 2 * len(advice.probes)
+    assert len(made) == 1 and not made[0]._processes()  # one pool, its workers ended
+
+
 def test_targets_no_buffer_can_meet_together_say_so_in_one_line(store, tmp_path):
     scenario = tmp_path / "reno.toml"
     scenario.write_text("\n".join([

@@ -22,11 +22,31 @@ def quick_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("reproduce") / "r.duckdb"
 
 
+class CountedPool(LocalPoolExecutor):
+    """A pool that counts the sweeps run on it."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(workers)
+        self.sweeps = 0
+
+    def run(self, tasks):
+        self.sweeps += 1
+        return super().run(tasks)
+
+
+EXECUTORS: dict[str, list[CountedPool]] = {}
+
+
 @pytest.fixture(scope="module")
 def quick_runs(quick_store: Path) -> dict[str, object]:
     """Every reproduction's quick variant, once, into one store (as `reproduce --quick` does)."""
     tmp = quick_store.parent
-    return {name: reproduce(r, quick_store, tmp / name, quick=True, executor_factory=lambda: LocalPoolExecutor(2))
+
+    def pool_for(name: str) -> CountedPool:
+        EXECUTORS.setdefault(name, []).append(CountedPool(2))
+        return EXECUTORS[name][-1]
+
+    return {name: reproduce(r, quick_store, tmp / name, quick=True, executor_factory=lambda name=name: pool_for(name))
             for name, r in reproductions().items()}
 
 
@@ -109,6 +129,13 @@ def test_splitbuff_stores_its_metrics_and_no_series(quick_runs, quick_store: Pat
     finally:
         con.close()
     assert runs == metrics > 0 and series == 0
+
+
+def test_a_reproduction_runs_all_its_studies_on_one_pool_and_ends_its_workers(quick_runs) -> None:
+    # ccperf has nine studies: one pool started, nine sweeps run on it, its workers ended after.
+    assert len(quick_runs["ccperf"].sweeps) == 9
+    assert [pool.sweeps for pool in EXECUTORS["ccperf"]] == [9]
+    assert all(len(pools) == 1 and not pools[0]._processes() for pools in EXECUTORS.values())
 
 
 def test_reproduce_list_says_what_each_one_is_and_how_long_it_takes() -> None:

@@ -246,7 +246,7 @@ REPRODUCTION = Reproduction(
     description="Short and long RTT flows on a 100 Mb/s bottleneck with 1 KB packets: a single FIFO against "
                 "SplitBuff (sub-buffers sized by eq. (4), round robin) and Blind-SplitBuff; the BDP rule and the "
                 "Stanford model for N/2 + N/2 flows; the bimodal trace of Table I.",
-    quick_estimate_s=5, full_estimate_s=35 * 60, sweeps=_sweeps, observe=_observe, draw=_draw,
+    quick_estimate_s=4, full_estimate_s=35 * 60, sweeps=_sweeps, observe=_observe, draw=_draw,
     notes=["TCP: Reno with SACK and PRR (the seed runs ns-2's TCP SACK); 1 KB packets are a 948-byte MSS plus 52 bytes "
            "of headers; starts jittered over 0–5 s (the seed's \"uniformly at random from [0 s, 5 s]\").",
            "Quick: Fig. 1 at 25, 100, 500 ms for 60 s; N = 10 with Type-2 at 100 and 400 ms for 40 s; the bimodal "

@@ -37,12 +37,14 @@ test: setup
 fuzz: setup
 	BUFFERLAB_FUZZ_EXAMPLES=10 $(BIN)/python -m pytest tests/test_fuzz.py -q
 
-## bench: engine throughput on the reference dumbbell, the scale ladder (minutes), sweep throughput per executor
+## bench: engine throughput on the reference dumbbell, the scale ladder (minutes), sweep throughput per executor,
+## each reproduction's quick variant against its listed time
 ## (benchmarks/); where `make bench-ns3` has compiled ns-3's dumbbell, ns-3 is measured beside them
 bench: setup
 	$(BIN)/python benchmarks/bench_engine.py $(if $(wildcard $(NS3_BINARY)),--ns3-binary $(NS3_BINARY))
 	$(BIN)/python benchmarks/bench_scale.py $(if $(wildcard $(NS3_BINARY)),--ns3-binary $(NS3_BINARY))
 	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_reproduce.py
 
 ## bench-ns3: bufferlab side by side with ns-3 3.44 (optional; needs `pip install ns3` in NS3_VENV,
 ## never needed by `make test`): compiles benchmarks/ns3/dumbbell.cc against the wheel's headers and

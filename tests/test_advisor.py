@@ -156,6 +156,25 @@ def test_probes_are_a_stored_study_and_asking_again_simulates_nothing(store):
         [f"{p.packets}p" for p in again.probes]
 
 
+def test_an_advice_starts_its_workers_once_for_all_its_probes(tmp_path, monkeypatch):
+    # A pool's workers take a second to start (spawned interpreters importing the engine); an
+    # advice of several probes starts them once and ends them when it is done.
+    from bufferlab.study.executors import LocalPoolExecutor
+
+    made: list[LocalPoolExecutor] = []
+
+    def counted(advisor: Advisor) -> LocalPoolExecutor:
+        made.append(LocalPoolExecutor(2))
+        return made[-1]
+
+    monkeypatch.setattr(Advisor, "_new_executor", counted)
+    advisor = Advisor(Scenario.from_dict(OVERLOAD), [parse_target("delay<=30ms")], tmp_path / "a.duckdb",
+                      warmup_ns=2_000_000_000, seeds=2)
+    advice = advisor.advise()
+    assert len(advice.probes) > 2 and advice.simulated == 2 * len(advice.probes)
+    assert len(made) == 1 and not made[0]._processes()  # one pool, its workers ended
+
+
 def test_targets_no_buffer_can_meet_together_say_so_in_one_line(store, tmp_path):
     scenario = tmp_path / "reno.toml"
     scenario.write_text("\n".join([
@@ -174,3 +193,18 @@ def test_targets_no_buffer_can_meet_together_say_so_in_one_line(store, tmp_path)
                      "delay<=10ms", "--seeds", "1", "--warmup", "20s", "--db", str(store))
     assert text.returncode == 0 and "Traceback" not in text.stderr
     assert sum(line.startswith("no buffer up to ") for line in text.stdout.splitlines()) == 1
+
+
+def test_a_scenario_that_keeps_no_series_cannot_be_advised_and_nothing_runs(tmp_path):
+    # The advisor measures the bottleneck's stored series after the warm-up: refused before any probe.
+    scenario = tmp_path / "bare.toml"
+    scenario.write_text("\n".join([
+        'name = "bare"', 'duration = "10s"', "[topology]", 'kind = "dumbbell"', "flows = 1",
+        'bottleneck_rate = "4Mbps"', 'rtt = "100ms"', 'queue = "10p"', "[record]", "store_series = false"]),
+        encoding="utf-8")
+    db = tmp_path / "advise.duckdb"
+    out = bufferlab("advise", "--scenario", str(scenario), "--target", "utilisation>=0.9", "--db", str(db))
+    assert out.returncode == 2 and not db.exists()
+    assert out.stderr == ("error: record.store_series: advise measures the bottleneck's stored time series after "
+                          "the warm-up: a scenario with store_series = false cannot be advised\n")
+

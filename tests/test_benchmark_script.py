@@ -116,3 +116,20 @@ def test_ns3_twins_of_the_command_cases_simulate_the_same_network(monkeypatch: p
         assert [(f["src"], f["dst"]) for f in ours_spec["flows"]] == [(f["src"], f["dst"]) for f in theirs_spec["flows"]]
     assert load_bench().ns3_reference_s(None) == (6.0, "quoted by issue 15; --ns3-binary measures it now")
     assert pipeline.ns3_seconds(None)[0] == [6.0, 1.3]
+
+
+def test_reproduction_benchmark_times_a_reproduction_against_its_listed_estimate(tmp_path: Path) -> None:
+    import subprocess
+
+    from bufferlab.experiments.registry import reproductions
+
+    out = subprocess.run([sys.executable, str(BENCH.parent / "bench_reproduce.py"), "--names", "quic_sizing"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    header, row = out.stdout.splitlines()
+    assert header.split() == ["reproduction", "measured", "listed", "ratio", "store", "MB"]
+    name, variant, measured, listed, ratio, store_mb = row.split()[:6]
+    assert (name, variant) == ("quic_sizing", "--quick")
+    assert float(listed.rstrip("s")) == reproductions()["quic_sizing"].quick_estimate_s
+    assert float(ratio) == pytest.approx(float(measured.rstrip("s")) / float(listed.rstrip("s")), abs=0.05)
+    assert float(store_mb) > 0

@@ -61,3 +61,21 @@ def test_a_cdf_of_a_run_without_a_capture_exits_2_with_one_line_and_writes_nothi
                              'captures = [{ link = "btl", direction = "forward" }] to [record] and run it again '
                              "(or plot --source flows)\n")
     assert not out.exists()
+
+
+def test_a_time_plot_of_a_run_that_kept_no_series_says_so_in_one_line(stored) -> None:
+    # `[record] store_series = false` stores the metrics only: figures of metrics still draw,
+    # figures of series name the setting instead of asking to record what was recorded.
+    db, _, root = stored
+    result = bufferlab("run", str(root / "small.toml"), "--db", str(db), "--json", "--set", "record.store_series=false")
+    assert result.returncode == 0, result.stderr
+    run_id = json.loads(result.stdout)["run_id"]
+    for kind in ("timeseries", "cwnd", "operating-point"):
+        out = root / f"bare-{kind}.png"
+        failed = bufferlab("plot", kind, run_id[:8], "--db", str(db), "-o", str(out))
+        assert failed.returncode == 2 and not out.exists()
+        assert failed.stderr == (f"error: record.store_series: run {run_id[:12]} kept its time series out of the "
+                                 "store ([record] store_series = false): only its metrics are stored; run it again "
+                                 "without that setting to draw them\n")
+    drawn = bufferlab("plot", "inflight", run_id[:8], "--db", str(db), "-o", str(root / "bare-inflight.png"))
+    assert drawn.returncode == 0, drawn.stderr

@@ -204,6 +204,27 @@ def test_run_page_embeds_the_series_for_its_interactive_charts(store):
     assert "http://" not in html and "https://" not in html      # nothing fetched from the network
 
 
+def test_a_run_that_kept_no_series_gets_its_metric_tables_and_one_line_on_its_page(tmp_path):
+    # `[record] store_series = false` is the spec's choice: the page says so, no figure is
+    # attempted, and the build prints nothing about it (a sweep of such runs stays quiet).
+    from bufferlab.runner import run
+    from bufferlab.spec import Scenario
+
+    spec_path = tmp_path / "small.toml"
+    spec_path.write_text(textwrap.dedent(SMALL_DUMBBELL), encoding="utf-8")
+    db = tmp_path / "store.duckdb"
+    run_id = run(Scenario.from_toml(spec_path).with_overrides({"record.store_series": False}), db).run_id
+    report = build_site(db, tmp_path / "site")
+    page = tmp_path / "site" / "runs" / run_dir_name(run_id)
+    html = (page / "index.html").read_text(encoding="utf-8")
+    assert "its time series were not stored ([record] store_series = false)" in html
+    assert not re.findall(r'data-chart="(\w+)"', html) and not list(page.glob("*.png"))
+    tables = _Tables()
+    tables.feed(html)
+    assert tables.tables and all(tables.tables.values())
+    assert report.notes == []
+
+
 def test_a_second_build_rewrites_only_what_changed(store, tmp_path):
     from bufferlab.runner import run
     from bufferlab.spec import Scenario

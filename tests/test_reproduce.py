@@ -18,11 +18,35 @@ pytestmark = pytest.mark.engine
 
 
 @pytest.fixture(scope="module")
-def quick_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def quick_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("reproduce") / "r.duckdb"
+
+
+class CountedPool(LocalPoolExecutor):
+    """A pool that counts the sweeps run on it."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(workers)
+        self.sweeps = 0
+
+    def run(self, tasks):
+        self.sweeps += 1
+        return super().run(tasks)
+
+
+EXECUTORS: dict[str, list[CountedPool]] = {}
+
+
+@pytest.fixture(scope="module")
+def quick_runs(quick_store: Path) -> dict[str, object]:
     """Every reproduction's quick variant, once, into one store (as `reproduce --quick` does)."""
-    tmp = tmp_path_factory.mktemp("reproduce")
-    db = tmp / "r.duckdb"
-    return {name: reproduce(r, db, tmp / name, quick=True, executor_factory=lambda: LocalPoolExecutor(2))
+    tmp = quick_store.parent
+
+    def pool_for(name: str) -> CountedPool:
+        EXECUTORS.setdefault(name, []).append(CountedPool(2))
+        return EXECUTORS[name][-1]
+
+    return {name: reproduce(r, quick_store, tmp / name, quick=True, executor_factory=lambda name=name: pool_for(name))
             for name, r in reproductions().items()}
 
 
@@ -70,6 +94,48 @@ def test_barman2004_cubic_windows_end_closer_than_hstcp(quick_runs) -> None:
 def test_appenzeller2004_utilisation_rises_with_buffer_and_with_n(quick_runs) -> None:
     report = quick_runs["appenzeller2004"]
     assert _holds(report, "1") and _holds(report, "2")
+
+
+def test_splitbuff_judges_fig1_in_the_order_of_its_buffers_whatever_order_the_runs_ended_in(
+        quick_runs, quick_store: Path) -> None:
+    # Two workers finish the runs in any order; the observations read them in the sweep's order
+    # (25, 100, 500 ms), so Fig. 1b's "BDP FIFO" is the 500 ms one, and Fig. 1a's trend runs from
+    # the smallest buffer to the largest.
+    report = quick_runs["splitbuff"]
+    fig1a = next(o for o in report.observations if o.key == "Fig. 1a")
+    assert [part.split(":")[0] for part in fig1a.measured.split(", ")] == ["25 ms", "100 ms", "500 ms"]
+    from bufferlab.experiments.splitbuff import _fig1_table
+    from bufferlab.store.reader import load
+
+    res = load(quick_store)
+    table = _fig1_table(res, report.studies)
+    fig1b = next(o for o in report.observations if o.key == "Fig. 1b")
+    assert fig1b.measured == f"{table['fifo 500 ms']['short_10ms']['qdelay_ms']:.0f} ms"
+
+
+def test_splitbuff_stores_its_metrics_and_no_series(quick_runs, quick_store: Path) -> None:
+    # Its observations and figures read flow metrics only (`[record] store_series = false`).
+    import duckdb
+
+    studies = list(quick_runs["splitbuff"].studies.values())
+    con = duckdb.connect(str(quick_store), read_only=True)
+    try:
+        marks = ", ".join("?" for _ in studies)
+        runs = con.execute(f"SELECT count(*) FROM runs WHERE study_id IN ({marks})", studies).fetchone()[0]
+        metrics = con.execute(f"SELECT count(DISTINCT run_id) FROM flow_metrics WHERE run_id IN "
+                              f"(SELECT run_id FROM runs WHERE study_id IN ({marks}))", studies).fetchone()[0]
+        series = con.execute(f"SELECT count(*) FROM flow_timeseries WHERE run_id IN "
+                             f"(SELECT run_id FROM runs WHERE study_id IN ({marks}))", studies).fetchone()[0]
+    finally:
+        con.close()
+    assert runs == metrics > 0 and series == 0
+
+
+def test_a_reproduction_runs_all_its_studies_on_one_pool_and_ends_its_workers(quick_runs) -> None:
+    # ccperf has nine studies: one pool started, nine sweeps run on it, its workers ended after.
+    assert len(quick_runs["ccperf"].sweeps) == 9
+    assert [pool.sweeps for pool in EXECUTORS["ccperf"]] == [9]
+    assert all(len(pools) == 1 and not pools[0]._processes() for pools in EXECUTORS.values())
 
 
 def test_reproduce_list_says_what_each_one_is_and_how_long_it_takes() -> None:

@@ -113,6 +113,37 @@ def test_run_holds_specs_counters_and_series(write_scenario, db: Path) -> None:
 
 
 
+def test_a_run_that_keeps_no_series_stores_its_metrics_and_no_series(write_scenario, db: Path) -> None:
+    # `[record] store_series = false`: the series are still sampled (the flow means are taken over
+    # them), so every metric and summary equals the run that stores its series; only the three
+    # time-series tables are left empty, and the run is a stored result of its own.
+    path = write_scenario(SMALL_DUMBBELL)
+    kept = run_json("run", str(path), "--db", str(db))
+    bare = run_json("run", str(path), "--db", str(db), "--set", "record.store_series=false")
+    again = run_json("run", str(path), "--db", str(db), "--set", "record.store_series=false")
+    assert bare["run_id"] != kept["run_id"] and not bare["from_store"] and again["from_store"]
+    assert bare["flows"] == kept["flows"] and bare["bottleneck"] == kept["bottleneck"]
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        with_series, without = count_rows_con(con, kept["run_id"]), count_rows_con(con, bare["run_id"])
+        assert with_series["flow_timeseries"] > 0 and with_series["channel_timeseries"] > 0
+        assert without["flow_timeseries"] == without["channel_timeseries"] == 0
+        assert {t: n for t, n in without.items() if "timeseries" not in t} == \
+            {t: n for t, n in with_series.items() if "timeseries" not in t}
+        for table, order in (("flow_metrics", "flow"), ("link_metrics", "channel"), ("network_metrics", "run_id"),
+                             ("flows", "flow"), ("channels", "channel")):
+            rows = [con.execute(f"SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = ? ORDER BY {order}",
+                                [run_id]).fetchall() for run_id in (kept["run_id"], bare["run_id"])]
+            assert rows[0] == rows[1], table
+        spec_json, version = con.execute("SELECT spec_json, engine_version FROM runs WHERE run_id = ?",
+                                         [bare["run_id"]]).fetchone()
+    finally:
+        con.close()
+    # The same simulation (engine spec), another stored result: the id says what was kept.
+    assert run_identity(spec_json, version) == kept["run_id"]
+    assert run_identity(spec_json, version, store_series=False) == bare["run_id"]
+
+
 @pytest.mark.parametrize("name", ["dumbbell.toml", "tree_mice.toml", "splitbuff_fig1.toml"])
 def test_a_plan_carries_the_spec_hash_and_the_run_id_by_their_definitions(name: str) -> None:
     # The plan computes both in one pass over the spec's bytes; each must still be its definition:

@@ -61,6 +61,10 @@ def _run_window(res: Any, run_id: str, warmup_ns: int, delay_quantiles: Sequence
     series = res.query("SELECT time_ns, queue_bytes, queue_packets, sent_bytes, sent_packets, drops, sojourn_ns "
                        "FROM channel_timeseries WHERE run_id = ? AND channel = ? AND time_ns >= ? ORDER BY time_ns",
                        [run_id, channel, warmup_ns])
+    if series.height < 2 and not res.series_stored(run_id):
+        raise SpecError("record.store_series", f"run {run_id[:12]} kept its time series out of the store ([record] "
+                                               "store_series = false): a measurement window reads its bottleneck's "
+                                               "series; run it without that setting")
     if series.height < 2:
         raise SpecError("warmup", f"run {run_id[:12]} has fewer than two samples of its bottleneck after the "
                                   "warm-up: record the bottleneck's series (sample_interval, [record] links) and "

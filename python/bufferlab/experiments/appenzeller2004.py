@@ -139,7 +139,7 @@ REPRODUCTION = Reproduction(
     name="appenzeller2004", seed="(Stanford model)", title="Appenzeller et al. 2004: B = RTT·C/√N",
     description="N long-lived Reno flows with RTTs spread over 25–300 ms on one drop-tail bottleneck; "
                 "utilisation and queueing delay against the buffer in multiples of the mean RTT × C / √N.",
-    quick_estimate_s=20, full_estimate_s=1800, sweeps=_sweeps, observe=_observe, draw=_draw,
+    quick_estimate_s=2, full_estimate_s=120, sweeps=_sweeps, observe=_observe, draw=_draw,
     notes=["Quick: 100 Mb/s, N = 4, 16, 64, multiples 0.25, 1, 2, 30 s, one seed. Full: 1 Gb/s, N = 10 to 1000, "
            "multiples 0.25 to 2, 60 s, three seeds.",
            "RTTs are two-way propagation drawn uniformly from 25–300 ms (mean 162.5 ms, the RTT of the rule); "

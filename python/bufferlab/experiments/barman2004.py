@@ -106,7 +106,7 @@ REPRODUCTION = Reproduction(
     description="Two flows with ~100 ms and ~50 ms RTT through a 100 Mbit/s token bucket (burst 32 kB) with a "
                 "1.25 MB (≈ BDP) or 0.125 MB limit, HSTCP and CUBIC: both windows and the queue every 0.1 s, and how "
                 "soon and how closely the two windows converge.",
-    quick_estimate_s=20, full_estimate_s=40, sweeps=_sweeps, observe=_observe, draw=_draw,
+    quick_estimate_s=3, full_estimate_s=3, sweeps=_sweeps, observe=_observe, draw=_draw,
     notes=["tc reads 1.25mb as 1.25 × 2^20 bytes: the limits are 1 310 720 and 131 072 bytes.",
            "One-way delays as the seed's netem settings: 45 + 5 + 45 ms and 20 + 5 + 20 ms... here split as "
            "22.5 ms access links for the 100 ms path and 10 ms for the 50 ms path, around a 5 ms bottleneck "

@@ -60,7 +60,9 @@ class Reproduction:
     seed: str
     title: str
     description: str
-    # Rough wall time on one core of this project's machines, for `reproduce --list`.
+    # Wall time of `bufferlab reproduce NAME [--quick]` on the default workers of this project's
+    # 2-core machines, whole command, into a new store, for `reproduce --list`: measured by
+    # benchmarks/bench_reproduce.py, which marks an estimate that has drifted past a factor of two.
     quick_estimate_s: float
     full_estimate_s: float
     # The studies, keyed by part name: `sweeps(quick)`.
@@ -151,7 +153,8 @@ def reproduce(repro: Reproduction, db: str | Path, out: str | Path, *, quick: bo
               executor_factory: Callable[[], Executor],
               listener_for: Callable[[str], AbstractContextManager[Listener]] | None = None,
               command_extra: Sequence[str] = ()) -> ReproductionReport:
-    """Run `repro`'s sweeps (each on a fresh executor), then its observations and figures."""
+    """Run `repro`'s sweeps (one after another, on one executor: its workers start once), then
+    its observations and figures."""
     from ..plots import save
     from ..store.reader import load
 
@@ -159,26 +162,36 @@ def reproduce(repro: Reproduction, db: str | Path, out: str | Path, *, quick: bo
     out.mkdir(parents=True, exist_ok=True)
     studies = repro.study_names(quick)
     reports: dict[str, SweepReport] = {}
-    for part, sweep in repro.sweeps(quick).items():
-        sweep.name = studies[part]
-        listener: Listener | None = None
-        if listener_for is not None:
-            with listener_for(f"{repro.name}: {part}") as listener:
-                reports[part] = run_sweep(sweep, db, executor_factory(), listener)
-        else:
-            reports[part] = run_sweep(sweep, db, executor_factory())
-        if reports[part].interrupted:
-            return ReproductionReport(repro.name, quick, studies, reports, [], [], out / "summary.md", True)
+    executor = executor_factory()
+    try:
+        for part, sweep in repro.sweeps(quick).items():
+            sweep.name = studies[part]
+            listener: Listener | None = None
+            if listener_for is not None:
+                with listener_for(f"{repro.name}: {part}") as listener:
+                    reports[part] = run_sweep(sweep, db, executor, listener, keep_executor=True)
+            else:
+                reports[part] = run_sweep(sweep, db, executor, keep_executor=True)
+            if reports[part].interrupted:
+                return ReproductionReport(repro.name, quick, studies, reports, [], [], out / "summary.md", True)
+    finally:
+        executor.close()
     res = load(db)
-    observations = repro.observe(res, studies)
+    # The observations, the figures' data and the appendix read the store on one connection:
+    # each query would open it again (~15 ms each; ccperf's make ~280). The figures are saved
+    # after the block, so the store's lock is not held while they are rendered.
+    with res.one_connection():
+        observations = repro.observe(res, studies)
+        drawn = repro.draw(res, studies)
+        appendix = repro.appendix(res, studies) if repro.appendix is not None else ""
     figures: list[Path] = []
-    for stem, fig in repro.draw(res, studies).items():
+    for stem, fig in drawn.items():
         for fmt in FIGURE_FORMATS:
             path = out / f"{stem}.{fmt}"
             save(fig, path)
             figures.append(path)
     report = ReproductionReport(repro.name, quick, studies, reports, observations, figures, out / "summary.md",
-                                appendix=repro.appendix(res, studies) if repro.appendix is not None else "")
+                                appendix=appendix)
     write_summary(repro, report, report.summary, _command_line(repro.name, quick, command_extra))
     return report
 

@@ -7,7 +7,10 @@ the run summary, which reads the same figures. The catalogue's numbers are compu
 crate's `metrics` module (`_core.catalogue`, called here through `analysis.metrics.RunData`) from
 the result's tables, in one call without the GIL: deriving a fresh run imports neither numpy nor
 polars (issue 15). The engine's other tables (time series, captures, queue classes) pass on as
-they are. The store writes what this step returns and computes nothing itself.
+they are, but for a run that keeps no series (`[record] store_series = false`): its time-series
+tables are emptied once the catalogue has read them, so that neither a sweep's worker hands them
+over nor the store writes them. The store writes what this step returns and computes nothing
+itself.
 """
 
 from __future__ import annotations
@@ -31,8 +34,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .plan import Plan
     from .simulate import RawRun
 
-__all__ = ["DerivedRun", "derive", "metric_tables", "flow_rows", "channel_rows", "FLOW_SUMMARY", "CHANNEL_SUMMARY",
-           "stored_schemas", "stored_column_types"]
+# The engine's time-series tables: what `[record] store_series = false` keeps out of the store.
+SERIES_TABLES = ("flow_timeseries", "channel_timeseries", "class_timeseries")
+
+__all__ = ["DerivedRun", "derive", "SERIES_TABLES", "without_series", "metric_tables", "flow_rows", "channel_rows",
+           "FLOW_SUMMARY", "CHANNEL_SUMMARY", "stored_schemas", "stored_column_types"]
 
 @dataclass
 class DerivedRun:
@@ -135,6 +141,13 @@ def channel_rows(channels: Any, records: Sequence[Mapping[str, Any]], end_ns: in
     return _with_columns(channels, CHANNEL_SUMMARY, values)
 
 
+def without_series(result: EngineResult) -> EngineResult:
+    """`result` with its time-series tables emptied (their columns kept: the engine's own empty
+    tables, `_core.result_schemas`)."""
+    empty = core().result_schemas()
+    return result.with_tables(**{name: empty[name] for name in SERIES_TABLES})
+
+
 def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
            user_spec: Mapping[str, Any] | None = None) -> DerivedRun:
     """Everything stored and shown about the run `plan` gave `raw`."""
@@ -145,6 +158,9 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
     # The engine spec as planned (its JSON is `plan.spec_json`), not decoded from that text again.
     engine_spec = resolved.engine
     data = run_data(counters, result, engine_spec, endpoints, resolved.bottleneck)
+    metrics = metric_tables(counters, result, engine_spec, endpoints, resolved.bottleneck, data)
+    if not resolved.store_series:
+        result = without_series(result)
     return DerivedRun(
         run_id=plan.run_id, name=plan.name, seed=plan.seed, duration_ns=plan.duration_ns,
         wall_time_s=raw.wall_time_s, spec_json=plan.spec_json, spec_hash=plan.spec_hash,
@@ -152,7 +168,7 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
         result=result, flows=flow_rows(result.arrow("flows"), counters["flows"], result.end_ns, endpoints,
                                        data.flow_figures),
         channels=channel_rows(result.arrow("channels"), counters["channels"], result.end_ns, data.channel_figures),
-        metric_tables=metric_tables(counters, result, engine_spec, endpoints, resolved.bottleneck, data),
+        metric_tables=metrics,
         summary=summary.summarise(counters, endpoints=endpoints, bottleneck=data.bottleneck, run_id=plan.run_id,
                                   from_store=False, seed=plan.seed, wall_time_s=raw.wall_time_s,
                                   queues=resolved.queue_descriptions, flow_figures=data.flow_figures,

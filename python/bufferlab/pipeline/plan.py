@@ -2,8 +2,11 @@
 
 `plan(scenario)` expands the topology and resolves every default (`Scenario.resolve`), asks the
 engine to check what only it can (routes between endpoints, ...), and fixes the run's identity:
-``sha256(canonical engine spec + "\\n" + engine version)``. A plan is plain data (picklable), so a
-sweep can send it to any worker.
+``sha256(canonical engine spec + "\\n" + engine version)``. A run whose time series are not
+stored (`[record] store_series = false`) is another stored result of the same simulation: its
+identity hashes ``"\\n" + SERIES_NOT_STORED`` after those, so that a later run of the spec that
+keeps its series is not taken for it. A plan is plain data (picklable), so a sweep can send it to
+any worker.
 
 Seeds. A run's seed reaches the engine's random streams (link loss, generators, on/off periods,
 BBR) and the draws made while resolving (RTTs from a distribution, jittered start times). When a
@@ -24,23 +27,30 @@ from .engine import core, engine_error, engine_version
 if TYPE_CHECKING:  # pragma: no cover - a plan holds what it needs of its scenario, not the model
     from ..spec import Scenario
 
-__all__ = ["Plan", "plan", "run_identity"]
+__all__ = ["Plan", "plan", "run_identity", "SERIES_NOT_STORED"]
 
 
-def run_identity(engine_spec_json: str, version: str) -> str:
-    """The run id: what ran (canonical engine spec) on which engine."""
-    return _identities(engine_spec_json, version)[1]
+# What a run id hashes last when the run's time series are not stored (see the module docstring).
+SERIES_NOT_STORED = "series not stored"
 
 
-def _identities(engine_spec_json: str, version: str) -> tuple[str, str]:
+def run_identity(engine_spec_json: str, version: str, store_series: bool = True) -> str:
+    """The run id: what ran (canonical engine spec) on which engine, and whether its series are kept."""
+    return _identities(engine_spec_json, version, store_series)[1]
+
+
+def _identities(engine_spec_json: str, version: str, store_series: bool = True) -> tuple[str, str]:
     """(sha256 of the spec alone: the store's `spec_hash`, the run id) from one pass over the
     spec's bytes (~12 MB for 10,000 flows): the run id hashes the same bytes followed by
-    ``"\n" + version`` (issue 15)."""
+    ``"\n" + version`` (issue 15), and ``"\n" + SERIES_NOT_STORED`` for a run stored without
+    its series."""
     import hashlib  # not before a plan kept by the plan cache is run: OpenSSL's loading takes 4 ms
 
     digest = hashlib.sha256(engine_spec_json.encode())
     spec_hash = digest.hexdigest()
     digest.update(f"\n{version}".encode())
+    if not store_series:
+        digest.update(f"\n{SERIES_NOT_STORED}".encode())
     return spec_hash, digest.hexdigest()
 
 
@@ -112,7 +122,7 @@ def plan(scenario: Scenario, max_memory: int | None = None) -> Plan:
         encoded["seed"] = canonical_json(0)
         spec_json = _object_json(encoded)
     version = engine_version()
-    spec_hash, run_id = _identities(spec_json, version)
+    spec_hash, run_id = _identities(spec_json, version, resolved.store_series)
     return Plan(resolved=resolved, spec_json=spec_json, spec_hash=spec_hash, engine_version=version, run_id=run_id,
                 seed_matters=engine_draws or bool(resolved.random_draws), name=scenario.name, seed=scenario.seed,
                 duration_ns=scenario.duration, user_spec=json.dumps(scenario.to_dict(), sort_keys=True),

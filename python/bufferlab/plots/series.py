@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..analysis.metrics import interval_rate_mbps, segment_bytes
+from ..store.reader import series_stored
 from .common import PlotError, RunInfo, TimeWindow, pick_names
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,6 +110,10 @@ def recorded_names(res: Results, run_id: str, kind: str) -> list[str]:
 
 
 def _missing_series(info: RunInfo, kind: str) -> PlotError:
+    if not series_stored(info.user_spec):
+        return PlotError("record.store_series", f"run {info.run_id[:12]} kept its time series out of the store "
+                                                "([record] store_series = false): only its metrics are stored; run "
+                                                "it again without that setting to draw them")
     if kind == "flow":
         return PlotError("record.flows", f"run {info.run_id[:12]} stored no flow time series; record them "
                                          '([record] interval = "100ms", flows = "all") and run it again')

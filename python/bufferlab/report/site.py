@@ -30,7 +30,7 @@ import polars as pl
 
 from . import DEFAULT_OUT
 from ..errors import SpecError
-from ..store.reader import Results, load
+from ..store.reader import Results, load, series_stored
 from .tables import MetricTable, best_positions, better, format_value, run_metric_tables
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -227,12 +227,18 @@ def _build_run(env: Any, res: Results, run: dict[str, Any], out: Path, study_dir
     command = "bufferlab run spec.toml" + (f" --study {_shell_word(run['study_id'])}" if run["study_id"] else "")
     tables: list[MetricTable] = []
     notes: list[str] = []
+    page_notes: list[str] = []
     images: list[dict[str, str]] = []
     charts: list[dict[str, Any]] = []
     if run["status"] == "complete":
         tables = run_metric_tables(res.table("flow_metrics", run_id), res.table("link_metrics", run_id),
                                    res.table("network_metrics", run_id))
-        if figures:
+        if figures and not series_stored(user_spec):
+            # A choice of the spec, not something missing: said on the page, not on the console
+            # (a sweep's hundreds of such runs would print a note each).
+            page_notes.append("its time series were not stored ([record] store_series = false): figures of them "
+                              "are left out")
+        elif figures:
             from .. import plots
 
             charts = _charts(res, run_id, notes)
@@ -249,7 +255,7 @@ def _build_run(env: Any, res: Results, run: dict[str, Any], out: Path, study_dir
     html = env.get_template("run.html").render(
         root="../../", run=run, short_id=run_id[:12], description=user_spec.get("description"),
         parameters=_parameters(user_spec), command=command, flows=flows, hidden_flows=hidden_flows,
-        tables=tables, images=images, charts=charts, notes=notes,
+        tables=tables, images=images, charts=charts, notes=[*page_notes, *notes],
         study_href=(f"../../studies/{study_dirs[run['study_id']]}/index.html" if run["study_id"] in study_dirs
                     else None))
     write_atomic(page_dir / "index.html", html)

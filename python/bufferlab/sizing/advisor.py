@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -35,6 +35,9 @@ from ..spec import Scenario
 from ..study.execute import Listener
 from .rules import BufferSize
 from .targets import Target
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..study.executors import Executor
 
 __all__ = ["Advisor", "Advice", "Probe", "LinkContext", "link_context", "mix_scenario"]
 
@@ -164,6 +167,9 @@ class Advisor:
             raise SpecError("--resolution", f"expected a fraction between 0 and 1, got {resolution}")
         if warmup_ns >= base.duration:
             raise SpecError("--warmup", "the warm-up must end before the run does")
+        if base.record is not None and not base.record.store_series:
+            raise SpecError("record.store_series", "advise measures the bottleneck's stored time series after the "
+                                                   "warm-up: a scenario with store_series = false cannot be advised")
         self.base, self.targets, self.db = base, list(targets), Path(db)
         self.queue_key, self.seeds, self.warmup_ns, self.resolution = queue_key, seeds, warmup_ns, resolution
         self.workers = workers
@@ -175,6 +181,7 @@ class Advisor:
         self.sizes: list[int] = []
         self.probes: dict[int, Probe] = {}
         self.simulated = 0
+        self._executor: Executor | None = None
 
     def _study_name(self) -> str:
         """Named after the question, so that asking it again finds its probes."""
@@ -190,7 +197,6 @@ class Advisor:
         if packets in self.probes:
             return self.probes[packets]
         from ..study.execute import run_sweep
-        from ..study.executors import make_executor
         from ..study.sweep import Axis, Sweep
 
         self.sizes.append(packets)
@@ -201,12 +207,15 @@ class Advisor:
                       written={"name": self.study, "advise": [t.text for t in self.targets],
                                "base": self.base.to_dict(), "axes": [{"key": self.queue_key, "values": values}],
                                "seeds": seeds})
-        executor = make_executor(self.workers if self.workers is not None else min(self.seeds, _cores()), None)
+        # Within `advise`, every probe runs on its one executor (the workers start once, not per
+        # probe); a probe asked for alone gets an executor of its own.
+        shared = self._executor is not None
+        executor = self._executor or self._new_executor()
         if self.listener_for is not None:
             with self.listener_for(packets) as listener:
-                report = run_sweep(sweep, self.db, executor, listener)
+                report = run_sweep(sweep, self.db, executor, listener, keep_executor=shared)
         else:
-            report = run_sweep(sweep, self.db, executor, Listener())
+            report = run_sweep(sweep, self.db, executor, Listener(), keep_executor=shared)
         if report.interrupted:
             raise KeyboardInterrupt
         self.simulated += report.simulated
@@ -229,7 +238,8 @@ class Advisor:
                                                          if t.quantile is not None and not t.floor}),
                                  throughput_quantiles=sorted({t.quantile for t in self.targets
                                                               if t.quantile is not None and t.floor}))
-        per_run = runs.select("run_id").join(per_run, on="run_id", how="left").with_columns(pl.lit(point).alias("point"))
+        per_run = runs.select("run_id").join(per_run, on="run_id", how="left", maintain_order="left") \
+            .with_columns(pl.lit(point).alias("point"))
         columns = [c for c in per_run.columns if c not in ("run_id", "point")]
         row = aggregate_over_seeds(per_run, ["point"], columns).row(0, named=True)
         metrics = {c: (row[c], row[f"{c}_ci_low"], row[f"{c}_ci_high"]) for c in columns}
@@ -319,7 +329,21 @@ class Advisor:
         tightest_ms = min(t.value for t in ceilings)
         return max(1, round(self.link.rate_bps * tightest_ms / 1e3 / 8 / self.link.packet_bytes))  # B = d · C
 
+    def _new_executor(self) -> Executor:
+        from ..study.executors import make_executor
+
+        return make_executor(self.workers if self.workers is not None else min(self.seeds, _cores()), None)
+
     def advise(self) -> Advice:
+        """The search of the module docstring, its probes on one executor."""
+        self._executor = self._new_executor()
+        try:
+            return self._advise()
+        finally:
+            self._executor.close()
+            self._executor = None
+
+    def _advise(self) -> Advice:
         floors = [t for t in self.targets if t.floor]
         ceilings = [t for t in self.targets if not t.floor]
         buffer: int | None

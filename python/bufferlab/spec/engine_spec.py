@@ -263,7 +263,8 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
     return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
                     flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel,
                     generator_names=[g["name"] for g in engine_generators], queue_descriptions=queue_descriptions,
-                    random_draws=random_draws, field_aliases=aliases)
+                    random_draws=random_draws, field_aliases=aliases,
+                    store_series=s.record is None or s.record.store_series)
 
 
 def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, Any]],

@@ -33,9 +33,17 @@ class Record(_Model):
     "none" or a list of flow names; ``links`` is "all", "none" or a list of link names (both
     directions) and channel names ("btl_forward"). Whatever is left out costs nothing.
     ``captures`` adds packet captures, as top-level ``[[captures]]`` does.
+
+    ``store_series = false`` keeps the series out of the store: they are still sampled, because
+    the metric catalogue's flow means are taken over them (metrics.md), but only the run's
+    metrics, summaries and captures are stored. A sweep of hundreds of runs with hundreds of
+    flows then stores kilobytes per run instead of a hundred megabytes (SplitBuff's full grid:
+    ~68 GB of series). Such a run is a stored result of its own (`pipeline.plan`: the run id
+    says what was kept), so a later run of the same spec that keeps its series simulates again.
     """
 
     interval: SampleInterval | None = None
     flows: Literal["all", "none"] | list[str] = "all"
     links: Literal["all", "none"] | list[str] = "all"
     captures: list[Capture] = []  # copied for each model, as `Scenario`'s lists
+    store_series: bool = True

@@ -39,6 +39,9 @@ class Resolved:
     field_aliases: dict[str, str] = field(default_factory=dict)
     # Each channel's queue as resolved, and how its size came about ("500p (bdp rule: ...)").
     queue_descriptions: list[str] = field(default_factory=list)
+    # False: the run's time series are sampled (its metrics need them) but not stored
+    # (`[record] store_series`); part of the run's identity (`pipeline.plan`).
+    store_series: bool = True
 
     def user_field(self, engine_field: str) -> str:
         """The user's name for an engine field path: its longest aliased prefix replaced."""

@@ -22,7 +22,7 @@ plain rows (`Results.rows`) and loads none of them (issue 15, "an instant comman
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,7 @@ from .writer import (DEFAULT_DB, KEYS, NUMBERED_TABLES, SCHEMA_VERSION, TABLES, 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-__all__ = ["Results", "load", "reading"]
+__all__ = ["Results", "load", "reading", "series_stored"]
 
 # Tables a user may read or export by name.
 PUBLIC_TABLES = tuple(t for t in TABLES if t != "meta")
@@ -266,8 +266,11 @@ class Results:
                                 "WHERE bottleneck AND run_id IN (SELECT run_id FROM _ids)")
             net = _frame(con, "SELECT run_id, " + ", ".join(net_names) + " FROM network_metrics "
                               "WHERE run_id IN (SELECT run_id FROM _ids)")
-        per_run = runs.join(flows, on="run_id", how="left").join(links, on="run_id", how="left") \
-            .join(net, on="run_id", how="left")
+        # Points in the study's order, and each point's seeds summed in one order: polars joins
+        # keep no row order unless told, and a mean's last bits depend on the order it adds in.
+        per_run = runs.join(flows, on="run_id", how="left", maintain_order="left") \
+            .join(links, on="run_id", how="left", maintain_order="left") \
+            .join(net, on="run_id", how="left", maintain_order="left")
         by = ["point", *axes]
         return aggregate_over_seeds(per_run, by, [*flow_names, *link_names, *net_names])
 
@@ -302,6 +305,11 @@ class Results:
         text = self.query("SELECT user_spec_json FROM runs WHERE run_id = ?", [self.run_id(run)])["user_spec_json"][0]
         spec: dict[str, Any] = json.loads(text) if text else {}
         return spec
+
+    def series_stored(self, run: str) -> bool:
+        """Whether the store holds the run's time series: False for a run made with `[record]
+        store_series = false`, which kept its metrics only (its series tables have no rows)."""
+        return series_stored(self.user_spec(run))
 
     def bottleneck(self, run: str) -> str | None:
         """The channel name of a run's bottleneck (the link metrics' `bottleneck` row), or None."""
@@ -422,3 +430,10 @@ def export_frame(frame: pl.DataFrame, path: str | Path, fmt: str) -> None:
             frame.write_parquet(path)
         else:
             flat_for_csv(frame).write_csv(path)
+
+
+def series_stored(user_spec: Mapping[str, Any]) -> bool:
+    """Whether a run of this spec (as its user wrote it) stores its time series: not with
+    `[record] store_series = false`."""
+    record = user_spec.get("record")
+    return not (isinstance(record, Mapping) and record.get("store_series") is False)

@@ -135,10 +135,18 @@ class LocalPoolExecutor:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=end_with_parent)
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=end_with_parent)
 
     def run(self, tasks: Sequence[tuple[int, Plan]]) -> Iterator[Outcome]:
+        if getattr(self.pool, "_broken", False):
+            # A worker died in an earlier sweep on this executor (`run_sweep(keep_executor=True)`):
+            # that sweep's runs failed; this one gets a pool of its own.
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = self._new_pool()
         pending = list(reversed(tasks))
         running: dict[Future[Any], int] = {}
         while pending or running:
@@ -169,10 +177,16 @@ class LocalPoolExecutor:
         """Cancel what has not started and stop the workers at once: after a normal end nothing is
         left; after Ctrl-C a run still simulating is abandoned (it was never stored)."""
         processes = self._processes()
+        manager = getattr(self.pool, "_executor_manager_thread", None)  # forgotten by `shutdown`
         self.pool.shutdown(wait=False, cancel_futures=True)
         _terminate(processes)
         for process in processes:
             process.join(timeout=5)
+        # The pool's thread that hands tasks over closes its queues once it sees the workers gone.
+        # A process that exits before then leaves their semaphores to the resource tracker, which
+        # warns of "leaked semaphore objects" at exit.
+        if manager is not None:
+            manager.join(timeout=5)
 
     def stop_workers(self) -> None:
         _terminate(self._processes())

@@ -229,15 +229,19 @@ class Advisor:
         from ..study.aggregate import aggregate_over_seeds
 
         res = load(self.db)
-        runs = res.study_runs(self.study).filter((pl.col("point") == point) & (pl.col("status") == "complete"))
-        if runs.height == 0:
-            errors = [e for p, e in report.failed if p.index == point]
-            raise SpecError(self.queue_key, f"the run at {packets}p failed: " + (errors[0] if errors else "unknown"))
-        per_run = window_metrics(res, runs["run_id"].unique().to_list(), self.warmup_ns,
-                                 delay_quantiles=sorted({t.quantile for t in self.targets
-                                                         if t.quantile is not None and not t.floor}),
-                                 throughput_quantiles=sorted({t.quantile for t in self.targets
-                                                              if t.quantile is not None and t.floor}))
+        # A few queries per run (its bottleneck, series and flow metrics) on one connection: each
+        # would open the store again (~15 ms).
+        with res.one_connection():
+            runs = res.study_runs(self.study).filter((pl.col("point") == point) & (pl.col("status") == "complete"))
+            if runs.height == 0:
+                errors = [e for p, e in report.failed if p.index == point]
+                raise SpecError(self.queue_key,
+                                f"the run at {packets}p failed: " + (errors[0] if errors else "unknown"))
+            per_run = window_metrics(res, runs["run_id"].unique().to_list(), self.warmup_ns,
+                                     delay_quantiles=sorted({t.quantile for t in self.targets
+                                                             if t.quantile is not None and not t.floor}),
+                                     throughput_quantiles=sorted({t.quantile for t in self.targets
+                                                                  if t.quantile is not None and t.floor}))
         per_run = runs.select("run_id").join(per_run, on="run_id", how="left", maintain_order="left") \
             .with_columns(pl.lit(point).alias("point"))
         columns = [c for c in per_run.columns if c not in ("run_id", "point")]

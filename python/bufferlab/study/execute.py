@@ -65,9 +65,10 @@ def _stored_state(db: Path, study: str) -> tuple[set[str], dict[tuple[int, int],
     if not db.exists():
         return set(), {}
     res = Results(db)
-    complete = set(res.query("SELECT run_id FROM runs WHERE status = 'complete'")["run_id"].to_list())
-    points = res.query("SELECT point, seed, run_id, status FROM study_points WHERE study_id = ?", [study])
-    return complete, {(r["point"], r["seed"]): (r["run_id"], r["status"]) for r in points.iter_rows(named=True)}
+    with res.one_connection():
+        complete = {row[0] for row in res.rows("SELECT run_id FROM runs WHERE status = 'complete'")[1]}
+        points = res.rows("SELECT point, seed, run_id, status FROM study_points WHERE study_id = ?", [study])[1]
+    return complete, {(point, seed): (run_id, status) for point, seed, run_id, status in points}
 
 
 def _study_point(sweep: Sweep, point: SweepPoint, error: str | None = None) -> StudyPoint:

@@ -225,6 +225,23 @@ def test_a_run_that_kept_no_series_gets_its_metric_tables_and_one_line_on_its_pa
     assert report.notes == []
 
 
+def test_a_study_page_shows_a_zipped_axis_of_many_flows_as_one_column(tmp_path):
+    from bufferlab.study.execute import run_sweep
+    from bufferlab.study.executors import SerialExecutor
+    from bufferlab.study.sweep import Sweep
+
+    base = textwrap.dedent(SMALL_DUMBBELL).replace("flows = 2\n", "").replace('rtt = "20ms"\n', "")
+    (tmp_path / "base.toml").write_text(base + '[[flows]]\nrtt = "20ms"\n[[flows]]\nrtt = "20ms"\n', encoding="utf-8")
+    sweep = Sweep.from_dict({"name": "rtts", "base": str(tmp_path / "base.toml"), "seeds": 1, "axes": [
+        {"zip": [{"key": "flows[0].rtt", "values": ["20ms", "60ms"]}, {"key": "flows[1].rtt", "values": ["20ms", "60ms"]}]}]})
+    db = tmp_path / "store.duckdb"
+    run_sweep(sweep, db, SerialExecutor())
+    build_site(db, tmp_path / "site", figures=False)
+    html = (tmp_path / "site" / "studies" / study_dir_name("rtts") / "index.html").read_text(encoding="utf-8")
+    assert "<dd>flows[0].rtt (+1 equal)</dd>" in html
+    assert html.count("<th>flows[0].rtt (+1 equal)</th>") == 2 and "flows[1].rtt" not in html  # points, runs
+
+
 def test_a_second_build_rewrites_only_what_changed(store, tmp_path):
     from bufferlab.runner import run
     from bufferlab.spec import Scenario

@@ -340,6 +340,34 @@ def test_results_study_prints_one_row_per_point(tmp_path: Path) -> None:
 
 
 
+def test_equal_axes_share_a_column_and_different_ones_keep_theirs() -> None:
+    from bufferlab.study.aggregate import axis_label, distinct_axes
+
+    points = pl.DataFrame({"flows[1].rtt": ["10ms", "90ms"], "flows[2].rtt": ["10ms", "90ms"],
+                           "meta.rttp": [10, 90], "flows[3].rtt": ["10ms", "90ms"], "topology.queue": ["5p", "5p"]})
+    kept = distinct_axes(points, list(points.columns))
+    assert kept == [("flows[1].rtt", 2), ("meta.rttp", 0), ("topology.queue", 0)]
+    assert [axis_label(a, n) for a, n in kept] == ["flows[1].rtt (+2 equal)", "meta.rttp", "topology.queue"]
+    assert distinct_axes(points.clear(), ["flows[1].rtt", "flows[2].rtt"]) == [("flows[1].rtt", 0), ("flows[2].rtt", 0)]
+
+
+def test_results_study_shows_a_zipped_axis_of_many_flows_as_one_column(tmp_path: Path) -> None:
+    # SplitBuff's Type-2 RTT axis zips one key per flow (250 at full scale): one column, not 250.
+    db = tmp_path / "s.duckdb"
+    path = sweep_of(tmp_path, textwrap.dedent("""
+        name = "rtts"
+        [[axes]]
+        zip = [{ key = "flows[0].rtt", values = ["20ms", "60ms"] }, { key = "flows[1].rtt", values = ["20ms", "60ms"] }]
+    """), base=textwrap.dedent(SMALL_DUMBBELL).replace("flows = 2\n", "").replace('rtt = "20ms"\n', "")
+        + '[[flows]]\nrtt = "20ms"\n[[flows]]\nrtt = "20ms"\n')
+    assert run_cli("sweep", str(path), "--db", str(db), "--workers", "1").returncode == 0
+    table = run_cli("results", "study", "rtts", "--db", str(db))
+    assert table.returncode == 0, table.stderr
+    assert "flows[0].rtt (+1 equal)" in " ".join(table.stdout.split()) and "flows[1].rtt" not in table.stdout
+    rows = json.loads(run_cli("results", "study", "rtts", "--db", str(db), "--format", "json").stdout)
+    assert [(r["flows[0].rtt"], r["flows[1].rtt"]) for r in rows] == [("20ms", "20ms"), ("60ms", "60ms")]
+
+
 def test_the_sweep_report_prints_a_bracketed_study_name_as_written(tmp_path: Path) -> None:
     # "[/q]" is the user's text, not rich markup (rich would raise: a closing tag with nothing open).
     db = tmp_path / "s[/x].duckdb"

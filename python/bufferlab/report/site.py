@@ -31,6 +31,7 @@ import polars as pl
 from . import DEFAULT_OUT
 from ..errors import SpecError
 from ..store.reader import Results, load, series_stored
+from ..study.aggregate import axis_label, distinct_axes
 from .tables import MetricTable, best_positions, better, format_value, run_metric_tables
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -270,9 +271,10 @@ def _shell_word(text: str) -> str:
     return shlex.quote(text)
 
 
-def _point_tables(frame: pl.DataFrame, axes: Sequence[str]) -> list[dict[str, Any]]:
+def _point_tables(frame: pl.DataFrame, axes: Sequence[str], labels: dict[str, str]) -> list[dict[str, Any]]:
     """Per-point tables of a study: one per controller when an axis sets the CCA, else one; each
-    metric column with its best mean in bold."""
+    metric column with its best mean in bold. `axes` are the axes worth a column
+    (`distinct_axes`), `labels` their headings."""
     cca_axes = [a for a in axes if a.endswith("cca") or ".cca" in a]
     group_axis = cca_axes[0] if cca_axes else None
     groups: Iterable[tuple[Any, pl.DataFrame]] = (
@@ -286,7 +288,7 @@ def _point_tables(frame: pl.DataFrame, axes: Sequence[str]) -> list[dict[str, An
         best = {m: best_positions([r[m] for r in rows], better(m)) for m in metrics}
         tables.append({
             "title": f"{group_axis} = {key}" if group_axis else "Points",
-            "axes": shown_axes, "metrics": metrics,
+            "axes": [labels[a] for a in shown_axes], "metrics": metrics,
             "rows": [{"axes": [r[a] for a in shown_axes], "seeds": r["seeds"],
                       "cells": [{"mean": format_value(r[m]), "value": r[m],
                                  "ci": (f"[{format_value(r[m + '_ci_low'])}, {format_value(r[m + '_ci_high'])}]"
@@ -308,8 +310,12 @@ def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_d
     if _stamp_matches(page_dir, stamp):
         return
     page_dir.mkdir(parents=True, exist_ok=True)
-    axes = res.study_axes(name)
+    every_axis = res.study_axes(name)
     points = res.study(name)
+    # The keys of a zipped axis that move together share a column (`distinct_axes`).
+    kept = distinct_axes(runs, every_axis)
+    axes = [axis for axis, _ in kept]
+    labels = {axis: axis_label(axis, folded) for axis, folded in kept}
     notes: list[str] = []
     images: list[dict[str, str]] = []
     complete = runs.filter(pl.col("status") == "complete")
@@ -332,7 +338,8 @@ def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_d
                                if r["run_id"] and run_dir_name(r["run_id"]) in run_dirs else None)}
                 for r in runs.iter_rows(named=True)]
     html = env.get_template("study.html").render(
-        root="../../", study=study, axes=axes, runs=run_rows, tables=_point_tables(points, axes) if axes else [],
+        root="../../", study=study, axes=axes, axis_labels=[labels[a] for a in axes], runs=run_rows,
+        tables=_point_tables(points, axes, labels) if axes else [],
         images=images, notes=notes, reproduction=repro_links.get(name))
     write_atomic(page_dir / "index.html", html)
     write_atomic(page_dir / ".stamp", stamp)

@@ -10,10 +10,11 @@ spread. Runs whose metric is null (undefined for that run) are left out of that 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
-__all__ = ["confidence_level", "aggregate_over_seeds", "t_quantile"]
+__all__ = ["confidence_level", "aggregate_over_seeds", "t_quantile", "distinct_axes", "axis_label"]
 
 confidence_level = 0.95
 
@@ -52,3 +53,28 @@ def aggregate_over_seeds(per_run: pl.DataFrame, by: Sequence[str], metrics: Sequ
             (pl.col(m) - half).alias(f"{m}_ci_low"), (pl.col(m) + half).alias(f"{m}_ci_high"))
     ordered = [*by, "seeds", *[c for m in metrics for c in (m, f"{m}_ci_low", f"{m}_ci_high")]]
     return out.select(ordered)
+
+
+def distinct_axes(points: pl.DataFrame, axes: Sequence[str]) -> list[tuple[str, int]]:
+    """The axes worth a column in a table of a study's points (`points` has one column per axis):
+    an axis whose value equals an earlier axis's at every point is folded into that one, as the
+    keys of a zipped axis that move together are (SplitBuff's 250 Type-2 flows' RTTs). Each kept
+    axis comes with the number of axes folded into it, in the study's order."""
+    if points.height == 0:  # nothing to compare: every axis keeps its column
+        return [(axis, 0) for axis in axes]
+    kept: list[tuple[str, list[Any], int]] = []
+    for axis in axes:
+        values = points[axis].to_list()
+        for i, (name, seen, folded) in enumerate(kept):
+            if seen == values:
+                kept[i] = (name, seen, folded + 1)
+                break
+        else:
+            kept.append((axis, values, 0))
+    return [(name, folded) for name, _, folded in kept]
+
+
+def axis_label(axis: str, folded: int) -> str:
+    """A kept axis's column heading: its key, and how many equal axes it stands for."""
+    return axis if not folded else f"{axis} (+{folded} equal)"
+

@@ -160,7 +160,10 @@ def results_study_command(name: str, db: Path, metric_names: str | None, fmt: st
 
         click.echo(flat_for_csv(frame).write_csv(), nl=False)
         return
-    shown = frame.select(["point", *axes, "seeds", *[
+    from .aggregate import axis_label, distinct_axes
+
+    columns = distinct_axes(frame, axes)
+    shown = frame.select(["point", *[pl.col(a).alias(axis_label(a, n)) for a, n in columns], "seeds", *[
         pl.format("{} ± {}", pl.col(m).round_sig_figs(4), (pl.col(f"{m}_ci_high") - pl.col(m)).round_sig_figs(2))
         .fill_null(pl.col(m).round_sig_figs(4).cast(pl.Utf8)).alias(m) for m in chosen]])
     from rich.console import Console

@@ -149,6 +149,18 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "results" / "test.duckdb"
 
 
+@pytest.fixture
+def store_opens(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the store's opens for reading (`store.reader`'s connections): one entry each, from
+    the test's start (module fixtures are made before it)."""
+    from bufferlab.store import reader
+
+    opened: list[int] = []
+    real_connect = reader.connect
+    monkeypatch.setattr(reader, "connect", lambda *a, **k: opened.append(1) or real_connect(*a, **k))
+    return opened
+
+
 # A small, fast dumbbell: 2 flows, 10 Mb/s, 1 simulated second.
 SMALL_DUMBBELL = """
     name = "small"

@@ -156,7 +156,7 @@ def test_probes_are_a_stored_study_and_asking_again_simulates_nothing(store):
         [f"{p.packets}p" for p in again.probes]
 
 
-def test_an_advice_starts_its_workers_once_for_all_its_probes(tmp_path, monkeypatch):
+def test_an_advice_starts_its_workers_once_for_all_its_probes(tmp_path, monkeypatch, store_opens):
     # A pool's workers take a second to start (spawned interpreters importing the engine); an
     # advice of several probes starts them once and ends them when it is done.
     from bufferlab.study.executors import LocalPoolExecutor
@@ -168,21 +168,17 @@ def test_an_advice_starts_its_workers_once_for_all_its_probes(tmp_path, monkeypa
         return made[-1]
 
     monkeypatch.setattr(Advisor, "_new_executor", counted)
-    # A probe's measurement reads the store on one connection, however many seeds it has.
-    from bufferlab.store import reader
-
-    opened = []
-    real_connect = reader.connect
-    monkeypatch.setattr(reader, "connect", lambda *a, **k: opened.append(1) or real_connect(*a, **k))
+    # A probe's measurement reads the store on one connection, however many seeds it has
+    # (`store_opens`).
     advisor = Advisor(Scenario.from_dict(OVERLOAD), [parse_target("delay<=30ms")], tmp_path / "a.duckdb",
                       warmup_ns=2_000_000_000, seeds=3)
     advice = advisor.advise()
     assert len(advice.probes) > 2 and advice.simulated == 3 * len(advice.probes)
     assert len(made) == 1 and not made[0]._processes()  # one pool, its workers ended
-    print(f"{len(opened)} store opens for {len(advice.probes)} probes")
+    print(f"{len(store_opens)} store opens for {len(advice.probes)} probes")
     # Per probe: the sweep's look-up of what is stored and the probe's measurement, each a schema
     # check and one connection (with a connection per query: 10 here, plus 3 per distinct run).
-    assert len(opened) == 4 * len(advice.probes)
+    assert len(store_opens) == 4 * len(advice.probes)
 
 
 def test_targets_no_buffer_can_meet_together_say_so_in_one_line(store, tmp_path):

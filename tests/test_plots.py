@@ -107,15 +107,10 @@ def test_timeseries_draws_the_stored_samples_and_rates_from_the_cumulative_serie
                                    np.where(sent > 0, waited / sent / 1e6, np.nan), rtol=1e-12)
 
 
-def test_a_figure_of_a_store_path_opens_the_store_once_for_its_queries(store, monkeypatch) -> None:
+def test_a_figure_of_a_store_path_opens_the_store_once_for_its_queries(store, store_opens) -> None:
     # A figure makes a dozen queries or more; they share one connection (`Results.one_connection`).
-    from bufferlab.store import reader
-
-    opened = []
-    real_connect = reader.connect
-    monkeypatch.setattr(reader, "connect", lambda *a, **k: opened.append(1) or real_connect(*a, **k))
     plots.timeseries(store["db"], store["small"])
-    assert len(opened) == 2  # the store's schema check, then the figure's queries
+    assert len(store_opens) == 2  # the store's schema check, then the figure's queries
 
 
 def test_timeseries_window_keeps_the_samples_inside_it_with_rates_of_the_whole_series(store) -> None:

@@ -256,19 +256,14 @@ def test_a_second_build_rewrites_only_what_changed(store, tmp_path):
     assert build_site(db, out, figures=False).rebuilt == [f"runs/{run_dir_name(new)}"]
 
 
-def test_a_build_opens_the_store_about_once_per_page(store, tmp_path, monkeypatch):
+def test_a_build_opens_the_store_about_once_per_page(store, tmp_path, store_opens):
     # A page's queries share one connection (`Results.one_connection`): each open costs ~15 ms,
     # and a run's page makes about ten queries.
-    from bufferlab.store import reader
-
-    opened = []
-    real_connect = reader.connect
-    monkeypatch.setattr(reader, "connect", lambda *a, **k: opened.append(1) or real_connect(*a, **k))
     report = build_site(store["db"], tmp_path / "site", figures=False)
     pages = report.runs + report.studies + report.reproductions
     assert pages == 5 and len(report.rebuilt) == pages
     # The store's schema check, the lists of runs and studies, then one per page.
-    assert len(opened) == 2 + pages
+    assert len(store_opens) == 2 + pages
 
 
 def test_report_command_writes_the_site_and_rejects_a_missing_store(store, tmp_path):

@@ -118,46 +118,37 @@ def test_a_run_s_table_columns_are_its_dataframe_s_values(write_scenario, db: Pa
 
 
 def test_queries_in_a_one_connection_block_open_the_store_once_and_let_go_after(
-        write_scenario, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bufferlab.store import reader
-
+        write_scenario, db: Path, store_opens: list[int]) -> None:
     run_id = stored(write_scenario, db)
-    opened = []
-    real_connect = reader.connect
-    monkeypatch.setattr(reader, "connect", lambda *a, **k: opened.append(1) or real_connect(*a, **k))
     with bufferlab.load(db) as res:
-        opened.clear()
+        store_opens.clear()
         with res.one_connection():
             names, rows = res.rows("SELECT name FROM flows ORDER BY flow")
             assert res.table_columns("network_metrics", run_id[:6])["run_id"] == [run_id]
             with res.one_connection():  # nested: the same connection
                 res.rows("SELECT 1")
-        assert (names, rows) == (["name"], [("flow_0",), ("flow_1",)]) and len(opened) == 1
+        assert (names, rows) == (["name"], [("flow_0",), ("flow_1",)]) and len(store_opens) == 1
         res.rows("SELECT 1")
         res.rows("SELECT 1")
-        assert len(opened) == 3  # outside a block, each query opens and closes its own
+        assert len(store_opens) == 3  # outside a block, each query opens and closes its own
     # The block's end closed the store: a writer gets it at once.
     duckdb.connect(str(db)).close()
 
 
 def test_results_show_reads_the_run_and_its_metric_tables_on_one_connection(
-        write_scenario, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        write_scenario, db: Path, store_opens: list[int]) -> None:
     import contextlib
     import io
 
     from bufferlab.cli import main
-    from bufferlab.store import reader
 
     run_id = stored(write_scenario, db)
-    opened = []
-    real_connect = reader.connect
-    monkeypatch.setattr(reader, "connect", lambda *a, **k: opened.append(1) or real_connect(*a, **k))
     for json_flag in ([], ["--json"]):
-        opened.clear()
+        store_opens.clear()
         with contextlib.redirect_stdout(io.StringIO()) as out:
             assert main(["results", "show", run_id[:8], "--db", str(db), *json_flag]) == 0
         assert "flow_1" in out.getvalue()
-        assert len(opened) == 2  # the store's schema check, then every query of the command
+        assert len(store_opens) == 2  # the store's schema check, then every query of the command
 
 
 def test_results_show_prints_a_bracketed_scenario_name_as_written(write_scenario, db: Path) -> None:

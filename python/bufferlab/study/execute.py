@@ -109,9 +109,9 @@ def _store_outcome(sweep: Sweep, db: Path, outcome: Outcome, planned: Plan, poin
 def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listener | None = None,
               max_memory: int | None = None, keep_executor: bool = False) -> SweepReport:
     """Run every point of `sweep` that the store at `db` does not have yet (see the module docstring).
-    The executor is closed at the end, unless `keep_executor` (a caller running several sweeps
-    on it, whose workers then start once: a reproduction's studies, an advisor's probes); an
-    interrupted sweep closes it either way, ending the runs under way."""
+    The executor is closed at the end, however the sweep ends, unless `keep_executor`: a caller
+    running several sweeps on it, whose workers then start once (a reproduction's studies, an
+    advisor's probes), closes it itself, however they end."""
     db = Path(db)
     listener = listener or Listener()
     started = time.perf_counter()
@@ -153,11 +153,8 @@ def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listen
         # Every finished run is stored already; `close` ends the running ones without waiting.
         report.interrupted = True
         report.interrupted_by = "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
-    except BaseException:
-        executor.close()  # a failure of the sweep itself: no caller will run on these workers
-        raise
     finally:
+        if not keep_executor:
+            executor.close()
         report.wall_time_s = time.perf_counter() - started
-    if report.interrupted or not keep_executor:
-        executor.close()
     return report

@@ -207,7 +207,6 @@ class DaskExecutor:
         from dask.distributed import Client, LocalCluster
 
         self.cluster = None
-        self.closed = False
         if address == "local":
             self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                         dashboard_address=None)
@@ -233,10 +232,6 @@ class DaskExecutor:
                 future.cancel()
 
     def close(self) -> None:
-        """Once; later calls do nothing (an interrupted sweep closes it, then its caller does)."""
-        if self.closed:
-            return
-        self.closed = True
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()

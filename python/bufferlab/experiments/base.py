@@ -2,9 +2,18 @@
 verdicts and figures from the store, then `summary.md`.
 
 A `Reproduction` names the seed it reproduces, the sweeps that make its runs (a quick variant for
-CI, and the seed's scale), the observations of the seed it checks, and the figures it draws.
-`reproduce` runs it: every sweep is stored as a study named ``<reproduction>[-quick]/<part>`` and
-is resumable like any sweep; observations and figures read only the store.
+CI, and the seed's scale), the preconditions its comparisons rest on, the observations of the seed
+it checks, and the figures it draws. `reproduce` runs it: every sweep is stored as a study named
+``<reproduction>[-quick]/<part>`` and is resumable like any sweep; preconditions, observations and
+figures read only the store.
+
+A verdict is evidence only if the experiment did what it claims. So before any observation is
+judged, `assess` checks the reproduction's preconditions in the stored data: the mechanism under
+test engaged (SplitBuff's sub-buffers each carried a share of the packets), the seed's regime was
+reached (link load, loss range), the runs were long enough (congestion cycles of the slowest
+flow). An observation resting on a failed precondition is "not judged", with what failed and the
+value measured, never "holds" or "differs". Every observation that is judged states its tolerance
+and where it comes from (the seed's own spread, the spread over seeds, a number of the paper).
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,9 +36,26 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..store.reader import Results
 
-__all__ = ["Observation", "Reproduction", "ReproductionReport", "reproduce", "verdict_table", "FIGURE_FORMATS"]
+__all__ = ["Assessment", "Observation", "Precondition", "Reproduction", "ReproductionReport", "judge", "reproduce",
+           "precondition_table", "verdict_table", "FIGURE_FORMATS"]
 
 FIGURE_FORMATS = ("pdf", "svg", "png")
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """What must be true of the stored runs for a comparison with the seed to mean anything: the
+    mechanism under test engaged, the seed's regime reached, the steady state long enough.
+    `requirement` says what must hold (with its threshold), `measured` what the store says."""
+
+    key: str
+    requirement: str
+    measured: str
+    met: bool
+
+    @property
+    def status(self) -> str:
+        return "met" if self.met else "not met"
 
 
 @dataclass(frozen=True)
@@ -37,7 +63,10 @@ class Observation:
     """One statement of the seed next to what this reproduction measured.
 
     `holds` is True (the seed's statement holds here), False (it differs) or None (it cannot be
-    judged from these runs, e.g. a quick run too short for it); `difference` says by how much.
+    judged from these runs); `difference` says by how much; `tolerance` the margin the comparison
+    allowed and why. `requires` names the preconditions the verdict rests on (None: all of the
+    reproduction's; () none); when one of them failed, `assess` makes the observation not judged
+    and `not_judged` says what failed, measured.
     """
 
     key: str
@@ -46,10 +75,49 @@ class Observation:
     measured: str
     holds: bool | None
     difference: str = ""
+    tolerance: str = ""
+    requires: tuple[str, ...] | None = None
+    not_judged: str = ""
 
     @property
     def verdict(self) -> str:
-        return {True: "holds", False: "differs", None: "not judged"}[self.holds]
+        if self.holds is None:
+            return "not judged" + (f": {self.not_judged}" if self.not_judged else "")
+        return "holds" if self.holds else "differs"
+
+
+def judge(observations: Sequence[Observation], preconditions: Sequence[Precondition]) -> list[Observation]:
+    """The observations with every one that rests on a failed precondition made "not judged",
+    naming what failed and the value measured."""
+    failed = [p for p in preconditions if not p.met]
+    out = []
+    for o in observations:
+        against = [p for p in failed if o.requires is None or p.key in o.requires]
+        if against:
+            reason = "; ".join(f"{p.key}: {p.measured} (needs {p.requirement})" for p in against)
+            o = replace(o, holds=None, difference="", not_judged=reason)
+        out.append(o)
+    return out
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """A reproduction's preconditions, checked, and its observations judged under them."""
+
+    preconditions: list[Precondition]
+    observations: list[Observation]
+
+    @property
+    def held(self) -> int:
+        return sum(o.holds is True for o in self.observations)
+
+    @property
+    def differ(self) -> int:
+        return sum(o.holds is False for o in self.observations)
+
+    @property
+    def not_judged(self) -> int:
+        return sum(o.holds is None for o in self.observations)
 
 
 @dataclass
@@ -71,6 +139,8 @@ class Reproduction:
     observe: Callable[[Results, dict[str, str]], list[Observation]]
     # Figures: `draw(results, studies)` -> file stem -> Figure.
     draw: Callable[[Results, dict[str, str]], dict[str, Figure]]
+    # What the comparisons rest on, checked in the stored studies: `preconditions(results, studies)`.
+    preconditions: Callable[[Results, dict[str, str]], list[Precondition]] = lambda res, studies: []
     notes: list[str] = field(default_factory=list)
     # More of the summary (e.g. metric tables): `appendix(results, studies)` -> Markdown.
     appendix: Callable[[Results, dict[str, str]], str] | None = None
@@ -79,6 +149,11 @@ class Reproduction:
         suffix = "-quick" if quick else ""
         return {part: f"{self.name}{suffix}/{part}" for part in self.sweeps(quick)}
 
+    def assess(self, res: Results, studies: dict[str, str]) -> Assessment:
+        """Its preconditions checked in the store, then its observations judged under them."""
+        preconditions = self.preconditions(res, studies)
+        return Assessment(preconditions, judge(self.observe(res, studies), preconditions))
+
 
 @dataclass
 class ReproductionReport:
@@ -86,6 +161,7 @@ class ReproductionReport:
     quick: bool
     studies: dict[str, str]
     sweeps: dict[str, SweepReport]
+    preconditions: list[Precondition]
     observations: list[Observation]
     figures: list[Path]
     summary: Path
@@ -93,15 +169,26 @@ class ReproductionReport:
     appendix: str = ""
 
 
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
 def verdict_table(observations: Sequence[Observation]) -> str:
     """The observations as a Markdown table."""
-    def cell(text: str) -> str:
-        return " ".join(str(text).split()).replace("|", "\\|")
-
-    lines = ["| # | the seed says | seed's value | measured here | verdict |", "|---|---|---|---|---|"]
+    lines = ["| # | the seed says | seed's value | measured here | tolerance | verdict |",
+             "|---|---|---|---|---|---|"]
     for o in observations:
-        verdict = o.verdict + (f" ({cell(o.difference)})" if o.difference else "")
-        lines.append(f"| {cell(o.key)} | {cell(o.claim)} | {cell(o.seed_value)} | {cell(o.measured)} | {verdict} |")
+        verdict = o.verdict + (f" ({o.difference})" if o.difference else "")
+        lines.append(f"| {_cell(o.key)} | {_cell(o.claim)} | {_cell(o.seed_value)} | {_cell(o.measured)} | "
+                     f"{_cell(o.tolerance) if o.holds is not None else ''} | {_cell(verdict)} |")
+    return "\n".join(lines)
+
+
+def precondition_table(preconditions: Sequence[Precondition]) -> str:
+    """The preconditions as a Markdown table."""
+    lines = ["| precondition | what must hold | measured | |", "|---|---|---|---|"]
+    for p in preconditions:
+        lines.append(f"| {_cell(p.key)} | {_cell(p.requirement)} | {_cell(p.measured)} | {p.status} |")
     return "\n".join(lines)
 
 
@@ -113,6 +200,7 @@ def _command_line(name: str, quick: bool, extra: Sequence[str]) -> str:
 def write_summary(repro: Reproduction, report: ReproductionReport, path: Path, command: str) -> None:
     held = sum(o.holds is True for o in report.observations)
     differs = sum(o.holds is False for o in report.observations)
+    met = sum(p.met for p in report.preconditions)
     lines = [
         f"# {repro.title}",
         "",
@@ -133,6 +221,9 @@ def write_summary(repro: Reproduction, report: ReproductionReport, path: Path, c
     for part, study in report.studies.items():
         s = report.sweeps[part]
         lines.append(f"| {part} | `{study}` | {s.total} | {s.simulated} | {s.reused} | {len(s.failed)} |")
+    lines += ["", f"## Preconditions: {met} of {len(report.preconditions)} met", "",
+              "What the comparisons rest on, checked in the stored runs; an observation resting on one not met "
+              "is not judged.", "", precondition_table(report.preconditions), ""]
     lines += ["", f"## Observations: {held} hold, {differs} differ, "
                   f"{len(report.observations) - held - differs} not judged", "",
               verdict_table(report.observations), ""]
@@ -173,7 +264,7 @@ def reproduce(repro: Reproduction, db: str | Path, out: str | Path, *, quick: bo
             else:
                 reports[part] = run_sweep(sweep, db, executor, keep_executor=True)
             if reports[part].interrupted:
-                return ReproductionReport(repro.name, quick, studies, reports, [], [], out / "summary.md", True)
+                return ReproductionReport(repro.name, quick, studies, reports, [], [], [], out / "summary.md", True)
     finally:
         executor.close()
     res = load(db)
@@ -181,7 +272,7 @@ def reproduce(repro: Reproduction, db: str | Path, out: str | Path, *, quick: bo
     # each query would open it again (~15 ms each; ccperf's make ~280). The figures are saved
     # after the block, so the store's lock is not held while they are rendered.
     with res.one_connection():
-        observations = repro.observe(res, studies)
+        assessment = repro.assess(res, studies)
         drawn = repro.draw(res, studies)
         appendix = repro.appendix(res, studies) if repro.appendix is not None else ""
     figures: list[Path] = []
@@ -190,8 +281,8 @@ def reproduce(repro: Reproduction, db: str | Path, out: str | Path, *, quick: bo
             path = out / f"{stem}.{fmt}"
             save(fig, path)
             figures.append(path)
-    report = ReproductionReport(repro.name, quick, studies, reports, observations, figures, out / "summary.md",
-                                appendix=appendix)
+    report = ReproductionReport(repro.name, quick, studies, reports, assessment.preconditions,
+                                assessment.observations, figures, out / "summary.md", appendix=appendix)
     write_summary(repro, report, report.summary, _command_line(repro.name, quick, command_extra))
     return report
 

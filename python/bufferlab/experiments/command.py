@@ -38,6 +38,7 @@ def reproduce_command(name: str | None, list_them: bool, quick: bool, db: Path, 
     """Run one seed's experiment: its studies (stored, resumable), figures (PDF, SVG, PNG) and a
     summary.md that puts each of the seed's observations next to what was measured."""
     from rich.console import Console
+    from rich.markup import escape
 
     from ..experiments.registry import reproductions
     from ..experiments.base import reproduce
@@ -77,11 +78,22 @@ def reproduce_command(name: str | None, list_them: bool, quick: bool, db: Path, 
         return 130
     held = sum(o.holds is True for o in report.observations)
     differs = [o for o in report.observations if o.holds is False]
+    unjudged = [o for o in report.observations if o.holds is None]
+    met = sum(p.met for p in report.preconditions)
     console.print(f"[bold]{repro.title}[/bold]: {held} of {len(report.observations)} observations hold"
-                  + (f", {len(differs)} differ" if differs else ""))
+                  + (f", {len(differs)} differ" if differs else "")
+                  + (f", {len(unjudged)} not judged" if unjudged else ""))
+    console.print(f"  preconditions: {met} of {len(report.preconditions)} met")
+    for p in report.preconditions:
+        mark = "[green]met[/green]" if p.met else "[yellow]not met[/yellow]"
+        console.print(f"    {escape(p.key)}: {escape(p.requirement)}; here {escape(p.measured)} → {mark}")
     for o in report.observations:
-        mark = {True: "[green]holds[/green]", False: "[red]differs[/red]", None: "[yellow]not judged[/yellow]"}[o.holds]
-        console.print(f"  {o.key}: {o.claim}: seed {o.seed_value}; here {o.measured} → {mark}"
-                      + (f" ({o.difference})" if o.difference else ""))
+        if o.holds is None:
+            mark = "[yellow]not judged[/yellow]" + (f": {escape(o.not_judged)}" if o.not_judged else "")
+        else:
+            mark = "[green]holds[/green]" if o.holds else "[red]differs[/red]"
+        console.print(f"  {escape(o.key)}: {escape(o.claim)}: seed {escape(o.seed_value)}; here {escape(o.measured)} → "
+                      f"{mark}" + (f" ({escape(o.difference)})" if o.difference else "")
+                      + (f" [dim](tolerance: {escape(o.tolerance)})[/dim]" if o.holds is not None and o.tolerance else ""))
     console.print(f"summary: {report.summary}; figures: {len(report.figures)} files in {out}")
     return 0

@@ -23,7 +23,7 @@ import polars as pl
 
 from ..spec import Scenario
 from ..study.sweep import Sweep
-from .base import Observation, Reproduction, relative
+from .base import Observation, Precondition, Reproduction, relative
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -107,11 +107,31 @@ def _measure(res: Results, run_id: str, quick: bool) -> dict[str, Any]:
             "wire_mbps": goodput / 1e6}
 
 
-def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
+def _measured(res: Results, studies: dict[str, str]) -> dict[str, Any]:
     runs = res.study_runs(studies["run"]).filter(res.study_runs(studies["run"])["status"] == "complete")
     run_id = runs["run_id"][0]
+    return _measure(res, run_id, studies["run"].startswith("quic_sizing-quick"))
+
+
+# The seed's regime: a saturated sender in its steady sawtooth, every cycle's loss followed by a
+# pause. Fewer than this many steady-state pauses judge nothing about them.
+MIN_PAUSES = 3
+
+
+def _preconditions(res: Results, studies: dict[str, str]) -> list[Precondition]:
+    m = _measured(res, studies)
+    n = len(m["pauses_s"])
+    return [
+        Precondition("steady sawtooth", f"at least {MIN_PAUSES} loss pauses after the {TRANSIENT_PAUSES} of the "
+                     "start-up transient (each a congestion cycle of the saturated sender)", f"{n} pauses", n >= MIN_PAUSES),
+        Precondition("congestion avoidance", "the sender's window sampled in congestion avoidance (W_max is read there)",
+                     f"largest window there {m['w_max']} packets", m["w_max"] > 0),
+    ]
+
+
+def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
     quick = studies["run"].startswith("quic_sizing-quick")
-    m = _measure(res, run_id, quick)
+    m = _measured(res, studies)
     bound, b = buffer_bound_packets(), sized_buffer()
     w_max = m["w_max"]
     pause_theory = (w_max / 2) * FRAME_S
@@ -120,22 +140,28 @@ def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
     lo, hi = _window(quick)
     obs = [
         Observation("B", "buffer bound B ≥ (2Tp + Tt + Tt')·C, rounded up, +1", "20.47 → 22 packets",
-                    f"{bound:.2f} → {b} packets", round(bound, 2) == 20.47 and b == 22),
+                    f"{bound:.2f} → {b} packets", round(bound, 2) == 20.47 and b == 22,
+                    tolerance="exact: the seed's arithmetic to its two decimals", requires=()),
         Observation("W_max", "largest window in congestion avoidance", "44 packets (55 138 B / 1252 B)",
-                    f"{w_max} packets", w_max == 44, relative(w_max, 44) if w_max != 44 else ""),
+                    f"{w_max} packets", w_max == 44, relative(w_max, 44) if w_max != 44 else "",
+                    tolerance="exact: a whole number of packets, the seed's", requires=("congestion avoidance",)),
         Observation("pause", "pause after a loss = (W_max/2)/C", f"{SEED_PAUSE_S * 1e3:.5f} ms",
                     f"{len(pauses)} pauses, {pauses.min() * 1e3:.5f}–{pauses.max() * 1e3:.5f} ms" if pauses.size
                     else "no pause", bool(pauses.size) and bool(np.allclose(pauses, pause_theory, atol=1e-9)),
-                    relative(float(pauses.mean()), SEED_PAUSE_S) if pauses.size else ""),
+                    relative(float(pauses.mean()), SEED_PAUSE_S) if pauses.size else "",
+                    tolerance="every pause within 1 ns of (W_max/2)/C: the theory is exact for a lone sender"),
         Observation("drain", "the router drains its buffer in B/C, the length of the pause", f"{drain * 1e3:.5f} ms",
                     f"bottleneck never idle during a pause (largest gap between sends {m['busy_gaps_s'].max() * 1e6:.2f} µs, "
                     f"one frame is {FRAME_S * 1e6:.2f} µs)" if m["busy_gaps_s"].size else "no pause",
-                    bool(m["busy_gaps_s"].size) and float(m["busy_gaps_s"].max()) <= FRAME_S + 1e-9),
+                    bool(m["busy_gaps_s"].size) and float(m["busy_gaps_s"].max()) <= FRAME_S + 1e-9,
+                    tolerance="no gap between the bottleneck's sends longer than one frame time (+1 ns)"),
         Observation("ACK rate", "ACKs reach the sender at rate C during a pause", f"one per {FRAME_S * 1e6:.2f} µs",
                     f"median ACK spacing {np.median(m['ack_gaps_s']) * 1e6:.2f} µs" if m["ack_gaps_s"].size else "no ACKs",
-                    bool(m["ack_gaps_s"].size) and abs(float(np.median(m["ack_gaps_s"])) - FRAME_S) < 1e-8),
+                    bool(m["ack_gaps_s"].size) and abs(float(np.median(m["ack_gaps_s"])) - FRAME_S) < 1e-8,
+                    tolerance="median spacing within 10 ns of one frame time at C"),
         Observation("throughput", f"wire throughput at the server, {lo:g}–{hi:g} s", "exactly 100 Mb/s",
-                    f"{m['wire_mbps']:.3f} Mb/s", abs(m["wire_mbps"] - 100) < 0.1, relative(m["wire_mbps"], 100)),
+                    f"{m['wire_mbps']:.3f} Mb/s", abs(m["wire_mbps"] - 100) < 0.1, relative(m["wire_mbps"], 100),
+                    tolerance="within 0.1 Mb/s (0.1 %): one frame in the window's edges"),
     ]
     return obs
 
@@ -153,7 +179,8 @@ REPRODUCTION = Reproduction(
     description="One saturated QUIC NewReno flow over a 100 Mb/s, 1 ms bottleneck with the buffer the seed "
                 "derives, B = ⌈(2Tp + Tt + Tt')·C⌉ + 1 = 22 packets: the pause after a loss, the drain "
                 "time, the ACK spacing and the throughput, next to the seed's numbers.",
-    quick_estimate_s=2, full_estimate_s=2, sweeps=_sweeps, observe=_observe, draw=_draw,
+    quick_estimate_s=2, full_estimate_s=2, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    draw=_draw,
     notes=["Frames as the seed's: 1287-byte data frames (1252-byte QUIC packet, 28 bytes of IP and UDP, 7 of PPP) "
            "and 58-byte ACK frames; QUIC's window counts 1252-byte packets (RFC 9002).",
            f"Pauses are judged in the steady state: the first {TRANSIENT_PAUSES} after the start (slow start's "

@@ -349,7 +349,7 @@ def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_d
 
 def _reproductions(res: Results, study_names: set[str]) -> list[dict[str, Any]]:
     """Every reproduction (`bufferlab reproduce`) whose studies are all in the store, with its
-    observations computed from them (the same as its summary.md)."""
+    preconditions and observations assessed from them (the same as its summary.md)."""
     try:
         from ..experiments.registry import reproductions
     except ImportError:  # a bufferlab without reproductions
@@ -363,12 +363,12 @@ def _reproductions(res: Results, study_names: set[str]) -> list[dict[str, Any]]:
             key = f"{repro.name}{'-quick' if quick else ''}"
             try:
                 with res.one_connection():  # its studies' queries on one connection (see build_site)
-                    observations = repro.observe(res, studies)
-                error = None
+                    assessment = repro.assess(res, studies)
+                preconditions, observations, error = assessment.preconditions, assessment.observations, None
             except Exception as e:  # noqa: BLE001 - an incomplete study is shown, not fatal to the report
-                observations, error = [], f"{type(e).__name__}: {e}"
+                preconditions, observations, error = [], [], f"{type(e).__name__}: {e}"
             found.append({"key": key, "repro": repro, "quick": quick, "studies": studies,
-                          "observations": observations, "error": error,
+                          "preconditions": preconditions, "observations": observations, "error": error,
                           "held": sum(o.holds is True for o in observations),
                           "differ": sum(o.holds is False for o in observations)})
     return found

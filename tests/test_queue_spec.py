@@ -82,10 +82,11 @@ def test_spec_round_trip_keeps_rules_and_times():
     assert again.to_dict()["topology"]["reverse_queue"] == "5ms"
 
 
-def test_splitbuff_kinds_default_to_the_bdp_total():
+def test_splitbuff_kinds_default_to_the_bdp_total_and_the_papers_estimator():
     q = btl_queue(dumbbell({"kind": "splitbuff", "sub_buffers": 3, "update_interval": "50ms"}))
     assert q == {"kind": "splitbuff", "limit_packets": 4167, "limit_bytes": None, "sub_buffers": 3,
-                 "update_interval_ns": 50 * MS, "alpha": 0.25, "quantum_bytes": 1500}
+                 "update_interval_ns": 50 * MS, "alpha": 0.25, "quantum_bytes": 1500, "estimator": "paper",
+                 "total": "estimated"}
     q = btl_queue(dumbbell({"kind": "blind_splitbuff", "limit": "6250p"}))
     assert q == {"kind": "blind_splitbuff", "limit_packets": 6250, "limit_bytes": None, "sub_buffers": 2,
                  "quantum_bytes": 1500}
@@ -98,6 +99,8 @@ def test_splitbuff_kinds_default_to_the_bdp_total():
     ({"rule": "bdp", "size": 3}, "topology.queue.size: unknown key"),
     ("25parsecs", 'topology.queue: unknown size unit "parsecs"'),
     ({"kind": "splitbuff", "sub_buffers": 4}, "topology.queue.sub_buffers: "),
+    ({"kind": "splitbuff", "estimator": "clever"}, "topology.queue.estimator: "),
+    ({"kind": "splitbuff", "total": "elastic"}, "topology.queue.total: "),
     ({"kind": "splitbuff", "alpha": 2}, "topology.queue.alpha: "),
     ({"kind": "splitbuff", "thresholds": 2}, "topology.queue.thresholds: unknown key"),
     ({"kind": "red"}, 'topology.queue.kind: unknown queue discipline "red"'),

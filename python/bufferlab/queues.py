@@ -215,11 +215,17 @@ _Time = Annotated[int, Parsed(lambda v: units.parse_time(v, positive=True), unit
 
 
 class SplitBuffQueue(_Queue):
-    """SplitBuff (seed 002): `sub_buffers` (2 or 3) sub-buffers within a total of `limit`
-    (default the BDP rule at the mean RTT), packets mapped by the RTT they carry against the
-    router's RTTP estimate, sub-buffers sized by eq. (4) every `update_interval` (T_u) with
-    queueing-delay smoothing gain `alpha`, served by byte-fair round robin (`quantum` bytes per
-    turn)."""
+    """SplitBuff (seed 002): `sub_buffers` (2 or 3) sub-buffers, packets mapped by the RTT they
+    carry against the router's RTTP estimate, sub-buffers sized by eq. (4) every
+    `update_interval` (T_u) with queueing-delay smoothing gain `alpha`, served by byte-fair round
+    robin (`quantum` bytes per turn).
+
+    `estimator = "paper"` (default) is the paper's Fig. 2 as published; "refined" this engine's
+    earlier estimator (queueing taken from one RTT ago, one group of flows left unsplit until two
+    groups a factor 2 apart show): docs/engine.md, SplitBuff, measures the difference.
+    `total = "estimated"` (default, Fig. 2) re-estimates B = (average RTT − T_q)·C every T_u,
+    `limit` (default the BDP rule at the mean RTT) being B until the first estimate; "fixed" keeps
+    B at `limit`."""
 
     model_config = _BUILT_ON_FIRST_USE
 
@@ -229,10 +235,13 @@ class SplitBuffQueue(_Queue):
     update_interval: _Time = 100_000_000
     alpha: _Alpha = 0.25
     quantum: _Bytes = 1500
+    estimator: Literal["paper", "refined"] = "paper"
+    total: Literal["estimated", "fixed"] = "estimated"
 
     def to_engine(self) -> dict[str, Any]:
         return {"kind": "splitbuff", **_engine_limit(self.limit), "sub_buffers": self.sub_buffers,
-                "update_interval_ns": self.update_interval, "alpha": self.alpha, "quantum_bytes": self.quantum}
+                "update_interval_ns": self.update_interval, "alpha": self.alpha, "quantum_bytes": self.quantum,
+                "estimator": self.estimator, "total": self.total}
 
     def __str__(self) -> str:
         return f"splitbuff {self.limit}, {self.sub_buffers} sub-buffers"

@@ -160,6 +160,31 @@ pub enum LossModel {
     GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64 },
 }
 
+/// How SplitBuff maps packets to sub-buffers and estimates their RTTP (queue/splitbuff.rs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SplitBuffEstimator {
+    /// Seed 002's Fig. 2 as published: a packet goes below the threshold average(RTT) − T_q by
+    /// its (RTT − T_q), T_q the smoothed queueing delay of the sub-buffers' occupancy.
+    #[default]
+    Paper,
+    /// This engine's earlier estimator: the queueing an RTT holds taken from one RTT ago, a
+    /// packet mapped to the sub-buffer whose RTTP explains it best, and one group of flows left
+    /// unsplit until keys show two groups a factor 2 apart (docs/engine.md, SplitBuff).
+    Refined,
+}
+
+/// What SplitBuff's total B is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SplitBuffTotal {
+    /// Fig. 2: B = (average(RTT_s) − T_q) · C, re-estimated every T_u (the limit until the first).
+    #[default]
+    Estimated,
+    /// The configured limit throughout.
+    Fixed,
+}
+
 /// An egress queue discipline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
@@ -177,7 +202,8 @@ pub enum QueueSpec {
     /// SplitBuff (seed 002): a total of `limit_packets` (or `limit_bytes`) split into
     /// `sub_buffers` (2 or 3) sub-buffers by the RTT packets carry, sized by eq. (4) every
     /// `update_interval_ns` (T_u) with smoothing gain `alpha`, served by deficit round robin with a
-    /// quantum of `quantum_bytes`.
+    /// quantum of `quantum_bytes`. `estimator` chooses Fig. 2 as published or this engine's
+    /// refinement of it; `total` whether B is re-estimated every T_u (Fig. 2) or stays the limit.
     #[serde(rename = "splitbuff")]
     SplitBuff {
         #[serde(default)]
@@ -188,6 +214,10 @@ pub enum QueueSpec {
         update_interval_ns: u64,
         alpha: f64,
         quantum_bytes: u32,
+        #[serde(default)]
+        estimator: SplitBuffEstimator,
+        #[serde(default)]
+        total: SplitBuffTotal,
     },
     /// Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
     /// sub-buffers of limit / sub_buffers each, served as SplitBuff's.

@@ -62,7 +62,15 @@ fn check_limit(
 fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
     match q {
         QueueSpec::Fifo { limit_packets, limit_bytes } => check_limit(field, "a FIFO", limit_packets, limit_bytes),
-        QueueSpec::SplitBuff { limit_packets, limit_bytes, sub_buffers, update_interval_ns, alpha, quantum_bytes } => {
+        QueueSpec::SplitBuff {
+            limit_packets,
+            limit_bytes,
+            sub_buffers,
+            update_interval_ns,
+            alpha,
+            quantum_bytes,
+            ..
+        } => {
             check_limit(field, "SplitBuff", limit_packets, limit_bytes)?;
             if !matches!(sub_buffers, 2 | 3) {
                 return Err(err(

@@ -42,6 +42,8 @@ fn mixed_dumbbell() -> ScenarioSpec {
         update_interval_ns: 100 * MS,
         alpha: 0.25,
         quantum_bytes: 1500,
+        estimator: SplitBuffEstimator::Paper,
+        total: SplitBuffTotal::Estimated,
     };
     spec.links[0].loss_model = Some(LossModel::GilbertElliott { p: 0.01, r: 0.3, loss_good: 0.0, loss_bad: 0.5 });
     spec.flows[1].transport = TransportKind::Quic;

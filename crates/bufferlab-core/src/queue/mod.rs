@@ -8,7 +8,7 @@ pub mod splitbuff;
 pub mod tbf;
 
 use crate::net::packet::Packet;
-use crate::spec::QueueSpec;
+use crate::spec::{QueueSpec, SplitBuffEstimator, SplitBuffTotal};
 use crate::units::{BitRate, SimTime};
 
 pub use fifo::DropTailFifo;
@@ -84,6 +84,8 @@ impl Queue {
                 update_interval_ns,
                 alpha,
                 quantum_bytes,
+                estimator,
+                total,
             } => Queue::SplitBuff(SplitBuff::new(SplitBuffConfig {
                 limit: limit_packets.or(*limit_bytes).expect("validated: a limit"),
                 in_bytes: limit_packets.is_none(),
@@ -92,6 +94,8 @@ impl Queue {
                 alpha: *alpha,
                 quantum: *quantum_bytes as u64,
                 rate,
+                estimator: *estimator,
+                total: *total,
             })),
             QueueSpec::BlindSplitBuff { limit_packets, limit_bytes, sub_buffers, quantum_bytes } => {
                 let config = SplitBuffConfig {
@@ -102,6 +106,8 @@ impl Queue {
                     alpha: 1.0,
                     quantum: *quantum_bytes as u64,
                     rate,
+                    estimator: SplitBuffEstimator::Paper,
+                    total: SplitBuffTotal::Fixed,
                 };
                 Queue::SplitBuff(SplitBuff::blind(config, seed))
             }

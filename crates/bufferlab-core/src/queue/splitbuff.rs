@@ -1,30 +1,51 @@
 //! SplitBuff and Blind-SplitBuff (Jabeen, Zafar, Qazi & Uzmi, seed 002): one buffer split into
 //! sub-buffers served by byte-fair round robin.
 //!
-//! SplitBuff maps each packet by the RTT its sender wrote into it (active RTT estimation, the
-//! packet's `sender_srtt`): with two sub-buffers, to sub-buffer x when (rtt − T_q) < thresh and
-//! to y otherwise (thresh the mean of T_Bx and T_By); with three, against the thresholds RTTP − σ/2 and RTTP + σ/2 (§IV.C). The
-//! router keeps the running sums of Fig. 2 over each update period T_u (the RTTs of all packets
-//! and of each sub-buffer's), and at the end of the period:
+//! SplitBuff maps each packet by the RTT its sender wrote into it (active RTT estimation, §III.A:
+//! the packet's `sender_srtt`). The default estimator is the paper's Fig. 2 as published
+//! (`SplitBuffEstimator::Paper`). On every packet arrival in the period T_u:
 //!
 //! ```text
-//! (T_q, T_qx, T_qy) = update(T_q, T_qx, T_qy, α)      smoothed queueing delays
-//! thresh = average(RTT_s) − T_q                        the RTTP estimate
+//! RTT_s += p->rtt
+//! if (p->rtt − T_q) < thresh:  RTT_x += p->rtt; T_qx sampled from x's occupancy; append p to x
+//! else:                        RTT_y += p->rtt; T_qy sampled from y's occupancy; append p to y
+//! ```
+//!
+//! and after every period:
+//!
+//! ```text
+//! (T_q, T_qx, T_qy) = update(T_q, T_qx, T_qy, α)      exponential smoothing with gain α
+//! B = (average(RTT_s) − T_q) · C                       the BDP rule at the RTTP estimate
+//! thresh = average(RTT_s) − T_q                        the RTTP estimate (§III.B)
 //! T_Bx = average(RTT_x) − T_qx,  T_By = average(RTT_y) − T_qy
 //! B_x = T_Bx·B / (T_Bx + T_By),  B_y = T_By·B / (T_Bx + T_By)     eq. (4)
 //! ```
 //!
-//! Choices the paper leaves open (docs/engine.md lists them and why): T_q of a packet is the
-//! queueing its RTT holds, its sub-buffer's delay (bytes over service share) one RTT before it
-//! arrives, from a fixed-size history; with two sub-buffers a packet goes to the one whose T_B
-//! best explains RTT − that sub-buffer's T_q (the mean-of-T_B threshold when queueing is equal);
-//! the period's (average(RTT) − T_q) is smoothed with α; one group of flows is not split (the
-//! first sub-buffer holds all of B) until keys show two groups a factor 2 apart, at once for a
-//! packet that far from the group's RTTP; a packet without an RTT (a SYN, a first window after
-//! Karn's rule, pure ACKs) goes to the last sub-buffer (within B while unsplit) and adds nothing
-//! to the sums; the total B is the configured limit (the spec layer's BDP); a sub-buffer with no
-//! RTT seen yet is weighted by the RTTP estimate in eq. (4), and one with none in a period keeps
-//! its previous T_B. The update is taken at the first packet event after the period ends, over
+//! With three sub-buffers the thresholds are RTTP − σ/2 and RTTP + σ/2, σ the standard deviation
+//! of the period's RTTs (§IV.C), and eq. (4) weighs each of the three by its T_B.
+//!
+//! What Fig. 2 leaves open, and how it is read here (docs/engine.md): a queueing-delay sample is
+//! the sub-buffer's bytes (for T_q: the whole backlog's) over C when a packet arrives, the
+//! "current number of packets" as a delay; until the first period ends there is no threshold and
+//! every packet goes to x, which holds all of B; a packet without an RTT (a SYN, a window sent
+//! before the first RTT sample) is mapped by the rule with p->rtt = 0 and adds nothing to the RTT
+//! sums; a sub-buffer that saw no RTT in a period keeps its T_B, and one that never saw any is
+//! weighted by the RTTP estimate in eq. (4); sizes are whole packets (bytes for a byte-limited
+//! queue), at least one packet each; B in packets divides the estimate by the period's mean
+//! packet size. A packet enters only if its sub-buffer has room and the whole queue stays within
+//! B: "the cumulative size of all sub-buffers should not exceed the BDP" (§III.C), also while a
+//! sub-buffer shrunk by eq. (4) still holds more than its new size.
+//!
+//! `SplitBuffEstimator::Refined` is this engine's earlier estimator, an option with its measured
+//! effect in docs/engine.md: T_q of a packet is the queueing its RTT holds, its sub-buffer's delay
+//! (bytes over service share) one RTT before it arrives, from a fixed-size history; with two
+//! sub-buffers a packet goes to the one whose T_B best explains RTT − that sub-buffer's T_q (the
+//! mean-of-T_B threshold when queueing is equal); the period's (average(RTT) − T_q) is smoothed
+//! with α; one group of flows is not split (the first sub-buffer holds all of B) until keys show
+//! two groups a factor 2 apart, at once for a packet that far from the group's RTTP; a packet
+//! without an RTT goes to the last sub-buffer (within B while unsplit) and adds nothing to the
+//! sums. `SplitBuffTotal::Fixed` keeps B at the configured limit instead of re-estimating it.
+//! Either estimator's update is taken at the first packet event after the period ends, over
 //! exactly the packets of the period.
 //!
 //! Blind-SplitBuff (§IV.B.2) maps each flow to a sub-buffer at random (a hash of the flow under a
@@ -33,6 +54,7 @@
 use super::{Dequeue, DropReason, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::record::result::QueueClassRecord;
+use crate::spec::{SplitBuffEstimator, SplitBuffTotal};
 use crate::units::{BitRate, SimTime};
 use std::collections::VecDeque;
 
@@ -51,8 +73,13 @@ struct SubBuffer {
     /// Fig. 2's RTT_x of the current period: sum and count of the RTTs mapped here (ns).
     rtt_sum_ns: u128,
     rtt_count: u64,
-    /// Σ of the queueing delay the RTTs mapped here in the current period hold (ns).
+    /// Refined estimator: Σ of the queueing delay the RTTs mapped here in the current period
+    /// hold (ns).
     queueing_sum_ns: f64,
+    /// Fig. 2: Σ and count of the period's T_qx samples, this sub-buffer's occupancy over C at
+    /// each arrival here (ns).
+    occupancy_sum_ns: f64,
+    occupancy_samples: u64,
     /// Bytes sent when the current period began, and the rate the last period sent at (bit/s;
     /// 0: none yet): the service share the round robin gives this sub-buffer.
     sent_at_period_start: u64,
@@ -74,6 +101,8 @@ impl SubBuffer {
             rtt_sum_ns: 0,
             rtt_count: 0,
             queueing_sum_ns: 0.0,
+            occupancy_sum_ns: 0.0,
+            occupancy_samples: 0,
             sent_at_period_start: 0,
             service_bps: 0.0,
             t_q_ns: None,
@@ -185,7 +214,30 @@ const SEPARATION_FACTOR: f64 = 2.0;
 /// ... and the upper group has at least this many packets (one stray key is no group).
 const MIN_GROUP_PACKETS: u64 = 2;
 
-/// SplitBuff's estimator: Fig. 2's sums over the current period and its estimates.
+/// Fig. 2 as published: the period's sums and the router's estimates.
+#[derive(Debug)]
+struct PaperEstimator {
+    update_interval: SimTime,
+    next_update: SimTime,
+    alpha: f64,
+    /// RTT_s of the period: Σ and Σ² of the RTTs packets carried (ns), and how many.
+    rtt_sum_ns: u128,
+    rtt_sq_sum_ns2: u128,
+    rtt_count: u64,
+    /// Σ and count of the period's T_q samples: the backlog over C at each arrival (ns).
+    occupancy_sum_ns: f64,
+    occupancy_samples: u64,
+    /// T_q, smoothed (ns); `None` before the first period ends.
+    t_q_ns: Option<f64>,
+    /// RTTP = average(RTT_s) − T_q (ns), the threshold with two sub-buffers.
+    rttp_ns: Option<f64>,
+    /// Thresholds on (rtt − T_q): `thresholds_ns[..n_thresholds]`; none before the first update.
+    thresholds_ns: [f64; 2],
+    n_thresholds: usize,
+}
+
+/// The refined estimator (`SplitBuffEstimator::Refined`): Fig. 2's sums over the current period,
+/// with the history and the group rule of the module documentation.
 #[derive(Debug)]
 struct RttEstimator {
     update_interval: SimTime,
@@ -250,7 +302,9 @@ impl RttEstimator {
 /// How packets find their sub-buffer.
 #[derive(Debug)]
 enum Mapping {
-    /// SplitBuff: by the RTT the packet carries.
+    /// SplitBuff as published: by the RTT the packet carries against Fig. 2's threshold.
+    Paper(Box<PaperEstimator>),
+    /// SplitBuff, refined: by the RTT the packet carries, corrected by the queueing it holds.
     Rtt(Box<RttEstimator>),
     /// Blind-SplitBuff: by a keyed hash of the flow.
     Random { key: u64 },
@@ -273,12 +327,24 @@ pub struct SplitBuffConfig {
     /// The rate of the link the queue feeds (`None`: unlimited, nothing ever waits), to turn the
     /// bytes a packet finds ahead of it into the queueing delay it will meet.
     pub rate: Option<BitRate>,
+    /// Fig. 2 as published, or the refined estimator.
+    pub estimator: SplitBuffEstimator,
+    /// B re-estimated every T_u (Fig. 2), or the configured limit throughout.
+    pub total: SplitBuffTotal,
 }
 
 #[derive(Debug)]
 pub struct SplitBuff {
     subs: Vec<SubBuffer>,
+    /// B: the configured limit, or Fig. 2's estimate once there is one.
     total: u64,
+    estimate_total: bool,
+    /// Wire bytes and packets that arrived in the current period: B in packets divides the
+    /// estimate (in bytes) by their mean size.
+    period_bytes: u64,
+    period_packets: u64,
+    /// The largest packet seen (bytes): a byte-limited sub-buffer holds at least one.
+    largest_packet: u64,
     in_bytes: bool,
     quantum: u64,
     /// The sub-buffer whose round-robin turn it is, and whether it has had its quantum this turn.
@@ -303,6 +369,23 @@ impl SplitBuff {
     pub fn new(config: SplitBuffConfig) -> SplitBuff {
         let mut subs: Vec<SubBuffer> = (0..config.sub_buffers).map(|_| SubBuffer::new(0)).collect();
         subs[0].limit = config.limit;
+        if config.estimator == SplitBuffEstimator::Paper {
+            let estimator = PaperEstimator {
+                update_interval: config.update_interval,
+                next_update: config.update_interval,
+                alpha: config.alpha,
+                rtt_sum_ns: 0,
+                rtt_sq_sum_ns2: 0,
+                rtt_count: 0,
+                occupancy_sum_ns: 0.0,
+                occupancy_samples: 0,
+                t_q_ns: None,
+                rttp_ns: None,
+                thresholds_ns: [0.0; 2],
+                n_thresholds: 0,
+            };
+            return SplitBuff::with(subs, config, Mapping::Paper(Box::new(estimator)));
+        }
         let estimator = RttEstimator {
             update_interval: config.update_interval,
             next_update: config.update_interval,
@@ -335,6 +418,10 @@ impl SplitBuff {
         SplitBuff {
             subs,
             total: config.limit,
+            estimate_total: config.total == SplitBuffTotal::Estimated && !matches!(mapping, Mapping::Random { .. }),
+            period_bytes: 0,
+            period_packets: 0,
+            largest_packet: 0,
             in_bytes: config.in_bytes,
             quantum: config.quantum.max(1),
             turn: 0,
@@ -359,12 +446,20 @@ impl SplitBuff {
         r.queued_bytes = s.bytes;
         r.limit = s.limit;
         r.rttp_ns = s.rttp_ns.map_or(0, |v| v as u64);
-        if let Mapping::Rtt(e) = &self.mapping {
-            r.estimate_rttp_ns = e.rttp_ns.map_or(0, |v| v as u64);
-            // The upper threshold of sub-buffer i; the last one has none.
-            r.threshold_ns = if i < e.n_thresholds { e.thresholds_ns[i].max(0.0) as u64 } else { 0 };
-        }
+        let (rttp, thresholds) = match &self.mapping {
+            Mapping::Paper(e) => (e.rttp_ns, &e.thresholds_ns[..e.n_thresholds]),
+            Mapping::Rtt(e) => (e.rttp_ns, &e.thresholds_ns[..e.n_thresholds]),
+            Mapping::Random { .. } => return r,
+        };
+        r.estimate_rttp_ns = rttp.map_or(0, |v| v as u64);
+        // The upper threshold of sub-buffer i; the last one has none.
+        r.threshold_ns = thresholds.get(i).map_or(0, |t| t.max(0.0) as u64);
         r
+    }
+
+    /// B now: the configured limit, or Fig. 2's last estimate (packets, or bytes).
+    pub fn total(&self) -> u64 {
+        self.total
     }
 
     pub fn sub_buffers(&self) -> usize {
@@ -427,6 +522,14 @@ impl SplitBuff {
     fn classify(&self, packet: &Packet, now: SimTime) -> (usize, Option<f64>) {
         match &self.mapping {
             Mapping::Random { key } => ((mix(key ^ packet.flow as u64) % self.subs.len() as u64) as usize, None),
+            Mapping::Paper(e) => {
+                // Fig. 2: "if ((p->rtt) − T_q) < thresh" to x, else to y; with three sub-buffers
+                // the first threshold above the key (§IV.C). No threshold before the first
+                // period ends: every packet to x, which holds B.
+                let key = packet.sender_srtt.as_ns() as f64 - e.t_q_ns.unwrap_or(0.0);
+                let i = e.thresholds_ns[..e.n_thresholds].iter().position(|&t| key < t).unwrap_or(e.n_thresholds);
+                (i, (packet.sender_srtt != SimTime::ZERO).then_some(key))
+            }
             Mapping::Rtt(e) => {
                 let last = self.subs.len() - 1;
                 if packet.sender_srtt == SimTime::ZERO {
@@ -465,19 +568,144 @@ impl SplitBuff {
         }
     }
 
-    /// eq. (4): B_i = T_Bi · B / Σ T_B, rounded down so that Σ B_i ≤ B; a sub-buffer without an
+    /// eq. (4): B_i = T_Bi · B / Σ T_B, rounded down (so that Σ B_i ≤ B) to at least one packet
+    /// (a sub-buffer of none could never carry, nor be measured, again); a sub-buffer without an
     /// estimate yet is weighted by the overall RTTP.
     fn resize(&mut self) {
-        let Mapping::Rtt(e) = &self.mapping else { return };
-        let fallback = e.rttp_ns.unwrap_or(KEY_BIN_FLOOR_NS).max(1.0);
+        let rttp = match &self.mapping {
+            Mapping::Paper(e) => e.rttp_ns,
+            Mapping::Rtt(e) => e.rttp_ns,
+            Mapping::Random { .. } => return,
+        };
+        let fallback = rttp.unwrap_or(KEY_BIN_FLOOR_NS).max(1.0);
         let mut weights = [0.0f64; MAX_SUB_BUFFERS];
         for (w, s) in weights.iter_mut().zip(&self.subs) {
             *w = s.rttp_ns.unwrap_or(fallback);
         }
         let sum: f64 = weights[..self.subs.len()].iter().sum();
+        let least = if self.in_bytes { self.largest_packet.max(1) } else { 1 };
         for (s, w) in self.subs.iter_mut().zip(&weights) {
-            s.limit = (self.total as f64 * w / sum).floor() as u64;
+            s.limit = ((self.total as f64 * w / sum).floor() as u64).max(least);
         }
+    }
+
+    /// Fig. 2: B = (average(RTT_s) − T_q) · C, in bytes, or in packets of the period's mean size
+    /// (the whole queue at least one packet per sub-buffer). Only with `SplitBuffTotal::Estimated`.
+    fn estimate_total(&mut self, rttp_ns: f64) {
+        if !self.estimate_total || self.rate_bps == 0 || self.period_packets == 0 {
+            return;
+        }
+        let bytes = rttp_ns * 1e-9 * self.rate_bps as f64 / 8.0;
+        let mean_packet = self.period_bytes as f64 / self.period_packets as f64;
+        let (b, least) = if self.in_bytes {
+            (bytes, self.largest_packet.max(1) * self.subs.len() as u64)
+        } else {
+            (bytes / mean_packet, self.subs.len() as u64)
+        };
+        self.total = (b.round() as u64).max(least);
+    }
+
+    /// End every update period that is over by `now`.
+    fn catch_up(&mut self, now: SimTime) {
+        match self.mapping {
+            Mapping::Paper(_) => self.catch_up_paper(now),
+            Mapping::Rtt(_) => self.catch_up_refined(now),
+            Mapping::Random { .. } => {}
+        }
+    }
+
+    /// A packet's arrival in Fig. 2's period: its sub-buffer, and the period's sums (RTT_s and
+    /// the RTT_x of its sub-buffer if it carries an RTT; the T_q and T_qx occupancy samples).
+    fn arrive_paper(&mut self, packet: &Packet, now: SimTime) -> usize {
+        let (i, _) = self.classify(packet, now);
+        let c = self.rate_bps as f64;
+        let as_delay = |bytes: u64| if c > 0.0 { bytes as f64 * 8e9 / c } else { 0.0 };
+        let (backlog, occupancy) = (as_delay(self.len_bytes), as_delay(self.subs[i].bytes));
+        let Mapping::Paper(e) = &mut self.mapping else { unreachable!("the paper's estimator") };
+        let s = &mut self.subs[i];
+        e.occupancy_sum_ns += backlog;
+        e.occupancy_samples += 1;
+        s.occupancy_sum_ns += occupancy;
+        s.occupancy_samples += 1;
+        if packet.sender_srtt != SimTime::ZERO {
+            // RTT_s = RTT_s + (p->rtt); RTT_x = RTT_x + (p->rtt)
+            let rtt = packet.sender_srtt.as_ns() as u128;
+            e.rtt_sum_ns += rtt;
+            e.rtt_sq_sum_ns2 += rtt * rtt;
+            e.rtt_count += 1;
+            s.rtt_sum_ns += rtt;
+            s.rtt_count += 1;
+        }
+        i
+    }
+
+    /// Fig. 2, "after every time period T_u".
+    fn catch_up_paper(&mut self, now: SimTime) {
+        let Mapping::Paper(e) = &mut self.mapping else { return };
+        if now < e.next_update {
+            return;
+        }
+        let periods = (now - e.next_update).as_ps() / e.update_interval.as_ps() + 1;
+        e.next_update += e.update_interval.mul(periods);
+        let alpha = e.alpha;
+        // (T_q, T_qx, T_qy) = update(T_q, T_qx, T_qy, α): the period's mean occupancy delay,
+        // smoothed.
+        if e.occupancy_samples > 0 {
+            e.t_q_ns = Some(smooth(e.t_q_ns, e.occupancy_sum_ns / e.occupancy_samples as f64, alpha));
+        }
+        for s in &mut self.subs {
+            if s.occupancy_samples > 0 {
+                s.t_q_ns = Some(smooth(s.t_q_ns, s.occupancy_sum_ns / s.occupancy_samples as f64, alpha));
+            }
+        }
+        let t_q = e.t_q_ns.unwrap_or(0.0);
+        if e.rtt_count > 0 {
+            let n = e.rtt_count as f64;
+            let mean = e.rtt_sum_ns as f64 / n;
+            // thresh = average(RTT_s) − T_q: the RTTP estimate (a period whose estimate is not
+            // positive gives none; the last one stands).
+            if mean - t_q > 0.0 {
+                e.rttp_ns = Some(mean - t_q);
+            }
+            if let Some(rttp) = e.rttp_ns {
+                if self.subs.len() == 2 {
+                    e.thresholds_ns[0] = rttp;
+                    e.n_thresholds = 1;
+                } else {
+                    // §IV.C: thresholds at RTTP − σ/2 and RTTP + σ/2.
+                    let sigma = (e.rtt_sq_sum_ns2 as f64 / n - mean * mean).max(0.0).sqrt();
+                    e.thresholds_ns = [rttp - sigma / 2.0, rttp + sigma / 2.0];
+                    e.n_thresholds = 2;
+                }
+            }
+        }
+        // T_Bx = average(RTT_x) − T_qx (a sub-buffer without RTTs this period, or with an
+        // estimate that is not positive, keeps its last).
+        for s in &mut self.subs {
+            if s.rtt_count > 0 {
+                let t_b = s.rtt_sum_ns as f64 / s.rtt_count as f64 - s.t_q_ns.unwrap_or(0.0);
+                if t_b > 0.0 {
+                    s.rttp_ns = Some(t_b);
+                }
+            }
+            s.rtt_sum_ns = 0;
+            s.rtt_count = 0;
+            s.occupancy_sum_ns = 0.0;
+            s.occupancy_samples = 0;
+        }
+        let rttp = e.rttp_ns;
+        e.rtt_sum_ns = 0;
+        e.rtt_sq_sum_ns2 = 0;
+        e.rtt_count = 0;
+        e.occupancy_sum_ns = 0.0;
+        e.occupancy_samples = 0;
+        if let Some(rttp) = rttp {
+            // B = (average(RTT_s) − T_q) · C; B_x, B_y by eq. (4).
+            self.estimate_total(rttp);
+            self.resize();
+        }
+        self.period_bytes = 0;
+        self.period_packets = 0;
     }
 
     /// Splits the one group into two at once: the first sub-buffer's T_B starts at `lower`, the
@@ -507,8 +735,8 @@ impl SplitBuff {
         self.resize();
     }
 
-    /// End every update period that is over by `now` (Fig. 2, "after every time period T_u").
-    fn catch_up(&mut self, now: SimTime) {
+    /// The refined estimator's end of every update period that is over by `now`.
+    fn catch_up_refined(&mut self, now: SimTime) {
         let Mapping::Rtt(e) = &mut self.mapping else { return };
         if now < e.next_update {
             return;
@@ -598,8 +826,15 @@ impl SplitBuff {
             s.queueing_sum_ns = 0.0;
         }
         if split {
+            if let Mapping::Rtt(e) = &self.mapping {
+                if let Some(rttp) = e.rttp_ns {
+                    self.estimate_total(rttp);
+                }
+            }
             self.resize();
         }
+        self.period_bytes = 0;
+        self.period_packets = 0;
     }
 
     /// Whether a packet of `size` bytes fits in sub-buffer `i`. While the flows are one group the
@@ -607,16 +842,40 @@ impl SplitBuff {
     /// it fits while the whole queue stays within B.
     fn fits(&self, i: usize, size: u64) -> bool {
         let s = &self.subs[i];
-        if let Mapping::Rtt(e) = &self.mapping {
-            if !e.split && i == self.subs.len() - 1 {
-                return if self.in_bytes { self.len_bytes + size <= self.total } else { self.len_packets < self.total };
-            }
+        let within_b = if self.in_bytes { self.len_bytes + size <= self.total } else { self.len_packets < self.total };
+        let within_sub_buffer =
+            if self.in_bytes { s.bytes + size <= s.limit } else { (s.packets.len() as u64) < s.limit };
+        match &self.mapping {
+            // "The cumulative size of all sub-buffers should not exceed the BDP" (§III.C): the
+            // whole queue within B, also while a sub-buffer that eq. (4) shrank still holds more
+            // than its size.
+            Mapping::Paper(_) => within_b && within_sub_buffer,
+            // The refined estimator lets a shrunk sub-buffer drain while the others fill to their
+            // sizes (the queue then transiently above B): a long-RTT flow's first windows, mapped
+            // to y as the split begins, are not lost behind x's backlog (docs/engine.md).
+            Mapping::Rtt(e) if !e.split && i == self.subs.len() - 1 => within_b,
+            _ => within_sub_buffer,
         }
-        if self.in_bytes {
-            s.bytes + size <= s.limit
-        } else {
-            (s.packets.len() as u64) < s.limit
+    }
+
+    /// Appends a packet to sub-buffer `i` if it fits, else drops it.
+    fn admit(&mut self, i: usize, packet: Packet) -> Result<(), (Packet, DropReason)> {
+        let size = packet.wire_bytes as u64;
+        if !self.fits(i, size) {
+            let s = &mut self.subs[i];
+            s.record.dropped_packets += 1;
+            s.record.dropped_bytes += size;
+            return Err((packet, DropReason::QueueFull));
         }
+        let s = &mut self.subs[i];
+        s.packets.push_back(packet);
+        s.bytes += size;
+        s.record.enqueued_packets += 1;
+        s.record.enqueued_bytes += size;
+        s.record.max_packets = s.record.max_packets.max(s.packets.len() as u64);
+        self.len_packets += 1;
+        self.len_bytes += size;
+        Ok(())
     }
 
     fn take(&mut self, i: usize, now: SimTime) -> Packet {
@@ -643,6 +902,13 @@ impl SplitBuff {
 impl QueueDiscipline for SplitBuff {
     fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
         self.catch_up(now);
+        self.period_bytes += packet.wire_bytes as u64;
+        self.period_packets += 1;
+        self.largest_packet = self.largest_packet.max(packet.wire_bytes as u64);
+        if let Mapping::Paper(_) = self.mapping {
+            let i = self.arrive_paper(&packet, now);
+            return self.admit(i, packet);
+        }
         self.record_delays(now);
         let (mut i, mut key) = self.classify(&packet, now);
         if let (Some(backlog_key), Mapping::Rtt(e)) = (key, &self.mapping) {
@@ -662,7 +928,6 @@ impl QueueDiscipline for SplitBuff {
                 }
             }
         }
-        let size = packet.wire_bytes as u64;
         if let Some(key) = key {
             if let Mapping::Rtt(e) = &mut self.mapping {
                 // RTT_s = RTT_s + (p->rtt); RTT_x = RTT_x + (p->rtt)
@@ -681,21 +946,7 @@ impl QueueDiscipline for SplitBuff {
                 self.subs[i].rtt_count += 1;
             }
         }
-        if !self.fits(i, size) {
-            let s = &mut self.subs[i];
-            s.record.dropped_packets += 1;
-            s.record.dropped_bytes += size;
-            return Err((packet, DropReason::QueueFull));
-        }
-        let s = &mut self.subs[i];
-        s.packets.push_back(packet);
-        s.bytes += size;
-        s.record.enqueued_packets += 1;
-        s.record.enqueued_bytes += size;
-        s.record.max_packets = s.record.max_packets.max(s.packets.len() as u64);
-        self.len_packets += 1;
-        self.len_bytes += size;
-        Ok(())
+        self.admit(i, packet)
     }
 
     /// Deficit round robin (byte-fair): each non-empty sub-buffer in turn gets `quantum` bytes of
@@ -751,6 +1002,7 @@ mod tests {
         p
     }
 
+    /// The refined estimator with B fixed at `limit` (the tests below the paper's are its).
     fn config(limit: u64, sub_buffers: usize) -> SplitBuffConfig {
         SplitBuffConfig {
             limit,
@@ -760,6 +1012,164 @@ mod tests {
             alpha: 0.5,
             quantum: 1500,
             rate: None,
+            estimator: SplitBuffEstimator::Refined,
+            total: SplitBuffTotal::Fixed,
+        }
+    }
+
+    /// Fig. 2 as published.
+    fn paper(limit: u64, sub_buffers: usize, total: SplitBuffTotal) -> SplitBuffConfig {
+        SplitBuffConfig { estimator: SplitBuffEstimator::Paper, total, ..config(limit, sub_buffers) }
+    }
+
+    /// Enqueues a packet and sends it at once: it meets, and leaves, an empty queue.
+    fn pass(q: &mut SplitBuff, flow: u32, srtt_ms: u64, t: SimTime) {
+        q.enqueue(packet(flow, srtt_ms, 1000, t), t).unwrap();
+        assert!(matches!(q.dequeue(t), Dequeue::Packet(_)));
+    }
+
+    #[test]
+    fn fig2_maps_by_the_last_periods_mean_rtt_less_t_q_and_sizes_by_eq4() {
+        // One period of 10 ms and 990 ms packets in equal numbers into an idle link (T_q = 0):
+        // everything goes to x before the first update; then thresh = average(RTT_s) − T_q =
+        // 500 ms sends the 10 ms packets to x and the 990 ms ones to y, and after the next period
+        // eq. (4) gives B_x = 10/1000 · 6250 = 62, B_y = 6187 (seed 002 §III.C).
+        let mut q = SplitBuff::new(paper(6250, 2, SplitBuffTotal::Fixed));
+        let t = SimTime::from_ms(50);
+        for _ in 0..10 {
+            q.enqueue(packet(0, 10, 1000, t), t).unwrap();
+            q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+        }
+        assert_eq!(q.class_record(0).enqueued_packets, 20, "no threshold before the first update");
+        let t = SimTime::from_ms(150);
+        q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+        assert_eq!(q.class_record(0).threshold_ns, 500 * MS);
+        assert_eq!(q.class_record(1).enqueued_packets, 1, "990 ms is above the 500 ms threshold");
+        for _ in 0..9 {
+            q.enqueue(packet(0, 10, 1000, t), t).unwrap();
+            q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+        }
+        q.enqueue(packet(0, 10, 1000, t), t).unwrap();
+        assert_eq!(q.class_record(0).enqueued_packets, 30, "10 ms is below it");
+        let t = SimTime::from_ms(250);
+        q.enqueue(packet(0, 10, 1000, t), t).unwrap();
+        assert_eq!((q.class_record(0).rttp_ns, q.class_record(1).rttp_ns), (10 * MS, 990 * MS));
+        assert_eq!((q.class_record(0).limit, q.class_record(1).limit), (62, 6187));
+    }
+
+    #[test]
+    fn fig2_re_estimates_b_as_the_rttp_times_the_link_rate() {
+        // 100 Mb/s, 1000-byte packets, each sent before the next arrives (T_q = 0): RTTP 100 ms,
+        // so B = 0.1 s × 100 Mb/s = 1.25 MB = 1250 packets, split by eq. (4).
+        let rate = Some(BitRate(100_000_000));
+        let mut q = SplitBuff::new(SplitBuffConfig { rate, ..paper(6250, 2, SplitBuffTotal::Estimated) });
+        for k in 0..10 {
+            pass(&mut q, k % 2, 80 + 40 * (k as u64 % 2), SimTime::from_ms(50));
+        }
+        assert_eq!(q.total(), 6250, "the limit until the first estimate");
+        pass(&mut q, 0, 80, SimTime::from_ms(150));
+        assert_eq!(q.class_record(0).estimate_rttp_ns, 100 * MS);
+        assert_eq!(q.total(), 1250);
+        // A fixed total stays the limit.
+        let mut q = SplitBuff::new(SplitBuffConfig { rate, ..paper(6250, 2, SplitBuffTotal::Fixed) });
+        for k in 0..10 {
+            pass(&mut q, 0, 100, SimTime::from_ms(50 + k));
+        }
+        pass(&mut q, 0, 100, SimTime::from_ms(150));
+        assert_eq!(q.total(), 6250);
+    }
+
+    #[test]
+    fn fig2_t_q_is_the_smoothed_mean_occupancy_over_c_at_arrivals() {
+        // 8 Mb/s: 1000 bytes take 1 ms. Four packets arrive together and stay: they find 0, 1, 2
+        // and 3 ms of queue, so the period's T_q sample is 1.5 ms (the first is taken as it is)
+        // and RTTP = 50 − 1.5 ms. The next period's four find 4 to 7 ms (mean 5.5): with α = 0.5,
+        // T_q = 0.5 · 1.5 + 0.5 · 5.5 = 3.5 ms and RTTP = 50 − 3.5 ms.
+        let rate = Some(BitRate(8_000_000));
+        let mut q = SplitBuff::new(SplitBuffConfig { rate, ..paper(100, 2, SplitBuffTotal::Fixed) });
+        let t = SimTime::from_ms(50);
+        for _ in 0..4 {
+            q.enqueue(packet(0, 50, 1000, t), t).unwrap();
+        }
+        let t = SimTime::from_ms(150);
+        for _ in 0..4 {
+            q.enqueue(packet(0, 50, 1000, t), t).unwrap();
+        }
+        assert_eq!(q.class_record(0).estimate_rttp_ns, 48_500_000);
+        let t = SimTime::from_ms(250);
+        q.enqueue(packet(0, 50, 1000, t), t).unwrap();
+        assert_eq!(q.class_record(0).estimate_rttp_ns, 46_500_000);
+    }
+
+    #[test]
+    fn fig2_with_three_sub_buffers_thresholds_at_rttp_plus_and_minus_half_sigma() {
+        // §IV.C: RTTs of 20, 60 and 100 ms in equal numbers, T_q = 0: RTTP 60 ms, σ = 32.66 ms,
+        // thresholds 43.67 and 76.33 ms; each RTT then goes to its own sub-buffer.
+        let mut q = SplitBuff::new(paper(300, 3, SplitBuffTotal::Fixed));
+        let t = SimTime::from_ms(50);
+        for k in 0..30u32 {
+            pass(&mut q, k % 3, 20 + 40 * (k as u64 % 3), t);
+        }
+        let t = SimTime::from_ms(150);
+        for k in 0..3u32 {
+            pass(&mut q, k, 20 + 40 * k as u64, t);
+        }
+        let sigma = (3200.0f64 / 3.0).sqrt() * 1e6;
+        assert_eq!(q.class_record(0).threshold_ns, (60e6 - sigma / 2.0) as u64);
+        assert_eq!(q.class_record(1).threshold_ns, (60e6 + sigma / 2.0) as u64);
+        let sent: Vec<u64> = q.class_records().iter().map(|r| r.enqueued_packets).collect();
+        assert_eq!(sent, vec![30 + 1, 1, 1]);
+    }
+
+    #[test]
+    fn the_whole_queue_never_exceeds_b_while_a_shrunk_sub_buffer_drains() {
+        // B = 10. Five 10 ms and five 990 ms packets fill x before the first update; then eq. (4)
+        // gives x and y 5 each while x still holds 10: a 990 ms packet for y finds the queue at B
+        // and is dropped (§III.C: the sub-buffers together hold at most B).
+        let mut q = SplitBuff::new(paper(10, 2, SplitBuffTotal::Fixed));
+        let t = SimTime::from_ms(50);
+        for k in 0..10u32 {
+            q.enqueue(packet(k % 2, 10 + 980 * (k as u64 % 2), 1000, t), t).unwrap();
+        }
+        let t = SimTime::from_ms(150);
+        assert!(q.enqueue(packet(1, 990, 1000, t), t).is_err());
+        assert_eq!((q.class_record(0).limit, q.class_record(1).limit), (5, 5));
+        assert_eq!(q.len_packets(), 10);
+    }
+
+    #[test]
+    fn under_any_arrivals_the_queue_stays_within_b_and_every_packet_is_counted() {
+        // Pseudo-random RTTs, sizes and service over 40 periods: every packet admitted leaves the
+        // queue within B (B fixed, or re-estimated: a B that shrinks below the queue drops what
+        // arrives until the queue is back within it), and per sub-buffer enqueued = sent + queued.
+        let rate = Some(BitRate(10_000_000));
+        for sub_buffers in [2, 3] {
+            for total in [SplitBuffTotal::Fixed, SplitBuffTotal::Estimated] {
+                let mut q = SplitBuff::new(SplitBuffConfig { rate, ..paper(400, sub_buffers, total) });
+                let mut z = 7u64;
+                let mut totals = std::collections::BTreeSet::new();
+                for step in 0..40_000u64 {
+                    z = mix(z.wrapping_add(step));
+                    let t = SimTime::from_us(step * 100);
+                    if z % 3 == 0 {
+                        let _ = q.dequeue(t);
+                        continue;
+                    }
+                    let srtt = [0, 12, 45, 130, 400][(z >> 8) as usize % 5];
+                    let admitted =
+                        q.enqueue(packet((z >> 16) as u32 % 8, srtt, 200 + (z >> 24) as u32 % 1300, t), t).is_ok();
+                    totals.insert(q.total());
+                    if admitted {
+                        assert!(q.len_packets() <= q.total(), "step {step}: {} > B = {}", q.len_packets(), q.total());
+                    }
+                    if total == SplitBuffTotal::Fixed {
+                        assert!(q.len_packets() <= 400, "step {step}");
+                    }
+                }
+                assert!(q.class_records().iter().all(|r| r.enqueued_packets == r.sent_packets + r.queued_packets));
+                assert!(q.class_records().iter().all(|r| r.enqueued_packets > 0), "every sub-buffer carried packets");
+                assert_eq!(totals.len() > 1, total == SplitBuffTotal::Estimated, "B moves only when estimated");
+            }
         }
     }
 

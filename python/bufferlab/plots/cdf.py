@@ -85,7 +85,7 @@ def cdf(db: Results | str | Path, runs: Sequence[str], *, source: str = "monitor
     split_text = bytes_in_words(split_bytes)
     classes = [(size_class, text) for size_class, text in (("large", f"large flows (> {split_text})"),
                                                            ("small", f"small flows (≤ {split_text})"))
-               if _has_flows(tables, size_class, split_text, skip_empty=skip_empty)]
+               if _has_flows(tables, size_class, text, skip_empty=skip_empty)]
     fig, axes = new_figure(len(classes), 2, size=size or (8.0, 0.6 + 2.7 * len(classes)), sharey=True)
     for row, (size_class, text) in enumerate(classes):
         for col, (column, label) in enumerate(_COLUMNS):

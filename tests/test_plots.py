@@ -152,9 +152,11 @@ def test_run_labels_name_runs_by_the_keys_that_differ() -> None:
         return common.RunInfo(run_id=run_id * 8, name="tree", seed=seed, end_ns=0,
                               user_spec={"seed": seed, "topology": {"kind": "tree", "queue": queue}})
 
-    assert common.run_labels([info(1, "18p"), info(1, "500p")]) == ["topology.queue=18p", "topology.queue=500p"]
-    assert common.run_labels([info(1, "18p"), info(2, "18p")]) == ["seed=1", "seed=2"]
-    assert common.run_labels([info(1, "18p", "aa"), info(1, "18p", "bb")]) == ["run aaaaaaaa", "run bbbbbbbb"]
+    assert common.run_labels([info(1, "18p"), info(1, "500p")]) == ["buffer = 18 packets", "buffer = 500 packets"]
+    assert common.run_labels([info(1, "18p"), info(2, "18p")]) == ["seed 1", "seed 2"]
+    # Identical specs and seeds: the scenario's name with the run id, never the run id alone.
+    assert common.run_labels([info(1, "18p", "aa"), info(1, "18p", "bb")]) == ["tree, run aaaaaaaa",
+                                                                               "tree, run bbbbbbbb"]
     assert common.flatten({"flows": [{"rtt": "10ms"}, {"rtt": "20ms"}]}) == {"flows[0].rtt": "10ms",
                                                                            "flows[1].rtt": "20ms"}
 
@@ -197,7 +199,7 @@ def test_cwnd_draws_each_runs_windows_above_its_bottleneck_queue_titled_by_diffe
     db = store["db"]
     fig = plots.cwnd(db, [store["small"], store["large"]], flows=["bulk_a", "bulk_b"])
     axes = np.array(fig.axes[:4]).reshape(2, 2)
-    assert [axes[0, c].get_title() for c in (0, 1)] == ["topology.queue=8p", "topology.queue=100p"]
+    assert [axes[0, c].get_title() for c in (0, 1)] == ["buffer = 8 packets", "buffer = 100 packets"]
     assert axes[0, 0].get_ylabel() == "cwnd (kB)" and axes[1, 0].get_ylabel() == "queue (packets)"
     for col, run_id in enumerate((store["small"], store["large"])):
         for name in ("bulk_a", "bulk_b"):
@@ -269,7 +271,7 @@ def test_plane_puts_each_flow_at_its_mean_srtt_and_throughput_coloured_per_run(s
     np.testing.assert_array_equal(_markers(ax, "o"), both.select("mean_srtt_l4", "mean_throughput_l4").to_numpy())
     colours = [line.get_color() for line in ax.get_lines() if line.get_marker() == "o"]
     assert len(set(colours[:4])) == 1 and len(set(colours[4:])) == 1 and colours[0] != colours[4]
-    assert {"topology.queue=8p", "topology.queue=100p"} <= {t.get_text() for t in fig.legends[0].get_texts()}
+    assert {"buffer = 8 packets", "buffer = 100 packets"} <= {t.get_text() for t in fig.legends[0].get_texts()}
 
 
 # --- cdf (seed 000) -------------------------------------------------------------------------------
@@ -285,11 +287,12 @@ def test_cdf_steps_through_the_monitors_per_flow_throughput_and_loss_by_size_cla
                 for col, column in enumerate(("throughput_mbps", "loss")):
                     line = axes[row, col].get_lines()[k]
                     expected = np.sort(seen.filter(pl.col("size_class") == size_class)[column].to_numpy())
-                    np.testing.assert_array_equal(line.get_xdata(), expected)
+                    np.testing.assert_allclose(line.get_xdata(), expected * (100 if column == "loss" else 1))
                     np.testing.assert_allclose(line.get_ydata(), np.arange(1, len(expected) + 1) / len(expected))
     # The 20 kB transfer is the one small flow (wire bytes seen stay under 25 kB); the rest are large.
-    assert axes[1, 0].get_title(loc="left") == "small flows (≤ 25kB): 1 / 1 flows"
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["topology.queue=8p", "topology.queue=100p"]
+    assert axes[1, 0].get_title(loc="left") == "small flows (≤ 25 kB)"
+    assert [t.get_text() for t in axes[1, 0].get_legend().get_texts()] == ["n = 1", "n = 1"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["buffer = 8 packets", "buffer = 100 packets"]
 
 
 def test_cdf_from_the_flow_table_needs_no_capture(store) -> None:
@@ -298,8 +301,8 @@ def test_cdf_from_the_flow_table_needs_no_capture(store) -> None:
         flows = res.flows.filter(pl.col("run_id") == store["bare"])
     large = flows.filter(pl.col("bytes_delivered") > 100_000)
     np.testing.assert_array_equal(fig.axes[0].get_lines()[0].get_xdata(), np.sort(large["goodput_bps"] / 1e6))
-    np.testing.assert_array_equal(fig.axes[3].get_lines()[0].get_xdata(),
-                                  np.sort(flows.filter(pl.col("bytes_delivered") <= 100_000)["loss_rate"]))
+    np.testing.assert_allclose(fig.axes[3].get_lines()[0].get_xdata(),
+                               np.sort(flows.filter(pl.col("bytes_delivered") <= 100_000)["loss_rate"]) * 100)
 
 
 def test_cdf_of_a_run_without_a_capture_says_what_to_add(store) -> None:
@@ -326,7 +329,7 @@ def test_sweep_draws_the_mean_over_seeds_with_a_student_t_band_per_queue(tmp_pat
             for queue in ("5p", "50p") for seed in (1, 2, 3)}
     fig = plots.sweep(db, list(runs.values()), x="links[1].queue", metric="mean_throughput_l4")
     ax = fig.axes[0]
-    assert ax.get_xlabel() == "links[1].queue (packets)" and ax.get_ylabel() == "mean_throughput_l4 (Mbps)"
+    assert ax.get_xlabel() == "buffer (packets)" and ax.get_ylabel() == "mean throughput (Mb/s)"
     with bufferlab.load(db) as res:
         per_run = {key: res.flow_metrics.filter(pl.col("run_id") == run_id)["mean_throughput_l4"].mean()
                    for key, run_id in runs.items()}
@@ -337,7 +340,8 @@ def test_sweep_draws_the_mean_over_seeds_with_a_student_t_band_per_queue(tmp_pat
         half = 4.303 * values.std(ddof=1) / np.sqrt(3)
         assert row[0] == queue and row[1] == pytest.approx(values.mean(), rel=1e-12)
         at_x = band[np.isclose(band[:, 0], queue), 1]
-        assert at_x.min() == pytest.approx(values.mean() - half, rel=1e-3)
+        # A throughput is never negative: the band stops at 0 where the interval reaches below.
+        assert at_x.min() == pytest.approx(max(0.0, values.mean() - half), rel=1e-3)
         assert at_x.max() == pytest.approx(values.mean() + half, rel=1e-3)
         assert half > 0  # random loss makes the seeds differ
 
@@ -358,7 +362,7 @@ def test_sweep_of_a_study_draws_its_stored_means_and_intervals(tmp_path: Path) -
     assert run_sweep(sweep_spec, db, SerialExecutor()).simulated == 12
     fig = plots.sweep(db, ["queues"], metric="mean_throughput_l4")  # x and by: the study's axes
     ax = fig.axes[0]
-    assert ax.get_xlabel() == "links[1].queue (packets)"
+    assert ax.get_xlabel() == "buffer (packets)"
     table = bufferlab.load(db).study("queues")
     lines = ax.get_lines()
     assert len(lines) == 2  # one per delay
@@ -368,7 +372,7 @@ def test_sweep_of_a_study_draws_its_stored_means_and_intervals(tmp_path: Path) -
     band = ax.collections[0].get_paths()[0].vertices
     first = table.filter(pl.col("links[1].delay") == "1ms").sort("point").row(0, named=True)
     at_x = band[np.isclose(band[:, 0], 5.0), 1]
-    assert at_x.min() == pytest.approx(first["mean_throughput_l4_ci_low"], rel=1e-9)
+    assert at_x.min() == pytest.approx(max(0.0, first["mean_throughput_l4_ci_low"]), rel=1e-9)
     assert at_x.max() == pytest.approx(first["mean_throughput_l4_ci_high"], rel=1e-9)
 
 

@@ -107,31 +107,28 @@ def _draw(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
 
 
 def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
-    from ..plots.common import new_figure, run_colour, title
+    from ..plots.common import bounded_band, metric_axis, new_figure, plain_log_ticks, run_colour, title
 
     t = _table(res, studies)
     fig, grid = new_figure(1, 2, size=(11, 4.2))
-    axes = grid[0]
+    utilisation, delay = grid[0]
+    shown = {metric: metric_axis(metric) for metric in ("utilization_l1", "mean_qdisc_delay_l2")}
     for i, ((n,), g) in enumerate(t.group_by(["flows"], maintain_order=True)):
         g = g.sort("multiple")
         x = g["multiple"].to_numpy()
-        band: tuple[str, str] | None
-        for ax, y, band in ((axes[0], "utilization_l1", ("utilization_l1_ci_low", "utilization_l1_ci_high")),
-                            (axes[1], "mean_qdisc_delay_l2", None)):
-            ax.plot(x, g[y].to_numpy(), marker="o", color=run_colour(i), label=f"N = {n}")
-            if band is not None and g[band[0]].null_count() == 0:
-                ax.fill_between(x, g[band[0]].to_numpy(), g[band[1]].to_numpy(), color=run_colour(i), alpha=0.2,
-                                linewidth=0)
-    axes[0].set(xlabel="buffer / (mean RTT × C / √N)", ylabel="bottleneck utilisation", xscale="log")
-    axes[1].set(xlabel="buffer / (mean RTT × C / √N)", ylabel="mean queueing delay (ms)", xscale="log")
+        for ax, metric in ((utilisation, "utilization_l1"), (delay, "mean_qdisc_delay_l2")):
+            ax.plot(x, shown[metric].shown(g[metric].to_list()), marker="o", color=run_colour(i), label=f"N = {n}")
+        band = [shown["utilization_l1"].shown(g[f"utilization_l1_ci_{end}"].to_list()) for end in ("low", "high")]
+        if g["utilization_l1_ci_low"].null_count() == 0:
+            bounded_band(utilisation, x, band[0], band[1], shown["utilization_l1"].bounds, color=run_colour(i))
     multiples = sorted(set(t["multiple"].to_list()))
-    for ax in axes:
-        ax.set_xticks(multiples, [f"{m:g}" for m in multiples])
-        ax.minorticks_off()
-    axes[0].axvline(1.0, color="0.5", linestyle=":", linewidth=1)
-    axes[1].axvline(1.0, color="0.5", linestyle=":", linewidth=1)
-    axes[0].legend(title="long Reno flows", fontsize="small")
-    title(fig, "Stanford model: N long Reno flows, RTTs uniform 25–300 ms, drop-tail bottleneck")
+    for ax, metric in ((utilisation, "utilization_l1"), (delay, "mean_qdisc_delay_l2")):
+        ax.set(xlabel="buffer / (mean RTT × C / √N)", ylabel=shown[metric].label)
+        plain_log_ticks(ax, ticks=multiples)
+        ax.axvline(1.0, color="0.5", linestyle=":", linewidth=1)
+    utilisation.legend(title="long Reno flows", fontsize="small")
+    title(fig, "Stanford model: N long Reno flows, RTTs uniform 25–300 ms, drop-tail bottleneck\n"
+               "B = 1 × mean RTT × C / √N dotted" + (", 95 % CI over seeds shaded" if t["seeds"].gt(1).any() else ""))
     return {"appenzeller2004_utilisation_vs_buffer": fig}
 
 

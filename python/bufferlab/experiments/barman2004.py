@@ -131,11 +131,20 @@ def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
     ]
 
 
+# The two cases as the seed names them, for the figures.
+CASE_TERMS = {OVER: "over-buffered (1 BDP, 1.25 MB)", UNDER: "under-buffered (0.1 BDP, 0.125 MB)"}
+
+
 def _draw(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
     from ..plots import cwnd
+    from ..plots.common import controller_name
 
     runs = _runs(res, studies)
-    return {f"barman2004_{cca}": cwnd(res, [runs[(cca, OVER)], runs[(cca, UNDER)]]) for cca in ("highspeed", "cubic")}
+    return {f"barman2004_{cca}": cwnd(res, [runs[(cca, OVER)], runs[(cca, UNDER)]],
+                                      labels=[CASE_TERMS[OVER], CASE_TERMS[UNDER]],
+                                      heading=f"Seed 004, {controller_name(cca)}: two flows (RTT 100 ms and 50 ms) "
+                                              "through a 100 Mbit/s token bucket")
+            for cca in ("highspeed", "cubic")}
 
 
 REPRODUCTION = Reproduction(

@@ -174,6 +174,11 @@ def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
     ]
 
 
+# The two buffers as the seed names them, for the figures' legends.
+BUFFER_TERMS = {B_S: "B_s = 18 packets (Stanford)", B_L: "B_l = 500 packets (BDP)"}
+TRAFFIC_TERMS = {"persistent": "persistent flows and Poisson mice", "closed_loop": "closed-loop users"}
+
+
 def _draw(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
     from ..plots import cdf
 
@@ -181,7 +186,11 @@ def _draw(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
     for traffic, stem in (("persistent", "dhamdhere2006_persistent_and_mice"),
                           ("closed_loop", "dhamdhere2006_closed_loop")):
         runs = res.study_runs(studies[traffic]).filter(pl.col("status") == "complete")
-        figures[stem] = cdf(res, runs["run_id"].to_list(), source="monitor", link="btl")
+        by_buffer = dict(zip(runs["topology.queue"].to_list(), runs["run_id"].to_list()))
+        buffers = [b for b in (B_S, B_L) if b in by_buffer]
+        figures[stem] = cdf(res, [by_buffer[b] for b in buffers], source="monitor", link="btl", split=LARGE_BYTES,
+                            labels=[BUFFER_TERMS[b] for b in buffers], skip_empty=True,
+                            heading=f"Seed 000, {TRAFFIC_TERMS[traffic]}: B_s against B_l, Reno, 18 sources")
     return figures
 
 

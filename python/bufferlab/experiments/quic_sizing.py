@@ -171,7 +171,9 @@ def _draw(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
 
     runs = res.study_runs(studies["run"])
     run_id = runs["run_id"][0]
-    return {"quic_sizing_window_and_queue": cwnd(res, [run_id], start="4.0s", end="4.2s")}
+    heading = (f"Seed 003: one QUIC NewReno flow, 100 Mb/s bottleneck, B = {sized_buffer()} packets\n"
+               "window and router queue, two congestion cycles (4.0–4.2 s)")
+    return {"quic_sizing_window_and_queue": cwnd(res, [run_id], start="4.0s", end="4.2s", heading=heading)}
 
 
 REPRODUCTION = Reproduction(

@@ -10,8 +10,9 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
+import math
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["PlotError", "FORMATS", "DPI", "MAX_POINTS", "figure_function", "new_figure", "title", "save",
            "check_output", "flow_colour", "run_colour", "flatten", "differing_keys", "run_labels", "describe",
-           "TimeWindow", "time_window", "decimate", "legend_below", "opened", "pick_names", "RunInfo", "run_info"]
+           "TimeWindow", "time_window", "decimate", "legend_below", "opened", "pick_names", "RunInfo", "run_info",
+           "controller_name", "readable_value", "spec_term", "MetricAxis", "metric_axis", "PERCENT", "clip_to_bounds",
+           "key_term", "bounded_band", "plain_log_ticks", "steady_state_ylim", "STARTUP_FRACTION", "require_data", "bytes_in_words",
+           "CONTROLLER_NAMES"]
 
 FORMATS = (".pdf", ".svg", ".png")
 DPI = 150
@@ -134,6 +138,66 @@ def _hex(rgb: Sequence[float]) -> str:
     return "#" + "".join(f"{round(c * 255):02x}" for c in rgb[:3])
 
 
+# --- the papers' terms ---------------------------------------------------------------------------
+
+# Congestion controllers as the papers write them.
+CONTROLLER_NAMES = {"reno": "Reno", "newreno": "NewReno", "cubic": "CUBIC", "highspeed": "HSTCP", "bbr": "BBR"}
+# Spec keys in words, for legends and titles.
+_SPEC_TERMS = {"topology.queue": "buffer", "topology.flows": "N", "topology.rtt": "RTT",
+               "topology.bottleneck_rate": "C", "topology.bottleneck_delay": "bottleneck delay",
+               "duration": "duration"}
+
+
+def controller_name(cca: str) -> str:
+    """A congestion controller as the papers write it: "highspeed" -> "HSTCP", "cubic" -> "CUBIC",
+    "newreno" -> "NewReno"; a name bufferlab does not know comes back as written."""
+    return CONTROLLER_NAMES.get(cca.lower(), cca)
+
+
+def readable_value(text: str) -> str:
+    """A spec value in words: "18p" -> "18 packets", "1310720B" -> "1.31 MB", "80Mbps" ->
+    "80 Mb/s"; anything else (a time, a name) as written."""
+    try:
+        limit = units.parse_size(text)
+    except (units.UnitError, TypeError):
+        pass
+    else:
+        if limit.packets is not None:
+            return f"{limit.packets} packet{'s' if limit.packets != 1 else ''}"
+        return bytes_in_words(limit.bytes or 0)
+    try:
+        rate = units.parse_rate(text)
+    except (units.UnitError, TypeError):
+        return text
+    return f"{rate / 1e6:g} Mb/s" if rate is not None else text
+
+
+def bytes_in_words(n: int) -> str:
+    """An amount of bytes with a decimal prefix and three significant digits: 1310720 -> "1.31 MB"."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+def spec_term(key: str, value: str) -> str:
+    """One setting of a spec in words for a legend: a controller by its name ("HSTCP"), a queue or
+    its limit as the buffer ("buffer = 18 packets"), a few topology keys by their symbol ("N = 16",
+    "RTT = 20ms"); other keys as dotted paths, as nothing better is known of them."""
+    if key_term(key) == "controller":
+        return controller_name(value)
+    return f"{key_term(key)} = {readable_value(value)}"
+
+
+def key_term(key: str) -> str:
+    """A spec key in words: "controller" for a `cca`, "buffer" for a queue or its limit, "N",
+    "RTT", "C" for the dumbbell's flows, round trip and bottleneck rate; else the dotted key."""
+    leaf = key.rsplit(".", 1)[-1].split("[", 1)[0]
+    if leaf == "cca":
+        return "controller"
+    return _SPEC_TERMS.get(key) or ("buffer" if leaf == "limit" or leaf.startswith("queue") else key)
+
+
 # --- runs ---------------------------------------------------------------------------------------
 
 def opened(db: Results | str | Path) -> AbstractContextManager[Results]:
@@ -197,9 +261,10 @@ def differing_keys(specs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def run_labels(runs: Sequence[RunInfo], *, max_keys: int = 3) -> list[str]:
-    """Legend names of runs by what differs between them: ``topology.queue=18p`` against
-    ``topology.queue=500p``; runs that differ only in seed are ``seed=1``, ``seed=2``; runs with
-    identical specs and seeds (other engines) by their id's first 8 characters."""
+    """Legend names of runs by what differs between them, in words (`spec_term`): ``buffer = 18
+    packets`` against ``buffer = 500 packets``, ``HSTCP`` against ``CUBIC``; runs that differ only
+    in seed are ``seed 1``, ``seed 2``; runs with identical specs and seeds (other engines) by
+    their scenario's name and their id's first 8 characters."""
     if len(runs) == 1:
         return [runs[0].name]
     keys = differing_keys([r.user_spec for r in runs])
@@ -208,14 +273,14 @@ def run_labels(runs: Sequence[RunInfo], *, max_keys: int = 3) -> list[str]:
     labels = []
     for r in runs:
         flat = flatten(r.user_spec)
-        parts = [f"{k}={flat.get(k, '—')}" for k in keys[:max_keys]]
+        parts = [spec_term(k, flat.get(k, "—")) for k in keys[:max_keys]]
         if len(keys) > max_keys:
             parts.append(f"+{len(keys) - max_keys} more")
         if len({x.seed for x in runs}) > 1:
-            parts.append(f"seed={r.seed}")
+            parts.append(f"seed {r.seed}")
         labels.append(", ".join(parts))
     if len(set(labels)) < len(labels):
-        labels = [f"{label}, run {r.run_id[:8]}" if label else f"run {r.run_id[:8]}" for label, r in zip(labels, runs)]
+        labels = [f"{label or r.name}, run {r.run_id[:8]}" for label, r in zip(labels, runs)]
     return labels
 
 
@@ -226,7 +291,7 @@ _TITLE_FACTS: tuple[tuple[str, str], ...] = (
     ("flow_defaults.cca", "{}"),
     ("topology.bottleneck_rate", "{} bottleneck"),
     ("topology.rtt", "RTT {}"),
-    ("topology.queue", "queue {}"),
+    ("topology.queue", "buffer {}"),
     ("duration", "{} simulated"),
 )
 
@@ -242,7 +307,8 @@ def describe(runs: Sequence[RunInfo]) -> str:
         if key == "topology.kind" and common.get(key) in names:
             continue  # a dumbbell named "dumbbell"
         if key in common and not common[key].startswith(("{", "[")):
-            facts.append(text.format(common[key]))
+            value = controller_name(common[key]) if key == "flow_defaults.cca" else readable_value(common[key])
+            facts.append(text.format(value))
         elif key == "topology.flows" and "topology.kind" not in common:
             counts = {len(r.user_spec.get("flows") or []) for r in runs}
             if counts != {0} and len(counts) == 1:
@@ -338,3 +404,114 @@ def legend_below(fig: Figure, axes: Axes, *, title: str | None = None, max_colum
     if handles:
         fig.legend(handles, labels, loc="outside lower center", title=title,
                    ncols=min(len(handles), max_columns))
+
+
+def require_data(field: str, arrays: Iterable[np.ndarray], reason: str) -> None:
+    """Refuse to draw an empty panel: a `PlotError` on `field` (the metric or quantity) with
+    `reason` unless one of `arrays` holds a finite value."""
+    if not any(np.isfinite(np.asarray(a, dtype=np.float64)).any() for a in arrays):
+        raise PlotError(field, reason)
+
+
+# --- axes in the papers' terms ---------------------------------------------------------------------
+
+# A fraction shown in per cent is multiplied by this.
+PERCENT = 100.0
+# Of a run, the share at its start taken for the start-up (slow start, its overshoot and the first
+# back-offs) when a time plot is scaled to the steady state.
+STARTUP_FRACTION = 0.1
+
+
+@dataclass(frozen=True)
+class MetricAxis:
+    """How a stored metric is shown on an axis: its label in words with the shown unit, the factor
+    from stored to shown values (`PERCENT` for a fraction shown in %), and the bounds no shown
+    value, nor any interval around one, can leave (utilisation within [0, 100] %)."""
+
+    label: str
+    scale: float = 1.0
+    bounds: tuple[float, float] = (0.0, math.inf)
+
+    def shown(self, values: np.ndarray | Sequence[float | None]) -> np.ndarray:
+        """Stored values as the axis shows them (None as NaN)."""
+        return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64) * self.scale
+
+
+_METRIC_AXES = {
+    "loss_rate_l4": MetricAxis("loss rate (%)", PERCENT, (0.0, 100.0)),
+    "utilization_l1": MetricAxis("bottleneck utilisation (%)", PERCENT, (0.0, 100.0)),
+    "mean_utilization_bw_l4": MetricAxis("throughput / path's slowest rate (%)", PERCENT, (0.0, 100.0)),
+    "mean_agg_utilization_bw_l4": MetricAxis("aggregate throughput / bottleneck rate (%)", PERCENT, (0.0, 100.0)),
+    "mean_jains_fairness_throughput_l4": MetricAxis("Jain's fairness index of throughput", 1.0, (0.0, 1.0)),
+    "mean_qdisc_delay_l2": MetricAxis("mean queueing delay (ms)"),
+}
+# Metrics that can be negative (utilities are logarithms and negative reciprocals).
+_SIGNED_METRICS = {"mean_utility_pf_l4", "mean_utility_mpdf_l4", "mean_agg_utility_pf_l4", "mean_agg_utility_mpdf_l4"}
+_UNIT_WORDS = {"Mbps": "Mb/s", "Mbps/s": "Mb/s per s", "count": "", "-": ""}
+
+
+def metric_axis(metric: str) -> MetricAxis:
+    """The axis of a metric of the catalogue (`analysis.catalogue`): fractions that are rates in %
+    (loss, utilisation), Jain's index within [0, 1], every other metric in its unit and words
+    ("mean_qdisc_delay_l2" -> "mean queue delay (ms)"), non-negative unless it is a utility."""
+    if metric in _METRIC_AXES:
+        return _METRIC_AXES[metric]
+    from ..analysis.catalogue import FLOW_METRICS, LINK_METRICS, NETWORK_METRICS
+
+    stored_unit = {**FLOW_METRICS, **LINK_METRICS, **NETWORK_METRICS}[metric][0]
+    unit = _UNIT_WORDS.get(stored_unit, stored_unit)
+    words = metric.rsplit("_l", 1)[0].replace("qdisc", "queue").replace("_", " ")
+    bounds = (-math.inf, math.inf) if metric in _SIGNED_METRICS else (0.0, math.inf)
+    return MetricAxis(f"{words} ({unit})" if unit else words, 1.0, bounds)
+
+
+def clip_to_bounds(low: np.ndarray, high: np.ndarray,
+                   bounds: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """An interval's ends held within the metric's bounds: a confidence interval of utilisation
+    never reaches past 100 %, one of a throughput never below 0 (NaN ends stay NaN)."""
+    lo, hi = bounds
+    return (np.clip(np.asarray(low, dtype=np.float64), lo, hi), np.clip(np.asarray(high, dtype=np.float64), lo, hi))
+
+
+def bounded_band(ax: Axes, x: np.ndarray, low: np.ndarray, high: np.ndarray, bounds: tuple[float, float],
+                 **style: Any) -> None:
+    """A shaded interval (a 95 % confidence band) between `low` and `high`, clipped to `bounds`
+    (`clip_to_bounds`); `style` goes to `fill_between` (colour, alpha, label)."""
+    lo, hi = clip_to_bounds(low, high, bounds)
+    ax.fill_between(np.asarray(x, dtype=np.float64), lo, hi, **{"linewidth": 0, "alpha": 0.2, **style})
+
+
+def plain_log_ticks(ax: Axes, *, axis: Literal["x", "y"] = "x", ticks: Sequence[float] | None = None) -> None:
+    """Make `axis` logarithmic with ticks labelled as plain numbers ("0.25", "1", "2", "100", not
+    10^-0.6): at `ticks` (e.g. the values swept) or else at 1, 2 and 5 times the powers of ten in
+    view; no minor ticks, so no labels overlap."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    ax.set_xscale("log") if axis == "x" else ax.set_yscale("log")
+    target.set_major_locator(FixedLocator(list(ticks)) if ticks is not None else LogLocator(10, subs=(1, 2, 5)))
+    target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    target.set_minor_locator(NullLocator())
+    target.set_minor_formatter(NullFormatter())
+
+
+def steady_state_ylim(ax: Axes, series: Sequence[tuple[np.ndarray, np.ndarray]], *, startup_end_s: float,
+                      unit: str, headroom: float = 1.08) -> float | None:
+    """Scale a time plot's y axis, from 0, to the steady state: to the highest value of the
+    `series` ((times in s, values) pairs) after `startup_end_s`, with some headroom, so a slow-start
+    overshoot does not squash the sawtooth under it. When the start-up rises above that, the panel
+    says so ("start-up peak of 3250 kB clipped", `unit` after the number) and the peak is returned;
+    None when nothing is clipped (the axis is then left as it was)."""
+    arrays = [(np.asarray(t), np.asarray(y, dtype=np.float64)) for t, y in series]
+    steady = [y[(t >= startup_end_s) & np.isfinite(y)] for t, y in arrays]
+    values = [y[np.isfinite(y)] for _, y in arrays]
+    if not any(s.size for s in steady):
+        return None
+    top = max(float(s.max()) for s in steady if s.size) * headroom
+    peak = max(float(v.max()) for v in values if v.size)
+    if top <= 0 or peak <= top:
+        return None
+    ax.set_ylim(0, top)
+    ax.text(0.99, 0.97, f"start-up peak of {peak:.4g} {unit} clipped", transform=ax.transAxes, ha="right", va="top",
+            fontsize="small", color="0.35")
+    return peak

@@ -67,6 +67,11 @@ class Quantity:
     kind: str  # "flow" or "channel"
     compute: Callable[[Columns, int], np.ndarray]
 
+    @property
+    def unit(self) -> str:
+        """The unit of the label, in its last parentheses: "cwnd (kB)" -> "kB"."""
+        return self.label.rsplit("(", 1)[-1].rstrip(")") if "(" in self.label else ""
+
 
 FLOW_QUANTITIES: dict[str, Quantity] = {q.name: q for q in (
     Quantity("cwnd", "cwnd (segments)", "flow", lambda c, mss: c["cwnd_bytes"] / mss),

@@ -21,8 +21,9 @@ import polars as pl
 from .. import units
 from ..study.aggregate import aggregate_over_seeds
 from ..analysis.metrics import FLOW_METRICS, LINK_METRICS, NETWORK_METRICS
-from .common import (PlotError, RunInfo, describe, differing_keys, figure_function, flatten, legend_below, new_figure,
-                     opened, run_colour, run_info, title)
+from .common import (PlotError, RunInfo, bounded_band, describe, differing_keys, figure_function, flatten, key_term,
+                     legend_below, metric_axis, new_figure, opened, readable_value, require_data, run_colour, run_info,
+                     spec_term, title)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -119,6 +120,10 @@ def sweep(db: Results | str | Path, runs: Sequence[str], *, x: str | None = None
         axes_keys = [x] + ([by] if by else [])
         points, infos = (study_points(res, study, axes_keys, metric) if study is not None
                          else sweep_points(res, runs, axes_keys, metric))
+    shown = metric_axis(metric)
+    require_data(metric, [shown.shown(points[metric].to_list())],
+                 f"no value in any of the {len(infos)} run(s): the metric is undefined for them (e.g. a fairness "
+                 "index of one flow, or means of series that were not recorded)")
     numeric = [axis_value(v) for v in points[x].to_list()]
     x_units = {n[1] for n in numeric if n is not None}
     categorical = any(n is None for n in numeric) or len(x_units) > 1
@@ -132,17 +137,17 @@ def sweep(db: Results | str | Path, runs: Sequence[str], *, x: str | None = None
     for k, (key, group) in enumerate(groups):
         group = group.sort("_x")
         colour = run_colour(k)
-        label = f"{by}={key[0]}" if by else metric
-        ax.plot(group["_x"].to_numpy(), group[metric].to_numpy(), "o-", color=colour, label=label)
-        low, high = group[f"{metric}_ci_low"].to_numpy(), group[f"{metric}_ci_high"].to_numpy()
-        if np.isfinite(low.astype(float)).any():
-            ax.fill_between(group["_x"].to_numpy(), low.astype(float), high.astype(float), color=colour, alpha=0.2,
-                            linewidth=0, label="_95 % CI")
+        xs = group["_x"].to_numpy()
+        ax.plot(xs, shown.shown(group[metric].to_list()), "o-", color=colour,
+                label=spec_term(by, str(key[0])) if by else shown.label)
+        low, high = shown.shown(group[f"{metric}_ci_low"].to_list()), shown.shown(group[f"{metric}_ci_high"].to_list())
+        if np.isfinite(low).any():
+            bounded_band(ax, xs, low, high, shown.bounds, color=colour, label="_95 % CI")
     if categorical:
-        ax.set_xticks(range(len(categories)), categories)
-    unit = METRICS[metric][0]
-    ax.set_xlabel(f"{x} ({x_units.pop()})" if not categorical and x_units and "" not in x_units else x)
-    ax.set_ylabel(f"{metric} ({unit})" if unit not in ("-", "") else metric)
+        ax.set_xticks(range(len(categories)), [readable_value(c) for c in categories])
+    ax.set_xlabel(f"{key_term(x)} ({x_units.pop()})" if not categorical and x_units and "" not in x_units
+                  else key_term(x))
+    ax.set_ylabel(shown.label)
     seeds = sorted(set(points["seeds"].to_list()))
     title(fig, f"{describe(infos)}\nmean over {'/'.join(map(str, seeds))} seed(s) per point, 95 % CI shaded")
     if by:

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import (PlotError, RunInfo, TimeWindow, decimate, describe, figure_function, flow_colour, legend_below,
-                     new_figure, opened, run_info, time_window, title)
-from .series import FLOW_QUANTITIES, LINK_QUANTITIES, QUANTITIES, Line, default_flows, default_links, flow_lines, \
-    link_lines
+from .common import (STARTUP_FRACTION, PlotError, RunInfo, TimeWindow, decimate, describe, figure_function,
+                     flow_colour, legend_below, new_figure, opened, require_data, run_info, steady_state_ylim,
+                     time_window, title)
+from .series import FLOW_QUANTITIES, LINK_QUANTITIES, QUANTITIES, Line, Quantity, default_flows, default_links, \
+    flow_lines, link_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -17,7 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..store.reader import Results
 
-__all__ = ["timeseries", "DEFAULT_QUANTITIES", "draw_lines"]
+__all__ = ["timeseries", "DEFAULT_QUANTITIES", "draw_lines", "finish_time_axes", "scale_to_steady_state",
+           "require_samples"]
 
 DEFAULT_QUANTITIES = ("cwnd", "srtt", "throughput", "queue")
 _LINK_GREYS = ("#222222", "#777777", "#aaaaaa")
@@ -50,11 +52,15 @@ def timeseries(db: Results | str | Path, run: str, *, quantities: Sequence[str] 
                 title_note = f" (first {len(chosen)} of {recorded} flows; choose with --flows)"
         if link_q:
             lines.update(link_lines(res, info, link_q, default_links(res, info, links), window))
+    for name in quantities:
+        require_samples(name, lines[name], info, window)
     fig, axes = new_figure(len(quantities), 1, size=size or (7.5, 1.2 + 1.5 * len(quantities)), sharex=True)
     for ax, name in zip(axes[:, 0], quantities):
         draw_lines(ax, lines[name], QUANTITIES[name].kind)
         ax.set_ylabel(QUANTITIES[name].label)
     finish_time_axes(fig, list(axes[:, 0]), info, window)
+    for ax, name in zip(axes[:, 0], quantities):
+        scale_to_steady_state(ax, lines[name], info, QUANTITIES[name])
     title(fig, describe([info]) + title_note)
     legend_below(fig, axes[0, 0] if flow_q else axes[-1, 0])
     return fig
@@ -85,3 +91,20 @@ def finish_time_axes(fig: Figure, axes: Sequence[Axes], info: RunInfo, window: T
         ax.set_xlim(lo, hi)
         ax.set_ylim(bottom=0)
     axes[-1].set_xlabel("time (s)")
+
+
+def scale_to_steady_state(ax: Axes, lines: Sequence[Line], info: RunInfo, quantity: Quantity) -> None:
+    """The panel's y axis scaled to the run's steady state (`steady_state_ylim`): what comes after
+    its start-up, the first `STARTUP_FRACTION` of the run, sets the scale; a higher start-up peak
+    is clipped, and the panel says so."""
+    steady_state_ylim(ax, [(line.t_s, line.y) for line in lines], startup_end_s=STARTUP_FRACTION * info.end_ns / 1e9,
+                      unit=quantity.unit)
+
+
+def require_samples(name: str, lines: Sequence[Line], info: RunInfo, window: TimeWindow) -> None:
+    """Refuse a panel of `name` without one finite sample in the window (an empty axis): the
+    error names the quantity, the window and how long the run lasted."""
+    lo, hi = window.limits_s(info.end_ns)
+    require_data(name, [line.y for line in lines],
+                 f"run {info.run_id[:12]} has no {name} sample between {lo:g} s and {hi:g} s (it lasted "
+                 f"{info.end_ns / 1e9:g} s)")

@@ -149,3 +149,98 @@ def test_reproduce_list_says_what_each_one_is_and_how_long_it_takes() -> None:
 def test_an_unknown_reproduction_is_one_line_exit_2() -> None:
     out = bufferlab("reproduce", "nosuch", "--quick")
     assert out.returncode == 2 and out.stderr.startswith('error: NAME: unknown reproduction "nosuch"')
+
+
+# --- Preconditions: a verdict only where the experiment did what it claims -----------------------
+
+
+@pytest.mark.parametrize("name", list(reproductions()))
+def test_a_quick_reproduction_checks_its_preconditions_and_states_every_tolerance(quick_runs, name: str) -> None:
+    report = quick_runs[name]
+    assert report.preconditions, f"{name} checks no precondition"
+    summary = report.summary.read_text()
+    assert "## Preconditions" in summary
+    for p in report.preconditions:
+        assert p.measured and f"| {p.key} |" in summary
+    for o in report.observations:
+        if o.holds is not None:
+            assert o.tolerance, f"{name} {o.key}: a verdict without its tolerance"
+        failed = [p.key for p in report.preconditions if not p.met and (o.requires is None or p.key in o.requires)]
+        assert (o.holds is None) == bool(failed) or (o.holds is None and not failed), (name, o.key, failed)
+
+
+def _forced(quick_runs, quick_store: Path, name: str, change) -> list:
+    """`name`'s quick reproduction with its sweeps changed by `change(part, sweep_dict)`, under a
+    name of its own (its unchanged runs come from the quick store): its judged observations."""
+    import copy
+    import dataclasses
+
+    from bufferlab.study.sweep import Sweep
+
+    repro = reproductions()[name]
+
+    def sweeps(quick: bool) -> dict[str, Sweep]:
+        out = {}
+        for part, sweep in repro.sweeps(quick).items():
+            data = copy.deepcopy(sweep.written)
+            change(part, data)
+            out[part] = Sweep.from_dict(data)
+        return out
+
+    forced = dataclasses.replace(repro, name=f"{name}-forced", sweeps=sweeps)
+    tmp = quick_store.parent / f"{name}-forced"
+    return reproduce(forced, quick_store, tmp, quick=True, executor_factory=lambda: LocalPoolExecutor(2)).observations
+
+
+def _verdict(observations, key: str):
+    return next(o for o in observations if o.key == key)
+
+
+def test_splitbuff_forced_to_one_group_leaves_table_i_not_judged(quick_runs, quick_store: Path) -> None:
+    # The engine's refined estimator with its group rule keeps Table I's 60 and 130 ms groups in
+    # one sub-buffer (they are not a factor 2 apart): SplitBuff is then a FIFO, and Table I must
+    # say so instead of comparing a FIFO with a FIFO.
+    def one_group(part: str, data: dict) -> None:
+        if part == "bimodal":
+            queues = data["axes"][0]["zip"][1]["values"]
+            queues[1] = {"kind": "splitbuff", "estimator": "refined", "total": "fixed"}
+
+    table_i = _verdict(_forced(quick_runs, quick_store, "splitbuff", one_group), "Table I")
+    assert table_i.holds is None and "Table I split" in table_i.not_judged and "fewest share 0" in table_i.not_judged
+    # As published, the quick run splits them: Table I is judged.
+    assert _verdict(quick_runs["splitbuff"].observations, "Table I").holds is not None
+
+
+def test_splitbuff_splits_table_i_and_figs_4_to_6_as_the_paper_does(quick_runs) -> None:
+    # Each sub-buffer carries a real share of the packets and each group's RTTP is estimated in
+    # its own sub-buffer, read from the stored sub-buffers of the quick run.
+    met = {p.key: p for p in quick_runs["splitbuff"].preconditions}
+    for key in ("Table I split", "Figs. 4–6 split", "Fig. 1 split"):
+        assert met[key].met, met[key]
+    # The quick Fig. 1 runs 60 s: too few round trips of the 990 ms flow to judge Fig. 1.
+    assert not met["Fig. 1 steady state"].met
+    assert _verdict(quick_runs["splitbuff"].observations, "Fig. 1b").holds is None
+
+
+def test_quic_sizing_made_too_short_judges_no_pause(quick_runs, quick_store: Path) -> None:
+    def short(part: str, data: dict) -> None:
+        data["base"]["duration"] = "2.1s"  # the client starts at 2 s
+
+    observations = _forced(quick_runs, quick_store, "quic_sizing", short)
+    for key in ("pause", "drain", "ACK rate", "W_max"):
+        o = _verdict(observations, key)
+        assert o.holds is None and o.not_judged, key
+    assert _verdict(observations, "B").holds is True  # arithmetic: no precondition
+
+
+def test_barman2004_made_too_short_judges_no_convergence(quick_runs, quick_store: Path) -> None:
+    def short(part: str, data: dict) -> None:
+        data["base"]["duration"] = "3s"
+
+    observations = _forced(quick_runs, quick_store, "barman2004", short)
+    assert all(o.holds is None and "congestion cycles" in o.not_judged for o in observations)
+
+
+def test_ccperf_does_not_judge_the_one_way_delay_of_an_application_that_does_not_write_ahead(quick_runs) -> None:
+    o = _verdict(quick_runs["ccperf"].observations, "#11 one-way delay")
+    assert o.holds is None and "#11 application backlog" in o.not_judged

@@ -167,6 +167,8 @@ class ReproductionReport:
     summary: Path
     interrupted: bool = False
     appendix: str = ""
+    # Why the figures are missing, if they are.
+    figure_note: str = ""
 
 
 def _cell(text: str) -> str:
@@ -231,6 +233,8 @@ def write_summary(repro: Reproduction, report: ReproductionReport, path: Path, c
         lines += [report.appendix, ""]
     if repro.notes:
         lines += ["## Choices and known differences", ""] + [f"- {n}" for n in repro.notes] + [""]
+    if report.figure_note:
+        lines += ["## Figures", "", report.figure_note, ""]
     if report.figures:
         lines += ["## Figures", ""]
         for fig in report.figures:
@@ -247,6 +251,7 @@ def reproduce(repro: Reproduction, db: str | Path, out: str | Path, *, quick: bo
     """Run `repro`'s sweeps (one after another, on one executor: its workers start once), then
     its observations and figures."""
     from ..plots import save
+    from ..plots.common import PlotError
     from ..store.reader import load
 
     db, out = Path(db), Path(out)
@@ -273,7 +278,12 @@ def reproduce(repro: Reproduction, db: str | Path, out: str | Path, *, quick: bo
     # after the block, so the store's lock is not held while they are rendered.
     with res.one_connection():
         assessment = repro.assess(res, studies)
-        drawn = repro.draw(res, studies)
+        try:
+            drawn = repro.draw(res, studies)
+        except PlotError as e:  # a figure without data: the verdicts stand, the summary says why
+            drawn, figure_note = {}, f"No figure drawn: {e}"
+        else:
+            figure_note = ""
         appendix = repro.appendix(res, studies) if repro.appendix is not None else ""
     figures: list[Path] = []
     for stem, fig in drawn.items():
@@ -282,7 +292,8 @@ def reproduce(repro: Reproduction, db: str | Path, out: str | Path, *, quick: bo
             save(fig, path)
             figures.append(path)
     report = ReproductionReport(repro.name, quick, studies, reports, assessment.preconditions,
-                                assessment.observations, figures, out / "summary.md", appendix=appendix)
+                                assessment.observations, figures, out / "summary.md", appendix=appendix,
+                                figure_note=figure_note)
     write_summary(repro, report, report.summary, _command_line(repro.name, quick, command_extra))
     return report
 

@@ -17,7 +17,7 @@ import polars as pl
 from ..analysis.metrics import LINK_METRICS, NETWORK_METRICS
 from ..spec.ccperf import scenario_from_ccperf
 from ..study.sweep import Sweep
-from .base import Observation, Reproduction, relative
+from .base import Observation, Precondition, Reproduction, relative
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -39,7 +39,24 @@ CASES: dict[str, tuple[int, str, list[int], list[float], float]] = {
 }
 # Experiment #11 of the seed: shallow_buffers, K = 5, qlen = 10p, TcpNewReno.
 SEED_11 = {"mean_agg_throughput_l4": 61.48, "mean_jains_fairness_throughput_l4": 0.93, "total_qdisc_drops_l2": 330,
-           "mean_qdisc_length_l2": 1.66, "mean_agg_in_flight_l4": 85.01}
+           "mean_qdisc_length_l2": 1.66, "mean_agg_in_flight_l4": 85.01, "mean_one_way_delay_l7": 2299.90}
+# The seed's flows: the application's writes (mean_sending_rate_l7) ran ahead of what TCP sent
+# (mean_sending_rate_l4) by 15 % on average, so its bytes waited in the socket for seconds: its
+# one-way delay (2214-2337 ms per flow, mean 2299.9) is that backlog's, not the network's.
+SEED_11_WRITE_AHEAD = (15.95 + 15.20 + 13.66 + 13.65 + 13.64) / (13.88 + 13.13 + 11.60 + 11.59 + 11.58)
+# How #11's numbers are compared with the seed's: the band within which bufferlab matches ns-3 3.44
+# itself on a matched dumbbell (`make bench-ns3`, README "Side by side with ns-3": goodput and
+# utilisation within 3 %, drops within 15 %, mean queue within 45 %, Jain's index within 0.1). The
+# seed ran ccperf's ns-3 build, one run (seed 42): it has no spread of its own to compare within.
+TOLERANCES = {"mean_agg_throughput_l4": (0.03, "goodput within 3 %"),
+              "mean_agg_in_flight_l4": (0.03, "as goodput, within 3 %: in flight is goodput × RTT"),
+              "mean_jains_fairness_throughput_l4": (0.1, "Jain's index within 10 %"),
+              "total_qdisc_drops_l2": (0.15, "drops within 15 %"),
+              "mean_qdisc_length_l2": (0.45, "mean queue within 45 %"),
+              "mean_one_way_delay_l7": (0.15, "within 15 %, the spread of the seed's five flows' delays (2214-2337 ms) "
+                                         "with room")}
+BAND = "; the band in which bufferlab matches ns-3 3.44 on a matched dumbbell (make bench-ns3)"
+MIN_RECOVERIES = 10
 # Which way is better, per metric shown in the tables (True: higher is better).
 HIGHER_IS_BETTER = {"mean_agg_throughput_l4": True, "mean_agg_in_flight_l4": None, "mean_agg_utility_pf_l4": True,
                     "mean_agg_utility_mpdf_l4": True, "mean_agg_utilization_bw_l4": True,
@@ -74,23 +91,54 @@ def _table(res: Results, study: str) -> pl.DataFrame:
     return res.study(study).rename({"meta.aut": "aut"})
 
 
+def _run_11(res: Results, studies: dict[str, str]) -> str:
+    runs = res.study_runs(studies["shallow_buffers_k5"])
+    return str(runs.filter(pl.col("meta.aut") == "TcpNewReno")["run_id"][0])
+
+
+def _preconditions(res: Results, studies: dict[str, str]) -> list[Precondition]:
+    t = _table(res, studies["shallow_buffers_k5"]).filter(pl.col("aut") == "TcpNewReno").row(0, named=True)
+    run = _run_11(res, studies)
+    flows = res.query("SELECT f.recovery_episodes, m.mean_sending_rate_l7, m.mean_sending_rate_l4 FROM flows f "
+                      "JOIN flow_metrics m USING (run_id, flow) WHERE run_id = ?", [run])
+    fewest = int(flows["recovery_episodes"].min())  # type: ignore[arg-type]
+    ahead = float(flows["mean_sending_rate_l7"].sum() / flows["mean_sending_rate_l4"].sum())
+    return [
+        Precondition("#11 shallow buffer", "experiment #11's 10-packet FIFO filled and dropped (the buffer under test "
+                     "was the constraint)", f"largest queue {t['max_qdisc_length_l2']:.0f} packets, "
+                     f"{t['total_qdisc_drops_l2']:.0f} drops", t["max_qdisc_length_l2"] >= 10 and t["total_qdisc_drops_l2"] > 0),
+        Precondition("#11 congestion cycles", f"each of the five NewReno flows recovered from loss at least "
+                     f"{MIN_RECOVERIES} times in the 15 s (the seed's retransmitted 61-66 segments each)",
+                     f"fewest {fewest} recovery episodes", fewest >= MIN_RECOVERIES),
+        Precondition("#11 application backlog", "the applications write ahead of what TCP sends, so bytes wait in the "
+                     f"socket as in ccperf (the seed: writes {SEED_11_WRITE_AHEAD:.2f}x TCP's sending rate); the "
+                     "one-way delay from write to delivery is that backlog's",
+                     f"writes {ahead:.2f}x TCP's sending rate", ahead >= 1.05),
+    ]
+
+
 def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
     t = _table(res, studies["shallow_buffers_k5"]).filter(pl.col("aut") == "TcpNewReno").row(0, named=True)
     out = []
-    for key, (metric, tolerance) in {"#11 throughput": ("mean_agg_throughput_l4", 0.15),
-                                     "#11 Jain": ("mean_jains_fairness_throughput_l4", 0.05),
-                                     "#11 drops": ("total_qdisc_drops_l2", 0.5),
-                                     "#11 queue": ("mean_qdisc_length_l2", 0.5),
-                                     "#11 in flight": ("mean_agg_in_flight_l4", 0.15)}.items():
+    network = ("#11 shallow buffer", "#11 congestion cycles")
+    for key, metric in {"#11 throughput": "mean_agg_throughput_l4", "#11 Jain": "mean_jains_fairness_throughput_l4",
+                        "#11 drops": "total_qdisc_drops_l2", "#11 queue": "mean_qdisc_length_l2",
+                        "#11 in flight": "mean_agg_in_flight_l4",
+                        "#11 one-way delay": "mean_one_way_delay_l7"}.items():
         ours, theirs = float(t[metric]), float(SEED_11[metric])
+        tolerance, why = TOLERANCES[metric]
+        delay = metric == "mean_one_way_delay_l7"
         out.append(Observation(key, f"experiment #11 (shallow_buffers, K = 5, 10p, NewReno): {metric}",
                                f"{theirs:g}", f"{ours:.2f}", abs(ours - theirs) <= tolerance * theirs,
-                               relative(ours, theirs)))
+                               relative(ours, theirs), tolerance=why + ("" if delay else BAND),
+                               requires=(*network, "#11 application backlog") if delay else network))
     deep = _table(res, studies["deep_buffers_80p"]).filter(pl.col("aut") == "TcpNewReno").row(0, named=True)
     out.append(Observation("shallow vs deep", "a shallow buffer (10p) costs NewReno throughput against a deep one "
                            "(80p)", "lower with 10p", f"{t['mean_agg_throughput_l4']:.1f} vs "
                            f"{deep['mean_agg_throughput_l4']:.1f} Mb/s",
-                           t["mean_agg_throughput_l4"] < deep["mean_agg_throughput_l4"]))
+                           t["mean_agg_throughput_l4"] < deep["mean_agg_throughput_l4"],
+                           tolerance="an ordering of one run each: the seed's page states the direction",
+                           requires=("#11 shallow buffer",)))
     return out
 
 
@@ -124,8 +172,7 @@ def _appendix(res: Results, studies: dict[str, str]) -> str:
 def _draw(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
     from ..plots import ecdf, inflight, operating_point, plane
 
-    runs = res.study_runs(studies["shallow_buffers_k5"])
-    run_id = runs.filter(pl.col("meta.aut") == "TcpNewReno")["run_id"][0]
+    run_id = _run_11(res, studies)
     return {"ccperf_11_operating_point": operating_point(res, run_id), "ccperf_11_inflight": inflight(res, [run_id]),
             "ccperf_11_ecdf": ecdf(res, run_id), "ccperf_11_plane": plane(res, [run_id])}
 
@@ -136,11 +183,17 @@ REPRODUCTION = Reproduction(
                 "buffers (10p, K = 1 and 5), deep buffers (20p, 80p), synchronous, start-time and RTT fairness, "
                 "random loss, each for NewReno, CUBIC, BBR and HighSpeed; experiment #11's numbers next to the seed's, "
                 "metric tables in ccperf's layout and its four figures.",
-    quick_estimate_s=6, full_estimate_s=6, sweeps=_sweeps, observe=_observe, draw=_draw, appendix=_appendix,
+    quick_estimate_s=6, full_estimate_s=6, sweeps=_sweeps, preconditions=_preconditions, observe=_observe, draw=_draw,
+    appendix=_appendix,
     notes=["Time series sampled every 100 ms, ccperf's apparent interval (bufferlab ccperf --sample-interval): Jain's "
            "index of #11 is 0.65 over 10 ms samples and 0.94 over 100 ms ones, against the seed's 0.93.",
            "ccperf's #11 ran ns-3 (a FifoQueueDisc in front of a one-packet device queue, its own TCP details): the "
-           "seed's numbers are a reference, not a calibration target.",
+           "seed's numbers are a reference, not a calibration target. They are compared within the band in which "
+           "bufferlab matches ns-3 3.44 itself on a matched dumbbell (make bench-ns3), so a 'differs' is a "
+           "difference larger than the engines' own.",
+           "The seed's one-way delay (2.2-2.3 s) is the wait in the sending socket of an application writing 15 % "
+           "faster than TCP sends; bufferlab's greedy application writes as TCP sends, so that observation is not "
+           "judged (precondition '#11 application backlog').",
            "Cases the seed names without parameters: steady state and fairness cases use a 100p queue; start-time "
            "fairness starts flows 2 s apart; RTT fairness spreads RTTs over 15–75 ms; random loss is 1 %.",
            "Quick: experiment #11 and start-time fairness at ccperf's 15 s, the other cases 5 s; full: 15 s throughout."])

@@ -144,7 +144,8 @@ def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
                     tolerance="exact: the seed's arithmetic to its two decimals", requires=()),
         Observation("W_max", "largest window in congestion avoidance", "44 packets (55 138 B / 1252 B)",
                     f"{w_max} packets", w_max == 44, relative(w_max, 44) if w_max != 44 else "",
-                    tolerance="exact: a whole number of packets, the seed's", requires=("congestion avoidance",)),
+                    tolerance="exact: a whole number of packets, the seed's",
+                    requires=("steady sawtooth", "congestion avoidance")),
         Observation("pause", "pause after a loss = (W_max/2)/C", f"{SEED_PAUSE_S * 1e3:.5f} ms",
                     f"{len(pauses)} pauses, {pauses.min() * 1e3:.5f}–{pauses.max() * 1e3:.5f} ms" if pauses.size
                     else "no pause", bool(pauses.size) and bool(np.allclose(pauses, pause_theory, atol=1e-9)),
@@ -171,9 +172,13 @@ def _draw(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
 
     runs = res.study_runs(studies["run"])
     run_id = runs["run_id"][0]
+    # Two congestion cycles (0.2 s) from 4 s, or the run's last 0.2 s if it ends sooner.
+    end_s = float(res.query("SELECT duration_ns FROM runs WHERE run_id = ?", [run_id])["duration_ns"][0]) / 1e9
+    start_s = max(0.0, min(4.0, end_s - 0.2))
     heading = (f"Seed 003: one QUIC NewReno flow, 100 Mb/s bottleneck, B = {sized_buffer()} packets\n"
-               "window and router queue, two congestion cycles (4.0–4.2 s)")
-    return {"quic_sizing_window_and_queue": cwnd(res, [run_id], start="4.0s", end="4.2s", heading=heading)}
+               f"window and router queue, two congestion cycles ({start_s:.1f}–{start_s + 0.2:.1f} s)")
+    return {"quic_sizing_window_and_queue": cwnd(res, [run_id], start=f"{start_s:.1f}s", end=f"{start_s + 0.2:.1f}s",
+                                                 heading=heading)}
 
 
 REPRODUCTION = Reproduction(

@@ -102,7 +102,7 @@ def _preconditions(res: Results, studies: dict[str, str]) -> list[Precondition]:
     flows = res.query("SELECT f.recovery_episodes, m.mean_sending_rate_l7, m.mean_sending_rate_l4 FROM flows f "
                       "JOIN flow_metrics m USING (run_id, flow) WHERE run_id = ?", [run])
     fewest = int(flows["recovery_episodes"].min())  # type: ignore[arg-type]
-    ahead = float(flows["mean_sending_rate_l7"].sum() / flows["mean_sending_rate_l4"].sum())
+    ahead = float(flows["mean_sending_rate_l7"].sum()) / float(flows["mean_sending_rate_l4"].sum())
     return [
         Precondition("#11 shallow buffer", "experiment #11's 10-packet FIFO filled and dropped (the buffer under test "
                      "was the constraint)", f"largest queue {t['max_qdisc_length_l2']:.0f} packets, "

@@ -34,7 +34,7 @@ A search with small sweeps (one seed, serial; `_preconditions` measures what it 
   0.99 (1 %); think 2 s needs more users for the same load (30 → 0.90 / 0.98). At 150 s: 20 → 0.894
   / 0.994 (17 % lossless), **22 → 0.915 / 0.994 (11 %)**, 25 → 0.940 / 0.994 (5 %). More users
   fill the link under B_s but leave fewer large flows without loss under B_l than the seed's
-  ~15 %: 22 users (396) are the fewest that keep the link above 0.90 under B_s.
+  ~15 %: 22 users (396) are the fewest tried that keep the link above 0.90 under B_s.
 
 The preconditions check this regime in the stored runs of every reproduction; the quick variant
 (60 s) reaches it for the persistent flows but not for the closed loop (0.894 under B_s), whose
@@ -304,13 +304,13 @@ REPRODUCTION = Reproduction(
     notes=["18 sources as the seed's text says: fanout [2, 2, 3] (2 h1, 4 h2, 12 h3: RTTs 34, 234, 534 ms); "
            "the seed's drawing of a binary tree has 14.",
            f"Persistent flows: {PERSISTENT_PER_SOURCE} per source ({PERSISTENT_PER_SOURCE * SOURCES} in all), with "
-           f"Poisson mice, {MICE_PER_S_PER_SOURCE:g}/s per source, Pareto sizes (shape 1.2, mean 20 kB): the fewest "
-           "flows that keep the link full under B_s and put the persistent flows' loss under B_l in the seed's 2–4 % "
-           "(the search, with its numbers, is in the module's docstring). 770 flows (B_s = 500/√N) would lose ~25 % "
-           "under B_l; 54 lose 0.9 % and leave the link at 0.91 under B_s. Starts jittered over the first 5 s.",
+           f"Poisson mice, {MICE_PER_S_PER_SOURCE:g}/s per source, Pareto sizes (shape 1.2, mean 20 kB): 7 to 10 per source "
+           "keep the link full under B_s and put the persistent flows' loss under B_l in the seed's 2–4 %, and 8 sits "
+           "mid-range (the search, with its numbers, is in the module's docstring). 770 flows (B_s = 500/√N) would "
+           "lose ~25 % under B_l (scenarios.md); 54 lose 0.9 % and leave the link at 0.91 under B_s. Starts jittered over the first 5 s.",
            f"Closed loop: {USERS_PER_SOURCE} users per source ({USERS_PER_SOURCE * SOURCES}), Pareto (1.2) transfers "
-           f"of mean 100 kB, exponential think times of mean {THINK_MEAN}: the fewest users that keep the link above "
-           "0.90 under B_s (5 per source left it at 0.41). The seed gives none of these numbers.",
+           f"of mean 100 kB, exponential think times of mean {THINK_MEAN}: of those tried at 150 s (20, 22, 25), the "
+           "fewest that keep the link above 0.90 under B_s (5 per source left it at 0.41). The seed gives none of these numbers.",
            "Large flows are the seed's (> 100 kB at the monitor, large mice included); observations 1 and 4b, about "
            "the persistent flows, take those by name.",
            "'x % of flows do better' is read off the CDFs as the seed does: the share of quantile levels where one "

@@ -69,7 +69,7 @@ def _reference() -> dict[str, Any]:
 def _seed000() -> dict[str, Any]:
     from bufferlab.experiments.dhamdhere2006 import _base
 
-    # Seed 000 at its scale: the GENI tree, 54 persistent Reno flows and Poisson mice (Pareto
+    # Seed 000 at its scale: the GENI tree, 144 persistent Reno flows and Poisson mice (Pareto
     # sizes), 150 s, the bottleneck captured; the small buffer B_s (18 packets).
     return _base("persistent", quick=False)
 

@@ -91,11 +91,6 @@ def test_barman2004_cubic_windows_end_closer_than_hstcp(quick_runs) -> None:
     assert _holds(report, "2") and _holds(report, "3")
 
 
-def test_appenzeller2004_utilisation_rises_with_buffer_and_with_n(quick_runs) -> None:
-    report = quick_runs["appenzeller2004"]
-    assert _holds(report, "1") and _holds(report, "2")
-
-
 def test_splitbuff_judges_fig1_in_the_order_of_its_buffers_whatever_order_the_runs_ended_in(
         quick_runs, quick_store: Path) -> None:
     # Two workers finish the runs in any order; the observations read them in the sweep's order
@@ -150,6 +145,86 @@ def test_an_unknown_reproduction_is_one_line_exit_2() -> None:
     out = bufferlab("reproduce", "nosuch", "--quick")
     assert out.returncode == 2 and out.stderr.startswith('error: NAME: unknown reproduction "nosuch"')
 
+
+# --- preconditions: a run outside its seed's regime is not judged ---------------------------------
+
+def _precondition(report, key: str):
+    return next(p for p in report.preconditions if p.key == key)
+
+
+def _assert_not_judged_where_failed(report) -> list[str]:
+    """Every observation resting on a failed precondition is not judged and names it with its
+    measured value; returns the failed keys."""
+    failed = [p for p in report.preconditions if not p.met]
+    for o in report.observations:
+        against = [p for p in failed if o.requires is None or p.key in o.requires]
+        if against:
+            assert o.holds is None, o
+            for p in against:
+                assert p.key in o.not_judged and p.measured in o.not_judged, o
+            assert f"not judged: {against[0].key}" in report.summary.read_text()
+    return [p.key for p in failed]
+
+
+def _forced(repro, name: str, overrides: dict[str, dict[str, object]]):
+    """`repro` under another name, its quick sweeps' base scenarios changed by `overrides` (per part)."""
+    from dataclasses import replace
+
+    def sweeps(quick: bool):
+        out = repro.sweeps(quick)
+        for part, sweep in out.items():
+            sweep.base = sweep.base.with_overrides(overrides.get(part, {}))
+        return out
+
+    return replace(repro, name=name, sweeps=sweeps)
+
+
+def test_dhamdhere2006_quick_run_reaches_the_persistent_regime_and_judges_what_rests_on_it(quick_runs) -> None:
+    report = quick_runs["dhamdhere2006"]
+    for key in ("persistent: link full under B_s", "persistent: loss under B_l", "persistent: flows per size class"):
+        assert _precondition(report, key).met, _precondition(report, key)
+    assert {"closed loop: link congested", "closed loop: flows per size class"} <= {p.key for p in report.preconditions}
+    _assert_not_judged_where_failed(report)
+    judged = [o for o in report.observations if o.holds is not None]
+    assert judged and all(o.tolerance for o in judged)
+
+
+def test_dhamdhere2006_with_too_few_persistent_flows_and_users_is_not_judged(quick_store: Path) -> None:
+    # One persistent flow and one user per source, 10 s: the link is neither full under B_s nor
+    # congested by the closed loop, so no observation about either traffic model is judged.
+    from bufferlab.experiments import dhamdhere2006
+
+    thin = _forced(dhamdhere2006.REPRODUCTION, "dhamdhere2006-thin", {
+        "persistent": {"duration": "10s", "generators[0].flows": 1},
+        "closed_loop": {"duration": "10s", "generators[0].users": 1}})
+    report = reproduce(thin, quick_store, quick_store.parent / "thin", quick=True,
+                       executor_factory=lambda: LocalPoolExecutor(1))
+    failed = _assert_not_judged_where_failed(report)
+    assert "persistent: link full under B_s" in failed and "closed loop: link congested" in failed
+    assert all(o.holds is None for o in report.observations if o.key in {"1", "2", "3", "4", "5", "6", "7", "8", "9",
+                                                                           "10", "12", "13"})
+
+
+def test_appenzeller2004_quick_run_judges_only_the_flow_counts_whose_slowest_sawtooth_fits(quick_runs) -> None:
+    # 30 s at 5 Mb/s per flow: the slowest of 4 or 16 flows cycles every ~9 s, the slowest of 64
+    # (at the 100 Mb/s cap, smaller windows) every ~3 s.
+    report = quick_runs["appenzeller2004"]
+    met = {p.key: p.met for p in report.preconditions}
+    assert met == {"steady state, N = 4": False, "steady state, N = 16": False, "steady state, N = 64": True}
+    assert _assert_not_judged_where_failed(report) == ["steady state, N = 4", "steady state, N = 16"]
+    assert _holds(report, "1 (N=64)") and _holds(report, "3")
+    assert _holds(report, "1 (N=4)") is None and _holds(report, "2") is None
+
+
+def test_appenzeller2004_too_short_for_any_sawtooth_is_not_judged(quick_store: Path) -> None:
+    from bufferlab.experiments import appenzeller2004
+
+    short = _forced(appenzeller2004.REPRODUCTION, "appenzeller2004-short", {"long_flows": {"duration": "4s"}})
+    report = reproduce(short, quick_store, quick_store.parent / "short", quick=True,
+                       executor_factory=lambda: LocalPoolExecutor(1))
+    assert not any(p.met for p in report.preconditions)
+    _assert_not_judged_where_failed(report)
+    assert all(o.holds is None for o in report.observations)
 
 # --- Preconditions: a verdict only where the experiment did what it claims -----------------------
 

@@ -140,7 +140,7 @@ class Reproduction:
     # Figures: `draw(results, studies)` -> file stem -> Figure.
     draw: Callable[[Results, dict[str, str]], dict[str, Figure]]
     # What the comparisons rest on, checked in the stored studies: `preconditions(results, studies)`.
-    preconditions: Callable[[Results, dict[str, str]], list[Precondition]] = lambda res, studies: []
+    preconditions: Callable[[Results, dict[str, str]], list[Precondition]]
     notes: list[str] = field(default_factory=list)
     # More of the summary (e.g. metric tables): `appendix(results, studies)` -> Markdown.
     appendix: Callable[[Results, dict[str, str]], str] | None = None

@@ -5,8 +5,10 @@ names, incremental rebuilds, and a server that stays on loopback and inside its 
 from __future__ import annotations
 
 import http.client
+import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -264,6 +266,24 @@ def test_a_build_opens_the_store_about_once_per_page(store, tmp_path, store_open
     assert pages == 5 and len(report.rebuilt) == pages
     # The store's schema check, the lists of runs and studies, then one per page.
     assert len(store_opens) == 2 + pages
+
+
+@pytest.mark.parametrize("umask, file_mode, folder_mode", [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
+def test_every_file_and_folder_of_a_report_gets_the_modes_its_umask_leaves(store, tmp_path, umask, file_mode,
+                                                                           folder_mode):
+    # A web server running as another user must be able to read the report: pages, figures, specs
+    # and assets get what `open()` and `mkdir` give (0666 and 0777 less the umask), not 0600.
+    previous = os.umask(umask)
+    try:
+        build_site(store["db"], tmp_path / "site", figures=umask == 0o022)
+    finally:
+        os.umask(previous)
+    written = list((tmp_path / "site").rglob("*"))
+    assert any(p.name.startswith("sweep-") for p in written) == (umask == 0o022)   # figures, once
+    modes = {p.relative_to(tmp_path): stat.S_IMODE(p.stat().st_mode) for p in written}
+    assert {p: m for p, m in modes.items() if (tmp_path / p).is_file() and m != file_mode} == {}
+    assert {p: m for p, m in modes.items() if (tmp_path / p).is_dir() and m != folder_mode} == {}
+    assert not [p for p in written if p.name.startswith(".tmp-")]       # nothing left aside
 
 
 def test_report_command_writes_the_site_and_rejects_a_missing_store(store, tmp_path):

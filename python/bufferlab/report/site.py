@@ -9,6 +9,8 @@
 Pages of runs and studies are rebuilt only when what they show changed (a stamp beside each
 page), so `bufferlab serve` can rebuild after every new run. Every file is written atomically
 (a temporary file renamed into place): a page being served is never half written.
+Files and folders get the modes the umask leaves, as `open()` and `mkdir` give them, so a web
+server can read them.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import json
 import math
 import os
 import re
+import secrets
 import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +56,10 @@ MAX_CDF_RUNS = 8
 # ... and only when a run has this many flows: fewer values make no distribution worth a figure.
 MIN_CDF_FLOWS = 5
 MAX_FLOW_ROWS = 40
+# Part of every page's stamp: a page written by a bufferlab whose pages differ from today's (their
+# layout, or the 0600 files of mkstemp before version 2) is rebuilt once, even if its runs did not
+# change. Raise it whenever what a page shows or how it is written changes.
+PAGES_VERSION = 2
 
 
 @dataclass
@@ -78,12 +85,31 @@ def study_dir_name(study: str) -> str:
     return f"{readable}-{hashlib.sha1(study.encode()).hexdigest()[:6]}"
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
+def _beside(path: Path) -> Path:
+    """A fresh name next to `path` for writing it aside: hidden, unique to this write, with
+    `path`'s suffix (which picks a figure's format)."""
+    return path.with_name(f".tmp-{secrets.token_hex(6)}-{path.name}")
+
+
+@contextmanager
+def _written_aside(path: Path) -> Iterator[Path]:
+    """Yield a path to write `path`'s new content to, then rename it into place: whole or not at
+    all, so a page being served is never half written. The file is created as `open()` creates
+    one, with the modes the umask leaves (0644 under umask 022), unlike `tempfile.mkstemp`'s 0600
+    that a web server running as another user could not read."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    with os.fdopen(fd, "wb") as f:
+    tmp = _beside(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write `data` to `path` aside, then rename it into place (`_written_aside`)."""
+    with _written_aside(path) as tmp, open(tmp, "xb") as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
-    os.replace(tmp, path)
 
 
 def _environment() -> Any:
@@ -151,9 +177,8 @@ def _save_figure(fig: Figure, path: Path) -> str:
     """Save a drawn figure (whole or not at all: written aside, then renamed); its file name."""
     from ..plots import save
 
-    tmp = path.with_name(".tmp-" + path.name)
-    save(fig, tmp)
-    os.replace(tmp, path)
+    with _written_aside(path) as tmp:
+        save(fig, tmp)
     return path.name
 
 
@@ -218,7 +243,7 @@ def _build_run(env: Any, res: Results, run: dict[str, Any], out: Path, study_dir
                report: BuildReport, figures: bool) -> None:
     run_id = run["run_id"]
     page_dir = out / "runs" / run_dir_name(run_id)
-    stamp = f"{run['created_at']}|{run['status']}|{run['study_id']}|{int(figures)}"
+    stamp = f"{PAGES_VERSION}|{run['created_at']}|{run['status']}|{run['study_id']}|{int(figures)}"
     if _stamp_matches(page_dir, stamp):
         return
     page_dir.mkdir(parents=True, exist_ok=True)
@@ -305,7 +330,7 @@ def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_d
     name = study["study_id"]
     page_dir = out / "studies" / study_dir_name(name)
     runs = res.study_runs(name)
-    stamp = hashlib.sha1(json.dumps([runs.select("run_id", "status").rows(), int(figures),
+    stamp = hashlib.sha1(json.dumps([PAGES_VERSION, runs.select("run_id", "status").rows(), int(figures),
                                      repro_links.get(name)], default=str).encode()).hexdigest()
     if _stamp_matches(page_dir, stamp):
         return
@@ -380,7 +405,7 @@ def _build_reproduction(env: Any, res: Results, r: dict[str, Any], out: Path, st
     seed's, drawn by the reproduction from the store as `bufferlab reproduce` draws them)."""
     page_dir = out / "reproductions" / r["key"]
     states = [res.study_runs(s).select("run_id", "status").rows() for s in r["studies"].values()]
-    stamp = hashlib.sha1(json.dumps([states, int(figures)], default=str).encode()).hexdigest()
+    stamp = hashlib.sha1(json.dumps([PAGES_VERSION, states, int(figures)], default=str).encode()).hexdigest()
     if _stamp_matches(page_dir, stamp):
         return
     page_dir.mkdir(parents=True, exist_ok=True)

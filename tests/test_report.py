@@ -403,11 +403,13 @@ def test_a_reproduction_page_shows_the_seeds_observations_next_to_the_measured_o
     build_site(db, tmp_path / "site", figures=False)
     page = tmp_path / "site" / "reproductions" / "quic_sizing-quick" / "index.html"
     html = page.read_text(encoding="utf-8")
-    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td class=\"verdict [\w-]+\">(.*?)</td>",
-                      html)
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td>"
+                      r"<td class=\"verdict [\w-]+\">(.*?)</td>", html)
     cells = [tuple(unescape(c) for c in r) for r in rows]
     assert [c[:4] for c in cells] == [(o.key, o.claim, o.seed_value, o.measured) for o in done.observations]
-    assert [c[4] for c in cells] == [o.verdict + (f" ({o.difference})" if o.difference else "")
+    # Every judged observation states its tolerance.
+    assert [c[4] for c in cells] == [o.tolerance if o.holds is not None else "" for o in done.observations]
+    assert [c[5] for c in cells] == [o.verdict + (f" ({o.difference})" if o.difference else "")
                                      for o in done.observations]
     index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert 'href="reproductions/quic_sizing-quick/index.html"' in index

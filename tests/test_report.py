@@ -5,6 +5,7 @@ names, incremental rebuilds, and a server that stays on loopback and inside its 
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import re
 import signal
@@ -198,10 +199,27 @@ def test_study_page_compares_its_points_and_links_their_runs(store):
     assert (page.parent / "sweep-utilization_l1.svg").stat().st_size > 0
 
 
+def _charts(html: str) -> dict[str, dict]:
+    """A run page's interactive charts: id -> the chart's JSON."""
+    found = re.findall(r'<script type="application/json" class="chart-data">(.*?)</script>', html, re.S)
+    return {chart["id"]: chart for chart in map(json.loads, found)}
+
+
+def _notes(html: str) -> list[str]:
+    from html import unescape
+
+    return [unescape(n) for n in re.findall(r"<li>(.*?)</li>", "".join(re.findall(r'<ul class="notes">(.*?)</ul>',
+                                                                                html, re.S)))]
+
+
 def test_run_page_embeds_the_series_for_its_interactive_charts(store):
-    html = (store["out"] / "runs" / run_dir_name(store["plain"]) / "index.html").read_text(encoding="utf-8")
-    assert re.findall(r'data-chart="(\w+)"', html) == ["cwnd", "srtt", "throughput", "queue"]
-    assert (store["out"] / "runs" / run_dir_name(store["plain"]) / "timeseries.png").stat().st_size > 0
+    # The time series and seed 001's operating point (in flight, sRTT, throughput) as charts
+    # drawn in the browser, no static figure of the same series beside them.
+    page = store["out"] / "runs" / run_dir_name(store["plain"])
+    html = (page / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'data-chart="(\w+)"', html) == ["cwnd", "in_flight", "srtt", "throughput", "queue"]
+    assert [s["name"] for s in _charts(html)["in_flight"]["series"]] == ["flow_0", "flow_1"]
+    assert not list(page.glob("*.png")) and _notes(html) == []
     assert (store["out"] / "assets" / "report.js").is_file() and (store["out"] / "assets" / "report.css").is_file()
     assert "http://" not in html and "https://" not in html      # nothing fetched from the network
 
@@ -225,6 +243,40 @@ def test_a_run_that_kept_no_series_gets_its_metric_tables_and_one_line_on_its_pa
     tables.feed(html)
     assert tables.tables and all(tables.tables.values())
     assert report.notes == []
+
+
+def test_a_chart_with_nothing_to_show_is_left_out_with_one_line_saying_why(tmp_path):
+    # A datagram source takes no RTT sample (an sRTT chart of no line), a spec may record the
+    # bottleneck alone (the advisor's runs) or nothing at all: no empty chart, one line each on
+    # the page, and nothing on the console (the spec chose it).
+    from bufferlab.runner import run
+    from bufferlab.spec import Scenario
+
+    spec_path = tmp_path / "small.toml"
+    spec_path.write_text(textwrap.dedent(SMALL_DUMBBELL), encoding="utf-8")
+    small = Scenario.from_toml(spec_path)
+    db = tmp_path / "store.duckdb"
+    datagrams = run(small.with_overrides({"flow_defaults.traffic": {"kind": "cbr", "rate": "12Mbps",
+                                                                    "packet": "1500B"}}), db).run_id
+    queue_only = run(small.with_overrides({"record.flows": "none", "record.links": ["btl"]}), db).run_id
+    unrecorded = run(small.with_overrides({"sample_interval": "off"}), db).run_id
+    report = build_site(db, tmp_path / "site")
+    assert report.notes == []
+    expected = {
+        datagrams: (["cwnd", "in_flight", "throughput", "queue"],
+                    ["no sRTT chart: no flow took an RTT sample (datagram flows take none)"]),
+        queue_only: (["queue"], ["no cwnd, in flight, sRTT, throughput charts: run "
+                                 f"{queue_only[:12]} stored no flow time series; record them"]),
+        unrecorded: ([], ["no time series stored for this run, so no charts"]),
+    }
+    for run_id, (charts, lines) in expected.items():
+        html = (tmp_path / "site" / "runs" / run_dir_name(run_id) / "index.html").read_text(encoding="utf-8")
+        drawn = _charts(html)
+        assert list(drawn) == charts, run_id
+        for chart in drawn.values():       # every chart drawn has a value to show
+            assert any(v is not None for line in chart["series"] for v in line["y"]), chart["id"]
+        notes = _notes(html)
+        assert len(notes) == len(lines) and all(n.startswith(line) for n, line in zip(notes, lines)), notes
 
 
 def test_a_study_page_shows_a_zipped_axis_of_many_flows_as_one_column(tmp_path):

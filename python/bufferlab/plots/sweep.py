@@ -22,7 +22,7 @@ from .. import units
 from ..study.aggregate import aggregate_over_seeds
 from ..analysis.metrics import FLOW_METRICS, LINK_METRICS, NETWORK_METRICS
 from .common import (PlotError, RunInfo, describe, differing_keys, figure_function, flatten, legend_below, new_figure,
-                     opened, run_colour, run_info, title)
+                     opened, run_colour, run_info, run_infos, title)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -97,7 +97,7 @@ def study_points(res: Results, study: str, axes: Sequence[str], metric: str) -> 
     points = table.select(*[pl.col(a).cast(pl.String) for a in axes], "seeds", metric, f"{metric}_ci_low",
                           f"{metric}_ci_high")
     runs = res.study_runs(study).filter(pl.col("status") == "complete")["run_id"].unique(maintain_order=True)
-    return points, [run_info(res, run) for run in runs.to_list()]
+    return points, run_infos(res, runs.to_list())
 
 
 @figure_function

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 
 from . import DEFAULT_OUT
@@ -43,8 +44,14 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["build_site", "BuildReport", "run_dir_name", "study_dir_name", "DEFAULT_OUT"]
 
 PACKAGE = Path(__file__).resolve().parent
-# Lines of a run's interactive charts: the first flows (like `bufferlab plot timeseries`).
-CHART_QUANTITIES = ("cwnd", "srtt", "throughput", "queue")
+# A run's interactive charts, of the first flows and the bottleneck: the quantities of `bufferlab
+# plot timeseries` (cwnd, sRTT, throughput, queue) and of seed 001's operating point (in flight,
+# sRTT, throughput). Drawn in the browser from the page's JSON, they replace static figures of
+# the same series, which took ~1 s a run to draw and save (docs/speed.md, the report).
+CHART_QUANTITIES = ("cwnd", "in_flight", "srtt", "throughput", "queue")
+# Why a chart whose stored series hold no value is left out.
+EMPTY_CHART_REASONS = {"srtt": "no flow took an RTT sample (datagram flows take none)"}
+DEFAULT_EMPTY_REASON = "its stored series hold no value"
 # Points per line in an interactive chart (the static figure keeps matplotlib's own decimation).
 CHART_POINTS = 2000
 # A study page compares its points on these metrics (network, bottleneck and mean flow metrics).
@@ -156,8 +163,10 @@ def spec_toml(user_spec: dict[str, Any]) -> str:
     return tomli_w.dumps(_without_nulls(user_spec))
 
 
-def _json_number(value: float) -> float | None:
-    return None if not math.isfinite(value) else round(value, 6)
+def _json_numbers(values: np.ndarray) -> list[float | None]:
+    """Values for JSON, which has no NaN: rounded to 6 decimals, null where not finite (rounded as
+    one array: a report's charts hold ~600 000 numbers)."""
+    return [v if math.isfinite(v) else None for v in np.round(values.astype(np.float64), 6).tolist()]
 
 
 # --- figures -------------------------------------------------------------------------------------
@@ -182,39 +191,69 @@ def _save_figure(fig: Figure, path: Path) -> str:
     return path.name
 
 
-def _charts(res: Results, run_id: str, notes: list[str]) -> list[dict[str, Any]]:
-    """The run's time series as JSON for the interactive charts (one per quantity)."""
-    from ..plots.common import decimate, flow_colour, run_info, time_window
-    from ..plots.series import FLOW_QUANTITIES, LINK_QUANTITIES, QUANTITIES, default_flows, default_links, \
-        flow_lines, link_lines
+def _finite(values: Iterable[float | None]) -> bool:
+    return any(v is not None for v in values)
+
+
+def _chart_title(quantity: str) -> str:
+    """A chart's title without its unit: "sRTT" of "sRTT (ms)"."""
+    from ..plots.series import QUANTITIES
+
+    return QUANTITIES[quantity].label.split(" (")[0]
+
+
+def _charts(res: Results, run_id: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The run's time series as JSON for the interactive charts (one per quantity), and one line
+    for each chart left out, saying why: a chart with nothing to show is not drawn."""
+    from ..plots.common import run_info, time_window
+    from ..plots.series import FLOW_QUANTITIES, LINK_QUANTITIES, default_flows, default_links, flow_lines, link_lines
 
     info = run_info(res, run_id)
     window = time_window()
     lines: dict[str, Any] = {}
+    missing: dict[str, str] = {}  # flow or link charts, and why their series are not there
+    flow_quantities = [FLOW_QUANTITIES[q] for q in CHART_QUANTITIES if q in FLOW_QUANTITIES]
+    link_quantities = [LINK_QUANTITIES[q] for q in CHART_QUANTITIES if q in LINK_QUANTITIES]
     try:
         flows, _ = default_flows(res, info, None)
-        lines.update(flow_lines(res, info, [FLOW_QUANTITIES[q] for q in CHART_QUANTITIES if q in FLOW_QUANTITIES],
-                                flows, window))
+        lines.update(flow_lines(res, info, flow_quantities, flows, window))
     except SpecError as e:
-        notes.append(f"interactive flow charts: {e}")
+        missing["flow"] = e.reason
     try:
-        links = default_links(res, info, None)
-        lines.update(link_lines(res, info, [LINK_QUANTITIES[q] for q in CHART_QUANTITIES if q in LINK_QUANTITIES],
-                                links, window))
+        lines.update(link_lines(res, info, link_quantities, default_links(res, info, None), window))
     except SpecError as e:
-        notes.append(f"interactive link charts: {e}")
+        missing["link"] = e.reason
+    if len(missing) == 2:
+        return [], ['no time series stored for this run, so no charts (record them: [record] interval = "100ms")']
+    left_out = [f"no {', '.join(_chart_title(q.name) for q in quantities)} chart{'s' if len(quantities) > 1 else ''}: "
+                f"{missing[kind]}"
+                for kind, quantities in (("flow", flow_quantities), ("link", link_quantities)) if kind in missing]
     charts = []
     for name in CHART_QUANTITIES:
         if name not in lines:
             continue
-        series = []
-        for k, line in enumerate(lines[name]):
-            x, y = decimate(line.t_s, line.y, CHART_POINTS)
-            colour = flow_colour(line.index) if QUANTITIES[name].kind == "flow" else ("#222222", "#777777")[k % 2]
-            series.append({"name": line.name, "colour": colour, "x": [_json_number(float(v)) for v in x],
-                           "y": [_json_number(float(v)) for v in y]})
-        charts.append({"id": name, "title": QUANTITIES[name].label, "x_label": "time (s)", "series": series})
-    return charts
+        chart = _chart(name, lines[name])
+        if chart is None:
+            left_out.append(f"no {_chart_title(name)} chart: {EMPTY_CHART_REASONS.get(name, DEFAULT_EMPTY_REASON)}")
+        else:
+            charts.append(chart)
+    return charts, left_out
+
+
+def _chart(name: str, lines: Sequence[Any]) -> dict[str, Any] | None:
+    """One interactive chart of `lines` (`plots.series.Line`), each decimated to `CHART_POINTS`;
+    None when no line has a value to show."""
+    from ..plots.common import decimate, flow_colour
+    from ..plots.series import QUANTITIES
+
+    series = []
+    for k, line in enumerate(lines):
+        x, y = decimate(line.t_s, line.y, CHART_POINTS)
+        colour = flow_colour(line.index) if QUANTITIES[name].kind == "flow" else ("#222222", "#777777")[k % 2]
+        series.append({"name": line.name, "colour": colour, "x": _json_numbers(x), "y": _json_numbers(y)})
+    if not any(_finite(s["y"]) for s in series):
+        return None
+    return {"id": name, "title": QUANTITIES[name].label, "x_label": "time (s)", "series": series}
 
 
 # --- pages ---------------------------------------------------------------------------------------
@@ -252,42 +291,29 @@ def _build_run(env: Any, res: Results, run: dict[str, Any], out: Path, study_dir
     write_atomic(page_dir / "spec.toml", spec_toml(user_spec))
     command = "bufferlab run spec.toml" + (f" --study {_shell_word(run['study_id'])}" if run["study_id"] else "")
     tables: list[MetricTable] = []
+    # Charts left out are the spec's choice (what it recorded), not a failure: said on the page,
+    # not on the console, where a sweep's hundreds of such runs would print a line each.
     notes: list[str] = []
-    page_notes: list[str] = []
-    images: list[dict[str, str]] = []
     charts: list[dict[str, Any]] = []
     if run["status"] == "complete":
         tables = run_metric_tables(res.table("flow_metrics", run_id), res.table("link_metrics", run_id),
                                    res.table("network_metrics", run_id))
         if figures and not series_stored(user_spec):
-            # A choice of the spec, not something missing: said on the page, not on the console
-            # (a sweep's hundreds of such runs would print a note each).
-            page_notes.append("its time series were not stored ([record] store_series = false): figures of them "
-                              "are left out")
+            notes.append("no charts: its time series were not stored ([record] store_series = false)")
         elif figures:
-            from .. import plots
-
-            charts = _charts(res, run_id, notes)
-            for stem, caption, draw in (
-                ("timeseries", "Time series of the first flows and the bottleneck queue",
-                 lambda: plots.timeseries(res, run_id)),
-                ("operating-point", "Operating point (seed 001): throughput and delay of the flows",
-                 lambda: plots.operating_point(res, run_id)),
-            ):
-                name = _figure(notes, stem, draw, page_dir / f"{stem}.png")
-                if name is not None:
-                    images.append({"file": name, "caption": caption})
+            charts, notes = _charts(res, run_id)
+    for stale in page_dir.glob("*.png"):  # the static figures older reports drew here
+        stale.unlink()
     flows, hidden_flows = _flow_rows(res, run_id, engine_spec)
     html = env.get_template("run.html").render(
         root="../../", run=run, short_id=run_id[:12], description=user_spec.get("description"),
         parameters=_parameters(user_spec), command=command, flows=flows, hidden_flows=hidden_flows,
-        tables=tables, images=images, charts=charts, notes=[*page_notes, *notes],
+        tables=tables, charts=charts, notes=notes,
         study_href=(f"../../studies/{study_dirs[run['study_id']]}/index.html" if run["study_id"] in study_dirs
                     else None))
     write_atomic(page_dir / "index.html", html)
     write_atomic(page_dir / ".stamp", stamp)
     report.rebuilt.append(f"runs/{run_dir_name(run_id)}")
-    report.notes.extend(f"run {run_id[:12]}: {n}" for n in notes)
 
 
 def _shell_word(text: str) -> str:

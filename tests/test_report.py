@@ -186,6 +186,56 @@ def test_index_links_every_run_and_study_to_a_page_that_exists(store):
     assert f"studies/{study_dir_name('queue/small')}/index.html" in studies
 
 
+def _runs_tables(html: str) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """The index's tables of runs: caption -> (column headings, rows of cell texts)."""
+    from html import unescape
+
+    def cells(text: str, tag: str) -> list[str]:
+        return [unescape(re.sub(r"<.*?>", "", c)) for c in re.findall(rf"<{tag}[^>]*>(.*?)</{tag}>", text, re.S)]
+
+    tables = {}
+    for table in re.findall(r'<table class="list runs".*?</table>', html, re.S):
+        caption = cells(table, "caption")[0]
+        head = cells(re.search(r"<thead>(.*?)</thead>", table, re.S).group(1), "th")
+        rows = [cells(row, "td") for row in re.findall(r"<tr class=\"filterable\".*?</tr>", table, re.S)]
+        tables[caption] = (head, rows)
+    return tables
+
+
+def test_index_tells_the_runs_of_a_study_apart_by_the_axis_values_that_differ(store):
+    # Two runs of a buffer sweep differ in their buffer alone: the index shows it, a column per
+    # axis whose value differs; the runs in no study are listed on their own.
+    tables = _runs_tables((store["out"] / "index.html").read_text(encoding="utf-8"))
+    assert list(tables) == ["study queue/small: runs by topology.queue", "runs in no study"]
+    head, rows = tables["study queue/small: runs by topology.queue"]
+    assert head[:3] == ["run", "name", "topology.queue"]
+    assert [row[2] for row in rows] == ["5p", "40p"]
+    head, rows = tables["runs in no study"]
+    assert "topology.queue" not in head and len(rows) == 2
+    assert {row[0] for row in rows} == {store["plain"][:12], store["evil"][:12]}
+
+
+def test_a_study_page_shows_an_interval_only_where_a_point_has_two_seeds(store, tmp_path):
+    # queue/small has one seed per point: no interval, and no "95 % CI" said of it.
+    page = store["out"] / "studies" / study_dir_name("queue/small") / "index.html"
+    html = page.read_text(encoding="utf-8")
+    assert "95 %" not in html and not re.findall(r'<span class="ci">[^<]', html)
+    assert "<caption>Points: one seed per point, so no interval</caption>" in html
+    assert "utilization_l1 against topology.queue (one seed per point, so no interval)" in html
+    # The same sweep with two seeds: the interval, and what it is.
+    from bufferlab.study.execute import run_sweep
+    from bufferlab.study.executors import SerialExecutor
+    from bufferlab.study.sweep import Sweep
+
+    db = tmp_path / "store.duckdb"
+    run_sweep(Sweep.from_dict({"name": "two", "base": str(store["spec"]), "seeds": 2,
+                               "axes": [{"key": "topology.queue", "values": ["5p", "40p"]}]}), db, SerialExecutor())
+    build_site(db, tmp_path / "site", figures=False)
+    html = (tmp_path / "site" / "studies" / study_dir_name("two") / "index.html").read_text(encoding="utf-8")
+    assert "<caption>Points: mean over seeds [95 % CI]</caption>" in html
+    assert len(re.findall(r'<span class="ci">\[', html)) == 2 * 7     # two points, seven metrics
+
+
 def test_study_page_compares_its_points_and_links_their_runs(store):
     import bufferlab
 

@@ -76,7 +76,7 @@ def test_index_to_run_page_shows_the_stores_numbers_and_drawn_figures(browser, s
     assert "Results in" in browser.find_element(By.TAG_NAME, "h1").text
     # Search narrows the runs table to the matching run.
     browser.find_element(By.ID, "search").send_keys("other")
-    visible = [r for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr") if r.is_displayed()]
+    visible = [r for r in browser.find_elements(By.CSS_SELECTOR, "table.runs tbody tr") if r.is_displayed()]
     assert len(visible) == 1 and "other" in visible[0].text
     browser.find_element(By.ID, "search").clear()
     browser.execute_script("document.getElementById('search').dispatchEvent(new Event('input'))")

@@ -144,7 +144,9 @@ def sweep(db: Results | str | Path, runs: Sequence[str], *, x: str | None = None
     ax.set_xlabel(f"{x} ({x_units.pop()})" if not categorical and x_units and "" not in x_units else x)
     ax.set_ylabel(f"{metric} ({unit})" if unit not in ("-", "") else metric)
     seeds = sorted(set(points["seeds"].to_list()))
-    title(fig, f"{describe(infos)}\nmean over {'/'.join(map(str, seeds))} seed(s) per point, 95 % CI shaded")
+    spread = (f"mean over {'/'.join(map(str, seeds))} seed(s) per point, 95 % CI shaded" if max(seeds, default=1) >= 2
+              else "one seed per point, so no interval")
+    title(fig, f"{describe(infos)}\n{spread}")
     if by:
         legend_below(fig, ax)
     return fig

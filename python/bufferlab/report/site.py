@@ -63,6 +63,8 @@ MAX_CDF_RUNS = 8
 # ... and only when a run has this many flows: fewer values make no distribution worth a figure.
 MIN_CDF_FLOWS = 5
 MAX_FLOW_ROWS = 40
+# The columns of `Results.study_runs` that are not axes.
+STUDY_RUN_COLUMNS = ("run_id", "point", "seed", "status", "error")
 # Part of every page's stamp: a page written by a bufferlab whose pages differ from today's (their
 # layout, or the 0600 files of mkstemp before version 2) is rebuilt once, even if its runs did not
 # change. Raise it whenever what a page shows or how it is written changes.
@@ -349,13 +351,19 @@ def _point_tables(frame: pl.DataFrame, axes: Sequence[str], labels: dict[str, st
     return tables
 
 
-def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_dirs: set[str],
+def _has_interval(points: pl.DataFrame) -> bool:
+    """Whether a study's table of points has a 95 % interval to show: a point needs two seeds or
+    more for one (`study.aggregate`); with one seed its values are one run's."""
+    return bool(points.height) and max(points["seeds"].to_list()) >= 2
+
+
+def _build_study(env: Any, res: Results, study: dict[str, Any], runs: pl.DataFrame, out: Path, run_dirs: set[str],
                  repro_links: dict[str, tuple[str, str]], report: BuildReport, figures: bool) -> None:
+    """A study's page; `runs` is `Results.study_runs` of it."""
     from .. import plots
 
     name = study["study_id"]
     page_dir = out / "studies" / study_dir_name(name)
-    runs = res.study_runs(name)
     stamp = hashlib.sha1(json.dumps([PAGES_VERSION, runs.select("run_id", "status").rows(), int(figures),
                                      repro_links.get(name)], default=str).encode()).hexdigest()
     if _stamp_matches(page_dir, stamp):
@@ -370,13 +378,15 @@ def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_d
     notes: list[str] = []
     images: list[dict[str, str]] = []
     complete = runs.filter(pl.col("status") == "complete")
+    interval = _has_interval(points)
     if figures and complete.height:
         if axes and points.height > 1:
             for metric in STUDY_FIGURE_METRICS:
                 file = _figure(notes, f"sweep {metric}", functools.partial(plots.sweep, res, [name], metric=metric),
                                page_dir / f"sweep-{metric}.svg")
                 if file is not None:
-                    images.append({"file": file, "caption": f"{metric} against {axes[0]} (95 % CI over seeds)"})
+                    images.append({"file": file, "caption": f"{metric} against {axes[0]} " + (
+                        "(95 % CI over seeds)" if interval else "(one seed per point, so no interval)")})
         first_seed = complete.unique("point", keep="first", maintain_order=True).head(MAX_CDF_RUNS)
         flows_per_run = res.query("SELECT count(*) AS n FROM flows WHERE run_id IN (SELECT unnest(?)) GROUP BY run_id",
                                   [first_seed["run_id"].to_list()])["n"].to_list()
@@ -390,7 +400,7 @@ def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_d
                 for r in runs.iter_rows(named=True)]
     html = env.get_template("study.html").render(
         root="../../", study=study, axes=axes, axis_labels=[labels[a] for a in axes], runs=run_rows,
-        tables=_point_tables(points, axes, labels) if axes else [],
+        tables=_point_tables(points, axes, labels) if axes else [], interval=interval,
         images=images, notes=notes, reproduction=repro_links.get(name))
     write_atomic(page_dir / "index.html", html)
     write_atomic(page_dir / ".stamp", stamp)
@@ -453,6 +463,31 @@ def _build_reproduction(env: Any, res: Results, r: dict[str, Any], out: Path, st
     report.rebuilt.append(f"reproductions/{r['key']}")
 
 
+def _run_groups(runs: pl.DataFrame, study_runs: dict[str, pl.DataFrame]) -> list[dict[str, Any]]:
+    """The index's runs, a table per study and one of the runs in none: a study's table has a
+    column per axis whose value differs between its runs (the buffer of a buffer sweep), so
+    that two runs can be told apart without opening them."""
+    by_id = {r["run_id"]: {**r, "href": f"runs/{run_dir_name(r['run_id'])}/index.html"}
+             for r in runs.iter_rows(named=True)}
+    groups: list[dict[str, Any]] = []
+    listed: set[str] = set()
+    for name, points in study_runs.items():
+        stored = points.filter(pl.col("run_id").is_in(list(by_id)))
+        if stored.height == 0:
+            continue
+        kept = [(axis, folded) for axis, folded in distinct_axes(stored, [c for c in stored.columns
+                                                                        if c not in STUDY_RUN_COLUMNS])
+                if stored[axis].n_unique() > 1]
+        groups.append({"study": name, "axes": [axis_label(axis, folded) for axis, folded in kept],
+                       "rows": [{**by_id[r["run_id"]], "values": [r[axis] for axis, _ in kept]}
+                                for r in stored.iter_rows(named=True)]})
+        listed.update(stored["run_id"].to_list())
+    alone = [row for run_id, row in by_id.items() if run_id not in listed]
+    if alone:
+        groups.append({"study": None, "axes": [], "rows": [{**row, "values": []} for row in alone]})
+    return groups
+
+
 def build_site(db: str | Path, out: str | Path = DEFAULT_OUT, *, figures: bool = True,
                force: bool = False) -> BuildReport:
     """Write (or bring up to date) the report of the store `db` in the folder `out`."""
@@ -478,6 +513,8 @@ def build_site(db: str | Path, out: str | Path = DEFAULT_OUT, *, figures: bool =
     with res.one_connection():
         runs = _runs(res)
         studies = _studies(res)
+        # Read once: the index shows them, and so does each study's page.
+        study_runs = {name: res.study_runs(name) for name in studies["study_id"].to_list()}
     study_dirs = {s: study_dir_name(s) for s in studies["study_id"].to_list()}
     repros = _reproductions(res, set(study_dirs))
     repro_links: dict[str, tuple[str, str]] = {}
@@ -490,14 +527,13 @@ def build_site(db: str | Path, out: str | Path = DEFAULT_OUT, *, figures: bool =
     run_dirs = {run_dir_name(r) for r in runs["run_id"].to_list()}
     for study in studies.iter_rows(named=True):
         with res.one_connection():
-            _build_study(env, res, study, out, run_dirs, repro_links, report, figures)
+            _build_study(env, res, study, study_runs[study["study_id"]], out, run_dirs, repro_links, report, figures)
     for r in repros:
         with res.one_connection():
             _build_reproduction(env, res, r, out, study_dirs, report, figures)
     report.runs, report.studies, report.reproductions = runs.height, studies.height, len(repros)
     index = env.get_template("index.html").render(
-        root="", db=str(db), runs=[{**r, "href": f"runs/{run_dir_name(r['run_id'])}/index.html"}
-                                   for r in runs.iter_rows(named=True)],
+        root="", db=str(db), run_groups=_run_groups(runs, study_runs), runs=runs.height,
         studies=[{**s, "axes": json.loads(s["axes_json"]) if s["axes_json"] else [],
                   "href": f"studies/{study_dirs[s['study_id']]}/index.html"} for s in studies.iter_rows(named=True)],
         reproductions=[{**r, "href": f"reproductions/{r['key']}/index.html"} for r in repros])

@@ -16,11 +16,12 @@ import math
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
 from bufferlab.analysis.window import weighted_percentile
 from bufferlab.errors import SpecError
-from bufferlab.sizing.advisor import Advisor
+from bufferlab.sizing.advisor import Advisor, judge_probe
 from bufferlab.sizing.targets import parse_target
 from bufferlab.spec import Scenario
 from bufferlab.store.reader import load
@@ -115,6 +116,53 @@ def test_weighted_percentile_counts_weights_as_repeated_values():
         assert weighted_percentile(values, weights, q) == np.sort(repeated)[math.ceil(q / 100 * 100) - 1]
 
 
+# --- the decision at a probe -------------------------------------------------------------------
+
+def _per_run(utilisations: list[float]) -> pl.DataFrame:
+    return pl.DataFrame({"run_id": [f"r{k}" for k in range(len(utilisations))], "utilisation": utilisations})
+
+
+def test_a_probes_verdict_rests_on_the_mean_so_more_seeds_do_not_move_it():
+    # Three replications of 0.948, 0.953, 0.958 and three times as many of the same spread: the
+    # same mean, 0.953, so the same verdicts; only the interval narrows (a rule on its lower
+    # bound said ✗ to 0.95 with 3 seeds, 0.953 - 4.30 · 0.005 / √3 = 0.941, and ✓ with 9).
+    values = [0.948, 0.953, 0.958]
+    floor, higher = parse_target("utilisation>=0.95"), parse_target("utilisation>=0.96")
+    few = judge_probe(100, 0, _per_run(values), [floor, higher])
+    many = judge_probe(100, 0, _per_run(values * 3), [floor, higher])
+    for probe in (few, many):
+        assert probe.metrics["utilisation"][0] == pytest.approx(0.953)
+        assert probe.holds == {floor.text: True, higher.text: False}
+    assert (few.seeds, many.seeds) == (3, 9)
+    few_half = few.metrics["utilisation"][2] - 0.953
+    many_half = many.metrics["utilisation"][2] - 0.953
+    assert many_half < few_half / 2
+    # 0.95 lies inside both intervals (unsettled: more seeds would tell), 0.96 outside the
+    # narrower one only.
+    assert few.settled == {floor.text: False, higher.text: False}
+    assert many.settled == {floor.text: False, higher.text: True}
+
+
+def test_probe_cells_mark_an_unsettled_verdict_and_one_seed_shows_no_interval():
+    from bufferlab.sizing.advise_command import _cell
+
+    floor = parse_target("utilisation>=0.95")
+    three = judge_probe(100, 0, _per_run([0.948, 0.953, 0.958]), [floor])
+    one = judge_probe(100, 0, _per_run([0.953]), [floor])
+    assert _cell(floor, three) == "0.953 ± 0.012 ✓?"
+    assert _cell(floor, one) == "0.953 ✓"
+    assert one.settled == {floor.text: False} and one.metrics["utilisation"][1:] == (None, None)
+
+
+def test_advise_help_says_what_a_check_mark_means():
+    out = bufferlab("advise", "--help")
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 0
+    assert "A target holds at a probe (✓) when its metric, measured after --warmup and averaged over the probe's " \
+           "--seeds, meets it" in text
+    assert "95 % interval" in text and "more --seeds would settle" in text
+
+
 # --- the search against theory ----------------------------------------------------------------
 
 @pytest.mark.parametrize("u", [0.98, 0.995])
@@ -199,6 +247,10 @@ def test_targets_no_buffer_can_meet_together_say_so_in_one_line(store, tmp_path)
                      "delay<=10ms", "--seeds", "1", "--warmup", "20s", "--db", str(store))
     assert text.returncode == 0 and "Traceback" not in text.stderr
     assert sum(line.startswith("no buffer up to ") for line in text.stdout.splitlines()) == 1
+    # What the marks mean, above the probes (one seed: no interval to speak of).
+    assert "probes: one seed each, so no interval; ✓ the run's metric after the warm-up meets the target" in \
+        " ".join(text.stdout.split())   # the heading wraps at the table's width
+    assert "±" not in text.stdout
 
 
 def test_a_scenario_that_keeps_no_series_cannot_be_advised_and_nothing_runs(tmp_path):

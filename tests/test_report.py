@@ -5,8 +5,11 @@ names, incremental rebuilds, and a server that stays on loopback and inside its 
 from __future__ import annotations
 
 import http.client
+import json
+import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -183,6 +186,56 @@ def test_index_links_every_run_and_study_to_a_page_that_exists(store):
     assert f"studies/{study_dir_name('queue/small')}/index.html" in studies
 
 
+def _runs_tables(html: str) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """The index's tables of runs: caption -> (column headings, rows of cell texts)."""
+    from html import unescape
+
+    def cells(text: str, tag: str) -> list[str]:
+        return [unescape(re.sub(r"<.*?>", "", c)) for c in re.findall(rf"<{tag}[^>]*>(.*?)</{tag}>", text, re.S)]
+
+    tables = {}
+    for table in re.findall(r'<table class="list runs".*?</table>', html, re.S):
+        caption = cells(table, "caption")[0]
+        head = cells(re.search(r"<thead>(.*?)</thead>", table, re.S).group(1), "th")
+        rows = [cells(row, "td") for row in re.findall(r"<tr class=\"filterable\".*?</tr>", table, re.S)]
+        tables[caption] = (head, rows)
+    return tables
+
+
+def test_index_tells_the_runs_of_a_study_apart_by_the_axis_values_that_differ(store):
+    # Two runs of a buffer sweep differ in their buffer alone: the index shows it, a column per
+    # axis whose value differs; the runs in no study are listed on their own.
+    tables = _runs_tables((store["out"] / "index.html").read_text(encoding="utf-8"))
+    assert list(tables) == ["study queue/small: runs by topology.queue", "runs in no study"]
+    head, rows = tables["study queue/small: runs by topology.queue"]
+    assert head[:3] == ["run", "name", "topology.queue"]
+    assert [row[2] for row in rows] == ["5p", "40p"]
+    head, rows = tables["runs in no study"]
+    assert "topology.queue" not in head and len(rows) == 2
+    assert {row[0] for row in rows} == {store["plain"][:12], store["evil"][:12]}
+
+
+def test_a_study_page_shows_an_interval_only_where_a_point_has_two_seeds(store, tmp_path):
+    # queue/small has one seed per point: no interval, and no "95 % CI" said of it.
+    page = store["out"] / "studies" / study_dir_name("queue/small") / "index.html"
+    html = page.read_text(encoding="utf-8")
+    assert "95 %" not in html and not re.findall(r'<span class="ci">[^<]', html)
+    assert "<caption>Points: one seed per point, so no interval</caption>" in html
+    assert "utilization_l1 against topology.queue (one seed per point, so no interval)" in html
+    # The same sweep with two seeds: the interval, and what it is.
+    from bufferlab.study.execute import run_sweep
+    from bufferlab.study.executors import SerialExecutor
+    from bufferlab.study.sweep import Sweep
+
+    db = tmp_path / "store.duckdb"
+    run_sweep(Sweep.from_dict({"name": "two", "base": str(store["spec"]), "seeds": 2,
+                               "axes": [{"key": "topology.queue", "values": ["5p", "40p"]}]}), db, SerialExecutor())
+    build_site(db, tmp_path / "site", figures=False)
+    html = (tmp_path / "site" / "studies" / study_dir_name("two") / "index.html").read_text(encoding="utf-8")
+    assert "<caption>Points: mean over seeds [95 % CI]</caption>" in html
+    assert len(re.findall(r'<span class="ci">\[', html)) == 2 * 7     # two points, seven metrics
+
+
 def test_study_page_compares_its_points_and_links_their_runs(store):
     import bufferlab
 
@@ -196,10 +249,27 @@ def test_study_page_compares_its_points_and_links_their_runs(store):
     assert (page.parent / "sweep-utilization_l1.svg").stat().st_size > 0
 
 
+def _charts(html: str) -> dict[str, dict]:
+    """A run page's interactive charts: id -> the chart's JSON."""
+    found = re.findall(r'<script type="application/json" class="chart-data">(.*?)</script>', html, re.S)
+    return {chart["id"]: chart for chart in map(json.loads, found)}
+
+
+def _notes(html: str) -> list[str]:
+    from html import unescape
+
+    return [unescape(n) for n in re.findall(r"<li>(.*?)</li>", "".join(re.findall(r'<ul class="notes">(.*?)</ul>',
+                                                                                html, re.S)))]
+
+
 def test_run_page_embeds_the_series_for_its_interactive_charts(store):
-    html = (store["out"] / "runs" / run_dir_name(store["plain"]) / "index.html").read_text(encoding="utf-8")
-    assert re.findall(r'data-chart="(\w+)"', html) == ["cwnd", "srtt", "throughput", "queue"]
-    assert (store["out"] / "runs" / run_dir_name(store["plain"]) / "timeseries.png").stat().st_size > 0
+    # The time series and seed 001's operating point (in flight, sRTT, throughput) as charts
+    # drawn in the browser, no static figure of the same series beside them.
+    page = store["out"] / "runs" / run_dir_name(store["plain"])
+    html = (page / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'data-chart="(\w+)"', html) == ["cwnd", "in_flight", "srtt", "throughput", "queue"]
+    assert [s["name"] for s in _charts(html)["in_flight"]["series"]] == ["flow_0", "flow_1"]
+    assert not list(page.glob("*.png")) and _notes(html) == []
     assert (store["out"] / "assets" / "report.js").is_file() and (store["out"] / "assets" / "report.css").is_file()
     assert "http://" not in html and "https://" not in html      # nothing fetched from the network
 
@@ -223,6 +293,40 @@ def test_a_run_that_kept_no_series_gets_its_metric_tables_and_one_line_on_its_pa
     tables.feed(html)
     assert tables.tables and all(tables.tables.values())
     assert report.notes == []
+
+
+def test_a_chart_with_nothing_to_show_is_left_out_with_one_line_saying_why(tmp_path):
+    # A datagram source takes no RTT sample (an sRTT chart of no line), a spec may record the
+    # bottleneck alone (the advisor's runs) or nothing at all: no empty chart, one line each on
+    # the page, and nothing on the console (the spec chose it).
+    from bufferlab.runner import run
+    from bufferlab.spec import Scenario
+
+    spec_path = tmp_path / "small.toml"
+    spec_path.write_text(textwrap.dedent(SMALL_DUMBBELL), encoding="utf-8")
+    small = Scenario.from_toml(spec_path)
+    db = tmp_path / "store.duckdb"
+    datagrams = run(small.with_overrides({"flow_defaults.traffic": {"kind": "cbr", "rate": "12Mbps",
+                                                                    "packet": "1500B"}}), db).run_id
+    queue_only = run(small.with_overrides({"record.flows": "none", "record.links": ["btl"]}), db).run_id
+    unrecorded = run(small.with_overrides({"sample_interval": "off"}), db).run_id
+    report = build_site(db, tmp_path / "site")
+    assert report.notes == []
+    expected = {
+        datagrams: (["cwnd", "in_flight", "throughput", "queue"],
+                    ["no sRTT chart: no flow took an RTT sample (datagram flows take none)"]),
+        queue_only: (["queue"], ["no cwnd, in flight, sRTT, throughput charts: run "
+                                 f"{queue_only[:12]} stored no flow time series; record them"]),
+        unrecorded: ([], ["no time series stored for this run, so no charts"]),
+    }
+    for run_id, (charts, lines) in expected.items():
+        html = (tmp_path / "site" / "runs" / run_dir_name(run_id) / "index.html").read_text(encoding="utf-8")
+        drawn = _charts(html)
+        assert list(drawn) == charts, run_id
+        for chart in drawn.values():       # every chart drawn has a value to show
+            assert any(v is not None for line in chart["series"] for v in line["y"]), chart["id"]
+        notes = _notes(html)
+        assert len(notes) == len(lines) and all(n.startswith(line) for n, line in zip(notes, lines)), notes
 
 
 def test_a_study_page_shows_a_zipped_axis_of_many_flows_as_one_column(tmp_path):
@@ -264,6 +368,24 @@ def test_a_build_opens_the_store_about_once_per_page(store, tmp_path, store_open
     assert pages == 5 and len(report.rebuilt) == pages
     # The store's schema check, the lists of runs and studies, then one per page.
     assert len(store_opens) == 2 + pages
+
+
+@pytest.mark.parametrize("umask, file_mode, folder_mode", [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
+def test_every_file_and_folder_of_a_report_gets_the_modes_its_umask_leaves(store, tmp_path, umask, file_mode,
+                                                                           folder_mode):
+    # A web server running as another user must be able to read the report: pages, figures, specs
+    # and assets get what `open()` and `mkdir` give (0666 and 0777 less the umask), not 0600.
+    previous = os.umask(umask)
+    try:
+        build_site(store["db"], tmp_path / "site", figures=umask == 0o022)
+    finally:
+        os.umask(previous)
+    written = list((tmp_path / "site").rglob("*"))
+    assert any(p.name.startswith("sweep-") for p in written) == (umask == 0o022)   # figures, once
+    modes = {p.relative_to(tmp_path): stat.S_IMODE(p.stat().st_mode) for p in written}
+    assert {p: m for p, m in modes.items() if (tmp_path / p).is_file() and m != file_mode} == {}
+    assert {p: m for p, m in modes.items() if (tmp_path / p).is_dir() and m != folder_mode} == {}
+    assert not [p for p in written if p.name.startswith(".tmp-")]       # nothing left aside
 
 
 def test_report_command_writes_the_site_and_rejects_a_missing_store(store, tmp_path):
@@ -383,11 +505,13 @@ def test_a_reproduction_page_shows_the_seeds_observations_next_to_the_measured_o
     build_site(db, tmp_path / "site", figures=False)
     page = tmp_path / "site" / "reproductions" / "quic_sizing-quick" / "index.html"
     html = page.read_text(encoding="utf-8")
-    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td class=\"verdict [\w-]+\">(.*?)</td>",
-                      html)
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td>"
+                      r"<td class=\"verdict [\w-]+\">(.*?)</td>", html)
     cells = [tuple(unescape(c) for c in r) for r in rows]
     assert [c[:4] for c in cells] == [(o.key, o.claim, o.seed_value, o.measured) for o in done.observations]
-    assert [c[4] for c in cells] == [o.verdict + (f" ({o.difference})" if o.difference else "")
+    # Every judged observation states its tolerance.
+    assert [c[4] for c in cells] == [o.tolerance if o.holds is not None else "" for o in done.observations]
+    assert [c[5] for c in cells] == [o.verdict + (f" ({o.difference})" if o.difference else "")
                                      for o in done.observations]
     index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert 'href="reproductions/quic_sizing-quick/index.html"' in index

@@ -23,7 +23,7 @@ from ..study.aggregate import aggregate_over_seeds
 from ..analysis.metrics import FLOW_METRICS, LINK_METRICS, NETWORK_METRICS
 from .common import (PlotError, RunInfo, bounded_band, describe, differing_keys, figure_function, flatten, key_term,
                      legend_below, metric_axis, new_figure, opened, readable_value, require_data, run_colour, run_info,
-                     spec_term, title)
+                     run_infos, spec_term, title)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -98,7 +98,7 @@ def study_points(res: Results, study: str, axes: Sequence[str], metric: str) -> 
     points = table.select(*[pl.col(a).cast(pl.String) for a in axes], "seeds", metric, f"{metric}_ci_low",
                           f"{metric}_ci_high")
     runs = res.study_runs(study).filter(pl.col("status") == "complete")["run_id"].unique(maintain_order=True)
-    return points, [run_info(res, run) for run in runs.to_list()]
+    return points, run_infos(res, runs.to_list())
 
 
 @figure_function
@@ -149,7 +149,9 @@ def sweep(db: Results | str | Path, runs: Sequence[str], *, x: str | None = None
                   else key_term(x))
     ax.set_ylabel(shown.label)
     seeds = sorted(set(points["seeds"].to_list()))
-    title(fig, f"{describe(infos)}\nmean over {'/'.join(map(str, seeds))} seed(s) per point, 95 % CI shaded")
+    spread = (f"mean over {'/'.join(map(str, seeds))} seed(s) per point, 95 % CI shaded" if max(seeds, default=1) >= 2
+              else "one seed per point, so no interval")
+    title(fig, f"{describe(infos)}\n{spread}")
     if by:
         legend_below(fig, ax)
     return fig

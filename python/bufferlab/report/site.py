@@ -9,6 +9,8 @@
 Pages of runs and studies are rebuilt only when what they show changed (a stamp beside each
 page), so `bufferlab serve` can rebuild after every new run. Every file is written atomically
 (a temporary file renamed into place): a page being served is never half written.
+Files and folders get the modes the umask leaves, as `open()` and `mkdir` give them, so a web
+server can read them.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ import json
 import math
 import os
 import re
+import secrets
 import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 
 from . import DEFAULT_OUT
@@ -40,8 +44,14 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["build_site", "BuildReport", "run_dir_name", "study_dir_name", "DEFAULT_OUT"]
 
 PACKAGE = Path(__file__).resolve().parent
-# Lines of a run's interactive charts: the first flows (like `bufferlab plot timeseries`).
-CHART_QUANTITIES = ("cwnd", "srtt", "throughput", "queue")
+# A run's interactive charts, of the first flows and the bottleneck: the quantities of `bufferlab
+# plot timeseries` (cwnd, sRTT, throughput, queue) and of seed 001's operating point (in flight,
+# sRTT, throughput). Drawn in the browser from the page's JSON, they replace static figures of
+# the same series, which took ~1 s a run to draw and save (docs/speed.md, the report).
+CHART_QUANTITIES = ("cwnd", "in_flight", "srtt", "throughput", "queue")
+# Why a chart whose stored series hold no value is left out.
+EMPTY_CHART_REASONS = {"srtt": "no flow took an RTT sample (datagram flows take none)"}
+DEFAULT_EMPTY_REASON = "its stored series hold no value"
 # Points per line in an interactive chart (the static figure keeps matplotlib's own decimation).
 CHART_POINTS = 2000
 # A study page compares its points on these metrics (network, bottleneck and mean flow metrics).
@@ -53,6 +63,12 @@ MAX_CDF_RUNS = 8
 # ... and only when a run has this many flows: fewer values make no distribution worth a figure.
 MIN_CDF_FLOWS = 5
 MAX_FLOW_ROWS = 40
+# The columns of `Results.study_runs` that are not axes.
+STUDY_RUN_COLUMNS = ("run_id", "point", "seed", "status", "error")
+# Part of every page's stamp: a page written by a bufferlab whose pages differ from today's (their
+# layout, or the 0600 files of mkstemp before version 2) is rebuilt once, even if its runs did not
+# change. Raise it whenever what a page shows or how it is written changes.
+PAGES_VERSION = 2
 
 
 @dataclass
@@ -78,12 +94,31 @@ def study_dir_name(study: str) -> str:
     return f"{readable}-{hashlib.sha1(study.encode()).hexdigest()[:6]}"
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
+def _beside(path: Path) -> Path:
+    """A fresh name next to `path` for writing it aside: hidden, unique to this write, with
+    `path`'s suffix (which picks a figure's format)."""
+    return path.with_name(f".tmp-{secrets.token_hex(6)}-{path.name}")
+
+
+@contextmanager
+def _written_aside(path: Path) -> Iterator[Path]:
+    """Yield a path to write `path`'s new content to, then rename it into place: whole or not at
+    all, so a page being served is never half written. The file is created as `open()` creates
+    one, with the modes the umask leaves (0644 under umask 022), unlike `tempfile.mkstemp`'s 0600
+    that a web server running as another user could not read."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    with os.fdopen(fd, "wb") as f:
+    tmp = _beside(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write `data` to `path` aside, then rename it into place (`_written_aside`)."""
+    with _written_aside(path) as tmp, open(tmp, "xb") as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
-    os.replace(tmp, path)
 
 
 def _environment() -> Any:
@@ -130,8 +165,10 @@ def spec_toml(user_spec: dict[str, Any]) -> str:
     return tomli_w.dumps(_without_nulls(user_spec))
 
 
-def _json_number(value: float) -> float | None:
-    return None if not math.isfinite(value) else round(value, 6)
+def _json_numbers(values: np.ndarray) -> list[float | None]:
+    """Values for JSON, which has no NaN: rounded to 6 decimals, null where not finite (rounded as
+    one array: a report's charts hold ~600 000 numbers)."""
+    return [v if math.isfinite(v) else None for v in np.round(values.astype(np.float64), 6).tolist()]
 
 
 # --- figures -------------------------------------------------------------------------------------
@@ -151,45 +188,74 @@ def _save_figure(fig: Figure, path: Path) -> str:
     """Save a drawn figure (whole or not at all: written aside, then renamed); its file name."""
     from ..plots import save
 
-    tmp = path.with_name(".tmp-" + path.name)
-    save(fig, tmp)
-    os.replace(tmp, path)
+    with _written_aside(path) as tmp:
+        save(fig, tmp)
     return path.name
 
 
-def _charts(res: Results, run_id: str, notes: list[str]) -> list[dict[str, Any]]:
-    """The run's time series as JSON for the interactive charts (one per quantity)."""
-    from ..plots.common import decimate, flow_colour, run_info, time_window
-    from ..plots.series import FLOW_QUANTITIES, LINK_QUANTITIES, QUANTITIES, default_flows, default_links, \
-        flow_lines, link_lines
+def _finite(values: Iterable[float | None]) -> bool:
+    return any(v is not None for v in values)
+
+
+def _chart_title(quantity: str) -> str:
+    """A chart's title without its unit: "sRTT" of "sRTT (ms)"."""
+    from ..plots.series import QUANTITIES
+
+    return QUANTITIES[quantity].label.split(" (")[0]
+
+
+def _charts(res: Results, run_id: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The run's time series as JSON for the interactive charts (one per quantity), and one line
+    for each chart left out, saying why: a chart with nothing to show is not drawn."""
+    from ..plots.common import run_info, time_window
+    from ..plots.series import FLOW_QUANTITIES, LINK_QUANTITIES, default_flows, default_links, flow_lines, link_lines
 
     info = run_info(res, run_id)
     window = time_window()
     lines: dict[str, Any] = {}
+    missing: dict[str, str] = {}  # flow or link charts, and why their series are not there
+    flow_quantities = [FLOW_QUANTITIES[q] for q in CHART_QUANTITIES if q in FLOW_QUANTITIES]
+    link_quantities = [LINK_QUANTITIES[q] for q in CHART_QUANTITIES if q in LINK_QUANTITIES]
     try:
         flows, _ = default_flows(res, info, None)
-        lines.update(flow_lines(res, info, [FLOW_QUANTITIES[q] for q in CHART_QUANTITIES if q in FLOW_QUANTITIES],
-                                flows, window))
+        lines.update(flow_lines(res, info, flow_quantities, flows, window))
     except SpecError as e:
-        notes.append(f"interactive flow charts: {e}")
+        missing["flow"] = e.reason
     try:
-        links = default_links(res, info, None)
-        lines.update(link_lines(res, info, [LINK_QUANTITIES[q] for q in CHART_QUANTITIES if q in LINK_QUANTITIES],
-                                links, window))
+        lines.update(link_lines(res, info, link_quantities, default_links(res, info, None), window))
     except SpecError as e:
-        notes.append(f"interactive link charts: {e}")
+        missing["link"] = e.reason
+    if len(missing) == 2:
+        return [], ['no time series stored for this run, so no charts (record them: [record] interval = "100ms")']
+    left_out = [f"no {', '.join(_chart_title(q.name) for q in quantities)} chart{'s' if len(quantities) > 1 else ''}: "
+                f"{missing[kind]}"
+                for kind, quantities in (("flow", flow_quantities), ("link", link_quantities)) if kind in missing]
     charts = []
     for name in CHART_QUANTITIES:
         if name not in lines:
             continue
-        series = []
-        for k, line in enumerate(lines[name]):
-            x, y = decimate(line.t_s, line.y, CHART_POINTS)
-            colour = flow_colour(line.index) if QUANTITIES[name].kind == "flow" else ("#222222", "#777777")[k % 2]
-            series.append({"name": line.name, "colour": colour, "x": [_json_number(float(v)) for v in x],
-                           "y": [_json_number(float(v)) for v in y]})
-        charts.append({"id": name, "title": QUANTITIES[name].label, "x_label": "time (s)", "series": series})
-    return charts
+        chart = _chart(name, lines[name])
+        if chart is None:
+            left_out.append(f"no {_chart_title(name)} chart: {EMPTY_CHART_REASONS.get(name, DEFAULT_EMPTY_REASON)}")
+        else:
+            charts.append(chart)
+    return charts, left_out
+
+
+def _chart(name: str, lines: Sequence[Any]) -> dict[str, Any] | None:
+    """One interactive chart of `lines` (`plots.series.Line`), each decimated to `CHART_POINTS`;
+    None when no line has a value to show."""
+    from ..plots.common import decimate, flow_colour
+    from ..plots.series import QUANTITIES
+
+    series = []
+    for k, line in enumerate(lines):
+        x, y = decimate(line.t_s, line.y, CHART_POINTS)
+        colour = flow_colour(line.index) if QUANTITIES[name].kind == "flow" else ("#222222", "#777777")[k % 2]
+        series.append({"name": line.name, "colour": colour, "x": _json_numbers(x), "y": _json_numbers(y)})
+    if not any(_finite(s["y"]) for s in series):
+        return None
+    return {"id": name, "title": QUANTITIES[name].label, "x_label": "time (s)", "series": series}
 
 
 # --- pages ---------------------------------------------------------------------------------------
@@ -218,7 +284,7 @@ def _build_run(env: Any, res: Results, run: dict[str, Any], out: Path, study_dir
                report: BuildReport, figures: bool) -> None:
     run_id = run["run_id"]
     page_dir = out / "runs" / run_dir_name(run_id)
-    stamp = f"{run['created_at']}|{run['status']}|{run['study_id']}|{int(figures)}"
+    stamp = f"{PAGES_VERSION}|{run['created_at']}|{run['status']}|{run['study_id']}|{int(figures)}"
     if _stamp_matches(page_dir, stamp):
         return
     page_dir.mkdir(parents=True, exist_ok=True)
@@ -227,42 +293,29 @@ def _build_run(env: Any, res: Results, run: dict[str, Any], out: Path, study_dir
     write_atomic(page_dir / "spec.toml", spec_toml(user_spec))
     command = "bufferlab run spec.toml" + (f" --study {_shell_word(run['study_id'])}" if run["study_id"] else "")
     tables: list[MetricTable] = []
+    # Charts left out are the spec's choice (what it recorded), not a failure: said on the page,
+    # not on the console, where a sweep's hundreds of such runs would print a line each.
     notes: list[str] = []
-    page_notes: list[str] = []
-    images: list[dict[str, str]] = []
     charts: list[dict[str, Any]] = []
     if run["status"] == "complete":
         tables = run_metric_tables(res.table("flow_metrics", run_id), res.table("link_metrics", run_id),
                                    res.table("network_metrics", run_id))
         if figures and not series_stored(user_spec):
-            # A choice of the spec, not something missing: said on the page, not on the console
-            # (a sweep's hundreds of such runs would print a note each).
-            page_notes.append("its time series were not stored ([record] store_series = false): figures of them "
-                              "are left out")
+            notes.append("no charts: its time series were not stored ([record] store_series = false)")
         elif figures:
-            from .. import plots
-
-            charts = _charts(res, run_id, notes)
-            for stem, caption, draw in (
-                ("timeseries", "Time series of the first flows and the bottleneck queue",
-                 lambda: plots.timeseries(res, run_id)),
-                ("operating-point", "Operating point (seed 001): throughput and delay of the flows",
-                 lambda: plots.operating_point(res, run_id)),
-            ):
-                name = _figure(notes, stem, draw, page_dir / f"{stem}.png")
-                if name is not None:
-                    images.append({"file": name, "caption": caption})
+            charts, notes = _charts(res, run_id)
+    for stale in page_dir.glob("*.png"):  # the static figures older reports drew here
+        stale.unlink()
     flows, hidden_flows = _flow_rows(res, run_id, engine_spec)
     html = env.get_template("run.html").render(
         root="../../", run=run, short_id=run_id[:12], description=user_spec.get("description"),
         parameters=_parameters(user_spec), command=command, flows=flows, hidden_flows=hidden_flows,
-        tables=tables, images=images, charts=charts, notes=[*page_notes, *notes],
+        tables=tables, charts=charts, notes=notes,
         study_href=(f"../../studies/{study_dirs[run['study_id']]}/index.html" if run["study_id"] in study_dirs
                     else None))
     write_atomic(page_dir / "index.html", html)
     write_atomic(page_dir / ".stamp", stamp)
     report.rebuilt.append(f"runs/{run_dir_name(run_id)}")
-    report.notes.extend(f"run {run_id[:12]}: {n}" for n in notes)
 
 
 def _shell_word(text: str) -> str:
@@ -298,14 +351,20 @@ def _point_tables(frame: pl.DataFrame, axes: Sequence[str], labels: dict[str, st
     return tables
 
 
-def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_dirs: set[str],
+def _has_interval(points: pl.DataFrame) -> bool:
+    """Whether a study's table of points has a 95 % interval to show: a point needs two seeds or
+    more for one (`study.aggregate`); with one seed its values are one run's."""
+    return bool(points.height) and max(points["seeds"].to_list()) >= 2
+
+
+def _build_study(env: Any, res: Results, study: dict[str, Any], runs: pl.DataFrame, out: Path, run_dirs: set[str],
                  repro_links: dict[str, tuple[str, str]], report: BuildReport, figures: bool) -> None:
+    """A study's page; `runs` is `Results.study_runs` of it."""
     from .. import plots
 
     name = study["study_id"]
     page_dir = out / "studies" / study_dir_name(name)
-    runs = res.study_runs(name)
-    stamp = hashlib.sha1(json.dumps([runs.select("run_id", "status").rows(), int(figures),
+    stamp = hashlib.sha1(json.dumps([PAGES_VERSION, runs.select("run_id", "status").rows(), int(figures),
                                      repro_links.get(name)], default=str).encode()).hexdigest()
     if _stamp_matches(page_dir, stamp):
         return
@@ -319,13 +378,15 @@ def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_d
     notes: list[str] = []
     images: list[dict[str, str]] = []
     complete = runs.filter(pl.col("status") == "complete")
+    interval = _has_interval(points)
     if figures and complete.height:
         if axes and points.height > 1:
             for metric in STUDY_FIGURE_METRICS:
                 file = _figure(notes, f"sweep {metric}", functools.partial(plots.sweep, res, [name], metric=metric),
                                page_dir / f"sweep-{metric}.svg")
                 if file is not None:
-                    images.append({"file": file, "caption": f"{metric} against {axes[0]} (95 % CI over seeds)"})
+                    images.append({"file": file, "caption": f"{metric} against {axes[0]} " + (
+                        "(95 % CI over seeds)" if interval else "(one seed per point, so no interval)")})
         first_seed = complete.unique("point", keep="first", maintain_order=True).head(MAX_CDF_RUNS)
         flows_per_run = res.query("SELECT count(*) AS n FROM flows WHERE run_id IN (SELECT unnest(?)) GROUP BY run_id",
                                   [first_seed["run_id"].to_list()])["n"].to_list()
@@ -339,7 +400,7 @@ def _build_study(env: Any, res: Results, study: dict[str, Any], out: Path, run_d
                 for r in runs.iter_rows(named=True)]
     html = env.get_template("study.html").render(
         root="../../", study=study, axes=axes, axis_labels=[labels[a] for a in axes], runs=run_rows,
-        tables=_point_tables(points, axes, labels) if axes else [],
+        tables=_point_tables(points, axes, labels) if axes else [], interval=interval,
         images=images, notes=notes, reproduction=repro_links.get(name))
     write_atomic(page_dir / "index.html", html)
     write_atomic(page_dir / ".stamp", stamp)
@@ -380,7 +441,7 @@ def _build_reproduction(env: Any, res: Results, r: dict[str, Any], out: Path, st
     seed's, drawn by the reproduction from the store as `bufferlab reproduce` draws them)."""
     page_dir = out / "reproductions" / r["key"]
     states = [res.study_runs(s).select("run_id", "status").rows() for s in r["studies"].values()]
-    stamp = hashlib.sha1(json.dumps([states, int(figures)], default=str).encode()).hexdigest()
+    stamp = hashlib.sha1(json.dumps([PAGES_VERSION, states, int(figures)], default=str).encode()).hexdigest()
     if _stamp_matches(page_dir, stamp):
         return
     page_dir.mkdir(parents=True, exist_ok=True)
@@ -400,6 +461,31 @@ def _build_reproduction(env: Any, res: Results, r: dict[str, Any], out: Path, st
     write_atomic(page_dir / "index.html", html)
     write_atomic(page_dir / ".stamp", stamp)
     report.rebuilt.append(f"reproductions/{r['key']}")
+
+
+def _run_groups(runs: pl.DataFrame, study_runs: dict[str, pl.DataFrame]) -> list[dict[str, Any]]:
+    """The index's runs, a table per study and one of the runs in none: a study's table has a
+    column per axis whose value differs between its runs (the buffer of a buffer sweep), so
+    that two runs can be told apart without opening them."""
+    by_id = {r["run_id"]: {**r, "href": f"runs/{run_dir_name(r['run_id'])}/index.html"}
+             for r in runs.iter_rows(named=True)}
+    groups: list[dict[str, Any]] = []
+    listed: set[str] = set()
+    for name, points in study_runs.items():
+        stored = points.filter(pl.col("run_id").is_in(list(by_id)))
+        if stored.height == 0:
+            continue
+        kept = [(axis, folded) for axis, folded in distinct_axes(stored, [c for c in stored.columns
+                                                                        if c not in STUDY_RUN_COLUMNS])
+                if stored[axis].n_unique() > 1]
+        groups.append({"study": name, "axes": [axis_label(axis, folded) for axis, folded in kept],
+                       "rows": [{**by_id[r["run_id"]], "values": [r[axis] for axis, _ in kept]}
+                                for r in stored.iter_rows(named=True)]})
+        listed.update(stored["run_id"].to_list())
+    alone = [row for run_id, row in by_id.items() if run_id not in listed]
+    if alone:
+        groups.append({"study": None, "axes": [], "rows": [{**row, "values": []} for row in alone]})
+    return groups
 
 
 def build_site(db: str | Path, out: str | Path = DEFAULT_OUT, *, figures: bool = True,
@@ -427,6 +513,8 @@ def build_site(db: str | Path, out: str | Path = DEFAULT_OUT, *, figures: bool =
     with res.one_connection():
         runs = _runs(res)
         studies = _studies(res)
+        # Read once: the index shows them, and so does each study's page.
+        study_runs = {name: res.study_runs(name) for name in studies["study_id"].to_list()}
     study_dirs = {s: study_dir_name(s) for s in studies["study_id"].to_list()}
     repros = _reproductions(res, set(study_dirs))
     repro_links: dict[str, tuple[str, str]] = {}
@@ -439,14 +527,13 @@ def build_site(db: str | Path, out: str | Path = DEFAULT_OUT, *, figures: bool =
     run_dirs = {run_dir_name(r) for r in runs["run_id"].to_list()}
     for study in studies.iter_rows(named=True):
         with res.one_connection():
-            _build_study(env, res, study, out, run_dirs, repro_links, report, figures)
+            _build_study(env, res, study, study_runs[study["study_id"]], out, run_dirs, repro_links, report, figures)
     for r in repros:
         with res.one_connection():
             _build_reproduction(env, res, r, out, study_dirs, report, figures)
     report.runs, report.studies, report.reproductions = runs.height, studies.height, len(repros)
     index = env.get_template("index.html").render(
-        root="", db=str(db), runs=[{**r, "href": f"runs/{run_dir_name(r['run_id'])}/index.html"}
-                                   for r in runs.iter_rows(named=True)],
+        root="", db=str(db), run_groups=_run_groups(runs, study_runs), runs=runs.height,
         studies=[{**s, "axes": json.loads(s["axes_json"]) if s["axes_json"] else [],
                   "href": f"studies/{study_dirs[s['study_id']]}/index.html"} for s in studies.iter_rows(named=True)],
         reproductions=[{**r, "href": f"reproductions/{r['key']}/index.html"} for r in repros])

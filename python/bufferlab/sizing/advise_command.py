@@ -39,13 +39,31 @@ def _value_text(target: Target, value: float | None) -> str:
     return f"{value:.4g}" + (f" {target.unit}" if target.unit else "")
 
 
+# What a ✓ means, in the command's help and above its table of probes (`sizing.advisor`, "The
+# decision").
+RULE = ("✓: the target's metric, measured after the warm-up, averaged over the probe's seeds, meets the "
+        "target (✗: it misses); ± is the 95 % interval of that mean (Student's t over the seeds); ? marks "
+        "a verdict whose interval reaches across the target, which more --seeds would settle")
+
+
 def _cell(target: Target, probe: Probe) -> str:
+    """A probe's mean (± the half width of its interval, with two seeds or more) and verdict."""
     mean, low, high = probe.metrics[target.column]
     if mean is None:
         return "undefined ✗"
-    half = 0.0 if high is None or abs(high - mean) < 1e-9 * max(1.0, abs(mean)) else high - mean
-    spread = f" ± {half:.2g}" if high is not None else ""
-    return f"{mean:.4g}{spread} " + ("✓" if probe.holds[target.text] else "✗")
+    spread = ""
+    if high is not None:
+        half = 0.0 if abs(high - mean) < 1e-9 * max(1.0, abs(mean)) else high - mean
+        spread = f" ± {half:.2g}"
+    unsettled = "" if high is None or probe.settled.get(target.text, True) else "?"
+    return f"{mean:.4g}{spread} " + ("✓" if probe.holds[target.text] else "✗") + unsettled
+
+
+def _probes_title(advice: Advice) -> str:
+    """The probes table's heading: what its numbers and marks are (no interval with one seed)."""
+    if max((p.seeds for p in advice.probes), default=1) < 2:
+        return "probes: one seed each, so no interval; ✓ the run's metric after the warm-up meets the target"
+    return "probes: " + RULE
 
 
 def _size_text(advice: Advice, packets: int) -> str:
@@ -91,7 +109,7 @@ def _print(advice: Advice, figure: Path | None) -> None:
             ratio = f"{size.packets / advice.buffer_packets:.2f}" if advice.buffer_packets else "–"
             rules.add_row(size.rule, str(size.packets), f"{size.ms:.3f}", ratio)
         console.print(rules)
-    probes = Table(title="probes: mean ± 95 % interval over seeds, ✓ holds", title_justify="left")
+    probes = Table(title=_probes_title(advice), title_justify="left")
     for header in ("buffer", "ms at rate", "seeds", *[t.text for t in advice.targets]):
         probes.add_column(header, justify="right")
     for probe in advice.probes:
@@ -110,7 +128,7 @@ def advice_json(advice: Advice, figure: Path | None = None) -> dict[str, Any]:
     def probe_json(p: Probe) -> dict[str, Any]:
         return {"packets": p.packets, "seeds": p.seeds, "meets": p.meets(advice.targets),
                 "metrics": {c: {"mean": m, "ci_low": lo, "ci_high": hi} for c, (m, lo, hi) in p.metrics.items()},
-                "holds": p.holds}
+                "holds": p.holds, "settled": p.settled}
 
     return {"study": advice.study, "met": advice.buffer_packets is not None, "buffer_packets": advice.buffer_packets,
             "buffer_bytes": None if advice.buffer_packets is None else advice.buffer_packets * link.packet_bytes,
@@ -121,7 +139,7 @@ def advice_json(advice: Advice, figure: Path | None = None) -> dict[str, Any]:
             "targets": [{"text": t.text, "metric": t.metric, "op": t.op, "value": t.value, "unit": t.unit,
                          "column": t.column} for t in advice.targets],
             "rules": [{"rule": s.rule, "packets": s.packets, "ms": s.ms, "from": source} for s, source in advice.rules],
-            "probes": [probe_json(p) for p in advice.probes], "simulated": advice.simulated,
+            "rule": RULE, "probes": [probe_json(p) for p in advice.probes], "simulated": advice.simulated,
             "reused": advice.reused, "figure": str(figure) if figure else None}
 
 
@@ -216,7 +234,9 @@ def _progress_per_size(packets: int) -> AbstractContextManager[Listener]:
 @click.option("--mice-size", default="20kB", show_default=True, help="Mean size of a short flow.")
 @click.option("--target", "target_texts", multiple=True, metavar="METRIC>=|<=VALUE",
               help=f"A target (repeatable): {TARGET_FORMS}.")
-@click.option("--seeds", type=int, default=3, show_default=True, help="Runs per probe (replications).")
+@click.option("--seeds", type=int, default=3, show_default=True,
+              help="Runs per probe (replications, their flows' starts and RTT draws apart). A target holds on the "
+                   "mean over them; more seeds narrow its interval but do not move it one way.")
 @click.option("--duration", default=None, help="Simulated time per run (default: 30s, or the scenario's).")
 @click.option("--warmup", default=None, help="Time left out of the metrics at the start (default: a fifth of the run).")
 @click.option("--resolution", type=float, default=0.02, show_default=True,
@@ -234,9 +254,17 @@ def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None,
                    warmup: str | None, resolution: float, max_bdp: float, workers: int | None, db: Path,
                    study: str | None, as_json: bool, figure: Path | None) -> None:
     """The smallest bottleneck buffer meeting every --target, by simulation: a search over the
-    buffer (bracketing, then bisection), several seeds per probe, confidence intervals; with
-    delay targets only, the largest buffer within them. Prints the advice, the rules of thumb and
-    every probe."""
+    buffer (bracketing, then bisection), several seeds per probe; with delay targets only, the
+    largest buffer within them. Prints the advice, the rules of thumb and every probe.
+
+    \b
+    A target holds at a probe (✓) when its metric, measured after
+    --warmup and averaged over the probe's --seeds, meets it (✗: it
+    misses). Each mean comes with its 95 % interval (Student's t over the
+    seeds); ? marks a verdict whose interval reaches across the target,
+    which more --seeds would settle. The mean does not drift with the
+    number of seeds as the interval's bound would: more seeds make the
+    advice less scattered, not smaller."""
     from ..spec import Scenario
     from .advisor import Advisor, mix_scenario
 

@@ -43,14 +43,19 @@ class Target:
     # The percentile of a pNN_ metric, else None.
     quantile: int | None = None
 
-    def holds(self, mean: float | None, ci_low: float | None, ci_high: float | None) -> bool | None:
-        """Whether the target holds at a probe: its confidence interval lies on the right side of
-        the value (the mean when there is no interval); None when the metric is undefined."""
+    def holds(self, mean: float | None) -> bool | None:
+        """Whether the target holds at a probe: the metric's mean over the probe's seeds meets it
+        (`sizing.advisor`, "The decision"); None when the metric is undefined."""
         if mean is None:
             return None
-        if self.op == ">=":
-            return (ci_low if ci_low is not None else mean) >= self.value
-        return (ci_high if ci_high is not None else mean) <= self.value
+        return mean >= self.value if self.op == ">=" else mean <= self.value
+
+    def settled(self, ci_low: float | None, ci_high: float | None) -> bool:
+        """Whether the 95 % interval of the mean lies wholly on one side of the target, so that
+        more seeds would hardly turn the verdict; False without an interval (one seed)."""
+        if ci_low is None or ci_high is None:
+            return False
+        return not ci_low < self.value < ci_high
 
     def describe_value(self) -> str:
         if self.metric in ("utilisation", "loss"):

@@ -20,6 +20,10 @@
       row.classList.toggle("hidden", !ok);
       if (ok) visible += 1;
     }
+    // A table of runs (one per study) with no row left to show is hidden, caption and all.
+    for (const table of document.querySelectorAll("table.runs")) {
+      table.classList.toggle("hidden", !table.querySelector("tr.filterable:not(.hidden)"));
+    }
     shown.textContent = visible + " of " + rows.length + " shown";
   }
   search.addEventListener("input", apply);

@@ -319,3 +319,33 @@ def test_barman2004_made_too_short_judges_no_convergence(quick_runs, quick_store
 def test_ccperf_does_not_judge_the_one_way_delay_of_an_application_that_does_not_write_ahead(quick_runs) -> None:
     o = _verdict(quick_runs["ccperf"].observations, "#11 one-way delay")
     assert o.holds is None and "#11 application backlog" in o.not_judged
+
+
+def test_ccperf_with_a_deep_buffer_in_place_of_11s_shallow_one_does_not_judge_11(quick_runs, quick_store: Path) -> None:
+    # Experiment #11 is about a 10-packet FIFO that fills and drops: with 1000 packets nothing
+    # drops, and #11's numbers are not compared with the seed's.
+    def deep(part: str, data: dict) -> None:
+        if part == "shallow_buffers_k5":
+            data["base"]["topology"]["queue"] = "1000p"
+
+    observations = _forced(quick_runs, quick_store, "ccperf", deep)
+    for o in observations:
+        if o.key.startswith("#11"):
+            assert o.holds is None and "#11 shallow buffer" in o.not_judged, o.key
+
+
+def test_splitbuffs_figures_speak_the_papers_terms(quick_runs, quick_store: Path) -> None:
+    from bufferlab.experiments.splitbuff import REPRODUCTION
+    from bufferlab.store.reader import load
+
+    res = load(quick_store)
+    figures = REPRODUCTION.draw(res, quick_runs["splitbuff"].studies)
+    assert set(figures) == {"splitbuff_fig1", "splitbuff_fig4_fig6_throughput", "splitbuff_fig5_queueing_delay"}
+    for stem, fig in figures.items():
+        texts = [fig.get_suptitle()] + [ax.get_title() for ax in fig.axes]
+        texts += [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+        for internal in ("bdp", "splitbuff", "blind", "short_10ms", "type1", "meta.", "topology."):
+            assert not any(internal in t for t in texts), (stem, internal, texts)
+    panels = [ax.get_title() for ax in figures["splitbuff_fig5_queueing_delay"].axes]
+    assert panels == ["(a) BDP rule", "(b) Stanford model", "(c) SplitBuff", "(d) Blind-SplitBuff"]
+    assert figures["splitbuff_fig1"].axes[2].get_ylabel() == "loss rate (%)"

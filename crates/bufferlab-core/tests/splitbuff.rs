@@ -274,3 +274,51 @@ fn every_packet_is_accounted_for_per_sub_buffer_and_runs_repeat_exactly() {
         assert_eq!(a, run(&spec).unwrap(), "{name}: same spec and seed, same result");
     }
 }
+
+/// Fig. 2 as published (the default estimator, B re-estimated every T_u) with B starting at
+/// `limit` packets.
+fn papers_splitbuff(limit: u64) -> QueueSpec {
+    QueueSpec::SplitBuff {
+        limit_packets: Some(limit),
+        limit_bytes: None,
+        sub_buffers: 2,
+        update_interval_ns: 100 * MS,
+        alpha: 0.25,
+        quantum_bytes: 1000,
+        estimator: SplitBuffEstimator::Paper,
+        total: SplitBuffTotal::Estimated,
+    }
+}
+
+/// Runs `rtts_ms` (a short group first, then a long one of `long` flows) behind Fig. 2's SplitBuff
+/// and asserts it split them as the paper does: each sub-buffer carried a substantial share of the
+/// packets, and each sub-buffer's RTTP estimate T_B lies nearer its own group's RTTP.
+fn assert_fig2_splits(case: &str, rtts_ms: &[u64], long: usize, limit: u64) {
+    let starts: Vec<u64> = (0..rtts_ms.len() as u64).map(|i| i * 5_000 / rtts_ms.len() as u64).collect();
+    let r = run(&dumbbell(papers_splitbuff(limit), rtts_ms, &starts, 60, 1)).unwrap();
+    let classes = &r.channels[0].classes;
+    let packets: Vec<u64> = classes.iter().map(|c| c.enqueued_packets).collect();
+    let t_b_ms: Vec<f64> = classes.iter().map(|c| c.rttp_ns as f64 / 1e6).collect();
+    let short = rtts_ms[..rtts_ms.len() - long].iter().sum::<u64>() as f64 / (rtts_ms.len() - long) as f64;
+    let long_rttp = rtts_ms[rtts_ms.len() - long..].iter().sum::<u64>() as f64 / long as f64;
+    println!("{case}: packets {packets:?}, T_B {t_b_ms:.1?} ms (groups {short:.0} and {long_rttp:.0} ms)");
+    let total: u64 = packets.iter().sum();
+    assert!(packets.iter().all(|&p| p * 5 >= total), "{case}: each sub-buffer ≥ 20 % of the packets: {packets:?}");
+    assert!((t_b_ms[0] - short).abs() < (t_b_ms[0] - long_rttp).abs(), "{case}: x's T_B {t_b_ms:?}");
+    assert!((t_b_ms[1] - long_rttp).abs() < (t_b_ms[1] - short).abs(), "{case}: y's T_B {t_b_ms:?}");
+}
+
+#[test]
+fn fig2_splits_table_i_bimodal_rtts_into_their_two_groups() {
+    // Table I: RTTPs around 60 ms and 130 ms (less than a factor 2 apart), ten flows each; B
+    // starts at the BDP at their mean RTT (100 Mb/s × 95 ms / 1000 B).
+    let rtts = [48, 52, 55, 58, 60, 60, 62, 65, 68, 72, 110, 118, 122, 126, 130, 130, 134, 138, 142, 150];
+    assert_fig2_splits("Table I", &rtts, 10, 1188);
+}
+
+#[test]
+fn fig2_splits_type_1_and_type_2_flows_of_figs_4_to_6() {
+    // Figs. 4-6: five Type-1 flows at 10 ms RTTP and five Type-2 flows at 200 ms.
+    let rtts = [10, 10, 10, 10, 10, 200, 200, 200, 200, 200];
+    assert_fig2_splits("Figs. 4-6", &rtts, 5, 1312);
+}

@@ -104,9 +104,10 @@ def _preconditions(res: Results, studies: dict[str, str]) -> list[Precondition]:
     fewest = int(flows["recovery_episodes"].min())  # type: ignore[arg-type]
     ahead = float(flows["mean_sending_rate_l7"].sum()) / float(flows["mean_sending_rate_l4"].sum())
     return [
-        Precondition("#11 shallow buffer", "experiment #11's 10-packet FIFO filled and dropped (the buffer under test "
-                     "was the constraint)", f"largest queue {t['max_qdisc_length_l2']:.0f} packets, "
-                     f"{t['total_qdisc_drops_l2']:.0f} drops", t["max_qdisc_length_l2"] >= 10 and t["total_qdisc_drops_l2"] > 0),
+        Precondition("#11 shallow buffer", "experiment #11's bottleneck queue is the seed's 10-packet FIFO and it "
+                     "filled and dropped (the buffer under test was the constraint): largest queue 10 packets, drops",
+                     f"largest queue {t['max_qdisc_length_l2']:.0f} packets, {t['total_qdisc_drops_l2']:.0f} drops",
+                     t["max_qdisc_length_l2"] == 10 and t["total_qdisc_drops_l2"] > 0),
         Precondition("#11 congestion cycles", f"each of the five NewReno flows recovered from loss at least "
                      f"{MIN_RECOVERIES} times in the 15 s (the seed's retransmitted 61-66 segments each)",
                      f"fewest {fewest} recovery episodes", fewest >= MIN_RECOVERIES),

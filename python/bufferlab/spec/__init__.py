@@ -24,6 +24,6 @@ __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "Qu
            "Generator", "Record", "Resolved", "load_scenario", "DEFAULT_SAMPLE_INTERVAL_NS", "RTT_STREAM",
            "draw_rtts", "engine_tcp_defaults", "engine_quic_defaults", "split_access_delays"]
 
-__getattr__, __dir__ = lazy_exports(__name__, {**dict.fromkeys(__all__, ".scenario"), "Generator": ".generators",
+__getattr__, __dir__ = lazy_exports(globals(), {**dict.fromkeys(__all__, ".scenario"), "Generator": ".generators",
                                                 "QuicOptions": ".quic", "Capture": ".recording", "Record": ".recording",
                                                 "Resolved": ".resolved"})

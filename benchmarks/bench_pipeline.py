@@ -8,8 +8,8 @@ one process for the reference dumbbell and a large sampled run.
 
 Whole process: `bufferlab run scenarios/dumbbell.toml --db NEW` in a fresh interpreter, wall and
 CPU time (user + system) of the child, best and median, its median minor page faults and peak
-resident memory (the wall time ends as the command does; the CPU time, faults and peak count its
-writer process also where the command no longer waits for its end: `_child`), for the reference
+resident memory (the wall time ends as the command does; the CPU time, faults and peak count the
+processes it left behind too, e.g. an older checkout's store writer process: `_child`), for the reference
 dumbbell and for one flow of it over 10 s, each against ns-3's time for the same run: quoted from
 issue 15 (about 6 s and 1.3 s, taken on another day), or with --ns3-binary (compiled by `make
 bench-ns3`) measured in the same session, its twin with every setting matched
@@ -41,35 +41,21 @@ peak. Each figure is the least of the repetitions, measure by measure:
     result       the engine's tables into Python (`EngineResult.from_engine`; polars before
                  the run path went without it)
     derive       `pipeline.derive` with its imports (numpy, the metric catalogue)
-    persist      `store.writer.persist` into a new store with its imports (DuckDB); where the
-                 command has a store's writer process (`store.writer_process`), the hand-over to it
-                 (the tables' Arrow IPC streams) and the wait for its commit
+    persist      `store.writer.persist` into a new store with its imports (DuckDB)
     present      the summary's tables (rich), printed into a buffer
     exit         the child's CPU time after it reported the others: the interpreter's teardown
                  where the command exits with `sys.exit`; where it has `cli.exit_now`, the
                  kernel freeing the process's memory (see `cli.exit_now`); no faults, and
                  its resident growth is not measured
-    writer       the store's writer process, where the command has one (forked where the
-                 command forks it: before the CLI's import where the console script does that,
-                 else before the spec is read; the fork counts in cli): its imports (DuckDB), DuckDB's instance and
-                 the write; it runs beside the stages above, on the second core (its faults are
-                 its own; its peak resident memory is printed with what was resident at the exit)
 
 --stages-case CASE: the same table for one case of the scale ladder (benchmarks/bench_scale.py,
 written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with
 the flows.
 
-Like the command, the process takes `entry.prepare_interpreter`'s settings before it imports
-`cli` and `cli.prepare_process`'s after, and leaves by
-`cli.exit_now` where the measured version has them.
-
-The steps run one after the other here, each on the main thread, and CPU time is counted, so
-the command's overlaps do not show: the imports and DuckDB instance that `bufferlab.preload`
-makes in a second thread while the engine runs are counted in the step that needs them (derive:
-numpy and the metric catalogue; persist: DuckDB, the store's writer and its instance), and the
-summary that `bufferlab run` renders in a worker while persist's commit runs is counted in
-present. The whole-process wall times show what the overlap gains on a machine with a second
-free core (its CPU time stays about the same).
+Like the command, the process takes `cli.prepare_process`'s settings after it imports `cli`, and
+leaves by `cli.exit_now`. The steps run one after the other on the main thread, as the command
+runs them (an older checkout given as --baseline is measured the same way, in one process, with
+none of the helper threads or processes its command may have had: see its whole-process figures).
 
 --baseline PYTHON: the same figures for another checkout's interpreter (e.g. main's venv), in
 the same run, so the before and after are taken under the same load.
@@ -100,22 +86,6 @@ so compare figures taken in one run.
     python benchmarks/bench_pipeline.py --existing       # persist into a store of N runs
     python benchmarks/bench_pipeline.py --existing --baseline ../main/.venv/bin/python
 
-    python benchmarks/bench_pipeline.py --write-steps    # each step of the writer process's write
-
---write-steps: the write of the store's writer process (`store.writer_process`), step by step, for
-the reference dumbbell and one flow of it (as the whole-process cases), into a new store and into
-stores of 10 and 50 runs of the same case: each repetition a fresh process that imports the
-store's writer and makes its DuckDB instance as the child does, decodes the run's tables from
-their Arrow IPC streams, and writes the run, CPU and wall ms of each step (least of the
-repetitions): decoding the IPC streams, placing a copy of an empty store where there is none
-(`store.empty_store`, where the checkout has it; its original made first, untimed, as the child
-makes it while it waits), opening the store (ATTACH, its schema version), a new store's schema,
-the run's number, each table's insert, the commit (DuckDB's checkpoint and its fsyncs), the
-detach (which the writer process leaves to its end, after its reply, where it keeps its store
-open and lets go of its lock alone before the reply: `writer_process._write`). The tables reach this process whole, not through the pipe (the command's
-hand-over: its `persist` stage). With --baseline, the same for the other checkout (its stores
-made by its own writer).
-
 --existing: CPU time of `store.writer.persist` of the reference dumbbell's run (156,000 series
 rows) into a store that already holds 0, 1, 10 and 50 runs of it (each under its own run id),
 best of the repetitions, each into a fresh copy of that store; and the store's size. A write
@@ -131,7 +101,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import pickle
 import shutil
 import statistics
 import subprocess
@@ -178,7 +147,7 @@ def ns3_seconds(binary: Path | None) -> tuple[list[float], str]:
 class ChildUsage:
     """What one child process used: wall and CPU seconds (user + system, every thread), minor
     page faults, peak resident bytes, and its stdout. The figures include what the processes it
-    reaped used (the store's writer process), and the peak is the largest of them (Linux)."""
+    reaped used (an older checkout's store writer process), and the peak is the largest of them (Linux)."""
 
     wall_s: float
     cpu_s: float
@@ -191,7 +160,7 @@ def _child(command: list[str], **kwargs: Any) -> ChildUsage:
     """Run `command` in a child process and collect its own usage (`os.wait4`: the peak is the
     child's, not the largest of all children so far as `RUSAGE_CHILDREN` would give). The wall
     time ends with the child's exit; its CPU time and faults count the processes it left to end
-    on their own too (a writer process it did not wait for, `WriterProcess.close`), which come
+    on their own too (an older checkout's writer process it did not wait for), which come
     to this process as their subreaper (`_adopt_orphans`) and are waited for after it."""
     _adopt_orphans()
     started = time.perf_counter()
@@ -283,7 +252,7 @@ def whole_process(repetitions: int, overrides: tuple[str, ...] = (),
     return out
 
 
-STAGES = ("start", "cli", "spec", "plan", "engine", "result", "derive", "persist", "present", "exit", "writer")
+STAGES = ("start", "cli", "spec", "plan", "engine", "result", "derive", "persist", "present", "exit")
 # What --stages reports of each stage: CPU seconds, minor page faults, resident growth in bytes.
 STAGE_MEASURES = ("cpu", "faults", "rss")
 # The stages the command's main thread goes through one after the other (`_STAGE_SCRIPT`'s marks).
@@ -303,19 +272,8 @@ def _measures():
 marks = {"start": _measures()}
 def mark(stage):
     marks[stage] = _measures()
-try:  # the settings the command makes before its imports, where it has them (`entry`)
-    from bufferlab.entry import prepare_interpreter
-    prepare_interpreter()
-except ImportError:
-    pass
-try:  # the store's writer process, forked where the console script forks it, where it has one
-    from bufferlab.store import writer_process
-    getattr(writer_process, "start_early", lambda argv: None)(["bufferlab", "run"])
-except ImportError:
-    writer_process = None
 import bufferlab.cli
 getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
-writer = None if writer_process is None else getattr(writer_process, "take", writer_process.start)()
 mark("cli")
 source = sys.argv[1]
 planned_by_command = getattr(bufferlab.cli, "_planned", None)  # the plan cache's checkouts
@@ -349,24 +307,13 @@ mark("result")
 from bufferlab.pipeline.derive import derive
 derived = derive(planned, raw)
 mark("derive")
-if writer is None:
-    from bufferlab.store.writer import persist
-    persist(derived, sys.argv[2])
-else:
-    writer.persist(derived, sys.argv[2])
+from bufferlab.store.writer import persist
+persist(derived, sys.argv[2])
 mark("persist")
 from bufferlab.render import print_summary
 with redirect_stdout(io.StringIO()):
     print_summary(derived.summary, scenario="dumbbell", db=sys.argv[2])
 mark("present")
-if writer is not None:
-    writer.close()
-    try:  # where the command no longer waits for its writer's end (`WriterProcess.close`)
-        os.waitpid(writer.pid, 0)
-    except ChildProcessError:  # reaped by close
-        pass
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    marks["writer"] = {"cpu": used.ru_utime + used.ru_stime, "faults": used.ru_minflt, "peak": used.ru_maxrss * 1024}
 print(json.dumps(marks))
 getattr(bufferlab.cli, "exit_now", sys.exit)(0)  # the command's way out
 """
@@ -394,16 +341,12 @@ def stages(repetitions: int, overrides: tuple[str, ...] = (), pythons: tuple[str
                     continue
                 marks = json.loads(child.stdout.strip().splitlines()[-1])
                 last = marks["present"]
-                # The writer process's usage is in the child's too: the child reaped it.
-                writer = marks.get("writer", {"cpu": 0.0, "faults": 0, "peak": 0})
-                spent = {"cpu": {"start": marks["start"]["cpu"], "exit": child.cpu_s - last["cpu"] - writer["cpu"],
-                                 "writer": writer["cpu"]},
+                spent = {"cpu": {"start": marks["start"]["cpu"], "exit": child.cpu_s - last["cpu"]},
                          "faults": {"start": marks["start"]["faults"],
-                                    "exit": child.faults - last["faults"] - writer["faults"],
-                                    "writer": writer["faults"]},
-                         "rss": {"start": marks["start"]["VmRSS"], "exit": 0.0, "writer": 0.0},
+                                    "exit": child.faults - last["faults"]},
+                         "rss": {"start": marks["start"]["VmRSS"], "exit": 0.0},
                          "end": {"VmRSS": last["VmRSS"], "RssAnon": last["RssAnon"], "RssFile": last["RssFile"],
-                                 "peak": child.peak_bytes, "writer peak": writer["peak"]}}
+                                 "peak": child.peak_bytes}}
                 previous = "start"
                 for stage in _MARKED:
                     spent["cpu"][stage] = marks[stage]["cpu"] - marks[previous]["cpu"]
@@ -541,145 +484,6 @@ def print_existing(repetitions: int, baseline: str | None) -> None:
                                    for rows in measured.values()), flush=True)
 
 
-# One fresh process, as the store's writer process: writes the run of sys.argv[1] (a pickle of its
-# scalars and its tables' IPC streams) into the store sys.argv[2] under each run id that follows,
-# and prints the CPU and wall ms of each step of the last write (see --write-steps).
-_WRITE_STEPS_SCRIPT = """
-import json, pickle, sys, time
-from pathlib import Path
-from bufferlab.store import connection, writer
-from bufferlab.store.writer_process import _ReceivedRun
-from bufferlab.pipeline.engine import core
-connection.prepare_writer()
-case = pickle.load(open(sys.argv[1], "rb"))
-steps = {}
-def clock():
-    return time.process_time(), time.perf_counter()
-def add(step, since):
-    now, (cpu, wall) = clock(), steps.get(step, (0.0, 0.0))
-    steps[step] = (cpu + 1000 * (now[0] - since[0]), wall + 1000 * (now[1] - since[1]))
-def step_of(sql):
-    words = sql.split()
-    first = words[0].upper()
-    if first == "INSERT":
-        table = words[[w.upper() for w in words].index("INTO") + 1]
-        return "insert " + table.removesuffix("_data")
-    if first == "CREATE":
-        return "schema"
-    if "max(run)" in sql:
-        return "run number"
-    return "commit" if first == "COMMIT" else "open"  # the store's version, the transaction's BEGIN
-class Timed:
-    def __init__(self, con):
-        self.con = con
-    def execute(self, sql, *args):
-        _frame = sys._getframe(1).f_locals.get("_frame")  # DuckDB's replacement scan looks here
-        since = clock()
-        try:
-            return self.con.execute(sql, *args)
-        finally:
-            add(step_of(sql), since)
-    def __getattr__(self, name):
-        return getattr(self.con, name)
-untimed_connect, untimed_release = writer.connect, writer.release_writer
-def connect(*args, **kwargs):
-    since = clock()
-    con = untimed_connect(*args, **kwargs)
-    add("open", since)
-    return Timed(con)
-writer.connect = connect
-def release(con):
-    since = clock()
-    untimed_release(con.con)
-    add("detach", since)
-writer.release_writer = release
-class Tables:
-    def items(self):
-        for name, stream in case["tables"]:
-            since = clock()
-            table = core().Table.from_ipc(name, stream)
-            add("decode", since)
-            yield name, table
-try:  # a new store copied from an empty one, where the checkout's writer process does that
-    from bufferlab.store import empty_store
-    empty_store.prepare()  # made while the child waits for its request: not timed
-except ImportError:
-    empty_store = None
-for run_id in sys.argv[3:]:
-    steps.clear()
-    since = clock()
-    run = _ReceivedRun.of({**case["scalars"], "run_id": run_id}, Tables())
-    known = {}
-    if empty_store is not None:
-        placed = clock()
-        known["copy_as_placed"] = empty_store.place(Path(sys.argv[2]))
-        add("place", placed)
-    with writer.Store(sys.argv[2], **known) as store:
-        store.save(run)
-    add("total", since)
-print(json.dumps(steps))
-"""
-# Where --write-steps lists a step (the inserts, at 4, in the order they were made).
-_WRITE_STEPS_ORDER = {"decode": 0, "place": 0.5, "open": 1, "schema": 2, "run number": 3, "commit": 5, "detach": 6,
-                      "total": 7}
-# How many runs the store holds before the write --write-steps measures.
-WRITE_STEPS_RUNS = (0, 10, 50)
-
-
-def write_steps(repetitions: int, pythons: tuple[str, ...]) -> dict[tuple[str, int, int], dict[str, tuple[float, float]]]:
-    """{(case label, runs held, interpreter index): {step: (CPU ms, wall ms)}}, the least of
-    `repetitions` fresh processes each (see --write-steps)."""
-    from bufferlab.pipeline.derive import derive
-    from bufferlab.pipeline.plan import plan
-    from bufferlab.pipeline.simulate import simulate
-    from bufferlab.store.writer_process import _ReceivedRun
-
-    out: dict[tuple[str, int, int], dict[str, tuple[float, float]]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for label, overrides, *_ in WHOLE_PROCESS_CASES:
-            planned = plan(reference_with(overrides))
-            run = derive(planned, simulate(planned))
-            case = Path(tmp) / "case.pickle"
-            case.write_bytes(pickle.dumps({"scalars": _ReceivedRun.scalars_of(run),
-                                           "tables": [(name, t.to_ipc()) for name, t in run.stored_tables().items()]}))
-            os.sync()  # else the first write's fsync may wait for this file's pages too
-            for held in WRITE_STEPS_RUNS:
-                for i, python in enumerate(pythons):
-                    grown, copy = Path(tmp) / f"grown{i}.duckdb", Path(tmp) / f"copy{i}.duckdb"
-                    grown.unlink(missing_ok=True)
-                    if held:
-                        subprocess.run([python, "-c", _WRITE_STEPS_SCRIPT, str(case), str(grown),
-                                        *map(_bench_run_id, range(held))], check=True, capture_output=True, cwd=ROOT)
-                    best: dict[str, tuple[float, float]] = {}
-                    for k in range(repetitions):
-                        copy.unlink(missing_ok=True)
-                        if held:
-                            shutil.copyfile(grown, copy)
-                        os.sync()  # the copy's, or the last write's, dirty pages: flushed by this write's fsync
-                        child = _child([python, "-c", _WRITE_STEPS_SCRIPT, str(case), str(copy),
-                                        _bench_run_id(10_000 + k)], cwd=ROOT)
-                        for step, (cpu, wall) in json.loads(child.stdout.strip().splitlines()[-1]).items():
-                            low = best.get(step, (float("inf"), float("inf")))
-                            best[step] = (min(low[0], cpu), min(low[1], wall))
-                    out[(label, held, i)] = best
-    return out
-
-
-def print_write_steps(repetitions: int, pythons: list[tuple[str, str]]) -> None:
-    """The --write-steps tables: per case, CPU (wall) ms of each step for each store and interpreter."""
-    measured = write_steps(repetitions, tuple(python for _, python in pythons))
-    for label, *_ in WHOLE_PROCESS_CASES:
-        print(f"\nthe writer process's write of {label}, CPU (wall) ms of each step, least of {repetitions} processes")
-        columns = [(held, i) for held in WRITE_STEPS_RUNS for i in range(len(pythons))]
-        print(f"{'':<26}" + "".join(f"{f'{held} runs' + (f' ({pythons[i][0]})' if len(pythons) > 1 else ''):>18}"
-                                   for held, i in columns))
-        steps = list(dict.fromkeys(step for held, i in columns for step in measured[(label, held, i)]))
-        for step in sorted(steps, key=lambda s: _WRITE_STEPS_ORDER.get(s, 4)):
-            cells = [measured[(label, held, i)].get(step) for held, i in columns]
-            print(f"{step:<26}" + "".join(f"{f'{c[0]:.1f} ({c[1]:.1f})' if c else '-':>18}" for c in cells))
-    sys.stdout.flush()
-
-
 def top_imports(limit: int) -> list[tuple[str, float]]:
     """The top-level imports of a fresh `bufferlab run` into a new store, by cumulative time (s)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -730,31 +534,14 @@ def print_stages(repetitions: int, pythons: list[tuple[str, str]], scale_case: s
                 name = f"{label} ({version})" if len(pythons) > 1 else label
                 values = [spent[measure][stage] * scale for stage in STAGES]
                 print(f"{name:<35}" + "".join(f"{v:>8.{digits}f}" for v in values) + f"{sum(values):>8.{digits}f}")
-    print(f"\nresident MB at the exit (least of {repetitions}): all, anonymous, file-backed; peak; the writer "
-          "process's peak")
+    print(f"\nresident MB at the exit (least of {repetitions}): all, anonymous, file-backed; peak")
     for label, rows in measured:
         for (version, _), spent in zip(pythons, rows):
             name = f"{label} ({version})" if len(pythons) > 1 else label
             end = spent["end"]
             print(f"{name:<35}" + "".join(f"{end[k] / 1e6:>8.1f}"
-                                          for k in ("VmRSS", "RssAnon", "RssFile", "peak", "writer peak")))
+                                          for k in ("VmRSS", "RssAnon", "RssFile", "peak")))
     sys.stdout.flush()
-
-
-def code_cache_notes(pythons: list[tuple[str, str]]) -> list[str]:
-    """A note for each interpreter whose bufferlab keeps a code cache (`bufferlab.codecache`) that
-    has not been written yet: like missing .pyc files, it would put compile time into the
-    figures of a fresh run that a user pays once. Under PYTHONDONTWRITEBYTECODE no command writes
-    it; one run without it does."""
-    probe = "from bufferlab import codecache\nprint(codecache.path().exists())"
-    notes = []
-    for version, python in pythons:
-        found = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=False)
-        if found.returncode == 0 and found.stdout.strip() == "False":
-            command = f"{Path(python).parent / 'bufferlab'} run {REFERENCE.relative_to(ROOT)} --db /tmp/warm.duckdb --force"
-            notes.append(f"note ({version}): no code cache yet; write it once with "
-                         f"`env -u PYTHONDONTWRITEBYTECODE {command}`")
-    return notes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -769,8 +556,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--existing", action="store_true",
                         help="only the persist into stores that hold 0, 1, 10 and 50 runs already")
     parser.add_argument("--existing-json", action="store_true", help=argparse.SUPPRESS)  # --baseline's child
-    parser.add_argument("--write-steps", action="store_true",
-                        help="only each step of the writer process's write, into new stores and stores of 10 and 50 runs")
     parser.add_argument("--baseline", metavar="PYTHON", default=None,
                         help="also measure another checkout's interpreter (before), e.g. ../main/.venv/bin/python")
     parser.add_argument("--plan-cache", choices=PLAN_CACHE_MODES, default="kept",
@@ -787,11 +572,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.existing:
         print_existing(args.repetitions, args.baseline)
         return 0
-    if args.write_steps:
-        print_write_steps(args.repetitions, pythons)
-        return 0
-    for note in code_cache_notes(pythons):
-        print(note)
     if args.stages_case is not None:
         print_stages(args.repetitions, pythons, args.stages_case, args.plan_cache)
         return 0

@@ -5,8 +5,13 @@ signal met by its default action: the command's handler is back, unchanged, afte
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 import pytest
@@ -87,3 +92,43 @@ def test_outside_reacting_a_noted_signal_stops_nothing(command_handlers: None) -
         with deferred():
             signal.raise_signal(signal.SIGINT)
     assert events == []
+
+
+# The command, its store's write slowed down: it says when the write begins, then takes a second.
+_SLOW_WRITE_COMMAND = """
+import os, sys, time
+from bufferlab import cli
+from bufferlab.store import writer
+real_save = writer.Store.save
+def save(self, *args, **kwargs):
+    open(os.environ["WRITE_BEGUN"], "w").close()
+    time.sleep(1.0)
+    return real_save(self, *args, **kwargs)
+writer.Store.save = save
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "status", "said"), [(signal.SIGINT, 130, "interrupted"),
+                                                     (signal.SIGTERM, 143, "interrupted by SIGTERM")])
+def test_a_signal_during_the_command_s_write_lets_the_run_commit_then_stops_it(tmp_path: Path, sig: int,
+                                                                              status: int, said: str) -> None:
+    # `bufferlab run` writes in its own process, in one transaction: a signal that comes during
+    # the write is held back until the run is stored whole (a killed run loses no finished result).
+    from conftest import REPO, SCENARIOS, stored_tables
+
+    db, begun = tmp_path / "r.duckdb", tmp_path / "write-begun"
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITE_COMMAND, "run", str(SCENARIOS / "dumbbell.toml"),
+                             "--set", "duration=1s", "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO, env={**os.environ, "WRITE_BEGUN": str(begun)})
+    deadline = time.monotonic() + 60
+    while not begun.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (status, f"error: {said}: the run being stored when it came was stored whole "
+                                              "first; nothing after it was done\n")
+    assert out == ""  # stopped before its summary
+    assert len(stored_tables(db)["runs"][1]) == 1

@@ -83,8 +83,7 @@ def test_looking_for_a_run_in_a_store_that_does_not_exist_loads_no_duckdb(tmp_pa
 
 
 def test_the_store_s_writer_loads_duckdb_alone(tmp_path: Path) -> None:
-    # The writer process of `bufferlab run` (store/writer_process.py) imports it while the
-    # command parses its spec: the schema's columns come from data-only modules
+    # The schema's columns come from data-only modules
     # (`analysis.catalogue`, `pipeline.columns`), not from derive's catalogue or the spec's pydantic.
     assert heavy_modules_loaded("import bufferlab.store.writer") == ["duckdb"]
 
@@ -252,24 +251,6 @@ def test_the_command_collects_cyclic_garbage_less_often_than_the_library() -> No
     assert command == "(1000000, 10, 10)"
 
 
-def test_the_console_script_prepares_the_interpreter_before_it_imports_click() -> None:
-    # The collector's threshold and the code cache (`entry.prepare_interpreter`) spare click's
-    # import and the commands' modules' their passes and compiles too.
-    code = ("import atexit, dataclasses, gc, sys\n"
-            "seen = []\n"
-            "class Watch:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name == 'click' and not seen:\n"
-            "            seen.append((gc.get_threshold()[0], hasattr(dataclasses, 'exec')))\n"
-            "sys.meta_path.insert(0, Watch())\n"
-            "atexit.register(lambda: print(seen, file=sys.stderr))\n"
-            "sys.argv = ['bufferlab', '--version']\n"
-            "from bufferlab.entry import main\n"
-            "main()\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0 and out.stderr.strip() == "[(1000000, True)]"
-
-
 def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monkeypatch: pytest.MonkeyPatch) -> None:
     # A run over before `PROGRESS_BAR_AFTER_S` never loads rich's progress module or starts its
     # refresh thread; a longer one gets its bar from then on, timed from the run's start.
@@ -314,21 +295,6 @@ def test_the_sizing_module_loads_only_for_a_queue_sized_by_time_or_rule(tmp_path
     assert modules_loaded(cli(*args, *by_rule), sizing) == list(sizing)
 
 
-def test_the_command_builds_the_spec_without_looking_for_pydantic_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
-    # pydantic's plugin lookup imports importlib.metadata and reads every installed distribution's
-    # entry points (13 ms of a fresh run); the command builds its validators with plugins off.
-    plan = ("from bufferlab.spec import load_scenario\nfrom bufferlab.pipeline.plan import plan\n"
-            "plan(load_scenario('scenarios/dumbbell.toml'))")
-    command = f"import bufferlab.cli\nbufferlab.cli.prepare_process()\n{plan}"
-    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
-    assert modules_loaded(command, ("importlib.metadata",)) == []
-    # A program that imports bufferlab keeps pydantic's plugins, and so does the command when the
-    # environment asks for them (pydantic reads the variable itself).
-    assert modules_loaded(plan, ("importlib.metadata",)) == ["importlib.metadata"]
-    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")
-    assert modules_loaded(command, ("importlib.metadata",)) == ["importlib.metadata"]
-
-
 def test_the_tree_and_parking_lot_models_load_only_for_such_a_topology(tmp_path: Path) -> None:
     args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
             "--set", "duration=1s", "--json")
@@ -360,14 +326,13 @@ def test_a_dumbbell_of_tcp_flows_builds_no_generator_recording_or_quic_model() -
         "bufferlab.spec.quic"]
 
 
-AFTER_THE_ENGINE = ("bufferlab.analysis.summary", "bufferlab.pipeline.result", "bufferlab.store.counters", "pickle")
+AFTER_THE_ENGINE = ("bufferlab.analysis.summary", "bufferlab.pipeline.result", "bufferlab.store.counters")
 
 
 def test_what_only_the_steps_after_the_engine_need_is_not_imported_before_it() -> None:
-    # The command's modules, its writer process's and a planned dumbbell: what a fresh run has
-    # loaded when its engine starts. The summary, the result's tables, the store's counters and the
-    # writer's pickle come after it (the preload imports them while the engine runs; issue 15).
-    code = ("import bufferlab.cli, bufferlab.runner, bufferlab.store.writer_process\n"
+    # The command's modules and a planned dumbbell: what a fresh run has loaded when its engine
+    # starts. The summary, the result's tables and the store's counters come after it (issue 15).
+    code = ("import bufferlab.cli, bufferlab.runner\n"
             "from bufferlab.spec import load_scenario\n"
             f"bufferlab.runner.validate(load_scenario({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}))")
     assert modules_loaded(code, AFTER_THE_ENGINE) == []
@@ -378,7 +343,7 @@ def test_a_run_of_a_spec_planned_before_reaches_its_engine_without_pydantic_hash
     # plan; the second reads it back and gets as far as the engine's start with what `run` loads.
     # Validating the spec is pydantic's import (~27 ms); hashlib (OpenSSL, ~4 ms) only names a run
     # never planned before, and decimal (~1.5 ms) only reads units.
-    code = ("import bufferlab.cli, bufferlab.store.writer_process\nfrom pathlib import Path\n"
+    code = ("import bufferlab.cli\nfrom pathlib import Path\n"
             f"planned = bufferlab.cli._planned(Path({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}), (), None, None)\n"
             "import bufferlab.runner, bufferlab.pipeline.simulate\n")
     names = ("pydantic", "pydantic_core", "hashlib", "decimal", "bufferlab.spec.scenario", *AFTER_THE_ENGINE)

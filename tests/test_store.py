@@ -499,7 +499,7 @@ def test_a_new_file_is_known_empty_without_listing_the_catalogue(db: Path, monke
         con.close()
 
 
-def test_a_writer_waits_for_the_lock_on_the_database_made_ahead(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_writer_waits_for_the_lock_on_the_database_the_last_writer_left(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
     import sys
     import threading
@@ -516,16 +516,16 @@ def test_a_writer_waits_for_the_lock_on_the_database_made_ahead(db: Path, monkey
         try:
             assert holder.stdout.readline() == "locked\n"
             monkeypatch.setenv("BUFFERLAB_DB_WAIT", "0.3")
-            connection.prepare_writer()
-            made_ahead = connection._prepared[-1]
+            left_behind = connection._prepared[-1]
             with pytest.raises(connection.StoreBusy, match="stayed locked by another process for 0.3 s"):
                 connection.connect(db, read_only=False)
             assert not connection._prepared  # taken, tried, and closed with the failure
             with pytest.raises(duckdb.ConnectionException):
-                made_ahead.execute("SELECT 1")
+                left_behind.execute("SELECT 1")
             monkeypatch.setenv("BUFFERLAB_DB_WAIT", "60")
-            connection.prepare_writer()
-            made_ahead = connection._prepared[-1]
+            with store.Store(db.with_name("other.duckdb")):  # a writer that leaves its database
+                pass
+            left_behind = connection._prepared[-1]
 
             def let_go() -> None:
                 holder.stdin.write("\n")  # type: ignore[union-attr]
@@ -534,7 +534,7 @@ def test_a_writer_waits_for_the_lock_on_the_database_made_ahead(db: Path, monkey
             threading.Timer(0.5, let_go).start()
             con = connection.connect(db, read_only=False)  # waits for the other process, then attaches
             try:
-                assert con is made_ahead and con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+                assert con is left_behind and con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
             finally:
                 con.close()
         finally:
@@ -575,7 +575,8 @@ def test_a_forked_child_does_not_take_its_parents_writer_database(db: Path) -> N
 
     from bufferlab.store import connection
 
-    connection.prepare_writer()
+    with store.Store(db):  # a writer that leaves its database for the next
+        pass
     made = list(connection._prepared)
     child = os.fork()
     if child == 0:  # pragma: no cover - the child reports through its exit status

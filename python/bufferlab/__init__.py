@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["__version__", "Scenario", "SpecError", "load_scenario", "load"]
 
-_exports_getattr, _exports_dir = lazy_exports(__name__, {"Scenario": ".spec", "load_scenario": ".spec"})
+_exports_getattr, _exports_dir = lazy_exports(globals(), {"Scenario": ".spec", "load_scenario": ".spec"})
 
 
 def package_version() -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from .cli import (_db_option, _execute, _force_option, _json_option, _max_memory_option, _overridden, _set_option,
-                  _store_writer, _study_option)
+                  _study_option)
 from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS
 
 __all__ = ["ccperf_command"]
@@ -38,13 +38,12 @@ def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str,
                    max_memory: str | None, **flags: str | None) -> None:
     """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
     link and network metric tables."""
-    with _store_writer() as writer:
-        from .pipeline.budget import parse_budget
-        from .pipeline.plan import plan
-        from .spec.ccperf import scenario_from_ccperf
+    from .pipeline.budget import parse_budget
+    from .pipeline.plan import plan
+    from .spec.ccperf import scenario_from_ccperf
 
-        budget = parse_budget(max_memory)
-        spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
-        planned = plan(spec, budget)  # every check, the engine's too, before the store or a spinner appears
-        _execute(planned, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study,
-                 show_metrics=True, writer=writer)
+    budget = parse_budget(max_memory)
+    spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
+    planned = plan(spec, budget)  # every check, the engine's too, before the store or a spinner appears
+    _execute(planned, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study,
+             show_metrics=True)

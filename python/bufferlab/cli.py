@@ -20,6 +20,7 @@ numpy, DuckDB and rich are imported inside the commands that use them (`bufferla
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import json
 import os
@@ -34,25 +35,21 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from .entry import prepare_interpreter
 from .errors import InterruptedAfterWrite, SpecError, Terminated, TerminatedAfterWrite
 from .pipeline.engine import EngineFailure, EngineMissing
-from .spec import without_pydantic_plugins
 from .store import DEFAULT_DB
-from .switching import quick_switches
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pipeline.plan import Plan
     from .spec import Scenario
     from .store.reader import Results
-    from .store.writer_process import WriterProcess
 
 __all__ = ["main", "cli"]
 
 EXIT_BAD_INPUT = 2
-# Whether `run` and `ccperf` store their run through a writer process (`store.writer_process`):
-# only in the command's own process (`prepare_process`), never in a program that calls `main`.
-_writer_process = False
+# New container objects between two passes of the cyclic garbage collector in the command's
+# process (Python's default is 700; see `prepare_process`).
+GC_THRESHOLD = 1_000_000
 # Wall seconds a run on a terminal goes without a progress bar (see `_progress_bar`).
 PROGRESS_BAR_AFTER_S = 0.5
 # Progress reports of a run: (simulated ns reached, simulated ns at the end).
@@ -150,12 +147,11 @@ def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int 
     A spec run before with the same --set and --seed is not validated again: its plan is read
     back from ~/.cache/bufferlab/plans while the file, the tables it reads and bufferlab are
     unchanged (BUFFERLAB_PLAN_CACHE=off turns that off)."""
-    with _store_writer() as writer:
-        from .pipeline.budget import parse_budget
+    from .pipeline.budget import parse_budget
 
-        planned = _planned(scenario, assignments, seed, parse_budget(max_memory))
-        _execute(planned, db, force=force, as_json=as_json, label=str(scenario), study=study,
-                 show_metrics=show_metrics, seed_given=seed is not None, writer=writer)
+    planned = _planned(scenario, assignments, seed, parse_budget(max_memory))
+    _execute(planned, db, force=force, as_json=as_json, label=str(scenario), study=study,
+             show_metrics=show_metrics, seed_given=seed is not None)
 
 
 def _planned(path: Path, assignments: Sequence[str], seed: int | None, budget: int | None) -> Plan:
@@ -184,28 +180,6 @@ def _planned(path: Path, assignments: Sequence[str], seed: int | None, budget: i
     return planned
 
 
-@contextmanager
-def _store_writer() -> Iterator[WriterProcess | None]:
-    """The store's writer process of a run (`store.writer_process`), started first thing, before
-    any thread and while the spec is still to be read, and ended (and reaped) however the
-    command ends, except after a write that let go of the store: that one is left to end as the
-    command's process ends (`WriterProcess.close`); None outside the command's process or where
-    it cannot be forked."""
-    if not _writer_process:
-        yield None
-        return
-    from .store import writer_process
-
-    writer = writer_process.take()  # forked as the console script started, where it was
-    if writer is None:
-        yield None
-        return
-    try:
-        yield writer
-    finally:
-        writer.close(process_ending=True)  # the command ends next (`command_line`)
-
-
 @cli.command("check")
 @click.argument("scenario", type=click.Path(path_type=Path))
 @_set_option
@@ -223,92 +197,30 @@ def check_command(scenario: Path, assignments: tuple[str, ...], max_memory: str 
 
 
 def _execute(planned: Plan, db: Path, *, force: bool, as_json: bool, label: str, study: str | None = None,
-             show_metrics: bool = False, seed_given: bool = False, writer: WriterProcess | None = None) -> None:
+             show_metrics: bool = False, seed_given: bool = False) -> None:
+    """Run `planned` through the store (`runner.run`), then print its summary: as JSON, or as
+    tables once the run is stored (a failed write prints none of it)."""
     from . import runner
 
     if seed_given and not planned.seed_matters:
         sys.stderr.write(f"note: --seed: {planned.name or label} has no random element (no random loss, jittered "
                          "starts, RTT draws, traffic generators or BBR), so every seed gives this same run\n")
-    rendering = None if as_json else _SummaryRendering(scenario=planned.name or label, db=str(db))
-    storing = None if rendering is None else rendering.start
-    preload_also = () if rendering is None else _SummaryRendering.MODULES
     if as_json or not sys.stdout.isatty():
-        summary = runner.run(planned, db, force=force, study=study, storing=storing, preload_also=preload_also,
-                             writer=writer)
+        summary = runner.run(planned, db, force=force, study=study)
     else:
         with _progress_bar(label) as progress:
-            summary = runner.run(planned, db, force=force, progress=progress, study=study, storing=storing,
-                                 preload_also=preload_also, writer=writer)
-    if rendering is None:
+            summary = runner.run(planned, db, force=force, progress=progress, study=study)
+    if as_json:
         payload = {"scenario": planned.name or label, "db": str(db), **summary.to_json_dict()}
         if show_metrics:
             payload["metrics"] = _metrics_json(db, summary.run_id)
         click.echo(json.dumps(payload, indent=2))
     else:
-        rendering.result(summary).print()
-        if show_metrics:
-            _print_metrics(db, summary.run_id, all_links=False)
-
-
-class _SummaryRendering:
-    """A run's summary (rich tables) rendered in a worker thread while the main thread stores
-    the run. Most of a store's write is DuckDB's, without the GIL (its commit, a checkpoint: ~45
-    ms of the reference dumbbell's 90), so the rendering (7 ms) can run beside it. The main
-    thread prints the text once the run is stored, so a failed write prints nothing of it;
-    storing stays in the main thread, where Ctrl-C is held back until the write has committed
-    (`interrupts.deferred`: only the main thread receives signals).
-
-    DuckDB's Python client takes the GIL back after every statement and between the steps of
-    one, so a thread running Python beside the write delays it (`bufferlab.switching`). So the
-    worker runs with the short switch interval, and rich's import (17 ms, most of what the
-    worker did) is the preload's, made while the engine runs (`MODULES`, for `runner.run`'s
-    `preload_also`). The dumbbell's command from the write's start to the printed summary, best
-    (median) of 20: 98.7 (109) ms before, 84.0 (93) ms after; with --json, no rendering: 81 (84).
-    With the store's writer process (`store.writer_process`, the command's own path) the write
-    runs in another process, and the worker starts once the child has the whole run
-    (`WriterProcess.persist`'s `sent`): rendering beside the hand-over slowed the encoding of the
-    run's tables, which holds the GIL, so the child waited for them (the dumbbell's engine end to
-    printed summary, best and first quartile of 25 alternating runs on the busy machine: 66.1 and
-    76.8 ms rendering beside the hand-over, 60.5 and 67.8 after it; 59.3 and 64.6 with the
-    tables sent smallest first as well). The worker then shares the GIL only with the main
-    thread waiting for the child's reply."""
-
-    # What rendering imports, for the preload.
-    MODULES = ("bufferlab.render",)
-
-    def __init__(self, *, scenario: str, db: str) -> None:
-        self.scenario, self.db = scenario, db
-        self._thread: threading.Thread | None = None
-        self._rendered: Any = None  # render.RenderedSummary: rich is imported by the worker
-        self._error: BaseException | None = None
-
-    def start(self, summary: Any) -> None:
-        """Render `summary` in a daemon thread (it never keeps the process alive)."""
-        self._thread = threading.Thread(target=self._render, args=(summary,), name="bufferlab-render", daemon=True)
-        self._thread.start()
-
-    def _render(self, summary: Any) -> None:
-        try:
-            with quick_switches():
-                self._rendered = self._rendering(summary)
-        except BaseException as e:  # noqa: BLE001 - raised again by the main thread (`result`)
-            self._error = e
-
-    def _rendering(self, summary: Any) -> Any:
         from .render import render_summary  # rich: only for the tables, never for --json
 
-        return render_summary(summary, scenario=self.scenario, db=self.db)
-
-    def result(self, summary: Any) -> Any:
-        """The rendered summary (`render.RenderedSummary`): the worker's, or, for a run served
-        from the store (nothing was stored, so no worker started), rendered now. An error of
-        the worker is raised here, in the main thread."""
-        if self._thread is None:
-            return self._rendering(summary)
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._rendered
+        render_summary(summary, scenario=planned.name or label, db=str(db)).print()
+        if show_metrics:
+            _print_metrics(db, summary.run_id, all_links=False)
 
 
 def _console() -> Any:
@@ -429,9 +341,8 @@ def _fail(line: str, code: int = EXIT_BAD_INPUT) -> int:
 def _is_store_error(error: Exception) -> bool:
     """An error of DuckDB (the store): DuckDB is imported only by the commands that use it, so an
     error of its type can only come once it is loaded."""
-    # A thread may still be importing DuckDB (`bufferlab.preload`): its module can lack `Error` yet.
-    store_error = getattr(sys.modules.get("duckdb"), "Error", None)
-    return isinstance(store_error, type) and isinstance(error, store_error)
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(error, duckdb.Error)
 
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
@@ -498,10 +409,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail("interrupted: nothing of the unfinished run was stored", EXIT_INTERRUPTED)
         if isinstance(e, MemoryError):
             return _fail("memory: the machine ran out of memory (lower --max-memory to refuse such runs earlier)", 1)
-        from .store.writer_process import WriterProcessLost
-
-        if isinstance(e, WriterProcessLost):
-            return _fail(f"--db: {e}", 1)
         if isinstance(e, BrokenPipeError) and _stdout_reader_gone():
             return _stop_writing_stdout()
         return _internal(e)  # a bug: one line, the traceback on request
@@ -511,10 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def command_line() -> NoReturn:
     """The `bufferlab` command: its process settings, `main`, then exit with its status at once."""
     prepare_process()
-    status = main()
-    if "bufferlab.store.writer_process" in sys.modules:  # a writer forked early that no command took
-        sys.modules["bufferlab.store.writer_process"].end_untaken()
-    exit_now(status)
+    exit_now(main())
 
 
 def prepare_process() -> None:
@@ -530,7 +434,7 @@ def prepare_process() -> None:
     last pass, and every tenth pass walks the survivors of the ten before: about 100 passes in a
     fresh `bufferlab run`, most of them over the objects its imports made (classes, functions,
     pydantic's schemas), 5-6 ms of CPU time for a command that leaves little cyclic garbage.
-    The command lets 1,000,000 accumulate instead (`entry.GC_THRESHOLD`): a short run needs no
+    The command lets 1,000,000 accumulate instead (`GC_THRESHOLD`): a short run needs no
     pass, a long one a few (1000 flows for 5 s: 0.15 s less CPU time at 100,000), and the garbage
     that waits between passes stays bounded (the peak memory of a finely recorded run is
     unchanged). At 100,000, a 10,000-flow dumbbell's spec still took three passes over the
@@ -538,23 +442,30 @@ def prepare_process() -> None:
     none, with the same peak memory (10,000 flows for 10 s 368 MB, the dumbbell's 1000 flows for
     5 s 856 MB; issue 15).
 
-    pydantic looks for plugins before it builds the spec's first validator (13 ms); the command
-    uses none, so it builds them with plugins off (`spec.without_pydantic_plugins`).
-
-    dataclasses, typing and namedtuple compile the text of each dataclass's methods, each string
-    annotation and each named tuple's constructor in every process (pydantic's, ours, rich's: 17
-    ms of CPU time before a fresh run's engine); the command keeps the compiled code between its
-    runs (`codecache`). The console script makes these two before it imports this module
-    (`entry.prepare_interpreter`), so that click's import is spared them too.
-
-    `run` and `ccperf` store their run through a writer process of their own (`store.writer_process`),
-    forked at their start, which loads DuckDB on the second core; a program calling `main` stores
-    in its own process, as the library does."""
-    global _writer_process
-    _writer_process = True
-    prepare_interpreter()
+    A command started with stdout or stderr closed writes there nothing (`_discard_closed_streams`)."""
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    without_pydantic_plugins()
+    _discard_closed_streams()
+
+
+def _discard_closed_streams() -> None:
+    """A command started with stdout or stderr closed (`bufferlab run x.toml >&-`) writes what it
+    would have written there to /dev/null, as Python's `print` does when it has no stdout (the
+    interpreter then sets `sys.stdout` to None, on which click's and rich's output, and the
+    command's exit, failed with an internal error after the run was stored). The descriptor is
+    opened too, so that no file the command opens takes the number 1 or 2 by chance."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        null = os.open(os.devnull, os.O_WRONLY)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        stream = open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        if name == "stdout":
+            sys.stdout = stream
+        else:
+            sys.stderr = stream
 
 
 def exit_now(status: int) -> NoReturn:

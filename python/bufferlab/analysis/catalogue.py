@@ -1,8 +1,7 @@
 """The metric catalogue's names, units and table columns (shared metrics.md): data only.
 
 `metrics` computes the tables; this module only names them, so that what needs their columns and
-not their computation (the store's schema, `store.writer`, in the store's writer process of
-`bufferlab run`: store/writer_process.py) loads no numpy.
+not their computation (the store's schema, `store.writer`) loads no numpy.
 """
 
 from __future__ import annotations

@@ -28,9 +28,7 @@ from .engine import core
 from .result import ENGINE_TABLES, EngineResult, polars_type, record_values
 
 if TYPE_CHECKING:  # pragma: no cover
-    # Annotations only: the store's writer process imports this module for the stored columns
-    # (`stored_column_types`) and has no use for the spec layer (pydantic) that `plan` imports
-    # (store/writer_process.py).
+    # Annotations only: a run served from its plan cache loads no spec layer (pydantic).
     from .plan import Plan
     from .simulate import RawRun
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .engine import core, engine_error
 from .plan import Plan
 
-if TYPE_CHECKING:  # pragma: no cover - imported once the engine has run (the preload's, meanwhile)
+if TYPE_CHECKING:  # pragma: no cover - imported once the engine has run
     from .result import EngineResult
 
 __all__ = ["RawRun", "simulate", "Progress", "PROGRESS_STEPS"]

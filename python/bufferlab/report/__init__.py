@@ -23,4 +23,4 @@ __all__ = ["build_site", "BuildReport", "DEFAULT_OUT"]
 # Where `bufferlab report` writes the site unless -o says otherwise.
 DEFAULT_OUT = Path("report")
 
-__getattr__, __dir__ = lazy_exports(__name__, {"build_site": ".site", "BuildReport": ".site"})
+__getattr__, __dir__ = lazy_exports(globals(), {"build_site": ".site", "BuildReport": ".site"})

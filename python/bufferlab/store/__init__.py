@@ -30,7 +30,7 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 #    through views that join the run id back (issue 15).
 SCHEMA_VERSION = 5
 
-__getattr__, __dir__ = lazy_exports(__name__, {
+__getattr__, __dir__ = lazy_exports(globals(), {
     "Results": ".reader", "load": ".reader",
     **dict.fromkeys(["Store", "StoreError", "StudyPoint", "persist", "spec_hash", "TABLES",
                      "RUN_TABLES"], ".writer"),

@@ -98,13 +98,6 @@ dumbbell's checkpoint runs on one thread either way (commit 42.7 against 43.9 ms
 No connection draws DuckDB's progress bar: it would be printed into the output of a long write or
 query (a JSON summary, an exported CSV on stdout).
 
-A writer's in-memory database can be made ahead of time (`prepare_writer`): DuckDB's instance
-costs ~20 ms to create, most of it without the GIL, so `bufferlab.preload` makes it in another
-thread while the engine runs, and the next writer attaches the store on it. Only the store's
-ATTACH opens (and locks) the file, so a database made early holds no lock and creates no file.
-A writer that finds none (no preload, or one still importing) makes its own; one being made
-when the writer needs it is waited for.
-
 A writer that has committed lets go of the store by detaching it (`release_writer`: DETACH
 closes the file and its lock as closing the connection did) and leaves its in-memory database,
 settings and all, for the next writer of the process. Closing the connection also tore down
@@ -129,7 +122,7 @@ import duckdb
 
 from ..errors import SpecError
 
-__all__ = ["connect", "lock_wait_s", "prepare_writer", "release_writer", "sql_string", "NEW_STORE_BLOCK_SIZE",
+__all__ = ["connect", "lock_wait_s", "release_writer", "sql_string", "NEW_STORE_BLOCK_SIZE",
            "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable", "store_error"]
 
 DEFAULT_WAIT_S = 120.0
@@ -187,9 +180,7 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-# A writer's in-memory database waiting for the next writer: made ahead (`prepare_writer`) or
-# left by the last writer (`release_writer`). The lock is held while one is made, so a writer
-# that needs it meanwhile waits instead of making a second.
+# A writer's in-memory database left by the last writer (`release_writer`) for the next one.
 _prepared: list[duckdb.DuckDBPyConnection] = []
 _prepared_lock = threading.Lock()
 # A forked child's copies of its parent's databases: never used, never closed (DuckDB's instance
@@ -212,16 +203,8 @@ def _new_writer_database() -> duckdb.DuckDBPyConnection:
     return duckdb.connect(":memory:", config=WRITER_CONFIG)
 
 
-def prepare_writer() -> None:
-    """Make the next writer's in-memory database now, unless one is waiting already (see the
-    module docstring). Opens no store file."""
-    with _prepared_lock:
-        if not _prepared:
-            _prepared.append(_new_writer_database())
-
-
 def _writer_database() -> duckdb.DuckDBPyConnection:
-    """The database waiting for a writer (waiting while one is being made), else a new one."""
+    """The database the last writer left, else a new one."""
     with _prepared_lock:
         if _prepared:
             return _prepared.pop()

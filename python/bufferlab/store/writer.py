@@ -38,9 +38,8 @@ numbers are unique because a store has one writer at a time (the file's lock,
 `store.connection`): the writer takes the next one, ``max(run) + 1``, inside the transaction that
 writes the run. A run replaced with ``--force`` gets a new number.
 
-What it saved, in the store's writer process (`store.writer_process`), each step of the write
-timed in a fresh process as the writer process makes it (`benchmarks/bench_pipeline.py
---write-steps`; CPU ms, best of 7, 2026-11-24, against main at a0cad28 on the same machine): the
+What it saved, each step of the write timed in a fresh process (CPU ms, best of 7, 2026-11-24,
+against main at a0cad28 on the same machine): the
 reference dumbbell into a new store 70.3 -> 60.6 (the channel series' insert 11.1 -> 7.1, the
 flow series' 4.3 -> 3.2, the commit's checkpoint 39.0 -> 34.1), into stores of 10 and 50 runs
 70.4 -> 60.1 and 70.6 -> 63.7; 1000 flows sampled every 10 ms for 5 s (2.5 million series rows)
@@ -58,7 +57,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -316,15 +315,13 @@ class RunScalars(Protocol):
 
 
 class RunTables(Protocol):
-    """A run's tables by name, in the order they are written (a dict, or the writer process's
-    tables arriving one by one: `store.writer_process`)."""
+    """A run's tables by name, in the order they are written."""
 
     def items(self) -> Iterable[tuple[str, Any]]: ...
 
 
 class RunToStore(Protocol):
-    """What `Store.save` writes of a run: `pipeline.derive.DerivedRun`, or the same values as
-    the store's writer process receives them (`store.writer_process`)."""
+    """What `Store.save` writes of a run (`pipeline.derive.DerivedRun`)."""
 
     @property
     def run_id(self) -> str: ...
@@ -365,15 +362,8 @@ class Store:
     """A DuckDB result store opened for writing. Use as a context manager and keep it open only
     for the writes at hand: while it is open, no other process can read or write the file."""
 
-    def __init__(self, path: str | Path = DEFAULT_DB, *, copy_as_placed: Any = None) -> None:
-        """`copy_as_placed`: the identity `empty_store.place` gave the copy it made at `path`
-        just before; if the file still has it once the lock is this writer's, no other writer has
-        had it since, so it holds the current schema and no run, which is then not read again
-        (its version and the next run number: ~1.4 ms of a fresh writer's CPU time)."""
+    def __init__(self, path: str | Path = DEFAULT_DB) -> None:
         self.path = Path(path)
-        self._copy_as_placed = copy_as_placed
-        # The number the next run takes where it is known without reading `runs`.
-        self._known_number: int | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
@@ -390,12 +380,6 @@ class Store:
         """A writer's connection to the store and its schema version: None for a new store, else
         the current one (an older store is migrated first, `store.migration`)."""
         con = connect(self.path, read_only=False)
-        if self._copy_as_placed is not None:
-            from .empty_store import identity
-
-            if identity(self.path) == self._copy_as_placed:
-                self._known_number = 1
-                return con, SCHEMA_VERSION
         try:
             version = stored_schema_version(con)
             check_schema_version(version, self.path)
@@ -468,12 +452,9 @@ class Store:
         self.con.execute("COMMIT")
         self._empty = False
 
-    def save(self, run: RunToStore, *, replace: bool = False, point: StudyPoint | None = None,
-             before_commit: Callable[[], None] | None = None) -> None:
+    def save(self, run: RunToStore, *, replace: bool = False, point: StudyPoint | None = None) -> None:
         """Write one run atomically, with its place in a study if given; with `replace`, an
-        existing run of that id is replaced in the same transaction (so a failure keeps the old one).
-        `before_commit` is called once everything is written, before the commit: what it raises
-        rolls the write back (the writer process's look for its parent: `store.writer_process`)."""
+        existing run of that id is replaced in the same transaction (so a failure keeps the old one)."""
         with self._transaction():
             if replace:
                 self._delete(run.run_id)
@@ -484,8 +465,6 @@ class Store:
             self._insert_tables(run, number)
             if point is not None:
                 self._put_points([(point, run.run_id)])
-            if before_commit is not None:
-                before_commit()
 
     # --- studies --------------------------------------------------------------------------
 
@@ -537,9 +516,6 @@ class Store:
         (the only writer holds the store's lock until its commit, so no other can take it)."""
         if self._empty:
             return 1
-        if self._known_number is not None:
-            number, self._known_number = self._known_number, None
-            return number
         row = self.con.execute("SELECT coalesce(max(run), 0) + 1 FROM runs").fetchone()
         assert row is not None
         return int(row[0])

@@ -16,4 +16,4 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Sweep", "Axis", "SweepPoint"]
 
-__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(__all__, ".sweep"))
+__getattr__, __dir__ = lazy_exports(globals(), dict.fromkeys(__all__, ".sweep"))

@@ -76,6 +76,40 @@ def _holds(report, key: str) -> bool | None:
     return next(o.holds for o in report.observations if o.key == key)
 
 
+def _forced(quick_store: Path, name: str, change):
+    """`name`'s quick reproduction with each sweep as written changed by `change(part, data)`,
+    run under a name of its own (its unchanged runs come from the quick store)."""
+    import copy
+    import dataclasses
+
+    from bufferlab.study.sweep import Sweep
+
+    repro = reproductions()[name]
+
+    def sweeps(quick: bool) -> dict[str, Sweep]:
+        out = {}
+        for part, sweep in repro.sweeps(quick).items():
+            data = copy.deepcopy(sweep.written)
+            change(part, data)
+            out[part] = Sweep.from_dict(data)
+        return out
+
+    forced = dataclasses.replace(repro, name=f"{name}-forced", sweeps=sweeps)
+    return reproduce(forced, quick_store, quick_store.parent / f"{name}-forced", quick=True,
+                     executor_factory=lambda: LocalPoolExecutor(2))
+
+
+def _base_overrides(overrides: dict[str, dict[str, object]]):
+    """A `change` for `_forced`: each part's base scenario with `--set`-like overrides."""
+    from bufferlab import Scenario
+
+    def change(part: str, data: dict) -> None:
+        if part in overrides:
+            data["base"] = Scenario.from_dict(data["base"]).with_overrides(overrides[part]).to_dict()
+
+    return change
+
+
 def test_dhamdhere2006_persistent_flows_lose_less_and_gain_under_the_large_buffer(quick_runs) -> None:
     report = quick_runs["dhamdhere2006"]
     assert _holds(report, "4") and _holds(report, "1")
@@ -166,19 +200,6 @@ def _assert_not_judged_where_failed(report) -> list[str]:
     return [p.key for p in failed]
 
 
-def _forced(repro, name: str, overrides: dict[str, dict[str, object]]):
-    """`repro` under another name, its quick sweeps' base scenarios changed by `overrides` (per part)."""
-    from dataclasses import replace
-
-    def sweeps(quick: bool):
-        out = repro.sweeps(quick)
-        for part, sweep in out.items():
-            sweep.base = sweep.base.with_overrides(overrides.get(part, {}))
-        return out
-
-    return replace(repro, name=name, sweeps=sweeps)
-
-
 def test_dhamdhere2006_quick_run_reaches_the_persistent_regime_and_judges_what_rests_on_it(quick_runs) -> None:
     report = quick_runs["dhamdhere2006"]
     for key in ("persistent: link full under B_s", "persistent: loss under B_l", "persistent: flows per size class"):
@@ -192,13 +213,9 @@ def test_dhamdhere2006_quick_run_reaches_the_persistent_regime_and_judges_what_r
 def test_dhamdhere2006_with_too_few_persistent_flows_and_users_is_not_judged(quick_store: Path) -> None:
     # One persistent flow and one user per source, 10 s: the link is neither full under B_s nor
     # congested by the closed loop, so no observation about either traffic model is judged.
-    from bufferlab.experiments import dhamdhere2006
-
-    thin = _forced(dhamdhere2006.REPRODUCTION, "dhamdhere2006-thin", {
+    report = _forced(quick_store, "dhamdhere2006", _base_overrides({
         "persistent": {"duration": "10s", "generators[0].flows": 1},
-        "closed_loop": {"duration": "10s", "generators[0].users": 1}})
-    report = reproduce(thin, quick_store, quick_store.parent / "thin", quick=True,
-                       executor_factory=lambda: LocalPoolExecutor(1))
+        "closed_loop": {"duration": "10s", "generators[0].users": 1}}))
     failed = _assert_not_judged_where_failed(report)
     assert "persistent: link full under B_s" in failed and "closed loop: link congested" in failed
     assert all(o.holds is None for o in report.observations if o.key in {"1", "2", "3", "4", "5", "6", "7", "8", "9",
@@ -217,11 +234,7 @@ def test_appenzeller2004_quick_run_judges_only_the_flow_counts_whose_slowest_saw
 
 
 def test_appenzeller2004_too_short_for_any_sawtooth_is_not_judged(quick_store: Path) -> None:
-    from bufferlab.experiments import appenzeller2004
-
-    short = _forced(appenzeller2004.REPRODUCTION, "appenzeller2004-short", {"long_flows": {"duration": "4s"}})
-    report = reproduce(short, quick_store, quick_store.parent / "short", quick=True,
-                       executor_factory=lambda: LocalPoolExecutor(1))
+    report = _forced(quick_store, "appenzeller2004", _base_overrides({"long_flows": {"duration": "4s"}}))
     assert not any(p.met for p in report.preconditions)
     _assert_not_judged_where_failed(report)
     assert all(o.holds is None for o in report.observations)
@@ -244,29 +257,6 @@ def test_a_quick_reproduction_checks_its_preconditions_and_states_every_toleranc
         assert (o.holds is None) == bool(failed) or (o.holds is None and not failed), (name, o.key, failed)
 
 
-def _forced(quick_runs, quick_store: Path, name: str, change) -> list:
-    """`name`'s quick reproduction with its sweeps changed by `change(part, sweep_dict)`, under a
-    name of its own (its unchanged runs come from the quick store): its judged observations."""
-    import copy
-    import dataclasses
-
-    from bufferlab.study.sweep import Sweep
-
-    repro = reproductions()[name]
-
-    def sweeps(quick: bool) -> dict[str, Sweep]:
-        out = {}
-        for part, sweep in repro.sweeps(quick).items():
-            data = copy.deepcopy(sweep.written)
-            change(part, data)
-            out[part] = Sweep.from_dict(data)
-        return out
-
-    forced = dataclasses.replace(repro, name=f"{name}-forced", sweeps=sweeps)
-    tmp = quick_store.parent / f"{name}-forced"
-    return reproduce(forced, quick_store, tmp, quick=True, executor_factory=lambda: LocalPoolExecutor(2)).observations
-
-
 def _verdict(observations, key: str):
     return next(o for o in observations if o.key == key)
 
@@ -280,7 +270,7 @@ def test_splitbuff_forced_to_one_group_leaves_table_i_not_judged(quick_runs, qui
             queues = data["axes"][0]["zip"][1]["values"]
             queues[1] = {"kind": "splitbuff", "estimator": "refined", "total": "fixed"}
 
-    table_i = _verdict(_forced(quick_runs, quick_store, "splitbuff", one_group), "Table I")
+    table_i = _verdict(_forced(quick_store, "splitbuff", one_group).observations, "Table I")
     assert table_i.holds is None and "Table I split" in table_i.not_judged and "fewest share 0" in table_i.not_judged
     # As published, the quick run splits them: Table I is judged.
     assert _verdict(quick_runs["splitbuff"].observations, "Table I").holds is not None
@@ -301,7 +291,7 @@ def test_quic_sizing_made_too_short_judges_no_pause(quick_runs, quick_store: Pat
     def short(part: str, data: dict) -> None:
         data["base"]["duration"] = "2.1s"  # the client starts at 2 s
 
-    observations = _forced(quick_runs, quick_store, "quic_sizing", short)
+    observations = _forced(quick_store, "quic_sizing", short).observations
     for key in ("pause", "drain", "ACK rate", "W_max"):
         o = _verdict(observations, key)
         assert o.holds is None and o.not_judged, key
@@ -312,7 +302,7 @@ def test_barman2004_made_too_short_judges_no_convergence(quick_runs, quick_store
     def short(part: str, data: dict) -> None:
         data["base"]["duration"] = "3s"
 
-    observations = _forced(quick_runs, quick_store, "barman2004", short)
+    observations = _forced(quick_store, "barman2004", short).observations
     assert all(o.holds is None and "congestion cycles" in o.not_judged for o in observations)
 
 
@@ -328,7 +318,7 @@ def test_ccperf_with_a_deep_buffer_in_place_of_11s_shallow_one_does_not_judge_11
         if part == "shallow_buffers_k5":
             data["base"]["topology"]["queue"] = "1000p"
 
-    observations = _forced(quick_runs, quick_store, "ccperf", deep)
+    observations = _forced(quick_store, "ccperf", deep).observations
     for o in observations:
         if o.key.startswith("#11"):
             assert o.holds is None and "#11 shallow buffer" in o.not_judged, o.key

@@ -3,6 +3,7 @@
 //! random number from streams seeded by the spec.
 
 use crate::cc::{Controller, ControllerConfig};
+use crate::error::EngineError;
 use crate::event::{Event, EventQueue};
 use crate::net::channel::{Channel, Schedule};
 use crate::net::packet::Packet;
@@ -21,7 +22,7 @@ use crate::transport::timing::delivery_delay_byte_ps;
 use crate::transport::{Receiver, Sender};
 use crate::units::{BitRate, SimTime};
 use crate::validate::{check_fields, check_paths};
-use crate::{EngineError, ENGINE_VERSION};
+use crate::version::ENGINE_VERSION;
 
 /// Timer bookkeeping of one endpoint: the earliest wakeup already in the event queue.
 ///

@@ -6,6 +6,7 @@ pub mod rack;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
+pub mod segment;
 pub mod sender;
 
 use crate::spec::{RecoveryKind, RtoKind, TcpSpec};

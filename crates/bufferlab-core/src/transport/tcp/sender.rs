@@ -9,7 +9,8 @@
 
 use super::rack::Rack;
 use super::rtt::RttEstimator;
-use super::scoreboard::{Scoreboard, Segment};
+use super::scoreboard::Scoreboard;
+use super::segment::Segment;
 use super::{TcpConfig, SYN_OPTION_BYTES};
 use crate::cc::{CongestionController, Controller};
 use crate::memory::prefetch;

@@ -51,7 +51,7 @@
 //! Blind-SplitBuff (§IV.B.2) maps each flow to a sub-buffer at random (a hash of the flow under a
 //! key drawn from the run's seed, so no per-flow state) and gives every sub-buffer B / k.
 
-use super::{Dequeue, DropReason, QueueDiscipline};
+use super::discipline::{Dequeue, DropReason, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::record::result::QueueClassRecord;
 use crate::spec::{SplitBuffEstimator, SplitBuffTotal};

@@ -1151,7 +1151,7 @@ mod tests {
                 for step in 0..40_000u64 {
                     z = mix(z.wrapping_add(step));
                     let t = SimTime::from_us(step * 100);
-                    if z % 3 == 0 {
+                    if z.is_multiple_of(3) {
                         let _ = q.dequeue(t);
                         continue;
                     }

@@ -34,7 +34,9 @@
 //! ```
 
 pub mod cc;
+mod error;
 pub mod event;
+mod limits;
 pub mod memory;
 pub mod metrics;
 pub mod net;
@@ -46,15 +48,13 @@ pub mod traffic;
 pub mod transport;
 pub mod units;
 mod validate;
+mod version;
 
+pub use error::EngineError;
 pub use record::result::RunResult;
 pub use sim::Simulator;
-pub use validate::{validate, EngineError};
-
-/// Engine version: the crate version plus a hash of the engine's source (see `build.rs`). It is
-/// part of every run's identity in the result store, so results of one build are never served
-/// as results of another.
-pub const ENGINE_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+", env!("BUFFERLAB_SOURCE_HASH"));
+pub use validate::validate;
+pub use version::ENGINE_VERSION;
 
 /// Validate and simulate a scenario.
 pub fn run(spec: &ScenarioSpec) -> Result<RunResult, EngineError> {

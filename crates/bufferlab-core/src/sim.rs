@@ -3,6 +3,7 @@
 //! random number from streams seeded by the spec.
 
 use crate::cc::{Controller, ControllerConfig};
+use crate::error::EngineError;
 use crate::event::{Event, EventQueue};
 use crate::net::channel::{Channel, Schedule};
 use crate::net::packet::Packet;
@@ -17,11 +18,10 @@ use crate::traffic::{Distribution, Generator, Sampler, Wakeup};
 use crate::transport::datagram::{DatagramReceiver, DatagramSender, OnOffPattern};
 use crate::transport::quic::{QuicConfig, QuicReceiver, QuicSender};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
-use crate::transport::timing::delivery_delay_byte_ps;
-use crate::transport::{Receiver, Sender};
+use crate::transport::{delivery_delay_byte_ps, Receiver, Sender};
 use crate::units::{BitRate, SimTime};
 use crate::validate::{check_fields, check_paths};
-use crate::{EngineError, ENGINE_VERSION};
+use crate::version::ENGINE_VERSION;
 
 /// Timer bookkeeping of one endpoint: the earliest wakeup already in the event queue.
 ///

@@ -10,8 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::EngineError;
 pub use crate::traffic::Distribution;
-use crate::validate::EngineError;
 
 /// A complete scenario, ready to simulate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,8 @@
 //! Checks a resolved scenario before any simulation, so that a run never fails half-way.
 //! Each error names the offending field by its path in the spec and says why.
 
+use crate::error::{shown, EngineError};
+use crate::limits::MAX_TIME_NS;
 use crate::net::packet::MAX_SACK_BLOCKS;
 use crate::net::routing::{Hop, RoutingTable};
 use crate::spec::{
@@ -11,29 +13,6 @@ use crate::traffic::Distribution;
 use crate::transport::datagram::DATAGRAM_HEADER_BYTES;
 use std::collections::VecDeque;
 use std::fmt;
-
-/// A spec the engine cannot run: `field: reason`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct EngineError {
-    pub field: String,
-    pub reason: String,
-}
-
-impl fmt::Display for EngineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.reason)
-    }
-}
-
-/// A number as a person reads it: plain where that is short, in scientific notation where the plain
-/// form would run to dozens of digits (`1e39`, not 1 followed by 39 zeros).
-pub(crate) fn shown(x: f64) -> String {
-    if x != 0.0 && x.is_finite() && !(1e-4..1e15).contains(&x.abs()) {
-        format!("{x:e}")
-    } else {
-        format!("{x}")
-    }
-}
 
 fn err(field: impl Into<String>, reason: impl Into<String>) -> EngineError {
     EngineError { field: field.into(), reason: reason.into() }
@@ -142,10 +121,6 @@ fn check_loss_model(field: Field<'_>, model: &LossModel, loss: f64) -> Result<()
         }
     }
 }
-
-/// Longest simulated time a spec may mention: 100 days keeps every sum of times far from the
-/// picosecond clock's 213-day range.
-pub const MAX_TIME_NS: u64 = 100 * 86_400 * 1_000_000_000;
 
 fn check_time(field: Field<'_>, ns: u64) -> Result<(), EngineError> {
     if ns > MAX_TIME_NS {

@@ -15,8 +15,8 @@
 //! Not modelled: restart from idle (§4.3.4.4), which needs a per-transmit hook; flows here are
 //! greedy or finite, never idle in the middle.
 
+use super::contract::{state, AckSample, CongestionController, ControllerConfig};
 use super::delivery_rate::RoundCounter;
-use super::{state, AckSample, CongestionController, ControllerConfig};
 use crate::units::{BitRate, SimTime};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;

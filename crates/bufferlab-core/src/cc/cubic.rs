@@ -5,8 +5,8 @@
 //! cube root is computed by Newton's method, not by the platform's libm), so runs are
 //! bit-identical on every machine.
 
+use super::contract::{state, AckSample, CongestionController, ControllerConfig};
 use super::delivery_rate::RoundCounter;
-use super::{state, AckSample, CongestionController, ControllerConfig};
 use crate::units::SimTime;
 
 /// RFC 9438 §4.6: multiplicative decrease factor β_cubic.

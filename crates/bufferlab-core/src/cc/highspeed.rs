@@ -11,7 +11,7 @@
 //! instead (0.28 at 2400 segments) leaves the window above capacity: every retransmission meets a
 //! full queue, and timeouts follow one another.
 
-use super::{state, AckSample, CongestionController};
+use super::contract::{state, AckSample, CongestionController};
 use crate::units::SimTime;
 
 /// RFC 3649 §5 parameters.

@@ -2,7 +2,7 @@
 //! counting (RFC 3465), or, on request, counting ACKs as RFC 5681 alone does. NewReno (RFC 6582)
 //! changes only loss recovery, which the sender owns, so "newreno" selects this controller too.
 
-use super::{state, AckSample, CongestionController};
+use super::contract::{state, AckSample, CongestionController};
 use crate::spec::CaIncrease;
 use crate::units::SimTime;
 

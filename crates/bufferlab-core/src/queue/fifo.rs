@@ -1,6 +1,6 @@
 //! Drop-tail FIFO with a limit in packets or in bytes (Linux `pfifo` / `bfifo`).
 
-use super::{Dequeue, DropReason, QueueDiscipline};
+use super::discipline::{Dequeue, DropReason, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::units::SimTime;
 use std::collections::VecDeque;

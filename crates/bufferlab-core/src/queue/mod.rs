@@ -3,6 +3,7 @@
 //! Every discipline implements [`QueueDiscipline`]; the network holds them in the [`Queue`] enum
 //! so that the per-packet path is a `match`, not a virtual call.
 
+pub mod discipline;
 pub mod fifo;
 pub mod splitbuff;
 pub mod tbf;
@@ -11,33 +12,10 @@ use crate::net::packet::Packet;
 use crate::spec::{QueueSpec, SplitBuffEstimator, SplitBuffTotal};
 use crate::units::{BitRate, SimTime};
 
+pub use discipline::{Dequeue, DropReason, QueueDiscipline};
 pub use fifo::DropTailFifo;
 pub use splitbuff::{SplitBuff, SplitBuffConfig};
 pub use tbf::TokenBucket;
-
-/// Why a queue refused a packet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DropReason {
-    /// The queue was at its packet or byte limit (tail drop).
-    QueueFull,
-}
-
-/// What a dequeue attempt yields. A shaper may hold packets back until a later time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dequeue {
-    Packet(Packet),
-    Empty,
-    /// Packets are queued but none may leave before this time.
-    NotBefore(SimTime),
-}
-
-pub trait QueueDiscipline {
-    /// Offer a packet; on refusal the packet comes back with the reason.
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)>;
-    fn dequeue(&mut self, now: SimTime) -> Dequeue;
-    fn len_packets(&self) -> u64;
-    fn len_bytes(&self) -> u64;
-}
 
 #[derive(Debug)]
 pub enum Queue {

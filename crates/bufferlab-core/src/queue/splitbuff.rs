@@ -51,7 +51,7 @@
 //! Blind-SplitBuff (§IV.B.2) maps each flow to a sub-buffer at random (a hash of the flow under a
 //! key drawn from the run's seed, so no per-flow state) and gives every sub-buffer B / k.
 
-use super::{Dequeue, DropReason, QueueDiscipline};
+use super::discipline::{Dequeue, DropReason, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::record::result::QueueClassRecord;
 use crate::spec::{SplitBuffEstimator, SplitBuffTotal};
@@ -1151,7 +1151,7 @@ mod tests {
                 for step in 0..40_000u64 {
                     z = mix(z.wrapping_add(step));
                     let t = SimTime::from_us(step * 100);
-                    if z % 3 == 0 {
+                    if z.is_multiple_of(3) {
                         let _ = q.dequeue(t);
                         continue;
                     }

@@ -10,7 +10,7 @@
 //! Tokens are kept exactly, as an integer number of bit·picoseconds (a byte is 8·10¹² of them,
 //! and one picosecond at `rate` bit/s earns `rate` of them), so shaping never drifts.
 
-use super::{Dequeue, DropReason, QueueDiscipline};
+use super::discipline::{Dequeue, DropReason, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::queue::DropTailFifo;
 use crate::units::{BitRate, SimTime};

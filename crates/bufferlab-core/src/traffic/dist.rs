@@ -10,6 +10,7 @@
 //! Rust, not from the platform's C library: their last bits differ between platforms and compiler
 //! versions, and a run must be bit-identical on every machine.
 
+use crate::error::shown;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
@@ -125,7 +126,7 @@ impl Distribution {
                 for (i, &(v, p)) in points.iter().enumerate() {
                     finite_non_negative(&format!("points[{i}] value"), v)?;
                     if !(0.0..=1.0).contains(&p) {
-                        return Err(format!("points[{i}]: probability {} not in [0, 1]", crate::validate::shown(p)));
+                        return Err(format!("points[{i}]: probability {} not in [0, 1]", shown(p)));
                     }
                     if i > 0 && (v < previous.0 || p < previous.1) {
                         return Err(format!("points[{i}]: values and probabilities must not decrease"));

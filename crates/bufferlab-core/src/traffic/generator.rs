@@ -15,10 +15,10 @@
 
 use super::{Distribution, Sampler};
 use crate::cc::{Controller, ControllerConfig};
+use crate::limits::MAX_TIME_NS;
 use crate::spec::{CaIncrease, CcaKind, GeneratorModel, GeneratorSpec};
 use crate::transport::tcp::TcpConfig;
 use crate::units::SimTime;
-use crate::validate::MAX_TIME_NS;
 
 /// Largest transfer a draw may ask for: 1 PB (heavy tails are cut here, far beyond any run).
 pub const MAX_TRANSFER_BYTES: u64 = 1 << 50;

@@ -6,6 +6,7 @@
 //! start, so the rate never drifts). The receiver counts what arrives. Packets are dropped and
 //! counted by the network like any other.
 
+use crate::limits::MAX_TIME_NS;
 use crate::net::packet::{Packet, SackBlock};
 use crate::net::sack_slab::SackSlab;
 use crate::record::result::FlowRecord;
@@ -75,7 +76,7 @@ impl DatagramSender {
     }
 
     fn period_length(sampler: &mut Sampler) -> SimTime {
-        SimTime::from_ns(sampler.sample_units(0).min(crate::validate::MAX_TIME_NS))
+        SimTime::from_ns(sampler.sample_units(0).min(MAX_TIME_NS))
     }
 
     /// Begin an on period at `now`.

@@ -249,3 +249,15 @@ impl Receiver {
         }
     }
 }
+
+/// Sum over the bytes a flow delivered of their one-way delay, in byte·ps.
+pub fn delivery_delay_byte_ps(sender: &Sender, receiver: &Receiver) -> u128 {
+    match (sender, receiver) {
+        (Sender::Tcp(s), Receiver::Tcp(r)) => r.delivered_byte_ps() - s.core.written_byte_ps_below(r.bytes_delivered()),
+        (Sender::Quic(s), Receiver::Quic(r)) => {
+            r.delivered_byte_ps() - s.core.written_byte_ps_below(r.bytes_delivered())
+        }
+        (_, Receiver::Datagram(r)) => r.delay_byte_ps(),
+        _ => unreachable!("both ends of a flow run the same transport"),
+    }
+}

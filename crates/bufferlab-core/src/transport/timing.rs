@@ -7,7 +7,6 @@
 //! Σ (delivery − write) = Σ delivery times − Σ write times of the same bytes; the receiver keeps
 //! the first sum, the sender's [`WriteLog`] the second.
 
-use super::{Receiver, Sender};
 use crate::memory::prefetch;
 use crate::net::packet::Packet;
 use crate::units::SimTime;
@@ -141,18 +140,6 @@ impl DatagramDelays {
     }
     pub fn byte_ps(&self) -> u128 {
         self.byte_ps
-    }
-}
-
-/// Sum over the bytes a flow delivered of their one-way delay, in byte·ps.
-pub fn delivery_delay_byte_ps(sender: &Sender, receiver: &Receiver) -> u128 {
-    match (sender, receiver) {
-        (Sender::Tcp(s), Receiver::Tcp(r)) => r.delivered_byte_ps() - s.core.written_byte_ps_below(r.bytes_delivered()),
-        (Sender::Quic(s), Receiver::Quic(r)) => {
-            r.delivered_byte_ps() - s.core.written_byte_ps_below(r.bytes_delivered())
-        }
-        (_, Receiver::Datagram(r)) => r.delay_byte_ps(),
-        _ => unreachable!("both ends of a flow run the same transport"),
     }
 }
 

@@ -11,58 +11,14 @@
 //!   bounded number of ranges (RFC 9000 §13.2.4 lets it forget old ones).
 //! - No flow control: the seeds' QUIC scenario sets its limits out of the way.
 
+pub mod config;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
 mod sent_packets;
 
-use crate::spec::QuicSpec;
-use crate::units::SimTime;
-
+pub use config::{
+    QuicConfig, GRANULARITY, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIMEOUT, RECEIVER_RANGES, TIME_THRESHOLD,
+};
 pub use receiver::QuicReceiver;
 pub use sender::QuicSender;
-
-/// RFC 9002 §6.1.2: kTimeThreshold = 9/8, as a ratio.
-pub const TIME_THRESHOLD: (u64, u64) = (9, 8);
-/// RFC 9002 §6.1.2: kGranularity = 1 ms.
-pub const GRANULARITY: SimTime = SimTime::from_ns(1_000_000);
-/// RFC 9002 §7.6.1: kPersistentCongestionThreshold = 3.
-pub const PERSISTENT_CONGESTION_THRESHOLD: u64 = 3;
-/// Ack-eliciting datagrams sent when the probe timer fires (RFC 9002 §6.2.4: "up to two").
-pub const PROBES_PER_TIMEOUT: u32 = 2;
-/// Packet-number ranges the receiver remembers (it reports at most the three highest).
-pub const RECEIVER_RANGES: usize = 32;
-
-/// QUIC parameters in engine units, from [`QuicSpec`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct QuicConfig {
-    /// Largest QUIC packet (UDP payload); the controllers' segment size.
-    pub max_datagram: u32,
-    /// Stream bytes a full packet carries.
-    pub max_stream_payload: u32,
-    pub packet_overhead: u32,
-    pub lower_layer: u32,
-    pub ack_packet: u32,
-    pub initial_window: u32,
-    pub ack_every: u32,
-    pub max_ack_delay: SimTime,
-    pub initial_rtt: SimTime,
-    pub packet_threshold: u64,
-}
-
-impl From<&QuicSpec> for QuicConfig {
-    fn from(s: &QuicSpec) -> Self {
-        QuicConfig {
-            max_datagram: s.max_datagram_bytes,
-            max_stream_payload: s.max_datagram_bytes - s.packet_overhead_bytes,
-            packet_overhead: s.packet_overhead_bytes,
-            lower_layer: s.lower_layer_bytes,
-            ack_packet: s.ack_packet_bytes,
-            initial_window: s.initial_window,
-            ack_every: s.ack_every,
-            max_ack_delay: SimTime::from_ns(s.max_ack_delay_ns),
-            initial_rtt: SimTime::from_ns(s.initial_rtt_ns),
-            packet_threshold: s.packet_threshold as u64,
-        }
-    }
-}

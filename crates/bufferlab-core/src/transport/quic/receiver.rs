@@ -1,7 +1,7 @@
 //! The receiving side of a QUIC connection: it records packet numbers, reassembles the stream
 //! and sends ACK frames (RFC 9000 §13.2).
 
-use super::{QuicConfig, RECEIVER_RANGES};
+use super::config::{QuicConfig, RECEIVER_RANGES};
 use crate::net::packet::{flags, AckFrame, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::net::sack_slab::SackSlab;
 use crate::transport::ranges::RangeSet;

@@ -1,6 +1,6 @@
 //! RTT estimation for QUIC, RFC 9002 §5, and the probe timeout it yields (§6.2.1).
 
-use super::GRANULARITY;
+use super::config::{GRANULARITY, TIME_THRESHOLD};
 use crate::transport::rtt::{RttEstimate, SmoothedRtt};
 use crate::units::SimTime;
 
@@ -51,7 +51,7 @@ impl QuicRtt {
 
     /// §6.1.2: loss_delay = max(kTimeThreshold · max(smoothed_rtt, latest_rtt), kGranularity).
     pub fn loss_delay(&self) -> SimTime {
-        let (num, den) = super::TIME_THRESHOLD;
+        let (num, den) = TIME_THRESHOLD;
         let base = self.smoothed.srtt.max(self.latest_rtt);
         SimTime(base.0 / den * num + base.0 % den * num / den).max(GRANULARITY)
     }

@@ -8,9 +8,9 @@
 
 use std::collections::VecDeque;
 
+use super::config::{QuicConfig, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIMEOUT};
 use super::rtt::QuicRtt;
 use super::sent_packets::{Chunk, Fate, LossRule, SentPacket, SentPackets};
-use super::{QuicConfig, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIMEOUT};
 use crate::cc::{CongestionController, Controller};
 use crate::net::packet::{flags, AckFrame, Packet};
 use crate::transport::ranges::RangeSet;

@@ -6,23 +6,11 @@
 //! scoreboard applies the loss rule to its segments (`Scoreboard::rack_detect_losses`) and the
 //! sender runs the reordering timer and the tail loss probe (§7).
 
-use super::scoreboard::Segment;
+// The segment, the transmission order and the reference live in their own module, shared with
+// the scoreboard; their old paths here stay.
+use super::segment::Segment;
+pub use super::segment::{sent_after, RackReference};
 use crate::units::SimTime;
-
-/// RFC 8985 §6.2 RACK_sent_after(t1, seq1, t2, seq2): transmission 1 left after transmission 2;
-/// segments sent at the same instant are ordered by sequence.
-pub fn sent_after(t1: SimTime, seq1: u64, t2: SimTime, seq2: u64) -> bool {
-    t1 > t2 || (t1 == t2 && seq1 > seq2)
-}
-
-/// The most recently sent delivered segment (RFC 8985 §6.1 RACK.xmit_ts, RACK.end_seq) and the
-/// RTT of its delivery (RACK.rtt).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RackReference {
-    pub xmit_ts: SimTime,
-    pub end_seq: u64,
-    pub rtt: SimTime,
-}
 
 #[derive(Debug, Clone, Default)]
 pub struct Rack {

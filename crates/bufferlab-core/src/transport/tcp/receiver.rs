@@ -5,7 +5,7 @@
 //! mostly above the highest range or fill the lowest hole, both O(1) at the ends of a ring, so an
 //! ACK costs O(log n) in the number of holes rather than a walk over them.
 
-use super::{TcpConfig, SYN_OPTION_BYTES};
+use super::config::{TcpConfig, SYN_OPTION_BYTES};
 use crate::memory::prefetch;
 use crate::net::packet::{flags, AckFrame, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::net::sack_slab::SackSlab;

@@ -23,7 +23,9 @@
 //!   moves forward between timeouts, plus a min-heap of the retransmissions RACK found lost below
 //!   the cursor.
 
-use super::rack::{sent_after, RackReference};
+use super::segment::{sent_after, RackReference};
+// The segment's type lives in its own module, shared with RACK; its old path stays.
+pub use super::segment::Segment;
 use crate::cc::delivery_rate::TxSnapshot;
 use crate::memory::prefetch;
 use crate::memory::HeapBytes;
@@ -31,46 +33,6 @@ use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
 use crate::units::SimTime;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Segment {
-    pub start: u64,
-    pub len: u32,
-    /// Time of the segment's latest transmission.
-    pub sent_time: SimTime,
-    pub sacked: bool,
-    pub lost: bool,
-    /// A retransmission of this segment is in flight (counted back into pipe).
-    pub retransmitted: bool,
-    /// The segment was ever retransmitted: Karn's rule forbids RTT samples from it.
-    pub ever_retransmitted: bool,
-    /// Delivery-rate state at the latest transmission (draft-cheng-iccrg-delivery-rate-estimation).
-    pub tx: TxSnapshot,
-    /// Once SACKed: how many segments ahead the next unSACKed segment may be (at least 1). The
-    /// distance is relative, so it survives the removal of segments at the front.
-    skip: u32,
-}
-
-impl Segment {
-    /// A segment as it first leaves: neither SACKed nor lost.
-    pub fn new(start: u64, len: u32, sent_time: SimTime, tx: TxSnapshot) -> Self {
-        Segment {
-            start,
-            len,
-            sent_time,
-            sacked: false,
-            lost: false,
-            retransmitted: false,
-            ever_retransmitted: false,
-            tx,
-            skip: 1,
-        }
-    }
-
-    pub fn end(&self) -> u64 {
-        self.start + self.len as u64
-    }
-}
 
 /// What the sender needs of the highest segment a cumulative acknowledgement removed: when it
 /// was last sent and whether Karn's rule (RFC 6298 §3) withholds its RTT sample.

@@ -7,10 +7,11 @@
 //! recovery period's clock, the record) is the [`SenderCore`]'s; this file keeps TCP's own: the
 //! sequence space and handshake, the SACK scoreboard, loss detection and recovery, and the timers.
 
+use super::config::{TcpConfig, SYN_OPTION_BYTES};
 use super::rack::Rack;
 use super::rtt::RttEstimator;
-use super::scoreboard::{Scoreboard, Segment};
-use super::{TcpConfig, SYN_OPTION_BYTES};
+use super::scoreboard::Scoreboard;
+use super::segment::Segment;
 use crate::cc::{CongestionController, Controller};
 use crate::memory::prefetch;
 use crate::net::packet::{flags, Packet, SackBlock};
@@ -64,8 +65,8 @@ pub struct TcpSender {
     syn_retransmitted: bool,
     syn_sent_at: SimTime,
     fin_sent: bool,
-    /// RACK (RFC 8985 §6) and its reordering timer.
-    rack: Rack,
+    /// RACK (RFC 8985 §6) and its reordering timer (read by the connection tests in `loopback`).
+    pub(super) rack: Rack,
     rack_deadline: Option<SimTime>,
     /// The tail loss probe (RFC 8985 §7): its timer, and the episode of a probe sent (TLP.end_seq
     /// and TLP.is_retrans), which ends when an ACK tells whether the probe repaired a loss.
@@ -773,7 +774,6 @@ impl TcpSender {
 
 #[cfg(test)]
 mod tests {
-    use super::super::loopback::{Fate, Loopback};
     use super::*;
     use crate::cc::ControllerConfig;
     use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
@@ -929,90 +929,6 @@ mod tests {
         // RFC 8985 §7.2: PTO = 2·SRTT (10 ms from the handshake) with more than one segment out.
         let (s, _) = established(TcpSpec { rack: true, ..TcpSpec::default() });
         assert_eq!(s.next_timeout(), Some(SimTime::from_ms(10 + 20)));
-    }
-
-    fn loopback(rack: bool, segments: u64) -> Loopback {
-        let spec = TcpSpec { mss: MSS as u32, rack, ..TcpSpec::default() };
-        Loopback::new(spec, segments, SimTime::from_us(500), SimTime::from_ms(50))
-    }
-
-    #[test]
-    fn rack_recovers_a_lost_retransmission_without_a_timeout() {
-        // Segment 20 and its first retransmission are dropped.
-        let drop_twice = |k, copy| if k == 20 && copy < 2 { Fate::Dropped } else { Fate::Delivered };
-        let mut rack = loopback(true, 300);
-        assert!(rack.run(SimTime::from_secs(60), drop_twice).is_some());
-        assert_eq!(rack.copies_of(20), 3);
-        assert_eq!((rack.sender.core.record.rtos, rack.sender.core.record.recoveries), (0, 1));
-        // RFC 6675 alone cannot see a retransmission lost: the RTO has to find it.
-        let mut sack_only = loopback(false, 300);
-        assert!(sack_only.run(SimTime::from_secs(60), drop_twice).is_some());
-        assert_eq!(sack_only.copies_of(20), 3);
-        assert_eq!(sack_only.sender.core.record.rtos, 1);
-    }
-
-    #[test]
-    fn a_loss_behind_a_delayed_ack_is_not_taken_for_reordering() {
-        // The segment before the hole arrives in order and its ACK is delayed; the next arrival
-        // is out of order and its ACK covers both: one cumulatively, the other by SACK. Neither
-        // parity of the dropped segment may make RACK see reordering (its window would then stay
-        // min_RTT/4 in recovery, and every loss would wait for it).
-        for dropped in [20, 21] {
-            let once = |k, copy| if k == dropped && copy == 0 { Fate::Dropped } else { Fate::Delivered };
-            let mut rack = loopback(true, 300);
-            assert!(rack.run(SimTime::from_secs(60), once).is_some());
-            assert!(!rack.sender.rack.reordering_seen(), "segment {dropped} dropped");
-            assert_eq!(rack.copies_of(dropped), 2);
-            assert_eq!((rack.sender.core.record.rtos, rack.sender.core.record.segments_retransmitted), (0, 1));
-        }
-    }
-
-    #[test]
-    fn rack_deems_no_segment_lost_that_arrives_within_the_reordering_window() {
-        // Segment 12 is overtaken by one segment (RACK notes reordering, DupThresh does not
-        // fire); segment 100 arrives 5 ms late, overtaken by about ten segments, within RACK's
-        // window of min_RTT / 4 (about 25 ms).
-        let reorder = |k, copy| match (k, copy) {
-            (12, 0) => Fate::Delayed(SimTime::from_us(700)),
-            (100, 0) => Fate::Delayed(SimTime::from_ms(5)),
-            _ => Fate::Delivered,
-        };
-        let mut rack = loopback(true, 300);
-        assert!(rack.run(SimTime::from_secs(60), reorder).is_some());
-        assert_eq!(rack.sender.core.record.segments_retransmitted, 0);
-        assert_eq!(rack.sender.core.record.recoveries, 0);
-        // RFC 6675's DupThresh rule takes the late segment for lost.
-        let mut sack_only = loopback(false, 300);
-        assert!(sack_only.run(SimTime::from_secs(60), reorder).is_some());
-        assert_eq!(sack_only.copies_of(100), 2);
-        assert_eq!(sack_only.copies_of(12), 1);
-    }
-
-    #[test]
-    fn a_tail_loss_probe_repairs_the_last_segments_sooner_than_a_timeout() {
-        // RFC 8985 §7: with two segments outstanding the probe is due 2·SRTT after the last
-        // transmission, before the RTO (SRTT + 200 ms at least). It resends the last segment; its
-        // SACK shows the other one lost, which fast recovery resends a round later. After the
-        // RTO, the window of one segment takes two rounds as well, from a later start.
-        let tail = |k, copy| if k >= 28 && copy == 0 { Fate::Dropped } else { Fate::Delivered };
-        let mut rack = loopback(true, 30);
-        let closed = rack.run(SimTime::from_secs(60), tail).expect("the transfer completes");
-        assert_eq!((rack.sender.core.record.rtos, rack.copies_of(28), rack.copies_of(29)), (0, 2, 2));
-        let mut sack_only = loopback(false, 30);
-        let closed_after_rto = sack_only.run(SimTime::from_secs(60), tail).expect("the transfer completes");
-        assert_eq!(sack_only.sender.core.record.rtos, 1);
-        assert!(closed < closed_after_rto, "probe: {closed:?}, RTO: {closed_after_rto:?}");
-    }
-
-    #[test]
-    fn a_tail_loss_probe_turns_the_loss_of_the_last_segments_into_a_fast_recovery() {
-        // The probe's SACK shows segments 27 and 28 lost: RACK repairs them in fast recovery, one
-        // per round under PRR's conservative bound (RFC 9937), without a timeout.
-        let tail = |k, copy| if k >= 27 && copy == 0 { Fate::Dropped } else { Fate::Delivered };
-        let mut rack = loopback(true, 30);
-        rack.run(SimTime::from_secs(60), tail).expect("the transfer completes");
-        assert_eq!((rack.sender.core.record.rtos, rack.sender.core.record.recoveries), (0, 1));
-        assert_eq!([27, 28, 29].map(|k| rack.copies_of(k)), [2, 2, 2]);
     }
 
     #[test]

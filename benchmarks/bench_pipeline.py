@@ -44,16 +44,16 @@ peak. Each figure is the least of the repetitions, measure by measure:
     persist      `store.writer.persist` into a new store with its imports (DuckDB)
     present      the summary's tables (rich), printed into a buffer
     exit         the child's CPU time after it reported the others: the interpreter's teardown
-                 where the command exits with `sys.exit`; where it has `cli.exit_now`, the
-                 kernel freeing the process's memory (see `cli.exit_now`); no faults, and
+                 where the command exits with `sys.exit`; where it has `cli.app.exit_now`, the
+                 kernel freeing the process's memory (see `cli.app.exit_now`); no faults, and
                  its resident growth is not measured
 
 --stages-case CASE: the same table for one case of the scale ladder (benchmarks/bench_scale.py,
 written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with
 the flows.
 
-Like the command, the process takes `cli.prepare_process`'s settings after it imports `cli`, and
-leaves by `cli.exit_now`. The steps run one after the other on the main thread, as the command
+Like the command, the process takes `cli.app.prepare_process`'s settings after it imports `cli`, and
+leaves by `cli.app.exit_now`. The steps run one after the other on the main thread, as the command
 runs them (an older checkout given as --baseline is measured the same way, in one process, with
 none of the helper threads or processes its command may have had: see its whole-process figures).
 
@@ -272,11 +272,20 @@ def _measures():
 marks = {"start": _measures()}
 def mark(stage):
     marks[stage] = _measures()
-import bufferlab.cli
-getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
+import importlib
+def _module(*names):  # the first of `names` this checkout has (modules moved, e.g. into bufferlab/cli/)
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            pass
+    return None
+command = _module("bufferlab.cli.app", "bufferlab.cli")
+getattr(command, "prepare_process", lambda: None)()  # the command's process settings, where it has them
+run_command = _module("bufferlab.cli.run", "bufferlab.cli")
 mark("cli")
 source = sys.argv[1]
-planned_by_command = getattr(bufferlab.cli, "_planned", None)  # the plan cache's checkouts
+planned_by_command = getattr(run_command, "plan_file", getattr(run_command, "_planned", None))  # the plan cache's checkouts
 if planned_by_command is not None and not source.endswith(".json"):
     # As the command: the plan kept from an earlier run of the same inputs, or made now and kept
     # (both are "spec"; "plan" is the runner's import).
@@ -310,12 +319,12 @@ mark("derive")
 from bufferlab.store.writer import persist
 persist(derived, sys.argv[2])
 mark("persist")
-from bufferlab.render import print_summary
+print_summary = _module("bufferlab.cli.render", "bufferlab.render").print_summary
 with redirect_stdout(io.StringIO()):
     print_summary(derived.summary, scenario="dumbbell", db=sys.argv[2])
 mark("present")
 print(json.dumps(marks))
-getattr(bufferlab.cli, "exit_now", sys.exit)(0)  # the command's way out
+getattr(command, "exit_now", sys.exit)(0)  # the command's way out
 """
 
 

@@ -399,7 +399,7 @@ class Advisor:
                       reused=max(0, len(probes) * self.seeds - self.simulated))
 
     def _rules(self) -> list[tuple[BufferSize, str]]:
-        from .command import size_rows
+        from .rules import size_rows
 
         if self.link.rate_bps is None or not self.link.rtts_ns:
             return []

@@ -40,7 +40,7 @@ peak. Each figure is the least of the repetitions, measure by measure:
     engine       the simulation (`_core.run`)
     result       the engine's tables into Python (`EngineResult.from_engine`; polars before
                  the run path went without it)
-    derive       `pipeline.derive` with its imports (numpy, the metric catalogue)
+    derive       `analysis.derive` with its imports (numpy, the metric catalogue)
     persist      `store.writer.persist` into a new store with its imports (DuckDB)
     present      the summary's tables (rich), printed into a buffer
     exit         the child's CPU time after it reported the others: the interpreter's teardown
@@ -75,7 +75,7 @@ Pipeline steps, in this process, each measured on its own (best of the repetitio
     engine       the simulation alone (`_core.Run(...).advance(end)`): what no result handling costs
     simulate     `pipeline.simulate`: the engine and its result crossing into Python
     crossing     simulate - engine: handing the result over
-    derive       `pipeline.derive`: flow and channel rows, metric tables, summary
+    derive       `analysis.derive`: flow and channel rows, metric tables, summary
     persist      `store.writer.persist` into a new store file (schema creation included)
     after engine crossing + derive + persist: from the engine's last event to a stored run
 
@@ -313,7 +313,7 @@ from bufferlab.pipeline.result import EngineResult
 from bufferlab.pipeline.simulate import RawRun
 raw = RawRun(result=EngineResult.from_engine(tables), wall_time_s=time.perf_counter() - started)
 mark("result")
-from bufferlab.pipeline.derive import derive
+derive = _module("bufferlab.analysis.derive", "bufferlab.pipeline.derive").derive
 derived = derive(planned, raw)
 mark("derive")
 from bufferlab.store.writer import persist
@@ -413,7 +413,7 @@ def _best_cpu(step: Callable[[], Any], repetitions: int) -> tuple[float, Any]:
 
 def pipeline_steps(scenario: dict[str, Any], repetitions: int) -> dict[str, float]:
     """CPU seconds of each pipeline step for `scenario` (see the module docstring)."""
-    from bufferlab.pipeline.derive import derive
+    from bufferlab.analysis.derive import derive
     from bufferlab.pipeline.engine import core
     from bufferlab.pipeline.plan import plan
     from bufferlab.pipeline.simulate import simulate
@@ -450,7 +450,7 @@ def _bench_run_id(k: int) -> str:
 def persist_into_existing(repetitions: int, counts: tuple[int, ...] = EXISTING_RUNS) -> list[dict[str, float]]:
     """For each n of `counts`: the least CPU seconds of persisting the reference dumbbell's run
     into a copy of a store that holds n runs already, and that store's bytes (see --existing)."""
-    from bufferlab.pipeline.derive import derive
+    from bufferlab.analysis.derive import derive
     from bufferlab.pipeline.plan import plan
     from bufferlab.pipeline.simulate import simulate
     from bufferlab.spec import load_scenario

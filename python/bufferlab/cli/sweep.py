@@ -123,7 +123,7 @@ def results_study_command(name: str, db: Path, metric_names: str | None, fmt: st
 
         click.echo(flat_for_csv(frame).write_csv(), nl=False)
         return
-    from ..study.aggregate import axis_label, distinct_axes
+    from ..analysis.aggregate import axis_label, distinct_axes
 
     columns = distinct_axes(frame, axes)
     shown = frame.select(["point", *[pl.col(a).alias(axis_label(a, n)) for a, n in columns], "seeds", *[

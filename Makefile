@@ -70,12 +70,14 @@ bench-ns3: setup
 	fi
 	$(BIN)/python benchmarks/bench_ns3.py --ns3-binary $(NS3_BINARY) $(BENCH_NS3_ARGS)
 
-## lint: rustfmt, clippy (warnings are errors), ruff, mypy (strict, on the package and the benchmarks), Python byte-compilation
+## lint: rustfmt, clippy (warnings are errors), ruff, mypy (strict, on the package and the benchmarks), import-linter
+## (the package's layers import only downward: [tool.importlinter] in pyproject.toml), Python byte-compilation
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
 	$(BIN)/ruff check python tests benchmarks
 	$(BIN)/mypy
+	PYTHONPATH=python $(BIN)/lint-imports
 	$(BIN)/python -m compileall -q python tests
 
 ## lock: re-resolve pyproject's ranges to their newest versions and pin them in requirements.lock

@@ -40,20 +40,20 @@ peak. Each figure is the least of the repetitions, measure by measure:
     engine       the simulation (`_core.run`)
     result       the engine's tables into Python (`EngineResult.from_engine`; polars before
                  the run path went without it)
-    derive       `pipeline.derive` with its imports (numpy, the metric catalogue)
+    derive       `analysis.derive` with its imports (numpy, the metric catalogue)
     persist      `store.writer.persist` into a new store with its imports (DuckDB)
     present      the summary's tables (rich), printed into a buffer
     exit         the child's CPU time after it reported the others: the interpreter's teardown
-                 where the command exits with `sys.exit`; where it has `cli.exit_now`, the
-                 kernel freeing the process's memory (see `cli.exit_now`); no faults, and
+                 where the command exits with `sys.exit`; where it has `cli.app.exit_now`, the
+                 kernel freeing the process's memory (see `cli.app.exit_now`); no faults, and
                  its resident growth is not measured
 
 --stages-case CASE: the same table for one case of the scale ladder (benchmarks/bench_scale.py,
 written as a JSON scenario), e.g. 10,000 flows at 10 Gb/s, where planning and deriving grow with
 the flows.
 
-Like the command, the process takes `cli.prepare_process`'s settings after it imports `cli`, and
-leaves by `cli.exit_now`. The steps run one after the other on the main thread, as the command
+Like the command, the process takes `cli.app.prepare_process`'s settings after it imports `cli`, and
+leaves by `cli.app.exit_now`. The steps run one after the other on the main thread, as the command
 runs them (an older checkout given as --baseline is measured the same way, in one process, with
 none of the helper threads or processes its command may have had: see its whole-process figures).
 
@@ -75,7 +75,7 @@ Pipeline steps, in this process, each measured on its own (best of the repetitio
     engine       the simulation alone (`_core.Run(...).advance(end)`): what no result handling costs
     simulate     `pipeline.simulate`: the engine and its result crossing into Python
     crossing     simulate - engine: handing the result over
-    derive       `pipeline.derive`: flow and channel rows, metric tables, summary
+    derive       `analysis.derive`: flow and channel rows, metric tables, summary
     persist      `store.writer.persist` into a new store file (schema creation included)
     after engine crossing + derive + persist: from the engine's last event to a stored run
 
@@ -272,11 +272,20 @@ def _measures():
 marks = {"start": _measures()}
 def mark(stage):
     marks[stage] = _measures()
-import bufferlab.cli
-getattr(bufferlab.cli, "prepare_process", lambda: None)()  # the command's process settings, where it has them
+import importlib
+def _module(*names):  # the first of `names` this checkout has (modules moved, e.g. into bufferlab/cli/)
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            pass
+    return None
+command = _module("bufferlab.cli.app", "bufferlab.cli")
+getattr(command, "prepare_process", lambda: None)()  # the command's process settings, where it has them
+run_command = _module("bufferlab.cli.run", "bufferlab.cli")
 mark("cli")
 source = sys.argv[1]
-planned_by_command = getattr(bufferlab.cli, "_planned", None)  # the plan cache's checkouts
+planned_by_command = getattr(run_command, "plan_file", getattr(run_command, "_planned", None))  # the plan cache's checkouts
 if planned_by_command is not None and not source.endswith(".json"):
     # As the command: the plan kept from an earlier run of the same inputs, or made now and kept
     # (both are "spec"; "plan" is the runner's import).
@@ -304,18 +313,18 @@ from bufferlab.pipeline.result import EngineResult
 from bufferlab.pipeline.simulate import RawRun
 raw = RawRun(result=EngineResult.from_engine(tables), wall_time_s=time.perf_counter() - started)
 mark("result")
-from bufferlab.pipeline.derive import derive
+derive = _module("bufferlab.analysis.derive", "bufferlab.pipeline.derive").derive
 derived = derive(planned, raw)
 mark("derive")
 from bufferlab.store.writer import persist
 persist(derived, sys.argv[2])
 mark("persist")
-from bufferlab.render import print_summary
+print_summary = _module("bufferlab.cli.render", "bufferlab.render").print_summary
 with redirect_stdout(io.StringIO()):
     print_summary(derived.summary, scenario="dumbbell", db=sys.argv[2])
 mark("present")
 print(json.dumps(marks))
-getattr(bufferlab.cli, "exit_now", sys.exit)(0)  # the command's way out
+getattr(command, "exit_now", sys.exit)(0)  # the command's way out
 """
 
 
@@ -404,7 +413,7 @@ def _best_cpu(step: Callable[[], Any], repetitions: int) -> tuple[float, Any]:
 
 def pipeline_steps(scenario: dict[str, Any], repetitions: int) -> dict[str, float]:
     """CPU seconds of each pipeline step for `scenario` (see the module docstring)."""
-    from bufferlab.pipeline.derive import derive
+    from bufferlab.analysis.derive import derive
     from bufferlab.pipeline.engine import core
     from bufferlab.pipeline.plan import plan
     from bufferlab.pipeline.simulate import simulate
@@ -441,7 +450,7 @@ def _bench_run_id(k: int) -> str:
 def persist_into_existing(repetitions: int, counts: tuple[int, ...] = EXISTING_RUNS) -> list[dict[str, float]]:
     """For each n of `counts`: the least CPU seconds of persisting the reference dumbbell's run
     into a copy of a store that holds n runs already, and that store's bytes (see --existing)."""
-    from bufferlab.pipeline.derive import derive
+    from bufferlab.analysis.derive import derive
     from bufferlab.pipeline.plan import plan
     from bufferlab.pipeline.simulate import simulate
     from bufferlab.spec import load_scenario

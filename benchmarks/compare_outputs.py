@@ -61,7 +61,7 @@ def inputs() -> list[tuple[str, Any]]:
 
 def fingerprint(source: Any, simulate_it: bool) -> dict[str, Any]:
     """The fingerprints of one input (see the module docstring)."""
-    from bufferlab.pipeline.derive import derive
+    from bufferlab.analysis.derive import derive
     from bufferlab.pipeline.plan import plan
     from bufferlab.pipeline.result import rows
     from bufferlab.pipeline.simulate import simulate

@@ -100,7 +100,7 @@ def test_bad_targets_are_one_line_naming_the_flag(text, reason, tmp_path):
 
 def test_on_a_terminal_each_probed_size_gets_a_progress_bar(capsys):
     # `advise` on a terminal once imported a helper that the sweep command had renamed (found by mypy).
-    from bufferlab.sizing.advise_command import _progress_per_size
+    from bufferlab.cli.advise import _progress_per_size
 
     with _progress_per_size(120) as listener:
         listener.start(3, 0)
@@ -144,7 +144,7 @@ def test_a_probes_verdict_rests_on_the_mean_so_more_seeds_do_not_move_it():
 
 
 def test_probe_cells_mark_an_unsettled_verdict_and_one_seed_shows_no_interval():
-    from bufferlab.sizing.advise_command import _cell
+    from bufferlab.cli.advise import _cell
 
     floor = parse_target("utilisation>=0.95")
     three = judge_probe(100, 0, _per_run([0.948, 0.953, 0.958]), [floor])

@@ -347,7 +347,7 @@ def test_tables_convert_to_pandas(two_windows) -> None:
 def test_derive_s_arrow_tables_hold_the_catalogue_s_polars_tables() -> None:
     # `bufferlab run` derives from the engine's Arrow tables without polars; the catalogue's
     # polars tables of the same run (from polars frames of those tables) hold the same values.
-    from bufferlab.pipeline.derive import derive
+    from bufferlab.analysis.derive import derive
     from bufferlab.pipeline.plan import plan
     from bufferlab.pipeline.simulate import simulate
 

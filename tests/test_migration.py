@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from bufferlab.pipeline.derive import DerivedRun, derive
+from bufferlab.analysis.derive import DerivedRun, derive
 from bufferlab.pipeline.plan import plan
 from bufferlab.pipeline.simulate import simulate
 from bufferlab.spec import Scenario

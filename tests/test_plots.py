@@ -314,7 +314,7 @@ def test_cdf_of_a_run_without_a_capture_says_what_to_add(store) -> None:
 # --- sweep ----------------------------------------------------------------------------------------
 
 def test_student_t_quantiles_are_the_tables_values() -> None:
-    from bufferlab.study.aggregate import t_quantile
+    from bufferlab.analysis.aggregate import t_quantile
 
     # Two-sided 95 % critical values of Student's t (any statistics table).
     for dof, value in ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (9, 2.262), (30, 2.042)):

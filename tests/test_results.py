@@ -288,7 +288,7 @@ WRITER = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     import polars as pl
     from bufferlab import runner
-    from bufferlab.pipeline.derive import derive
+    from bufferlab.analysis.derive import derive
     from bufferlab.pipeline.plan import plan
     from bufferlab.pipeline.simulate import RawRun
     from bufferlab.store import writer as store

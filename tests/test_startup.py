@@ -124,9 +124,9 @@ def test_version_names_package_and_engine() -> None:
     assert bufferlab.__version__ == version("bufferlab")
 
 
-OTHER_COMMANDS = ("bufferlab.sizing.command", "bufferlab.sizing.advise_command", "bufferlab.study.command",
-                  "bufferlab.experiments.command", "bufferlab.report.command", "bufferlab.plot_command",
-                  "bufferlab.ccperf_command", "bufferlab.results_command", "bufferlab.spec.ccperf")
+OTHER_COMMANDS = ("bufferlab.cli.size", "bufferlab.cli.advise", "bufferlab.cli.sweep", "bufferlab.cli.reproduce",
+                  "bufferlab.cli.report", "bufferlab.cli.plot", "bufferlab.cli.ccperf", "bufferlab.cli.results",
+                  "bufferlab.spec.ccperf")
 
 
 def modules_loaded(code: str, names: tuple[str, ...]) -> list[str]:
@@ -143,19 +143,18 @@ def test_run_loads_no_other_command_s_module(tmp_path: Path) -> None:
             "--set", "duration=1s", "--json")
     assert modules_loaded(cli(*args), OTHER_COMMANDS) == []
     # ... while each of them is still there when asked for.
-    assert modules_loaded(cli("size", "--rate", "100Mbps", "--rtt", "10ms"), OTHER_COMMANDS) == [
-        "bufferlab.sizing.command"]
-    assert modules_loaded(cli("results", "study", "--help"), OTHER_COMMANDS) == ["bufferlab.study.command",
-                                                                                "bufferlab.results_command"]
+    assert modules_loaded(cli("size", "--rate", "100Mbps", "--rtt", "10ms"), OTHER_COMMANDS) == ["bufferlab.cli.size"]
+    assert modules_loaded(cli("results", "study", "--help"), OTHER_COMMANDS) == ["bufferlab.cli.sweep",
+                                                                                "bufferlab.cli.results"]
     # ccperf's 26 options and the results group's seven commands are declared only for them
     # (1.2 ms of every other command's start, issue 15).
-    assert modules_loaded(cli("ccperf", "--help"), OTHER_COMMANDS) == ["bufferlab.ccperf_command",
+    assert modules_loaded(cli("ccperf", "--help"), OTHER_COMMANDS) == ["bufferlab.cli.ccperf",
                                                                       "bufferlab.spec.ccperf"]
-    assert modules_loaded(cli("results", "list", "--help"), OTHER_COMMANDS) == ["bufferlab.results_command"]
+    assert modules_loaded(cli("results", "list", "--help"), OTHER_COMMANDS) == ["bufferlab.cli.results"]
 
 
 def test_the_command_exits_without_teardown_but_after_exit_functions_and_flushed_output() -> None:
-    # `cli.exit_now` skips the interpreter's teardown: what atexit registered still runs, what
+    # `cli.app.exit_now` skips the interpreter's teardown: what atexit registered still runs, what
     # was printed still arrives, the status is the command's.
     code = ("import atexit, sys\n"
             "atexit.register(lambda: print('exit functions ran', file=sys.stderr))\n"
@@ -224,7 +223,7 @@ def test_only_stdout_closed_by_its_reader_counts_as_the_reader_gone(monkeypatch:
     # A broken pipe elsewhere (a sweep's worker that died) stays an error of its own.
     import os
 
-    from bufferlab import cli as command
+    from bufferlab.cli import app as command
 
     reader, writer = os.pipe()
     with os.fdopen(writer, "w") as stdout:
@@ -237,7 +236,7 @@ def test_only_stdout_closed_by_its_reader_counts_as_the_reader_gone(monkeypatch:
 
 def test_the_command_collects_cyclic_garbage_less_often_than_the_library() -> None:
     # A fresh `bufferlab run` made ~100 passes of the cyclic collector over what its imports
-    # built; the command's process raises the threshold (`cli.prepare_process`), a program that
+    # built; the command's process raises the threshold (`cli.app.prepare_process`), a program that
     # imports bufferlab keeps its own.
     code = ("import atexit, gc, sys\n"
             "atexit.register(lambda: print(gc.get_threshold(), file=sys.stderr))\n"
@@ -254,7 +253,7 @@ def test_the_command_collects_cyclic_garbage_less_often_than_the_library() -> No
 def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monkeypatch: pytest.MonkeyPatch) -> None:
     # A run over before `PROGRESS_BAR_AFTER_S` never loads rich's progress module or starts its
     # refresh thread; a longer one gets its bar from then on, timed from the run's start.
-    from bufferlab import cli
+    from bufferlab.cli import progress
 
     clock = [100.0]
     drawn: list[tuple[str, float]] = []
@@ -268,15 +267,15 @@ def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monk
         drawn.append((label, started))
         return Bar(), 0
 
-    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(cli, "_draw_progress_bar", draw)
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(progress, "_draw_progress_bar", draw)
     end = 30_000_000_000
-    with cli._progress_bar("dumbbell") as report:
+    with progress.progress_bar("dumbbell") as report:
         report(end // 4, end)
-        clock[0] += cli.PROGRESS_BAR_AFTER_S / 2
+        clock[0] += progress.PROGRESS_BAR_AFTER_S / 2
         report(end // 2, end)
         assert drawn == [] and updates == []
-        clock[0] += cli.PROGRESS_BAR_AFTER_S
+        clock[0] += progress.PROGRESS_BAR_AFTER_S
         report(3 * end // 4, end)
         report(end, end)
     assert drawn == [("dumbbell", 100.0)]
@@ -343,8 +342,8 @@ def test_a_run_of_a_spec_planned_before_reaches_its_engine_without_pydantic_hash
     # plan; the second reads it back and gets as far as the engine's start with what `run` loads.
     # Validating the spec is pydantic's import (~27 ms); hashlib (OpenSSL, ~4 ms) only names a run
     # never planned before, and decimal (~1.5 ms) only reads units.
-    code = ("import bufferlab.cli\nfrom pathlib import Path\n"
-            f"planned = bufferlab.cli._planned(Path({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}), (), None, None)\n"
+    code = ("import bufferlab.cli.run\nfrom pathlib import Path\n"
+            f"planned = bufferlab.cli.run.plan_file(Path({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}), (), None, None)\n"
             "import bufferlab.runner, bufferlab.pipeline.simulate\n")
     names = ("pydantic", "pydantic_core", "hashlib", "decimal", "bufferlab.spec.scenario", *AFTER_THE_ENGINE)
     assert "pydantic" in modules_loaded(code, names)

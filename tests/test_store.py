@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from bufferlab import runner
-from bufferlab.pipeline.derive import DerivedRun, derive
+from bufferlab.analysis.derive import DerivedRun, derive
 from bufferlab.pipeline.plan import plan, run_identity
 from bufferlab.pipeline.simulate import simulate
 from bufferlab.store import writer as store
@@ -269,7 +269,7 @@ def test_a_replaced_run_takes_a_new_number_and_leaves_no_rows_under_its_old_one(
 # sys.argv[1], as writer number sys.argv[2], starting when the file sys.argv[3] appears.
 CONCURRENT_WRITER = """
 import dataclasses, os, sys, time
-from bufferlab.pipeline.derive import derive
+from bufferlab.analysis.derive import derive
 from bufferlab.pipeline.plan import plan
 from bufferlab.pipeline.simulate import simulate
 from bufferlab.spec import Scenario

@@ -297,7 +297,7 @@ def test_confidence_intervals_contain_the_exact_answer_with_zero_width(tmp_path:
 
 
 def test_intervals_widen_with_the_spread_of_the_seeds(tmp_path: Path) -> None:
-    from bufferlab.study.aggregate import aggregate_over_seeds, t_quantile
+    from bufferlab.analysis.aggregate import aggregate_over_seeds, t_quantile
 
     per_run = pl.DataFrame({"point": [0, 0, 0, 1], "x": [1.0, 2.0, 3.0, 5.0]})
     out = aggregate_over_seeds(per_run, ["point"], ["x"]).to_dicts()
@@ -311,7 +311,7 @@ def test_intervals_widen_with_the_spread_of_the_seeds(tmp_path: Path) -> None:
 def test_student_t_quantiles_are_scipy_stats_own_to_the_last_bit() -> None:
     from scipy.stats import t
 
-    from bufferlab.study.aggregate import t_quantile
+    from bufferlab.analysis.aggregate import t_quantile
 
     for level in (0.8, 0.9, 0.95, 0.99):
         for dof in range(1, 101):
@@ -320,7 +320,7 @@ def test_student_t_quantiles_are_scipy_stats_own_to_the_last_bit() -> None:
 
 def test_a_t_quantile_does_not_import_scipy_stats() -> None:
     # scipy.stats parses its distributions' docstrings at import: 0.7-2 s of `results study`.
-    probe = ("import sys\nfrom bufferlab.study.aggregate import t_quantile\nt_quantile(4)\n"
+    probe = ("import sys\nfrom bufferlab.analysis.aggregate import t_quantile\nt_quantile(4)\n"
              "print('scipy.stats' in sys.modules, 'scipy.special' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True"]
@@ -341,7 +341,7 @@ def test_results_study_prints_one_row_per_point(tmp_path: Path) -> None:
 
 
 def test_equal_axes_share_a_column_and_different_ones_keep_theirs() -> None:
-    from bufferlab.study.aggregate import axis_label, distinct_axes
+    from bufferlab.analysis.aggregate import axis_label, distinct_axes
 
     points = pl.DataFrame({"flows[1].rtt": ["10ms", "90ms"], "flows[2].rtt": ["10ms", "90ms"],
                            "meta.rttp": [10, 90], "flows[3].rtt": ["10ms", "90ms"], "topology.queue": ["5p", "5p"]})

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from bufferlab import render, runner
+from bufferlab import runner
+from bufferlab.cli import render
 from bufferlab.analysis import summary as m
 from bufferlab.cli import main
-from bufferlab.render import print_summary, render_summary
+from bufferlab.cli.render import print_summary, render_summary
 from bufferlab.store import writer as store
 from conftest import SMALL_DUMBBELL
 

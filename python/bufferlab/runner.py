@@ -69,7 +69,7 @@ def run(scenario: Scenario | Plan, db: str | Path = DEFAULT_DB, *, force: bool =
         if stored is not None:
             return stored
     raw = _simulate(p, progress)
-    from .pipeline.derive import derive
+    from .analysis.derive import derive
     from .store.writer import persist
 
     derived = derive(p, raw, study=study, user_spec=user_spec)

@@ -5,7 +5,7 @@ service rate, utilisation, time-average queue and mean sojourn (shared metrics.m
 choice of the bottleneck channel by those service rates where the spec names none.
 
 The run summary (`analysis.summary`), derive's summary columns of the flow and channel tables
-(`pipeline.derive`) and the metric catalogue (`analysis.metrics`, whose `_core.catalogue` returns
+(`analysis.derive`) and the metric catalogue (`analysis.metrics`, whose `_core.catalogue` returns
 the same figures with its tables) all read them from here. Loading this module loads neither
 numpy nor polars: a stored run's summary is computed from its stored counters at start-up.
 """

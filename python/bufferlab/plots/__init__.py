@@ -2,7 +2,7 @@
 
 Every function takes the store (a path or an open `Results`) and returns a matplotlib `Figure`
 (no pyplot, no display); `save(fig, "x.pdf")` writes PDF, SVG or PNG. `bufferlab plot KIND ...`
-(`bufferlab.plot_command`) is the command line of the same functions, through `KINDS`.
+(`bufferlab.cli.plot`) is the command line of the same functions, through `KINDS`.
 
     >>> from bufferlab import plots
     >>> fig = plots.timeseries("results/bufferlab.duckdb", "3fa2", quantities=["cwnd", "queue"])

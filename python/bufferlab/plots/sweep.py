@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from .. import units
-from ..study.aggregate import aggregate_over_seeds
+from ..analysis.aggregate import aggregate_over_seeds
 from ..analysis.metrics import FLOW_METRICS, LINK_METRICS, NETWORK_METRICS
 from .common import (PlotError, RunInfo, bounded_band, describe, differing_keys, figure_function, flatten, key_term,
                      legend_below, metric_axis, new_figure, opened, readable_value, require_data, run_colour, run_info,

@@ -35,7 +35,7 @@ import polars as pl
 from . import DEFAULT_OUT
 from ..errors import SpecError
 from ..store.reader import Results, load, series_stored
-from ..study.aggregate import axis_label, distinct_axes
+from ..analysis.aggregate import axis_label, distinct_axes
 from .tables import MetricTable, best_positions, better, format_value, run_metric_tables
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -353,7 +353,7 @@ def _point_tables(frame: pl.DataFrame, axes: Sequence[str], labels: dict[str, st
 
 def _has_interval(points: pl.DataFrame) -> bool:
     """Whether a study's table of points has a 95 % interval to show: a point needs two seeds or
-    more for one (`study.aggregate`); with one seed its values are one run's."""
+    more for one (`analysis.aggregate`); with one seed its values are one run's."""
     return bool(points.height) and max(points["seeds"].to_list()) >= 2
 
 

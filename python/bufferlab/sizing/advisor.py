@@ -17,7 +17,7 @@ are measured after a warm-up (`analysis.window`).
 
 The decision. A target holds at a probe when the mean of its metric over the probe's seeds meets
 it. The mean estimates the metric the buffer gives on average over replications, whatever their
-number: more seeds narrow its 95 % interval (shown beside it, Student's t, `study.aggregate`)
+number: more seeds narrow its 95 % interval (shown beside it, Student's t, `analysis.aggregate`)
 but do not move it one way. A rule on the interval's bound instead ("holds when the whole
 interval clears the target") asks for a margin of t_{0.975,n−1}·s/√n, which shrinks with the
 number of seeds n (2.48·s at n = 3, 1.24·s at 5, 0.84·s at 8): the advice then fell with every
@@ -75,7 +75,7 @@ def judge_probe(packets: int, point: int, per_run: pl.DataFrame, targets: Sequen
     """A probe from its runs' metrics (`per_run`: one row per seed, a column per metric): each
     metric's mean and 95 % interval over the seeds, each target judged on the mean (the module
     docstring's "The decision") and whether the interval settles it."""
-    from ..study.aggregate import aggregate_over_seeds
+    from ..analysis.aggregate import aggregate_over_seeds
 
     columns = [c for c in per_run.columns if c != "run_id"]
     row = aggregate_over_seeds(per_run.with_columns(pl.lit(point).alias("point")), ["point"], columns).row(
@@ -399,7 +399,7 @@ class Advisor:
                       reused=max(0, len(probes) * self.seeds - self.simulated))
 
     def _rules(self) -> list[tuple[BufferSize, str]]:
-        from .command import size_rows
+        from .rules import size_rows
 
         if self.link.rate_bps is None or not self.link.rtts_ns:
             return []

@@ -15,6 +15,8 @@ as the rule says), bytes and milliseconds of queueing at the link rate.
 * `splitbuff_split`: seed 002's eq. (4), the BDP total shared between sub-buffers in proportion to
   the mean RTTP of the flows each one carries; `splitbuff_classes` maps RTTs to sub-buffers by
   seed 002's thresholds (the mean RTTP, or RTTP ± σ/2 with three sub-buffers).
+
+`size_rows` lists every rule the inputs allow (`bufferlab size`, the advisor's rules of thumb).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = ["BufferSize", "Average", "AVERAGES", "average_rtt", "bdp", "stanford", "single_flow",
-           "splitbuff_thresholds", "splitbuff_classes", "splitbuff_split"]
+           "splitbuff_thresholds", "splitbuff_classes", "splitbuff_split", "size_rows"]
 
 Average = Literal["mean", "harmonic", "max"]
 AVERAGES: tuple[Average, ...] = ("mean", "harmonic", "max")
@@ -171,3 +173,28 @@ def splitbuff_split(rate_bps: int, rtts_ns: Sequence[int], packet_bytes: int,
         parts.append(BufferSize(f"splitbuff sub-buffer {i}", exact, math.floor(exact / packet_bytes + 1e-9),
                                 packet_bytes, rate_bps))
     return total, parts
+
+
+def size_rows(rate_bps: int, rtts_ns: list[int], packet_bytes: int, *, flows: int | None = None,
+              tp_ns: int | None = None, ack_bytes: int | None = None,
+              sub_buffers: int = 2) -> list[tuple[BufferSize, str]]:
+    """(size, where the rule comes from) for every rule the inputs allow: the BDP by each
+    average, Stanford's, SplitBuff's sub-buffers when the RTTs differ, seed 003's with `tp_ns`."""
+    rows: list[tuple[BufferSize, str]] = []
+    if rtts_ns:
+        for average in AVERAGES:
+            rows.append((bdp(rate_bps, rtts_ns, packet_bytes, average), "C·RTT, Villamizar & Song 1994"))
+        n = flows if flows is not None else len(rtts_ns)
+        rows.append((stanford(rate_bps, rtts_ns, n, packet_bytes), "C·RTT/√N, Appenzeller et al. 2004"))
+        if len(set(rtts_ns)) > 1:
+            _, parts = splitbuff_split(rate_bps, rtts_ns, packet_bytes, sub_buffers)
+            thresholds = splitbuff_thresholds([float(r) for r in rtts_ns], sub_buffers)
+            for i, part in enumerate(parts):
+                low = "" if i == 0 else f"{thresholds[i - 1] / 1e6:.4g} ms ≤ "
+                high = f" < {thresholds[i] / 1e6:.4g} ms" if i < len(thresholds) else ""
+                rows.append((part, f"seed 002 eq. (4), {low}RTTP{high}"))
+    if tp_ns is not None:
+        if ack_bytes is None:
+            raise ValueError("seed 003's rule needs the ACK size with the propagation delay")
+        rows.append((single_flow(rate_bps, tp_ns, packet_bytes, ack_bytes), "(2Tp + Tt + Tt')·C + 1, seed 003"))
+    return rows

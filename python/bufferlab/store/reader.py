@@ -246,11 +246,11 @@ class Results:
         """One row per sweep point: its axis values, "seeds" (complete runs), and for every metric
         of the catalogue (flow metrics averaged over the run's flows, link metrics of the run's
         bottleneck link, network metrics) its mean over seeds with a 95 % confidence interval
-        (m, m_ci_low, m_ci_high; see `study.aggregate`)."""
+        (m, m_ci_low, m_ci_high; see `analysis.aggregate`)."""
         import polars as pl
 
         from ..analysis import metrics as catalogue
-        from ..study.aggregate import aggregate_over_seeds
+        from ..analysis.aggregate import aggregate_over_seeds
 
         runs = self.study_runs(name).filter(pl.col("status") == "complete")
         axes = self.study_axes(name)

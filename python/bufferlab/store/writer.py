@@ -2,7 +2,7 @@
 
 A run is identified by ``sha256(canonical engine-spec JSON + "\\n" + engine version)``
 (`pipeline.plan.run_identity`), so the same scenario on the same engine is simulated once and then
-served from the store. A run is written in one transaction, exactly as `pipeline.derive` made it
+served from the store. A run is written in one transaction, exactly as `analysis.derive` made it
 (nothing is computed here): it is there completely, or not at all (a process killed mid-write
 leaves nothing of it; DuckDB's write-ahead log replays only committed transactions).
 
@@ -77,7 +77,7 @@ from .counters import check_run_id
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from ..pipeline.derive import DerivedRun
+    from ..analysis.derive import DerivedRun
 
 __all__ = ["Store", "StoreError", "spec_hash", "DEFAULT_DB", "SCHEMA_VERSION", "TABLES", "RUN_TABLES", "KEYS",
            "NUMBERED_TABLES", "NEW_STORE_SCHEMA", "check_schema_version", "duckdb_type", "run_key", "stored_table",
@@ -321,7 +321,7 @@ class RunTables(Protocol):
 
 
 class RunToStore(Protocol):
-    """What `Store.save` writes of a run (`pipeline.derive.DerivedRun`)."""
+    """What `Store.save` writes of a run (`analysis.derive.DerivedRun`)."""
 
     @property
     def run_id(self) -> str: ...

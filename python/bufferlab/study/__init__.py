@@ -1,6 +1,6 @@
 """study: many runs compared. A sweep (`sweep`) is a base scenario, axes of overrides and seeds;
 `execute` runs its points on a local process pool or a Dask cluster (`executors`), storing each
-run as it finishes; `aggregate` gives the mean and a 95 % confidence interval over seeds.
+run as it finishes; `analysis.aggregate` gives the mean and a 95 % confidence interval over seeds.
 
 The names are imported on first use (`bufferlab._lazy`), so the `sweep` command's options cost
 nothing at start-up."""

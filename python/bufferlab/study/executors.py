@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import SpecError
-from ..pipeline.derive import DerivedRun, derive
+from ..analysis.derive import DerivedRun, derive
 from ..pipeline.plan import Plan
 from ..pipeline.simulate import simulate
 

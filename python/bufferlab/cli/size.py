@@ -8,57 +8,25 @@
 from __future__ import annotations
 
 import json
-import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from .. import units
 from ..errors import SpecError
-from . import rules
-from .rules import BufferSize
+from ..sizing.rules import BufferSize, size_rows
+from .options import parsed
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
 
-__all__ = ["size_command", "size_rows"]
-
-
-def _parse(option: str, parse: Any, text: str) -> Any:
-    try:
-        return parse(text)
-    except units.UnitError as e:
-        raise SpecError(option, str(e)) from None
+__all__ = ["size_command"]
 
 
 def _rtts(values: tuple[str, ...]) -> list[int]:
     """`--rtt 10ms,990ms --rtt 50ms`: every RTT given, in order."""
-    return [_parse("--rtt", lambda t: units.parse_time(t, positive=True), part.strip())
+    return [parsed("--rtt", lambda t: units.parse_time(t, positive=True), part.strip())
             for value in values for part in value.split(",") if part.strip()]
-
-
-def size_rows(rate_bps: int, rtts_ns: list[int], packet_bytes: int, *, flows: int | None = None,
-              tp_ns: int | None = None, ack_bytes: int | None = None,
-              sub_buffers: int = 2) -> list[tuple[BufferSize, str]]:
-    """(size, where the rule comes from) for every rule the inputs allow."""
-    rows: list[tuple[BufferSize, str]] = []
-    if rtts_ns:
-        for average in rules.AVERAGES:
-            rows.append((rules.bdp(rate_bps, rtts_ns, packet_bytes, average), "C·RTT, Villamizar & Song 1994"))
-        n = flows if flows is not None else len(rtts_ns)
-        rows.append((rules.stanford(rate_bps, rtts_ns, n, packet_bytes), "C·RTT/√N, Appenzeller et al. 2004"))
-        if len(set(rtts_ns)) > 1:
-            _, parts = rules.splitbuff_split(rate_bps, rtts_ns, packet_bytes, sub_buffers)
-            thresholds = rules.splitbuff_thresholds([float(r) for r in rtts_ns], sub_buffers)
-            for i, part in enumerate(parts):
-                low = "" if i == 0 else f"{thresholds[i - 1] / 1e6:.4g} ms ≤ "
-                high = f" < {thresholds[i] / 1e6:.4g} ms" if i < len(thresholds) else ""
-                rows.append((part, f"seed 002 eq. (4), {low}RTTP{high}"))
-    if tp_ns is not None:
-        if ack_bytes is None:
-            raise SpecError("--ack", "seed 003's rule needs the ACK size with --tp")
-        rows.append((rules.single_flow(rate_bps, tp_ns, packet_bytes, ack_bytes), "(2Tp + Tt + Tt')·C + 1, seed 003"))
-    return rows
 
 
 def _table(rows: list[tuple[BufferSize, str]], title: str) -> Table:
@@ -89,13 +57,17 @@ def size_command(rate: str, rtt: tuple[str, ...], flows: int | None, packet: str
                  sub_buffers: int, as_json: bool) -> None:
     """How big should the buffer be? Every sizing rule the inputs allow, in packets, bytes and
     milliseconds of queueing at the link rate."""
-    rate_bps = _parse("--rate", units.parse_rate, rate)
-    packet_bytes = _parse("--packet", units.parse_bytes, packet)
+    rate_bps = parsed("--rate", units.parse_rate, rate)
+    packet_bytes = parsed("--packet", units.parse_bytes, packet)
     rtts_ns = _rtts(rtt)
-    tp_ns = None if tp is None else _parse("--tp", units.parse_time, tp)
-    ack_bytes = None if ack is None else _parse("--ack", units.parse_bytes, ack)
+    tp_ns = None if tp is None else parsed("--tp", units.parse_time, tp)
+    ack_bytes = None if ack is None else parsed("--ack", units.parse_bytes, ack)
+    if rate_bps is None:
+        raise SpecError("--rate", f'"{rate}": a buffer is sized for a finite rate')
     if not rtts_ns and tp_ns is None:
         raise SpecError("--rtt", "give the flows' RTTs (--rtt), or seed 003's --tp and --ack")
+    if tp_ns is not None and ack_bytes is None:
+        raise SpecError("--ack", "seed 003's rule needs the ACK size with --tp")
     try:
         rows = size_rows(rate_bps, rtts_ns, packet_bytes, flows=flows, tp_ns=tp_ns, ack_bytes=ack_bytes,
                          sub_buffers=sub_buffers)
@@ -110,6 +82,6 @@ def size_command(rate: str, rtt: tuple[str, ...], flows: int | None, packet: str
         return
     title = (f"Buffer sizes for {units.format_rate(rate_bps)}, {units.format_bytes(packet_bytes)} packets"
              + (f", RTTs {', '.join(units.format_time(r) for r in rtts_ns)}" if rtts_ns else ""))
-    from rich.console import Console
+    from .render import console
 
-    Console(width=None if sys.stdout.isatty() else 132).print(_table(rows, title))
+    console(132).print(_table(rows, title))

@@ -1,28 +1,35 @@
-"""Rich tables: a run summary (the human face of `--json`), the metric catalogue's tables in
-ccperf's layout (one row per metric, one column per flow / link / `net`), and DataFrames."""
+"""The command line's rich output: its console, a run summary (the human face of `--json`), the
+metric catalogue's tables in ccperf's layout (one row per metric, one column per flow / link /
+`net`), and DataFrames."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .analysis.summary import RunSummary
+from ..analysis.summary import RunSummary
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-__all__ = ["print_summary", "render_summary", "RenderedSummary", "summary_tables", "metric_tables", "frame_table",
+__all__ = ["console", "print_summary", "render_summary", "RenderedSummary", "summary_tables", "metric_tables", "frame_table",
            "rows_table"]
 
 DASH = "—"
 # Runs with traffic generators have thousands of flows: the table shows the first ones.
 MAX_FLOW_ROWS = 40
+
+
+def console(width: int = 160, **options: Any) -> Console:
+    """A console for the command's output: the terminal's width, or on a pipe a fixed, roomy
+    `width` instead of rich's 80-column default."""
+    return Console(width=None if sys.stdout.isatty() else width, **options)
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -65,7 +72,7 @@ def _summary_console() -> Console:
     """A console on stdout for the summary. Piped output gets a fixed, roomy width instead of
     rich's 80-column default. No ":name:" in a name (of the scenario, the store, a flow or a
     host) becomes an emoji, and rich's table of emoji codes is not loaded (1.5 ms of a fresh run)."""
-    return Console(width=None if sys.stdout.isatty() else 132, emoji=False)
+    return console(132, emoji=False)
 
 
 @dataclass(frozen=True)

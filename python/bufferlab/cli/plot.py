@@ -2,7 +2,7 @@
 command line. Anything missing (a run, a series, a capture) is one line ``error: <field>: <reason>``
 naming what to add to the spec, exit status 2, and no file written.
 
-The command lives beside the `plots` package, not in it: importing anything of `plots` loads the
+The command lives in `cli`, not in the `plots` package: importing anything of `plots` loads the
 whole figure API (numpy, polars), which `bufferlab --help` must not pay for."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from .store import DEFAULT_DB
+from .options import db_option
 
 __all__ = ["plot_command"]
 
@@ -24,7 +24,7 @@ def _names(values: tuple[str, ...]) -> list[str] | None:
 
 
 def _size(text: str | None) -> tuple[float, float] | None:
-    from .plots.common import PlotError
+    from ..plots.common import PlotError
 
     if text is None:
         return None
@@ -40,8 +40,7 @@ def _size(text: str | None) -> tuple[float, float] | None:
 @click.command("plot")
 @click.argument("kind", metavar="KIND")
 @click.argument("targets", metavar="RUN...", nargs=-1, required=True)
-@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_DB, show_default=True,
-              help="DuckDB result store.")
+@db_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Figure file: .pdf, .svg or .png (default figures/<kind>-<run>.pdf).")
 @click.option("--flows", multiple=True, help="Flow names or patterns, comma-separated (default: the first 10).")
@@ -71,8 +70,8 @@ def plot_command(kind: str, targets: tuple[str, ...], db: Path, output: Path | N
     import matplotlib
 
     matplotlib.use("Agg", force=True)
-    from .plots import KINDS, PlotError, save
-    from .plots.common import DPI, check_output
+    from ..plots import KINDS, PlotError, save
+    from ..plots.common import DPI, check_output
 
     if kind not in KINDS:
         raise PlotError("KIND", f'unknown kind "{kind}" (known: {", ".join(KINDS)})')

@@ -1,10 +1,9 @@
 """`bufferlab ccperf --bw=80Mbps --rtts=15ms,15ms --qlen=10p ...`: a static dumbbell given in
 ns-3 ccperf's flag vocabulary (seed 001), run and stored as `bufferlab run` stores a scenario
-file (`cli._execute`).
+file (`run.execute`).
 
-A command of its own module, imported when it is asked for (`cli.LazyGroup`): declaring its 26
-options, with the flags' module, and `results`' cost every other command's start 1.2 ms of CPU
-time (issue 15)."""
+Imported when it is asked for (`lazy.LazyGroup`): declaring its 26 options, with the flags'
+module, cost every other command's start 1.2 ms of CPU time (issue 15)."""
 
 from __future__ import annotations
 
@@ -13,9 +12,10 @@ from typing import Any
 
 import click
 
-from .cli import (_db_option, _execute, _force_option, _json_option, _max_memory_option, _overridden, _set_option,
-                  _study_option)
-from .spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS
+from ..spec.ccperf import CCPERF_FLAGS, METADATA_FLAGS
+from .options import (db_option, force_option, json_option, max_memory_option, overridden, set_option,
+                      study_option)
+from .run import execute
 
 __all__ = ["ccperf_command"]
 
@@ -28,22 +28,22 @@ def _ccperf_options(func: Any) -> Any:
 
 @click.command("ccperf")
 @_ccperf_options
-@_db_option
-@_force_option
-@_json_option
-@_set_option
-@_study_option
-@_max_memory_option
+@db_option
+@force_option
+@json_option
+@set_option
+@study_option
+@max_memory_option
 def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str, ...], study: str | None,
                    max_memory: str | None, **flags: str | None) -> None:
     """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
     link and network metric tables."""
-    from .pipeline.budget import parse_budget
-    from .pipeline.plan import plan
-    from .spec.ccperf import scenario_from_ccperf
+    from ..pipeline.budget import parse_budget
+    from ..pipeline.plan import plan
+    from ..spec.ccperf import scenario_from_ccperf
 
     budget = parse_budget(max_memory)
-    spec = _overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
+    spec = overridden(scenario_from_ccperf({k.replace("_", "-"): v for k, v in flags.items()}), assignments)
     planned = plan(spec, budget)  # every check, the engine's too, before the store or a spinner appears
-    _execute(planned, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study,
+    execute(planned, db, force=force, as_json=as_json, label=spec.name or "ccperf", study=study,
              show_metrics=True)

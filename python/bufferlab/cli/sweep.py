@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from ..errors import SpecError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .execute import Listener
+from .options import db_option, max_memory_option
+from .progress import progress_listener
 
 __all__ = ["sweep_command", "results_study_command", "DEFAULT_STUDY_COLUMNS"]
 
@@ -23,58 +20,24 @@ DEFAULT_STUDY_COLUMNS = ("mean_agg_throughput_l4", "utilization_l1", "mean_qdisc
                          "total_qdisc_drops_l2", "loss_rate_l4", "mean_jains_fairness_throughput_l4")
 
 
-@contextmanager
-def progress_listener(study: str) -> Iterator[Listener]:
-    """A rich bar: runs done/total, failed, ETA and simulated seconds per wall second."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
-
-    from ..study.execute import Listener
-
-    columns = (TextColumn(f"sweep {study}"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
-               TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-               TextColumn("{task.fields[speed]}"))
-    from rich.console import Console
-
-    with Progress(*columns, transient=False, console=Console(stderr=True)) as bar:
-        task = bar.add_task(study, total=None, failed="", speed="")
-        state = {"failed": 0, "simulated": 0.0}
-
-        def start(to_run: int, done: int) -> None:
-            bar.update(task, total=to_run, completed=0)
-
-        def finished(ok: bool, simulated_s: float) -> None:
-            state["failed"] += 0 if ok else 1
-            state["simulated"] += simulated_s
-            elapsed = bar.tasks[0].elapsed or 0.0
-            speed = f"{state['simulated'] / elapsed:.1f} sim s/s" if elapsed > 0 else ""
-            failed = f"[red]{state['failed']} failed[/red]" if state["failed"] else ""
-            bar.update(task, advance=1, failed=failed, speed=speed)
-
-        yield Listener(start=start, finished=finished)
-
-
 @click.command("sweep")
 @click.argument("sweep_file", metavar="SWEEP.toml", type=click.Path(path_type=Path))
-@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=Path("results") / "bufferlab.duckdb",
-              show_default=True, help="DuckDB result store.")
+@db_option
 @click.option("--workers", type=int, default=None,
               help="Worker processes (default: one per core; 1 runs in this process).")
 @click.option("--dask", "dask_address", default=None, metavar="local|tcp://HOST:PORT",
               help="Run on dask.distributed: a LocalCluster of --workers processes, or a running scheduler.")
-@click.option("--max-memory", "max_memory", default=None, metavar="SIZE",
-              help="Refuse a run whose estimated memory exceeds SIZE, e.g. 8GB (default: half of the machine's memory).")
+@max_memory_option
 @click.option("--json", "as_json", is_flag=True, help="Print what the sweep did as JSON.")
 def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address: str | None, max_memory: str | None,
                   as_json: bool) -> int:
     """Run every point of a sweep (base scenario x axes x seeds) that the store does not have yet,
     storing each run as it finishes in the study named after the sweep. Stopped and started
     again, it runs only what is missing."""
+    from ..pipeline.budget import parse_budget
     from ..study.execute import run_sweep
     from ..study.executors import make_executor
     from ..study.sweep import Sweep
-
-    from ..pipeline.budget import parse_budget
 
     budget = parse_budget(max_memory)
     sweep = Sweep.from_toml(sweep_file)
@@ -105,12 +68,13 @@ def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address:
 
 
 def _print_report(report: Any, db: Path, executor: Any) -> None:
-    from rich.console import Console
     from rich.markup import escape
+
+    from .render import console as new_console
 
     # The study's name, the store's path, point values and errors are the user's text, not markup.
     study, where = escape(report.study), escape(str(db))
-    console = Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+    console = new_console(160, highlight=False)
     console.print(f"study [bold]{study}[/bold] in {where}: {report.total} run(s) = points x seeds; "
                   f"{report.simulated} simulated now, {report.reused} already stored, {len(report.failed)} failed "
                   f"({executor.name}, {executor.workers} worker(s), {report.wall_time_s:.1f} s wall"
@@ -127,8 +91,7 @@ def _print_report(report: Any, db: Path, executor: Any) -> None:
 
 @click.command("study")
 @click.argument("name")
-@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=Path("results") / "bufferlab.duckdb",
-              show_default=True, help="DuckDB result store.")
+@db_option
 @click.option("--metrics", "metric_names", default=None,
               help="Comma-separated metrics to show (default: throughput, utilisation, queue delay and length, "
                    "drops, loss, Jain).")
@@ -139,8 +102,8 @@ def results_study_command(name: str, db: Path, metric_names: str | None, fmt: st
     import polars as pl
 
     from ..analysis import metrics as catalogue
-    from ..render import frame_table
     from ..store.reader import load
+    from .render import console, frame_table
 
     res = load(db)
     with res.one_connection():  # the study's queries on one connection (`Results.one_connection`)
@@ -160,14 +123,12 @@ def results_study_command(name: str, db: Path, metric_names: str | None, fmt: st
 
         click.echo(flat_for_csv(frame).write_csv(), nl=False)
         return
-    from .aggregate import axis_label, distinct_axes
+    from ..analysis.aggregate import axis_label, distinct_axes
 
     columns = distinct_axes(frame, axes)
     shown = frame.select(["point", *[pl.col(a).alias(axis_label(a, n)) for a, n in columns], "seeds", *[
         pl.format("{} ± {}", pl.col(m).round_sig_figs(4), (pl.col(f"{m}_ci_high") - pl.col(m)).round_sig_figs(2))
         .fill_null(pl.col(m).round_sig_figs(4).cast(pl.Utf8)).alias(m) for m in chosen]])
-    from rich.console import Console
-
-    Console(width=None if sys.stdout.isatty() else 240).print(
+    console(240).print(
         frame_table(shown, title=f"study {name}: mean ± half-width of the 95 % confidence interval over seeds, "
                                  f"{frame.height} point(s)"))

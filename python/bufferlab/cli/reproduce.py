@@ -37,16 +37,16 @@ def reproduce_command(name: str | None, list_them: bool, quick: bool, db: Path, 
                       workers: int | None, dask_address: str | None) -> int:
     """Run one seed's experiment: its studies (stored, resumable), figures (PDF, SVG, PNG) and a
     summary.md that puts each of the seed's observations next to what was measured."""
-    from rich.console import Console
     from rich.markup import escape
 
     from ..experiments.registry import reproductions
     from ..experiments.base import reproduce
     from ..study.executors import make_executor
+    from .render import console as new_console
 
     REPRODUCTIONS = reproductions()
 
-    console = Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+    console = new_console(160, highlight=False)
     if list_them or name is None:
         if name is None and not list_them:
             raise SpecError("NAME", f"missing: name a reproduction ({', '.join(REPRODUCTIONS)}) or give --list")
@@ -68,7 +68,7 @@ def reproduce_command(name: str | None, list_them: bool, quick: bool, db: Path, 
     extra = [*([f"--workers={workers}"] if workers else []), *([f"--dask={dask_address}"] if dask_address else [])]
     listener_for: Callable[[str], AbstractContextManager[Listener]] | None = None
     if sys.stderr.isatty():
-        from ..study.command import progress_listener
+        from .progress import progress_listener
 
         listener_for = progress_listener
     report = reproduce(repro, db, out, quick=quick, executor_factory=lambda: make_executor(workers, dask_address),

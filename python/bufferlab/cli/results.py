@@ -1,9 +1,8 @@
 """`bufferlab results list|show|query|export|monitor|csv|pcap ... [--db PATH]`: what a result
 store holds, listed, shown, queried and exported.
 
-A command group of its own module, imported when it is asked for (`cli.LazyGroup`): declaring its
-seven commands and their options, and `ccperf`'s, cost every other command's start 1.2 ms of
-CPU time (issue 15)."""
+Imported when it is asked for (`lazy.LazyGroup`): declaring its seven commands and their options
+cost every other command's start 1.2 ms of CPU time (issue 15)."""
 
 from __future__ import annotations
 
@@ -13,13 +12,15 @@ from typing import Any
 
 import click
 
-from .cli import LazyGroup, _console, _db_option, _json_option, _metrics_json, _print_metrics
-from .errors import SpecError
+from ..errors import SpecError
+from .lazy import LazyGroup
+from .metrics import metrics_json, print_metrics
+from .options import db_option, json_option
 
 __all__ = ["results_group"]
 
 
-@click.group("results", cls=LazyGroup, lazy={"study": ".study.command:results_study_command"})
+@click.group("results", cls=LazyGroup, lazy={"study": ".sweep:results_study_command"})
 def results_group() -> None:
     """List, show, query and export what a result store holds."""
 
@@ -31,12 +32,12 @@ _direction_option = click.option("--direction", type=click.Choice(["forward", "b
 
 
 @results_group.command("list")
-@_db_option
+@db_option
 @click.option("--study", default=None, help="Only the runs of this study.")
 def results_list(db: Path, study: str | None) -> None:
     """One line per stored run."""
-    from .render import rows_table
-    from .store.reader import load
+    from ..store.reader import load
+    from .render import console, rows_table
 
     with load(db) as res:  # rows, not a DataFrame: a listing needs neither polars nor numpy
         columns, rows = res.rows(
@@ -44,17 +45,17 @@ def results_list(db: Path, study: str | None) -> None:
             "r.created_at, r.end_ns / 1e9 AS simulated_s, r.wall_time_s, "
             "(SELECT count(*) FROM flows f WHERE f.run_id = r.run_id) AS flows "
             "FROM runs r WHERE ? IS NULL OR r.study_id = ? ORDER BY r.created_at, r.run_id", [study, study])
-    _console().print(rows_table(columns, rows, title=f"{len(rows)} run(s) in {db}"))
+    console().print(rows_table(columns, rows, title=f"{len(rows)} run(s) in {db}"))
 
 
 @results_group.command("show")
 @_run_argument
-@_db_option
+@db_option
 @click.option("--all-links", is_flag=True, help="Every link direction that carried traffic, not only the bottleneck.")
-@_json_option
+@json_option
 def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
     """The flow, link and network metric tables of RUN (a run id or a unique prefix)."""
-    from .store.reader import load
+    from ..store.reader import load
 
     with load(db) as res, res.one_connection():  # a few rows: read without polars (see `results list`)
         run_id = res.run_id(run)
@@ -62,26 +63,28 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
                                [run_id])
         row = dict(zip(names, rows[0]))
         if as_json:
-            click.echo(json.dumps({"run_id": run_id, **row, "metrics": _metrics_json(res, run_id, all_links)},
+            click.echo(json.dumps({"run_id": run_id, **row, "metrics": metrics_json(res, run_id, all_links)},
                                   indent=2, default=str))
             return
         from rich.markup import escape
 
-        _console().print(f"run {run_id[:12]} ({escape(str(row['name']))}, seed {row['seed']}, "
+        from .render import console
+
+        console().print(f"run {run_id[:12]} ({escape(str(row['name']))}, seed {row['seed']}, "
                          f"engine {row['engine_version']}, {row['end_ns'] / 1e9:g} s simulated)")
-        _print_metrics(res, run_id, all_links=all_links)
+        print_metrics(res, run_id, all_links=all_links)
 
 
 @results_group.command("query")
 @click.argument("sql")
-@_db_option
+@db_option
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 def results_query(sql: str, db: Path, fmt: str) -> None:
     """Run SQL over the store (read-only) and print the result."""
     import duckdb
 
-    from .render import frame_table
-    from .store.reader import load
+    from ..store.reader import load
+    from .render import console, frame_table
 
     with load(db) as res:
         try:
@@ -89,25 +92,25 @@ def results_query(sql: str, db: Path, fmt: str) -> None:
         except duckdb.Error as e:
             raise SpecError("SQL", str(e).splitlines()[0]) from None
     if fmt == "csv":
-        from .store.reader import flat_for_csv
+        from ..store.reader import flat_for_csv
 
         click.echo(flat_for_csv(frame).write_csv(), nl=False)
     elif fmt == "json":
         click.echo(json.dumps(frame.to_dicts(), default=str, indent=2))
     else:
-        _console().print(frame_table(frame))
+        console().print(frame_table(frame))
 
 
 @results_group.command("export")
 @click.argument("run", metavar="[RUN]", required=False)
-@_db_option
+@db_option
 @click.option("--table", "table", required=True, help="flow_metrics, link_metrics, network_metrics, runs, flows, "
                                                        "channels, flow_timeseries, channel_timeseries, captures, studies")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path) -> None:
     """Write a table (of RUN, or of every run) as Parquet or CSV."""
-    from .store.reader import export_frame, load
+    from ..store.reader import export_frame, load
 
     with load(db) as res:
         frame = res.table(table, run)
@@ -117,17 +120,17 @@ def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path
 
 @results_group.command("monitor")
 @_run_argument
-@_db_option
+@db_option
 @_link_option
 @_direction_option
 @click.option("--split", default="100KB", show_default=True, help="Size that separates small and large flows.")
-@_json_option
+@json_option
 def results_monitor(run: str, db: Path, link: str, direction: str, split: str, as_json: bool) -> None:
     """Seed 000's middlebox table: per-flow throughput and loss seen on a captured link."""
-    from . import units
-    from .analysis import monitor
-    from .render import frame_table
-    from .store.reader import load
+    from .. import units
+    from ..analysis import monitor
+    from ..store.reader import load
+    from .render import console, frame_table
 
     try:
         split_bytes = units.parse_bytes(split)
@@ -139,14 +142,14 @@ def results_monitor(run: str, db: Path, link: str, direction: str, split: str, a
     if as_json:
         click.echo(json.dumps({"flows": flows.to_dicts(), "size_classes": classes.to_dicts()}, indent=2))
         return
-    console = _console()
-    console.print(frame_table(flows, title=f"Flows seen on {link}_{direction}"))
-    console.print(frame_table(classes, title=f"By size (large: more than {split_bytes} bytes seen)"))
+    out = console()
+    out.print(frame_table(flows, title=f"Flows seen on {link}_{direction}"))
+    out.print(frame_table(classes, title=f"By size (large: more than {split_bytes} bytes seen)"))
 
 
 def _capture_file_options(command: Any) -> Any:
     """The run, store, link, direction and output file of a command that writes a captured link."""
-    options = (_run_argument, _db_option, _link_option, _direction_option,
+    options = (_run_argument, db_option, _link_option, _direction_option,
                click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True))
     for option in reversed(options):
         command = option(command)
@@ -158,7 +161,7 @@ def _capture_file_options(command: Any) -> Any:
 @click.option("--no-header", is_flag=True, help="No header line (exactly what tshark -T fields prints).")
 def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_header: bool) -> None:
     """A captured link as CSV with seed 000's tshark fields."""
-    from .store.reader import load
+    from ..store.reader import load
 
     with load(db) as res:
         n = res.write_capture_csv(run, output, link=link, direction=direction, header=not no_header)
@@ -170,7 +173,7 @@ def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_
 @click.option("--full-payload", is_flag=True, help="Write the (zero) payload bytes too, not only the headers.")
 def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, full_payload: bool) -> None:
     """A captured link as a pcap file (IPv4 + TCP headers) for tshark and Wireshark."""
-    from .store.reader import load
+    from ..store.reader import load
 
     with load(db) as res:
         n = res.write_pcap(run, output, link=link, direction=direction, full_payload=full_payload)

@@ -17,20 +17,14 @@ import click
 
 from .. import units
 from ..errors import SpecError
-from .targets import TARGET_FORMS, Target, parse_target
+from ..sizing.targets import TARGET_FORMS, Target, parse_target
+from .options import db_option, parsed
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..study.execute import Listener
-    from .advisor import Advice, Probe
+    from ..sizing.advisor import Advice, Probe
 
 __all__ = ["advise_command", "advice_json", "draw_advice"]
-
-
-def _parse(option: str, parse: Any, text: str) -> Any:
-    try:
-        return parse(text)
-    except units.UnitError as e:
-        raise SpecError(option, str(e)) from None
 
 
 def _value_text(target: Target, value: float | None) -> str:
@@ -78,11 +72,12 @@ def _size_text(advice: Advice, packets: int) -> str:
 
 
 def _print(advice: Advice, figure: Path | None) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 132, highlight=False)
+    from .render import console as new_console
+
+    console = new_console(132, highlight=False)
     link = advice.link
     rtts = sorted(link.rtts_ns)
     rtt_text = (units.format_time(rtts[0]) if rtts and rtts[0] == rtts[-1] else
@@ -214,7 +209,7 @@ def _draw_advice(advice: Advice, path: Path) -> None:
 
 def _progress_per_size(packets: int) -> AbstractContextManager[Listener]:
     """A progress bar for the probes of one buffer size (on a terminal)."""
-    from ..study.command import progress_listener
+    from .progress import progress_listener
 
     return progress_listener(f"{packets}p")
 
@@ -243,8 +238,7 @@ def _progress_per_size(packets: int) -> AbstractContextManager[Listener]:
               help="Stop bisecting when the bracket is narrower than this fraction of the buffer (or one packet).")
 @click.option("--max-bdp", type=float, default=64.0, show_default=True, help="The largest buffer tried, in BDPs.")
 @click.option("--workers", type=int, default=None, help="Worker processes (default: one per seed, up to the cores).")
-@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=Path("results") / "bufferlab.duckdb",
-              show_default=True, help="DuckDB result store.")
+@db_option
 @click.option("--study", default=None, help="The study the probes are stored in (default: named after the question).")
 @click.option("--json", "as_json", is_flag=True, help="Print the advice as JSON.")
 @click.option("-o", "--output", "figure", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -266,7 +260,7 @@ def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None,
     number of seeds as the interval's bound would: more seeds make the
     advice less scattered, not smaller."""
     from ..spec import Scenario
-    from .advisor import Advisor, mix_scenario
+    from ..sizing.advisor import Advisor, mix_scenario
 
     targets = [parse_target(text) for text in target_texts]
     if not targets:
@@ -295,7 +289,7 @@ def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None,
             flag = {"topology.bottleneck_rate": "--rate", "topology.rtt": "--rtt", "duration": "--duration"}.get(
                 e.field, "--cca" if "cca" in e.field else "--mice-size" if "generators" in e.field else e.field)
             raise SpecError(flag, e.reason) from None
-    warmup_ns = base.duration // 5 if warmup is None else _parse("--warmup", units.parse_time, warmup)
+    warmup_ns = base.duration // 5 if warmup is None else parsed("--warmup", units.parse_time, warmup)
     if workers is not None and workers < 1:
         raise SpecError("--workers", f"expected 1 or more, got {workers}")
     if max_bdp <= 0:

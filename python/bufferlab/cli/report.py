@@ -9,7 +9,7 @@ import click
 
 from ..errors import SpecError
 from ..store import DEFAULT_DB
-from . import DEFAULT_OUT
+from ..report import DEFAULT_OUT
 
 __all__ = ["report_command", "serve_command"]
 
@@ -36,7 +36,7 @@ def _check_out(out: Path) -> None:
 def report_command(db: Path, out: Path, no_figures: bool, force: bool) -> None:
     """Write an HTML report of the store DB: an index of studies and runs, a page per run (its
     command, flows, metric tables, figures), a page per study and per reproduction."""
-    from .site import build_site
+    from ..report.site import build_site
 
     _check_store(db)
     _check_out(out)
@@ -59,8 +59,8 @@ def report_command(db: Path, out: Path, no_figures: bool, force: bool) -> None:
 def serve_command(db: Path, port: int, out: Path, interval: float, no_figures: bool) -> None:
     """Serve the report of DB on http://127.0.0.1:PORT/ (this machine only), rebuilding its pages
     when the store gains runs. Ctrl-C stops it."""
-    from .serve import LOOPBACK, Watcher, make_server
-    from .site import build_site
+    from ..report.serve import LOOPBACK, Watcher, make_server
+    from ..report.site import build_site
 
     _check_store(db)
     _check_out(out)

@@ -20,17 +20,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import metrics as catalogue
-from ..analysis import summary
-from ..analysis.figures import ChannelFigures, FlowFigures
-from .columns import CHANNEL_SUMMARY, FLOW_SUMMARY, stored_column_types, stored_schemas
-from .engine import core
-from .result import ENGINE_TABLES, EngineResult, polars_type, record_values
+from ..pipeline.columns import CHANNEL_SUMMARY, FLOW_SUMMARY, stored_column_types, stored_schemas
+from ..pipeline.engine import core
+from ..pipeline.result import ENGINE_TABLES, EngineResult, polars_type, record_values
+from . import metrics as catalogue
+from . import summary
+from .figures import ChannelFigures, FlowFigures
 
 if TYPE_CHECKING:  # pragma: no cover
     # Annotations only: a run served from its plan cache loads no spec layer (pydantic).
-    from .plan import Plan
-    from .simulate import RawRun
+    from ..pipeline.plan import Plan
+    from ..pipeline.simulate import RawRun
 
 # The engine's time-series tables: what `[record] store_series = false` keeps out of the store.
 SERIES_TABLES = ("flow_timeseries", "channel_timeseries", "class_timeseries")

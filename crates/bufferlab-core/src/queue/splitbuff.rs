@@ -70,9 +70,8 @@ struct SubBuffer {
     limit: u64,
     /// Deficit round robin: bytes this sub-buffer may still send in its turn.
     deficit: u64,
-    /// Fig. 2's RTT_x of the current period: sum and count of the RTTs mapped here (ns).
-    rtt_sum_ns: u128,
-    rtt_count: u64,
+    /// Fig. 2's RTT_x of the current period: the RTTs mapped here.
+    rtts: RttSums,
     /// Refined estimator: Σ of the queueing delay the RTTs mapped here in the current period
     /// hold (ns).
     queueing_sum_ns: f64,
@@ -98,8 +97,7 @@ impl SubBuffer {
             bytes: 0,
             limit,
             deficit: 0,
-            rtt_sum_ns: 0,
-            rtt_count: 0,
+            rtts: RttSums::default(),
             queueing_sum_ns: 0.0,
             occupancy_sum_ns: 0.0,
             occupancy_samples: 0,
@@ -109,6 +107,65 @@ impl SubBuffer {
             rttp_ns: None,
             record: QueueClassRecord::default(),
         }
+    }
+}
+
+/// Fig. 2's update period T_u: when the current one ends, and the smoothing gain α.
+#[derive(Debug, Clone, Copy)]
+struct Period {
+    length: SimTime,
+    next_end: SimTime,
+    alpha: f64,
+}
+
+impl Period {
+    fn new(length: SimTime, alpha: f64) -> Period {
+        Period { length, next_end: length, alpha }
+    }
+
+    /// When the current period began.
+    fn start(&self) -> SimTime {
+        self.next_end.saturating_sub(self.length)
+    }
+
+    /// Whether the current period is over by `now`; if so the next ends at the first period
+    /// boundary after `now` (idle periods end together).
+    fn end_by(&mut self, now: SimTime) -> bool {
+        if now < self.next_end {
+            return false;
+        }
+        let periods = (now - self.next_end).as_ps() / self.length.as_ps() + 1;
+        self.next_end += self.length.mul(periods);
+        true
+    }
+}
+
+/// Fig. 2's RTT sums over a period (RTT_s, or RTT_x of one sub-buffer): Σ RTT, Σ RTT² (for σ)
+/// and how many, in ns.
+#[derive(Debug, Clone, Copy, Default)]
+struct RttSums {
+    sum_ns: u128,
+    sq_sum_ns2: u128,
+    count: u64,
+}
+
+impl RttSums {
+    /// RTT_s = RTT_s + (p->rtt)
+    fn add(&mut self, rtt_ns: u128) {
+        self.sum_ns += rtt_ns;
+        self.sq_sum_ns2 += rtt_ns * rtt_ns;
+        self.count += 1;
+    }
+
+    /// average(RTT_s) (0 without a sample).
+    fn mean_ns(&self) -> f64 {
+        self.sum_ns as f64 / self.count.max(1) as f64
+    }
+
+    /// σ of the RTTs (0 without a sample).
+    fn sigma_ns(&self) -> f64 {
+        let mean = self.mean_ns();
+        (self.sq_sum_ns2 as f64 / self.count.max(1) as f64 - mean * mean).max(0.0).sqrt()
     }
 }
 
@@ -217,13 +274,9 @@ const MIN_GROUP_PACKETS: u64 = 2;
 /// Fig. 2 as published: the period's sums and the router's estimates.
 #[derive(Debug)]
 struct PaperEstimator {
-    update_interval: SimTime,
-    next_update: SimTime,
-    alpha: f64,
-    /// RTT_s of the period: Σ and Σ² of the RTTs packets carried (ns), and how many.
-    rtt_sum_ns: u128,
-    rtt_sq_sum_ns2: u128,
-    rtt_count: u64,
+    period: Period,
+    /// RTT_s of the period.
+    rtts: RttSums,
     /// Σ and count of the period's T_q samples: the backlog over C at each arrival (ns).
     occupancy_sum_ns: f64,
     occupancy_samples: u64,
@@ -240,13 +293,9 @@ struct PaperEstimator {
 /// with the history and the group rule of the module documentation.
 #[derive(Debug)]
 struct RttEstimator {
-    update_interval: SimTime,
-    next_update: SimTime,
-    alpha: f64,
-    /// RTT_s of the period (and its square, for σ with three sub-buffers), ns.
-    rtt_sum_ns: u128,
-    rtt_sq_sum_ns2: u128,
-    rtt_count: u64,
+    period: Period,
+    /// RTT_s of the period.
+    rtts: RttSums,
     /// Σ of the queueing delay the period's RTTs hold (ns).
     queueing_sum_ns: f64,
     /// The period's (RTT − T_q) keys, for the separation test.
@@ -269,7 +318,7 @@ impl RttEstimator {
     /// The two groups of the period's keys split at their widest gap, if that gap separates
     /// them clearly: (mean key below, mean key above).
     fn separated_groups(&self) -> Option<(f64, f64)> {
-        let floor = self.update_interval.as_ns() as f64;
+        let floor = self.period.length.as_ns() as f64;
         let total: u64 = self.keys.iter().map(|b| b.count).sum();
         let (mut below_count, mut below_sum, mut below_max) = (0u64, 0.0f64, f64::NEG_INFINITY);
         let mut best: Option<(f64, f64, f64)> = None; // (ratio, mean below, mean above)
@@ -293,7 +342,7 @@ impl RttEstimator {
     /// Whether a packet keyed `key` is clearly apart from the lone group of RTTP `rttp`: the
     /// groups' RTTP (lower, upper) if so.
     fn apart_from_the_group(&self, key: f64, rttp: f64) -> Option<(f64, f64)> {
-        let floor = self.update_interval.as_ns() as f64;
+        let floor = self.period.length.as_ns() as f64;
         let (lower, upper) = if key < rttp { (key, rttp) } else { (rttp, key) };
         (upper > SEPARATION_FACTOR * lower.max(floor)).then_some((lower.max(KEY_BIN_FLOOR_NS), upper))
     }
@@ -371,12 +420,8 @@ impl SplitBuff {
         subs[0].limit = config.limit;
         if config.estimator == SplitBuffEstimator::Paper {
             let estimator = PaperEstimator {
-                update_interval: config.update_interval,
-                next_update: config.update_interval,
-                alpha: config.alpha,
-                rtt_sum_ns: 0,
-                rtt_sq_sum_ns2: 0,
-                rtt_count: 0,
+                period: Period::new(config.update_interval, config.alpha),
+                rtts: RttSums::default(),
                 occupancy_sum_ns: 0.0,
                 occupancy_samples: 0,
                 t_q_ns: None,
@@ -387,12 +432,8 @@ impl SplitBuff {
             return SplitBuff::with(subs, config, Mapping::Paper(Box::new(estimator)));
         }
         let estimator = RttEstimator {
-            update_interval: config.update_interval,
-            next_update: config.update_interval,
-            alpha: config.alpha,
-            rtt_sum_ns: 0,
-            rtt_sq_sum_ns2: 0,
-            rtt_count: 0,
+            period: Period::new(config.update_interval, config.alpha),
+            rtts: RttSums::default(),
             queueing_sum_ns: 0.0,
             keys: [KeyBin::EMPTY; KEY_BINS],
             history: DelayHistory::new(),
@@ -630,11 +671,8 @@ impl SplitBuff {
         if packet.sender_srtt != SimTime::ZERO {
             // RTT_s = RTT_s + (p->rtt); RTT_x = RTT_x + (p->rtt)
             let rtt = packet.sender_srtt.as_ns() as u128;
-            e.rtt_sum_ns += rtt;
-            e.rtt_sq_sum_ns2 += rtt * rtt;
-            e.rtt_count += 1;
-            s.rtt_sum_ns += rtt;
-            s.rtt_count += 1;
+            e.rtts.add(rtt);
+            s.rtts.add(rtt);
         }
         i
     }
@@ -642,12 +680,10 @@ impl SplitBuff {
     /// Fig. 2, "after every time period T_u".
     fn catch_up_paper(&mut self, now: SimTime) {
         let Mapping::Paper(e) = &mut self.mapping else { return };
-        if now < e.next_update {
+        if !e.period.end_by(now) {
             return;
         }
-        let periods = (now - e.next_update).as_ps() / e.update_interval.as_ps() + 1;
-        e.next_update += e.update_interval.mul(periods);
-        let alpha = e.alpha;
+        let alpha = e.period.alpha;
         // (T_q, T_qx, T_qy) = update(T_q, T_qx, T_qy, α): the period's mean occupancy delay,
         // smoothed.
         if e.occupancy_samples > 0 {
@@ -659,9 +695,8 @@ impl SplitBuff {
             }
         }
         let t_q = e.t_q_ns.unwrap_or(0.0);
-        if e.rtt_count > 0 {
-            let n = e.rtt_count as f64;
-            let mean = e.rtt_sum_ns as f64 / n;
+        if e.rtts.count > 0 {
+            let mean = e.rtts.mean_ns();
             // thresh = average(RTT_s) − T_q: the RTTP estimate (a period whose estimate is not
             // positive gives none; the last one stands).
             if mean - t_q > 0.0 {
@@ -673,7 +708,7 @@ impl SplitBuff {
                     e.n_thresholds = 1;
                 } else {
                     // §IV.C: thresholds at RTTP − σ/2 and RTTP + σ/2.
-                    let sigma = (e.rtt_sq_sum_ns2 as f64 / n - mean * mean).max(0.0).sqrt();
+                    let sigma = e.rtts.sigma_ns();
                     e.thresholds_ns = [rttp - sigma / 2.0, rttp + sigma / 2.0];
                     e.n_thresholds = 2;
                 }
@@ -682,21 +717,18 @@ impl SplitBuff {
         // T_Bx = average(RTT_x) − T_qx (a sub-buffer without RTTs this period, or with an
         // estimate that is not positive, keeps its last).
         for s in &mut self.subs {
-            if s.rtt_count > 0 {
-                let t_b = s.rtt_sum_ns as f64 / s.rtt_count as f64 - s.t_q_ns.unwrap_or(0.0);
+            if s.rtts.count > 0 {
+                let t_b = s.rtts.mean_ns() - s.t_q_ns.unwrap_or(0.0);
                 if t_b > 0.0 {
                     s.rttp_ns = Some(t_b);
                 }
             }
-            s.rtt_sum_ns = 0;
-            s.rtt_count = 0;
+            s.rtts = RttSums::default();
             s.occupancy_sum_ns = 0.0;
             s.occupancy_samples = 0;
         }
         let rttp = e.rttp_ns;
-        e.rtt_sum_ns = 0;
-        e.rtt_sq_sum_ns2 = 0;
-        e.rtt_count = 0;
+        e.rtts = RttSums::default();
         e.occupancy_sum_ns = 0.0;
         e.occupancy_samples = 0;
         if let Some(rttp) = rttp {
@@ -738,18 +770,17 @@ impl SplitBuff {
     /// The refined estimator's end of every update period that is over by `now`.
     fn catch_up_refined(&mut self, now: SimTime) {
         let Mapping::Rtt(e) = &mut self.mapping else { return };
-        if now < e.next_update {
+        let period_start = e.period.start();
+        if !e.period.end_by(now) {
             return;
         }
-        let periods = (now - e.next_update).as_ps() / e.update_interval.as_ps() + 1;
         // The sub-buffers' service rates over the period that ends (from its start to now).
-        let elapsed_s = (now - e.next_update.saturating_sub(e.update_interval)).as_ps() as f64 * 1e-12;
+        let elapsed_s = (now - period_start).as_ps() as f64 * 1e-12;
         for s in &mut self.subs {
             s.service_bps = (s.record.sent_bytes - s.sent_at_period_start) as f64 * 8.0 / elapsed_s.max(1e-9);
             s.sent_at_period_start = s.record.sent_bytes;
         }
-        e.next_update += e.update_interval.mul(periods);
-        let alpha = e.alpha;
+        let alpha = e.period.alpha;
         // (T_q, T_qx, T_qy) = update(T_q, T_qx, T_qy, α): the period's mean of the queueing
         // delay each RTT holds (the occupancy one RTT before its packet arrived), smoothed; and
         // RTTP = average(RTT_s) − T_q, T_Bx = average(RTT_x) − T_qx. The smoothing is applied to
@@ -757,18 +788,18 @@ impl SplitBuff {
         // alone would subtract a lagging queueing delay from the period's fresh RTTs. A period
         // whose estimate is not positive gives none (the last one stands).
         for s in &mut self.subs {
-            if s.rtt_count > 0 {
-                let t_q = s.queueing_sum_ns / s.rtt_count as f64;
+            if s.rtts.count > 0 {
+                let t_q = s.queueing_sum_ns / s.rtts.count as f64;
                 s.t_q_ns = Some(smooth(s.t_q_ns, t_q, alpha));
-                let rttp = s.rtt_sum_ns as f64 / s.rtt_count as f64 - t_q;
+                let rttp = s.rtts.mean_ns() - t_q;
                 if rttp > 0.0 {
                     s.rttp_ns = Some(smooth(s.rttp_ns, rttp, alpha));
                 }
             }
         }
-        let mean = e.rtt_sum_ns as f64 / e.rtt_count.max(1) as f64;
-        if e.rtt_count > 0 {
-            let t_q = e.queueing_sum_ns / e.rtt_count as f64;
+        let mean = e.rtts.mean_ns();
+        if e.rtts.count > 0 {
+            let t_q = e.queueing_sum_ns / e.rtts.count as f64;
             e.t_q_ns = Some(smooth(e.t_q_ns, t_q, alpha));
             let rttp = mean - t_q;
             if rttp > 0.0 {
@@ -784,7 +815,7 @@ impl SplitBuff {
             }
         } else if let (Some(x), Some(y)) = (self.subs[0].rttp_ns, self.subs[last].rttp_ns) {
             // Back to one group when the extreme sub-buffers' RTTP are no longer apart.
-            if y <= SEPARATION_FACTOR * x.max(e.update_interval.as_ns() as f64) {
+            if y <= SEPARATION_FACTOR * x.max(e.period.length.as_ns() as f64) {
                 e.split = false;
             }
         }
@@ -800,9 +831,8 @@ impl SplitBuff {
                 e.n_thresholds = 1;
             } else if let Some(rttp) = e.rttp_ns {
                 // Three sub-buffers (§IV.C): thresholds at RTTP − σ/2 and RTTP + σ/2.
-                let n = e.rtt_count.max(1) as f64;
-                let sigma = (e.rtt_sq_sum_ns2 as f64 / n - mean * mean).max(0.0).sqrt();
-                if e.rtt_count > 0 {
+                let sigma = e.rtts.sigma_ns();
+                if e.rtts.count > 0 {
                     e.thresholds_ns = [rttp - sigma / 2.0, rttp + sigma / 2.0];
                 }
                 e.n_thresholds = 2;
@@ -815,14 +845,11 @@ impl SplitBuff {
                 s.limit = if i == 0 { self.total } else { 0 };
             }
         }
-        e.rtt_sum_ns = 0;
-        e.rtt_sq_sum_ns2 = 0;
-        e.rtt_count = 0;
+        e.rtts = RttSums::default();
         e.queueing_sum_ns = 0.0;
         e.keys = [KeyBin::EMPTY; KEY_BINS];
         for s in &mut self.subs {
-            s.rtt_sum_ns = 0;
-            s.rtt_count = 0;
+            s.rtts = RttSums::default();
             s.queueing_sum_ns = 0.0;
         }
         if split {
@@ -932,18 +959,15 @@ impl QueueDiscipline for SplitBuff {
             if let Mapping::Rtt(e) = &mut self.mapping {
                 // RTT_s = RTT_s + (p->rtt); RTT_x = RTT_x + (p->rtt)
                 let rtt = packet.sender_srtt.as_ns() as u128;
-                e.rtt_sum_ns += rtt;
+                e.rtts.add(rtt);
                 e.queueing_sum_ns += rtt as f64 - key;
-                e.rtt_sq_sum_ns2 += rtt * rtt;
-                e.rtt_count += 1;
                 let bin = &mut e.keys[KeyBin::index(key)];
                 bin.count += 1;
                 bin.sum_ns += key;
                 bin.min_ns = bin.min_ns.min(key);
                 bin.max_ns = bin.max_ns.max(key);
-                self.subs[i].rtt_sum_ns += rtt;
+                self.subs[i].rtts.add(rtt);
                 self.subs[i].queueing_sum_ns += rtt as f64 - key;
-                self.subs[i].rtt_count += 1;
             }
         }
         self.admit(i, packet)

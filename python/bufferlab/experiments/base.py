@@ -107,18 +107,6 @@ class Assessment:
     preconditions: list[Precondition]
     observations: list[Observation]
 
-    @property
-    def held(self) -> int:
-        return sum(o.holds is True for o in self.observations)
-
-    @property
-    def differ(self) -> int:
-        return sum(o.holds is False for o in self.observations)
-
-    @property
-    def not_judged(self) -> int:
-        return sum(o.holds is None for o in self.observations)
-
 
 @dataclass
 class Reproduction:

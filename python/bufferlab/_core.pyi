@@ -7,6 +7,12 @@ Arrow C stream interface (bufferlab.pipeline.result.EngineResult; polars reads t
 
 from typing import Any
 
+class EngineSpecError(ValueError):
+    """A spec the engine refuses: `.field` is the engine's field path, `.reason` says why."""
+
+    field: str
+    reason: str
+
 class Column:
     """One numeric column (UInt8, UInt32, UInt64, Float64, without nulls) for numpy:
     ``numpy.asarray(column)`` views its values in place (read-only)."""
@@ -32,6 +38,11 @@ class Table:
         """Column `name`, for numpy."""
     def to_pylist(self) -> list[dict[str, Any]]:
         """The rows as dicts; the 128-bit counters (Decimal128) as ints, nulls as None."""
+    def column_values(self, name: str) -> list[Any]:
+        """Column `name`'s values as a Python list (None for a null, a 128-bit counter as an int),
+        for what has no numpy view: nulls, Utf8, Decimal128, lists."""
+    def row(self, index: int) -> dict[str, Any]:
+        """Row `index` as a dict (as in `to_pylist`), for a reader of a few rows of a long table."""
     def to_ipc(self) -> bytes:
         """The table as an Arrow IPC stream: its schema, one record batch, the end marker."""
     @staticmethod
@@ -103,3 +114,28 @@ class Run:
 
     def finish(self) -> dict[str, Table]:
         """The result as `run()` returns it; raises ValueError unless the run is over."""
+
+def catalogue(flows: Table, channels: Table, flow_timeseries: Table, end_ns: int, segments: list[tuple[int, int]],
+              bottleneck: int | None = None) -> dict[str, Any]:
+    """The metric catalogue of a run from its `flows`, `channels` and `flow_timeseries` tables, the
+    run's end, each flow's (MSS, header bytes) and the bottleneck channel: a dict of
+    `flow_figures`, `channel_figures`, `flow_metrics`, `link_metrics` (each a dict of columns as
+    lists) and `network_metrics` (a dict of values)."""
+
+def figures(end_ns: int, *, flows: Table | None = None, channels: Table | None = None) -> dict[str, Any]:
+    """The end-of-run figures of the flows and the channels of a run that ended at `end_ns`, of the
+    tables given only: `flow_figures` if `flows` is given and `channel_figures` if `channels` is."""
+
+def quotients(numerators: list[int], denominators: list[int]) -> list[float]:
+    """`numerators[i] / denominators[i]` of integers, each the correctly rounded quotient Python's
+    true division gives; inf or NaN for a zero denominator."""
+
+def slowest_busy_channel(channels: Table) -> int | None:
+    """The index of the slowest rate-limited channel that sent something; None if every channel is
+    unlimited or idle."""
+
+def jain(values: list[float]) -> float | None:
+    """Jain's fairness index of `values`; None when every value is 0."""
+
+def entropy(values: list[float]) -> float | None:
+    """The entropy −Σ sᵢ ln sᵢ of the shares sᵢ = xᵢ / Σx of `values`; None when Σx = 0."""

@@ -10,7 +10,7 @@ HighSpeed, built from ccperf's own flags (`bufferlab ccperf` reads the same comm
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -91,13 +91,18 @@ def _table(res: Results, study: str) -> pl.DataFrame:
     return res.study(study).rename({"meta.aut": "aut"})
 
 
+def _point_11(res: Results, studies: dict[str, str]) -> dict[str, Any]:
+    """Experiment #11's study row (shallow_buffers, K = 5, 10p, NewReno): its metrics."""
+    return _table(res, studies["shallow_buffers_k5"]).filter(pl.col("aut") == "TcpNewReno").row(0, named=True)
+
+
 def _run_11(res: Results, studies: dict[str, str]) -> str:
     runs = res.study_runs(studies["shallow_buffers_k5"])
     return str(runs.filter(pl.col("meta.aut") == "TcpNewReno")["run_id"][0])
 
 
 def _preconditions(res: Results, studies: dict[str, str]) -> list[Precondition]:
-    t = _table(res, studies["shallow_buffers_k5"]).filter(pl.col("aut") == "TcpNewReno").row(0, named=True)
+    t = _point_11(res, studies)
     run = _run_11(res, studies)
     flows = res.query("SELECT f.recovery_episodes, m.mean_sending_rate_l7, m.mean_sending_rate_l4 FROM flows f "
                       "JOIN flow_metrics m USING (run_id, flow) WHERE run_id = ?", [run])
@@ -119,7 +124,7 @@ def _preconditions(res: Results, studies: dict[str, str]) -> list[Precondition]:
 
 
 def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
-    t = _table(res, studies["shallow_buffers_k5"]).filter(pl.col("aut") == "TcpNewReno").row(0, named=True)
+    t = _point_11(res, studies)
     out = []
     network = ("#11 shallow buffer", "#11 congestion cycles")
     for key, metric in {"#11 throughput": "mean_agg_throughput_l4", "#11 Jain": "mean_jains_fairness_throughput_l4",

@@ -35,7 +35,7 @@ test: setup
 
 ## fuzz: the spec fuzzer with ten times the examples of `make test`, on fresh random seeds
 fuzz: setup
-	BUFFERLAB_FUZZ_EXAMPLES=10 $(BIN)/python -m pytest tests/test_fuzz.py -q
+	BUFFERLAB_FUZZ_EXAMPLES=10 $(BIN)/python -m pytest tests/cli/test_fuzz.py -q
 
 ## bench: engine throughput on the reference dumbbell, the scale ladder (minutes), sweep throughput per executor,
 ## each reproduction's quick variant against its listed time

@@ -1,5 +1,5 @@
 """The training run of the profile-guided build (tools/pgo-build): runs the instrumented engine on
-the golden scenarios (tests/goldens/regenerate.py: every controller, both transports, every queue
+the golden scenarios (tests/engine/goldens/regenerate.py: every controller, both transports, every queue
 kind, every traffic generator, a capture) and on the reference dumbbell (scenarios/dumbbell.toml,
 the scenario users run first and `benchmarks/bench_engine.py` times; weighted, see
 DUMBBELL_WEIGHT), through the same plan-and-simulate path as `bufferlab run`, result tables
@@ -45,7 +45,7 @@ def main() -> int:
                   file=sys.stderr)
             return 1
 
-    spec = importlib.util.spec_from_file_location("goldens_regenerate", ROOT / "tests" / "goldens" / "regenerate.py")
+    spec = importlib.util.spec_from_file_location("goldens_regenerate", ROOT / "tests" / "engine" / "goldens" / "regenerate.py")
     assert spec and spec.loader
     goldens = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(goldens)

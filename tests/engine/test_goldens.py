@@ -1,6 +1,6 @@
 """Golden scenarios (issue 15): every controller, both transports, every queue kind and every
 traffic generator give bit-identical results across optimisations of the engine. The hashes are
-checked in (tests/goldens/hashes.json); `python tests/goldens/regenerate.py` rewrites them when a
+checked in (tests/engine/goldens/hashes.json); `python tests/engine/goldens/regenerate.py` rewrites them when a
 result is meant to change."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_every_golden_has_a_checked_in_hash() -> None:
 @pytest.mark.parametrize("name", sorted(goldens.GOLDENS))
 def test_golden_result_is_bit_identical(name: str) -> None:
     assert goldens.golden_hash(name) == CHECKED_IN[name], (
-        f"{name}: the engine's result changed; if that is intended, run tests/goldens/regenerate.py "
+        f"{name}: the engine's result changed; if that is intended, run tests/engine/goldens/regenerate.py "
         "and say why in the commit")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "tools" / "pgo-build"
+SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "pgo-build"
 
 
 def _executable(path: Path, body: str) -> Path:

@@ -160,6 +160,6 @@ def test_an_empty_test_selection_fails(tmp_path: Path) -> None:
     from conftest import REPO
 
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                             "-k", "no_test_is_called_this", str(REPO / "tests" / "test_units.py")],
+                             "-k", "no_test_is_called_this", str(REPO / "tests" / "scenario" / "test_units.py")],
                             capture_output=True, text=True, cwd=REPO, check=False)
     assert result.returncode == 1, result.stdout

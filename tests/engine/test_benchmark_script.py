@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_engine.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_engine.py"
 
 
 def load_script(path: Path):

@@ -41,7 +41,7 @@ def test_json_summary_values_are_physical(write_scenario, db: Path) -> None:
 
 
 def test_readme_documents_every_json_key() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     for key in TOP_KEYS | FLOW_KEYS | BOTTLENECK_KEYS:
         assert f"`{key}`" in readme, key
 
@@ -52,7 +52,7 @@ def test_readme_spec_examples_are_valid() -> None:
     from bufferlab import runner
     from bufferlab.spec import Scenario
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
     sweeps = [b for b in blocks if "[[axes]]" in b]
     full = [b for b in blocks if "duration" in b and b not in sweeps]
@@ -61,7 +61,7 @@ def test_readme_spec_examples_are_valid() -> None:
     import tomllib
 
     for block in sweeps:  # README sweeps are written as if they sat in sweeps/
-        sweep = Sweep.from_dict(tomllib.loads(block), base_dir=Path(__file__).resolve().parent.parent / "sweeps")
+        sweep = Sweep.from_dict(tomllib.loads(block), base_dir=Path(__file__).resolve().parents[2] / "sweeps")
         assert len(sweep.points()) > 1
     for block in full:
         runner.validate(Scenario.from_toml_text(block))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "python" / "bufferlab"
+PACKAGE = Path(__file__).resolve().parents[2] / "python" / "bufferlab"
 
 # (module, attribute) a program may assign: the standard streams (see the module docstring).
 REPLACEABLE = {("sys", "stdout"), ("sys", "stderr")}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("polars", "numpy", "pandas", "duckdb", "pydantic", "rich", "matplotlib", "scipy", "dask", "pyarrow")
 
 

@@ -122,7 +122,7 @@ def test_the_loads_of_some_links_are_those_of_every_link(scenario: str) -> None:
     from bufferlab.sizing.resolve import link_loads, loads_of_links
     from bufferlab.spec import load_scenario
 
-    engine = load_scenario(Path(__file__).resolve().parent.parent / "scenarios" / scenario).resolve().engine
+    engine = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / scenario).resolve().engine
     every = link_loads(engine["nodes"], engine["links"], engine["flows"])
     assert any(load.rtts_ns for load in every)
     links = len(engine["links"])

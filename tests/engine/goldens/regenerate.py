@@ -1,8 +1,8 @@
 """Golden scenarios (issue 15): a fixed set of short runs covering every controller, both
 transports, every queue kind and every traffic generator, and the content hash of each one's
-result. An optimisation of the engine must leave every hash unchanged (tests/test_goldens.py).
+result. An optimisation of the engine must leave every hash unchanged (tests/engine/test_goldens.py).
 
-    python tests/goldens/regenerate.py          # rewrite tests/goldens/hashes.json
+    python tests/engine/goldens/regenerate.py          # rewrite tests/engine/goldens/hashes.json
 
 Regenerate only when results are meant to change (a model fix, a new default): say why in the
 commit. The hash covers what the engine computed (every counter of every flow and channel, every

@@ -1,5 +1,5 @@
 """The spec fuzzer of issue 14 (Hypothesis): valid scenarios and sweep specs, mutated field by
-field and structurally, through the real command. Used by tests/test_fuzz.py; `make fuzz` runs it
+field and structurally, through the real command. Used by tests/cli/test_fuzz.py; `make fuzz` runs it
 with a larger budget (BUFFERLAB_FUZZ_EXAMPLES).
 
 Properties of every example: exit 0, or exit 2 with exactly one line ``error: <field>: <reason>``

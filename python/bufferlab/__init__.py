@@ -3,13 +3,15 @@
 The simulation engine is Rust (`bufferlab._core`); this package parses scenario specs, runs them,
 stores the results in DuckDB and summarises them; `load` reads a store back as polars DataFrames.
 
-Importing the package is instant: `Scenario`, `load_scenario` and `__version__` are resolved on
-first use (see `_lazy`), so ``bufferlab --version`` never loads pydantic, polars or DuckDB.
+Importing the package is instant: `Scenario`, `load_scenario`, `load` and `__version__` are resolved
+on first use (see `_lazy`), so ``bufferlab --version`` never loads pydantic, polars or DuckDB. The
+package's namespace is a facade above every layer (`[tool.importlinter]` in pyproject.toml): the
+layers below import the compiled engine (`bufferlab._core`) through it, so it names the modules it
+re-exports and imports none of them itself.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_exports
@@ -17,13 +19,14 @@ from .errors import SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .spec import Scenario, load_scenario
-    from .store.reader import Results
+    from .store.reader import load
 
     __version__: str
 
 __all__ = ["__version__", "Scenario", "SpecError", "load_scenario", "load"]
 
-_exports_getattr, _exports_dir = lazy_exports(globals(), {"Scenario": ".spec", "load_scenario": ".spec"})
+_exports_getattr, _exports_dir = lazy_exports(globals(), {"Scenario": ".spec", "load_scenario": ".spec",
+                                                           "load": ".store.reader"})
 
 
 def package_version() -> str:
@@ -52,10 +55,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted({*_exports_dir(), "__version__"})
 
-
-def load(db: str | Path = Path("results") / "bufferlab.duckdb") -> Results:
-    """Open a result store for reading: runs, flows, metric tables and time series as polars
-    DataFrames (see `bufferlab.store.reader.Results`)."""
-    from .store.reader import load as _load
-
-    return _load(db)

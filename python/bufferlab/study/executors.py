@@ -19,6 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -37,6 +38,10 @@ __all__ = ["simulate_and_derive", "Outcome", "Executor", "SerialExecutor", "Loca
 # A worker process that ends without a result (killed by the kernel's OOM killer, a signal, an
 # abort): every run it had, and every run not yet started on that pool, fails with this line.
 WORKER_DIED = "engine: a worker process died before finishing this run (out of memory or killed)"
+
+
+# How often a Dask sweep with nothing finished asks the scheduler whether it still has workers.
+_DASK_POLL_S = 2.0
 
 
 # The status of a worker that ended itself because its sweep's process died (nobody waits for it).
@@ -199,13 +204,23 @@ def _terminate(processes: Sequence[multiprocessing.process.BaseProcess]) -> None
 
 
 class DaskExecutor:
-    """dask.distributed: a LocalCluster of `workers` processes, or a running scheduler."""
+    """dask.distributed: a LocalCluster of `workers` processes, or a running scheduler.
+
+    A worker that dies (killed, out of memory, its machine gone) loses only the runs it held:
+    the scheduler gives them to another worker, and a run whose workers died
+    `distributed.scheduler.allowed-failures` + 1 times (Dask's default: 4) fails with one line.
+    Once every worker has left the scheduler, the sweep waits `workers_lost_after` seconds for one
+    to join (a cluster's workers restart, a batch system brings them back) before the runs left
+    fail with one line; a scheduler that never had a worker is waited for, as a batch system's
+    workers may take their time to start."""
 
     name = "dask"
 
-    def __init__(self, address: str, workers: int) -> None:
+    def __init__(self, address: str, workers: int, workers_lost_after: float = 60.0) -> None:
         from dask.distributed import Client, LocalCluster
 
+        self.address = address
+        self.workers_lost_after = workers_lost_after
         self.cluster = None
         if address == "local":
             self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
@@ -221,15 +236,48 @@ class DaskExecutor:
         self.workers = len(self.client.scheduler_info().get("workers", {})) or workers
 
     def run(self, tasks: Sequence[tuple[int, Plan]]) -> Iterator[Outcome]:
-        from dask.distributed import as_completed
+        from dask.distributed import wait as wait_for
 
-        futures = [self.client.submit(_task, key, plan, pure=False) for key, plan in tasks]
+        keys = {self.client.submit(_task, key, plan, pure=False): key for key, plan in tasks}
+        pending = set(keys)
+        # When the scheduler was last seen with a worker (None: never, so far).
+        last_worker_seen = time.monotonic() if self.client.nthreads() else None
         try:
-            for future in as_completed(futures):
-                yield Outcome(*future.result())
+            while pending:
+                try:
+                    done, pending = wait_for(pending, timeout=_DASK_POLL_S, return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    if self.client.nthreads():
+                        last_worker_seen = time.monotonic()
+                    elif last_worker_seen is not None \
+                            and time.monotonic() - last_worker_seen >= self.workers_lost_after:
+                        reason = (f"dask: every worker of the scheduler at {self.address} left, and none "
+                                  f"joined within {self.workers_lost_after:g} s")
+                        for future in sorted(pending, key=keys.__getitem__):
+                            yield Outcome(keys[future], None, reason)
+                        return
+                    continue
+                last_worker_seen = time.monotonic()
+                for future in sorted(done, key=keys.__getitem__):
+                    yield self._outcome(keys[future], future)
         finally:
-            for future in futures:
+            for future in keys:
                 future.cancel()
+
+    @staticmethod
+    def _outcome(key: int, future: Any) -> Outcome:
+        """A finished future's outcome; a task the scheduler gave up on fails with one line."""
+        from dask.distributed import KilledWorker
+
+        if future.status == "finished":
+            return Outcome(*future.result())
+        if future.status == "cancelled":  # by the scheduler (e.g. restarted), not by this sweep
+            return Outcome(key, None, "dask: the scheduler cancelled this run")
+        error = future.exception()
+        if isinstance(error, KilledWorker):
+            return Outcome(key, None, "engine: the Dask workers running this run died "
+                                      "(distributed.scheduler.allowed-failures exceeded: killed or out of memory)")
+        return Outcome(key, None, f"dask: {type(error).__name__}: {' '.join(str(error).split())}")
 
     def close(self) -> None:
         self.client.close()

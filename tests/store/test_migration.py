@@ -16,7 +16,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from bufferlab.analysis.derive import DerivedRun, derive
+from bufferlab.analysis.derive import derive
+from bufferlab.analysis.record import DerivedRun
 from bufferlab.pipeline.plan import plan
 from bufferlab.pipeline.simulate import simulate
 from bufferlab.spec import Scenario

@@ -14,7 +14,8 @@ import duckdb
 import pytest
 
 from bufferlab import runner
-from bufferlab.analysis.derive import DerivedRun, derive
+from bufferlab.analysis.derive import derive
+from bufferlab.analysis.record import DerivedRun
 from bufferlab.pipeline.plan import plan, run_identity
 from bufferlab.pipeline.simulate import simulate
 from bufferlab.store import schema

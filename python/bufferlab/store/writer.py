@@ -3,8 +3,9 @@
 A run is identified by ``sha256(canonical engine-spec JSON + "\\n" + engine version)``
 (`pipeline.plan.run_identity`), so the same scenario on the same engine is simulated once and then
 served from the store. A run is written in one transaction, exactly as `analysis.derive` made it
-(nothing is computed here): it is there completely, or not at all (a process killed mid-write
-leaves nothing of it; DuckDB's write-ahead log replays only committed transactions).
+(its record, `analysis.record.DerivedRun`: nothing is computed here): it is there completely, or
+not at all (a process killed mid-write leaves nothing of it; DuckDB's write-ahead log replays
+only committed transactions).
 
 Many processes share one store: each opens it for one write or one query and closes it again
 (`store.connection`), and one that meets another's lock waits and retries.
@@ -19,11 +20,11 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -37,9 +38,9 @@ from .tables import NEW_STORE_SCHEMA, NUMBERED_TABLES, RUN_TABLES, run_key, stor
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from ..analysis.derive import DerivedRun
+    from ..analysis.record import DerivedRun
 
-__all__ = ["Store", "StudyPoint", "persist", "spec_hash", "RunToStore"]
+__all__ = ["Store", "StudyPoint", "persist", "spec_hash"]
 
 
 def spec_hash(engine_spec_json: str) -> str:
@@ -66,49 +67,6 @@ def _microseconds(moment: _dt.datetime) -> int:
     """A naive UTC time as microseconds since the epoch (a TIMESTAMP's Arrow value), exactly."""
     delta = moment - _dt.datetime(1970, 1, 1)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-class RunScalars(Protocol):
-    """The engine's scalars of a run that its `runs` row holds (`EngineResult` has them)."""
-
-    @property
-    def engine_version(self) -> str: ...
-    @property
-    def end_ns(self) -> int: ...
-    @property
-    def events(self) -> int: ...
-
-
-class RunTables(Protocol):
-    """A run's tables by name, in the order they are written."""
-
-    def items(self) -> Iterable[tuple[str, Any]]: ...
-
-
-class RunToStore(Protocol):
-    """What `Store.save` writes of a run (`analysis.derive.DerivedRun`)."""
-
-    @property
-    def run_id(self) -> str: ...
-    @property
-    def name(self) -> str | None: ...
-    @property
-    def seed(self) -> int: ...
-    @property
-    def duration_ns(self) -> int: ...
-    @property
-    def wall_time_s(self) -> float: ...
-    @property
-    def spec_json(self) -> str: ...
-    @property
-    def spec_hash(self) -> str: ...
-    @property
-    def user_spec_json(self) -> str: ...
-    @property
-    def study(self) -> str | None: ...
-    @property
-    def result(self) -> RunScalars: ...
-    def stored_tables(self) -> RunTables: ...
 
 
 @dataclass(frozen=True)
@@ -217,7 +175,7 @@ class Store:
         self.con.execute("COMMIT")
         self._empty = False
 
-    def save(self, run: RunToStore, *, replace: bool = False, point: StudyPoint | None = None) -> None:
+    def save(self, run: DerivedRun, *, replace: bool = False, point: StudyPoint | None = None) -> None:
         """Write one run atomically, with its place in a study if given; with `replace`, an
         existing run of that id is replaced in the same transaction (so a failure keeps the old one)."""
         with self._transaction():
@@ -285,7 +243,7 @@ class Store:
         assert row is not None
         return int(row[0])
 
-    def _insert_run(self, run: RunToStore, number: int) -> None:
+    def _insert_run(self, run: DerivedRun, number: int) -> None:
         r = run.result
         row: list[tuple[str, str, Any]] = [
             ("run_id", "Utf8", run.run_id), ("status", "Utf8", "complete"),
@@ -327,7 +285,7 @@ class Store:
             _frame = frame.__arrow_c_stream__()  # noqa: F841 - read by DuckDB by its name (see above)
             self.con.execute(statement)
 
-    def _insert_tables(self, run: RunToStore, number: int) -> None:
+    def _insert_tables(self, run: DerivedRun, number: int) -> None:
         """Every table of the run but `runs`, as `derive` made them; the run's `number` keys the
         numbered ones."""
         for table, frame in run.stored_tables().items():

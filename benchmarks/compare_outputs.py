@@ -92,7 +92,7 @@ def fingerprint(source: Any, simulate_it: bool) -> dict[str, Any]:
 # source (the run's id, in every table; compared apart, as each scenario's `run_id`).
 VARYING = {"created_at", "wall_time_s", "updated_at", "run_id", "engine_version"}
 # Columns of the store's own bookkeeping: `runs.run`, the run's number in its store, which keys the
-# rows of its series and captures since schema version 5 (`store.writer`).
+# rows of its series and captures since schema version 5 (`store.tables`).
 INTERNAL = {"run"}
 
 

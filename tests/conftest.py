@@ -55,7 +55,7 @@ def stored_tables(db: Path) -> dict[str, Any]:
     columns) in order, to compare two stores."""
     import duckdb
 
-    from bufferlab.store.writer import TABLES
+    from bufferlab.store.tables import TABLES
 
     con = duckdb.connect(str(db), read_only=True)
     try:

@@ -10,7 +10,7 @@ import pytest
 from bufferlab import runner
 from bufferlab.pipeline.result import ENGINE_TABLES, EngineResult, engine_schemas
 from bufferlab.spec import Scenario
-from bufferlab.store import writer as store
+from bufferlab.store.tables import TABLES
 from conftest import SMALL_DUMBBELL
 
 
@@ -44,13 +44,13 @@ def test_a_result_has_every_table_in_its_declared_schema() -> None:
 def test_store_tables_are_the_engine_tables_with_a_run_id() -> None:
     schemas = engine_schemas()
     for name in ENGINE_TABLES:
-        stored = [c for c in store.TABLES[name] if c != "run_id"]
+        stored = [c for c in TABLES[name] if c != "run_id"]
         assert stored[:len(schemas[name])] == list(schemas[name]), name
-    assert store.TABLES["flows"]["delivery_delay_byte_ns"] == "HUGEINT"
-    assert store.TABLES["flows"]["path"] == "UINTEGER[]"
-    assert store.TABLES["captures"]["is_data"] == "BOOLEAN"
-    assert store.TABLES["captures"]["flags"] == "UTINYINT"
-    assert store.TABLES["flow_timeseries"]["time_ns"] == "UBIGINT NOT NULL"
+    assert TABLES["flows"]["delivery_delay_byte_ns"] == "HUGEINT"
+    assert TABLES["flows"]["path"] == "UINTEGER[]"
+    assert TABLES["captures"]["is_data"] == "BOOLEAN"
+    assert TABLES["captures"]["flags"] == "UTINYINT"
+    assert TABLES["flow_timeseries"]["time_ns"] == "UBIGINT NOT NULL"
 
 
 def test_a_split_queue_has_a_row_per_sub_buffer_and_series_per_sub_buffer() -> None:

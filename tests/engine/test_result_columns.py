@@ -9,7 +9,7 @@ import polars as pl
 from bufferlab import runner
 from bufferlab.pipeline.result import ENGINE_TABLES
 from bufferlab.spec import Scenario
-from bufferlab.store.writer import KEYS
+from bufferlab.store.tables import KEYS
 from conftest import SMALL_DUMBBELL
 
 CAPTURED = SMALL_DUMBBELL + """

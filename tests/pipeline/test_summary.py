@@ -18,6 +18,7 @@ from bufferlab.analysis import summary as m
 from bufferlab.cli import main
 from bufferlab.cli.render import print_summary, render_summary
 from bufferlab.store import writer as store
+from bufferlab.store.schema import StoreError
 from conftest import SMALL_DUMBBELL
 
 
@@ -216,7 +217,7 @@ def test_a_failing_write_prints_no_summary(small: Path, db: Path, monkeypatch: p
         return real_render(*args, **kwargs)
 
     def refuse(self: store.Store, *args: Any, **kwargs: Any) -> None:
-        raise store.StoreError("--db", "refused for the test")
+        raise StoreError("--db", "refused for the test")
 
     monkeypatch.setattr(render, "render_summary", render_summary)
     monkeypatch.setattr(store.Store, "save", refuse)

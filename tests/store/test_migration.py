@@ -16,12 +16,15 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from bufferlab.analysis.derive import DerivedRun, derive
+from bufferlab.analysis.derive import derive
+from bufferlab.analysis.record import DerivedRun
 from bufferlab.pipeline.plan import plan
 from bufferlab.pipeline.simulate import simulate
 from bufferlab.spec import Scenario
 from bufferlab.store import migration
 from bufferlab.store import writer as store
+from bufferlab.store.schema import SCHEMA_VERSION
+from bufferlab.store.tables import NUMBERED_TABLES, TABLES, stored_table
 from conftest import REPO, SMALL_DUMBBELL, VARYING, bufferlab, stored_tables
 
 
@@ -41,7 +44,7 @@ def version_4_store(current: Path, older: Path) -> None:
     con = duckdb.connect(str(older))
     try:
         con.execute(f"ATTACH '{current}' AS current (READ_ONLY)")
-        for table, columns in store.TABLES.items():
+        for table, columns in TABLES.items():
             kept = {name: kind for name, kind in columns.items() if not (table == "runs" and name == "run")}
             con.execute(f"CREATE TABLE {table} ({', '.join(f'{c} {kind}' for c, kind in kept.items())})")
             rows = "'4'" if table == "meta" else ", ".join(kept)
@@ -88,14 +91,14 @@ def test_a_version_4_store_is_rebuilt_with_run_numbers_and_reads_the_same(older_
     assert as_version_4(stored_tables(older)) == as_version_4(expected)
     with store.Store(older):
         pass
-    assert schema_version(older) == store.SCHEMA_VERSION
+    assert schema_version(older) == SCHEMA_VERSION
     assert stored_tables(older) == expected  # run numbers in the order the runs were stored
     assert not migration.migrating_path(older).exists() and not Path(f"{older}.wal").exists()
     con = duckdb.connect(str(older), read_only=True)
     try:
-        for table in store.NUMBERED_TABLES:
+        for table in NUMBERED_TABLES:
             columns = {c for (c,) in con.execute("SELECT column_name FROM information_schema.columns "
-                                                 f"WHERE table_name = '{store.stored_table(table)}'").fetchall()}
+                                                 f"WHERE table_name = '{stored_table(table)}'").fetchall()}
             assert "run" in columns and "run_id" not in columns, table
     finally:
         con.close()
@@ -106,11 +109,11 @@ def test_reading_a_version_4_store_migrates_it_once(older_store: tuple[Path, dic
     listed = bufferlab("results", "list", "--db", str(older))
     assert listed.returncode == 0, listed.stderr
     assert all(f"{k:x}" * 12 in listed.stdout for k in (1, 2, 3))
-    assert schema_version(older) == store.SCHEMA_VERSION and stored_tables(older) == expected
+    assert schema_version(older) == SCHEMA_VERSION and stored_tables(older) == expected
     # The pause is explained, in one line, the one time it happens.
     assert listed.stderr.count("\n") == 1
     assert listed.stderr.startswith(f"note: {older}: rebuilding the store of schema version 4 in version "
-                                    f"{store.SCHEMA_VERSION}")
+                                    f"{SCHEMA_VERSION}")
     inode = older.stat().st_ino
     again = bufferlab("results", "list", "--db", str(older))
     assert again.returncode == 0 and again.stderr == ""
@@ -147,7 +150,7 @@ def test_a_migration_that_fails_leaves_the_older_store_as_it_was(older_store: tu
     monkeypatch.undo()
     with store.Store(older):  # and a later writer migrates it
         pass
-    assert schema_version(older) == store.SCHEMA_VERSION
+    assert schema_version(older) == SCHEMA_VERSION
 
 
 # A process that migrates the store at sys.argv[1] and is killed (SIGKILL) at sys.argv[2]: "copy"
@@ -230,4 +233,4 @@ def test_a_store_migrated_by_another_process_meanwhile_is_not_migrated_again_ove
     with store.Store(older) as s:
         assert s.has_run(extra.run_id)
     assert len(opened) == 2  # the first attach was of a file the path no longer named
-    assert schema_version(older) == store.SCHEMA_VERSION
+    assert schema_version(older) == SCHEMA_VERSION

@@ -19,6 +19,8 @@ import bufferlab
 import bufferlab.analysis.metrics
 from bufferlab import runner
 from bufferlab.store import writer as store
+from bufferlab.store.schema import SCHEMA_VERSION, StoreError
+from bufferlab.store.tables import KEYS, NUMBERED_TABLES, RUN_TABLES, run_key, stored_table
 from bufferlab.errors import SpecError
 from bufferlab.spec import Scenario
 from conftest import REPO, SMALL_DUMBBELL, bufferlab as cli
@@ -69,8 +71,8 @@ def test_one_runs_series_and_captures_read_by_its_number_are_its_rows_as_sql_rea
     second = stored(write_scenario, db, CAPTURED.replace('queue = "20p"', 'queue = "30p"'))
     with bufferlab.load(db) as res:
         for run_id in (first, second):
-            for table in store.NUMBERED_TABLES:
-                order = ", ".join(store.KEYS[table])
+            for table in NUMBERED_TABLES:
+                order = ", ".join(KEYS[table])
                 expected = res.query(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}", [run_id])
                 assert res.table(table, run_id[:10]).equals(expected), table
                 assert table == "class_timeseries" or expected.height > 0, table
@@ -265,7 +267,7 @@ def test_a_version_1_store_is_migrated_keeping_its_rows(tmp_path: Path) -> None:
         assert res.runs["run_id"].to_list() == ["old"] and res.runs["study_id"].to_list() == [None]
         assert res.flows["bytes_delivered"].to_list() == [1234] and "delivery_delay_byte_ns" in res.flows.columns
         assert res.flow_metrics.height == 0
-        assert res.query("SELECT value FROM meta")["value"].to_list() == [str(store.SCHEMA_VERSION)]
+        assert res.query("SELECT value FROM meta")["value"].to_list() == [str(SCHEMA_VERSION)]
 
 
 def test_a_store_from_a_newer_bufferlab_is_refused(tmp_path: Path) -> None:
@@ -275,7 +277,7 @@ def test_a_store_from_a_newer_bufferlab_is_refused(tmp_path: Path) -> None:
     con = duckdb.connect(str(path))
     con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     con.close()
-    with pytest.raises(store.StoreError, match="schema version 99, newer than this bufferlab's"):
+    with pytest.raises(StoreError, match="schema version 99, newer than this bufferlab's"):
         bufferlab.load(path)
     result = cli("results", "list", "--db", str(path))
     assert result.returncode == 2 and "error: --db:" in result.stderr
@@ -353,14 +355,14 @@ def run_counts(db: Path) -> dict[str, dict[str, int]]:
     try:
         if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'runs'").fetchone()[0]:
             # A new store gets its tables in the transaction of its first run: none before it.
-            return {"orphans": dict.fromkeys(store.RUN_TABLES, 0)}
+            return {"orphans": dict.fromkeys(RUN_TABLES, 0)}
         names = [r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()]
         # Orphans: rows of a run table (as stored: a numbered one keyed by run number) that no run owns.
         return {name: {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [name]).fetchone()[0]
-                       for t in store.RUN_TABLES} for name in names} | {
-            "orphans": {t: con.execute(f"SELECT count(*) FROM {store.stored_table(t)} WHERE {store.run_key(t)} "
-                                       f"NOT IN (SELECT {store.run_key(t)} FROM runs)").fetchone()[0]
-                        for t in store.RUN_TABLES}}
+                       for t in RUN_TABLES} for name in names} | {
+            "orphans": {t: con.execute(f"SELECT count(*) FROM {stored_table(t)} WHERE {run_key(t)} "
+                                       f"NOT IN (SELECT {run_key(t)} FROM runs)").fetchone()[0]
+                        for t in RUN_TABLES}}
     finally:
         con.close()
 
@@ -373,7 +375,7 @@ def test_a_writer_killed_mid_transaction_leaves_no_partial_rows(db: Path) -> Non
     assert "saved" not in output
     after = run_counts(db)
     assert after == before, "the killed run left rows behind"
-    assert after["orphans"] == dict.fromkeys(store.RUN_TABLES, 0)
+    assert after["orphans"] == dict.fromkeys(RUN_TABLES, 0)
     # The store opens for writing again and takes the same run whole.
     assert "saved" in kill_writer(db, "normal", "saved", seed=4)
     assert len(run_counts(db)) == 3  # two runs + the orphans entry
@@ -383,7 +385,7 @@ def test_a_writer_killed_during_a_large_insert_leaves_all_or_nothing(db: Path) -
     # Nearly 5 million series rows take seconds to insert; the writer dies half a second in.
     output = kill_writer(db, "large", "saving", seed=5, delay=0.5)
     counts = run_counts(db)
-    assert counts["orphans"] == dict.fromkeys(store.RUN_TABLES, 0)
+    assert counts["orphans"] == dict.fromkeys(RUN_TABLES, 0)
     runs = [c for name, c in counts.items() if name != "orphans"]
     if "saved" in output:
         assert runs and runs[0]["flow_timeseries"] == 2 * 10 * 40_000
@@ -419,7 +421,7 @@ def test_a_writer_killed_before_its_commit_leaves_the_store_no_larger(tmp_path: 
     assert "saved" in kill_writer(clean, "normal", "saved", seed=4)
     output = kill_writer(killed, "large-pause", "mid-write", seed=5)
     assert "saved" not in output
-    assert run_counts(killed) == {"orphans": dict.fromkeys(store.RUN_TABLES, 0)}
+    assert run_counts(killed) == {"orphans": dict.fromkeys(RUN_TABLES, 0)}
     assert "saved" in kill_writer(killed, "normal", "saved", seed=4)
     assert not Path(f"{killed}.wal").exists()
     assert killed.stat().st_size <= 1.1 * clean.stat().st_size, \

@@ -14,10 +14,15 @@ import duckdb
 import pytest
 
 from bufferlab import runner
-from bufferlab.analysis.derive import DerivedRun, derive
+from bufferlab.analysis.derive import derive
+from bufferlab.analysis.record import DerivedRun
 from bufferlab.pipeline.plan import plan, run_identity
 from bufferlab.pipeline.simulate import simulate
+from bufferlab.store import schema
 from bufferlab.store import writer as store
+from bufferlab.store.schema import SCHEMA_VERSION, StoreError, stored_schema_version
+from bufferlab.store.tables import NUMBERED_TABLES, RUN_LENGTH_COLUMNS, stored_table
+from bufferlab.store.tables import TABLES as STORE_TABLES
 from bufferlab.store.connection import NEW_STORE_BLOCK_SIZE, ROW_GROUP_SIZE
 from bufferlab.spec import Scenario
 from conftest import LOSSY_LINE, REPO, SMALL_DUMBBELL, bufferlab, store_block_size
@@ -245,7 +250,7 @@ def run_numbers(db: Path) -> dict[str, Any]:
     con = duckdb.connect(str(db), read_only=True)
     try:
         return {"runs": dict(con.execute("SELECT run_id, run FROM runs").fetchall()),
-                **{t: {n for (n,) in con.execute(f"SELECT DISTINCT run FROM {store.stored_table(t)}").fetchall()}
+                **{t: {n for (n,) in con.execute(f"SELECT DISTINCT run FROM {stored_table(t)}").fetchall()}
                    for t in ("flow_timeseries", "channel_timeseries")}}
     finally:
         con.close()
@@ -327,7 +332,7 @@ def row_group_layout(db: Path, table: str) -> dict[int, list[tuple[Any, ...]]]:
     con = duckdb.connect(str(db), read_only=True)
     try:
         rows = con.execute("SELECT row_group_id, column_name, segment_id, count, block_id, block_offset "
-                           f"FROM pragma_storage_info('{store.stored_table(table)}') ORDER BY ALL").fetchall()
+                           f"FROM pragma_storage_info('{stored_table(table)}') ORDER BY ALL").fetchall()
     finally:
         con.close()
     layout: dict[int, list[tuple[Any, ...]]] = {}
@@ -356,14 +361,14 @@ def test_a_later_write_leaves_the_row_groups_of_earlier_runs_where_they_are(db: 
 
 
 def test_a_new_store_keeps_keys_and_slowly_changing_series_run_length_encoded(db: Path) -> None:
-    # `store.RUN_LENGTH_COLUMNS`: told to DuckDB when the tables are made, so that its checkpoint
+    # `tables.RUN_LENGTH_COLUMNS`: told to DuckDB when the tables are made, so that its checkpoint
     # does not weigh every other encoding over them; a constant segment stays a constant.
     run = dense_run("20p")
     store.persist(run, db)
     con = duckdb.connect(str(db), read_only=True)
     try:
-        for table, columns in store.RUN_LENGTH_COLUMNS.items():
-            data = store.stored_table(table)
+        for table, columns in RUN_LENGTH_COLUMNS.items():
+            data = stored_table(table)
             assert con.execute(f"SELECT count(*) FROM {data}").fetchone()[0] == \
                 (len(getattr(run.result, table)) if table != "captures" else 0)
             encodings = dict(con.execute(
@@ -437,7 +442,7 @@ def test_a_duckdb_file_without_meta_is_refused_and_left_as_it_was(db: Path) -> N
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE notes (x INTEGER)")
     con.close()
-    with pytest.raises(store.StoreError, match=r"not a bufferlab store \(no meta table\)"):
+    with pytest.raises(StoreError, match=r"not a bufferlab store \(no meta table\)"):
         store.Store(db)
     done = bufferlab("results", "list", "--db", str(db))
     assert done.returncode == 2 and done.stderr.startswith("error: --db: not a bufferlab store")
@@ -455,7 +460,7 @@ def test_an_empty_duckdb_file_becomes_a_store_of_the_current_schema(db: Path) ->
         pass
     con = duckdb.connect(str(db), read_only=True)
     try:
-        assert store.stored_schema_version(con) == store.SCHEMA_VERSION
+        assert stored_schema_version(con) == SCHEMA_VERSION
     finally:
         con.close()
 
@@ -468,22 +473,22 @@ def test_a_file_whose_tables_are_only_in_its_log_is_not_taken_for_empty(tmp_path
 
     for name, statement in (("notes", "CREATE TABLE notes (x INTEGER)"),
                             ("old_store", "CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR); "
-                                          f"INSERT INTO meta VALUES ('schema_version', '{store.SCHEMA_VERSION + 1}')")):
+                                          f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION + 1}')")):
         path = tmp_path / f"{name}.duckdb"
         subprocess.run([sys.executable, "-c", "import duckdb, os, sys\n"
                         "con = duckdb.connect(sys.argv[1], config={'checkpoint_threshold': '1GB'})\n"
                         "con.execute(sys.argv[2])\nos._exit(0)", str(path), statement], check=True, timeout=60)
         assert Path(f"{path}.wal").stat().st_size > 0
-    with pytest.raises(store.StoreError, match=r"not a bufferlab store \(no meta table\)"):
+    with pytest.raises(StoreError, match=r"not a bufferlab store \(no meta table\)"):
         store.Store(tmp_path / "notes.duckdb")
-    with pytest.raises(store.StoreError, match="newer than this bufferlab"):
+    with pytest.raises(StoreError, match="newer than this bufferlab"):
         store.Store(tmp_path / "old_store.duckdb")
 
 
 def test_a_new_file_is_known_empty_without_listing_the_catalogue(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     listed: list[bool] = []
-    real_list = store._existing_tables
-    monkeypatch.setattr(store, "_existing_tables", lambda con: listed.append(True) or real_list(con))
+    real_list = schema._existing_tables
+    monkeypatch.setattr(schema, "_existing_tables", lambda con: listed.append(True) or real_list(con))
     with store.Store(db):
         pass
     assert listed == []
@@ -492,9 +497,9 @@ def test_a_new_file_is_known_empty_without_listing_the_catalogue(db: Path, monke
     assert listed == []
     con = duckdb.connect(str(db), read_only=True)
     try:
-        assert store.stored_schema_version(con) == store.SCHEMA_VERSION
+        assert stored_schema_version(con) == SCHEMA_VERSION
         assert {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()} == {
-            *store.TABLES, *map(store.stored_table, store.NUMBERED_TABLES)}
+            *STORE_TABLES, *map(stored_table, NUMBERED_TABLES)}
     finally:
         con.close()
 

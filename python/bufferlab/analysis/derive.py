@@ -9,23 +9,23 @@ the result's tables, in one call without the GIL: deriving a fresh run imports n
 polars (issue 15). The engine's other tables (time series, captures, queue classes) pass on as
 they are, but for a run that keeps no series (`[record] store_series = false`): its time-series
 tables are emptied once the catalogue has read them, so that neither a sweep's worker hands them
-over nor the store writes them. The store writes what this step returns and computes nothing
-itself.
+over nor the store writes them. The store writes what this step returns (`analysis.record`'s
+`DerivedRun`) and computes nothing itself.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..pipeline.columns import CHANNEL_SUMMARY, FLOW_SUMMARY, stored_column_types, stored_schemas
 from ..pipeline.engine import core
-from ..pipeline.result import ENGINE_TABLES, EngineResult, polars_type, record_values
+from ..pipeline.result import EngineResult, polars_type, record_values
 from . import metrics as catalogue
 from . import summary
 from .figures import ChannelFigures, FlowFigures
+from .record import DerivedRun
 
 if TYPE_CHECKING:  # pragma: no cover
     # Annotations only: a run served from its plan cache loads no spec layer (pydantic).
@@ -35,40 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
 # The engine's time-series tables: what `[record] store_series = false` keeps out of the store.
 SERIES_TABLES = ("flow_timeseries", "channel_timeseries", "class_timeseries")
 
-__all__ = ["DerivedRun", "derive", "SERIES_TABLES", "without_series", "metric_tables", "flow_rows", "channel_rows",
+__all__ = ["derive", "SERIES_TABLES", "without_series", "metric_tables", "flow_rows", "channel_rows",
            "FLOW_SUMMARY", "CHANNEL_SUMMARY", "stored_schemas", "stored_column_types"]
-
-@dataclass
-class DerivedRun:
-    """One run as the store keeps it: identity, specs, the engine's tables, derived tables."""
-
-    run_id: str
-    name: str | None
-    seed: int
-    duration_ns: int
-    wall_time_s: float
-    spec_json: str
-    # sha256 of `spec_json` (`Plan.spec_hash`), stored beside it.
-    spec_hash: str
-    user_spec_json: str
-    # The engine's result: its scalars and tables (time series, captures, queue classes, ...).
-    result: EngineResult
-    # The engine's flow and channel tables with their summary columns (`FLOW_SUMMARY`,
-    # `CHANNEL_SUMMARY`), as Arrow tables.
-    flows: Any
-    channels: Any
-    # The metric catalogue's tables as Arrow tables: flow_metrics, link_metrics, network_metrics.
-    metric_tables: Mapping[str, Any]
-    summary: summary.RunSummary
-    bottleneck: int | None = None
-    study: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def stored_tables(self) -> dict[str, Any]:
-        """Every table of the run as the store writes it (each a `run_id` short of its stored form),
-        as Arrow tables."""
-        tables = {name: self.result.arrow(name) for name in ENGINE_TABLES}
-        return {**tables, "flows": self.flows, "channels": self.channels, **self.metric_tables}
 
 
 def _arrow_table(name: str, rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> Any:

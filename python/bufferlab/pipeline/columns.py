@@ -1,6 +1,6 @@
 """The columns of a run's tables as `derive` hands them on to the store: the engine's own
 (`result`), and the summary columns derive adds to the flow and channel tables. Data only, like
-`analysis.catalogue`: the store's schema (`store.writer`) needs them, not derive's catalogue.
+`analysis.catalogue`: the store's schema (`store.tables`) needs them, not derive's catalogue.
 """
 
 from __future__ import annotations

@@ -5,27 +5,15 @@ file to read: a run into a new store needs it only once simulated."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import SCHEMA_VERSION
+from .schema import SCHEMA_VERSION, check_run_id
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
 
-__all__ = ["stored_counters", "check_run_id"]
-
-# A run id: sha256 in hex (`pipeline.plan.run_identity`).
-_RUN_ID = re.compile(r"[0-9a-f]{64}")
-
-
-def check_run_id(run_id: str) -> str:
-    """`run_id` if it is one (64 hex digits), safe to write into SQL as a literal: DuckDB's Python
-    client imports pandas to convert any bound parameter, which costs more than a whole look-up."""
-    if not _RUN_ID.fullmatch(run_id):
-        raise ValueError(f"not a run id: {run_id!r}")
-    return run_id
+__all__ = ["stored_counters"]
 
 
 def _records(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -37,8 +25,8 @@ def stored_counters(db: str | Path, run_id: str) -> dict[str, Any] | None:
     """The stored counters of a complete run in the shape of the engine's RunResult (without
     series): the rows of the `flows` and `channels` tables (the engine's columns, flows with their
     endpoints' names, and the summary columns). None if the store does not have it. A store of
-    another schema version goes through `Results`, which migrates an older one and refuses a
-    newer one."""
+    another schema version is opened for writing first, which migrates an older one, refuses a
+    newer one and gives an empty file its tables, as `Results` does; then it is read again."""
     import duckdb
 
     from .connection import connect
@@ -48,13 +36,14 @@ def stored_counters(db: str | Path, run_id: str) -> dict[str, Any] | None:
     try:
         try:
             version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except duckdb.CatalogException:  # an empty file, or not a store: `Results` says which
+        except duckdb.CatalogException:  # an empty file, or not a store: the writer says which
             version = None
         if version is None or int(version[0]) != SCHEMA_VERSION:
             con.close()
-            from .reader import Results
+            from .writer import Store
 
-            return Results(db).counters(run_id)
+            Store(db).close()
+            return stored_counters(db, run_id)
         run = con.execute(f"SELECT engine_version, end_ns, events, wall_time_s, seed FROM runs {where} "
                           "AND status = 'complete'").fetchone()
         if run is None:

@@ -1,4 +1,4 @@
-"""Bringing a store of an older schema version to the current one (`store.writer`'s tables).
+"""Bringing a store of an older schema version to the current one (`store.tables`).
 
 A store is rebuilt, not altered in place: its rows are copied into a new file of the current
 schema beside it (``<store>.migrating``), which then replaces the store by a rename. Until the
@@ -13,7 +13,7 @@ replaced it, and took its lock just after, would otherwise migrate it again and 
 over the store that others may have written into meanwhile.
 
 Why a copy. Version 5 keys the tables of many rows per run (series, captures) by the run's
-number instead of its id (`writer`'s docstring). Made in place, in one transaction, the change held every run table's rows
+number instead of its id (`tables`' docstring). Made in place, in one transaction, the change held every run table's rows
 uncompressed in memory until the commit (writers make no optimistic writes), and the file kept
 the older tables' blocks as free space after it: a store of 10 reference dumbbell runs went from
 28 to 56 MB. The copy is written with optimistic writes, so its row groups reach the new file
@@ -36,8 +36,8 @@ from pathlib import Path
 import duckdb
 
 from .connection import NEW_STORE_BLOCK_SIZE, ROW_GROUP_SIZE, connect, release_writer, sql_string
-from .writer import (NEW_STORE_SCHEMA, NUMBERED_TABLES, SCHEMA_VERSION, TABLES, StoreError, check_schema_version,
-                     stored_schema_version, stored_table)
+from .schema import SCHEMA_VERSION, StoreError, check_schema_version, stored_schema_version
+from .tables import NEW_STORE_SCHEMA, NUMBERED_TABLES, TABLES, stored_table
 
 __all__ = ["migrate", "migrating_path"]
 

@@ -12,7 +12,7 @@ Every table is a polars DataFrame (``.to_pandas()`` converts). A `Results` holds
 each query opens the store read-only and closes it again (`store.connection`), so a notebook that
 keeps one open never blocks a sweep that is writing, and a query that meets a writer's lock waits
 for it. The queries of a `with res.one_connection():` block share one connection instead (the
-commands' few queries, a report's page), which holds the lock until the block ends. A store of an older schema is migrated first (see `store.writer`).
+commands' few queries, a report's page), which holds the lock until the block ends. A store of an older schema is migrated first (`store.migration`).
 
 polars (and pyarrow and numpy, which DuckDB's conversion to polars brings) are imported by the
 first query that returns a DataFrame, not with this module: `bufferlab results list` prints
@@ -32,8 +32,9 @@ import duckdb
 from ..errors import writing
 from .connection import connect
 from .counters import stored_counters
-from .writer import (DEFAULT_DB, KEYS, NUMBERED_TABLES, SCHEMA_VERSION, TABLES, Store, StoreError,
-                     check_schema_version, stored_schema_version, stored_table)
+from .schema import DEFAULT_DB, SCHEMA_VERSION, StoreError, check_schema_version, stored_schema_version
+from .tables import KEYS, NUMBERED_TABLES, TABLES, stored_table
+from .writer import Store
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -148,7 +149,7 @@ class Results:
         return f"SELECT * FROM {name} WHERE run_id = ?{suffix}", [self.run_id(run)]
 
     def _rows_of_run(self, table: str, run_id: str, *, entity: str | None = None) -> pl.DataFrame:
-        """The rows of one run of a numbered table (`writer.NUMBERED_TABLES`) in key order, as its
+        """The rows of one run of a numbered table (`tables.NUMBERED_TABLES`) in key order, as its
         view reads them (with `entity`, the flows or channels table: each row's flow or channel
         name in front). They are read from the data table by the run's number, and the run id is
         put back in polars, one value for every row: DuckDB handing over the same 64 characters

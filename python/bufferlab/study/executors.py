@@ -26,8 +26,9 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..analysis.derive import derive
+from ..analysis.record import DerivedRun
 from ..errors import SpecError
-from ..analysis.derive import DerivedRun, derive
 from ..pipeline.plan import Plan
 from ..pipeline.simulate import simulate
 

@@ -387,8 +387,8 @@ fn to_python(py: Python<'_>, c: Catalogue) -> PyResult<Bound<'_, PyDict>> {
     link_metrics.set_item("bottleneck", links.bottleneck)?;
     out.set_item("link_metrics", link_metrics)?;
     let network = PyDict::new(py);
-    for (name, value) in metrics::NETWORK_METRICS.iter().zip(c.network_metrics) {
-        network.set_item(name, value)?;
+    for (metric, value) in metrics::NETWORK_METRICS.iter().zip(c.network_metrics) {
+        network.set_item(metric.name, value)?;
     }
     out.set_item("network_metrics", network)?;
     Ok(out)

@@ -115,6 +115,11 @@ class Run:
     def finish(self) -> dict[str, Table]:
         """The result as `run()` returns it; raises ValueError unless the run is over."""
 
+def metric_catalogue() -> dict[str, list[tuple[str, str, str]]]:
+    """The metric catalogue's tables by name (flow_metrics, link_metrics, network_metrics), each
+    its metrics in the table's order as (name, unit, definition): the engine's one list of them
+    (crates/bufferlab-core/src/metrics/catalogue.rs)."""
+
 def catalogue(flows: Table, channels: Table, flow_timeseries: Table, end_ns: int, segments: list[tuple[int, int]],
               bottleneck: int | None = None) -> dict[str, Any]:
     """The metric catalogue of a run from its `flows`, `channels` and `flow_timeseries` tables, the

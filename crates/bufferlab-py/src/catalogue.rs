@@ -1,5 +1,8 @@
-//! `_core.catalogue`: the metric catalogue of a run (`bufferlab_core::metrics`) from its flow,
-//! channel and flow time-series tables, for Python's derive step (pipeline/derive.py); and
+//! `_core.metric_catalogue`: the catalogue's metrics, units and definitions
+//! (`bufferlab_core::metrics::catalogue`), the one list Python's tables are named from
+//! (analysis/catalogue.py); `_core.catalogue`: the metric catalogue of a run
+//! (`bufferlab_core::metrics`) from its flow, channel and flow time-series tables, for Python's
+//! derive step (pipeline/derive.py); and
 //! `_core.figures`: the end-of-run figures alone (`metrics::figures`), from the flow table, the
 //! channel table or both in one call, for the run summary (analysis/summary.py) and derive's
 //! summary columns. The tables' columns are read in place (the series without a copy); the
@@ -257,6 +260,17 @@ fn compute(
     Ok(metrics::catalogue(&facts))
 }
 
+/// The catalogue's tables by name (flow_metrics, link_metrics, network_metrics), each its metrics
+/// in the table's order as (name, unit, definition) (`metrics::catalogue`).
+#[pyfunction]
+pub fn metric_catalogue(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    for (table, metrics) in metrics::catalogue::TABLES {
+        out.set_item(table, metrics.iter().map(|m| (m.name, m.unit, m.definition)).collect::<Vec<_>>())?;
+    }
+    Ok(out)
+}
+
 /// The metric catalogue of a run from its `flows`, `channels` and `flow_timeseries` tables, the
 /// run's end, each flow's (MSS, header bytes) and the bottleneck channel: a dict of
 /// `flow_figures`, `channel_figures`, `flow_metrics`, `link_metrics` (each a dict of columns as
@@ -387,8 +401,8 @@ fn to_python(py: Python<'_>, c: Catalogue) -> PyResult<Bound<'_, PyDict>> {
     link_metrics.set_item("bottleneck", links.bottleneck)?;
     out.set_item("link_metrics", link_metrics)?;
     let network = PyDict::new(py);
-    for (name, value) in metrics::NETWORK_METRICS.iter().zip(c.network_metrics) {
-        network.set_item(name, value)?;
+    for (metric, value) in metrics::NETWORK_METRICS.iter().zip(c.network_metrics) {
+        network.set_item(metric.name, value)?;
     }
     out.set_item("network_metrics", network)?;
     Ok(out)

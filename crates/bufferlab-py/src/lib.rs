@@ -6,7 +6,8 @@
 //! is released while simulating and while the tables are built. Python's derive step hands those
 //! tables back to `catalogue` (`catalogue.rs`), which computes the metric catalogue from them with
 //! `bufferlab_core::metrics`, so that deriving a run needs no numpy; `figures` computes the
-//! end-of-run figures alone, for the run summary.
+//! end-of-run figures alone, for the run summary; `metric_catalogue` lists the catalogue's
+//! metrics, units and definitions, which Python names its tables' columns from.
 //!
 //! Errors are typed: a spec the engine refuses raises `EngineSpecError` (a `ValueError`) with
 //! `.field` (the engine's field path, e.g. `links[0].rate_bps`) and `.reason`. A simulation runs
@@ -232,6 +233,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Table>()?;
     m.add_class::<Column>()?;
     m.add_function(wrap_pyfunction!(result_schemas, m)?)?;
+    m.add_function(wrap_pyfunction!(catalogue::metric_catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::figures, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::slowest_busy_channel, m)?)?;

@@ -35,7 +35,9 @@ run loads neither numpy nor polars (issue 15: numpy's import was 25-30 ms of CPU
 before (the same operations in the same order, numpy's pairwise sums), except that the logarithm
 is libm's, the same on every machine, where numpy's depended on the CPU (SVML on AVX-512). This
 module gathers the inputs (`RunData`), hands the results out by table, and keeps the plotting
-helpers (`interval_rate_mbps`, `FlowSeries`) that read series with numpy outside a run.
+helpers (`interval_rate_mbps`, `FlowSeries`) that read series with numpy outside a run. The
+metrics' names, units and definitions are the engine's too: its one list (metrics/catalogue.rs),
+read through `analysis.catalogue`.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@
 //! operations in the same order, numpy's pairwise sums: `numeric`), except the logarithm, which
 //! is libm's on every machine (`numeric::ln`) where numpy's depended on the CPU.
 //!
+//! - `catalogue`: every metric of the three tables, in order, with its unit and definition: the
+//!   one list of their names, which the code below takes its columns from;
 //! - `figures`: per flow and per channel, from the end-of-run counters;
 //! - `series`: a sampled flow's per-sample quantities and their means and covs;
 //! - `network`: sums and fairness indices over the flows at each sample, then their means.
@@ -15,14 +17,18 @@
 //! A flow without series (recording off, or not selected) has its rates and one-way delay as
 //! lifetime averages of its counters and no per-sample metric (cwnd, srtt, utilities, cov).
 
+pub mod catalogue;
 pub mod figures;
 pub mod network;
 pub mod numeric;
 pub mod series;
 
+pub use catalogue::{FlowRow, Metric, FLOW_METRICS, LINK_METRICS, NETWORK_METRICS};
 pub use figures::{service_rate, slowest_busy_channel, ChannelFigures, FlowFigures};
-pub use network::{NetworkMeans, NETWORK_METRICS};
-pub use series::{FlowSamples, SeriesMeans, SERIES_METRICS};
+pub use network::NetworkMeans;
+pub use series::FlowSamples;
+
+use catalogue::{flow_metric, link_metric};
 
 use crate::record::result::{ChannelRecord, FlowRecord};
 use series::{ActiveSamples, Clock, FlowContext, Scratch};
@@ -55,7 +61,8 @@ pub struct RunFacts<'a> {
     pub series: Option<FlowSeries<'a>>,
 }
 
-/// The flow table's metrics, one value per flow (None where undefined), by catalogue name.
+/// The flow table's metrics, one value per flow (None where undefined), by catalogue name in
+/// `FLOW_METRICS` order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowMetrics {
     pub columns: Vec<(&'static str, Vec<Option<f64>>)>,
@@ -69,6 +76,7 @@ pub struct LinkMetrics {
     pub channel: Vec<usize>,
     pub rate_mbps: Vec<Option<f64>>,
     pub bottleneck: Vec<bool>,
+    /// The link metrics by catalogue name, in `LINK_METRICS` order.
     pub columns: Vec<(&'static str, Vec<Option<f64>>)>,
 }
 
@@ -118,22 +126,14 @@ impl Rates<'_> {
     }
 }
 
-/// The flow table (`FLOW_METRICS` of the catalogue) and the network row.
+/// The flow table (`FLOW_METRICS`) and the network row.
 fn flow_and_network_metrics(
     facts: &RunFacts<'_>,
     figures: &FlowFigures,
     rates: &Rates<'_>,
 ) -> (FlowMetrics, NetworkMeans) {
     let n = facts.flows.len();
-    let none = || vec![None; n];
-    let mut series_columns: Vec<Vec<Option<f64>>> = SERIES_METRICS.iter().map(|_| none()).collect();
-    // Without series: the rates over the lifetime, and the delay of every delivered byte.
-    series_columns[0].clone_from(&figures.throughput_l4);
-    series_columns[1].clone_from(&figures.throughput_l7);
-    series_columns[2].clone_from(&figures.throughput_l4);
-    series_columns[3].clone_from(&figures.sending_rate_l4);
-    series_columns[4].clone_from(&figures.sending_rate_l7);
-    series_columns[15].clone_from(&figures.one_way_delay_ms);
+    let mut rows: Vec<FlowRow> = (0..n).map(|flow| counters_row(&facts.flows[flow], figures, flow)).collect();
     let mut sources = vec![NO_SERIES_SOURCE; n];
     let mut network = [None; NETWORK_METRICS.len()];
     if let Some(series) = &facts.series {
@@ -167,27 +167,34 @@ fn flow_and_network_metrics(
                     bdp_segments,
                 };
                 let active = ActiveSamples { throughput: &mut throughput, in_flight: &mut in_flight };
-                let (means, source) = series::flow_series_means(s, &ctx, &clock, &mut scratch, active);
-                for (column, value) in series_columns.iter_mut().zip(means) {
-                    column[flow] = value;
-                }
-                sources[flow] = source;
+                sources[flow] = series::flow_series_means(s, &ctx, &clock, &mut scratch, active, &mut rows[flow]);
                 by_sample.add_flow(&throughput, &in_flight, bdp_segments.filter(|&b| b != 0.0));
             }
             network = network::network_means(&mut by_sample, rates.bottleneck_bps());
         }
     }
-    let mut columns: Vec<(&'static str, Vec<Option<f64>>)> =
-        SERIES_METRICS.iter().copied().zip(series_columns).collect();
-    let counts = |get: fn(&FlowRecord) -> u64| facts.flows.iter().map(|f| Some(get(f) as f64)).collect();
-    columns.extend([
-        ("mean_recovery_time_l4", figures.recovery_time_ms.clone()),
-        ("flow_completion_time_l4", figures.lifetime_s.iter().map(|&s| Some(s)).collect()),
-        ("total_retransmissions_l4", counts(|f| f.segments_retransmitted)),
-        ("total_rtos_l4", counts(|f| f.rtos)),
-        ("loss_rate_l4", figures.loss_rate.clone()),
-    ]);
-    (FlowMetrics { columns, delivery_rate_source: sources }, network)
+    let columns = FLOW_METRICS.iter().enumerate().map(|(i, m)| (m.name, rows.iter().map(|row| row[i]).collect()));
+    (FlowMetrics { columns: columns.collect(), delivery_rate_source: sources }, network)
+}
+
+/// A flow's row from its end-of-run counters: its totals, and its rates and one-way delay as
+/// averages over its lifetime; the per-sample metrics (cwnd, srtt, utilities, cov) undefined.
+/// What a flow without series keeps; a sampled flow's series replace its means and covs
+/// (`series::flow_series_means`).
+fn counters_row(record: &FlowRecord, figures: &FlowFigures, flow: usize) -> FlowRow {
+    let mut row: FlowRow = [None; FLOW_METRICS.len()];
+    row[flow_metric!("mean_throughput_l4")] = figures.throughput_l4[flow];
+    row[flow_metric!("mean_throughput_l7")] = figures.throughput_l7[flow];
+    row[flow_metric!("mean_delivery_rate_l4")] = figures.throughput_l4[flow];
+    row[flow_metric!("mean_sending_rate_l4")] = figures.sending_rate_l4[flow];
+    row[flow_metric!("mean_sending_rate_l7")] = figures.sending_rate_l7[flow];
+    row[flow_metric!("mean_one_way_delay_l7")] = figures.one_way_delay_ms[flow];
+    row[flow_metric!("mean_recovery_time_l4")] = figures.recovery_time_ms[flow];
+    row[flow_metric!("flow_completion_time_l4")] = Some(figures.lifetime_s[flow]);
+    row[flow_metric!("total_retransmissions_l4")] = Some(record.segments_retransmitted as f64);
+    row[flow_metric!("total_rtos_l4")] = Some(record.rtos as f64);
+    row[flow_metric!("loss_rate_l4")] = figures.loss_rate[flow];
+    row
 }
 
 /// The link table: every channel that sent or was offered a packet.
@@ -198,21 +205,21 @@ fn link_metrics(facts: &RunFacts<'_>, figures: &ChannelFigures) -> LinkMetrics {
         .collect();
     let of = |get: &dyn Fn(usize) -> Option<f64>| busy.iter().map(|&i| get(i)).collect::<Vec<_>>();
     let count = |get: fn(&ChannelRecord) -> u64| of(&|i| Some(get(&facts.channels[i]) as f64));
-    let columns = vec![
-        ("mean_qdisc_length_l2", of(&|i| figures.mean_queue_packets[i])),
-        ("max_qdisc_length_l2", count(|c| c.max_queue_packets)),
-        ("mean_qdisc_delay_l2", of(&|i| figures.mean_sojourn_ns[i].map(|ns| ns / 1e6))),
-        // bytes × 8e3 / end (ns): Mb/s incl. headers.
-        ("mean_sending_rate_l1", of(&|i| (end != 0).then(|| facts.channels[i].sent_bytes as f64 * 8e3 / end as f64))),
-        ("total_qdisc_drops_l2", count(|c| c.dropped_queue_packets)),
-        ("total_random_losses_l1", count(|c| c.dropped_loss_packets)),
-        ("utilization_l1", of(&|i| figures.utilisation[i])),
-    ];
+    let mut columns: [Vec<Option<f64>>; LINK_METRICS.len()] = Default::default();
+    columns[link_metric!("mean_qdisc_length_l2")] = of(&|i| figures.mean_queue_packets[i]);
+    columns[link_metric!("max_qdisc_length_l2")] = count(|c| c.max_queue_packets);
+    columns[link_metric!("mean_qdisc_delay_l2")] = of(&|i| figures.mean_sojourn_ns[i].map(|ns| ns / 1e6));
+    // bytes × 8e3 / end (ns): Mb/s incl. headers.
+    columns[link_metric!("mean_sending_rate_l1")] =
+        of(&|i| (end != 0).then(|| facts.channels[i].sent_bytes as f64 * 8e3 / end as f64));
+    columns[link_metric!("total_qdisc_drops_l2")] = count(|c| c.dropped_queue_packets);
+    columns[link_metric!("total_random_losses_l1")] = count(|c| c.dropped_loss_packets);
+    columns[link_metric!("utilization_l1")] = of(&|i| figures.utilisation[i]);
     LinkMetrics {
         rate_mbps: of(&|i| figures.service_rate_bps[i].map(|r| r as f64 / 1e6)),
         bottleneck: busy.iter().map(|&i| Some(i) == facts.bottleneck).collect(),
         channel: busy,
-        columns,
+        columns: LINK_METRICS.iter().map(|m| m.name).zip(columns).collect(),
     }
 }
 
@@ -274,8 +281,8 @@ mod tests {
         assert_eq!(column(columns, "mean_network_power_l4")[1], Some(10_000.0));
         assert_eq!(result.flow_metrics.delivery_rate_source[1], series::ACKED_FALLBACK);
         // The network row sees flow 1 alone.
-        assert_eq!(result.network_metrics[0], Some(100.0));
-        assert_eq!(result.network_metrics[6], Some(1.0));
+        assert_eq!(result.network_metrics[catalogue::network_metric!("mean_agg_throughput_l4")], Some(100.0));
+        assert_eq!(result.network_metrics[catalogue::network_metric!("mean_jains_fairness_throughput_l4")], Some(1.0));
     }
 
     #[test]
@@ -299,5 +306,69 @@ mod tests {
         assert_eq!(links.rate_mbps, vec![Some(10.0), None]);
         assert_eq!(column(&links.columns, "mean_sending_rate_l1"), &[Some(10.0), Some(0.0)]);
         assert_eq!(column(&links.columns, "total_qdisc_drops_l2"), &[Some(0.0), Some(1.0)]);
+    }
+
+    /// The names of `columns`, in order.
+    fn names(columns: &[(&'static str, Vec<Option<f64>>)]) -> Vec<&'static str> {
+        columns.iter().map(|(name, _)| *name).collect()
+    }
+
+    fn catalogue_names(table: &[Metric]) -> Vec<&'static str> {
+        table.iter().map(|m| m.name).collect()
+    }
+
+    #[test]
+    fn the_tables_computed_are_the_catalogue_s_columns_in_order() {
+        // Two flows, one of them sampled; two busy channels, the first the bottleneck.
+        let flows = [
+            FlowRecord { bytes_acked: 1_250_000, segments_sent: 10, path: vec![0], ..FlowRecord::default() },
+            FlowRecord { bytes_acked: 2_500_000, min_rtt_ns: Some(10_000_000), path: vec![0], ..FlowRecord::default() },
+        ];
+        let channels = [
+            ChannelRecord { rate_bps: Some(10_000_000), sent_packets: 5, busy_ns: 1, ..ChannelRecord::default() },
+            ChannelRecord { offered_packets: 1, ..ChannelRecord::default() },
+        ];
+        let segments = [Segment { mss: 1000, header_bytes: 40 }; 2];
+        let (acked, zeros, srtt) = ([125_000, 250_000], [0, 0], [10_000_000, 10_000_000]);
+        let series = FlowSeries { time_ns: &[10_000_000, 20_000_000], rows: vec![(1, samples(&acked, &zeros, &srtt))] };
+        let facts = RunFacts {
+            end_ns: 1_000_000_000,
+            flows: &flows,
+            channels: &channels,
+            segments: &segments,
+            bottleneck: Some(0),
+            series: Some(series),
+        };
+        let result = catalogue(&facts);
+        assert_eq!(names(&result.flow_metrics.columns), catalogue_names(&FLOW_METRICS));
+        assert!(result.flow_metrics.columns.iter().all(|(_, values)| values.len() == flows.len()));
+        assert_eq!(names(&result.link_metrics.columns), catalogue_names(&LINK_METRICS));
+        assert!(result.link_metrics.columns.iter().all(|(_, values)| values.len() == channels.len()));
+        // The network row has one entry per network metric (`NetworkMeans`), all defined here.
+        assert_eq!(result.network_metrics.len(), NETWORK_METRICS.len());
+        assert!(result.network_metrics.iter().all(Option::is_some), "{:?}", result.network_metrics);
+    }
+
+    #[test]
+    fn a_flow_s_series_set_every_flow_metric_but_those_of_its_end_of_run_counters() {
+        // A flow whose lifetime ends before the first sample: its series define nothing.
+        let (acked, zeros, srtt) = ([125_000, 250_000], [0, 0], [10_000_000, 10_000_000]);
+        let clock = Clock::new(&[10_000_000, 20_000_000]);
+        let ctx = FlowContext { start_ns: 0, end_ns: 0, mss: 1000, path_rate_bps: Some(1e7), bdp_segments: Some(1.0) };
+        let (mut throughput, mut in_flight) = (vec![0.0; 2], vec![0.0; 2]);
+        let active = ActiveSamples { throughput: &mut throughput, in_flight: &mut in_flight };
+        let (flow, mut scratch) = (samples(&acked, &zeros, &srtt), Scratch::default());
+        let mut row: FlowRow = [Some(-1.0); FLOW_METRICS.len()];
+        series::flow_series_means(&flow, &ctx, &clock, &mut scratch, active, &mut row);
+        let kept: Vec<&str> = FLOW_METRICS.iter().zip(row).filter(|(_, v)| v.is_some()).map(|(m, _)| m.name).collect();
+        // Those of the end-of-run counters keep their value; the series set every other one.
+        let counters = [
+            "mean_recovery_time_l4",
+            "flow_completion_time_l4",
+            "total_retransmissions_l4",
+            "total_rtos_l4",
+            "loss_rate_l4",
+        ];
+        assert_eq!(kept, counters);
     }
 }

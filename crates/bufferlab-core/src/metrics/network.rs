@@ -1,22 +1,11 @@
 //! The network metrics (metrics.md, "Network metrics"): at each sample, sums and fairness
 //! indices over the flows active then (those with a throughput there), averaged over the samples.
 
+use super::catalogue::{network_metric, NETWORK_METRICS};
 use super::numeric::{ln, mean, pairwise_sum};
 
-/// The network metrics, in the order of `NetworkMeans`.
-pub const NETWORK_METRICS: [&str; 9] = [
-    "mean_agg_throughput_l4",
-    "mean_agg_in_flight_l4",
-    "mean_agg_utility_pf_l4",
-    "mean_agg_utility_mpdf_l4",
-    "mean_agg_utilization_bw_l4",
-    "mean_agg_utilization_bdp_l4",
-    "mean_jains_fairness_throughput_l4",
-    "mean_entropy_fairness_throughput_l4",
-    "mean_product_fairness_throughput_l4",
-];
-
-/// Each network metric's mean over the samples that define it (None: no sample does).
+/// Each network metric's mean over the samples that define it (None: no sample does), in
+/// `NETWORK_METRICS` order.
 pub type NetworkMeans = [Option<f64>; NETWORK_METRICS.len()];
 
 /// The active flows' values at each sample, in flow order: what the network metrics add up.
@@ -83,22 +72,23 @@ pub fn network_means(columns: &mut SampleColumns, bottleneck_bps: Option<f64>) -
             continue;
         }
         let total = pairwise_sum(x);
-        per_sample[0].push(total);
-        per_sample[1].push(pairwise_sum(flight));
+        per_sample[network_metric!("mean_agg_throughput_l4")].push(total);
+        per_sample[network_metric!("mean_agg_in_flight_l4")].push(pairwise_sum(flight));
         if let Some(rate) = bottleneck_bps {
-            per_sample[4].push(total * 1e6 / rate);
+            per_sample[network_metric!("mean_agg_utilization_bw_l4")].push(total * 1e6 / rate);
         }
         // Flows without a BDP count 0 (numpy's nansum), where some flow has one.
         if bdp.iter().any(|b| !b.is_nan()) {
             for b in bdp.iter_mut().filter(|b| b.is_nan()) {
                 *b = 0.0;
             }
-            per_sample[5].push(pairwise_sum(bdp));
+            per_sample[network_metric!("mean_agg_utilization_bdp_l4")].push(pairwise_sum(bdp));
         }
         if let Some(index) = jain(x, total, &mut terms) {
-            per_sample[6].push(index);
+            per_sample[network_metric!("mean_jains_fairness_throughput_l4")].push(index);
         }
-        per_sample[8].push(x.iter().fold(1.0, |product, &v| product * v));
+        let product = x.iter().fold(1.0, |product, &v| product * v);
+        per_sample[network_metric!("mean_product_fairness_throughput_l4")].push(product);
         // The utilities and the entropy of the positive throughputs.
         positive.clear();
         positive.extend(x.iter().copied().filter(|&v| v > 0.0));
@@ -107,11 +97,11 @@ pub fn network_means(columns: &mut SampleColumns, bottleneck_bps: Option<f64>) -
         }
         terms.clear();
         terms.extend(positive.iter().map(|&p| ln(p)));
-        per_sample[2].push(pairwise_sum(&terms));
+        per_sample[network_metric!("mean_agg_utility_pf_l4")].push(pairwise_sum(&terms));
         terms.clear();
         terms.extend(positive.iter().map(|&p| -1.0 / p));
-        per_sample[3].push(pairwise_sum(&terms));
-        per_sample[7].push(entropy(&positive, total, &mut terms));
+        per_sample[network_metric!("mean_agg_utility_mpdf_l4")].push(pairwise_sum(&terms));
+        per_sample[network_metric!("mean_entropy_fairness_throughput_l4")].push(entropy(&positive, total, &mut terms));
     }
     let mut means: NetworkMeans = [None; NETWORK_METRICS.len()];
     for (mean_of, values) in means.iter_mut().zip(per_sample.iter_mut()) {
@@ -146,14 +136,14 @@ mod tests {
         columns.add_flow(&[1.0, 1.0], &[3.0, 3.0], Some(3.0));
         columns.add_flow(&[2.0, 2.0], &[6.0, 6.0], None);
         let means = network_means(&mut columns, Some(3e6));
-        assert_eq!(means[0], Some(3.0));
-        assert_eq!(means[1], Some(9.0));
-        assert_eq!(means[4], Some(1.0));
-        assert_eq!(means[5], Some(1.0)); // the flow without a BDP counts 0
-        assert!((means[6].unwrap() - 0.9).abs() < 1e-15);
+        assert_eq!(means[network_metric!("mean_agg_throughput_l4")], Some(3.0));
+        assert_eq!(means[network_metric!("mean_agg_in_flight_l4")], Some(9.0));
+        assert_eq!(means[network_metric!("mean_agg_utilization_bw_l4")], Some(1.0));
+        assert_eq!(means[network_metric!("mean_agg_utilization_bdp_l4")], Some(1.0)); // the flow without a BDP counts 0
+        assert!((means[network_metric!("mean_jains_fairness_throughput_l4")].unwrap() - 0.9).abs() < 1e-15);
         let h = -(1.0 / 3.0 * (1.0f64 / 3.0).ln() + 2.0 / 3.0 * (2.0f64 / 3.0).ln());
-        assert!((means[7].unwrap() - h).abs() < 1e-15);
-        assert_eq!(means[8], Some(2.0));
+        assert!((means[network_metric!("mean_entropy_fairness_throughput_l4")].unwrap() - h).abs() < 1e-15);
+        assert_eq!(means[network_metric!("mean_product_fairness_throughput_l4")], Some(2.0));
     }
 
     #[test]
@@ -162,9 +152,9 @@ mod tests {
         let mut columns = SampleColumns::new(3);
         columns.add_flow(&[nan, 4.0, nan], &[nan, 1.0, nan], None);
         let means = network_means(&mut columns, None);
-        assert_eq!(means[0], Some(4.0));
-        assert_eq!(means[4], None);
-        assert_eq!(means[5], None);
+        assert_eq!(means[network_metric!("mean_agg_throughput_l4")], Some(4.0));
+        assert_eq!(means[network_metric!("mean_agg_utilization_bw_l4")], None);
+        assert_eq!(means[network_metric!("mean_agg_utilization_bdp_l4")], None);
         let mut idle = SampleColumns::new(2);
         idle.add_flow(&[nan, nan], &[nan, nan], None);
         assert_eq!(network_means(&mut idle, Some(1e6)), [None; NETWORK_METRICS.len()]);

@@ -6,6 +6,7 @@
 //! its lifetime]. A quantity undefined at a sample (srtt before the first RTT sample, ...) is
 //! NaN there and left out of the means.
 
+use super::catalogue::{flow_metric, FlowRow};
 use super::numeric::{ln, mean, pairwise_sum, std};
 
 /// The recorded series of one sampled flow (a row of the `flow_timeseries` table), cumulative
@@ -42,34 +43,6 @@ pub struct FlowContext {
 /// Where a flow's `mean_delivery_rate_l4` came from.
 pub const RATE_SAMPLES: &str = "rate samples";
 pub const ACKED_FALLBACK: &str = "acknowledged bytes per interval (fallback)";
-
-/// The means and covs of one flow's series (None: no sample defines it), in `SERIES_METRICS` order.
-pub type SeriesMeans = [Option<f64>; SERIES_METRICS.len()];
-
-/// The flow metrics taken from the series, in the order of `SeriesMeans`.
-pub const SERIES_METRICS: [&str; 21] = [
-    "mean_throughput_l4",
-    "mean_throughput_l7",
-    "mean_delivery_rate_l4",
-    "mean_sending_rate_l4",
-    "mean_sending_rate_l7",
-    "mean_cwnd_l4",
-    "mean_in_flight_l4",
-    "mean_srtt_l4",
-    "mean_est_qdelay_l4",
-    "mean_idt_ewma_l4",
-    "mean_network_power_l4",
-    "mean_utility_pf_l4",
-    "mean_utility_mpdf_l4",
-    "mean_utilization_bw_l4",
-    "mean_utilization_bdp_l4",
-    "mean_one_way_delay_l7",
-    "cov_throughput_l4",
-    "cov_throughput_l7",
-    "cov_in_flight_l4",
-    "cov_cwnd_l4",
-    "cov_srtt_l4",
-];
 
 /// The sampling instants as the catalogue reads them: t_k and the interval lengths Δ_k =
 /// t_k − t_{k−1} (Δ_0 = t_0), in float64.
@@ -154,15 +127,18 @@ fn increases_of(series: &[u64], counter: &mut Vec<f64>, increase: &mut Vec<f64>)
     increments(counter, increase);
 }
 
-/// The series metrics of one flow (`SERIES_METRICS`) and where its delivery rate came from; its
-/// per-sample throughput and in-flight go to `active`.
+/// The flow metrics of one flow's series, into its `row`: the means and covs of its per-sample
+/// quantities, each None where no sample defines it (the metrics of its end-of-run counters are
+/// left as they are). Returns where its delivery rate came from; its per-sample throughput and
+/// in-flight go to `active`.
 pub fn flow_series_means(
     s: &FlowSamples<'_>,
     ctx: &FlowContext,
     clock: &Clock,
     scratch: &mut Scratch,
     active: ActiveSamples<'_>,
-) -> (SeriesMeans, &'static str) {
+    row: &mut FlowRow,
+) -> &'static str {
     let (t, dt) = (&clock.t, &clock.dt);
     let n = clock.samples();
     let (start, end, mss) = (ctx.start_ns as f64, ctx.end_ns as f64, ctx.mss as f64);
@@ -180,18 +156,17 @@ pub fn flow_series_means(
         increases_of(series, counter, increase);
         fill(out, |k| state(k, increase[k] * 8e3 / dt[k]));
     };
-    let mut means: SeriesMeans = [None; SERIES_METRICS.len()];
 
     rate(s.acked_bytes, throughput);
-    means[0] = finite_mean(throughput, kept);
-    means[16] = finite_cov(throughput, kept, deviations);
+    row[flow_metric!("mean_throughput_l4")] = finite_mean(throughput, kept);
+    row[flow_metric!("cov_throughput_l4")] = finite_cov(throughput, kept, deviations);
     rate(s.delivered_bytes, values);
-    means[1] = finite_mean(values, kept);
-    means[17] = finite_cov(values, kept, deviations);
+    row[flow_metric!("mean_throughput_l7")] = finite_mean(values, kept);
+    row[flow_metric!("cov_throughput_l7")] = finite_cov(values, kept, deviations);
     rate(s.sent_bytes, values);
-    means[3] = finite_mean(values, kept);
+    row[flow_metric!("mean_sending_rate_l4")] = finite_mean(values, kept);
     rate(s.written_bytes, values);
-    means[4] = finite_mean(values, kept);
+    row[flow_metric!("mean_sending_rate_l7")] = finite_mean(values, kept);
 
     // Delivery-rate samples where the flow has any (> 0 at some sample), else its acknowledged
     // bytes per interval.
@@ -201,11 +176,11 @@ pub fn flow_series_means(
                 let mbps = r[k] as f64 / 1e6;
                 state(k, if mbps > 0.0 { mbps } else { f64::NAN })
             });
-            means[2] = finite_mean(values, kept);
+            row[flow_metric!("mean_delivery_rate_l4")] = finite_mean(values, kept);
             RATE_SAMPLES
         }
         None => {
-            means[2] = means[0];
+            row[flow_metric!("mean_delivery_rate_l4")] = row[flow_metric!("mean_throughput_l4")];
             ACKED_FALLBACK
         }
     };
@@ -213,10 +188,10 @@ pub fn flow_series_means(
     // Windows in segments.
     fill(values, |k| state(k, s.cwnd_bytes[k] as f64 / mss));
     fill(in_flight, |k| state(k, s.in_flight_bytes[k] as f64 / mss));
-    means[5] = finite_mean(values, kept);
-    means[19] = finite_cov(values, kept, deviations);
-    means[6] = finite_mean(in_flight, kept);
-    means[18] = finite_cov(in_flight, kept, deviations);
+    row[flow_metric!("mean_cwnd_l4")] = finite_mean(values, kept);
+    row[flow_metric!("cov_cwnd_l4")] = finite_cov(values, kept, deviations);
+    row[flow_metric!("mean_in_flight_l4")] = finite_mean(in_flight, kept);
+    row[flow_metric!("cov_in_flight_l4")] = finite_cov(in_flight, kept, deviations);
 
     // srtt (ms), defined from the first RTT sample on; the estimated queueing delay srtt − min RTT.
     srtt_ms.clear();
@@ -224,22 +199,22 @@ pub fn flow_series_means(
         let srtt = s.srtt_ns[k] as f64;
         state(k, if srtt > 0.0 { srtt / 1e6 } else { f64::NAN })
     }));
-    means[7] = finite_mean(srtt_ms, kept);
-    means[20] = finite_cov(srtt_ms, kept, deviations);
+    row[flow_metric!("mean_srtt_l4")] = finite_mean(srtt_ms, kept);
+    row[flow_metric!("cov_srtt_l4")] = finite_cov(srtt_ms, kept, deviations);
     fill(values, |k| {
         let (srtt, min_rtt) = (s.srtt_ns[k] as f64, s.min_rtt_ns[k] as f64);
         state(k, if srtt > 0.0 && min_rtt > 0.0 { (srtt - min_rtt) / 1e6 } else { f64::NAN })
     });
-    means[8] = finite_mean(values, kept);
+    row[flow_metric!("mean_est_qdelay_l4")] = finite_mean(values, kept);
     // The inter-departure EWMA exists from the second data segment on.
     fill(values, |k| {
         let idt = if s.sent_bytes[k] as f64 > mss { s.idt_ewma_ns[k] as f64 / 1e6 } else { f64::NAN };
         state(k, idt)
     });
-    means[9] = finite_mean(values, kept);
+    row[flow_metric!("mean_idt_ewma_l4")] = finite_mean(values, kept);
     // Network power: throughput / srtt (Mb/s per s).
     fill(values, |k| throughput[k] / (srtt_ms[k] / 1e3));
-    means[10] = finite_mean(values, kept);
+    row[flow_metric!("mean_network_power_l4")] = finite_mean(values, kept);
     // Utilities of the throughput x > 0: ln x (proportional fairness), −1/x (minimum potential
     // delay fairness).
     fill(values, |k| {
@@ -250,7 +225,7 @@ pub fn flow_series_means(
             f64::NAN
         }
     });
-    means[11] = finite_mean(values, kept);
+    row[flow_metric!("mean_utility_pf_l4")] = finite_mean(values, kept);
     fill(values, |k| {
         let x = throughput[k];
         if x > 0.0 {
@@ -259,13 +234,13 @@ pub fn flow_series_means(
             f64::NAN
         }
     });
-    means[12] = finite_mean(values, kept);
+    row[flow_metric!("mean_utility_mpdf_l4")] = finite_mean(values, kept);
     // Utilisation of the path's rate by the throughput, and of the BDP by the segments in flight.
-    means[13] = ctx.path_rate_bps.and_then(|rate| {
+    row[flow_metric!("mean_utilization_bw_l4")] = ctx.path_rate_bps.and_then(|rate| {
         fill(values, |k| throughput[k] * 1e6 / rate);
         finite_mean(values, kept)
     });
-    means[14] = ctx.bdp_segments.filter(|&bdp| bdp != 0.0).and_then(|bdp| {
+    row[flow_metric!("mean_utilization_bdp_l4")] = ctx.bdp_segments.filter(|&bdp| bdp != 0.0).and_then(|bdp| {
         fill(values, |k| in_flight[k] / bdp);
         finite_mean(values, kept)
     });
@@ -273,6 +248,6 @@ pub fn flow_series_means(
     increases_of(s.delivered_bytes, counter, delivered);
     increases_of(s.delivery_delay_byte_us, counter, increase);
     fill(values, |k| state(k, if delivered[k] > 0.0 { increase[k] / delivered[k] / 1e3 } else { f64::NAN }));
-    means[15] = finite_mean(values, kept);
-    (means, source)
+    row[flow_metric!("mean_one_way_delay_l7")] = finite_mean(values, kept);
+    source
 }

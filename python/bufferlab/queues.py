@@ -168,12 +168,17 @@ class _Queue(BaseModel):
         """This queue with its size resolved to `limit`."""
         return self.model_copy(update={"limit": QueueSize(limit=limit)})
 
-
-def _engine_limit(size: QueueSize) -> dict[str, int | None]:
-    """A resolved queue size as the engine takes it: a limit in packets or in bytes."""
-    if size.limit is None:
-        raise ValueError("queue size not resolved: call bufferlab.sizing.resolve first")
-    return {"limit_packets": size.limit.packets, "limit_bytes": size.limit.bytes}
+    def to_engine(self) -> dict[str, Any]:
+        """The engine's `QueueSpec`: every field under its own name, but a size (`QueueSize`),
+        which the engine takes as a limit in packets or in bytes."""
+        table = {name: getattr(self, name) for name in type(self).model_fields}
+        size = table.get("limit")
+        if isinstance(size, QueueSize):
+            if size.limit is None:
+                raise ValueError("queue size not resolved: call bufferlab.sizing.resolve first")
+            del table["limit"]
+            table.update(limit_packets=size.limit.packets, limit_bytes=size.limit.bytes)
+        return table
 
 
 class FifoQueue(_Queue):
@@ -181,9 +186,6 @@ class FifoQueue(_Queue):
 
     kind: Literal["fifo"] = "fifo"
     limit: QueueSizeField
-
-    def to_engine(self) -> dict[str, Any]:
-        return {"kind": "fifo", **_engine_limit(self.limit)}
 
     def __str__(self) -> str:
         return str(self.limit)
@@ -203,15 +205,15 @@ class TbfQueue(_Queue):
     def sized(self, limit: QueueLimit) -> Self:
         return self
 
-    def to_engine(self) -> dict[str, Any]:
-        return {"kind": "tbf", "rate_bps": self.rate, "bucket_bytes": self.burst, "limit_bytes": self.limit}
-
     def __str__(self) -> str:
         return f"tbf {units.format_rate(self.rate)}, burst {units.format_bytes(self.burst)}"
 
 
-_Alpha = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-_Time = Annotated[int, Parsed(lambda v: units.parse_time(v, positive=True), units.format_time, returns=STR)]
+# The engine checks the ranges of the gain and the sub-buffers (and names the field); a gain must
+# be finite here, as JSON, the engine's input, has no NaN nor infinity.
+_Alpha = Annotated[float, Field(allow_inf_nan=False)]
+_SubBuffers = Annotated[int, Field(strict=True)]
+_Time = Annotated[int, Parsed(units.parse_time, units.format_time, returns=STR)]
 
 
 class SplitBuffQueue(_Queue):
@@ -231,17 +233,12 @@ class SplitBuffQueue(_Queue):
 
     kind: Literal["splitbuff"]
     limit: QueueSizeField = BDP
-    sub_buffers: Literal[2, 3] = 2
+    sub_buffers: _SubBuffers = 2
     update_interval: _Time = 100_000_000
     alpha: _Alpha = 0.25
     quantum: _Bytes = 1500
     estimator: Literal["paper", "refined"] = "paper"
     total: Literal["estimated", "fixed"] = "estimated"
-
-    def to_engine(self) -> dict[str, Any]:
-        return {"kind": "splitbuff", **_engine_limit(self.limit), "sub_buffers": self.sub_buffers,
-                "update_interval_ns": self.update_interval, "alpha": self.alpha, "quantum_bytes": self.quantum,
-                "estimator": self.estimator, "total": self.total}
 
     def __str__(self) -> str:
         return f"splitbuff {self.limit}, {self.sub_buffers} sub-buffers"
@@ -255,12 +252,8 @@ class BlindSplitBuffQueue(_Queue):
 
     kind: Literal["blind_splitbuff"]
     limit: QueueSizeField = BDP
-    sub_buffers: Annotated[int, Field(ge=2, le=16)] = 2
+    sub_buffers: _SubBuffers = 2
     quantum: _Bytes = 1500
-
-    def to_engine(self) -> dict[str, Any]:
-        return {"kind": "blind_splitbuff", **_engine_limit(self.limit), "sub_buffers": self.sub_buffers,
-                "quantum_bytes": self.quantum}
 
     def __str__(self) -> str:
         return f"blind_splitbuff {self.limit}, {self.sub_buffers} sub-buffers"

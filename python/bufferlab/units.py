@@ -19,6 +19,7 @@ error. Errors are ``UnitError`` (a ``ValueError``) with a one-line reason that q
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -30,6 +31,7 @@ __all__ = [
     "parse_time",
     "parse_size",
     "parse_bytes",
+    "parse_fraction",
     "parse_probability",
     "format_rate",
     "format_time",
@@ -171,8 +173,10 @@ def _parse_byte_unit(number: Decimal, unit: str, text: str) -> int:
     raise UnitError(f'unknown size unit "{unit}" in "{text}" (known: p; B, kB, MB, GB, KiB, MiB, GiB)')
 
 
-def parse_probability(value: object) -> float:
-    """A probability in [0, 1): a number (0.01) or a percentage ("1%")."""
+def parse_fraction(value: object) -> float:
+    """A probability as written, a finite number (0.01) or a percentage ("1%"), whatever its
+    range: the engine checks a spec's probabilities against theirs (a link's loss in [0, 1), a
+    loss model's in [0, 1]) and names the field."""
     if isinstance(value, str) and value.strip().endswith("%"):
         try:
             p = float(value.strip()[:-1]) / 100.0
@@ -182,6 +186,14 @@ def parse_probability(value: object) -> float:
         p = float(value)
     else:
         raise UnitError(f"expected a probability like 0.01 or \"1%\", got {value!r}")
+    if not math.isfinite(p):  # JSON, the engine's input, has no NaN nor infinity
+        raise UnitError(f"expected a probability like 0.01 or \"1%\", got {value!r}")
+    return p
+
+
+def parse_probability(value: object) -> float:
+    """A probability in [0, 1): a number (0.01) or a percentage ("1%")."""
+    p = parse_fraction(value)
     if not 0.0 <= p < 1.0:
         raise UnitError(f"probability must be in [0, 1), got {value!r}")
     return p

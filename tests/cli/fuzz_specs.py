@@ -191,7 +191,7 @@ def small_enough_to_simulate(spec: dict[str, Any]) -> bool:
     if scenario.duration > 500_000_000:
         return False
     engine = scenario.resolve().engine
-    fast = [link["rate_bps"] for link in engine["links"] if (link["rate_bps"] or 0) > 1_000_000_000]
-    busy = [g for g in engine.get("generators", []) if g["model"].get("rate_per_s", 0) > 1000
+    fast = [link["rate"] for link in engine["links"] if (link["rate"] or 0) > 1_000_000_000]
+    busy = [g for g in engine.get("generators", []) if g["model"].get("arrivals_per_s", 0) > 1000
             or g["model"].get("users", 0) > 100]
     return not fast and not busy and len(engine["flows"]) <= 50

@@ -289,11 +289,11 @@ def test_the_engine_raises_a_typed_error_with_field_and_reason() -> None:
     from bufferlab import _core
 
     with pytest.raises(_core.EngineSpecError) as caught:
-        _core.plan('{"seed": 0, "duration_ns": 0, "nodes": [], "links": [], "flows": []}')
-    assert (caught.value.field, caught.value.reason) == ("duration_ns", "must be positive")
+        _core.plan('{"seed": 0, "duration": 0, "nodes": [], "links": [], "flows": []}')
+    assert (caught.value.field, caught.value.reason) == ("duration", "must be positive")
     assert isinstance(caught.value, ValueError)
     with pytest.raises(_core.EngineSpecError) as caught:
-        _core.plan('{"seed": -1, "duration_ns": 1, "nodes": [], "links": [], "flows": []}')
+        _core.plan('{"seed": -1, "duration": 1, "nodes": [], "links": [], "flows": []}')
     assert caught.value.field == "seed" and "out of range" in caught.value.reason
 
 

@@ -50,17 +50,17 @@ def test_greedy_zero_bytes_is_greedy_and_n_bytes_is_finite() -> None:
 def test_seed_command_builds_the_shallow_buffers_dumbbell() -> None:
     scenario = scenario_from_ccperf(flags(SEED_COMMAND))
     engine = scenario.to_engine()
-    assert engine["seed"] == 42 and engine["duration_ns"] == 15_000_000_000
+    assert engine["seed"] == 42 and engine["duration"] == 15_000_000_000
     assert len(engine["flows"]) == K
     btl = engine["links"][0]
-    assert btl["name"] == "btl" and btl["rate_bps"] == 80_000_000 and btl["loss"] == 0.0
+    assert btl["name"] == "btl" and btl["rate"] == 80_000_000 and btl["loss"] == 0.0
     assert btl["queue_forward"]["limit_packets"] == 10
     for i, flow in enumerate(engine["flows"]):
         assert engine["nodes"][flow["src"]]["name"] == f"src_{i}"
         assert engine["nodes"][flow["dst"]]["name"] == f"dst_{i}"
         assert flow["cca"] == "reno" and flow["tcp"]["recovery"] == "prr"
         assert flow["traffic"] == {"kind": "greedy"}
-        assert (flow["start_ns"], flow["stop_ns"]) == (0, 15_000_000_000)
+        assert (flow["start"], flow["stop"]) == (0, 15_000_000_000)
     assert scenario.meta["experiment-name"] == "shallow_buffers"
     assert scenario.meta["db-path"] == "benchmark_TcpNewReno.db"
 
@@ -81,7 +81,7 @@ def test_classic_recovery_finite_traffic_and_loss() -> None:
     assert engine["links"][0]["queue_forward"]["limit_bytes"] == 100_000
     assert [f["tcp"]["recovery"] for f in engine["flows"]] == ["classic", "prr"]
     assert engine["flows"][1]["traffic"] == {"kind": "finite", "bytes": 2_000_000}
-    assert engine["flows"][1]["start_ns"] == 1_000_000_000 and engine["flows"][1]["stop_ns"] is None
+    assert engine["flows"][1]["start"] == 1_000_000_000 and engine["flows"][1]["stop"] is None
     assert engine["seed"] == 1
 
 

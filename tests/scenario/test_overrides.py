@@ -96,7 +96,7 @@ JITTERED = SMALL_DUMBBELL + '[flow_defaults]\nstart = { dist = "uniform", low = 
 
 def test_jittered_starts_make_seeds_independent_replications() -> None:
     base = Scenario.from_toml_text(JITTERED)
-    starts = {seed: [f["start_ns"] for f in base.with_seed(seed).to_engine()["flows"]] for seed in (1, 2)}
+    starts = {seed: [f["start"] for f in base.with_seed(seed).to_engine()["flows"]] for seed in (1, 2)}
     assert starts[1] != starts[2]
     assert all(0 <= s <= 200_000_000 for seed in starts for s in starts[seed])
     a1, _ = runner.simulate(base.with_seed(1))

@@ -36,8 +36,8 @@ def test_python_quic_defaults_are_the_engine_s() -> None:
 def test_quic_options_take_units_and_reach_the_engine() -> None:
     engine = quic_dumbbell(max_datagram="1452B", ack_every=2, max_ack_delay="10ms", lower_layer="35B").to_engine()
     quic = engine["flows"][0]["quic"]
-    assert quic["max_datagram_bytes"] == 1452 and quic["ack_every"] == 2
-    assert quic["max_ack_delay_ns"] == 10_000_000 and quic["lower_layer_bytes"] == 35
+    assert quic["max_datagram"] == 1452 and quic["ack_every"] == 2
+    assert quic["max_ack_delay"] == 10_000_000 and quic["lower_layer"] == 35
 
 
 def test_quic_flows_deliver_and_tcp_stays_the_default() -> None:
@@ -62,7 +62,7 @@ def test_engine_rejects_a_datagram_too_small_for_its_overhead() -> None:
     scenario = quic_dumbbell(max_datagram="41B")
     with pytest.raises(SpecError) as e:
         runner.validate(scenario)
-    assert str(e.value) == "flows[0].quic.max_datagram: must exceed packet_overhead_bytes to carry stream data"
+    assert str(e.value) == "flow_defaults.quic.max_datagram: must exceed packet_overhead to carry stream data"
 
 
 def test_quic_sizing_scenario_has_the_seed_s_buffer_and_window() -> None:

@@ -26,7 +26,7 @@ def dumbbell(rtt: dict, flows: int = 100, seed: int = 5, **topology) -> dict:
 
 def path_rtt(engine: dict, flow: dict) -> int:
     """Twice the sum of one-way delays along src -> left -> right -> dst."""
-    delay_of = {frozenset((link["a"], link["b"])): link["delay_ns"] for link in engine["links"]}
+    delay_of = {frozenset((link["a"], link["b"])): link["delay"] for link in engine["links"]}
     nodes = [n["name"] for n in engine["nodes"]]
     left, right = nodes.index("left"), nodes.index("right")
     hops = [(flow["src"], left), (left, right), (right, flow["dst"])]
@@ -46,7 +46,7 @@ def test_bimodal_draws_are_realised_exactly_by_the_access_delays() -> None:
     assert 110 * MS < np.median(first) < 150 * MS and 50 * MS < np.median(second) < 70 * MS
     # The default bottleneck delay is a quarter of the smallest RTT, so every draw fits.
     btl = next(link for link in resolved.engine["links"] if link["name"] == "btl")
-    assert btl["delay_ns"] == min(expected) // 4
+    assert btl["delay"] == min(expected) // 4
 
 
 def test_draws_depend_on_the_seed_only() -> None:

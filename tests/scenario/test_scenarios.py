@@ -25,12 +25,12 @@ def test_there_are_the_promised_examples() -> None:
 def test_reference_dumbbell_is_the_issue_s() -> None:
     engine = Scenario.from_toml(SCENARIOS / "dumbbell.toml").to_engine()
     links = {link["name"]: link for link in engine["links"]}
-    assert len(engine["flows"]) == 10 and engine["duration_ns"] == 30_000_000_000
-    assert links["btl"]["rate_bps"] == 100_000_000 and links["btl"]["delay_ns"] == 10_000_000
+    assert len(engine["flows"]) == 10 and engine["duration"] == 30_000_000_000
+    assert links["btl"]["rate"] == 100_000_000 and links["btl"]["delay"] == 10_000_000
     assert links["btl"]["queue_forward"]["limit_packets"] == 100
     access = [link for name, link in links.items() if name != "btl"]
     assert len(access) == 20
-    assert all(link["rate_bps"] == 1_000_000_000 and link["delay_ns"] == 5_000_000 for link in access)
+    assert all(link["rate"] == 1_000_000_000 and link["delay"] == 5_000_000 for link in access)
 
 
 def test_quic_sizing_buffer_follows_the_seed_s_formula() -> None:
@@ -39,13 +39,13 @@ def test_quic_sizing_buffer_follows_the_seed_s_formula() -> None:
     btl = next(link for link in engine["links"] if link["name"] == "bottleneck")
     tcp = engine["flows"][0]["tcp"]
     packet, ack = tcp["mss"] + tcp["header_bytes"], tcp["header_bytes"]
-    rate, tp = btl["rate_bps"], btl["delay_ns"] / 1e9
+    rate, tp = btl["rate"], btl["delay"] / 1e9
     c = rate / (packet * 8)
     expected = math.ceil((2 * tp + packet * 8 / rate + ack * 8 / rate) * c) + 1
     assert btl["queue_forward"]["limit_packets"] == expected == 19
     assert tcp["ack_every"] == 1
     others = [link for link in engine["links"] if link["name"] != "bottleneck"]
-    assert all(link["rate_bps"] is None and link["delay_ns"] == 0 for link in others)
+    assert all(link["rate"] is None and link["delay"] == 0 for link in others)
 
 
 def test_quic_sizing_keeps_the_bottleneck_busy() -> None:

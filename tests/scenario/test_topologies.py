@@ -24,7 +24,7 @@ def _path_delay(engine: dict, src: int, dst: int) -> int:
     node, total = src, 0
     while node != dst:
         link = forward[node]
-        total += link["delay_ns"]
+        total += link["delay"]
         node = link["b"]
     return total
 
@@ -48,9 +48,9 @@ def test_tree_has_the_seed_s_nodes_and_source_rtts_of_34_234_and_534_ms(fanout, 
         level = int(host[1])
         assert 2 * _path_delay(resolved.engine, names.index(host), sink) == expected[level], host
     links = {link["name"]: link for link in resolved.engine["links"]}
-    assert links["btl"]["rate_bps"] == 50_000_000
+    assert links["btl"]["rate"] == 50_000_000
     assert links["btl"]["queue_forward"] == {"kind": "fifo", "limit_packets": 18, "limit_bytes": None}
-    assert all(link["rate_bps"] == 100_000_000 for name, link in links.items() if name != "btl")
+    assert all(link["rate"] == 100_000_000 for name, link in links.items() if name != "btl")
     assert resolved.channel_names[resolved.bottleneck] == "btl_forward"
 
 
@@ -83,9 +83,9 @@ def test_tree_rates_and_delays_can_be_overridden_per_level() -> None:
     resolved = Scenario.from_dict(spec).resolve()
     assert len(resolved.flow_names) == 3 + 9
     links = {link["name"]: link for link in resolved.engine["links"]}
-    assert links["h2_8_h1_2"]["rate_bps"] == 10_000_000 and links["h2_8_h1_2"]["delay_ns"] == 2 * MS
-    assert links["h1_0_target2"]["rate_bps"] == 1_000_000_000
-    assert links["btl"]["rate_bps"] == 20_000_000
+    assert links["h2_8_h1_2"]["rate"] == 10_000_000 and links["h2_8_h1_2"]["delay"] == 2 * MS
+    assert links["h1_0_target2"]["rate"] == 1_000_000_000
+    assert links["btl"]["rate"] == 20_000_000
 
 
 @pytest.mark.parametrize("topology, message", [

@@ -11,6 +11,7 @@ import pytest
 
 from bufferlab import runner
 from bufferlab.errors import SpecError
+from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
 from conftest import EMPIRICAL_SIZES_SCENARIO, bufferlab
 
@@ -35,9 +36,9 @@ def test_generators_spread_over_the_hosts_their_patterns_select() -> None:
     generators = resolved.engine["generators"]
     mice = [g for g in generators if g["name"].startswith("mice_")]
     assert [g["name"] for g in mice] == [f"mice_h3_{j}" for j in range(8)]
-    assert mice[0]["model"] == {"kind": "poisson", "rate_per_s": 3,
+    assert mice[0]["model"] == {"kind": "poisson", "arrivals_per_s": 3,
                                 "size": {"dist": "pareto", "shape": 1.5, "scale": 10_000.0}}
-    assert (mice[0]["start_ns"], mice[0]["stop_ns"]) == (1_000_000_000, 2_000_000_000)
+    assert (mice[0]["start"], mice[0]["stop"]) == (1_000_000_000, 2_000_000_000)
     users = [g for g in generators if g["name"].startswith("cl_")]
     assert len(users) == 14, "default sources: every host but the destination"
     assert users[0]["model"]["size"] == {"dist": "lognormal", "mu": math.log(10_000), "sigma": 1.0}
@@ -57,11 +58,12 @@ def test_generators_spread_over_the_hosts_their_patterns_select() -> None:
      "generators[0].size: mean must be positive, got 0"),
     ({"kind": "closed_loop", "dst": "sink", "users": 1, "size": {"dist": "fixed", "value": "1kB"},
       "think": {"dist": "weibull"}}, "generators[0].think.dist: unknown distribution 'weibull'"),
-    ({"kind": "cbr", "dst": "sink", "rate": "1Mbps", "packet": "20B"}, "generators[0].packet"),
+    ({"kind": "cbr", "dst": "sink", "rate": "1Mbps", "packet": "20B"},
+     "generators[0].packet: 20 B: a datagram has 28 header bytes"),
 ])
 def test_bad_generators_are_named_with_their_reason(generator, message) -> None:
-    with pytest.raises(SpecError, match=re.escape(message)):
-        Scenario.from_dict(tree(generator))
+    with pytest.raises(SpecError, match=re.escape(message)):  # by the spec layer, or the engine's checks
+        plan(Scenario.from_dict(tree(generator)))
 
 
 def test_empirical_sizes_come_from_a_file_next_to_the_scenario(write_scenario, tmp_path) -> None:
@@ -82,8 +84,8 @@ def test_token_bucket_queue_and_loss_model_round_trip() -> None:
             "flows": [{"src": "a", "dst": "b"}]}
     scenario = Scenario.from_dict(spec)
     link = scenario.to_engine()["links"][0]
-    assert link["queue_forward"] == {"kind": "tbf", "rate_bps": 100_000_000, "bucket_bytes": 32_768,
-                                     "limit_bytes": 1_250_000}
+    assert link["queue_forward"] == {"kind": "tbf", "rate": 100_000_000, "burst": 32_768,
+                                     "limit": 1_250_000}
     assert link["loss_model"] == {"kind": "gilbert_elliott", "p": 0.001, "r": 0.25, "loss_good": 0.0, "loss_bad": 1.0}
     assert Scenario.from_dict(scenario.to_dict()).to_engine() == scenario.to_engine()
 
@@ -171,8 +173,8 @@ def test_seed_004_shaper_reads_tc_units_as_tc_does() -> None:
     engine = Scenario.from_toml(SCENARIOS / "shaped_bottleneck.toml").to_engine()
     shaper = next(link for link in engine["links"] if link["name"] == "g1_g2")["queue_forward"]
     # tbf rate 100mbit burst 32kB limit 1.25Mb: tc's kb and mb are 1024 and 1024² bytes.
-    assert shaper == {"kind": "tbf", "rate_bps": 100_000_000, "bucket_bytes": 32 * 1024, "limit_bytes": 1_310_720}
-    delays = {link["name"]: link["delay_ns"] for link in engine["links"]}
+    assert shaper == {"kind": "tbf", "rate": 100_000_000, "burst": 32 * 1024, "limit": 1_310_720}
+    delays = {link["name"]: link["delay"] for link in engine["links"]}
     assert 2 * (delays["s1_g1"] + delays["g1_g2"] + delays["g2_d1"]) == 100 * MS
     assert 2 * (delays["s2_g1"] + delays["g1_g2"] + delays["g2_d2"]) == 50 * MS
 

@@ -100,7 +100,7 @@ def test_rule_routes_are_least_delay_then_fewest_hops_through_single_link_hosts(
     from bufferlab.sizing.resolve import _channels, _incoming, _path, _routes_toward
 
     links = [(0, 1, 5), (1, 2, 3), (0, 2, 9), (2, 3, 1), (3, 4, 2), (1, 5, 4), (0, 6, 7)]
-    channels = _channels([{"a": a, "b": b, "delay_ns": d} for a, b, d in links])
+    channels = _channels([{"a": a, "b": b, "delay": d} for a, b, d in links])
     nodes = 7
     for dst in range(nodes):
         least = [math.inf] * nodes

@@ -1,12 +1,19 @@
 //! The engine's input: a fully resolved scenario.
 //!
 //! This is the contract between the Python spec layer (which parses user units such as "50Mbps",
-//! expands shorthands such as the dumbbell, and validates with field-level messages) and the
-//! engine. Every quantity here is an integer in a base unit named by its suffix (`_ns`, `_bps`,
-//! `_bytes`), so the engine never parses text units and runs are reproducible bit for bit.
-//! Nodes and links are referred to by index into their lists.
+//! expands shorthands such as the dumbbell, and checks names and cross-references) and the
+//! engine, which checks every value's range ([`crate::validate`]). Every quantity here is an
+//! integer in a base unit, so the engine never parses text units and runs are reproducible bit
+//! for bit. Nodes and links are referred to by index into their lists.
 //!
-//! The JSON form is produced by `serde`; unknown keys are rejected.
+//! The JSON form is produced by `serde`; unknown keys are rejected. Its keys are the ones a user
+//! writes in a scenario (`rate`, `delay`, `min_rto`), so that an error's path (`links[0].rate`)
+//! is a path in the user's spec: the wire names carry no unit. The Rust fields keep their unit
+//! as a suffix (`rate_bps`, `delay_ns`, `min_rto_ns`: bits per second, nanoseconds, bytes), each
+//! renamed on the wire with `#[serde(rename)]` and its unit stated in its comment. Where the spec
+//! layer moves a value rather than renames it (a queue's `limit` becomes `limit_packets` or
+//! `limit_bytes`; a dumbbell's `topology.queue` becomes `links[0].queue_forward`), the wire keeps
+//! the engine's structure and the spec layer records the move (`Resolved.field_aliases`).
 
 use serde::{Deserialize, Serialize};
 
@@ -19,10 +26,11 @@ pub use crate::traffic::Distribution;
 pub struct ScenarioSpec {
     /// Seed of every random stream in the run (link loss, later traffic draws).
     pub seed: u64,
-    /// Simulated time at which the run stops.
+    /// Simulated time at which the run stops, ns.
+    #[serde(rename = "duration")]
     pub duration_ns: u64,
-    /// Time-series sampling interval; `None` records no time series (and pays nothing for it).
-    #[serde(default)]
+    /// Time-series sampling interval, ns; `None` records no time series (and pays nothing for it).
+    #[serde(default, rename = "sample_interval")]
     pub sample_interval_ns: Option<u64>,
     pub nodes: Vec<NodeSpec>,
     pub links: Vec<LinkSpec>,
@@ -41,7 +49,7 @@ pub struct ScenarioSpec {
 
 impl ScenarioSpec {
     /// Parse a spec from its JSON text. A value that does not fit its field (type, range, unknown
-    /// or missing key) is an [`EngineError`] naming the value's JSON path (`links[0].rate_bps`;
+    /// or missing key) is an [`EngineError`] naming the value's JSON path (`links[0].rate`;
     /// `spec` for the document itself) and the reason in the user's terms.
     ///
     /// A valid spec is parsed once, directly; only a spec that fails is parsed again with its path
@@ -82,7 +90,7 @@ impl ScenarioSpec {
 }
 
 /// What the time series record. Entities left out cost nothing at sampling time; with nothing
-/// selected (or no `sample_interval_ns`) no sampling event is ever scheduled.
+/// selected (or no `sample_interval`) no sampling event is ever scheduled.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RecordSpec {
@@ -131,9 +139,11 @@ pub struct LinkSpec {
     pub name: String,
     pub a: usize,
     pub b: usize,
-    /// Line rate in bits per second; `None` is an unlimited link (zero transmission time).
+    /// Line rate, bits per second; `None` is an unlimited link (zero transmission time).
+    #[serde(rename = "rate")]
     pub rate_bps: Option<u64>,
-    /// One-way propagation delay.
+    /// One-way propagation delay, ns.
+    #[serde(rename = "delay")]
     pub delay_ns: u64,
     /// Probability that a packet is lost in flight, independently per packet, both directions.
     #[serde(default)]
@@ -196,13 +206,21 @@ pub enum QueueSpec {
         #[serde(default)]
         limit_bytes: Option<u64>,
     },
-    /// Token bucket filter (Linux `tbf`): tokens at `rate_bps` up to `bucket_bytes`, a packet
-    /// leaves when its size in tokens is there; at most `limit_bytes` wait for tokens.
-    Tbf { rate_bps: u64, bucket_bytes: u64, limit_bytes: u64 },
+    /// Token bucket filter (Linux `tbf`): tokens at `rate_bps` (bits per second) up to
+    /// `bucket_bytes` (the user's `burst`), a packet leaves when its size in tokens is there; at
+    /// most `limit_bytes` wait for tokens.
+    Tbf {
+        #[serde(rename = "rate")]
+        rate_bps: u64,
+        #[serde(rename = "burst")]
+        bucket_bytes: u64,
+        #[serde(rename = "limit")]
+        limit_bytes: u64,
+    },
     /// SplitBuff (seed 002): a total of `limit_packets` (or `limit_bytes`) split into
     /// `sub_buffers` (2 or 3) sub-buffers by the RTT packets carry, sized by eq. (4) every
-    /// `update_interval_ns` (T_u) with smoothing gain `alpha`, served by deficit round robin with a
-    /// quantum of `quantum_bytes`. `estimator` chooses Fig. 2 as published or this engine's
+    /// `update_interval_ns` (T_u, ns) with smoothing gain `alpha`, served by deficit round robin
+    /// with a quantum of `quantum_bytes`. `estimator` chooses Fig. 2 as published or this engine's
     /// refinement of it; `total` whether B is re-estimated every T_u (Fig. 2) or stays the limit.
     #[serde(rename = "splitbuff")]
     SplitBuff {
@@ -211,8 +229,10 @@ pub enum QueueSpec {
         #[serde(default)]
         limit_bytes: Option<u64>,
         sub_buffers: u32,
+        #[serde(rename = "update_interval")]
         update_interval_ns: u64,
         alpha: f64,
+        #[serde(rename = "quantum")]
         quantum_bytes: u32,
         #[serde(default)]
         estimator: SplitBuffEstimator,
@@ -228,6 +248,7 @@ pub enum QueueSpec {
         #[serde(default)]
         limit_bytes: Option<u64>,
         sub_buffers: u32,
+        #[serde(rename = "quantum")]
         quantum_bytes: u32,
     },
 }
@@ -304,11 +325,24 @@ pub enum TrafficSpec {
     /// A transfer of `bytes` application bytes, then FIN.
     Finite { bytes: u64 },
     /// An unresponsive datagram source (UDP-like, no congestion control, no acknowledgements):
-    /// packets of `packet_bytes` on the wire (IP and UDP headers included) at `rate_bps`.
-    Cbr { rate_bps: u64, packet_bytes: u32 },
+    /// packets of `packet_bytes` on the wire (IP and UDP headers included) at `rate_bps` (bits
+    /// per second).
+    Cbr {
+        #[serde(rename = "rate")]
+        rate_bps: u64,
+        #[serde(rename = "packet")]
+        packet_bytes: u32,
+    },
     /// A datagram source that alternates sending at `rate_bps` for an `on` period and silence for
     /// an `off` period, both drawn (in ns) from their distributions; it starts with an on period.
-    OnOff { rate_bps: u64, packet_bytes: u32, on: Distribution, off: Distribution },
+    OnOff {
+        #[serde(rename = "rate")]
+        rate_bps: u64,
+        #[serde(rename = "packet")]
+        packet_bytes: u32,
+        on: Distribution,
+        off: Distribution,
+    },
 }
 
 impl TrafficSpec {
@@ -321,7 +355,7 @@ impl TrafficSpec {
 /// A source of TCP flows created during the run, from host `src` to host `dst`. Each transfer
 /// is a flow of its own (with its own record, named `<name>#<k>`, k counting from 0), with the
 /// generator's controller and TCP options. No transfer starts before `start_ns` or at or after
-/// `stop_ns`; transfers under way at `stop_ns` run on.
+/// `stop_ns` (both ns); transfers under way at `stop_ns` run on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GeneratorSpec {
@@ -331,9 +365,9 @@ pub struct GeneratorSpec {
     pub cca: CcaKind,
     #[serde(default)]
     pub tcp: TcpSpec,
-    #[serde(default)]
+    #[serde(default, rename = "start")]
     pub start_ns: u64,
-    #[serde(default)]
+    #[serde(default, rename = "stop")]
     pub stop_ns: Option<u64>,
     pub model: GeneratorModel,
 }
@@ -344,7 +378,11 @@ pub struct GeneratorSpec {
 pub enum GeneratorModel {
     /// Open loop: transfers arrive as a Poisson process of `rate_per_s` arrivals per second,
     /// whatever the network does (mice), each of a size drawn from `size`.
-    Poisson { rate_per_s: f64, size: Distribution },
+    Poisson {
+        #[serde(rename = "arrivals_per_s")]
+        rate_per_s: f64,
+        size: Distribution,
+    },
     /// Closed loop: `users` users each repeat think (a time drawn from `think`) → transfer (a
     /// size drawn from `size`) → think ...; a user's next think starts when its transfer completes.
     ClosedLoop { users: u32, size: Distribution, think: Distribution },
@@ -362,19 +400,25 @@ pub struct TcpSpec {
     pub initial_window: u32,
     /// Receiver sends an ACK for every `ack_every` full-sized segments (2); 1 = ACK every packet.
     pub ack_every: u32,
-    /// Delayed-ACK timer (40 ms).
+    /// Delayed-ACK timer, ns (40 ms).
+    #[serde(rename = "delayed_ack_timeout")]
     pub delayed_ack_timeout_ns: u64,
     /// Selective acknowledgements, RFC 2018 (true).
     pub sack: bool,
     /// Recovery procedure (PRR).
     pub recovery: RecoveryKind,
-    /// Minimum retransmission timeout, RFC 6298 (2.4) uses 1 s; Linux and ns-3 use 200 ms (200 ms).
+    /// Minimum retransmission timeout, ns; RFC 6298 (2.4) uses 1 s; Linux and ns-3 use 200 ms
+    /// (200 ms).
+    #[serde(rename = "min_rto")]
     pub min_rto_ns: u64,
-    /// Initial RTO before any RTT sample, RFC 6298 (2.1) (1 s).
+    /// Initial RTO before any RTT sample, ns, RFC 6298 (2.1) (1 s).
+    #[serde(rename = "initial_rto")]
     pub initial_rto_ns: u64,
-    /// Upper bound of the backed-off RTO (60 s).
+    /// Upper bound of the backed-off RTO, ns (60 s).
+    #[serde(rename = "max_rto")]
     pub max_rto_ns: u64,
-    /// Receive window in bytes; `None` is no limit (None).
+    /// Receive window, bytes; `None` is no limit (None).
+    #[serde(rename = "rwnd")]
     pub rwnd_bytes: Option<u64>,
     /// Duplicate-ACK threshold, RFC 5681 (3).
     pub dupthresh: u32,
@@ -434,26 +478,32 @@ pub enum TransportKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct QuicSpec {
-    /// Largest UDP payload, RFC 9002 max_datagram_size (1252: a 1280-byte IP packet, the IPv6
-    /// minimum MTU that seed 003 uses).
+    /// Largest UDP payload, bytes, RFC 9002 max_datagram_size (1252: a 1280-byte IP packet, the
+    /// IPv6 minimum MTU that seed 003 uses).
+    #[serde(rename = "max_datagram")]
     pub max_datagram_bytes: u32,
     /// Bytes of a full packet that carry no stream data: short header with an 8-byte connection
     /// ID and a 4-byte packet number (13), AEAD tag (16), STREAM frame header (12) (41).
+    #[serde(rename = "packet_overhead")]
     pub packet_overhead_bytes: u32,
     /// Bytes below QUIC on every packet: IPv4 (20) and UDP (8) headers (28). Link framing can be
     /// added here (seed 003's PPP header and trailer: 7 more).
+    #[serde(rename = "lower_layer")]
     pub lower_layer_bytes: u32,
     /// UDP payload of an ACK-only packet with one ACK range: header (13), AEAD tag (16), ACK frame
     /// (10) (39). Each further range adds 4 bytes (a Gap and an ACK Range Length, RFC 9000 §19.3.1).
+    #[serde(rename = "ack_packet")]
     pub ack_packet_bytes: u32,
     /// Initial window in packets, RFC 9002 §7.2 (10: min(10·1252, max(14720, 2·1252)) bytes).
     pub initial_window: u32,
     /// The receiver acknowledges every `ack_every` ack-eliciting packets (1: every one, as in
     /// seed 003; RFC 9000 §13.2.2 recommends 2), and at once when packets arrive out of order.
     pub ack_every: u32,
-    /// Longest the receiver delays an ACK, RFC 9000 §18.2 max_ack_delay (25 ms).
+    /// Longest the receiver delays an ACK, ns, RFC 9000 §18.2 max_ack_delay (25 ms).
+    #[serde(rename = "max_ack_delay")]
     pub max_ack_delay_ns: u64,
-    /// RTT assumed before the first sample, RFC 9002 §6.2.2 kInitialRtt (333 ms).
+    /// RTT assumed before the first sample, ns, RFC 9002 §6.2.2 kInitialRtt (333 ms).
+    #[serde(rename = "initial_rtt")]
     pub initial_rtt_ns: u64,
     /// Packets acknowledged after one before it is deemed lost, RFC 9002 §6.1.1 (3).
     pub packet_threshold: u32,
@@ -484,11 +534,11 @@ pub struct FlowSpec {
     pub dst: usize,
     pub cca: CcaKind,
     pub traffic: TrafficSpec,
-    /// When the sender sends its SYN.
-    #[serde(default)]
+    /// When the sender sends its SYN, ns.
+    #[serde(default, rename = "start")]
     pub start_ns: u64,
-    /// When the application stops writing (greedy) or gives up; `None` = end of run.
-    #[serde(default)]
+    /// When the application stops writing (greedy) or gives up, ns; `None` = end of run.
+    #[serde(default, rename = "stop")]
     pub stop_ns: Option<u64>,
     /// Transport protocol (TCP).
     #[serde(default)]

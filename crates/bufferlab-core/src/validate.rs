@@ -58,14 +58,14 @@ fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
                 ));
             }
             if *update_interval_ns == 0 {
-                return Err(err(format!("{field}.update_interval_ns"), "must be positive"));
+                return Err(err(format!("{field}.update_interval"), "must be positive"));
             }
-            check_time(format_args!("{field}.update_interval_ns"), *update_interval_ns)?;
+            check_time(format_args!("{field}.update_interval"), *update_interval_ns)?;
             if !(*alpha > 0.0 && *alpha <= 1.0) {
                 return Err(err(format!("{field}.alpha"), format!("smoothing gain {alpha} not in (0, 1]")));
             }
             if *quantum_bytes == 0 {
-                return Err(err(format!("{field}.quantum_bytes"), "must be positive"));
+                return Err(err(format!("{field}.quantum"), "must be positive"));
             }
             Ok(())
         }
@@ -85,12 +85,12 @@ fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
                 ));
             }
             if *quantum_bytes == 0 {
-                return Err(err(format!("{field}.quantum_bytes"), "must be positive"));
+                return Err(err(format!("{field}.quantum"), "must be positive"));
             }
             Ok(())
         }
         QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
-            for (k, v) in [("rate_bps", rate_bps), ("bucket_bytes", bucket_bytes), ("limit_bytes", limit_bytes)] {
+            for (k, v) in [("rate", rate_bps), ("burst", bucket_bytes), ("limit", limit_bytes)] {
                 if *v == 0 {
                     return Err(err(format!("{field}.{k}"), "must be positive"));
                 }
@@ -219,11 +219,11 @@ impl fmt::Display for Who {
 /// Checks of every field on its own and of connectivity; `Simulator::new` runs them first.
 pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
     if spec.duration_ns == 0 {
-        return Err(err("duration_ns", "must be positive"));
+        return Err(err("duration", "must be positive"));
     }
-    check_time(format_args!("duration_ns"), spec.duration_ns)?;
+    check_time(format_args!("duration"), spec.duration_ns)?;
     if spec.sample_interval_ns == Some(0) {
-        return Err(err("sample_interval_ns", "must be positive"));
+        return Err(err("sample_interval", "must be positive"));
     }
     // A packet's arrival event names the channel or flow it goes to in 30 bits (`net::routing::Hop`);
     // a link is two channels.
@@ -247,9 +247,9 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         if link.a == link.b {
             return Err(err(field("b"), "a link must join two different nodes"));
         }
-        check_time(format_args!("links[{i}].delay_ns"), link.delay_ns)?;
+        check_time(format_args!("links[{i}].delay"), link.delay_ns)?;
         if link.rate_bps == Some(0) {
-            return Err(err(field("rate_bps"), "rate must be positive"));
+            return Err(err(field("rate"), "rate must be positive"));
         }
         if !(0.0..1.0).contains(&link.loss) {
             return Err(err(field("loss"), format!("loss probability {} not in [0, 1)", shown(link.loss))));
@@ -267,15 +267,15 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         let field = |k: &str| format!("flows[{i}].{k}");
         check_endpoints(spec, &component, format_args!("flows[{i}]"), flow.src, flow.dst)?;
         check_traffic(format_args!("flows[{i}].traffic"), &flow.traffic)?;
-        check_time(format_args!("flows[{i}].start_ns"), flow.start_ns)?;
+        check_time(format_args!("flows[{i}].start"), flow.start_ns)?;
         if flow.start_ns >= spec.duration_ns {
-            return Err(err(field("start_ns"), "the flow would start at or after the end of the run"));
+            return Err(err(field("start"), "the flow would start at or after the end of the run"));
         }
         if let Some(stop) = flow.stop_ns {
-            check_time(format_args!("flows[{i}].stop_ns"), stop)?;
+            check_time(format_args!("flows[{i}].stop"), stop)?;
         }
         if flow.stop_ns.is_some_and(|s| s < flow.start_ns) {
-            return Err(err(field("stop_ns"), "stop time is before start time"));
+            return Err(err(field("stop"), "stop time is before start time"));
         }
         check_tcp(format_args!("flows[{i}].tcp"), &flow.tcp)?;
         check_quic(format_args!("flows[{i}].quic"), &flow.quic)?;
@@ -284,14 +284,14 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         let at = format!("generators[{i}]");
         let field = |k: &str| format!("{at}.{k}");
         check_endpoints(spec, &component, format_args!("{at}"), g.src, g.dst)?;
-        check_time(format_args!("{at}.start_ns"), g.start_ns)?;
+        check_time(format_args!("{at}.start"), g.start_ns)?;
         if g.start_ns >= spec.duration_ns {
-            return Err(err(field("start_ns"), "the generator would start at or after the end of the run"));
+            return Err(err(field("start"), "the generator would start at or after the end of the run"));
         }
         if let Some(stop) = g.stop_ns {
-            check_time(format_args!("{at}.stop_ns"), stop)?;
+            check_time(format_args!("{at}.stop"), stop)?;
             if stop <= g.start_ns {
-                return Err(err(field("stop_ns"), "stop time is not after start time"));
+                return Err(err(field("stop"), "stop time is not after start time"));
             }
         }
         check_tcp(format_args!("{at}.tcp"), &g.tcp)?;
@@ -299,7 +299,7 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
             GeneratorModel::Poisson { rate_per_s, size } => {
                 if !(rate_per_s.is_finite() && *rate_per_s > 0.0) {
                     return Err(err(
-                        field("model.rate_per_s"),
+                        field("model.arrivals_per_s"),
                         format!("arrival rate must be positive, got {rate_per_s}"),
                     ));
                 }
@@ -315,7 +315,7 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         }
     }
     if let Some(iv) = spec.sample_interval_ns {
-        check_time(format_args!("sample_interval_ns"), iv)?;
+        check_time(format_args!("sample_interval"), iv)?;
     }
     for (i, c) in spec.captures.iter().enumerate() {
         if c.link >= spec.links.len() {
@@ -376,12 +376,12 @@ fn check_traffic(field: Field<'_>, traffic: &TrafficSpec) -> Result<(), EngineEr
         TrafficSpec::Finite { .. } => Ok(()),
         TrafficSpec::Cbr { rate_bps, packet_bytes } | TrafficSpec::OnOff { rate_bps, packet_bytes, .. } => {
             if *rate_bps == 0 {
-                return Err(err(format!("{field}.rate_bps"), "must be positive"));
+                return Err(err(format!("{field}.rate"), "must be positive"));
             }
             if *packet_bytes <= DATAGRAM_HEADER_BYTES || *packet_bytes > 65_535 {
                 return Err(err(
-                    format!("{field}.packet_bytes"),
-                    format!("a datagram has {DATAGRAM_HEADER_BYTES} header bytes and at most 65535 in all"),
+                    format!("{field}.packet"),
+                    format!("{packet_bytes} B: a datagram has {DATAGRAM_HEADER_BYTES} header bytes and at most 65535 in all"),
                 ));
             }
             if let TrafficSpec::OnOff { on, off, .. } = traffic {
@@ -396,10 +396,10 @@ fn check_traffic(field: Field<'_>, traffic: &TrafficSpec) -> Result<(), EngineEr
 fn check_tcp(at: Field<'_>, t: &TcpSpec) -> Result<(), EngineError> {
     let field = |k: &str| format!("{at}.{k}");
     for (k, v) in [
-        ("delayed_ack_timeout_ns", t.delayed_ack_timeout_ns),
-        ("min_rto_ns", t.min_rto_ns),
-        ("initial_rto_ns", t.initial_rto_ns),
-        ("max_rto_ns", t.max_rto_ns),
+        ("delayed_ack_timeout", t.delayed_ack_timeout_ns),
+        ("min_rto", t.min_rto_ns),
+        ("initial_rto", t.initial_rto_ns),
+        ("max_rto", t.max_rto_ns),
     ] {
         check_time(format_args!("{at}.{k}"), v)?;
     }
@@ -409,23 +409,26 @@ fn check_tcp(at: Field<'_>, t: &TcpSpec) -> Result<(), EngineError> {
         ("initial_window", t.initial_window as u64),
         ("ack_every", t.ack_every as u64),
         ("dupthresh", t.dupthresh as u64),
-        ("min_rto_ns", t.min_rto_ns),
-        ("initial_rto_ns", t.initial_rto_ns),
-        ("max_rto_ns", t.max_rto_ns),
+        ("min_rto", t.min_rto_ns),
+        ("initial_rto", t.initial_rto_ns),
+        ("max_rto", t.max_rto_ns),
     ];
     for (k, v) in positive {
         if v == 0 {
             return Err(err(field(k), "must be positive"));
         }
     }
-    if t.mss > 65_000 || t.header_bytes > 1_000 {
-        return Err(err(field("mss"), "a segment must fit an IP packet (mss <= 65000, header <= 1000)"));
+    if t.mss > 65_000 {
+        return Err(err(field("mss"), "a segment must fit an IP packet (mss <= 65000)"));
+    }
+    if t.header_bytes > 1_000 {
+        return Err(err(field("header_bytes"), "a segment's headers must fit an IP packet (<= 1000 bytes)"));
     }
     if t.min_rto_ns > t.max_rto_ns {
-        return Err(err(field("min_rto_ns"), "minimum RTO above the maximum"));
+        return Err(err(field("min_rto"), "minimum RTO above the maximum"));
     }
     if t.rwnd_bytes.is_some_and(|w| w < t.mss as u64) {
-        return Err(err(field("rwnd_bytes"), "receive window smaller than one MSS"));
+        return Err(err(field("rwnd"), "receive window smaller than one MSS"));
     }
     Ok(())
 }
@@ -433,29 +436,32 @@ fn check_tcp(at: Field<'_>, t: &TcpSpec) -> Result<(), EngineError> {
 fn check_quic(at: Field<'_>, q: &QuicSpec) -> Result<(), EngineError> {
     let field = |k: &str| format!("{at}.{k}");
     let positive = [
-        ("ack_packet_bytes", q.ack_packet_bytes as u64),
+        ("ack_packet", q.ack_packet_bytes as u64),
         ("initial_window", q.initial_window as u64),
         ("ack_every", q.ack_every as u64),
         ("packet_threshold", q.packet_threshold as u64),
-        ("initial_rtt_ns", q.initial_rtt_ns),
+        ("initial_rtt", q.initial_rtt_ns),
     ];
     for (k, v) in positive {
         if v == 0 {
             return Err(err(field(k), "must be positive"));
         }
     }
-    for (k, v) in [("max_ack_delay_ns", q.max_ack_delay_ns), ("initial_rtt_ns", q.initial_rtt_ns)] {
+    for (k, v) in [("max_ack_delay", q.max_ack_delay_ns), ("initial_rtt", q.initial_rtt_ns)] {
         check_time(format_args!("{at}.{k}"), v)?;
     }
     // RFC 9000 §8.1 / §14: a UDP payload is at most 65527 bytes.
-    if q.max_datagram_bytes > 65_527 || q.lower_layer_bytes > 1_000 {
-        return Err(err(field("max_datagram_bytes"), "a QUIC packet must fit a UDP datagram (<= 65527 bytes)"));
+    if q.max_datagram_bytes > 65_527 {
+        return Err(err(field("max_datagram"), "a QUIC packet must fit a UDP datagram (<= 65527 bytes)"));
+    }
+    if q.lower_layer_bytes > 1_000 {
+        return Err(err(field("lower_layer"), "the headers below QUIC must fit an IP packet (<= 1000 bytes)"));
     }
     if q.max_datagram_bytes <= q.packet_overhead_bytes {
-        return Err(err(field("max_datagram_bytes"), "must exceed packet_overhead_bytes to carry stream data"));
+        return Err(err(field("max_datagram"), "must exceed packet_overhead to carry stream data"));
     }
     if q.ack_packet_bytes + 4 * (MAX_SACK_BLOCKS as u32 - 1) > q.max_datagram_bytes {
-        return Err(err(field("ack_packet_bytes"), "an ACK packet must fit max_datagram_bytes"));
+        return Err(err(field("ack_packet"), "an ACK packet must fit max_datagram"));
     }
     Ok(())
 }
@@ -591,8 +597,8 @@ mod tests {
     #[test]
     fn each_malformed_field_is_named_with_its_reason() {
         let cases: Vec<(Mutation, &str)> = vec![
-            (Box::new(|s| s.duration_ns = 0), "duration_ns: must be positive"),
-            (Box::new(|s| s.links[0].rate_bps = Some(0)), "links[0].rate_bps: rate must be positive"),
+            (Box::new(|s| s.duration_ns = 0), "duration: must be positive"),
+            (Box::new(|s| s.links[0].rate_bps = Some(0)), "links[0].rate: rate must be positive"),
             (Box::new(|s| s.links[0].b = 0), "links[0].b: a link must join two different nodes"),
             (Box::new(|s| s.links[0].b = 7), "links[0].b: node index 7 out of range (2 nodes)"),
             (Box::new(|s| s.links[0].loss = 1.0), "links[0].loss: loss probability 1 not in [0, 1)"),
@@ -610,21 +616,21 @@ mod tests {
                     s.flows[0].start_ns = 5;
                     s.flows[0].stop_ns = Some(4)
                 }),
-                "flows[0].stop_ns: stop time is before start time",
+                "flows[0].stop: stop time is before start time",
             ),
             (Box::new(|s| s.flows[0].tcp.mss = 0), "flows[0].tcp.mss: must be positive"),
             (Box::new(|s| s.flows[0].quic.ack_every = 0), "flows[0].quic.ack_every: must be positive"),
             (
                 Box::new(|s| s.flows[0].quic.max_datagram_bytes = 41),
-                "flows[0].quic.max_datagram_bytes: must exceed packet_overhead_bytes to carry stream data",
+                "flows[0].quic.max_datagram: must exceed packet_overhead to carry stream data",
             ),
             (
                 Box::new(|s| s.flows[0].start_ns = s.duration_ns),
-                "flows[0].start_ns: the flow would start at or after the end of the run",
+                "flows[0].start: the flow would start at or after the end of the run",
             ),
             (
                 Box::new(|s| s.duration_ns = u64::MAX),
-                "duration_ns: 18446744073709551615 ns is beyond the 100-day limit of simulated time",
+                "duration: 18446744073709551615 ns is beyond the 100-day limit of simulated time",
             ),
             (Box::new(|s| s.links.clear()), "flows[0]: no route from a to b"),
             (

@@ -346,14 +346,14 @@ fn a_valid_document_parses_to_the_spec_it_holds_and_a_wrong_one_is_named_by_its_
 #[test]
 fn numbers_beyond_a_field_are_named_in_the_users_terms() {
     let mut doc = serde_json::to_value(dumbbell(1, SEC, 1, 0.0)).unwrap();
-    doc["links"][0]["rate_bps"] = json!(1e39);
+    doc["links"][0]["rate"] = json!(1e39);
     let e = ScenarioSpec::from_json(&doc.to_string()).unwrap_err();
-    assert_eq!(e.field, "links[0].rate_bps");
+    assert_eq!(e.field, "links[0].rate");
     assert_eq!(e.reason, "1e+39 is out of range (a whole number from 0 to 18446744073709551615)");
-    doc["links"][0]["rate_bps"] = json!(-5);
+    doc["links"][0]["rate"] = json!(-5);
     let e = ScenarioSpec::from_json(&doc.to_string()).unwrap_err();
     assert_eq!(
         (e.field.as_str(), e.reason.as_str()),
-        ("links[0].rate_bps", "-5 is out of range (a whole number from 0 to 18446744073709551615)")
+        ("links[0].rate", "-5 is out of range (a whole number from 0 to 18446744073709551615)")
     );
 }

@@ -100,13 +100,13 @@ def _active_s(start_ns: int, stop_ns: int | None, duration_ns: int) -> float:
 
 
 def _recording(s: Scenario, engine: dict[str, Any]) -> list[Demand]:
-    interval = engine.get("sample_interval_ns")
+    interval = engine.get("sample_interval")
     record = engine.get("record") or {}
     flows = len(engine["flows"]) if record.get("flows") is None else len(record["flows"])
     channels = 2 * len(engine["links"]) if record.get("channels") is None else len(record["channels"])
     if not interval or (flows == 0 and channels == 0):
         return []
-    samples = engine["duration_ns"] // interval + 1
+    samples = engine["duration"] // interval + 1
     series = SERIES_PER_FLOW * flows + SERIES_PER_CHANNEL * channels + 1
     field = "record.interval" if s.record is not None and s.record.interval is not None else "sample_interval"
     from .. import units
@@ -119,10 +119,10 @@ def _smallest_data_packet(engine: dict[str, Any]) -> int:
     sizes = []
     for f in engine["flows"]:
         traffic = f["traffic"]
-        if "packet_bytes" in traffic:
-            sizes.append(traffic["packet_bytes"])
+        if "packet" in traffic:
+            sizes.append(traffic["packet"])
         elif f.get("transport") == "quic":
-            sizes.append(f["quic"]["max_datagram_bytes"])
+            sizes.append(f["quic"]["max_datagram"])
         else:
             sizes.append(f["tcp"]["mss"] + f["tcp"]["header_bytes"])
     sizes += [g["tcp"]["mss"] + g["tcp"]["header_bytes"] for g in engine.get("generators", [])]
@@ -132,17 +132,17 @@ def _smallest_data_packet(engine: dict[str, Any]) -> int:
 def _captures(s: Scenario, engine: dict[str, Any]) -> list[Demand]:
     if not engine["captures"]:  # no need to look through the links and flows (issue 15)
         return []
-    finite = [link["rate_bps"] for link in engine["links"] if link["rate_bps"]]
+    finite = [link["rate"] for link in engine["links"] if link["rate"]]
     fastest = max(finite, default=0)
     data_packet = _smallest_data_packet(engine)
-    seconds = engine["duration_ns"] / 1e9
+    seconds = engine["duration"] / 1e9
     out, seen = [], set()
     for i, cap in enumerate(engine["captures"]):
         channel = (cap["link"], cap["direction"])
         if channel in seen:
             continue
         seen.add(channel)
-        rate = engine["links"][cap["link"]]["rate_bps"] or fastest
+        rate = engine["links"][cap["link"]]["rate"] or fastest
         packets = int(2 * rate * seconds / (8 * data_packet))
         field = f"captures[{i}]" if i < len(s.captures) else f"record.captures[{i - len(s.captures)}]"
         out.append(Demand(field, packets * CAPTURE_ROW_BYTES * CAPTURE_COPIES, f"capturing up to {packets} packets"))
@@ -154,10 +154,10 @@ def _generators(s: Scenario, resolved: Resolved) -> list[Demand]:
     out = []
     for k, g in enumerate(engine.get("generators", [])):
         model = g["model"]
-        active = _active_s(g["start_ns"], g["stop_ns"], engine["duration_ns"])
+        active = _active_s(g["start"], g["stop"], engine["duration"])
         user = resolved.user_field(f"generators[{k}]")
         if model["kind"] == "poisson":
-            flows = model["rate_per_s"] * active
+            flows = model["arrivals_per_s"] * active
             out.append(Demand(f"{user}.arrivals_per_s", int(flows * GENERATED_FLOW_BYTES),
                               f"about {flows:.3g} generated flows"))
         else:
@@ -192,8 +192,10 @@ def _closed_loop(engine: dict[str, Any], generator: dict[str, Any], active_s: fl
 
 
 def _packets(queue: dict[str, Any]) -> int:
-    """The most packets `queue` (an engine queue table) can hold; 0 without a limit."""
-    return int(queue.get("limit_packets") or (queue.get("limit_bytes") or 0) // SMALLEST_PACKET)
+    """The most packets `queue` (an engine queue table) can hold; 0 without a limit. A token
+    bucket's `limit` is in bytes; other queues give theirs in packets or in bytes."""
+    limit_bytes = queue.get("limit") if queue["kind"] == "tbf" else queue.get("limit_bytes")
+    return int(queue.get("limit_packets") or (limit_bytes or 0) // SMALLEST_PACKET)
 
 
 def _queue_packets(resolved: Resolved) -> list[tuple[int, str, int]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -35,19 +34,15 @@ def engine_version() -> str:
     return str(core().engine_version())
 
 
-# Engine field names carry their base unit (`rate_bps`, `min_rto_ns`, `rwnd_bytes`); the user's
-# spec names the same fields without it (`rate = "10Mbps"`). A pattern `re` compiles at its first
-# use (an engine error), not as the command starts (issue 15).
-_UNIT_SUFFIX = r"_(ns|bps|bytes)(?=$|\.|\[)"
-
-
 def engine_error(error: Exception, resolved: Resolved) -> SpecError | EngineFailure:
-    """The engine's typed error (`_core.EngineSpecError`: `.field`, `.reason`) in the user's field
-    names. Field "engine" is a broken invariant of the engine itself, not bad input."""
+    """The engine's typed error (`_core.EngineSpecError`: `.field`, `.reason`) as the user's: the
+    engine names fields by the user's keys, and the resolution's aliases say where a field it
+    moved came from (a dumbbell's links). Field "engine" is a broken invariant of the engine
+    itself, not bad input."""
     field = getattr(error, "field", None)
     reason = getattr(error, "reason", None)
     if not isinstance(field, str) or not isinstance(reason, str):
         return EngineFailure(f"engine: {type(error).__name__}: {' '.join(str(error).split())}")
     if field == "engine":
         return EngineFailure(f"engine: {reason}")
-    return SpecError(resolved.user_field(re.sub(_UNIT_SUFFIX, "", field)), reason)
+    return SpecError(resolved.user_field(field), reason)

@@ -94,7 +94,7 @@ def _path(src: int, dst: int, toward: list[int | None], channels: list[tuple[int
 
 def _largest_data_packet(flow: dict[str, Any]) -> int:
     if flow["transport"] == "quic":
-        return int(flow["quic"]["max_datagram_bytes"] + flow["quic"]["lower_layer_bytes"])
+        return int(flow["quic"]["max_datagram"] + flow["quic"]["lower_layer"])
     return int(flow["tcp"]["mss"] + flow["tcp"]["header_bytes"])
 
 
@@ -102,7 +102,7 @@ def _channels(engine_links: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
     """Both directions of every link as (from, to, delay ns): channel 2k is link k's forward."""
     channels: list[tuple[int, int, int]] = []
     for link in engine_links:
-        channels += [(link["a"], link["b"], link["delay_ns"]), (link["b"], link["a"], link["delay_ns"])]
+        channels += [(link["a"], link["b"], link["delay"]), (link["b"], link["a"], link["delay"])]
     return channels
 
 
@@ -129,7 +129,7 @@ def loads_of_links(nodes: int, engine_links: list[dict[str, Any]], engine_flows:
     found only if its data crosses one of them (a queue sized by rule needs the loads of its own
     link, not of a 10,000-flow dumbbell's 20,000 access links; issue 15)."""
     channels = _channels(engine_links)
-    loads = {k: LinkLoad(engine_links[k]["rate_bps"], [], None) for k in sorted(wanted)}
+    loads = {k: LinkLoad(engine_links[k]["rate"], [], None) for k in sorted(wanted)}
     routes: dict[int, list[int | None]] = {}
     incoming = _incoming(nodes, channels)
     leaf_of = _leaves(channels, incoming)

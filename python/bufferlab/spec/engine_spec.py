@@ -3,6 +3,11 @@ input (`crates/bufferlab-core/src/spec.rs`): names become indices, every TCP and
 spelled out from the engine's own defaults, generators and the recording selection are resolved,
 and cross-field problems raise `SpecError` naming the user's field.
 
+The engine's input keys are the user's (`rate`, `delay`, `min_rto`), so the options are copied
+under their own names; what the resolution moves elsewhere (a generator's model fields, a
+dumbbell's links) is recorded in `Resolved.field_aliases`, and the engine's range checks then
+name the user's field.
+
 `Scenario.resolve()` (spec.py) expands the topology and calls `build_engine_spec`.
 """
 
@@ -12,6 +17,8 @@ import fnmatch
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from .. import units
 from ..errors import SpecError
@@ -59,7 +66,14 @@ def _unique(names: list[str], section: str) -> dict[str, int]:
     return index
 
 
+# TCP options that are not the engine's keys as they are: `delayed_ack` is a shorthand for
+# `ack_every`, and a recovery's name has spellings of its own (TcpPrrRecovery).
+_TCP_SHORTHANDS = frozenset({"delayed_ack", "recovery"})
+
+
 def _tcp(defaults: TcpOptions | None, own: TcpOptions | None, where: str) -> dict[str, Any]:
+    """The engine's TCP options: its defaults, then the flow defaults' and the flow's own (the
+    engine checks their values, e.g. min_rto <= max_rto, and names the flow's field)."""
     tcp = dict(engine_tcp_defaults())
     for layer, path in ((defaults, "flow_defaults.tcp"), (own, f"{where}.tcp")):
         if layer is None:
@@ -69,37 +83,37 @@ def _tcp(defaults: TcpOptions | None, own: TcpOptions | None, where: str) -> dic
                 and layer.ack_every != 1:
             raise SpecError(f"{path}.delayed_ack", "false means ack_every = 1, but ack_every is "
                                                    f"{layer.ack_every}")
-        simple = {"mss": "mss", "header_bytes": "header_bytes", "initial_window": "initial_window",
-                  "ack_every": "ack_every", "sack": "sack", "dupthresh": "dupthresh", "timestamps": "timestamps",
-                  "hystart": "hystart", "rto": "rto", "rack": "rack", "ca_increase": "ca_increase",
-                  "delayed_ack_timeout": "delayed_ack_timeout_ns", "min_rto": "min_rto_ns",
-                  "initial_rto": "initial_rto_ns", "max_rto": "max_rto_ns", "rwnd": "rwnd_bytes"}
-        for ours, engine_key in simple.items():
-            if ours in given:
-                tcp[engine_key] = getattr(layer, ours)
+        tcp.update({key: getattr(layer, key) for key in given - _TCP_SHORTHANDS})
         if "recovery" in given and layer.recovery is not None:
             tcp["recovery"] = engine_recovery(layer.recovery)
         if "delayed_ack" in given and layer.delayed_ack is not None:
             tcp["ack_every"] = 1 if not layer.delayed_ack else max(tcp["ack_every"], 2)
-    if tcp["min_rto_ns"] > tcp["max_rto_ns"]:
-        raise SpecError(f"{where}.tcp.min_rto", "min_rto is larger than max_rto")
     return tcp
 
 
-_QUIC_KEYS = {"max_datagram": "max_datagram_bytes", "packet_overhead": "packet_overhead_bytes",
-              "lower_layer": "lower_layer_bytes", "ack_packet": "ack_packet_bytes",
-              "initial_window": "initial_window", "ack_every": "ack_every", "max_ack_delay": "max_ack_delay_ns",
-              "initial_rtt": "initial_rtt_ns", "packet_threshold": "packet_threshold"}
-
-
 def _quic(defaults: QuicOptions | None, own: QuicOptions | None) -> dict[str, Any]:
+    """The engine's QUIC options: its defaults, then the flow defaults' and the flow's own."""
     quic = dict(engine_quic_defaults())
     for layer in (defaults, own):
-        if layer is None:
-            continue
-        for ours in layer.model_fields_set:
-            quic[_QUIC_KEYS[ours]] = getattr(layer, ours)
+        if layer is not None:
+            quic.update({key: getattr(layer, key) for key in layer.model_fields_set})
     return quic
+
+
+def _inherited(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Generator, defaults: FlowDefaults,
+               sections: tuple[str, ...]) -> None:
+    """Record which option tables of a flow (or generator) at `where` the resolution took from
+    `flow_defaults`, so that an engine error about one names the field the user wrote: the whole
+    table when the flow gives none of its own, else each option only the defaults set."""
+    for section in sections:
+        given, inherited = getattr(own, section), getattr(defaults, section)
+        if inherited is None:
+            continue
+        if given is None:
+            aliases[f"{where}.{section}"] = f"flow_defaults.{section}"
+        elif isinstance(given, BaseModel):  # a traffic table given is the flow's own, whole
+            for key in inherited.model_fields_set - given.model_fields_set:
+                aliases[f"{where}.{section}.{key}"] = f"flow_defaults.{section}.{key}"
 
 
 def _flow_ends(flow: Flow | CountedFlow, where: str, nodes: Sequence[Node | Host],
@@ -165,8 +179,7 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
         backward = link.queue_backward or link.queue or DEFAULT_QUEUE
         queues += [(forward, i, "queue_forward" if link.queue_forward is not None else "queue"),
                    (backward, i, "queue_backward" if link.queue_backward is not None else "queue")]
-        engine_link = {"name": name, "a": a, "b": b, "rate_bps": link.rate, "delay_ns": link.delay,
-                       "loss": link.loss}
+        engine_link = {"name": name, "a": a, "b": b, "rate": link.rate, "delay": link.delay, "loss": link.loss}
         if link.loss_model is not None:
             if link.loss:
                 raise SpecError(f"links[{i}].loss_model", "give either loss or loss_model, not both")
@@ -205,6 +218,7 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
             start_at = f"{start_at} (the draw of {where}, {units.format_time(start)})"
         else:
             start = start_value
+        # The engine checks the start and stop too, but cannot say which draw gave a start.
         if start >= s.duration:
             raise SpecError(start_at or _start_field(flow, where),
                             f"starts at {units.format_time(start)}, not before the end of the run "
@@ -215,14 +229,15 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
         name = flow.name or f"flow_{i}"
         flow_names.append(name)
         endpoints.append((nodes[src].name, nodes[dst].name))
+        _inherited(aliases, where, flow, defaults, ("tcp", "quic", "traffic"))
         # A flow's own options are checked and named as its own: only a flow without any shares.
         tcp = (_tcp(defaults.tcp, flow.tcp, where) if flow.tcp is not None
                else tcp_tables.copy(defaults.tcp, partial(_tcp, defaults.tcp, None, where)))
         quic = (_quic(defaults.quic, flow.quic) if flow.quic is not None
                 else quic_tables.copy(defaults.quic, partial(_quic, defaults.quic, None)))
         engine_flows.append({"name": name, "src": src, "dst": dst, "cca": engine_controller(cca),
-                             "traffic": traffic_tables.copy(traffic, traffic.to_engine), "start_ns": start,
-                             "stop_ns": stop, "transport": flow.transport or defaults.transport or "tcp",
+                             "traffic": traffic_tables.copy(traffic, traffic.to_engine), "start": start,
+                             "stop": stop, "transport": flow.transport or defaults.transport or "tcp",
                              "tcp": tcp, "quic": quic})
     _unique(flow_names, "flows")
 
@@ -250,8 +265,8 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
 
     engine = {
         "seed": s.seed,
-        "duration_ns": s.duration,
-        "sample_interval_ns": _sample_interval(s) or None,
+        "duration": s.duration,
+        "sample_interval": _sample_interval(s) or None,
         "nodes": [{"name": n.name, "kind": n.kind} for n in nodes],
         "links": engine_links,
         "flows": engine_flows,
@@ -260,6 +275,8 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
     }
     if engine_generators:
         engine["generators"] = engine_generators
+    if s.record is not None and s.record.interval is not None:
+        aliases["sample_interval"] = "record.interval"
     return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
                     flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel,
                     generator_names=[g["name"] for g in engine_generators], queue_descriptions=queue_descriptions,
@@ -334,8 +351,8 @@ def _generator_sources(g: Generator, nodes: Sequence[Node | Host], where: str) -
     return chosen
 
 
-# The engine's names of a generator's model fields -> the user's names of the same fields.
-_GENERATOR_MODEL_FIELDS = {"model.rate_per_s": "arrivals_per_s", "model.users": "users", "model.size": "size",
+# A generator's model fields, which the engine nests in its `model` -> the user's generator keys.
+_GENERATOR_MODEL_FIELDS = {"model.arrivals_per_s": "arrivals_per_s", "model.users": "users", "model.size": "size",
                            "model.think": "think", "model": "kind"}
 
 
@@ -394,8 +411,6 @@ def _expand_generators(s: Scenario, nodes: Sequence[Node | Host], node_index: di
                           for k in range(g.flows)]
             elif g.kind in ("cbr", "onoff"):
                 traffic = Traffic(kind=g.kind, rate=g.rate, packet=g.packet or DEFAULT_DATAGRAM, on=g.on, off=g.off)
-                if traffic.packet is not None and not 28 < traffic.packet <= 65_535:
-                    raise SpecError(f"{where}.packet", "a datagram has 28 header bytes and at most 65535 in all")
                 flows.append(template.model_copy(update={"name": base, "src": host, "traffic": traffic}))
             for k in range(first_flow + made, first_flow + len(flows)):
                 # A generated flow's fields are the generator's (its traffic: the generator's rate, packet).
@@ -407,18 +422,19 @@ def _expand_generators(s: Scenario, nodes: Sequence[Node | Host], node_index: di
                 raise SpecError(f"{where}.kind", f"{g.kind} transfers are TCP connections, but "
                                                  f'flow_defaults.transport is "{defaults.transport}"')
             if g.kind == "poisson":
-                model = {"kind": "poisson", "rate_per_s": g.arrivals_per_s, "size": g.size.engine}
+                model = {"kind": "poisson", "arrivals_per_s": g.arrivals_per_s, "size": g.size.engine}
             else:
                 assert g.think is not None
                 model = {"kind": "closed_loop", "users": g.users, "size": g.size.engine,
                          "think": g.think.engine}
             k = len(engine)
             aliases[f"generators[{k}]"] = where
+            _inherited(aliases, f"generators[{k}]", g, defaults, ("tcp",))
             aliases.update({f"generators[{k}].{key}": f"{where}.{user}"
                             for key, user in _GENERATOR_MODEL_FIELDS.items()})
             names.append(base)
             engine.append({"name": base, "src": node_index[host], "dst": dst, "cca": engine_controller(cca),
-                           "tcp": _tcp(defaults.tcp, g.tcp, where), "start_ns": start, "stop_ns": stop,
+                           "tcp": _tcp(defaults.tcp, g.tcp, where), "start": start, "stop": stop,
                            "model": model})
     _unique(names, "generators")
     return flows, engine, aliases

@@ -24,6 +24,7 @@ __all__ = [
     "ByteCount",
     "Probability",
     "PositiveCount",
+    "Count",
     "Switch",
     "Name",
     "OptionalName",
@@ -75,8 +76,8 @@ SampleInterval = Annotated[int, Parsed(_sample_interval, lambda ns: units.format
 ByteCount = Annotated[int, Parsed(units.parse_bytes, units.format_bytes, returns=STR)]
 """An amount of bytes: "1.25MB", or a plain integer of bytes."""
 
-Probability = Annotated[float, Parsed(units.parse_probability, inner=core_schema.float_schema())]
-"""A probability in [0, 1): 0.01 or "1%"."""
+Probability = Annotated[float, Parsed(units.parse_fraction, inner=core_schema.float_schema())]
+"""A probability: 0.01 or "1%" (the engine checks its range and names the field)."""
 
 # Types pydantic knows, with their constraints applied once (`Prebuilt`): each validates as the
 # pydantic spelling in its docstring does, errors included.
@@ -84,6 +85,10 @@ Probability = Annotated[float, Parsed(units.parse_probability, inner=core_schema
 PositiveCount = Annotated[int | None, Prebuilt(core_schema.nullable_schema(core_schema.int_schema(strict=True, gt=0)))]
 """A whole number above 0, or unset: ``StrictInt | None = Field(default=None, gt=0)`` (not "3",
 3.0 or true)."""
+
+Count = Annotated[int | None, Prebuilt(core_schema.nullable_schema(core_schema.int_schema(strict=True)))]
+"""A whole number, or unset: ``StrictInt | None = None`` (not "3", 3.0 or true). For an option
+whose range the engine checks (and names the field): a TCP or QUIC count, sub-buffers."""
 
 Switch = Annotated[bool | None, Prebuilt(core_schema.nullable_schema(core_schema.bool_schema(strict=True)))]
 """true or false, or unset: ``StrictBool | None`` (not 1 or "yes")."""
@@ -115,8 +120,8 @@ class Traffic:
             return {"kind": "greedy"}
         if self.kind == "finite":
             return {"kind": "finite", "bytes": self.bytes}
-        engine: dict[str, Any] = {"kind": "cbr" if self.kind == "cbr" else "on_off", "rate_bps": self.rate,
-                                  "packet_bytes": self.packet}
+        engine: dict[str, Any] = {"kind": "cbr" if self.kind == "cbr" else "on_off", "rate": self.rate,
+                                  "packet": self.packet}
         if self.kind == "onoff":
             assert self.on is not None and self.off is not None
             engine.update(on=self.on.engine, off=self.off.engine)
@@ -168,8 +173,6 @@ def parse_traffic(value: Any) -> Traffic:
         packet = units.parse_bytes(value.get("packet", DEFAULT_DATAGRAM))
     except units.UnitError as e:
         raise SpecError("packet", str(e)) from None
-    if not 28 < packet <= 65_535:
-        raise SpecError("packet", f"{packet} B: a datagram has 28 header bytes and at most 65535 in all")
     if kind == "cbr":
         return Traffic(kind="cbr", rate=rate, packet=packet)
     periods: dict[str, Dist] = {}
@@ -237,12 +240,8 @@ def parse_loss_model(value: Any) -> LossModel:
             if key in ("p", "r"):
                 raise SpecError(key, "missing required key (a transition probability per packet)")
             continue
-        raw = value[key]
-        if raw in (1, 1.0, "100%") and key != "loss_good":
-            probabilities[key] = 1.0  # a certain transition or loss is allowed here
-            continue
-        try:
-            probabilities[key] = units.parse_probability(raw)
+        try:  # in [0, 1]: the engine checks the range (and that the chain can leave a lossy state)
+            probabilities[key] = units.parse_fraction(value[key])
         except units.UnitError as e:
             raise SpecError(key, str(e)) from None
     return LossModel(p=probabilities["p"], r=probabilities["r"], loss_good=probabilities.get("loss_good", 0.0),

@@ -7,7 +7,7 @@ when a scenario first gives one (`parsed.model_on_first_use`), not by every run 
 
 from pydantic import BaseModel, ConfigDict
 
-from .fields import ByteCount, PositiveCount, PositiveTime, Time
+from .fields import ByteCount, Count, Time
 
 __all__ = ["QuicOptions"]
 
@@ -15,7 +15,8 @@ __all__ = ["QuicOptions"]
 class QuicOptions(BaseModel):
     """QUIC knobs (transport = "quic"); an unset option takes the flow defaults', then the engine's.
 
-    Sizes follow RFC 9002: the window counts whole QUIC packets (UDP payloads).
+    Sizes follow RFC 9002: the window counts whole QUIC packets (UDP payloads). The engine
+    checks the options' ranges and names the option; the model parses types and units only.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -28,9 +29,9 @@ class QuicOptions(BaseModel):
     lower_layer: ByteCount | None = None
     # UDP payload of an ACK-only packet with one ACK range.
     ack_packet: ByteCount | None = None
-    initial_window: PositiveCount = None
+    initial_window: Count = None
     # ACK every n-th ack-eliciting packet (1: every one, as in seed 003).
-    ack_every: PositiveCount = None
+    ack_every: Count = None
     max_ack_delay: Time | None = None
-    initial_rtt: PositiveTime | None = None
-    packet_threshold: PositiveCount = None
+    initial_rtt: Time | None = None
+    packet_threshold: Count = None

@@ -34,8 +34,8 @@ class Resolved:
     # "flow_defaults.start"): a spec with none here, whose engine draws none either, runs the same
     # under every seed.
     random_draws: list[str] = field(default_factory=list)
-    # Engine field paths (as the engine names them, unit suffixes removed) that the user wrote
-    # elsewhere, e.g. a dumbbell's "links[0].queue_forward" is its "topology.queue".
+    # Engine field paths that the resolution moved from where the user wrote them, e.g. a
+    # dumbbell's "links[0].queue_forward" is its "topology.queue" (other paths are the user's).
     field_aliases: dict[str, str] = field(default_factory=dict)
     # Each channel's queue as resolved, and how its size came about ("500p (bdp rule: ...)").
     queue_descriptions: list[str] = field(default_factory=list)

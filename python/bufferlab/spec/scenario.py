@@ -48,13 +48,13 @@ from ..errors import SpecError, from_validation_error
 from .distributions import Dist, parse_distribution
 from .fields import (
     ByteCount,
+    Count,
     LossModel,
     LossModelField,
     Controller,
     Name,
     OptionalName,
     OptionalRate,
-    PositiveCount,
     PositiveTime,
     Probability,
     QueueField,
@@ -100,9 +100,9 @@ FlowCount = Annotated[int | None, Prebuilt(core_schema.nullable_schema(
 Seed = Annotated[int, Prebuilt(core_schema.int_schema(strict=True, ge=0, lt=2**64))]
 """A run's seed, a 64-bit unsigned integer: ``StrictInt = Field(ge=0, lt=2**64)``."""
 Frequency = Annotated[float | None, Prebuilt(core_schema.nullable_schema(core_schema.float_schema(
-    allow_inf_nan=False, gt=0)))]
-"""A rate of events per second above 0, or unset: ``float | None = Field(default=None, gt=0,
-allow_inf_nan=False)``."""
+    allow_inf_nan=False)))]
+"""A rate of events per second, or unset: ``float | None = Field(default=None, allow_inf_nan=False)``
+(finite, as JSON has no infinity; the engine checks that it is positive and names the field)."""
 
 
 def _base_dir(info: ValidationInfo) -> Path | None:
@@ -200,22 +200,25 @@ class Link(_Model):
 
 
 class TcpOptions(_Model):
-    """TCP knobs; an unset option takes the flow defaults', then the engine's default."""
+    """TCP knobs; an unset option takes the flow defaults', then the engine's default. The engine
+    checks their ranges (counts and timeouts positive, min_rto <= max_rto, rwnd >= mss) and names
+    the option; a model parses types and units only."""
 
-    mss: PositiveCount = None
-    header_bytes: PositiveCount = None
-    initial_window: PositiveCount = None
-    ack_every: PositiveCount = None
+    mss: Count = None
+    header_bytes: Count = None
+    initial_window: Count = None
+    ack_every: Count = None
     # `delayed_ack = false` is the same as `ack_every = 1` (ACK every packet).
     delayed_ack: Switch = None
+    # Positive here: the engine takes a zero timer (an immediate ACK) as it is.
     delayed_ack_timeout: PositiveTime | None = None
     sack: Switch = None
     recovery: Recovery | None = None
-    min_rto: PositiveTime | None = None
-    initial_rto: PositiveTime | None = None
-    max_rto: PositiveTime | None = None
+    min_rto: Time | None = None
+    initial_rto: Time | None = None
+    max_rto: Time | None = None
     rwnd: ByteCount | None = None
-    dupthresh: PositiveCount = None
+    dupthresh: Count = None
     # RTT measurement from echoed timestamps (RFC 7323); false: send times under Karn's rule.
     timestamps: Switch = None
     # HyStart++ (RFC 9406) in CUBIC's initial slow start; false: standard slow start.
@@ -395,6 +398,8 @@ class Scenario(_Model):
     name: str | None = None
     description: str | None = None
     seed: Seed = 1
+    # Positive here as well as in the engine: the resolution compares every start with it, and
+    # would otherwise say that a flow starts after the end of a run of 0 s.
     duration: PositiveTime
     sample_interval: SampleInterval = DEFAULT_SAMPLE_INTERVAL_NS
     # The channel the summary reports as bottleneck: "<link>_forward", "<link>_backward" or a link

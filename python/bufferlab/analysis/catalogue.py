@@ -5,7 +5,7 @@ metric of the flow, link and network tables in the tables' order with its unit a
 (shared metrics.md). This module reads it through the binding (`_core.metric_catalogue`) on first
 use, once, and adds the columns that say what each row is. `metrics` computes the tables; this
 module only names them, so that what needs their columns and not their computation (the store's
-schema, `store.writer`) loads no numpy.
+schema, `store.tables`) loads no numpy.
 
 FLOW_METRICS, LINK_METRICS, NETWORK_METRICS: name -> (unit, definition), in the table's order.
 FLOW_TABLE, LINK_TABLE, NETWORK_TABLE: every column of the table -> its Arrow type

@@ -9,7 +9,7 @@ joined in a union discriminated by `kind`.
     queue = { kind = "blind_splitbuff", limit = "6250p" }
 
 A size given by time or by rule is resolved once the topology is expanded
-(`bufferlab.sizing.resolve`), from the link's rate and the flows that cross it; `to_engine` then
+(`bufferlab.spec.queue_sizes`), from the link's rate and the flows that cross it; `to_engine` then
 gives the engine's `QueueSpec` (crates/bufferlab-core/src/spec.rs). A new discipline is one model
 here, one arm of `QueueSpec` in the engine and its own file in crates/bufferlab-core/src/queue/.
 """
@@ -175,7 +175,7 @@ class _Queue(BaseModel):
         size = table.get("limit")
         if isinstance(size, QueueSize):
             if size.limit is None:
-                raise ValueError("queue size not resolved: call bufferlab.sizing.resolve first")
+                raise ValueError("queue size not resolved: call bufferlab.spec.queue_sizes first")
             del table["limit"]
             table.update(limit_packets=size.limit.packets, limit_bytes=size.limit.bytes)
         return table

@@ -286,7 +286,7 @@ def test_a_run_on_a_terminal_draws_its_progress_bar_only_once_it_has_lasted(monk
 def test_the_sizing_module_loads_only_for_a_queue_sized_by_time_or_rule(tmp_path: Path) -> None:
     args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
             "--set", "duration=1s", "--json")
-    sizing = ("bufferlab.sizing.resolve", "bufferlab.sizing.rules")
+    sizing = ("bufferlab.spec.queue_sizes", "bufferlab.sizing.rules")
     assert modules_loaded(cli(*args), sizing) == []
     assert modules_loaded(cli(*args, "--set", "topology.queue=25ms"), sizing) == list(sizing)
     # ... and the rules (their RTT averages) for a queue sized by rule.

@@ -97,7 +97,7 @@ def test_rule_routes_are_least_delay_then_fewest_hops_through_single_link_hosts(
     # The rule's routes skip expanding a node with one link (issue 15); every route found must
     # still cost what an exhaustive search (Bellman-Ford, delay + 1 per hop) says is least. The
     # graph has a chain of one-link ends (h1 - r2), a host on a shortcut's end, and a triangle.
-    from bufferlab.sizing.resolve import _channels, _incoming, _path, _routes_toward
+    from bufferlab.spec.queue_sizes import _channels, _incoming, _path, _routes_toward
 
     links = [(0, 1, 5), (1, 2, 3), (0, 2, 9), (2, 3, 1), (3, 4, 2), (1, 5, 4), (0, 6, 7)]
     channels = _channels([{"a": a, "b": b, "delay": d} for a, b, d in links])
@@ -119,7 +119,7 @@ def test_rule_routes_are_least_delay_then_fewest_hops_through_single_link_hosts(
 def test_the_loads_of_some_links_are_those_of_every_link(scenario: str) -> None:
     from pathlib import Path
 
-    from bufferlab.sizing.resolve import link_loads, loads_of_links
+    from bufferlab.spec.queue_sizes import link_loads, loads_of_links
     from bufferlab.spec import load_scenario
 
     engine = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / scenario).resolve().engine

@@ -168,7 +168,7 @@ def _generators(s: Scenario, resolved: Resolved) -> list[Demand]:
 def _closed_loop(engine: dict[str, Any], generator: dict[str, Any], active_s: float, user: str) -> Demand:
     """Transfers of closed-loop users: one per mean think time each (expected), or, without a
     positive finite mean, one per shortest cycle each (at most; see the module docstring)."""
-    from ..sizing.resolve import round_trip_ns
+    from ..spec.queue_sizes import round_trip_ns
     from ..spec.distributions import Dist
 
     users = generator["model"]["users"]

@@ -130,7 +130,7 @@ def link_context(base: Scenario, queue_key: str) -> LinkContext:
     """The rate, long-lived flows' RTTs and packet size of the bottleneck link of `base` (the
     spec's bottleneck, else the slowest link that long-lived flows cross)."""
     from ..pipeline.plan import plan
-    from .resolve import DEFAULT_PACKET, link_loads
+    from ..spec.queue_sizes import DEFAULT_PACKET, link_loads
 
     resolved = plan(base).resolved
     engine = resolved.engine

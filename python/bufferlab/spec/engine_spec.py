@@ -302,7 +302,7 @@ def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, A
             continue
         if not queue.resolved:
             # Only a size given by time or by rule needs the sizing module (issue 15).
-            from ..sizing.resolve import loads_of_links, resolve_queue
+            from .queue_sizes import loads_of_links, resolve_queue
 
             if loads is None:  # the loads of the links whose queues are sized by time or rule
                 loads = loads_of_links(len(nodes), engine_links, engine_flows, _links_sized_later(queues))

@@ -20,7 +20,7 @@ from .. import units
 from ..errors import SpecError
 from ..queues import FifoQueue, Queue, QueueSize, SizeRule
 from ..units import QueueLimit
-from . import rules
+from ..sizing import rules
 
 __all__ = ["LinkLoad", "resolve_queue", "link_loads", "loads_of_links", "round_trip_ns", "DEFAULT_PACKET"]
 

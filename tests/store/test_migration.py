@@ -139,7 +139,7 @@ def test_a_migration_that_fails_leaves_the_older_store_as_it_was(older_store: tu
     older, _ = older_store
     before = stored_tables(older)
 
-    def fail(con: duckdb.DuckDBPyConnection) -> None:
+    def fail(con: duckdb.DuckDBPyConnection, version: int) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(migration, "_copy_rows", fail)
@@ -166,7 +166,7 @@ KILLED_MIGRATION = textwrap.dedent("""
     def die() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
-    def copy_then_die(con):
+    def copy_then_die(con, version):
         statements = con.execute
         class Dying:
             def execute(self, sql, *args):
@@ -174,7 +174,7 @@ KILLED_MIGRATION = textwrap.dedent("""
                     statements(sql, *args)
                     die()
                 return statements(sql, *args)
-        copy(Dying())
+        copy(Dying(), version)
 
     def replace_then_die(src, dst):
         die()
@@ -234,3 +234,120 @@ def test_a_store_migrated_by_another_process_meanwhile_is_not_migrated_again_ove
         assert s.has_run(extra.run_id)
     assert len(opened) == 2  # the first attach was of a file the path no longer named
     assert schema_version(older) == SCHEMA_VERSION
+
+
+# --- version 5: the engine's input named its fields by their unit ----------------------------------
+
+RICH_SCENARIO = """
+    name = "rich"
+    duration = "2s"
+    sample_interval = "100ms"
+    [[nodes]]
+    name = "a"
+    kind = "host"
+    [[nodes]]
+    name = "r"
+    kind = "router"
+    [[nodes]]
+    name = "b"
+    kind = "host"
+    [[links]]
+    a = "a"
+    b = "r"
+    rate = "100Mbps"
+    delay = "5ms"
+    queue = { kind = "tbf", rate = "20Mbps", burst = "30kB", limit = "60kB" }
+    [[links]]
+    a = "r"
+    b = "b"
+    rate = "10Mbps"
+    delay = "10ms"
+    queue_forward = { kind = "splitbuff", limit = "100p", sub_buffers = 2 }
+    queue_backward = { kind = "blind_splitbuff", limit = "100p", sub_buffers = 2 }
+    [[flows]]
+    src = "a"
+    dst = "b"
+    start = "10ms"
+    stop = "1s"
+    tcp = { min_rto = "300ms", rwnd = "1MB", delayed_ack_timeout = "30ms" }
+    [[flows]]
+    src = "a"
+    dst = "b"
+    transport = "quic"
+    quic = { max_ack_delay = "20ms", initial_rtt = "100ms" }
+    [[flows]]
+    src = "a"
+    dst = "b"
+    traffic = { kind = "cbr", rate = "1Mbps", packet = "1000B" }
+    [[generators]]
+    kind = "poisson"
+    sources = "a"
+    dst = "b"
+    arrivals_per_s = 5
+    size = { dist = "exponential", mean = "20kB" }
+    start = "100ms"
+"""
+
+
+def _as_version_5(table: dict, where: str) -> None:
+    for old, new in migration._VERSION_5_KEYS.get(where, {}).items():
+        if new in table:
+            table[old] = table.pop(new)
+
+
+def version_5_spec(spec: dict) -> dict:
+    """An engine spec as version 5's engine read it (the inverse of the migration's renames)."""
+    spec = json.loads(json.dumps(spec))
+    _as_version_5(spec, "spec")
+    for link in spec["links"]:
+        _as_version_5(link, "link")
+        for side in ("queue_forward", "queue_backward"):
+            _as_version_5(link[side], link[side]["kind"])
+    for flow in spec["flows"]:
+        _as_version_5(flow, "flow")
+        if flow["traffic"]["kind"] in ("cbr", "on_off"):
+            _as_version_5(flow["traffic"], "datagram")
+        for options in ("tcp", "quic"):
+            if options in flow:
+                _as_version_5(flow[options], options)
+    for generator in spec["generators"]:
+        _as_version_5(generator, "flow")
+        _as_version_5(generator["tcp"], "tcp")
+        _as_version_5(generator["model"], generator["model"]["kind"])
+    return spec
+
+
+def test_every_field_the_engine_renamed_on_the_wire_has_its_version_5_name_in_the_migration() -> None:
+    # spec.rs names each renamed field with `#[serde(..., rename = "<scenario key>")]` above it.
+    import re
+
+    source = (REPO / "crates" / "bufferlab-core" / "src" / "spec.rs").read_text()
+    renamed = set(re.findall(r'#\[serde\([^\]]*rename = "(\w+)"\)\]\s*(?:pub )?(\w+):', source))
+    known = {(new, old) for table in migration._VERSION_5_KEYS.values() for old, new in table.items()}
+    assert renamed and renamed <= known, renamed - known
+
+
+def test_a_version_5_store_has_its_stored_specs_under_the_scenario_keys_after_migration(tmp_path: Path) -> None:
+    from bufferlab import _core
+
+    planned = plan(Scenario.from_toml_text(textwrap.dedent(RICH_SCENARIO)))
+    db = tmp_path / "v5.duckdb"
+    store.persist(derive(planned, simulate(planned)), db)
+    current = json.loads(planned.resolved.to_json())
+    older = json.dumps(version_5_spec(current), sort_keys=True, separators=(",", ":"))
+    assert older != planned.resolved.to_json()
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("UPDATE runs SET spec_json = ?", [older])
+        con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    finally:
+        con.close()
+    migration.migrate(db)
+    assert schema_version(db) == SCHEMA_VERSION
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (stored,) = con.execute("SELECT spec_json FROM runs").fetchone()
+    finally:
+        con.close()
+    assert stored == planned.resolved.to_json()
+    _core.plan(stored)  # the engine reads it (unknown keys are refused): none of version 5's is left

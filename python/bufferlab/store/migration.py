@@ -28,13 +28,16 @@ then run id), and a run table's rows keep the order they were stored in.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
+from ..spec.resolved import canonical_json
 from .connection import NEW_STORE_BLOCK_SIZE, ROW_GROUP_SIZE, connect, release_writer, sql_string
 from .schema import SCHEMA_VERSION, StoreError, check_schema_version, stored_schema_version
 from .tables import NEW_STORE_SCHEMA, NUMBERED_TABLES, TABLES, stored_table
@@ -106,7 +109,9 @@ def _rebuild(con: duckdb.DuckDBPyConnection, path: Path, version: int, identity:
         con.execute("USE migrated")
         con.execute("BEGIN TRANSACTION")
         con.execute(NEW_STORE_SCHEMA)
-        _copy_rows(con)
+        _copy_rows(con, version)
+        if version < 6:
+            _rename_version_5_spec_keys(con)
         con.execute("COMMIT")  # a checkpoint, as every writer's commit (`store.connection`)
     except BaseException:
         _abandon(con, new)
@@ -127,24 +132,91 @@ def _rebuild(con: duckdb.DuckDBPyConnection, path: Path, version: int, identity:
     _sync_directory(target.parent)
 
 
-def _copy_rows(con: duckdb.DuckDBPyConnection) -> None:
-    """Copy every table of the older store (``store``) into the new one (the default database),
-    runs numbered, the numbered tables keyed by number (see the module docstring)."""
+def _copy_rows(con: duckdb.DuckDBPyConnection, version: int) -> None:
+    """Copy every table of the older store (``store``) of schema `version` into the new one (the
+    default database), runs numbered, the numbered tables keyed by number (see the module
+    docstring; a store of version 5 or later has both already)."""
     older = {name for (name,) in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'store' AND table_schema = 'main'"
-    ).fetchall()}
+        "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'store' AND table_schema = 'main' "
+        "AND table_type = 'BASE TABLE'").fetchall()}
     for table in TABLES:
         if table == "meta" or table in NUMBERED_TABLES or table not in older:  # meta: the new store's version
             continue
         numbered = ", CAST(row_number() OVER (ORDER BY created_at, run_id) AS UINTEGER) AS run" \
-            if table == "runs" else ""
+            if table == "runs" and version < 5 else ""
         con.execute(f"INSERT INTO {table} BY NAME SELECT *{numbered} FROM store.main.{table}")
     for table in NUMBERED_TABLES:
-        if table in older:
+        kept = stored_table(table)
+        if version >= 5 and kept in older:  # keyed by run number already, in the order stored
+            con.execute(f"INSERT INTO {kept} BY NAME SELECT * FROM store.main.{kept}")
+        elif table in older:
             # `runs` (a few rows per run) is the join's build side; the older table, scanned in
             # order on one thread, is streamed through it in the order its rows were stored.
-            con.execute(f"INSERT INTO {stored_table(table)} BY NAME SELECT r.run, o.* EXCLUDE (run_id) "
+            con.execute(f"INSERT INTO {kept} BY NAME SELECT r.run, o.* EXCLUDE (run_id) "
                         f"FROM store.main.{table} o JOIN runs r ON r.run_id = o.run_id")
+
+
+# Up to version 5 the engine's input named a field by its base unit (`duration_ns`,
+# `links[].rate_bps`); since version 6 it reads the scenario's own keys (`duration`, `rate`: the
+# engine's spec.rs). What version 5 called each renamed field, by the table it sits in:
+_VERSION_5_KEYS: dict[str, dict[str, str]] = {
+    "spec": {"duration_ns": "duration", "sample_interval_ns": "sample_interval"},
+    "link": {"rate_bps": "rate", "delay_ns": "delay"},
+    "tbf": {"rate_bps": "rate", "bucket_bytes": "burst", "limit_bytes": "limit"},
+    "splitbuff": {"update_interval_ns": "update_interval", "quantum_bytes": "quantum"},
+    "blind_splitbuff": {"quantum_bytes": "quantum"},
+    "datagram": {"rate_bps": "rate", "packet_bytes": "packet"},
+    "flow": {"start_ns": "start", "stop_ns": "stop"},
+    "poisson": {"rate_per_s": "arrivals_per_s"},
+    "tcp": {"delayed_ack_timeout_ns": "delayed_ack_timeout", "min_rto_ns": "min_rto",
+            "initial_rto_ns": "initial_rto", "max_rto_ns": "max_rto", "rwnd_bytes": "rwnd"},
+    "quic": {"max_datagram_bytes": "max_datagram", "packet_overhead_bytes": "packet_overhead",
+             "lower_layer_bytes": "lower_layer", "ack_packet_bytes": "ack_packet",
+             "max_ack_delay_ns": "max_ack_delay", "initial_rtt_ns": "initial_rtt"},
+}
+
+
+def _renamed(table: Any, where: str) -> None:
+    """Rename, in place, the version 5 keys of `table` (a JSON object of kind `where`)."""
+    if isinstance(table, dict):
+        for old, new in _VERSION_5_KEYS.get(where, {}).items():
+            if old in table:
+                table[new] = table.pop(old)
+
+
+def version_5_spec_in_version_6(spec_json: str) -> str:
+    """A run's engine spec as version 5 stored it, under version 6's keys (the same canonical JSON
+    form). Its run id and spec hash stay the identities it was
+    stored under."""
+    spec = json.loads(spec_json)
+    _renamed(spec, "spec")
+    for link in spec.get("links", []):
+        _renamed(link, "link")
+        for side in ("queue_forward", "queue_backward"):
+            queue = link.get(side)
+            if isinstance(queue, dict):
+                _renamed(queue, str(queue.get("kind")))
+    for flow in spec.get("flows", []):
+        _renamed(flow, "flow")
+        traffic = flow.get("traffic")
+        if isinstance(traffic, dict) and traffic.get("kind") in ("cbr", "on_off"):
+            _renamed(traffic, "datagram")
+        _renamed(flow.get("tcp"), "tcp")
+        _renamed(flow.get("quic"), "quic")
+    for generator in spec.get("generators", []):
+        _renamed(generator, "flow")
+        _renamed(generator.get("tcp"), "tcp")
+        model = generator.get("model")
+        if isinstance(model, dict):
+            _renamed(model, str(model.get("kind")))
+    return canonical_json(spec)
+
+
+def _rename_version_5_spec_keys(con: duckdb.DuckDBPyConnection) -> None:
+    """The stored engine specs of the rebuilt store's runs under version 6's keys."""
+    rows = con.execute("SELECT run_id, spec_json FROM runs").fetchall()
+    con.executemany("UPDATE runs SET spec_json = ? WHERE run_id = ?",
+                    [(version_5_spec_in_version_6(spec), run_id) for run_id, spec in rows])
 
 
 def _abandon(con: duckdb.DuckDBPyConnection, new: Path) -> None:

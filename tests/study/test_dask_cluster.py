@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -23,24 +22,15 @@ from bufferlab.study.execute import run_sweep
 from bufferlab.study.executors import DaskExecutor, SerialExecutor
 from bufferlab.study.sweep import Sweep
 
-from conftest import REPO, SMALL_DUMBBELL, bufferlab as run_cli
+from conftest import REPO, bufferlab as run_cli
+from sweep_helpers import BASE, QUEUE_SWEEP, stored, sweep_of
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
-# Random loss, so that each seed is a run of its own.
-BASE = textwrap.dedent(SMALL_DUMBBELL) + 'loss = "0.1%"\n'
-# Four runs of well under a second each.
-QUICK_SWEEP = """
-    name = "queues"
-    seeds = 2
-    [[axes]]
-    key = "topology.queue"
-    values = ["5p", "40p"]
-"""
 # Six runs of a few seconds each, so that a worker is killed while it simulates.
 LONG_BASE = BASE.replace('duration = "1s"', 'duration = "12s"') \
     .replace('bottleneck_rate = "10Mbps"', 'bottleneck_rate = "600Mbps"').replace('queue = "20p"', 'queue = "200p"') \
-    .replace('"0.1%"', '"0.001%"')
+    .replace('"0.5%"', '"0.001%"')
 LONG_SWEEP = """
     name = "long"
     seeds = 3
@@ -48,13 +38,6 @@ LONG_SWEEP = """
     key = "topology.queue"
     values = ["100p", "300p"]
 """
-
-
-def sweep_file(tmp_path: Path, body: str, base: str) -> Path:
-    (tmp_path / "base.toml").write_text(textwrap.dedent(base))
-    path = tmp_path / "sweep.toml"
-    path.write_text('base = "base.toml"\n' + textwrap.dedent(body))
-    return path
 
 
 @dataclass
@@ -126,16 +109,6 @@ def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]
                 process.wait()
 
 
-def stored(db: Path) -> dict[str, object]:
-    """What a sweep stored, by what ran (not when, nor how long it took)."""
-    import bufferlab
-
-    res = bufferlab.load(db)
-    return {"runs": res.query("SELECT run_id, seed, spec_json, events, end_ns FROM runs ORDER BY run_id").to_dicts(),
-            "flows": res.query("SELECT * FROM flows ORDER BY run_id, flow").to_dicts(),
-            "points": res.query("SELECT point, seed, run_id, status FROM study_points ORDER BY point, seed").to_dicts()}
-
-
 def serial(tmp_path: Path, path: Path) -> dict[str, object]:
     db = tmp_path / "serial.duckdb"
     report = run_sweep(Sweep.from_toml(path), db, SerialExecutor())
@@ -145,7 +118,7 @@ def serial(tmp_path: Path, path: Path) -> dict[str, object]:
 
 def test_a_sweep_through_the_command_on_a_tcp_cluster_stores_what_a_serial_sweep_does(
         tmp_path: Path, cluster: Cluster) -> None:
-    path = sweep_file(tmp_path, QUICK_SWEEP, BASE)
+    path = sweep_of(tmp_path, QUEUE_SWEEP)
     db = tmp_path / "dask.duckdb"
     out = run_cli("sweep", str(path), "--db", str(db), "--dask", cluster.address, "--json")
     assert out.returncode == 0, out.stderr
@@ -155,7 +128,7 @@ def test_a_sweep_through_the_command_on_a_tcp_cluster_stores_what_a_serial_sweep
 
 
 def test_a_worker_killed_mid_run_has_its_runs_rerun_by_the_other(tmp_path: Path, cluster: Cluster) -> None:
-    path = sweep_file(tmp_path, LONG_SWEEP, LONG_BASE)
+    path = sweep_of(tmp_path, LONG_SWEEP, LONG_BASE)
     db = tmp_path / "dask.duckdb"
     with subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(path), "--db", str(db), "--dask",
                            cluster.address, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -171,7 +144,7 @@ def test_a_worker_killed_mid_run_has_its_runs_rerun_by_the_other(tmp_path: Path,
 @pytest.mark.parametrize("cluster", [0], indirect=True)
 def test_a_run_whose_worker_dies_more_often_than_allowed_fails_with_one_line_and_the_rest_are_stored(
         tmp_path: Path, cluster: Cluster) -> None:
-    path = sweep_file(tmp_path, LONG_SWEEP, LONG_BASE)
+    path = sweep_of(tmp_path, LONG_SWEEP, LONG_BASE)
     killer = threading.Thread(target=lambda: cluster.kill(cluster.busy_worker()))
     killer.start()
     report = run_sweep(Sweep.from_toml(path), tmp_path / "dask.duckdb", DaskExecutor(cluster.address, 2))
@@ -186,7 +159,7 @@ def test_a_run_whose_worker_dies_more_often_than_allowed_fails_with_one_line_and
 
 def test_a_cluster_that_lost_every_worker_fails_the_runs_left_instead_of_waiting_forever(
         tmp_path: Path, cluster: Cluster) -> None:
-    path = sweep_file(tmp_path, LONG_SWEEP, LONG_BASE)
+    path = sweep_of(tmp_path, LONG_SWEEP, LONG_BASE)
 
     def kill_all() -> None:
         cluster.busy_worker()

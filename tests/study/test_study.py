@@ -23,18 +23,11 @@ from bufferlab.study.executors import DaskExecutor, LocalPoolExecutor, SerialExe
 from bufferlab.study.sweep import Sweep
 
 from conftest import SMALL_DUMBBELL, bufferlab as run_cli
+from sweep_helpers import BASE, QUEUE_SWEEP, stored, sweep_of
 
 pytestmark = pytest.mark.engine
 
 MSS = 1448
-BASE = textwrap.dedent(SMALL_DUMBBELL) + 'loss = "0.5%"\n'
-
-
-def sweep_of(tmp_path: Path, body: str, base: str = BASE) -> Path:
-    (tmp_path / "base.toml").write_text(base)
-    path = tmp_path / "sweep.toml"
-    path.write_text('base = "base.toml"\n' + textwrap.dedent(body))
-    return path
 
 
 # --- the sweep spec ------------------------------------------------------------------------------
@@ -94,25 +87,6 @@ def test_the_cli_reports_a_bad_sweep_with_exit_2_and_stores_nothing(tmp_path: Pa
 
 
 # --- execution -----------------------------------------------------------------------------------
-
-QUEUE_SWEEP = """
-    name = "queues"
-    seeds = 2
-    [[axes]]
-    key = "topology.queue"
-    values = ["5p", "40p"]
-"""
-
-
-def stored(db: Path) -> dict[str, object]:
-    """Everything a sweep stored, keyed by what ran (not when, nor how long it took)."""
-    res = bufferlab.load(db)
-    runs = res.query("SELECT run_id, seed, spec_json, events, end_ns FROM runs ORDER BY run_id").to_dicts()
-    flows = res.query("SELECT * EXCLUDE (run_id) , run_id FROM flows ORDER BY run_id, flow").to_dicts()
-    metrics = res.query("SELECT * FROM flow_metrics ORDER BY run_id, flow").to_dicts()
-    points = res.query("SELECT point, seed, run_id, status FROM study_points ORDER BY point, seed").to_dicts()
-    return {"runs": runs, "flows": flows, "metrics": metrics, "points": points}
-
 
 @pytest.mark.slow
 def test_serial_local_pool_and_dask_store_identical_results(tmp_path: Path) -> None:

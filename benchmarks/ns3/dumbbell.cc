@@ -10,14 +10,16 @@
 // control layer keeps the device queue filled from the queue disc: a FifoQueueDisc of N - 1
 // packets plus a device queue of 1 packet holds the same N. Every device gets this pair (access
 // links with --accessQueue packets, bufferlab's default 1000p), so ns-3's default FqCoDel is
-// never installed.
+// never installed. --qdisc installs another queue disc at the bottleneck instead (an AQM twin:
+// --qdisc=ns3::CoDelQueueDisc --qdiscAttributes=Target=5ms,Interval=100ms,MaxSize=999p), over the
+// same one-packet device queue.
 //
 // Routing: senders sit in 10.1.0.0/16, receivers in 10.2.0.0/16, so each router needs one static
 // route across the bottleneck (global routing would run Dijkstra over 2000 nodes).
 //
 // Output: one JSON line with, over the whole run: per-flow goodput (bytes received by the sink),
 // the bottleneck's busy time (sum of packet transmission times, PPP header included), queue-disc
-// and device drops, the time integral of the bottleneck queue (queue disc + device queue, in
+// and device drops (the queue disc's also by ns-3's drop reason), the time integral of the bottleneck queue (queue disc + device queue, in
 // packets), retransmitted segments (TcpSocketBase "Retransmission") and RTOs (entries into
 // CA_LOSS), and the wall time of the build and of Simulator::Run; and, to explain gaps, the mean
 // state of a sender as it enters fast recovery (flight, RFC 6675 pipe, cwnd, and the ssthresh it
@@ -37,6 +39,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -235,6 +238,39 @@ InstallFifo(NetDeviceContainer devices, uint32_t packets)
     return tc.Install(devices);
 }
 
+/// The queue disc `type` with the attributes `attributes` ("Name=value,Name=value"), the way a
+/// bufferlab AQM's twin gives it: set as the type's defaults, which only this disc uses.
+QueueDiscContainer
+InstallQueueDisc(NetDeviceContainer devices, const std::string& type, const std::string& attributes)
+{
+    std::stringstream pairs(attributes);
+    std::string pair;
+    while (std::getline(pairs, pair, ','))
+    {
+        auto equals = pair.find('=');
+        NS_ABORT_MSG_IF(equals == std::string::npos, "--qdiscAttributes: expected Name=value, got " << pair);
+        Config::SetDefault(type + "::" + pair.substr(0, equals), StringValue(pair.substr(equals + 1)));
+    }
+    TrafficControlHelper tc;
+    tc.SetRootQueueDisc(type);
+    return tc.Install(devices);
+}
+
+/// A JSON object of a queue disc's drops by ns-3's reason (before enqueue and after dequeue).
+std::string
+DropReasons(const QueueDisc::Stats& stats)
+{
+    std::string out;
+    for (const auto* reasons : {&stats.nDroppedPacketsBeforeEnqueue, &stats.nDroppedPacketsAfterDequeue})
+    {
+        for (const auto& [reason, count] : *reasons)
+        {
+            out += (out.empty() ? "\"" : ", \"") + reason + "\": " + std::to_string(count);
+        }
+    }
+    return "{" + out + "}";
+}
+
 } // namespace
 
 int
@@ -262,6 +298,8 @@ main(int argc, char* argv[])
     bool hystart = false;
     double duration = 30;
     uint32_t seed = 1;
+    std::string qdisc = "";
+    std::string qdiscAttributes = "";
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("flows", "number of flows", flows);
@@ -284,6 +322,8 @@ main(int argc, char* argv[])
     cmd.AddValue("hystart", "HyStart in TcpCubic's slow start", hystart);
     cmd.AddValue("duration", "simulated seconds", duration);
     cmd.AddValue("seed", "RNG run number", seed);
+    cmd.AddValue("qdisc", "bottleneck queue disc type instead of the FIFO (e.g. ns3::CoDelQueueDisc)", qdisc);
+    cmd.AddValue("qdiscAttributes", "its attributes, Name=value,Name=value", qdiscAttributes);
     cmd.Parse(argc, argv);
     NS_ABORT_MSG_UNLESS(queuePackets >= 2 && accessQueue >= 2, "queues need at least 2 packets");
 
@@ -326,7 +366,9 @@ main(int argc, char* argv[])
     link.SetDeviceAttribute("DataRate", StringValue(bottleneckRate));
     link.SetChannelAttribute("Delay", StringValue(bottleneckDelay));
     NetDeviceContainer bottleneckDevices = link.Install(routers.Get(0), routers.Get(1));
-    QueueDiscContainer bottleneckDiscs = InstallFifo(bottleneckDevices, queuePackets);
+    QueueDiscContainer bottleneckDiscs = qdisc.empty()
+                                             ? InstallFifo(bottleneckDevices, queuePackets)
+                                             : InstallQueueDisc(bottleneckDevices, qdisc, qdiscAttributes);
     Ipv4AddressHelper address("10.0.0.0", "255.255.255.252");
     Ipv4InterfaceContainer bottleneckAddresses = address.Assign(bottleneckDevices);
 
@@ -405,7 +447,8 @@ main(int argc, char* argv[])
     const RecoveryEntries& r = g_recoveryEntries;
     double perEntry = r.count ? 1.0 / (static_cast<double>(r.count) * segmentSize) : 0.0;
     std::printf("{\"simulator\": \"ns-3 %s\", \"duration_s\": %.9g, \"flow_bytes_received\": [%s], "
-                "\"bottleneck_busy_s\": %.9g, \"queue_drops\": %llu, \"device_drops\": %llu, "
+                "\"bottleneck_busy_s\": %.9g, \"queue_drops\": %llu, \"queue_drop_reasons\": %s, "
+                "\"device_drops\": %llu, "
                 "\"queue_packet_s\": %.9g, \"retransmissions\": %llu, \"rtos\": %llu, "
                 "\"loss_episodes\": %llu, \"fast_recoveries\": %llu, "
                 "\"recovery_entry_segments\": {\"flight\": %.3f, \"pipe\": %.3f, "
@@ -416,6 +459,7 @@ main(int argc, char* argv[])
                 goodput.c_str(),
                 g_bottleneck.busySeconds,
                 static_cast<unsigned long long>(discDrops),
+                DropReasons(bottleneckDisc->GetStats()).c_str(),
                 static_cast<unsigned long long>(deviceDrops),
                 g_bottleneck.queuePacketSeconds,
                 static_cast<unsigned long long>(g_retransmissions),

@@ -25,11 +25,15 @@
 //! [`DropReason::QueueFull`].
 //!
 //! The average counts packets or bytes: the thresholds' unit (both share one), whatever the hard
-//! limit's unit. When a packet arrives at an empty queue the average decays as if m small packets
-//! had arrived to an empty queue while it was idle, m = idle time / typical transmission time
-//! (Fig. 2: "m ← f(time − q_time)"), the typical transmission time that of a mean-sized packet at
-//! the link's rate (as ns-3's RedQueueDisc; without a rate the queue never builds and avg is left
-//! as it is). The idle period starts when a dequeue leaves the queue empty.
+//! limit's unit. When a packet arrives at an idle link the average decays as if m packets had
+//! arrived to the empty queue while it was idle, m = idle time / typical transmission time
+//! (Fig. 2: "m ← f(time − q_time); avg ← (1 − w_q)^m·avg"), the typical transmission time that of
+//! a mean-sized packet at the link's rate; the arrival itself is then one more sample of the empty
+//! queue, so avg ← (1 − w_q)^(m+1)·avg, as Floyd's own ns-2 code (`estimator(q, m + 1, …)`) and
+//! ns-3's RedQueueDisc take it. The idle period starts when the link finishes sending the packet
+//! that left the queue empty (the queue does not hold the packet being sent: an arrival while it
+//! is sent finds the queue empty and is the ordinary sample q = 0). Without a rate no idle time
+//! is counted.
 //!
 //! Adaptive RED (Fig. 1 of the 2001 paper) adapts max_p every `interval` (0.5 s) by AIMD to keep
 //! avg within [min_th + 0.4·(max_th − min_th), min_th + 0.6·(max_th − min_th)]: above it max_p
@@ -175,7 +179,8 @@ pub struct Red {
     avg: f64,
     /// Packets admitted since the last early drop (Floyd & Jacobson's `count`, §7).
     count: u64,
-    /// When the queue last became empty (Fig. 2's q_time).
+    /// When the link went idle, or goes idle, having sent the packet that left the queue empty
+    /// (Fig. 2's q_time).
     idle_since: SimTime,
     /// The transmission time of a mean-sized packet, ps (0: no rate).
     typical_transmission_ps: f64,
@@ -225,12 +230,11 @@ impl Red {
     /// Fig. 2's average update at an arrival.
     fn update_average(&mut self, now: SimTime) {
         let w_q = self.config.w_q;
-        if self.fifo.len_packets() == 0 {
-            // The queue was idle since q_time: m ← f(time − q_time); avg ← (1 − w_q)^m · avg.
-            if self.typical_transmission_ps > 0.0 {
-                let m = (now - self.idle_since).as_ps() as f64 / self.typical_transmission_ps;
-                self.avg *= (1.0 - w_q).powf(m);
-            }
+        if self.fifo.len_packets() == 0 && now >= self.idle_since && self.typical_transmission_ps > 0.0 {
+            // The link is idle since q_time: m ← f(time − q_time) idle packet times, and this
+            // arrival samples the empty queue once more: avg ← (1 − w_q)^(m+1)·avg.
+            let m = (now - self.idle_since).as_ps() as f64 / self.typical_transmission_ps;
+            self.avg *= (1.0 - w_q).powf(m + 1.0);
             // The idle time up to now is accounted for, should this arrival be dropped too.
             self.idle_since = now;
         } else {
@@ -319,8 +323,12 @@ impl QueueDiscipline for Red {
 
     fn dequeue(&mut self, now: SimTime) -> Dequeue {
         let out = self.fifo.dequeue(now);
-        if matches!(out, Dequeue::Packet(_)) && self.fifo.len_packets() == 0 {
-            self.idle_since = now;
+        if let Dequeue::Packet(p) = out {
+            if self.fifo.len_packets() == 0 {
+                // The link goes idle once it has sent this packet, unless another arrives first.
+                let sending = self.config.rate.map_or(SimTime::ZERO, |r| r.transmission_time(p.wire_bytes as u64));
+                self.idle_since = now + sending;
+            }
         }
         out
     }
@@ -378,9 +386,10 @@ mod tests {
     }
 
     #[test]
-    fn an_idle_queue_decays_the_average_by_the_packets_it_could_have_sent() {
-        // avg = 3.0625 as above; the queue drains at 10 ms and a packet arrives at 14 ms: 4 ms
-        // idle is m = 4 packet times at 8 Mb/s, so avg ← 0.5⁴ · avg.
+    fn an_idle_link_decays_the_average_by_the_packets_it_could_have_sent() {
+        // avg = 3.0625 as above; the last packet leaves the queue at 10 ms and is sent by 11 ms
+        // (1000 bytes at 8 Mb/s); a packet arriving at 14 ms finds the link idle for m = 3
+        // packet times and samples the empty queue: avg ← 0.5^(3+1)·avg.
         let mut q = Red::new(RedConfig { w_q: 0.5, ..config() }, 1);
         for _ in 0..5 {
             q.enqueue(packet(1000), SimTime::ZERO).unwrap();
@@ -389,6 +398,20 @@ mod tests {
         while let Dequeue::Packet(_) = q.dequeue(SimTime::from_ms(10)) {}
         q.enqueue(packet(1000), SimTime::from_ms(14)).unwrap();
         assert!((q.average() - before / 16.0).abs() < 1e-12, "{} vs {}", q.average(), before / 16.0);
+    }
+
+    #[test]
+    fn an_arrival_to_an_empty_queue_of_a_busy_link_samples_an_empty_queue() {
+        // As above, but the packet arrives at 10.5 ms while the last one is still being sent:
+        // eq. 1 with q = 0, avg ← 0.5·avg.
+        let mut q = Red::new(RedConfig { w_q: 0.5, ..config() }, 1);
+        for _ in 0..5 {
+            q.enqueue(packet(1000), SimTime::ZERO).unwrap();
+        }
+        let before = q.average();
+        while let Dequeue::Packet(_) = q.dequeue(SimTime::from_ms(10)) {}
+        q.enqueue(packet(1000), SimTime::from_us(10_500)).unwrap();
+        assert_eq!(q.average(), before / 2.0);
     }
 
     fn at_average(config: RedConfig, avg: f64) -> Red {

@@ -205,6 +205,10 @@ impl Pie {
 impl QueueDiscipline for Pie {
     fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
         self.catch_up(now);
+        // RFC 8033 Appendix A: a full queue drops first (tail drop), then the early-drop decision.
+        if !self.fifo.fits(packet.wire_bytes) {
+            return Err((packet, DropReason::QueueFull));
+        }
         if self.drops_early() {
             return Err((packet, DropReason::Aqm));
         }
@@ -407,6 +411,22 @@ mod tests {
         assert_eq!((q.drop_probability(), q.burst_allowance()), (0.0, SimTime::from_ms(150)));
         let idle_end = SimTime::from_secs(1000);
         assert!(q.next_update > idle_end && q.next_update <= idle_end + SimTime::from_ms(15));
+    }
+
+    #[test]
+    fn a_full_queue_is_a_tail_drop_before_any_early_drop() {
+        let mut q = Pie::new(PieConfig { limit_packets: Some(4), ..config() }, 1);
+        q.burst_allowance = SimTime::ZERO;
+        q.drop_prob = 1.0;
+        q.qdelay_old = SimTime::from_ms(100);
+        for _ in 0..4 {
+            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+        }
+        let (_, reason) = q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        assert_eq!(reason, DropReason::QueueFull);
+        q.fifo.dequeue(SimTime::ZERO);
+        let (_, reason) = q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        assert_eq!(reason, DropReason::Aqm);
     }
 
     #[test]

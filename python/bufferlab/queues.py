@@ -7,6 +7,9 @@ joined in a union discriminated by `kind`.
     queue = { kind = "tbf", rate = "100mbit", burst = "32KiB", limit = "1310720B" }
     queue = { kind = "splitbuff", limit = { rule = "bdp" }, sub_buffers = 2 }
     queue = { kind = "blind_splitbuff", limit = "6250p" }
+    queue = { kind = "red", min_th = "5p", max_th = "15p", max_p = 0.1, w_q = 0.002, limit = "100p" }
+    queue = { kind = "red", adaptive = true }                   # Adaptive RED ("ared" too)
+    queue = { kind = "pie", target = "15ms", t_update = "15ms", alpha = 0.125, beta = 1.25 }
 
 A size given by time or by rule is resolved once the topology is expanded
 (`bufferlab.spec.queue_sizes`), from the link's rate and the flows that cross it; `to_engine` then
@@ -20,7 +23,7 @@ here, one arm of `QueueSpec` in the engine and its own file in crates/bufferlab-
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -34,8 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover - the sizing rules are imported with the f
 
     from .sizing.rules import Average
 
-__all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "Queue",
-           "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
+__all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "RedQueue",
+           "PieQueue", "Queue", "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
 
 RULES = ("bdp", "stanford")
 
@@ -170,7 +173,9 @@ class _Queue(BaseModel):
 
     def to_engine(self) -> dict[str, Any]:
         """The engine's `QueueSpec`: every field under its own name, but a size (`QueueSize`),
-        which the engine takes as a limit in packets or in bytes."""
+        which the engine takes as a limit in packets or in bytes, and a threshold in packets or
+        bytes (`QueueLimit`, RED's `min_th`), which it takes as `<name>_packets` or `<name>_bytes`
+        (both absent when it is not given)."""
         table = {name: getattr(self, name) for name in type(self).model_fields}
         size = table.get("limit")
         if isinstance(size, QueueSize):
@@ -178,6 +183,10 @@ class _Queue(BaseModel):
                 raise ValueError("queue size not resolved: call bufferlab.spec.queue_sizes first")
             del table["limit"]
             table.update(limit_packets=size.limit.packets, limit_bytes=size.limit.bytes)
+        for name in getattr(type(self), "THRESHOLDS", ()):
+            threshold = table.pop(name)
+            table[f"{name}_packets"] = threshold.packets if threshold is not None else None
+            table[f"{name}_bytes"] = threshold.bytes if threshold is not None else None
         return table
 
 
@@ -259,10 +268,81 @@ class BlindSplitBuffQueue(_Queue):
         return f"blind_splitbuff {self.limit}, {self.sub_buffers} sub-buffers"
 
 
-Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue
-QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff")
+# A threshold on RED's average queue: packets ("5p") or bytes ("7.5kB").
+_Threshold = Annotated[QueueLimit, Parsed(units.parse_size, units.format_size, returns=STR)]
+# Probabilities and gains are finite (the engine checks their ranges and names the field).
+_Real = Annotated[float, Field(allow_inf_nan=False)]
+_AQM_LIMIT = QueueSize(limit=QueueLimit(packets=1000))
+
+
+class RedQueue(_Queue):
+    """RED (Floyd & Jacobson 1993) and, with `adaptive = true` (or kind "ared"), Adaptive RED
+    (Floyd, Gummadi & Shenker 2001): crates/bufferlab-core/src/queue/red.rs.
+
+    Arrivals are dropped early with a probability that grows with the average queue (an EWMA of
+    weight `w_q`): none below `min_th`, up to `max_p` at `max_th`, with `gentle` on up to 1 at
+    2·`max_th` (else all from `max_th`); in `byte_mode` scaled by the packet's size over
+    `mean_packet`. The thresholds are queue sizes in packets ("5p") or bytes ("7.5kB"), both in one
+    unit, and the average counts that unit; `limit` is the hard limit (tail drop). Without
+    thresholds: 5p and 15p (ns-3's RedQueueDisc), or with `adaptive` the paper's automatic ones
+    (min_th = max(5, `target_delay`·C/2) packets, max_th = 3·min_th, C the link's rate in
+    `mean_packet`s per second); without `w_q`: 0.002, or with `adaptive` 1 − exp(−1/C).
+    `adaptive` moves max_p every `interval` toward an average between 40 % and 60 % of the way
+    from min_th to max_th."""
+
+    model_config = _BUILT_ON_FIRST_USE
+    THRESHOLDS: ClassVar[tuple[str, ...]] = ("min_th", "max_th")
+
+    kind: Literal["red"]
+    limit: QueueSizeField = _AQM_LIMIT
+    min_th: _Threshold | None = None
+    max_th: _Threshold | None = None
+    max_p: _Real = 0.1
+    w_q: _Real | None = None
+    gentle: bool = True
+    byte_mode: bool = False
+    mean_packet: _Bytes = 1500
+    adaptive: bool = False
+    target_delay: _Time = 5_000_000
+    interval: _Time = 500_000_000
+
+    def __str__(self) -> str:
+        name = "ared" if self.adaptive else "red"
+        if self.min_th is None or self.max_th is None:
+            return f"{name} {self.limit}"
+        return f"{name} {self.limit}, thresholds {self.min_th}-{self.max_th}"
+
+
+class PieQueue(_Queue):
+    """PIE (RFC 8033): crates/bufferlab-core/src/queue/pie.rs. Arrivals are dropped early with a
+    probability a PI controller updates every `t_update` from the queueing delay (the sojourn of
+    the departing packet) toward `target`, with gains `alpha` and `beta` per second (auto-tuned
+    down while the probability is small), after a burst allowance of `burst`; `derandomize`
+    spaces the drops as RFC 8033 §5.4 does; `mean_packet` is the packet size of the safeguard that
+    never drops from a queue of two packets or less. `limit` is the hard limit (tail drop); 1000p
+    as Linux's pie."""
+
+    model_config = _BUILT_ON_FIRST_USE
+
+    kind: Literal["pie"]
+    limit: QueueSizeField = _AQM_LIMIT
+    target: _Time = 15_000_000
+    t_update: _Time = 15_000_000
+    alpha: _Real = 0.125
+    beta: _Real = 1.25
+    burst: _Time = 150_000_000
+    derandomize: bool = False
+    mean_packet: _Bytes = 1500
+
+    def __str__(self) -> str:
+        return f"pie {self.limit}, target {units.format_time(self.target)}"
+
+
+Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue | RedQueue | PieQueue
+QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff", "red", "pie")
 _ALIASES = {"fifoqueuedisc": "fifo", "pfifo": "fifo", "droptail": "fifo", "tokenbucket": "tbf",
-            "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff"}
+            "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff",
+            "redqueuedisc": "red", "piequeuedisc": "pie"}
 
 
 @functools.cache
@@ -276,7 +356,7 @@ def _queues() -> "TypeAdapter[Queue]":
 
 def parse_queue(value: Any) -> Queue:
     """A queue from its spec form (see the module docstring); raises SpecError relative to it."""
-    if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue)):
+    if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue, RedQueue, PieQueue)):
         return value
     if isinstance(value, str):
         return FifoQueue(limit=parse_queue_size(value))
@@ -288,6 +368,9 @@ def parse_queue(value: Any) -> Queue:
     kind = data.get("kind", "fifo")
     if isinstance(kind, str):
         kind = _ALIASES.get(kind.lower(), kind.lower())
+        if kind == "ared":  # Adaptive RED: RED with `adaptive = true`
+            kind = "red"
+            data.setdefault("adaptive", True)
     if kind not in QUEUE_KINDS:
         raise SpecError("kind", f'unknown queue discipline "{data.get("kind")}" (known: {", ".join(QUEUE_KINDS)})')
     data["kind"] = kind

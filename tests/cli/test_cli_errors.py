@@ -80,6 +80,12 @@ MALFORMED = {
     "unconnected nodes": (UNCONNECTED, "flows[1]: no route from h1 to h3"),
     "unknown controller": (graph(cca="vegas"), 'flows[0].cca: unknown controller "vegas" (known: reno, newreno, cubic, highspeed, bbr)'),
     "invalid toml": ('duration = "1s\n', "invalid TOML"),
+    "red max_p above 1": (DUMBBELL_QUEUE_ZERO.replace('"0p"', '{ kind = "red", max_p = 2 }'),
+                          "topology.queue.max_p: probability 2 not in (0, 1]"),
+    "red thresholds reversed": (DUMBBELL_QUEUE_ZERO.replace('"0p"', '{ kind = "red", min_th = "20p", max_th = "10p" }'),
+                                "topology.queue.max_th: max_th (10 packets) must exceed min_th (20 packets)"),
+    "pie gain zero": (DUMBBELL_QUEUE_ZERO.replace('"0p"', '{ kind = "pie", alpha = 0 }'),
+                      "topology.queue.alpha: gain 0 must be positive"),
 }
 
 

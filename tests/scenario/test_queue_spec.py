@@ -93,6 +93,37 @@ def test_splitbuff_kinds_default_to_the_bdp_total_and_the_papers_estimator():
                  "quantum": 1500}
 
 
+def test_red_and_pie_reach_the_engine_under_the_users_keys():
+    # A threshold in packets or bytes becomes <name>_packets or <name>_bytes, as a limit does.
+    q = btl_queue(dumbbell({"kind": "red", "min_th": "5p", "max_th": "15p", "max_p": 0.1, "w_q": 0.002,
+                            "gentle": True, "limit": "100p"}))
+    assert q == {"kind": "red", "limit_packets": 100, "limit_bytes": None, "min_th_packets": 5, "min_th_bytes": None,
+                 "max_th_packets": 15, "max_th_bytes": None, "max_p": 0.1, "w_q": 0.002, "gentle": True,
+                 "byte_mode": False, "mean_packet": 1500, "adaptive": False, "target_delay": 5 * MS,
+                 "interval": 500 * MS}
+    q = btl_queue(dumbbell({"kind": "red", "min_th": "7.5kB", "max_th": "30kB", "byte_mode": True, "limit": "150kB"}))
+    assert (q["min_th_bytes"], q["max_th_bytes"], q["limit_bytes"], q["byte_mode"]) == (7500, 30000, 150_000, True)
+    assert q["min_th_packets"] is None and q["w_q"] is None
+    # "ared" is RED with adaptive = true and the paper's automatic thresholds and weight.
+    q = btl_queue(dumbbell({"kind": "ared"}))
+    assert (q["kind"], q["adaptive"], q["min_th_packets"], q["w_q"], q["limit_packets"]) == ("red", True, None, None, 1000)
+    q = btl_queue(dumbbell({"kind": "pie", "target": "15ms", "t_update": "15ms", "alpha": 0.125, "beta": 1.25,
+                            "burst": "150ms", "limit": "1000p"}))
+    assert q == {"kind": "pie", "limit_packets": 1000, "limit_bytes": None, "target": 15 * MS, "t_update": 15 * MS,
+                 "alpha": 0.125, "beta": 1.25, "burst": 150 * MS, "derandomize": False, "mean_packet": 1500}
+    # A limit by rule, as any queue's; the spec round-trips.
+    data = dumbbell({"kind": "red", "limit": {"rule": "bdp"}, "min_th": "5p", "max_th": "15p"}, rtts=("100ms",))
+    assert btl_queue(data)["limit_packets"] == 834
+    scenario = Scenario.from_dict(data)
+    assert Scenario.from_dict(scenario.to_dict()).to_engine() == scenario.to_engine()
+
+
+def test_red_and_pie_make_the_seed_matter():
+    # Their early drops draw from the run's seed: the seed is part of the run's identity.
+    for queue in ("100p", {"kind": "red"}, {"kind": "pie"}):
+        assert plan(Scenario.from_dict(dumbbell(queue, rtts=("10ms",)))).seed_matters == (queue != "100p")
+
+
 @pytest.mark.parametrize("queue, error", [
     ({"rule": "sqrt"}, 'topology.queue.rule: unknown sizing rule "sqrt" (known: bdp, stanford)'),
     ({"rule": "bdp", "flows": 3}, "topology.queue.flows: only the stanford rule takes the number of flows"),
@@ -104,7 +135,24 @@ def test_splitbuff_kinds_default_to_the_bdp_total_and_the_papers_estimator():
     ({"kind": "splitbuff", "total": "elastic"}, "topology.queue.total: "),
     ({"kind": "splitbuff", "alpha": 2}, "topology.queue.alpha: smoothing gain 2 not in (0, 1]"),
     ({"kind": "splitbuff", "thresholds": 2}, "topology.queue.thresholds: unknown key"),
-    ({"kind": "red"}, 'topology.queue.kind: unknown queue discipline "red"'),
+    ({"kind": "sfq"}, 'topology.queue.kind: unknown queue discipline "sfq"'),
+    ({"kind": "red", "max_p": 0}, "topology.queue.max_p: probability 0 not in (0, 1]"),
+    ({"kind": "red", "max_p": "often"}, "topology.queue.max_p: "),
+    ({"kind": "red", "w_q": 2}, "topology.queue.w_q: averaging weight 2 not in (0, 1]"),
+    ({"kind": "red", "min_th": "15p", "max_th": "5p"},
+     "topology.queue.max_th: max_th (5 packets) must exceed min_th (15 packets)"),
+    ({"kind": "red", "min_th": "5p", "max_th": "30kB"},
+     "topology.queue.max_th: give min_th and max_th in one unit, packets or bytes"),
+    ({"kind": "red", "min_th": "5p"}, "topology.queue.max_th: give both thresholds or neither"),
+    ({"kind": "red", "limit": "10p"},
+     "topology.queue.max_th: max_th (15 packets (the default)) exceeds the queue's limit (10 packets)"),
+    ({"kind": "red", "min_th": "0p", "max_th": "5p"}, "topology.queue.min_th: queue limit must be positive"),
+    ({"kind": "ared", "max_p": 0.9}, "topology.queue.max_p: probability 0.9 not in [0.01, 0.5]"),
+    ({"kind": "red", "adaptive": True, "interval": "0s"}, "topology.queue.interval: must be positive"),
+    ({"kind": "pie", "alpha": -1}, "topology.queue.alpha: gain -1 must be positive"),
+    ({"kind": "pie", "beta": -0.5}, "topology.queue.beta: gain -0.5 must not be negative"),
+    ({"kind": "pie", "t_update": "0ms"}, "topology.queue.t_update: must be positive"),
+    ({"kind": "pie", "quantum": 3}, "topology.queue.quantum: unknown key"),
 ])
 def test_bad_queue_specs_name_the_field(queue, error):
     with pytest.raises(SpecError) as e:  # by the spec layer, or the engine's checks (`plan`)
@@ -149,3 +197,35 @@ def test_splitbuff_sub_buffers_are_stored_with_their_series(tmp_path):
     assert classes["size_limit"].sum() <= 6250
     assert series.height == 2 * 50  # two sub-buffers, 5 s sampled every 100 ms
     assert series.filter(series["time_ns"] == 5_000_000_000)["estimate_rttp_ns"].to_list()[0] > 0
+
+
+AQM_RUN = """duration = "20s"
+seed = {seed}
+[topology]
+kind = "dumbbell"
+bottleneck_rate = "10Mbps"
+rtt = "100ms"
+flows = 8
+queue = {queue}
+"""
+
+
+@pytest.mark.parametrize("queue, described", [
+    ('{ kind = "pie", limit = "500p" }', "pie 500p, target 15ms"),
+    ('{ kind = "red", limit = "500p", min_th = "10p", max_th = "30p", max_p = 0.05 }', "red 500p, thresholds 10p-30p"),
+])
+def test_red_and_pie_run_through_bufferlab_run_and_keep_the_queue_short(tmp_path, queue, described):
+    # 8 flows over 10 Mb/s and 100 ms: a FIFO of 500 packets (600 ms at 10 Mb/s) fills; PIE and
+    # RED keep the queueing delay low (PIE toward 15 ms, RED's thresholds are 12-36 ms) and the link busy.
+    def run(queue: str, seed: int = 1) -> dict[str, Any]:
+        path = tmp_path / "aqm.toml"
+        path.write_text(AQM_RUN.format(queue=queue, seed=seed), encoding="utf-8")
+        out = bufferlab("run", str(path), "--db", str(tmp_path / "r.duckdb"), "--json")
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["bottleneck"]
+
+    fifo, aqm = run('"500p"'), run(queue)
+    assert aqm["queue"] == described
+    assert fifo["mean_sojourn_ms"] > 200 and aqm["mean_sojourn_ms"] < 40, (fifo, aqm)
+    assert aqm["utilisation"] > 0.9 and aqm["max_queue_packets"] < 500
+    assert run(queue, seed=2)["mean_sojourn_ms"] != aqm["mean_sojourn_ms"], "the seed matters"

@@ -81,9 +81,12 @@ impl ScenarioSpec {
         let lossy = self.links.iter().any(|l| l.loss > 0.0 || l.loss_model.is_some());
         let random_flow =
             self.flows.iter().any(|f| f.cca == CcaKind::Bbr || matches!(f.traffic, TrafficSpec::OnOff { .. }));
-        // Blind-SplitBuff maps flows to sub-buffers by a key drawn from the seed.
+        // Blind-SplitBuff maps flows to sub-buffers by a key drawn from the seed; RED and PIE drop
+        // early at random.
         let random_queue = self.links.iter().any(|l| {
-            [&l.queue_forward, &l.queue_backward].iter().any(|q| matches!(q, QueueSpec::BlindSplitBuff { .. }))
+            [&l.queue_forward, &l.queue_backward]
+                .iter()
+                .any(|q| matches!(q, QueueSpec::BlindSplitBuff { .. } | QueueSpec::Red { .. } | QueueSpec::Pie { .. }))
         });
         lossy || random_flow || random_queue || !self.generators.is_empty()
     }
@@ -250,6 +253,63 @@ pub enum QueueSpec {
         sub_buffers: u32,
         #[serde(rename = "quantum")]
         quantum_bytes: u32,
+    },
+    /// RED (Floyd & Jacobson 1993) and Adaptive RED (Floyd, Gummadi & Shenker 2001),
+    /// queue/red.rs. A hard limit of `limit_packets` (or `limit_bytes`); thresholds on the average
+    /// queue (the user's `min_th` and `max_th`) in packets (`*_packets`) or bytes (`*_bytes`), both
+    /// in one unit, absent for the defaults (5 and 15 packets; with `adaptive`, the 2001 paper's
+    /// automatic ones from `target_delay_ns`); early-drop probability `max_p` at max_th; averaging
+    /// weight `w_q` (absent: 0.002, or with `adaptive` 1 − exp(−1/C)); `gentle` (p from max_p to 1
+    /// between max_th and 2·max_th); `byte_mode` (p_b scaled by packet size over
+    /// `mean_packet_bytes`); `adaptive`: max_p adapted every `interval_ns` (ns).
+    Red {
+        #[serde(default)]
+        limit_packets: Option<u64>,
+        #[serde(default)]
+        limit_bytes: Option<u64>,
+        #[serde(default)]
+        min_th_packets: Option<u64>,
+        #[serde(default)]
+        min_th_bytes: Option<u64>,
+        #[serde(default)]
+        max_th_packets: Option<u64>,
+        #[serde(default)]
+        max_th_bytes: Option<u64>,
+        max_p: f64,
+        #[serde(default)]
+        w_q: Option<f64>,
+        gentle: bool,
+        byte_mode: bool,
+        #[serde(rename = "mean_packet")]
+        mean_packet_bytes: u32,
+        adaptive: bool,
+        /// Adaptive RED's target queueing delay for its automatic thresholds, ns.
+        #[serde(rename = "target_delay")]
+        target_delay_ns: u64,
+        /// Adaptive RED's adaptation interval, ns.
+        #[serde(rename = "interval")]
+        interval_ns: u64,
+    },
+    /// PIE (RFC 8033), queue/pie.rs: a hard limit of `limit_packets` (or `limit_bytes`); the drop
+    /// probability updated every `t_update_ns` (ns) by α = `alpha` and β = `beta` (per second)
+    /// toward a queueing delay of `target_ns` (ns); `burst_ns` (ns) of burst allowance;
+    /// `derandomize` (§5.4); `mean_packet_bytes` the mean packet size of §4.1's safeguard.
+    Pie {
+        #[serde(default)]
+        limit_packets: Option<u64>,
+        #[serde(default)]
+        limit_bytes: Option<u64>,
+        #[serde(rename = "target")]
+        target_ns: u64,
+        #[serde(rename = "t_update")]
+        t_update_ns: u64,
+        alpha: f64,
+        beta: f64,
+        #[serde(rename = "burst")]
+        burst_ns: u64,
+        derandomize: bool,
+        #[serde(rename = "mean_packet")]
+        mean_packet_bytes: u32,
     },
 }
 

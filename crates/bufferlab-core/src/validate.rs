@@ -89,6 +89,39 @@ fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
             }
             Ok(())
         }
+        QueueSpec::Red { .. } => check_red(field, q),
+        QueueSpec::Pie {
+            limit_packets,
+            limit_bytes,
+            target_ns,
+            t_update_ns,
+            alpha,
+            beta,
+            burst_ns,
+            mean_packet_bytes,
+            ..
+        } => {
+            check_limit(field, "PIE", limit_packets, limit_bytes)?;
+            for (k, ns) in [("target", target_ns), ("t_update", t_update_ns)] {
+                if *ns == 0 {
+                    return Err(err(format!("{field}.{k}"), "must be positive"));
+                }
+                check_time(format_args!("{field}.{k}"), *ns)?;
+            }
+            check_time(format_args!("{field}.burst"), *burst_ns)?;
+            // α and β are gains per second (RFC 8033 §4.2): α > 0 drives the delay to the target,
+            // β ≥ 0 damps it.
+            if !(alpha.is_finite() && *alpha > 0.0) {
+                return Err(err(format!("{field}.alpha"), format!("gain {} must be positive", shown(*alpha))));
+            }
+            if !(beta.is_finite() && *beta >= 0.0) {
+                return Err(err(format!("{field}.beta"), format!("gain {} must not be negative", shown(*beta))));
+            }
+            if *mean_packet_bytes == 0 {
+                return Err(err(format!("{field}.mean_packet"), "must be positive"));
+            }
+            Ok(())
+        }
         QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
             for (k, v) in [("rate", rate_bps), ("burst", bucket_bytes), ("limit", limit_bytes)] {
                 if *v == 0 {
@@ -98,6 +131,90 @@ fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
             Ok(())
         }
     }
+}
+
+/// RED's ranges (queue/red.rs): 0 < min_th < max_th ≤ limit (when in one unit), 0 < max_p ≤ 1
+/// (Adaptive RED: within [0.01, 0.5], where it keeps max_p), 0 < w_q ≤ 1.
+fn check_red(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
+    let QueueSpec::Red {
+        limit_packets,
+        limit_bytes,
+        min_th_packets,
+        min_th_bytes,
+        max_th_packets,
+        max_th_bytes,
+        max_p,
+        w_q,
+        mean_packet_bytes,
+        adaptive,
+        target_delay_ns,
+        interval_ns,
+        ..
+    } = *q
+    else {
+        unreachable!("check_red is called with a RED queue")
+    };
+    check_limit(field, "RED", &limit_packets, &limit_bytes)?;
+    let min_given = min_th_packets.is_some() || min_th_bytes.is_some();
+    let max_given = max_th_packets.is_some() || max_th_bytes.is_some();
+    if min_given != max_given {
+        let missing = if min_given { "max_th" } else { "min_th" };
+        return Err(err(format!("{field}.{missing}"), "give both thresholds or neither"));
+    }
+    if (min_th_packets.is_some() && max_th_bytes.is_some()) || (min_th_bytes.is_some() && max_th_packets.is_some()) {
+        return Err(err(format!("{field}.max_th"), "give min_th and max_th in one unit, packets or bytes"));
+    }
+    if min_th_packets == Some(0) || min_th_bytes == Some(0) {
+        return Err(err(format!("{field}.min_th"), "must be positive"));
+    }
+    // The thresholds RED will use, unless Adaptive RED sets them from the link's rate.
+    let thresholds = match (min_th_packets, max_th_packets, min_th_bytes, max_th_bytes) {
+        (Some(min), Some(max), _, _) => Some((min, max, limit_packets, "packets")),
+        (_, _, Some(min), Some(max)) => Some((min, max, limit_bytes, "bytes")),
+        _ if adaptive => None,
+        _ => Some((
+            crate::queue::red::DEFAULT_MIN_TH_PACKETS,
+            crate::queue::red::DEFAULT_MAX_TH_PACKETS,
+            limit_packets,
+            "packets",
+        )),
+    };
+    if let Some((min, max, limit, unit)) = thresholds {
+        let given = if min_given { "" } else { " (the default)" };
+        if max <= min {
+            return Err(err(
+                format!("{field}.max_th"),
+                format!("max_th ({max} {unit}) must exceed min_th ({min} {unit})"),
+            ));
+        }
+        if let Some(limit) = limit.filter(|limit| max > *limit) {
+            return Err(err(
+                format!("{field}.max_th"),
+                format!("max_th ({max} {unit}{given}) exceeds the queue's limit ({limit} {unit})"),
+            ));
+        }
+    }
+    let (low, high) = if adaptive { crate::queue::red::ARED_MAX_P_RANGE } else { (0.0, 1.0) };
+    let in_range = if adaptive { max_p >= low && max_p <= high } else { max_p > 0.0 && max_p <= 1.0 };
+    if !in_range {
+        let range = if adaptive { format!("[{low}, {high}] (Adaptive RED keeps it there)") } else { "(0, 1]".into() };
+        return Err(err(format!("{field}.max_p"), format!("probability {} not in {range}", shown(max_p))));
+    }
+    if let Some(w) = w_q.filter(|w| !(*w > 0.0 && *w <= 1.0)) {
+        return Err(err(format!("{field}.w_q"), format!("averaging weight {} not in (0, 1]", shown(w))));
+    }
+    if mean_packet_bytes == 0 {
+        return Err(err(format!("{field}.mean_packet"), "must be positive"));
+    }
+    if adaptive {
+        for (k, ns) in [("target_delay", target_delay_ns), ("interval", interval_ns)] {
+            if ns == 0 {
+                return Err(err(format!("{field}.{k}"), "must be positive"));
+            }
+            check_time(format_args!("{field}.{k}"), ns)?;
+        }
+    }
+    Ok(())
 }
 
 fn check_loss_model(field: Field<'_>, model: &LossModel, loss: f64) -> Result<(), EngineError> {
@@ -496,9 +613,15 @@ fn check_queue_fits(
 ) -> Result<(), EngineError> {
     let field = || format!("links[{link}].queue_{}", direction.name());
     let (limit, bucket) = match queue {
-        QueueSpec::Fifo { limit_bytes: Some(limit), .. } => (*limit, None),
+        QueueSpec::Fifo { limit_bytes: Some(limit), .. }
+        | QueueSpec::Red { limit_bytes: Some(limit), .. }
+        | QueueSpec::Pie { limit_bytes: Some(limit), .. } => (*limit, None),
         QueueSpec::Tbf { bucket_bytes, limit_bytes, .. } => (*limit_bytes, Some(*bucket_bytes)),
-        QueueSpec::Fifo { .. } | QueueSpec::SplitBuff { .. } | QueueSpec::BlindSplitBuff { .. } => return Ok(()),
+        QueueSpec::Fifo { .. }
+        | QueueSpec::Red { .. }
+        | QueueSpec::Pie { .. }
+        | QueueSpec::SplitBuff { .. }
+        | QueueSpec::BlindSplitBuff { .. } => return Ok(()),
     };
     if limit < packet_bytes {
         return Err(err(field(), format!("a {limit}-byte limit cannot hold a {packet_bytes}-byte packet of {who}")));
@@ -587,6 +710,84 @@ mod tests {
         validate(&spec).unwrap_err().to_string()
     }
 
+    /// A RED queue of 100 packets, thresholds 5 and 15 packets, max_p 0.6, changed by `change`.
+    fn red(change: impl FnOnce(&mut QueueSpec)) -> QueueSpec {
+        let mut q = QueueSpec::Red {
+            limit_packets: Some(100),
+            limit_bytes: None,
+            min_th_packets: Some(5),
+            min_th_bytes: None,
+            max_th_packets: Some(15),
+            max_th_bytes: None,
+            max_p: 0.6,
+            w_q: None,
+            gentle: true,
+            byte_mode: false,
+            mean_packet_bytes: 1500,
+            adaptive: false,
+            target_delay_ns: 5_000_000,
+            interval_ns: 500_000_000,
+        };
+        change(&mut q);
+        q
+    }
+
+    fn set_red(q: &mut QueueSpec, key: &str, v: f64) {
+        let QueueSpec::Red {
+            limit_packets, min_th_packets, max_th_packets, max_th_bytes, max_p, w_q, adaptive, ..
+        } = q
+        else {
+            unreachable!()
+        };
+        match key {
+            "max_p" => *max_p = v,
+            "w_q" => *w_q = Some(v),
+            "min_th" => *min_th_packets = Some(v as u64),
+            "limit" => *limit_packets = Some(v as u64),
+            "adaptive" => *adaptive = v > 0.0,
+            "max_th_bytes" => (*max_th_packets, *max_th_bytes) = (None, Some(v as u64)),
+            _ => unreachable!(),
+        }
+    }
+
+    fn pie(change: impl FnOnce(&mut QueueSpec)) -> QueueSpec {
+        let mut q = QueueSpec::Pie {
+            limit_packets: Some(1000),
+            limit_bytes: None,
+            target_ns: 15_000_000,
+            t_update_ns: 15_000_000,
+            alpha: 0.125,
+            beta: 1.25,
+            burst_ns: 150_000_000,
+            derandomize: false,
+            mean_packet_bytes: 1500,
+        };
+        change(&mut q);
+        q
+    }
+
+    fn set_pie(q: &mut QueueSpec, key: &str, v: f64) {
+        let QueueSpec::Pie { t_update_ns, alpha, .. } = q else { unreachable!() };
+        match key {
+            "t_update" => *t_update_ns = v as u64,
+            "alpha" => *alpha = v,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn well_formed_red_and_pie_queues_pass() {
+        for q in [red(|_| {}), red(|q| set_red(q, "adaptive", 1.0)), pie(|_| {})] {
+            let mut s = two_hosts();
+            s.links[0].queue_forward = q;
+            if matches!(s.links[0].queue_forward, QueueSpec::Red { adaptive: true, .. }) {
+                let QueueSpec::Red { max_p, .. } = &mut s.links[0].queue_forward else { unreachable!() };
+                *max_p = 0.1;
+            }
+            assert_eq!(validate(&s), Ok(()));
+        }
+    }
+
     #[test]
     fn a_well_formed_spec_passes() {
         assert_eq!(validate(&two_hosts()), Ok(()));
@@ -639,6 +840,38 @@ mod tests {
                  (every link it crosses is unlimited, so nothing would bound its window)",
             ),
             (Box::new(|s| s.record.channels = Some(vec![0, 2])), "record.channels[1]: index 2 out of range (2)"),
+            (
+                Box::new(|s| s.links[0].queue_forward = red(|q| set_red(q, "max_p", 0.0))),
+                "links[0].queue_forward.max_p: probability 0 not in (0, 1]",
+            ),
+            (
+                Box::new(|s| s.links[0].queue_forward = red(|q| set_red(q, "w_q", 1.5))),
+                "links[0].queue_forward.w_q: averaging weight 1.5 not in (0, 1]",
+            ),
+            (
+                Box::new(|s| s.links[0].queue_forward = red(|q| set_red(q, "min_th", 15.0))),
+                "links[0].queue_forward.max_th: max_th (15 packets) must exceed min_th (15 packets)",
+            ),
+            (
+                Box::new(|s| s.links[0].queue_forward = red(|q| set_red(q, "limit", 10.0))),
+                "links[0].queue_forward.max_th: max_th (15 packets) exceeds the queue's limit (10 packets)",
+            ),
+            (
+                Box::new(|s| s.links[0].queue_forward = red(|q| set_red(q, "adaptive", 1.0))),
+                "links[0].queue_forward.max_p: probability 0.6 not in [0.01, 0.5] (Adaptive RED keeps it there)",
+            ),
+            (
+                Box::new(|s| s.links[0].queue_forward = red(|q| set_red(q, "max_th_bytes", 15_000.0))),
+                "links[0].queue_forward.max_th: give min_th and max_th in one unit, packets or bytes",
+            ),
+            (
+                Box::new(|s| s.links[0].queue_forward = pie(|q| set_pie(q, "t_update", 0.0))),
+                "links[0].queue_forward.t_update: must be positive",
+            ),
+            (
+                Box::new(|s| s.links[0].queue_forward = pie(|q| set_pie(q, "alpha", -1.0))),
+                "links[0].queue_forward.alpha: gain -1 must be positive",
+            ),
         ];
         for (change, expected) in cases {
             assert_eq!(error_of(change), expected);

@@ -10,6 +10,8 @@ use crate::units::SimTime;
 pub enum DropReason {
     /// The queue was at its packet or byte limit (tail drop).
     QueueFull,
+    /// Dropped by the AQM's decision.
+    Aqm,
 }
 
 /// What a dequeue attempt yields. A shaper may hold packets back until a later time.

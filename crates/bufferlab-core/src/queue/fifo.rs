@@ -33,17 +33,22 @@ impl DropTailFifo {
     pub fn peek_bytes(&self) -> Option<u64> {
         self.packets.front().map(|p| p.wire_bytes as u64)
     }
+
+    /// Whether a packet of `wire_bytes` would be admitted now.
+    #[inline]
+    pub fn fits(&self, wire_bytes: u32) -> bool {
+        // A byte-limited queue admits a packet only if it fits whole (bfifo semantics).
+        (self.packets.len() as u64) < self.limit_packets && self.bytes + wire_bytes as u64 <= self.limit_bytes
+    }
 }
 
 impl QueueDiscipline for DropTailFifo {
     #[inline]
     fn enqueue(&mut self, packet: Packet, _now: SimTime) -> Result<(), (Packet, DropReason)> {
-        let size = packet.wire_bytes as u64;
-        // A byte-limited queue admits a packet only if it fits whole (bfifo semantics).
-        if self.packets.len() as u64 >= self.limit_packets || self.bytes + size > self.limit_bytes {
+        if !self.fits(packet.wire_bytes) {
             return Err((packet, DropReason::QueueFull));
         }
-        self.bytes += size;
+        self.bytes += packet.wire_bytes as u64;
         self.packets.push_back(packet);
         Ok(())
     }

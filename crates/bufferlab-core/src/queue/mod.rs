@@ -5,6 +5,8 @@
 
 pub mod discipline;
 pub mod fifo;
+pub mod pie;
+pub mod red;
 pub mod splitbuff;
 pub mod tbf;
 
@@ -14,6 +16,8 @@ use crate::units::{BitRate, SimTime};
 
 pub use discipline::{Dequeue, DropReason, QueueDiscipline};
 pub use fifo::DropTailFifo;
+pub use pie::{Pie, PieConfig};
+pub use red::{Red, RedConfig};
 pub use splitbuff::{SplitBuff, SplitBuffConfig};
 pub use tbf::TokenBucket;
 
@@ -23,6 +27,10 @@ pub enum Queue {
     Tbf(TokenBucket),
     /// SplitBuff and Blind-SplitBuff (seed 002): sub-buffers served by byte-fair round robin.
     SplitBuff(SplitBuff),
+    /// RED and Adaptive RED (Floyd & Jacobson 1993; Floyd, Gummadi & Shenker 2001).
+    Red(Red),
+    /// PIE (RFC 8033).
+    Pie(Pie),
 }
 
 impl Queue {
@@ -33,7 +41,7 @@ impl Queue {
     pub fn passes_through_when_idle(&self) -> bool {
         match self {
             Queue::Fifo(q) => q.len_packets() == 0,
-            Queue::Tbf(_) | Queue::SplitBuff(_) => false,
+            Queue::Tbf(_) | Queue::SplitBuff(_) | Queue::Red(_) | Queue::Pie(_) => false,
         }
     }
 
@@ -46,7 +54,7 @@ impl Queue {
     }
 
     /// The queue a spec describes, in front of a link of `rate` (`None`: unlimited); `seed` keys
-    /// its random choices (Blind-SplitBuff's mapping).
+    /// its random choices (Blind-SplitBuff's mapping, RED's and PIE's early drops).
     pub fn from_spec(spec: &QueueSpec, rate: Option<BitRate>, seed: u64) -> Queue {
         match spec {
             QueueSpec::Fifo { limit_packets, limit_bytes } => {
@@ -89,6 +97,31 @@ impl Queue {
                 };
                 Queue::SplitBuff(SplitBuff::blind(config, seed))
             }
+            QueueSpec::Red { .. } => Queue::Red(Red::new(RedConfig::from_spec(spec, rate).expect("a RED spec"), seed)),
+            QueueSpec::Pie {
+                limit_packets,
+                limit_bytes,
+                target_ns,
+                t_update_ns,
+                alpha,
+                beta,
+                burst_ns,
+                derandomize,
+                mean_packet_bytes,
+            } => Queue::Pie(Pie::new(
+                PieConfig {
+                    limit_packets: *limit_packets,
+                    limit_bytes: *limit_bytes,
+                    target: SimTime::from_ns(*target_ns),
+                    t_update: SimTime::from_ns(*t_update_ns),
+                    alpha: *alpha,
+                    beta: *beta,
+                    max_burst: SimTime::from_ns(*burst_ns),
+                    derandomize: *derandomize,
+                    mean_packet_bytes: *mean_packet_bytes,
+                },
+                seed,
+            )),
         }
     }
 }
@@ -100,6 +133,8 @@ impl QueueDiscipline for Queue {
             Queue::Fifo(q) => q.enqueue(packet, now),
             Queue::Tbf(q) => q.enqueue(packet, now),
             Queue::SplitBuff(q) => q.enqueue(packet, now),
+            Queue::Red(q) => q.enqueue(packet, now),
+            Queue::Pie(q) => q.enqueue(packet, now),
         }
     }
     #[inline]
@@ -108,6 +143,8 @@ impl QueueDiscipline for Queue {
             Queue::Fifo(q) => q.dequeue(now),
             Queue::Tbf(q) => q.dequeue(now),
             Queue::SplitBuff(q) => q.dequeue(now),
+            Queue::Red(q) => q.dequeue(now),
+            Queue::Pie(q) => q.dequeue(now),
         }
     }
     #[inline]
@@ -116,6 +153,8 @@ impl QueueDiscipline for Queue {
             Queue::Fifo(q) => q.len_packets(),
             Queue::Tbf(q) => q.len_packets(),
             Queue::SplitBuff(q) => q.len_packets(),
+            Queue::Red(q) => q.len_packets(),
+            Queue::Pie(q) => q.len_packets(),
         }
     }
     #[inline]
@@ -124,6 +163,8 @@ impl QueueDiscipline for Queue {
             Queue::Fifo(q) => q.len_bytes(),
             Queue::Tbf(q) => q.len_bytes(),
             Queue::SplitBuff(q) => q.len_bytes(),
+            Queue::Red(q) => q.len_bytes(),
+            Queue::Pie(q) => q.len_bytes(),
         }
     }
 }

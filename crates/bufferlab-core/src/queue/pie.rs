@@ -1,0 +1,447 @@
+//! PIE, Proportional Integral controller Enhanced (RFC 8033, Pan, Natarajan, Baker & White 2017).
+//!
+//! PIE drops arrivals at random with a probability `drop_prob` that a PI controller moves every
+//! T_UPDATE toward holding the queueing delay at a target (QDELAY_REF):
+//!
+//! ```text
+//! p = α·(qdelay − QDELAY_REF) + β·(qdelay − qdelay_old)        (§4.2; α, β in 1/s, delays in s)
+//! p scaled down while drop_prob is small (auto-tuning, §4.2):
+//!     drop_prob < 0.000001: p /= 2048     < 0.00001: p /= 512     < 0.0001: p /= 128
+//!     drop_prob < 0.001:    p /= 32       < 0.01:    p /= 8       < 0.1:    p /= 2
+//! p capped at 0.02 once drop_prob ≥ 0.1 (cap drop adjustment, §5.5)
+//! drop_prob += p
+//! drop_prob *= 0.98 when qdelay = qdelay_old = 0 (decay when the queue stays empty, §4.2)
+//! drop_prob bounded to [0, 1]; qdelay_old = qdelay
+//! ```
+//!
+//! The queueing delay is measured by timestamps (§4.3's alternative to the departure-rate
+//! estimate): the sojourn of the packet dequeued last, and 0 once a dequeue leaves the queue
+//! empty (as Linux's sch_pie reads it). An arrival is dropped early (§4.1) with probability
+//! drop_prob unless the burst allowance (§4.4: MAX_BURST at the start and whenever drop_prob is 0
+//! and both delays are below QDELAY_REF/2; less T_UPDATE at every update) is left, or one of
+//! §4.1's safeguards holds: qdelay_old < QDELAY_REF/2 and drop_prob < 0.2, or the queue holds at
+//! most two mean-sized packets. With `derandomize` (§5.4) the drop probabilities of the arrivals
+//! since the last drop are summed (accu_prob): none is dropped while the sum is below 0.85, one
+//! always once it reaches 8.5, and in between with probability drop_prob. An early drop is
+//! [`DropReason::Aqm`], an arrival over the hard limit a tail drop, [`DropReason::QueueFull`].
+//!
+//! The controller's timer is not an event of its own: the updates due by an arrival or a
+//! departure are taken then, with the delay of that moment. While the queue is busy packets come
+//! and go every transmission time, so an update is late by at most one of them; while it is idle
+//! the state it would reach (drop_prob 0, full burst allowance) is reached in a few updates, and
+//! the rest are skipped.
+
+use super::discipline::{Dequeue, DropReason, QueueDiscipline};
+use super::fifo::DropTailFifo;
+use crate::net::packet::Packet;
+use crate::units::SimTime;
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// A PIE queue's parameters (RFC 8033 §4's defaults in the spec layer: QDELAY_REF = 15 ms,
+/// T_UPDATE = 15 ms, α = 0.125, β = 1.25, MAX_BURST = 150 ms).
+#[derive(Debug, Clone, Copy)]
+pub struct PieConfig {
+    pub limit_packets: Option<u64>,
+    pub limit_bytes: Option<u64>,
+    /// QDELAY_REF, the target queueing delay.
+    pub target: SimTime,
+    /// T_UPDATE, the period of the drop probability's update.
+    pub t_update: SimTime,
+    /// α and β, per second.
+    pub alpha: f64,
+    pub beta: f64,
+    /// MAX_BURST, the burst allowance.
+    pub max_burst: SimTime,
+    /// §5.4's de-randomisation.
+    pub derandomize: bool,
+    /// MEAN_PKTSIZE (bytes), for the safeguard of a nearly empty queue.
+    pub mean_packet_bytes: u32,
+}
+
+/// A PIE queue: a drop-tail FIFO behind PIE's early-drop decision.
+#[derive(Debug)]
+pub struct Pie {
+    fifo: DropTailFifo,
+    config: PieConfig,
+    drop_prob: f64,
+    /// The queueing delay now (§4.3), and at the last update.
+    qdelay: SimTime,
+    qdelay_old: SimTime,
+    burst_allowance: SimTime,
+    /// §5.4's accumulated probability.
+    accu_prob: f64,
+    /// When the next update of drop_prob is due.
+    next_update: SimTime,
+    rng: Xoshiro256PlusPlus,
+}
+
+impl Pie {
+    /// A PIE queue; `seed` keys its early-drop draws.
+    pub fn new(config: PieConfig, seed: u64) -> Pie {
+        Pie {
+            fifo: DropTailFifo::new(config.limit_packets, config.limit_bytes),
+            config,
+            drop_prob: 0.0,
+            qdelay: SimTime::ZERO,
+            qdelay_old: SimTime::ZERO,
+            burst_allowance: config.max_burst,
+            accu_prob: 0.0,
+            next_update: config.t_update,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+        }
+    }
+
+    /// The drop probability now.
+    pub fn drop_probability(&self) -> f64 {
+        self.drop_prob
+    }
+
+    /// The burst allowance left.
+    pub fn burst_allowance(&self) -> SimTime {
+        self.burst_allowance
+    }
+
+    /// §4.2's auto-tuning: the factor p is scaled by while drop_prob is small, so that the
+    /// controller moves a small probability in steps of its own size.
+    fn auto_tuning_scale(drop_prob: f64) -> f64 {
+        if drop_prob < 0.000_001 {
+            1.0 / 2048.0
+        } else if drop_prob < 0.000_01 {
+            1.0 / 512.0
+        } else if drop_prob < 0.000_1 {
+            1.0 / 128.0
+        } else if drop_prob < 0.001 {
+            1.0 / 32.0
+        } else if drop_prob < 0.01 {
+            1.0 / 8.0
+        } else if drop_prob < 0.1 {
+            1.0 / 2.0
+        } else {
+            1.0
+        }
+    }
+
+    /// One update of the drop probability and the burst allowance (§4.2, §4.4, §5.5).
+    fn update(&mut self) {
+        let target = self.config.target.as_secs_f64();
+        let (qdelay, qdelay_old) = (self.qdelay.as_secs_f64(), self.qdelay_old.as_secs_f64());
+        // p = α·(qdelay − QDELAY_REF) + β·(qdelay − qdelay_old)  (§4.2)
+        let mut p = self.config.alpha * (qdelay - target) + self.config.beta * (qdelay - qdelay_old);
+        p *= Self::auto_tuning_scale(self.drop_prob);
+        // Cap drop adjustment (§5.5): at most 2 % more at a time once drop_prob ≥ 10 %.
+        if self.drop_prob >= 0.1 && p > 0.02 {
+            p = 0.02;
+        }
+        self.drop_prob += p;
+        // Exponential decay while the queue stays empty (§4.2).
+        if self.qdelay.as_ps() == 0 && self.qdelay_old.as_ps() == 0 {
+            self.drop_prob *= 0.98;
+        }
+        self.drop_prob = self.drop_prob.clamp(0.0, 1.0);
+        // Burst tolerance (§4.4): the allowance runs down by T_UPDATE per update, and is given
+        // back in full once the queue is calm (no drops, both delays below half the target).
+        self.burst_allowance = self.burst_allowance.saturating_sub(self.config.t_update);
+        let half_target = self.config.target.div(2);
+        if self.drop_prob == 0.0 && self.qdelay < half_target && self.qdelay_old < half_target {
+            self.burst_allowance = self.config.max_burst;
+        }
+        self.qdelay_old = self.qdelay;
+    }
+
+    /// Take the updates due by `now` (see the module comment).
+    fn catch_up(&mut self, now: SimTime) {
+        while now >= self.next_update {
+            self.update();
+            self.next_update += self.config.t_update;
+            let calm = self.drop_prob == 0.0
+                && self.qdelay.as_ps() == 0
+                && self.qdelay_old.as_ps() == 0
+                && self.burst_allowance == self.config.max_burst;
+            if calm && now >= self.next_update {
+                // Every further update leaves this state as it is: skip to the next one due.
+                let periods = (now - self.next_update).as_ps() / self.config.t_update.as_ps() + 1;
+                self.next_update += self.config.t_update.mul(periods);
+            }
+        }
+    }
+
+    /// A uniform draw in (0, 1): 53 random bits, offset by half a step.
+    fn uniform(&mut self) -> f64 {
+        ((self.rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// §4.1's early-drop decision (with §5.4's de-randomisation when configured).
+    fn drops_early(&mut self) -> bool {
+        if self.burst_allowance.as_ps() > 0 {
+            return false;
+        }
+        // Safeguards (§4.1): a queue PIE is not controlling, or one of at most two packets.
+        let calm = self.qdelay_old < self.config.target.div(2) && self.drop_prob < 0.2;
+        if calm || self.fifo.len_bytes() <= 2 * self.config.mean_packet_bytes as u64 {
+            return false;
+        }
+        let drop = if self.config.derandomize {
+            // §5.4: accu_prob restarts when drop_prob is 0 and sums drop_prob over the arrivals.
+            if self.drop_prob == 0.0 {
+                self.accu_prob = 0.0;
+            }
+            self.accu_prob += self.drop_prob;
+            if self.accu_prob < 0.85 {
+                false
+            } else {
+                self.accu_prob >= 8.5 || self.uniform() < self.drop_prob
+            }
+        } else {
+            self.uniform() < self.drop_prob
+        };
+        if drop {
+            self.accu_prob = 0.0;
+        }
+        drop
+    }
+}
+
+impl QueueDiscipline for Pie {
+    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
+        self.catch_up(now);
+        // RFC 8033 Appendix A: a full queue drops first (tail drop), then the early-drop decision.
+        if !self.fifo.fits(packet.wire_bytes) {
+            return Err((packet, DropReason::QueueFull));
+        }
+        if self.drops_early() {
+            return Err((packet, DropReason::Aqm));
+        }
+        self.fifo.enqueue(packet, now)
+    }
+
+    fn dequeue(&mut self, now: SimTime) -> Dequeue {
+        self.catch_up(now);
+        let out = self.fifo.dequeue(now);
+        if let Dequeue::Packet(p) = out {
+            // §4.3 by timestamps: the sojourn of the departing packet; 0 when the queue empties.
+            self.qdelay = if self.fifo.len_packets() == 0 { SimTime::ZERO } else { now - p.enqueued_at };
+        }
+        out
+    }
+
+    fn len_packets(&self) -> u64 {
+        self.fifo.len_packets()
+    }
+
+    fn len_bytes(&self) -> u64 {
+        self.fifo.len_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(bytes: u32, enqueued_at: SimTime) -> Packet {
+        Packet { enqueued_at, ..Packet::segment(0, 0, 0, 0, bytes - 52, bytes, SimTime::ZERO) }
+    }
+
+    fn config() -> PieConfig {
+        PieConfig {
+            limit_packets: Some(1000),
+            limit_bytes: None,
+            target: SimTime::from_ms(15),
+            t_update: SimTime::from_ms(15),
+            alpha: 0.125,
+            beta: 1.25,
+            max_burst: SimTime::from_ms(150),
+            derandomize: false,
+            mean_packet_bytes: 1500,
+        }
+    }
+
+    #[test]
+    fn the_probability_follows_the_pi_update_with_its_auto_tuning() {
+        // A qdelay sequence 30, 45, 45, 20 ms, by hand (§4.2, α = 0.125/s, β = 1.25/s):
+        //  1. p = 0.125·0.015 + 1.25·0.030 = 0.039375; drop_prob 0 < 1e-6: /2048 → 1.922607e-5
+        //  2. p = 0.125·0.030 + 1.25·0.015 = 0.0225;   drop_prob < 1e-4: /128 → + 1.7578125e-4
+        //  3. p = 0.125·0.030 + 0 = 0.00375;            drop_prob < 1e-3: /32 → + 1.171875e-4
+        //  4. p = 0.125·0.005 − 1.25·0.025 = −0.030625; drop_prob < 1e-3: /32 → − 9.5703125e-4
+        //     → below 0: bounded to 0.
+        let mut q = Pie::new(config(), 1);
+        let mut hand = 0.0;
+        for (qdelay_ms, step) in [(30, 0.039375 / 2048.0), (45, 0.0225 / 128.0), (45, 0.00375 / 32.0)] {
+            q.qdelay = SimTime::from_ms(qdelay_ms);
+            q.update();
+            hand += step;
+            assert!((q.drop_probability() - hand).abs() < 1e-15, "{} vs {hand}", q.drop_probability());
+        }
+        assert!((hand - (1.922607421875e-5 + 1.7578125e-4 + 1.171875e-4)).abs() < 1e-15);
+        q.qdelay = SimTime::from_ms(20);
+        q.update();
+        assert_eq!(q.drop_probability(), 0.0);
+    }
+
+    #[test]
+    fn large_probabilities_move_unscaled_but_by_at_most_two_percent() {
+        let mut q = Pie::new(config(), 1);
+        // drop_prob 0.05 (< 0.1: p/2): qdelay 25 ms steady: p = 0.125·0.010 = 0.00125 → +0.000625.
+        q.drop_prob = 0.05;
+        q.qdelay = SimTime::from_ms(25);
+        q.qdelay_old = SimTime::from_ms(25);
+        q.update();
+        assert!((q.drop_probability() - 0.050625).abs() < 1e-15);
+        // drop_prob 0.3: unscaled, and a jump of qdelay 25 → 100 ms would add 0.103: capped (§5.5).
+        q.drop_prob = 0.3;
+        q.qdelay = SimTime::from_ms(100);
+        q.update();
+        assert!((q.drop_probability() - 0.32).abs() < 1e-15);
+        // Decreases are not capped: 100 → 15 ms gives −0.10625.
+        q.qdelay = SimTime::from_ms(15);
+        q.update();
+        assert!((q.drop_probability() - (0.32 - 0.10625)).abs() < 1e-15);
+    }
+
+    #[test]
+    fn the_probability_decays_while_the_queue_stays_empty() {
+        // qdelay = qdelay_old = 0 at drop_prob 0.5: p = −0.125·0.015 = −0.001875, then ·0.98.
+        let mut q = Pie::new(config(), 1);
+        q.drop_prob = 0.5;
+        q.update();
+        assert!((q.drop_probability() - (0.5 - 0.001875) * 0.98).abs() < 1e-15);
+    }
+
+    /// Keep the queue `depth` packets deep, each having waited `sojourn`, through `until`, one
+    /// arrival and one departure per ms; returns the early drops.
+    fn congest(q: &mut Pie, from: SimTime, until: SimTime, sojourn: SimTime, depth: u64) -> u64 {
+        let mut drops = 0;
+        let mut t = from;
+        while t < until {
+            while q.len_packets() < depth {
+                q.fifo.enqueue(packet(1500, t.saturating_sub(sojourn)), t).unwrap();
+            }
+            if let Err((_, reason)) = q.enqueue(packet(1500, t.saturating_sub(sojourn)), t) {
+                assert_eq!(reason, DropReason::Aqm);
+                drops += 1;
+            }
+            q.dequeue(t);
+            t += SimTime::from_ms(1);
+        }
+        drops
+    }
+
+    #[test]
+    fn no_early_drop_within_the_burst_allowance() {
+        // Congestion at 100 ms of delay from t = 0: the probability rises from the first update,
+        // but nothing is dropped in the first 150 ms; then drops begin.
+        let mut q = Pie::new(config(), 1);
+        let drops = congest(&mut q, SimTime::ZERO, SimTime::from_ms(150), SimTime::from_ms(100), 50);
+        assert_eq!(drops, 0);
+        assert!(q.drop_probability() > 0.005, "{}", q.drop_probability());
+        assert_eq!(q.burst_allowance(), SimTime::from_ms(15), "the update at 150 ms takes the last 15 ms");
+        let drops = congest(&mut q, SimTime::from_ms(150), SimTime::from_ms(1000), SimTime::from_ms(100), 50);
+        assert!(drops > 10, "{drops}");
+    }
+
+    #[test]
+    fn the_safeguards_exempt_a_calm_or_nearly_empty_queue() {
+        let mut q = Pie::new(config(), 1);
+        q.burst_allowance = SimTime::ZERO;
+        q.drop_prob = 0.15;
+        q.qdelay_old = SimTime::from_ms(7);
+        for _ in 0..10 {
+            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+        }
+        // qdelay_old 7 ms < 7.5 ms and drop_prob 0.15 < 0.2: never dropped.
+        assert!((0..1000).all(|_| !q.drops_early()));
+        // At drop_prob 0.2 the first safeguard no longer holds.
+        q.drop_prob = 0.2;
+        assert!((0..1000).any(|_| q.drops_early()));
+        // With at most two mean-sized packets queued, never dropped whatever drop_prob.
+        q.drop_prob = 1.0;
+        q.qdelay_old = SimTime::from_ms(100);
+        while q.len_packets() > 2 {
+            q.fifo.dequeue(SimTime::ZERO);
+        }
+        assert!((0..1000).all(|_| !q.drops_early()));
+        q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+        assert!(q.drops_early());
+    }
+
+    #[test]
+    fn derandomisation_spaces_drops_by_the_accumulated_probability() {
+        // §5.4 at drop_prob 0.1: no drop while accu_prob < 0.85 (the first 8 arrivals), a drop
+        // with probability 0.1 from the 9th on, a certain one once accu_prob ≥ 8.5 (the 85th,
+        // or the 86th as the sum of 85 tenths rounds below 8.5).
+        let mut q = Pie::new(PieConfig { derandomize: true, ..config() }, 3);
+        q.burst_allowance = SimTime::ZERO;
+        q.drop_prob = 0.1;
+        q.qdelay_old = SimTime::from_ms(100);
+        for _ in 0..10 {
+            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+        }
+        let mut gaps = Vec::new();
+        let mut since = 0;
+        for _ in 0..100_000 {
+            since += 1;
+            if q.drops_early() {
+                gaps.push(since);
+                since = 0;
+            }
+        }
+        assert!(gaps.iter().all(|&g| (9..=86).contains(&g)), "{:?}", gaps.iter().min());
+        // The gap is 8 + a geometric number of trials of p = 0.1 (truncated far out): mean ≈ 18,
+        // σ ≈ 9.5 per gap, ≈ 0.13 over ~5,500 gaps.
+        let mean = gaps.iter().sum::<u64>() as f64 / gaps.len() as f64;
+        assert!((mean - 18.0).abs() < 0.5, "{mean}");
+    }
+
+    #[test]
+    fn the_delay_is_the_departing_packets_sojourn_and_updates_are_taken_when_due() {
+        let mut q = Pie::new(config(), 1);
+        for k in 0..3 {
+            q.enqueue(packet(1500, SimTime::from_ms(k)), SimTime::from_ms(k)).unwrap();
+        }
+        q.dequeue(SimTime::from_ms(10));
+        assert_eq!(q.qdelay, SimTime::from_ms(10));
+        assert_eq!(q.qdelay_old, SimTime::ZERO, "no update before 15 ms");
+        q.dequeue(SimTime::from_ms(16));
+        assert_eq!(q.qdelay_old, SimTime::from_ms(10), "the 15 ms update took the delay then");
+        assert_eq!(q.qdelay, SimTime::from_ms(15));
+        q.dequeue(SimTime::from_ms(17));
+        assert_eq!(q.qdelay, SimTime::ZERO, "the queue emptied");
+        // A long idle time: the state settles and the updates after it are skipped.
+        q.enqueue(packet(1500, SimTime::from_secs(1000)), SimTime::from_secs(1000)).unwrap();
+        assert_eq!((q.drop_probability(), q.burst_allowance()), (0.0, SimTime::from_ms(150)));
+        let idle_end = SimTime::from_secs(1000);
+        assert!(q.next_update > idle_end && q.next_update <= idle_end + SimTime::from_ms(15));
+    }
+
+    #[test]
+    fn a_full_queue_is_a_tail_drop_before_any_early_drop() {
+        let mut q = Pie::new(PieConfig { limit_packets: Some(4), ..config() }, 1);
+        q.burst_allowance = SimTime::ZERO;
+        q.drop_prob = 1.0;
+        q.qdelay_old = SimTime::from_ms(100);
+        for _ in 0..4 {
+            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+        }
+        let (_, reason) = q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        assert_eq!(reason, DropReason::QueueFull);
+        q.fifo.dequeue(SimTime::ZERO);
+        let (_, reason) = q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        assert_eq!(reason, DropReason::Aqm);
+    }
+
+    #[test]
+    fn the_same_seed_drops_the_same_packets() {
+        let run = |seed| {
+            let mut q = Pie::new(config(), seed);
+            q.burst_allowance = SimTime::ZERO;
+            q.drop_prob = 0.3;
+            q.qdelay_old = SimTime::from_ms(100);
+            for _ in 0..10 {
+                q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            }
+            (0..2000).map(|_| q.drops_early()).collect::<Vec<_>>()
+        };
+        assert_eq!(run(1), run(1));
+        assert_ne!(run(1), run(2));
+    }
+}

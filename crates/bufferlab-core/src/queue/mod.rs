@@ -12,7 +12,7 @@ use crate::net::packet::Packet;
 use crate::spec::{QueueSpec, SplitBuffEstimator, SplitBuffTotal};
 use crate::units::{BitRate, SimTime};
 
-pub use discipline::{Dequeue, DropReason, QueueDiscipline};
+pub use discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
 pub use fifo::DropTailFifo;
 pub use splitbuff::{SplitBuff, SplitBuffConfig};
 pub use tbf::TokenBucket;
@@ -103,11 +103,11 @@ impl QueueDiscipline for Queue {
         }
     }
     #[inline]
-    fn dequeue(&mut self, now: SimTime) -> Dequeue {
+    fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
         match self {
-            Queue::Fifo(q) => q.dequeue(now),
-            Queue::Tbf(q) => q.dequeue(now),
-            Queue::SplitBuff(q) => q.dequeue(now),
+            Queue::Fifo(q) => q.dequeue(now, drops),
+            Queue::Tbf(q) => q.dequeue(now, drops),
+            Queue::SplitBuff(q) => q.dequeue(now, drops),
         }
     }
     #[inline]

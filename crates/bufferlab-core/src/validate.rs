@@ -41,6 +41,17 @@ fn check_limit(
 fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
     match q {
         QueueSpec::Fifo { limit_packets, limit_bytes } => check_limit(field, "a FIFO", limit_packets, limit_bytes),
+        QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns } => {
+            check_limit(field, "CoDel", limit_packets, limit_bytes)?;
+            for (k, ns) in [("target", target_ns), ("interval", interval_ns)] {
+                if *ns == 0 {
+                    return Err(err(format!("{field}.{k}"), "must be positive"));
+                }
+                // Also what keeps the control law's interval² within 128 bits (`queue::codel`).
+                check_time(format_args!("{field}.{k}"), *ns)?;
+            }
+            Ok(())
+        }
         QueueSpec::SplitBuff {
             limit_packets,
             limit_bytes,
@@ -496,9 +507,14 @@ fn check_queue_fits(
 ) -> Result<(), EngineError> {
     let field = || format!("links[{link}].queue_{}", direction.name());
     let (limit, bucket) = match queue {
-        QueueSpec::Fifo { limit_bytes: Some(limit), .. } => (*limit, None),
+        QueueSpec::Fifo { limit_bytes: Some(limit), .. } | QueueSpec::CoDel { limit_bytes: Some(limit), .. } => {
+            (*limit, None)
+        }
         QueueSpec::Tbf { bucket_bytes, limit_bytes, .. } => (*limit_bytes, Some(*bucket_bytes)),
-        QueueSpec::Fifo { .. } | QueueSpec::SplitBuff { .. } | QueueSpec::BlindSplitBuff { .. } => return Ok(()),
+        QueueSpec::Fifo { .. }
+        | QueueSpec::CoDel { .. }
+        | QueueSpec::SplitBuff { .. }
+        | QueueSpec::BlindSplitBuff { .. } => return Ok(()),
     };
     if limit < packet_bytes {
         return Err(err(field(), format!("a {limit}-byte limit cannot hold a {packet_bytes}-byte packet of {who}")));

@@ -3,6 +3,7 @@
 //! Every discipline implements [`QueueDiscipline`]; the network holds them in the [`Queue`] enum
 //! so that the per-packet path is a `match`, not a virtual call.
 
+pub mod codel;
 pub mod discipline;
 pub mod fifo;
 pub mod splitbuff;
@@ -12,6 +13,7 @@ use crate::net::packet::Packet;
 use crate::spec::{QueueSpec, SplitBuffEstimator, SplitBuffTotal};
 use crate::units::{BitRate, SimTime};
 
+pub use codel::{CoDel, CodelParams};
 pub use discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
 pub use fifo::DropTailFifo;
 pub use splitbuff::{SplitBuff, SplitBuffConfig};
@@ -23,6 +25,8 @@ pub enum Queue {
     Tbf(TokenBucket),
     /// SplitBuff and Blind-SplitBuff (seed 002): sub-buffers served by byte-fair round robin.
     SplitBuff(SplitBuff),
+    /// CoDel (RFC 8289): drops at dequeue by the sojourn time.
+    CoDel(CoDel),
 }
 
 impl Queue {
@@ -33,7 +37,7 @@ impl Queue {
     pub fn passes_through_when_idle(&self) -> bool {
         match self {
             Queue::Fifo(q) => q.len_packets() == 0,
-            Queue::Tbf(_) | Queue::SplitBuff(_) => false,
+            Queue::Tbf(_) | Queue::SplitBuff(_) | Queue::CoDel(_) => false,
         }
     }
 
@@ -89,6 +93,11 @@ impl Queue {
                 };
                 Queue::SplitBuff(SplitBuff::blind(config, seed))
             }
+            QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns } => {
+                let params =
+                    CodelParams { target: SimTime::from_ns(*target_ns), interval: SimTime::from_ns(*interval_ns) };
+                Queue::CoDel(CoDel::new(params, *limit_packets, *limit_bytes))
+            }
         }
     }
 }
@@ -100,6 +109,7 @@ impl QueueDiscipline for Queue {
             Queue::Fifo(q) => q.enqueue(packet, now),
             Queue::Tbf(q) => q.enqueue(packet, now),
             Queue::SplitBuff(q) => q.enqueue(packet, now),
+            Queue::CoDel(q) => q.enqueue(packet, now),
         }
     }
     #[inline]
@@ -108,6 +118,7 @@ impl QueueDiscipline for Queue {
             Queue::Fifo(q) => q.dequeue(now, drops),
             Queue::Tbf(q) => q.dequeue(now, drops),
             Queue::SplitBuff(q) => q.dequeue(now, drops),
+            Queue::CoDel(q) => q.dequeue(now, drops),
         }
     }
     #[inline]
@@ -116,6 +127,7 @@ impl QueueDiscipline for Queue {
             Queue::Fifo(q) => q.len_packets(),
             Queue::Tbf(q) => q.len_packets(),
             Queue::SplitBuff(q) => q.len_packets(),
+            Queue::CoDel(q) => q.len_packets(),
         }
     }
     #[inline]
@@ -124,6 +136,7 @@ impl QueueDiscipline for Queue {
             Queue::Fifo(q) => q.len_bytes(),
             Queue::Tbf(q) => q.len_bytes(),
             Queue::SplitBuff(q) => q.len_bytes(),
+            Queue::CoDel(q) => q.len_bytes(),
         }
     }
 }

@@ -22,8 +22,9 @@ blocks, `connection.NEW_STORE_BLOCK_SIZE`, whatever the older store had).
 
 What is copied, table by table, by column name: a column that the older version did not have
 yet is NULL in its runs' rows (their metric tables are empty where the version had none), as the
-earlier migrations left them. Runs are numbered in the order they were stored (`created_at`,
-then run id), and a run table's rows keep the order they were stored in.
+earlier migrations left them. Runs of a store before version 5 are numbered in the order they
+were stored (`created_at`, then run id; a later store's keep their numbers), and a run table's
+rows keep the order they were stored in.
 """
 
 from __future__ import annotations
@@ -133,11 +134,15 @@ def _copy_rows(con: duckdb.DuckDBPyConnection) -> None:
     older = {name for (name,) in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'store' AND table_schema = 'main'"
     ).fetchall()}
+    # Runs are numbered from version 5 on: an older store's keep their numbers.
+    run_numbered = con.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_catalog = 'store' AND table_schema = 'main' "
+        "AND table_name = 'runs' AND column_name = 'run'").fetchone()[0] > 0
     for table in TABLES:
         if table == "meta" or table in NUMBERED_TABLES or table not in older:  # meta: the new store's version
             continue
         numbered = ", CAST(row_number() OVER (ORDER BY created_at, run_id) AS UINTEGER) AS run" \
-            if table == "runs" else ""
+            if table == "runs" and not run_numbered else ""
         con.execute(f"INSERT INTO {table} BY NAME SELECT *{numbered} FROM store.main.{table}")
     for table in NUMBERED_TABLES:
         if table in older:

@@ -7,6 +7,7 @@ joined in a union discriminated by `kind`.
     queue = { kind = "tbf", rate = "100mbit", burst = "32KiB", limit = "1310720B" }
     queue = { kind = "splitbuff", limit = { rule = "bdp" }, sub_buffers = 2 }
     queue = { kind = "blind_splitbuff", limit = "6250p" }
+    queue = { kind = "codel", target = "5ms", interval = "100ms", limit = "1000p" }
 
 A size given by time or by rule is resolved once the topology is expanded
 (`bufferlab.spec.queue_sizes`), from the link's rate and the flows that cross it; `to_engine` then
@@ -34,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover - the sizing rules are imported with the f
 
     from .sizing.rules import Average
 
-__all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "Queue",
+__all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "CoDelQueue", "Queue",
            "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
 
 RULES = ("bdp", "stanford")
@@ -259,8 +260,25 @@ class BlindSplitBuffQueue(_Queue):
         return f"blind_splitbuff {self.limit}, {self.sub_buffers} sub-buffers"
 
 
-Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue
-QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff")
+class CoDelQueue(_Queue):
+    """CoDel (RFC 8289): drops at the head once the sojourn time has stayed at or above `target`
+    for an `interval`, then at intervals shrinking as interval/sqrt(count) until it falls below
+    `target`; arrivals beyond `limit` (default 1000 packets, as Linux) are tail-dropped. The
+    engine checks that `target` and `interval` are positive."""
+
+    model_config = _BUILT_ON_FIRST_USE
+
+    kind: Literal["codel"]
+    target: _Time = 5_000_000
+    interval: _Time = 100_000_000
+    limit: QueueSizeField = QueueSize(limit=QueueLimit(packets=1000))
+
+    def __str__(self) -> str:
+        return f"codel {self.limit}, target {units.format_time(self.target)}, interval {units.format_time(self.interval)}"
+
+
+Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue | CoDelQueue
+QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff", "codel")
 _ALIASES = {"fifoqueuedisc": "fifo", "pfifo": "fifo", "droptail": "fifo", "tokenbucket": "tbf",
             "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff"}
 
@@ -276,7 +294,7 @@ def _queues() -> "TypeAdapter[Queue]":
 
 def parse_queue(value: Any) -> Queue:
     """A queue from its spec form (see the module docstring); raises SpecError relative to it."""
-    if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue)):
+    if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue, CoDelQueue)):
         return value
     if isinstance(value, str):
         return FifoQueue(limit=parse_queue_size(value))

@@ -118,10 +118,41 @@ fn codel_keeps_the_sojourn_time_near_target_where_a_fifo_of_the_same_size_stands
     assert!(codel.utilisation >= 0.90, "CoDel utilisation {}", codel.utilisation);
 }
 
+fn fq_codel(limit_packets: u64) -> QueueSpec {
+    QueueSpec::FqCodel {
+        limit_packets: Some(limit_packets),
+        limit_bytes: None,
+        target_ns: 5 * MS,
+        interval_ns: 100 * MS,
+        flows: 1024,
+        quantum_bytes: 1514,
+    }
+}
+
 #[test]
-fn codel_runs_are_deterministic() {
-    let spec = dumbbell_100ms(codel(1000), 5);
-    let (a, b) = (run(&spec).unwrap(), run(&spec).unwrap());
-    assert!(a.channels[0].dropped_aqm_packets > 0);
-    assert_eq!(a, b);
+fn fq_codel_keeps_the_sojourn_time_low_and_shares_the_link() {
+    // The same dumbbell behind FQ-CoDel (1000 packets): each flow in a queue of its own under its
+    // own CoDel; the sojourn time as CoDel's, the link busy, and the four flows' goodputs within
+    // a few percent of each other (Jain's index).
+    let result = run(&dumbbell_100ms(fq_codel(1000), 1)).unwrap();
+    assert_conservation(&result);
+    let fq = bottleneck(&result);
+    let goodputs: Vec<f64> = result.flows.iter().map(|f| f.bytes_delivered as f64).collect();
+    let jain = goodputs.iter().sum::<f64>().powi(2) / (4.0 * goodputs.iter().map(|g| g * g).sum::<f64>());
+    eprintln!("FQ-CoDel 1000p: {fq:?}, Jain's index {jain:.4}");
+    assert!(fq.median_sojourn_ms <= 5.0, "FQ-CoDel median sojourn {} ms", fq.median_sojourn_ms);
+    assert!(fq.p90_sojourn_ms <= 10.0, "FQ-CoDel p90 sojourn {} ms", fq.p90_sojourn_ms);
+    assert!(fq.aqm_drops > 0, "{fq:?}");
+    assert!(fq.utilisation >= 0.90, "FQ-CoDel utilisation {}", fq.utilisation);
+    assert!(jain > 0.95, "Jain's index {jain}");
+}
+
+#[test]
+fn codel_and_fq_codel_runs_are_deterministic() {
+    for queue in [codel(1000), fq_codel(1000)] {
+        let spec = dumbbell_100ms(queue, 5);
+        let (a, b) = (run(&spec).unwrap(), run(&spec).unwrap());
+        assert!(a.channels[0].dropped_aqm_packets > 0);
+        assert_eq!(a, b);
+    }
 }

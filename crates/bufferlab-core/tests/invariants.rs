@@ -70,6 +70,25 @@ fn packets_are_conserved_with_codels_drops_at_dequeue() {
 }
 
 #[test]
+fn packets_are_conserved_with_fq_codels_drops_from_the_fattest_queue() {
+    // At its limit FQ-CoDel keeps the arrival and drops another flow's head packet: the channel
+    // counts the packet dropped (its bytes), not the arrival.
+    let mut spec = dumbbell(10, 10 * SEC, 7, 0.0);
+    spec.links[0].queue_forward = QueueSpec::FqCodel {
+        limit_packets: Some(100),
+        limit_bytes: None,
+        target_ns: 5 * MS,
+        interval_ns: 100 * MS,
+        flows: 1024,
+        quantum_bytes: 1514,
+    };
+    let result = run(&spec).unwrap();
+    assert_conservation(&result);
+    let btl = &result.channels[0];
+    assert!(btl.dropped_aqm_packets > 0 && btl.dropped_queue_packets > 0, "{btl:?}");
+}
+
+#[test]
 fn acks_dropped_by_codel_give_back_their_sack_blocks() {
     // The SACK-carrying ACKs of the forward flows (which lose packets at the bottleneck's FIFO)
     // cross a CoDel queue that a reverse flow keeps above target: ACKs dropped at dequeue must

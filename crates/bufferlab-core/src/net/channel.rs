@@ -337,14 +337,16 @@ impl Channel {
         pool: &mut PacketPool,
         routes: &RoutingTable,
     ) -> Option<Schedule> {
-        let bytes = packet.wire_bytes as u64;
         let cold = &mut *self.cold;
         cold.integrate_queue(now);
         let queued = cold.queue.enqueue(packet, now);
         self.passes_through = cold.queue.passes_through_when_idle();
         if let Err((refused, reason)) = queued {
+            // The arrival, or the packet the queue dropped to make room for it (FQ-CoDel's
+            // fattest queue): either way the queue holds as many packets as before, so nothing
+            // changes for the transmitter (a non-empty queue already has its wakeup).
             pool.release_sack(&refused);
-            count_drop(&mut cold.record, reason, bytes);
+            count_drop(&mut cold.record, reason, refused.wire_bytes as u64);
             return None;
         }
         cold.record.max_queue_packets = cold.record.max_queue_packets.max(cold.queue.len_packets());

@@ -6,6 +6,7 @@
 pub mod codel;
 pub mod discipline;
 pub mod fifo;
+pub mod fq_codel;
 pub mod splitbuff;
 pub mod tbf;
 
@@ -16,6 +17,7 @@ use crate::units::{BitRate, SimTime};
 pub use codel::{CoDel, CodelParams};
 pub use discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
 pub use fifo::DropTailFifo;
+pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use splitbuff::{SplitBuff, SplitBuffConfig};
 pub use tbf::TokenBucket;
 
@@ -27,6 +29,8 @@ pub enum Queue {
     SplitBuff(SplitBuff),
     /// CoDel (RFC 8289): drops at dequeue by the sojourn time.
     CoDel(CoDel),
+    /// FQ-CoDel (RFC 8290): flow queues served by DRR++, CoDel on each.
+    FqCodel(FqCodel),
 }
 
 impl Queue {
@@ -37,7 +41,7 @@ impl Queue {
     pub fn passes_through_when_idle(&self) -> bool {
         match self {
             Queue::Fifo(q) => q.len_packets() == 0,
-            Queue::Tbf(_) | Queue::SplitBuff(_) | Queue::CoDel(_) => false,
+            Queue::Tbf(_) | Queue::SplitBuff(_) | Queue::CoDel(_) | Queue::FqCodel(_) => false,
         }
     }
 
@@ -98,6 +102,17 @@ impl Queue {
                     CodelParams { target: SimTime::from_ns(*target_ns), interval: SimTime::from_ns(*interval_ns) };
                 Queue::CoDel(CoDel::new(params, *limit_packets, *limit_bytes))
             }
+            QueueSpec::FqCodel { limit_packets, target_ns, interval_ns, flows, quantum_bytes, .. } => {
+                Queue::FqCodel(FqCodel::new(FqCodelConfig {
+                    codel: CodelParams {
+                        target: SimTime::from_ns(*target_ns),
+                        interval: SimTime::from_ns(*interval_ns),
+                    },
+                    limit_packets: limit_packets.expect("validated: a limit in packets"),
+                    flows: *flows,
+                    quantum: *quantum_bytes,
+                }))
+            }
         }
     }
 }
@@ -110,6 +125,7 @@ impl QueueDiscipline for Queue {
             Queue::Tbf(q) => q.enqueue(packet, now),
             Queue::SplitBuff(q) => q.enqueue(packet, now),
             Queue::CoDel(q) => q.enqueue(packet, now),
+            Queue::FqCodel(q) => q.enqueue(packet, now),
         }
     }
     #[inline]
@@ -119,6 +135,7 @@ impl QueueDiscipline for Queue {
             Queue::Tbf(q) => q.dequeue(now, drops),
             Queue::SplitBuff(q) => q.dequeue(now, drops),
             Queue::CoDel(q) => q.dequeue(now, drops),
+            Queue::FqCodel(q) => q.dequeue(now, drops),
         }
     }
     #[inline]
@@ -128,6 +145,7 @@ impl QueueDiscipline for Queue {
             Queue::Tbf(q) => q.len_packets(),
             Queue::SplitBuff(q) => q.len_packets(),
             Queue::CoDel(q) => q.len_packets(),
+            Queue::FqCodel(q) => q.len_packets(),
         }
     }
     #[inline]
@@ -137,6 +155,7 @@ impl QueueDiscipline for Queue {
             Queue::Tbf(q) => q.len_bytes(),
             Queue::SplitBuff(q) => q.len_bytes(),
             Queue::CoDel(q) => q.len_bytes(),
+            Queue::FqCodel(q) => q.len_bytes(),
         }
     }
 }

@@ -8,6 +8,7 @@ joined in a union discriminated by `kind`.
     queue = { kind = "splitbuff", limit = { rule = "bdp" }, sub_buffers = 2 }
     queue = { kind = "blind_splitbuff", limit = "6250p" }
     queue = { kind = "codel", target = "5ms", interval = "100ms", limit = "1000p" }
+    queue = { kind = "fq_codel", flows = 1024, quantum = "1514B", limit = "10240p" }
 
 A size given by time or by rule is resolved once the topology is expanded
 (`bufferlab.spec.queue_sizes`), from the link's rate and the flows that cross it; `to_engine` then
@@ -35,7 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover - the sizing rules are imported with the f
 
     from .sizing.rules import Average
 
-__all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "CoDelQueue", "Queue",
+__all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "CoDelQueue",
+           "FqCodelQueue", "Queue",
            "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
 
 RULES = ("bdp", "stanford")
@@ -277,10 +279,31 @@ class CoDelQueue(_Queue):
         return f"codel {self.limit}, target {units.format_time(self.target)}, interval {units.format_time(self.interval)}"
 
 
-Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue | CoDelQueue
-QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff", "codel")
+class FqCodelQueue(_Queue):
+    """FQ-CoDel (RFC 8290): packets in `flows` flow queues (a flow's by its index modulo
+    `flows`), served by DRR++ with a `quantum` of bytes, new flows first, CoDel (`target`,
+    `interval`) on each; at `limit` packets in all (default 10240, as Linux; a limit in packets)
+    the queue with the most bytes loses its head. The engine checks the ranges."""
+
+    model_config = _BUILT_ON_FIRST_USE
+
+    kind: Literal["fq_codel"]
+    target: _Time = 5_000_000
+    interval: _Time = 100_000_000
+    limit: QueueSizeField = QueueSize(limit=QueueLimit(packets=10240))
+    flows: _SubBuffers = 1024
+    quantum: _Bytes = 1514
+
+    def __str__(self) -> str:
+        return (f"fq_codel {self.limit}, {self.flows} flows, quantum {units.format_bytes(self.quantum)}, "
+                f"target {units.format_time(self.target)}, interval {units.format_time(self.interval)}")
+
+
+Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue | CoDelQueue | FqCodelQueue
+QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff", "codel", "fq_codel")
 _ALIASES = {"fifoqueuedisc": "fifo", "pfifo": "fifo", "droptail": "fifo", "tokenbucket": "tbf",
-            "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff"}
+            "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff",
+            "fqcodel": "fq_codel", "fq-codel": "fq_codel"}
 
 
 @functools.cache
@@ -294,7 +317,7 @@ def _queues() -> "TypeAdapter[Queue]":
 
 def parse_queue(value: Any) -> Queue:
     """A queue from its spec form (see the module docstring); raises SpecError relative to it."""
-    if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue, CoDelQueue)):
+    if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue, CoDelQueue, FqCodelQueue)):
         return value
     if isinstance(value, str):
         return FifoQueue(limit=parse_queue_size(value))

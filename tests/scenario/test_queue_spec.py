@@ -105,7 +105,19 @@ def test_codel_defaults_to_rfc_8289s_target_and_interval_and_linuxs_limit():
                                                     "limit": "1000p"}
 
 
+def test_fq_codel_defaults_to_linuxs_flows_quantum_and_limit():
+    q = btl_queue(dumbbell({"kind": "fq_codel"}))
+    assert q == {"kind": "fq_codel", "target": 5 * MS, "interval": 100 * MS, "limit_packets": 10240,
+                 "limit_bytes": None, "flows": 1024, "quantum": 1514}
+    q = btl_queue(dumbbell({"kind": "fq_codel", "flows": 64, "quantum": "3028B", "limit": {"rule": "bdp"}}))
+    assert (q["flows"], q["quantum"], q["limit_packets"]) == (64, 3028, 4167)
+
+
 @pytest.mark.parametrize("queue, error", [
+    ({"kind": "fq_codel", "flows": 0}, "topology.queue.flows: from 1 to 65536 flow queues, not 0"),
+    ({"kind": "fq_codel", "quantum": "0B"}, "topology.queue.quantum: size must be positive"),
+    ({"kind": "fq_codel", "target": "0ms"}, "topology.queue.target: must be positive"),
+    ({"kind": "fq_codel", "limit": "1MB"}, "topology.queue.limit: FQ-CoDel's limit is in packets"),
     ({"kind": "codel", "target": "0ms"}, "topology.queue.target: must be positive"),
     ({"kind": "codel", "interval": "0s"}, "topology.queue.interval: must be positive"),
     ({"kind": "codel", "interval": "200d"}, "topology.queue.interval: "),
@@ -169,17 +181,23 @@ def test_splitbuff_sub_buffers_are_stored_with_their_series(tmp_path):
     assert series.filter(series["time_ns"] == 5_000_000_000)["estimate_rttp_ns"].to_list()[0] > 0
 
 
-def test_a_codel_run_stores_its_aqm_drops(tmp_path):
+@pytest.mark.parametrize("queue, shown", [
+    ('{ kind = "codel", target = "5ms", interval = "100ms", limit = "1000p" }',
+     "codel 1000p, target 5ms, interval 100ms"),
+    ('{ kind = "fq_codel", limit = "1000p" }',
+     "fq_codel 1000p, 1024 flows, quantum 1.514kB, target 5ms, interval 100ms"),
+])
+def test_an_aqm_run_stores_its_aqm_drops(tmp_path, queue, shown):
     # Two Reno flows through 10 Mb/s at a 100 ms RTT: slow start overshoots, CoDel drops at the
     # head, and those drops reach the store under their own counter (not as tail drops).
-    path = tmp_path / "codel.toml"
+    path = tmp_path / "aqm.toml"
     path.write_text('duration = "5s"\n[topology]\nkind = "dumbbell"\nbottleneck_rate = "10Mbps"\n'
-                    'queue = { kind = "codel", target = "5ms", interval = "100ms", limit = "1000p" }\n'
+                    f'queue = {queue}\n'
                     'rtt = "100ms"\nflows = 2\n[flow_defaults]\ncca = "newreno"\n', encoding="utf-8")
     db = tmp_path / "r.duckdb"
     out = bufferlab("run", str(path), "--db", str(db), "--json")
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["bottleneck"]["queue"] == "codel 1000p, target 5ms, interval 100ms"
+    assert json.loads(out.stdout)["bottleneck"]["queue"] == shown
     assert json.loads(out.stdout)["bottleneck"]["aqm_drops"] > 0
     with load(db) as res:
         btl = res.query("SELECT * FROM channels WHERE channel = 0")

@@ -65,6 +65,7 @@ GOLDENS: dict[str, dict[str, Any]] = {
     "blind_splitbuff": _dumbbell("blind_splitbuff", flows=4,
                                  queue={"kind": "blind_splitbuff", "limit": "120p", "sub_buffers": 3}),
     "codel": _dumbbell("codel", flows=4, cca="cubic", queue={"kind": "codel", "limit": "200p"}, seconds=5),
+    "fq_codel": _dumbbell("fq_codel", flows=6, queue={"kind": "fq_codel", "limit": "100p", "flows": 4}, seconds=5),
     "bytes_queue_gilbert": _dumbbell("bytes_queue_gilbert", queue="90kB",
                                      topology={"loss_model": {"kind": "gilbert_elliott", "p": 0.001, "r": 0.3,
                                                               "loss_good": 0.0, "loss_bad": 0.5}}),
@@ -91,7 +92,7 @@ _CHANNEL_SERIES = {"sent_bytes": "channel_sent_bytes", "drops": "channel_drops",
                    "sojourn_ns": "channel_sojourn_ns", "busy_ns": "channel_busy_ns"}
 # Counters added to the engine's tables after the goldens were first hashed, left out of a row
 # where they are zero (a discipline without them): the older goldens' hashes carry over, and a
-# golden that has them (codel: its AQM drops) hashes them.
+# golden that has them (codel, fq_codel: their AQM drops) hashes them.
 _LATER_COUNTERS = ("dropped_aqm_packets", "dropped_aqm_bytes")
 # Columns of the tables that place a row (its entity, its sample) rather than hold a value.
 _PLACES = ("flow", "channel", "sub_buffer", "time_ns", "capture", "packet")

@@ -1,5 +1,5 @@
-//! Active queue management end to end: CoDel (RFC 8289) against a drop-tail FIFO of the same
-//! size on a dumbbell where the FIFO builds a standing queue.
+//! Active queue management end to end: CoDel (RFC 8289) and FQ-CoDel (RFC 8290) against a
+//! drop-tail FIFO of the same size on a dumbbell where the FIFO builds a standing queue.
 //!
 //! Four greedy Reno flows share a 100 Mb/s bottleneck at a 100 ms RTT: a BDP of 1.25 MB, 833
 //! packets of 1500 B, behind a buffer of 1000 packets (1.2 BDP, Linux's default CoDel limit). The
@@ -9,7 +9,9 @@
 //! every 10 ms: the mean sojourn time of the packets sent in each 10 ms, whose median and 90th
 //! percentile are what is compared. (Measured at this commit: FIFO median 64.3 ms, p90 91.3 ms,
 //! utilisation 100 %, 1859 tail drops; CoDel median 0.29 ms, p90 4.19 ms, utilisation 94.5 %,
-//! 68 AQM drops and 1467 tail drops, all in the first slow start.)
+//! 68 AQM drops and 1467 tail drops, all in the first slow start; FQ-CoDel median 0.22 ms, p90
+//! 1.59 ms, utilisation 95.1 %, Jain's index of the four goodputs 0.997, 105 AQM drops and 433
+//! drops from the fattest queue.)
 //!
 //! Reno, not CUBIC: the engine's CUBIC grows its window by the bytes the ACK that ends a recovery
 //! acknowledges cumulatively, SACKed ones included (`AckSample::bytes_acked`, where Linux counts

@@ -135,9 +135,9 @@ def _copy_rows(con: duckdb.DuckDBPyConnection) -> None:
         "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'store' AND table_schema = 'main'"
     ).fetchall()}
     # Runs are numbered from version 5 on: an older store's keep their numbers.
-    run_numbered = con.execute(
-        "SELECT count(*) FROM information_schema.columns WHERE table_catalog = 'store' AND table_schema = 'main' "
-        "AND table_name = 'runs' AND column_name = 'run'").fetchone()[0] > 0
+    run_numbered = bool(con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'store' AND table_schema = 'main' "
+        "AND table_name = 'runs' AND column_name = 'run'").fetchall())
     for table in TABLES:
         if table == "meta" or table in NUMBERED_TABLES or table not in older:  # meta: the new store's version
             continue

@@ -10,6 +10,8 @@ joined in a union discriminated by `kind`.
     queue = { kind = "red", min_th = "5p", max_th = "15p", max_p = 0.1, w_q = 0.002, limit = "100p" }
     queue = { kind = "red", adaptive = true }                   # Adaptive RED ("ared" too)
     queue = { kind = "pie", target = "15ms", t_update = "15ms", alpha = 0.125, beta = 1.25 }
+    queue = { kind = "codel", target = "5ms", interval = "100ms", limit = "1000p" }
+    queue = { kind = "fq_codel", flows = 1024, quantum = "1514B", limit = "10240p" }
 
 A size given by time or by rule is resolved once the topology is expanded
 (`bufferlab.spec.queue_sizes`), from the link's rate and the flows that cross it; `to_engine` then
@@ -38,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover - the sizing rules are imported with the f
     from .sizing.rules import Average
 
 __all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "RedQueue",
-           "PieQueue", "Queue", "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
+           "PieQueue", "CoDelQueue", "FqCodelQueue", "Queue", "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
 
 RULES = ("bdp", "stanford")
 
@@ -338,11 +340,49 @@ class PieQueue(_Queue):
         return f"pie {self.limit}, target {units.format_time(self.target)}"
 
 
-Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue | RedQueue | PieQueue
-QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff", "red", "pie")
+class CoDelQueue(_Queue):
+    """CoDel (RFC 8289): drops at the head once the sojourn time has stayed at or above `target`
+    for an `interval`, then at intervals shrinking as interval/sqrt(count) until it falls below
+    `target`; arrivals beyond `limit` (default 1000 packets, as Linux) are tail-dropped. The
+    engine checks that `target` and `interval` are positive."""
+
+    model_config = _BUILT_ON_FIRST_USE
+
+    kind: Literal["codel"]
+    target: _Time = 5_000_000
+    interval: _Time = 100_000_000
+    limit: QueueSizeField = _AQM_LIMIT
+
+    def __str__(self) -> str:
+        return f"codel {self.limit}, target {units.format_time(self.target)}, interval {units.format_time(self.interval)}"
+
+
+class FqCodelQueue(_Queue):
+    """FQ-CoDel (RFC 8290): packets in `flows` flow queues (a flow's by its index modulo
+    `flows`), served by DRR++ with a `quantum` of bytes, new flows first, CoDel (`target`,
+    `interval`) on each; at `limit` packets in all (default 10240, as Linux; a limit in packets)
+    the queue with the most bytes loses its head. The engine checks the ranges."""
+
+    model_config = _BUILT_ON_FIRST_USE
+
+    kind: Literal["fq_codel"]
+    target: _Time = 5_000_000
+    interval: _Time = 100_000_000
+    limit: QueueSizeField = QueueSize(limit=QueueLimit(packets=10240))
+    flows: _SubBuffers = 1024
+    quantum: _Bytes = 1514
+
+    def __str__(self) -> str:
+        return (f"fq_codel {self.limit}, {self.flows} flows, quantum {units.format_bytes(self.quantum)}, "
+                f"target {units.format_time(self.target)}, interval {units.format_time(self.interval)}")
+
+
+Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue | RedQueue | PieQueue | CoDelQueue | FqCodelQueue
+QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff", "red", "pie", "codel", "fq_codel")
 _ALIASES = {"fifoqueuedisc": "fifo", "pfifo": "fifo", "droptail": "fifo", "tokenbucket": "tbf",
             "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff",
-            "redqueuedisc": "red", "piequeuedisc": "pie"}
+            "redqueuedisc": "red", "piequeuedisc": "pie", "codelqueuedisc": "codel", "fqcodel": "fq_codel",
+            "fq-codel": "fq_codel", "fqcodelqueuedisc": "fq_codel"}
 
 
 @functools.cache
@@ -356,7 +396,8 @@ def _queues() -> "TypeAdapter[Queue]":
 
 def parse_queue(value: Any) -> Queue:
     """A queue from its spec form (see the module docstring); raises SpecError relative to it."""
-    if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue, RedQueue, PieQueue)):
+    if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue, RedQueue, PieQueue, CoDelQueue,
+                          FqCodelQueue)):
         return value
     if isinstance(value, str):
         return FifoQueue(limit=parse_queue_size(value))

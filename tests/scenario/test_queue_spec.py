@@ -122,9 +122,37 @@ def test_red_and_pie_make_the_seed_matter():
     # Their early drops draw from the run's seed: the seed is part of the run's identity.
     for queue in ("100p", {"kind": "red"}, {"kind": "pie"}):
         assert plan(Scenario.from_dict(dumbbell(queue, rtts=("10ms",)))).seed_matters == (queue != "100p")
+def test_codel_defaults_to_rfc_8289s_target_and_interval_and_linuxs_limit():
+    q = btl_queue(dumbbell({"kind": "codel"}))
+    assert q == {"kind": "codel", "target": 5 * MS, "interval": 100 * MS, "limit_packets": 1000, "limit_bytes": None}
+    # A limit by rule or by time is resolved as a FIFO's.
+    q = btl_queue(dumbbell({"kind": "codel", "target": "2ms", "interval": "50ms", "limit": {"rule": "bdp"}}))
+    assert q == {"kind": "codel", "target": 2 * MS, "interval": 50 * MS, "limit_packets": 4167, "limit_bytes": None}
+    assert btl_queue(dumbbell({"kind": "codel", "limit": "25ms"}))["limit_bytes"] == 312_500
+    again = Scenario.from_dict(Scenario.from_dict(dumbbell({"kind": "codel", "target": "1ms"})).to_dict())
+    assert again.to_dict()["topology"]["queue"] == {"kind": "codel", "target": "1ms", "interval": "100ms",
+                                                    "limit": "1000p"}
+
+
+def test_fq_codel_defaults_to_linuxs_flows_quantum_and_limit():
+    q = btl_queue(dumbbell({"kind": "fq_codel"}))
+    assert q == {"kind": "fq_codel", "target": 5 * MS, "interval": 100 * MS, "limit_packets": 10240,
+                 "limit_bytes": None, "flows": 1024, "quantum": 1514}
+    q = btl_queue(dumbbell({"kind": "fq_codel", "flows": 64, "quantum": "3028B", "limit": {"rule": "bdp"}}))
+    assert (q["flows"], q["quantum"], q["limit_packets"]) == (64, 3028, 4167)
 
 
 @pytest.mark.parametrize("queue, error", [
+    ({"kind": "fq_codel", "flows": 0}, "topology.queue.flows: from 1 to 65536 flow queues, not 0"),
+    ({"kind": "fq_codel", "quantum": "0B"}, "topology.queue.quantum: size must be positive"),
+    ({"kind": "fq_codel", "target": "0ms"}, "topology.queue.target: must be positive"),
+    ({"kind": "fq_codel", "limit": "1MB"}, "topology.queue.limit: FQ-CoDel's limit is in packets"),
+    ({"kind": "codel", "target": "0ms"}, "topology.queue.target: must be positive"),
+    ({"kind": "codel", "interval": "0s"}, "topology.queue.interval: must be positive"),
+    ({"kind": "codel", "interval": "200d"}, "topology.queue.interval: "),
+    ({"kind": "codel", "target": "soon"}, "topology.queue.target: "),
+    ({"kind": "codel", "limit": "0p"}, "topology.queue.limit: queue limit must be positive"),
+    ({"kind": "codel", "ecn": True}, "topology.queue.ecn: "),
     ({"rule": "sqrt"}, 'topology.queue.rule: unknown sizing rule "sqrt" (known: bdp, stanford)'),
     ({"rule": "bdp", "flows": 3}, "topology.queue.flows: only the stanford rule takes the number of flows"),
     ({"rule": "bdp", "rtt": "soon"}, 'topology.queue.rtt: expected mean, harmonic, max or a time like "120ms"'),
@@ -229,3 +257,36 @@ def test_red_and_pie_run_through_bufferlab_run_and_keep_the_queue_short(tmp_path
     assert fifo["mean_sojourn_ms"] > 200 and aqm["mean_sojourn_ms"] < 40, (fifo, aqm)
     assert aqm["utilisation"] > 0.9 and aqm["max_queue_packets"] < 500
     assert run(queue, seed=2)["mean_sojourn_ms"] != aqm["mean_sojourn_ms"], "the seed matters"
+@pytest.mark.parametrize("queue, shown", [
+    ('{ kind = "codel", target = "5ms", interval = "100ms", limit = "1000p" }',
+     "codel 1000p, target 5ms, interval 100ms"),
+    ('{ kind = "fq_codel", limit = "1000p" }',
+     "fq_codel 1000p, 1024 flows, quantum 1.514kB, target 5ms, interval 100ms"),
+])
+def test_an_aqm_run_stores_its_aqm_drops(tmp_path, queue, shown):
+    # Two Reno flows through 10 Mb/s at a 100 ms RTT: slow start overshoots, CoDel drops at the
+    # head, and those drops reach the store under their own counter (not as tail drops).
+    path = tmp_path / "aqm.toml"
+    path.write_text('duration = "5s"\n[topology]\nkind = "dumbbell"\nbottleneck_rate = "10Mbps"\n'
+                    f'queue = {queue}\n'
+                    'rtt = "100ms"\nflows = 2\n[flow_defaults]\ncca = "newreno"\n', encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    out = bufferlab("run", str(path), "--db", str(db), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["bottleneck"]["queue"] == shown
+    assert json.loads(out.stdout)["bottleneck"]["aqm_drops"] > 0
+    with load(db) as res:
+        btl = res.query("SELECT * FROM channels WHERE channel = 0")
+        links = res.query("SELECT * FROM link_metrics WHERE channel = 0")
+    assert btl["dropped_aqm_packets"][0] > 0 and btl["dropped_aqm_bytes"][0] >= 1500 * btl["dropped_aqm_packets"][0]
+    assert btl["dropped_queue_packets"][0] == 0  # 1000 packets are never full here
+    assert links["total_qdisc_drops_l2"][0] == btl["dropped_aqm_packets"][0]
+
+
+def test_a_bad_codel_value_is_a_one_line_error_naming_the_field(tmp_path):
+    path = tmp_path / "codel.toml"
+    path.write_text('duration = "1s"\n[topology]\nkind = "dumbbell"\nbottleneck_rate = "10Mbps"\n'
+                    'queue = { kind = "codel", target = "0ms" }\nrtt = "100ms"\nflows = 1\n', encoding="utf-8")
+    out = bufferlab("run", str(path), "--db", str(tmp_path / "r.duckdb"))
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "topology.queue.target: must be positive" in out.stderr

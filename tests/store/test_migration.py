@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,7 +46,8 @@ def version_4_store(current: Path, older: Path) -> None:
     try:
         con.execute(f"ATTACH '{current}' AS current (READ_ONLY)")
         for table, columns in TABLES.items():
-            kept = {name: kind for name, kind in columns.items() if not (table == "runs" and name == "run")}
+            kept = {name: kind for name, kind in columns.items()
+                    if not (table == "runs" and name == "run") and name not in VERSION_6_COLUMNS.get(table, ())}
             con.execute(f"CREATE TABLE {table} ({', '.join(f'{c} {kind}' for c, kind in kept.items())})")
             rows = "'4'" if table == "meta" else ", ".join(kept)
             con.execute(f"INSERT INTO {table} SELECT {'key, ' if table == 'meta' else ''}{rows} "
@@ -53,6 +55,10 @@ def version_4_store(current: Path, older: Path) -> None:
         con.execute("DETACH current")
     finally:
         con.close()
+
+
+# The columns schema version 6 added (the AQM's drops): absent from stores of older versions.
+VERSION_6_COLUMNS = {"channels": ("dropped_aqm_packets", "dropped_aqm_bytes")}
 
 
 def schema_version(db: Path) -> int:
@@ -63,9 +69,33 @@ def schema_version(db: Path) -> int:
         con.close()
 
 
+def without_columns(tables: dict, dropped: dict[str, tuple[str, ...]]) -> dict:
+    """`conftest.stored_tables` without the columns `dropped` names, table by table."""
+    out = dict(tables)
+    for table, names in dropped.items():
+        columns, rows = tables[table]
+        shown = [name for name, _ in columns if name not in VARYING]  # the columns of the rows
+        keep = [i for i, name in enumerate(shown) if name not in names]
+        out[table] = ([c for c in columns if c[0] not in names], [tuple(r[i] for i in keep) for r in rows])
+    return out
+
+
+def as_migrated(tables: dict) -> dict:
+    """`conftest.stored_tables` as a store of version 4 or 5 reads once migrated: the columns of
+    version 6 NULL."""
+    out = dict(tables)
+    for table, names in VERSION_6_COLUMNS.items():
+        columns, rows = tables[table]
+        shown = [name for name, _ in columns if name not in VARYING]
+        nulled = {i for i, name in enumerate(shown) if name in names}
+        out[table] = (columns, [tuple(None if i in nulled else v for i, v in enumerate(r)) for r in rows])
+    return out
+
+
 def as_version_4(tables: dict) -> dict:
-    """`conftest.stored_tables` as schema version 4 had them: without `meta` (the version) and
-    `runs.run`."""
+    """`conftest.stored_tables` as schema version 4 had them: without `meta` (the version),
+    `runs.run` and the columns of version 6."""
+    tables = without_columns(tables, VERSION_6_COLUMNS)
     columns, rows = tables["runs"]
     names = [name for name, _ in columns if name not in VARYING]  # the columns of the rows
     if "run" in names:
@@ -76,13 +106,14 @@ def as_version_4(tables: dict) -> dict:
 
 @pytest.fixture
 def older_store(tmp_path: Path) -> tuple[Path, dict]:
-    """A version 4 store of three runs, and its tables as the current schema reads them."""
+    """A version 4 store of three runs, and its tables as the current schema reads them (once
+    migrated: the columns of version 6 NULL)."""
     current, older = tmp_path / "current.duckdb", tmp_path / "results" / "older.duckdb"
     older.parent.mkdir()
     for run in runs_of(3):
         store.persist(run, current)
     version_4_store(current, older)
-    return older, stored_tables(current)
+    return older, as_migrated(stored_tables(current))
 
 
 def test_a_version_4_store_is_rebuilt_with_run_numbers_and_reads_the_same(older_store: tuple[Path, dict]) -> None:
@@ -93,6 +124,7 @@ def test_a_version_4_store_is_rebuilt_with_run_numbers_and_reads_the_same(older_
         pass
     assert schema_version(older) == SCHEMA_VERSION
     assert stored_tables(older) == expected  # run numbers in the order the runs were stored
+    assert aqm_drops(older) == {None}
     assert not migration.migrating_path(older).exists() and not Path(f"{older}.wal").exists()
     con = duckdb.connect(str(older), read_only=True)
     try:
@@ -102,6 +134,43 @@ def test_a_version_4_store_is_rebuilt_with_run_numbers_and_reads_the_same(older_
             assert "run" in columns and "run_id" not in columns, table
     finally:
         con.close()
+
+
+def aqm_drops(db: Path) -> set:
+    """The values of the channels' AQM drop counters in the store at `db`."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {v for row in con.execute("SELECT dropped_aqm_packets, dropped_aqm_bytes FROM channels").fetchall()
+                for v in row}
+    finally:
+        con.close()
+
+
+def test_a_version_5_store_gains_the_aqm_drop_counters_null(tmp_path: Path) -> None:
+    """Version 6 adds the channels' AQM drops: a version 5 store is rebuilt with them NULL in its
+    runs (which had no AQM), every other column and row as before."""
+    current, older = tmp_path / "current.duckdb", tmp_path / "older.duckdb"
+    for run in runs_of(2):
+        store.persist(run, current)
+    assert aqm_drops(current) == {0}
+    shutil.copyfile(current, older)
+    con = duckdb.connect(str(older))
+    try:
+        for column in VERSION_6_COLUMNS["channels"]:
+            con.execute(f"ALTER TABLE channels DROP COLUMN {column}")
+        con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    finally:
+        con.close()
+    expected = without_columns(stored_tables(current), VERSION_6_COLUMNS)
+    before = without_columns(stored_tables(older), VERSION_6_COLUMNS)
+    assert before["meta"] != expected["meta"] and before | {"meta": expected["meta"]} == expected
+    with store.Store(older):
+        pass
+    assert schema_version(older) == SCHEMA_VERSION
+    assert without_columns(stored_tables(older), VERSION_6_COLUMNS) == expected
+    assert aqm_drops(older) == {None}
+    # The columns are where a new store has them.
+    assert stored_tables(older)["channels"][0] == stored_tables(current)["channels"][0]
 
 
 def test_reading_a_version_4_store_migrates_it_once(older_store: tuple[Path, dict]) -> None:

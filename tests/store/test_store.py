@@ -170,13 +170,13 @@ def count_rows_con(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int
 
 
 def test_every_channel_conserves_packets_and_bytes(write_scenario, db: Path) -> None:
-    # offered = delivered + dropped (queue, loss) + still queued / transmitting / propagating.
+    # offered = delivered + dropped (queue full, AQM, loss) + still queued / transmitting / propagating.
     path = write_scenario(LOSSY_LINE.format(seed=5))
     run_json("run", str(path), "--db", str(db))
     con = duckdb.connect(str(db), read_only=True)
     for unit in ("packets", "bytes"):
         bad = con.execute(f"""
-            SELECT name FROM channels WHERE offered_{unit} != delivered_{unit} + dropped_queue_{unit}
+            SELECT name FROM channels WHERE offered_{unit} != delivered_{unit} + dropped_queue_{unit} + dropped_aqm_{unit}
                 + dropped_loss_{unit} + queued_end_{unit} + transmitting_end_{unit} + propagating_end_{unit}
         """).fetchall()
         assert bad == []

@@ -242,6 +242,38 @@ pub enum QueueSpec {
         #[serde(default)]
         total: SplitBuffTotal,
     },
+    /// CoDel (RFC 8289): head drops when the sojourn time has stayed at or above `target_ns` for
+    /// `interval_ns` (the control law t + interval/√count), on a FIFO tail-dropping at
+    /// `limit_packets` (or `limit_bytes`); exactly one of the two limits is set.
+    #[serde(rename = "codel")]
+    CoDel {
+        #[serde(default)]
+        limit_packets: Option<u64>,
+        #[serde(default)]
+        limit_bytes: Option<u64>,
+        #[serde(rename = "target")]
+        target_ns: u64,
+        #[serde(rename = "interval")]
+        interval_ns: u64,
+    },
+    /// FQ-CoDel (RFC 8290): `flows` flow queues (a packet's by its flow id modulo `flows`)
+    /// served by DRR++ with a quantum of `quantum_bytes`, CoDel (`target_ns`, `interval_ns`) on
+    /// each; at `limit_packets` in all, the fattest queue loses its head. The limit is in packets
+    /// (as Linux's); `limit_bytes` is there to be refused with the user's field named.
+    #[serde(rename = "fq_codel")]
+    FqCodel {
+        #[serde(default)]
+        limit_packets: Option<u64>,
+        #[serde(default)]
+        limit_bytes: Option<u64>,
+        #[serde(rename = "target")]
+        target_ns: u64,
+        #[serde(rename = "interval")]
+        interval_ns: u64,
+        flows: u32,
+        #[serde(rename = "quantum")]
+        quantum_bytes: u32,
+    },
     /// Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
     /// sub-buffers of limit / sub_buffers each, served as SplitBuff's.
     #[serde(rename = "blind_splitbuff")]

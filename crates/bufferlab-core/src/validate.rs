@@ -38,9 +38,48 @@ fn check_limit(
     }
 }
 
+/// Most flow queues an FQ-CoDel may have (Linux's limit).
+const MAX_FQ_CODEL_FLOWS: u32 = 65_536;
+
+/// CoDel's target and interval: positive, and within the limit of simulated time, which also
+/// keeps the control law's interval² within 128 bits (`queue::codel`).
+fn check_codel_times(field: Field<'_>, target_ns: u64, interval_ns: u64) -> Result<(), EngineError> {
+    for (k, ns) in [("target", target_ns), ("interval", interval_ns)] {
+        if ns == 0 {
+            return Err(err(format!("{field}.{k}"), "must be positive"));
+        }
+        check_time(format_args!("{field}.{k}"), ns)?;
+    }
+    Ok(())
+}
+
 fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
     match q {
         QueueSpec::Fifo { limit_packets, limit_bytes } => check_limit(field, "a FIFO", limit_packets, limit_bytes),
+        QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns } => {
+            check_limit(field, "CoDel", limit_packets, limit_bytes)?;
+            check_codel_times(field, *target_ns, *interval_ns)
+        }
+        QueueSpec::FqCodel { limit_packets, limit_bytes, target_ns, interval_ns, flows, quantum_bytes } => {
+            if limit_bytes.is_some() {
+                return Err(err(
+                    format!("{field}.limit"),
+                    "FQ-CoDel's limit is in packets (as Linux's fq_codel), not in bytes or time",
+                ));
+            }
+            check_limit(field, "FQ-CoDel", limit_packets, limit_bytes)?;
+            check_codel_times(field, *target_ns, *interval_ns)?;
+            if !(1..=MAX_FQ_CODEL_FLOWS).contains(flows) {
+                return Err(err(
+                    format!("{field}.flows"),
+                    format!("from 1 to {MAX_FQ_CODEL_FLOWS} flow queues, not {flows}"),
+                ));
+            }
+            if *quantum_bytes == 0 {
+                return Err(err(format!("{field}.quantum"), "must be positive"));
+            }
+            Ok(())
+        }
         QueueSpec::SplitBuff {
             limit_packets,
             limit_bytes,
@@ -615,11 +654,14 @@ fn check_queue_fits(
     let (limit, bucket) = match queue {
         QueueSpec::Fifo { limit_bytes: Some(limit), .. }
         | QueueSpec::Red { limit_bytes: Some(limit), .. }
-        | QueueSpec::Pie { limit_bytes: Some(limit), .. } => (*limit, None),
+        | QueueSpec::Pie { limit_bytes: Some(limit), .. }
+        | QueueSpec::CoDel { limit_bytes: Some(limit), .. } => (*limit, None),
         QueueSpec::Tbf { bucket_bytes, limit_bytes, .. } => (*limit_bytes, Some(*bucket_bytes)),
         QueueSpec::Fifo { .. }
         | QueueSpec::Red { .. }
         | QueueSpec::Pie { .. }
+        | QueueSpec::CoDel { .. }
+        | QueueSpec::FqCodel { .. }
         | QueueSpec::SplitBuff { .. }
         | QueueSpec::BlindSplitBuff { .. } => return Ok(()),
     };

@@ -49,6 +49,66 @@ fn every_ack_gives_back_its_sack_blocks_when_delivered_or_dropped() {
     assert!(refused.min(lost) > most_on_network, "refused {refused}, lost {lost}, network {most_on_network}");
 }
 
+fn codel(limit_packets: u64) -> QueueSpec {
+    QueueSpec::CoDel { limit_packets: Some(limit_packets), limit_bytes: None, target_ns: 5 * MS, interval_ns: 100 * MS }
+}
+
+#[test]
+fn packets_are_conserved_with_codels_drops_at_dequeue() {
+    // CoDel drops at the head (dequeue) and, with a small limit, at the tail too: both leave the
+    // network and are counted, each under its own reason.
+    for limit in [1000, 100] {
+        let mut spec = dumbbell(10, 10 * SEC, 7, 0.0);
+        spec.links[0].queue_forward = codel(limit);
+        let result = run(&spec).unwrap();
+        assert_conservation(&result);
+        let btl = &result.channels[0];
+        assert!(btl.dropped_aqm_packets > 0, "limit {limit}: CoDel must drop");
+        assert!(limit > 100 || btl.dropped_queue_packets > 0, "limit {limit}: the small limit tail-drops too");
+        assert_eq!(result.channels[0].dropped_aqm_bytes, 1500 * btl.dropped_aqm_packets, "full segments");
+    }
+}
+
+#[test]
+fn packets_are_conserved_with_fq_codels_drops_from_the_fattest_queue() {
+    // At its limit FQ-CoDel keeps the arrival and drops another flow's head packet: the channel
+    // counts the packet dropped (its bytes), not the arrival.
+    let mut spec = dumbbell(10, 10 * SEC, 7, 0.0);
+    spec.links[0].queue_forward = QueueSpec::FqCodel {
+        limit_packets: Some(100),
+        limit_bytes: None,
+        target_ns: 5 * MS,
+        interval_ns: 100 * MS,
+        flows: 1024,
+        quantum_bytes: 1514,
+    };
+    let result = run(&spec).unwrap();
+    assert_conservation(&result);
+    let btl = &result.channels[0];
+    assert!(btl.dropped_aqm_packets > 0 && btl.dropped_queue_packets > 0, "{btl:?}");
+}
+
+#[test]
+fn acks_dropped_by_codel_give_back_their_sack_blocks() {
+    // The SACK-carrying ACKs of the forward flows (which lose packets at the bottleneck's FIFO)
+    // cross a CoDel queue that a reverse flow keeps above target: ACKs dropped at dequeue must
+    // free their slab entries as refused ones do.
+    let mut spec = dumbbell(4, 60 * SEC, 7, 0.0);
+    spec.links[0].queue_backward = codel(1000);
+    spec.flows.push(greedy("reverse", 3, 2, TcpSpec::default()));
+    let mut sim = bufferlab_core::Simulator::new(&spec).unwrap();
+    let mut t = 0;
+    while !sim.run_until(bufferlab_core::units::SimTime::from_ns(t)) {
+        let (held, on_network) = (sim.sack_entries_held() as u64, sim.packets_on_network());
+        assert!(held <= on_network, "at {t} ns: {held} entries held, {on_network} packets on the network");
+        t += 100 * MS;
+    }
+    let result = sim.finish().unwrap();
+    assert_conservation(&result);
+    let btl_backward = result.channels.iter().find(|c| c.name == "btl_backward").unwrap();
+    assert!(btl_backward.dropped_aqm_packets > 0);
+}
+
 #[test]
 fn same_seed_gives_identical_results() {
     let spec = dumbbell(4, 5 * SEC, 11, 0.005);

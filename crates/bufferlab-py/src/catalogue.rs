@@ -139,6 +139,8 @@ fn channel_records(batch: &RecordBatch) -> Result<Vec<ChannelRecord>, ReadError>
         u("dropped_queue_packets")?,
         u("dropped_loss_packets")?,
     );
+    // Absent from the results of engines before CoDel (read as zero, as every absent counter).
+    let dropped_aqm = u("dropped_aqm_packets")?;
     let (busy, sojourn, max_queue) = (u("busy_ns")?, u("sojourn_sum_ns")?, u("max_queue_packets")?);
     let queue = wide_counts(batch, "queue_packet_ns")?;
     Ok((0..batch.num_rows())
@@ -150,6 +152,7 @@ fn channel_records(batch: &RecordBatch) -> Result<Vec<ChannelRecord>, ReadError>
             sent_bytes: sent_bytes[i],
             dropped_queue_packets: dropped[i],
             dropped_loss_packets: lost[i],
+            dropped_aqm_packets: dropped_aqm[i],
             busy_ns: busy[i],
             sojourn_sum_ns: sojourn[i],
             max_queue_packets: max_queue[i],

@@ -224,6 +224,9 @@ fn channel_columns() -> Vec<Column<[ChannelRecord]>> {
         u64_of("dropped_queue_bytes", |c: &ChannelRecord| c.dropped_queue_bytes),
         u64_of("dropped_loss_packets", |c: &ChannelRecord| c.dropped_loss_packets),
         u64_of("dropped_loss_bytes", |c: &ChannelRecord| c.dropped_loss_bytes),
+        // Schema version 6: the AQM's drops (CoDel), apart from the tail drops.
+        u64_of("dropped_aqm_packets", |c: &ChannelRecord| c.dropped_aqm_packets),
+        u64_of("dropped_aqm_bytes", |c: &ChannelRecord| c.dropped_aqm_bytes),
         u64_of("queued_end_packets", |c: &ChannelRecord| c.queued_end_packets),
         u64_of("queued_end_bytes", |c: &ChannelRecord| c.queued_end_bytes),
         u64_of("transmitting_end_packets", |c: &ChannelRecord| c.transmitting_end_packets),

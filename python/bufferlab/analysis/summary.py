@@ -79,6 +79,8 @@ class BottleneckSummary:
     mean_sojourn_ms: float | None
     # The queue as resolved from the spec, and how its size came about (a rule, a time).
     queue: str | None = None
+    # Drops by the queue's AQM (CoDel), apart from `drops`, the tail drops of a full queue.
+    aqm_drops: int = 0
 
 
 @dataclass
@@ -122,6 +124,8 @@ def _channel_summary(channel: Record, figures: ChannelFigures, index: int, queue
         max_queue_packets=int(channel["max_queue_packets"]),
         mean_sojourn_ms=_ms(figures.mean_sojourn_ns[index]),
         queue=queue,
+        # Absent from the channels of results stored before schema version 6.
+        aqm_drops=int(channel.get("dropped_aqm_packets") or 0),
     )
 
 

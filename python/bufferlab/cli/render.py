@@ -59,7 +59,8 @@ def summary_tables(summary: RunSummary) -> list[Table]:
         for header in ("channel", "rate Mb/s", "utilisation", "drops", "random losses", "mean queue pkts",
                        "max queue pkts", "mean sojourn ms"):
             btl.add_column(header, justify="left" if header == "channel" else "right")
-        btl.add_row(escape(b.channel), _num(b.rate_mbps, "g"), _pct(b.utilisation), str(b.drops), str(b.random_losses),
+        drops = f"{b.drops} + {b.aqm_drops} AQM" if b.aqm_drops else str(b.drops)
+        btl.add_row(escape(b.channel), _num(b.rate_mbps, "g"), _pct(b.utilisation), drops, str(b.random_losses),
                     _num(b.mean_queue_packets, ".2f"), str(b.max_queue_packets), _num(b.mean_sojourn_ms, ".3f"))
         if b.queue is not None:
             btl.caption = f"queue: {escape(b.queue)}"

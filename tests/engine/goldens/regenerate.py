@@ -68,6 +68,8 @@ GOLDENS: dict[str, dict[str, Any]] = {
                                    "max_p": 0.1, "byte_mode": True}),
     "ared": _dumbbell("ared", queue={"kind": "ared", "limit": "200p", "target_delay": "10ms"}),
     "pie": _dumbbell("pie", queue={"kind": "pie", "limit": "200p", "target": "10ms"}),
+    "codel": _dumbbell("codel", flows=4, cca="cubic", queue={"kind": "codel", "limit": "200p"}, seconds=5),
+    "fq_codel": _dumbbell("fq_codel", flows=6, queue={"kind": "fq_codel", "limit": "100p", "flows": 4}, seconds=5),
     "bytes_queue_gilbert": _dumbbell("bytes_queue_gilbert", queue="90kB",
                                      topology={"loss_model": {"kind": "gilbert_elliott", "p": 0.001, "r": 0.3,
                                                               "loss_good": 0.0, "loss_bad": 0.5}}),
@@ -92,6 +94,10 @@ _CHANNEL_FIELDS = {"from_node": "from", "to_node": "to"}
 _CLASS_FIELDS = {"size_limit": "limit"}
 _CHANNEL_SERIES = {"sent_bytes": "channel_sent_bytes", "drops": "channel_drops", "sent_packets": "channel_sent_packets",
                    "sojourn_ns": "channel_sojourn_ns", "busy_ns": "channel_busy_ns"}
+# Counters added to the engine's tables after the goldens were first hashed, left out of a row
+# where they are zero (a discipline without them): the older goldens' hashes carry over, and a
+# golden that has them (codel, fq_codel: their AQM drops) hashes them.
+_LATER_COUNTERS = ("dropped_aqm_packets", "dropped_aqm_bytes")
 # Columns of the tables that place a row (its entity, its sample) rather than hold a value.
 _PLACES = ("flow", "channel", "sub_buffer", "time_ns", "capture", "packet")
 
@@ -133,6 +139,10 @@ def canonical_form(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         classes.setdefault(row.pop("channel"), []).append(row)
         row.pop("sub_buffer")
     channels = _records(result.channels, drop=("channel",), rename=_CHANNEL_FIELDS)
+    for channel in channels:
+        for name in _LATER_COUNTERS:
+            if channel.get(name) == 0:
+                del channel[name]
     for i, channel in enumerate(channels):
         if i in classes:
             channel["classes"] = classes[i]

@@ -70,7 +70,7 @@ pub const LINK_METRICS: [Metric; 7] = [
     metric("max_qdisc_length_l2", "packets", "largest queue length"),
     metric("mean_qdisc_delay_l2", "ms", "sojourn time of dequeued packets"),
     metric("mean_sending_rate_l1", "Mbps", "bits put on the link incl. headers / elapsed time"),
-    metric("total_qdisc_drops_l2", "packets", "drops by the queue discipline (queue full)"),
+    metric("total_qdisc_drops_l2", "packets", "drops by the queue discipline (queue full, or by its AQM)"),
     metric("total_random_losses_l1", "packets", "packets lost by the link's random loss"),
     metric("utilization_l1", "-", "busy time / elapsed time (at a shaper's token rate when one limits the link)"),
 ];

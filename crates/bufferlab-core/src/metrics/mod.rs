@@ -212,7 +212,7 @@ fn link_metrics(facts: &RunFacts<'_>, figures: &ChannelFigures) -> LinkMetrics {
     // bytes × 8e3 / end (ns): Mb/s incl. headers.
     columns[link_metric!("mean_sending_rate_l1")] =
         of(&|i| (end != 0).then(|| facts.channels[i].sent_bytes as f64 * 8e3 / end as f64));
-    columns[link_metric!("total_qdisc_drops_l2")] = count(|c| c.dropped_queue_packets);
+    columns[link_metric!("total_qdisc_drops_l2")] = count(|c| c.dropped_queue_packets + c.dropped_aqm_packets);
     columns[link_metric!("total_random_losses_l1")] = count(|c| c.dropped_loss_packets);
     columns[link_metric!("utilization_l1")] = of(&|i| figures.utilisation[i]);
     LinkMetrics {
@@ -290,7 +290,12 @@ mod tests {
         let channels = [
             ChannelRecord { rate_bps: Some(10_000_000), sent_packets: 5, sent_bytes: 1250, ..ChannelRecord::default() },
             ChannelRecord::default(),
-            ChannelRecord { offered_packets: 1, dropped_queue_packets: 1, ..ChannelRecord::default() },
+            ChannelRecord {
+                offered_packets: 3,
+                dropped_queue_packets: 1,
+                dropped_aqm_packets: 2,
+                ..ChannelRecord::default()
+            },
         ];
         let facts = RunFacts {
             end_ns: 1_000_000,
@@ -305,7 +310,8 @@ mod tests {
         assert_eq!(links.bottleneck, vec![true, false]);
         assert_eq!(links.rate_mbps, vec![Some(10.0), None]);
         assert_eq!(column(&links.columns, "mean_sending_rate_l1"), &[Some(10.0), Some(0.0)]);
-        assert_eq!(column(&links.columns, "total_qdisc_drops_l2"), &[Some(0.0), Some(1.0)]);
+        // Tail drops and the AQM's drops alike.
+        assert_eq!(column(&links.columns, "total_qdisc_drops_l2"), &[Some(0.0), Some(3.0)]);
     }
 
     /// The names of `columns`, in order.

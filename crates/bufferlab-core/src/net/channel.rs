@@ -15,7 +15,7 @@
 use crate::net::packet::Packet;
 use crate::net::pool::{Arrival, PacketPool, Pipe};
 use crate::net::routing::RoutingTable;
-use crate::queue::{Dequeue, Queue, QueueDiscipline};
+use crate::queue::{Dequeue, DropReason, Queue, QueueDiscipline};
 use crate::record::result::ChannelRecord;
 use crate::spec::LossModel;
 use crate::units::{BitRate, SimTime};
@@ -31,6 +31,22 @@ fn threshold(p: f64) -> u64 {
         u64::MAX
     } else {
         (p * u64::MAX as f64) as u64
+    }
+}
+
+/// Count a packet of `bytes` that the queue discipline dropped under its reason: the tail drops
+/// of a full queue apart from the AQM's decisions.
+#[inline]
+fn count_drop(record: &mut ChannelRecord, reason: DropReason, bytes: u64) {
+    match reason {
+        DropReason::QueueFull => {
+            record.dropped_queue_packets += 1;
+            record.dropped_queue_bytes += bytes;
+        }
+        DropReason::Aqm => {
+            record.dropped_aqm_packets += 1;
+            record.dropped_aqm_bytes += bytes;
+        }
     }
 }
 
@@ -233,9 +249,10 @@ impl Channel {
         self.counters.sojourn_sum_ns
     }
 
-    /// Packets dropped so far, by the queue or by loss on the link.
+    /// Packets dropped so far: by the queue (full, or its AQM's decision) or by loss on the link.
     pub fn drops(&self) -> u64 {
-        self.cold.record.dropped_queue_packets + self.cold.record.dropped_loss_packets
+        let r = &self.cold.record;
+        r.dropped_queue_packets + r.dropped_aqm_packets + r.dropped_loss_packets
     }
 
     pub fn queue_packets(&self) -> u64 {
@@ -320,15 +337,16 @@ impl Channel {
         pool: &mut PacketPool,
         routes: &RoutingTable,
     ) -> Option<Schedule> {
-        let bytes = packet.wire_bytes as u64;
         let cold = &mut *self.cold;
         cold.integrate_queue(now);
         let queued = cold.queue.enqueue(packet, now);
         self.passes_through = cold.queue.passes_through_when_idle();
-        if let Err((refused, _)) = queued {
+        if let Err((refused, reason)) = queued {
+            // The arrival, or the packet the queue dropped to make room for it (FQ-CoDel's
+            // fattest queue): either way the queue holds as many packets as before, so nothing
+            // changes for the transmitter (a non-empty queue already has its wakeup).
             pool.release_sack(&refused);
-            cold.record.dropped_queue_packets += 1;
-            cold.record.dropped_queue_bytes += bytes;
+            count_drop(&mut cold.record, reason, refused.wire_bytes as u64);
             return None;
         }
         cold.record.max_queue_packets = cold.record.max_queue_packets.max(cold.queue.len_packets());
@@ -361,8 +379,15 @@ impl Channel {
             schedule.wakeup = Some(self.busy_until);
             return schedule;
         }
-        self.cold.integrate_queue(now);
-        let dequeued = self.cold.queue.dequeue(now);
+        let cold = &mut *self.cold;
+        cold.integrate_queue(now);
+        // What the queue drops on the way (an AQM's head drops) leaves the network as a refused
+        // arrival does: its SACK entry freed, counted by its reason.
+        let record = &mut cold.record;
+        let dequeued = cold.queue.dequeue(now, &mut |dropped: Packet, reason| {
+            pool.release_sack(&dropped);
+            count_drop(record, reason, dropped.wire_bytes as u64);
+        });
         self.passes_through = self.cold.queue.passes_through_when_idle();
         match dequeued {
             Dequeue::Packet(packet) => {

@@ -5,12 +5,13 @@
 use crate::net::packet::Packet;
 use crate::units::SimTime;
 
-/// Why a queue refused a packet.
+/// Why a queue dropped a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DropReason {
     /// The queue was at its packet or byte limit (tail drop).
     QueueFull,
-    /// Dropped by the AQM's decision.
+    /// Dropped by the AQM's decision (RED's and PIE's early drops at arrival, CoDel's control law
+    /// at dequeue, RFC 8289 §5.5), not for want of room.
     Aqm,
 }
 
@@ -23,10 +24,41 @@ pub enum Dequeue {
     NotBefore(SimTime),
 }
 
+/// Where a discipline hands the packets it drops while dequeuing (an AQM drops at the head, RFC
+/// 8289 §5.5), each with its reason, as it drops them: the caller frees and counts each one as it
+/// does a refused arrival. A generic parameter of [`QueueDiscipline::dequeue`], so the
+/// per-packet path is a static call, with no buffer to allocate or to fill; any
+/// `FnMut(Packet, DropReason)` is one.
+pub trait DropSink {
+    fn dropped(&mut self, packet: Packet, reason: DropReason);
+}
+
+impl<F: FnMut(Packet, DropReason)> DropSink for F {
+    #[inline]
+    fn dropped(&mut self, packet: Packet, reason: DropReason) {
+        self(packet, reason)
+    }
+}
+
+/// The sink of a discipline's unit tests that never drops at dequeue: a drop there is a bug.
+#[cfg(test)]
+pub(crate) struct NoDrops;
+
+#[cfg(test)]
+impl DropSink for NoDrops {
+    fn dropped(&mut self, packet: Packet, reason: DropReason) {
+        panic!("dropped at dequeue ({reason:?}): {packet:?}");
+    }
+}
+
 pub trait QueueDiscipline {
-    /// Offer a packet; on refusal the packet comes back with the reason.
+    /// Offer a packet; on refusal a packet comes back with the reason: the arrival, or the one
+    /// a discipline dropped to make room for it (FQ-CoDel drops from its fattest flow queue,
+    /// RFC 8290 §4.1.2, and keeps the arrival): one packet in, one out.
     fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)>;
-    fn dequeue(&mut self, now: SimTime) -> Dequeue;
+    /// The next packet to transmit, if any may leave now. Packets the discipline drops on the way
+    /// (an AQM) go to `drops`, before the packet it yields; none stays in the queue.
+    fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue;
     fn len_packets(&self) -> u64;
     fn len_bytes(&self) -> u64;
 }

@@ -1,6 +1,6 @@
 //! Drop-tail FIFO with a limit in packets or in bytes (Linux `pfifo` / `bfifo`).
 
-use super::discipline::{Dequeue, DropReason, QueueDiscipline};
+use super::discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -54,7 +54,7 @@ impl QueueDiscipline for DropTailFifo {
     }
 
     #[inline]
-    fn dequeue(&mut self, _now: SimTime) -> Dequeue {
+    fn dequeue(&mut self, _now: SimTime, _drops: &mut impl DropSink) -> Dequeue {
         match self.packets.pop_front() {
             Some(p) => {
                 self.bytes -= p.wire_bytes as u64;
@@ -76,6 +76,7 @@ impl QueueDiscipline for DropTailFifo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::discipline::NoDrops;
 
     fn packet(seq: u64, wire_bytes: u32) -> Packet {
         Packet::segment(0, 0, 0, seq, wire_bytes.saturating_sub(52), wire_bytes, SimTime::ZERO)
@@ -108,9 +109,9 @@ mod tests {
             q.enqueue(packet(seq, 100), SimTime::ZERO).unwrap();
         }
         for seq in 0..5 {
-            assert!(matches!(q.dequeue(SimTime::ZERO), Dequeue::Packet(p) if p.seq == seq));
+            assert!(matches!(q.dequeue(SimTime::ZERO, &mut NoDrops), Dequeue::Packet(p) if p.seq == seq));
         }
-        assert_eq!(q.dequeue(SimTime::ZERO), Dequeue::Empty);
+        assert_eq!(q.dequeue(SimTime::ZERO, &mut NoDrops), Dequeue::Empty);
         assert_eq!(q.len_bytes(), 0);
     }
 }

@@ -3,8 +3,10 @@
 //! Every discipline implements [`QueueDiscipline`]; the network holds them in the [`Queue`] enum
 //! so that the per-packet path is a `match`, not a virtual call.
 
+pub mod codel;
 pub mod discipline;
 pub mod fifo;
+pub mod fq_codel;
 pub mod pie;
 pub mod red;
 pub mod splitbuff;
@@ -14,8 +16,10 @@ use crate::net::packet::Packet;
 use crate::spec::{QueueSpec, SplitBuffEstimator, SplitBuffTotal};
 use crate::units::{BitRate, SimTime};
 
-pub use discipline::{Dequeue, DropReason, QueueDiscipline};
+pub use codel::{CoDel, CodelParams};
+pub use discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
 pub use fifo::DropTailFifo;
+pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use pie::{Pie, PieConfig};
 pub use red::{Red, RedConfig};
 pub use splitbuff::{SplitBuff, SplitBuffConfig};
@@ -31,6 +35,10 @@ pub enum Queue {
     Red(Red),
     /// PIE (RFC 8033).
     Pie(Pie),
+    /// CoDel (RFC 8289): drops at dequeue by the sojourn time.
+    CoDel(CoDel),
+    /// FQ-CoDel (RFC 8290): flow queues served by DRR++, CoDel on each.
+    FqCodel(FqCodel),
 }
 
 impl Queue {
@@ -41,7 +49,12 @@ impl Queue {
     pub fn passes_through_when_idle(&self) -> bool {
         match self {
             Queue::Fifo(q) => q.len_packets() == 0,
-            Queue::Tbf(_) | Queue::SplitBuff(_) | Queue::Red(_) | Queue::Pie(_) => false,
+            Queue::Tbf(_)
+            | Queue::SplitBuff(_)
+            | Queue::Red(_)
+            | Queue::Pie(_)
+            | Queue::CoDel(_)
+            | Queue::FqCodel(_) => false,
         }
     }
 
@@ -122,6 +135,22 @@ impl Queue {
                 },
                 seed,
             )),
+            QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns } => {
+                let params =
+                    CodelParams { target: SimTime::from_ns(*target_ns), interval: SimTime::from_ns(*interval_ns) };
+                Queue::CoDel(CoDel::new(params, *limit_packets, *limit_bytes))
+            }
+            QueueSpec::FqCodel { limit_packets, target_ns, interval_ns, flows, quantum_bytes, .. } => {
+                Queue::FqCodel(FqCodel::new(FqCodelConfig {
+                    codel: CodelParams {
+                        target: SimTime::from_ns(*target_ns),
+                        interval: SimTime::from_ns(*interval_ns),
+                    },
+                    limit_packets: limit_packets.expect("validated: a limit in packets"),
+                    flows: *flows,
+                    quantum: *quantum_bytes,
+                }))
+            }
         }
     }
 }
@@ -135,16 +164,20 @@ impl QueueDiscipline for Queue {
             Queue::SplitBuff(q) => q.enqueue(packet, now),
             Queue::Red(q) => q.enqueue(packet, now),
             Queue::Pie(q) => q.enqueue(packet, now),
+            Queue::CoDel(q) => q.enqueue(packet, now),
+            Queue::FqCodel(q) => q.enqueue(packet, now),
         }
     }
     #[inline]
-    fn dequeue(&mut self, now: SimTime) -> Dequeue {
+    fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
         match self {
-            Queue::Fifo(q) => q.dequeue(now),
-            Queue::Tbf(q) => q.dequeue(now),
-            Queue::SplitBuff(q) => q.dequeue(now),
-            Queue::Red(q) => q.dequeue(now),
-            Queue::Pie(q) => q.dequeue(now),
+            Queue::Fifo(q) => q.dequeue(now, drops),
+            Queue::Tbf(q) => q.dequeue(now, drops),
+            Queue::SplitBuff(q) => q.dequeue(now, drops),
+            Queue::Red(q) => q.dequeue(now, drops),
+            Queue::Pie(q) => q.dequeue(now, drops),
+            Queue::CoDel(q) => q.dequeue(now, drops),
+            Queue::FqCodel(q) => q.dequeue(now, drops),
         }
     }
     #[inline]
@@ -155,6 +188,8 @@ impl QueueDiscipline for Queue {
             Queue::SplitBuff(q) => q.len_packets(),
             Queue::Red(q) => q.len_packets(),
             Queue::Pie(q) => q.len_packets(),
+            Queue::CoDel(q) => q.len_packets(),
+            Queue::FqCodel(q) => q.len_packets(),
         }
     }
     #[inline]
@@ -165,6 +200,8 @@ impl QueueDiscipline for Queue {
             Queue::SplitBuff(q) => q.len_bytes(),
             Queue::Red(q) => q.len_bytes(),
             Queue::Pie(q) => q.len_bytes(),
+            Queue::CoDel(q) => q.len_bytes(),
+            Queue::FqCodel(q) => q.len_bytes(),
         }
     }
 }

@@ -31,7 +31,7 @@
 //! the state it would reach (drop_prob 0, full burst allowance) is reached in a few updates, and
 //! the rest are skipped.
 
-use super::discipline::{Dequeue, DropReason, QueueDiscipline};
+use super::discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
 use super::fifo::DropTailFifo;
 use crate::net::packet::Packet;
 use crate::units::SimTime;
@@ -215,9 +215,9 @@ impl QueueDiscipline for Pie {
         self.fifo.enqueue(packet, now)
     }
 
-    fn dequeue(&mut self, now: SimTime) -> Dequeue {
+    fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
         self.catch_up(now);
-        let out = self.fifo.dequeue(now);
+        let out = self.fifo.dequeue(now, drops);
         if let Dequeue::Packet(p) = out {
             // §4.3 by timestamps: the sojourn of the departing packet; 0 when the queue empties.
             self.qdelay = if self.fifo.len_packets() == 0 { SimTime::ZERO } else { now - p.enqueued_at };
@@ -237,6 +237,7 @@ impl QueueDiscipline for Pie {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::discipline::NoDrops;
 
     fn packet(bytes: u32, enqueued_at: SimTime) -> Packet {
         Packet { enqueued_at, ..Packet::segment(0, 0, 0, 0, bytes - 52, bytes, SimTime::ZERO) }
@@ -320,7 +321,7 @@ mod tests {
                 assert_eq!(reason, DropReason::Aqm);
                 drops += 1;
             }
-            q.dequeue(t);
+            q.dequeue(t, &mut NoDrops);
             t += SimTime::from_ms(1);
         }
         drops
@@ -357,7 +358,7 @@ mod tests {
         q.drop_prob = 1.0;
         q.qdelay_old = SimTime::from_ms(100);
         while q.len_packets() > 2 {
-            q.fifo.dequeue(SimTime::ZERO);
+            q.fifo.dequeue(SimTime::ZERO, &mut NoDrops);
         }
         assert!((0..1000).all(|_| !q.drops_early()));
         q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
@@ -398,13 +399,13 @@ mod tests {
         for k in 0..3 {
             q.enqueue(packet(1500, SimTime::from_ms(k)), SimTime::from_ms(k)).unwrap();
         }
-        q.dequeue(SimTime::from_ms(10));
+        q.dequeue(SimTime::from_ms(10), &mut NoDrops);
         assert_eq!(q.qdelay, SimTime::from_ms(10));
         assert_eq!(q.qdelay_old, SimTime::ZERO, "no update before 15 ms");
-        q.dequeue(SimTime::from_ms(16));
+        q.dequeue(SimTime::from_ms(16), &mut NoDrops);
         assert_eq!(q.qdelay_old, SimTime::from_ms(10), "the 15 ms update took the delay then");
         assert_eq!(q.qdelay, SimTime::from_ms(15));
-        q.dequeue(SimTime::from_ms(17));
+        q.dequeue(SimTime::from_ms(17), &mut NoDrops);
         assert_eq!(q.qdelay, SimTime::ZERO, "the queue emptied");
         // A long idle time: the state settles and the updates after it are skipped.
         q.enqueue(packet(1500, SimTime::from_secs(1000)), SimTime::from_secs(1000)).unwrap();
@@ -424,7 +425,7 @@ mod tests {
         }
         let (_, reason) = q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap_err();
         assert_eq!(reason, DropReason::QueueFull);
-        q.fifo.dequeue(SimTime::ZERO);
+        q.fifo.dequeue(SimTime::ZERO, &mut NoDrops);
         let (_, reason) = q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap_err();
         assert_eq!(reason, DropReason::Aqm);
     }

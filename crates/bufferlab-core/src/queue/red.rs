@@ -43,7 +43,7 @@
 //! in mean-sized packets per second (the average's time constant one second), min_th =
 //! max(5, target_delay·C/2) packets and max_th = 3·min_th (see [`automatic_thresholds`]).
 
-use super::discipline::{Dequeue, DropReason, QueueDiscipline};
+use super::discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
 use super::fifo::DropTailFifo;
 use crate::net::packet::Packet;
 use crate::spec::QueueSpec;
@@ -321,8 +321,8 @@ impl QueueDiscipline for Red {
         self.fifo.enqueue(packet, now)
     }
 
-    fn dequeue(&mut self, now: SimTime) -> Dequeue {
-        let out = self.fifo.dequeue(now);
+    fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
+        let out = self.fifo.dequeue(now, drops);
         if let Dequeue::Packet(p) = out {
             if self.fifo.len_packets() == 0 {
                 // The link goes idle once it has sent this packet, unless another arrives first.
@@ -345,6 +345,7 @@ impl QueueDiscipline for Red {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::discipline::NoDrops;
 
     fn packet(bytes: u32) -> Packet {
         Packet::segment(0, 0, 0, 0, bytes - 52, bytes, SimTime::ZERO)
@@ -395,7 +396,7 @@ mod tests {
             q.enqueue(packet(1000), SimTime::ZERO).unwrap();
         }
         let before = q.average();
-        while let Dequeue::Packet(_) = q.dequeue(SimTime::from_ms(10)) {}
+        while let Dequeue::Packet(_) = q.dequeue(SimTime::from_ms(10), &mut NoDrops) {}
         q.enqueue(packet(1000), SimTime::from_ms(14)).unwrap();
         assert!((q.average() - before / 16.0).abs() < 1e-12, "{} vs {}", q.average(), before / 16.0);
     }
@@ -409,7 +410,7 @@ mod tests {
             q.enqueue(packet(1000), SimTime::ZERO).unwrap();
         }
         let before = q.average();
-        while let Dequeue::Packet(_) = q.dequeue(SimTime::from_ms(10)) {}
+        while let Dequeue::Packet(_) = q.dequeue(SimTime::from_ms(10), &mut NoDrops) {}
         q.enqueue(packet(1000), SimTime::from_us(10_500)).unwrap();
         assert_eq!(q.average(), before / 2.0);
     }
@@ -468,7 +469,7 @@ mod tests {
                 histogram[since as usize] += 1;
                 since = 0;
             } else {
-                q.dequeue(SimTime::ZERO); // back to one packet: never idle, never full
+                q.dequeue(SimTime::ZERO, &mut NoDrops); // back to one packet: never idle, never full
             }
         }
         let mean = gaps.iter().sum::<u64>() as f64 / gaps.len() as f64;

@@ -51,7 +51,7 @@
 //! Blind-SplitBuff (§IV.B.2) maps each flow to a sub-buffer at random (a hash of the flow under a
 //! key drawn from the run's seed, so no per-flow state) and gives every sub-buffer B / k.
 
-use super::discipline::{Dequeue, DropReason, QueueDiscipline};
+use super::discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::record::result::QueueClassRecord;
 use crate::spec::{SplitBuffEstimator, SplitBuffTotal};
@@ -975,7 +975,7 @@ impl QueueDiscipline for SplitBuff {
 
     /// Deficit round robin (byte-fair): each non-empty sub-buffer in turn gets `quantum` bytes of
     /// credit and sends head packets while they fit in it.
-    fn dequeue(&mut self, now: SimTime) -> Dequeue {
+    fn dequeue(&mut self, now: SimTime, _drops: &mut impl DropSink) -> Dequeue {
         self.catch_up(now);
         if self.len_packets == 0 {
             return Dequeue::Empty;
@@ -1017,6 +1017,7 @@ impl QueueDiscipline for SplitBuff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::discipline::NoDrops;
 
     const MS: u64 = 1_000_000;
 
@@ -1049,7 +1050,7 @@ mod tests {
     /// Enqueues a packet and sends it at once: it meets, and leaves, an empty queue.
     fn pass(q: &mut SplitBuff, flow: u32, srtt_ms: u64, t: SimTime) {
         q.enqueue(packet(flow, srtt_ms, 1000, t), t).unwrap();
-        assert!(matches!(q.dequeue(t), Dequeue::Packet(_)));
+        assert!(matches!(q.dequeue(t, &mut NoDrops), Dequeue::Packet(_)));
     }
 
     #[test]
@@ -1176,7 +1177,7 @@ mod tests {
                     z = mix(z.wrapping_add(step));
                     let t = SimTime::from_us(step * 100);
                     if z.is_multiple_of(3) {
-                        let _ = q.dequeue(t);
+                        let _ = q.dequeue(t, &mut NoDrops);
                         continue;
                     }
                     let srtt = [0, 12, 45, 130, 400][(z >> 8) as usize % 5];
@@ -1288,7 +1289,7 @@ mod tests {
         q.enqueue(packet(1, 990, 1000, t), t).unwrap();
         q.enqueue(packet(1, 990, 1000, t), t).unwrap();
         let t = SimTime::from_ms(150);
-        while let Dequeue::Packet(_) = q.dequeue(t) {}
+        while let Dequeue::Packet(_) = q.dequeue(t, &mut NoDrops) {}
         for _ in 0..1125 {
             q.enqueue(packet(1, 990, 1000, t), t).unwrap();
         }
@@ -1314,7 +1315,7 @@ mod tests {
         }
         let mut bytes = [0u64; 2];
         for _ in 0..400 {
-            let Dequeue::Packet(p) = q.dequeue(SimTime::ZERO) else { panic!("backlogged") };
+            let Dequeue::Packet(p) = q.dequeue(SimTime::ZERO, &mut NoDrops) else { panic!("backlogged") };
             bytes[(p.flow == f1) as usize] += p.wire_bytes as u64;
         }
         assert!(bytes[0].abs_diff(bytes[1]) <= 1500, "{bytes:?}");

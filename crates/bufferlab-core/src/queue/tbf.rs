@@ -10,7 +10,7 @@
 //! Tokens are kept exactly, as an integer number of bit·picoseconds (a byte is 8·10¹² of them,
 //! and one picosecond at `rate` bit/s earns `rate` of them), so shaping never drifts.
 
-use super::discipline::{Dequeue, DropReason, QueueDiscipline};
+use super::discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::queue::DropTailFifo;
 use crate::units::{BitRate, SimTime};
@@ -64,13 +64,13 @@ impl QueueDiscipline for TokenBucket {
         self.fifo.enqueue(packet, now)
     }
 
-    fn dequeue(&mut self, now: SimTime) -> Dequeue {
+    fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
         let Some(size) = self.fifo.peek_bytes() else { return Dequeue::Empty };
         self.refill(now);
         let cost = size as u128 * UNITS_PER_BYTE;
         if self.tokens >= cost {
             self.tokens -= cost;
-            return self.fifo.dequeue(now);
+            return self.fifo.dequeue(now, drops);
         }
         // The missing tokens arrive after ceil(missing / rate) picoseconds.
         let wait = (cost - self.tokens).div_ceil(self.rate.bps() as u128);
@@ -89,6 +89,7 @@ impl QueueDiscipline for TokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::discipline::NoDrops;
 
     fn packet(bytes: u32) -> Packet {
         Packet::segment(0, 0, 0, 0, bytes - 52, bytes, SimTime::ZERO)
@@ -102,11 +103,11 @@ mod tests {
         for _ in 0..4 {
             tbf.enqueue(packet(1500), SimTime::ZERO).unwrap();
         }
-        assert!(matches!(tbf.dequeue(SimTime::ZERO), Dequeue::Packet(_)));
-        assert!(matches!(tbf.dequeue(SimTime::ZERO), Dequeue::Packet(_)));
-        assert_eq!(tbf.dequeue(SimTime::ZERO), Dequeue::NotBefore(SimTime::from_us(120)));
-        assert!(matches!(tbf.dequeue(SimTime::from_us(120)), Dequeue::Packet(_)));
-        assert_eq!(tbf.dequeue(SimTime::from_us(120)), Dequeue::NotBefore(SimTime::from_us(240)));
+        assert!(matches!(tbf.dequeue(SimTime::ZERO, &mut NoDrops), Dequeue::Packet(_)));
+        assert!(matches!(tbf.dequeue(SimTime::ZERO, &mut NoDrops), Dequeue::Packet(_)));
+        assert_eq!(tbf.dequeue(SimTime::ZERO, &mut NoDrops), Dequeue::NotBefore(SimTime::from_us(120)));
+        assert!(matches!(tbf.dequeue(SimTime::from_us(120), &mut NoDrops), Dequeue::Packet(_)));
+        assert_eq!(tbf.dequeue(SimTime::from_us(120), &mut NoDrops), Dequeue::NotBefore(SimTime::from_us(240)));
     }
 
     #[test]
@@ -120,9 +121,9 @@ mod tests {
         let mut tbf = TokenBucket::new(RATE, 1500, 1_000_000);
         tbf.enqueue(packet(1500), SimTime::ZERO).unwrap();
         tbf.enqueue(packet(1500), SimTime::ZERO).unwrap();
-        assert!(matches!(tbf.dequeue(SimTime::ZERO), Dequeue::Packet(_)));
+        assert!(matches!(tbf.dequeue(SimTime::ZERO, &mut NoDrops), Dequeue::Packet(_)));
         // 50 µs later, 625 bytes of tokens are there: 875 more take 70 µs.
-        assert_eq!(tbf.dequeue(SimTime::from_us(50)), Dequeue::NotBefore(SimTime::from_us(120)));
+        assert_eq!(tbf.dequeue(SimTime::from_us(50), &mut NoDrops), Dequeue::NotBefore(SimTime::from_us(120)));
     }
 
     #[test]
@@ -146,7 +147,7 @@ mod tests {
             while tbf.len_bytes() < 100_000 {
                 tbf.enqueue(packet(1500), now).unwrap();
             }
-            match tbf.dequeue(now) {
+            match tbf.dequeue(now, &mut NoDrops) {
                 Dequeue::Packet(p) => released += p.wire_bytes as u64,
                 Dequeue::NotBefore(t) => now = t,
                 Dequeue::Empty => unreachable!(),

@@ -83,7 +83,7 @@ pub struct FlowRecord {
 /// Counters of one link direction: a transmitter with its egress queue and its propagation pipe.
 ///
 /// Conservation holds at the end of every run:
-/// `offered = delivered + dropped_queue + dropped_loss + queued_end + transmitting_end + propagating_end`
+/// `offered = delivered + dropped_queue + dropped_aqm + dropped_loss + queued_end + transmitting_end + propagating_end`
 /// in packets and in bytes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChannelRecord {
@@ -111,6 +111,13 @@ pub struct ChannelRecord {
     /// Drops in flight by the link's random loss (reason "random_loss").
     pub dropped_loss_packets: u64,
     pub dropped_loss_bytes: u64,
+    /// Drops by the queue discipline's active queue management (reason "aqm": CoDel's head drops),
+    /// apart from the tail drops of a full queue (`dropped_queue_*`). Absent (0) in results
+    /// written before it existed.
+    #[serde(default)]
+    pub dropped_aqm_packets: u64,
+    #[serde(default)]
+    pub dropped_aqm_bytes: u64,
     pub queued_end_packets: u64,
     pub queued_end_bytes: u64,
     pub transmitting_end_packets: u64,
@@ -164,12 +171,14 @@ impl ChannelRecord {
     pub fn unaccounted(&self) -> (i128, i128) {
         let packets = self.delivered_packets
             + self.dropped_queue_packets
+            + self.dropped_aqm_packets
             + self.dropped_loss_packets
             + self.queued_end_packets
             + self.transmitting_end_packets
             + self.propagating_end_packets;
         let bytes = self.delivered_bytes
             + self.dropped_queue_bytes
+            + self.dropped_aqm_bytes
             + self.dropped_loss_bytes
             + self.queued_end_bytes
             + self.transmitting_end_bytes

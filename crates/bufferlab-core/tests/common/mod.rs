@@ -114,11 +114,13 @@ pub fn dumbbell(k: usize, duration_ns: u64, seed: u64, loss: f64) -> ScenarioSpe
     }
 }
 
-/// Conservation on every channel: offered = delivered + dropped + queued + transmitting + propagating.
+/// Conservation on every channel: offered = delivered + dropped (tail, AQM, loss) + queued + transmitting +
+/// propagating.
 pub fn assert_conservation(result: &bufferlab_core::RunResult) {
     for c in &result.channels {
         assert_eq!(c.unaccounted(), (0, 0), "conservation on {}", c.name);
-        assert_eq!(c.sent_packets, c.offered_packets - c.dropped_queue_packets - c.queued_end_packets, "{}", c.name);
+        let dropped = c.dropped_queue_packets + c.dropped_aqm_packets;
+        assert_eq!(c.sent_packets, c.offered_packets - dropped - c.queued_end_packets, "{}", c.name);
         assert_eq!(
             c.sent_packets,
             c.delivered_packets + c.dropped_loss_packets + c.transmitting_end_packets + c.propagating_end_packets,

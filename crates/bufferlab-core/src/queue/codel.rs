@@ -1,0 +1,500 @@
+//! CoDel, Controlled Delay active queue management (RFC 8289), in front of a FIFO bounded by a
+//! packet or byte limit (Linux `codel`, default 1000 packets).
+//!
+//! CoDel watches the sojourn time of the packets it dequeues, measured from the time each entered
+//! the queue (`Packet::enqueued_at`, stamped by the channel: RFC 8289 §5.4). When the sojourn time
+//! has stayed at or above `target` for a whole `interval` it enters the dropping state and drops
+//! head packets at times t, t + interval/√2, t + interval/√3, … (the control law, §3.3 and
+//! §5.6) until a packet's sojourn time falls below `target` again. Drops happen at dequeue and are
+//! handed to the caller's [`DropSink`] with [`DropReason::Aqm`]; an arrival that finds the queue
+//! at its limit is tail-dropped ([`DropReason::QueueFull`]) as in a FIFO.
+//!
+//! The control state ([`CodelControl`]) runs over any queue that can hand over its head packet
+//! ([`HeadQueue`]), so that FQ-CoDel (RFC 8290 §4.2) can run one per flow queue.
+//!
+//! Everything is integer arithmetic on picoseconds: the control law takes an exact integer square
+//! root (`interval / √count` rounded down, [`control_law`]) once per drop, not per packet, so the
+//! same spec and seed give bit-identical results on every machine.
+
+use super::discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
+use crate::net::packet::Packet;
+use crate::units::SimTime;
+use std::collections::VecDeque;
+
+/// CoDel's two parameters (RFC 8289 §4.3, §4.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodelParams {
+    /// The acceptable standing queue delay, TARGET (default 5 ms, §4.4).
+    pub target: SimTime,
+    /// The window over which the minimum sojourn time must exceed `target` before dropping, and
+    /// the base of the control law, INTERVAL (default 100 ms, §4.3).
+    pub interval: SimTime,
+}
+
+impl Default for CodelParams {
+    fn default() -> Self {
+        CodelParams { target: SimTime::from_ms(5), interval: SimTime::from_ms(100) }
+    }
+}
+
+/// A queue CoDel controls: it hands over its head packet and tells how many bytes remain.
+pub trait HeadQueue {
+    fn pop_head(&mut self) -> Option<Packet>;
+    /// Bytes still queued (after the last `pop_head`).
+    fn bytes(&self) -> u64;
+    /// The largest packet the queue may hold back without being dropped from: the MTU (RFC 8289
+    /// §4.2, MAXPACKET).
+    fn max_packet(&self) -> u64;
+}
+
+/// The time of the next drop: `t + interval / √count` (RFC 8289 §5.6, `control_law`), the
+/// quotient rounded down to a whole picosecond, computed exactly in integers:
+/// ⌊interval/√count⌋ = ⌊√(interval²/count)⌋ = isqrt(⌊interval²/count⌋). interval² fits in 128 bits
+/// for any interval the engine accepts (below 2⁶⁴ ps).
+#[inline]
+pub fn control_law(t: SimTime, interval: SimTime, count: u32) -> SimTime {
+    let squared = interval.0 as u128 * interval.0 as u128;
+    let step = (squared / count.max(1) as u128).isqrt();
+    t + SimTime(step as u64)
+}
+
+/// The state of RFC 8289's `codel_queue_t` (§5.2): everything CoDel remembers between dequeues.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CodelControl {
+    /// When the sojourn time will have been above target for a whole interval (`None`: it is
+    /// below target, the pseudocode's 0).
+    first_above_time: Option<SimTime>,
+    /// When the next drop is due in the dropping state.
+    drop_next: SimTime,
+    /// Packets dropped since entering the dropping state (the control law's count).
+    count: u32,
+    /// `count` when the dropping state was last entered (§5.5).
+    lastcount: u32,
+    dropping: bool,
+}
+
+impl CodelControl {
+    /// The dropping state is on.
+    pub fn dropping(&self) -> bool {
+        self.dropping
+    }
+
+    /// The control law's count.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// `dodequeue` (RFC 8289 §5.6): the head packet, and whether it may be dropped, i.e. whether
+    /// the sojourn time has been at or above target for at least an interval.
+    #[inline]
+    fn do_dequeue(&mut self, params: &CodelParams, queue: &mut impl HeadQueue, now: SimTime) -> Option<(Packet, bool)> {
+        let Some(packet) = queue.pop_head() else {
+            // An empty queue is below target (§5.6).
+            self.first_above_time = None;
+            return None;
+        };
+        // The estimator: the sojourn time of the packet leaving (§3.1).
+        let sojourn = now - packet.enqueued_at;
+        // Below target, or no more than one MTU left to send: not a standing queue (§4.2, the
+        // non-starvation rule: a link that would go idle must not be starved further).
+        if sojourn < params.target || queue.bytes() <= queue.max_packet() {
+            self.first_above_time = None;
+            return Some((packet, false));
+        }
+        match self.first_above_time {
+            // Above target for the first time: it must stay so for an interval (§3.2).
+            None => {
+                self.first_above_time = Some(now + params.interval);
+                Some((packet, false))
+            }
+            Some(deadline) => Some((packet, now >= deadline)),
+        }
+    }
+
+    /// CoDel's dequeue (RFC 8289 §5.5): the packet to send, after dropping (into `drops`) the
+    /// head packets the control law calls for.
+    #[inline]
+    pub fn dequeue(
+        &mut self,
+        params: &CodelParams,
+        queue: &mut impl HeadQueue,
+        now: SimTime,
+        drops: &mut impl DropSink,
+    ) -> Option<Packet> {
+        let Some((mut packet, mut ok_to_drop)) = self.do_dequeue(params, queue, now) else {
+            self.dropping = false;
+            return None;
+        };
+        if self.dropping {
+            if !ok_to_drop {
+                // The sojourn time went below target: leave the dropping state (§5.5).
+                self.dropping = false;
+            }
+            // Drop at the times the control law sets, as many as are due now (§5.5).
+            while self.dropping && now >= self.drop_next {
+                drops.dropped(packet, DropReason::Aqm);
+                self.count = self.count.saturating_add(1);
+                match self.do_dequeue(params, queue, now) {
+                    Some((next, next_ok)) => (packet, ok_to_drop) = (next, next_ok),
+                    None => {
+                        self.dropping = false;
+                        return None;
+                    }
+                }
+                if ok_to_drop {
+                    self.drop_next = control_law(self.drop_next, params.interval, self.count);
+                } else {
+                    self.dropping = false;
+                }
+            }
+        } else if ok_to_drop {
+            // Enter the dropping state: drop this packet, send the next (§5.5).
+            drops.dropped(packet, DropReason::Aqm);
+            let next = self.do_dequeue(params, queue, now);
+            self.dropping = true;
+            // If the queue went back above target soon (within 16 intervals of the last drop)
+            // after leaving the dropping state, the drop rate that controlled it then is a good
+            // start: resume from the drops made since (§5.5; §3.3).
+            let delta = self.count.wrapping_sub(self.lastcount);
+            self.count =
+                if delta > 1 && now.saturating_sub(self.drop_next) < params.interval.mul(16) { delta } else { 1 };
+            self.drop_next = control_law(now, params.interval, self.count);
+            self.lastcount = self.count;
+            (packet, _) = next?;
+        }
+        Some(packet)
+    }
+}
+
+/// The FIFO CoDel controls, bounded by a packet or a byte limit.
+#[derive(Debug)]
+struct Fifo {
+    packets: VecDeque<Packet>,
+    bytes: u64,
+    /// The largest packet seen so far: the link's MTU as far as the traffic shows it (RFC 8289
+    /// §4.2 asks for the MTU; Linux `codel` tracks the largest packet the same way).
+    max_packet: u64,
+}
+
+impl HeadQueue for Fifo {
+    #[inline]
+    fn pop_head(&mut self) -> Option<Packet> {
+        let packet = self.packets.pop_front()?;
+        self.bytes -= packet.wire_bytes as u64;
+        Some(packet)
+    }
+
+    #[inline]
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    #[inline]
+    fn max_packet(&self) -> u64 {
+        self.max_packet
+    }
+}
+
+/// CoDel (RFC 8289) on a FIFO with a tail-drop limit.
+#[derive(Debug)]
+pub struct CoDel {
+    fifo: Fifo,
+    limit_packets: u64,
+    limit_bytes: u64,
+    params: CodelParams,
+    control: CodelControl,
+}
+
+impl CoDel {
+    /// CoDel with `params` on a FIFO bounded by either limit (an absent limit is unbounded).
+    pub fn new(params: CodelParams, limit_packets: Option<u64>, limit_bytes: Option<u64>) -> Self {
+        CoDel {
+            // No room up front, as the drop-tail FIFO (see `DropTailFifo::new`).
+            fifo: Fifo { packets: VecDeque::new(), bytes: 0, max_packet: 0 },
+            limit_packets: limit_packets.unwrap_or(u64::MAX),
+            limit_bytes: limit_bytes.unwrap_or(u64::MAX),
+            params,
+            control: CodelControl::default(),
+        }
+    }
+
+    /// The control state (for tests and inspection).
+    pub fn control(&self) -> &CodelControl {
+        &self.control
+    }
+}
+
+impl QueueDiscipline for CoDel {
+    /// RFC 8289 §5.4: the arrival is stamped (by the channel, `enqueued_at`) and queued; at the
+    /// limit it is tail-dropped, as Linux `codel` does.
+    #[inline]
+    fn enqueue(&mut self, packet: Packet, _now: SimTime) -> Result<(), (Packet, DropReason)> {
+        let size = packet.wire_bytes as u64;
+        let fifo = &mut self.fifo;
+        if fifo.packets.len() as u64 >= self.limit_packets || fifo.bytes + size > self.limit_bytes {
+            return Err((packet, DropReason::QueueFull));
+        }
+        fifo.max_packet = fifo.max_packet.max(size);
+        fifo.bytes += size;
+        fifo.packets.push_back(packet);
+        Ok(())
+    }
+
+    #[inline]
+    fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
+        match self.control.dequeue(&self.params, &mut self.fifo, now, drops) {
+            Some(packet) => Dequeue::Packet(packet),
+            None => Dequeue::Empty,
+        }
+    }
+
+    fn len_packets(&self) -> u64 {
+        self.fifo.packets.len() as u64
+    }
+
+    fn len_bytes(&self) -> u64 {
+        self.fifo.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: SimTime = SimTime::from_ms(1);
+
+    fn packet(seq: u64, at: SimTime) -> Packet {
+        Packet { enqueued_at: at, ..Packet::segment(0, 0, 0, seq, 1448, 1500, at) }
+    }
+
+    /// CoDel with the defaults (5 ms, 100 ms) and no limit.
+    fn codel() -> CoDel {
+        CoDel::new(CodelParams::default(), None, None)
+    }
+
+    /// Dequeue at `now`, returning the packet sent (if any) and the sequence numbers dropped.
+    fn dequeue(q: &mut CoDel, now: SimTime) -> (Option<u64>, Vec<u64>) {
+        let mut dropped = Vec::new();
+        let sent = q.dequeue(now, &mut |p: Packet, reason| {
+            assert_eq!(reason, DropReason::Aqm);
+            dropped.push(p.seq);
+        });
+        (if let Dequeue::Packet(p) = sent { Some(p.seq) } else { None }, dropped)
+    }
+
+    /// A standing queue: `n` packets that all entered at time zero.
+    fn standing(n: u64) -> CoDel {
+        let mut q = codel();
+        for seq in 0..n {
+            q.enqueue(packet(seq, SimTime::ZERO), SimTime::ZERO).unwrap();
+        }
+        q
+    }
+
+    /// The interval over √count, rounded down to a picosecond (what the control law adds).
+    fn step(count: u32) -> SimTime {
+        SimTime((100e9 / (count as f64).sqrt()).floor() as u64)
+    }
+
+    #[test]
+    fn the_control_law_divides_the_interval_by_the_square_root_of_count() {
+        let interval = SimTime::from_ms(100);
+        let t = SimTime::from_secs(1);
+        assert_eq!(control_law(t, interval, 1), t + interval);
+        assert_eq!(control_law(t, interval, 4), t + interval.div(2));
+        assert_eq!(control_law(t, interval, 100), t + interval.div(10));
+        // Exact to the picosecond where √count is irrational: ⌊10¹¹/√2⌋ = 70710678118.
+        assert_eq!(control_law(SimTime::ZERO, interval, 2), SimTime(70_710_678_118));
+        assert_eq!(control_law(SimTime::ZERO, interval, 3), SimTime(57_735_026_918));
+        for count in 1..2000 {
+            assert_eq!(control_law(SimTime::ZERO, interval, count), step(count), "count {count}");
+        }
+        // The largest interval the engine accepts (100 days) does not overflow.
+        let days = SimTime::from_secs(100 * 86_400);
+        assert_eq!(control_law(SimTime::ZERO, days, 1), days);
+    }
+
+    #[test]
+    fn no_drop_while_the_sojourn_time_is_below_target() {
+        // A packet a millisecond, each sent 4.9 ms after it arrived, four always queued behind
+        // it (more than an MTU): two seconds without a drop.
+        let mut q = codel();
+        for k in 0..2000 {
+            let now = MS.mul(k);
+            q.enqueue(packet(k, now), now).unwrap();
+            if k >= 4 {
+                let (sent, dropped) = dequeue(&mut q, now + SimTime::from_us(900));
+                assert_eq!((sent, dropped), (Some(k - 4), Vec::<u64>::new()), "at {now}");
+            }
+        }
+        assert!(!q.control().dropping());
+    }
+
+    #[test]
+    fn no_drop_within_the_first_interval_above_target() {
+        let mut q = standing(1000);
+        // Above target from the first dequeue at 10 ms: the first drop may come at 110 ms.
+        let mut now = SimTime::from_ms(10);
+        while now < SimTime::from_ms(110) {
+            let (sent, dropped) = dequeue(&mut q, now);
+            assert!(sent.is_some() && dropped.is_empty(), "dropped at {now}");
+            now += MS;
+        }
+        let (_, dropped) = dequeue(&mut q, SimTime::from_ms(110));
+        assert_eq!(dropped.len(), 1, "the first drop, an interval after going above target");
+        assert!(q.control().dropping());
+    }
+
+    #[test]
+    fn a_standing_queue_is_dropped_from_at_the_times_of_the_control_law() {
+        let mut q = standing(100_000);
+        let start = SimTime::from_ms(10);
+        // Dequeue every 10 µs (a fast link) and note when each drop happens.
+        let mut drops_at = Vec::new();
+        let mut now = start;
+        while drops_at.len() < 6 {
+            let (sent, dropped) = dequeue(&mut q, now);
+            assert!(sent.is_some());
+            drops_at.extend(dropped.iter().map(|_| now));
+            now += SimTime::from_us(10);
+        }
+        // The first drop at t = start + interval; then t + interval/√1, … as the dequeues see
+        // them (a dequeue every 10 µs: each drop at the first dequeue at or after its time).
+        let t = start + SimTime::from_ms(100);
+        assert_eq!(drops_at[0], t);
+        let mut due = t;
+        for (k, at) in drops_at.iter().enumerate().skip(1) {
+            due += step(k as u32);
+            let grid = SimTime(due.0.div_ceil(10_000_000) * 10_000_000);
+            assert_eq!(*at, grid, "drop {k}: due at {due}");
+        }
+        assert_eq!(q.control().count(), 6);
+    }
+
+    #[test]
+    fn drops_that_are_overdue_come_out_of_one_dequeue() {
+        // A slow link: by the next dequeue several drops are due; all are made at once, each
+        // scheduling the next from the one before (drop_next, not now).
+        let mut q = standing(1000);
+        assert!(dequeue(&mut q, SimTime::from_ms(10)).1.is_empty());
+        let (_, first) = dequeue(&mut q, SimTime::from_ms(110));
+        assert_eq!(first.len(), 1);
+        // Due: 110 + 100 = 210 ms, + 70.7 = 280.7 ms, + 57.7 = 338.4 ms: three by 340 ms.
+        let (sent, dropped) = dequeue(&mut q, SimTime::from_ms(340));
+        assert_eq!(dropped.len(), 3);
+        assert_eq!(q.control().count(), 4);
+        assert!(sent.is_some());
+    }
+
+    #[test]
+    fn the_dropping_state_ends_when_the_sojourn_time_falls_below_target() {
+        let mut q = standing(10);
+        assert_eq!(dequeue(&mut q, SimTime::from_ms(10)), (Some(0), Vec::<u64>::new()));
+        assert_eq!(dequeue(&mut q, SimTime::from_ms(110)), (Some(2), vec![1]));
+        assert!(q.control().dropping());
+        // Fresh packets behind the old ones: the old ones leave in the dropping state (no drop is
+        // due before 210 ms), the first fresh one, 1 ms in the queue, ends it.
+        let now = SimTime::from_ms(111);
+        for seq in 100..110 {
+            q.enqueue(packet(seq, now), now).unwrap();
+        }
+        for seq in 3..10 {
+            assert_eq!(dequeue(&mut q, now + MS), (Some(seq), Vec::<u64>::new()));
+            assert!(q.control().dropping());
+        }
+        assert_eq!(dequeue(&mut q, now + MS), (Some(100), Vec::<u64>::new()));
+        assert!(!q.control().dropping());
+        assert_eq!(q.control().count(), 1, "count is kept for a re-entry");
+    }
+
+    #[test]
+    fn an_empty_queue_ends_the_dropping_state() {
+        let mut q = codel();
+        q.control.dropping = true;
+        q.control.first_above_time = Some(MS);
+        assert_eq!(dequeue(&mut q, SimTime::from_ms(111)), (None, Vec::<u64>::new()));
+        assert_eq!((q.control().dropping(), q.control().first_above_time), (false, None));
+    }
+
+    #[test]
+    fn nothing_is_dropped_while_at_most_one_mtu_remains() {
+        // Two packets waiting far above target: the one left after each dequeue is no more than
+        // one MTU, so CoDel never drops (RFC 8289 §4.2).
+        let mut q = codel();
+        let mut now = SimTime::ZERO;
+        for seq in 0..500 {
+            q.enqueue(packet(2 * seq, now), now).unwrap();
+            q.enqueue(packet(2 * seq + 1, now), now).unwrap();
+            now += SimTime::from_ms(50);
+            assert_eq!(dequeue(&mut q, now).1, Vec::<u64>::new());
+            assert_eq!(dequeue(&mut q, now).1, Vec::<u64>::new());
+        }
+    }
+
+    #[test]
+    fn re_entering_soon_resumes_from_the_drops_made_since_the_last_entry() {
+        let mut q = standing(100_000);
+        let mut now = SimTime::from_ms(10);
+        while q.control().count() < 5 {
+            dequeue(&mut q, now);
+            now += SimTime::from_us(10);
+        }
+        let drop_next = q.control().drop_next;
+        // Leave the dropping state: a packet below target reaches the head.
+        let mut fresh = codel();
+        std::mem::swap(&mut fresh.control, &mut q.control);
+        fresh.enqueue(packet(1, now), now).unwrap();
+        fresh.enqueue(packet(2, now), now).unwrap();
+        dequeue(&mut fresh, now);
+        assert!(!fresh.control().dropping());
+        assert_eq!(fresh.control().count(), 5);
+        // Above target again for an interval, well within 16 intervals of drop_next: count
+        // resumes at count − lastcount = 5 − 1 = 4, and the next drop comes interval/√4 later.
+        let mut q = standing(1000);
+        q.control = fresh.control;
+        let above = now + MS;
+        dequeue(&mut q, above);
+        let entry = above + SimTime::from_ms(100);
+        assert!(entry.saturating_sub(drop_next) < SimTime::from_ms(1600));
+        assert_eq!(dequeue(&mut q, entry).1.len(), 1);
+        assert_eq!(q.control().count(), 4);
+        assert_eq!(q.control().drop_next, entry + SimTime::from_ms(50));
+        assert_eq!(q.control().lastcount, 4);
+    }
+
+    #[test]
+    fn re_entering_late_starts_the_count_over() {
+        let mut q = standing(100_000);
+        let mut now = SimTime::from_ms(10);
+        while q.control().count() < 5 {
+            dequeue(&mut q, now);
+            now += SimTime::from_us(10);
+        }
+        let mut control = q.control;
+        control.dropping = false;
+        control.first_above_time = None;
+        // More than 16 intervals after the last scheduled drop: count = 1, next drop an interval on.
+        let later = control.drop_next + SimTime::from_ms(1700);
+        let mut q = standing(1000);
+        q.control = control;
+        dequeue(&mut q, later);
+        let entry = later + SimTime::from_ms(100);
+        assert_eq!(dequeue(&mut q, entry).1.len(), 1);
+        assert_eq!(q.control().count(), 1);
+        assert_eq!(q.control().drop_next, entry + SimTime::from_ms(100));
+    }
+
+    #[test]
+    fn the_limit_tail_drops_arrivals() {
+        let mut q = CoDel::new(CodelParams::default(), Some(2), None);
+        q.enqueue(packet(1, SimTime::ZERO), SimTime::ZERO).unwrap();
+        q.enqueue(packet(2, SimTime::ZERO), SimTime::ZERO).unwrap();
+        let (refused, reason) = q.enqueue(packet(3, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        assert_eq!((refused.seq, reason), (3, DropReason::QueueFull));
+        let mut q = CoDel::new(CodelParams::default(), None, Some(3000));
+        q.enqueue(packet(1, SimTime::ZERO), SimTime::ZERO).unwrap();
+        q.enqueue(packet(2, SimTime::ZERO), SimTime::ZERO).unwrap();
+        assert!(q.enqueue(packet(3, SimTime::ZERO), SimTime::ZERO).is_err());
+        assert_eq!((q.len_packets(), q.len_bytes()), (2, 3000));
+    }
+}

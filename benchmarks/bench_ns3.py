@@ -10,7 +10,7 @@ Per case and simulator, over the whole run, measured the same way on both sides:
     goodput      bytes delivered to the receiving applications, all flows, / duration
     util         bottleneck busy time / duration (wire bytes: bufferlab 1500-byte packets,
                  ns-3 1502 with the 2-byte PPP header)
-    drops        packets dropped by the bottleneck queue
+    drops        packets dropped by the bottleneck queue (tail and AQM drops)
     queue        time-averaged bottleneck queue in packets (ns-3: queue disc + device queue)
     Jain         Jain's index of the flows' goodputs
     retx, RTOs   retransmitted segments; expiries of the retransmission timer
@@ -48,6 +48,12 @@ class Case:
     access_rate: str
     bottleneck_delay: str = "10ms"
     rtt: str = "40ms"
+    # An AQM at the bottleneck instead of the FIFO: bufferlab's queue table, and its ns-3 twin
+    # (benchmarks/ns3/dumbbell.cc --qdisc, --qdiscAttributes). The limit is the FIFO's N - 1 on
+    # ns-3's side, as the one-packet device queue holds the last one.
+    queue: tuple[tuple[str, object], ...] = ()
+    qdisc: str = ""
+    qdisc_attributes: str = ""
 
 
 # The reference dumbbell (scenarios/dumbbell.toml: 40 ms RTT, 10 ms bottleneck delay, 100 packets
@@ -60,6 +66,26 @@ CASES = [
     Case("1000x1G", 1000, "1Gbps", 1e9, 1000, "TcpNewReno", 10, "10Gbps"),
     Case("10xCUBIC", 10, "100Mbps", 100e6, 100, "TcpCubic", 20, "1Gbps"),
 ]
+
+# AQMs at a 100 ms RTT (BDP 833 packets at 100 Mb/s) with 1000 packets of room, where a FIFO
+# would hold a standing queue of most of them: each with the RFC's or the paper's defaults on both
+# sides, except where ns-3's differ (its PIE and RED assume 1000- and 500-byte packets, RED's
+# max_p is 1/LInterm = 1/50, RED's thresholds here scaled to the BDP).
+AQM_CASES = [
+    Case("codel", 4, "100Mbps", 100e6, 1000, "TcpNewReno", 20, "1Gbps", rtt="100ms",
+         queue=(("kind", "codel"), ("limit", "1000p")),
+         qdisc="ns3::CoDelQueueDisc", qdisc_attributes="MaxSize=999p,Target=5ms,Interval=100ms"),
+    Case("pie", 4, "100Mbps", 100e6, 1000, "TcpNewReno", 20, "1Gbps", rtt="100ms",
+         queue=(("kind", "pie"), ("limit", "1000p")),
+         qdisc="ns3::PieQueueDisc", qdisc_attributes="MaxSize=999p,MeanPktSize=1500,QueueDelayReference=15ms,"
+                                                     "Tupdate=15ms,A=0.125,B=1.25,MaxBurstAllowance=150ms"),
+    Case("red", 4, "100Mbps", 100e6, 1000, "TcpNewReno", 20, "1Gbps", rtt="100ms",
+         queue=(("kind", "red"), ("limit", "1000p"), ("min_th", "100p"), ("max_th", "300p"), ("max_p", 0.1),
+                ("w_q", 0.002), ("gentle", True)),
+         qdisc="ns3::RedQueueDisc", qdisc_attributes="MaxSize=999p,MinTh=100,MaxTh=300,LInterm=10,QW=0.002,"
+                                                     "Gentle=true,MeanPktSize=1500,LinkBandwidth=100Mbps"),
+]
+CASES += AQM_CASES
 
 # The twins of issue 15's two whole-command cases: the reference dumbbell itself (30 s) and one
 # flow of it over 10 s (`benchmarks/bench_pipeline.py`), built with the matched settings below.
@@ -116,7 +142,7 @@ def bufferlab_scenario(case: Case, seed: int) -> Scenario:
                 "flows": case.flows,
                 "bottleneck_rate": case.rate,
                 "bottleneck_delay": case.bottleneck_delay,
-                "queue": f"{case.queue_packets}p",
+                "queue": dict(case.queue) if case.queue else f"{case.queue_packets}p",
                 "access_rate": case.access_rate,
                 "rtt": case.rtt,
             },
@@ -143,7 +169,7 @@ def run_bufferlab(case: Case, seed: int) -> dict[str, float]:
     return {
         "goodput": sum(per_flow),
         "util": bottleneck["busy_ns"] / result["end_ns"],
-        "drops": bottleneck["dropped_queue_packets"],
+        "drops": bottleneck["dropped_queue_packets"] + bottleneck.get("dropped_aqm_packets", 0),
         "queue": int(bottleneck["queue_packet_ns"]) / result["end_ns"],
         "jain": jain(per_flow),
         "retx": sum(f["segments_retransmitted"] for f in result["flows"]),
@@ -176,6 +202,7 @@ def run_ns3(case: Case, seed: int, binary: Path) -> dict[str, float]:
         "--hystart=false",
         f"--duration={case.seconds}",
         f"--seed={seed}",
+        *([f"--qdisc={case.qdisc}", f"--qdiscAttributes={case.qdisc_attributes}"] if case.qdisc else []),
     ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()

@@ -107,7 +107,7 @@ fn pie() -> QueueSpec {
 }
 
 /// The bottleneck between `WARM_UP` and `DURATION`: mean queueing delay (ms), utilisation,
-/// time-average queue (packets and bytes), drops.
+/// time-average queue (packets and bytes), drops (tail and early).
 #[derive(Debug)]
 struct Measured {
     delay_ms: f64,
@@ -133,7 +133,7 @@ fn measure(queue: QueueSpec, seed: u64) -> (Measured, RunResult) {
         utilisation: (b.busy_ns - a.busy_ns) as f64 / span,
         mean_queue: (b.queue_packet_ns - a.queue_packet_ns) as f64 / span,
         queue_bytes: (b.queue_byte_ns - a.queue_byte_ns) as f64 / span,
-        drops: b.dropped_queue_packets - a.dropped_queue_packets,
+        drops: (b.dropped_queue_packets + b.dropped_aqm_packets) - (a.dropped_queue_packets + a.dropped_aqm_packets),
     };
     eprintln!("{m:?}");
     (m, full)

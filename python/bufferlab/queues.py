@@ -220,10 +220,10 @@ class TbfQueue(_Queue):
         return f"tbf {units.format_rate(self.rate)}, burst {units.format_bytes(self.burst)}"
 
 
-# The engine checks the ranges of the gain and the sub-buffers (and names the field); a gain must
-# be finite here, as JSON, the engine's input, has no NaN nor infinity.
-_Alpha = Annotated[float, Field(allow_inf_nan=False)]
-_SubBuffers = Annotated[int, Field(strict=True)]
+# The engine checks the ranges of gains, probabilities and counts (sub-buffers, flow queues) and
+# names the field; a real must be finite here, as JSON, the engine's input, has no NaN nor infinity.
+_Real = Annotated[float, Field(allow_inf_nan=False)]
+_Count = Annotated[int, Field(strict=True)]
 _Time = Annotated[int, Parsed(units.parse_time, units.format_time, returns=STR)]
 
 
@@ -244,9 +244,9 @@ class SplitBuffQueue(_Queue):
 
     kind: Literal["splitbuff"]
     limit: QueueSizeField = BDP
-    sub_buffers: _SubBuffers = 2
+    sub_buffers: _Count = 2
     update_interval: _Time = 100_000_000
-    alpha: _Alpha = 0.25
+    alpha: _Real = 0.25
     quantum: _Bytes = 1500
     estimator: Literal["paper", "refined"] = "paper"
     total: Literal["estimated", "fixed"] = "estimated"
@@ -263,7 +263,7 @@ class BlindSplitBuffQueue(_Queue):
 
     kind: Literal["blind_splitbuff"]
     limit: QueueSizeField = BDP
-    sub_buffers: _SubBuffers = 2
+    sub_buffers: _Count = 2
     quantum: _Bytes = 1500
 
     def __str__(self) -> str:
@@ -272,8 +272,6 @@ class BlindSplitBuffQueue(_Queue):
 
 # A threshold on RED's average queue: packets ("5p") or bytes ("7.5kB").
 _Threshold = Annotated[QueueLimit, Parsed(units.parse_size, units.format_size, returns=STR)]
-# Probabilities and gains are finite (the engine checks their ranges and names the field).
-_Real = Annotated[float, Field(allow_inf_nan=False)]
 _AQM_LIMIT = QueueSize(limit=QueueLimit(packets=1000))
 
 
@@ -369,7 +367,7 @@ class FqCodelQueue(_Queue):
     target: _Time = 5_000_000
     interval: _Time = 100_000_000
     limit: QueueSizeField = QueueSize(limit=QueueLimit(packets=10240))
-    flows: _SubBuffers = 1024
+    flows: _Count = 1024
     quantum: _Bytes = 1514
 
     def __str__(self) -> str:

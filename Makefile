@@ -22,7 +22,7 @@ RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.r
 RANGES = $$($(BIN)/python -c 'import shlex, tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
 	print(" ".join(map(shlex.quote, p["dependencies"] + p["optional-dependencies"]["dev"])))')
 
-.PHONY: run test fuzz bench bench-ns3 lint lock setup clean
+.PHONY: run test fuzz bench bench-ns3 lint docs lock setup clean
 
 ## run: set up, then simulate the flagship example (the reference dumbbell)
 run: setup
@@ -79,6 +79,11 @@ lint: setup
 	$(BIN)/mypy
 	PYTHONPATH=python $(BIN)/lint-imports
 	$(BIN)/python -m compileall -q python tests
+
+## docs: the documentation site (mkdocs.yml, docs/) into site/; its reference pages are written from the code
+## at build time (docs/hooks/), and --strict fails the build on a broken link or a page missing from the nav
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 ## lock: re-resolve pyproject's ranges to their newest versions and pin them in requirements.lock
 lock: | $(BIN)/python

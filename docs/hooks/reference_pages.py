@@ -686,9 +686,9 @@ STORE_INTRO = """\
 A run's results are kept in a DuckDB file, `results/bufferlab.duckdb` under the working
 directory unless `--db PATH` (or a `db` argument in Python) names another. Any DuckDB client can
 read it; `bufferlab results query "SQL"` runs a query on it and `bufferlab.load(db)` gives the
-same tables as polars DataFrames. This page lists every table and column of the store schema
-version {version}, written from the store's own definition (`bufferlab.store.tables`) when the
-documentation is built.
+same tables as polars DataFrames. This page lists every table and column of the store, at
+schema version {version}, written from the store's own definition (`bufferlab.store.tables`) when
+the documentation is built.
 
 Every table of a run's rows has its `run_id` (a run's identity: the SHA-256 of its resolved
 spec, seed and engine version, in hex), so that a query joins any of them to `runs`. The

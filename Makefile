@@ -102,8 +102,8 @@ $(VENV)/.deps: requirements.lock | $(BIN)/python
 # maturin builds the engine and its binding (release profile) and installs the package in
 # editable mode: Python sources are used in place, only Rust changes need this step again.
 # tools/pgo-build makes it a profile-guided build (an instrumented build, a training run on the
-# goldens and the reference dumbbell, the optimised build: docs/engine.md, "A profile-guided
-# build"); PGO=0 builds plainly (one build, for iterating on the engine), as does a machine
+# goldens and the reference dumbbell, the optimised build: docs/development/speed.md, "A
+# profile-guided build"); PGO=0 builds plainly (one build, for iterating on the engine), as does a machine
 # without an llvm-profdata of rustc's LLVM version. $(VENV)/.pgo holds the last PGO setting, so
 # that switching it rebuilds.
 export PGO ?= 1

@@ -242,8 +242,8 @@ def best_walls(cases: list[Case], binary: Path, tool: str) -> list[float]:
     return [best_wall(case, binary) for case in cases]
 
 
-# Why a case's figures may differ beyond goodput 3 % / drops 15 % (docs/engine.md, "Side by side
-# with ns-3", known differences: the measurements behind each note).
+# Why a case's figures may differ beyond goodput 3 % / drops 15 % (docs/engine/validation.md, "Side by
+# side with ns-3", known modelling differences: the measurements behind each note).
 NOTES = {
     "1x100M": "one flow leaving slow start: ns-3.44's PRR (RecoverFS from pipe, extra MSS per dupACK "
     "with SACK) recovers differently from RFC 6937",

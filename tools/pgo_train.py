@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The reference dumbbell is run this many times (1.5 M events each, against 0.5 M for all the
 # goldens), so that the common path (greedy TCP flows through a FIFO) has the weight of what users
-# run, while the goldens still mark every other path as used. Measured (docs/engine.md, "A
+# run, while the goldens still mark every other path as used. Measured (docs/development/speed.md, "A
 # profile-guided build"): once, the dumbbell gained 1 % and one flow 4 %; four times, 4 % and
 # 7 %, the QUIC and CUBIC cases about as much as before (-6..-10 %); the dumbbell alone, 5 % and
 # 8 %, but QUIC only 0..-6 %.

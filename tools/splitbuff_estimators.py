@@ -1,7 +1,7 @@
 """SplitBuff's options measured against each other: the paper's Fig. 2 as published (the
 default) and the engine's refined estimator, each with B re-estimated every T_u (Fig. 2) or fixed
 at the configured BDP; and Fig. 1's flows started together or jittered over 0-5 s. Prints one
-table (docs/engine.md, "SplitBuff: the estimator as published and its options", quotes it).
+table (docs/engine/index.md, "Queues", SplitBuff, quotes it).
 
     .venv/bin/python tools/splitbuff_estimators.py [--seconds-scale 1.0]
 

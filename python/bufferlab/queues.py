@@ -235,7 +235,7 @@ class SplitBuffQueue(_Queue):
 
     `estimator = "paper"` (default) is the paper's Fig. 2 as published; "refined" this engine's
     earlier estimator (queueing taken from one RTT ago, one group of flows left unsplit until two
-    groups a factor 2 apart show): docs/engine.md, SplitBuff, measures the difference.
+    groups a factor 2 apart show): docs/engine/index.md, SplitBuff, measures the difference.
     `total = "estimated"` (default, Fig. 2) re-estimates B = (average RTT − T_q)·C every T_u,
     `limit` (default the BDP rule at the mean RTT) being B until the first estimate; "fixed" keeps
     B at `limit`."""

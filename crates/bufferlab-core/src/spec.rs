@@ -183,7 +183,7 @@ pub enum SplitBuffEstimator {
     Paper,
     /// This engine's earlier estimator: the queueing an RTT holds taken from one RTT ago, a
     /// packet mapped to the sub-buffer whose RTTP explains it best, and one group of flows left
-    /// unsplit until keys show two groups a factor 2 apart (docs/engine.md, SplitBuff).
+    /// unsplit until keys show two groups a factor 2 apart (docs/engine/index.md, SplitBuff).
     Refined,
 }
 

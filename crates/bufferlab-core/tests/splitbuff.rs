@@ -164,7 +164,7 @@ fn splitbuff_separates_the_flows_when_the_long_rtt_flow_starts_seconds_first() {
 /// Start pairs (10 ms, 990 ms) that `bufferlab run scenarios/splitbuff_fig1.toml` draws from
 /// `start = uniform(0 s, 5 s)` with seeds 1, 3, 5, 6 and 9, where SplitBuff gives the 990 ms flow
 /// no more than the FIFO does: its first windows are lost while the estimator still maps the
-/// 10 ms flow into both sub-buffers, and Reno at a 1 s RTT never recovers (docs/engine.md).
+/// 10 ms flow into both sub-buffers, and Reno at a 1 s RTT never recovers (docs/engine/index.md).
 #[test]
 fn splitbuff_separates_the_flows_for_the_start_times_of_the_clis_random_starts() {
     for starts_ms in [[388, 3_075], [4_660, 2_580], [60, 1_940], [810, 4_640], [4_580, 4_270]] {

@@ -86,7 +86,7 @@ def _dumbbell(name: str, flows: list[dict[str, Any]], duration: str, queue: Any)
 
 
 def _fig1(s: dict[str, Any]) -> Sweep:
-    # Both flows start at 0 s, as in Fig. 1 (jittered starts separate them too: docs/engine.md,
+    # Both flows start at 0 s, as in Fig. 1 (jittered starts separate them too: docs/engine/index.md,
     # SplitBuff, staggered starts).
     flows = [{"name": "short_10ms", "rtt": "10ms", "start": "0s"}, {"name": "long_990ms", "rtt": "990ms", "start": "0s"}]
     queues = [*[f"{ms}ms" for ms in s["fig1_buffers_ms"]], DISCIPLINES["splitbuff"], DISCIPLINES["blind"]]
@@ -414,7 +414,7 @@ REPRODUCTION = Reproduction(
     notes=["SplitBuff as published (Fig. 2): packets mapped by RTT − T_q against average(RTT) − T_q of the last "
            "period, B re-estimated every T_u = 100 ms as (average(RTT) − T_q)·C, the sub-buffers sized by eq. (4), "
            "alpha = 0.25 (the seed gives neither T_u nor alpha). The engine's refined estimator and a fixed B are "
-           "options (queue estimator = \"refined\", total = \"fixed\"), measured against this one in docs/engine.md.",
+           "options (queue estimator = \"refined\", total = \"fixed\"), measured against this one in docs/engine/index.md.",
            "TCP: Reno with SACK and PRR (the seed runs ns-2's TCP SACK); 1 KB packets are a 948-byte MSS plus 52 bytes "
            "of headers; starts jittered over 0–5 s (the seed's \"uniformly at random from [0 s, 5 s]\"), except "
            "Fig. 1's two flows, which start together (the seed does not say).",

@@ -47,7 +47,7 @@ PACKAGE = Path(__file__).resolve().parent
 # A run's interactive charts, of the first flows and the bottleneck: the quantities of `bufferlab
 # plot timeseries` (cwnd, sRTT, throughput, queue) and of seed 001's operating point (in flight,
 # sRTT, throughput). Drawn in the browser from the page's JSON, they replace static figures of
-# the same series, which took ~1 s a run to draw and save (docs/speed.md, the report).
+# the same series, which took ~1 s a run to draw and save.
 CHART_QUANTITIES = ("cwnd", "in_flight", "srtt", "throughput", "queue")
 # Why a chart whose stored series hold no value is left out.
 EMPTY_CHART_REASONS = {"srtt": "no flow took an RTT sample (datagram flows take none)"}

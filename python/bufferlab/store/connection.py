@@ -87,7 +87,7 @@ made by an earlier bufferlab keeps its 256 kB blocks and only a new file is give
 blocks were measured and not kept: with 32 kB DuckDB no longer bit-packs (RLE or uncompressed
 segments instead), which made the dumbbell's commit 13 ms shorter and the store 12 % larger than
 with 256 kB (1.9 times the 64 kB store), the trade already refused for the store's size
-(docs/speed.md, "The store's write"); 16 kB blocks, more page faults and a larger store.
+(docs/development/speed.md, "The store's write"); 16 kB blocks, more page faults and a larger store.
 
 A writer uses one DuckDB thread. Its work is one append of Arrow tables and a checkpoint; a second
 thread shortened neither on the shared two-core machine but cost a third more CPU time (dumbbell:

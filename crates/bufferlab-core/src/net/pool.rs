@@ -35,7 +35,7 @@ use mem_prefetch::prefetch_read_data;
 const NONE: u32 = u32::MAX;
 
 /// A packet in the pool: 80 bytes, not padded to a cache-line multiple (128 bytes): the
-/// smaller footprint gains more than the alignment (docs/engine.md, issue 15).
+/// smaller footprint gains more than the alignment (docs/development/speed.md, "The packet pool"; issue 15).
 #[derive(Debug, Clone, Copy)]
 struct Stored(Packet);
 

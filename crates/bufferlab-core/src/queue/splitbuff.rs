@@ -24,7 +24,7 @@
 //! With three sub-buffers the thresholds are RTTP − σ/2 and RTTP + σ/2, σ the standard deviation
 //! of the period's RTTs (§IV.C), and eq. (4) weighs each of the three by its T_B.
 //!
-//! What Fig. 2 leaves open, and how it is read here (docs/engine.md): a queueing-delay sample is
+//! What Fig. 2 leaves open, and how it is read here (docs/engine/index.md): a queueing-delay sample is
 //! the sub-buffer's bytes (for T_q: the whole backlog's) over C when a packet arrives, the
 //! "current number of packets" as a delay; until the first period ends there is no threshold and
 //! every packet goes to x, which holds all of B; a packet without an RTT (a SYN, a window sent
@@ -37,7 +37,7 @@
 //! sub-buffer shrunk by eq. (4) still holds more than its new size.
 //!
 //! `SplitBuffEstimator::Refined` is this engine's earlier estimator, an option with its measured
-//! effect in docs/engine.md: T_q of a packet is the queueing its RTT holds, its sub-buffer's delay
+//! effect in docs/engine/index.md: T_q of a packet is the queueing its RTT holds, its sub-buffer's delay
 //! (bytes over service share) one RTT before it arrives, from a fixed-size history; with two
 //! sub-buffers a packet goes to the one whose T_B best explains RTT − that sub-buffer's T_q (the
 //! mean-of-T_B threshold when queueing is equal); the period's (average(RTT) − T_q) is smoothed
@@ -189,7 +189,7 @@ type Delays = [f64; RTT_SUB_BUFFERS + 1];
 /// The queueing delay of each sub-buffer and of the channel's backlog (backlog / C, the fullest
 /// sub-buffer's) over the last `HISTORY_SLOTS` slots: what a packet enqueued then met. A sender's
 /// RTT sample holds the queueing its packet met about one RTT before the packet carrying it
-/// arrives, so the key (RTT − T_q) subtracts the delay of then, not of now (docs/engine.md).
+/// arrives, so the key (RTT − T_q) subtracts the delay of then, not of now (docs/engine/index.md).
 /// Allocated once.
 #[derive(Debug)]
 struct DelayHistory {
@@ -825,7 +825,7 @@ impl SplitBuff {
             if self.subs.len() == 2 {
                 // thresh: the average RTTP of the flows (§III.B), the mean of the sub-buffers'
                 // T_B (Fig. 2's packet average weighs each flow by its packet rate and would put
-                // the threshold next to the fastest flow's RTT; see docs/engine.md).
+                // the threshold next to the fastest flow's RTT; see docs/engine/index.md).
                 let (x, y) = (self.subs[0].rttp_ns.unwrap_or(0.0), self.subs[1].rttp_ns.unwrap_or(0.0));
                 e.thresholds_ns[0] = (x + y) / 2.0;
                 e.n_thresholds = 1;
@@ -879,7 +879,7 @@ impl SplitBuff {
             Mapping::Paper(_) => within_b && within_sub_buffer,
             // The refined estimator lets a shrunk sub-buffer drain while the others fill to their
             // sizes (the queue then transiently above B): a long-RTT flow's first windows, mapped
-            // to y as the split begins, are not lost behind x's backlog (docs/engine.md).
+            // to y as the split begins, are not lost behind x's backlog (docs/engine/index.md).
             Mapping::Rtt(e) if !e.split && i == self.subs.len() - 1 => within_b,
             _ => within_sub_buffer,
         }

@@ -175,8 +175,8 @@ def test_one_reno_flow_gets_the_sawtooth_buffer_for_its_utilisation_target(u, st
     print(f"u = {u}: sawtooth theory B = {theory:.2f} packets, advisor {advice.buffer_packets} packets")
     assert advice.buffer_packets is not None
     # The search's resolution, plus one packet: the engine runs a little above the sawtooth (its
-    # utilisation exceeds the theory's by 0.003-0.009 at 0.1-0.5 BDP, README), worth up to one packet
-    # of buffer here (measured: 19 packets for 19.86, 25 for 26.01).
+    # utilisation exceeds the theory's by 0.003-0.009 at 0.1-0.5 BDP, docs/engine/validation.md),
+    # worth up to one packet of buffer here (measured: 19 packets for 19.86, 25 for 26.01).
     assert abs(advice.buffer_packets - theory) <= resolution + 1
     # Below one BDP (34 packets), as the theory says of any target under 100 %.
     assert advice.buffer_packets < advisor.link.bdp_packets

@@ -66,7 +66,7 @@ def plot_command(kind: str, targets: tuple[str, ...], db: Path, output: Path | N
                  source: str, link: str | None, direction: str, split: str, x_axis: str | None, metric: str | None,
                  by: str | None, size_text: str | None, dpi: int | None) -> None:
     """Draw a figure of stored runs: KIND is one of timeseries, operating-point,
-    inflight, ecdf, plane, cdf, sweep, cwnd (see the README's Figures section)."""
+    inflight, ecdf, plane, cdf, sweep, cwnd (the guide "Figures and the report" shows each)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)

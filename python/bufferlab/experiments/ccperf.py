@@ -45,7 +45,7 @@ SEED_11 = {"mean_agg_throughput_l4": 61.48, "mean_jains_fairness_throughput_l4":
 # one-way delay (2214-2337 ms per flow, mean 2299.9) is that backlog's, not the network's.
 SEED_11_WRITE_AHEAD = (15.95 + 15.20 + 13.66 + 13.65 + 13.64) / (13.88 + 13.13 + 11.60 + 11.59 + 11.58)
 # How #11's numbers are compared with the seed's: the band within which bufferlab matches ns-3 3.44
-# itself on a matched dumbbell (`make bench-ns3`, README "Side by side with ns-3": goodput and
+# itself on a matched dumbbell (`make bench-ns3`, docs/guides/ns3.md: goodput and
 # utilisation within 3 %, drops within 15 %, mean queue within 45 %, Jain's index within 0.1). The
 # seed ran ccperf's ns-3 build, one run (seed 42): it has no spread of its own to compare within.
 TOLERANCES = {"mean_agg_throughput_l4": (0.03, "goodput within 3 %"),

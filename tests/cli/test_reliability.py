@@ -1,4 +1,4 @@
-"""Issue 14: no traceback, abort or lost result on any input or signal. The regressions a new
+"""No traceback, abort or lost result on any input or signal. The regressions a new
 user met, each through the real command: exit 2 with one line naming the field and nothing
 stored; budgets that refuse a run before it can exhaust memory (checked under a memory limit);
 SIGINT and SIGTERM from a parent without a terminal stop a run within a second."""
@@ -321,15 +321,15 @@ def test_a_signal_stops_a_run_within_a_second_and_stores_nothing(small: Path, db
     assert not db.exists() and not Path(str(db) + ".wal").exists()
 
 
-# Open (issue 14): on a loaded machine the two-worker SIGTERM case often stops in more than a
-# second. Never by the default action: in 63 runs at load 2-7 every one exited 143 with its message,
-# and strace shows SIGTERM's disposition is never SIG_DFL in the sweep's process until it exits.
+# A known failure: on a loaded machine the two-worker SIGTERM case often stops in more than a
+# second. Never by the default action: every run exits 143 with its message, and SIGTERM's
+# disposition (strace) is never SIG_DFL in the sweep's process until it exits.
 # The time is the write the signal waits for: the test signals as soon as its own read-only look
 # at the store lets go of the lock, i.e. just as the writer starts storing the next run, so the
-# whole write (open, insert, commit, checkpoint at close: 0.7-2.5 s at load 4-7) lies between the
-# signal and the exit. The two-worker SIGINT case meets the same write (1.1-1.3 s at load 5).
+# whole write (open, insert, commit, checkpoint at close: more than a second on a loaded machine)
+# lies between the signal and the exit. The two-worker SIGINT case meets the same write.
 # Every other property still gates both two-worker cases; only their time is a known failure.
-WRITE_UNDER_WAY = "the write under way when the signal came took over a second (issue 14, open)"
+WRITE_UNDER_WAY = "the write under way when the signal came took over a second (a known failure)"
 
 
 @pytest.mark.slow

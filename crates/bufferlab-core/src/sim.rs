@@ -402,7 +402,7 @@ impl Simulator {
         inline + self.flows.iter().map(|f| f.sender.heap_bytes() + f.receiver.heap_bytes()).sum::<usize>()
     }
 
-    /// SACK-block entries held in the pool's slab by ACKs on the network (issue 15): released
+    /// SACK-block entries held in the pool's slab by ACKs on the network: released
     /// when an ACK is delivered or dropped, so never more than the packets on the network.
     pub fn sack_entries_held(&self) -> usize {
         self.wire.sacks_held()

@@ -2,7 +2,7 @@
 
 The catalogue has one list: the engine's (crates/bufferlab-core/src/metrics/catalogue.rs), every
 metric of the flow, link and network tables in the tables' order with its unit and definition
-(shared metrics.md). This module reads it through the binding (`_core.metric_catalogue`) on first
+(the definitions the docs' metrics reference is generated from). This module reads it through the binding (`_core.metric_catalogue`) on first
 use, once, and adds the columns that say what each row is. `metrics` computes the tables; this
 module only names them, so that what needs their columns and not their computation (the store's
 schema, `store.tables`) loads no numpy.

@@ -130,7 +130,7 @@ def _smallest_data_packet(engine: dict[str, Any]) -> int:
 
 
 def _captures(s: Scenario, engine: dict[str, Any]) -> list[Demand]:
-    if not engine["captures"]:  # no need to look through the links and flows (issue 15)
+    if not engine["captures"]:  # no need to look through the links and flows
         return []
     finite = [link["rate"] for link in engine["links"] if link["rate"]]
     fastest = max(finite, default=0)
@@ -240,7 +240,7 @@ def check_memory(s: Scenario, resolved: Resolved, budget: int | None = None) -> 
     """Refuse a run whose estimated memory exceeds `budget` (default: `default_budget()`), naming
     the field of its largest demand (the first of `memory_demands` with the most bytes); else
     return the estimate (bytes). The queues' demands are summed from their sizes, and only the
-    largest is described: a 10,000-flow dumbbell has 40,002 (issue 15)."""
+    largest is described: a 10,000-flow dumbbell has 40,002."""
     limit = default_budget() if budget is None else budget
     demands = _other_demands(s, resolved)
     total = sum(d.bytes for d in demands) + PACKET_BYTES * _all_queue_packets(resolved)

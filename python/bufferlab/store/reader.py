@@ -16,7 +16,7 @@ commands' few queries, a report's page), which holds the lock until the block en
 
 polars (and pyarrow and numpy, which DuckDB's conversion to polars brings) are imported by the
 first query that returns a DataFrame, not with this module: `bufferlab results list` prints
-plain rows (`Results.rows`) and loads none of them (issue 15, "an instant command").
+plain rows (`Results.rows`) and loads none of them, so that it answers at once.
 """
 
 from __future__ import annotations

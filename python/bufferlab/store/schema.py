@@ -28,7 +28,7 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 # 3: sweeps: study kind, sweep spec and axes; study_points.
 # 4: the sub-buffers of split queues (SplitBuff): queue_classes, class_timeseries.
 # 5: runs.run, a run's number in its store; the run tables keyed by it (`<table>_data`) and read
-#    through views that join the run id back (issue 15).
+#    through views that join the run id back.
 # 6: the engine's input under the scenario's keys (`runs.spec_json`: `duration`, not `duration_ns`);
 #    channels.dropped_aqm_packets/_bytes, the drops of an AQM apart from the tail drops (NULL in
 #    the runs of older stores, which had no AQM).

@@ -1,7 +1,7 @@
-//! The arithmetic of the catalogue, bit for bit as the numpy code that computed it before
-//! (issue 15): numpy's pairwise sums, means and standard deviations and Python's exact integer
-//! division; the logarithm is libm's, the same on every machine (`ln`). Everything else is one
-//! IEEE operation at a time, in the order the formulas in `metrics.md` write them.
+//! The arithmetic of the catalogue, bit for bit as numpy computes it: numpy's pairwise sums,
+//! means and standard deviations and Python's exact integer division; the logarithm is libm's,
+//! the same on every machine (`ln`). Everything else is one IEEE operation at a time, in the
+//! order the catalogue's definitions (`catalogue`) write them.
 
 /// numpy's block size for pairwise summation (`PW_BLOCKSIZE` in numpy's `loops_utils.h.src`).
 const PAIRWISE_BLOCK: usize = 128;

@@ -573,7 +573,7 @@ mod tests {
 
     #[test]
     fn a_dropped_ack_gives_back_its_sack_blocks() {
-        // Issue 15: the SACK blocks of an ACK live in the pool's slab until the ACK leaves the
+        // The SACK blocks of an ACK live in the pool's slab until the ACK leaves the
         // network, dropped included: refused by a full queue, or lost on the link.
         let routes = RoutingTable::build(2, &[crate::net::routing::Edge { from: 0, to: 1, cost: 1 }], &[1]);
         let block = crate::net::packet::SackBlock { start: 1, end: 2 };

@@ -14,7 +14,8 @@ dumbbell and for one flow of it over 10 s, each against ns-3's time for the same
 (about 6 s and 1.3 s, taken on another day), or with --ns3-binary (compiled by `make bench-ns3`)
 measured in the same session, its twin with every setting matched (benchmarks/bench_ns3.py),
 whole process, best of 3. The targets are 30x ns-3 and 10x ns-3. The host's speed varies from
-hour to hour, so the side-by-side ratio is the fair one. On a shared machine the CPU time is the steadier figure.
+hour to hour, so the side-by-side ratio is the fair one. On a shared machine the CPU time is the
+steadier figure.
 
     python benchmarks/bench_pipeline.py --stages --ns3-binary benchmarks/ns3/build/dumbbell
 

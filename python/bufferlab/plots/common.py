@@ -232,7 +232,7 @@ def run_info(res: Results, run: str) -> RunInfo:
 
 def run_infos(res: Results, run_ids: Sequence[str]) -> list[RunInfo]:
     """`run_info` of many runs (full ids), in their order, from one query: a study's figure
-    describes every run of the study (36 runs were 72 queries, for each of a report's figures)."""
+    describes every run of the study (not two queries per run, for each of a report's figures)."""
     rows = res.query("SELECT run_id, name, seed, end_ns, user_spec_json FROM runs WHERE run_id IN (SELECT unnest(?))",
                      [list(run_ids)])
     by_id = {row["run_id"]: row for row in rows.iter_rows(named=True)}

@@ -80,7 +80,7 @@ def stored_schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
 
     The first look at DuckDB's catalogue that does not name an existing table (listing it, or
     reading a `meta` that is not there: a CatalogException, with its "did you mean" search)
-    costs ~5 ms, so a new store is recognised by its file holding nothing (`_holds_nothing`),
+    is slow, so a new store is recognised by its file holding nothing (`_holds_nothing`),
     any other by reading `meta`; only a file that has something but no `meta` lists the tables."""
     import duckdb  # loaded already: `con` is its connection
 

@@ -137,9 +137,8 @@ RUN_TABLES = ("flows", "channels", "flow_metrics", "link_metrics", "network_metr
               "channel_timeseries", "captures", "queue_classes", "class_timeseries")
 # The run tables of many rows per run, stored keyed by the run's number and read through a view
 # (see the module docstring). The others hold a row per flow or link direction: keyed by number
-# too, even 10,000 flows' (100,000 rows in four tables of 20-35 columns) were inserted only ~2 ms
-# faster (29.6 -> 27.2 ms of CPU time, the commit the same), less than their six views cost a new
-# store's schema (0.3-0.4 ms each).
+# too, even 10,000 flows' would be inserted barely faster, for less than their six views would
+# cost a new store's schema.
 NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_timeseries")
 # The columns of the numbered tables whose values come in long runs, stored run-length encoded
 # (DuckDB's ``USING COMPRESSION rle``; a column that is constant over a segment is still stored
@@ -192,7 +191,7 @@ def _create_statements(table: str) -> list[str]:
 # A new store's tables, views and schema version as one script, run by one `execute`: DuckDB's
 # Python client takes the GIL back after every statement it runs (and between the steps of one),
 # so a thread running Python meanwhile (the summary's rendering) delays each call; one call
-# instead of sixteen, and `meta`'s first row a plain INSERT (INSERT OR REPLACE checks the key: 2
-# of the 6 ms of CPU time the schema took).
+# instead of sixteen, and `meta`'s first row a plain INSERT (INSERT OR REPLACE would check the
+# key).
 NEW_STORE_SCHEMA = ";\n".join([*(statement for table in TABLES for statement in _create_statements(table)),
                                 f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}')"])

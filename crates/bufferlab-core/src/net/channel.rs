@@ -129,7 +129,7 @@ pub struct Channel {
     cold: Box<ChannelCold>,
     /// The serialisation time of a packet of `last_bytes`. Almost every packet a channel carries
     /// has the size of the one before (full segments one way, ACKs the other), and computing the
-    /// time is a 64-bit division, slow enough to be ~4 % of the reference dumbbell's time.
+    /// time is a 64-bit division, slow enough to matter when done for every packet.
     serialisation: SimTime,
 }
 

@@ -340,8 +340,8 @@ def test_what_only_the_steps_after_the_engine_need_is_not_imported_before_it() -
 def test_a_run_of_a_spec_planned_before_reaches_its_engine_without_pydantic_hashlib_or_decimal() -> None:
     # The plan cache (`pipeline.plan_cache`): the first process plans the dumbbell and keeps its
     # plan; the second reads it back and gets as far as the engine's start with what `run` loads.
-    # Validating the spec is pydantic's import (~27 ms); hashlib (OpenSSL, ~4 ms) only names a run
-    # never planned before, and decimal (~1.5 ms) only reads units.
+    # Validating the spec needs pydantic's import; hashlib (OpenSSL) only names a run never
+    # planned before, and decimal only reads units.
     code = ("import bufferlab.cli.run\nfrom pathlib import Path\n"
             f"planned = bufferlab.cli.run.plan_file(Path({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}), (), None, None)\n"
             "import bufferlab.runner, bufferlab.pipeline.simulate\n")

@@ -1,11 +1,10 @@
 """Engine throughput on the reference dumbbell, side by side with ns-3's figure for it.
 
-The reference scenario (issue "Engine foundation"; scenarios/dumbbell.toml): 10 NewReno flows,
-100 Mb/s bottleneck with 10 ms delay, 1 Gb/s access links with 5 ms delay, 100-packet FIFO,
-30 simulated seconds. ns-3 3.44 runs it in about 6 s on these machines (issue 15's side-by-side
-measurement, which `benchmarks/bench_pipeline.py` uses too; the first estimate here was 13 s, on a
-loaded machine): NS3_REFERENCE_S below. Issue 15's target for the engine alone is 200x that speed
-(0.03 s).
+The reference scenario (scenarios/dumbbell.toml): 10 NewReno flows, 100 Mb/s bottleneck with
+10 ms delay, 1 Gb/s access links with 5 ms delay, 100-packet FIFO, 30 simulated seconds. ns-3 3.44
+runs it in about 6 s on these machines (a side-by-side measurement, which
+`benchmarks/bench_pipeline.py` quotes too): NS3_REFERENCE_S below. The target for the engine alone
+is 200x that speed (0.03 s).
 
     python benchmarks/bench_engine.py                # the reference scenario, 5 repetitions
     python benchmarks/bench_engine.py --flows 10 100 1000 --seconds 10
@@ -13,9 +12,8 @@ loaded machine): NS3_REFERENCE_S below. Issue 15's target for the engine alone i
 
 With --ns3-binary (compiled by `make bench-ns3`), ns-3's time is measured in the same session:
 its twin of the reference dumbbell (benchmarks/bench_ns3.py, every setting matched), whole
-process, best of 3, as issue 15 measured it. The quoted 6 s was taken on another day, and the
-host's speed varies from hour to hour (ns-3 took 9.2 s on 2026-11-25 at 00:40 UTC, with the
-machine idle), so only a side-by-side ratio is a fair one.
+process, best of 3. The quoted 6 s was taken on another day, and the host's speed varies from
+hour to hour, so only a side-by-side ratio is a fair one.
 
 Prints wall time (best and median of the repetitions) of the engine called from Python, result
 tables included, then of the engine alone (the `run_spec` Rust example, when cargo is available,
@@ -80,9 +78,9 @@ def measure(spec_json: str, repetitions: int) -> dict[str, float]:
 
 def ns3_reference_s(binary: Path | None) -> tuple[float, str]:
     """ns-3's time for the reference dumbbell and where it comes from: measured now with `binary`
-    (its twin, whole process, best of 3), else the figure issue 15 quotes."""
+    (its twin, whole process, best of 3), else the quoted figure."""
     if binary is None:
-        return NS3_REFERENCE_S, "quoted by issue 15; --ns3-binary measures it now"
+        return NS3_REFERENCE_S, "quoted; --ns3-binary measures it now"
     sys.path.insert(0, str(REFERENCE.parent.parent / "benchmarks"))
     from bench_ns3 import REFERENCE_TWIN, best_walls
 
@@ -138,7 +136,7 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--ns3-binary", type=Path,
                         help="ns-3's dumbbell program (`make bench-ns3` compiles benchmarks/ns3/build/dumbbell): "
-                             "measure ns-3's reference time now instead of quoting issue 15's")
+                             "measure ns-3's reference time now instead of quoting it")
     args = parser.parse_args()
 
     profile = pgo_profile()

@@ -1,4 +1,4 @@
-"""bufferlab side by side with ns-3 3.44 on the same dumbbells (issue 11; `make bench-ns3`).
+"""bufferlab side by side with ns-3 3.44 on the same dumbbells (`make bench-ns3`).
 
 Each case is one bufferlab dumbbell spec and the same network in ns-3 (benchmarks/ns3/dumbbell.cc,
 compiled by `make bench-ns3` against the `ns3` wheel from PyPI, which lives in its own venv and is
@@ -87,7 +87,7 @@ AQM_CASES = [
 ]
 CASES += AQM_CASES
 
-# The twins of issue 15's two whole-command cases: the reference dumbbell itself (30 s) and one
+# The twins of bench_pipeline's two whole-command cases: the reference dumbbell itself (30 s) and one
 # flow of it over 10 s (`benchmarks/bench_pipeline.py`), built with the matched settings below.
 REFERENCE_TWIN = Case("dumbbell", 10, "100Mbps", 100e6, 100, "TcpNewReno", 30, "1Gbps")
 ONE_FLOW_TWIN = Case("1flow10s", 1, "100Mbps", 100e6, 100, "TcpNewReno", 10, "1Gbps")
@@ -226,10 +226,9 @@ def run_ns3(case: Case, seed: int, binary: Path) -> dict[str, float]:
 
 
 def best_wall(case: Case, binary: Path, repetitions: int = 3) -> float:
-    """ns-3's whole-process wall time for `case`, best of `repetitions`, as issue 15 measured it.
-    Issue 15 quotes ns-3's times from another day (6 s for the reference dumbbell, 1.3 s for one
-    flow of it); measured in the same session as bufferlab, the ratio no longer depends on how
-    fast the host happens to run that hour."""
+    """ns-3's whole-process wall time for `case`, best of `repetitions`. The benchmarks' quoted
+    ns-3 times are from another day; measured in the same session as bufferlab, the ratio does not
+    depend on how fast the host happens to run that hour."""
     return min(run_ns3(case, 1, binary)["wall"] for _ in range(repetitions))
 
 

@@ -1,4 +1,4 @@
-"""From the engine's last event to a stored run (issue 15, "an instant command"): the whole
+"""From the engine's last event to a stored run: the whole
 `bufferlab run` process of the reference dumbbell into a new store, then each pipeline step in
 one process for the reference dumbbell and a large sampled run.
 
@@ -10,12 +10,12 @@ Whole process: `bufferlab run scenarios/dumbbell.toml --db NEW` in a fresh inter
 CPU time (user + system) of the child, best and median, its median minor page faults and peak
 resident memory (the wall time ends as the command does; the CPU time, faults and peak count the
 processes it left behind too, e.g. an older checkout's store writer process: `_child`), for the reference
-dumbbell and for one flow of it over 10 s, each against ns-3's time for the same run: quoted from
-issue 15 (about 6 s and 1.3 s, taken on another day), or with --ns3-binary (compiled by `make
-bench-ns3`) measured in the same session, its twin with every setting matched
-(benchmarks/bench_ns3.py), whole process, best of 3. The targets are 30x ns-3 (0.2 s on an idle
-machine of issue 15's day) and 10x ns-3. The host's speed varies from hour to hour by a third, so
-the side-by-side ratio is the fair one. On a shared machine the CPU time is the steadier figure.
+dumbbell and for one flow of it over 10 s, each against ns-3's time for the same run: quoted
+(about 6 s and 1.3 s, taken on another day), or with --ns3-binary (compiled by `make bench-ns3`)
+measured in the same session, its twin with every setting matched (benchmarks/bench_ns3.py),
+whole process, best of 3. The targets are 30x ns-3 and 10x ns-3. The host's speed varies from
+hour to hour, so the side-by-side ratio is the fair one. On a shared machine the CPU time is the
+steadier figure.
 
     python benchmarks/bench_pipeline.py --stages --ns3-binary benchmarks/ns3/build/dumbbell
 
@@ -124,8 +124,8 @@ def large_case(flows: int) -> dict[str, Any]:
             "flow_defaults": {"cca": "newreno", "traffic": "greedy"}}
 
 
-# (label, --set overrides of scenarios/dumbbell.toml, ns-3's whole-process seconds quoted by issue
-# 15, the name of its twin in bench_ns3 for --ns3-binary, target ratio)
+# (label, --set overrides of scenarios/dumbbell.toml, ns-3's quoted whole-process seconds, the
+# name of its twin in bench_ns3 for --ns3-binary, target ratio)
 WHOLE_PROCESS_CASES = [
     ("reference dumbbell, 30 s", (), 6.0, "REFERENCE_TWIN", 30),
     ("one flow, 10 s", ("topology.flows=1", "duration=10s"), 1.3, "ONE_FLOW_TWIN", 10),
@@ -134,9 +134,9 @@ WHOLE_PROCESS_CASES = [
 
 def ns3_seconds(binary: Path | None) -> tuple[list[float], str]:
     """ns-3's time for each of WHOLE_PROCESS_CASES and where the figures come from: measured now
-    with `binary` (each case's twin, whole process, best of 3), else the ones issue 15 quotes."""
+    with `binary` (each case's twin, whole process, best of 3), else the quoted ones."""
     if binary is None:
-        return [quoted for _, _, quoted, _, _ in WHOLE_PROCESS_CASES], "quoted by issue 15 (--ns3-binary: measured now)"
+        return [quoted for _, _, quoted, _, _ in WHOLE_PROCESS_CASES], "quoted (--ns3-binary: measured now)"
     import bench_ns3
 
     twins = [getattr(bench_ns3, twin) for _, _, _, twin, _ in WHOLE_PROCESS_CASES]
@@ -572,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
                              "in every run (a spec's first run)")
     parser.add_argument("--ns3-binary", type=Path, default=None,
                         help="ns-3's dumbbell program (`make bench-ns3` compiles benchmarks/ns3/build/dumbbell): "
-                             "measure ns-3's times now instead of quoting issue 15's")
+                             "measure ns-3's times now instead of quoting them")
     args = parser.parse_args(argv)
     pythons = [("after", sys.executable)] + ([("before", args.baseline)] if args.baseline else [])
     if args.existing_json:

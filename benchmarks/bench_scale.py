@@ -1,4 +1,4 @@
-"""The scale ladder (issue 15, "Speed and scale"): six scenarios from the reference dumbbell to
+"""The scale ladder: six scenarios from the reference dumbbell to
 10,000 flows at 10 Gb/s, and one flow with a very large window, each simulated in a process of
 its own, printed as one table.
 
@@ -87,8 +87,8 @@ CASES: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
     "cubic_10g": ("1 CUBIC flow, 10 Gb/s, RTT 100 ms, 1 BDP, random loss 1e-6, 60 s",
                   lambda: _dumbbell(1, "10Gbps", 60, rtt="100ms", queue={"rule": "bdp"}, cca="cubic", loss=1e-6)),
     "seed000": ("seed 000's full scenario: GENI tree, persistent + Poisson mice, 18p, 150 s", _seed000),
-    # Not in the issue's ladder: the per-ACK cost of a very large window (issue 15's scoreboard
-    # item), slow start into a 100,000-packet queue.
+    # Beyond the ladder: the per-ACK cost of a very large window (the SACK scoreboard's), slow
+    # start into a 100,000-packet queue.
     "window_210k": ("1 NewReno flow, 1 Gb/s, RTT 100 ms, 100,000-packet queue (cwnd to ~210,000), 40 s",
                     lambda: _dumbbell(1, "1Gbps", 40, rtt="100ms", queue="100000p")),
     # The same for QUIC's sender (RFC 9002 loss detection over ACK frames that repeat their

@@ -1,11 +1,11 @@
 """Scale with traffic generators: many concurrent flows and a stream of mice created in the run.
 
-The case of issue 4: 10 000 concurrent long-lived flows and 100 000 mice over the run's life,
+The scale case: 10 000 concurrent long-lived flows and 100 000 mice over the run's life,
 on a dumbbell (so the per-packet path is the same whatever the flow count): a 1 Gb/s bottleneck
 with a 10 000-packet FIFO, 10 000 greedy NewReno flows (`persistent`, RTT 40 ms) and Poisson
 mice at 1 000 per second for 100 s (sizes exponential, mean 20 kB), time series off.
 
-    python benchmarks/bench_traffic.py                          # the issue's case
+    python benchmarks/bench_traffic.py                          # the scale case
     python benchmarks/bench_traffic.py --flows 100 1000 10000 --mice-rate 1000 --seconds 20
 
 For each flow count it prints wall time, scheduler events per second, packet transmissions per

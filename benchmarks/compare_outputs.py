@@ -1,5 +1,5 @@
 """Fingerprints of everything a run produces, to show that an optimisation of the pipeline changed
-no output: run it with the interpreter of each checkout and compare the files (issue 15).
+no output: run it with the interpreter of each checkout and compare the files.
 
     python benchmarks/compare_outputs.py after.json                        # this checkout
     ../main/.venv/bin/python benchmarks/compare_outputs.py before.json     # main, from this directory

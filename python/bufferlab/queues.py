@@ -21,7 +21,7 @@ here, one arm of `QueueSpec` in the engine and its own file in crates/bufferlab-
 
 # No `from __future__ import annotations` in this module: pydantic would evaluate every field's
 # annotation from its text when it builds the models (in `spec.scenario`, `spec.topology` and
-# `queues` together about 2 ms of a fresh run, issue 15).
+# `queues`), a cost every fresh run would pay.
 
 import functools
 from dataclasses import dataclass
@@ -69,7 +69,7 @@ class SizeRule:
 
 
 def _size_rule(value: dict[str, Any]) -> SizeRule:
-    from .sizing.rules import AVERAGES  # with the first size by rule, not by every spec (issue 15)
+    from .sizing.rules import AVERAGES  # with the first size by rule, not by every spec
 
     for key in value:
         if key not in ("rule", "rtt", "flows", "packet"):
@@ -155,8 +155,7 @@ _Bytes = Annotated[int, Parsed(units.parse_bytes, units.format_bytes, returns=ST
 
 
 # A discipline other than the FIFO is read only from a table with its kind (`parse_queue`): its
-# model's validator is built at the first such table, not by every command that imports the spec
-# (issue 15).
+# model's validator is built at the first such table, not by every command that imports the spec.
 _BUILT_ON_FIRST_USE = ConfigDict(defer_build=True)
 
 
@@ -386,7 +385,7 @@ _ALIASES = {"fifoqueuedisc": "fifo", "pfifo": "fifo", "droptail": "fifo", "token
 @functools.cache
 def _queues() -> "TypeAdapter[Queue]":
     """The queue models as one union by `kind`, built at the first queue written as a table (with
-    pydantic's `type_adapter` module: 0.35 ms of every spec that writes none, issue 15)."""
+    pydantic's `type_adapter` module), not by every spec that writes none."""
     from pydantic import TypeAdapter
 
     return TypeAdapter(Annotated[Queue, Field(discriminator="kind")])

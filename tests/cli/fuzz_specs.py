@@ -1,4 +1,4 @@
-"""The spec fuzzer of issue 14 (Hypothesis): valid scenarios and sweep specs, mutated field by
+"""The spec fuzzer (Hypothesis): valid scenarios and sweep specs, mutated field by
 field and structurally, through the real command. Used by tests/cli/test_fuzz.py; `make fuzz` runs it
 with a larger budget (BUFFERLAB_FUZZ_EXAMPLES).
 

@@ -1,5 +1,5 @@
 """Bad input through the real command: exit 2, one stderr line naming the field, no traceback,
-nothing stored (issue 2, "Must show": bad input)."""
+nothing stored."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 14's fuzzer (tests/cli/fuzz_specs.py) in the test suite: at least 2000 mutated scenarios and
+"""The spec fuzzer (tests/cli/fuzz_specs.py) in the test suite: at least 2000 mutated scenarios and
 sweep specs through the real command, with a fixed budget so that `make test` stays quick; `make
 fuzz` sets BUFFERLAB_FUZZ_EXAMPLES for a longer search.
 

@@ -1,4 +1,4 @@
-"""Issue 14: no traceback, abort or lost result on any input or signal. The regressions a new
+"""No traceback, abort or lost result on any input or signal. The regressions a new
 user met, each through the real command: exit 2 with one line naming the field and nothing
 stored; budgets that refuse a run before it can exhaust memory (checked under a memory limit);
 SIGINT and SIGTERM from a parent without a terminal stop a run within a second."""
@@ -184,9 +184,9 @@ def closed_loop_demand(users: int, think: str, duration: str = "1s") -> tuple[st
 
 
 def test_users_whose_think_time_has_no_mean_are_counted_by_their_shortest_cycle() -> None:
-    # A Pareto of shape 1 has no finite mean (the budget used to count these users as no flows at
-    # all). Each cycle lasts at least the shortest think (the scale, 80 ms) plus the path's round
-    # trip (20 ms): in 1 s a user starts at most 1 s / 100 ms + 1 = 11 transfers.
+    # A Pareto of shape 1 has no finite mean (a budget that looked only for a mean would count
+    # these users as no flows at all). Each cycle lasts at least the shortest think (the scale,
+    # 80 ms) plus the path's round trip (20 ms): in 1 s a user starts at most 1 s / 100 ms + 1 = 11 transfers.
     field, size = closed_loop_demand(3, '{ dist = "pareto", shape = 1.0, scale = "80ms" }')
     assert (field, size) == ("generators[0].think", 3 * 11 * GENERATED_FLOW_BYTES)
     # Think times that are always 0: transfers back to back, one per round trip at most.
@@ -214,7 +214,7 @@ def test_users_without_a_mean_think_time_are_refused_when_they_could_exhaust_mem
      lambda u: np.interp(u, [0.2, 0.5, 1.0], [0.0, 1e8, 1e9])),
 ])
 def test_users_are_counted_by_the_mean_of_every_think_distribution(think: str, quantile: Any) -> None:
-    # The budget used to find no mean for these two and to count their users as no flows.
+    # A budget without the means of these two would count their users as no flows.
     # E[X] = ∫₀¹ F⁻¹(u) du, here by the midpoint rule over a million steps.
     u = (np.arange(1_000_000) + 0.5) / 1_000_000
     mean_ns = float(np.mean(quantile(u)))
@@ -305,9 +305,7 @@ def test_the_engine_raises_a_typed_error_with_field_and_reason() -> None:
 def test_a_signal_stops_a_run_within_a_second_and_stores_nothing(small: Path, db: Path, sig: int, status: int,
                                                                  ignore_sigint: bool) -> None:
     # 20 flows for many simulated minutes: about ten CPU seconds of simulation, well past the four
-    # waited for, now that the rest of the run takes under half a second (a 3000 s run, 3.5 s in
-    # all, could end first; a 10,000 s run took 4.3 s in all once the engine got faster, and was
-    # often storing by then).
+    # waited for (a much shorter run could end, or be storing, before the signal).
     proc = start_long_run(small, db, "topology.flows=20", ignore_sigint=ignore_sigint)
     wait_until_simulating(proc, 4.0)
     sent = time.monotonic()
@@ -321,15 +319,15 @@ def test_a_signal_stops_a_run_within_a_second_and_stores_nothing(small: Path, db
     assert not db.exists() and not Path(str(db) + ".wal").exists()
 
 
-# Open (issue 14): on a loaded machine the two-worker SIGTERM case often stops in more than a
-# second. Never by the default action: in 63 runs at load 2-7 every one exited 143 with its message,
-# and strace shows SIGTERM's disposition is never SIG_DFL in the sweep's process until it exits.
+# A known failure: on a loaded machine the two-worker SIGTERM case often stops in more than a
+# second. Never by the default action: every run exits 143 with its message, and SIGTERM's
+# disposition (strace) is never SIG_DFL in the sweep's process until it exits.
 # The time is the write the signal waits for: the test signals as soon as its own read-only look
 # at the store lets go of the lock, i.e. just as the writer starts storing the next run, so the
-# whole write (open, insert, commit, checkpoint at close: 0.7-2.5 s at load 4-7) lies between the
-# signal and the exit. The two-worker SIGINT case meets the same write (1.1-1.3 s at load 5).
+# whole write (open, insert, commit, checkpoint at close: more than a second on a loaded machine)
+# lies between the signal and the exit. The two-worker SIGINT case meets the same write.
 # Every other property still gates both two-worker cases; only their time is a known failure.
-WRITE_UNDER_WAY = "the write under way when the signal came took over a second (issue 14, open)"
+WRITE_UNDER_WAY = "the write under way when the signal came took over a second (a known failure)"
 
 
 @pytest.mark.slow
@@ -340,8 +338,8 @@ def test_a_signal_stops_a_sweep_within_a_second_and_keeps_every_finished_run(wri
                                                                             workers: int) -> None:
     # With two workers the sweep's one writer is busy storing most of the time: a signal usually
     # lands in a write, which finishes (and is counted) while the workers stop at once.
-    # Runs long enough (0.3 s of simulation each at load 3) that a signal after the first stored run
-    # lands mid-sweep: with 400 s runs (0.1 s) the sixteen could all be stored before it took effect.
+    # Runs long enough that a signal after the first stored run lands mid-sweep: with much shorter
+    # runs the sixteen could all be stored before it took effect.
     sweep = _queue_sweep(write_scenario, "long", "1200s", 16)
     db = tmp_path / "sweep.duckdb"
     proc = subprocess.Popen([sys.executable, "-m", "bufferlab", "sweep", str(sweep), "--db", str(db),

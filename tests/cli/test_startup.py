@@ -1,4 +1,4 @@
-"""An instant command (issue 15): what `bufferlab --version`, `--help` and `run` of a stored run
+"""An instant command: what `bufferlab --version`, `--help` and `run` of a stored run
 import. Heavy libraries load only where a command needs them; checked by the modules a fresh
 interpreter has loaded, never by a timing."""
 
@@ -91,8 +91,8 @@ def test_the_store_s_writer_loads_duckdb_alone(tmp_path: Path) -> None:
 def test_a_fresh_run_reaches_the_store_without_numpy_polars_pandas_or_pyarrow(tmp_path: Path) -> None:
     # The engine's Arrow tables go to DuckDB through the C stream interface and to the metric
     # catalogue in Rust (`_core.catalogue` reads them in place); derived tables are Arrow tables
-    # made by the binding (`_core.Table`), so neither numpy nor polars is needed (issue 15:
-    # numpy's import was 25-30 ms of CPU of every fresh run). The store binds no parameter
+    # made by the binding (`_core.Table`), so neither numpy nor polars is needed (numpy's import
+    # alone would cost a fresh run more than its metrics). The store binds no parameter
     # (DuckDB's client would load pandas and pyarrow to convert one).
     args = ("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--db", str(tmp_path / "r.duckdb"),
             "--set", "duration=1s")
@@ -146,8 +146,8 @@ def test_run_loads_no_other_command_s_module(tmp_path: Path) -> None:
     assert modules_loaded(cli("size", "--rate", "100Mbps", "--rtt", "10ms"), OTHER_COMMANDS) == ["bufferlab.cli.size"]
     assert modules_loaded(cli("results", "study", "--help"), OTHER_COMMANDS) == ["bufferlab.cli.sweep",
                                                                                 "bufferlab.cli.results"]
-    # ccperf's 26 options and the results group's seven commands are declared only for them
-    # (1.2 ms of every other command's start, issue 15).
+    # ccperf's 26 options and the results group's seven commands are declared only for them, not
+    # at every other command's start.
     assert modules_loaded(cli("ccperf", "--help"), OTHER_COMMANDS) == ["bufferlab.cli.ccperf",
                                                                       "bufferlab.spec.ccperf"]
     assert modules_loaded(cli("results", "list", "--help"), OTHER_COMMANDS) == ["bufferlab.cli.results"]
@@ -330,7 +330,7 @@ AFTER_THE_ENGINE = ("bufferlab.analysis.summary", "bufferlab.pipeline.result", "
 
 def test_what_only_the_steps_after_the_engine_need_is_not_imported_before_it() -> None:
     # The command's modules and a planned dumbbell: what a fresh run has loaded when its engine
-    # starts. The summary, the result's tables and the store's counters come after it (issue 15).
+    # starts. The summary, the result's tables and the store's counters come after it.
     code = ("import bufferlab.cli, bufferlab.runner\n"
             "from bufferlab.spec import load_scenario\n"
             f"bufferlab.runner.validate(load_scenario({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}))")
@@ -340,8 +340,8 @@ def test_what_only_the_steps_after_the_engine_need_is_not_imported_before_it() -
 def test_a_run_of_a_spec_planned_before_reaches_its_engine_without_pydantic_hashlib_or_decimal() -> None:
     # The plan cache (`pipeline.plan_cache`): the first process plans the dumbbell and keeps its
     # plan; the second reads it back and gets as far as the engine's start with what `run` loads.
-    # Validating the spec is pydantic's import (~27 ms); hashlib (OpenSSL, ~4 ms) only names a run
-    # never planned before, and decimal (~1.5 ms) only reads units.
+    # Validating the spec needs pydantic's import; hashlib (OpenSSL) only names a run never
+    # planned before, and decimal only reads units.
     code = ("import bufferlab.cli.run\nfrom pathlib import Path\n"
             f"planned = bufferlab.cli.run.plan_file(Path({str(ROOT / 'scenarios' / 'dumbbell.toml')!r}), (), None, None)\n"
             "import bufferlab.runner, bufferlab.pipeline.simulate\n")

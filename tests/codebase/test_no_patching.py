@@ -1,4 +1,4 @@
-"""No module of the package changes another module (issue 38): no assignment, deletion or
+"""No module of the package changes another module: no assignment, deletion or
 `setattr`/`delattr` on anything reached through an imported name (the standard library's
 internals, a third-party package's, another bufferlab module's), no `unittest.mock` in the
 package, no tuning of the interpreter's thread switching and no forked helper process. Each module does its own work

@@ -1,5 +1,5 @@
-"""benchmarks/bench_engine.py and bench_scale.py keep working: their specs are the issues' and their
-measurements run."""
+"""benchmarks/bench_engine.py and bench_scale.py keep working: their specs are the reference
+scenarios they name and their measurements run."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def test_ns3_twins_of_the_command_cases_simulate_the_same_network(monkeypatch: p
         for key in ("nodes", "links", "duration"):
             assert ours_spec[key] == theirs_spec[key], (twin_name, key)
         assert [(f["src"], f["dst"]) for f in ours_spec["flows"]] == [(f["src"], f["dst"]) for f in theirs_spec["flows"]]
-    assert load_bench().ns3_reference_s(None) == (6.0, "quoted by issue 15; --ns3-binary measures it now")
+    assert load_bench().ns3_reference_s(None) == (6.0, "quoted; --ns3-binary measures it now")
     assert pipeline.ns3_seconds(None)[0] == [6.0, 1.3]
 
 

@@ -1,5 +1,5 @@
 """Determinism: the same spec and seed give identical stored results; another seed changes what
-is random (issue 2, "Must show")."""
+is random."""
 
 from __future__ import annotations
 

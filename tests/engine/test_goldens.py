@@ -1,4 +1,4 @@
-"""Golden scenarios (issue 15): every controller, both transports, every queue kind and every
+"""Golden scenarios: every controller, both transports, every queue kind and every
 traffic generator give bit-identical results across optimisations of the engine. The hashes are
 checked in (tests/engine/goldens/hashes.json); `python tests/engine/goldens/regenerate.py` rewrites them when a
 result is meant to change."""

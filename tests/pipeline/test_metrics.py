@@ -149,8 +149,8 @@ LOG_METRICS = {"mean_utility_pf_l4", "mean_agg_utility_pf_l4", "mean_entropy_fai
 
 
 def _numpy_mean(values: np.ndarray) -> float | None:
-    """numpy's mean of the finite values (None without one): what the catalogue stored before it
-    moved to Rust (issue 15)."""
+    """numpy's mean of the finite values (None without one), which the catalogue's Rust
+    arithmetic matches bit for bit."""
     finite = values[np.isfinite(values)]
     return float(finite.mean()) if finite.size else None
 
@@ -217,7 +217,7 @@ def test_flow_means_are_numpy_s_bit_for_bit(flows: int, k: int) -> None:
 
 @pytest.mark.parametrize(("flows", "k"), [(1, 5), (3, 40), (9, 129), (17, 300), (130, 60)])
 def test_network_means_are_numpy_s_bit_for_bit(flows: int, k: int) -> None:
-    # At each sample the flows active then, by the definitions (metrics.md) in numpy; then the mean
+    # At each sample the flows active then, by the catalogue's definitions in numpy; then the mean
     # of the samples that define a value.
     run, q = _synthetic_run(np.random.default_rng(flows + k), flows, k)
     tput, in_flight, bdp = q["tput"], q["in_flight"], q["bdp_util"]
@@ -468,7 +468,7 @@ def _flow(rng: np.random.Generator, **given: object) -> dict:
 
 def _one_flow(flow: dict, end_ns: int) -> dict:
     """The flow figures of one flow in Python's arithmetic, as the summary and the flow table
-    define them (metrics.md)."""
+    define them (the metric catalogue, crates/bufferlab-core/src/metrics/catalogue.rs)."""
     until = flow["completed_ns"] if flow["completed_ns"] is not None else end_ns
     lifetime_ns = until - flow["start_ns"]
     lifetime_s = lifetime_ns / 1e9

@@ -1,4 +1,4 @@
-"""Figures in the papers' terms (issue 33), read back from the matplotlib `Figure`s: legends and
+"""Figures in the papers' terms, read back from the matplotlib `Figure`s: legends and
 titles say B_s / B_l, HSTCP, "buffer = 18 packets", never a spec path or a run id alone; loss in %;
 counts labelled; bands of bounded metrics within their bounds; panels of different scales on their
 own y axes, scaled to the steady state; plain log ticks; and no empty axes: a metric without data

@@ -361,8 +361,8 @@ def test_a_second_build_rewrites_only_what_changed(store, tmp_path):
 
 
 def test_a_build_opens_the_store_about_once_per_page(store, tmp_path, store_opens):
-    # A page's queries share one connection (`Results.one_connection`): each open costs ~15 ms,
-    # and a run's page makes about ten queries.
+    # A page's queries share one connection (`Results.one_connection`): a run's page makes about
+    # ten queries, and each open of the store costs time.
     report = build_site(store["db"], tmp_path / "site", figures=False)
     pages = report.runs + report.studies + report.reproductions
     assert pages == 5 and len(report.rebuilt) == pages

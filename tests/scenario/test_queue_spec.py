@@ -1,4 +1,4 @@
-"""Queue sizes by time and by rule in specs, resolved from the expanded topology (issue 12), and
+"""Queue sizes by time and by rule in specs, resolved from the expanded topology, and
 the queue kinds' spec forms."""
 
 from __future__ import annotations

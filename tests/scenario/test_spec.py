@@ -403,7 +403,7 @@ def test_user_field_agrees_with_a_scan_of_every_alias_of_a_large_dumbbell() -> N
         assert resolved.user_field(path) == _user_field_by_scan(aliases, path), path
 
 
-# --- the resolution kept from validation (issue 15: a run resolves its spec once) ---------------
+# --- the resolution kept from validation (a run resolves its spec once) -------------------------
 
 def test_first_resolve_after_validation_is_what_a_fresh_resolution_gives() -> None:
     s = Scenario.from_dict(dumbbell(rtt={"dist": "uniform", "low": "20ms", "high": "200ms"}, flows=5))

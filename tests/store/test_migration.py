@@ -39,9 +39,9 @@ def runs_of(count: int) -> list[DerivedRun]:
 
 
 def version_4_store(current: Path, older: Path) -> None:
-    """`older`: the rows of the store `current` as bufferlab's schema version 4 held them (main
-    before issue 15's run numbers): every run table a table of its own with the run id in each row,
-    `runs` without a number."""
+    """`older`: the rows of the store `current` as bufferlab's schema version 4 held them, before
+    run numbers: every run table a table of its own with the run id in each row, `runs` without a
+    number."""
     con = duckdb.connect(str(older))
     try:
         con.execute(f"ATTACH '{current}' AS current (READ_ONLY)")

@@ -1,4 +1,4 @@
-"""Buffer-sizing rules against the numbers the seeds give (issue 12, "Must show": rules), and the
+"""Buffer-sizing rules against the numbers the seeds give, and the
 `bufferlab size` command."""
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def test_size_command_bad_input_is_one_line_and_status_2(args, line):
 
 
 def test_rule_routes_are_least_delay_then_fewest_hops_through_single_link_hosts():
-    # The rule's routes skip expanding a node with one link (issue 15); every route found must
+    # The rule's routes skip expanding a node with one link; every route found must
     # still cost what an exhaustive search (Bellman-Ford, delay + 1 per hop) says is least. The
     # graph has a chain of one-link ends (h1 - r2), a host on a shortcut's end, and a triangle.
     from bufferlab.spec.queue_sizes import _channels, _incoming, _path, _routes_toward

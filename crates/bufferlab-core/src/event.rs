@@ -12,8 +12,8 @@
 //! waits in the bucket named by the highest bit in which its time differs from the last time
 //! taken out, and moves to a lower bucket only when every earlier event has gone. Buckets are
 //! appended to and emptied in order, first in first out, which is what keeps ties in scheduling
-//! order without a sequence number (see [`EventQueue`]). A comparison heap moved keys along a
-//! root-to-leaf path on every push and pop (~170 instructions per event on the reference dumbbell).
+//! order without a sequence number (see [`EventQueue`]). A comparison heap would move keys along
+//! a root-to-leaf path on every push and pop.
 
 use crate::net::routing::Hop;
 use crate::units::SimTime;
@@ -107,8 +107,8 @@ fn place(
     let bucket = &mut buckets[b];
     // The first event at the bucket's earliest time stays its earliest (ties: the first). An
     // empty bucket's earliest time is `NEVER`. A select, not a branch: which way it goes is a
-    // coin toss the branch predictor would lose (written as an `if`, the compiler made it a
-    // branch, mispredicted on ~28 % of placements on one CUBIC flow).
+    // coin toss the branch predictor would lose (written as an `if`, the compiler makes it a
+    // branch).
     let (current, arriving) = (earliest[b], (pending.time, bucket.len() as u32));
     earliest[b] = std::hint::select_unpredictable(pending.time < current.0, arriving, current);
     bucket.push(pending);

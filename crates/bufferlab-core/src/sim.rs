@@ -153,17 +153,17 @@ pub struct Simulator {
 }
 
 /// Listed flows' state (inline) above which the simulator prefetches hops: about 4,800 TCP
-/// flows. Measured on 10 Gb/s dumbbells (RTTs 20-200 ms) on a 2-core EPYC (1 MB L2 per core,
-/// 32 MB L3): 10,000 flows gain ~15 %, 5,000 a few %, 3,000 break even, and 1,000 flows at 1 Gb/s
-/// lose ~15 %, as does seed 000 (thousands of generated flows, few of them at once).
+/// flows, where a core with 1 MB of L2 and a 32 MB L3 breaks even on 10 Gb/s dumbbells. Fewer
+/// flows (or thousands of generated flows, few of them at once, as in seed 000) are mostly in the
+/// caches, and the prefetches cost more than they save.
 const PREFETCH_HOPS_ABOVE_BYTES: usize = 8 << 20;
 
 /// Packets on the wire (the pool's high-water mark) above which every event asks for the next
 /// two events' lines (`Simulator::prefetch_ahead`): about 2,000 packets. Below it the packets, and
 /// a small run's few channels, stay in a core's L2 cache between their writing and their arrival,
-/// and the asking (two peeks into the event queue, five prefetches) is about a tenth of the
-/// instructions of the reference dumbbell (~800 packets on the wire at most, 11 % fewer
-/// instructions and ~10 % less time without it); 100 or more flows at 1 Gb/s exceed it at once.
+/// and the asking (two peeks into the event queue, five prefetches) would be about a tenth of the
+/// instructions of the reference dumbbell (~800 packets on the wire at most); 100 or more flows
+/// at 1 Gb/s exceed it at once.
 const PREFETCH_AHEAD_ABOVE_BYTES: usize = 256 << 10;
 
 /// Samples per series reserved at the start at most: a longer series grows by doubling, whose
@@ -402,7 +402,7 @@ impl Simulator {
         inline + self.flows.iter().map(|f| f.sender.heap_bytes() + f.receiver.heap_bytes()).sum::<usize>()
     }
 
-    /// SACK-block entries held in the pool's slab by ACKs on the network (issue 15): released
+    /// SACK-block entries held in the pool's slab by ACKs on the network: released
     /// when an ACK is delivered or dropped, so never more than the packets on the network.
     pub fn sack_entries_held(&self) -> usize {
         self.wire.sacks_held()
@@ -652,9 +652,8 @@ impl Simulator {
     /// takes one. Otherwise as [`Simulator::drive`].
     ///
     /// Inlined into its two calls in `on_arrive`, one per side: each copy knows its side, and
-    /// the branches on it (which endpoint, whether the sender was open) fold away (1.2 % fewer
-    /// instructions on the reference dumbbell than one shared copy; `settle` inlined as well
-    /// was 3 % more, the main loop's registers spilling).
+    /// the branches on it (which endpoint, whether the sender was open) fold away. `settle` is not
+    /// inlined as well: the main loop's registers would spill.
     #[inline(always)]
     fn deliver(&mut self, flow: u32, side: Side, slot: u32) {
         let mut out = std::mem::take(&mut self.outbox);

@@ -53,8 +53,8 @@ impl ScenarioSpec {
     /// `spec` for the document itself) and the reason in the user's terms.
     ///
     /// A valid spec is parsed once, directly; only a spec that fails is parsed again with its path
-    /// tracked (`serde_path_to_error` copies every key it passes into a string: a third of the
-    /// parse of 10,000 flows; issue 15). Both parses run the same `Deserialize` code, so they
+    /// tracked (`serde_path_to_error` copies every key it passes into a string, a cost a valid
+    /// spec need not pay). Both parses run the same `Deserialize` code, so they
     /// accept and refuse the same texts.
     pub fn from_json(text: &str) -> Result<ScenarioSpec, EngineError> {
         serde_json::from_str(text).or_else(|_| Self::from_json_tracked(text))

@@ -20,7 +20,7 @@ fn err(field: impl Into<String>, reason: impl Into<String>) -> EngineError {
 
 // A field's path is handed to the checks unformatted (`format_args!`, written out only in an
 // error): a spec of 10,000 flows and 20,001 links passes most of its checks, and formatting each
-// path beforehand was a sixth of its planning (issue 15).
+// path beforehand would be a large part of its planning.
 type Field<'a> = fmt::Arguments<'a>;
 
 /// Exactly one positive limit, in packets or in bytes.

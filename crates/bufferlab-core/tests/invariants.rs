@@ -27,7 +27,7 @@ fn packets_are_conserved_with_random_loss() {
 fn every_ack_gives_back_its_sack_blocks_when_delivered_or_dropped() {
     // Random loss on the bottleneck, and a flow the other way whose data congests the queue the
     // first flows' ACKs cross: ACKs carrying SACK blocks are lost on the link and refused by the
-    // queue. Each must give its slab entry back (issue 15): the entries held never outnumber the
+    // queue. Each must give its slab entry back: the entries held never outnumber the
     // packets on the network, and the run drops more packets, each way, than the network
     // ever holds, so a leak on either path would break that bound.
     let mut spec = dumbbell(4, 600 * SEC, 7, 0.002);

@@ -1,4 +1,4 @@
-//! Memory per flow (issue 15, "Speed and scale"): a flow that has not started yet, or has
+//! Memory per flow: a flow that has not started yet, or has
 //! finished, costs at most 2 kB of engine state, so that a run can hold tens of thousands.
 //!
 //! Measured by the engine's own accounting (`Simulator::flow_state_bytes`: each flow's inline
@@ -10,7 +10,7 @@ use bufferlab_core::Simulator;
 mod common;
 use common::*;
 
-/// Issue 15's target for an idle (not yet started, or finished) flow.
+/// The most engine state an idle (not yet started, or finished) flow may hold.
 const TARGET_BYTES_PER_IDLE_FLOW: usize = 2048;
 const FLOWS: usize = 10_000;
 

@@ -1,5 +1,5 @@
-//! The engine's spec parser and validator under mutation (the Rust side of issue 14's fuzzer;
-//! the Python side is tests/test_fuzz.py).
+//! The engine's spec parser and validator under mutation (the Rust side of the spec fuzzer;
+//! the Python side is tests/cli/fuzz_specs.py).
 //!
 //! Valid specs covering every part of the format (TCP and QUIC flows, datagram sources, every
 //! queue discipline, loss models, generators, captures, record selections) are serialised to JSON

@@ -224,7 +224,7 @@ fn runs_with_generators_are_deterministic_and_seeded() {
     );
 }
 
-/// Issue 4's scale case: 10 000 concurrent greedy flows and 100 000 mice over the run, on a
+/// The traffic generators' scale case: 10 000 concurrent greedy flows and 100 000 mice over the run, on a
 /// 1 Gb/s dumbbell path. About 15 s in release on one core: run with `--ignored`
 /// (`benchmarks/bench_traffic.py` prints its speed and memory).
 #[test]

@@ -4,7 +4,7 @@
 //! callback). No Python Arrow library is needed on this side, nor loaded by handing a table over.
 //!
 //! A fresh `bufferlab run` derives and stores its result without any Python Arrow library either
-//! (issue 15: importing polars cost a tenth of a second of every run), so a table also offers
+//! (importing polars would be a large part of a short run), so a table also offers
 //! what that path needs: its rows as dicts (`to_pylist`, or one by index: `row`), a column as
 //! Python values (`column_values`), a numeric column as a numpy array without a copy (`column`,
 //! through numpy's array interface), its column types (`column_types`), and new tables of Python
@@ -115,7 +115,7 @@ impl Column {
 /// The values of `array` as Python sees them, in row order: ints, floats, bools, strs or lists,
 /// None for a null. A Decimal128 of scale 0 (the engine's 128-bit counters) gives ints. The
 /// column's type is matched once, not per value (`to_pylist` converts 50,000 rows of a
-/// 10,000-flow run; issue 15).
+/// 10,000-flow run).
 fn python_values<'py>(py: Python<'py>, array: &dyn Array) -> PyResult<Vec<Bound<'py, PyAny>>> {
     fn each<'py>(
         py: Python<'py>,
@@ -263,9 +263,8 @@ impl Table {
     /// without the GIL.
     ///
     /// The stream is written straight into the bytes object, sized by a first pass that only
-    /// counts: encoding it into a buffer of its own and copying that into the bytes took twice
-    /// the stream's size in fresh memory (the dumbbell's tables 12 MB as IPC streams, about
-    /// 3,000 page faults each way in the command's process; issue 15).
+    /// counts: encoding it into a buffer of its own and copying that into the bytes would take
+    /// twice the stream's size in fresh memory, and its page faults.
     fn to_ipc<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let failed = |e: ArrowError| PyValueError::new_err(format!("{}: Arrow IPC stream: {e}", self.name));
         let len = py.allow_threads(|| ipc_stream_len(&self.batch)).map_err(failed)?;

@@ -45,10 +45,9 @@ const EVENTS_PER_SLICE: u64 = 50_000;
 /// Taking the GIL back costs the engine little when no other thread runs Python, but a fresh
 /// `bufferlab run` has one (`bufferlab.preload` imports numpy and DuckDB while the engine runs),
 /// and each time the engine then waits for that thread to hand the GIL over (up to the
-/// interpreter's switch interval, 0.2 ms meanwhile) and hands it back. Looking after every slice
-/// (every 2-3 ms) took the reference dumbbell's engine (1.5 million events, 30 slices) from 82
-/// to 93 ms beside the preload (best of 12 fresh processes; median 83 -> 96); looking every 20
-/// ms (4 looks) took it to 84 (median 85), as with one single slice. (issue 15)
+/// interpreter's switch interval) and hands it back. Looking after every slice would slow the
+/// engine beside the preload by a tenth; a look every 20 ms costs about what one single slice
+/// does, and a person does not notice a 20 ms wait for an interruption.
 const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(20);
 
 /// `EngineSpecError(field, reason)` with both as attributes, so Python maps it without parsing.

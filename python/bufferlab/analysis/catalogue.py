@@ -2,10 +2,10 @@
 
 The catalogue has one list: the engine's (crates/bufferlab-core/src/metrics/catalogue.rs), every
 metric of the flow, link and network tables in the tables' order with its unit and definition
-(shared metrics.md). This module reads it through the binding (`_core.metric_catalogue`) on first
-use, once, and adds the columns that say what each row is. `metrics` computes the tables; this
-module only names them, so that what needs their columns and not their computation (the store's
-schema, `store.tables`) loads no numpy.
+(the definitions the docs' metrics reference is generated from). This module reads it through
+the binding (`_core.metric_catalogue`) on first use, once, and adds the columns that say what
+each row is. `metrics` computes the tables; this module only names them, so that what needs their
+columns and not their computation (the store's schema, `store.tables`) loads no numpy.
 
 FLOW_METRICS, LINK_METRICS, NETWORK_METRICS: name -> (unit, definition), in the table's order.
 FLOW_TABLE, LINK_TABLE, NETWORK_TABLE: every column of the table -> its Arrow type

@@ -6,7 +6,7 @@ tables with their summary columns (goodput, loss rate, utilisation, ...: `analys
 the run summary, which reads the same figures. The catalogue's numbers are computed by the engine
 crate's `metrics` module (`_core.catalogue`, called here through `analysis.metrics.RunData`) from
 the result's tables, in one call without the GIL: deriving a fresh run imports neither numpy nor
-polars (issue 15). The engine's other tables (time series, captures, queue classes) pass on as
+polars. The engine's other tables (time series, captures, queue classes) pass on as
 they are, but for a run that keeps no series (`[record] store_series = false`): its time-series
 tables are emptied once the catalogue has read them, so that neither a sweep's worker hands them
 over nor the store writes them. The store writes what this step returns (`analysis.record`'s

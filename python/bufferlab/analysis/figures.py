@@ -1,7 +1,8 @@
 """The end-of-run figures of every flow and channel, taken from the engine's counters by
 bufferlab-core's `metrics::figures` (through `_core.figures`): the one implementation of a flow's
 goodput, loss rate, mean RTT sample, completion time and lifetime means, and of a channel's
-service rate, utilisation, time-average queue and mean sojourn (shared metrics.md); and the
+service rate, utilisation, time-average queue and mean sojourn (as the metric catalogue,
+crates/bufferlab-core/src/metrics/catalogue.rs, defines them); and the
 choice of the bottleneck channel by those service rates where the spec names none.
 
 The run summary (`analysis.summary`), derive's summary columns of the flow and channel tables
@@ -115,7 +116,7 @@ class FlowFigures:
     lifetime_ns: list[int]
     # Bytes delivered in order × 8 over the lifetime (b/s).
     goodput_bps: list[float | None]
-    # Retransmitted over transmitted segments (metrics.md loss_rate_l4).
+    # Retransmitted over transmitted segments (the catalogue's loss_rate_l4).
     loss_rate: list[float | None]
     # Mean of the RTT samples (rtt_sum / rtt_samples).
     mean_srtt_ns: list[float | None]

@@ -1,6 +1,6 @@
 """What a run's flows are by its engine spec: the listed flows, then those its generators made,
 and what a "segment" is for each (its MSS and header bytes). Plain Python: the metric catalogue
-reads them on `bufferlab run`'s path, which loads no numpy (issue 15)."""
+reads them on `bufferlab run`'s path, which loads no numpy."""
 
 from __future__ import annotations
 

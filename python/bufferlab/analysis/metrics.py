@@ -1,4 +1,4 @@
-"""The metric catalogue (shared metrics.md): flow, link and network tables with ccperf's names.
+"""The metric catalogue: flow, link and network tables with ccperf's names.
 
 Names follow ccperf's convention ``<stat>_<quantity>_<layer>``: stat is mean, cov (std/mean),
 total or agg (sum over flows); layer is l1 (link, headers included), l2 (queue discipline),
@@ -30,9 +30,9 @@ Deviations from ccperf, by design of the engine:
 
 Where they are computed: in the engine crate (crates/bufferlab-core/src/metrics/, called through
 `_core.catalogue` with the run's flow, channel and flow time-series tables), so that deriving a
-run loads neither numpy nor polars (issue 15: numpy's import was 25-30 ms of CPU of every fresh
-`bufferlab run`, more than the metrics themselves). The numbers are bit for bit those numpy gave
-before (the same operations in the same order, numpy's pairwise sums), except that the logarithm
+run loads neither numpy nor polars, whose imports would cost a fresh `bufferlab run` more than
+the metrics themselves. The numbers are bit for bit those numpy gives (the same operations in the
+same order, numpy's pairwise sums), except that the logarithm
 is libm's, the same on every machine, where numpy's depended on the CPU (SVML on AVX-512). This
 module gathers the inputs (`RunData`), hands the results out by table, and keeps the plotting
 helpers (`interval_rate_mbps`, `FlowSeries`) that read series with numpy outside a run. The
@@ -184,7 +184,7 @@ def _increments(cumulative: np.ndarray) -> np.ndarray:
 
 def interval_rate_mbps(cumulative: np.ndarray, dt_ns: np.ndarray) -> np.ndarray:
     """Per-interval rate in Mb/s of a cumulative byte series (value 0 at t = 0), for plots: the
-    catalogue's rates (metrics.md) are bufferlab-core's, computed the same way."""
+    catalogue's rates (`metrics/catalogue.rs`) are bufferlab-core's, computed the same way."""
     increase = _increments(cumulative)
     rate: np.ndarray = increase * 8e3 / dt_ns  # bytes/ns x 8e3 = Mb/s
     return rate

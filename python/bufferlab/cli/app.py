@@ -176,22 +176,18 @@ def prepare_process() -> None:
     """Settings of the command's process (not of the library imported elsewhere).
 
     numpy's OpenBLAS starts a pool of worker threads when numpy is imported, and they spin for a
-    while waiting for work: 35-40 ms of CPU time in every command that imports numpy (plots,
-    studies, reports; `bufferlab run` no longer does: its metrics are the engine crate's), for
-    nothing, since nothing multiplies matrices. The command asks for one BLAS thread unless the
-    environment says otherwise.
+    while waiting for work, in every command that imports numpy (plots, studies, reports;
+    `bufferlab run` does not: its metrics are the engine crate's), for nothing, since nothing
+    multiplies matrices. The command asks for one BLAS thread unless the environment says
+    otherwise.
 
     Python's cyclic garbage collector runs whenever 700 more container objects exist than at its
-    last pass, and every tenth pass walks the survivors of the ten before: about 100 passes in a
-    fresh `bufferlab run`, most of them over the objects its imports made (classes, functions,
-    pydantic's schemas), 5-6 ms of CPU time for a command that leaves little cyclic garbage.
-    The command lets 1,000,000 accumulate instead (`GC_THRESHOLD`): a short run needs no
-    pass, a long one a few (1000 flows for 5 s: 0.15 s less CPU time at 100,000), and the garbage
-    that waits between passes stays bounded (the peak memory of a finely recorded run is
-    unchanged). At 100,000, a 10,000-flow dumbbell's spec still took three passes over the
-    objects it had just made (33 ms of CPU time, none of them garbage); at 1,000,000 it takes
-    none, with the same peak memory (10,000 flows for 10 s 368 MB, the dumbbell's 1000 flows for
-    5 s 856 MB; issue 15).
+    last pass, and every tenth pass walks the survivors of the ten before: a fresh `bufferlab run`
+    would make about 100 passes, most of them over the objects its imports made (classes,
+    functions, pydantic's schemas), and a large spec several more over the objects it has just
+    made, for a command that leaves little cyclic garbage. The command lets 1,000,000 accumulate
+    instead (`GC_THRESHOLD`): a short run needs no pass, a long one a few, and the garbage that
+    waits between passes stays bounded (a finely recorded run's peak memory is the same).
 
     A command started with stdout or stderr closed writes there nothing (`_discard_closed_streams`)."""
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
@@ -203,7 +199,7 @@ def _discard_closed_streams() -> None:
     """A command started with stdout or stderr closed (`bufferlab run x.toml >&-`) writes what it
     would have written there to /dev/null, as Python's `print` does when it has no stdout (the
     interpreter then sets `sys.stdout` to None, on which click's and rich's output, and the
-    command's exit, failed with an internal error after the run was stored). The descriptor is
+    command's exit, would fail with an internal error after the run was stored). The descriptor is
     opened too, so that no file the command opens takes the number 1 or 2 by chance."""
     for fd, name in ((1, "stdout"), (2, "stderr")):
         if getattr(sys, name) is not None:
@@ -223,18 +219,12 @@ def exit_now(status: int) -> NoReturn:
     """End the process with `status` once everything the command wrote is out: Python's exit
     functions (`atexit`) run and stdout and stderr are flushed, but the interpreter is not torn
     down. Freeing every module and object (polars', DuckDB's and numpy's thread pools, a run's
-    tables) does nothing a finished command needs, and costs 50-100 ms of CPU time after
-    `bufferlab run` (a quarter second of waiting on a busy machine); by then every store the
-    command opened is committed and closed.
+    tables) does nothing a finished command needs and costs CPU time after `bufferlab run`; by
+    then every store the command opened is committed and closed.
 
-    What the process still costs after this (`bench_pipeline.py --stages`' exit: the dumbbell
-    8-9 ms of CPU time, one flow 6-7) is the kernel's, not Python's: the exit functions take 0.2
-    ms, the rest is the freeing of the process's memory, which grows with what it touched (the
-    dumbbell's run ends with 145 MB resident, 85 MB of it anonymous; one flow's with 110 MB). A
-    process that touches 0, 50, 100, 150 or 300 MB and ends with `os._exit` costs 0.4, 3.8, 7.5,
-    11 or 20 ms the same way; the process's other threads are idle by then. Only a process that
-    touches less memory would cut it (glibc's huge pages for malloc, `GLIBC_TUNABLES=
-    glibc.malloc.hugetlb=1`, changed the command's CPU time by less than its noise; issue 15)."""
+    What the process still costs after this is the kernel's, not Python's: the freeing of the
+    process's memory, which grows with what it touched (the process's other threads are idle by
+    then)."""
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -3,7 +3,7 @@ ns-3 ccperf's flag vocabulary (seed 001), run and stored as `bufferlab run` stor
 file (`run.execute`).
 
 Imported when it is asked for (`lazy.LazyGroup`): declaring its 26 options, with the flags'
-module, cost every other command's start 1.2 ms of CPU time (issue 15)."""
+module, would slow every other command's start."""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ __all__ = ["LazyGroup"]
 class LazyGroup(click.Group):
     """A command group whose commands are imported when one is first asked for (by name, or all
     of them for ``--help``): `run` does not pay for the modules of `size`, `advise`, `sweep`,
-    `plot`, `report` and `reproduce` (20 ms of a fresh start), nor for declaring `ccperf`'s and
-    `results`' options (1.2 ms, issue 15).
+    `plot`, `report` and `reproduce`, nor for declaring `ccperf`'s and `results`' options.
     `lazy` maps each such command's name to ``"module:attribute"`` (relative to `bufferlab.cli`)."""
 
     def __init__(self, *args: Any, lazy: Mapping[str, str] | None = None, **kwargs: Any) -> None:

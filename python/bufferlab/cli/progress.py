@@ -23,8 +23,8 @@ RunProgress = Callable[[int, int], None]
 def progress_bar(label: str) -> Iterator[RunProgress]:
     """A bar of simulated time for runs on a terminal that last longer than
     `PROGRESS_BAR_AFTER_S`; rich removes it when the run is over. A quicker run is over before a
-    bar could tell anything, and drawing one (rich's progress module, its refresh thread) cost
-    15 ms of CPU time in the reference dumbbell's run of 0.12 s."""
+    bar could tell anything, and drawing one (rich's progress module, its refresh thread) would
+    be a large part of its CPU time."""
     started = time.monotonic()
     with ExitStack() as stack:
         bar: Any = None  # and its task, once drawn

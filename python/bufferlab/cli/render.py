@@ -72,7 +72,7 @@ def summary_tables(summary: RunSummary) -> list[Table]:
 def _summary_console() -> Console:
     """A console on stdout for the summary. Piped output gets a fixed, roomy width instead of
     rich's 80-column default. No ":name:" in a name (of the scenario, the store, a flow or a
-    host) becomes an emoji, and rich's table of emoji codes is not loaded (1.5 ms of a fresh run)."""
+    host) becomes an emoji, and rich's table of emoji codes is not loaded."""
     return console(132, emoji=False)
 
 
@@ -105,7 +105,7 @@ def render_summary(summary: RunSummary, *, scenario: str, db: str) -> RenderedSu
 def print_summary(summary: RunSummary, *, scenario: str, db: str, console: Console | None = None) -> None:
     console = console or _summary_console()
     # Rich colours numbers, paths and the like in a printed line; without colours (a pipe, a
-    # file) that shows nothing, so it is skipped (compiling its patterns is 2 ms of a fresh run).
+    # file) that shows nothing, so it is skipped (and its patterns are not compiled).
     highlight = console.color_system is not None
     origin = "served from the store" if summary.from_store else "simulated and stored"
     console.print(f"[bold]{escape(scenario)}[/bold]: {summary.simulated_s:g} s simulated, seed {summary.seed}, "

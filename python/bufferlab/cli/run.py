@@ -31,7 +31,7 @@ __all__ = ["run_command", "check_command", "plan_file", "execute"]
 @study_option
 @max_memory_option
 @click.option("--metrics", "show_metrics", is_flag=True,
-              help="Also print the flow, link and network metric tables (metrics.md).")
+              help="Also print the flow, link and network metric tables.")
 def run_command(scenario: Path, db: Path, force: bool, as_json: bool, seed: int | None, assignments: tuple[str, ...],
                 study: str | None, max_memory: str | None, show_metrics: bool) -> None:
     """Simulate the scenario in SCENARIO.toml, store it and print a summary.

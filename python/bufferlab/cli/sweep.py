@@ -113,8 +113,8 @@ def results_study_command(name: str, db: Path, metric_names: str | None, fmt: st
     chosen = [m.strip() for m in metric_names.split(",")] if metric_names else list(DEFAULT_STUDY_COLUMNS)
     for m in chosen:
         if m not in known:
-            raise SpecError("--metrics", f'unknown metric "{m}" (known: the names of metrics.md, e.g. '
-                                         'mean_throughput_l4, utilization_l1)')
+            raise SpecError("--metrics", f'unknown metric "{m}" (known: the flow, link and network '
+                                         'metrics of the catalogue, e.g. mean_throughput_l4, utilization_l1)')
     if fmt == "json":
         click.echo(json.dumps(frame.to_dicts(), indent=2, default=str))
         return

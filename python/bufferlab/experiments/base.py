@@ -262,7 +262,7 @@ def reproduce(repro: Reproduction, db: str | Path, out: str | Path, *, quick: bo
         executor.close()
     res = load(db)
     # The observations, the figures' data and the appendix read the store on one connection:
-    # each query would open it again (~15 ms each; ccperf's make ~280). The figures are saved
+    # each query would open it again (ccperf's make ~280 queries). The figures are saved
     # after the block, so the store's lock is not held while they are rendered.
     with res.one_connection():
         assessment = repro.assess(res, studies)

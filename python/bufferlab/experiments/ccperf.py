@@ -2,10 +2,11 @@
 
 ccperf (an ns-3 benchmark) runs a dumbbell of K flows, one per source/destination pair, with a
 bottleneck of 16 Mb/s per flow, 15 ms RTTs, a FIFO of `qlen` packets, greedy traffic, NewReno with
-PRR, 15 s and seed 42, and prints flow, link and network metric tables (metrics.md) with the best
-value of each row in bold. Its page (the seed) shows experiment #11, shallow_buffers with K = 5 and
-qlen = 10p. The suite here: that experiment and its siblings, each for NewReno, CUBIC, BBR and
-HighSpeed, built from ccperf's own flags (`bufferlab ccperf` reads the same command line).
+PRR, 15 s and seed 42, and prints flow, link and network metric tables (bufferlab's catalogue
+follows their names) with the best value of each row in bold. Its page (the seed) shows
+experiment #11, shallow_buffers with K = 5 and qlen = 10p. The suite here: that experiment and
+its siblings, each for NewReno, CUBIC, BBR and HighSpeed, built from ccperf's own flags
+(`bufferlab ccperf` reads the same command line).
 """
 
 from __future__ import annotations

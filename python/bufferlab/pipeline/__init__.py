@@ -1,4 +1,5 @@
-"""pipeline: one run as four steps that each know only the one before (shared design.md).
+"""pipeline: one run as four steps that each know only the one before (docs/development/design.md,
+"The pipeline").
 
     plan      Scenario -> Plan: resolved engine spec, validated once, with its run id
     simulate  Plan -> RawRun: the engine's result (pure: no store; the GIL is released)

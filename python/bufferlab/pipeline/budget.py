@@ -5,16 +5,14 @@ What grows with the spec, and what one unit of it costs from the engine to the s
 buffers, the copy handed to Python, the copies made while deriving metrics and inserting rows):
 
 - recording: samples (duration / sample interval) x series (14 per recorded flow, 7 per recorded
-  link direction, plus the time column), 8 bytes each, 4.5 copies at the peak. Measured (peak RSS
-  over the series' bytes, `benchmarks/bench_pipeline.py --memory`: 3.9 with Arrow results; 4.05-4.2
-  since the store's writer uses one DuckDB thread, 3.85 with two in the same runs, 3.55 on DuckDB
-  2; the half copy above the highest keeps the estimate a bound): the engine's samples, handed
-  over as the Arrow tables' columns with new key columns beside them, about 1.2 while the result
-  crosses the binding (2.5 while the tables were a copy of the samples; the peak stayed the
-  write's, 3.55 copies either way); then, while the store writes the run, the Arrow tables with
-  their key columns (about 1.4, read in place by numpy and DuckDB) and DuckDB's rows of the
-  uncommitted transaction (about 2.3: without optimistic writes they stay in memory until the
-  commit, see `store.connection`); derive's float series of the flows come and go in between;
+  link direction, plus the time column), 8 bytes each, 4.5 copies at the peak (the peak RSS over
+  the series' bytes, which `benchmarks/bench_pipeline.py --memory` measures, with half a copy of
+  margin that keeps the estimate a bound): the engine's samples, handed over as the Arrow tables'
+  columns with new key columns beside them, about 1.2 while the result crosses the binding; then,
+  while the store writes the run, the Arrow tables with their key columns (about 1.4, read in
+  place by numpy and DuckDB) and DuckDB's rows of the uncommitted transaction (about 2.3: without
+  optimistic writes they stay in memory until the commit, see `store.connection`); derive's float
+  series of the flows come and go in between;
 - captures: one row of 104 bytes per captured packet, about 3 copies; a link direction carries at
   most 2 x rate x time / (8 x smallest data packet) packets (each data packet and one ACK);
 - generated flows: expected Poisson arrivals, or closed-loop users x time / mean think time,
@@ -130,7 +128,7 @@ def _smallest_data_packet(engine: dict[str, Any]) -> int:
 
 
 def _captures(s: Scenario, engine: dict[str, Any]) -> list[Demand]:
-    if not engine["captures"]:  # no need to look through the links and flows (issue 15)
+    if not engine["captures"]:  # no need to look through the links and flows
         return []
     finite = [link["rate"] for link in engine["links"] if link["rate"]]
     fastest = max(finite, default=0)
@@ -240,7 +238,7 @@ def check_memory(s: Scenario, resolved: Resolved, budget: int | None = None) -> 
     """Refuse a run whose estimated memory exceeds `budget` (default: `default_budget()`), naming
     the field of its largest demand (the first of `memory_demands` with the most bytes); else
     return the estimate (bytes). The queues' demands are summed from their sizes, and only the
-    largest is described: a 10,000-flow dumbbell has 40,002 (issue 15)."""
+    largest is described: a 10,000-flow dumbbell has 40,002."""
     limit = default_budget() if budget is None else budget
     demands = _other_demands(s, resolved)
     total = sum(d.bytes for d in demands) + PACKET_BYTES * _all_queue_packets(resolved)

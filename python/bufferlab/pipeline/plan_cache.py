@@ -5,9 +5,8 @@ the working directory that relative file names are read from), of the code that 
 resolves it (our spec modules, pydantic, the engine's checks) and of the files the spec reads
 besides itself (empirical distributions' tables). Its result, a `Plan`, is plain data. The
 command keeps each plan it makes in a file with its inputs, and a later run of the same inputs
-reads the plan back instead of importing pydantic and validating the spec: about half of the
-command's CPU time before the engine for the reference dumbbell (pydantic's import ~27 ms, our
-spec models ~8, the validation and resolution ~3, of ~75; issue 15). It is to the spec what
+reads the plan back instead of importing pydantic and validating the spec, about half of what
+the command does before its engine starts (pydantic's import above all). It is to the spec what
 `__pycache__` is to a module, and it is checked the same way: a kept plan is used only if every
 source file whose code ran while planning, and every file the spec read, still has the size and
 modification time it had then; anything else (a missing, stale, corrupt or foreign file) is a
@@ -79,7 +78,7 @@ def request(path: Path, text: bytes, assignments: Sequence[str], seed: int | Non
 def _file(folder: Path, asked: bytes) -> Path:
     """Where the plan of request `asked` is kept. Named by a CRC: two requests of one name take
     turns in it (each a miss for the other), never each other's plan, since the file holds its
-    request; and the command need not load hashlib's OpenSSL (4 ms) before its engine."""
+    request; and the command need not load hashlib's OpenSSL before its engine."""
     return folder / f"{zlib.crc32(asked):08x}.{len(asked)}.marshal"
 
 

@@ -17,7 +17,7 @@ the engine's order: by index, then by sample time.
 
 `result.flows` (and each table's name) is a polars DataFrame, made when first asked for;
 `bufferlab run` itself derives and stores a result from the Arrow tables (`arrow`, `rows`,
-`numpy_column`) without loading polars (issue 15: its import was a tenth of a second of a run).
+`numpy_column`) without loading polars, whose import would be a large part of a short run.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def rows(table: Any) -> list[dict[str, Any]]:
 class Rows(Sequence[dict[str, Any]]):
     """An engine table's rows as dicts (`rows`), made when first iterated over, and its columns as
     lists (`values`) without them: derive reads 40,002 channels of a 10,000-flow run by column
-    and a row or two by index (issue 15)."""
+    and a row or two by index."""
 
     def __init__(self, table: Any) -> None:
         self._table = table

@@ -129,8 +129,8 @@ def run_colour(position: int) -> str:
 
 @functools.cache
 def _palette() -> tuple[str, ...]:
-    """tab10's colours, looked up once: a report colours thousands of lines (2.4 s of a 36-run
-    report went to looking them up again for each)."""
+    """tab10's colours, looked up once: a report colours thousands of lines, and looking them up
+    again for each would be much of its drawing."""
     from matplotlib import colormaps
 
     tab10 = colormaps["tab10"]  # a qualitative map: its N colours by index
@@ -205,8 +205,8 @@ def key_term(key: str) -> str:
 
 def opened(db: Results | str | Path) -> AbstractContextManager[Results]:
     """A `Results` as given, or the store at a path, opened for the duration (`store.reader.reading`):
-    then the figure's queries (a dozen or more: `plot sweep` made 35) share one connection instead
-    of opening the store ~15 ms each (the lock is held while the figure is made)."""
+    then the figure's queries (a dozen or more; `plot sweep` makes 35) share one connection instead
+    of opening the store each (the lock is held while the figure is made)."""
     from ..store.reader import reading
 
     return reading(db)
@@ -232,7 +232,7 @@ def run_info(res: Results, run: str) -> RunInfo:
 
 def run_infos(res: Results, run_ids: Sequence[str]) -> list[RunInfo]:
     """`run_info` of many runs (full ids), in their order, from one query: a study's figure
-    describes every run of the study (36 runs were 72 queries, for each of a report's figures)."""
+    describes every run of the study (not two queries per run, for each of a report's figures)."""
     rows = res.query("SELECT run_id, name, seed, end_ns, user_spec_json FROM runs WHERE run_id IN (SELECT unnest(?))",
                      [list(run_ids)])
     by_id = {row["run_id"]: row for row in rows.iter_rows(named=True)}

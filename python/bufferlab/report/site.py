@@ -47,7 +47,7 @@ PACKAGE = Path(__file__).resolve().parent
 # A run's interactive charts, of the first flows and the bottleneck: the quantities of `bufferlab
 # plot timeseries` (cwnd, sRTT, throughput, queue) and of seed 001's operating point (in flight,
 # sRTT, throughput). Drawn in the browser from the page's JSON, they replace static figures of
-# the same series, which took ~1 s a run to draw and save.
+# the same series, which are slow to draw and save.
 CHART_QUANTITIES = ("cwnd", "in_flight", "srtt", "throughput", "queue")
 # Why a chart whose stored series hold no value is left out.
 EMPTY_CHART_REASONS = {"srtt": "no flow took an RTT sample (datagram flows take none)"}
@@ -507,8 +507,8 @@ def build_site(db: str | Path, out: str | Path = DEFAULT_OUT, *, figures: bool =
             if not target.exists() or target.read_bytes() != asset.read_bytes():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(asset, target)
-    # Each page's queries (about ten for a run's) share one connection: opening the store costs
-    # ~15 ms, 25 opens were 0.43 s of a two-run report's 1.8 s. The store's lock is held for one
+    # Each page's queries (about ten for a run's) share one connection, opened once rather than per
+    # query. The store's lock is held for one
     # page at a time (seconds where its figures are drawn), so a writer waits at most that long.
     with res.one_connection():
         runs = _runs(res)

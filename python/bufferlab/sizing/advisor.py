@@ -256,7 +256,7 @@ class Advisor:
 
         res = load(self.db)
         # A few queries per run (its bottleneck, series and flow metrics) on one connection: each
-        # would open the store again (~15 ms).
+        # would open the store again.
         with res.one_connection():
             runs = res.study_runs(self.study).filter((pl.col("point") == point) & (pl.col("status") == "complete"))
             if runs.height == 0:

@@ -77,7 +77,7 @@ def split_list(text: str) -> list[str]:
     return items
 
 
-# Compiled by `re` at its first use (the ccperf command), not as every command starts (issue 15).
+# Compiled by `re` at its first use (the ccperf command), not as every command starts.
 _GREEDY = r"^greedy\(\s*bytes\s*=\s*(\d+)\s*\)$"
 
 

@@ -198,7 +198,7 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
     greedy = Traffic(kind="greedy")
     is_host = [n.kind == "host" for n in nodes]
     # What flows share is resolved once and copied for each (`_Tables`): most flows of a large
-    # spec take their options from the flow defaults (a 10,000-flow dumbbell's do; issue 15).
+    # spec take their options from the flow defaults (a 10,000-flow dumbbell's all do).
     tcp_tables, quic_tables, traffic_tables = _Tables(), _Tables(), _Tables()
     for i, flow in enumerate(flows):
         where = f"flows[{i}]"
@@ -292,7 +292,7 @@ def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, A
     loads = None
     descriptions = []
     # A resolved queue's engine table and description, made once per queue (queues are frozen):
-    # a 10,000-flow dumbbell's 40,000 access channels share one queue (issue 15).
+    # a 10,000-flow dumbbell's 40,000 access channels share one queue.
     tables, described = _Tables(), dict[int, str]()
     for channel, (queue, link, written) in enumerate(queues):
         key = "queue_forward" if channel % 2 == 0 else "queue_backward"
@@ -301,7 +301,7 @@ def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, A
             descriptions.append(described[id(queue)])
             continue
         if not queue.resolved:
-            # Only a size given by time or by rule needs the sizing module (issue 15).
+            # Only a size given by time or by rule needs the sizing module, imported here.
             from .queue_sizes import loads_of_links, resolve_queue
 
             if loads is None:  # the loads of the links whose queues are sized by time or rule

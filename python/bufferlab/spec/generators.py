@@ -1,5 +1,5 @@
 """Traffic generators (``[[generators]]``): a model imported, and so built, when a scenario
-first lists one (`parsed.model_on_first_use`), not by every run of listed flows (issue 15). The
+first lists one (`parsed.model_on_first_use`), not by every run of listed flows. The
 keys each kind needs are checked when the scenario is resolved (`scenario.GENERATOR_KEYS`)."""
 
 # No `from __future__ import annotations` in this module: pydantic would evaluate every field's

@@ -7,8 +7,8 @@ It builds the same core schema as ``Annotated[int, PlainValidator(parse_rate),
 PlainSerializer(format_rate, return_type=str)]``, but once, where the type is defined, instead of
 at every field that uses it. Pydantic's pair asks for the schema of the annotated type itself (a
 union of queue models, a dataclass of distributions) only to drop it for the serializer, and
-inspects both functions' signatures, at each of the ~80 fields of the spec's models: building
-the models took 27 ms of CPU time with them, 17 ms with this (issue 15).
+inspects both functions' signatures, at each of the ~80 fields of the spec's models, which makes
+building the models dearer by more than half.
 
 `Prebuilt` is the same for a type pydantic knows, with its constraints:
 
@@ -16,7 +16,7 @@ the models took 27 ms of CPU time with them, 17 ms with this (issue 15).
 
 validates as ``StrictInt | None = Field(default=None, gt=0)`` does (the same core schema, so the
 same errors), but pydantic builds the union and applies the constraint once, not at each field
-that uses it: a third of such a field's cost (TcpOptions: 0.95 -> 0.7 ms of a fresh run).
+that uses it, a third of such a field's cost.
 
 `model_on_first_use` is a nested model (or a list of them) whose class is imported, and so built,
 when a spec first has one, with the errors and dumps of a plain nested model:
@@ -99,7 +99,8 @@ def model_on_first_use(where: str, *, many: bool = False) -> Prebuilt:
     (``generators[1].kind``: `errors.from_validation_error` with the item's index); the value is
     serialized as the model serializes itself (pydantic's inference for an `ANY` item, which
     passes ``mode`` and ``exclude_unset`` on). For the parts of a spec a plain run never has
-    (generators, recording, QUIC): pydantic builds a model class in 0.2-0.7 ms (issue 15)."""
+    (generators, recording, QUIC), whose model classes a run that needs none of them does not
+    build."""
     module, _, name = where.partition(":")
 
     def model() -> type[BaseModel]:

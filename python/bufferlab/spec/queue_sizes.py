@@ -38,8 +38,8 @@ class LinkLoad:
 
 
 def _incoming(nodes: int, channels: list[tuple[int, int, int]]) -> list[list[int]]:
-    """Each node's channels in, by channel index (made once per spec for every search: a
-    10,000-flow dumbbell's take ~5 ms each; issue 15)."""
+    """Each node's channels in, by channel index (made once per spec for every search, not by
+    each search)."""
     incoming: list[list[int]] = [[] for _ in range(nodes)]
     for ch, (_, to, _) in enumerate(channels):
         incoming[to].append(ch)
@@ -65,7 +65,7 @@ def _routes_toward(dst: int, nodes: int, channels: list[tuple[int, int, int]],
                 best[frm] = candidate
                 # A node with one link (a host on its access link) ends every route through it:
                 # its only way on is back, never shorter, so it is not expanded (a 10,000-flow
-                # dumbbell's 20,000 hosts were half of each search's heap work, issue 15).
+                # dumbbell's 20,000 hosts would be half of each search's heap work).
                 if len(incoming[frm]) > 1:
                     heapq.heappush(heap, (candidate[0], candidate[1], frm))
     return [None if b[2] < 0 else b[2] for b in best]
@@ -127,7 +127,7 @@ def loads_of_links(nodes: int, engine_links: list[dict[str, Any]], engine_flows:
                    wanted: Iterable[int]) -> dict[int, LinkLoad]:
     """`link_loads` of the `wanted` links only, by link index: a flow's way back and its RTT are
     found only if its data crosses one of them (a queue sized by rule needs the loads of its own
-    link, not of a 10,000-flow dumbbell's 20,000 access links; issue 15)."""
+    link, not of a 10,000-flow dumbbell's 20,000 access links)."""
     channels = _channels(engine_links)
     loads = {k: LinkLoad(engine_links[k]["rate"], [], None) for k in sorted(wanted)}
     routes: dict[int, list[int | None]] = {}

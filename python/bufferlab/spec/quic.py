@@ -1,6 +1,6 @@
 """A flow's QUIC knobs (``quic``, with ``transport = "quic"``): a model imported, and so built,
-when a scenario first gives one (`parsed.model_on_first_use`), not by every run of TCP flows
-(issue 15)."""
+when a scenario first gives one (`parsed.model_on_first_use`), not by every run of TCP
+flows."""
 
 # No `from __future__ import annotations` in this module: pydantic would evaluate every field's
 # annotation from its text when it builds the models (see `spec.scenario`).

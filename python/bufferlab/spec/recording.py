@@ -1,7 +1,7 @@
 """What a run records beyond its default series: ``[record]`` (the sampling interval, which
 flows and links) and packet captures (``[[captures]]``), models imported, and so built, when a
 scenario first gives one (`parsed.model_on_first_use`), not by every run that records the
-default (issue 15)."""
+default."""
 
 # No `from __future__ import annotations` in this module: pydantic would evaluate every field's
 # annotation from its text when it builds the models (see `spec.scenario`).
@@ -35,7 +35,7 @@ class Record(_Model):
     ``captures`` adds packet captures, as top-level ``[[captures]]`` does.
 
     ``store_series = false`` keeps the series out of the store: they are still sampled, because
-    the metric catalogue's flow means are taken over them (metrics.md), but only the run's
+    the metric catalogue's flow means are taken over them (`metrics/catalogue.rs`), but only the run's
     metrics, summaries and captures are stored. A sweep of hundreds of runs with hundreds of
     flows then stores kilobytes per run instead of a hundred megabytes (SplitBuff's full grid:
     ~68 GB of series). Such a run is a stored result of its own (`pipeline.plan`: the run id

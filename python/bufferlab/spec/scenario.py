@@ -31,7 +31,7 @@ and closed-loop users per source host, CBR and on/off datagram sources (see `Gen
 
 # No `from __future__ import annotations` in this module: pydantic would evaluate every field's
 # annotation from its text when it builds the models (in `spec.scenario`, `spec.topology` and
-# `queues` together about 2 ms of a fresh run, issue 15).
+# `queues`), a cost every fresh run would pay.
 
 import functools
 import json
@@ -82,7 +82,7 @@ else:  # a field's schema is `model_on_first_use`'s, whatever the type: the mode
 __all__ = ["Scenario", "Node", "Link", "Flow", "FlowDefaults", "TcpOptions", "Dumbbell", "Resolved", "load_scenario",
            "DEFAULT_SAMPLE_INTERVAL_NS", "RTT_STREAM", "draw_rtts", "start_sampler", "START_STREAM"]
 
-# metrics.md: "Time series are sampled at a fixed interval (default 10 ms, configurable)".
+# Time series are sampled at a fixed interval, 10 ms unless `[record]` gives another.
 DEFAULT_SAMPLE_INTERVAL_NS = 10_000_000
 # Flows (or closed-loop users) one count may ask for: far more than any study runs, few enough that
 # expanding them is quick (the memory budget then judges the run itself).
@@ -298,7 +298,7 @@ if TYPE_CHECKING:  # pragma: no cover
 else:  # the field's schema is `_topology`'s, whatever the type: the models need not exist yet
     Topology = Any
 # The kinds of `[topology]`. The tree's and the parking lot's models (`spec.topology`) are imported
-# with the first scenario of their kind, not by every run of a dumbbell (1.2 ms; issue 15).
+# with the first scenario of their kind, not by every run of a dumbbell.
 TOPOLOGY_KINDS = ("dumbbell", "tree", "parking_lot")
 
 
@@ -354,7 +354,7 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
 class _Validation:
     """The resolution `Scenario.from_dict` computed to validate a scenario, kept for the first
     `Scenario.resolve()` of that same scenario (`plan`'s), so that a run resolves its spec once
-    (a 10,000-flow dumbbell takes about half a second to resolve; issue 15).
+    (its cost grows with the flows and links a topology expands to).
 
     It cannot go stale: it is handed out only while the scenario's contents (every field, and
     which fields were set) are what was resolved, only to the scenario it was made for (a copy,
@@ -408,8 +408,8 @@ class Scenario(_Model):
     topology: TopologyField | None = None
     # Empty lists as defaults: pydantic copies a default that cannot be hashed for each model, so
     # none is shared. (`Field(default_factory=list)` would do the same, but pydantic inspects the
-    # signature of the factory, and that of a builtin type is parsed from its text: 2 ms of a
-    # fresh run, issue 15.)
+    # signature of the factory, and that of a builtin type is parsed from its text at every fresh
+    # run.)
     nodes: list[Node] = []
     links: list[Link] = []
     flow_defaults: FlowDefaults | None = None
@@ -649,12 +649,9 @@ def _expand_dumbbell(s: Scenario, topo: Dumbbell) -> tuple[list[Node | Host], li
                                       queue_forward=topo.queue, queue_backward=topo.reverse_queue or topo.queue))]
     # The access links are copies of one model with their own names, ends and delays: the values
     # are already checked (a validated rate, a delay >= 0 in ns, a validated queue) and are what
-    # validating "10Gbps" and "5ms" again would give. A 10,000-flow dumbbell spent 0.2 s of each
-    # resolution on that text round trip, and copying a model costs half of building one field by
-    # field, defaults included (issue 15).
-    # Since then the access links, their hosts and the flows the topology counts are not models
-    # at all (`AccessLink`, `Host`, `CountedFlow`): a model per host, link and flow took two
-    # thirds of what remained (issue 15).
+    # validating "10Gbps" and "5ms" again would give; the access links, their hosts and the flows
+    # the topology counts are not models at all (`AccessLink`, `Host`, `CountedFlow`), since a
+    # model per host, link and flow would be most of a large dumbbell's resolution.
     hosts: list[Host] = []
     access: list[AccessLink] = []
     expanded: list[Flow | CountedFlow] = []

@@ -26,7 +26,7 @@ and ``cross{i}``.
 
 # No `from __future__ import annotations` in this module: pydantic would evaluate every field's
 # annotation from its text when it builds the models (in `spec.scenario`, `spec.topology` and
-# `queues` together about 2 ms of a fresh run, issue 15).
+# `queues`), a cost every fresh run would pay.
 
 import math
 
@@ -48,7 +48,7 @@ MS = 1_000_000
 
 class _Model(BaseModel):
     # Validated only through `scenario._topology`, by kind: a model's validator is built when the
-    # first scenario of its kind is read, not by every command that imports the spec (issue 15).
+    # first scenario of its kind is read, not by every command that imports the spec.
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 

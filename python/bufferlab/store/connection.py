@@ -10,103 +10,58 @@ A writer keeps the rows of an unfinished transaction out of the database file. B
 writes a large append to the file as it goes ("optimistic writes": each full row group is
 compressed and written before the commit); a process killed before its commit (SIGKILL, the OOM
 killer) then leaves those blocks past the end the file's header records, and DuckDB only shrinks
-the file when a checkpoint frees its last blocks, so the store stayed several times larger than its
-data. Without optimistic writes a transaction's rows reach the file only at its commit; a kill
+the file when a checkpoint frees its last blocks, so the store would stay several times larger than
+its data. Without optimistic writes a transaction's rows reach the file only at its commit; a kill
 before the commit leaves the file as it was.
 
 A writer's commit is also its checkpoint (`checkpoint_threshold` 0): DuckDB then writes a large
 commit's rows, compressed, straight into the database file, and skips writing them uncompressed to
-the write-ahead log first and again into the file at the close (the reference dumbbell's run,
-156,000 series rows, went from 19 + 55 ms of CPU time for commit + close to 47 + 7 ms; a run of
-1000 flows from 1.25 to 0.95 s). A checkpoint becomes visible only when it rewrites the file's
-header, so a kill during it still loses the whole transaction and nothing else; what it can leave
-is the blocks it had written, unused space past the data that later writes fill again. No write
-leaves a write-ahead log behind for readers to replay.
+the write-ahead log first and again into the file at the close. A checkpoint becomes visible only
+when it rewrites the file's header, so a kill during it still loses the whole transaction and
+nothing else; what it can leave is the blocks it had written, unused space past the data that
+later writes fill again. No write leaves a write-ahead log behind for readers to replay.
 
-Leaving the checkpoint for later (a `checkpoint_threshold` above 0 and `checkpoint_on_detach`
-off: a commit writes the log, and the first commit that finds the log past the threshold folds
-it in) was measured with DuckDB 2.0 and not kept (issue 15). It makes the write cheaper (the
-dumbbell's persist 58 -> 34 ms of CPU time, the whole command 0.342 -> 0.323 s of CPU time and
-0.279 -> 0.259 s wall; one flow 20 -> 13 ms, the command 0.239 -> 0.234 s) by moving more than it
-saves onto every later open of the store. The log holds the rows uncompressed (the dumbbell's
-run: 23 MB of log against 5.8 MB in the file), and every connection, read-only ones included,
-replays it whole: 1.1-2.5 ms of CPU time per MB, for each query (a `Results` opens the store per
-query). With 1, 4 and 10 dumbbell runs in the log, against the same runs checkpointed:
-`bufferlab results list` 0.28 -> 0.34, 0.51 and 0.82 s of CPU time, a run already stored 0.17 ->
-0.20, 0.27 and 0.43 s, `bufferlab report --no-figures` 0.59, 1.03 and 1.67 -> 0.98, 6.2 and 32.7
-s. The next writer replays the log too and then pays the deferred checkpoint (the second
-dumbbell run 113 ms instead of 56). DuckDB decides on an automatic checkpoint from the log's
-size before a commit, not counting the rows the commit appends, so a large run goes to the log
-whole: 1000 flows (500,000 series rows) 0.63 -> 0.94-1.24 s, and 372 MB of log. Only small runs
-gain a little, from one checkpoint (and its vacuum of the small tables) per several commits:
-twelve runs of a sweep's size (0.8 MB of log each) cost 201 ms to store with a checkpoint per
-commit, 175 with a 4 MB threshold and 229 with 16 MB, while a read's open went from 10 to 17 and
-35 ms; `benchmarks/bench_sweep.py` showed no difference beyond its noise. The other settings here
-(no optimistic writes, 32,768-row groups) would have held, the deferred checkpoint being made
-by a writer.
+A checkpoint left for later (a `checkpoint_threshold` above 0: a commit writes the log, and the
+first commit that finds the log past the threshold folds it in) would make a write cheaper and
+every later open of the store dearer: the log holds the rows uncompressed, every connection,
+read-only ones included, replays it whole for each query (a `Results` opens the store per query),
+and DuckDB weighs the log before a commit without the rows that commit appends, so a large run
+would go to the log whole.
 
 A writer attaches the store with row groups of 32,768 rows (`ROW_GROUP_SIZE`; DuckDB's default,
-122,880, is not recorded in the file, so every writer asks for it), and needs DuckDB 2. A write into
-an existing store used to cost more than the first one, and more as the store grew (the
-reference dumbbell's run, 156,000 series rows: 0.10 s of CPU into a new store, 0.15-0.27 s into
-one of 1-40 runs), for three reasons, all in DuckDB 1.5's commit:
-  - an append smaller than a row group to a table that has rows is copied row by row from the
-    transaction's storage into the table, each column into a fresh block-sized segment (the
-    dumbbell's 30,000 flow rows and every one-row-per-flow table: ~25 ms);
-  - the checkpoint's vacuum merges a table's trailing, partly filled row groups whenever fewer
-    would hold their rows, re-reading and re-compressing rows of earlier runs: up to three
-    122,880-row groups per table per commit (0-130 ms, depending on where the last run ended);
-  - a table with a primary key (`runs`, with each run's 12 kB spec) takes the new row into its
-    last row group and rewrites all of it, growing with the number of runs.
-With row groups of 32,768 rows a run's series fill whole groups of their own that no later
-vacuum touches (a run with fewer rows still merges with its neighbours, rewriting at most three
-groups of 32,768 rows), and DuckDB 2 makes the rest cheap: its copy into the table allocates
-little, and the vacuum it still runs on the small tables, `runs` included (all their rows while
-they hold fewer than 2,048, then only once they have doubled), costs a few milliseconds. The
-dumbbell's write costs about the same into a store of 1, 50 or 200 runs as into a new one
-(0.10-0.12 s), and as much into a store whose small tables hold 5,000 runs. Row groups of 16,384
-rows wrote as fast but read a store's full series a quarter slower. The store is 7-8 % larger
-than with 122,880-row groups (smaller groups compress a little less); one run's series read as
-fast (zone maps skip the other runs' groups). Readers need no setting.
+122,880, is not recorded in the file, so every writer asks for it), and needs DuckDB 2. A
+checkpoint's vacuum merges a table's trailing, partly filled row groups whenever fewer would hold
+their rows; with smaller groups a run's series fill whole groups of their own that no later vacuum
+touches, so a write into a store of many runs costs about what a write into a new one does (a run
+with fewer rows still merges with its neighbours, rewriting at most three groups). DuckDB 2 keeps
+the rest cheap: its copy of an append into the table allocates little, and the vacuum it still runs
+on the small tables, `runs` included, rewrites all their rows only while they hold fewer than
+2,048, then only once they have doubled. Smaller
+groups compress a little less; one run's series read as fast (zone maps skip the other runs'
+groups). Readers need no setting.
 
 A writer makes a new store with blocks of 64 kB (`NEW_STORE_BLOCK_SIZE`; DuckDB's default is
 256 kB). DuckDB chooses the same compression for every segment either way (bit-packing, RLE,
-constants, FSST dictionaries), but with 256 kB blocks a run's many small segments leave more of
-the store's blocks partly empty, and the checkpoint starts every segment in a block-sized buffer
-that it initialises whole (a column's validity mask, 256 kB set for a few kB of rows: 840 of the
-dumbbell's commit's 2,600 page faults, `perf record -e page-faults`): a new store of the
-reference dumbbell's run is 3.4 MB instead of 5.8 MB (52 blocks of 64 kB, 22 of 256 kB), a store of 10 runs 28 instead of 36 MB,
-of 50 runs 137 instead of 164 MB; its write makes ~800 fewer page faults at the commit (2,600
--> 1,790, the same CPU time), the whole command ~700 fewer (one flow for 10 s: 14,060 -> 12,260,
-peak resident 107 -> 100 MB), a run of 1000 flows x 500 samples 40 -> 36 MB of store and 650 ->
-630 ms. Reads are as fast or faster (one run's channel series from a store of 10 runs 89-91 ms
-either way, a GROUP BY over all of them 24 -> 19.5 ms) and later writes cost the same
-(`bench_pipeline.py --existing`: 53-67 against 54-64 ms into stores of 1-50 runs). A store keeps
-the block size it was made with, and DuckDB refuses an ATTACH that names another, so a store
-made by an earlier bufferlab keeps its 256 kB blocks and only a new file is given 64 kB. Smaller
-blocks were measured and not kept: with 32 kB DuckDB no longer bit-packs (RLE or uncompressed
-segments instead), which made the dumbbell's commit 13 ms shorter and the store 12 % larger than
-with 256 kB (1.9 times the 64 kB store), the trade already refused for the store's size
-(docs/development/speed.md, "The store's write"); 16 kB blocks, more page faults and a larger store.
+constants, FSST dictionaries), but with larger blocks a run's many small segments leave more of the
+store's blocks partly empty, and the checkpoint starts every segment in a block-sized buffer that
+it initialises whole: smaller blocks make a smaller store and fewer page faults at the commit. A
+store keeps the block size it was made with, and DuckDB refuses an ATTACH that names another, so a
+store made with 256 kB blocks keeps them and only a new file is given 64 kB. Below 64 kB DuckDB
+stops bit-packing (RLE or uncompressed segments instead), and the store grows.
 
-A writer uses one DuckDB thread. Its work is one append of Arrow tables and a checkpoint; a second
-thread shortened neither on the shared two-core machine but cost a third more CPU time (dumbbell:
-204 against 136 ms; 1000 flows: 1.8 against 1.25 s). Measured again with DuckDB 2.0: the
-dumbbell's checkpoint runs on one thread either way (commit 42.7 against 43.9 ms of CPU time,
-46-48 ms wall), and the whole write took 6-13 ms more CPU time with two.
+A writer uses one DuckDB thread: its work is one append of Arrow tables and a checkpoint, which a
+second thread does not shorten but spends more CPU time on.
 
 No connection draws DuckDB's progress bar: it would be printed into the output of a long write or
 query (a JSON summary, an exported CSV on stdout).
 
 A writer that has committed lets go of the store by detaching it (`release_writer`: DETACH
-closes the file and its lock as closing the connection did) and leaves its in-memory database,
-settings and all, for the next writer of the process. Closing the connection also tore down
-DuckDB's instance (its catalogue of functions, its allocator's caches), 3.7 ms of CPU time after
-a one-flow run's write, 5.6 after the reference dumbbell's, 11 after 10,000 flows'; the detach
-costs 0.6-0.8 ms. A process that stores many runs (a sweep's writer, the tests) makes the
-instance once, and its later writes find DuckDB's memory warm (a one-flow run's write: 19
-instead of 28 ms of CPU time in a loop of writes). A writer that fails closes its connection
-instead, and a forked child never uses a database its parent made.
+closes the file and its lock as closing the connection would) and leaves its in-memory database,
+settings and all, for the next writer of the process. Closing the connection would also tear down
+DuckDB's instance (its catalogue of functions, its allocator's caches); a process that stores many
+runs (a sweep's writer, the tests) makes the instance once, and its later writes find DuckDB's
+memory warm. A writer that fails closes its connection instead, and a forked child never uses a
+database its parent made.
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ def _rebuild(con: duckdb.DuckDBPyConnection, path: Path, version: int, identity:
     the store's place (see the module docstring)."""
     target = path.resolve()
     new = migrating_path(target)
-    # A large store takes a while to copy (a 28 MB store of 10 runs ~0.5 s): say what the pause is.
+    # A large store takes a while to copy: say what the pause is.
     sys.stderr.write(f"note: {path}: rebuilding the store of schema version {version} in version {SCHEMA_VERSION} "
                      f"({target.stat().st_size / 1e6:.0f} MB, once; the store is left as it was until the copy "
                      "is complete)\n")

@@ -16,7 +16,7 @@ commands' few queries, a report's page), which holds the lock until the block en
 
 polars (and pyarrow and numpy, which DuckDB's conversion to polars brings) are imported by the
 first query that returns a DataFrame, not with this module: `bufferlab results list` prints
-plain rows (`Results.rows`) and loads none of them (issue 15, "an instant command").
+plain rows (`Results.rows`) and loads none of them, so that it answers at once.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ PUBLIC_TABLES = tuple(t for t in TABLES if t != "meta")
 
 
 def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
-    """The rows of `sql` as a DataFrame (DuckDB 2 converts a relation's result, no longer a
+    """The rows of `sql` as a DataFrame (DuckDB 2 converts a relation's result, not a
     cursor's)."""
     frame: pl.DataFrame = con.sql(sql, params=list(params) if params else None).pl()  # typed Any by DuckDB
     return frame
@@ -83,8 +83,8 @@ class Results:
     @contextmanager
     def one_connection(self) -> Iterator[Results]:
         """Inside the block, every query shares one read-only connection, opened once. Opening
-        the store costs ~15 ms, and a command's report of one run makes about ten queries
-        (`bufferlab results show`: 0.35 -> 0.26 s). The connection holds the store's lock until
+        the store is not free, and a command's report of one run makes about ten queries. The
+        connection holds the store's lock until
         the block ends, so a writer waits for it meanwhile: keep the block to a few queries, as
         the commands do; everywhere else each query opens and closes its own."""
         if self._shared is not None:
@@ -153,8 +153,7 @@ class Results:
         view reads them (with `entity`, the flows or channels table: each row's flow or channel
         name in front). They are read from the data table by the run's number, and the run id is
         put back in polars, one value for every row: DuckDB handing over the same 64 characters
-        for each of them took half the query (a reference dumbbell's 126,000 channel samples: 23
-        against 12 ms of CPU time)."""
+        for each of them would be half the query."""
         import polars as pl
 
         keys = KEYS[table]

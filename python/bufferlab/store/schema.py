@@ -28,7 +28,7 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 # 3: sweeps: study kind, sweep spec and axes; study_points.
 # 4: the sub-buffers of split queues (SplitBuff): queue_classes, class_timeseries.
 # 5: runs.run, a run's number in its store; the run tables keyed by it (`<table>_data`) and read
-#    through views that join the run id back (issue 15).
+#    through views that join the run id back.
 # 6: the engine's input under the scenario's keys (`runs.spec_json`: `duration`, not `duration_ns`);
 #    channels.dropped_aqm_packets/_bytes, the drops of an AQM apart from the tail drops (NULL in
 #    the runs of older stores, which had no AQM).
@@ -80,7 +80,7 @@ def stored_schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
 
     The first look at DuckDB's catalogue that does not name an existing table (listing it, or
     reading a `meta` that is not there: a CatalogException, with its "did you mean" search)
-    costs ~5 ms, so a new store is recognised by its file holding nothing (`_holds_nothing`),
+    is slow, so a new store is recognised by its file holding nothing (`_holds_nothing`),
     any other by reading `meta`; only a file that has something but no `meta` lists the tables."""
     import duckdb  # loaded already: `con` is its connection
 

@@ -24,21 +24,15 @@ Tables (one row per ...):
 The tables of many rows per run, a row per sample or captured packet (`NUMBERED_TABLES`), are
 stored as ``<table>_data`` (`stored_table`), which keys its rows by the run's number (`runs.run`,
 a UINTEGER the writer allocates) instead of its 64-character id, and are read through a view of
-the table's own name that joins the run id back (schema version 5, issue 15): every query, the
-`Results` API's, the report's and a user's SQL alike, reads ``flow_timeseries`` with its
-``run_id`` as before, and the write no longer copies the id into each of a run's rows (the
-reference dumbbell's 156,000 series rows: 10 MB of its 25 MB of transaction storage). Run
+the table's own name that joins the run id back (schema version 5): every query, the `Results`
+API's, the report's and a user's SQL alike, reads ``flow_timeseries`` with its ``run_id``, and
+the write does not copy the id into each of a run's rows (for a run's series, the id would be
+most of its transaction's storage). Run
 numbers are unique because a store has one writer at a time (the file's lock,
 `store.connection`): the writer takes the next one, ``max(run) + 1``, inside the transaction that
 writes the run. A run replaced with ``--force`` gets a new number.
 
-What it saved, each step of the write timed in a fresh process (CPU ms, best of 7, 2026-11-24,
-against main at a0cad28 on the same machine): the
-reference dumbbell into a new store 70.3 -> 60.6 (the channel series' insert 11.1 -> 7.1, the
-flow series' 4.3 -> 3.2, the commit's checkpoint 39.0 -> 34.1), into stores of 10 and 50 runs
-70.4 -> 60.1 and 70.6 -> 63.7; 1000 flows sampled every 10 ms for 5 s (2.5 million series rows)
-714 -> 587 (against b6a5bae); one flow for 10 s about the same, 22-25 (its series are small, and
-the four views cost a new store's schema ~1.2 ms). Reads: `Results._rows_of_run`.
+Reads: `Results._rows_of_run`.
 
 The schema version (`schema.SCHEMA_VERSION`) is kept in ``meta``. A store of an older version is
 rebuilt in the current schema (`store.migration`: a copy that replaces the file once complete, so
@@ -143,9 +137,8 @@ RUN_TABLES = ("flows", "channels", "flow_metrics", "link_metrics", "network_metr
               "channel_timeseries", "captures", "queue_classes", "class_timeseries")
 # The run tables of many rows per run, stored keyed by the run's number and read through a view
 # (see the module docstring). The others hold a row per flow or link direction: keyed by number
-# too, even 10,000 flows' (100,000 rows in four tables of 20-35 columns) were inserted only ~2 ms
-# faster (29.6 -> 27.2 ms of CPU time, the commit the same), less than their six views cost a new
-# store's schema (0.3-0.4 ms each).
+# too, even 10,000 flows' would be inserted barely faster, for less than their six views would
+# cost a new store's schema.
 NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_timeseries")
 # The columns of the numbered tables whose values come in long runs, stored run-length encoded
 # (DuckDB's ``USING COMPRESSION rle``; a column that is constant over a segment is still stored
@@ -156,11 +149,10 @@ NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_t
 # over the column's values (`ColumnDataCheckpointer::DetectBestCompressionMethod`), and chose RLE
 # or a constant for these in every scenario but one column of one (ssthresh in
 # shallow_buffers.toml, of the same store size at 64 kB blocks). Told the encoding, it runs that
-# one alone: the reference dumbbell's commit 36.0 -> 32.6 ms of CPU time, 100 flows of
-# bimodal_rtts.toml 63.0 -> 55.9, tree_mice.toml 46.7 -> 42.6, every store the same size (issue
-# 15; `bench_pipeline.py --write-steps`). Telling bit-packing for the other columns as well was
-# slower and larger (tree_mice's store 4.6 -> 6.0 MB): their queue lengths and states are
-# constant or in runs on some links and not on others, which DuckDB's choice per segment follows.
+# one alone, a shorter commit for the same store size (`bench_pipeline.py --write-steps` times
+# it). The other columns are left to DuckDB: their queue lengths and states are constant or in
+# runs on some links and not on others, which DuckDB's choice per segment follows (bit-packing
+# told for all of them makes a slower write and a larger store).
 # The values read back are the same whatever the encoding; a store made before keeps DuckDB's
 # choice (a table's encodings are fixed when it is created).
 RUN_LENGTH_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -199,7 +191,7 @@ def _create_statements(table: str) -> list[str]:
 # A new store's tables, views and schema version as one script, run by one `execute`: DuckDB's
 # Python client takes the GIL back after every statement it runs (and between the steps of one),
 # so a thread running Python meanwhile (the summary's rendering) delays each call; one call
-# instead of sixteen, and `meta`'s first row a plain INSERT (INSERT OR REPLACE checks the key: 2
-# of the 6 ms of CPU time the schema took).
+# instead of sixteen, and `meta`'s first row a plain INSERT (INSERT OR REPLACE would check the
+# key).
 NEW_STORE_SCHEMA = ";\n".join([*(statement for table in TABLES for statement in _create_statements(table)),
                                 f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}')"])

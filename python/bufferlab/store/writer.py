@@ -274,11 +274,10 @@ class Store:
         `_frame` is this function's local variable, which DuckDB's Python client finds by name
         when a statement reads a table the store does not have (its replacement scan), as it
         finds any Python variable holding an Arrow stream. Registering the stream as a view
-        instead (`register`/`unregister`, a catalogue entry made and dropped per table) cost 0.3
-        ms of CPU time per table, 3.5 of the 34 ms a one-flow run's write took.
+        instead (`register`/`unregister`) would make and drop a catalogue entry per table.
 
         Nothing is bound as a parameter: DuckDB's Python client imports pandas and pyarrow to
-        convert one (half a second of a fresh run); run ids are checked hex digests."""
+        convert one; run ids are checked hex digests."""
         if not len(frame):
             return
         for statement in statements:

@@ -1,4 +1,4 @@
-"""Golden scenarios (issue 15): a fixed set of short runs covering every controller, both
+"""Golden scenarios: a fixed set of short runs covering every controller, both
 transports, every queue kind and every traffic generator, and the content hash of each one's
 result. An optimisation of the engine must leave every hash unchanged (tests/engine/test_goldens.py).
 

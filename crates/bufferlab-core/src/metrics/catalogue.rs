@@ -1,11 +1,10 @@
 //! The metric catalogue's one list: every metric of the flow, link and network tables, in the
 //! tables' order, with its unit and one-line definition.
 //!
-//! Names follow ccperf's convention `<stat>_<quantity>_<layer>` (shared metrics.md): stat is
-//! mean, cov (std / mean), total or agg (sum over flows); layer is l1 (link, headers included),
-//! l2 (queue discipline), l4 (transport) or l7 (application). Units and definitions are those of
-//! metrics.md's tables ("Flow metrics", "Link metrics", "Network metrics"), worded as the engine
-//! computes them (`series`, `network`, `figures`).
+//! Names follow ccperf's convention `<stat>_<quantity>_<layer>`: stat is mean, cov (std / mean),
+//! total or agg (sum over flows); layer is l1 (link, headers included), l2 (queue discipline), l4
+//! (transport) or l7 (application). The definitions are worded as the engine computes them
+//! (`series`, `network`, `figures`), and the docs' Metrics reference page is generated from them.
 //!
 //! Everything else reads the names here: the code that computes a table finds a metric's column
 //! by its name (`flow_metric!`, `link_metric!`, `network_metric!`: a name not in the catalogue
@@ -27,7 +26,7 @@ const fn metric(name: &'static str, unit: &'static str, definition: &'static str
     Metric { name, unit, definition }
 }
 
-/// The flow table's metrics, one row per flow (metrics.md, "Flow metrics"). The rates, windows,
+/// The flow table's metrics, one row per flow. The rates, windows,
 /// delays and utilities are means over the flow's samples (`series`); recovery time, completion
 /// time and the totals come from its end-of-run counters (`figures`).
 pub const FLOW_METRICS: [Metric; 26] = [
@@ -63,8 +62,8 @@ pub const FLOW_METRICS: [Metric; 26] = [
 /// `FLOW_METRICS` order.
 pub type FlowRow = [Option<f64>; FLOW_METRICS.len()];
 
-/// The link table's metrics, one row per channel that carried traffic (metrics.md, "Link
-/// metrics"), from the channel's exact counters (`figures`).
+/// The link table's metrics, one row per channel that carried traffic, from the channel's exact
+/// counters (`figures`).
 pub const LINK_METRICS: [Metric; 7] = [
     metric("mean_qdisc_length_l2", "packets", "time-average queue length"),
     metric("max_qdisc_length_l2", "packets", "largest queue length"),
@@ -75,7 +74,7 @@ pub const LINK_METRICS: [Metric; 7] = [
     metric("utilization_l1", "-", "busy time / elapsed time (at a shaper's token rate when one limits the link)"),
 ];
 
-/// The network table's metrics, one row (metrics.md, "Network metrics"): at each sample, a sum
+/// The network table's metrics, one row: at each sample, a sum
 /// or fairness index over the flows active then, averaged over the samples (`network`).
 pub const NETWORK_METRICS: [Metric; 9] = [
     metric("mean_agg_throughput_l4", "Mbps", "sum over flows of the throughput"),

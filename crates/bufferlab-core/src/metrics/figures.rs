@@ -18,7 +18,7 @@ pub struct FlowFigures {
     pub lifetime_ns: Vec<i64>,
     /// Bytes delivered in order × 8 over the lifetime (b/s).
     pub goodput_bps: Vec<Option<f64>>,
-    /// Retransmitted over transmitted segments (metrics.md loss_rate_l4).
+    /// Retransmitted over transmitted segments (the catalogue's loss_rate_l4).
     pub loss_rate: Vec<Option<f64>>,
     /// Mean of the RTT samples (rtt_sum / rtt_samples).
     pub mean_srtt_ns: Vec<Option<f64>>,

@@ -1,12 +1,12 @@
-//! The metric catalogue (shared metrics.md) computed from a run's recorded facts: the flow, link
+//! The metric catalogue (`catalogue`) computed from a run's recorded facts: the flow, link
 //! and network tables with ccperf's names, and the end-of-run figures of every flow and channel.
 //!
 //! The engine records facts only (`record::result`); Python's derive step (pipeline/derive.py)
 //! calls `catalogue` through the binding with the result's tables, so a fresh `bufferlab run`
-//! derives its metrics without numpy (issue 15: its import was most of derive's time). The
-//! numbers are bit for bit those the numpy implementation stored before (the same IEEE
-//! operations in the same order, numpy's pairwise sums: `numeric`), except the logarithm, which
-//! is libm's on every machine (`numeric::ln`) where numpy's depended on the CPU.
+//! derives its metrics without numpy, whose import would be most of derive's time. The numbers
+//! are bit for bit those numpy gives (the same IEEE operations in the same order, numpy's
+//! pairwise sums: `numeric`), except the logarithm, which is libm's on every machine
+//! (`numeric::ln`) where numpy's depends on the CPU.
 //!
 //! - `catalogue`: every metric of the three tables, in order, with its unit and definition: the
 //!   one list of their names, which the code below takes its columns from;

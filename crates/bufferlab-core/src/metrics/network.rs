@@ -1,4 +1,4 @@
-//! The network metrics (metrics.md, "Network metrics"): at each sample, sums and fairness
+//! The network metrics (the catalogue's `NETWORK_METRICS`): at each sample, sums and fairness
 //! indices over the flows active then (those with a throughput there), averaged over the samples.
 
 use super::catalogue::{network_metric, NETWORK_METRICS};

@@ -1,7 +1,7 @@
-//! The arithmetic of the catalogue, bit for bit as the numpy code that computed it before
-//! (issue 15): numpy's pairwise sums, means and standard deviations and Python's exact integer
-//! division; the logarithm is libm's, the same on every machine (`ln`). Everything else is one
-//! IEEE operation at a time, in the order the formulas in `metrics.md` write them.
+//! The arithmetic of the catalogue, bit for bit as numpy computes it: numpy's pairwise sums,
+//! means and standard deviations and Python's exact integer division; the logarithm is libm's,
+//! the same on every machine (`ln`). Everything else is one IEEE operation at a time, in the
+//! order the catalogue's definitions (`catalogue`) write them.
 
 /// numpy's block size for pairwise summation (`PW_BLOCKSIZE` in numpy's `loops_utils.h.src`).
 const PAIRWISE_BLOCK: usize = 128;
@@ -98,10 +98,10 @@ fn power_of_two(e: i32) -> f64 {
 }
 
 /// The natural logarithm of the catalogue's utilities and entropies, the same on every machine:
-/// libm's (in Rust, as the engine's CUBIC and generators use it; error below 1 ulp). The numpy code
-/// the catalogue replaced took numpy's `log`, which is Intel's SVML kernel on a CPU with AVX-512
-/// and another elsewhere (they differ in the last bit of a few arguments in a thousand), so the
-/// stored utilities and entropies depended on the machine that ran the command; these do not.
+/// libm's (in Rust, as the engine's CUBIC and generators use it; error below 1 ulp). numpy's `log`
+/// is Intel's SVML kernel on a CPU with AVX-512 and another elsewhere (they differ in the last bit
+/// of a few arguments in a thousand), so utilities and entropies taken with it would depend on the
+/// machine that ran the command; these do not.
 pub fn ln(x: f64) -> f64 {
     libm::log(x)
 }

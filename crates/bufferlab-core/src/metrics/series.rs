@@ -1,4 +1,4 @@
-//! The per-sample quantities of a sampled flow and their means (metrics.md, "Flow metrics").
+//! The per-sample quantities of a sampled flow and their means (the catalogue's flow metrics).
 //!
 //! The series are sampled every Δ at t_k; a rate in interval k is the increase of a cumulative
 //! series over (t_{k-1}, t_k] divided by its length, a state (cwnd, in flight, srtt) its value at

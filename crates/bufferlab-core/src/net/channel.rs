@@ -129,7 +129,7 @@ pub struct Channel {
     cold: Box<ChannelCold>,
     /// The serialisation time of a packet of `last_bytes`. Almost every packet a channel carries
     /// has the size of the one before (full segments one way, ACKs the other), and computing the
-    /// time is a 64-bit division, slow enough to be ~4 % of the reference dumbbell's time.
+    /// time is a 64-bit division, slow enough to matter when done for every packet.
     serialisation: SimTime,
 }
 
@@ -573,7 +573,7 @@ mod tests {
 
     #[test]
     fn a_dropped_ack_gives_back_its_sack_blocks() {
-        // Issue 15: the SACK blocks of an ACK live in the pool's slab until the ACK leaves the
+        // The SACK blocks of an ACK live in the pool's slab until the ACK leaves the
         // network, dropped included: refused by a full queue, or lost on the link.
         let routes = RoutingTable::build(2, &[crate::net::routing::Edge { from: 0, to: 1, cost: 1 }], &[1]);
         let block = crate::net::packet::SackBlock { start: 1, end: 2 };

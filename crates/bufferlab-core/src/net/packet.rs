@@ -39,7 +39,7 @@ pub struct Packet {
     pub seq: u64,
     /// Cumulative acknowledgement (next byte expected), valid when `flags & ACK`.
     pub ack: u64,
-    /// Where the packet's SACK blocks are (issue 15: out of the packet, which is copied at each
+    /// Where the packet's SACK blocks are (out of the packet, which is copied at each
     /// hop, while only ACKs carry blocks): the entry of the network's
     /// [`crate::net::sack_slab::SackSlab`] the receiver stored them in. Meaningless when
     /// `sack_len` is 0.
@@ -64,7 +64,7 @@ pub struct Packet {
 }
 
 /// What an ACK carries besides its fixed fields, kept beside the packet in the network's SACK
-/// slab ([`crate::net::sack_slab::SackSlab`], issue 15): its SACK blocks (TCP, RFC 2018; on a
+/// slab ([`crate::net::sack_slab::SackSlab`]): its SACK blocks (TCP, RFC 2018; on a
 /// QUIC ACK frame, the acknowledged packet-number ranges of RFC 9000 §19.3) and QUIC's ACK Delay.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AckFrame<'a> {
@@ -123,7 +123,7 @@ mod tests {
     fn packet_without_its_ack_frame_is_80_bytes() {
         // Packets are copied at each hop (into a pool slot, out of it, into and out of queues);
         // an ACK's SACK blocks and ACK Delay live in the pool's slab, so a copy is 80 bytes, not
-        // 128, and a pool slot spans two cache lines wherever it starts (issue 15).
+        // 128, and a pool slot spans two cache lines wherever it starts.
         assert_eq!(std::mem::size_of::<Packet>(), 80);
     }
 }

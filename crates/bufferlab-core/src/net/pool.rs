@@ -2,9 +2,9 @@
 //! propagation pipe as a queue threaded through the pool.
 //!
 //! Why a pool: a ring of packets by value per channel cycles through its whole capacity, which
-//! grows to the largest window the channel ever carried (slow start) and never shrinks: on 10,000
-//! flows at 10 Gb/s the pipes held ~770,000 packet slots for ~56,000 packets in flight, ~105 MB
-//! touched in turn. The pool's size follows the packets in flight across all channels, and free
+//! grows to the largest window the channel ever carried (slow start) and never shrinks, so that
+//! a large run's pipes would hold many times more slots than packets in flight, all touched in
+//! turn. The pool's size follows the packets in flight across all channels, and free
 //! slots are reused last-in first-out, so a packet that starts transmission is written into the
 //! slot that the packet arriving just before it vacated: memory still in cache. A packet that a
 //! router forwards onto an idle link does not move at all: it is unlinked from the pipe it
@@ -13,12 +13,12 @@
 //! Why the pipe lives in the pool too: on a large run a packet's arrival is the costliest moment
 //! of the loop. The packet was written one propagation delay earlier (milliseconds, tens of
 //! thousands of events ago) and is long out of the caches. With a ring of (arrival, slot) per
-//! channel, an arrival read the channel, then the ring, then the packet: three cache misses one
+//! channel, an arrival would read the channel, then the ring, then the packet: three cache misses one
 //! after the other. Here the arrival event names the packet's slot, and the slot's [`Link`] (in
 //! an array of its own, at the same index) names the packet behind it in the pipe and when that
 //! one arrives, so the channel, the packet and its link are three loads the processor issues at
-//! once. Slots are not padded to cache lines: an 80-byte packet (its SACK blocks in a slab,
-//! issue 15) spans two lines either way, and the smaller pool is what a large run gains.
+//! once. Slots are not padded to cache lines: an 80-byte packet (its SACK blocks in a slab)
+//! spans two lines either way, and the smaller pool is what a large run gains.
 //! The link also says what becomes of the packet behind it when it arrives (its [`Hop`]), so the
 //! arrival event can name the channel or flow it will touch next as well.
 //!
@@ -35,7 +35,7 @@ use mem_prefetch::prefetch_read_data;
 const NONE: u32 = u32::MAX;
 
 /// A packet in the pool: 80 bytes, not padded to a cache-line multiple (128 bytes): the
-/// smaller footprint gains more than the alignment (docs/development/speed.md, "The packet pool"; issue 15).
+/// smaller footprint gains more than the alignment (docs/development/speed.md, "The packet pool").
 #[derive(Debug, Clone, Copy)]
 struct Stored(Packet);
 
@@ -88,7 +88,7 @@ pub struct PacketPool {
     links: Vec<Link>,
     /// Vacant slots, the most recently vacated last (reused first).
     free: Vec<u32>,
-    /// The SACK blocks of the ACKs on the network (issue 15): a packet with `sack_len > 0`
+    /// The SACK blocks of the ACKs on the network: a packet with `sack_len > 0`
     /// names its entry by `Packet::sack`.
     sacks: SackSlab,
     /// The pool's slots have outgrown `prefetch_above_bytes`, or prefetching was asked for from

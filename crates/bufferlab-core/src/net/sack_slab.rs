@@ -1,5 +1,5 @@
-//! The SACK blocks (and QUIC's ACK Delay: an [`AckFrame`]) of the ACKs on the network
-//! (issue 15), out of [`Packet`]: a packet is copied at each hop (into a pool slot, out of it,
+//! The SACK blocks (and QUIC's ACK Delay: an [`AckFrame`]) of the ACKs on the network, out of
+//! [`Packet`]: a packet is copied at each hop (into a pool slot, out of it,
 //! into and out of queues) while only ACKs carry them, so a packet holds a 4-byte handle
 //! (`Packet::sack`) and `sack_len`, and the frame lives here from the moment a receiver writes
 //! its ACK until the ACK leaves the network (delivered to its sender, refused by a queue, lost on

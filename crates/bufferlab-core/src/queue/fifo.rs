@@ -18,7 +18,7 @@ impl DropTailFifo {
     pub fn new(limit_packets: Option<u64>, limit_bytes: Option<u64>) -> Self {
         // No room up front: a queue's buffer grows with the packets it holds (and keeps its
         // working size), so the many queues a run never fills (the access links of 10,000 flows,
-        // 40,000 channels) cost nothing; 16 packets each up front were 80 MB never touched.
+        // 40,000 channels) cost nothing, where room for 16 packets each would be 80 MB never touched.
         DropTailFifo {
             packets: VecDeque::new(),
             bytes: 0,

@@ -36,7 +36,7 @@
 //! B: "the cumulative size of all sub-buffers should not exceed the BDP" (§III.C), also while a
 //! sub-buffer shrunk by eq. (4) still holds more than its new size.
 //!
-//! `SplitBuffEstimator::Refined` is this engine's earlier estimator, an option with its measured
+//! `SplitBuffEstimator::Refined` is an estimator of this engine's own, an option with its measured
 //! effect in docs/engine/index.md: T_q of a packet is the queueing its RTT holds, its sub-buffer's delay
 //! (bytes over service share) one RTT before it arrives, from a fixed-size history; with two
 //! sub-buffers a packet goes to the one whose T_B best explains RTT − that sub-buffer's T_q (the

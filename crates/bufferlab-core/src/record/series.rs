@@ -5,10 +5,8 @@
 //! `r * stride + k`, where the stride is the number of samples the run is expected to take. A
 //! run that takes exactly that many hands the buffer over as the table's column as it is
 //! (`into_column`, then Arrow's array over the same allocation); one that ends early closes the
-//! gaps in place. Keeping a `Vec` per row instead meant a second, concatenated copy of every
-//! series when the result crossed into Python: on the reference dumbbell (10 flows and 42
-//! channels, 3,000 samples) 10 MB of fresh memory and about 2,550 of the command's ~24,000 page
-//! faults (its engine stage 5,630 -> 3,080 faults, 22 -> 12 MB resident; issue 15).
+//! gaps in place. A `Vec` per row would need a second, concatenated copy of every series when
+//! the result crosses into Python: fresh memory, and its page faults, the size of the series.
 //!
 //! The buffer is allocated zeroed, which the allocator takes from the kernel as untouched pages
 //! for a large series: the memory is touched once, by the samples written into it.
@@ -16,8 +14,8 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::ops::Index;
 
-/// Serialized as its rows (a list of lists of samples), as the `Vec` per row it replaced was, so
-/// a result written by `examples/run_spec` compares byte for byte with one written before.
+/// Serialized as its rows (a list of lists of samples), so that a result written by
+/// `examples/run_spec` keeps one list of samples per row.
 #[derive(Debug, Clone, Default)]
 pub struct Series {
     /// `rows * stride` values, row-major; only the first `samples` of each row are recorded.

@@ -2,7 +2,7 @@
 every page under docs/.
 
 A page's examples run in document order, in a fresh temporary directory holding a copy of the
-repository's scenarios/ (so the default store, results/bufferlab.duckdb, is new), with the
+repository's scenarios/ and sweeps/ (so the default store, results/bufferlab.duckdb, is new), with the
 running interpreter's bin directory first on PATH (its `bufferlab`). Each `$ ` line of a
 `console` block is run with bash in that directory, and must exit 0; the lines without the
 prompt are output, not checked. The `python` blocks of one page share one namespace and run with
@@ -25,7 +25,8 @@ from markdown_it import MarkdownIt
 
 REPO = Path(__file__).resolve().parents[2]
 # Pages whose examples take more than ten seconds in all.
-SLOW_PAGES: set[str] = set()
+SLOW_PAGES = {"README.md", "docs/guides/report.md", "docs/guides/sweep.md", "docs/guides/results.md",
+              "docs/guides/advise.md", "docs/guides/reproduce.md"}
 COMMAND_TIMEOUT_S = 300
 
 
@@ -75,7 +76,10 @@ def run_page(page: Path, workdir: Path) -> None:
 
 def run_examples(markdown: str, where: str, workdir: Path) -> None:
     """Run the examples of the Markdown text of page `where` in `workdir` (see the module docstring)."""
+    # The example scenarios and sweeps side by side, as in the repository (a sweep names its
+    # scenario as ../scenarios/...).
     shutil.copytree(REPO / "scenarios", workdir / "scenarios")
+    shutil.copytree(REPO / "sweeps", workdir / "sweeps")
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     # The package the tests import, also for the commands (a checkout's python/ on PYTHONPATH).

@@ -13,11 +13,11 @@
 //! 1.59 ms, utilisation 95.1 %, Jain's index of the four goodputs 0.997, 105 AQM drops and 433
 //! drops from the fattest queue.)
 //!
-//! Reno, not CUBIC: the engine's CUBIC grows its window by the bytes the ACK that ends a recovery
-//! acknowledges cumulatively, SACKed ones included (`AckSample::bytes_acked`, where Linux counts
-//! what the ACK newly delivers), up to half a segment per segment in its concave region; after
-//! the long recoveries CoDel's head drops cause, its window runs away (MBs, 30 % retransmitted).
-//! That is the transport's to fix, not the queue's.
+//! Reno, not CUBIC: under CoDel's head drops CUBIC's recoveries last several RTTs, and the
+//! ssthresh each new one starts from is β·FlightSize (RFC 5681's data not cumulatively
+//! acknowledged, SACKed data included), which then exceeds the window it reduces: the window
+//! runs away (MBs, a third of the data retransmitted). That is the transport's to settle, not
+//! the queue's.
 
 mod common;
 

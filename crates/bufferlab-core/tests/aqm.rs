@@ -9,11 +9,11 @@
 //! every 10 ms: the mean sojourn time of the packets sent in each 10 ms, whose median and 90th
 //! percentile are what is compared.
 //!
-//! Reno, not CUBIC: the engine's CUBIC grows its window by the bytes the ACK that ends a recovery
-//! acknowledges cumulatively, SACKed ones included (`AckSample::bytes_acked`, where Linux counts
-//! what the ACK newly delivers), up to half a segment per segment in its concave region; after
-//! the long recoveries CoDel's head drops cause, its window runs away (MBs, 30 % retransmitted).
-//! That is the transport's to fix, not the queue's.
+//! Reno, not CUBIC: under CoDel's head drops CUBIC's recoveries last several RTTs, and the
+//! ssthresh each new one starts from is β·FlightSize (RFC 5681's data not cumulatively
+//! acknowledged, SACKed data included), which then exceeds the window it reduces: the window
+//! runs away (MBs, a third of the data retransmitted). That is the transport's to settle, not
+//! the queue's.
 
 mod common;
 

@@ -108,7 +108,7 @@ impl Cubic {
     }
 
     fn slow_start(&mut self, ack: &AckSample) {
-        let acked = ack.bytes_acked as f64;
+        let acked = ack.delivered as f64;
         let growth = match self.hystart.as_mut() {
             None => acked.min(Self::ABC_LIMIT_SEGMENTS * self.mss),
             Some(h) => match h.on_ack(ack) {
@@ -149,7 +149,10 @@ impl Cubic {
         };
         let t = (now - start).as_secs_f64();
         let rtt = ack.srtt.or(ack.rtt).map_or(0.0, |r| r.as_secs_f64());
-        let segments_acked = ack.bytes_acked as f64 / self.mss;
+        // RFC 9438 §4.3's segments_acked counts what this ACK newly delivered (cumulatively acked
+        // or SACKed, as Linux's acked_sacked): the ACK that ends a recovery also acknowledges
+        // cumulatively every byte SACKed during it, which the window must not grow by again.
+        let segments_acked = ack.delivered as f64 / self.mss;
 
         // RFC 9438 §4.3: W_est grows by α_cubic per window acknowledged; α_cubic becomes 1 once
         // W_est reaches cwnd_prior.
@@ -358,6 +361,29 @@ mod tests {
         c.cwnd = (segments * SEG) as f64;
         c.on_congestion_event(SimTime::ZERO, segments * SEG);
         c.on_recovery_exit(SimTime::ZERO);
+    }
+
+    #[test]
+    fn the_ack_that_ends_a_recovery_grows_the_window_by_what_it_newly_delivered() {
+        // Loss at W = 1000 segments: cwnd = 700. During recovery the receiver SACKed the whole
+        // window but the hole; the retransmission's ACK then advances the cumulative point by
+        // ~1000 segments while delivering one new segment. Growth by the cumulative advance
+        // would add (target − cwnd)/cwnd · 1000 segments at once; by delivered data, one
+        // segment's share (RFC 9438 §4.4: well under one segment per ACK).
+        let mut c = cubic(false);
+        loss_at(&mut c, 1000);
+        let rtt = SimTime::from_ms(100);
+        let exit = AckSample {
+            now: SimTime::from_ms(100),
+            bytes_acked: 1000 * SEG,
+            delivered: SEG,
+            srtt: Some(rtt),
+            ..AckSample::default()
+        };
+        c.on_ack(&exit);
+        let grown = c.window() as f64 / SEG as f64 - 700.0;
+        assert!((0.0..1.0).contains(&grown), "grew {grown} segments on one ACK");
+        assert!(c.w_est() - 700.0 < 0.01, "W_est grew by {}", c.w_est() - 700.0);
     }
 
     #[test]

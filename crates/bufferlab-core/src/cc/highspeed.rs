@@ -105,7 +105,10 @@ impl CongestionController for HighSpeed {
     }
 
     fn on_ack(&mut self, ack: &AckSample) {
-        let acked = ack.bytes_acked as f64;
+        // Growth per segment newly delivered (cumulatively acked or SACKed), not per byte the
+        // cumulative point advanced: the ACK that ends a recovery covers every byte SACKed during
+        // it, which would otherwise give a(w) segments of growth at once.
+        let acked = ack.delivered as f64;
         if (self.cwnd as u64) < self.ssthresh {
             // RFC 5681 slow start with appropriate byte counting (RFC 3465).
             self.cwnd += acked.min(Self::ABC_LIMIT_SEGMENTS * self.mss);
@@ -228,6 +231,21 @@ mod tests {
         h.on_congestion_event(SimTime::ZERO, w);
         let expected = (1.0 - b((w / 1000) as f64)) * w as f64;
         assert!((h.ssthresh() as f64 - expected).abs() <= 1.0, "{} vs {expected}", h.ssthresh());
+    }
+
+    #[test]
+    fn the_ack_that_ends_a_recovery_grows_the_window_by_what_it_newly_delivered() {
+        // At w = 10661 segments a(w) = 30 segments per RTT: the exit ACK of a recovery that
+        // SACKed the whole window advances the cumulative point by w segments but delivers one;
+        // it earns a(w)/w of a segment (RFC 3649 §5), not a whole RTT's a(w).
+        let mut h = HighSpeed::new(1000, 10);
+        h.cwnd = 10_661_000.0;
+        h.avoidance_window = 10_661;
+        h.on_congestion_event(SimTime::ZERO, 10_661_000);
+        h.on_recovery_exit(SimTime::ZERO);
+        let w0 = h.window();
+        h.on_ack(&AckSample { bytes_acked: 10_661_000, delivered: 1000, ..AckSample::default() });
+        assert!(h.window() - w0 < 1000, "grew {} bytes on one ACK", h.window() - w0);
     }
 
     #[test]

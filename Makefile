@@ -90,6 +90,24 @@ lock: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade $(RANGES)
 	$(BIN)/python -m pip freeze --exclude-editable > requirements.lock
 
+## wheel: a wheel of the package with the compiled engine in dist/ (WHEEL_DIR=... elsewhere), which
+## `pip install` installs without a Rust toolchain (abi3: one wheel for every CPython >= 3.11). Built
+## after setup with the same cargo profile, target directory and flags as setup's extension, so
+## cargo finds every crate up to date and only maturin's packaging runs: the profile-guided engine
+## where setup built one (target/pgo/merged.profdata), else the plain release build.
+.PHONY: wheel
+WHEEL_DIR ?= dist
+PGO_PROFILE := target/pgo/merged.profdata
+wheel: setup
+	@if [ "$(PGO)" != 0 ] && [ -f $(PGO_PROFILE) ]; then \
+	  echo "wheel: the profile-guided engine (as setup built it, in target/pgo/optimized)"; \
+	  export BUFFERLAB_PGO_FLAG=-Cprofile-use=$(abspath $(PGO_PROFILE)) RUSTC_WORKSPACE_WRAPPER=$(abspath tools/pgo-rustc) \
+	    CARGO_TARGET_DIR=$(abspath target/pgo/optimized); \
+	else \
+	  echo "wheel: the plain release engine (as setup built it, in target/)"; \
+	fi; \
+	$(BIN)/maturin build --release --interpreter $(BIN)/python --out $(WHEEL_DIR)
+
 setup: $(VENV)/.deps $(EXTENSION)
 
 $(BIN)/python:

@@ -224,7 +224,14 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         except BaseException:
             database.close()
             raise
-    con.execute("SET enable_progress_bar = false")  # a per-connection setting
+    try:
+        con.execute("SET enable_progress_bar = false")  # a per-connection setting
+    except duckdb.InvalidInputException as e:
+        # In a Jupyter kernel DuckDB draws its progress bar as an ipywidgets widget and, without
+        # ipywidgets, refuses any change of the setting; it draws no bar there to begin with.
+        if "progress bar" not in str(e):
+            con.close()
+            raise
     return con
 
 

@@ -53,9 +53,16 @@ class SizeRule:
     number of long-lived flows; `packet` the packet size (default: the largest data packet of the
     flows crossing the link)."""
 
+    # "bdp": C · RTT, the bandwidth-delay product; "stanford": C · RTT / √N (Appenzeller,
+    # Keslassy & McKeown 2004, "Sizing Router Buffers"), N the long-lived flows.
     rule: Literal["bdp", "stanford"]
+    # How the round-trip propagation delays of the long-lived (greedy) flows crossing the link
+    # are averaged ("mean", "harmonic", "max"), or a time that replaces them.
     rtt: "Average | int" = "mean"
+    # N of the stanford rule, in place of the number of long-lived flows crossing the link.
     flows: int | None = None
+    # Packet size the size is counted in; default the largest data packet of the long-lived flows
+    # crossing the link.
     packet: int | None = None
 
     def written(self) -> dict[str, Any]:
@@ -194,7 +201,10 @@ class _Queue(BaseModel):
 class FifoQueue(_Queue):
     """Drop-tail FIFO (Linux pfifo / bfifo)."""
 
+    # Drop-tail FIFO; "pfifo", "droptail" and ns-3's "FifoQueueDisc" name it too.
     kind: Literal["fifo"] = "fifo"
+    # Its size: packets ("100p"), bytes ("1.25MB"), a time at the link's rate ("25ms", in bytes)
+    # or a size by rule; an arrival that does not fit is dropped.
     limit: QueueSizeField
 
     def __str__(self) -> str:
@@ -207,9 +217,14 @@ class TbfQueue(_Queue):
 
     model_config = _BUILT_ON_FIRST_USE
 
+    # Token bucket filter, a shaper.
     kind: Literal["tbf"]
+    # Rate tokens accrue at: the shaped rate, which the queue sends at in the long run.
     rate: Annotated[int, Parsed(lambda v: units.parse_rate(v), units.format_rate, returns=STR)]
+    # Bucket depth, bytes: the most sent back to back at the link's rate after an idle spell (the
+    # bucket starts full, as Linux's tbf).
     burst: _Bytes
+    # Bytes that may wait for tokens; an arrival beyond is dropped (Linux tbf's bfifo).
     limit: _Bytes
 
     def sized(self, limit: QueueLimit) -> Self:
@@ -227,7 +242,8 @@ _Time = Annotated[int, Parsed(units.parse_time, units.format_time, returns=STR)]
 
 
 class SplitBuffQueue(_Queue):
-    """SplitBuff (seed 002): `sub_buffers` (2 or 3) sub-buffers, packets mapped by the RTT they
+    """SplitBuff (Jabeen, Zafar, Qazi & Uzmi, "SplitBuff: Improving the Interaction of
+    Heterogeneous RTT Flows on the Internet"): `sub_buffers` (2 or 3) sub-buffers, packets mapped by the RTT they
     carry against the router's RTTP estimate, sub-buffers sized by eq. (4) every
     `update_interval` (T_u) with queueing-delay smoothing gain `alpha`, served by byte-fair round
     robin (`quantum` bytes per turn).
@@ -241,13 +257,27 @@ class SplitBuffQueue(_Queue):
 
     model_config = _BUILT_ON_FIRST_USE
 
+    # SplitBuff, RTT-aware sub-buffers.
     kind: Literal["splitbuff"]
+    # The total B until the first estimate (`total = "estimated"`) or throughout ("fixed");
+    # default the BDP rule at the mean RTT of the flows crossing the link.
     limit: QueueSizeField = BDP
+    # Sub-buffers, 2 or 3: two split at the RTTP estimate (§III), three at RTTP ± σ/2, σ the
+    # standard deviation of the period's RTTs (§IV.C).
     sub_buffers: _Count = 2
+    # T_u of Fig. 2: the period after which the thresholds, B and the sub-buffers' sizes (eq. 4)
+    # are estimated again. The paper leaves its value open.
     update_interval: _Time = 100_000_000
+    # α of Fig. 2, the gain of the queueing delays' exponential smoothing, in (0, 1]. The paper
+    # leaves its value open.
     alpha: _Real = 0.25
+    # Bytes a sub-buffer may send per turn of the byte-fair (deficit) round robin.
     quantum: _Bytes = 1500
+    # "paper": Fig. 2 as published; "refined": this engine's earlier estimator (the SplitBuff
+    # section of docs/engine/index.md measures the difference).
     estimator: Literal["paper", "refined"] = "paper"
+    # "estimated": B = (average RTT − T_q)·C, estimated again every T_u (Fig. 2); "fixed": B
+    # stays `limit`.
     total: Literal["estimated", "fixed"] = "estimated"
 
     def __str__(self) -> str:
@@ -255,14 +285,19 @@ class SplitBuffQueue(_Queue):
 
 
 class BlindSplitBuffQueue(_Queue):
-    """Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
+    """Blind-SplitBuff (the SplitBuff paper's §IV.B.2 baseline): each flow mapped at random onto one of `sub_buffers`
     sub-buffers of `limit` / `sub_buffers` each, served by byte-fair round robin."""
 
     model_config = _BUILT_ON_FIRST_USE
 
+    # Blind-SplitBuff, sub-buffers without RTTs.
     kind: Literal["blind_splitbuff"]
+    # The total, split evenly: each sub-buffer holds limit / sub_buffers (the paper: BDP/2 each
+    # of two); default the BDP rule at the mean RTT of the flows crossing the link.
     limit: QueueSizeField = BDP
+    # Sub-buffers, from 2 to 16; a flow's is drawn by a hash under a key from the run's seed.
     sub_buffers: _Count = 2
+    # Bytes a sub-buffer may send per turn of the byte-fair (deficit) round robin.
     quantum: _Bytes = 1500
 
     def __str__(self) -> str:
@@ -292,17 +327,40 @@ class RedQueue(_Queue):
     model_config = _BUILT_ON_FIRST_USE
     THRESHOLDS: ClassVar[tuple[str, ...]] = ("min_th", "max_th")
 
+    # RED; "ared" is RED with `adaptive = true`, ns-3's "RedQueueDisc" names it too.
     kind: Literal["red"]
+    # The hard limit, packets or bytes: an arrival RED admits but that does not fit is dropped
+    # (a tail drop, not an early one).
     limit: QueueSizeField = _AQM_LIMIT
+    # Threshold on the average queue below which nothing is dropped early, packets ("5p") or
+    # bytes, in the unit of `max_th`. Default 5 packets (ns-3's RedQueueDisc); with `adaptive`,
+    # max(5, target_delay·C/2) packets (Adaptive RED §4).
     min_th: _Threshold | None = None
+    # Threshold on the average queue where the early-drop probability reaches `max_p`, in the
+    # unit of `min_th`. Default 15 packets (ns-3's RedQueueDisc); with `adaptive`, 3·min_th.
     max_th: _Threshold | None = None
+    # Early-drop probability at `max_th` (Floyd & Jacobson eq. 2): 0.1, Floyd's recommendation.
+    # With `adaptive` its starting value, then kept within [0.01, 0.5].
     max_p: _Real = 0.1
+    # Weight of the average queue's moving average: 0.002 (Floyd & Jacobson's simulations, ns-3's
+    # QW); with `adaptive`, 1 − exp(−1/C), C the link's rate in `mean_packet`s per second.
     w_q: _Real | None = None
+    # Gentle RED (Floyd 2000): from `max_th` to 2·`max_th` the probability rises from `max_p` to
+    # 1 instead of every arrival being dropped from `max_th` on; true, as ns-3.
     gentle: bool = True
+    # Scale the early-drop probability by the packet's size over `mean_packet` (Floyd & Jacobson
+    # §4), so that large packets are dropped more often than small ones.
     byte_mode: bool = False
+    # Mean packet size, bytes: byte mode's reference, the transmission time by which the average
+    # decays over an idle spell, and Adaptive RED's packets per second.
     mean_packet: _Bytes = 1500
+    # Adaptive RED (Floyd, Gummadi & Shenker 2001): `max_p` adapted every `interval` to keep the
+    # average between 40 % and 60 % of the way from min_th to max_th, with automatic thresholds
+    # and weight unless given.
     adaptive: bool = False
+    # Adaptive RED's target queueing delay, from which its automatic `min_th` follows.
     target_delay: _Time = 5_000_000
+    # Adaptive RED's adaptation interval: 0.5 s (the 2001 paper's Fig. 1).
     interval: _Time = 500_000_000
 
     def __str__(self) -> str:
@@ -323,14 +381,24 @@ class PieQueue(_Queue):
 
     model_config = _BUILT_ON_FIRST_USE
 
+    # PIE; ns-3's "PieQueueDisc" names it too.
     kind: Literal["pie"]
+    # The hard limit, packets or bytes (tail drop): 1000 packets, as Linux's pie.
     limit: QueueSizeField = _AQM_LIMIT
+    # The queueing delay the controller holds the queue at, QDELAY_REF: 15 ms (RFC 8033 §4).
     target: _Time = 15_000_000
+    # Period of the drop probability's update, T_UPDATE: 15 ms (RFC 8033 §4).
     t_update: _Time = 15_000_000
+    # Gain α on the delay's distance from `target`, per second: 0.125 (RFC 8033 §4.2).
     alpha: _Real = 0.125
+    # Gain β on the delay's change since the last update, per second: 1.25 (RFC 8033 §4.2).
     beta: _Real = 1.25
+    # Burst allowance MAX_BURST, during which nothing is dropped early: 150 ms (RFC 8033 §4.4).
     burst: _Time = 150_000_000
+    # RFC 8033 §5.4's derandomisation: drops spaced by the probabilities summed since the last.
     derandomize: bool = False
+    # Mean packet size, bytes, of §4.1's safeguard: no early drop from a queue of at most two such
+    # packets.
     mean_packet: _Bytes = 1500
 
     def __str__(self) -> str:
@@ -345,9 +413,14 @@ class CoDelQueue(_Queue):
 
     model_config = _BUILT_ON_FIRST_USE
 
+    # CoDel; ns-3's "CoDelQueueDisc" names it too.
     kind: Literal["codel"]
+    # The acceptable standing queueing delay, TARGET: 5 ms (RFC 8289 §4.4).
     target: _Time = 5_000_000
+    # How long the sojourn time must stay at or above `target` before the first drop, and the
+    # base of the drop spacing interval/√count, INTERVAL: 100 ms (RFC 8289 §4.3).
     interval: _Time = 100_000_000
+    # The hard limit, packets or bytes (tail drop): 1000 packets, as Linux's codel.
     limit: QueueSizeField = _AQM_LIMIT
 
     def __str__(self) -> str:
@@ -362,11 +435,19 @@ class FqCodelQueue(_Queue):
 
     model_config = _BUILT_ON_FIRST_USE
 
+    # FQ-CoDel; "fqcodel" and ns-3's "FqCoDelQueueDisc" name it too.
     kind: Literal["fq_codel"]
+    # CoDel's TARGET in every flow queue: 5 ms (RFC 8289 §4.4).
     target: _Time = 5_000_000
+    # CoDel's INTERVAL in every flow queue: 100 ms (RFC 8289 §4.3).
     interval: _Time = 100_000_000
+    # Packets in all flow queues together: at the limit the queue with the most bytes loses its
+    # head (RFC 8290 §4.1.2). 10240, as Linux's fq_codel; in packets only.
     limit: QueueSizeField = QueueSize(limit=QueueLimit(packets=10240))
+    # Flow queues, from 1 to 65536; a flow's is its index modulo `flows`. 1024, as Linux's fq_codel.
     flows: _Count = 1024
+    # Bytes of DRR++'s quantum, a flow queue's credit per round (RFC 8290 §4.2): 1514, one
+    # Ethernet frame, as Linux's fq_codel.
     quantum: _Bytes = 1514
 
     def __str__(self) -> str:

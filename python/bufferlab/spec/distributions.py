@@ -22,7 +22,7 @@ or ns, see crates/bufferlab-core/src/traffic/dist.rs) and the table as written. 
 sizes and times itself, from seeded streams; RTTs are drawn here (`Dist.draw`), with numpy.
 
 A mixture draws component by component in fixed proportions: of N draws, component k gets its
-share w_k·N (largest remainders round it), in the order listed, as seed 002 gives each RTT mode
+share w_k·N (largest remainders round it), in the order listed, as the SplitBuff paper gives each RTT mode
 N/2 flows.
 """
 

@@ -108,11 +108,18 @@ class Traffic:
     `bytes`, or an unresponsive datagram source ("cbr" at `rate` in datagrams of `packet` bytes on
     the wire, or "onoff": the same during on periods drawn from `on`, silent during `off`)."""
 
+    # "greedy": unlimited data until the flow's stop; "finite": a transfer of `bytes`, then FIN;
+    # "cbr" or "onoff": an unresponsive datagram source (no congestion control, no ACKs).
     kind: Literal["greedy", "finite", "cbr", "onoff"]
+    # Application bytes of a finite transfer.
     bytes: int | None = None
+    # Sending rate of a datagram source, during its on periods for onoff.
     rate: int | None = None
+    # Datagram size on the wire, IP and UDP headers included: 1500 bytes, a full Ethernet MTU.
     packet: int | None = None
+    # Distribution of the lengths of the sending periods; a source starts with one.
     on: Dist | None = None
+    # Distribution of the lengths of the silent periods.
     off: Dist | None = None
 
     def to_engine(self) -> dict[str, Any]:
@@ -212,10 +219,17 @@ class LossModel:
     probability `p` per packet, Bad → Good with `r`; a packet is lost with `loss_good` in Good,
     `loss_bad` in Bad (defaults 0 and 1: Gilbert's model, bursts of mean length 1/r)."""
 
+    # Probability per packet of a move from the Good state to the Bad one.
     p: float
+    # Probability per packet of a move from the Bad state back to Good; with `loss_bad = 1`, loss
+    # bursts last 1/r packets on average.
     r: float
+    # Loss probability in the Good state: 0, as in Gilbert's model.
     loss_good: float = 0.0
+    # Loss probability in the Bad state: 1, as in Gilbert's model. The long-run loss rate is
+    # (r·loss_good + p·loss_bad)/(p + r).
     loss_bad: float = 1.0
+    # The Gilbert–Elliott two-state Markov chain, stepped once per packet ("gilbert" names it too).
     kind: Literal["gilbert_elliott"] = "gilbert_elliott"
 
     def to_engine(self) -> dict[str, Any]:

@@ -21,17 +21,29 @@ class QuicOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # Largest QUIC packet (UDP payload), RFC 9002 max_datagram_size; 1252 = a 1280-byte IP packet.
+    # Largest QUIC packet (UDP payload), RFC 9002's max_datagram_size: 1252 bytes, which makes a
+    # 1280-byte IP packet (IPv6's minimum MTU).
     max_datagram: ByteCount | None = None
-    # Bytes of a packet that carry no stream data (header, AEAD tag, STREAM frame header).
+    # Bytes of a full packet that carry no stream data: 41 (a short header with an 8-byte
+    # connection ID and a 4-byte packet number 13, the AEAD tag 16, the STREAM frame header 12).
     packet_overhead: ByteCount | None = None
-    # Bytes below QUIC on the wire: IP + UDP headers (28), plus any link framing.
+    # Bytes below QUIC on the wire: 28, the IPv4 and UDP headers; add any link framing (a PPP
+    # header and trailer: 7 more).
     lower_layer: ByteCount | None = None
-    # UDP payload of an ACK-only packet with one ACK range.
+    # UDP payload of an ACK-only packet with one ACK range: 39 (header 13, AEAD tag 16, ACK frame
+    # 10); each further range adds 4 (RFC 9000 §19.3.1).
     ack_packet: ByteCount | None = None
+    # Initial congestion window, packets: 10 (RFC 9002 §7.2: min(10·1252, max(14720, 2·1252))
+    # bytes).
     initial_window: Count = None
-    # ACK every n-th ack-eliciting packet (1: every one, as in seed 003).
+    # The receiver ACKs every `ack_every`-th ack-eliciting packet, and at once when packets
+    # arrive out of order: 1, every packet, as the server of the INET QUIC buffer-sizing
+    # experiment (RFC 9000 §13.2.2 recommends 2).
     ack_every: Count = None
+    # Longest the receiver delays an ACK: 25 ms (RFC 9000 §18.2's default max_ack_delay).
     max_ack_delay: Time | None = None
+    # RTT assumed before the first sample: 333 ms (RFC 9002 §6.2.2's kInitialRtt).
     initial_rtt: Time | None = None
+    # Packets acknowledged after an unacknowledged one before it is deemed lost: 3 (RFC 9002
+    # §6.1.1's kPacketThreshold).
     packet_threshold: Count = None

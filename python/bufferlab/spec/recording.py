@@ -22,7 +22,9 @@ class _Model(BaseModel):
 class Capture(_Model):
     """Record every packet that starts transmission on one direction of a link."""
 
+    # The name of the link whose packets are captured.
     link: str
+    # The direction captured: "forward" (from the link's `a` to its `b`) or "backward".
     direction: Literal["forward", "backward"] = "forward"
 
 
@@ -42,8 +44,17 @@ class Record(_Model):
     says what was kept), so a later run of the same spec that keeps its series simulates again.
     """
 
+    # Time-series sampling interval ("10ms"); "off" records no time series. The same setting as
+    # the top-level `sample_interval` (give one of the two), default 10 ms.
     interval: SampleInterval | None = None
+    # The flows whose series are sampled: "all", "none" or a list of flow names. Transfers of
+    # poisson and closed-loop generators are never sampled.
     flows: Literal["all", "none"] | list[str] = "all"
+    # The link directions whose series are sampled: "all", "none" or a list of link names (both
+    # directions) and channel names ("btl_forward").
     links: Literal["all", "none"] | list[str] = "all"
+    # Packet captures, as the top-level `[[captures]]`.
     captures: list[Capture] = []  # copied for each model, as `Scenario`'s lists
+    # false keeps the series out of the store: they are still sampled (the flow means of the
+    # metric catalogue are taken over them), but only metrics, summaries and captures are stored.
     store_series: bool = True

@@ -18,13 +18,13 @@ every link has one delay for both directions, ``rtt_i`` must be a whole even num
 The RTT is propagation only: transmission and queueing come on top, as in ns-3 and ccperf.
 
 RTT heterogeneity: ``topology.rtt`` may be a distribution (see `distributions`; a ``mixture`` of
-lognormals gives seed 002's bimodal RTTs). Every flow without an RTT of its own then draws one,
+lognormals gives the SplitBuff paper's bimodal RTTs). Every flow without an RTT of its own then draws one,
 in flow order, from numpy's PCG64 generator seeded with ``SeedSequence([seed, RTT_STREAM])``, and
 rounds it to a whole even number of ns; the dumbbell rule above realises that RTT exactly. A draw
 below twice a given ``bottleneck_delay`` is raised to it (and noted); with the default bottleneck
 delay (a quarter of the smallest RTT) no draw needs it.
 
-Other topologies (`topology`): ``kind = "tree"`` (seed 000) and ``kind = "parking_lot"``.
+Other topologies (`topology`): ``kind = "tree"`` (Dhamdhere & Dovrolis) and ``kind = "parking_lot"``.
 Traffic generators (``[[generators]]``) spread sources over hosts: persistent flows, Poisson mice
 and closed-loop users per source host, CBR and on/off datagram sources (see `Generator`).
 """
@@ -178,24 +178,38 @@ class _Model(BaseModel):
 class Node(_Model):
     """A host (flow endpoint) or a router."""
 
+    # The node's name, unique among the nodes; links and flows refer to it.
     name: Name
+    # "host": a flow may start or end there; "router": it only forwards (no flow's src or dst).
     kind: Literal["host", "router"]
 
 
 class Link(_Model):
     """A full-duplex point-to-point link; "forward" is a -> b, "backward" is b -> a."""
 
+    # The link's name, unique among the links; default "<a>_<b>". Its two directions (channels)
+    # are "<name>_forward" and "<name>_backward".
     name: OptionalName = None
+    # The node at one end: the forward direction leaves it.
     a: str
+    # The node at the other end: the backward direction leaves it.
     b: str
+    # Line rate of each direction ("100Mbps"); "unlimited" sends in no time (no transmission delay).
     rate: OptionalRate
+    # One-way propagation delay, the same in both directions.
     delay: Time
+    # Probability that a packet is lost in flight, independently per packet, in both directions.
     loss: Probability = 0.0
-    # A bursty loss process instead of independent losses (both directions, each its own state).
+    # A bursty (Gilbert–Elliott) loss process instead of independent losses (both directions, each
+    # its own state).
     loss_model: LossModelField | None = None
-    # One queue for both directions, or one per direction; default 1000 packets.
+    # The egress queue of each direction (each direction has its own queue of this kind); default
+    # a FIFO of 1000 packets (Linux's default txqueuelen, ns-3's FifoQueueDisc). Give it or
+    # `queue_forward`/`queue_backward`, not both.
     queue: QueueField | None = None
+    # The egress queue of the forward direction (at `a`, toward `b`); default `queue`'s.
     queue_forward: QueueField | None = None
+    # The egress queue of the backward direction (at `b`, toward `a`); default `queue`'s.
     queue_backward: QueueField | None = None
 
 
@@ -204,46 +218,91 @@ class TcpOptions(_Model):
     checks their ranges (counts and timeouts positive, min_rto <= max_rto, rwnd >= mss) and names
     the option; a model parses types and units only."""
 
+    # Sender maximum segment size, payload bytes: 1448, a 1500-byte IP packet less `header_bytes`.
     mss: Count = None
+    # Bytes of IP and TCP header on every segment and ACK: 52 (IPv4 20, TCP 20 and the RFC 7323
+    # timestamp option 12). A full segment is `mss` + `header_bytes` on the wire; SACK blocks add
+    # to an ACK.
     header_bytes: Count = None
+    # Initial congestion window, segments: 10 (RFC 6928).
     initial_window: Count = None
+    # The receiver ACKs every `ack_every` full-sized segments: 2 (RFC 5681 §4.2's delayed ACK);
+    # 1 ACKs every segment. Out-of-order data, a filled hole and a FIN are ACKed at once; a lone
+    # segment waits at most `delayed_ack_timeout`.
     ack_every: Count = None
-    # `delayed_ack = false` is the same as `ack_every = 1` (ACK every packet).
+    # `delayed_ack = false` ACKs every segment, the same as `ack_every = 1`; true keeps delayed
+    # ACKs (`ack_every` at least 2).
     delayed_ack: Switch = None
-    # Positive here: the engine takes a zero timer (an immediate ACK) as it is.
+    # Longest the receiver holds an ACK back while fewer than `ack_every` segments wait: 40 ms,
+    # Linux's minimum delayed-ACK timer (RFC 5681 §4.2 allows up to 500 ms). Above 0: an ACK
+    # without delay is `ack_every = 1`.
     delayed_ack_timeout: PositiveTime | None = None
+    # Selective acknowledgements (RFC 2018) and SACK-based loss recovery (RFC 6675): true, as
+    # Linux; false recovers as NewReno (RFC 6582). RACK-TLP needs SACK.
     sack: Switch = None
+    # Fast-recovery procedure: "prr", Proportional Rate Reduction (RFC 6937), the default as in
+    # Linux; or "classic": cwnd = ssthresh on entry, then RFC 6675 §5 with SACK or RFC 6582's
+    # window inflation without (ns-3's TcpClassicRecovery).
     recovery: Recovery | None = None
+    # Lower bound of the retransmission timeout: 200 ms, as Linux and ns-3 (RFC 6298 §2.4 says
+    # 1 s). At most `max_rto`.
     min_rto: Time | None = None
+    # Retransmission timeout before the first RTT sample: 1 s (RFC 6298 §2.1).
     initial_rto: Time | None = None
+    # Upper bound of the backed-off retransmission timeout: 60 s (RFC 6298 §2.5: a maximum, if
+    # any, of at least 60 s).
     max_rto: Time | None = None
+    # Receive window, bytes: the sender keeps at most this much unacknowledged data outstanding;
+    # unset, no limit (the congestion window alone). At least `mss`.
     rwnd: ByteCount | None = None
+    # Duplicate ACKs (with SACK: segments SACKed above a hole) after which a segment is deemed
+    # lost: 3 (RFC 5681 §3.2, RFC 6675's DupThresh).
     dupthresh: Count = None
-    # RTT measurement from echoed timestamps (RFC 7323); false: send times under Karn's rule.
+    # RTT measurement from echoed timestamps (RFC 7323 §4): true; false measures from send times
+    # under Karn's rule. The option's 12 bytes stay counted in `header_bytes` either way.
     timestamps: Switch = None
-    # HyStart++ (RFC 9406) in CUBIC's initial slow start; false: standard slow start.
+    # HyStart++ (RFC 9406) in CUBIC's initial slow start: true; false is standard slow start.
+    # Only CUBIC uses it.
     hystart: Switch = None
-    # Retransmission timeout: "linux" (SRTT + max(4·RTTVAR, min_rto), restarted when the first
-    # outstanding segment is retransmitted) or "rfc6298" (max(SRTT + 4·RTTVAR, min_rto)).
+    # Retransmission timeout: "linux" (the default: SRTT + max(4·RTTVAR, min_rto), restarted when
+    # the first outstanding segment is retransmitted) or "rfc6298" (RFC 6298 §2:
+    # max(SRTT + 4·RTTVAR, min_rto), restarted only by new data acknowledged or a timeout).
     rto: Literal["linux", "rfc6298"] | None = None
-    # RACK-TLP loss detection (RFC 8985); default false: RFC 6675's DupThresh rule alone.
+    # RACK-TLP loss detection and tail loss probes (RFC 8985), with SACK: true, as Linux; false
+    # leaves RFC 6675's DupThresh rule alone and a lost retransmission to the timeout.
     rack: Switch = None
-    # Reno's window growth: "bytes" (RFC 3465 byte counting, as Linux) or "per_ack" (RFC 5681
-    # per ACK, as ns-3's TcpNewReno: half a segment per RTT with delayed ACKs).
+    # Reno's window growth: "bytes" (the default: RFC 3465 byte counting, as Linux) or "per_ack"
+    # (RFC 5681 per ACK, as ns-3's TcpNewReno: half a segment per RTT with delayed ACKs).
     ca_increase: Literal["bytes", "per_ack"] | None = None
 
 
 class FlowDefaults(_Model):
     """Values every flow takes unless it sets its own."""
 
+    # Congestion controller: "reno" (RFC 5681; "newreno" is the same controller), "cubic" (RFC
+    # 9438), "highspeed" (RFC 3649) or "bbr" (BBR v1,
+    # draft-cardwell-iccrg-bbr-congestion-control-00); ns-3's names (TcpNewReno, ...) too. Unset:
+    # `[flow_defaults]`'s, else reno.
     cca: Controller | None = None
     # Transport protocol: "tcp" (default) or "quic".
     transport: Literal["tcp", "quic"] | None = None
+    # QUIC options (RFC 9000, RFC 9002 loss detection), used with `transport = "quic"`; an unset
+    # option takes `[flow_defaults]`'s, then the engine's default.
     quic: Annotated[QuicOptions | None, model_on_first_use(".quic:QuicOptions")] = None
+    # What the application sends: "greedy" (the default: unlimited data until `stop`) or a
+    # traffic table (a finite transfer, or a CBR or on/off datagram source).
     traffic: TrafficField | None = None
+    # When the sender sends its SYN: a time (default 0 s), or a distribution each flow draws its
+    # own start from (jittered starts, one draw per flow, different for every seed). Before
+    # `duration`.
     start: StartField | None = None
+    # When the application stops writing (greedy) or gives up; unset, the end of the run. After
+    # `start`.
     stop: Time | None = None
+    # The flow's two-way propagation delay, in a dumbbell only: its access delays are chosen to
+    # give it exactly. A whole even number of ns, at least twice the bottleneck delay.
     rtt: PositiveTime | None = None
+    # TCP options; an unset option takes `[flow_defaults]`'s, then the engine's default.
     tcp: TcpOptions | None = None
 
 
@@ -255,28 +314,40 @@ class Flow(FlowDefaults):
     flow's two-way propagation delay.
     """
 
+    # The flow's name, unique among the flows; default "flow_<i>", i its index.
     name: OptionalName = None
+    # Source host (where the data is sent from); in a dumbbell optional, default "src_<i>".
     src: str | None = None
+    # Destination host (where the data goes, and the ACKs come from); in a dumbbell optional,
+    # default "dst_<i>".
     dst: str | None = None
 
 
 class Dumbbell(_Model):
     """K flows src_i -> left -> right -> dst_i sharing the bottleneck left -> right ("btl")."""
 
+    # Selects the dumbbell.
     kind: Literal["dumbbell"]
-    # K, when the flows are not listed one by one under [[flows]].
+    # The number of flows K, when they are not listed one by one under [[flows]].
     flows: FlowCount = None
+    # Line rate of the bottleneck link left – right ("btl"), both directions.
     bottleneck_rate: Rate
+    # One-way propagation delay of the bottleneck; default a quarter of the smallest flow RTT
+    # (rounded down to a ns). Every flow's RTT must be at least twice it.
     bottleneck_delay: Time | None = None
     # Bottleneck queue (at `left`, toward `right`); `reverse_queue` defaults to the same.
     queue: QueueField
+    # Queue at `right` toward `left`, the direction of the ACKs; default the same as `queue`.
     reverse_queue: QueueField | None = None
-    # Random loss on the bottleneck link (both directions, as the engine applies it), or a bursty
-    # loss model instead.
+    # Probability that a packet is lost on the bottleneck, independently per packet, in both
+    # directions; `loss_model` gives bursty loss instead.
     loss: Probability = 0.0
+    # A Gilbert–Elliott bursty loss model on the bottleneck (both directions) instead of `loss`.
     loss_model: LossModelField | None = None
-    # Default: ten times the bottleneck rate (1 Gb/s for the reference 100 Mb/s dumbbell).
+    # Rate of every access link; default ten times the bottleneck rate (1 Gb/s for the reference
+    # 100 Mb/s dumbbell), "unlimited" sends in no time.
     access_rate: OptionalRate | None = None
+    # Queue of every access link, both directions; default a FIFO of 1000 packets.
     access_queue: QueueField | None = None
     # Default RTT of every flow: a time, or a distribution every flow draws its own RTT from.
     rtt: RttField | None = None
@@ -395,27 +466,47 @@ def _contents(scenario: "Scenario") -> tuple[dict[str, Any], dict[str, Any]]:
 class Scenario(_Model):
     """One experiment: topology, flows, duration and seed."""
 
+    # A label for the scenario's runs (stored as the run's name); it changes nothing simulated.
     name: str | None = None
+    # Free text about the scenario, kept with its spec; never simulated.
     description: str | None = None
+    # Seed of every random stream of the run: random and bursty link loss, RTT and start draws,
+    # generators, on/off periods, and the random choices of RED, PIE, Blind-SplitBuff and BBR. A
+    # spec that draws no random number runs the same under every seed.
     seed: Seed = 1
-    # Positive here as well as in the engine: the resolution compares every start with it, and
-    # would otherwise say that a flow starts after the end of a run of 0 s.
+    # Simulated time at which the run stops; every flow starts before it.
     duration: PositiveTime
+    # Time-series sampling interval ("10ms"); "off" records no time series. `[record]`'s
+    # `interval` is the same setting: give one of the two.
     sample_interval: SampleInterval = DEFAULT_SAMPLE_INTERVAL_NS
     # The channel the summary reports as bottleneck: "<link>_forward", "<link>_backward" or a link
     # name (its forward direction). Default: the slowest channel that carried traffic.
     bottleneck: str | None = None
+    # A common shape ("dumbbell", "tree", "parking_lot") that builds the nodes and links; without
+    # it, `nodes` and `links` give a general graph.
     topology: TopologyField | None = None
     # Empty lists as defaults: pydantic copies a default that cannot be hashed for each model, so
     # none is shared. (`Field(default_factory=list)` would do the same, but pydantic inspects the
     # signature of the factory, and that of a builtin type is parsed from its text at every fresh
     # run.)
+
+    # The nodes of a general graph (not with `[topology]`, which builds its own).
     nodes: list[Node] = []
+    # The links of a general graph, between `nodes` (not with `[topology]`).
     links: list[Link] = []
+    # Values every flow and generator takes unless it sets its own.
     flow_defaults: FlowDefaults | None = None
+    # The flows, each a one-way transfer between two hosts. A dumbbell may count them instead
+    # (`topology.flows`); a parking lot without flows or generators gets its own (the long flow
+    # and a cross flow per hop).
     flows: list[Flow] = []
+    # Packet captures: every packet that starts transmission on the given link direction is
+    # recorded.
     captures: Annotated[list[Capture], model_on_first_use(".recording:Capture", many=True)] = []
+    # Traffic generators, which spread flows (persistent, Poisson, closed-loop, datagram) over
+    # source hosts.
     generators: Annotated[list[Generator], model_on_first_use(".generators:Generator", many=True)] = []
+    # What the time series record: the sampling interval, which flows and which links.
     record: Annotated[Record | None, model_on_first_use(".recording:Record")] = None
     # Free-form labels (e.g. ccperf's --experiment-name); stored, never simulated.
     meta: dict[str, str | int | float | bool] = {}

@@ -3,17 +3,17 @@
 Each builder returns a `Graph` of plain node and link tables (the `[[nodes]]`/`[[links]]` form of
 a general graph), the default bottleneck and, for error messages, which user key each generated
 link comes from. The dumbbell lives in `spec` (its access delays follow from per-flow RTTs);
-here are the tree of seed 000 and the parking lot.
+here are the tree of Dhamdhere & Dovrolis's experiment and the parking lot.
 
-**Tree** (seed 000, Dhamdhere & Dovrolis): ``sink — target1 — target2`` and below target2 a
-balanced tree of source hosts, ``levels`` levels deep: each node has ``fanout`` children (or
+**Tree** (Dhamdhere & Dovrolis 2006, as reproduced on GENI): ``sink — target1 — target2`` and
+below target2 a balanced tree of source hosts, ``levels`` levels deep: each node has ``fanout`` children (or
 ``fanout[L-1]`` children on level L when it is a list), named ``h{L}_{j}``; ``h{L+1}_{j}`` hangs
-off ``h{L}_{j // fanout}``. The default is the seed's balanced *binary* tree, 2 + 4 + 8 = 14
-sources. (The seed's text also speaks of "18 source nodes", which no binary tree of three levels
+off ``h{L}_{j // fanout}``. The default is the experiment's balanced *binary* tree, 2 + 4 + 8 = 14
+sources. (The experiment's text also speaks of "18 source nodes", which no binary tree of three levels
 has; ``fanout = [2, 2, 3]`` gives 2 + 4 + 12 = 18 with the same three RTT classes.) Every link is named after the direction data
 flows, toward the sink, and that direction is its "forward": ``h2_3_h1_1``, ``h1_1_target2``,
-``btl`` (target2 → target1: the bottleneck, whose forward queue is the seed's pfifo at target2)
-and ``target1_sink``. The seed's rates and one-way delays are the defaults: bottleneck 50 Mb/s,
+``btl`` (target2 → target1: the bottleneck, whose forward queue is the experiment's pfifo at target2)
+and ``target1_sink``. The experiment's rates and one-way delays are the defaults: bottleneck 50 Mb/s,
 every other link 100 Mb/s; sink–target1 2 ms, target1–target2 5 ms, then 10, 100 and 150 ms per
 level, so the two-way propagation RTT of a level-L source is 34, 234 and 534 ms.
 
@@ -76,29 +76,49 @@ class Graph:
             self.aliases[f"links[{k}].{engine_key}"] = f"topology.{user_key}"
 
 
-# --- the tree of seed 000 ---------------------------------------------------------------------
+# --- the tree of Dhamdhere & Dovrolis ---------------------------------------------------------
 
 class Tree(_Model):
-    """Seed 000's balanced binary tree; every rate and one-way delay defaults to the seed's."""
+    """The balanced binary tree of Dhamdhere & Dovrolis's "Open issues in router buffer sizing"
+    (2006) as reproduced on GENI: sources on three levels below the bottleneck, toward one sink;
+    every rate and one-way delay defaults to that experiment's."""
 
+    # Selects the tree.
     kind: Literal["tree"]
+    # Levels of source hosts below target2: 3, as in the experiment (sources two, three and four
+    # hops from the sink). Other than 3, give `level_delays`.
     levels: StrictInt = Field(default=3, ge=1, le=12)
+    # Children each node has on the next level down (target2's on level 1): one number for every
+    # level, or a list of one per level. 2, the binary tree of 2 + 4 + 8 = 14 sources;
+    # `[2, 2, 3]` gives 18.
     fanout: Annotated[int, Field(ge=1, le=64)] | list[Annotated[int, Field(ge=1, le=64)]] = 2
+    # Rate of the bottleneck "btl", target2 – target1: 50 Mb/s, as in the experiment.
     bottleneck_rate: Rate = 50 * MBPS
-    # Every link other than the bottleneck, unless `sink_rate` / `level_rates` say otherwise.
+    # Rate of every link other than the bottleneck, unless `sink_rate` / `level_rates` say
+    # otherwise: 100 Mb/s, as in the experiment.
     rate: Rate = 100 * MBPS
+    # Rate of the link target1 – sink; default `rate`.
     sink_rate: Rate | None = None
+    # Rates of each level's links to their parents, one per level; default `rate` on every level.
     level_rates: list[Rate] | None = None
+    # One-way delay of the link target1 – sink: 2 ms, as in the experiment.
     sink_delay: Time = 2 * MS
+    # One-way delay of the bottleneck: 5 ms, as in the experiment.
     bottleneck_delay: Time = 5 * MS
+    # One-way delay of each level's links to their parents, one per level: 10, 100 and 150 ms, as
+    # in the experiment, so that sources on levels 1, 2 and 3 have propagation RTTs of 34, 234
+    # and 534 ms.
     level_delays: list[Time] = Field(default_factory=lambda: [10 * MS, 100 * MS, 150 * MS])
-    # The bottleneck queue (at target2, toward target1); `reverse_queue` is target1's toward
-    # target2 (ACKs), `other_queue` every other link's (both directions). Default 1000p.
+    # The bottleneck queue, at target2 toward target1 (the experiment's pfifo).
     queue: QueueField
+    # Queue at target1 toward target2, the direction of the ACKs; default `other_queue`'s.
     reverse_queue: QueueField | None = None
+    # Queue of every other link, both directions; default a FIFO of 1000 packets.
     other_queue: QueueField | None = None
-    # Random loss on the bottleneck: independent (`loss`) or bursty (`loss_model`).
+    # Probability that a packet is lost on the bottleneck, independently per packet, in both
+    # directions; `loss_model` gives bursty loss instead.
     loss: Probability = 0.0
+    # A Gilbert–Elliott bursty loss model on the bottleneck (both directions) instead of `loss`.
     loss_model: LossModelField | None = None
 
     def source_rtt_ns(self, level: int) -> int:
@@ -162,21 +182,35 @@ def build_tree(t: Tree, default_queue: Queue) -> Graph:
 class ParkingLot(_Model):
     """Routers in a row; one long flow crosses every hop, one cross flow each hop."""
 
+    # Selects the parking lot.
     kind: Literal["parking_lot"]
+    # Hops (links hop0 … hop{H-1} between routers r0 … rH): the long flow crosses all of them,
+    # cross flow i only hop i.
     hops: StrictInt = Field(default=2, ge=1, le=64)
+    # Rate of every hop; give it or `hop_rates`.
     rate: Rate | None = None
+    # Rates of the hops, one per hop, instead of `rate`.
     hop_rates: list[Rate] | None = None
+    # One-way delay of every hop, unless `hop_delays` gives one per hop.
     delay: Time = 5 * MS
+    # One-way delays of the hops, one per hop; they replace `delay`.
     hop_delays: list[Time] | None = None
     # Queue of every hop (forward, the data direction); `hop_queues` one per hop.
     queue: QueueField | None = None
+    # Queues of the hops (forward), one per hop, instead of `queue`.
     hop_queues: list[QueueField] | None = None
+    # Queue of every hop's backward direction, that of the ACKs; default `access_queue`'s.
     reverse_queue: QueueField | None = None
-    # Random loss on every hop: independent (`loss`) or bursty (`loss_model`).
+    # Probability that a packet is lost on each hop, independently per packet, in both
+    # directions; `loss_model` gives bursty loss instead.
     loss: Probability = 0.0
+    # A Gilbert–Elliott bursty loss model on every hop (both directions) instead of `loss`.
     loss_model: LossModelField | None = None
+    # Rate of every host's access link; "unlimited" sends in no time.
     access_rate: OptionalRate = 1000 * MBPS
+    # One-way delay of every access link.
     access_delay: Time = 1 * MS
+    # Queue of every access link, both directions; default a FIFO of 1000 packets.
     access_queue: QueueField | None = None
 
 

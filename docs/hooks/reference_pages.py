@@ -400,10 +400,13 @@ def _model_keys(model: type, ctx: _Context) -> list[Key]:
 
 
 def _dataclass_keys(cls: type, docs: dict[str, str]) -> list[Key]:
+    """A table read by hand (a dataclass): each field with its type text from `docs` and the
+    comment above it as its documentation."""
+    comments = _class_fields_source(cls)
     keys = []
     for f in dataclasses.fields(cls):
         default = "required" if f.default is dataclasses.MISSING else code(toml_value(f.default))
-        keys.append(Key(f.name, docs.get(f.name, ""), default, ""))
+        keys.append(Key(f.name, docs.get(f.name, ""), default, _comment_doc(comments.get(f.name, (None, []))[1])))
     return keys
 
 
@@ -501,7 +504,7 @@ def scenario_sections() -> tuple[list[Section], list[str]]:
                                  "off": "a [distribution](#distributions) of times"}[k.name],
                         f'`"{fields.DEFAULT_DATAGRAM}B"`' if k.name == "packet" else
                         ("required" if k.name == "kind" else "—"),
-                        f"kinds: {traffic_docs[k.name]}") for k in _dataclass_keys(fields.Traffic, {})]
+                        f"{k.doc} Kinds: {traffic_docs[k.name]}.") for k in _dataclass_keys(fields.Traffic, {})]
     sections.append(Section("Traffic", "traffic", '`traffic` of a flow, of `[flow_defaults]`: `"greedy"` or a table',
                             prose(fields.Traffic.__doc__), traffic_keys, source=fields.Traffic))
 

@@ -120,6 +120,20 @@ def test_each_distribution_lists_the_keys_its_parser_accepts_and_no_other(scenar
             distributions.parse_distribution({"dist": kind, "nonsense": 1}, "time", allow_mixture=True)
 
 
+def test_every_key_of_the_scenario_reference_has_a_documentation_of_its_own(scenario):
+    # A model field documents itself (a comment right above it, or its description); one that
+    # does not is listed, whatever sentence of its model the page may borrow for it.
+    _, missing = pages.scenario_sections()
+    assert missing == [], f"keys without a comment of their own: {', '.join(missing)}"
+    _, sections = scenario
+    # Every table the page draws, the ones read by hand included, says what each key means.
+    # (Distributions list their keys on one line, described by the section's text.)
+    undocumented = [f"{section.title}: {key.name}" for section in sections
+                    if not section.title.startswith("Distribution:")
+                    for key in section.keys if not key.doc.strip()]
+    assert undocumented == []
+
+
 def test_a_field_of_a_type_the_reference_does_not_know_fails_the_build():
     from bufferlab.spec.parsed import Parsed
 

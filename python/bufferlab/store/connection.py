@@ -78,7 +78,7 @@ import duckdb
 from ..errors import SpecError
 
 __all__ = ["connect", "lock_wait_s", "release_writer", "sql_string", "NEW_STORE_BLOCK_SIZE",
-           "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable", "store_error"]
+           "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable", "store_error", "schema_version_of"]
 
 DEFAULT_WAIT_S = 120.0
 # First pause after a refused lock; each next one is 1.5x longer, up to MAX_PAUSE_S.
@@ -101,6 +101,27 @@ def store_error(path: Path, error: BaseException) -> StoreUnusable:
         return StoreUnusable("--db", f"cannot use {where}: {error.strerror or error}")
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return StoreUnusable("--db", f"cannot use {path}: {text}")
+
+
+def schema_version_of(con: duckdb.DuckDBPyConnection, path: Path) -> int | None:
+    """The schema version the store at `path` records (None for a new store), refused as one
+    line when the store is of a newer bufferlab, or when what it records is no version at all (a
+    damaged `meta`: text, a number below 1, a table of other columns)."""
+    from .schema import check_schema_version, stored_schema_version
+
+    try:
+        version = stored_schema_version(con)
+    except (ValueError, TypeError, OverflowError) as e:
+        if isinstance(e, SpecError):
+            raise
+        raise StoreUnusable("--db", f"cannot use {path}: its meta table records no schema version ({e})") from None
+    except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
+        raise store_error(path, e) from None
+    if version is not None and version < 1:
+        raise StoreUnusable("--db", f"cannot use {path}: its meta table records schema version {version}, "
+                                    "which no bufferlab wrote")
+    check_schema_version(version, path)
+    return version
 
 
 def lock_wait_s() -> float:
@@ -211,12 +232,20 @@ def _attach(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnec
     return con
 
 
-def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+def connect(path: Path, *, read_only: bool, sandboxed: bool = False) -> duckdb.DuckDBPyConnection:
     """Open `path` with the settings of the module docstring, waiting while another process holds
     its lock. A writer attaches the store on an in-memory database (one prepared ahead if there
-    is one); only the ATTACH is tried again."""
+    is one); only the ATTACH is tried again.
+
+    A `sandboxed` connection (read-only) is for SQL the user wrote: DuckDB's access to anything
+    but the store is off (`enable_external_access`: no file read or written, no extension
+    installed, no other database attached) and its settings are locked, so that the SQL cannot
+    turn that access back on."""
+    if sandboxed and not read_only:
+        raise ValueError("a sandboxed connection is read-only")
     if read_only:
-        con = _retrying_lock(path, lambda: duckdb.connect(str(path), read_only=True))
+        config: dict[str, str | bool | int | float | list[str]] = {"enable_external_access": False} if sandboxed else {}
+        con = _retrying_lock(path, lambda: duckdb.connect(str(path), read_only=True, config=config))
     else:
         database = _writer_database()
         try:
@@ -232,6 +261,8 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         if "progress bar" not in str(e):
             con.close()
             raise
+    if sandboxed:
+        con.execute("SET lock_configuration = true")
     return con
 
 

@@ -30,9 +30,9 @@ import duckdb
 
 from ..interrupts import deferred
 from ..pipeline.engine import core
-from .connection import connect, release_writer, store_error
-from .schema import (DEFAULT_DB, SCHEMA_VERSION, StoreError, check_run_id, check_schema_version,
-                     stored_schema_version)
+from .connection import release_writer, schema_version_of, store_error
+from .connection import connect
+from .schema import DEFAULT_DB, SCHEMA_VERSION, StoreError, check_run_id
 from .tables import NEW_STORE_SCHEMA, NUMBERED_TABLES, RUN_TABLES, run_key, stored_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -104,11 +104,7 @@ class Store:
         the current one (an older store is migrated first, `store.migration`)."""
         con = connect(self.path, read_only=False)
         try:
-            version = stored_schema_version(con)
-            check_schema_version(version, self.path)
-        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
-            con.close()
-            raise store_error(self.path, e) from None
+            version = schema_version_of(con, self.path)
         except BaseException:
             con.close()
             raise

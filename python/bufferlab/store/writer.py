@@ -173,12 +173,18 @@ class Store:
 
     def save(self, run: DerivedRun, *, replace: bool = False, point: StudyPoint | None = None) -> None:
         """Write one run atomically, with its place in a study if given; with `replace`, an
-        existing run of that id is replaced in the same transaction (so a failure keeps the old one)."""
+        existing run of that id is replaced in the same transaction (so a failure keeps the old one).
+        Without it, a run the store has already (stored meanwhile by another process) is kept,
+        and only its place in the study is written (`_stored_already`)."""
         with self._transaction():
             if replace:
                 self._delete(run.run_id)
             if run.study is not None:
                 self._ensure_study(run.study)
+            if not replace and self._stored_already(run.run_id):
+                if point is not None:
+                    self._put_points([(point, run.run_id)])
+                return
             number = self._next_run_number()
             self._insert_run(run, number)
             self._insert_tables(run, number)
@@ -222,6 +228,17 @@ class Store:
             return
         with self._transaction():
             self._put_points(points)
+
+    def _stored_already(self, run_id: str) -> bool:
+        """Whether the run is in the store already: stored by another process since this one
+        looked (the same spec and seed run twice at once). A run id is the run's identity (the
+        engine's spec and version), and the engine is deterministic, so the stored run is this
+        one, and it is kept as it is. The check and the insert that would follow are one
+        transaction under the store's lock, so no other writer comes between them."""
+        if self._empty:
+            return False
+        row = self.con.execute(f"SELECT count(*) FROM runs WHERE run_id = '{check_run_id(run_id)}'").fetchone()
+        return bool(row and row[0])
 
     def _delete(self, run_id: str) -> None:
         where = f"WHERE run_id = '{check_run_id(run_id)}'"

@@ -72,7 +72,7 @@ def _number_text(x: float) -> str:
     return str(x) if isinstance(x, int) else str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
-class Number(click.ParamType):
+class Number(click.ParamType):  # type: ignore[type-arg]
     """A finite number within bounds: `low`/`high` inclusive, `above`/`below` exclusive; `whole`
     for a count. NaN and infinities are refused, as is any value outside the range, with one
     wording: ``expected a number from 0.1 to 3600, got nan``."""

@@ -78,7 +78,7 @@ import duckdb
 from ..errors import SpecError
 
 __all__ = ["connect", "lock_wait_s", "release_writer", "sql_string", "NEW_STORE_BLOCK_SIZE",
-           "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable", "store_error", "schema_version_of"]
+           "ROW_GROUP_SIZE", "StoreBusy", "StoreUnusable", "store_error"]
 
 DEFAULT_WAIT_S = 120.0
 # First pause after a refused lock; each next one is 1.5x longer, up to MAX_PAUSE_S.
@@ -101,27 +101,6 @@ def store_error(path: Path, error: BaseException) -> StoreUnusable:
         return StoreUnusable("--db", f"cannot use {where}: {error.strerror or error}")
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return StoreUnusable("--db", f"cannot use {path}: {text}")
-
-
-def schema_version_of(con: duckdb.DuckDBPyConnection, path: Path) -> int | None:
-    """The schema version the store at `path` records (None for a new store), refused as one
-    line when the store is of a newer bufferlab, or when what it records is no version at all (a
-    damaged `meta`: text, a number below 1, a table of other columns)."""
-    from .schema import check_schema_version, stored_schema_version
-
-    try:
-        version = stored_schema_version(con)
-    except (ValueError, TypeError, OverflowError) as e:
-        if isinstance(e, SpecError):
-            raise
-        raise StoreUnusable("--db", f"cannot use {path}: its meta table records no schema version ({e})") from None
-    except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
-        raise store_error(path, e) from None
-    if version is not None and version < 1:
-        raise StoreUnusable("--db", f"cannot use {path}: its meta table records schema version {version}, "
-                                    "which no bufferlab wrote")
-    check_schema_version(version, path)
-    return version
 
 
 def lock_wait_s() -> float:

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from ..errors import writing
-from .connection import connect, schema_version_of
+from .connection import connect
 from .counters import stored_counters
 from .schema import DEFAULT_DB, SCHEMA_VERSION, StoreError
 from .tables import KEYS, NUMBERED_TABLES, TABLES, stored_table
-from .writer import Store
+from .writer import Store, schema_version_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl

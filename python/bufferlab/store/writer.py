@@ -30,9 +30,10 @@ import duckdb
 
 from ..interrupts import deferred
 from ..pipeline.engine import core
-from .connection import release_writer, schema_version_of, store_error
-from .connection import connect
-from .schema import DEFAULT_DB, SCHEMA_VERSION, StoreError, check_run_id
+from ..errors import SpecError
+from .connection import StoreUnusable, connect, release_writer, store_error
+from .schema import (DEFAULT_DB, SCHEMA_VERSION, StoreError, check_run_id, check_schema_version,
+                     stored_schema_version)
 from .tables import NEW_STORE_SCHEMA, NUMBERED_TABLES, RUN_TABLES, run_key, stored_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,12 +41,31 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..analysis.record import DerivedRun
 
-__all__ = ["Store", "StudyPoint", "persist", "spec_hash"]
+__all__ = ["Store", "StudyPoint", "persist", "spec_hash", "schema_version_of"]
 
 
 def spec_hash(engine_spec_json: str) -> str:
     """What ran, whatever the engine: sha256 of the canonical engine spec."""
     return hashlib.sha256(engine_spec_json.encode()).hexdigest()
+
+
+def schema_version_of(con: duckdb.DuckDBPyConnection, path: Path) -> int | None:
+    """The schema version the store at `path` records (None for a new store), refused as one
+    line when the store is of a newer bufferlab, or when what it records is no version at all (a
+    damaged `meta`: text, a number below 1, a table of other columns)."""
+    try:
+        version = stored_schema_version(con)
+    except (ValueError, TypeError, OverflowError) as e:
+        if isinstance(e, SpecError):
+            raise
+        raise StoreUnusable("--db", f"cannot use {path}: its meta table records no schema version ({e})") from None
+    except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
+        raise store_error(path, e) from None
+    if version is not None and version < 1:
+        raise StoreUnusable("--db", f"cannot use {path}: its meta table records schema version {version}, "
+                                    "which no bufferlab wrote")
+    check_schema_version(version, path)
+    return version
 
 
 def _utc_now() -> _dt.datetime:

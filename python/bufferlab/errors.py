@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,10 +64,28 @@ def _join(path: str, sub: str) -> str:
     return path + sub if sub.startswith("[") else f"{path}.{sub}"
 
 
+# A value of the wrong kind for a field (or for one member of a union of kinds).
+_KIND_ERRORS = ("_type", "_parsing")
+
+
+def _user_loc(loc: Sequence[str | int]) -> list[str | int]:
+    """A pydantic location without the members of a union it names (``constrained-int``,
+    ``list[constrained-int]``): they are pydantic's names of the union's kinds, not keys of the
+    spec."""
+    return [part for part in loc if isinstance(part, int) or not re.search(r"[^A-Za-z0-9_]", part)]
+
+
 def from_validation_error(error: ValidationError, prefix: str = "") -> SpecError:
-    """Turn a pydantic ValidationError into one SpecError: the first problem, one line."""
-    first = error.errors(include_url=False)[0]
-    path = _join(prefix, format_loc(first["loc"]))
+    """Turn a pydantic ValidationError into one SpecError: the first problem, one line. A value
+    that fits one kind of a union (a list where a number or a list is allowed) is judged by that
+    kind: the first problem that is not a mismatch of kind is the one reported."""
+    problems = error.errors(include_url=False)
+    first = problems[0]
+    field = _user_loc(first["loc"])
+    if len(field) < len(first["loc"]):  # a union's member: the problems of the same field's other members
+        same = [p for p in problems if _user_loc(p["loc"])[:len(field)] == field]
+        first = next((p for p in same if not p["type"].endswith(_KIND_ERRORS)), first)
+    path = _join(prefix, format_loc(_user_loc(first["loc"])))
     kind = first["type"]
     if kind == "extra_forbidden":
         return SpecError(path, "unknown key")

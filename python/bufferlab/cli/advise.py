@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import units
-from ..errors import SpecError
+from ..errors import SpecError, writing
 from ..sizing.targets import TARGET_FORMS, Target, parse_target
-from .options import db_option, parsed
+from .options import MAX_WORKERS, Number, db_option, figure_output, listed, parsed
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..study.execute import Listener
@@ -207,6 +208,26 @@ def _draw_advice(advice: Advice, path: Path) -> None:
     save(fig, path)
 
 
+# The fields of the mix's scenario (`sizing.advisor.mix_scenario`) and the flags that set them.
+MIX_FLAGS = {"topology.bottleneck_rate": "--rate", "topology.rtt": "--rtt", "topology.flows": "--flows",
+             "duration": "--duration"}
+
+
+@contextmanager
+def _mix_flags(active: bool = True) -> Iterator[None]:
+    """An error about a field of the mix's scenario as one about the flag that set it."""
+    try:
+        yield
+    except SpecError as e:
+        if not active or e.field.startswith("-"):
+            raise
+        field = e.field
+        flag = MIX_FLAGS.get(field) or ("--cca" if "cca" in field else "--mice" if "arrivals_per_s" in field else
+                                        "--mice-size" if field.startswith("generators") else
+                                        "--flows" if field.startswith("flows") else "--rate")
+        raise SpecError(flag, e.reason) from None
+
+
 def _progress_per_size(packets: int) -> AbstractContextManager[Listener]:
     """A progress bar for the probes of one buffer size (on a terminal)."""
     from .progress import progress_listener
@@ -220,28 +241,29 @@ def _progress_per_size(packets: int) -> AbstractContextManager[Listener]:
 @click.option("--queue-key", default="topology.queue", show_default=True,
               help="The searched queue's override path in the scenario.")
 @click.option("--rate", default=None, help='Bottleneck rate of a dumbbell mix, e.g. "10Gbps".')
-@click.option("--flows", type=int, default=1, show_default=True, help="Long-lived flows of the mix.")
+@click.option("--flows", type=Number(1, whole=True), default=1, show_default=True, help="Long-lived flows of the mix.")
 @click.option("--rtt", default="100ms", show_default=True, help='RTT of every flow ("100ms") or a uniform range ("20ms..200ms").')
 @click.option("--cca", default="newreno", show_default=True,
               help="Congestion controller(s), comma-separated: assigned to the flows in turn.")
-@click.option("--mice", "mice_per_s", type=float, default=0.0, show_default=True,
+@click.option("--mice", "mice_per_s", type=Number(0), default=0.0, show_default=True,
               help="Poisson short flows per second in all (Pareto sizes, shape 1.2).")
 @click.option("--mice-size", default="20kB", show_default=True, help="Mean size of a short flow.")
 @click.option("--target", "target_texts", multiple=True, metavar="METRIC>=|<=VALUE",
               help=f"A target (repeatable): {TARGET_FORMS}.")
-@click.option("--seeds", type=int, default=3, show_default=True,
+@click.option("--seeds", type=Number(1, 1000, whole=True), default=3, show_default=True,
               help="Runs per probe (replications, their flows' starts and RTT draws apart). A target holds on the "
                    "mean over them; more seeds narrow its interval but do not move it one way.")
 @click.option("--duration", default=None, help="Simulated time per run (default: 30s, or the scenario's).")
 @click.option("--warmup", default=None, help="Time left out of the metrics at the start (default: a fifth of the run).")
-@click.option("--resolution", type=float, default=0.02, show_default=True,
+@click.option("--resolution", type=Number(above=0, below=1), default=0.02, show_default=True,
               help="Stop bisecting when the bracket is narrower than this fraction of the buffer (or one packet).")
-@click.option("--max-bdp", type=float, default=64.0, show_default=True, help="The largest buffer tried, in BDPs.")
-@click.option("--workers", type=int, default=None, help="Worker processes (default: one per seed, up to the cores).")
+@click.option("--max-bdp", type=Number(above=0, high=1e6), default=64.0, show_default=True, help="The largest buffer tried, in BDPs.")
+@click.option("--workers", type=Number(1, MAX_WORKERS, whole=True), default=None,
+              help="Worker processes (default: one per seed, up to the cores).")
 @db_option
 @click.option("--study", default=None, help="The study the probes are stored in (default: named after the question).")
 @click.option("--json", "as_json", is_flag=True, help="Print the advice as JSON.")
-@click.option("-o", "--output", "figure", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("-o", "--output", "figure", type=click.Path(path_type=Path), default=None,
               help="Write a figure of every target metric against the buffer (PNG, PDF or SVG).")
 def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None, flows: int, rtt: str, cca: str,
                    mice_per_s: float, mice_size: str, target_texts: tuple[str, ...], seeds: int, duration: str | None,
@@ -265,10 +287,8 @@ def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None,
     targets = [parse_target(text) for text in target_texts]
     if not targets:
         raise SpecError("--target", f"give at least one target, e.g. {TARGET_FORMS}")
-    if figure is not None:
-        from ..plots.common import check_output
-
-        check_output(figure)
+    if figure is not None:  # before anything is simulated: a figure that cannot be written stores nothing
+        figure_output("--output", figure)
     if scenario_file is not None:
         if rate is not None:
             raise SpecError("--rate", "give either --scenario or a mix (--rate, --flows, --rtt, --cca), not both")
@@ -278,29 +298,21 @@ def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None,
     else:
         if rate is None:
             raise SpecError("--rate", "give the bottleneck rate of the mix (or --scenario FILE)")
-        if flows < 1:
-            raise SpecError("--flows", f"expected 1 or more, got {flows}")
-        ccas = [c.strip() for c in cca.split(",") if c.strip()]
-        try:
+        ccas = listed("--cca", cca, what="controller")
+        with _mix_flags():
             base = Scenario.from_dict(mix_scenario(rate=rate, flows=flows, rtt=rtt, ccas=ccas,
                                                    duration=duration or "30s", mice_per_s=mice_per_s,
                                                    mice_size=mice_size))
-        except SpecError as e:
-            flag = {"topology.bottleneck_rate": "--rate", "topology.rtt": "--rtt", "duration": "--duration"}.get(
-                e.field, "--cca" if "cca" in e.field else "--mice-size" if "generators" in e.field else e.field)
-            raise SpecError(flag, e.reason) from None
     warmup_ns = base.duration // 5 if warmup is None else parsed("--warmup", units.parse_time, warmup)
-    if workers is not None and workers < 1:
-        raise SpecError("--workers", f"expected 1 or more, got {workers}")
-    if max_bdp <= 0:
-        raise SpecError("--max-bdp", f"expected a positive number, got {max_bdp}")
     listener_for = _progress_per_size if not as_json and sys.stderr.isatty() else None
-    advisor = Advisor(base, targets, db, queue_key=queue_key, seeds=seeds, warmup_ns=warmup_ns,
-                      resolution=resolution, max_bdp=max_bdp, workers=workers, study=study,
-                      listener_for=listener_for)
+    with _mix_flags(scenario_file is None):  # its checks of the mix (the memory budget) name the mix's flags
+        advisor = Advisor(base, targets, db, queue_key=queue_key, seeds=seeds, warmup_ns=warmup_ns,
+                          resolution=resolution, max_bdp=max_bdp, workers=workers, study=study,
+                          listener_for=listener_for)
     advice = advisor.advise()
     if figure is not None:
-        draw_advice(advice, figure)
+        with writing(figure):
+            draw_advice(advice, figure)
     if as_json:
         click.echo(json.dumps(advice_json(advice, figure), indent=1))
     else:

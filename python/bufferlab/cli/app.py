@@ -3,12 +3,20 @@ from its own module of `bufferlab.cli` when asked for), `main`, which turns ever
 line and an exit status, and the settings of the command's process (`command_line`).
 
 Bad input of any kind exits with status 2 and exactly one line ``error: <field>: <reason>`` on
-stderr (no traceback), before anything is stored.
+stderr (no traceback), before anything is stored: a spec, an option, a store, and any file or
+stream the command cannot use (an output path, a stdout that refuses writes, such as a full disk
+or /dev/full: ``error: stdout: cannot write: No space left on device``).
+
+One stream problem is not an error: a reader of stdout that goes away before the output ends
+(``bufferlab results list | head -1``) ends the command quietly, with nothing on stderr and
+status 1, as rich's console does and as most Unix tools do (they die of SIGPIPE); what the
+command had stored by then stays stored.
 """
 
 from __future__ import annotations
 
 import atexit
+import errno
 import gc
 import os
 import signal
@@ -23,6 +31,7 @@ import click
 from ..errors import InterruptedAfterWrite, SpecError, Terminated, TerminatedAfterWrite
 from ..pipeline.engine import EngineFailure, EngineMissing
 from .lazy import LazyGroup
+from .options import option_name
 
 __all__ = ["cli", "main", "command_line", "prepare_process", "exit_now"]
 
@@ -69,10 +78,7 @@ def _usage_error_line(error: click.UsageError) -> str:
     if isinstance(error, click.BadOptionUsage):
         return f"{error.option_name}: {error.message[:1].lower()}{error.message[1:]}"
     if isinstance(error, click.BadParameter | click.MissingParameter) and error.param is not None:
-        param = error.param
-        name = param.opts[0] if param.opts else (param.name or "argument")
-        if isinstance(param, click.Argument):
-            name = (param.name or "argument").upper()
+        name = option_name(error.param)
         if isinstance(error, click.MissingParameter):
             return f"{name}: missing"
         return f"{name}: {error.message}"
@@ -84,9 +90,42 @@ def _usage_error_line(error: click.UsageError) -> str:
 
 
 def _fail(line: str, code: int = EXIT_BAD_INPUT) -> int:
-    sys.stderr.write("error: " + " ".join(line.split()) + "\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write("error: " + " ".join(line.split()) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # no stderr to tell it on: the status alone says it
+        pass
     return code
+
+
+def _os_error_line(error: OSError) -> str:
+    """A file or stream the command could not use, as one `where: reason` line: the file the
+    error names, else stdout when that is what refused a write (a full disk, /dev/full: an error
+    of writing that names no file is one of the command's own output; the files it writes are
+    named by their option, `errors.writing`)."""
+    reason = error.strerror or str(error) or type(error).__name__
+    if error.filename is not None:
+        return f"{error.filename}: {reason}"
+    if error.errno in _WRITE_ERRORS or _stdout_unwritable():
+        try:  # what stdout still holds goes nowhere: the exit's flush must not fail again
+            _stop_writing_stdout()
+        except (OSError, ValueError):  # not a file (a test's captured stdout)
+            pass
+        return f"stdout: cannot write: {reason}"
+    return f"system: {reason}"
+
+
+# Errors of a write that a file system or device refuses.
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
+
+
+def _stdout_unwritable() -> bool:
+    """Whether stdout refuses what is still to be written to it."""
+    try:
+        sys.stdout.flush()
+        return False
+    except (OSError, ValueError):
+        return True
 
 
 def _is_store_error(error: Exception) -> bool:
@@ -134,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = list(argv) if argv is not None else sys.argv[1:]
             with cli.make_context("bufferlab", args) as ctx:
                 result = cli.invoke(ctx)
+            sys.stdout.flush()  # what is left of the output: a failure to write it is the command's
     except click.exceptions.Exit as e:
         return e.exit_code
     except click.UsageError as e:
@@ -162,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail("memory: the machine ran out of memory (lower --max-memory to refuse such runs earlier)", 1)
         if isinstance(e, BrokenPipeError) and _stdout_reader_gone():
             return _stop_writing_stdout()
+        if isinstance(e, OSError):
+            return _fail(_os_error_line(e))
         return _internal(e)  # a bug: one line, the traceback on request
     return result if isinstance(result, int) else 0
 

@@ -7,23 +7,32 @@ whole figure API (numpy, polars), which `bufferlab --help` must not pay for."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import click
 
-from .options import db_option
+from ..errors import writing
+from .options import Number, db_option, figure_output, listed
 
 __all__ = ["plot_command"]
 
 
-def _names(values: tuple[str, ...]) -> list[str] | None:
+def _names(option: str, values: tuple[str, ...]) -> list[str] | None:
     """Repeated or comma-separated names (``--flows a,b --flows c``); None when not given."""
-    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
-    return names or None
+    return listed(option, values, what="name") if values else None
 
 
-def _size(text: str | None) -> tuple[float, float] | None:
+# The largest figure drawn, in inches a side, and in pixels a side of a PNG: beyond them the
+# renderer refuses (Agg draws at most 2^16 pixels a side) or needs gigabytes for one image.
+MAX_INCHES = 100.0
+MAX_PIXELS = 10_000
+
+
+def _size(text: str | None, png_dpi: float | None) -> tuple[float, float] | None:
+    """--size WIDTHxHEIGHT in inches: finite, positive, and for a PNG (`png_dpi` its resolution)
+    no more pixels a side than `MAX_PIXELS`."""
     from ..plots.common import PlotError
 
     if text is None:
@@ -32,8 +41,11 @@ def _size(text: str | None) -> tuple[float, float] | None:
         width, height = (float(x) for x in text.lower().split("x"))
     except ValueError:
         raise PlotError("--size", f'"{text}" is not WIDTHxHEIGHT in inches (e.g. 7x5)') from None
-    if width <= 0 or height <= 0:
-        raise PlotError("--size", f'"{text}": width and height must be positive')
+    if not all(math.isfinite(x) and 1.0 <= x <= MAX_INCHES for x in (width, height)):
+        raise PlotError("--size", f'"{text}": width and height must be from 1 to {MAX_INCHES:g} inches')
+    if png_dpi is not None and max(width, height) * png_dpi > MAX_PIXELS:
+        raise PlotError("--size", f'"{text}" at {png_dpi:g} dpi is {max(width, height) * png_dpi:.0f} pixels a side, '
+                                  f"more than a PNG of {MAX_PIXELS} (lower --size or --dpi)")
     return width, height
 
 
@@ -41,7 +53,7 @@ def _size(text: str | None) -> tuple[float, float] | None:
 @click.argument("kind", metavar="KIND")
 @click.argument("targets", metavar="RUN...", nargs=-1, required=True)
 @db_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Figure file: .pdf, .svg or .png (default figures/<kind>-<run>.pdf).")
 @click.option("--flows", multiple=True, help="Flow names or patterns, comma-separated (default: the first 10).")
 @click.option("--links", multiple=True, help="Links (their forward direction) or channels, comma-separated "
@@ -58,8 +70,9 @@ def _size(text: str | None) -> tuple[float, float] | None:
 @click.option("--x", "x_axis", default=None, help="sweep: the spec key on the x axis, e.g. topology.queue.")
 @click.option("--metric", default=None, help="sweep: a flow, link or network metric, e.g. mean_throughput_l4.")
 @click.option("--by", default=None, help="sweep: a second spec key, one line per value.")
-@click.option("--size", "size_text", default=None, help="Figure size in inches, WIDTHxHEIGHT (e.g. 7x5).")
-@click.option("--dpi", type=click.IntRange(10, 1200), default=None, show_default="the figures' own, 150",
+@click.option("--size", "size_text", default=None,
+              help="Figure size in inches, WIDTHxHEIGHT (e.g. 7x5; each side from 1 to 100).")
+@click.option("--dpi", type=Number(10, 1200, whole=True), default=None, show_default="the figures' own, 150",
               help="PNG resolution.")
 def plot_command(kind: str, targets: tuple[str, ...], db: Path, output: Path | None, flows: tuple[str, ...],
                  links: tuple[str, ...], start: str | None, end: str | None, quantities: tuple[str, ...],
@@ -71,16 +84,20 @@ def plot_command(kind: str, targets: tuple[str, ...], db: Path, output: Path | N
 
     matplotlib.use("Agg", force=True)
     from ..plots import KINDS, PlotError, save
-    from ..plots.common import DPI, check_output
+    from ..plots.common import DPI
 
     if kind not in KINDS:
         raise PlotError("KIND", f'unknown kind "{kind}" (known: {", ".join(KINDS)})')
-    path = check_output(output or Path("figures") / f"{kind}-{targets[0][:12]}.pdf")
+    if any(not t.strip() for t in targets):
+        raise PlotError("RUN", "empty run id (give a run id or a unique prefix, see bufferlab results list)")
+    path = figure_output("--output", output or Path("figures") / f"{kind}-{targets[0][:12]}.pdf")
     options: dict[str, Any] = {
-        "flows": _names(flows), "links": _names(links), "start": start, "end": end,
-        "quantities": _names(quantities), "source": source, "link": link, "direction": direction,
-        "split": split, "x": x_axis, "metric": metric, "by": by, "size": _size(size_text),
+        "flows": _names("--flows", flows), "links": _names("--links", links), "start": start, "end": end,
+        "quantities": _names("--quantities", quantities), "source": source, "link": link, "direction": direction,
+        "split": split, "x": x_axis, "metric": metric, "by": by,
+        "size": _size(size_text, (dpi or DPI) if path.suffix.lower() == ".png" else None),
     }
     fig = KINDS[kind].draw(db, list(targets), options)
-    save(fig, path, dpi=dpi or DPI)
+    with writing(path):
+        save(fig, path, dpi=dpi or DPI)
     click.echo(f"{kind} -> {path}")

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from ..errors import SpecError
+from ..errors import SpecError, writing
 from ..store import DEFAULT_DB
 from ..report import DEFAULT_OUT
+from .options import Number, writable_folder
 
 __all__ = ["report_command", "serve_command"]
 
@@ -23,13 +24,12 @@ def _check_store(db: Path) -> None:
 
 
 def _check_out(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise SpecError("--output", f"{out} is a file, not a folder")
+    writable_folder("--output", out)
 
 
 @click.command("report")
 @_db_argument
-@click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Folder of the site (index.html inside).")
 @click.option("--no-figures", is_flag=True, help="Leave out figures and charts (faster for big stores).")
 @click.option("--force", is_flag=True, help="Rebuild every page, not only those whose runs or studies changed.")
@@ -40,7 +40,8 @@ def report_command(db: Path, out: Path, no_figures: bool, force: bool) -> None:
 
     _check_store(db)
     _check_out(out)
-    report = build_site(db, out, figures=not no_figures, force=force)
+    with writing(out):
+        report = build_site(db, out, figures=not no_figures, force=force)
     click.echo(f"{report.runs} run(s), {report.studies} study(ies), {report.reproductions} reproduction(s); "
                f"{len(report.rebuilt)} page(s) written -> {out / 'index.html'}")
     for note in report.notes[:20]:
@@ -49,11 +50,11 @@ def report_command(db: Path, out: Path, no_figures: bool, force: bool) -> None:
 
 @click.command("serve")
 @_db_argument
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+@click.option("--port", type=Number(0, 65535, whole=True), default=8000, show_default=True,
               help="Port on 127.0.0.1 (0: any free port).")
-@click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Folder the report is built in.")
-@click.option("--interval", type=click.FloatRange(0.1, 3600), default=2.0, show_default=True,
+@click.option("--interval", type=Number(0.1, 3600), default=2.0, show_default=True,
               help="Seconds between looks at the store for new runs.")
 @click.option("--no-figures", is_flag=True, help="Leave out figures and charts.")
 def serve_command(db: Path, port: int, out: Path, interval: float, no_figures: bool) -> None:
@@ -64,7 +65,8 @@ def serve_command(db: Path, port: int, out: Path, interval: float, no_figures: b
 
     _check_store(db)
     _check_out(out)
-    build_site(db, out, figures=not no_figures)
+    with writing(out):
+        build_site(db, out, figures=not no_figures)
     try:
         server = make_server(out, port)
     except OSError as e:

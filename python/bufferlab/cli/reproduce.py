@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import SpecError
+from .options import MAX_WORKERS, Number, writable_folder
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..study.execute import Listener
@@ -28,9 +29,10 @@ def _duration(seconds: float) -> str:
 @click.option("--quick", is_flag=True, help="A small variant that finishes in seconds (CI); default: the seed's scale.")
 @click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=Path("results") / "bufferlab.duckdb",
               show_default=True, help="DuckDB result store (runs already there are not simulated again).")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
               help="Where summary.md and the figures go (default: results/reproduce/NAME[-quick]).")
-@click.option("--workers", type=int, default=None, help="Worker processes (default: one per core).")
+@click.option("--workers", type=Number(1, MAX_WORKERS, whole=True), default=None,
+              help="Worker processes (default: one per core).")
 @click.option("--dask", "dask_address", default=None, metavar="local|tcp://HOST:PORT",
               help="Run the studies on dask.distributed.")
 def reproduce_command(name: str | None, list_them: bool, quick: bool, db: Path, out: Path | None,
@@ -61,10 +63,8 @@ def reproduce_command(name: str | None, list_them: bool, quick: bool, db: Path, 
         return 0
     if name not in REPRODUCTIONS:
         raise SpecError("NAME", f'unknown reproduction "{name}" (known: {", ".join(REPRODUCTIONS)})')
-    if workers is not None and workers < 1:
-        raise SpecError("--workers", f"expected 1 or more, got {workers}")
     repro = REPRODUCTIONS[name]
-    out = out or Path("results") / "reproduce" / (name + ("-quick" if quick else ""))
+    out = writable_folder("--out", out or Path("results") / "reproduce" / (name + ("-quick" if quick else "")))
     extra = [*([f"--workers={workers}"] if workers else []), *([f"--dask={dask_address}"] if dask_address else [])]
     listener_for: Callable[[str], AbstractContextManager[Listener]] | None = None
     if sys.stderr.isatty():

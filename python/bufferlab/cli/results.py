@@ -7,6 +7,7 @@ would slow every other command's start."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,9 @@ import click
 from ..errors import SpecError
 from .lazy import LazyGroup
 from .metrics import metrics_json, print_metrics
-from .options import db_option, json_option
+from .options import db_option, json_option, writable_file
 
-__all__ = ["results_group"]
+__all__ = ["results_group", "json_rows"]
 
 
 @click.group("results", cls=LazyGroup, lazy={"study": ".sweep:results_study_command"})
@@ -75,20 +76,41 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
         print_metrics(res, run_id, all_links=all_links)
 
 
+def json_rows(rows: Any) -> str:
+    """Rows as JSON text that any JSON reader takes: a number JSON cannot write (NaN, ±Infinity)
+    becomes null; dates and other values their text."""
+    def finite(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [finite(v) for v in value]
+        return value
+
+    return json.dumps(finite(rows), default=str, indent=2, allow_nan=False)
+
+
 @results_group.command("query")
 @click.argument("sql")
 @db_option
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
+              help="json: a list of rows, each an object of columns; NaN and ±Infinity, which JSON cannot "
+                   "write, are null.")
 def results_query(sql: str, db: Path, fmt: str) -> None:
-    """Run SQL over the store (read-only) and print the result."""
+    """Run SQL over the store and print the result. The query reads the store and nothing
+    else: the store is opened read-only, and DuckDB's access to files, other databases and
+    extensions is off (COPY ... TO a file, read_csv, ATTACH fail with one line)."""
     import duckdb
 
     from ..store.reader import load
     from .render import console, frame_table
 
+    if not sql.strip():
+        raise SpecError("SQL", "empty query (e.g. \"SELECT name, seed FROM runs\")")
     with load(db) as res:
         try:
-            frame = res.query(sql)
+            frame = res.user_query(sql)
         except duckdb.Error as e:
             raise SpecError("SQL", str(e).splitlines()[0]) from None
     if fmt == "csv":
@@ -96,7 +118,7 @@ def results_query(sql: str, db: Path, fmt: str) -> None:
 
         click.echo(flat_for_csv(frame).write_csv(), nl=False)
     elif fmt == "json":
-        click.echo(json.dumps(frame.to_dicts(), default=str, indent=2))
+        click.echo(json_rows(frame.to_dicts()))
     else:
         console().print(frame_table(frame))
 
@@ -107,11 +129,12 @@ def results_query(sql: str, db: Path, fmt: str) -> None:
 @click.option("--table", "table", required=True, help="flow_metrics, link_metrics, network_metrics, runs, flows, "
                                                        "channels, flow_timeseries, channel_timeseries, captures, studies")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True)
 def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path) -> None:
     """Write a table (of RUN, or of every run) as Parquet or CSV."""
     from ..store.reader import export_frame, load
 
+    writable_file("--output", output)
     with load(db) as res:
         frame = res.table(table, run)
     export_frame(frame, output, fmt)
@@ -150,7 +173,7 @@ def results_monitor(run: str, db: Path, link: str, direction: str, split: str, a
 def _capture_file_options(command: Any) -> Any:
     """The run, store, link, direction and output file of a command that writes a captured link."""
     options = (_run_argument, db_option, _link_option, _direction_option,
-               click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True))
+               click.option("-o", "--output", type=click.Path(path_type=Path), required=True))
     for option in reversed(options):
         command = option(command)
     return command
@@ -163,6 +186,7 @@ def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_
     """A captured link as CSV with seed 000's tshark fields."""
     from ..store.reader import load
 
+    writable_file("--output", output)
     with load(db) as res:
         n = res.write_capture_csv(run, output, link=link, direction=direction, header=not no_header)
     click.echo(f"{n} packets -> {output}")
@@ -175,6 +199,7 @@ def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, fu
     """A captured link as a pcap file (IPv4 + TCP headers) for tshark and Wireshark."""
     from ..store.reader import load
 
+    writable_file("--output", output)
     with load(db) as res:
         n = res.write_pcap(run, output, link=link, direction=direction, full_payload=full_payload)
     click.echo(f"{n} packets -> {output}")

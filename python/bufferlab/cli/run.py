@@ -11,12 +11,15 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..errors import SpecError
 from .metrics import metrics_json, print_metrics
-from .options import db_option, force_option, json_option, max_memory_option, overridden, set_option, study_option
+from .options import (Number, db_option, force_option, json_option, max_memory_option, overridden, read_input,
+                      set_option, study_option)
 from .progress import progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pipeline.plan import Plan
+    from ..spec import Scenario
 
 __all__ = ["run_command", "check_command", "plan_file", "execute"]
 
@@ -26,7 +29,7 @@ __all__ = ["run_command", "check_command", "plan_file", "execute"]
 @db_option
 @force_option
 @json_option
-@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=None, help="Override the spec's seed.")
+@click.option("--seed", type=Number(0, 2**64 - 1, whole=True), default=None, help="Override the spec's seed.")
 @set_option
 @study_option
 @max_memory_option
@@ -53,23 +56,35 @@ def plan_file(path: Path, assignments: Sequence[str], seed: int | None, budget: 
     from ..pipeline import plan_cache
     from ..pipeline.plan import plan
 
+    data = read_input(path)  # read once, with a limit: a FIFO or /dev/zero is no spec
     try:
-        asked: bytes | None = plan_cache.request(path, path.read_bytes(), assignments, seed)
+        asked: bytes | None = plan_cache.request(path, data, assignments, seed)
     except OSError:  # the spec's own reading below says what is wrong with the file
         asked = None
     if asked is not None and (kept := plan_cache.load(asked, budget)) is not None:
         return kept
-    from ..spec import Scenario
     from ..spec.distributions import files_read
 
     with files_read() as files:
-        spec = overridden(Scenario.from_toml(path), assignments)
+        spec = overridden(scenario_of(path, data), assignments)
         if seed is not None:
             spec = spec.with_seed(seed)
         planned = plan(spec, budget)  # every check, the engine's too, before the store or a spinner appears
     if asked is not None:
         plan_cache.keep(asked, planned, plan_cache.sources_of_planning(files))
     return planned
+
+
+def scenario_of(path: Path, data: bytes) -> Scenario:
+    """The scenario in the bytes `data` read from the file at `path` (its relative paths, such as
+    a table of flow sizes, are relative to the file's folder)."""
+    from ..spec import Scenario
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(str(path), f"cannot read: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    return Scenario.from_toml_text(text, source=str(path), base_dir=path.parent)
 
 
 @click.command("check")
@@ -81,10 +96,9 @@ def check_command(scenario: Path, assignments: tuple[str, ...], max_memory: str 
     without simulating or storing anything."""
     from ..pipeline.budget import parse_budget
     from ..pipeline.plan import plan
-    from ..spec import Scenario
 
     budget = parse_budget(max_memory)
-    planned = plan(overridden(Scenario.from_toml(scenario), assignments), budget)
+    planned = plan(overridden(scenario_of(scenario, read_input(scenario)), assignments), budget)
     click.echo(f"{scenario}: ok (run id {planned.run_id[:12]})")
 
 

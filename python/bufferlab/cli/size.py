@@ -15,7 +15,7 @@ import click
 from .. import units
 from ..errors import SpecError
 from ..sizing.rules import BufferSize, size_rows
-from .options import parsed
+from .options import Number, listed, parsed
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -25,8 +25,8 @@ __all__ = ["size_command"]
 
 def _rtts(values: tuple[str, ...]) -> list[int]:
     """`--rtt 10ms,990ms --rtt 50ms`: every RTT given, in order."""
-    return [parsed("--rtt", lambda t: units.parse_time(t, positive=True), part.strip())
-            for value in values for part in value.split(",") if part.strip()]
+    return [parsed("--rtt", lambda t: units.parse_time(t, positive=True), part)
+            for part in (listed("--rtt", values, what="RTT") if values else [])]
 
 
 def _table(rows: list[tuple[BufferSize, str]], title: str) -> Table:
@@ -45,12 +45,12 @@ def _table(rows: list[tuple[BufferSize, str]], title: str) -> Table:
 @click.option("--rate", required=True, help='Link rate, e.g. "100Mbps".')
 @click.option("--rtt", "rtt", multiple=True,
               help='Round-trip propagation delays of the flows ("10ms,990ms"; repeatable).')
-@click.option("--flows", type=click.IntRange(1), default=None,
+@click.option("--flows", type=Number(1, whole=True), default=None,
               help="Long-lived flows N for the Stanford rule (default: one per --rtt).")
 @click.option("--packet", default="1500B", show_default=True, help="Packet size on the wire (the data packet).")
 @click.option("--tp", default=None, help="Seed 003: the bottleneck's one-way propagation delay.")
 @click.option("--ack", default=None, help="Seed 003: the ACK's size on the wire.")
-@click.option("--sub-buffers", type=click.IntRange(2, 3), default=2, show_default=True,
+@click.option("--sub-buffers", type=Number(2, 3, whole=True), default=2, show_default=True,
               help="SplitBuff's sub-buffers (2, or 3 with thresholds at RTTP ± σ/2).")
 @click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON.")
 def size_command(rate: str, rtt: tuple[str, ...], flows: int | None, packet: str, tp: str | None, ack: str | None,

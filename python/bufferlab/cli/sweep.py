@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ..errors import SpecError
-from .options import db_option, max_memory_option
+from .options import MAX_WORKERS, Number, db_option, listed, max_memory_option
 from .progress import progress_listener
 
 __all__ = ["sweep_command", "results_study_command", "DEFAULT_STUDY_COLUMNS"]
@@ -23,7 +23,7 @@ DEFAULT_STUDY_COLUMNS = ("mean_agg_throughput_l4", "utilization_l1", "mean_qdisc
 @click.command("sweep")
 @click.argument("sweep_file", metavar="SWEEP.toml", type=click.Path(path_type=Path))
 @db_option
-@click.option("--workers", type=int, default=None,
+@click.option("--workers", type=Number(1, MAX_WORKERS, whole=True), default=None,
               help="Worker processes (default: one per core; 1 runs in this process).")
 @click.option("--dask", "dask_address", default=None, metavar="local|tcp://HOST:PORT",
               help="Run on dask.distributed: a LocalCluster of --workers processes, or a running scheduler.")
@@ -41,8 +41,6 @@ def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address:
 
     budget = parse_budget(max_memory)
     sweep = Sweep.from_toml(sweep_file)
-    if workers is not None and workers < 1:
-        raise SpecError("--workers", f"expected 1 or more, got {workers}")
     executor = make_executor(workers, dask_address)
     if as_json or not sys.stderr.isatty():
         report = run_sweep(sweep, db, executor, max_memory=budget)
@@ -105,18 +103,20 @@ def results_study_command(name: str, db: Path, metric_names: str | None, fmt: st
     from ..store.reader import load
     from .render import console, frame_table
 
-    res = load(db)
-    with res.one_connection():  # the study's queries on one connection (`Results.one_connection`)
-        frame = res.study(name)
-        axes = res.study_axes(name)
     known = [*catalogue.FLOW_METRICS, *catalogue.LINK_METRICS, *catalogue.NETWORK_METRICS]
-    chosen = [m.strip() for m in metric_names.split(",")] if metric_names else list(DEFAULT_STUDY_COLUMNS)
+    chosen = listed("--metrics", metric_names, what="metric") if metric_names is not None else list(DEFAULT_STUDY_COLUMNS)
     for m in chosen:
         if m not in known:
             raise SpecError("--metrics", f'unknown metric "{m}" (known: the flow, link and network '
                                          'metrics of the catalogue, e.g. mean_throughput_l4, utilization_l1)')
+    res = load(db)
+    with res.one_connection():  # the study's queries on one connection (`Results.one_connection`)
+        frame = res.study(name)
+        axes = res.study_axes(name)
     if fmt == "json":
-        click.echo(json.dumps(frame.to_dicts(), indent=2, default=str))
+        from .results import json_rows
+
+        click.echo(json_rows(frame.to_dicts()))
         return
     if fmt == "csv":
         from ..store.reader import flat_for_csv

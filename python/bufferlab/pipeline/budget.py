@@ -20,7 +20,12 @@ buffers, the copy handed to Python, the copies made while deriving metrics and i
   a finite mean (a Pareto of shape <= 1), or of mean 0, counts the most transfers a user can make:
   one per shortest cycle, its shortest think plus the round trip of its path (a transfer takes at
   least that); with no such cycle (think times of 0 over a path without delay) the run is refused;
-- queues: a FIFO full to its limit holds packets of at most 128 bytes each in the engine.
+- queues: a FIFO full to its limit holds packets of at most 128 bytes each in the engine;
+- initial windows: a TCP or QUIC flow sends its initial window (``tcp.initial_window`` segments,
+  or fewer if the flow has fewer to send) in one burst when its handshake completes, so that many
+  segments exist at once, each a packet of the burst (128 bytes) and an entry of the sender's
+  record of what is in flight: 256 bytes a segment, summed over the flows (a spec's default of 10
+  costs nothing; four billion would abort the engine).
 
 The estimates are upper bounds of the order of magnitude, not predictions: they refuse runs that
 could never finish (a 1 ns sample interval over seconds, a billion-packet queue), not large
@@ -53,6 +58,8 @@ GENERATED_FLOW_BYTES = 8_000
 PACKET_BYTES = 128
 # A byte-limited queue holds at most limit / SMALLEST_PACKET packets (an ACK with headers).
 SMALLEST_PACKET = 52
+# A segment of an initial window: its packet and its entry in the sender's scoreboard.
+WINDOW_SEGMENT_BYTES = 2 * PACKET_BYTES
 
 
 @dataclass(frozen=True)
@@ -223,10 +230,36 @@ def _queues(resolved: Resolved) -> list[Demand]:
     return [_queue_demand(resolved, *queue) for queue in _queue_packets(resolved)]
 
 
+def _window_segments(flow: dict[str, Any]) -> int:
+    """The segments of `flow`'s (an engine flow's) first burst: its initial window, or the
+    segments of its transfer if that is smaller."""
+    transport = flow.get("transport") or "tcp"
+    config = flow.get(transport) or {}
+    segments = int(config.get("initial_window") or 0)
+    size = (flow.get("traffic") or {}).get("bytes")
+    segment = config.get("mss") or config.get("max_datagram") or 1
+    if isinstance(size, int) and size >= 0:
+        segments = min(segments, size // segment + 1)
+    return segments
+
+
+def _initial_windows(resolved: Resolved) -> list[Demand]:
+    """The initial windows of every flow as one demand, named by the flow with the largest."""
+    flows = resolved.engine["flows"]
+    if not flows:
+        return []
+    segments = [_window_segments(f) for f in flows]
+    largest = max(range(len(flows)), key=segments.__getitem__)
+    transport = flows[largest].get("transport") or "tcp"
+    field = resolved.user_field(f"flows[{largest}].{transport}.initial_window")
+    return [Demand(field, sum(segments) * WINDOW_SEGMENT_BYTES,
+                   f"initial windows of {sum(segments)} segments, each sent in one burst")]
+
+
 def _other_demands(s: Scenario, resolved: Resolved) -> list[Demand]:
     """The demands of everything but the queues (a few per spec, where queues are one per channel)."""
     engine = resolved.engine
-    return [*_recording(s, engine), *_captures(s, engine), *_generators(s, resolved)]
+    return [*_recording(s, engine), *_captures(s, engine), *_generators(s, resolved), *_initial_windows(resolved)]
 
 
 def memory_demands(s: Scenario, resolved: Resolved) -> list[Demand]:

@@ -197,6 +197,10 @@ class Advisor:
         if base.record is not None and not base.record.store_series:
             raise SpecError("record.store_series", "advise measures the bottleneck's stored time series after the "
                                                    "warm-up: a scenario with store_series = false cannot be advised")
+        try:  # the searched queue must exist before a probe is stored under it
+            base.with_overrides({queue_key: "100p"})
+        except SpecError as e:
+            raise SpecError("--queue-key", f'"{queue_key}" is no queue of the scenario: {e}') from None
         self.base, self.targets, self.db = base, list(targets), Path(db)
         self.queue_key, self.seeds, self.warmup_ns, self.resolution = queue_key, seeds, warmup_ns, resolution
         self.workers = workers

@@ -57,11 +57,16 @@ def _index(names: dict[str, int], name: str, where: str, what: str = "node") -> 
     return names[name]
 
 
-def _unique(names: list[str], section: str) -> dict[str, int]:
+def _unique(names: list[str], section: str, aliases: dict[str, str] | None = None) -> dict[str, int]:
+    """Each name's index; a name given twice is named where the user wrote it (`aliases`: a
+    generated flow or generator is its generator)."""
+    def user(i: int) -> str:
+        return (aliases or {}).get(f"{section}[{i}]", f"{section}[{i}]")
+
     index: dict[str, int] = {}
     for i, name in enumerate(names):
         if name in index:
-            raise SpecError(f"{section}[{i}].name", f'duplicate name "{name}" (also {section}[{index[name]}])')
+            raise SpecError(f"{user(i)}.name", f'duplicate name "{name}" (also {user(index[name])})')
         index[name] = i
     return index
 
@@ -239,7 +244,7 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
                              "traffic": traffic_tables.copy(traffic, traffic.to_engine), "start": start,
                              "stop": stop, "transport": flow.transport or defaults.transport or "tcp",
                              "tcp": tcp, "quic": quic})
-    _unique(flow_names, "flows")
+    _unique(flow_names, "flows", aliases)
 
     queue_descriptions = _resolve_queues(nodes, engine_links, engine_flows, queues)
     channel_names = [f"{name}_{d}" for name in link_names for d in ("forward", "backward")]
@@ -436,7 +441,7 @@ def _expand_generators(s: Scenario, nodes: Sequence[Node | Host], node_index: di
             engine.append({"name": base, "src": node_index[host], "dst": dst, "cca": engine_controller(cca),
                            "tcp": _tcp(defaults.tcp, g.tcp, where), "start": start, "stop": stop,
                            "model": model})
-    _unique(names, "generators")
+    _unique(names, "generators", aliases)
     return flows, engine, aliases
 
 

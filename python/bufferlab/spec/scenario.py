@@ -404,10 +404,20 @@ TopologyField = Annotated[Topology, Parsed(_topology, lambda t: t.model_dump(mod
                                              info=True)]
 
 
+# The largest spec file read: far above any real one, far below what would strain memory; a
+# "file" that never ends (/dev/zero, a pipe fed forever) is refused at this size.
+MAX_SPEC_BYTES = 16 * 2**20
+
+
 def read_text_file(path: Path) -> str:
-    """A spec file's text; SpecError naming the file if it cannot be read."""
+    """A spec file's text, at most `MAX_SPEC_BYTES` of it; SpecError naming the file if it cannot
+    be read or is larger."""
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_SPEC_BYTES + 1)
+        if len(data) > MAX_SPEC_BYTES:
+            raise SpecError(str(path), f"more than {MAX_SPEC_BYTES // 2**20} MB: not a spec file")
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise SpecError(str(path), "no such file") from None
     except (OSError, UnicodeDecodeError) as e:

@@ -211,12 +211,20 @@ def _attach(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnec
     return con
 
 
-def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+def connect(path: Path, *, read_only: bool, sandboxed: bool = False) -> duckdb.DuckDBPyConnection:
     """Open `path` with the settings of the module docstring, waiting while another process holds
     its lock. A writer attaches the store on an in-memory database (one prepared ahead if there
-    is one); only the ATTACH is tried again."""
+    is one); only the ATTACH is tried again.
+
+    A `sandboxed` connection (read-only) is for SQL the user wrote: DuckDB's access to anything
+    but the store is off (`enable_external_access`: no file read or written, no extension
+    installed, no other database attached) and its settings are locked, so that the SQL cannot
+    turn that access back on."""
+    if sandboxed and not read_only:
+        raise ValueError("a sandboxed connection is read-only")
     if read_only:
-        con = _retrying_lock(path, lambda: duckdb.connect(str(path), read_only=True))
+        config: dict[str, str | bool | int | float | list[str]] = {"enable_external_access": False} if sandboxed else {}
+        con = _retrying_lock(path, lambda: duckdb.connect(str(path), read_only=True, config=config))
     else:
         database = _writer_database()
         try:
@@ -232,6 +240,8 @@ def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         if "progress bar" not in str(e):
             con.close()
             raise
+    if sandboxed:
+        con.execute("SET lock_configuration = true")
     return con
 
 

@@ -38,7 +38,7 @@ def stored_counters(db: str | Path, run_id: str) -> dict[str, Any] | None:
             version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except duckdb.CatalogException:  # an empty file, or not a store: the writer says which
             version = None
-        if version is None or int(version[0]) != SCHEMA_VERSION:
+        if version is None or version[0] != str(SCHEMA_VERSION):  # (the writer refuses a damaged one)
             con.close()
             from .writer import Store
 

@@ -32,9 +32,9 @@ import duckdb
 from ..errors import writing
 from .connection import connect
 from .counters import stored_counters
-from .schema import DEFAULT_DB, SCHEMA_VERSION, StoreError, check_schema_version, stored_schema_version
+from .schema import DEFAULT_DB, SCHEMA_VERSION, StoreError
 from .tables import KEYS, NUMBERED_TABLES, TABLES, stored_table
-from .writer import Store
+from .writer import Store, schema_version_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -63,8 +63,7 @@ class Results:
         if not self.path.exists():
             raise StoreError("--db", f"no store at {self.path}")
         with self._connection() as con:
-            version = stored_schema_version(con)
-        check_schema_version(version, self.path)
+            version = schema_version_of(con, self.path)
         if version != SCHEMA_VERSION:
             # An older store: migrate it once (read-write), then read it.
             Store(self.path).close()
@@ -122,6 +121,21 @@ class Results:
         """Any SQL over the store's tables, as a DataFrame."""
         with self._connection() as con:
             return _frame(con, sql, params)
+
+    def user_query(self, sql: str) -> pl.DataFrame:
+        """SQL the user wrote (`bufferlab results query`), as a DataFrame, on a connection of its
+        own that reads the store and nothing else (`connection.connect`, `sandboxed`): a COPY to
+        a file, a read of one, an ATTACH or an extension's install fail as DuckDB errors."""
+        con = connect(self.path, read_only=True, sandboxed=True)
+        try:
+            relation = con.sql(sql)
+            if relation is None:  # a statement that returns no rows (SET, PRAGMA ...)
+                raise StoreError("SQL", "the statement returns no rows (a query is a SELECT, e.g. "
+                                        '"SELECT name, seed FROM runs")')
+            frame: pl.DataFrame = relation.pl()
+            return frame
+        finally:
+            con.close()
 
     def table(self, name: str, run: str | None = None) -> pl.DataFrame:
         """A whole table, or its rows of one run (a run id or a unique prefix of one)."""

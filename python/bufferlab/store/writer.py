@@ -30,7 +30,8 @@ import duckdb
 
 from ..interrupts import deferred
 from ..pipeline.engine import core
-from .connection import connect, release_writer, store_error
+from ..errors import SpecError
+from .connection import StoreUnusable, connect, release_writer, store_error
 from .schema import (DEFAULT_DB, SCHEMA_VERSION, StoreError, check_run_id, check_schema_version,
                      stored_schema_version)
 from .tables import NEW_STORE_SCHEMA, NUMBERED_TABLES, RUN_TABLES, run_key, stored_table
@@ -40,12 +41,31 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..analysis.record import DerivedRun
 
-__all__ = ["Store", "StudyPoint", "persist", "spec_hash"]
+__all__ = ["Store", "StudyPoint", "persist", "spec_hash", "schema_version_of"]
 
 
 def spec_hash(engine_spec_json: str) -> str:
     """What ran, whatever the engine: sha256 of the canonical engine spec."""
     return hashlib.sha256(engine_spec_json.encode()).hexdigest()
+
+
+def schema_version_of(con: duckdb.DuckDBPyConnection, path: Path) -> int | None:
+    """The schema version the store at `path` records (None for a new store), refused as one
+    line when the store is of a newer bufferlab, or when what it records is no version at all (a
+    damaged `meta`: text, a number below 1, a table of other columns)."""
+    try:
+        version = stored_schema_version(con)
+    except (ValueError, TypeError, OverflowError) as e:
+        if isinstance(e, SpecError):
+            raise
+        raise StoreUnusable("--db", f"cannot use {path}: its meta table records no schema version ({e})") from None
+    except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
+        raise store_error(path, e) from None
+    if version is not None and version < 1:
+        raise StoreUnusable("--db", f"cannot use {path}: its meta table records schema version {version}, "
+                                    "which no bufferlab wrote")
+    check_schema_version(version, path)
+    return version
 
 
 def _utc_now() -> _dt.datetime:
@@ -104,11 +124,7 @@ class Store:
         the current one (an older store is migrated first, `store.migration`)."""
         con = connect(self.path, read_only=False)
         try:
-            version = stored_schema_version(con)
-            check_schema_version(version, self.path)
-        except duckdb.Error as e:  # a damaged file that DuckDB opened but cannot read
-            con.close()
-            raise store_error(self.path, e) from None
+            version = schema_version_of(con, self.path)
         except BaseException:
             con.close()
             raise
@@ -177,12 +193,18 @@ class Store:
 
     def save(self, run: DerivedRun, *, replace: bool = False, point: StudyPoint | None = None) -> None:
         """Write one run atomically, with its place in a study if given; with `replace`, an
-        existing run of that id is replaced in the same transaction (so a failure keeps the old one)."""
+        existing run of that id is replaced in the same transaction (so a failure keeps the old one).
+        Without it, a run the store has already (stored meanwhile by another process) is kept,
+        and only its place in the study is written (`_stored_already`)."""
         with self._transaction():
             if replace:
                 self._delete(run.run_id)
             if run.study is not None:
                 self._ensure_study(run.study)
+            if not replace and self._stored_already(run.run_id):
+                if point is not None:
+                    self._put_points([(point, run.run_id)])
+                return
             number = self._next_run_number()
             self._insert_run(run, number)
             self._insert_tables(run, number)
@@ -226,6 +248,17 @@ class Store:
             return
         with self._transaction():
             self._put_points(points)
+
+    def _stored_already(self, run_id: str) -> bool:
+        """Whether the run is in the store already: stored by another process since this one
+        looked (the same spec and seed run twice at once). A run id is the run's identity (the
+        engine's spec and version), and the engine is deterministic, so the stored run is this
+        one, and it is kept as it is. The check and the insert that would follow are one
+        transaction under the store's lock, so no other writer comes between them."""
+        if self._empty:
+            return False
+        row = self.con.execute(f"SELECT count(*) FROM runs WHERE run_id = '{check_run_id(run_id)}'").fetchone()
+        return bool(row and row[0])
 
     def _delete(self, run_id: str) -> None:
         where = f"WHERE run_id = '{check_run_id(run_id)}'"

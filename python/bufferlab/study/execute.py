@@ -7,7 +7,9 @@ and store each run as it finishes, as part of the study named after the sweep.
 Resumable by construction: a run is stored whole or not at all as soon as it finishes, so a
 sweep that is stopped (Ctrl-C, SIGKILL) and started again simulates only what is missing.
 A point whose overrides are invalid, or whose run fails, is stored as failed with its one-line
-error; the others go on. Points that resolve to the same engine spec (e.g. the seeds of a
+error; the others go on. An axis key that names no field of the scenario (a typo) is no point's
+failure but the sweep's: every point is planned before anything is stored, and such a sweep is
+refused whole. Points that resolve to the same engine spec (e.g. the seeds of a
 scenario without random elements) share one run.
 """
 
@@ -116,19 +118,27 @@ def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listen
     listener = listener or Listener()
     started = time.perf_counter()
     report = SweepReport(study=sweep.name, total=len(sweep.points()))
+    # Plan every (point, seed) before anything is stored: a key that names no field of the
+    # scenario refuses the whole sweep (`Sweep.check_keys`), a value that makes no valid scenario
+    # fails its point alone.
+    plans: list[tuple[SweepPoint, Plan | SpecError]] = []
+    for point in sweep.points():
+        try:
+            plans.append((point, plan(sweep.scenario(point), max_memory)))
+        except SpecError as e:
+            sweep.check_keys(e)
+            plans.append((point, e))
     with Store(db) as store:
         store.begin_study(sweep.name, sweep_json=sweep.to_json(), axes=sweep.axis_keys, description=sweep.description)
     complete, recorded = _stored_state(db, sweep.name)
 
-    # Plan every (point, seed): a distinct run becomes one task, whatever number of points share it.
+    # A distinct run becomes one task, whatever number of points share it.
     tasks: dict[str, tuple[Plan, list[SweepPoint]]] = {}
     settled: list[tuple[StudyPoint, str | None]] = []
-    for point in sweep.points():
-        try:
-            planned = plan(sweep.scenario(point), max_memory)
-        except SpecError as e:
-            report.failed.append((point, str(e)))
-            settled.append((_study_point(sweep, point, str(e)), None))
+    for point, planned in plans:
+        if isinstance(planned, SpecError):
+            report.failed.append((point, str(planned)))
+            settled.append((_study_point(sweep, point, str(planned)), None))
             continue
         if planned.run_id in complete:
             report.reused += 1

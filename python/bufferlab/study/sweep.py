@@ -27,8 +27,10 @@
            { key = "meta.label", values = ["B_s", "B_l"] }]
 
 The points are the Cartesian product of the axes (the first axis varies slowest), each run once
-per seed. Keys are override paths (`spec.overrides`). A point whose overrides do not make a valid
-scenario is not an error of the sweep: it fails alone, with its one-line reason, when it runs.
+per seed. Keys are override paths (`spec.overrides`). A point whose values do not make a valid
+scenario is not an error of the sweep: it fails alone, with its one-line reason, when it runs. A key
+that names no field of the scenario is the sweep's error (`Sweep.check_keys`): the sweep is refused
+before any point runs.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +53,9 @@ __all__ = ["Axis", "Sweep", "SweepPoint", "MAX_POINTS"]
 
 # A guard against a typo that asks for millions of runs (e.g. a step of 0.001).
 MAX_POINTS = 100_000
+# The reasons an override gives when its key names no field of the scenario, whatever its value
+# (`spec.overrides`, and the schema's "unknown key").
+_NO_SUCH_FIELD = re.compile(r"^(unknown key|no such entry|not a table|not an array|is .*, not a table)")
 
 
 @dataclass(frozen=True)
@@ -294,6 +300,26 @@ class Sweep:
         """The scenario of one (point, seed); SpecError if its overrides do not make a valid one."""
         scenario = self.base.with_overrides(dict(point.values)) if point.values else self.base
         return scenario.with_seed(point.seed) if point.seed != scenario.seed else scenario
+
+    def check_keys(self, error: SpecError) -> None:
+        """Refuse the sweep if `error`, a point's, says that one of the sweep's keys names no field
+        of the scenario (a typo in an axis key): it would fail at every point alike."""
+        if not _NO_SUCH_FIELD.match(error.reason):
+            return
+        for where, key in self._key_places():
+            if error.field == key or key.startswith((error.field + ".", error.field + "[")):
+                raise SpecError(where, f'"{key}" names no field of the scenario ({error})')
+
+    def _key_places(self) -> list[tuple[str, str]]:
+        """Every key an axis sweeps, and where the sweep's file gives it (`axes[i].key`, or
+        `axes[i].zip[j].key`)."""
+        places = []
+        for i, axis in enumerate(self.axes):
+            if len(axis.keys) == 1:
+                places.append((f"axes[{i}].key", axis.keys[0]))
+            else:
+                places.extend((f"axes[{i}].zip[{j}].key", key) for j, key in enumerate(axis.keys))
+        return places
 
     def to_json(self) -> str:
         return json.dumps(self.written or {"name": self.name}, sort_keys=True, default=str)

@@ -148,6 +148,24 @@ def test_a_tcp_option_out_of_range_is_named_by_the_engine() -> None:
     assert error_of(data) == "flows[0].tcp.mss: must be positive"
 
 
+@pytest.mark.parametrize("basis", ["flight_size", "pipe", "cwnd"])
+def test_ssthresh_from_takes_each_reduction_basis_to_the_engine(basis: str) -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "tcp": {"ssthresh_from": basis}}])
+    assert json.loads(plan(Scenario.from_dict(data)).spec_json)["flows"][0]["tcp"]["ssthresh_from"] == basis
+
+
+def test_ssthresh_from_defaults_to_rfc_5681_flight_size() -> None:
+    assert engine_tcp_defaults()["ssthresh_from"] == "flight_size"
+    assert Scenario.from_dict(graph()).to_engine()["flows"][0]["tcp"]["ssthresh_from"] == "flight_size"
+
+
+@pytest.mark.parametrize("value", ["flightsize", "inflight", 1, True])
+def test_ssthresh_from_refuses_any_other_basis_in_one_line(value: object) -> None:
+    message = error_of(graph(flows=[{"src": "h1", "dst": "h2", "tcp": {"ssthresh_from": value}}]))
+    assert message.startswith("flows[0].tcp.ssthresh_from: ")
+    assert "\n" not in message
+
+
 def test_rtt_outside_a_dumbbell() -> None:
     data = graph(flows=[{"src": "h1", "dst": "h2", "rtt": "10ms"}])
     assert error_of(data) == "flows[0].rtt: only a dumbbell topology derives delays from RTTs"

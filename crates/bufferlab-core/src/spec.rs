@@ -408,6 +408,25 @@ pub enum CaIncrease {
     PerAck,
 }
 
+/// The amount a TCP sender gives its controller as the flight to reduce from when a fast recovery
+/// begins (`ssthresh = β · basis`; Reno's β is 1/2, CUBIC's 0.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SsthreshBasis {
+    /// FlightSize = SND.NXT − SND.UNA, RFC 5681 §3.1 eq. (4) (RFC 6675 §5 step 4.2 and RFC 9438
+    /// §4.6 use it too). It counts SACKed data: a recovery that begins as the previous one ends,
+    /// after a window was SACKed meanwhile, reduces from more than the window it had.
+    #[default]
+    FlightSize,
+    /// RFC 6675 §4 pipe: the data the sender estimates still in the network (SACKed and
+    /// lost segments excluded), as ns-3 passes `BytesInFlight` to its controllers' `GetSsThresh`.
+    Pipe,
+    /// The congestion window, as Linux reduces (`tcp_reno_ssthresh`, CUBIC's `recalc_ssthresh`).
+    /// RFC 9438 §4.6 allows it where cwnd cannot grow beyond the flight (RFC 7661's validation);
+    /// the engine's controllers grow an application-limited window, so it suits greedy flows.
+    Cwnd,
+}
+
 /// Application traffic on a flow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -526,6 +545,8 @@ pub struct TcpSpec {
     pub rack: bool,
     /// Window growth counting of Reno/NewReno (bytes).
     pub ca_increase: CaIncrease,
+    /// What a fast recovery's reduction starts from (flight_size: RFC 5681 eq. (4)).
+    pub ssthresh_from: SsthreshBasis,
 }
 
 impl Default for TcpSpec {
@@ -548,6 +569,7 @@ impl Default for TcpSpec {
             rto: RtoKind::Linux,
             rack: true,
             ca_increase: CaIncrease::Bytes,
+            ssthresh_from: SsthreshBasis::FlightSize,
         }
     }
 }

@@ -274,6 +274,15 @@ class TcpOptions(_Model):
     # Reno's window growth: "bytes" (the default: RFC 3465 byte counting, as Linux) or "per_ack"
     # (RFC 5681 per ACK, as ns-3's TcpNewReno: half a segment per RTT with delayed ACKs).
     ca_increase: Literal["bytes", "per_ack"] | None = None
+    # The flight a fast recovery's reduction starts from (ssthresh = β·basis: Reno's β 1/2,
+    # CUBIC's 0.7): "flight_size" (the default: RFC 5681 eq. (4), SND.NXT − SND.UNA, SACKed data
+    # included), "pipe" (RFC 6675's estimate of the data still in the network, as ns-3 passes its
+    # controllers) or "cwnd" (the congestion window, as Linux; RFC 9438 §4.6 allows it where cwnd
+    # cannot outgrow the flight, as RFC 7661 ensures, which the engine does not for an
+    # application-limited flow). Where recoveries last several RTTs (an AQM dropping
+    # retransmissions), β·FlightSize can exceed the window it reduces and CUBIC's window runs
+    # away; "cwnd" cannot.
+    ssthresh_from: Literal["flight_size", "pipe", "cwnd"] | None = None
 
 
 class FlowDefaults(_Model):

@@ -15,7 +15,7 @@ use super::segment::Segment;
 use crate::cc::{CongestionController, Controller};
 use crate::memory::prefetch;
 use crate::net::packet::{flags, Packet, SackBlock};
-use crate::spec::{RecoveryKind, RtoKind};
+use crate::spec::{RecoveryKind, RtoKind, SsthreshBasis};
 use crate::transport::rtt::RttEstimate;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::units::{BitRate, SimTime};
@@ -512,7 +512,7 @@ impl TcpSender {
         if !probe.retransmission || !new_information {
             self.tlp_episode = None;
         } else if ack > probe.end_seq {
-            let window = (self.snd_nxt - self.snd_una).min(self.core.cc.window());
+            let window = self.reduction_basis().min(self.core.cc.window());
             self.core.cc.on_congestion_event(now, window);
             self.core.cc.on_recovery_exit(now);
             self.tlp_episode = None;
@@ -532,10 +532,30 @@ impl TcpSender {
         self.core.close(now, self.bytes_acked());
     }
 
+    /// The flight a congestion event reduces from (`tcp.ssthresh_from`), read when the loss is
+    /// detected (after this ACK's SACK blocks and losses are on the scoreboard):
+    /// - FlightSize = SND.NXT − SND.UNA, RFC 5681 §3.1 eq. (4), which RFC 6675 §5 step (4.2) and
+    ///   RFC 9438 §4.6 take over. It counts SACKed data: when CoDel drops retransmissions too, a
+    ///   recovery lasts k RTTs and the next begins as it ends, with about k windows SACKed above
+    ///   SND.UNA; β·FlightSize then exceeds the window being reduced (CUBIC, β = 0.7, once
+    ///   k > 1/0.7; Reno once k > 2) and the window grows from one recovery to the next.
+    /// - pipe, RFC 6675 §4: the data still in the network, SACKed and lost segments excluded; ns-3
+    ///   gives its controllers `BytesInFlight`, which is this estimate (its NewReno halves it).
+    /// - cwnd: the window itself, as Linux reduces (`tcp_reno_ssthresh`, CUBIC's
+    ///   `recalc_ssthresh`); RFC 9438 §4.6 allows it where cwnd cannot grow beyond the flight
+    ///   (RFC 7661's congestion-window validation), which no controller here enforces.
+    fn reduction_basis(&self) -> u64 {
+        match self.config.ssthresh_from {
+            SsthreshBasis::FlightSize => self.snd_nxt - self.snd_una,
+            SsthreshBasis::Pipe => self.pipe(),
+            SsthreshBasis::Cwnd => self.core.cc.window(),
+        }
+    }
+
     fn enter_fast_recovery(&mut self, now: SimTime) {
+        self.core.congestion_event(now, self.reduction_basis());
         // RFC 5681 FlightSize: data sent but not cumulatively acknowledged.
         let flight_size = self.snd_nxt - self.snd_una;
-        self.core.congestion_event(now, flight_size);
         // A recovery episode ends any loss-probe episode (its repair is this reduction).
         self.tlp_deadline = None;
         self.tlp_episode = None;
@@ -610,9 +630,9 @@ impl TcpSender {
         } else {
             // RFC 5681 §3.1: ssthresh from the window the sender had, cwnd = 1 SMSS. Inside a fast
             // recovery whose retransmission was lost, FlightSize still counts the whole pre-loss
-            // flight; the controller's window is already reduced (Linux and ns-3 use it).
-            let flight_size = self.snd_nxt - self.snd_una;
-            self.core.cc.on_retransmission_timeout(now, flight_size.min(self.core.cc.window()));
+            // flight; the controller's window is already reduced, and bounds every basis.
+            let basis = self.reduction_basis();
+            self.core.cc.on_retransmission_timeout(now, basis.min(self.core.cc.window()));
         }
         // RFC 6298 §5.5: back off the timer. Every segment is now deemed lost: RACK's timer and the
         // loss probe have nothing left to do.
@@ -842,6 +862,27 @@ mod tests {
         assert_eq!(s.core.ssthresh(), 6 * MSS);
         assert_eq!(s.core.record.recoveries, 1);
         assert_eq!(s.core.record.recovery_episodes, 1);
+    }
+
+    #[test]
+    fn each_ssthresh_basis_gives_the_controller_its_own_flight() {
+        // The loss of segment 0 found at the third SACK (segments 1, 2, 3): by then 12 segments
+        // are above SND.UNA (10 + 2 sent on the SACKs), 3 of them SACKed and 1 deemed lost, and
+        // Reno's window is still the initial 10 segments. Reno halves what it is given.
+        let cases = [(SsthreshBasis::FlightSize, 12), (SsthreshBasis::Pipe, 12 - 3 - 1), (SsthreshBasis::Cwnd, 10)];
+        for (basis, segments) in cases {
+            let (mut s, _) = established(TcpSpec { ssthresh_from: basis, ..TcpSpec::default() });
+            let mut out = Vec::new();
+            let t = SimTime::from_ms(20);
+            acknowledge(&mut s, t, 1, &sack_of(&[1]), &mut out);
+            acknowledge(&mut s, t, 1, &sack_of(&[2, 1]), &mut out);
+            assert_eq!(s.core.record.recoveries, 0);
+            let (flight_size, pipe, cwnd) = (s.snd_nxt - s.snd_una, s.pipe(), s.core.cwnd());
+            assert_eq!((flight_size, pipe, cwnd), (12 * MSS, 10 * MSS, 10 * MSS), "before the third SACK");
+            acknowledge(&mut s, t, 1, &sack_of(&[3, 2, 1]), &mut out);
+            assert_eq!(s.core.record.recoveries, 1);
+            assert_eq!(s.core.ssthresh(), segments * MSS / 2, "{basis:?}");
+        }
     }
 
     #[test]

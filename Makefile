@@ -33,9 +33,9 @@ test: setup
 	cargo test --release --workspace
 	$(BIN)/python -m pytest
 
-## fuzz: the spec fuzzer with ten times the examples of `make test`, on fresh random seeds
+## fuzz: the spec and command fuzzers with ten times the examples of `make test`, on fresh random seeds
 fuzz: setup
-	BUFFERLAB_FUZZ_EXAMPLES=10 $(BIN)/python -m pytest tests/cli/test_fuzz.py -q
+	BUFFERLAB_FUZZ_EXAMPLES=10 $(BIN)/python -m pytest tests/cli/test_fuzz.py tests/cli/test_fuzz_commands.py -q
 
 ## bench: engine throughput on the reference dumbbell, the scale ladder (minutes), sweep throughput per executor,
 ## each reproduction's quick variant against its listed time

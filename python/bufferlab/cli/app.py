@@ -73,6 +73,10 @@ def cli() -> None:
 
 def _usage_error_line(error: click.UsageError) -> str:
     """Click's usage errors as one `field: reason` line."""
+    if isinstance(error, click.exceptions.NoArgsIsHelpError) and error.ctx is not None:
+        group = error.ctx.command
+        known = group.list_commands(error.ctx) if isinstance(group, click.Group) else []
+        return f"COMMAND: missing (known: {', '.join(known)}; --help tells more)"
     if isinstance(error, click.NoSuchOption):
         return f"{error.option_name}: unknown flag"
     if isinstance(error, click.BadOptionUsage):

@@ -83,7 +83,7 @@ def plot_command(kind: str, targets: tuple[str, ...], db: Path, output: Path | N
     import matplotlib
 
     matplotlib.use("Agg", force=True)
-    from ..plots import KINDS, PlotError, save
+    from ..plots import KINDS, PlotError
     from ..plots.common import DPI
 
     if kind not in KINDS:
@@ -98,6 +98,27 @@ def plot_command(kind: str, targets: tuple[str, ...], db: Path, output: Path | N
         "size": _size(size_text, (dpi or DPI) if path.suffix.lower() == ".png" else None),
     }
     fig = KINDS[kind].draw(db, list(targets), options)
-    with writing(path):
-        save(fig, path, dpi=dpi or DPI)
+    _save(fig, path, dpi or DPI, size_text)
     click.echo(f"{kind} -> {path}")
+
+
+def _save(fig: Any, path: Path, dpi: int, size_text: str | None) -> None:
+    """Write the figure; one whose --size leaves its panels no room (matplotlib's layout then
+    collapses them and warns) is refused, and no file of it is left."""
+    import warnings
+
+    from ..plots import PlotError, save
+
+    existed, missing = path.exists(), [p for p in path.parents if not p.exists()]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="constrained_layout not applied", category=UserWarning)
+        try:
+            with writing(path):
+                save(fig, path, dpi=dpi)
+        except UserWarning:
+            if not existed:
+                path.unlink(missing_ok=True)
+            for folder in missing:  # deepest first: the folders `save` made for it
+                folder.rmdir()
+            raise PlotError("--size", f'"{size_text}" leaves the panels of the figure no room (give a larger --size)'
+                            ) from None

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ..errors import SpecError
-from .options import MAX_WORKERS, Number, db_option, listed, max_memory_option
+from .options import MAX_WORKERS, Number, db_option, listed, max_memory_option, read_input
 from .progress import progress_listener
 
 __all__ = ["sweep_command", "results_study_command", "DEFAULT_STUDY_COLUMNS"]
@@ -40,6 +40,7 @@ def sweep_command(sweep_file: Path, db: Path, workers: int | None, dask_address:
     from ..study.sweep import Sweep
 
     budget = parse_budget(max_memory)
+    read_input(sweep_file)  # a folder, a missing file or /dev/zero refused in the wording of every input
     sweep = Sweep.from_toml(sweep_file)
     executor = make_executor(workers, dask_address)
     if as_json or not sys.stderr.isatty():

@@ -111,6 +111,21 @@ def test_query_cannot_write_or_read_files(store: tuple[Path, Path], tmp_path: Pa
     assert status == 2 and "locked" in err
 
 
+def test_a_query_of_more_rows_than_a_result_may_hold_is_refused_before_it_fills_memory(
+        store: tuple[Path, Path]) -> None:
+    """Before: `SELECT * FROM range(1e12)` materialised its result until the machine ran out of memory."""
+    from bufferlab.store.reader import MAX_QUERY_ROWS
+
+    _, db = store
+    status, _, err = run_cli(["results", "query", "SELECT * FROM range(1000000000000)", "--db", str(db)])
+    assert status == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("error: SQL: the result has more than ") and "LIMIT" in err, err
+    # The bound is on the rows returned, not on those the query reads.
+    status, out, err = run_cli(["results", "query", f"SELECT count(*) AS n FROM (SELECT * FROM range({MAX_QUERY_ROWS}))",
+                                "--db", str(db), "--format", "csv"])
+    assert status == 0 and out.split() == ["n", str(MAX_QUERY_ROWS)], err
+
+
 def test_query_as_json_is_valid_json_with_non_finite_numbers_as_null(store: tuple[Path, Path]) -> None:
     _, db = store
     status, out, err = run_cli(["results", "query", "SELECT 'nan'::DOUBLE AS x, 'inf'::DOUBLE AS y, "

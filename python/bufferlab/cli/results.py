@@ -100,7 +100,8 @@ def json_rows(rows: Any) -> str:
 def results_query(sql: str, db: Path, fmt: str) -> None:
     """Run SQL over the store and print the result. The query reads the store and nothing
     else: the store is opened read-only, and DuckDB's access to files, other databases and
-    extensions is off (COPY ... TO a file, read_csv, ATTACH fail with one line)."""
+    extensions is off (COPY ... TO a file, read_csv, ATTACH fail with one line). A result of
+    more than 10 million rows is refused (aggregate, add a LIMIT, or use `results export`)."""
     import duckdb
 
     from ..store.reader import load

@@ -43,6 +43,11 @@ __all__ = ["Results", "load", "reading", "series_stored"]
 
 # Tables a user may read or export by name.
 PUBLIC_TABLES = tuple(t for t in TABLES if t != "meta")
+# The most rows a query the user wrote (`user_query`) may return: its result is held in memory
+# whole, so a query of billions of rows (`SELECT * FROM range(1e12)`) is refused once this many
+# have been produced instead of filling the machine's memory. Whole tables leave through
+# `bufferlab results export`, which has no such bound.
+MAX_QUERY_ROWS = 10_000_000
 
 
 def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
@@ -132,7 +137,12 @@ class Results:
             if relation is None:  # a statement that returns no rows (SET, PRAGMA ...)
                 raise StoreError("SQL", "the statement returns no rows (a query is a SELECT, e.g. "
                                         '"SELECT name, seed FROM runs")')
-            frame: pl.DataFrame = relation.pl()
+            # One row past the bound tells a result that reaches it from one that exceeds it;
+            # DuckDB stops producing rows there.
+            frame: pl.DataFrame = relation.limit(MAX_QUERY_ROWS + 1).pl()
+            if frame.height > MAX_QUERY_ROWS:
+                raise StoreError("SQL", f"the result has more than {MAX_QUERY_ROWS:,} rows, more than a query's "
+                                        "result may hold (aggregate, add a LIMIT, or use `bufferlab results export`)")
             return frame
         finally:
             con.close()

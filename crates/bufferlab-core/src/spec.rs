@@ -255,6 +255,10 @@ pub enum QueueSpec {
         target_ns: u64,
         #[serde(rename = "interval")]
         interval_ns: u64,
+        /// Mark ECN-capable packets CE instead of dropping them (RFC 3168 §5; default off, as
+        /// Linux `codel`).
+        #[serde(default)]
+        ecn: bool,
     },
     /// FQ-CoDel (RFC 8290): `flows` flow queues (a packet's by its flow id modulo `flows`)
     /// served by DRR++ with a quantum of `quantum_bytes`, CoDel (`target_ns`, `interval_ns`) on
@@ -273,6 +277,10 @@ pub enum QueueSpec {
         flows: u32,
         #[serde(rename = "quantum")]
         quantum_bytes: u32,
+        /// Each flow queue's CoDel marks ECN-capable packets CE instead of dropping them (RFC 8290
+        /// §4.3; the spec layer's default is on, as Linux `fq_codel`'s).
+        #[serde(default)]
+        ecn: bool,
     },
     /// Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
     /// sub-buffers of limit / sub_buffers each, served as SplitBuff's.
@@ -321,6 +329,10 @@ pub enum QueueSpec {
         /// Adaptive RED's adaptation interval, ns.
         #[serde(rename = "interval")]
         interval_ns: u64,
+        /// Mark ECN-capable packets CE instead of an early drop while avg < max_th; at or above
+        /// max_th RED drops (RFC 3168 §7; Linux `red ecn harddrop`). Default off.
+        #[serde(default)]
+        ecn: bool,
     },
     /// PIE (RFC 8033), queue/pie.rs: a hard limit of `limit_packets` (or `limit_bytes`); the drop
     /// probability updated every `t_update_ns` (ns) by α = `alpha` and β = `beta` (per second)
@@ -342,6 +354,10 @@ pub enum QueueSpec {
         derandomize: bool,
         #[serde(rename = "mean_packet")]
         mean_packet_bytes: u32,
+        /// Mark ECN-capable packets CE instead of an early drop while the drop probability is at
+        /// most 10 % (RFC 8033 §5.1; Linux `pie ecn`). Default off.
+        #[serde(default)]
+        ecn: bool,
     },
 }
 

@@ -162,7 +162,7 @@ impl TcpReceiver {
             self.send_ack(now, sacks, out);
             return;
         }
-        if packet.payload >= self.mss {
+        if packet.payload as u32 >= self.mss {
             self.unacked_segments += 1;
         }
         if self.unacked_segments >= self.ack_every {

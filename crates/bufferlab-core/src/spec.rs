@@ -542,6 +542,9 @@ pub struct TcpSpec {
     pub rack: bool,
     /// Window growth counting of Reno/NewReno (bytes).
     pub ca_increase: CaIncrease,
+    /// Explicit Congestion Notification (off): negotiated on the SYN and SYN-ACK, data segments
+    /// sent ECT(0), the receiver's feedback `classic` (RFC 3168 §6.1) or `dctcp` (RFC 8257 §3.2).
+    pub ecn: TcpEcn,
 }
 
 impl Default for TcpSpec {
@@ -564,8 +567,25 @@ impl Default for TcpSpec {
             rto: RtoKind::Linux,
             rack: true,
             ca_increase: CaIncrease::Bytes,
+            ecn: TcpEcn::Off,
         }
     }
+}
+
+/// A TCP connection's ECN (both ends use their flow's setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TcpEcn {
+    /// Not ECN-capable: every packet Not-ECT; a queue drops rather than marks.
+    #[default]
+    Off,
+    /// RFC 3168 §6.1: the receiver sets ECE on every ACK from a CE arrival until a segment with
+    /// CWR arrives; the sender reduces once per window of data and sets CWR.
+    Classic,
+    /// RFC 8257 §3.2: the receiver echoes the CE state of the segments each ACK covers (ECE on
+    /// every ACK while the last arrival was CE, an immediate ACK when that changes), the
+    /// accurate feedback a DCTCP sender needs; the sender's response is as `classic`'s.
+    Dctcp,
 }
 
 /// The transport protocol of a flow.

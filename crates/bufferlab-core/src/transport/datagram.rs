@@ -188,6 +188,8 @@ pub struct DatagramReceiver {
     bytes: u64,
     /// Always 0: datagrams are not acknowledged.
     pub acks_sent: u64,
+    /// Always 0: datagrams are sent Not-ECT, so no queue marks them.
+    pub ce_received: u64,
     delays: DatagramDelays,
 }
 

@@ -26,6 +26,8 @@ pub struct QuicReceiver {
     pub acks_sent: u64,
     /// In-order delivery times of the bytes delivered (for the recorder).
     deliveries: DeliveryLog,
+    /// Packets that arrived marked CE.
+    pub ce_received: u64,
 }
 
 impl QuicReceiver {
@@ -48,6 +50,7 @@ impl QuicReceiver {
             ack_deadline: None,
             acks_sent: 0,
             deliveries: DeliveryLog::default(),
+            ce_received: 0,
         }
     }
 

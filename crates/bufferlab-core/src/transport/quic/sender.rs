@@ -254,6 +254,8 @@ impl QuicSender {
             rtt: rtt_sample,
             prior_in_flight,
             in_flight: self.sent.in_flight(),
+            ecn_echo: false,
+            ce_marked_bytes: 0,
         };
         // RFC 9002 B.5: window growth only for packets sent after the recovery period began; the
         // hook every ACK gets follows (model-based controllers such as BBR learn the path there).

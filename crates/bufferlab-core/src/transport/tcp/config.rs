@@ -1,7 +1,7 @@
 //! A TCP connection's configuration, read once from its spec: below the sender, the receiver and
 //! the test bench, which all start from it.
 
-use crate::spec::{RecoveryKind, RtoKind, TcpSpec};
+use crate::spec::{RecoveryKind, RtoKind, TcpEcn, TcpSpec};
 use crate::units::SimTime;
 
 /// Extra bytes a SYN or SYN-ACK carries for the MSS, SACK-permitted and window-scale options
@@ -27,6 +27,8 @@ pub struct TcpConfig {
     pub rto: RtoKind,
     /// RACK-TLP (RFC 8985); it needs SACK, so it is off without it.
     pub rack: bool,
+    /// ECN and its feedback mode (RFC 3168 §6.1; RFC 8257 §3.2).
+    pub ecn: TcpEcn,
 }
 
 impl From<&TcpSpec> for TcpConfig {
@@ -47,6 +49,7 @@ impl From<&TcpSpec> for TcpConfig {
             timestamps: s.timestamps,
             rto: s.rto,
             rack: s.rack && s.sack,
+            ecn: s.ecn,
         }
     }
 }

@@ -10,8 +10,12 @@ joined in a union discriminated by `kind`.
     queue = { kind = "red", min_th = "5p", max_th = "15p", max_p = 0.1, w_q = 0.002, limit = "100p" }
     queue = { kind = "red", adaptive = true }                   # Adaptive RED ("ared" too)
     queue = { kind = "pie", target = "15ms", t_update = "15ms", alpha = 0.125, beta = 1.25 }
-    queue = { kind = "codel", target = "5ms", interval = "100ms", limit = "1000p" }
+    queue = { kind = "codel", target = "5ms", interval = "100ms", limit = "1000p", ecn = true }
     queue = { kind = "fq_codel", flows = 1024, quantum = "1514B", limit = "10240p" }
+
+`ecn` (RED, PIE, CoDel, FQ-CoDel): the AQM marks an ECN-capable packet Congestion Experienced
+where it would drop it (RFC 3168 §5); packets of flows without ECN (`tcp.ecn`) are dropped as
+before. Off by default, as in Linux, but for FQ-CoDel, whose Linux default is on.
 
 A size given by time or by rule is resolved once the topology is expanded
 (`bufferlab.spec.queue_sizes`), from the link's rate and the flows that cross it; `to_engine` then
@@ -305,6 +309,9 @@ class RedQueue(_Queue):
     adaptive: bool = False
     target_delay: _Time = 5_000_000
     interval: _Time = 500_000_000
+    # Mark ECN-capable arrivals instead of an early drop while the average is below max_th; at or
+    # above it RED drops (RFC 3168 §7; Linux `harddrop`).
+    ecn: bool = False
 
     def __str__(self) -> str:
         name = "ared" if self.adaptive else "red"
@@ -333,6 +340,9 @@ class PieQueue(_Queue):
     burst: _Time = 150_000_000
     derandomize: bool = False
     mean_packet: _Bytes = 1500
+    # Mark ECN-capable arrivals instead of an early drop while the drop probability is at most
+    # 10 % (RFC 8033 §5.1).
+    ecn: bool = False
 
     def __str__(self) -> str:
         return f"pie {self.limit}, target {units.format_time(self.target)}"
@@ -350,6 +360,8 @@ class CoDelQueue(_Queue):
     target: _Time = 5_000_000
     interval: _Time = 100_000_000
     limit: QueueSizeField = _AQM_LIMIT
+    # Mark ECN-capable packets CE where the control law would drop them (Linux: off by default).
+    ecn: bool = False
 
     def __str__(self) -> str:
         return f"codel {self.limit}, target {units.format_time(self.target)}, interval {units.format_time(self.interval)}"
@@ -369,6 +381,8 @@ class FqCodelQueue(_Queue):
     limit: QueueSizeField = QueueSize(limit=QueueLimit(packets=10240))
     flows: _Count = 1024
     quantum: _Bytes = 1514
+    # Each flow queue's CoDel marks ECN-capable packets CE (Linux fq_codel: on by default).
+    ecn: bool = True
 
     def __str__(self) -> str:
         return (f"fq_codel {self.limit}, {self.flows} flows, quantum {units.format_bytes(self.quantum)}, "

@@ -231,6 +231,10 @@ class TcpOptions(_Model):
     # Reno's window growth: "bytes" (RFC 3465 byte counting, as Linux) or "per_ack" (RFC 5681
     # per ACK, as ns-3's TcpNewReno: half a segment per RTT with delayed ACKs).
     ca_increase: Literal["bytes", "per_ack"] | None = None
+    # Explicit Congestion Notification: "off" (default), "classic" (RFC 3168: ECT(0) data, ECE
+    # from a CE arrival until CWR, one window reduction per round trip) or "dctcp" (RFC 8257's
+    # accurate echo: ECE on every ACK while the segments it covers were CE).
+    ecn: Literal["off", "classic", "dctcp"] | None = None
 
 
 class FlowDefaults(_Model):

@@ -342,3 +342,15 @@ def test_an_ecn_run_stores_its_marks_apart_from_the_drops(tmp_path):
     assert all(0 < r <= c for r, c in zip(flows["ecn_responses"], flows["ce_received"]))
     assert links["total_ce_marks_l2"][0] == btl["ce_marked_packets"][0]
     assert list(flow_metrics["total_ecn_responses_l4"]) == list(flows["ecn_responses"])
+
+
+def test_quic_ecn_reaches_the_engine_off_by_default():
+    data = dumbbell("100p", rtts=("10ms",))
+    data["flow_defaults"] = {"transport": "quic"}
+    assert Scenario.from_dict(data).resolve().engine["flows"][0]["quic"]["ecn"] is False
+    data["flow_defaults"]["quic"] = {"ecn": True}
+    assert Scenario.from_dict(data).resolve().engine["flows"][0]["quic"]["ecn"] is True
+    data["flow_defaults"]["quic"] = {"ecn": "yes"}
+    with pytest.raises(SpecError) as e:
+        Scenario.from_dict(data).resolve()
+    assert str(e.value).startswith("flow_defaults.quic.ecn: "), str(e.value)

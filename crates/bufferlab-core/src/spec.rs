@@ -635,6 +635,9 @@ pub struct QuicSpec {
     pub initial_rtt_ns: u64,
     /// Packets acknowledged after one before it is deemed lost, RFC 9002 §6.1.1 (3).
     pub packet_threshold: u32,
+    /// ECN (false): packets sent ECT(0), the receiver's ACK frames carry ECN counts (RFC 9000
+    /// §13.4), and an increased CE count is a congestion event (RFC 9002 §7.1).
+    pub ecn: bool,
 }
 
 impl Default for QuicSpec {
@@ -649,6 +652,7 @@ impl Default for QuicSpec {
             max_ack_delay_ns: 25_000_000,
             initial_rtt_ns: 333_000_000,
             packet_threshold: 3,
+            ecn: false,
         }
     }
 }

@@ -165,3 +165,34 @@ fn red_with_ecn_marks_below_max_th() {
     assert!(m.ce_marked_packets > 0 && d.ce_marked_packets == 0);
     assert!(steady_dropping > 0 && steady_marking == 0, "{steady_marking} vs {steady_dropping}");
 }
+
+#[test]
+fn quic_with_ecn_counts_marks_in_its_acks_and_answers_once_per_round_trip() {
+    // RFC 9000 §13.4 and RFC 9002 §7.1: ECT(0) packets, CE counts in the ACK frames, a congestion
+    // event when the count grows, at most one per recovery period (a round trip).
+    let quic = |ecn| {
+        let mut spec = dumbbell_100ms(codel(ecn), CcaKind::Cubic, TcpEcn::Off);
+        for f in &mut spec.flows {
+            f.transport = TransportKind::Quic;
+            f.quic = QuicSpec { ecn, ..QuicSpec::default() };
+        }
+        run(&spec).unwrap()
+    };
+    let (marking, dropping) = (quic(true), quic(false));
+    assert_conservation(&marking);
+    let btl = &marking.channels[0];
+    let ((drops, utilisation), (_, dropping_utilisation)) = (steady_state(&marking), steady_state(&dropping));
+    eprintln!(
+        "QUIC: marks {} aqm drops {} (steady state {drops}); utilisation {utilisation:.3} vs {dropping_utilisation:.3}",
+        btl.ce_marked_packets, btl.dropped_aqm_packets
+    );
+    assert!(btl.ce_marked_packets > 0);
+    assert_eq!(drops, 0);
+    assert!((utilisation - dropping_utilisation).abs() < 0.05);
+    let received: u64 = marking.flows.iter().map(|f| f.ce_received).sum();
+    assert_eq!(received, btl.ce_marked_packets);
+    for f in &marking.flows {
+        assert!(f.ecn_responses >= 1 && f.ecn_responses <= f.ce_received.min(DURATION_NS / RTT_NS), "{f:?}");
+    }
+    assert!(dropping.flows.iter().all(|f| f.ce_received == 0 && f.ecn_responses == 0));
+}

@@ -7,7 +7,7 @@ when a scenario first gives one (`parsed.model_on_first_use`), not by every run 
 
 from pydantic import BaseModel, ConfigDict
 
-from .fields import ByteCount, Count, Time
+from .fields import ByteCount, Count, Switch, Time
 
 __all__ = ["QuicOptions"]
 
@@ -35,3 +35,6 @@ class QuicOptions(BaseModel):
     max_ack_delay: Time | None = None
     initial_rtt: Time | None = None
     packet_threshold: Count = None
+    # ECN (RFC 9000 §13.4): packets sent ECT(0), ECN counts in the ACK frames, and a congestion
+    # event when the CE count grows (RFC 9002 §7.1); default false.
+    ecn: Switch = None

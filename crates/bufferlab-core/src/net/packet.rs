@@ -108,12 +108,26 @@ pub struct AckFrame<'a> {
     /// 0: how long the receiver held the ACK after the largest acknowledged packet arrived. Zero
     /// for TCP.
     pub ack_delay_us: u32,
+    /// QUIC's ECN counts (RFC 9000 §19.3.2, an ACK frame of type 0x03): zero unless the
+    /// connection uses ECN, and for TCP.
+    pub ecn_counts: EcnCounts,
+}
+
+/// The ECN Counts of a QUIC ACK frame (RFC 9000 §19.3.2): the packets received so far with each
+/// ECN codepoint (§13.4.1). Kept modulo 2³² (the slab's entry has room for three 32-bit counts): a
+/// sender reads an increase by wrapping subtraction, exact while fewer than 2³² packets arrive
+/// between two of its ACKs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EcnCounts {
+    pub ect0: u32,
+    pub ect1: u32,
+    pub ce: u32,
 }
 
 impl<'a> AckFrame<'a> {
     /// The blocks `blocks` and no ACK Delay (TCP's SACK option).
     pub fn without_delay(blocks: &'a [SackBlock]) -> Self {
-        AckFrame { blocks, ack_delay_us: 0 }
+        AckFrame { blocks, ack_delay_us: 0, ecn_counts: EcnCounts { ect0: 0, ect1: 0, ce: 0 } }
     }
 }
 

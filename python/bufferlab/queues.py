@@ -10,8 +10,12 @@ joined in a union discriminated by `kind`.
     queue = { kind = "red", min_th = "5p", max_th = "15p", max_p = 0.1, w_q = 0.002, limit = "100p" }
     queue = { kind = "red", adaptive = true }                   # Adaptive RED ("ared" too)
     queue = { kind = "pie", target = "15ms", t_update = "15ms", alpha = 0.125, beta = 1.25 }
-    queue = { kind = "codel", target = "5ms", interval = "100ms", limit = "1000p" }
+    queue = { kind = "codel", target = "5ms", interval = "100ms", limit = "1000p", ecn = true }
     queue = { kind = "fq_codel", flows = 1024, quantum = "1514B", limit = "10240p" }
+
+`ecn` (RED, PIE, CoDel, FQ-CoDel): the AQM marks an ECN-capable packet Congestion Experienced
+where it would drop it (RFC 3168 §5); packets of flows without ECN (`tcp.ecn`) are dropped as
+before. Off by default, as in Linux, but for FQ-CoDel, whose Linux default is on.
 
 A size given by time or by rule is resolved once the topology is expanded
 (`bufferlab.spec.queue_sizes`), from the link's rate and the flows that cross it; `to_engine` then
@@ -362,6 +366,9 @@ class RedQueue(_Queue):
     target_delay: _Time = 5_000_000
     # Adaptive RED's adaptation interval: 0.5 s (the 2001 paper's Fig. 1).
     interval: _Time = 500_000_000
+    # Mark ECN-capable arrivals instead of an early drop while the average is below max_th; at or
+    # above it RED drops (RFC 3168 §7; Linux `harddrop`).
+    ecn: bool = False
 
     def __str__(self) -> str:
         name = "ared" if self.adaptive else "red"
@@ -400,6 +407,9 @@ class PieQueue(_Queue):
     # Mean packet size, bytes, of §4.1's safeguard: no early drop from a queue of at most two such
     # packets.
     mean_packet: _Bytes = 1500
+    # Mark ECN-capable arrivals instead of an early drop while the drop probability is at most
+    # 10 % (RFC 8033 §5.1).
+    ecn: bool = False
 
     def __str__(self) -> str:
         return f"pie {self.limit}, target {units.format_time(self.target)}"
@@ -422,6 +432,8 @@ class CoDelQueue(_Queue):
     interval: _Time = 100_000_000
     # The hard limit, packets or bytes (tail drop): 1000 packets, as Linux's codel.
     limit: QueueSizeField = _AQM_LIMIT
+    # Mark ECN-capable packets CE where the control law would drop them (Linux: off by default).
+    ecn: bool = False
 
     def __str__(self) -> str:
         return f"codel {self.limit}, target {units.format_time(self.target)}, interval {units.format_time(self.interval)}"
@@ -449,6 +461,8 @@ class FqCodelQueue(_Queue):
     # Bytes of DRR++'s quantum, a flow queue's credit per round (RFC 8290 §4.2): 1514, one
     # Ethernet frame, as Linux's fq_codel.
     quantum: _Bytes = 1514
+    # Each flow queue's CoDel marks ECN-capable packets CE (Linux fq_codel: on by default).
+    ecn: bool = True
 
     def __str__(self) -> str:
         return (f"fq_codel {self.limit}, {self.flows} flows, quantum {units.format_bytes(self.quantum)}, "

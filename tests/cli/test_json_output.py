@@ -12,7 +12,7 @@ TOP_KEYS = {"scenario", "db", "run_id", "from_store", "engine_version", "seed", 
 FLOW_KEYS = {"name", "src", "dst", "goodput_mbps", "loss_rate", "retransmissions", "rtos", "mean_srtt_ms",
              "completion_time_s", "bytes_delivered"}
 BOTTLENECK_KEYS = {"channel", "rate_mbps", "utilisation", "drops", "random_losses", "mean_queue_packets",
-                   "max_queue_packets", "mean_sojourn_ms", "queue", "aqm_drops"}
+                   "max_queue_packets", "mean_sojourn_ms", "queue", "aqm_drops", "ce_marks"}
 
 
 def test_json_summary_has_the_documented_keys(write_scenario, db: Path) -> None:

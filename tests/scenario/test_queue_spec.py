@@ -100,7 +100,7 @@ def test_red_and_pie_reach_the_engine_under_the_users_keys():
     assert q == {"kind": "red", "limit_packets": 100, "limit_bytes": None, "min_th_packets": 5, "min_th_bytes": None,
                  "max_th_packets": 15, "max_th_bytes": None, "max_p": 0.1, "w_q": 0.002, "gentle": True,
                  "byte_mode": False, "mean_packet": 1500, "adaptive": False, "target_delay": 5 * MS,
-                 "interval": 500 * MS}
+                 "interval": 500 * MS, "ecn": False}
     q = btl_queue(dumbbell({"kind": "red", "min_th": "7.5kB", "max_th": "30kB", "byte_mode": True, "limit": "150kB"}))
     assert (q["min_th_bytes"], q["max_th_bytes"], q["limit_bytes"], q["byte_mode"]) == (7500, 30000, 150_000, True)
     assert q["min_th_packets"] is None and q["w_q"] is None
@@ -110,7 +110,8 @@ def test_red_and_pie_reach_the_engine_under_the_users_keys():
     q = btl_queue(dumbbell({"kind": "pie", "target": "15ms", "t_update": "15ms", "alpha": 0.125, "beta": 1.25,
                             "burst": "150ms", "limit": "1000p"}))
     assert q == {"kind": "pie", "limit_packets": 1000, "limit_bytes": None, "target": 15 * MS, "t_update": 15 * MS,
-                 "alpha": 0.125, "beta": 1.25, "burst": 150 * MS, "derandomize": False, "mean_packet": 1500}
+                 "alpha": 0.125, "beta": 1.25, "burst": 150 * MS, "derandomize": False, "mean_packet": 1500,
+                 "ecn": False}
     # A limit by rule, as any queue's; the spec round-trips.
     data = dumbbell({"kind": "red", "limit": {"rule": "bdp"}, "min_th": "5p", "max_th": "15p"}, rtts=("100ms",))
     assert btl_queue(data)["limit_packets"] == 834
@@ -124,20 +125,22 @@ def test_red_and_pie_make_the_seed_matter():
         assert plan(Scenario.from_dict(dumbbell(queue, rtts=("10ms",)))).seed_matters == (queue != "100p")
 def test_codel_defaults_to_rfc_8289s_target_and_interval_and_linuxs_limit():
     q = btl_queue(dumbbell({"kind": "codel"}))
-    assert q == {"kind": "codel", "target": 5 * MS, "interval": 100 * MS, "limit_packets": 1000, "limit_bytes": None}
+    assert q == {"kind": "codel", "target": 5 * MS, "interval": 100 * MS, "limit_packets": 1000, "limit_bytes": None,
+                 "ecn": False}
     # A limit by rule or by time is resolved as a FIFO's.
     q = btl_queue(dumbbell({"kind": "codel", "target": "2ms", "interval": "50ms", "limit": {"rule": "bdp"}}))
-    assert q == {"kind": "codel", "target": 2 * MS, "interval": 50 * MS, "limit_packets": 4167, "limit_bytes": None}
+    assert q == {"kind": "codel", "target": 2 * MS, "interval": 50 * MS, "limit_packets": 4167, "limit_bytes": None,
+                 "ecn": False}
     assert btl_queue(dumbbell({"kind": "codel", "limit": "25ms"}))["limit_bytes"] == 312_500
     again = Scenario.from_dict(Scenario.from_dict(dumbbell({"kind": "codel", "target": "1ms"})).to_dict())
     assert again.to_dict()["topology"]["queue"] == {"kind": "codel", "target": "1ms", "interval": "100ms",
-                                                    "limit": "1000p"}
+                                                    "limit": "1000p", "ecn": False}
 
 
 def test_fq_codel_defaults_to_linuxs_flows_quantum_and_limit():
     q = btl_queue(dumbbell({"kind": "fq_codel"}))
     assert q == {"kind": "fq_codel", "target": 5 * MS, "interval": 100 * MS, "limit_packets": 10240,
-                 "limit_bytes": None, "flows": 1024, "quantum": 1514}
+                 "limit_bytes": None, "flows": 1024, "quantum": 1514, "ecn": True}
     q = btl_queue(dumbbell({"kind": "fq_codel", "flows": 64, "quantum": "3028B", "limit": {"rule": "bdp"}}))
     assert (q["flows"], q["quantum"], q["limit_packets"]) == (64, 3028, 4167)
 
@@ -152,7 +155,9 @@ def test_fq_codel_defaults_to_linuxs_flows_quantum_and_limit():
     ({"kind": "codel", "interval": "200d"}, "topology.queue.interval: "),
     ({"kind": "codel", "target": "soon"}, "topology.queue.target: "),
     ({"kind": "codel", "limit": "0p"}, "topology.queue.limit: queue limit must be positive"),
-    ({"kind": "codel", "ecn": True}, "topology.queue.ecn: "),
+    ({"kind": "codel", "ecn": "sometimes"}, "topology.queue.ecn: "),
+    ({"kind": "fifo", "limit": "100p", "ecn": True}, "topology.queue.ecn: unknown key"),
+    ({"kind": "tbf", "rate": "10mbit", "burst": "16KiB", "limit": "100kB", "ecn": True}, "topology.queue.ecn: "),
     ({"rule": "sqrt"}, 'topology.queue.rule: unknown sizing rule "sqrt" (known: bdp, stanford)'),
     ({"rule": "bdp", "flows": 3}, "topology.queue.flows: only the stanford rule takes the number of flows"),
     ({"rule": "bdp", "rtt": "soon"}, 'topology.queue.rtt: expected mean, harmonic, max or a time like "120ms"'),
@@ -290,3 +295,62 @@ def test_a_bad_codel_value_is_a_one_line_error_naming_the_field(tmp_path):
     out = bufferlab("run", str(path), "--db", str(tmp_path / "r.duckdb"))
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1 and "topology.queue.target: must be positive" in out.stderr
+
+
+def test_ecn_reaches_the_engine_off_by_default_but_for_fq_codel():
+    # As Linux: codel, red and pie mark only when asked; fq_codel marks unless told not to.
+    for kind, default in (("codel", False), ("red", False), ("pie", False), ("fq_codel", True)):
+        assert btl_queue(dumbbell({"kind": kind}))["ecn"] is default, kind
+        assert btl_queue(dumbbell({"kind": kind, "ecn": not default}))["ecn"] is (not default), kind
+
+
+def test_tcp_ecn_reaches_the_engine_and_a_bad_mode_is_a_one_line_error(tmp_path):
+    data = dumbbell("100p", rtts=("10ms",))
+    engine = Scenario.from_dict(data).resolve().engine
+    assert engine["flows"][0]["tcp"]["ecn"] == "off"
+    data["flow_defaults"] = {"tcp": {"ecn": "dctcp"}}
+    assert Scenario.from_dict(data).resolve().engine["flows"][0]["tcp"]["ecn"] == "dctcp"
+    path = tmp_path / "ecn.toml"
+    path.write_text('duration = "1s"\n[topology]\nkind = "dumbbell"\nbottleneck_rate = "10Mbps"\nqueue = "100p"\n'
+                    'rtt = "100ms"\nflows = 1\n[flow_defaults.tcp]\necn = "sometimes"\n', encoding="utf-8")
+    out = bufferlab("run", str(path), "--db", str(tmp_path / "r.duckdb"))
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "flow_defaults.tcp.ecn: " in out.stderr, out.stderr
+
+
+def test_an_ecn_run_stores_its_marks_apart_from_the_drops(tmp_path):
+    # Two ECN-capable Reno flows through 10 Mb/s at a 100 ms RTT behind a marking CoDel: its
+    # signals are CE marks, stored under their own counters, received and answered by the flows.
+    path = tmp_path / "ecn.toml"
+    path.write_text('duration = "5s"\n[topology]\nkind = "dumbbell"\nbottleneck_rate = "10Mbps"\n'
+                    'queue = { kind = "codel", limit = "1000p", ecn = true }\n'
+                    'rtt = "100ms"\nflows = 2\n[flow_defaults]\ncca = "newreno"\n'
+                    '[flow_defaults.tcp]\necn = "classic"\n', encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    out = bufferlab("run", str(path), "--db", str(db), "--json")
+    assert out.returncode == 0, out.stderr
+    bottleneck = json.loads(out.stdout)["bottleneck"]
+    assert bottleneck["ce_marks"] > 0 and bottleneck["aqm_drops"] == 0, bottleneck
+    with load(db) as res:
+        btl = res.query("SELECT * FROM channels WHERE channel = 0")
+        flows = res.query("SELECT * FROM flows")
+        links = res.query("SELECT * FROM link_metrics WHERE channel = 0")
+        flow_metrics = res.query("SELECT * FROM flow_metrics")
+    assert btl["ce_marked_packets"][0] == bottleneck["ce_marks"]
+    assert btl["ce_marked_bytes"][0] == 1500 * btl["ce_marked_packets"][0]
+    assert sum(flows["ce_received"]) == btl["ce_marked_packets"][0]
+    assert all(0 < r <= c for r, c in zip(flows["ecn_responses"], flows["ce_received"]))
+    assert links["total_ce_marks_l2"][0] == btl["ce_marked_packets"][0]
+    assert list(flow_metrics["total_ecn_responses_l4"]) == list(flows["ecn_responses"])
+
+
+def test_quic_ecn_reaches_the_engine_off_by_default():
+    data = dumbbell("100p", rtts=("10ms",))
+    data["flow_defaults"] = {"transport": "quic"}
+    assert Scenario.from_dict(data).resolve().engine["flows"][0]["quic"]["ecn"] is False
+    data["flow_defaults"]["quic"] = {"ecn": True}
+    assert Scenario.from_dict(data).resolve().engine["flows"][0]["quic"]["ecn"] is True
+    data["flow_defaults"]["quic"] = {"ecn": "yes"}
+    with pytest.raises(SpecError) as e:
+        Scenario.from_dict(data).resolve()
+    assert str(e.value).startswith("flow_defaults.quic.ecn: "), str(e.value)

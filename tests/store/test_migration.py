@@ -47,7 +47,7 @@ def version_4_store(current: Path, older: Path) -> None:
         con.execute(f"ATTACH '{current}' AS current (READ_ONLY)")
         for table, columns in TABLES.items():
             kept = {name: kind for name, kind in columns.items()
-                    if not (table == "runs" and name == "run") and name not in VERSION_6_COLUMNS.get(table, ())}
+                    if not (table == "runs" and name == "run") and name not in LATER_COLUMNS.get(table, ())}
             con.execute(f"CREATE TABLE {table} ({', '.join(f'{c} {kind}' for c, kind in kept.items())})")
             rows = "'4'" if table == "meta" else ", ".join(kept)
             con.execute(f"INSERT INTO {table} SELECT {'key, ' if table == 'meta' else ''}{rows} "
@@ -59,6 +59,13 @@ def version_4_store(current: Path, older: Path) -> None:
 
 # The columns schema version 6 added (the AQM's drops): absent from stores of older versions.
 VERSION_6_COLUMNS = {"channels": ("dropped_aqm_packets", "dropped_aqm_bytes")}
+# The columns schema version 7 added (ECN: CE marks, marks received, the senders' answers).
+VERSION_7_COLUMNS = {"channels": ("ce_marked_packets", "ce_marked_bytes"), "flows": ("ce_received", "ecn_responses"),
+                     "flow_metrics": ("total_ce_received_l4", "total_ecn_responses_l4"),
+                     "link_metrics": ("total_ce_marks_l2",)}
+# Every column added since version 5: absent from the stores of versions 4 and 5.
+LATER_COLUMNS = {table: VERSION_6_COLUMNS.get(table, ()) + VERSION_7_COLUMNS.get(table, ())
+                 for table in VERSION_6_COLUMNS | VERSION_7_COLUMNS}
 
 
 def schema_version(db: Path) -> int:
@@ -82,9 +89,9 @@ def without_columns(tables: dict, dropped: dict[str, tuple[str, ...]]) -> dict:
 
 def as_migrated(tables: dict) -> dict:
     """`conftest.stored_tables` as a store of version 4 or 5 reads once migrated: the columns of
-    version 6 NULL."""
+    versions 6 and 7 NULL."""
     out = dict(tables)
-    for table, names in VERSION_6_COLUMNS.items():
+    for table, names in LATER_COLUMNS.items():
         columns, rows = tables[table]
         shown = [name for name, _ in columns if name not in VARYING]
         nulled = {i for i, name in enumerate(shown) if name in names}
@@ -94,8 +101,8 @@ def as_migrated(tables: dict) -> dict:
 
 def as_version_4(tables: dict) -> dict:
     """`conftest.stored_tables` as schema version 4 had them: without `meta` (the version),
-    `runs.run` and the columns of version 6."""
-    tables = without_columns(tables, VERSION_6_COLUMNS)
+    `runs.run` and the columns of versions 6 and 7."""
+    tables = without_columns(tables, LATER_COLUMNS)
     columns, rows = tables["runs"]
     names = [name for name, _ in columns if name not in VARYING]  # the columns of the rows
     if "run" in names:
@@ -171,6 +178,42 @@ def test_a_version_5_store_gains_the_aqm_drop_counters_null(tmp_path: Path) -> N
     assert aqm_drops(older) == {None}
     # The columns are where a new store has them.
     assert stored_tables(older)["channels"][0] == stored_tables(current)["channels"][0]
+
+
+def ecn_counters(db: Path) -> set:
+    """The values of every column version 7 added, in the store at `db`."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {v for table, names in VERSION_7_COLUMNS.items()
+                for row in con.execute(f"SELECT {', '.join(names)} FROM {table}").fetchall() for v in row}
+    finally:
+        con.close()
+
+
+def test_a_version_6_store_gains_the_ecn_counters_null(tmp_path: Path) -> None:
+    """Version 7 adds ECN's counters and metrics: a version 6 store is rebuilt with them NULL in
+    its runs (which had no ECN), every other column and row as before."""
+    current, older = tmp_path / "current.duckdb", tmp_path / "older.duckdb"
+    for run in runs_of(2):
+        store.persist(run, current)
+    assert ecn_counters(current) == {0}
+    shutil.copyfile(current, older)
+    con = duckdb.connect(str(older))
+    try:
+        for table, names in VERSION_7_COLUMNS.items():
+            for column in names:
+                con.execute(f"ALTER TABLE {stored_table(table)} DROP COLUMN {column}")
+        con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    finally:
+        con.close()
+    expected = without_columns(stored_tables(current), VERSION_7_COLUMNS)
+    with store.Store(older):
+        pass
+    assert schema_version(older) == SCHEMA_VERSION
+    assert without_columns(stored_tables(older), VERSION_7_COLUMNS) == expected
+    assert ecn_counters(older) == {None}
+    for table in VERSION_7_COLUMNS:  # the columns are where a new store has them
+        assert stored_tables(older)[table][0] == stored_tables(current)[table][0], table
 
 
 def test_reading_a_version_4_store_migrates_it_once(older_store: tuple[Path, dict]) -> None:

@@ -823,6 +823,7 @@ impl Simulator {
                 r.bytes_acked = f.sender.bytes_acked();
                 r.bytes_delivered = f.receiver.bytes_delivered();
                 r.acks_sent = f.receiver.acks_sent();
+                r.ce_received = f.receiver.ce_received();
                 r.app_bytes_written = f.sender.bytes_written();
                 r.min_rtt_ns = f.sender.min_rtt().map(|t| t.as_ns());
                 r.final_srtt_ns = f.sender.srtt().map(|t| t.as_ns());

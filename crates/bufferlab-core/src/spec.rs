@@ -255,6 +255,10 @@ pub enum QueueSpec {
         target_ns: u64,
         #[serde(rename = "interval")]
         interval_ns: u64,
+        /// Mark ECN-capable packets CE instead of dropping them (RFC 3168 §5; default off, as
+        /// Linux `codel`).
+        #[serde(default)]
+        ecn: bool,
     },
     /// FQ-CoDel (RFC 8290): `flows` flow queues (a packet's by its flow id modulo `flows`)
     /// served by DRR++ with a quantum of `quantum_bytes`, CoDel (`target_ns`, `interval_ns`) on
@@ -273,6 +277,10 @@ pub enum QueueSpec {
         flows: u32,
         #[serde(rename = "quantum")]
         quantum_bytes: u32,
+        /// Each flow queue's CoDel marks ECN-capable packets CE instead of dropping them (RFC 8290
+        /// §4.3; the spec layer's default is on, as Linux `fq_codel`'s).
+        #[serde(default)]
+        ecn: bool,
     },
     /// Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
     /// sub-buffers of limit / sub_buffers each, served as SplitBuff's.
@@ -321,6 +329,10 @@ pub enum QueueSpec {
         /// Adaptive RED's adaptation interval, ns.
         #[serde(rename = "interval")]
         interval_ns: u64,
+        /// Mark ECN-capable packets CE instead of an early drop while avg < max_th; at or above
+        /// max_th RED drops (RFC 3168 §7; Linux `red ecn harddrop`). Default off.
+        #[serde(default)]
+        ecn: bool,
     },
     /// PIE (RFC 8033), queue/pie.rs: a hard limit of `limit_packets` (or `limit_bytes`); the drop
     /// probability updated every `t_update_ns` (ns) by α = `alpha` and β = `beta` (per second)
@@ -342,6 +354,10 @@ pub enum QueueSpec {
         derandomize: bool,
         #[serde(rename = "mean_packet")]
         mean_packet_bytes: u32,
+        /// Mark ECN-capable packets CE instead of an early drop while the drop probability is at
+        /// most 10 % (RFC 8033 §5.1; Linux `pie ecn`). Default off.
+        #[serde(default)]
+        ecn: bool,
     },
 }
 
@@ -547,6 +563,9 @@ pub struct TcpSpec {
     pub ca_increase: CaIncrease,
     /// What a fast recovery's reduction starts from (flight_size: RFC 5681 eq. (4)).
     pub ssthresh_from: SsthreshBasis,
+    /// Explicit Congestion Notification (off): negotiated on the SYN and SYN-ACK, data segments
+    /// sent ECT(0), the receiver's feedback `classic` (RFC 3168 §6.1) or `dctcp` (RFC 8257 §3.2).
+    pub ecn: TcpEcn,
 }
 
 impl Default for TcpSpec {
@@ -570,8 +589,25 @@ impl Default for TcpSpec {
             rack: true,
             ca_increase: CaIncrease::Bytes,
             ssthresh_from: SsthreshBasis::FlightSize,
+            ecn: TcpEcn::Off,
         }
     }
+}
+
+/// A TCP connection's ECN (both ends use their flow's setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TcpEcn {
+    /// Not ECN-capable: every packet Not-ECT; a queue drops rather than marks.
+    #[default]
+    Off,
+    /// RFC 3168 §6.1: the receiver sets ECE on every ACK from a CE arrival until a segment with
+    /// CWR arrives; the sender reduces once per window of data and sets CWR.
+    Classic,
+    /// RFC 8257 §3.2: the receiver echoes the CE state of the segments each ACK covers (ECE on
+    /// every ACK while the last arrival was CE, an immediate ACK when that changes), the
+    /// accurate feedback a DCTCP sender needs; the sender's response is as `classic`'s.
+    Dctcp,
 }
 
 /// The transport protocol of a flow.
@@ -621,6 +657,9 @@ pub struct QuicSpec {
     pub initial_rtt_ns: u64,
     /// Packets acknowledged after one before it is deemed lost, RFC 9002 §6.1.1 (3).
     pub packet_threshold: u32,
+    /// ECN (false): packets sent ECT(0), the receiver's ACK frames carry ECN counts (RFC 9000
+    /// §13.4), and an increased CE count is a congestion event (RFC 9002 §7.1).
+    pub ecn: bool,
 }
 
 impl Default for QuicSpec {
@@ -635,6 +674,7 @@ impl Default for QuicSpec {
             max_ack_delay_ns: 25_000_000,
             initial_rtt_ns: 333_000_000,
             packet_threshold: 3,
+            ecn: false,
         }
     }
 }

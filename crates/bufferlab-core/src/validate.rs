@@ -56,11 +56,11 @@ fn check_codel_times(field: Field<'_>, target_ns: u64, interval_ns: u64) -> Resu
 fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
     match q {
         QueueSpec::Fifo { limit_packets, limit_bytes } => check_limit(field, "a FIFO", limit_packets, limit_bytes),
-        QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns } => {
+        QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns, .. } => {
             check_limit(field, "CoDel", limit_packets, limit_bytes)?;
             check_codel_times(field, *target_ns, *interval_ns)
         }
-        QueueSpec::FqCodel { limit_packets, limit_bytes, target_ns, interval_ns, flows, quantum_bytes } => {
+        QueueSpec::FqCodel { limit_packets, limit_bytes, target_ns, interval_ns, flows, quantum_bytes, .. } => {
             if limit_bytes.is_some() {
                 return Err(err(
                     format!("{field}.limit"),
@@ -769,6 +769,7 @@ mod tests {
             adaptive: false,
             target_delay_ns: 5_000_000,
             interval_ns: 500_000_000,
+            ecn: false,
         };
         change(&mut q);
         q
@@ -803,6 +804,7 @@ mod tests {
             burst_ns: 150_000_000,
             derandomize: false,
             mean_packet_bytes: 1500,
+            ecn: false,
         };
         change(&mut q);
         q

@@ -28,7 +28,13 @@ const WARM_UP_NS: u64 = 5 * SEC;
 const SAMPLE_NS: u64 = 10 * MS;
 
 fn codel(limit_packets: u64) -> QueueSpec {
-    QueueSpec::CoDel { limit_packets: Some(limit_packets), limit_bytes: None, target_ns: 5 * MS, interval_ns: 100 * MS }
+    QueueSpec::CoDel {
+        limit_packets: Some(limit_packets),
+        limit_bytes: None,
+        target_ns: 5 * MS,
+        interval_ns: 100 * MS,
+        ecn: false,
+    }
 }
 
 /// left — right (100 Mb/s, 40 ms, `buffer`), each host 5 ms away at 1 Gb/s: RTT 100 ms; four
@@ -210,6 +216,7 @@ fn fq_codel(limit_packets: u64) -> QueueSpec {
         interval_ns: 100 * MS,
         flows: 1024,
         quantum_bytes: 1514,
+        ecn: false,
     }
 }
 

@@ -50,7 +50,13 @@ fn every_ack_gives_back_its_sack_blocks_when_delivered_or_dropped() {
 }
 
 fn codel(limit_packets: u64) -> QueueSpec {
-    QueueSpec::CoDel { limit_packets: Some(limit_packets), limit_bytes: None, target_ns: 5 * MS, interval_ns: 100 * MS }
+    QueueSpec::CoDel {
+        limit_packets: Some(limit_packets),
+        limit_bytes: None,
+        target_ns: 5 * MS,
+        interval_ns: 100 * MS,
+        ecn: false,
+    }
 }
 
 #[test]
@@ -81,6 +87,7 @@ fn packets_are_conserved_with_fq_codels_drops_from_the_fattest_queue() {
         interval_ns: 100 * MS,
         flows: 1024,
         quantum_bytes: 1514,
+        ecn: false,
     };
     let result = run(&spec).unwrap();
     assert_conservation(&result);

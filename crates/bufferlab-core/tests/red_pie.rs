@@ -88,6 +88,7 @@ fn red_with(
         adaptive: false,
         target_delay_ns: 5 * MS,
         interval_ns: 500 * MS,
+        ecn: false,
     }
 }
 
@@ -103,6 +104,7 @@ fn pie() -> QueueSpec {
         burst_ns: 150 * MS,
         derandomize: false,
         mean_packet_bytes: 1500,
+        ecn: false,
     }
 }
 
@@ -200,6 +202,7 @@ fn adaptive_red_with_its_automatic_parameters_keeps_the_queue_near_its_target_de
         adaptive: true,
         target_delay_ns: 20 * MS,
         interval_ns: 500 * MS,
+        ecn: false,
     };
     let (m, _) = measure(ared, 1);
     assert!((83.3..250.0).contains(&m.mean_queue), "{m:?}");

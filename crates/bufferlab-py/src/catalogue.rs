@@ -102,6 +102,8 @@ fn flow_records(batch: &RecordBatch) -> Result<Vec<FlowRecord>, ReadError> {
         u("rtt_sum_ns")?,
     );
     let (completed, min_rtt) = (optional_counts(batch, "completed_ns")?, optional_counts(batch, "min_rtt_ns")?);
+    // Absent from the results of engines before ECN (read as zero, as every absent counter).
+    let (ce_received, ecn_responses) = (u("ce_received")?, u("ecn_responses")?);
     let delay = wide_counts(batch, "delivery_delay_byte_ns")?;
     let paths = paths(batch)?;
     Ok((0..batch.num_rows())
@@ -116,6 +118,8 @@ fn flow_records(batch: &RecordBatch) -> Result<Vec<FlowRecord>, ReadError> {
             payload_bytes_sent: payload[i],
             segments_retransmitted: retransmitted[i],
             rtos: rtos[i],
+            ce_received: ce_received[i],
+            ecn_responses: ecn_responses[i],
             recovery_episodes: episodes[i],
             recovery_time_ns: recovery[i],
             rtt_samples: samples[i],
@@ -141,6 +145,7 @@ fn channel_records(batch: &RecordBatch) -> Result<Vec<ChannelRecord>, ReadError>
     );
     // Absent from the results of engines before CoDel (read as zero, as every absent counter).
     let dropped_aqm = u("dropped_aqm_packets")?;
+    let ce_marked = u("ce_marked_packets")?;
     let (busy, sojourn, max_queue) = (u("busy_ns")?, u("sojourn_sum_ns")?, u("max_queue_packets")?);
     let queue = wide_counts(batch, "queue_packet_ns")?;
     Ok((0..batch.num_rows())
@@ -153,6 +158,7 @@ fn channel_records(batch: &RecordBatch) -> Result<Vec<ChannelRecord>, ReadError>
             dropped_queue_packets: dropped[i],
             dropped_loss_packets: lost[i],
             dropped_aqm_packets: dropped_aqm[i],
+            ce_marked_packets: ce_marked[i],
             busy_ns: busy[i],
             sojourn_sum_ns: sojourn[i],
             max_queue_packets: max_queue[i],

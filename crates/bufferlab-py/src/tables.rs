@@ -189,6 +189,9 @@ fn flow_columns() -> Vec<Column<[FlowRecord]>> {
         u64_of("recovery_episodes", |f: &FlowRecord| f.recovery_episodes),
         u64_of("recovery_time_ns", |f: &FlowRecord| f.recovery_time_ns),
         u64_of("acks_sent", |f: &FlowRecord| f.acks_sent),
+        // Schema version 7: ECN (RFC 3168), the marks received and the sender's answers.
+        u64_of("ce_received", |f: &FlowRecord| f.ce_received),
+        u64_of("ecn_responses", |f: &FlowRecord| f.ecn_responses),
         u64_of("rtt_samples", |f: &FlowRecord| f.rtt_samples),
         u64_of("rtt_sum_ns", |f: &FlowRecord| f.rtt_sum_ns),
         optional_u64_of("min_rtt_ns", |f: &FlowRecord| f.min_rtt_ns),
@@ -227,6 +230,9 @@ fn channel_columns() -> Vec<Column<[ChannelRecord]>> {
         // Schema version 6: the AQM's drops (CoDel), apart from the tail drops.
         u64_of("dropped_aqm_packets", |c: &ChannelRecord| c.dropped_aqm_packets),
         u64_of("dropped_aqm_bytes", |c: &ChannelRecord| c.dropped_aqm_bytes),
+        // Schema version 7: the AQM's CE marks instead of drops (RFC 3168 §5).
+        u64_of("ce_marked_packets", |c: &ChannelRecord| c.ce_marked_packets),
+        u64_of("ce_marked_bytes", |c: &ChannelRecord| c.ce_marked_bytes),
         u64_of("queued_end_packets", |c: &ChannelRecord| c.queued_end_packets),
         u64_of("queued_end_bytes", |c: &ChannelRecord| c.queued_end_bytes),
         u64_of("transmitting_end_packets", |c: &ChannelRecord| c.transmitting_end_packets),

@@ -42,7 +42,8 @@ FLOW_COUNTERS: dict[str, str] = {**FLOW_FIGURE_COUNTERS, **dict.fromkeys(("rtos"
                                  "path": "List(UInt32)"}
 CHANNEL_COUNTERS: dict[str, str] = {
     **CHANNEL_FIGURE_COUNTERS, **dict.fromkeys(("offered_packets", "sent_bytes", "dropped_queue_packets",
-                                                "dropped_aqm_packets", "dropped_loss_packets", "max_queue_packets"),
+                                                "dropped_aqm_packets", "ce_marked_packets", "dropped_loss_packets",
+                                                "max_queue_packets"),
                                                "UInt64")}
 
 

@@ -81,6 +81,8 @@ class BottleneckSummary:
     queue: str | None = None
     # Drops by the queue's AQM (CoDel), apart from `drops`, the tail drops of a full queue.
     aqm_drops: int = 0
+    # Packets the AQM marked CE instead of dropping them (RFC 3168), not counted in the drops.
+    ce_marks: int = 0
 
 
 @dataclass
@@ -126,6 +128,8 @@ def _channel_summary(channel: Record, figures: ChannelFigures, index: int, queue
         queue=queue,
         # Absent from the channels of results stored before schema version 6.
         aqm_drops=int(channel.get("dropped_aqm_packets") or 0),
+        # Absent from the channels of results stored before schema version 7.
+        ce_marks=int(channel.get("ce_marked_packets") or 0),
     )
 
 

@@ -60,6 +60,8 @@ def summary_tables(summary: RunSummary) -> list[Table]:
                        "max queue pkts", "mean sojourn ms"):
             btl.add_column(header, justify="left" if header == "channel" else "right")
         drops = f"{b.drops} + {b.aqm_drops} AQM" if b.aqm_drops else str(b.drops)
+        if b.ce_marks:
+            drops += f" ({b.ce_marks} CE marks)"
         btl.add_row(escape(b.channel), _num(b.rate_mbps, "g"), _pct(b.utilisation), drops, str(b.random_losses),
                     _num(b.mean_queue_packets, ".2f"), str(b.max_queue_packets), _num(b.mean_sojourn_ms, ".3f"))
         if b.queue is not None:

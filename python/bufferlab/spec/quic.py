@@ -7,7 +7,7 @@ flows."""
 
 from pydantic import BaseModel, ConfigDict
 
-from .fields import ByteCount, Count, Time
+from .fields import ByteCount, Count, Switch, Time
 
 __all__ = ["QuicOptions"]
 
@@ -47,3 +47,6 @@ class QuicOptions(BaseModel):
     # Packets acknowledged after an unacknowledged one before it is deemed lost: 3 (RFC 9002
     # §6.1.1's kPacketThreshold).
     packet_threshold: Count = None
+    # ECN (RFC 9000 §13.4): packets sent ECT(0), ECN counts in the ACK frames, and a congestion
+    # event when the CE count grows (RFC 9002 §7.1); default false.
+    ecn: Switch = None

@@ -283,6 +283,10 @@ class TcpOptions(_Model):
     # retransmissions), β·FlightSize can exceed the window it reduces and CUBIC's window runs
     # away; "cwnd" cannot.
     ssthresh_from: Literal["flight_size", "pipe", "cwnd"] | None = None
+    # Explicit Congestion Notification: "off" (default), "classic" (RFC 3168: ECT(0) data, ECE
+    # from a CE arrival until CWR, one window reduction per round trip) or "dctcp" (RFC 8257's
+    # accurate echo: ECE on every ACK while the segments it covers were CE).
+    ecn: Literal["off", "classic", "dctcp"] | None = None
 
 
 class FlowDefaults(_Model):

@@ -32,7 +32,11 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 # 6: the engine's input under the scenario's keys (`runs.spec_json`: `duration`, not `duration_ns`);
 #    channels.dropped_aqm_packets/_bytes, the drops of an AQM apart from the tail drops (NULL in
 #    the runs of older stores, which had no AQM).
-SCHEMA_VERSION = 6
+# 7: ECN (RFC 3168): channels.ce_marked_packets/_bytes, the AQM's CE marks instead of drops;
+#    flows.ce_received and flows.ecn_responses; the metrics total_ce_marks_l2,
+#    total_ce_received_l4 and total_ecn_responses_l4 (NULL in the runs of older stores, which had
+#    no ECN: the rebuild copies the older columns by name).
+SCHEMA_VERSION = 7
 
 
 class StoreError(SpecError):

@@ -96,8 +96,10 @@ _CHANNEL_SERIES = {"sent_bytes": "channel_sent_bytes", "drops": "channel_drops",
                    "sojourn_ns": "channel_sojourn_ns", "busy_ns": "channel_busy_ns"}
 # Counters added to the engine's tables after the goldens were first hashed, left out of a row
 # where they are zero (a discipline without them): the older goldens' hashes carry over, and a
-# golden that has them (codel, fq_codel: their AQM drops) hashes them.
-_LATER_COUNTERS = ("dropped_aqm_packets", "dropped_aqm_bytes")
+# golden that has them (codel, fq_codel: their AQM drops) hashes them. The same for the flows'
+# (ECN's, zero while no flow is ECN-capable).
+_LATER_COUNTERS = ("dropped_aqm_packets", "dropped_aqm_bytes", "ce_marked_packets", "ce_marked_bytes")
+_LATER_FLOW_COUNTERS = ("ce_received", "ecn_responses")
 # Columns of the tables that place a row (its entity, its sample) rather than hold a value.
 _PLACES = ("flow", "channel", "sub_buffer", "time_ns", "capture", "packet")
 
@@ -146,7 +148,12 @@ def canonical_form(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     for i, channel in enumerate(channels):
         if i in classes:
             channel["classes"] = classes[i]
-    counters: dict[str, Any] = {"end_ns": result.end_ns, "flows": _records(result.flows, drop=("flow",)),
+    flows = _records(result.flows, drop=("flow",))
+    for flow in flows:
+        for name in _LATER_FLOW_COUNTERS:
+            if flow.get(name) == 0:
+                del flow[name]
+    counters: dict[str, Any] = {"end_ns": result.end_ns, "flows": flows,
                                 "channels": channels, "timeseries": None, "captures": []}
     columns: dict[str, Any] = {}
     if result.sample_interval_ns is not None:

@@ -443,6 +443,12 @@ impl CongestionController for Bbr {
         self.entering_fast_recovery = true;
     }
 
+    /// BBR v1 (this draft) takes no congestion signal from ECN: its model is bandwidth and
+    /// round-trip time, and the marks an AQM sets change neither.
+    fn on_ecn_congestion_event(&mut self, _now: SimTime, _flight_size: u64) -> bool {
+        false
+    }
+
     fn on_retransmission_timeout(&mut self, _now: SimTime, _window: u64) {
         // §4.2.3.4: upon RTO, save the window and send a single packet.
         self.prior_cwnd = self.save_cwnd();

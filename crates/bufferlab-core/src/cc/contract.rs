@@ -36,6 +36,13 @@ pub struct AckSample {
     pub total_delivered: u64,
     /// The rate sample of this ACK, if it delivered anything.
     pub rate: Option<RateSample>,
+    /// The ACK carried ECN feedback of congestion: TCP's ECN-Echo flag (RFC 3168 §6.1.2), or a
+    /// CE count in a QUIC ACK frame higher than before (RFC 9002 §7.1).
+    pub ecn_echo: bool,
+    /// Of `bytes_acked`, the bytes the receiver reported CE-marked: all of them when a TCP ACK
+    /// carries ECE (RFC 8257 §3.3's bytes_marked; exact with the accurate, per-packet echo of
+    /// `tcp.ecn = "dctcp"`), none otherwise. Zero for QUIC, whose ACK frames count CE packets.
+    pub ce_marked_bytes: u64,
 }
 
 /// The controller's state, for the time series.
@@ -99,6 +106,20 @@ pub trait CongestionController {
 
     /// The fast-recovery episode ended (its RecoveryPoint was cumulatively acknowledged).
     fn on_recovery_exit(&mut self, _now: SimTime) {}
+
+    /// ECN feedback of congestion (TCP's ECN-Echo, RFC 3168 §6.1.2; QUIC's increased CE count,
+    /// RFC 9002 §7.1), at most once per round trip (the sender decides when): the response to a
+    /// loss without the retransmission, nothing being lost. By default the congestion event's
+    /// multiplicative decrease, with no recovery episode after it (RFC 3168 §6.1.2 halves cwnd
+    /// and ssthresh; CUBIC, RFC 9438 §4.6, reduces by β_cubic as on a loss). `flight_size` as for
+    /// [`CongestionController::on_congestion_event`]. A controller that reads the CE marks
+    /// itself ([`AckSample::ce_marked_bytes`]: DCTCP's α) overrides it. Returns whether the
+    /// controller responded (one that takes no signal from ECN returns false).
+    fn on_ecn_congestion_event(&mut self, now: SimTime, flight_size: u64) -> bool {
+        self.on_congestion_event(now, flight_size);
+        self.on_recovery_exit(now);
+        true
+    }
 
     /// The retransmission timer expired. `window` is what the reduction applies to: the window
     /// the sender had (the controller's own window, already reduced if a fast recovery was under

@@ -95,6 +95,9 @@ impl CongestionController for Controller {
     fn on_recovery_exit(&mut self, now: SimTime) {
         dispatch!(self, c => c.on_recovery_exit(now))
     }
+    fn on_ecn_congestion_event(&mut self, now: SimTime, flight_size: u64) -> bool {
+        dispatch!(self, c => c.on_ecn_congestion_event(now, flight_size))
+    }
     fn on_retransmission_timeout(&mut self, now: SimTime, window: u64) {
         dispatch!(self, c => c.on_retransmission_timeout(now, window))
     }

@@ -29,7 +29,7 @@ const fn metric(name: &'static str, unit: &'static str, definition: &'static str
 /// The flow table's metrics, one row per flow. The rates, windows,
 /// delays and utilities are means over the flow's samples (`series`); recovery time, completion
 /// time and the totals come from its end-of-run counters (`figures`).
-pub const FLOW_METRICS: [Metric; 26] = [
+pub const FLOW_METRICS: [Metric; 28] = [
     metric("mean_throughput_l4", "Mbps", "bytes newly acknowledged per interval"),
     metric("mean_throughput_l7", "Mbps", "bytes delivered in order to the receiving application per interval"),
     metric("mean_delivery_rate_l4", "Mbps", "delivery-rate samples (fallback: bytes acknowledged per interval)"),
@@ -50,6 +50,8 @@ pub const FLOW_METRICS: [Metric; 26] = [
     metric("flow_completion_time_l4", "s", "first SYN to last ACK (or to the end of the run)"),
     metric("total_retransmissions_l4", "segments", "retransmitted segments"),
     metric("total_rtos_l4", "count", "retransmission timeouts"),
+    metric("total_ce_received_l4", "packets", "data packets that reached the receiver marked CE (RFC 3168)"),
+    metric("total_ecn_responses_l4", "count", "congestion-window reductions in answer to ECN feedback"),
     metric("loss_rate_l4", "-", "retransmitted / transmitted segments"),
     metric("cov_throughput_l4", "-", "std / mean of the throughput samples"),
     metric("cov_throughput_l7", "-", "std / mean of the application throughput samples"),
@@ -64,12 +66,13 @@ pub type FlowRow = [Option<f64>; FLOW_METRICS.len()];
 
 /// The link table's metrics, one row per channel that carried traffic, from the channel's exact
 /// counters (`figures`).
-pub const LINK_METRICS: [Metric; 7] = [
+pub const LINK_METRICS: [Metric; 8] = [
     metric("mean_qdisc_length_l2", "packets", "time-average queue length"),
     metric("max_qdisc_length_l2", "packets", "largest queue length"),
     metric("mean_qdisc_delay_l2", "ms", "sojourn time of dequeued packets"),
     metric("mean_sending_rate_l1", "Mbps", "bits put on the link incl. headers / elapsed time"),
     metric("total_qdisc_drops_l2", "packets", "drops by the queue discipline (queue full, or by its AQM)"),
+    metric("total_ce_marks_l2", "packets", "packets the AQM marked CE instead of dropping them (RFC 3168)"),
     metric("total_random_losses_l1", "packets", "packets lost by the link's random loss"),
     metric("utilization_l1", "-", "busy time / elapsed time (at a shaper's token rate when one limits the link)"),
 ];
@@ -175,7 +178,7 @@ mod tests {
     fn a_metric_s_position_is_its_index_in_its_table() {
         assert_eq!(flow_metric!("mean_throughput_l4"), 0);
         assert_eq!(flow_metric!("cov_srtt_l4"), FLOW_METRICS.len() - 1);
-        assert_eq!(link_metric!("utilization_l1"), 6);
+        assert_eq!(link_metric!("utilization_l1"), 7);
         assert_eq!(network_metric!("mean_agg_in_flight_l4"), 1);
         for (_, table) in TABLES {
             for (i, m) in table.iter().enumerate() {

@@ -193,6 +193,8 @@ fn counters_row(record: &FlowRecord, figures: &FlowFigures, flow: usize) -> Flow
     row[flow_metric!("flow_completion_time_l4")] = Some(figures.lifetime_s[flow]);
     row[flow_metric!("total_retransmissions_l4")] = Some(record.segments_retransmitted as f64);
     row[flow_metric!("total_rtos_l4")] = Some(record.rtos as f64);
+    row[flow_metric!("total_ce_received_l4")] = Some(record.ce_received as f64);
+    row[flow_metric!("total_ecn_responses_l4")] = Some(record.ecn_responses as f64);
     row[flow_metric!("loss_rate_l4")] = figures.loss_rate[flow];
     row
 }
@@ -213,6 +215,7 @@ fn link_metrics(facts: &RunFacts<'_>, figures: &ChannelFigures) -> LinkMetrics {
     columns[link_metric!("mean_sending_rate_l1")] =
         of(&|i| (end != 0).then(|| facts.channels[i].sent_bytes as f64 * 8e3 / end as f64));
     columns[link_metric!("total_qdisc_drops_l2")] = count(|c| c.dropped_queue_packets + c.dropped_aqm_packets);
+    columns[link_metric!("total_ce_marks_l2")] = count(|c| c.ce_marked_packets);
     columns[link_metric!("total_random_losses_l1")] = count(|c| c.dropped_loss_packets);
     columns[link_metric!("utilization_l1")] = of(&|i| figures.utilisation[i]);
     LinkMetrics {
@@ -373,6 +376,8 @@ mod tests {
             "flow_completion_time_l4",
             "total_retransmissions_l4",
             "total_rtos_l4",
+            "total_ce_received_l4",
+            "total_ecn_responses_l4",
             "loss_rate_l4",
         ];
         assert_eq!(kept, counters);

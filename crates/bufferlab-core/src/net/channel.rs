@@ -479,6 +479,9 @@ impl Channel {
             (c.delivered_packets, c.delivered_bytes, c.busy_ns, c.sojourn_sum_ns);
         r.queue_packet_ns = cold.queue_packet_ps / 1000;
         r.queue_byte_ns = cold.queue_byte_ps / 1000;
+        // RFC 3168 §5: the packets the AQM marked CE instead of dropping (counted where marked).
+        let marks = cold.queue.ce_marks();
+        (r.ce_marked_packets, r.ce_marked_bytes) = (marks.packets, marks.bytes);
         r.queued_end_packets = cold.queue.len_packets();
         r.queued_end_bytes = cold.queue.len_bytes();
         if let Some(split) = cold.queue.split() {

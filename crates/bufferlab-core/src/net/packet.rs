@@ -8,6 +8,38 @@ pub mod flags {
     pub const FIN: u8 = 0x01;
     pub const SYN: u8 = 0x02;
     pub const ACK: u8 = 0x10;
+    /// ECN-Echo: the receiver saw congestion experienced (RFC 3168 §6.1.2); on a SYN (with CWR)
+    /// or a SYN-ACK (alone), the end asks for or agrees to ECN (RFC 3168 §6.1.1).
+    pub const ECE: u8 = 0x40;
+    /// Congestion Window Reduced: the sender has answered an ECN-Echo (RFC 3168 §6.1.2).
+    pub const CWR: u8 = 0x80;
+}
+
+/// The ECN field of the IP header, its two low bits of the former TOS byte (RFC 3168 §5):
+/// whether the packet's transport is ECN-capable (ECT(0) or ECT(1)) and whether a router on the
+/// way marked it Congestion Experienced (CE) instead of dropping it. The discriminants are the
+/// field's bit patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Ecn {
+    /// Not-ECT (00): the transport does not take CE for congestion; a queue must drop.
+    #[default]
+    NotEct = 0b00,
+    /// ECT(1) (01), which L4S (RFC 9331) uses to tell its flows apart.
+    Ect1 = 0b01,
+    /// ECT(0) (10), the codepoint RFC 3168 senders use.
+    Ect0 = 0b10,
+    /// CE (11): congestion experienced.
+    Ce = 0b11,
+}
+
+impl Ecn {
+    /// A queue may mark this packet instead of dropping it: ECT(0), ECT(1), or already CE (RFC
+    /// 3168 §5: a router that would mark a CE packet leaves it CE and forwards it).
+    #[inline]
+    pub fn is_capable(self) -> bool {
+        self != Ecn::NotEct
+    }
 }
 
 /// Most SACK blocks an ACK carries: 3 when the timestamp option is present (RFC 2018 §3).
@@ -34,8 +66,9 @@ pub struct Packet {
     pub flags: u8,
     /// Bytes on the wire: headers + payload.
     pub wire_bytes: u32,
-    /// Payload bytes.
-    pub payload: u32,
+    /// Payload bytes. Sixteen bits, as IP's length field (RFC 791); the validator keeps every
+    /// segment and datagram within 65535 bytes, and the packet within 80 bytes (see the test).
+    pub payload: u16,
     pub seq: u64,
     /// Cumulative acknowledgement (next byte expected), valid when `flags & ACK`.
     pub ack: u64,
@@ -51,6 +84,8 @@ pub struct Packet {
     pub ts_ecr: SimTime,
     /// The segment is a retransmission (known to the sender; a monitor sees it as such).
     pub retransmission: bool,
+    /// The IP header's ECN field (RFC 3168 §5): set by the sender, turned to CE by a queue.
+    pub ecn: Ecn,
     /// The sender's smoothed RTT when it sent the packet, for RTT-aware queues (active RTT
     /// estimation as in SplitBuff); zero before the first sample.
     pub sender_srtt: SimTime,
@@ -73,12 +108,26 @@ pub struct AckFrame<'a> {
     /// 0: how long the receiver held the ACK after the largest acknowledged packet arrived. Zero
     /// for TCP.
     pub ack_delay_us: u32,
+    /// QUIC's ECN counts (RFC 9000 §19.3.2, an ACK frame of type 0x03): zero unless the
+    /// connection uses ECN, and for TCP.
+    pub ecn_counts: EcnCounts,
+}
+
+/// The ECN Counts of a QUIC ACK frame (RFC 9000 §19.3.2): the packets received so far with each
+/// ECN codepoint (§13.4.1). Kept modulo 2³² (the slab's entry has room for three 32-bit counts): a
+/// sender reads an increase by wrapping subtraction, exact while fewer than 2³² packets arrive
+/// between two of its ACKs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EcnCounts {
+    pub ect0: u32,
+    pub ect1: u32,
+    pub ce: u32,
 }
 
 impl<'a> AckFrame<'a> {
     /// The blocks `blocks` and no ACK Delay (TCP's SACK option).
     pub fn without_delay(blocks: &'a [SackBlock]) -> Self {
-        AckFrame { blocks, ack_delay_us: 0 }
+        AckFrame { blocks, ack_delay_us: 0, ecn_counts: EcnCounts { ect0: 0, ect1: 0, ce: 0 } }
     }
 }
 
@@ -91,7 +140,10 @@ impl Packet {
             is_data: true,
             flags,
             wire_bytes,
-            payload,
+            payload: {
+                debug_assert!(payload <= u16::MAX as u32, "validated: a payload fits IP's 16-bit length");
+                payload as u16
+            },
             seq,
             ack: 0,
             sack: 0,
@@ -99,6 +151,7 @@ impl Packet {
             ts_val: now,
             ts_ecr: SimTime::ZERO,
             retransmission: false,
+            ecn: Ecn::NotEct,
             sender_srtt: SimTime::ZERO,
             enqueued_at: now,
             pn: 0,
@@ -125,5 +178,13 @@ mod tests {
         // an ACK's SACK blocks and ACK Delay live in the pool's slab, so a copy is 80 bytes, not
         // 128, and a pool slot spans two cache lines wherever it starts.
         assert_eq!(std::mem::size_of::<Packet>(), 80);
+    }
+
+    #[test]
+    fn the_ecn_codepoints_are_rfc_3168s_bit_patterns() {
+        assert_eq!([Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce].map(|e| e as u8), [0b00, 0b01, 0b10, 0b11]);
+        assert!(!Ecn::NotEct.is_capable() && Ecn::Ect0.is_capable() && Ecn::Ect1.is_capable() && Ecn::Ce.is_capable());
+        let p = Packet::segment(0, 1, 0, 1, 1448, 1500, SimTime::ZERO);
+        assert_eq!((p.ecn, p.payload), (Ecn::NotEct, 1448), "a packet is not ECN-capable unless its sender says so");
     }
 }

@@ -14,16 +14,17 @@
 //! Which entry holds which blocks never affects the run: results are those of blocks carried
 //! in the packet.
 
-use crate::net::packet::{AckFrame, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{AckFrame, EcnCounts, Packet, SackBlock, MAX_SACK_BLOCKS};
 use mem_prefetch::prefetch_read_data;
 
-/// The frame of one ACK, on a cache line of its own (48 bytes of blocks, the ACK Delay, 12
-/// bytes of padding).
+/// The frame of one ACK, on a cache line of its own (48 bytes of blocks, the ACK Delay, QUIC's
+/// three ECN counts).
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(align(64))]
 struct Entry {
     blocks: [SackBlock; MAX_SACK_BLOCKS],
     ack_delay_us: u32,
+    ecn_counts: EcnCounts,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -57,6 +58,7 @@ impl SackSlab {
         let stored = &mut self.entries[entry as usize];
         stored.blocks[..blocks.len()].copy_from_slice(blocks);
         stored.ack_delay_us = frame.ack_delay_us;
+        stored.ecn_counts = frame.ecn_counts;
         packet.sack = entry;
     }
 
@@ -67,7 +69,11 @@ impl SackSlab {
             0 => AckFrame::default(),
             n => {
                 let entry = &self.entries[packet.sack as usize];
-                AckFrame { blocks: &entry.blocks[..n as usize], ack_delay_us: entry.ack_delay_us }
+                AckFrame {
+                    blocks: &entry.blocks[..n as usize],
+                    ack_delay_us: entry.ack_delay_us,
+                    ecn_counts: entry.ecn_counts,
+                }
             }
         }
     }
@@ -128,10 +134,13 @@ mod tests {
         let mut slab = SackSlab::default();
         let (mut a, mut b, mut none) = (ack(), ack(), ack());
         slab.store(&mut a, AckFrame::without_delay(&[block(1), block(201), block(401)]));
-        slab.store(&mut b, AckFrame { blocks: &[block(601)], ack_delay_us: 25_000 });
+        slab.store(&mut b, AckFrame { blocks: &[block(601)], ack_delay_us: 25_000, ecn_counts: EcnCounts::default() });
         slab.store(&mut none, AckFrame::default());
         assert_eq!(slab.frame(&a), AckFrame::without_delay(&[block(1), block(201), block(401)]));
-        assert_eq!(slab.frame(&b), AckFrame { blocks: &[block(601)], ack_delay_us: 25_000 });
+        assert_eq!(
+            slab.frame(&b),
+            AckFrame { blocks: &[block(601)], ack_delay_us: 25_000, ecn_counts: EcnCounts::default() }
+        );
         assert_eq!((none.sack_len, slab.frame(&none)), (0, AckFrame::default()));
         assert_eq!(slab.held(), 2, "an ACK without blocks takes no entry");
     }
@@ -140,7 +149,10 @@ mod tests {
     fn a_released_entry_is_reused_first_and_shows_only_the_new_blocks() {
         let mut slab = SackSlab::default();
         let (mut a, mut b) = (ack(), ack());
-        slab.store(&mut a, AckFrame { blocks: &[block(1), block(201), block(401)], ack_delay_us: 7 });
+        slab.store(
+            &mut a,
+            AckFrame { blocks: &[block(1), block(201), block(401)], ack_delay_us: 7, ecn_counts: EcnCounts::default() },
+        );
         slab.store(&mut b, AckFrame::without_delay(&[block(601)]));
         slab.release(&a);
         assert_eq!(slab.held(), 1);

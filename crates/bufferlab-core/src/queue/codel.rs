@@ -9,6 +9,12 @@
 //! handed to the caller's [`DropSink`] with [`DropReason::Aqm`]; an arrival that finds the queue
 //! at its limit is tail-dropped ([`DropReason::QueueFull`]) as in a FIFO.
 //!
+//! With `ecn` on, a packet the control law would drop is marked Congestion Experienced instead
+//! if it is ECN-capable (RFC 3168 §5) and sent on, as Linux `codel` does: the mark takes the
+//! drop's place in the count and the schedule (the next drop or mark is due at the control law's
+//! next time), so an ECN-capable flow sees the signals a dropping CoDel would give it, without
+//! the losses. Not-ECT packets are dropped as without `ecn`.
+//!
 //! The control state ([`CodelControl`]) runs over any queue that can hand over its head packet
 //! ([`HeadQueue`]), so that FQ-CoDel (RFC 8290 §4.2) can run one per flow queue.
 //!
@@ -16,7 +22,7 @@
 //! root (`interval / √count` rounded down, [`control_law`]) once per drop, not per packet, so the
 //! same spec and seed give bit-identical results on every machine.
 
-use super::discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
+use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -29,11 +35,14 @@ pub struct CodelParams {
     /// The window over which the minimum sojourn time must exceed `target` before dropping, and
     /// the base of the control law, INTERVAL (default 100 ms, §4.3).
     pub interval: SimTime,
+    /// Mark ECN-capable packets CE instead of dropping them (RFC 3168 §5; Linux `codel ecn`, off
+    /// by default there and here).
+    pub ecn: bool,
 }
 
 impl Default for CodelParams {
     fn default() -> Self {
-        CodelParams { target: SimTime::from_ms(5), interval: SimTime::from_ms(100) }
+        CodelParams { target: SimTime::from_ms(5), interval: SimTime::from_ms(100), ecn: false }
     }
 }
 
@@ -112,7 +121,8 @@ impl CodelControl {
     }
 
     /// CoDel's dequeue (RFC 8289 §5.5): the packet to send, after dropping (into `drops`) the
-    /// head packets the control law calls for.
+    /// head packets the control law calls for; with `params.ecn`, an ECN-capable packet due to
+    /// be dropped is marked CE (counted in `marks`) and sent instead.
     #[inline]
     pub fn dequeue(
         &mut self,
@@ -120,6 +130,7 @@ impl CodelControl {
         queue: &mut impl HeadQueue,
         now: SimTime,
         drops: &mut impl DropSink,
+        marks: &mut CeMarks,
     ) -> Option<Packet> {
         let Some((mut packet, mut ok_to_drop)) = self.do_dequeue(params, queue, now) else {
             self.dropping = false;
@@ -132,8 +143,14 @@ impl CodelControl {
             }
             // Drop at the times the control law sets, as many as are due now (§5.5).
             while self.dropping && now >= self.drop_next {
-                drops.dropped(packet, DropReason::Aqm);
                 self.count = self.count.saturating_add(1);
+                if marks.mark_instead_of_drop(params.ecn, &mut packet) {
+                    // RFC 3168 §5: marked instead of dropped, the packet is sent; the next signal
+                    // is due at the control law's next time (RFC 8289 §5.5).
+                    self.drop_next = control_law(self.drop_next, params.interval, self.count);
+                    return Some(packet);
+                }
+                drops.dropped(packet, DropReason::Aqm);
                 match self.do_dequeue(params, queue, now) {
                     Some((next, next_ok)) => (packet, ok_to_drop) = (next, next_ok),
                     None => {
@@ -148,9 +165,14 @@ impl CodelControl {
                 }
             }
         } else if ok_to_drop {
-            // Enter the dropping state: drop this packet, send the next (§5.5).
-            drops.dropped(packet, DropReason::Aqm);
-            let next = self.do_dequeue(params, queue, now);
+            // Enter the dropping state: drop this packet, send the next (§5.5); or mark this
+            // packet CE and send it (RFC 3168 §5).
+            let next = if marks.mark_instead_of_drop(params.ecn, &mut packet) {
+                Some((packet, false))
+            } else {
+                drops.dropped(packet, DropReason::Aqm);
+                self.do_dequeue(params, queue, now)
+            };
             self.dropping = true;
             // If the queue went back above target soon (within 16 intervals of the last drop)
             // after leaving the dropping state, the drop rate that controlled it then is a good
@@ -203,6 +225,7 @@ pub struct CoDel {
     limit_bytes: u64,
     params: CodelParams,
     control: CodelControl,
+    marks: CeMarks,
 }
 
 impl CoDel {
@@ -215,6 +238,7 @@ impl CoDel {
             limit_bytes: limit_bytes.unwrap_or(u64::MAX),
             params,
             control: CodelControl::default(),
+            marks: CeMarks::default(),
         }
     }
 
@@ -242,7 +266,7 @@ impl QueueDiscipline for CoDel {
 
     #[inline]
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
-        match self.control.dequeue(&self.params, &mut self.fifo, now, drops) {
+        match self.control.dequeue(&self.params, &mut self.fifo, now, drops, &mut self.marks) {
             Some(packet) => Dequeue::Packet(packet),
             None => Dequeue::Empty,
         }
@@ -255,11 +279,16 @@ impl QueueDiscipline for CoDel {
     fn len_bytes(&self) -> u64 {
         self.fifo.bytes
     }
+
+    fn ce_marks(&self) -> CeMarks {
+        self.marks
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::packet::Ecn;
 
     const MS: SimTime = SimTime::from_ms(1);
 
@@ -496,5 +525,53 @@ mod tests {
         q.enqueue(packet(2, SimTime::ZERO), SimTime::ZERO).unwrap();
         assert!(q.enqueue(packet(3, SimTime::ZERO), SimTime::ZERO).is_err());
         assert_eq!((q.len_packets(), q.len_bytes()), (2, 3000));
+    }
+
+    /// When a standing queue of `n` packets with ECN field `ecn`, dequeued every 10 µs from
+    /// 10 ms by a CoDel with `params.ecn = ecn_on`, gets its first `signals` drops or marks:
+    /// (times of drops, times of marks, the marked packets' codepoints).
+    fn signals(ecn_on: bool, ecn: Ecn, signals: usize) -> (Vec<SimTime>, Vec<SimTime>, CoDel) {
+        let mut q = CoDel::new(CodelParams { ecn: ecn_on, ..CodelParams::default() }, None, None);
+        for seq in 0..100_000 {
+            q.enqueue(Packet { ecn, ..packet(seq, SimTime::ZERO) }, SimTime::ZERO).unwrap();
+        }
+        let (mut drops, mut marks) = (Vec::new(), Vec::new());
+        let mut now = SimTime::from_ms(10);
+        while drops.len() + marks.len() < signals {
+            let mut dropped = 0;
+            let sent = q.dequeue(now, &mut |p: Packet, _| {
+                assert_eq!(p.ecn, ecn, "a dropped packet is not marked");
+                dropped += 1;
+            });
+            let Dequeue::Packet(sent) = sent else { panic!("a standing queue") };
+            drops.extend((0..dropped).map(|_| now));
+            if sent.ecn == Ecn::Ce && ecn != Ecn::Ce {
+                marks.push(now);
+            }
+            now += SimTime::from_us(10);
+        }
+        (drops, marks, q)
+    }
+
+    #[test]
+    fn with_ecn_an_ect_packet_due_to_be_dropped_is_marked_at_the_drop_times() {
+        // RFC 3168 §5 in RFC 8289 §5.5's schedule: the marks come exactly when the drops would.
+        let (drop_times, none, dropping) = signals(false, Ecn::Ect0, 6);
+        assert!(none.is_empty());
+        let (no_drops, mark_times, marking) = signals(true, Ecn::Ect0, 6);
+        assert!(no_drops.is_empty(), "an ECN-capable packet is never dropped by the control law");
+        assert_eq!(mark_times, drop_times);
+        assert_eq!(marking.control().count(), dropping.control().count());
+        assert_eq!(marking.ce_marks(), CeMarks { packets: 6, bytes: 6 * 1500 });
+        assert_eq!(dropping.ce_marks(), CeMarks::default());
+        // ECT(1) is ECN-capable too.
+        assert_eq!(signals(true, Ecn::Ect1, 6).1, drop_times);
+    }
+
+    #[test]
+    fn with_ecn_a_not_ect_packet_is_still_dropped() {
+        let (drop_times, _, _) = signals(false, Ecn::NotEct, 6);
+        let (drops, marks, q) = signals(true, Ecn::NotEct, 6);
+        assert_eq!((drops, marks, q.ce_marks()), (drop_times, vec![], CeMarks::default()));
     }
 }

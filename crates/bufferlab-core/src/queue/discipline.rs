@@ -2,7 +2,7 @@
 //! back. Below the disciplines and the [`Queue`](super::Queue) enum that holds them, so that
 //! neither reaches the other's module for it.
 
-use crate::net::packet::Packet;
+use crate::net::packet::{Ecn, Packet};
 use crate::units::SimTime;
 
 /// Why a queue dropped a packet.
@@ -13,6 +13,30 @@ pub enum DropReason {
     /// Dropped by the AQM's decision (RED's and PIE's early drops at arrival, CoDel's control law
     /// at dequeue, RFC 8289 §5.5), not for want of room.
     Aqm,
+}
+
+/// The packets a discipline marked Congestion Experienced instead of dropping them (RFC 3168 §5),
+/// counted where it marked them; the channel copies the count into its record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CeMarks {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl CeMarks {
+    /// The AQM decided to drop `packet`: with `ecn` on and an ECN-capable packet, mark it CE
+    /// instead and count it (RFC 3168 §5: "set the CE codepoint ... instead of dropping the
+    /// packet"; a CE packet stays CE). True if marked: the packet goes on; false: drop it.
+    #[inline]
+    pub fn mark_instead_of_drop(&mut self, ecn: bool, packet: &mut Packet) -> bool {
+        if !ecn || !packet.ecn.is_capable() {
+            return false;
+        }
+        packet.ecn = Ecn::Ce;
+        self.packets += 1;
+        self.bytes += packet.wire_bytes as u64;
+        true
+    }
 }
 
 /// What a dequeue attempt yields. A shaper may hold packets back until a later time.
@@ -61,4 +85,8 @@ pub trait QueueDiscipline {
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue;
     fn len_packets(&self) -> u64;
     fn len_bytes(&self) -> u64;
+    /// The packets marked CE instead of dropped so far (none for a discipline without ECN).
+    fn ce_marks(&self) -> CeMarks {
+        CeMarks::default()
+    }
 }

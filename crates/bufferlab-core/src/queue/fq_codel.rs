@@ -21,7 +21,7 @@
 //! nothing is allocated per packet once the queues have grown to their working size.
 
 use super::codel::{CodelControl, CodelParams, HeadQueue};
-use super::discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
+use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -98,6 +98,8 @@ pub struct FqCodel {
     bytes: u64,
     /// The largest packet seen: the MTU for CoDel's non-starvation rule.
     max_packet: u64,
+    /// Packets the flow queues' CoDels marked CE instead of dropping (RFC 8290 §4.3 with `ecn`).
+    marks: CeMarks,
 }
 
 impl FqCodel {
@@ -120,6 +122,7 @@ impl FqCodel {
             packets: 0,
             bytes: 0,
             max_packet: 0,
+            marks: CeMarks::default(),
         }
     }
 
@@ -219,7 +222,7 @@ impl QueueDiscipline for FqCodel {
                 total_bytes: &mut self.bytes,
                 max_packet: self.max_packet,
             };
-            let sent = codel.dequeue(&self.config.codel, &mut view, now, drops);
+            let sent = codel.dequeue(&self.config.codel, &mut view, now, drops, &mut self.marks);
             let q = &mut self.queues[i];
             q.codel = codel;
             match sent {
@@ -247,11 +250,16 @@ impl QueueDiscipline for FqCodel {
     fn len_bytes(&self) -> u64 {
         self.bytes
     }
+
+    fn ce_marks(&self) -> CeMarks {
+        self.marks
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::packet::Ecn;
 
     const MS: SimTime = SimTime::from_ms(1);
 
@@ -373,5 +381,30 @@ mod tests {
         // Back as a new flow with a fresh quantum.
         q.enqueue(packet(1, 1, 1000, SimTime::ZERO), SimTime::ZERO).unwrap();
         assert_eq!((q.new_flows.len(), q.queues[1].deficit), (1, 1514));
+    }
+
+    #[test]
+    fn with_ecn_each_flow_queues_codel_marks_ect_packets_and_drops_the_others() {
+        // Two standing flow queues, flow 0 ECN-capable, flow 1 not, served alternately every
+        // 10 µs: RFC 8290 §4.3's per-queue CoDel marks flow 0's packets where it drops flow 1's.
+        let codel = CodelParams { ecn: true, ..CodelParams::default() };
+        let mut q = FqCodel::new(FqCodelConfig { codel, limit_packets: 100_000, flows: 4, quantum: 1514 });
+        for seq in 0..20_000 {
+            let ect = Packet { ecn: Ecn::Ect0, ..packet(0, seq, 1500, SimTime::ZERO) };
+            q.enqueue(ect, SimTime::ZERO).unwrap();
+            q.enqueue(packet(1, seq, 1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+        }
+        let (mut marked, mut dropped) = ([0u64; 2], [0u64; 2]);
+        let mut now = SimTime::from_ms(10);
+        while now < SimTime::from_ms(400) {
+            let sent = q.dequeue(now, &mut |p: Packet, _| dropped[p.flow as usize] += 1);
+            if let Dequeue::Packet(p) = sent {
+                marked[p.flow as usize] += (p.ecn == Ecn::Ce) as u64;
+            }
+            now += SimTime::from_us(10);
+        }
+        assert!(marked[0] >= 3 && dropped[0] == 0, "ECT flow: {} marks, {} drops", marked[0], dropped[0]);
+        assert!(dropped[1] >= 3 && marked[1] == 0, "Not-ECT flow: {} marks, {} drops", marked[1], dropped[1]);
+        assert_eq!(q.ce_marks(), CeMarks { packets: marked[0], bytes: 1500 * marked[0] });
     }
 }

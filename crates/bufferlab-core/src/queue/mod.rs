@@ -17,7 +17,7 @@ use crate::spec::{QueueSpec, SplitBuffEstimator, SplitBuffTotal};
 use crate::units::{BitRate, SimTime};
 
 pub use codel::{CoDel, CodelParams};
-pub use discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
+pub use discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 pub use fifo::DropTailFifo;
 pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use pie::{Pie, PieConfig};
@@ -121,6 +121,7 @@ impl Queue {
                 burst_ns,
                 derandomize,
                 mean_packet_bytes,
+                ecn,
             } => Queue::Pie(Pie::new(
                 PieConfig {
                     limit_packets: *limit_packets,
@@ -132,19 +133,24 @@ impl Queue {
                     max_burst: SimTime::from_ns(*burst_ns),
                     derandomize: *derandomize,
                     mean_packet_bytes: *mean_packet_bytes,
+                    ecn: *ecn,
                 },
                 seed,
             )),
-            QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns } => {
-                let params =
-                    CodelParams { target: SimTime::from_ns(*target_ns), interval: SimTime::from_ns(*interval_ns) };
+            QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns, ecn } => {
+                let params = CodelParams {
+                    target: SimTime::from_ns(*target_ns),
+                    interval: SimTime::from_ns(*interval_ns),
+                    ecn: *ecn,
+                };
                 Queue::CoDel(CoDel::new(params, *limit_packets, *limit_bytes))
             }
-            QueueSpec::FqCodel { limit_packets, target_ns, interval_ns, flows, quantum_bytes, .. } => {
+            QueueSpec::FqCodel { limit_packets, target_ns, interval_ns, flows, quantum_bytes, ecn, .. } => {
                 Queue::FqCodel(FqCodel::new(FqCodelConfig {
                     codel: CodelParams {
                         target: SimTime::from_ns(*target_ns),
                         interval: SimTime::from_ns(*interval_ns),
+                        ecn: *ecn,
                     },
                     limit_packets: limit_packets.expect("validated: a limit in packets"),
                     flows: *flows,
@@ -202,6 +208,17 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.len_bytes(),
             Queue::CoDel(q) => q.len_bytes(),
             Queue::FqCodel(q) => q.len_bytes(),
+        }
+    }
+    fn ce_marks(&self) -> CeMarks {
+        match self {
+            Queue::Fifo(q) => q.ce_marks(),
+            Queue::Tbf(q) => q.ce_marks(),
+            Queue::SplitBuff(q) => q.ce_marks(),
+            Queue::Red(q) => q.ce_marks(),
+            Queue::Pie(q) => q.ce_marks(),
+            Queue::CoDel(q) => q.ce_marks(),
+            Queue::FqCodel(q) => q.ce_marks(),
         }
     }
 }

@@ -25,13 +25,18 @@
 //! always once it reaches 8.5, and in between with probability drop_prob. An early drop is
 //! [`DropReason::Aqm`], an arrival over the hard limit a tail drop, [`DropReason::QueueFull`].
 //!
+//! With `ecn` on, an early drop of an ECN-capable arrival becomes a CE mark while drop_prob is at
+//! most 10 % (RFC 8033 §5.1, Linux's `mark_ecn_th`); above it PIE drops whatever the packet, so
+//! that flows that ignore marks cannot fill the queue. The marked arrival is queued; marks are
+//! counted by the queue ([`CeMarks`]).
+//!
 //! The controller's timer is not an event of its own: the updates due by an arrival or a
 //! departure are taken then, with the delay of that moment. While the queue is busy packets come
 //! and go every transmission time, so an update is late by at most one of them; while it is idle
 //! the state it would reach (drop_prob 0, full burst allowance) is reached in a few updates, and
 //! the rest are skipped.
 
-use super::discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
+use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use super::fifo::DropTailFifo;
 use crate::net::packet::Packet;
 use crate::units::SimTime;
@@ -57,7 +62,13 @@ pub struct PieConfig {
     pub derandomize: bool,
     /// MEAN_PKTSIZE (bytes), for the safeguard of a nearly empty queue.
     pub mean_packet_bytes: u32,
+    /// Mark ECN-capable arrivals CE instead of dropping them early (§5.1).
+    pub ecn: bool,
 }
+
+/// RFC 8033 §5.1: ECN-capable packets are marked rather than dropped only while the drop
+/// probability is at most this (Linux `mark_ecn_th`, 0.1).
+pub const MARK_ECN_THRESHOLD: f64 = 0.1;
 
 /// A PIE queue: a drop-tail FIFO behind PIE's early-drop decision.
 #[derive(Debug)]
@@ -74,6 +85,7 @@ pub struct Pie {
     /// When the next update of drop_prob is due.
     next_update: SimTime,
     rng: Xoshiro256PlusPlus,
+    marks: CeMarks,
 }
 
 impl Pie {
@@ -89,6 +101,7 @@ impl Pie {
             accu_prob: 0.0,
             next_update: config.t_update,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            marks: CeMarks::default(),
         }
     }
 
@@ -203,14 +216,18 @@ impl Pie {
 }
 
 impl QueueDiscipline for Pie {
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, mut packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
         self.catch_up(now);
         // RFC 8033 Appendix A: a full queue drops first (tail drop), then the early-drop decision.
         if !self.fifo.fits(packet.wire_bytes) {
             return Err((packet, DropReason::QueueFull));
         }
         if self.drops_early() {
-            return Err((packet, DropReason::Aqm));
+            // RFC 8033 §5.1: mark an ECN-capable packet instead while drop_prob ≤ 10 %.
+            let marks = self.config.ecn && self.drop_prob <= MARK_ECN_THRESHOLD;
+            if !self.marks.mark_instead_of_drop(marks, &mut packet) {
+                return Err((packet, DropReason::Aqm));
+            }
         }
         self.fifo.enqueue(packet, now)
     }
@@ -232,11 +249,16 @@ impl QueueDiscipline for Pie {
     fn len_bytes(&self) -> u64 {
         self.fifo.len_bytes()
     }
+
+    fn ce_marks(&self) -> CeMarks {
+        self.marks
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::packet::Ecn;
     use crate::queue::discipline::NoDrops;
 
     fn packet(bytes: u32, enqueued_at: SimTime) -> Packet {
@@ -254,6 +276,7 @@ mod tests {
             max_burst: SimTime::from_ms(150),
             derandomize: false,
             mean_packet_bytes: 1500,
+            ecn: false,
         }
     }
 
@@ -444,5 +467,53 @@ mod tests {
         };
         assert_eq!(run(1), run(1));
         assert_ne!(run(1), run(2));
+    }
+
+    /// `n` ECN-capable (`ecn`) arrivals at a PIE with `ecn` on, under control (no burst
+    /// allowance left, a long queue) at drop probability `drop_prob`, each dequeued before the
+    /// next: (arrivals dropped early, arrivals queued marked CE).
+    fn arrivals_at(drop_prob: f64, ecn: Ecn, n: u32) -> (u64, u64, Pie) {
+        let mut q = Pie::new(PieConfig { ecn: true, t_update: SimTime::from_secs(1000), ..config() }, 1);
+        (q.drop_prob, q.burst_allowance, q.qdelay_old) = (drop_prob, SimTime::ZERO, SimTime::from_ms(30));
+        for _ in 0..10 {
+            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+        }
+        let (mut dropped, mut marked) = (0, 0);
+        for _ in 0..n {
+            match q.enqueue(Packet { ecn, ..packet(1500, SimTime::ZERO) }, SimTime::ZERO) {
+                Err((_, reason)) => {
+                    assert_eq!(reason, DropReason::Aqm);
+                    dropped += 1;
+                }
+                Ok(()) => {
+                    // The ten packets ahead keep the queue long (§4.1's safeguard stays off).
+                    let Dequeue::Packet(p) = q.dequeue(SimTime::ZERO, &mut NoDrops) else { panic!("queued") };
+                    marked += (p.ecn == Ecn::Ce) as u64;
+                }
+            }
+        }
+        while let Dequeue::Packet(p) = q.fifo.dequeue(SimTime::ZERO, &mut NoDrops) {
+            marked += (p.ecn == Ecn::Ce) as u64;
+        }
+        (dropped, marked, q)
+    }
+
+    #[test]
+    fn with_ecn_ect_arrivals_are_marked_while_the_probability_is_at_most_ten_percent() {
+        // RFC 8033 §5.1: at drop_prob 0.05, about 5 % of the arrivals are marked, none dropped.
+        let (dropped, marked, q) = arrivals_at(0.05, Ecn::Ect0, 10_000);
+        assert_eq!(dropped, 0);
+        assert!((400..600).contains(&marked), "{marked} marks");
+        assert_eq!(q.ce_marks(), CeMarks { packets: marked, bytes: 1500 * marked });
+        // Not-ECT arrivals are dropped as without ECN.
+        let (dropped, marked, _) = arrivals_at(0.05, Ecn::NotEct, 10_000);
+        assert!((400..600).contains(&dropped) && marked == 0, "{dropped} drops");
+    }
+
+    #[test]
+    fn with_ecn_pie_drops_above_ten_percent() {
+        let (dropped, marked, q) = arrivals_at(0.2, Ecn::Ect0, 10_000);
+        assert!((1800..2200).contains(&dropped), "{dropped} drops");
+        assert_eq!((marked, q.ce_marks()), (0, CeMarks::default()));
     }
 }

@@ -35,6 +35,12 @@
 //! is sent finds the queue empty and is the ordinary sample q = 0). Without a rate no idle time
 //! is counted.
 //!
+//! With `ecn` on, an early drop of an ECN-capable arrival below max_th becomes a CE mark (RFC
+//! 3168 §5): the arrival is queued marked, and `count` starts over as after a drop (the mark is
+//! the early signal). At or above max_th (the gentle region included) RED drops whatever the
+//! packet: a queue that far above its thresholds is not controlled by marks alone (RFC 3168 §7,
+//! Linux `red ecn harddrop`). Marks are counted by the queue ([`CeMarks`]).
+//!
 //! Adaptive RED (Fig. 1 of the 2001 paper) adapts max_p every `interval` (0.5 s) by AIMD to keep
 //! avg within [min_th + 0.4·(max_th − min_th), min_th + 0.6·(max_th − min_th)]: above it max_p
 //! grows by α = min(0.01, max_p/4), below it shrinks by β = 0.9; max_p stays in [0.01, 0.5]. The
@@ -43,7 +49,7 @@
 //! in mean-sized packets per second (the average's time constant one second), min_th =
 //! max(5, target_delay·C/2) packets and max_th = 3·min_th (see [`automatic_thresholds`]).
 
-use super::discipline::{Dequeue, DropReason, DropSink, QueueDiscipline};
+use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use super::fifo::DropTailFifo;
 use crate::net::packet::Packet;
 use crate::spec::QueueSpec;
@@ -93,6 +99,8 @@ pub struct RedConfig {
     pub adapt_interval: Option<SimTime>,
     /// The link's rate (idle-time correction).
     pub rate: Option<BitRate>,
+    /// Mark ECN-capable arrivals CE instead of dropping them early below max_th.
+    pub ecn: bool,
 }
 
 /// The link's capacity C in mean-sized packets per second (ARED §4), if it has a rate.
@@ -139,6 +147,7 @@ impl RedConfig {
             adaptive,
             target_delay_ns,
             interval_ns,
+            ecn,
         } = *spec
         else {
             return None;
@@ -166,6 +175,7 @@ impl RedConfig {
             mean_packet_bytes,
             adapt_interval: adaptive.then(|| SimTime::from_ns(interval_ns)),
             rate,
+            ecn,
         })
     }
 }
@@ -189,6 +199,7 @@ pub struct Red {
     /// When Adaptive RED next adapts max_p.
     next_adaptation: SimTime,
     rng: Xoshiro256PlusPlus,
+    marks: CeMarks,
 }
 
 impl Red {
@@ -206,6 +217,7 @@ impl Red {
             max_p: config.max_p,
             next_adaptation: config.adapt_interval.unwrap_or(SimTime::MAX),
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            marks: CeMarks::default(),
         }
     }
 
@@ -312,11 +324,16 @@ impl Red {
 }
 
 impl QueueDiscipline for Red {
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, mut packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
         self.update_average(now);
         self.adapt(now);
         if self.drops_early(packet.wire_bytes) {
-            return Err((packet, DropReason::Aqm));
+            // RFC 3168 §5: below max_th an ECN-capable arrival is marked CE instead; at or above
+            // it (and in the gentle region) RED drops (RFC 3168 §7; Linux `harddrop`).
+            let marks = self.config.ecn && self.avg < self.config.max_th;
+            if !self.marks.mark_instead_of_drop(marks, &mut packet) {
+                return Err((packet, DropReason::Aqm));
+            }
         }
         self.fifo.enqueue(packet, now)
     }
@@ -340,11 +357,16 @@ impl QueueDiscipline for Red {
     fn len_bytes(&self) -> u64 {
         self.fifo.len_bytes()
     }
+
+    fn ce_marks(&self) -> CeMarks {
+        self.marks
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::packet::Ecn;
     use crate::queue::discipline::NoDrops;
 
     fn packet(bytes: u32) -> Packet {
@@ -365,6 +387,7 @@ mod tests {
             mean_packet_bytes: 1000,
             adapt_interval: None,
             rate: Some(BitRate(8_000_000)), // a 1000-byte packet takes 1 ms
+            ecn: false,
         }
     }
 
@@ -549,5 +572,46 @@ mod tests {
         };
         assert_eq!(run(1), run(1));
         assert_ne!(run(1), run(2));
+    }
+
+    /// `n` arrivals with ECN field `ecn` at a RED with `ecn` on, its average held at `avg`, each
+    /// dequeued before the next: (arrivals refused as early drops, arrivals queued marked CE).
+    fn arrivals_at(avg: f64, ecn: Ecn, n: u32) -> (u64, u64, Red) {
+        let mut q = at_average(RedConfig { w_q: 1e-12, ecn: true, ..config() }, avg);
+        let (mut dropped, mut marked) = (0, 0);
+        for _ in 0..n {
+            match q.enqueue(Packet { ecn, ..packet(1000) }, SimTime::ZERO) {
+                Err((_, reason)) => {
+                    assert_eq!(reason, DropReason::Aqm);
+                    dropped += 1;
+                }
+                Ok(()) => {
+                    let Dequeue::Packet(p) = q.dequeue(SimTime::ZERO, &mut NoDrops) else { panic!("queued") };
+                    marked += (p.ecn == Ecn::Ce) as u64;
+                }
+            }
+        }
+        (dropped, marked, q)
+    }
+
+    #[test]
+    fn with_ecn_early_drops_below_max_th_become_marks() {
+        // avg 10 of [5, 15], max_p 0.1: p_b = 0.05, about one early signal in 10 (§7's spacing).
+        let (dropped, marked, q) = arrivals_at(10.0, Ecn::Ect0, 10_000);
+        assert_eq!(dropped, 0, "an ECN-capable arrival below max_th is marked, not dropped");
+        assert!((800..1200).contains(&marked), "{marked} marks");
+        assert_eq!(q.ce_marks(), CeMarks { packets: marked, bytes: 1000 * marked });
+        // The same draws without ECN capability: the same number of early drops, no marks.
+        let (dropped, marked, q) = arrivals_at(10.0, Ecn::NotEct, 10_000);
+        assert!((800..1200).contains(&dropped) && marked == 0 && q.ce_marks() == CeMarks::default());
+    }
+
+    #[test]
+    fn with_ecn_red_still_drops_at_or_above_max_th() {
+        // RFC 3168 §7 (Linux `harddrop`): at avg ≥ max_th every arrival is dropped, ECT or not.
+        for avg in [15.5, 20.0] {
+            let (dropped, marked, q) = arrivals_at(avg, Ecn::Ect0, 100);
+            assert_eq!((dropped, marked, q.ce_marks()), (100, 0, CeMarks::default()), "avg {avg}");
+        }
     }
 }

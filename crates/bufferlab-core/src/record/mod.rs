@@ -234,7 +234,7 @@ impl Capture {
         self.flags.push(p.flags);
         self.seq.push(p.seq);
         self.ack.push(if p.has(flags::ACK) { p.ack } else { 0 });
-        self.payload_bytes.push(p.payload);
+        self.payload_bytes.push(p.payload as u32);
         self.wire_bytes.push(p.wire_bytes);
         self.retransmission.push(p.retransmission);
         self.ts_val_ns.push(p.ts_val.as_ns());

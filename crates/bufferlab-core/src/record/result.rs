@@ -59,6 +59,13 @@ pub struct FlowRecord {
     pub recovery_time_ns: u64,
     /// Pure ACKs sent by the receiver.
     pub acks_sent: u64,
+    /// Data packets that reached the receiver marked Congestion Experienced (RFC 3168 §5).
+    #[serde(default)]
+    pub ce_received: u64,
+    /// Congestion-window reductions the sender made in answer to ECN feedback (TCP's ECN-Echo,
+    /// RFC 3168 §6.1.2; QUIC's increased CE count, RFC 9002 §7.1): at most one per round trip.
+    #[serde(default)]
+    pub ecn_responses: u64,
     /// RTT samples taken (Karn's rule: none from retransmitted segments).
     pub rtt_samples: u64,
     pub rtt_sum_ns: u64,
@@ -118,6 +125,13 @@ pub struct ChannelRecord {
     pub dropped_aqm_packets: u64,
     #[serde(default)]
     pub dropped_aqm_bytes: u64,
+    /// Packets (and their bytes) the queue discipline's AQM marked Congestion Experienced instead
+    /// of dropping them (RFC 3168 §5): delivered on, so outside conservation's sum. Absent (0) in
+    /// results written before it existed.
+    #[serde(default)]
+    pub ce_marked_packets: u64,
+    #[serde(default)]
+    pub ce_marked_bytes: u64,
     pub queued_end_packets: u64,
     pub queued_end_bytes: u64,
     pub transmitting_end_packets: u64,

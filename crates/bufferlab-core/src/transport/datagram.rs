@@ -188,6 +188,8 @@ pub struct DatagramReceiver {
     bytes: u64,
     /// Always 0: datagrams are not acknowledged.
     pub acks_sent: u64,
+    /// Always 0: datagrams are sent Not-ECT, so no queue marks them.
+    pub ce_received: u64,
     delays: DatagramDelays,
 }
 
@@ -230,7 +232,7 @@ mod tests {
         s.on_timeout(SimTime::from_ms(10), &mut out);
         assert_eq!(out.len(), 11);
         assert_eq!(out[10].ts_val, SimTime::from_ms(10));
-        assert_eq!(out[3].payload, 1250 - DATAGRAM_HEADER_BYTES);
+        assert_eq!(out[3].payload as u32, 1250 - DATAGRAM_HEADER_BYTES);
         s.stop(SimTime::from_ms(10), &mut out);
         assert!(s.is_closed() && s.next_timeout().is_none());
     }

@@ -242,6 +242,10 @@ impl Receiver {
     pub fn acks_sent(&self) -> u64 {
         receiver_dispatch!(self, r => r.acks_sent)
     }
+    /// Packets from the sender that arrived marked CE.
+    pub fn ce_received(&self) -> u64 {
+        receiver_dispatch!(self, r => r.ce_received)
+    }
     /// Free the memory a finished flow no longer needs.
     pub fn release_buffers(&mut self) {
         if let Receiver::Tcp(r) = self {

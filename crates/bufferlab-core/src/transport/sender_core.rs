@@ -61,6 +61,9 @@ pub struct AckTally {
     /// Bytes in flight before and after the ACK.
     pub prior_in_flight: u64,
     pub in_flight: u64,
+    /// ECN feedback of congestion, and the acknowledged bytes reported CE (see [`AckSample`]).
+    pub ecn_echo: bool,
+    pub ce_marked_bytes: u64,
 }
 
 #[derive(Debug)]
@@ -222,6 +225,16 @@ impl<R: RttEstimate> SenderCore<R> {
         self.begin_recovery(now);
     }
 
+    /// ECN feedback of congestion at `now` that the transport answers (once per round trip, its
+    /// rule): the controller's ECN response from `window` (TCP: FlightSize; QUIC: the congestion
+    /// window), counted in the record if the controller responded. No loss-recovery episode
+    /// begins: nothing is lost.
+    pub fn ecn_congestion_event(&mut self, now: SimTime, window: u64) {
+        if self.cc.on_ecn_congestion_event(now, window) {
+            self.record.ecn_responses += 1;
+        }
+    }
+
     /// A recovery period begins at `now`, unless one is under way (a timeout inside a fast
     /// recovery continues its episode).
     pub fn begin_recovery(&mut self, now: SimTime) {
@@ -284,6 +297,8 @@ impl<R: RttEstimate> SenderCore<R> {
             in_recovery: self.in_recovery(),
             total_delivered: self.rate.delivered(),
             rate,
+            ecn_echo: tally.ecn_echo,
+            ce_marked_bytes: tally.ce_marked_bytes,
         };
         if grow {
             self.cc.on_ack(&sample);
@@ -457,6 +472,8 @@ mod tests {
             rtt: Some(ms(40)),
             prior_in_flight: 10 * MSS as u64,
             in_flight: 9 * MSS as u64,
+            ecn_echo: false,
+            ce_marked_bytes: 0,
         };
         let before = c.cwnd();
         let sample = c.conclude_ack(ms(40), tally, false);
@@ -479,6 +496,8 @@ mod tests {
             rtt: None,
             prior_in_flight: 5_000,
             in_flight: 0,
+            ecn_echo: false,
+            ce_marked_bytes: 0,
         };
         let sample = c.conclude_ack(ms(50), tally, true);
         assert_eq!(sample.total_delivered, 5_000);

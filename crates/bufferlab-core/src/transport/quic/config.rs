@@ -30,6 +30,8 @@ pub struct QuicConfig {
     pub max_ack_delay: SimTime,
     pub initial_rtt: SimTime,
     pub packet_threshold: u64,
+    /// ECN (RFC 9000 §13.4, RFC 9002 §7.1).
+    pub ecn: bool,
 }
 
 impl From<&QuicSpec> for QuicConfig {
@@ -45,6 +47,7 @@ impl From<&QuicSpec> for QuicConfig {
             max_ack_delay: SimTime::from_ns(s.max_ack_delay_ns),
             initial_rtt: SimTime::from_ns(s.initial_rtt_ns),
             packet_threshold: s.packet_threshold as u64,
+            ecn: s.ecn,
         }
     }
 }

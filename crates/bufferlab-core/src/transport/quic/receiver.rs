@@ -2,7 +2,7 @@
 //! and sends ACK frames (RFC 9000 §13.2).
 
 use super::config::{QuicConfig, RECEIVER_RANGES};
-use crate::net::packet::{flags, AckFrame, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{flags, AckFrame, Ecn, EcnCounts, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::net::sack_slab::SackSlab;
 use crate::transport::ranges::RangeSet;
 use crate::transport::timing::DeliveryLog;
@@ -26,6 +26,21 @@ pub struct QuicReceiver {
     pub acks_sent: u64,
     /// In-order delivery times of the bytes delivered (for the recorder).
     deliveries: DeliveryLog,
+    /// Packets that arrived marked CE.
+    pub ce_received: u64,
+    /// The packets received with each ECN codepoint (RFC 9000 §13.4.1), reported in every ACK
+    /// frame when the connection uses ECN.
+    ecn_counts: EcnCounts,
+}
+
+/// Bytes of a variable-length integer of value `v` (RFC 9000 §16).
+fn varint_bytes(v: u32) -> u32 {
+    match v {
+        0..=63 => 1,
+        64..=16_383 => 2,
+        16_384..=1_073_741_823 => 4,
+        _ => 8,
+    }
 }
 
 impl QuicReceiver {
@@ -48,6 +63,8 @@ impl QuicReceiver {
             ack_deadline: None,
             acks_sent: 0,
             deliveries: DeliveryLog::default(),
+            ce_received: 0,
+            ecn_counts: EcnCounts::default(),
         }
     }
 
@@ -95,6 +112,15 @@ impl QuicReceiver {
         if largest.is_none_or(|l| packet.pn > l) {
             self.largest_received_at = now;
         }
+        // RFC 9000 §13.4.1: count each received packet under its ECN codepoint.
+        let counts = &mut self.ecn_counts;
+        match packet.ecn {
+            Ecn::NotEct => {}
+            Ecn::Ect0 => counts.ect0 = counts.ect0.wrapping_add(1),
+            Ecn::Ect1 => counts.ect1 = counts.ect1.wrapping_add(1),
+            Ecn::Ce => counts.ce = counts.ce.wrapping_add(1),
+        }
+        self.ce_received += (packet.ecn == Ecn::Ce) as u64;
         if packet.has(flags::SYN) {
             // The client's Initial: answer with the server's handshake flight, a full datagram
             // that acknowledges it.
@@ -132,6 +158,13 @@ impl QuicReceiver {
             // RFC 9000 §19.3: each range after the first adds a Gap and an ACK Range Length.
             self.config.ack_packet + 4 * (n as u32 - 1)
         };
+        // RFC 9000 §19.3.2: an ACK frame with ECN counts (type 0x03) adds them as three varints.
+        let (datagram, ecn_counts) = if self.config.ecn {
+            let c = self.ecn_counts;
+            (datagram + varint_bytes(c.ect0) + varint_bytes(c.ect1) + varint_bytes(c.ce), c)
+        } else {
+            (datagram, EcnCounts::default())
+        };
         let mut packet = Packet::acknowledgement(
             self.flow,
             self.sender_node,
@@ -141,7 +174,7 @@ impl QuicReceiver {
             now,
         );
         let ack_delay_us = u32::try_from((now - self.largest_received_at).as_ns() / 1_000).unwrap_or(u32::MAX);
-        sacks.store(&mut packet, AckFrame { blocks: &sack[..n], ack_delay_us });
+        sacks.store(&mut packet, AckFrame { blocks: &sack[..n], ack_delay_us, ecn_counts });
         out.push(packet);
         self.acks_sent += 1;
         self.unacknowledged = 0;

@@ -12,7 +12,7 @@ use super::config::{QuicConfig, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIME
 use super::rtt::QuicRtt;
 use super::sent_packets::{Chunk, Fate, LossRule, SentPacket, SentPackets};
 use crate::cc::{CongestionController, Controller};
-use crate::net::packet::{flags, AckFrame, Packet};
+use crate::net::packet::{flags, AckFrame, Ecn, Packet};
 use crate::transport::ranges::RangeSet;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::units::SimTime;
@@ -55,6 +55,8 @@ pub struct QuicSender {
     acked: RangeSet,
     /// Lost stream data waiting to be sent again, oldest first.
     retransmit: VecDeque<Chunk>,
+    /// RFC 9002 B.2 ecn_ce_counters: the largest CE count an ACK frame reported.
+    ecn_ce_count: u32,
 }
 
 impl QuicSender {
@@ -82,6 +84,7 @@ impl QuicSender {
             fin_acked: false,
             acked: RangeSet::new(),
             retransmit: VecDeque::new(),
+            ecn_ce_count: 0,
         }
     }
 
@@ -235,8 +238,11 @@ impl QuicSender {
             rtt_sample = Some(latest);
         }
 
-        // A.7: detect and remove lost packets before crediting the acknowledged ones. A recovery
-        // period that begins now covers every packet this ACK acknowledges (all sent before now).
+        // A.7: ECN first (B.7 ProcessECN), then detect and remove lost packets before crediting
+        // the acknowledged ones. A recovery period that begins now covers every packet this ACK
+        // acknowledges (all sent before now).
+        let newest = largest_newly_acked.expect("newly acknowledged");
+        let ecn_echo = self.config.ecn && self.process_ecn(now, ack, newest.time_sent);
         let lost = self.detect_lost_packets(now);
         if self.recovery_start == Some(now) {
             newly_acked_bytes_outside_recovery = 0;
@@ -245,7 +251,6 @@ impl QuicSender {
         if exits_recovery {
             self.core.exit_recovery(now);
         }
-        let newest = largest_newly_acked.expect("newly acknowledged");
         let tally = AckTally {
             bytes_acked: newly_acked_bytes_outside_recovery,
             delivered,
@@ -254,6 +259,8 @@ impl QuicSender {
             rtt: rtt_sample,
             prior_in_flight,
             in_flight: self.sent.in_flight(),
+            ecn_echo,
+            ce_marked_bytes: 0,
         };
         // RFC 9002 B.5: window growth only for packets sent after the recovery period began; the
         // hook every ACK gets follows (model-based controllers such as BBR learn the path there).
@@ -261,6 +268,26 @@ impl QuicSender {
         // A.7: the probe count resets once an acknowledgement shows the path works.
         self.pto_count = 0;
         self.sent.forget_resolved();
+    }
+
+    /// RFC 9002 B.7 ProcessECN: a CE count above the largest seen is a congestion event (§7.1),
+    /// one per recovery period: none if the newest packet acknowledged (sent at `sent_time`) was
+    /// sent before the period under way began. Returns whether the count increased.
+    fn process_ecn(&mut self, now: SimTime, ack: AckFrame<'_>, sent_time: SimTime) -> bool {
+        let increase = ack.ecn_counts.ce.wrapping_sub(self.ecn_ce_count);
+        if increase == 0 || increase > u32::MAX / 2 {
+            return false; // unchanged, or an older ACK frame arriving late (a smaller count)
+        }
+        self.ecn_ce_count = ack.ecn_counts.ce;
+        // B.6 OnCongestionEvent: no reduction within the recovery period under way.
+        if self.recovery_start.is_none_or(|r| sent_time > r) {
+            self.recovery_start = Some(now);
+            // RFC 9002 §7.3.2: from the congestion window; the controller's ECN response (the
+            // loss response without retransmission; none for BBR).
+            let window = self.core.cc.window();
+            self.core.ecn_congestion_event(now, window);
+        }
+        true
     }
 
     /// RFC 9002 A.10 DetectAndRemoveLostPackets, then B.8 OnPacketsLost; returns the bytes newly
@@ -421,7 +448,7 @@ impl QuicSender {
         let pn = self.push_sent(now, size, Chunk::NONE, true);
         // No RTT sample exists before the handshake completes: the Initial carries no SRTT.
         let initial = self.core.packet(now, flags::SYN, 0, 0, size + self.config.lower_layer, pn > 0);
-        out.push(Packet { pn, ..initial });
+        out.push(Packet { pn, ecn: self.codepoint(), ..initial });
     }
 
     fn send_packet(&mut self, now: SimTime, chunk: Chunk, retransmission: bool, out: &mut Vec<Packet>) {
@@ -434,7 +461,17 @@ impl QuicSender {
         let tcp_flags = if chunk.fin { flags::FIN } else { 0 };
         let packet =
             self.core.packet(now, tcp_flags, chunk.start, payload, size + self.config.lower_layer, retransmission);
-        out.push(Packet { pn, ..packet });
+        out.push(Packet { pn, ecn: self.codepoint(), ..packet });
+    }
+
+    /// The ECN field of every packet sent: ECT(0) with ECN (RFC 9000 §13.4: a QUIC packet carries
+    /// new frames under a new packet number, so data sent again is ECT too), else Not-ECT.
+    fn codepoint(&self) -> Ecn {
+        if self.config.ecn {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        }
     }
 
     /// RFC 9002 A.5 OnPacketSent.

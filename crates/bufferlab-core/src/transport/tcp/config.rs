@@ -1,7 +1,7 @@
 //! A TCP connection's configuration, read once from its spec: below the sender, the receiver and
 //! the test bench, which all start from it.
 
-use crate::spec::{RecoveryKind, RtoKind, SsthreshBasis, TcpSpec};
+use crate::spec::{RecoveryKind, RtoKind, SsthreshBasis, TcpEcn, TcpSpec};
 use crate::units::SimTime;
 
 /// Extra bytes a SYN or SYN-ACK carries for the MSS, SACK-permitted and window-scale options
@@ -29,6 +29,8 @@ pub struct TcpConfig {
     pub rack: bool,
     /// What a congestion event's reduction starts from (`TcpSender::reduction_basis`).
     pub ssthresh_from: SsthreshBasis,
+    /// ECN and its feedback mode (RFC 3168 §6.1; RFC 8257 §3.2).
+    pub ecn: TcpEcn,
 }
 
 impl From<&TcpSpec> for TcpConfig {
@@ -50,6 +52,7 @@ impl From<&TcpSpec> for TcpConfig {
             rto: s.rto,
             rack: s.rack && s.sack,
             ssthresh_from: s.ssthresh_from,
+            ecn: s.ecn,
         }
     }
 }

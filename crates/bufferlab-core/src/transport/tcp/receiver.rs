@@ -7,8 +7,9 @@
 
 use super::config::{TcpConfig, SYN_OPTION_BYTES};
 use crate::memory::prefetch;
-use crate::net::packet::{flags, AckFrame, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::net::packet::{flags, AckFrame, Ecn, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::net::sack_slab::SackSlab;
+use crate::spec::TcpEcn;
 use crate::transport::timing::DeliveryLog;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -39,6 +40,14 @@ pub struct TcpReceiver {
     pub acks_sent: u64,
     /// In-order delivery times of the bytes delivered (for the recorder).
     deliveries: DeliveryLog,
+    /// The receiver's ECN feedback mode, and whether the SYN negotiated ECN (RFC 3168 §6.1.1).
+    ecn_mode: TcpEcn,
+    ecn: bool,
+    /// The next ACK carries ECE: classic, from a CE arrival until a CWR one (RFC 3168 §6.1.3);
+    /// dctcp, while the latest arrival was CE (RFC 8257 §3.2's CE state).
+    echo: bool,
+    /// Segments that arrived marked CE.
+    pub ce_received: u64,
 }
 
 impl TcpReceiver {
@@ -72,6 +81,10 @@ impl TcpReceiver {
             fin_seq: None,
             acks_sent: 0,
             deliveries: DeliveryLog::default(),
+            ecn_mode: config.ecn,
+            ecn: false,
+            echo: false,
+            ce_received: 0,
         }
     }
 
@@ -118,17 +131,25 @@ impl TcpReceiver {
     }
 
     fn receive(&mut self, now: SimTime, packet: &Packet, sacks: &mut SackSlab, out: &mut Vec<Packet>) {
+        self.ce_received += (packet.ecn == Ecn::Ce) as u64;
         if packet.has(flags::SYN) {
             // A (possibly repeated) SYN: answer with a SYN-ACK; data starts at sequence 1.
             self.rcv_nxt = self.rcv_nxt.max(1);
             self.ts_recent = packet.ts_val;
             self.last_ack_sent = self.rcv_nxt;
-            out.push(self.ack_packet(now, flags::SYN | flags::ACK, SYN_OPTION_BYTES));
+            // RFC 3168 §6.1.1: an ECN-setup SYN (ECE and CWR) is answered by an ECN-setup
+            // SYN-ACK (ECE alone) if this end does ECN too.
+            self.ecn = self.ecn_mode != TcpEcn::Off && packet.has(flags::ECE) && packet.has(flags::CWR);
+            let setup = if self.ecn { flags::ECE } else { 0 };
+            out.push(self.ack_packet(now, flags::SYN | flags::ACK | setup, SYN_OPTION_BYTES));
             self.acks_sent += 1;
             return;
         }
         if self.rcv_nxt == 0 {
             return; // data before the handshake cannot happen with in-order SYN delivery
+        }
+        if self.ecn {
+            self.note_congestion_experienced(now, packet, sacks, out);
         }
         let start = packet.seq;
         let mut end = start + packet.payload as u64;
@@ -162,13 +183,46 @@ impl TcpReceiver {
             self.send_ack(now, sacks, out);
             return;
         }
-        if packet.payload >= self.mss {
+        if packet.payload as u32 >= self.mss {
             self.unacked_segments += 1;
         }
         if self.unacked_segments >= self.ack_every {
             self.send_ack(now, sacks, out);
         } else if self.delayed_ack_deadline.is_none() {
             self.delayed_ack_deadline = Some(now + self.delayed_ack_timeout);
+        }
+    }
+
+    /// The ECN feedback state after a segment's arrival, before its data is taken in.
+    fn note_congestion_experienced(
+        &mut self,
+        now: SimTime,
+        packet: &Packet,
+        sacks: &mut SackSlab,
+        out: &mut Vec<Packet>,
+    ) {
+        let ce = packet.ecn == Ecn::Ce;
+        match self.ecn_mode {
+            TcpEcn::Off => {}
+            TcpEcn::Classic => {
+                // RFC 3168 §6.1.3: ECE on every ACK from a CE segment until a CWR segment
+                // arrives; a segment with both sets it again.
+                if packet.has(flags::CWR) {
+                    self.echo = false;
+                }
+                self.echo |= ce;
+            }
+            TcpEcn::Dctcp => {
+                if ce != self.echo {
+                    // RFC 8257 §3.2: the CE state changes. The segments received before this one
+                    // and not yet acknowledged are acknowledged at once, with the old state's ECE,
+                    // so that each ACK echoes the CE marks of exactly the bytes it covers.
+                    if self.delayed_ack_deadline.is_some() {
+                        self.send_ack(now, sacks, out);
+                    }
+                    self.echo = ce;
+                }
+            }
         }
     }
 
@@ -240,7 +294,8 @@ impl TcpReceiver {
         self.unacked_segments = 0;
         self.delayed_ack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
-        let mut packet = self.ack_packet(now, flags::ACK, 0);
+        let ece = if self.ecn && self.echo { flags::ECE } else { 0 };
+        let mut packet = self.ack_packet(now, flags::ACK | ece, 0);
         if self.sack && self.recent_len > 0 {
             // Refresh each reported block to the current extent of its range.
             let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];
@@ -402,5 +457,96 @@ mod tests {
         r.on_packet(SimTime::ZERO, &seg(0), &mut sacks, &mut out);
         assert_eq!(out.last().unwrap().ack, 201);
         assert_eq!(r.out_of_order.len(), 98);
+    }
+
+    /// A receiver whose flow's `tcp.ecn` is `mode`, after a SYN with `syn_flags`; and its SYN-ACK.
+    fn ecn_receiver(mode: TcpEcn, syn_flags: u8) -> (TcpReceiver, Packet) {
+        let spec = TcpSpec { mss: 100, ack_every: 2, ecn: mode, ..TcpSpec::default() };
+        let mut r = TcpReceiver::new(0, 0, &TcpConfig::from(&spec));
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        r.on_packet(SimTime::ZERO, &Packet { flags: syn_flags, ..data(0, 0) }, &mut sacks, &mut out);
+        (r, out[0])
+    }
+
+    /// Segment `k` with ECN field `ecn` and extra flags.
+    fn marked(k: u64, ecn: Ecn, extra: u8) -> Packet {
+        let p = seg(k);
+        Packet { ecn, flags: p.flags | extra, ..p }
+    }
+
+    const ECN_SETUP_SYN: u8 = flags::SYN | flags::ECE | flags::CWR;
+
+    #[test]
+    fn an_ecn_setup_syn_is_answered_by_an_ecn_setup_syn_ack() {
+        // RFC 3168 §6.1.1: SYN with ECE and CWR; SYN-ACK with ECE, without CWR; neither ECT.
+        let (_, syn_ack) = ecn_receiver(TcpEcn::Classic, ECN_SETUP_SYN);
+        assert!(syn_ack.has(flags::ECE) && !syn_ack.has(flags::CWR) && syn_ack.ecn == Ecn::NotEct);
+        // Not asked for, or not done here: no ECE, and no echo of later CE marks.
+        for (mode, syn) in [(TcpEcn::Classic, flags::SYN), (TcpEcn::Off, ECN_SETUP_SYN)] {
+            let (mut r, syn_ack) = ecn_receiver(mode, syn);
+            assert!(!syn_ack.has(flags::ECE));
+            let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+            for k in 0..4 {
+                r.on_packet(SimTime::ZERO, &marked(k, Ecn::Ce, 0), &mut sacks, &mut out);
+            }
+            assert!(out.iter().all(|a| !a.has(flags::ECE)), "{mode:?}");
+            assert_eq!(r.ce_received, 4, "the marks arrive all the same");
+        }
+    }
+
+    #[test]
+    fn classic_feedback_sets_ece_from_a_ce_segment_until_a_cwr_segment() {
+        // RFC 3168 §6.1.3. Segments (ACK every second one): 0 N, 1 N | 2 CE, 3 N | 4 N, 5 N |
+        // 6 N+CWR, 7 N | 8 CE+CWR, 9 N.
+        let (mut r, _) = ecn_receiver(TcpEcn::Classic, ECN_SETUP_SYN);
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        let segments = [
+            (Ecn::Ect0, 0),
+            (Ecn::Ect0, 0),
+            (Ecn::Ce, 0),
+            (Ecn::Ect0, 0),
+            (Ecn::Ect0, 0),
+            (Ecn::Ect0, 0),
+            (Ecn::Ect0, flags::CWR),
+            (Ecn::Ect0, 0),
+            (Ecn::Ce, flags::CWR),
+            (Ecn::Ect0, 0),
+        ];
+        for (k, (ecn, extra)) in segments.into_iter().enumerate() {
+            r.on_packet(SimTime::ZERO, &marked(k as u64, ecn, extra), &mut sacks, &mut out);
+        }
+        let echoes: Vec<(u64, bool)> = out.iter().map(|a| (a.ack, a.has(flags::ECE))).collect();
+        assert_eq!(echoes, vec![(201, false), (401, true), (601, true), (801, false), (1001, true)]);
+        assert!(out.iter().all(|a| a.ecn == Ecn::NotEct), "pure ACKs are not ECT (RFC 3168 §6.1.4)");
+        assert_eq!(r.ce_received, 2);
+    }
+
+    #[test]
+    fn dctcp_feedback_echoes_the_ce_state_with_an_immediate_ack_when_it_changes() {
+        // RFC 8257 §3.2, delayed ACKs every second segment. Segments 0 N, 1 N, 2 N, 3 CE, 4 CE,
+        // 5 CE, 6 N, 7 N:
+        //   0 N, 1 N  -> ACK 201 without ECE (every second segment)
+        //   2 N       -> held (delayed ACK)
+        //   3 CE      -> the state changes: ACK 301 at once, without ECE (segment 2's state)
+        //   4 CE      -> ACK 501 with ECE (segments 3 and 4)
+        //   5 CE      -> held
+        //   6 N       -> the state changes: ACK 601 at once with ECE (segment 5)
+        //   7 N       -> ACK 801 without ECE (segments 6 and 7)
+        // and CWR changes nothing (DCTCP's receiver does not wait for it).
+        let (mut r, syn_ack) = ecn_receiver(TcpEcn::Dctcp, ECN_SETUP_SYN);
+        assert!(syn_ack.has(flags::ECE));
+        let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
+        let states = [Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ce, Ecn::Ce, Ecn::Ce, Ecn::Ect0, Ecn::Ect0];
+        for (k, ecn) in states.into_iter().enumerate() {
+            r.on_packet(SimTime::ZERO, &marked(k as u64, ecn, flags::CWR), &mut sacks, &mut out);
+        }
+        let echoes: Vec<(u64, bool)> = out.iter().map(|a| (a.ack, a.has(flags::ECE))).collect();
+        assert_eq!(echoes, vec![(201, false), (301, false), (501, true), (601, true), (801, false)]);
+        // A lone CE segment then the delayed-ACK timer: the ACK it sends carries ECE.
+        r.on_packet(SimTime::ZERO, &marked(8, Ecn::Ce, 0), &mut sacks, &mut out);
+        assert_eq!(out.len(), 5, "no pending segment to acknowledge at the change");
+        r.on_timeout(SimTime::from_ms(40), &mut sacks, &mut out);
+        assert_eq!((out[5].ack, out[5].has(flags::ECE)), (901, true));
+        assert_eq!(r.ce_received, 4);
     }
 }

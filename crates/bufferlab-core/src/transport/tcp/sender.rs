@@ -14,8 +14,8 @@ use super::scoreboard::Scoreboard;
 use super::segment::Segment;
 use crate::cc::{CongestionController, Controller};
 use crate::memory::prefetch;
-use crate::net::packet::{flags, Packet, SackBlock};
-use crate::spec::{RecoveryKind, RtoKind, SsthreshBasis};
+use crate::net::packet::{flags, Ecn, Packet, SackBlock};
+use crate::spec::{RecoveryKind, RtoKind, SsthreshBasis, TcpEcn};
 use crate::transport::rtt::RttEstimate;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::units::{BitRate, SimTime};
@@ -72,6 +72,16 @@ pub struct TcpSender {
     /// and TLP.is_retrans), which ends when an ACK tells whether the probe repaired a loss.
     tlp_deadline: Option<SimTime>,
     tlp_episode: Option<LossProbe>,
+    /// ECN was negotiated: the SYN-ACK answered the SYN's ECE and CWR with ECE alone (RFC 3168
+    /// §6.1.1); data segments go out ECT(0).
+    ecn: bool,
+    /// SND.NXT when the window was last reduced: an ECN-Echo on an ACK that acknowledges no data
+    /// sent after it belongs to the window already answered (RFC 3168 §6.1.2: at most one
+    /// reduction per window of data).
+    ecn_reduced_at: u64,
+    /// The window was reduced (ECN-Echo, fast retransmit or timeout): the next new data segment
+    /// carries CWR (RFC 3168 §6.1.2).
+    cwr_pending: bool,
 }
 
 /// A tail loss probe in flight (RFC 8985 §7.3).
@@ -110,6 +120,9 @@ impl TcpSender {
             rack_deadline: None,
             tlp_deadline: None,
             tlp_episode: None,
+            ecn: false,
+            ecn_reduced_at: 0,
+            cwr_pending: false,
         }
     }
 
@@ -192,7 +205,7 @@ impl TcpSender {
         self.core.start(now);
         self.syn_sent_at = now;
         self.snd_nxt = 1;
-        out.push(self.segment(now, 0, 0, flags::SYN, false));
+        out.push(self.segment(now, 0, 0, self.syn_flags(), false));
         self.rto_deadline = Some(now + self.core.rtt.rto());
     }
 
@@ -218,6 +231,8 @@ impl TcpSender {
         match self.core.phase() {
             Phase::Handshake if packet.has(flags::SYN) && packet.has(flags::ACK) => {
                 self.core.establish(now);
+                // RFC 3168 §6.1.1: an ECN-setup SYN-ACK has ECE set and CWR clear.
+                self.ecn = self.config.ecn != TcpEcn::Off && packet.has(flags::ECE) && !packet.has(flags::CWR);
                 if !self.syn_retransmitted {
                     self.core.rtt.on_sample(now - self.syn_sent_at);
                     self.core.record_rtt_sample(now - self.syn_sent_at);
@@ -262,7 +277,7 @@ impl TcpSender {
                 self.core.rtt.back_off();
                 self.syn_retransmitted = true;
                 self.core.record.rtos += 1;
-                out.push(self.segment(now, 0, 0, flags::SYN, true));
+                out.push(self.segment(now, 0, 0, self.syn_flags(), true));
                 self.rto_deadline = Some(now + self.core.rtt.rto());
             }
             Phase::Established => self.on_retransmission_timeout(now, out),
@@ -385,6 +400,18 @@ impl TcpSender {
             }
         }
 
+        // RFC 3168 §6.1.2: an ECN-Echo is answered as a loss would be (the controller's
+        // multiplicative decrease, no retransmission), once per window of data: not within a
+        // loss recovery (its reduction answers the same window), nor for an ACK that covers no
+        // data sent since the last reduction.
+        let ecn_echo = self.ecn && packet.has(flags::ECE);
+        let ecn_reduces = ecn_echo && self.recovery.is_none() && ack > self.ecn_reduced_at;
+        if ecn_reduces {
+            let flight_size = self.snd_nxt - self.snd_una;
+            self.core.ecn_congestion_event(now, flight_size);
+            self.window_reduced();
+        }
+
         // In fast recovery the sender's procedure (PRR or classic) decides what this ACK lets
         // out, and the window does not grow (RFC 5681 §3.2, RFC 6937 §3).
         let in_fast_recovery = matches!(self.recovery, Some(r) if r.cause == RecoveryCause::Fast);
@@ -401,8 +428,12 @@ impl TcpSender {
             rtt: rtt_sample,
             prior_in_flight,
             in_flight: self.pipe(),
+            ecn_echo,
+            // RFC 8257 §3.3: bytes_marked grows by the bytes acknowledged by an ACK with ECE.
+            ce_marked_bytes: if ecn_echo { acked_bytes } else { 0 },
         };
-        self.core.conclude_ack(now, tally, acked_bytes > 0 && !in_fast_recovery);
+        // The ACK that reduced the window does not grow it again.
+        self.core.conclude_ack(now, tally, acked_bytes > 0 && !in_fast_recovery && !ecn_reduces);
 
         // RFC 6298 §5.2/5.3: stop the timer when nothing is outstanding, else restart it on new data.
         if self.scoreboard.is_empty() && !self.fin_outstanding() {
@@ -515,6 +546,7 @@ impl TcpSender {
             let window = self.reduction_basis().min(self.core.cc.window());
             self.core.cc.on_congestion_event(now, window);
             self.core.cc.on_recovery_exit(now);
+            self.window_reduced();
             self.tlp_episode = None;
         }
     }
@@ -554,6 +586,7 @@ impl TcpSender {
 
     fn enter_fast_recovery(&mut self, now: SimTime) {
         self.core.congestion_event(now, self.reduction_basis());
+        self.window_reduced();
         // RFC 5681 FlightSize: data sent but not cumulatively acknowledged.
         let flight_size = self.snd_nxt - self.snd_una;
         // A recovery episode ends any loss-probe episode (its repair is this reduction).
@@ -569,6 +602,25 @@ impl TcpSender {
             prr_allowance: 0,
         });
         self.retransmit_now = self.sender_recovers_classically();
+    }
+
+    /// The congestion window was just reduced, for any reason: with ECN, no ECN-Echo for the
+    /// data sent so far reduces it again, and the next new data segment carries CWR (RFC 3168
+    /// §6.1.2).
+    fn window_reduced(&mut self) {
+        if self.ecn {
+            self.ecn_reduced_at = self.snd_nxt;
+            self.cwr_pending = true;
+        }
+    }
+
+    /// The SYN's flags: with ECN, ECE and CWR ask for it (RFC 3168 §6.1.1, an ECN-setup SYN).
+    fn syn_flags(&self) -> u8 {
+        if self.config.ecn == TcpEcn::Off {
+            flags::SYN
+        } else {
+            flags::SYN | flags::ECE | flags::CWR
+        }
     }
 
     /// Classic recovery run by the sender (not by a controller that governs recovery itself).
@@ -633,6 +685,7 @@ impl TcpSender {
             // flight; the controller's window is already reduced, and bounds every basis.
             let basis = self.reduction_basis();
             self.core.cc.on_retransmission_timeout(now, basis.min(self.core.cc.window()));
+            self.window_reduced();
         }
         // RFC 6298 §5.5: back off the timer. Every segment is now deemed lost: RACK's timer and the
         // loss probe have nothing left to do.
@@ -788,7 +841,18 @@ impl TcpSender {
     fn segment(&mut self, now: SimTime, seq: u64, payload: u32, tcp_flags: u8, retransmission: bool) -> Packet {
         let options = if tcp_flags & flags::SYN != 0 { SYN_OPTION_BYTES } else { 0 };
         let wire_bytes = self.config.header_bytes + payload + options;
-        self.core.packet(now, tcp_flags, seq, payload, wire_bytes, retransmission)
+        let mut packet = self.core.packet(now, tcp_flags, seq, payload, wire_bytes, retransmission);
+        // RFC 3168 §6.1.4-6.1.5: data segments are ECT(0); the SYN, pure control segments and
+        // retransmissions are not.
+        if self.ecn && payload > 0 && !retransmission {
+            packet.ecn = Ecn::Ect0;
+            if self.cwr_pending {
+                // §6.1.2: CWR on the first new data segment after the reduction.
+                packet.flags |= flags::CWR;
+                self.cwr_pending = false;
+            }
+        }
+        packet
     }
 }
 
@@ -986,5 +1050,71 @@ mod tests {
         // A partial ACK (segments 0..4) means segment 5 was lost too: RFC 6582 retransmits it.
         acknowledge(&mut s, t, 1 + 5 * MSS, &[], &mut out);
         assert!(out.iter().any(|p| p.retransmission && p.seq == 1 + 5 * MSS));
+    }
+
+    /// A Reno sender with `tcp.ecn = "classic"` after its SYN and an ECN-setup SYN-ACK
+    /// (`syn_ack_flags`), with the SYN and the segments it sent.
+    fn ecn_sender(syn_ack_flags: u8) -> (TcpSender, Packet, Vec<Packet>) {
+        let config = TcpConfig::from(&TcpSpec { mss: MSS as u32, ecn: TcpEcn::Classic, ..TcpSpec::default() });
+        let cc = Controller::new(CcaKind::Reno, &ControllerConfig::new(config.mss, config.initial_window));
+        let mut s = TcpSender::new(0, 1, config, cc, None);
+        let mut out = Vec::new();
+        s.start(SimTime::ZERO, &mut out);
+        let syn = out.remove(0);
+        let syn_ack = Packet { flags: syn_ack_flags, ..ack_packet(1, &[]) };
+        s.on_packet(SimTime::from_ms(10), &syn_ack, &[], &mut out);
+        (s, syn, out)
+    }
+
+    fn ece(ack: u64) -> Packet {
+        Packet { flags: flags::ACK | flags::ECE, ..ack_packet(ack, &[]) }
+    }
+
+    #[test]
+    fn ecn_is_negotiated_and_only_new_data_is_ect() {
+        // RFC 3168 §6.1.1: the SYN asks with ECE and CWR and is not ECT.
+        let (_, syn, data) = ecn_sender(flags::SYN | flags::ACK | flags::ECE);
+        assert!(syn.has(flags::ECE) && syn.has(flags::CWR) && syn.ecn == Ecn::NotEct);
+        assert_eq!(data.len(), 10);
+        assert!(data.iter().all(|p| p.ecn == Ecn::Ect0 && !p.has(flags::CWR)));
+        // A SYN-ACK without ECE: no ECN on this connection.
+        let (_, _, data) = ecn_sender(flags::SYN | flags::ACK);
+        assert!(data.iter().all(|p| p.ecn == Ecn::NotEct));
+        // RFC 3168 §6.1.5: a retransmission is not ECT.
+        // Nothing comes back: the loss probe and the timeouts send old data again.
+        let (mut s, _, _) = ecn_sender(flags::SYN | flags::ACK | flags::ECE);
+        let mut out = Vec::new();
+        while out.iter().filter(|p: &&Packet| p.retransmission).count() < 3 {
+            let due = s.next_timeout().expect("a timer armed");
+            s.on_timeout(due, &mut out);
+        }
+        for p in &out {
+            assert_eq!(p.ecn, if p.retransmission { Ecn::NotEct } else { Ecn::Ect0 }, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn an_ecn_echo_reduces_the_window_once_per_window_of_data_and_cwr_follows() {
+        let (mut s, _, _) = ecn_sender(flags::SYN | flags::ACK | flags::ECE);
+        let mut out = Vec::new();
+        let before = s.core.cwnd();
+        // RFC 3168 §6.1.2: the first ECE halves the window (Reno: FlightSize/2) ...
+        s.on_packet(SimTime::from_ms(20), &ece(1 + MSS), &[], &mut out);
+        assert_eq!(s.core.record.ecn_responses, 1);
+        assert_eq!((s.core.cwnd(), s.core.ssthresh()), (before / 2 - MSS / 2, before / 2 - MSS / 2));
+        assert_eq!((s.core.record.recoveries, s.core.record.segments_retransmitted), (0, 0), "no loss recovery");
+        // ... ECEs for the rest of the window sent before it do not reduce it again.
+        for k in 2..=10 {
+            s.on_packet(SimTime::from_ms(20 + k), &ece(1 + k * MSS), &[], &mut out);
+        }
+        assert_eq!(s.core.record.ecn_responses, 1);
+        // CWR goes on the first new data segment after the reduction, and on no other.
+        let data: Vec<&Packet> = out.iter().filter(|p| p.payload > 0).collect();
+        assert!(data.len() > 2 && data[0].has(flags::CWR), "{data:?}");
+        assert!(data[1..].iter().all(|p| !p.has(flags::CWR)));
+        // An ECE that acknowledges data sent after the reduction is a new signal.
+        let beyond = data[0].seq + data[0].payload as u64;
+        s.on_packet(SimTime::from_ms(140), &ece(beyond), &[], &mut out);
+        assert_eq!(s.core.record.ecn_responses, 2);
     }
 }

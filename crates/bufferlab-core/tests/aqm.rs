@@ -22,7 +22,6 @@ use bufferlab_core::run;
 use bufferlab_core::spec::*;
 use common::*;
 
-const RATE_BPS: u64 = 100_000_000;
 const DURATION_NS: u64 = 30 * SEC;
 const WARM_UP_NS: u64 = 5 * SEC;
 const SAMPLE_NS: u64 = 10 * MS;
@@ -45,31 +44,8 @@ fn dumbbell_100ms(buffer: QueueSpec, seed: u64) -> ScenarioSpec {
 
 /// The same with `cca` flows whose reductions start from `basis` (`tcp.ssthresh_from`).
 fn dumbbell_100ms_with(buffer: QueueSpec, seed: u64, cca: CcaKind, basis: SsthreshBasis) -> ScenarioSpec {
-    let mut nodes = vec![router("left"), router("right")];
-    let mut links = vec![link("btl", 0, 1, Some(RATE_BPS), 40 * MS, buffer)];
-    let mut flows = Vec::new();
-    for i in 0..4 {
-        let s = nodes.len();
-        nodes.push(host(&format!("src_{i}")));
-        nodes.push(host(&format!("dst_{i}")));
-        links.push(link(&format!("a{i}"), s, 0, Some(1_000_000_000), 5 * MS, deep()));
-        links.push(link(&format!("b{i}"), 1, s + 1, Some(1_000_000_000), 5 * MS, deep()));
-        let mut f = greedy(&format!("flow_{i}"), s, s + 1, TcpSpec { ssthresh_from: basis, ..TcpSpec::default() });
-        f.cca = cca;
-        f.start_ns = i as u64 * 10 * MS;
-        flows.push(f);
-    }
-    ScenarioSpec {
-        seed,
-        duration_ns: DURATION_NS,
-        sample_interval_ns: Some(SAMPLE_NS),
-        nodes,
-        links,
-        flows,
-        captures: vec![],
-        record: RecordSpec { flows: Some(vec![]), channels: Some(vec![0]) },
-        generators: vec![],
-    }
+    let tcp = TcpSpec { ssthresh_from: basis, ..TcpSpec::default() };
+    four_flows_at_100ms(buffer, cca, tcp, seed, DURATION_NS, SAMPLE_NS)
 }
 
 /// What the comparison reads off the bottleneck after the warm-up.

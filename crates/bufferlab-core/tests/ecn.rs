@@ -14,7 +14,6 @@ use bufferlab_core::run;
 use bufferlab_core::spec::*;
 use common::*;
 
-const RATE_BPS: u64 = 100_000_000;
 const DURATION_NS: u64 = 20 * SEC;
 const WARM_UP_NS: u64 = 5 * SEC;
 const RTT_NS: u64 = 100 * MS;
@@ -23,34 +22,10 @@ fn codel(ecn: bool) -> QueueSpec {
     QueueSpec::CoDel { limit_packets: Some(1000), limit_bytes: None, target_ns: 5 * MS, interval_ns: 100 * MS, ecn }
 }
 
-/// left — right (100 Mb/s, 40 ms, `buffer`), each host 5 ms away at 1 Gb/s: RTT 100 ms; four
-/// greedy `cca` flows with `tcp.ecn = ecn`.
+/// The 100 ms-RTT dumbbell of `common::four_flows_at_100ms`: four greedy `cca` flows with
+/// `tcp.ecn = ecn`, sampled every 100 ms.
 fn dumbbell_100ms(buffer: QueueSpec, cca: CcaKind, ecn: TcpEcn) -> ScenarioSpec {
-    let mut nodes = vec![router("left"), router("right")];
-    let mut links = vec![link("btl", 0, 1, Some(RATE_BPS), 40 * MS, buffer)];
-    let mut flows = Vec::new();
-    for i in 0..4 {
-        let s = nodes.len();
-        nodes.push(host(&format!("src_{i}")));
-        nodes.push(host(&format!("dst_{i}")));
-        links.push(link(&format!("a{i}"), s, 0, Some(1_000_000_000), 5 * MS, deep()));
-        links.push(link(&format!("b{i}"), 1, s + 1, Some(1_000_000_000), 5 * MS, deep()));
-        let mut f = greedy(&format!("flow_{i}"), s, s + 1, TcpSpec { ecn, ..TcpSpec::default() });
-        f.cca = cca;
-        f.start_ns = i as u64 * 10 * MS;
-        flows.push(f);
-    }
-    ScenarioSpec {
-        seed: 1,
-        duration_ns: DURATION_NS,
-        sample_interval_ns: Some(100 * MS),
-        nodes,
-        links,
-        flows,
-        captures: vec![],
-        record: RecordSpec { flows: Some(vec![]), channels: Some(vec![0]) },
-        generators: vec![],
-    }
+    four_flows_at_100ms(buffer, cca, TcpSpec { ecn, ..TcpSpec::default() }, 1, DURATION_NS, 100 * MS)
 }
 
 /// The bottleneck after the warm-up: (drops of every cause, utilisation).

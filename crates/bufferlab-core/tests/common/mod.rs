@@ -114,6 +114,44 @@ pub fn dumbbell(k: usize, duration_ns: u64, seed: u64, loss: f64) -> ScenarioSpe
     }
 }
 
+/// Four greedy `cca` flows with options `tcp`, started 10 ms apart, across left — right
+/// (100 Mb/s, 40 ms, `buffer`), each host 5 ms away at 1 Gb/s: an RTT of 100 ms and a BDP of 833
+/// packets of 1500 B; the bottleneck's series recorded every `sample_ns`.
+pub fn four_flows_at_100ms(
+    buffer: QueueSpec,
+    cca: CcaKind,
+    tcp: TcpSpec,
+    seed: u64,
+    duration_ns: u64,
+    sample_ns: u64,
+) -> ScenarioSpec {
+    let mut nodes = vec![router("left"), router("right")];
+    let mut links = vec![link("btl", 0, 1, Some(100_000_000), 40 * MS, buffer)];
+    let mut flows = Vec::new();
+    for i in 0..4 {
+        let s = nodes.len();
+        nodes.push(host(&format!("src_{i}")));
+        nodes.push(host(&format!("dst_{i}")));
+        links.push(link(&format!("a{i}"), s, 0, Some(1_000_000_000), 5 * MS, deep()));
+        links.push(link(&format!("b{i}"), 1, s + 1, Some(1_000_000_000), 5 * MS, deep()));
+        let mut f = greedy(&format!("flow_{i}"), s, s + 1, tcp.clone());
+        f.cca = cca;
+        f.start_ns = i as u64 * 10 * MS;
+        flows.push(f);
+    }
+    ScenarioSpec {
+        seed,
+        duration_ns,
+        sample_interval_ns: Some(sample_ns),
+        nodes,
+        links,
+        flows,
+        captures: vec![],
+        record: RecordSpec { flows: Some(vec![]), channels: Some(vec![0]) },
+        generators: vec![],
+    }
+}
+
 /// Conservation on every channel: offered = delivered + dropped (tail, AQM, loss) + queued + transmitting +
 /// propagating.
 pub fn assert_conservation(result: &bufferlab_core::RunResult) {

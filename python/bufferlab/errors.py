@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover - pydantic is imported only by what validates specs
     from pydantic import ValidationError
 
-__all__ = ["SpecError", "Terminated", "format_loc", "from_validation_error", "writing"]
+__all__ = ["SpecError", "NoSuchField", "Terminated", "format_loc", "from_validation_error", "writing"]
 
 
 class SpecError(ValueError):
@@ -29,6 +29,12 @@ class SpecError(ValueError):
 
     def __str__(self) -> str:
         return f"{self.field}: {self.reason}" if self.field else self.reason
+
+
+class NoSuchField(SpecError):
+    """A path that names no field of the scenario, whatever its value: an unknown key, an entry
+    beyond a list's end, a field asked of something that is not a table. A sweep whose axis key
+    gives this at a point would give it at every point, and is refused whole."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -88,12 +94,12 @@ def from_validation_error(error: ValidationError, prefix: str = "") -> SpecError
     path = _join(prefix, format_loc(_user_loc(first["loc"])))
     kind = first["type"]
     if kind == "extra_forbidden":
-        return SpecError(path, "unknown key")
+        return NoSuchField(path, "unknown key")
     if kind == "missing":
         return SpecError(path, "missing required key")
     cause = first.get("ctx", {}).get("error")
     if isinstance(cause, SpecError):
-        return SpecError(_join(path, cause.field), cause.reason)
+        return type(cause)(_join(path, cause.field), cause.reason)
     if isinstance(cause, BaseException):
         return SpecError(path, str(cause))
     message = first["msg"]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import units
-from .errors import SpecError, from_validation_error
+from .errors import NoSuchField, SpecError, from_validation_error
 from .spec.parsed import ANY, STR, Parsed
 from .units import QueueLimit
 
@@ -84,7 +84,7 @@ def _size_rule(value: dict[str, Any]) -> SizeRule:
 
     for key in value:
         if key not in ("rule", "rtt", "flows", "packet"):
-            raise SpecError(str(key), "unknown key")
+            raise NoSuchField(str(key), "unknown key")
     rule = value["rule"]
     if rule not in RULES:
         raise SpecError("rule", f'unknown sizing rule "{rule}" (known: {", ".join(RULES)})')
@@ -513,7 +513,7 @@ def parse_queue(value: Any) -> Queue:
         error = from_validation_error(e)
         # The union's tag is the first part of pydantic's location: drop it.
         field = error.field.split(".", 1)[1] if error.field.startswith(kind) and "." in error.field else error.field
-        raise SpecError(field, error.reason) from None
+        raise type(error)(field, error.reason) from None
 
 
 def _queue_out(queue: Queue) -> Any:

@@ -158,6 +158,20 @@ def test_a_sweep_whose_axis_key_has_a_typo_is_refused_before_it_starts(store: tu
     assert not db.exists()
 
 
+def test_a_sweep_whose_axis_key_is_no_key_of_a_queue_table_is_refused_too(store: tuple[Path, Path],
+                                                                          tmp_path: Path) -> None:
+    """A key inside a table the spec parses itself (a CoDel queue's `targte`) is as unknown as a
+    key of the scenario's own models: the error's type says so, not its wording."""
+    spec, _ = store
+    sweep = tmp_path / "queue_typo.toml"
+    sweep.write_text(f'base = "{spec}"\n[set]\n"topology.queue" = {{ kind = "codel" }}\n[[axes]]\n'
+                     'key = "topology.queue.targte"\nvalues = ["5ms", "10ms"]\n', encoding="utf-8")
+    db = tmp_path / "store.duckdb"
+    status, _, err = run_cli(["sweep", str(sweep), "--db", str(db), "--workers", "1"])
+    assert status == 2 and err.startswith('error: axes[0].key: "topology.queue.targte" names no field'), err
+    assert not db.exists()
+
+
 def test_a_sweep_value_that_fails_at_some_points_fails_them_alone(store: tuple[Path, Path], tmp_path: Path) -> None:
     spec, _ = store
     sweep = tmp_path / "partial.toml"

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import units
-from ..errors import SpecError
+from ..errors import NoSuchField, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -231,7 +231,7 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                "mixture": {"components"}}[kind]
     for key in value:
         if key != "dist" and key not in allowed:
-            raise SpecError(str(key), f"unknown key for a {kind} distribution (known: {', '.join(sorted(allowed))})")
+            raise NoSuchField(str(key), f"unknown key for a {kind} distribution (known: {', '.join(sorted(allowed))})")
 
     def need(key: str) -> Any:
         if key not in value:
@@ -311,7 +311,7 @@ def parse_distribution(value: Any, quantity: Quantity, base_dir: Path | None = N
                 try:
                     parsed.append((weight, parse_distribution(rest, quantity, base_dir)))
                 except SpecError as e:
-                    raise SpecError(f"components[{i}].{e.field}" if e.field else f"components[{i}]", e.reason) from None
+                    raise type(e)(f"components[{i}].{e.field}" if e.field else f"components[{i}]", e.reason) from None
             components = tuple(parsed)
             parameters = {}
     engine: dict[str, Any] = {"dist": kind, **parameters}

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic_core import core_schema
 
 from .. import units
-from ..errors import SpecError
+from ..errors import NoSuchField, SpecError
 from .distributions import Dist, parse_distribution
 from ..queues import Queue, QueueField
 from .parsed import STR, TABLE, TEXT_OR_TABLE, Parsed, Prebuilt
@@ -160,7 +160,7 @@ def parse_traffic(value: Any) -> Traffic:
         if key not in _TRAFFIC_KEYS[kind]:
             if kind == "greedy" and key == "bytes":
                 raise SpecError("bytes", 'a greedy flow has no size (use kind = "finite")')
-            raise SpecError(str(key), "unknown key")
+            raise NoSuchField(str(key), "unknown key")
     if kind == "greedy":
         return Traffic(kind="greedy")
     if kind == "finite":
@@ -189,7 +189,7 @@ def parse_traffic(value: Any) -> Traffic:
         try:
             periods[key] = parse_distribution(value[key], "time")
         except SpecError as e:
-            raise SpecError(f"{key}.{e.field}" if e.field else key, e.reason) from None
+            raise type(e)(f"{key}.{e.field}" if e.field else key, e.reason) from None
     return Traffic(kind="onoff", rate=rate, packet=packet, on=periods["on"], off=periods["off"])
 
 
@@ -247,7 +247,7 @@ def parse_loss_model(value: Any) -> LossModel:
     known = ("kind", "p", "r", "loss_good", "loss_bad")
     for key in value:
         if key not in known:
-            raise SpecError(str(key), "unknown key")
+            raise NoSuchField(str(key), "unknown key")
     probabilities = {}
     for key in known[1:]:
         if key not in value:

@@ -19,7 +19,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import NoSuchField, SpecError
 
 __all__ = ["apply_overrides", "parse_assignment", "parse_value", "split_path"]
 
@@ -55,28 +55,28 @@ def _set(data: dict[str, Any], parts: list[str | int], value: Any) -> None:
         here = _where(parts[:depth + 1])
         if isinstance(part, int):
             if not isinstance(node, list):
-                raise SpecError(here, "not an array: it has no entry [i]")
+                raise NoSuchField(here, "not an array: it has no entry [i]")
             if part >= len(node):
-                raise SpecError(here, f"no such entry ({len(node)} listed)")
+                raise NoSuchField(here, f"no such entry ({len(node)} listed)")
             child = node[part]
         else:
             if not isinstance(node, dict):
-                raise SpecError(here, "not a table: it has no fields")
+                raise NoSuchField(here, "not a table: it has no fields")
             child = node.get(part)
             if child is None:
                 if isinstance(nxt, int):
-                    raise SpecError(here, f"no such entry (nothing is listed under {here})")
+                    raise NoSuchField(here, f"no such entry (nothing is listed under {here})")
                 child = node[part] = {}
         if isinstance(nxt, str) and not isinstance(child, dict):
-            raise SpecError(here, f"is {child!r}, not a table: it has no field {nxt!r}")
+            raise NoSuchField(here, f"is {child!r}, not a table: it has no field {nxt!r}")
         node = child
     last = parts[-1]
     where = _where(parts)
     if isinstance(last, int):
         if not isinstance(node, list):
-            raise SpecError(where, "not an array: it has no entry [i]")
+            raise NoSuchField(where, "not an array: it has no entry [i]")
         if last >= len(node):
-            raise SpecError(where, f"no such entry ({len(node)} listed)")
+            raise NoSuchField(where, f"no such entry ({len(node)} listed)")
         node[last] = value
     else:
         node[last] = value

@@ -628,7 +628,7 @@ class Scenario(_Model):
         try:
             resolved = build_engine_spec(self, nodes, links, flows, bottleneck)
         except SpecError as e:  # a field of a generated link is the user's topology key
-            raise SpecError(user_field(aliases, e.field), e.reason) from None
+            raise type(e)(user_field(aliases, e.field), e.reason) from None
         resolved.field_aliases = {**resolved.field_aliases, **aliases}
         resolved.flow_rtts_ns = rtts + [None] * (len(resolved.flow_names) - len(rtts))
         if isinstance(self.topology, Dumbbell) and isinstance(self.topology.rtt, Dist):

@@ -38,13 +38,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import NoSuchField, SpecError
 from ..spec import Scenario
 from ..spec.overrides import split_path
 from ..spec.scenario import parse_toml, read_text_file
@@ -53,9 +52,6 @@ __all__ = ["Axis", "Sweep", "SweepPoint", "MAX_POINTS"]
 
 # A guard against a typo that asks for millions of runs (e.g. a step of 0.001).
 MAX_POINTS = 100_000
-# The reasons an override gives when its key names no field of the scenario, whatever its value
-# (`spec.overrides`, and the schema's "unknown key").
-_NO_SUCH_FIELD = re.compile(r"^(unknown key|no such entry|not a table|not an array|is .*, not a table)")
 
 
 @dataclass(frozen=True)
@@ -304,7 +300,7 @@ class Sweep:
     def check_keys(self, error: SpecError) -> None:
         """Refuse the sweep if `error`, a point's, says that one of the sweep's keys names no field
         of the scenario (a typo in an axis key): it would fail at every point alike."""
-        if not _NO_SUCH_FIELD.match(error.reason):
+        if not isinstance(error, NoSuchField):
             return
         for where, key in self._key_places():
             if error.field == key or key.startswith((error.field + ".", error.field + "[")):

@@ -36,7 +36,7 @@ def test_plot_timeseries_writes_the_file_it_names(stored) -> None:
 
 
 @pytest.mark.parametrize("args, line", [
-    (["timeseries", "{run}", "-o", "{root}/x.jpg"], 'error: -o: unknown format ".jpg" (known: .pdf, .svg, .png)'),
+    (["timeseries", "{run}", "-o", "{root}/x.jpg"], 'error: --output: unknown format ".jpg" (known: .pdf, .svg, .png)'),
     (["nope", "{run}", "-o", "{root}/x.pdf"], 'error: KIND: unknown kind "nope"'),
     (["timeseries", "{run}", "-o", "{root}/x.pdf", "--from", "5"], 'error: --from: missing time unit in "5"'),
     (["timeseries", "{run}", "-o", "{root}/x.pdf", "--size", "big"], 'error: --size: "big" is not WIDTHxHEIGHT'),

@@ -39,6 +39,8 @@ NEITHER = frozenset({
     "mean_sending_rate_l4", "mean_sending_rate_l7", "mean_cwnd_l4", "mean_in_flight_l4", "mean_idt_ewma_l4",
     "cov_throughput_l4", "cov_throughput_l7", "cov_in_flight_l4", "cov_cwnd_l4", "cov_srtt_l4",
     "mean_agg_in_flight_l4",
+    # ECN marks and the responses to them are the AQM's signal, not a loss: fewer is not better.
+    "total_ce_marks_l2", "total_ce_received_l4", "total_ecn_responses_l4",
 })
 
 # A run with traffic generators has thousands of flows: its table shows the first ones.

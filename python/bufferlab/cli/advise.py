@@ -235,7 +235,7 @@ def _progress_per_size(packets: int) -> AbstractContextManager[Listener]:
     return progress_listener(f"{packets}p")
 
 
-@click.command("advise")
+@click.command("advise", short_help="Find the smallest buffer that meets your targets, by simulation.")
 @click.option("--scenario", "scenario_file", type=click.Path(path_type=Path), default=None,
               help="Take the traffic mix from this scenario; its --queue-key queue is searched.")
 @click.option("--queue-key", default="topology.queue", show_default=True,

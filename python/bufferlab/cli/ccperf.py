@@ -60,7 +60,7 @@ def _named_by_flag(set_keys: set[str]) -> Iterator[None]:
         raise SpecError(flag, e.reason) from None
 
 
-@click.command("ccperf")
+@click.command("ccperf", short_help="Run a dumbbell given in ccperf's flags; print its metric tables.")
 @_ccperf_options
 @db_option
 @force_option

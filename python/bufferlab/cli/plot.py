@@ -49,7 +49,7 @@ def _size(text: str | None, png_dpi: float | None) -> tuple[float, float] | None
     return width, height
 
 
-@click.command("plot")
+@click.command("plot", short_help="Draw a figure of stored runs or a study.")
 @click.argument("kind", metavar="KIND")
 @click.argument("targets", metavar="RUN...", nargs=-1, required=True)
 @db_option

@@ -27,7 +27,7 @@ def _check_out(out: Path) -> None:
     writable_folder("--output", out)
 
 
-@click.command("report")
+@click.command("report", short_help="Write an HTML report of a store.")
 @_db_argument
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Folder of the site (index.html inside).")
@@ -48,7 +48,7 @@ def report_command(db: Path, out: Path, no_figures: bool, force: bool) -> None:
         click.echo(f"note: {note}", err=True)
 
 
-@click.command("serve")
+@click.command("serve", short_help="Serve a store's HTML report on this machine, kept up to date.")
 @_db_argument
 @click.option("--port", type=Number(0, 65535, whole=True), default=8000, show_default=True,
               help="Port on 127.0.0.1 (0: any free port).")

@@ -23,7 +23,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
-@click.command("reproduce")
+@click.command("reproduce", short_help="Reproduce a paper's experiment and judge its claims.")
 @click.argument("name", required=False)
 @click.option("--list", "list_them", is_flag=True, help="What each reproduction is and how long it takes.")
 @click.option("--quick", is_flag=True, help="A small variant that finishes in seconds (CI); default: the seed's scale.")

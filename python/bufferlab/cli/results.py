@@ -32,7 +32,7 @@ _direction_option = click.option("--direction", type=click.Choice(["forward", "b
                                  show_default=True)
 
 
-@results_group.command("list")
+@results_group.command("list", short_help="One line per stored run.")
 @db_option
 @click.option("--study", default=None, help="Only the runs of this study.")
 def results_list(db: Path, study: str | None) -> None:
@@ -49,7 +49,7 @@ def results_list(db: Path, study: str | None) -> None:
     console().print(rows_table(columns, rows, title=f"{len(rows)} run(s) in {db}"))
 
 
-@results_group.command("show")
+@results_group.command("show", short_help="A stored run's flow, link and network metric tables.")
 @_run_argument
 @db_option
 @click.option("--all-links", is_flag=True, help="Every link direction that carried traffic, not only the bottleneck.")
@@ -91,7 +91,7 @@ def json_rows(rows: Any) -> str:
     return json.dumps(finite(rows), default=str, indent=2, allow_nan=False)
 
 
-@results_group.command("query")
+@results_group.command("query", short_help="Run read-only SQL over the store.")
 @click.argument("sql")
 @db_option
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
@@ -124,7 +124,7 @@ def results_query(sql: str, db: Path, fmt: str) -> None:
         console().print(frame_table(frame))
 
 
-@results_group.command("export")
+@results_group.command("export", short_help="Export a table of the store to CSV or Parquet.")
 @click.argument("run", metavar="[RUN]", required=False)
 @db_option
 @click.option("--table", "table", required=True, help="flow_metrics, link_metrics, network_metrics, runs, flows, "
@@ -142,7 +142,7 @@ def results_export(run: str | None, db: Path, table: str, fmt: str, output: Path
     click.echo(f"{frame.height} rows of {table} -> {output}")
 
 
-@results_group.command("monitor")
+@results_group.command("monitor", short_help="A captured link's middlebox monitor: per-flow throughput and loss.")
 @_run_argument
 @db_option
 @_link_option
@@ -180,7 +180,7 @@ def _capture_file_options(command: Any) -> Any:
     return command
 
 
-@results_group.command("csv")
+@results_group.command("csv", short_help="A captured link's packets as CSV.")
 @_capture_file_options
 @click.option("--no-header", is_flag=True, help="No header line (exactly what tshark -T fields prints).")
 def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_header: bool) -> None:
@@ -193,7 +193,7 @@ def results_csv(run: str, db: Path, link: str, direction: str, output: Path, no_
     click.echo(f"{n} packets -> {output}")
 
 
-@results_group.command("pcap")
+@results_group.command("pcap", short_help="A captured link's packets as a pcap file.")
 @_capture_file_options
 @click.option("--full-payload", is_flag=True, help="Write the (zero) payload bytes too, not only the headers.")
 def results_pcap(run: str, db: Path, link: str, direction: str, output: Path, full_payload: bool) -> None:

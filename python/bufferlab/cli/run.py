@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["run_command", "check_command", "plan_file", "execute"]
 
 
-@click.command("run")
+@click.command("run", short_help="Simulate a scenario, store it and print a summary.")
 @click.argument("scenario", type=click.Path(path_type=Path))
 @db_option
 @force_option
@@ -87,7 +87,7 @@ def scenario_of(path: Path, data: bytes) -> Scenario:
     return Scenario.from_toml_text(text, source=str(path), base_dir=path.parent)
 
 
-@click.command("check")
+@click.command("check", short_help="Check a scenario as run would, without simulating it.")
 @click.argument("scenario", type=click.Path(path_type=Path))
 @set_option
 @max_memory_option

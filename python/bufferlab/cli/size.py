@@ -41,7 +41,7 @@ def _table(rows: list[tuple[BufferSize, str]], title: str) -> Table:
     return table
 
 
-@click.command("size")
+@click.command("size", short_help="Every buffer sizing rule for a link and its flows.")
 @click.option("--rate", required=True, help='Link rate, e.g. "100Mbps".')
 @click.option("--rtt", "rtt", multiple=True,
               help='Round-trip propagation delays of the flows ("10ms,990ms"; repeatable).')

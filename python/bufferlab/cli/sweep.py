@@ -20,7 +20,7 @@ DEFAULT_STUDY_COLUMNS = ("mean_agg_throughput_l4", "utilization_l1", "mean_qdisc
                          "total_qdisc_drops_l2", "loss_rate_l4", "mean_jains_fairness_throughput_l4")
 
 
-@click.command("sweep")
+@click.command("sweep", short_help="Run every point of a sweep that the store does not have yet.")
 @click.argument("sweep_file", metavar="SWEEP.toml", type=click.Path(path_type=Path))
 @db_option
 @click.option("--workers", type=Number(1, MAX_WORKERS, whole=True), default=None,
@@ -88,7 +88,7 @@ def _print_report(report: Any, db: Path, executor: Any) -> None:
     console.print(f"see it with: bufferlab results study {study} --db {where}")
 
 
-@click.command("study")
+@click.command("study", short_help="One row per point of a study: its axis values and metric means over seeds.")
 @click.argument("name")
 @db_option
 @click.option("--metrics", "metric_names", default=None,

@@ -26,16 +26,6 @@ const DURATION_NS: u64 = 30 * SEC;
 const WARM_UP_NS: u64 = 5 * SEC;
 const SAMPLE_NS: u64 = 10 * MS;
 
-fn codel(limit_packets: u64) -> QueueSpec {
-    QueueSpec::CoDel {
-        limit_packets: Some(limit_packets),
-        limit_bytes: None,
-        target_ns: 5 * MS,
-        interval_ns: 100 * MS,
-        ecn: false,
-    }
-}
-
 /// left — right (100 Mb/s, 40 ms, `buffer`), each host 5 ms away at 1 Gb/s: RTT 100 ms; four
 /// greedy Reno flows.
 fn dumbbell_100ms(buffer: QueueSpec, seed: u64) -> ScenarioSpec {
@@ -84,7 +74,7 @@ fn bottleneck(result: &RunResult) -> Bottleneck {
 #[test]
 fn codel_keeps_the_sojourn_time_near_target_where_a_fifo_of_the_same_size_stands_full() {
     let fifo_result = run(&dumbbell_100ms(QueueSpec::fifo_packets(1000), 1)).unwrap();
-    let codel_result = run(&dumbbell_100ms(codel(1000), 1)).unwrap();
+    let codel_result = run(&dumbbell_100ms(codel(1000, false), 1)).unwrap();
     assert_conservation(&fifo_result);
     assert_conservation(&codel_result);
     let (fifo, codel) = (bottleneck(&fifo_result), bottleneck(&codel_result));
@@ -114,7 +104,7 @@ fn codel_holds_cubic_flows_near_target_without_their_windows_running_away() {
     // 97.4 %, 0.06 % retransmitted), but only because pipe stays below cwnd, not by construction.
     // (Measured at this commit: median 0.50 ms, p90 4.90 ms, utilisation 96.3 %, 50 AQM drops and
     // 88 tail drops, 0.06 % of the segments retransmitted, largest final window 371 kB.)
-    let spec = dumbbell_100ms_with(codel(1000), 1, CcaKind::Cubic, SsthreshBasis::Cwnd);
+    let spec = dumbbell_100ms_with(codel(1000, false), 1, CcaKind::Cubic, SsthreshBasis::Cwnd);
     let result = run(&spec).unwrap();
     assert_conservation(&result);
     let codel = bottleneck(&result);
@@ -160,7 +150,7 @@ fn flight_size_reductions_start_above_the_window_and_run_cubic_away_under_codel(
     // retransmitted, median sojourn 95.5 ms, 87 422 tail drops; with ssthresh from cwnd none of
     // 14 reductions is.)
     let with_basis = |basis| {
-        let mut spec = dumbbell_100ms_with(codel(1000), 1, CcaKind::Cubic, basis);
+        let mut spec = dumbbell_100ms_with(codel(1000, false), 1, CcaKind::Cubic, basis);
         spec.record.flows = None;
         run(&spec).unwrap()
     };
@@ -216,7 +206,7 @@ fn fq_codel_keeps_the_sojourn_time_low_and_shares_the_link() {
 
 #[test]
 fn codel_and_fq_codel_runs_are_deterministic() {
-    for queue in [codel(1000), fq_codel(1000)] {
+    for queue in [codel(1000, false), fq_codel(1000)] {
         let spec = dumbbell_100ms(queue, 5);
         let (a, b) = (run(&spec).unwrap(), run(&spec).unwrap());
         assert!(a.channels[0].dropped_aqm_packets > 0);

@@ -18,10 +18,6 @@ const DURATION_NS: u64 = 20 * SEC;
 const WARM_UP_NS: u64 = 5 * SEC;
 const RTT_NS: u64 = 100 * MS;
 
-fn codel(ecn: bool) -> QueueSpec {
-    QueueSpec::CoDel { limit_packets: Some(1000), limit_bytes: None, target_ns: 5 * MS, interval_ns: 100 * MS, ecn }
-}
-
 /// The 100 ms-RTT dumbbell of `common::four_flows_at_100ms`: four greedy `cca` flows with
 /// `tcp.ecn = ecn`, sampled every 100 ms.
 fn dumbbell_100ms(buffer: QueueSpec, cca: CcaKind, ecn: TcpEcn) -> ScenarioSpec {
@@ -39,8 +35,8 @@ fn steady_state(result: &RunResult) -> (u64, f64) {
 }
 
 fn ecn_against_drops(cca: CcaKind) {
-    let marking = run(&dumbbell_100ms(codel(true), cca, TcpEcn::Classic)).unwrap();
-    let dropping = run(&dumbbell_100ms(codel(false), cca, TcpEcn::Off)).unwrap();
+    let marking = run(&dumbbell_100ms(codel(1000, true), cca, TcpEcn::Classic)).unwrap();
+    let dropping = run(&dumbbell_100ms(codel(1000, false), cca, TcpEcn::Off)).unwrap();
     assert_conservation(&marking);
     let btl = &marking.channels[0];
     let (drops, utilisation) = steady_state(&marking);
@@ -91,7 +87,7 @@ fn cubic_with_ecn_through_a_marking_codel_loses_nothing_in_steady_state() {
 #[test]
 fn dctcp_feedback_answers_once_per_round_trip_too() {
     // The accurate echo sets ECE on many more ACKs; the sender still reduces once per window.
-    let result = run(&dumbbell_100ms(codel(true), CcaKind::Reno, TcpEcn::Dctcp)).unwrap();
+    let result = run(&dumbbell_100ms(codel(1000, true), CcaKind::Reno, TcpEcn::Dctcp)).unwrap();
     assert_conservation(&result);
     assert_eq!(steady_state(&result).0, 0);
     for f in &result.flows {
@@ -101,7 +97,7 @@ fn dctcp_feedback_answers_once_per_round_trip_too() {
 
 #[test]
 fn a_flow_that_is_not_ecn_capable_is_dropped_not_marked() {
-    let result = run(&dumbbell_100ms(codel(true), CcaKind::Reno, TcpEcn::Off)).unwrap();
+    let result = run(&dumbbell_100ms(codel(1000, true), CcaKind::Reno, TcpEcn::Off)).unwrap();
     assert_conservation(&result);
     let btl = &result.channels[0];
     assert_eq!((btl.ce_marked_packets, btl.ce_marked_bytes), (0, 0));
@@ -111,7 +107,7 @@ fn a_flow_that_is_not_ecn_capable_is_dropped_not_marked() {
 
 #[test]
 fn bbr_does_not_answer_marks() {
-    let result = run(&dumbbell_100ms(codel(true), CcaKind::Bbr, TcpEcn::Classic)).unwrap();
+    let result = run(&dumbbell_100ms(codel(1000, true), CcaKind::Bbr, TcpEcn::Classic)).unwrap();
     assert_conservation(&result);
     assert!(result.channels[0].ce_marked_packets > 0);
     assert!(result.flows.iter().all(|f| f.ecn_responses == 0), "BBR v1 ignores ECN");
@@ -157,7 +153,7 @@ fn quic_with_ecn_counts_marks_in_its_acks_and_answers_once_per_round_trip() {
     // RFC 9000 §13.4 and RFC 9002 §7.1: ECT(0) packets, CE counts in the ACK frames, a congestion
     // event when the count grows, at most one per recovery period (a round trip).
     let quic = |ecn| {
-        let mut spec = dumbbell_100ms(codel(ecn), CcaKind::Cubic, TcpEcn::Off);
+        let mut spec = dumbbell_100ms(codel(1000, ecn), CcaKind::Cubic, TcpEcn::Off);
         for f in &mut spec.flows {
             f.transport = TransportKind::Quic;
             f.quic = QuicSpec { ecn, ..QuicSpec::default() };

@@ -49,23 +49,13 @@ fn every_ack_gives_back_its_sack_blocks_when_delivered_or_dropped() {
     assert!(refused.min(lost) > most_on_network, "refused {refused}, lost {lost}, network {most_on_network}");
 }
 
-fn codel(limit_packets: u64) -> QueueSpec {
-    QueueSpec::CoDel {
-        limit_packets: Some(limit_packets),
-        limit_bytes: None,
-        target_ns: 5 * MS,
-        interval_ns: 100 * MS,
-        ecn: false,
-    }
-}
-
 #[test]
 fn packets_are_conserved_with_codels_drops_at_dequeue() {
     // CoDel drops at the head (dequeue) and, with a small limit, at the tail too: both leave the
     // network and are counted, each under its own reason.
     for limit in [1000, 100] {
         let mut spec = dumbbell(10, 10 * SEC, 7, 0.0);
-        spec.links[0].queue_forward = codel(limit);
+        spec.links[0].queue_forward = codel(limit, false);
         let result = run(&spec).unwrap();
         assert_conservation(&result);
         let btl = &result.channels[0];
@@ -101,7 +91,7 @@ fn acks_dropped_by_codel_give_back_their_sack_blocks() {
     // cross a CoDel queue that a reverse flow keeps above target: ACKs dropped at dequeue must
     // free their slab entries as refused ones do.
     let mut spec = dumbbell(4, 60 * SEC, 7, 0.0);
-    spec.links[0].queue_backward = codel(1000);
+    spec.links[0].queue_backward = codel(1000, false);
     spec.flows.push(greedy("reverse", 3, 2, TcpSpec::default()));
     let mut sim = bufferlab_core::Simulator::new(&spec).unwrap();
     let mut t = 0;

@@ -114,6 +114,18 @@ pub fn dumbbell(k: usize, duration_ns: u64, seed: u64, loss: f64) -> ScenarioSpe
     }
 }
 
+/// A CoDel queue with RFC 8289's target (5 ms) and interval (100 ms), at most `limit_packets`,
+/// marking ECN-capable packets instead of dropping them when `ecn`.
+pub fn codel(limit_packets: u64, ecn: bool) -> QueueSpec {
+    QueueSpec::CoDel {
+        limit_packets: Some(limit_packets),
+        limit_bytes: None,
+        target_ns: 5 * MS,
+        interval_ns: 100 * MS,
+        ecn,
+    }
+}
+
 /// Four greedy `cca` flows with options `tcp`, started 10 ms apart, across left — right
 /// (100 Mb/s, 40 ms, `buffer`), each host 5 ms away at 1 Gb/s: an RTT of 100 ms and a BDP of 833
 /// packets of 1500 B; the bottleneck's series recorded every `sample_ns`.

@@ -454,7 +454,7 @@ class FqCodelQueue(_Queue):
     # CoDel's INTERVAL in every flow queue: 100 ms (RFC 8289 §4.3).
     interval: _Time = 100_000_000
     # Packets in all flow queues together: at the limit the queue with the most bytes loses its
-    # head (RFC 8290 §4.1.2). 10240, as Linux's fq_codel; in packets only.
+    # head (RFC 8290 §4.1). 10240, as Linux's fq_codel; in packets only.
     limit: QueueSizeField = QueueSize(limit=QueueLimit(packets=10240))
     # Flow queues, from 1 to 65536; a flow's is its index modulo `flows`. 1024, as Linux's fq_codel.
     flows: _Count = 1024

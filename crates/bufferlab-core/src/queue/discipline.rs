@@ -78,7 +78,7 @@ impl DropSink for NoDrops {
 pub trait QueueDiscipline {
     /// Offer a packet; on refusal a packet comes back with the reason: the arrival, or the one
     /// a discipline dropped to make room for it (FQ-CoDel drops from its fattest flow queue,
-    /// RFC 8290 §4.1.2, and keeps the arrival): one packet in, one out.
+    /// RFC 8290 §4.1, and keeps the arrival): one packet in, one out.
     fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)>;
     /// The next packet to transmit, if any may leave now. Packets the discipline drops on the way
     /// (an AQM) go to `drops`, before the packet it yields; none stays in the queue.

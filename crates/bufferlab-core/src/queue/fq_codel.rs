@@ -3,16 +3,16 @@
 //! Packets are classified into `flows` flow queues (default 1024) by their flow: queue
 //! `flow mod flows`. A plain modulo, not a keyed hash: the engine's flow ids are dense indices
 //! (0, 1, 2, ...), so the modulo gives up to `flows` flows a queue each (the collision-free case
-//! that RFC 8290 §4.1.1's hash approximates with high probability) and, beyond, shares queues
+//! that RFC 8290 §4.1's hash approximates with high probability) and, beyond, shares queues
 //! the same way in every run, with no seed to draw. Each flow queue is a FIFO under its own CoDel
-//! ([`CodelControl`], RFC 8290 §4.3). The queues are served by DRR++ (§4.2): a queue that becomes
-//! active joins the list of new flows with a deficit of one `quantum` (default 1514 bytes) and is
-//! served before the old flows; a queue whose deficit is spent gets another quantum and moves to
-//! the end of the old flows; a new queue found empty moves to the old flows (so that it cannot
-//! come back as new at once and starve them), an old one found empty leaves the lists.
+//! ([`CodelControl`], RFC 8290 §2). The queues are served by DRR++ (§3, §4.2): a queue that
+//! becomes active joins the list of new flows with a deficit of one `quantum` (default 1514 bytes,
+//! §4.1) and is served before the old flows; a queue whose deficit is spent gets another quantum
+//! and moves to the end of the old flows; a new queue found empty moves to the old flows (so that
+//! it cannot come back as new at once and starve them), an old one found empty leaves the lists.
 //!
 //! At the limit (packets, default 10240 as Linux), the arrival is queued and a packet is dropped
-//! from the head of the queue holding the most bytes (§4.1.2, Linux's `fq_codel_drop`, one packet
+//! from the head of the queue holding the most bytes (§4.1, §5.2.3; Linux's `fq_codel_drop`, one packet
 //! per arrival here), handed back as the refused packet ([`DropReason::QueueFull`]): one in, one
 //! out. CoDel's head drops at dequeue go to the caller's [`DropSink`] ([`DropReason::Aqm`]).
 //!
@@ -32,9 +32,9 @@ pub struct FqCodelConfig {
     pub codel: CodelParams,
     /// Packets queued in all flow queues together before the fattest is dropped from.
     pub limit_packets: u64,
-    /// Number of flow queues (RFC 8290 §4.1.1; at least 1).
+    /// Number of flow queues (RFC 8290 §5.2.5; at least 1).
     pub flows: u32,
-    /// DRR++'s quantum in bytes (§4.2).
+    /// DRR++'s quantum in bytes (§3, §5.2.4).
     pub quantum: u32,
 }
 
@@ -98,7 +98,7 @@ pub struct FqCodel {
     bytes: u64,
     /// The largest packet seen: the MTU for CoDel's non-starvation rule.
     max_packet: u64,
-    /// Packets the flow queues' CoDels marked CE instead of dropping (RFC 8290 §4.3 with `ecn`).
+    /// Packets the flow queues' CoDels marked CE instead of dropping (RFC 8290 §5.2.6 with `ecn`).
     marks: CeMarks,
 }
 
@@ -163,7 +163,7 @@ impl FqCodel {
 
 impl QueueDiscipline for FqCodel {
     /// RFC 8290 §4.1: classify, queue, and activate the flow queue as a new flow; at the limit,
-    /// drop from the head of the fattest queue (§4.1.2).
+    /// drop from the head of the fattest queue (§4.1).
     #[inline]
     fn enqueue(&mut self, packet: Packet, _now: SimTime) -> Result<(), (Packet, DropReason)> {
         let i = self.classify(&packet);
@@ -173,7 +173,7 @@ impl QueueDiscipline for FqCodel {
         q.packets.push_back(packet);
         q.bytes += size;
         if q.list == List::None {
-            // §4.1.1: a queue that becomes active is a new flow, with one quantum of credit.
+            // §4.1: a queue that becomes active is a new flow, with one quantum of credit.
             q.list = List::New;
             q.deficit = self.config.quantum as i64;
             self.new_flows.push_back(i as u32);
@@ -183,7 +183,7 @@ impl QueueDiscipline for FqCodel {
         if self.packets <= self.config.limit_packets {
             return Ok(());
         }
-        // §4.1.2: over the limit, the queue with the largest backlog loses its head packet. It
+        // §4.1: over the limit, the queue with the largest backlog loses its head packet. It
         // stays in its list (it holds the arrival or is the fattest: never left empty unless
         // it held a single packet, which DRR++ then finds empty and moves on).
         let fattest = self.fattest();
@@ -197,7 +197,7 @@ impl QueueDiscipline for FqCodel {
     }
 
     /// RFC 8290 §4.2: DRR++ over the new flows, then the old ones, each flow queue dequeued
-    /// through its CoDel (§4.3).
+    /// through its CoDel (§4.2).
     #[inline]
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
         loop {
@@ -386,7 +386,7 @@ mod tests {
     #[test]
     fn with_ecn_each_flow_queues_codel_marks_ect_packets_and_drops_the_others() {
         // Two standing flow queues, flow 0 ECN-capable, flow 1 not, served alternately every
-        // 10 µs: RFC 8290 §4.3's per-queue CoDel marks flow 0's packets where it drops flow 1's.
+        // 10 µs: RFC 8290 §5.2.6: the per-queue CoDel marks flow 0's packets where it drops flow 1's.
         let codel = CodelParams { ecn: true, ..CodelParams::default() };
         let mut q = FqCodel::new(FqCodelConfig { codel, limit_packets: 100_000, flows: 4, quantum: 1514 });
         for seq in 0..20_000 {

@@ -14,8 +14,8 @@
 //! drop_prob bounded to [0, 1]; qdelay_old = qdelay
 //! ```
 //!
-//! The queueing delay is measured by timestamps (§4.3's alternative to the departure-rate
-//! estimate): the sojourn of the packet dequeued last, and 0 once a dequeue leaves the queue
+//! The queueing delay is measured by timestamps (§4.3; §5.2 gives the departure-rate
+//! estimate instead): the sojourn of the packet dequeued last, and 0 once a dequeue leaves the queue
 //! empty (as Linux's sch_pie reads it). An arrival is dropped early (§4.1) with probability
 //! drop_prob unless the burst allowance (§4.4: MAX_BURST at the start and whenever drop_prob is 0
 //! and both delays are below QDELAY_REF/2; less T_UPDATE at every update) is left, or one of

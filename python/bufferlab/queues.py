@@ -434,6 +434,10 @@ class CoDelQueue(_Queue):
     limit: QueueSizeField = _AQM_LIMIT
     # Mark ECN-capable packets CE where the control law would drop them (Linux: off by default).
     ecn: bool = False
+    # How the drop spacing interval/√count is computed: "sqrt", exactly as RFC 8289's pseudocode,
+    # or "newton", Linux's and ns-3's integer Newton iteration, which lags at small counts (the
+    # second drop half an interval after the first, not 1/√2 of one).
+    control_law: Literal["sqrt", "newton"] = "sqrt"
 
     def __str__(self) -> str:
         return f"codel {self.limit}, target {units.format_time(self.target)}, interval {units.format_time(self.interval)}"
@@ -463,6 +467,8 @@ class FqCodelQueue(_Queue):
     quantum: _Bytes = 1514
     # Each flow queue's CoDel marks ECN-capable packets CE (Linux fq_codel: on by default).
     ecn: bool = True
+    # Each flow queue's CoDel control law: "sqrt" (RFC 8289) or "newton" (Linux, ns-3), as codel's.
+    control_law: Literal["sqrt", "newton"] = "sqrt"
 
     def __str__(self) -> str:
         return (f"fq_codel {self.limit}, {self.flows} flows, quantum {units.format_bytes(self.quantum)}, "

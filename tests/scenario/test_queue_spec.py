@@ -126,21 +126,31 @@ def test_red_and_pie_make_the_seed_matter():
 def test_codel_defaults_to_rfc_8289s_target_and_interval_and_linuxs_limit():
     q = btl_queue(dumbbell({"kind": "codel"}))
     assert q == {"kind": "codel", "target": 5 * MS, "interval": 100 * MS, "limit_packets": 1000, "limit_bytes": None,
-                 "ecn": False}
+                 "ecn": False, "control_law": "sqrt"}
     # A limit by rule or by time is resolved as a FIFO's.
     q = btl_queue(dumbbell({"kind": "codel", "target": "2ms", "interval": "50ms", "limit": {"rule": "bdp"}}))
     assert q == {"kind": "codel", "target": 2 * MS, "interval": 50 * MS, "limit_packets": 4167, "limit_bytes": None,
-                 "ecn": False}
+                 "ecn": False, "control_law": "sqrt"}
     assert btl_queue(dumbbell({"kind": "codel", "limit": "25ms"}))["limit_bytes"] == 312_500
     again = Scenario.from_dict(Scenario.from_dict(dumbbell({"kind": "codel", "target": "1ms"})).to_dict())
     assert again.to_dict()["topology"]["queue"] == {"kind": "codel", "target": "1ms", "interval": "100ms",
-                                                    "limit": "1000p", "ecn": False}
+                                                    "limit": "1000p", "ecn": False,
+                                                    "control_law": "sqrt"}
+
+
+def test_codel_takes_linuxs_newton_control_law_as_an_option():
+    q = btl_queue(dumbbell({"kind": "codel", "control_law": "newton"}))
+    assert q["control_law"] == "newton"
+    assert btl_queue(dumbbell({"kind": "fq_codel", "control_law": "newton"}))["control_law"] == "newton"
+    with pytest.raises(SpecError, match=r"topology\.queue\.control_law: "):
+        Scenario.from_dict(dumbbell({"kind": "codel", "control_law": "linux"}))
 
 
 def test_fq_codel_defaults_to_linuxs_flows_quantum_and_limit():
     q = btl_queue(dumbbell({"kind": "fq_codel"}))
     assert q == {"kind": "fq_codel", "target": 5 * MS, "interval": 100 * MS, "limit_packets": 10240,
-                 "limit_bytes": None, "flows": 1024, "quantum": 1514, "ecn": True}
+                 "limit_bytes": None, "flows": 1024, "quantum": 1514, "ecn": True,
+                 "control_law": "sqrt"}
     q = btl_queue(dumbbell({"kind": "fq_codel", "flows": 64, "quantum": "3028B", "limit": {"rule": "bdp"}}))
     assert (q["flows"], q["quantum"], q["limit_packets"]) == (64, 3028, 4167)
 

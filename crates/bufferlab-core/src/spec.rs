@@ -198,6 +198,19 @@ pub enum SplitBuffTotal {
     Fixed,
 }
 
+/// How CoDel computes the spacing interval/√count of its drops (queue/codel.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CodelControlLaw {
+    /// Exactly, as RFC 8289 §5.6's `control_law` (to the picosecond).
+    #[default]
+    Sqrt,
+    /// By the integer Newton iteration of Linux's and ns-3's CoDel (`codel::newton_step`): 1/√count
+    /// is updated by one step per change of count, which lags at small counts (1/2 at count 2
+    /// where the RFC has 1/√2), so a dropping state's first drops come sooner.
+    Newton,
+}
+
 /// An egress queue discipline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
@@ -259,6 +272,9 @@ pub enum QueueSpec {
         /// Linux `codel`).
         #[serde(default)]
         ecn: bool,
+        /// How the drop spacing interval/√count is computed.
+        #[serde(default)]
+        control_law: CodelControlLaw,
     },
     /// FQ-CoDel (RFC 8290): `flows` flow queues (a packet's by its flow id modulo `flows`)
     /// served by DRR++ with a quantum of `quantum_bytes`, CoDel (`target_ns`, `interval_ns`) on
@@ -278,9 +294,12 @@ pub enum QueueSpec {
         #[serde(rename = "quantum")]
         quantum_bytes: u32,
         /// Each flow queue's CoDel marks ECN-capable packets CE instead of dropping them (RFC 8290
-        /// §4.3; the spec layer's default is on, as Linux `fq_codel`'s).
+        /// §5.2.6; the spec layer's default is on, as Linux `fq_codel`'s).
         #[serde(default)]
         ecn: bool,
+        /// How each flow queue's CoDel computes its drop spacing.
+        #[serde(default)]
+        control_law: CodelControlLaw,
     },
     /// Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
     /// sub-buffers of limit / sub_buffers each, served as SplitBuff's.

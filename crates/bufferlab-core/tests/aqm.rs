@@ -183,6 +183,7 @@ fn fq_codel(limit_packets: u64) -> QueueSpec {
         flows: 1024,
         quantum_bytes: 1514,
         ecn: false,
+        control_law: Default::default(),
     }
 }
 

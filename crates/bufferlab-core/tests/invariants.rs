@@ -78,6 +78,7 @@ fn packets_are_conserved_with_fq_codels_drops_from_the_fattest_queue() {
         flows: 1024,
         quantum_bytes: 1514,
         ecn: false,
+        control_law: Default::default(),
     };
     let result = run(&spec).unwrap();
     assert_conservation(&result);

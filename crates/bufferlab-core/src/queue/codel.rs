@@ -24,6 +24,7 @@
 
 use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::Packet;
+use crate::spec::CodelControlLaw;
 use crate::units::SimTime;
 use std::collections::VecDeque;
 
@@ -38,11 +39,19 @@ pub struct CodelParams {
     /// Mark ECN-capable packets CE instead of dropping them (RFC 3168 §5; Linux `codel ecn`, off
     /// by default there and here).
     pub ecn: bool,
+    /// How interval/√count is computed: exactly (the RFC's pseudocode) or by Linux's and ns-3's
+    /// integer Newton iteration.
+    pub control_law: CodelControlLaw,
 }
 
 impl Default for CodelParams {
     fn default() -> Self {
-        CodelParams { target: SimTime::from_ms(5), interval: SimTime::from_ms(100), ecn: false }
+        CodelParams {
+            target: SimTime::from_ms(5),
+            interval: SimTime::from_ms(100),
+            ecn: false,
+            control_law: CodelControlLaw::Sqrt,
+        }
     }
 }
 
@@ -67,6 +76,32 @@ pub fn control_law(t: SimTime, interval: SimTime, count: u32) -> SimTime {
     t + SimTime(step as u64)
 }
 
+/// Linux's and ns-3's approximation of 1/√count, in 16-bit fixed point (0xFFFF ≈ 1): one Newton
+/// step x ← x·(3 − count·x²)/2 each time `count` changes, from the value for the previous count;
+/// 1 when the count starts over. The iteration converges quadratically but lags at small counts:
+/// at count 2 it gives 1/2 (a 50 ms spacing at the default interval) where the RFC's law gives
+/// 1/√2 (70.7 ms), so the first drops of a dropping state come sooner.
+#[inline]
+pub fn newton_step(rec_inv_sqrt: u16, count: u32) -> u16 {
+    // The fixed-point arithmetic of the Linux and ns-3 implementations, with their 32-bit
+    // intermediate scaling (x in Q0.32, x² truncated to 32 bits, the factor (3 − count·x²)/4).
+    let x = (rec_inv_sqrt as u64) << 16;
+    let x_squared = (x * x) >> 32;
+    let factor = ((3u64 << 32).wrapping_sub(count as u64 * x_squared)) >> 2;
+    let next = (factor.wrapping_mul(x)) >> (32 - 2 + 1);
+    (next >> 16) as u16
+}
+
+/// The fixed-point 1/√count a count that starts over begins from (`newton_step`'s 1).
+pub const NEWTON_ONE: u16 = u16::MAX;
+
+/// The Newton control law's next drop: `t + interval · rec_inv_sqrt` (the fixed-point product
+/// truncated, as Linux's `reciprocal_scale`).
+#[inline]
+pub fn newton_control_law(t: SimTime, interval: SimTime, rec_inv_sqrt: u16) -> SimTime {
+    t + SimTime(((interval.0 as u128 * ((rec_inv_sqrt as u128) << 16)) >> 32) as u64)
+}
+
 /// The state of RFC 8289's `codel_queue_t` (§5.2): everything CoDel remembers between dequeues.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CodelControl {
@@ -80,6 +115,8 @@ pub struct CodelControl {
     /// `count` when the dropping state was last entered (§5.5).
     lastcount: u32,
     dropping: bool,
+    /// 1/√count in fixed point, for [`CodelControlLaw::Newton`] only.
+    rec_inv_sqrt: u16,
 }
 
 impl CodelControl {
@@ -91,6 +128,24 @@ impl CodelControl {
     /// The control law's count.
     pub fn count(&self) -> u32 {
         self.count
+    }
+
+    /// The next drop after `t` under the control law `params` choose, for the current count.
+    #[inline]
+    fn control_law(&self, params: &CodelParams, t: SimTime) -> SimTime {
+        match params.control_law {
+            CodelControlLaw::Sqrt => control_law(t, params.interval, self.count),
+            CodelControlLaw::Newton => newton_control_law(t, params.interval, self.rec_inv_sqrt),
+        }
+    }
+
+    /// `count` went up by one in the dropping state.
+    #[inline]
+    fn count_one_more(&mut self, params: &CodelParams) {
+        self.count = self.count.saturating_add(1);
+        if params.control_law == CodelControlLaw::Newton {
+            self.rec_inv_sqrt = newton_step(self.rec_inv_sqrt, self.count);
+        }
     }
 
     /// `dodequeue` (RFC 8289 §5.6): the head packet, and whether it may be dropped, i.e. whether
@@ -143,11 +198,11 @@ impl CodelControl {
             }
             // Drop at the times the control law sets, as many as are due now (§5.5).
             while self.dropping && now >= self.drop_next {
-                self.count = self.count.saturating_add(1);
+                self.count_one_more(params);
                 if marks.mark_instead_of_drop(params.ecn, &mut packet) {
                     // RFC 3168 §5: marked instead of dropped, the packet is sent; the next signal
                     // is due at the control law's next time (RFC 8289 §5.5).
-                    self.drop_next = control_law(self.drop_next, params.interval, self.count);
+                    self.drop_next = self.control_law(params, self.drop_next);
                     return Some(packet);
                 }
                 drops.dropped(packet, DropReason::Aqm);
@@ -159,7 +214,7 @@ impl CodelControl {
                     }
                 }
                 if ok_to_drop {
-                    self.drop_next = control_law(self.drop_next, params.interval, self.count);
+                    self.drop_next = self.control_law(params, self.drop_next);
                 } else {
                     self.dropping = false;
                 }
@@ -178,9 +233,15 @@ impl CodelControl {
             // after leaving the dropping state, the drop rate that controlled it then is a good
             // start: resume from the drops made since (§5.5; §3.3).
             let delta = self.count.wrapping_sub(self.lastcount);
-            self.count =
-                if delta > 1 && now.saturating_sub(self.drop_next) < params.interval.mul(16) { delta } else { 1 };
-            self.drop_next = control_law(now, params.interval, self.count);
+            if delta > 1 && now.saturating_sub(self.drop_next) < params.interval.mul(16) {
+                self.count = delta;
+                // Newton: one step from the 1/√count of the count left behind.
+                self.rec_inv_sqrt = newton_step(self.rec_inv_sqrt, delta);
+            } else {
+                self.count = 1;
+                self.rec_inv_sqrt = NEWTON_ONE;
+            }
+            self.drop_next = self.control_law(params, now);
             self.lastcount = self.count;
             (packet, _) = next?;
         }
@@ -398,6 +459,59 @@ mod tests {
             assert_eq!(*at, grid, "drop {k}: due at {due}");
         }
         assert_eq!(q.control().count(), 6);
+    }
+
+    #[test]
+    fn the_newton_iteration_lags_at_small_counts_then_converges_to_the_inverse_square_root() {
+        // By hand, x ← x·(3 − count·x²)/2 from x = 1: count 2 gives 1/2 (the RFC's 1/√2 ≈ 0.707),
+        // count 3 gives 0.5·(3 − 3/4)/2 = 0.5625, count 4 gives 0.5625·(3 − 4·0.31640625)/2 =
+        // 0.48779296875, in 16-bit fixed point (the last bit is the arithmetic's rounding).
+        let mut x = NEWTON_ONE;
+        let mut seen = Vec::new();
+        for count in 2..=4 {
+            x = newton_step(x, count);
+            seen.push(x);
+        }
+        assert_eq!(seen, vec![0x8001, 0x9000, 0x7ce0]);
+        // Then within 3 % of 1/√count from count 3 on, 0.1 % from count 20 to 1000 (step by step,
+        // as a dropping state counts; beyond, the 16-bit resolution is the error).
+        let mut x = NEWTON_ONE;
+        for count in 2..=1000u32 {
+            x = newton_step(x, count);
+            let error = (x as f64 / 65536.0 * (count as f64).sqrt() - 1.0).abs();
+            let bound = if count >= 20 {
+                0.001
+            } else if count >= 3 {
+                0.03
+            } else {
+                0.3
+            };
+            assert!(error <= bound, "count {count}: 1/√count off by {error}");
+        }
+    }
+
+    #[test]
+    fn with_the_newton_law_the_second_drop_comes_half_an_interval_after_the_first() {
+        // As Linux's and ns-3's CoDel: drops at t, t + 100 ms, then 50 ms and 56.25 ms apart
+        // (the RFC's law: 70.7 and 57.7 ms).
+        let params = CodelParams { control_law: CodelControlLaw::Newton, ..CodelParams::default() };
+        let mut q = CoDel::new(params, None, None);
+        for seq in 0..100_000 {
+            q.enqueue(packet(seq, SimTime::ZERO), SimTime::ZERO).unwrap();
+        }
+        let mut drops_at = Vec::new();
+        let mut now = SimTime::from_ms(10);
+        while drops_at.len() < 4 {
+            let (sent, dropped) = dequeue(&mut q, now);
+            assert!(sent.is_some());
+            drops_at.extend(dropped.iter().map(|_| now));
+            now += SimTime::from_us(10);
+        }
+        let gaps: Vec<f64> = drops_at.windows(2).map(|w| (w[1] - w[0]).as_secs_f64() * 1e3).collect();
+        assert_eq!(drops_at[0], SimTime::from_ms(110));
+        for (gap, expected) in gaps.iter().zip([100.0, 50.0, 56.25]) {
+            assert!((gap - expected).abs() <= 0.011, "gaps {gaps:?} ms");
+        }
     }
 
     #[test]

@@ -137,26 +137,35 @@ impl Queue {
                 },
                 seed,
             )),
-            QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns, ecn } => {
+            QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns, ecn, control_law } => {
                 let params = CodelParams {
                     target: SimTime::from_ns(*target_ns),
                     interval: SimTime::from_ns(*interval_ns),
                     ecn: *ecn,
+                    control_law: *control_law,
                 };
                 Queue::CoDel(CoDel::new(params, *limit_packets, *limit_bytes))
             }
-            QueueSpec::FqCodel { limit_packets, target_ns, interval_ns, flows, quantum_bytes, ecn, .. } => {
-                Queue::FqCodel(FqCodel::new(FqCodelConfig {
-                    codel: CodelParams {
-                        target: SimTime::from_ns(*target_ns),
-                        interval: SimTime::from_ns(*interval_ns),
-                        ecn: *ecn,
-                    },
-                    limit_packets: limit_packets.expect("validated: a limit in packets"),
-                    flows: *flows,
-                    quantum: *quantum_bytes,
-                }))
-            }
+            QueueSpec::FqCodel {
+                limit_packets,
+                target_ns,
+                interval_ns,
+                flows,
+                quantum_bytes,
+                ecn,
+                control_law,
+                ..
+            } => Queue::FqCodel(FqCodel::new(FqCodelConfig {
+                codel: CodelParams {
+                    target: SimTime::from_ns(*target_ns),
+                    interval: SimTime::from_ns(*interval_ns),
+                    ecn: *ecn,
+                    control_law: *control_law,
+                },
+                limit_packets: limit_packets.expect("validated: a limit in packets"),
+                flows: *flows,
+                quantum: *quantum_bytes,
+            })),
         }
     }
 }

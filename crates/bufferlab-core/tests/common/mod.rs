@@ -123,6 +123,7 @@ pub fn codel(limit_packets: u64, ecn: bool) -> QueueSpec {
         target_ns: 5 * MS,
         interval_ns: 100 * MS,
         ecn,
+        control_law: Default::default(),
     }
 }
 

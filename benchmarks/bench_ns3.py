@@ -54,6 +54,9 @@ class Case:
     queue: tuple[tuple[str, object], ...] = ()
     qdisc: str = ""
     qdisc_attributes: str = ""
+    # ECN-capable TCP on every flow (RFC 3168; bufferlab tcp.ecn = "classic", ns-3 UseEcn On) and
+    # an AQM that marks (the queue's `ecn`, ns-3's UseEcn=true).
+    ecn: bool = False
 
 
 # The reference dumbbell (scenarios/dumbbell.toml: 40 ms RTT, 10 ms bottleneck delay, 100 packets
@@ -68,23 +71,35 @@ CASES = [
 ]
 
 # AQMs at a 100 ms RTT (BDP 833 packets at 100 Mb/s) with 1000 packets of room, where a FIFO
-# would hold a standing queue of most of them: each with the RFC's or the paper's defaults on both
-# sides, except where ns-3's differ (its PIE and RED assume 1000- and 500-byte packets, RED's
-# max_p is 1/LInterm = 1/50, RED's thresholds here scaled to the BDP).
-AQM_CASES = [
-    Case("codel", 4, "100Mbps", 100e6, 1000, "TcpNewReno", 20, "1Gbps", rtt="100ms",
-         queue=(("kind", "codel"), ("limit", "1000p")),
-         qdisc="ns3::CoDelQueueDisc", qdisc_attributes="MaxSize=999p,Target=5ms,Interval=100ms"),
-    Case("pie", 4, "100Mbps", 100e6, 1000, "TcpNewReno", 20, "1Gbps", rtt="100ms",
-         queue=(("kind", "pie"), ("limit", "1000p")),
-         qdisc="ns3::PieQueueDisc", qdisc_attributes="MaxSize=999p,MeanPktSize=1500,QueueDelayReference=15ms,"
-                                                     "Tupdate=15ms,A=0.125,B=1.25,MaxBurstAllowance=150ms"),
-    Case("red", 4, "100Mbps", 100e6, 1000, "TcpNewReno", 20, "1Gbps", rtt="100ms",
-         queue=(("kind", "red"), ("limit", "1000p"), ("min_th", "100p"), ("max_th", "300p"), ("max_p", 0.1),
-                ("w_q", 0.002), ("gentle", True)),
-         qdisc="ns3::RedQueueDisc", qdisc_attributes="MaxSize=999p,MinTh=100,MaxTh=300,LInterm=10,QW=0.002,"
-                                                     "Gentle=true,MeanPktSize=1500,LinkBandwidth=100Mbps"),
-]
+# would hold a standing queue of most of them: 10 flows, each AQM with the RFC's or the paper's
+# defaults on both sides, except where ns-3's differ (its PIE and RED assume 1000- and 500-byte
+# packets, RED's max_p is 1/LInterm; its FqCoDel drops a batch of up to 64 packets at the limit,
+# bufferlab's one, as RFC 8290 §4.1), each with drops and with ECN marks.
+def _aqm_cases() -> list[Case]:
+    twins = [
+        ("codel", (("kind", "codel"), ("limit", "1000p")),
+         "ns3::CoDelQueueDisc", "MaxSize=999p,Target=5ms,Interval=100ms"),
+        ("fq_codel", (("kind", "fq_codel"), ("limit", "1000p")),
+         "ns3::FqCoDelQueueDisc", "MaxSize=999p,Target=5ms,Interval=100ms,Flows=1024,DropBatchSize=1"),
+        ("pie", (("kind", "pie"), ("limit", "1000p")),
+         "ns3::PieQueueDisc", "MaxSize=999p,MeanPktSize=1500,QueueDelayReference=15ms,Tupdate=15ms,A=0.125,"
+                              "B=1.25,MaxBurstAllowance=150ms"),
+        ("red", (("kind", "red"), ("limit", "1000p"), ("min_th", "100p"), ("max_th", "300p"), ("max_p", 0.1),
+                 ("w_q", 0.002), ("gentle", True)),
+         "ns3::RedQueueDisc", "MaxSize=999p,MinTh=100,MaxTh=300,LInterm=10,QW=0.002,Gentle=true,MeanPktSize=1500,"
+                              "LinkBandwidth=100Mbps"),
+    ]
+    cases = []
+    for ecn in (False, True):
+        for key, queue, qdisc, attributes in twins:
+            cases.append(Case(
+                f"{key}-ecn" if ecn else key, 10, "100Mbps", 100e6, 1000, "TcpNewReno", 20, "1Gbps", rtt="100ms",
+                queue=(*queue, ("ecn", ecn)), qdisc=qdisc,
+                qdisc_attributes=f"{attributes},UseEcn={'true' if ecn else 'false'}", ecn=ecn))
+    return cases
+
+
+AQM_CASES = _aqm_cases()
 CASES += AQM_CASES
 
 # The twins of bench_pipeline's two whole-command cases: the reference dumbbell itself (30 s) and one
@@ -141,6 +156,8 @@ def bufferlab_scenario(case: Case, seed: int, ssthresh_from: str | None = None) 
     }
     if case.variant == "TcpNewReno":
         tcp["ca_increase"] = "per_ack"
+    if case.ecn:
+        tcp["ecn"] = "classic"
     tcp["ssthresh_from"] = ssthresh_from or NS3_SSTHRESH_FROM[case.variant]
     return Scenario.from_dict(
         {
@@ -181,6 +198,8 @@ def run_bufferlab(case: Case, seed: int, ssthresh_from: str | None = None) -> di
         "goodput": sum(per_flow),
         "util": bottleneck["busy_ns"] / result["end_ns"],
         "drops": bottleneck["dropped_queue_packets"] + bottleneck.get("dropped_aqm_packets", 0),
+        "marks": bottleneck.get("ce_marked_packets", 0),
+        "sojourn_ms": bottleneck["sojourn_sum_ns"] / max(bottleneck["sent_packets"], 1) / 1e6,
         "queue": int(bottleneck["queue_packet_ns"]) / result["end_ns"],
         "jain": jain(per_flow),
         "retx": sum(f["segments_retransmitted"] for f in result["flows"]),
@@ -214,6 +233,7 @@ def run_ns3(case: Case, seed: int, binary: Path) -> dict[str, float]:
         f"--duration={case.seconds}",
         f"--seed={seed}",
         *([f"--qdisc={case.qdisc}", f"--qdiscAttributes={case.qdisc_attributes}"] if case.qdisc else []),
+        f"--ecn={'true' if case.ecn else 'false'}",
     ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -227,6 +247,10 @@ def run_ns3(case: Case, seed: int, binary: Path) -> dict[str, float]:
         "goodput": sum(per_flow),
         "util": out["bottleneck_busy_s"] / seconds,
         "drops": out["queue_drops"] + out["device_drops"],
+        "marks": out.get("queue_marks", 0),
+        # Little's law: the mean time in queue disc and device queue is the time-averaged queue over
+        # the departure rate (1502-byte frames with the PPP header, at the bottleneck's rate).
+        "sojourn_ms": 1e3 * out["queue_packet_s"] / max(out["bottleneck_busy_s"] * case.rate_bps / (1502 * 8), 1),
         "queue": out["queue_packet_s"] / seconds,
         "jain": jain(per_flow),
         "retx": out["retransmissions"],
@@ -265,6 +289,11 @@ NOTES = {
     "10xCUBIC": "ns-3.44's PRR with CUBIC (beta 0.7) holds ns-3's queue at half bufferlab's; with "
     "classic recovery on both sides the queue is within 3 % and drops +17 % over 5 s, the rest is "
     "ns-3's Linux-style CUBIC arithmetic (segment counter, cnt clamp, own Reno estimate) against RFC 9438",
+    "red": "not explained yet (sojourn within 9 %): docs/engine/validation.md, The AQM twins",
+    "red-ecn": "ns-3's RED marks in the gentle region (max_th..2 max_th) where bufferlab drops, as Linux "
+    "harddrop; with Gentle=false ns-3 drops 346 and marks 127 (bufferlab 241, 201)",
+    "fq_codel-ecn": "not explained yet (sojourn within 8 %): docs/engine/validation.md, The AQM twins",
+    "pie-ecn": "ns-3 drops 1019 (bufferlab 395), most in the slow-start overshoot; not explained yet",
 }
 
 
@@ -272,20 +301,23 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.3f}" if b else ("=" if a == b else "inf")
 
 
-HEADER = "| case | sim | goodput Mb/s | util | drops | mean queue p | Jain | retx | RTOs | wall s | CPU s |"
+HEADER = ("| case | sim | goodput Mb/s | util | drops | CE marks | mean queue p | mean sojourn ms | Jain | retx | RTOs "
+          "| wall s | CPU s |")
 
 
 def print_rows(case: Case, ours: dict[str, float], theirs: dict[str, float]) -> None:
     """One case's two rows and their ratios (bufferlab / ns-3; speed as ns-3 / bufferlab)."""
     for name, m in (("bufferlab", ours), ("ns-3", theirs)):
         print(
-            f"| {case.key} | {name} | {m['goodput'] / 1e6:.2f} | {m['util']:.4f} | {m['drops']} | "
-            f"{m['queue']:.1f} | {m['jain']:.4f} | {m['retx']} | {m['rtos']} | {m['wall']:.2f} | {m['cpu']:.2f} |"
+            f"| {case.key} | {name} | {m['goodput'] / 1e6:.2f} | {m['util']:.4f} | {m['drops']} | {m['marks']} | "
+            f"{m['queue']:.1f} | {m['sojourn_ms']:.2f} | {m['jain']:.4f} | {m['retx']} | {m['rtos']} | "
+            f"{m['wall']:.2f} | {m['cpu']:.2f} |"
         )
     print(
         f"| {case.key} | ratio | {ratio(ours['goodput'], theirs['goodput'])} | "
         f"{ratio(ours['util'], theirs['util'])} | {ratio(ours['drops'], theirs['drops'])} | "
-        f"{ratio(ours['queue'], theirs['queue'])} | {ratio(ours['jain'], theirs['jain'])} | "
+        f"{ratio(ours['marks'], theirs['marks'])} | {ratio(ours['queue'], theirs['queue'])} | "
+        f"{ratio(ours['sojourn_ms'], theirs['sojourn_ms'])} | {ratio(ours['jain'], theirs['jain'])} | "
         f"{ratio(ours['retx'], theirs['retx'])} | {ratio(ours['rtos'], theirs['rtos'])} | "
         f"{ratio(theirs['wall'], ours['wall'])}x faster | {ratio(theirs['cpu'], ours['cpu'])}x faster |",
         flush=True,
@@ -293,14 +325,19 @@ def print_rows(case: Case, ours: dict[str, float], theirs: dict[str, float]) -> 
 
 
 def print_verdicts(rows: list[tuple[Case, dict[str, float], dict[str, float]]]) -> None:
-    """Goodput within 3 % and drops within 15 % of ns-3, or the note that says why not."""
+    """Goodput within 3 % of ns-3 and, for a FIFO, drops within 15 %; for an AQM, whose drops
+    and marks follow its transients, mean sojourn within 20 %; or the note that says why not."""
     for case, ours, theirs in rows:
         goodput_gap = ours["goodput"] / theirs["goodput"] - 1
-        drops_gap = abs(ours["drops"] / theirs["drops"] - 1) if theirs["drops"] else float(ours["drops"] > 0)
-        verdict = "within" if abs(goodput_gap) <= 0.03 and drops_gap <= 0.15 else "OUTSIDE"
+        if case.qdisc:
+            second, gap, band = "mean sojourn", ours["sojourn_ms"] / theirs["sojourn_ms"] - 1, 0.20
+        else:
+            second, band = "drops", 0.15
+            gap = ours["drops"] / theirs["drops"] - 1 if theirs["drops"] else float(ours["drops"] > 0)
+        verdict = "within" if abs(goodput_gap) <= 0.03 and abs(gap) <= band else "OUTSIDE"
         note = NOTES.get(case.key, "")
         print(
-            f"{case.key}: goodput {goodput_gap:+.1%}, drops {drops_gap:.1%} off: {verdict} 3 %/15 %"
+            f"{case.key}: goodput {goodput_gap:+.1%}, {second} {gap:+.1%}: {verdict} 3 %/{band:.0%}"
             + (f"; {note}" if note and verdict == "OUTSIDE" else "")
         )
 

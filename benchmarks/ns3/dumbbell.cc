@@ -296,6 +296,7 @@ main(int argc, char* argv[])
     std::string variant = "TcpNewReno";
     std::string recovery = "TcpPrrRecovery";
     bool hystart = false;
+    bool ecn = false;
     double duration = 30;
     uint32_t seed = 1;
     std::string qdisc = "";
@@ -320,6 +321,7 @@ main(int argc, char* argv[])
     cmd.AddValue("variant", "ns-3 congestion control (TcpNewReno, TcpLinuxReno, TcpCubic, ...)", variant);
     cmd.AddValue("recovery", "TcpPrrRecovery or TcpClassicRecovery", recovery);
     cmd.AddValue("hystart", "HyStart in TcpCubic's slow start", hystart);
+    cmd.AddValue("ecn", "ECN-capable TCP (RFC 3168) on every socket; the qdisc marks with UseEcn=true", ecn);
     cmd.AddValue("duration", "simulated seconds", duration);
     cmd.AddValue("seed", "RNG run number", seed);
     cmd.AddValue("qdisc", "bottleneck queue disc type instead of the FIFO (e.g. ns3::CoDelQueueDisc)", qdisc);
@@ -346,6 +348,7 @@ main(int argc, char* argv[])
     Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(Time(clockGranularity)));
     Config::SetDefault("ns3::RttEstimator::InitialEstimation", TimeValue(Time(initialRto)));
     Config::SetDefault("ns3::TcpCubic::HyStart", BooleanValue(hystart));
+    Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue(ecn ? "On" : "Off"));
 
     NodeContainer routers;
     routers.Create(2);
@@ -437,6 +440,7 @@ main(int argc, char* argv[])
     g_bottleneck.Integrate();
 
     uint64_t discDrops = bottleneckDisc->GetStats().nTotalDroppedPackets;
+    uint64_t discMarks = bottleneckDisc->GetStats().nTotalMarkedPackets;
     uint64_t deviceDrops = bottleneckDevice->GetQueue()->GetTotalDroppedPackets();
     std::string goodput;
     for (uint32_t i = 0; i < flows; ++i)
@@ -448,7 +452,7 @@ main(int argc, char* argv[])
     double perEntry = r.count ? 1.0 / (static_cast<double>(r.count) * segmentSize) : 0.0;
     std::printf("{\"simulator\": \"ns-3 %s\", \"duration_s\": %.9g, \"flow_bytes_received\": [%s], "
                 "\"bottleneck_busy_s\": %.9g, \"queue_drops\": %llu, \"queue_drop_reasons\": %s, "
-                "\"device_drops\": %llu, "
+                "\"device_drops\": %llu, \"queue_marks\": %llu, "
                 "\"queue_packet_s\": %.9g, \"retransmissions\": %llu, \"rtos\": %llu, "
                 "\"loss_episodes\": %llu, \"fast_recoveries\": %llu, "
                 "\"recovery_entry_segments\": {\"flight\": %.3f, \"pipe\": %.3f, "
@@ -461,6 +465,7 @@ main(int argc, char* argv[])
                 static_cast<unsigned long long>(discDrops),
                 DropReasons(bottleneckDisc->GetStats()).c_str(),
                 static_cast<unsigned long long>(deviceDrops),
+                static_cast<unsigned long long>(discMarks),
                 g_bottleneck.queuePacketSeconds,
                 static_cast<unsigned long long>(g_retransmissions),
                 static_cast<unsigned long long>(g_rtos),

@@ -236,7 +236,9 @@ def test_results_commands_exit_0_or_2_with_one_line_and_change_no_store(world: W
                     repeated("--rtt", ["10ms,990ms", "20ms", "1ns"], pool(TIMES, ["10ms,,990ms", ","]), least=1),
                     option("--flows", ["1", "800"], pool(NUMBERS)), option("--packet", ["1500B", "1KB"], pool(BYTES)),
                     option("--tp", ["1ms"], pool(TIMES)), option("--ack", ["58B"], pool(BYTES)),
-                    option("--sub-buffers", ["2", "3"], pool(NUMBERS)), flag("--json")))
+                    option("--sub-buffers", ["2", "3"], pool(NUMBERS)),
+                    option("--queue", ["fifo", "codel", "fq_codel", "pie", "red"], pool(["tbf", "CoDel", ""])),
+                    flag("--json")))
 def test_size_exits_0_or_2_with_one_line(world: World, args: list[str]) -> None:
     world.run(args)
 
@@ -255,6 +257,7 @@ def advise_args(draw: st.DrawFn) -> list[str]:
                         option("--rtt", ["20ms", "20ms..40ms"], pool(TIMES, ["40ms..20ms", "..", "1ms..", "20ms..nanms"])),
                         option("--cca", ["newreno", "cubic,bbr"], pool(["foo", ",", "cubic,,bbr"])),
                         option("--mice", ["0", "5"], pool(NUMBERS)), option("--mice-size", ["20kB"], pool(BYTES)),
+                        option("--queue", ["fifo", "codel", "pie"], pool(["tbf", "splitbuff", ""])),
                         repeated("--target", GOOD_TARGETS, pool(TARGETS), least=1),
                         option("--seeds", ["1"], pool(["0", "1001", "nan", "-1", "1.5", ""]), always=True),
                         option("--duration", ["0.2s", "0.1s"], pool(["0s", "-1s", "nans", "", "1ns"]), always=True),

@@ -193,6 +193,50 @@ def test_a_delay_target_alone_gets_the_buffer_whose_drain_time_is_that_delay(sto
         assert advice.buffer_packets is not None and abs(advice.buffer_packets - drain) <= 1
 
 
+def test_under_codel_a_delay_target_holds_at_every_limit_where_a_fifo_needs_the_drain_time(store):
+    # The Reno flow of RENO behind CoDel: the advisor searches CoDel's hard limit, keeping CoDel,
+    # and CoDel holds the standing queue near its 5 ms target whatever the limit (RFC 8289), so a
+    # 20 ms delay ceiling holds up to the largest limit tried. Behind a FIFO the sawtooth's mean
+    # queueing delay grows with the buffer, so the same ceiling bounds it: to at least the buffer
+    # whose drain time is 20 ms (6.7 packets at 4 Mb/s; the mean never exceeds a full buffer's) and,
+    # the queue being full only at the sawtooth's peaks, to within about three times that.
+    target = [parse_target("delay<=20ms")]
+    codel = {**RENO, "duration": "60s", "topology": {**RENO["topology"], "queue": {"kind": "codel", "limit": "10p"}}}
+    advisor = Advisor(Scenario.from_dict(codel), target, store, warmup_ns=RENO_WARMUP_NS, seeds=1, max_bdp=4)
+    advice = advisor.advise()
+    assert advisor.size_key == "topology.queue.limit"
+    assert advice.queue == "codel, target 5ms, interval 100ms"
+    assert advice.limit_meaning.startswith("CoDel's hard limit (RFC 8289)")
+    assert advice.buffer_packets == advisor.max_packets
+    assert all(p.holds["delay<=20ms"] for p in advice.probes)
+    runs = load(store).study_runs(advice.study)
+    assert set(runs["topology.queue.limit"].to_list()) == {f"{p.packets}p" for p in advice.probes}
+    fifo = {**RENO, "duration": "60s"}
+    drain = Advisor(Scenario.from_dict(fifo), target, store, warmup_ns=RENO_WARMUP_NS, seeds=1, max_bdp=4).advise()
+    print(f"delay<=20ms: behind CoDel any limit up to {advice.buffer_packets}p, behind a FIFO {drain.buffer_packets}p")
+    assert drain.queue == "fifo" and drain.buffer_packets is not None and 7 <= drain.buffer_packets <= 20
+
+
+def test_advise_takes_an_aqm_for_a_mix_and_says_what_its_limit_means(tmp_path):
+    db = tmp_path / "a.duckdb"
+    out = bufferlab("advise", "--rate", "4Mbps", "--rtt", "100ms", "--queue", "fq_codel", "--target",
+                    "utilisation>=0.5", "--seeds", "1", "--duration", "10s", "--db", str(db), "--json")
+    assert out.returncode == 0, out.stderr
+    advice = json.loads(out.stdout)
+    assert advice["queue"].startswith("fq_codel, 1024 flows") and advice["met"] is True
+    assert advice["limit_meaning"].startswith("FQ-CoDel's limit over all 1024 flow queues (RFC 8290)")
+    text = bufferlab("advise", "--rate", "4Mbps", "--rtt", "100ms", "--queue", "fq_codel", "--target",
+                     "utilisation>=0.5", "--seeds", "1", "--duration", "10s", "--db", str(db))
+    assert "recommended limit: " in text.stdout and "FQ-CoDel's limit over all" in " ".join(text.stdout.split())
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('duration = "5s"\n[topology]\nkind = "dumbbell"\nbottleneck_rate = "4Mbps"\n', encoding="utf-8")
+    both = bufferlab("advise", "--scenario", str(scenario), "--queue", "codel", "--target", "utilisation>=0.5",
+                     "--db", str(db))
+    assert both.returncode == 2 and both.stderr.startswith("error: --queue: the scenario's queue is searched")
+    unknown = bufferlab("advise", "--rate", "4Mbps", "--queue", "tbf", "--target", "utilisation>=0.5", "--db", str(db))
+    assert unknown.returncode == 2 and unknown.stderr.startswith('error: --queue: "tbf": expected one of fifo')
+
+
 def test_probes_are_a_stored_study_and_asking_again_simulates_nothing(store):
     question = ([parse_target("utilisation>=0.98")], store)
     first = Advisor(Scenario.from_dict(RENO), *question, warmup_ns=RENO_WARMUP_NS, seeds=1).advise()

@@ -81,8 +81,25 @@ def test_size_command_table_gives_seed003s_22_packets():
     assert row.split("│")[2].strip() == "22"
 
 
+def test_size_command_says_what_a_size_means_under_an_aqm():
+    # CoDel's 5 ms target is 41.7 packets of 1500 bytes at 100 Mb/s, PIE's 15 ms 125: the standing
+    # queue each aims for, whatever the limit the rules then size.
+    out = bufferlab("size", "--rate", "100Mbps", "--rtt", "100ms", "--flows", "10", "--queue", "codel", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert {r["queue"] for r in rows} == {"codel"}
+    assert rows[0]["limit_meaning"].startswith("CoDel's hard limit (RFC 8289)")
+    assert "target of 5ms (42 packets here)" in rows[0]["limit_meaning"]
+    pie = bufferlab("size", "--rate", "100Mbps", "--rtt", "100ms", "--queue", "pie")
+    assert pie.returncode == 0 and "15ms (125 packets here)" in " ".join(pie.stdout.split())
+    fifo = bufferlab("size", "--rate", "100Mbps", "--rtt", "100ms")
+    assert "What a size means under fifo: a drop-tail FIFO's size" in " ".join(fifo.stdout.split())
+
+
 @pytest.mark.parametrize("args, line", [
     (("--rate", "100Mbps"), "error: --rtt: give the flows' RTTs (--rtt), or seed 003's --tp and --ack"),
+    (("--rate", "100Mbps", "--rtt", "10ms", "--queue", "tbf"),
+     "error: --queue: \"tbf\": expected one of fifo, red, pie, codel, fq_codel"),
     (("--rate", "fast", "--rtt", "10ms"), "error: --rate: not a rate"),
     (("--rate", "1Mbps", "--rtt", "10parsecs"), 'error: --rtt: unknown time unit "parsecs"'),
     (("--rate", "1Mbps", "--tp", "1ms"), "error: --ack: seed 003's rule needs the ACK size with --tp"),

@@ -18,6 +18,7 @@ import click
 
 from .. import units
 from ..errors import SpecError, writing
+from ..sizing.limits import SIZED_KINDS
 from ..sizing.targets import TARGET_FORMS, Target, parse_target
 from .options import MAX_WORKERS, Number, db_option, figure_output, listed, parsed
 
@@ -87,8 +88,10 @@ def _print(advice: Advice, figure: Path | None) -> None:
                   f"packets of {units.format_bytes(link.packet_bytes)}"
                   + (f", BDP {link.bdp_packets:.1f} packets" if link.bdp_packets else ""))
     console.print("targets: " + ", ".join(t.text for t in advice.targets))
+    console.print(f"queue: {escape(advice.queue)}; the size searched is {escape(advice.limit_meaning)}")
     if advice.buffer_packets is not None:
-        console.print(f"[bold]recommended buffer: {_size_text(advice, advice.buffer_packets)}[/bold]")
+        what = "buffer" if advice.queue == "fifo" else "limit"
+        console.print(f"[bold]recommended {what}: {_size_text(advice, advice.buffer_packets)}[/bold]")
     else:
         closest = advice.closest
         console.print(f"[bold]{advice.reason}[/bold]" + (
@@ -131,6 +134,7 @@ def advice_json(advice: Advice, figure: Path | None = None) -> dict[str, Any]:
             "buffer_ms": advice.buffer_ms, "reason": advice.reason or None,
             "closest_packets": advice.closest.packets if advice.closest else None,
             "rate_bps": link.rate_bps, "packet_bytes": link.packet_bytes, "rtts_ns": link.rtts_ns,
+            "queue": advice.queue, "limit_meaning": advice.limit_meaning,
             "bdp_packets": link.bdp_packets, "max_packets": advice.max_packets, "resolution": advice.resolution,
             "targets": [{"text": t.text, "metric": t.metric, "op": t.op, "value": t.value, "unit": t.unit,
                          "column": t.column} for t in advice.targets],
@@ -248,6 +252,9 @@ def _progress_per_size(packets: int) -> AbstractContextManager[Listener]:
 @click.option("--mice", "mice_per_s", type=Number(0), default=0.0, show_default=True,
               help="Poisson short flows per second in all (Pareto sizes, shape 1.2).")
 @click.option("--mice-size", default="20kB", show_default=True, help="Mean size of a short flow.")
+@click.option("--queue", "queue_kind", default="fifo", show_default=True,
+              help=f"The mix's bottleneck queue: {', '.join(SIZED_KINDS)} (an AQM with its RFC defaults; its "
+                   "hard limit is searched).")
 @click.option("--target", "target_texts", multiple=True, metavar="METRIC>=|<=VALUE",
               help=f"A target (repeatable): {TARGET_FORMS}.")
 @click.option("--seeds", type=Number(1, 1000, whole=True), default=3, show_default=True,
@@ -266,7 +273,8 @@ def _progress_per_size(packets: int) -> AbstractContextManager[Listener]:
 @click.option("-o", "--output", "figure", type=click.Path(path_type=Path), default=None,
               help="Write a figure of every target metric against the buffer (PNG, PDF or SVG).")
 def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None, flows: int, rtt: str, cca: str,
-                   mice_per_s: float, mice_size: str, target_texts: tuple[str, ...], seeds: int, duration: str | None,
+                   mice_per_s: float, mice_size: str, queue_kind: str, target_texts: tuple[str, ...], seeds: int,
+                   duration: str | None,
                    warmup: str | None, resolution: float, max_bdp: float, workers: int | None, db: Path,
                    study: str | None, as_json: bool, figure: Path | None) -> None:
     """The smallest bottleneck buffer meeting every --target, by simulation: a search over the
@@ -292,6 +300,9 @@ def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None,
     if scenario_file is not None:
         if rate is not None:
             raise SpecError("--rate", "give either --scenario or a mix (--rate, --flows, --rtt, --cca), not both")
+        if queue_kind != "fifo":
+            raise SpecError("--queue", "the scenario's queue is searched: give the AQM in the scenario, or --queue "
+                                       "with a mix (--rate ...)")
         base = Scenario.from_toml(scenario_file)
         if duration is not None:
             base = base.with_overrides({"duration": duration})
@@ -299,10 +310,12 @@ def advise_command(scenario_file: Path | None, queue_key: str, rate: str | None,
         if rate is None:
             raise SpecError("--rate", "give the bottleneck rate of the mix (or --scenario FILE)")
         ccas = listed("--cca", cca, what="controller")
+        if queue_kind not in SIZED_KINDS:
+            raise SpecError("--queue", f'"{queue_kind}": expected one of {", ".join(SIZED_KINDS)}')
         with _mix_flags():
             base = Scenario.from_dict(mix_scenario(rate=rate, flows=flows, rtt=rtt, ccas=ccas,
                                                    duration=duration or "30s", mice_per_s=mice_per_s,
-                                                   mice_size=mice_size))
+                                                   mice_size=mice_size, queue=queue_kind))
     warmup_ns = base.duration // 5 if warmup is None else parsed("--warmup", units.parse_time, warmup)
     listener_for = _progress_per_size if not as_json and sys.stderr.isatty() else None
     with _mix_flags(scenario_file is None):  # its checks of the mix (the memory budget) name the mix's flags

@@ -3,6 +3,7 @@
     bufferlab size --rate 100Mbps --rtt 10ms,990ms --packet 1KB
     bufferlab size --rate 50Mbps --rtt 120ms --flows 800
     bufferlab size --rate 100Mbps --packet 1287B --tp 1ms --ack 58B
+    bufferlab size --rate 100Mbps --rtt 100ms --flows 10 --queue codel
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import click
 
 from .. import units
 from ..errors import SpecError
+from ..sizing.limits import SIZED_KINDS
 from ..sizing.rules import BufferSize, size_rows
 from .options import Number, listed, parsed
 
@@ -27,6 +29,15 @@ def _rtts(values: tuple[str, ...]) -> list[int]:
     """`--rtt 10ms,990ms --rtt 50ms`: every RTT given, in order."""
     return [parsed("--rtt", lambda t: units.parse_time(t, positive=True), part)
             for part in (listed("--rtt", values, what="RTT") if values else [])]
+
+
+def _limit_meaning(kind: str, rate_bps: int, packet_bytes: int) -> str:
+    """What a size means for a queue of `kind` with its defaults (`sizing.limits`)."""
+    from ..queues import parse_queue
+    from ..sizing.limits import limit_meaning
+
+    queue = parse_queue("100p" if kind == "fifo" else {"kind": kind})
+    return limit_meaning(queue, rate_bps, packet_bytes)
 
 
 def _table(rows: list[tuple[BufferSize, str]], title: str) -> Table:
@@ -52,14 +63,19 @@ def _table(rows: list[tuple[BufferSize, str]], title: str) -> Table:
 @click.option("--ack", default=None, help="Seed 003: the ACK's size on the wire.")
 @click.option("--sub-buffers", type=Number(2, 3, whole=True), default=2, show_default=True,
               help="SplitBuff's sub-buffers (2, or 3 with thresholds at RTTP ± σ/2).")
+@click.option("--queue", "queue_kind", default="fifo", show_default=True,
+              help=f"The queue the size is for: {', '.join(SIZED_KINDS)} (an AQM with its RFC defaults, whose "
+                   "hard limit the sizes then are).")
 @click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON.")
 def size_command(rate: str, rtt: tuple[str, ...], flows: int | None, packet: str, tp: str | None, ack: str | None,
-                 sub_buffers: int, as_json: bool) -> None:
+                 sub_buffers: int, queue_kind: str, as_json: bool) -> None:
     """How big should the buffer be? Every sizing rule the inputs allow, in packets, bytes and
     milliseconds of queueing at the link rate."""
     rate_bps = parsed("--rate", units.parse_rate, rate)
     packet_bytes = parsed("--packet", units.parse_bytes, packet)
     rtts_ns = _rtts(rtt)
+    if queue_kind not in SIZED_KINDS:
+        raise SpecError("--queue", f'"{queue_kind}": expected one of {", ".join(SIZED_KINDS)}')
     tp_ns = None if tp is None else parsed("--tp", units.parse_time, tp)
     ack_bytes = None if ack is None else parsed("--ack", units.parse_bytes, ack)
     if rate_bps is None:
@@ -75,13 +91,17 @@ def size_command(rate: str, rtt: tuple[str, ...], flows: int | None, packet: str
         if isinstance(e, SpecError):
             raise
         raise SpecError("size", str(e)) from None
+    meaning = _limit_meaning(queue_kind, rate_bps, packet_bytes)
     if as_json:
         click.echo(json.dumps([{"rule": s.rule, "packets": s.packets, "exact_packets": s.exact_packets,
                                 "bytes": s.bytes, "ms": s.ms, "packet_bytes": s.packet_bytes,
-                                "rate_bps": s.rate_bps, "from": source} for s, source in rows], indent=1))
+                                "rate_bps": s.rate_bps, "from": source, "queue": queue_kind,
+                                "limit_meaning": meaning} for s, source in rows], indent=1))
         return
     title = (f"Buffer sizes for {units.format_rate(rate_bps)}, {units.format_bytes(packet_bytes)} packets"
              + (f", RTTs {', '.join(units.format_time(r) for r in rtts_ns)}" if rtts_ns else ""))
     from .render import console
 
-    console(132).print(_table(rows, title))
+    out = console(132)
+    out.print(_table(rows, title))
+    out.print(f"What a size means under {queue_kind}: {meaning}.", highlight=False)

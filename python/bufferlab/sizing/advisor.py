@@ -10,7 +10,9 @@ ceiling on a full queue is its drain time: B = d · C.
 The search probes buffer sizes in packets. It starts from a rule of thumb (the Stanford buffer of
 the link's long-lived flows for floors, the drain time of the tightest delay ceiling for
 ceilings), brackets the boundary by doubling or halving, then bisects until the bracket is
-narrower than `resolution` (relative) or one packet. Each probe is a point of a sweep over the
+narrower than `resolution` (relative) or one packet. The searched size is the queue's: a FIFO's
+size, or an AQM's hard limit with the AQM kept as the scenario gives it (`sizing.limits` says what
+the limit then means: the AQM, not the limit, sets the standing queue). Each probe is a point of a sweep over the
 queue's size, run under every seed (`study.execute.run_sweep`) and stored in one study; probes
 already stored are not simulated again, so asking the same question twice is instant. The metrics
 are measured after a warm-up (`analysis.window`).
@@ -40,15 +42,17 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ..errors import SpecError
+from ..queues import FifoQueue, Queue
 from ..spec import Scenario
 from ..study.execute import Listener
+from .limits import limit_meaning
 from .rules import BufferSize
 from .targets import Target
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..study.executors import Executor
 
-__all__ = ["Advisor", "Advice", "Probe", "LinkContext", "link_context", "mix_scenario", "judge_probe"]
+__all__ = ["Advisor", "Advice", "Probe", "LinkContext", "link_context", "mix_scenario", "judge_probe", "searched_queue"]
 
 # A rule of thumb's start when the link has no long-lived flow to size it by.
 _DEFAULT_START = 16
@@ -118,6 +122,9 @@ class Advice:
     rules: list[tuple[BufferSize, str]] = field(default_factory=list)
     simulated: int = 0
     reused: int = 0
+    # The searched queue as the scenario gives it (its size aside), and what its size means.
+    queue: str = "fifo"
+    limit_meaning: str = ""
 
     @property
     def buffer_ms(self) -> float | None:
@@ -147,11 +154,13 @@ def link_context(base: Scenario, queue_key: str) -> LinkContext:
 
 
 def mix_scenario(*, rate: str, flows: int, rtt: str, ccas: Sequence[str], duration: str, mice_per_s: float = 0.0,
-                 mice_size: str = "20kB", start_jitter: str = "1s", sample_interval: str = "10ms") -> dict[str, Any]:
+                 mice_size: str = "20kB", start_jitter: str = "1s", sample_interval: str = "10ms",
+                 queue: str = "fifo") -> dict[str, Any]:
     """A dumbbell carrying a traffic mix: `flows` long-lived flows whose RTTs are `rtt` ("100ms")
     or uniform over a range ("20ms..200ms"), controllers assigned in turn, starts spread
     uniformly over `start_jitter` (so seeds are replications), and optionally Poisson mice
-    (`mice_per_s` in all, Pareto sizes of shape 1.2 and mean `mice_size`) toward dst_0."""
+    (`mice_per_s` in all, Pareto sizes of shape 1.2 and mean `mice_size`) toward dst_0. The
+    bottleneck's queue is a FIFO, or the AQM `queue` names with its defaults."""
     if ".." in rtt:
         low, high = (part.strip() for part in rtt.split("..", 1))
         rtt_field: Any = {"dist": "uniform", "low": low, "high": high}
@@ -162,7 +171,8 @@ def mix_scenario(*, rate: str, flows: int, rtt: str, ccas: Sequence[str], durati
         "seed": 1,
         "duration": duration,
         "sample_interval": sample_interval,
-        "topology": {"kind": "dumbbell", "flows": flows, "bottleneck_rate": rate, "rtt": rtt_field, "queue": "100p"},
+        "topology": {"kind": "dumbbell", "flows": flows, "bottleneck_rate": rate, "rtt": rtt_field,
+                     "queue": "100p" if queue == "fifo" else {"kind": queue, "limit": "100p"}},
         "flow_defaults": {"traffic": "greedy", "start": {"dist": "uniform", "low": "0s", "high": start_jitter}},
         # The advisor reads the bottleneck's series and per-flow counters: no per-flow series.
         "record": {"flows": "none", "links": ["btl"]},
@@ -197,10 +207,13 @@ class Advisor:
         if base.record is not None and not base.record.store_series:
             raise SpecError("record.store_series", "advise measures the bottleneck's stored time series after the "
                                                    "warm-up: a scenario with store_series = false cannot be advised")
-        try:  # the searched queue must exist before a probe is stored under it
-            base.with_overrides({queue_key: "100p"})
+        self.queue = searched_queue(base, queue_key)
+        # A FIFO is replaced by FIFOs of each size; an AQM keeps its kind and settings, its limit searched.
+        self.size_key = queue_key if isinstance(self.queue, FifoQueue) else f"{queue_key}.limit"
+        try:  # the searched size must exist before a probe is stored under it
+            base.with_overrides({self.size_key: "100p"})
         except SpecError as e:
-            raise SpecError("--queue-key", f'"{queue_key}" is no queue of the scenario: {e}') from None
+            raise SpecError("--queue-key", f'"{queue_key}" has no size in packets to search: {e}') from None
         self.base, self.targets, self.db = base, list(targets), Path(db)
         self.queue_key, self.seeds, self.warmup_ns, self.resolution = queue_key, seeds, warmup_ns, resolution
         self.workers = workers
@@ -233,10 +246,10 @@ class Advisor:
         self.sizes.append(packets)
         values = [f"{n}p" for n in self.sizes]
         seeds = [self.base.seed + k for k in range(self.seeds)]
-        sweep = Sweep(name=self.study, base=self.base, axes=[Axis.of(self.queue_key, values)], seeds=seeds,
+        sweep = Sweep(name=self.study, base=self.base, axes=[Axis.of(self.size_key, values)], seeds=seeds,
                       description=f"bufferlab advise: {', '.join(t.text for t in self.targets)}",
                       written={"name": self.study, "advise": [t.text for t in self.targets],
-                               "base": self.base.to_dict(), "axes": [{"key": self.queue_key, "values": values}],
+                               "base": self.base.to_dict(), "axes": [{"key": self.size_key, "values": values}],
                                "seeds": seeds})
         # Within `advise`, every probe runs on its one executor (the workers start once, not per
         # probe); a probe asked for alone gets an executor of its own.
@@ -400,7 +413,8 @@ class Advisor:
         return Advice(study=self.study, targets=self.targets, link=self.link, buffer_packets=buffer, probes=probes,
                       max_packets=self.max_packets, resolution=self.resolution, reason=reason, closest=closest,
                       rules=self._rules(), simulated=self.simulated,
-                      reused=max(0, len(probes) * self.seeds - self.simulated))
+                      reused=max(0, len(probes) * self.seeds - self.simulated), queue=_without_size(self.queue),
+                      limit_meaning=limit_meaning(self.queue, self.link.rate_bps, self.link.packet_bytes))
 
     def _rules(self) -> list[tuple[BufferSize, str]]:
         from .rules import size_rows
@@ -408,6 +422,32 @@ class Advisor:
         if self.link.rate_bps is None or not self.link.rtts_ns:
             return []
         return size_rows(self.link.rate_bps, self.link.rtts_ns, self.link.packet_bytes, flows=len(self.link.rtts_ns))
+
+
+def _without_size(queue: Queue) -> str:
+    """The queue's kind and settings, without the size the search replaces ("codel, target 5ms, …")."""
+    if isinstance(queue, FifoQueue):
+        return "fifo"
+    return str(queue).replace(f" {queue.limit}", "", 1)
+
+
+def searched_queue(base: Scenario, queue_key: str) -> Queue:
+    """The queue at `queue_key` of `base` (a FIFO for a bare size), as its model."""
+    from ..queues import parse_queue
+    from ..spec.overrides import split_path
+
+    value: Any = base.to_dict()
+    for part in split_path(queue_key):
+        if isinstance(part, int) and isinstance(value, list) and -len(value) <= part < len(value):
+            value = value[part]
+        elif isinstance(part, str) and isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            raise SpecError("--queue-key", f'"{queue_key}" is no queue of the scenario')
+    try:
+        return parse_queue(value)
+    except SpecError as e:
+        raise SpecError("--queue-key", f'"{queue_key}" is no queue of the scenario: {e}') from None
 
 
 def _cores() -> int:

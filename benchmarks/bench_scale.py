@@ -84,6 +84,12 @@ CASES: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
     "10000x10g": ("10,000 NewReno flows, 10 Gb/s, RTT uniform 20-200 ms, buffer RTT*C/sqrt(N), 10 s",
                   lambda: _dumbbell(10_000, "10Gbps", 10, rtt={"dist": "uniform", "low": "20ms", "high": "200ms"},
                                     queue={"rule": "stanford"})),
+    # The same with FQ-CoDel at the bottleneck, a flow queue per flow (16,384 queues; the modulo
+    # gives each of the 10,000 flows its own), limit the same Stanford buffer: what an AQM's
+    # per-packet work costs at scale against the FIFO row above (the ratio is printed below the table).
+    "fqcodel_10k": ("the same 10,000 flows behind FQ-CoDel, 16,384 flow queues, limit RTT*C/sqrt(N), 10 s",
+                    lambda: _dumbbell(10_000, "10Gbps", 10, rtt={"dist": "uniform", "low": "20ms", "high": "200ms"},
+                                      queue={"kind": "fq_codel", "flows": 16384, "limit": {"rule": "stanford"}})),
     "cubic_10g": ("1 CUBIC flow, 10 Gb/s, RTT 100 ms, 1 BDP, random loss 1e-6, 60 s",
                   lambda: _dumbbell(1, "10Gbps", 60, rtt="100ms", queue={"rule": "bdp"}, cca="cubic", loss=1e-6)),
     "seed000": ("seed 000's full scenario: GENI tree, persistent + Poisson mice, 18p, 150 s", _seed000),
@@ -178,7 +184,8 @@ def measure_case(name: str) -> dict[str, Any]:
         "events": result["events"], "packets": sum(c["sent_packets"] for c in result["channels"]),
         "peak_mb": peak_mb, "run_mb": run_mb, "kb_per_flow": run_mb * 1e3 / max(flows, 1),
         "goodput_mbps": sum(f["bytes_delivered"] for f in result["flows"]) * 8 / result["end_ns"] * 1e3,
-        "drops": sum(c["dropped_queue_packets"] + c["dropped_loss_packets"] for c in result["channels"]),
+        "drops": sum(c["dropped_queue_packets"] + c["dropped_loss_packets"] + c.get("dropped_aqm_packets", 0)
+                     for c in result["channels"]),
     }
 
 
@@ -223,9 +230,16 @@ def main() -> None:
     print(HEADER)
     print("-" * len(HEADER))
     names = list(args.cases or CASES)
+    measured = {}
     for name in names:
         best = min((run_in_child(name) for _ in range(args.repetitions)), key=lambda m: m["cpu_s"])
+        measured[name] = best
         print(row(best), flush=True)
+    if "10000x10g" in measured and "fqcodel_10k" in measured:
+        fifo, fq = measured["10000x10g"], measured["fqcodel_10k"]
+        print(f"\nFQ-CoDel / FIFO at 10,000 flows: engine CPU time x{fq['cpu_s'] / fifo['cpu_s']:.2f} (target 1.5), "
+              f"per packet x{(fq['cpu_s'] / fq['packets']) / (fifo['cpu_s'] / fifo['packets']):.2f}, "
+              f"memory per flow {fq['kb_per_flow']:.2f} / {fifo['kb_per_flow']:.2f} kB")
     if args.ns3_binary is not None:
         if not args.ns3_binary.exists():
             sys.exit(f"bench_scale: {args.ns3_binary} is missing: run `make bench-ns3` (it compiles it)")

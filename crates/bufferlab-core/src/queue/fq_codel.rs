@@ -16,15 +16,67 @@
 //! per arrival here), handed back as the refused packet ([`DropReason::QueueFull`]): one in, one
 //! out. CoDel's head drops at dequeue go to the caller's [`DropSink`] ([`DropReason::Aqm`]).
 //!
-//! Per flow queue: its FIFO (empty until used; it keeps the room it grew to), its byte count, its
-//! deficit and CoDel's state, about 100 bytes; the two lists are preallocated for every queue, so
-//! nothing is allocated per packet once the queues have grown to their working size.
+//! The packets of all flow queues share one slab ([`Slab`]): a flow queue is a linked list of its
+//! slots (head, tail, each slot naming the next), as Linux's flow queues are lists of packets. The
+//! slab holds as many slots as the backlog was ever deep (at most the limit), so with 10,000 flows
+//! the packets stay in one small, cache-warm array instead of 10,000 buffers of their own, and a
+//! flow queue is its list ends, deficit and CoDel's state (64 bytes, a cache line) and its byte
+//! count, kept in a dense array of its own for the search of the fattest queue at the limit. The
+//! two lists of flows are preallocated for every queue: nothing is allocated per packet once the
+//! slab has grown to the backlog's working depth.
 
 use super::codel::{CodelControl, CodelParams, HeadQueue};
 use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::units::SimTime;
 use std::collections::VecDeque;
+
+/// The end of a list of slots.
+const NIL: u32 = u32::MAX;
+
+/// A packet in the slab, and the slot after it in its flow queue (or in the free list).
+#[derive(Debug)]
+struct Slot {
+    packet: Packet,
+    next: u32,
+}
+
+/// The packets of every flow queue, in slots linked into one list per flow queue; freed slots
+/// are linked into a free list and taken again before the slab grows.
+#[derive(Debug, Default)]
+struct Slab {
+    slots: Vec<Slot>,
+    free: Option<u32>,
+}
+
+impl Slab {
+    /// Store `packet` in a slot of its own, linked to nothing.
+    #[inline]
+    fn insert(&mut self, packet: Packet) -> u32 {
+        match self.free {
+            Some(slot) => {
+                let s = &mut self.slots[slot as usize];
+                self.free = if s.next == NIL { None } else { Some(s.next) };
+                s.packet = packet;
+                s.next = NIL;
+                slot
+            }
+            None => {
+                self.slots.push(Slot { packet, next: NIL });
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Take the packet out of `slot` and return the slot to the free list.
+    #[inline]
+    fn remove(&mut self, slot: u32) -> Packet {
+        let s = &mut self.slots[slot as usize];
+        s.next = self.free.unwrap_or(NIL);
+        self.free = Some(slot);
+        s.packet
+    }
+}
 
 /// The parameters of an FQ-CoDel queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,18 +100,48 @@ enum List {
 
 #[derive(Debug)]
 struct FlowQueue {
-    packets: VecDeque<Packet>,
-    bytes: u64,
+    /// The first and last of its slots in the slab (`NIL` when empty).
+    head: u32,
+    tail: u32,
     /// DRR++ credit in bytes; may go negative by up to a packet (§4.2).
     deficit: i64,
     codel: CodelControl,
     list: List,
 }
 
+impl FlowQueue {
+    /// Link `slot` at the tail.
+    #[inline]
+    fn push_back(&mut self, slab: &mut Slab, slot: u32) {
+        if self.tail == NIL {
+            self.head = slot;
+        } else {
+            slab.slots[self.tail as usize].next = slot;
+        }
+        self.tail = slot;
+    }
+
+    /// Unlink the head packet and free its slot.
+    #[inline]
+    fn pop_front(&mut self, slab: &mut Slab) -> Option<Packet> {
+        if self.head == NIL {
+            return None;
+        }
+        let slot = self.head;
+        self.head = slab.slots[slot as usize].next;
+        if self.head == NIL {
+            self.tail = NIL;
+        }
+        Some(slab.remove(slot))
+    }
+}
+
 /// One flow queue as CoDel sees it: its head, and the whole FQ-CoDel backlog for the MTU rule
 /// (RFC 8289 §4.2), as Linux's `fq_codel` gives each flow's CoDel the qdisc's backlog.
 struct FlowView<'a> {
     flow: &'a mut FlowQueue,
+    flow_bytes: &'a mut u64,
+    slab: &'a mut Slab,
     total_packets: &'a mut u64,
     total_bytes: &'a mut u64,
     max_packet: u64,
@@ -68,9 +150,9 @@ struct FlowView<'a> {
 impl HeadQueue for FlowView<'_> {
     #[inline]
     fn pop_head(&mut self) -> Option<Packet> {
-        let packet = self.flow.packets.pop_front()?;
+        let packet = self.flow.pop_front(self.slab)?;
         let size = packet.wire_bytes as u64;
-        self.flow.bytes -= size;
+        *self.flow_bytes -= size;
         *self.total_packets -= 1;
         *self.total_bytes -= size;
         Some(packet)
@@ -92,6 +174,10 @@ impl HeadQueue for FlowView<'_> {
 pub struct FqCodel {
     config: FqCodelConfig,
     queues: Vec<FlowQueue>,
+    /// The bytes in each flow queue, apart from the rest of its state: the search for the
+    /// fattest queue at the limit reads this dense array alone.
+    backlogs: Vec<u64>,
+    slab: Slab,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
     packets: u64,
@@ -106,17 +192,13 @@ impl FqCodel {
     pub fn new(config: FqCodelConfig) -> Self {
         let n = config.flows.max(1) as usize;
         let queues = (0..n)
-            .map(|_| FlowQueue {
-                packets: VecDeque::new(),
-                bytes: 0,
-                deficit: 0,
-                codel: CodelControl::default(),
-                list: List::None,
-            })
+            .map(|_| FlowQueue { head: NIL, tail: NIL, deficit: 0, codel: CodelControl::default(), list: List::None })
             .collect();
         FqCodel {
             config,
             queues,
+            backlogs: vec![0; n],
+            slab: Slab::default(),
             new_flows: VecDeque::with_capacity(n),
             old_flows: VecDeque::with_capacity(n),
             packets: 0,
@@ -137,7 +219,7 @@ impl FqCodel {
     fn fattest(&self) -> usize {
         let mut best = (0u64, usize::MAX);
         for &i in self.new_flows.iter().chain(self.old_flows.iter()) {
-            let bytes = self.queues[i as usize].bytes;
+            let bytes = self.backlogs[i as usize];
             if bytes > best.0 {
                 best = (bytes, i as usize);
             }
@@ -157,7 +239,7 @@ impl FqCodel {
 
     /// Bytes queued in flow queue `i` (for tests and inspection).
     pub fn flow_bytes(&self, i: usize) -> u64 {
-        self.queues[i].bytes
+        self.backlogs[i]
     }
 }
 
@@ -169,9 +251,10 @@ impl QueueDiscipline for FqCodel {
         let i = self.classify(&packet);
         let size = packet.wire_bytes as u64;
         self.max_packet = self.max_packet.max(size);
+        let slot = self.slab.insert(packet);
         let q = &mut self.queues[i];
-        q.packets.push_back(packet);
-        q.bytes += size;
+        q.push_back(&mut self.slab, slot);
+        self.backlogs[i] += size;
         if q.list == List::None {
             // §4.1: a queue that becomes active is a new flow, with one quantum of credit.
             q.list = List::New;
@@ -188,9 +271,9 @@ impl QueueDiscipline for FqCodel {
         // it held a single packet, which DRR++ then finds empty and moves on).
         let fattest = self.fattest();
         let q = &mut self.queues[fattest];
-        let victim = q.packets.pop_front().expect("the fattest queue holds packets");
+        let victim = q.pop_front(&mut self.slab).expect("the fattest queue holds packets");
         let victim_size = victim.wire_bytes as u64;
-        q.bytes -= victim_size;
+        self.backlogs[fattest] -= victim_size;
         self.packets -= 1;
         self.bytes -= victim_size;
         Err((victim, DropReason::QueueFull))
@@ -218,6 +301,8 @@ impl QueueDiscipline for FqCodel {
             let mut codel = q.codel;
             let mut view = FlowView {
                 flow: q,
+                flow_bytes: &mut self.backlogs[i],
+                slab: &mut self.slab,
                 total_packets: &mut self.packets,
                 total_bytes: &mut self.bytes,
                 max_packet: self.max_packet,
@@ -282,6 +367,26 @@ mod tests {
             dropped.push((p.flow, p.seq));
         });
         (if let Dequeue::Packet(p) = sent { Some((p.flow, p.seq)) } else { None }, dropped)
+    }
+
+    #[test]
+    fn the_slab_grows_to_the_deepest_backlog_and_reuses_its_slots() {
+        // 100 rounds of 50 packets in and out over 1000 flows: 50 slots, whatever the churn.
+        let mut q = fq(1024, 10_000);
+        let mut now = SimTime::ZERO;
+        for round in 0..100u64 {
+            for k in 0..50u64 {
+                let flow = ((round * 50 + k) % 1000) as u32;
+                q.enqueue(packet(flow, round, 1500, now), now).unwrap();
+            }
+            for _ in 0..50 {
+                assert!(dequeue(&mut q, now).0.is_some());
+                now += SimTime::from_us(1);
+            }
+            assert_eq!(q.len_packets(), 0);
+        }
+        assert_eq!(q.slab.slots.len(), 50);
+        assert!(std::mem::size_of::<FlowQueue>() <= 64, "a flow queue's state fits a cache line");
     }
 
     #[test]

@@ -161,7 +161,7 @@ def _sweeps(quick: bool) -> dict[str, Sweep]:
 #
 # Each takes the run's row of `_run_table` (its bottleneck's and its sparse flow's counters at the
 # warm-up's end and at the run's end). To judge on percentiles instead of means, change these
-# functions alone (see docs/reproductions.md).
+# functions alone.
 
 
 def utilisation(run: dict[str, Any]) -> float:
@@ -686,7 +686,7 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
     figures["bufferbloat_delay_vs_buffer"] = fig
 
     # 2. Delay against throughput: one point per queue kind and limit, larger for larger limits.
-    fig, grid = new_figure(1, len(ccas), size=(4.2 * len(ccas) + 0.8, 4.6), sharey="row")
+    fig, grid = new_figure(1, len(ccas), size=(4.2 * len(ccas) + 0.8, 4.6), sharex="row", sharey="row")
     sizes = {b: 14 + 26 * i for i, b in enumerate(multiples)}
     for col, cca in enumerate(ccas):
         ax = grid[0][col]
@@ -747,7 +747,7 @@ REPRODUCTION = Reproduction(
                 "Reno, CUBIC and BBR: utilisation, standing delay and the sparse flow's delay, judged against RFC 8289 "
                 "(CoDel), RFC 8033 (PIE), RFC 8290 (FQ-CoDel) and RED's thresholds. Every TCP flow reduces from cwnd "
                 "at a congestion event (`tcp.ssthresh_from = \"cwnd\"`, as Linux).",
-    quick_estimate_s=30, full_estimate_s=300, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=30, full_estimate_s=600, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw, appendix=_appendix,
     notes=["Quick: limits 0.1, 1 and 10 BDP, CUBIC and BBR, 40 s, measured from 10 s, one seed (30 runs); full: 0.1, "
            "0.2, 0.5, 1, 2, 5 and 10 BDP, Reno, CUBIC and BBR, 120 s, measured from 20 s, three seeds (315 runs).",

@@ -701,7 +701,11 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
                        s=[sizes[b] for b in g["multiple"]], marker=KIND_MARKERS[kind], color=run_colour(i),
                        label=KIND_NAMES[kind], zorder=3)
             if kind == "fifo":
+                labelled = 0.0  # the delay of the last point labelled: points closer than 15 % share its label
                 for b, d, u in zip(g["multiple"], g["delay_ms"], g["utilisation"]):
+                    if d < labelled * 1.15:
+                        continue
+                    labelled = d
                     ax.annotate(f"{b:g}", (d, u * 100), textcoords="offset points", xytext=(0, -13),
                                 ha="center", fontsize="x-small", color=run_colour(i))
         plain_log_ticks(ax)
@@ -723,16 +727,15 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
         p = means.filter(pl.col("cca") == cca).with_columns((pl.col("sparse_ms") - floor).alias("sparse_queueing"))
         _kind_lines(ax, p, "sparse_queueing")
         ax.plot(x_limits, limit_ms, color="0.4", linestyle="--", linewidth=1, label="limit / C (a full queue)")
-        ax.axhline(MTU_TIME_MS, color="0.6", linestyle=":", linewidth=1)
-        ax.annotate(f"one 1500-byte packet at C, {MTU_TIME_MS:.2f} ms", (x_limits[-1], MTU_TIME_MS),
-                    textcoords="offset points", xytext=(-2, 2), ha="right", fontsize="x-small", color="0.4")
+        ax.axhline(MTU_TIME_MS, color="0.6", linestyle=":", linewidth=1,
+                   label=f"one 1500-byte packet at C ({MTU_TIME_MS:.2f} ms)")
         plain_log_ticks(ax, ticks=multiples)
         plain_log_ticks(ax, axis="y")
         ax.set_title(_cca(cca))
         ax.set_xlabel("queue limit (× BDP)")
         if col == 0:
             ax.set_ylabel("sparse flow's delay above its base (ms)")
-    legend_below(fig, grid[0][0], max_columns=6)
+    legend_below(fig, grid[0][0], max_columns=7)
     title(fig, f"What the sparse flow (64 kb/s in 200-byte packets) waits: its one-way delay less its base delay of "
                f"{floor:.2f} ms, against buffer size: {setup}")
     figures["bufferbloat_sparse_flow_delay"] = fig

@@ -159,9 +159,10 @@ def _sweeps(quick: bool) -> dict[str, Sweep]:
 
 # --- the measured quantities, one function each ---------------------------------------------------
 #
-# Each takes the run's row of `_run_table` (its bottleneck's and its sparse flow's counters at the
-# warm-up's end and at the run's end). To judge on percentiles instead of means, change these
-# functions alone.
+# Each takes the run's row of `_run_table`: its bottleneck's and its sparse flow's cumulative
+# counters at the warm-up's end and at the run's end, and the run's whole-run metrics
+# ("link.<metric>" of the bottleneck, "sparse.<metric>" of the sparse flow). To judge on a
+# percentile metric instead of a mean after the warm-up, change these functions alone.
 
 
 def utilisation(run: dict[str, Any]) -> float:
@@ -237,8 +238,16 @@ def _run_table(res: Results, study: str, warm_up_s: float) -> pl.DataFrame:
         "f.bytes_delivered AS sparse_delivered, f.path AS sparse_path "
         "FROM channels c JOIN flows f ON f.run_id = c.run_id AND f.name = ? "
         f"WHERE c.name = 'btl_forward' AND c.run_id IN ({_STUDY_RUNS})", [SPARSE, study])
+    # The run's whole-run metrics too, the bottleneck's as "link.<metric>" and the sparse flow's as
+    # "sparse.<metric>", for the functions above to read whichever they judge on.
+    link_metrics = res.query(f"SELECT * FROM link_metrics WHERE bottleneck AND run_id IN ({_STUDY_RUNS})", [study])
+    link_metrics = link_metrics.rename({c: f"link.{c}" for c in link_metrics.columns if c != "run_id"})
+    sparse_metrics = res.query(f"SELECT * FROM flow_metrics WHERE name = ? AND run_id IN ({_STUDY_RUNS})",
+                               [SPARSE, study])
+    sparse_metrics = sparse_metrics.rename({c: f"sparse.{c}" for c in sparse_metrics.columns if c != "run_id"})
     table = runs.join(link, on="run_id", how="left").join(sparse, on="run_id", how="left") \
-        .join(counters, on="run_id", how="left")
+        .join(counters, on="run_id", how="left").join(link_metrics, on="run_id", how="left") \
+        .join(sparse_metrics, on="run_id", how="left")
     warm_ups = {}
     for (run_id,), g in warm.group_by(["run_id"]):
         warm_ups[run_id] = (None if g["loss_based_ns"].null_count() else int(_hi(g["loss_based_ns"])),

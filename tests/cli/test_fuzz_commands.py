@@ -293,7 +293,8 @@ def test_sweep_exits_0_or_2_with_one_line_and_stores_nothing_when_refused(world:
     world.run(args)
 
 
-REPRODUCTIONS = ["dhamdhere2006", "ccperf", "splitbuff", "quic_sizing", "barman2004", "appenzeller2004"]
+REPRODUCTIONS = ["dhamdhere2006", "ccperf", "splitbuff", "quic_sizing", "barman2004", "appenzeller2004",
+                 "bufferbloat"]
 
 
 @st.composite

@@ -10,9 +10,11 @@ __all__ = ["reproductions"]
 def reproductions() -> dict[str, Reproduction]:
     from .appenzeller2004 import REPRODUCTION as appenzeller2004
     from .barman2004 import REPRODUCTION as barman2004
+    from .bufferbloat import REPRODUCTION as bufferbloat
     from .ccperf import REPRODUCTION as ccperf
     from .dhamdhere2006 import REPRODUCTION as dhamdhere2006
     from .quic_sizing import REPRODUCTION as quic_sizing
     from .splitbuff import REPRODUCTION as splitbuff
 
-    return {r.name: r for r in (dhamdhere2006, ccperf, splitbuff, quic_sizing, barman2004, appenzeller2004)}
+    return {r.name: r for r in (dhamdhere2006, ccperf, splitbuff, quic_sizing, barman2004, appenzeller2004,
+                                       bufferbloat)}

@@ -127,6 +127,7 @@ QUANTITIES = [
                                                          "a plain integer is bytes"),
     ("size", '`"100p"`, `"1.25MB"`', "packets (p, pkt, packets) or bytes"),
     ("probability", '`0.01`, `"1%"`', "a number or a percentage"),
+    ("ratio", '`1.2`, `"120%"`', "a number or a percentage"),
 ]
 
 
@@ -146,6 +147,7 @@ def _type_texts() -> dict[str, str]:
         "SampleInterval": '[time](#quantities) above 0, or `"off"` (no time series)',
         "ByteCount": "[bytes](#quantities)",
         "Probability": "[probability](#quantities)",
+        "Ratio": "[ratio](#quantities)",
         "PositiveCount": "integer, above 0",
         "Count": "integer",
         "Switch": "true or false",
@@ -257,7 +259,7 @@ def _describe(annotation: Any, metadata: list[Any], ctx: _Context, owner: str) -
             if name is None or name not in ctx.texts:
                 raise ReferenceError(f"{owner}: a field type the reference does not know ({name or meta!r}): "
                                      "add its text to _type_texts in docs/hooks/reference_pages.py")
-            bounds = _bounds(meta.schema) if name not in ("Probability",) else []
+            bounds = _bounds(meta.schema) if name not in ("Probability", "Ratio") else []
             return ctx.texts[name] + (f"; {', '.join(bounds)}" if bounds else "")
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)

@@ -585,6 +585,12 @@ pub struct TcpSpec {
     /// Explicit Congestion Notification (off): negotiated on the SYN and SYN-ACK, data segments
     /// sent ECT(0), the receiver's feedback `classic` (RFC 3168 §6.1) or `dctcp` (RFC 8257 §3.2).
     pub ecn: TcpEcn,
+    /// The sender paces a window-based controller (off; BBR always paces at its own rate) at
+    /// `pacing_ss_ratio` · cwnd/SRTT while cwnd < ssthresh/2 and `pacing_ca_ratio` · cwnd/SRTT
+    /// after, as Linux's internal pacing (tcp_pacing_ss_ratio 200 %, tcp_pacing_ca_ratio 120 %).
+    pub pacing: bool,
+    pub pacing_ss_ratio: f64,
+    pub pacing_ca_ratio: f64,
 }
 
 impl Default for TcpSpec {
@@ -609,6 +615,9 @@ impl Default for TcpSpec {
             ca_increase: CaIncrease::Bytes,
             ssthresh_from: SsthreshBasis::FlightSize,
             ecn: TcpEcn::Off,
+            pacing: false,
+            pacing_ss_ratio: 2.0,
+            pacing_ca_ratio: 1.2,
         }
     }
 }
@@ -679,6 +688,9 @@ pub struct QuicSpec {
     /// ECN (false): packets sent ECT(0), the receiver's ACK frames carry ECN counts (RFC 9000
     /// §13.4), and an increased CE count is a congestion event (RFC 9002 §7.1).
     pub ecn: bool,
+    /// The sender paces a window-based controller at N · cwnd / smoothed_rtt, N = 1.25 (RFC 9002
+    /// §7.7) (false; BBR always paces at its own rate).
+    pub pacing: bool,
 }
 
 impl Default for QuicSpec {
@@ -694,6 +706,7 @@ impl Default for QuicSpec {
             initial_rtt_ns: 333_000_000,
             packet_threshold: 3,
             ecn: false,
+            pacing: false,
         }
     }
 }

@@ -586,6 +586,17 @@ fn check_tcp(at: Field<'_>, t: &TcpSpec) -> Result<(), EngineError> {
     if t.rwnd_bytes.is_some_and(|w| w < t.mss as u64) {
         return Err(err(field("rwnd"), "receive window smaller than one MSS"));
     }
+    check_pacing_ratios(&field, t.pacing_ss_ratio, t.pacing_ca_ratio)
+}
+
+/// A window pacing's ratios to cwnd/SRTT: finite, above 0 and at most 100 (Linux's sysctls take
+/// 0 to 3000 %; at 0 nothing would leave).
+fn check_pacing_ratios(field: &dyn Fn(&str) -> String, slow_start: f64, avoidance: f64) -> Result<(), EngineError> {
+    for (k, ratio) in [("pacing_ss_ratio", slow_start), ("pacing_ca_ratio", avoidance)] {
+        if !(ratio.is_finite() && ratio > 0.0 && ratio <= 100.0) {
+            return Err(err(field(k), format!("a ratio to cwnd/SRTT above 0 and at most 100, not {ratio}")));
+        }
+    }
     Ok(())
 }
 

@@ -79,6 +79,9 @@ ByteCount = Annotated[int, Parsed(units.parse_bytes, units.format_bytes, returns
 Probability = Annotated[float, Parsed(units.parse_fraction, inner=core_schema.float_schema())]
 """A probability: 0.01 or "1%" (the engine checks its range and names the field)."""
 
+Ratio = Annotated[float, Parsed(units.parse_ratio, inner=core_schema.float_schema())]
+"""A ratio: 1.2 or "120%" (the engine checks its range and names the field)."""
+
 # Types pydantic knows, with their constraints applied once (`Prebuilt`): each validates as the
 # pydantic spelling in its docstring does, errors included.
 

@@ -57,6 +57,7 @@ from .fields import (
     OptionalRate,
     PositiveTime,
     Probability,
+    Ratio,
     QueueField,
     Rate,
     Recovery,
@@ -287,6 +288,16 @@ class TcpOptions(_Model):
     # from a CE arrival until CWR, one window reduction per round trip) or "dctcp" (RFC 8257's
     # accurate echo: ECE on every ACK while the segments it covers were CE).
     ecn: Literal["off", "classic", "dctcp"] | None = None
+    # Pacing of a window-based controller by the sender, as Linux's internal pacing: false (the
+    # default: a window leaves as fast as the ACKs release it); true: at `pacing_ss_ratio` ·
+    # cwnd/SRTT while cwnd is below half of ssthresh, `pacing_ca_ratio` · cwnd/SRTT after. BBR
+    # always paces at its own rate.
+    pacing: Switch = None
+    # The pacing rate's ratio to cwnd/SRTT in slow start: 2 (Linux's tcp_pacing_ss_ratio, 200 %).
+    pacing_ss_ratio: Ratio | None = None
+    # The pacing rate's ratio to cwnd/SRTT after slow start: 1.2 (Linux's tcp_pacing_ca_ratio,
+    # 120 %).
+    pacing_ca_ratio: Ratio | None = None
 
 
 class FlowDefaults(_Model):

@@ -101,7 +101,7 @@ impl TcpSender {
     pub fn new(flow: u32, receiver_node: u32, config: TcpConfig, cc: Controller, bytes: Option<u64>) -> Self {
         let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto, config.rto);
         TcpSender {
-            core: SenderCore::new(flow, receiver_node, cc, rtt),
+            core: SenderCore::new(flow, receiver_node, cc, rtt).with_window_pacing(config.pacing),
             scoreboard: Scoreboard::new(config.mss, config.dupthresh, config.rack),
             config,
             // The first data byte is sequence number 1 (the SYN takes 0).
@@ -517,7 +517,8 @@ impl TcpSender {
         let data_end = self.stream_end.unwrap_or(u64::MAX);
         let len = (data_end.saturating_sub(self.snd_nxt)).min(self.config.mss as u64);
         if len > 0 && self.rwnd_allows(len) {
-            self.send_new_segment(now, len, self.core.cc.pacing_rate(), out);
+            let pacing_rate = self.core.pacing_rate(self.pipe());
+            self.send_new_segment(now, len, pacing_rate, out);
             self.tlp_episode = Some(LossProbe { end_seq: self.snd_nxt, retransmission: false });
         } else if let Some(i) = self.scoreboard.last_index() {
             let last = *self.scoreboard.get(i);
@@ -756,7 +757,7 @@ impl TcpSender {
         // No hook of the controller runs while segments leave: its window and pacing rate hold
         // for the whole call, read once rather than once per segment.
         let cwnd = self.core.cc.window();
-        let pacing_rate = self.core.cc.pacing_rate();
+        let pacing_rate = self.core.pacing_rate(self.pipe());
         let mut sent_new = false;
         loop {
             // NextSeg() rule 1: a lost segment; otherwise rule 2: new data.

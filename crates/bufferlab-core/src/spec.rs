@@ -564,7 +564,8 @@ pub struct TcpSpec {
     /// What a fast recovery's reduction starts from (flight_size: RFC 5681 eq. (4)).
     pub ssthresh_from: SsthreshBasis,
     /// Explicit Congestion Notification (off): negotiated on the SYN and SYN-ACK, data segments
-    /// sent ECT(0), the receiver's feedback `classic` (RFC 3168 §6.1) or `dctcp` (RFC 8257 §3.2).
+    /// sent ECT(0), the receiver's feedback `classic` (RFC 3168 §6.1) or `dctcp` (RFC 8257 §3.2);
+    /// `l4s` sends ECT(1) with `dctcp`'s feedback (RFC 9331).
     pub ecn: TcpEcn,
 }
 
@@ -608,6 +609,12 @@ pub enum TcpEcn {
     /// every ACK while the last arrival was CE, an immediate ACK when that changes), the
     /// accurate feedback a DCTCP sender needs; the sender's response is as `classic`'s.
     Dctcp,
+    /// L4S (RFC 9331): data segments sent ECT(1), the L4S identifier (§4.1), which a DualQ
+    /// Coupled AQM puts in its low-latency queue; the receiver echoes as `dctcp` does. RFC 9331
+    /// §4.2 asks for accurate ECN feedback (AccECN); until this engine has AccECN, `dctcp`'s
+    /// per-packet echo is its substitute. The response is the controller's (Reno halves once per
+    /// round trip, as for `classic`).
+    L4s,
 }
 
 /// The transport protocol of a flow.

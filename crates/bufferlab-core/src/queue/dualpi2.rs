@@ -237,7 +237,7 @@ impl DualPi2 {
         let (target, cur, prev) = (self.config.target.as_secs_f64(), curq.as_secs_f64(), self.prev_q.as_secs_f64());
         // p' = p' + alpha·(curq − target) + beta·(curq − prevq)   (Appendix A)
         self.p += self.config.alpha * (cur - target) + self.config.beta * (cur - prev);
-        // p' is a probability (Appendix A bounds it to [0, 1]); without drop on overload it stops
+        // p' is a probability, kept within [0, 1]; without drop on overload it stops
         // at 1/k, where the L queue marks every packet (RFC 9332 §4.2.3).
         let max = if self.config.drop_on_overload { 1.0 } else { (1.0 / self.config.coupling).min(1.0) };
         self.p = self.p.clamp(0.0, max);
@@ -336,7 +336,7 @@ impl DualPi2 {
             self.mark(L, packet);
             return false;
         }
-        // p_L = max(p'_L, p_CL) (RFC 9332 §2.1 and §2.5.1.1; Appendix A): the step p'_L is 1 when
+        // p_L = max(p'_L, p_CL) (RFC 9332 §2.1; Appendix A): the step p'_L is 1 when
         // the packet waited longer than step_thresh, else 0, so p_L is 1 or p_CL.
         let step = now.saturating_sub(packet.enqueued_at) > self.config.step_thresh;
         let coupled = controlled && self.roll(coupled_probability(self.p, k));

@@ -438,9 +438,7 @@ def spec_models() -> list[tuple[type, str, str, str | None]]:
         (recording.Capture, "Captures", "`[[captures]]` or `captures` of `[record]`", None),
     ]
     for kind in queues.QUEUE_KINDS:
-        model = next(m for m in (queues.FifoQueue, queues.TbfQueue, queues.SplitBuffQueue,
-                                 queues.BlindSplitBuffQueue, queues.RedQueue, queues.PieQueue, queues.CoDelQueue,
-                                 queues.FqCodelQueue)
+        model = next(m for m in typing.get_args(queues.Queue)
                      if typing.get_args(m.model_fields["kind"].annotation) == (kind,))
         listed.append((model, f"Queue: {kind}", f'a queue table with `kind = "{kind}"`', kind))
     return listed

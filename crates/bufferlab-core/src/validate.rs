@@ -161,6 +161,7 @@ fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
             }
             Ok(())
         }
+        QueueSpec::DualPi2 { .. } => check_dualpi2(field, q),
         QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
             for (k, v) in [("rate", rate_bps), ("burst", bucket_bytes), ("limit", limit_bytes)] {
                 if *v == 0 {
@@ -170,6 +171,60 @@ fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
             Ok(())
         }
     }
+}
+
+/// DualPI2's ranges (queue/dualpi2.rs): a limit in packets; positive target and Tupdate; gains
+/// α > 0 and β ≥ 0 (Hz, RFC 9332 Appendix A's PI2); a coupling factor k of at least 1 (p_C =
+/// (p_CL/k)² must not exceed p_CL, RFC 9332 §2.1), at most 256 (Linux's 8-bit factor); times
+/// within the limit of simulated time; a WRR share from 0 to 100 %.
+fn check_dualpi2(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
+    let QueueSpec::DualPi2 {
+        limit_packets,
+        limit_bytes,
+        target_ns,
+        t_update_ns,
+        alpha,
+        beta,
+        coupling,
+        step_thresh_ns,
+        tshift_ns,
+        classic_protection,
+        ..
+    } = *q
+    else {
+        unreachable!("check_dualpi2 is called with a DualPI2 queue")
+    };
+    if limit_bytes.is_some() {
+        return Err(err(
+            format!("{field}.limit"),
+            "DualPI2's limit is in packets (as Linux's dualpi2), not in bytes or time",
+        ));
+    }
+    check_limit(field, "DualPI2", &limit_packets, &limit_bytes)?;
+    for (k, ns) in [("target", target_ns), ("tupdate", t_update_ns)] {
+        if ns == 0 {
+            return Err(err(format!("{field}.{k}"), "must be positive"));
+        }
+        check_time(format_args!("{field}.{k}"), ns)?;
+    }
+    check_time(format_args!("{field}.step_thresh"), step_thresh_ns)?;
+    check_time(format_args!("{field}.tshift"), tshift_ns)?;
+    if !(alpha.is_finite() && alpha > 0.0) {
+        return Err(err(format!("{field}.alpha"), format!("gain {} must be positive", shown(alpha))));
+    }
+    if !(beta.is_finite() && beta >= 0.0) {
+        return Err(err(format!("{field}.beta"), format!("gain {} must not be negative", shown(beta))));
+    }
+    if !(coupling.is_finite() && (1.0..=256.0).contains(&coupling)) {
+        return Err(err(format!("{field}.coupling"), format!("coupling factor {} not in [1, 256]", shown(coupling))));
+    }
+    if classic_protection > 100 {
+        return Err(err(
+            format!("{field}.classic_protection"),
+            format!("the C queue's share is a percentage from 0 to 100, not {classic_protection}"),
+        ));
+    }
+    Ok(())
 }
 
 /// RED's ranges (queue/red.rs): 0 < min_th < max_th ≤ limit (when in one unit), 0 < max_p ≤ 1
@@ -673,6 +728,7 @@ fn check_queue_fits(
         | QueueSpec::Pie { .. }
         | QueueSpec::CoDel { .. }
         | QueueSpec::FqCodel { .. }
+        | QueueSpec::DualPi2 { .. }
         | QueueSpec::SplitBuff { .. }
         | QueueSpec::BlindSplitBuff { .. } => return Ok(()),
     };

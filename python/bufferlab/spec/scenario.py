@@ -285,9 +285,11 @@ class TcpOptions(_Model):
     # away; "cwnd" cannot.
     ssthresh_from: Literal["flight_size", "pipe", "cwnd"] | None = None
     # Explicit Congestion Notification: "off" (default), "classic" (RFC 3168: ECT(0) data, ECE
-    # from a CE arrival until CWR, one window reduction per round trip) or "dctcp" (RFC 8257's
-    # accurate echo: ECE on every ACK while the segments it covers were CE).
-    ecn: Literal["off", "classic", "dctcp"] | None = None
+    # from a CE arrival until CWR, one window reduction per round trip), "dctcp" (RFC 8257's
+    # accurate echo: ECE on every ACK while the segments it covers were CE) or "l4s" (RFC 9331:
+    # ECT(1) data, which a DualPI2 queue puts in its L queue, with dctcp's echo standing in for
+    # AccECN; the window's response is the controller's).
+    ecn: Literal["off", "classic", "dctcp", "l4s"] | None = None
     # Pacing of a window-based controller by the sender, as Linux's internal pacing: false (the
     # default: a window leaves as fast as the ACKs release it); true: at `pacing_ss_ratio` ·
     # cwnd/SRTT while cwnd is below half of ssthresh, `pacing_ca_ratio` · cwnd/SRTT after. BBR

@@ -34,6 +34,7 @@ def _dumbbell(name: str, *, flows: int = 4, cca: str = "newreno", queue: Any = "
         "flow_defaults": {"cca": cca, "traffic": "greedy"},
     }
     for key, value in extra.items():  # tables are merged one level deep: topology={"loss": ...}
+        key = key.rstrip("_")  # flows_: the [[flows]] list, beside the topology's count
         spec[key] = {**spec[key], **value} if isinstance(spec.get(key), dict) else value
     return spec
 
@@ -70,6 +71,8 @@ GOLDENS: dict[str, dict[str, Any]] = {
     "pie": _dumbbell("pie", queue={"kind": "pie", "limit": "200p", "target": "10ms"}),
     "codel": _dumbbell("codel", flows=4, cca="cubic", queue={"kind": "codel", "limit": "200p"}, seconds=5),
     "fq_codel": _dumbbell("fq_codel", flows=6, queue={"kind": "fq_codel", "limit": "100p", "flows": 4}, seconds=5),
+    "dualpi2": _dumbbell("dualpi2", flows=4, cca="reno", queue={"kind": "dualpi2", "limit": "200p"}, seconds=5,
+                         flows_=[{"tcp": {"ecn": "l4s"}}, {"tcp": {"ecn": "l4s"}}, {}, {"tcp": {"ecn": "classic"}}]),
     "bytes_queue_gilbert": _dumbbell("bytes_queue_gilbert", queue="90kB",
                                      topology={"loss_model": {"kind": "gilbert_elliott", "p": 0.001, "r": 0.3,
                                                               "loss_good": 0.0, "loss_bad": 0.5}}),

@@ -484,9 +484,7 @@ impl Channel {
         (r.ce_marked_packets, r.ce_marked_bytes) = (marks.packets, marks.bytes);
         r.queued_end_packets = cold.queue.len_packets();
         r.queued_end_bytes = cold.queue.len_bytes();
-        if let Some(split) = cold.queue.split() {
-            r.classes = split.class_records();
-        }
+        r.classes = cold.queue.class_records();
         // The packet started last is still being serialised if the transmitter is busy; it is the
         // newest in the pipe unless the link lost it.
         let serialising = if self.busy_until > now && !cold.last_lost { pool.iter(&self.pipe).last() } else { None };

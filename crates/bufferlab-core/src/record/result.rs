@@ -147,13 +147,16 @@ pub struct ChannelRecord {
     /// Integral of the queue length over time, in packet·ns and byte·ns (time-average = ÷ end_ns).
     pub queue_packet_ns: u128,
     pub queue_byte_ns: u128,
-    /// Per sub-buffer counters of a split queue (SplitBuff, Blind-SplitBuff); empty otherwise.
+    /// Per sub-buffer counters of a split queue (SplitBuff, Blind-SplitBuff; DualPI2's L and C
+    /// queues); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<QueueClassRecord>,
 }
 
 /// Counters of one sub-buffer (class) of a split queue, and its state at the end of the run.
-/// Conservation: `enqueued = sent + queued` in packets and bytes; `dropped` never entered.
+/// Conservation: `enqueued = sent + queued` in packets and bytes; `dropped` never entered. A
+/// DualPI2 queue also drops at the head: its `dropped` counts those too, and `enqueued = sent +
+/// queued + dropped at the head` (the channel's `dropped_aqm_*`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueClassRecord {
     pub enqueued_packets: u64,
@@ -255,7 +258,7 @@ pub struct TimeSeries {
     /// Cumulative time the transmitter was busy.
     pub channel_busy_ns: Series,
     /// Per-class series: one row per sub-buffer of every sampled channel with a split queue
-    /// (SplitBuff, Blind-SplitBuff); row `r` is sub-buffer `class_indices[r]` of channel
+    /// (SplitBuff, Blind-SplitBuff; DualPI2: L then C); row `r` is sub-buffer `class_indices[r]` of channel
     /// `class_channels[r]`. Lengths and limits are states, the others cumulative counts; see
     /// [`QueueClassRecord`] for each.
     pub class_channels: Vec<usize>,

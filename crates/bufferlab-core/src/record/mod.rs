@@ -1,6 +1,7 @@
 //! Recording: per-flow and per-channel counters live with their owners; this module samples time
 //! series at a fixed interval and captures packets on monitored channels.
 
+pub mod histogram;
 pub mod result;
 pub mod series;
 

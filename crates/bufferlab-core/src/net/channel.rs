@@ -402,7 +402,7 @@ impl Channel {
                 let slot = pool.store(&packet);
                 let sojourn_ns = (now - packet.enqueued_at).as_ns();
                 if sojourn_ns != 0 {
-                    self.cold.sojourns.get_or_insert_with(DelayHistogram::new).record(sojourn_ns);
+                    self.cold.record_sojourn(sojourn_ns);
                 }
                 schedule.head_arrival = self.transmit(slot, sojourn_ns, now, pool, routes);
                 if self.cold.queue.len_packets() > 0 {
@@ -527,6 +527,25 @@ impl Channel {
 }
 
 impl ChannelCold {
+    /// Count the nonzero sojourn of a packet that waited.
+    #[inline]
+    fn record_sojourn(&mut self, ns: u64) {
+        match &mut self.sojourns {
+            Some(histogram) => histogram.record(ns),
+            None => self.first_sojourn(ns),
+        }
+    }
+
+    /// The first packet that waited: the histogram is made (kept out of line, so that the
+    /// packet path inlines only the count).
+    #[cold]
+    #[inline(never)]
+    fn first_sojourn(&mut self, ns: u64) {
+        let mut histogram = DelayHistogram::new();
+        histogram.record(ns);
+        self.sojourns = Some(histogram);
+    }
+
     /// Accumulate the queue-length integral up to `now` (call before every change of length).
     #[inline]
     fn integrate_queue(&mut self, now: SimTime) {

@@ -210,7 +210,19 @@ impl DatagramReceiver {
     pub fn on_packet(&mut self, now: SimTime, packet: &Packet, _sacks: &mut SackSlab, _out: &mut Vec<Packet>) {
         self.bytes += packet.payload as u64;
         self.delays.arrived(packet, now);
-        self.delay_histogram.get_or_insert_with(DelayHistogram::new).record((now - packet.ts_val).as_ns());
+        let delay_ns = (now - packet.ts_val).as_ns();
+        match &mut self.delay_histogram {
+            Some(histogram) => histogram.record(delay_ns),
+            None => self.first_arrival(delay_ns),
+        }
+    }
+    /// The first datagram: the histogram is made, out of line.
+    #[cold]
+    #[inline(never)]
+    fn first_arrival(&mut self, delay_ns: u64) {
+        let mut histogram = DelayHistogram::new();
+        histogram.record(delay_ns);
+        self.delay_histogram = Some(histogram);
     }
     /// The distribution of the datagrams' one-way delays; `None` before the first arrived.
     pub fn one_way_delay(&self) -> Option<Distribution> {

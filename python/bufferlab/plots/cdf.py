@@ -191,9 +191,11 @@ def delay_cdf(db: Results | str | Path, runs: Sequence[str], *, links: Sequence[
         delays: list[tuple[str, pl.DataFrame]] = []
         for info, name in zip(infos, names):
             prefix = f"{name}: " if len(infos) > 1 else ""
-            for channel in links or [None]:
-                link, direction = (channel, "forward") if channel is None or not channel.endswith(
-                    ("_forward", "_backward")) else channel.rsplit("_", 1)
+            chosen: list[str | None] = list(links) if links else [None]  # None: the bottleneck
+            for channel in chosen:
+                link, direction = channel, "forward"
+                if channel is not None and channel.endswith(("_forward", "_backward")):
+                    link, direction = channel.rsplit("_", 1)
                 shown = channel if channel is not None else (res.bottleneck(info.run_id) or "bottleneck")
                 queues.append((prefix + shown, res.delay_distribution(info.run_id, link=link, direction=direction)))
             wanted = list(flows) if flows is not None else _datagram_flows(res, info.run_id)[:10]

@@ -443,6 +443,8 @@ fn capture_columns() -> Vec<Column<[Capture]>> {
         captured::<u32, UInt32Array>("flow", DataType::UInt32, |c| &c.flow),
         captured::<bool, BooleanArray>("is_data", DataType::Boolean, |c| &c.is_data),
         captured::<u8, UInt8Array>("flags", DataType::UInt8, |c| &c.flags),
+        // Schema version 8: the IP header's ECN field (RFC 3168 §5).
+        captured::<u8, UInt8Array>("ecn", DataType::UInt8, |c| &c.ecn),
         captured::<u64, UInt64Array>("seq", DataType::UInt64, |c| &c.seq),
         captured::<u64, UInt64Array>("ack", DataType::UInt64, |c| &c.ack),
         captured::<u32, UInt32Array>("payload_bytes", DataType::UInt32, |c| &c.payload_bytes),
@@ -645,6 +647,7 @@ mod tests {
                 capture.flow.push(0);
                 capture.is_data.push(true);
                 capture.flags.push(0);
+                capture.ecn.push(0);
                 capture.seq.push(k);
                 capture.ack.push(0);
                 capture.payload_bytes.push(0);

@@ -158,7 +158,7 @@ struct ChannelCold {
     /// one did: a channel that never queues holds none. The packets sent without waiting are
     /// counted as zeros when the run ends (sent packets less the histogram's count), so that a
     /// packet passing an idle link never touches it.
-    sojourns: Option<DelayHistogram>,
+    sojourns: Option<Box<DelayHistogram>>,
     record: ChannelRecord,
 }
 
@@ -541,7 +541,7 @@ impl ChannelCold {
     #[cold]
     #[inline(never)]
     fn first_sojourn(&mut self, ns: u64) {
-        let mut histogram = DelayHistogram::new();
+        let mut histogram = Box::new(DelayHistogram::new());
         histogram.record(ns);
         self.sojourns = Some(histogram);
     }

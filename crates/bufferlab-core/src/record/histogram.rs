@@ -8,17 +8,18 @@
 //! same relative precision, in a fixed number of counters (every u64 is covered: 2^S exact
 //! values and 64 − S octaves).
 //!
-//! With S = 5 (32 sub-buckets per octave, 1,920 counters, 15 kB), a quantile is reported as the
+//! With S = 5 (32 sub-buckets per octave, 1,920 counters in all), a quantile is reported as the
 //! midpoint of the bucket its rank falls in, so it is within half a bucket of the exact order
 //! statistic: a relative error of at most 2^−(S+1) = 1/64 ≈ 1.6 % (none below 32 ns, where
 //! buckets are single values). The count, the smallest and the largest value are exact; the
 //! buckets at either end are narrowed to them, so that a distribution of one value reports that
 //! value exactly.
 //!
-//! Recording is O(1) and allocation-free (a leading-zero count, a shift, an add): a queue can
-//! record every packet it sends. The counters are allocated once, when the histogram is made;
-//! a channel makes its histogram when it first sees a packet wait (`net::channel`), so that the
-//! many links that never queue hold none.
+//! Recording is O(1) (a leading-zero count, a shift, an add): a queue can record every packet it
+//! sends. The counters are allocated an octave at a time, when a value first falls in it
+//! ([`DelayHistogram`]: a few kB where every counter would be 15 kB), and a channel makes its
+//! histogram when it first sees a packet wait (`net::channel`), so that the many links that
+//! never queue hold none.
 //!
 //! What a run's result keeps is the sparse form, [`Distribution`]: the non-empty buckets in
 //! increasing order, each with the range of values it holds (inclusive, narrowed to the exact
@@ -125,15 +126,39 @@ fn quantile_of(buckets: impl Iterator<Item = Bucket>, count: u64, q: f64) -> Opt
     None
 }
 
+/// Octaves of counters: the exact values below 2^S, then one per octave 2^S ≤ v < 2^64.
+const OCTAVES: usize = BUCKETS >> SUB_BUCKET_BITS;
+/// The 2^S counters of one octave.
+type Block = [u64; SUB_BUCKETS as usize];
+
 /// A log-linear histogram of delays in ns (see the module documentation).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its counters are kept an octave at a time: a block of 2^S counters for each octave that holds
+/// a value, made when the first value falls in it. A queue's sojourns span a few octaves (an
+/// access link's bursts, tens of µs to a ms: 5 or 6; a bottleneck's, µs to seconds: up to 20),
+/// so a histogram holds 1.5 to 5 kB instead of the 15 kB of every counter. Recording allocates
+/// only when a value falls in an octave none did before (at most 60 times in a histogram's life,
+/// the first few as the run starts), never once the octaves in use are known.
+#[derive(Debug, Clone)]
 pub struct DelayHistogram {
-    /// A fixed array behind a thin pointer: the histogram is 32 bytes where it is kept.
-    counts: Box<[u64; BUCKETS]>,
+    /// For each octave, 1 + the position of its block in `blocks`; 0 while it holds no value.
+    slots: [u8; OCTAVES],
+    blocks: Vec<Block>,
     count: u64,
     min: u64,
     max: u64,
 }
+
+/// Two histograms are equal when they counted the same values: their blocks may have been made
+/// in different orders.
+impl PartialEq for DelayHistogram {
+    fn eq(&self, other: &Self) -> bool {
+        (self.count, self.min(), self.max()) == (other.count, other.min(), other.max())
+            && self.buckets().eq(other.buckets())
+    }
+}
+
+impl Eq for DelayHistogram {}
 
 impl Default for DelayHistogram {
     fn default() -> Self {
@@ -142,11 +167,18 @@ impl Default for DelayHistogram {
 }
 
 impl DelayHistogram {
-    /// An empty histogram: its counters allocated, once.
+    /// Blocks made room for at once: the octaves of a typical queue.
+    const INITIAL_BLOCKS: usize = 6;
+
+    /// An empty histogram, with room for the blocks of a few octaves.
     pub fn new() -> DelayHistogram {
-        let counts: Box<[u64; BUCKETS]> =
-            vec![0; BUCKETS].into_boxed_slice().try_into().expect("a slice of BUCKETS counters");
-        DelayHistogram { counts, count: 0, min: u64::MAX, max: 0 }
+        DelayHistogram {
+            slots: [0; OCTAVES],
+            blocks: Vec::with_capacity(Self::INITIAL_BLOCKS),
+            count: 0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
 
     /// Count one value.
@@ -162,10 +194,32 @@ impl DelayHistogram {
             return;
         }
         // `bucket_of` is below BUCKETS for every u64; the `min` says so without a panic path.
-        self.counts[bucket_of(ns).min(BUCKETS - 1)] += n;
+        let bucket = bucket_of(ns).min(BUCKETS - 1);
+        let block = self.block_mut(bucket >> SUB_BUCKET_BITS);
+        block[bucket & (SUB_BUCKETS as usize - 1)] += n;
         self.count += n;
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
+    }
+
+    /// The counters of `octave`, made if it has none yet.
+    #[inline]
+    fn block_mut(&mut self, octave: usize) -> &mut Block {
+        let slot = self.slots[octave];
+        if slot == 0 {
+            return self.new_block(octave);
+        }
+        &mut self.blocks[slot as usize - 1]
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_block(&mut self, octave: usize) -> &mut Block {
+        self.blocks.push([0; SUB_BUCKETS as usize]);
+        // At most OCTAVES (60) blocks: the slot fits a u8.
+        self.slots[octave] = self.blocks.len() as u8;
+        let last = self.blocks.len() - 1;
+        &mut self.blocks[last]
     }
 
     /// Values recorded.
@@ -185,8 +239,13 @@ impl DelayHistogram {
 
     /// Add every value `other` recorded.
     pub fn merge(&mut self, other: &DelayHistogram) {
-        for (mine, theirs) in self.counts.iter_mut().zip(other.counts.iter()) {
-            *mine += theirs;
+        for (octave, &slot) in other.slots.iter().enumerate() {
+            if slot != 0 {
+                let theirs = &other.blocks[slot as usize - 1];
+                for (mine, theirs) in self.block_mut(octave).iter_mut().zip(theirs) {
+                    *mine += theirs;
+                }
+            }
         }
         if other.count != 0 {
             self.count += other.count;
@@ -199,10 +258,17 @@ impl DelayHistogram {
     /// and largest value.
     pub fn buckets(&self) -> impl Iterator<Item = Bucket> + '_ {
         let (min, max) = (self.min, self.max);
-        self.counts.iter().enumerate().filter(|(_, &c)| c != 0).map(move |(i, &count)| {
-            let (lower, upper) = bucket_range(i);
-            Bucket { lower_ns: lower.max(min), upper_ns: upper.min(max), count }
-        })
+        let octaves = self.slots.iter().enumerate().filter(|(_, &slot)| slot != 0);
+        octaves
+            .flat_map(move |(octave, &slot)| {
+                let block = &self.blocks[slot as usize - 1];
+                block.iter().enumerate().map(move |(sub, &count)| ((octave << SUB_BUCKET_BITS) + sub, count))
+            })
+            .filter(|&(_, count)| count != 0)
+            .map(move |(i, count)| {
+                let (lower, upper) = bucket_range(i);
+                Bucket { lower_ns: lower.max(min), upper_ns: upper.min(max), count }
+            })
     }
 
     /// The sparse form a result keeps.
@@ -215,9 +281,9 @@ impl DelayHistogram {
         quantile_of(self.buckets(), self.count, q)
     }
 
-    /// Heap held (`crate::memory`): the counters.
+    /// Heap held by the blocks (`crate::memory`).
     pub fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<[u64; BUCKETS]>()
+        self.blocks.capacity() * std::mem::size_of::<Block>()
     }
 }
 
@@ -327,6 +393,23 @@ mod tests {
         let buckets: Vec<Bucket> = h.buckets().collect();
         assert_eq!(buckets.len(), 3);
         assert_eq!((buckets[0].lower_ns, buckets[0].upper_ns, buckets[0].count), (0, 0, 3));
+    }
+
+    #[test]
+    fn a_histogram_holds_counters_for_the_octaves_it_has_values_in_only() {
+        let mut h = DelayHistogram::new();
+        // An access link's bursts: multiples of 12 µs up to 480 µs, five octaves.
+        for k in 1..=40_u64 {
+            h.record(12_000 * k);
+        }
+        assert_eq!(h.heap_bytes(), DelayHistogram::INITIAL_BLOCKS * std::mem::size_of::<Block>());
+        assert!(h.heap_bytes() <= 1536, "{} bytes", h.heap_bytes());
+        let before = h.heap_bytes();
+        for k in 1..=40_u64 {
+            h.record_n(12_000 * k, 1000);
+        }
+        assert_eq!(h.heap_bytes(), before, "values in known octaves allocate nothing");
+        assert_eq!(h.count(), 40 * 1001);
     }
 
     #[test]

@@ -194,13 +194,13 @@ pub struct DatagramReceiver {
     delays: DatagramDelays,
     /// The one-way delay of each datagram received (send to arrival), made when the first
     /// arrives.
-    delay_histogram: Option<DelayHistogram>,
+    delay_histogram: Option<Box<DelayHistogram>>,
 }
 
 impl DatagramReceiver {
     /// A datagram receiver holds no buffer; its delay histogram once a datagram arrived.
     pub fn heap_bytes(&self) -> usize {
-        self.delay_histogram.as_ref().map_or(0, DelayHistogram::heap_bytes)
+        self.delay_histogram.as_ref().map_or(0, |h| std::mem::size_of::<DelayHistogram>() + h.heap_bytes())
     }
 
     pub fn on_timeout(&mut self, _now: SimTime, _sacks: &mut SackSlab, _out: &mut Vec<Packet>) {}
@@ -220,13 +220,13 @@ impl DatagramReceiver {
     #[cold]
     #[inline(never)]
     fn first_arrival(&mut self, delay_ns: u64) {
-        let mut histogram = DelayHistogram::new();
+        let mut histogram = Box::new(DelayHistogram::new());
         histogram.record(delay_ns);
         self.delay_histogram = Some(histogram);
     }
     /// The distribution of the datagrams' one-way delays; `None` before the first arrived.
     pub fn one_way_delay(&self) -> Option<Distribution> {
-        self.delay_histogram.as_ref().map(DelayHistogram::distribution)
+        self.delay_histogram.as_ref().map(|h| h.distribution())
     }
     /// Sum over the bytes received of their one-way delay (send to arrival), in byte·ps.
     pub fn delay_byte_ps(&self) -> u128 {

@@ -48,7 +48,11 @@ pub const FLOW_METRICS: [Metric; 31] = [
     metric("mean_utilization_bw_l4", "-", "throughput / rate of the slowest link on the flow's path"),
     metric("mean_utilization_bdp_l4", "-", "in flight / BDP (that rate x the flow's min RTT, in segments)"),
     metric("mean_one_way_delay_l7", "ms", "application write to in-order delivery, mean over the bytes of an interval"),
-    metric("p50_one_way_delay_l3", "ms", "median of a datagram flow's packets' send-to-arrival delays (null for TCP, QUIC)"),
+    metric(
+        "p50_one_way_delay_l3",
+        "ms",
+        "median of a datagram flow's packets' send-to-arrival delays (null for TCP, QUIC)",
+    ),
     metric("p95_one_way_delay_l3", "ms", "95th percentile of a datagram flow's packets' send-to-arrival delays"),
     metric("p99_one_way_delay_l3", "ms", "99th percentile of a datagram flow's packets' send-to-arrival delays"),
     metric("mean_recovery_time_l4", "ms", "mean duration of loss-recovery episodes"),

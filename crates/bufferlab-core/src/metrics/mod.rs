@@ -392,7 +392,8 @@ mod tests {
             "loss_rate_l4",
         ];
         // So do the percentiles of the packets' delays, which come from the run's histograms.
-        let counters = [&["p50_one_way_delay_l3", "p95_one_way_delay_l3", "p99_one_way_delay_l3"][..], &counters].concat();
+        let counters =
+            [&["p50_one_way_delay_l3", "p95_one_way_delay_l3", "p99_one_way_delay_l3"][..], &counters].concat();
         assert_eq!(kept, counters);
     }
 }

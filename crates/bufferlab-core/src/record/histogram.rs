@@ -416,7 +416,11 @@ mod tests {
     fn merging_counts_what_either_histogram_recorded() {
         let (mut a, mut b, mut both) = (DelayHistogram::new(), DelayHistogram::new(), DelayHistogram::new());
         for v in (0..10_000_u64).map(|i| i * 997) {
-            if v % 3 == 0 { a.record(v) } else { b.record(v) }
+            if v % 3 == 0 {
+                a.record(v)
+            } else {
+                b.record(v)
+            }
             both.record(v);
         }
         a.merge(&b);

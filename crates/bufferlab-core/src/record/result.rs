@@ -25,7 +25,9 @@ pub struct RunResult {
 
 impl crate::memory::HeapBytes for FlowRecord {
     fn heap_bytes(&self) -> usize {
-        self.name.heap_bytes() + self.path.heap_bytes() + self.one_way_delay.as_ref().map_or(0, Distribution::heap_bytes)
+        self.name.heap_bytes()
+            + self.path.heap_bytes()
+            + self.one_way_delay.as_ref().map_or(0, Distribution::heap_bytes)
     }
 }
 

@@ -827,6 +827,7 @@ impl Simulator {
                 r.final_srtt_ns = f.sender.srtt().map(|t| t.as_ns());
                 r.final_cwnd_bytes = f.sender.cwnd();
                 r.delivery_delay_byte_ns = delivery_delay_byte_ps(&f.sender, &f.receiver) / 1000;
+                r.one_way_delay = f.receiver.one_way_delay();
                 r
             })
             .collect();

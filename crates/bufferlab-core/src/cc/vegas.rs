@@ -15,9 +15,13 @@
 //!   Linux's `tcp_vegas` defaults): N flows sharing a bottleneck queue 2N to 4N packets.
 //!
 //! Slow start grows the window exponentially only every other round trip, holding it in between
-//! so that a round's RTT measures a window that did not change within it; it ends when Diff
-//! exceeds γ = 1 segment, the window set to what the path carries plus one segment
-//! (min(cwnd, cwnd·BaseRTT/RTT + 1), as Linux's `tcp_vegas` leaves slow start).
+//! so that a valid comparison can be made: the flight sent in a held round leaves at the ACK
+//! rate, at one window, and the RTTs of its ACKs (in the round after, which grows again) measure
+//! the queue that window keeps. (The flight of a growing round leaves two segments per ACK, and
+//! its first segments find the queue empty: the minimum RTT of its ACKs says nothing.) Slow
+//! start ends when the held window's Diff exceeds γ = 1 segment, the window set to what the
+//! measured rate carries over BaseRTT plus one segment, min(cwnd, W·BaseRTT/RTT + 1), as
+//! Linux's `tcp_vegas` leaves slow start.
 //!
 //! Loss is answered as Reno (RFC 5681: halve on fast retransmit, one segment after a timeout),
 //! as the paper's Vegas keeps Reno's decrease. A round with fewer than three RTT samples (a
@@ -50,6 +54,8 @@ pub struct Vegas {
     rounds: RoundCounter,
     /// Slow start grows in this round (every other round).
     growing_round: bool,
+    /// The window when the current round began.
+    round_start_window: u64,
     /// The sender let the window grow on the ACK being processed (`on_ack` was called for it).
     may_grow: bool,
     /// Diff of the last round evaluated, segments (for the tests and the curious).
@@ -65,6 +71,7 @@ impl Vegas {
             round_samples: 0,
             rounds: RoundCounter::default(),
             growing_round: true,
+            round_start_window: initial_window_segments as u64 * mss as u64,
             may_grow: false,
             last_diff: None,
         }
@@ -88,6 +95,9 @@ impl Vegas {
         let mss = self.reno.mss();
         let cwnd = self.reno.window();
         let ssthresh = self.reno.ssthresh();
+        // The round's ACKs acknowledged the flight sent in the round before, under that round's
+        // window (the window when this round began).
+        let flight_window = std::mem::replace(&mut self.round_start_window, cwnd);
         let measured = match (self.base_rtt, self.round_min_rtt) {
             (Some(base), Some(rtt)) if self.round_samples >= MIN_SAMPLES => Some((base, rtt)),
             _ => None,
@@ -105,25 +115,31 @@ impl Vegas {
             return;
         };
         let (base, rtt) = (base.as_ns() as f64, rtt.as_ns() as f64);
-        if self.in_slow_start() && self.growing_round {
-            // The window grew through this round: its RTTs measured a smaller flight than the
-            // window now. Hold it for a round, whose RTTs then measure the window itself.
-            self.growing_round = false;
+        let slow_start = self.in_slow_start();
+        if slow_start && !self.growing_round {
+            // A held round acknowledged the burst of the round that grew, whose queue builds
+            // as it goes: its RTTs are not compared. The next round grows, and acknowledges
+            // this round's flight, sent at the steady window.
+            self.growing_round = true;
             return;
         }
-        let segments = cwnd as f64 / mss as f64;
+        // Slow start compares the held window whose flight this round acknowledged; congestion
+        // avoidance, which moves a segment per round at most, the window now.
+        let window = if slow_start { flight_window } else { cwnd };
+        let segments = window as f64 / mss as f64;
         // Diff·BaseRTT = (WindowSize/BaseRTT − WindowSize/RTT)·BaseRTT = cwnd·(RTT − BaseRTT)/RTT.
         let diff = segments * (rtt - base) / rtt;
         self.last_diff = Some(diff);
-        if self.in_slow_start() {
+        if slow_start {
             if diff > GAMMA {
                 // Leave slow start with the window the measured rate sustains over BaseRTT
-                // (Actual·BaseRTT = cwnd·BaseRTT/RTT) plus one segment, ssthresh below it.
+                // (Actual·BaseRTT = window·BaseRTT/RTT) plus one segment, ssthresh below it.
                 let target = (segments * base / rtt) as u64 * mss + mss;
                 let cwnd = cwnd.min(target).max(2 * mss);
                 self.reno.set_window(cwnd, ssthresh.min(cwnd - mss));
             } else {
-                self.growing_round = true;
+                // Hold the window through the next round, so that the one after measures it.
+                self.growing_round = false;
             }
             return;
         }
@@ -267,21 +283,19 @@ mod tests {
     }
 
     #[test]
-    fn slow_start_ends_at_a_held_round_whose_diff_exceeds_gamma() {
+    fn slow_start_ends_when_the_held_windows_diff_exceeds_gamma() {
         let mut f = Flow::new(10);
         f.round(100); // BaseRTT 100 ms; the window grows to 19
-        f.round(100); // held
-        f.round(125); // grows to 37 (a growing round's RTTs are not compared)
+        f.round(100); // its first ACK judges the first round's flight of 10 (Diff 0); held at 19
         assert_eq!(f.vegas.last_diff(), Some(0.0));
-        assert_eq!(f.vegas.state(), state::SLOW_START);
-        f.round(125); // held at 37: the window the next round's first ACK judges
-        let w = f.segments();
-        assert_eq!(w, 37);
+        f.round(125); // acknowledges the held flight of 19 at 125 ms; grows to 37
+        assert_eq!((f.segments(), f.vegas.state()), (37, state::SLOW_START));
         f.round(125);
-        // Diff = 37·25/125 = 7.4 > γ: the window becomes what the path carries, 37·100/125 =
-        // 29.6 → 29 segments, plus one, and congestion avoidance begins.
-        assert!((f.vegas.last_diff().unwrap() - 7.4).abs() < 1e-9);
-        assert_eq!(f.segments(), 30);
+        // The first ACK of this round judges the last: the held window of 19 segments at RTT
+        // 125 ms, Diff = 19·25/125 = 3.8 > γ. The window becomes what the path carries at the
+        // measured rate, 19·100/125 = 15.2 → 15 segments, plus one; congestion avoidance begins.
+        assert!((f.vegas.last_diff().unwrap() - 3.8).abs() < 1e-9);
+        assert_eq!(f.segments(), 16);
         assert_eq!(f.vegas.state(), state::CONGESTION_AVOIDANCE);
     }
 

@@ -26,7 +26,7 @@
 //! until CWR) BytesMarked counts whole windows, and over QUIC (whose ACK frames count CE packets)
 //! nothing; the spec's checks refuse both (`validate.rs`).
 
-use super::contract::{AckSample, CongestionController};
+use super::contract::{AckSample, CongestionController, ControllerConfig};
 use super::delivery_rate::RoundCounter;
 use super::reno::Reno;
 use crate::units::SimTime;
@@ -55,8 +55,18 @@ pub struct Dctcp {
 
 impl Dctcp {
     pub fn new(mss: u32, initial_window_segments: u32) -> Self {
+        Self::with_reno(Reno::new(mss, initial_window_segments))
+    }
+
+    /// Built from the flow's configuration: Reno's growth counts acknowledgements as
+    /// `ca_increase` says (RFC 3465 bytes by default).
+    pub fn from_config(config: &ControllerConfig) -> Self {
+        Self::with_reno(Reno::new(config.mss, config.initial_window_segments).counting(config.ca_increase))
+    }
+
+    fn with_reno(reno: Reno) -> Self {
         Dctcp {
-            reno: Reno::new(mss, initial_window_segments),
+            reno,
             alpha: INITIAL_ALPHA,
             window_acked: 0,
             window_marked: 0,

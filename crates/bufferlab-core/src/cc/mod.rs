@@ -63,8 +63,8 @@ impl Controller {
             CcaKind::Cubic => Controller::Cubic(Cubic::new(config)),
             CcaKind::HighSpeed => Controller::HighSpeed(HighSpeed::new(config.mss, config.initial_window_segments)),
             CcaKind::Bbr => Controller::Bbr(Bbr::new(config)),
-            CcaKind::Dctcp => Controller::Dctcp(Dctcp::new(config.mss, config.initial_window_segments)),
-            CcaKind::Vegas => Controller::Vegas(Vegas::new(config.mss, config.initial_window_segments)),
+            CcaKind::Dctcp => Controller::Dctcp(Dctcp::from_config(config)),
+            CcaKind::Vegas => Controller::Vegas(Vegas::from_config(config)),
         }
     }
 }

@@ -29,7 +29,7 @@
 //! the window then grows as Reno's would over it (one segment in congestion avoidance, doubling
 //! in slow start), as Linux's `tcp_vegas` falls back to Reno.
 
-use super::contract::{AckSample, CongestionController};
+use super::contract::{AckSample, CongestionController, ControllerConfig};
 use super::delivery_rate::RoundCounter;
 use super::reno::Reno;
 use crate::units::SimTime;
@@ -64,14 +64,24 @@ pub struct Vegas {
 
 impl Vegas {
     pub fn new(mss: u32, initial_window_segments: u32) -> Self {
+        Self::with_reno(Reno::new(mss, initial_window_segments))
+    }
+
+    /// Built from the flow's configuration: Reno's growth counts acknowledgements as
+    /// `ca_increase` says (RFC 3465 bytes by default).
+    pub fn from_config(config: &ControllerConfig) -> Self {
+        Self::with_reno(Reno::new(config.mss, config.initial_window_segments).counting(config.ca_increase))
+    }
+
+    fn with_reno(reno: Reno) -> Self {
         Vegas {
-            reno: Reno::new(mss, initial_window_segments),
+            round_start_window: reno.window(),
+            reno,
             base_rtt: None,
             round_min_rtt: None,
             round_samples: 0,
             rounds: RoundCounter::default(),
             growing_round: true,
-            round_start_window: initial_window_segments as u64 * mss as u64,
             may_grow: false,
             last_diff: None,
         }

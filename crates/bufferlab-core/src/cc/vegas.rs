@@ -21,7 +21,10 @@
 //! its first segments find the queue empty: the minimum RTT of its ACKs says nothing.) Slow
 //! start ends when the held window's Diff exceeds γ = 1 segment, the window set to what the
 //! measured rate carries over BaseRTT plus one segment, min(cwnd, W·BaseRTT/RTT + 1), as
-//! Linux's `tcp_vegas` leaves slow start.
+//! Linux's `tcp_vegas` leaves slow start. The paper compares once per round trip; here the
+//! comparison is made as each ACK of the growing round arrives (from its third RTT sample on),
+//! since by the round's end its growth has already sent half again or twice the held window,
+//! which through a buffer of about a BDP overflows it when flows start together.
 //!
 //! Loss is answered as Reno (RFC 5681: halve on fast retransmit, one segment after a timeout),
 //! as the paper's Vegas keeps Reno's decrease. A round with fewer than three RTT samples (a
@@ -100,6 +103,32 @@ impl Vegas {
         self.reno.window() < self.reno.ssthresh()
     }
 
+    /// The round's measurement so far: (BaseRTT, the round's smallest RTT), once it has
+    /// enough samples.
+    fn measured(&self) -> Option<(f64, f64)> {
+        match (self.base_rtt, self.round_min_rtt) {
+            (Some(base), Some(rtt)) if self.round_samples >= MIN_SAMPLES => {
+                Some((base.as_ns() as f64, rtt.as_ns() as f64))
+            }
+            _ => None,
+        }
+    }
+
+    /// Diff in segments for a window of `window` bytes:
+    /// Diff·BaseRTT = (WindowSize/BaseRTT − WindowSize/RTT)·BaseRTT = cwnd·(RTT − BaseRTT)/RTT.
+    fn diff(&self, window: u64, base: f64, rtt: f64) -> f64 {
+        window as f64 / self.reno.mss() as f64 * (rtt - base) / rtt
+    }
+
+    /// Slow start ends: the window becomes what the measured rate sustains over BaseRTT
+    /// (Actual·BaseRTT = window·BaseRTT/RTT) plus one segment, ssthresh below it.
+    fn leave_slow_start(&mut self, window: u64, base: f64, rtt: f64) {
+        let mss = self.reno.mss();
+        let target = (window as f64 / mss as f64 * base / rtt) as u64 * mss + mss;
+        let cwnd = self.reno.window().min(target).max(2 * mss);
+        self.reno.set_window(cwnd, self.reno.ssthresh().min(cwnd - mss));
+    }
+
     /// The round trip that just ended, measured: Vegas's decision for the next one.
     fn end_of_round(&mut self) {
         let mss = self.reno.mss();
@@ -108,10 +137,7 @@ impl Vegas {
         // The round's ACKs acknowledged the flight sent in the round before, under that round's
         // window (the window when this round began).
         let flight_window = std::mem::replace(&mut self.round_start_window, cwnd);
-        let measured = match (self.base_rtt, self.round_min_rtt) {
-            (Some(base), Some(rtt)) if self.round_samples >= MIN_SAMPLES => Some((base, rtt)),
-            _ => None,
-        };
+        let measured = self.measured();
         self.round_min_rtt = None;
         self.round_samples = 0;
         let Some((base, rtt)) = measured else {
@@ -124,35 +150,22 @@ impl Vegas {
             }
             return;
         };
-        let (base, rtt) = (base.as_ns() as f64, rtt.as_ns() as f64);
-        let slow_start = self.in_slow_start();
-        if slow_start && !self.growing_round {
-            // A held round acknowledged the burst of the round that grew, whose queue builds
-            // as it goes: its RTTs are not compared. The next round grows, and acknowledges
-            // this round's flight, sent at the steady window.
-            self.growing_round = true;
-            return;
-        }
-        // Slow start compares the held window whose flight this round acknowledged; congestion
-        // avoidance, which moves a segment per round at most, the window now.
-        let window = if slow_start { flight_window } else { cwnd };
-        let segments = window as f64 / mss as f64;
-        // Diff·BaseRTT = (WindowSize/BaseRTT − WindowSize/RTT)·BaseRTT = cwnd·(RTT − BaseRTT)/RTT.
-        let diff = segments * (rtt - base) / rtt;
-        self.last_diff = Some(diff);
-        if slow_start {
-            if diff > GAMMA {
-                // Leave slow start with the window the measured rate sustains over BaseRTT
-                // (Actual·BaseRTT = window·BaseRTT/RTT) plus one segment, ssthresh below it.
-                let target = (segments * base / rtt) as u64 * mss + mss;
-                let cwnd = cwnd.min(target).max(2 * mss);
-                self.reno.set_window(cwnd, ssthresh.min(cwnd - mss));
-            } else {
-                // Hold the window through the next round, so that the one after measures it.
+        if self.in_slow_start() {
+            if self.growing_round {
+                // The held flight's Diff stayed within γ through the round (`on_ack_processed`
+                // checks it as its ACKs arrive): hold the window through the next round.
+                self.last_diff = Some(self.diff(flight_window, base, rtt));
                 self.growing_round = false;
+            } else {
+                // A held round acknowledged the burst of the round that grew, whose queue builds
+                // as it goes: its RTTs are not compared. The next round grows, and acknowledges
+                // this round's flight, sent at the steady window.
+                self.growing_round = true;
             }
             return;
         }
+        let diff = self.diff(cwnd, base, rtt);
+        self.last_diff = Some(diff);
         if diff > BETA {
             let cwnd = cwnd.saturating_sub(mss).max(2 * mss);
             self.reno.set_window(cwnd, ssthresh.min(cwnd - mss));
@@ -199,6 +212,16 @@ impl CongestionController for Vegas {
             self.round_samples += 1;
         }
         if !round_ends && may_grow && self.in_slow_start() && self.growing_round {
+            // The ACKs of a growing round measure the held window's flight: slow start ends as
+            // soon as they show its Diff above γ, before the round's growth overshoots.
+            if let Some((base, rtt)) = self.measured() {
+                let diff = self.diff(self.round_start_window, base, rtt);
+                if diff > GAMMA {
+                    self.last_diff = Some(diff);
+                    self.leave_slow_start(self.round_start_window, base, rtt);
+                    return;
+                }
+            }
             // RFC 5681 slow start (RFC 3465 byte counting), in the rounds that grow.
             self.reno.on_ack(ack);
         }
@@ -298,12 +321,13 @@ mod tests {
         f.round(100); // BaseRTT 100 ms; the window grows to 19
         f.round(100); // its first ACK judges the first round's flight of 10 (Diff 0); held at 19
         assert_eq!(f.vegas.last_diff(), Some(0.0));
-        f.round(125); // acknowledges the held flight of 19 at 125 ms; grows to 37
-        assert_eq!((f.segments(), f.vegas.state()), (37, state::SLOW_START));
+        assert_eq!((f.segments(), f.vegas.state()), (19, state::SLOW_START));
+        // The next round's ACKs acknowledge the held flight of 19 segments at 125 ms. Its first
+        // ACK ends the held round; the second grows the window to 20; the third brings the
+        // round's samples to three, Diff = 19·25/125 = 3.8 > γ: the window becomes what the path
+        // carries at the measured rate, 19·100/125 = 15.2 → 15 segments, plus one, and
+        // congestion avoidance begins at once.
         f.round(125);
-        // The first ACK of this round judges the last: the held window of 19 segments at RTT
-        // 125 ms, Diff = 19·25/125 = 3.8 > γ. The window becomes what the path carries at the
-        // measured rate, 19·100/125 = 15.2 → 15 segments, plus one; congestion avoidance begins.
         assert!((f.vegas.last_diff().unwrap() - 3.8).abs() < 1e-9);
         assert_eq!(f.segments(), 16);
         assert_eq!(f.vegas.state(), state::CONGESTION_AVOIDANCE);

@@ -452,6 +452,12 @@ pub enum CcaKind {
     HighSpeed,
     /// BBR v1, draft-cardwell-iccrg-bbr-congestion-control-00 (paced).
     Bbr,
+    /// Data Center TCP, RFC 8257: a window reduction scaled by the fraction of bytes CE-marked.
+    /// Needs a TCP flow with the per-packet ECN echo (`tcp.ecn = "dctcp"`).
+    Dctcp,
+    /// TCP Vegas (Brakmo and Peterson, IEEE JSAC 1995): delay-based, keeps α = 2 to β = 4
+    /// segments queued.
+    Vegas,
 }
 
 /// Loss-recovery procedure of a TCP sender (how much it may send during fast recovery).

@@ -6,8 +6,8 @@ use crate::limits::MAX_TIME_NS;
 use crate::net::packet::MAX_SACK_BLOCKS;
 use crate::net::routing::{Hop, RoutingTable};
 use crate::spec::{
-    Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpSpec, TrafficSpec,
-    TransportKind,
+    CcaKind, Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpEcn, TcpSpec,
+    TrafficSpec, TransportKind,
 };
 use crate::traffic::Distribution;
 use crate::transport::datagram::DATAGRAM_HEADER_BYTES;
@@ -490,6 +490,9 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         }
         check_tcp(format_args!("flows[{i}].tcp"), &flow.tcp)?;
         check_quic(format_args!("flows[{i}].quic"), &flow.quic)?;
+        if !matches!(flow.traffic, TrafficSpec::Cbr { .. } | TrafficSpec::OnOff { .. }) {
+            check_controller_feedback(format_args!("flows[{i}]"), flow.cca, flow.transport, &flow.tcp)?;
+        }
     }
     for (i, g) in spec.generators.iter().enumerate() {
         let at = format!("generators[{i}]");
@@ -506,6 +509,7 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
             }
         }
         check_tcp(format_args!("{at}.tcp"), &g.tcp)?;
+        check_controller_feedback(format_args!("{at}"), g.cca, TransportKind::Tcp, &g.tcp)?;
         match &g.model {
             GeneratorModel::Poisson { rate_per_s, size } => {
                 if !(rate_per_s.is_finite() && *rate_per_s > 0.0) {
@@ -651,6 +655,29 @@ fn check_pacing_ratios(field: &dyn Fn(&str) -> String, slow_start: f64, avoidanc
         if !(ratio.is_finite() && ratio > 0.0 && ratio <= 100.0) {
             return Err(err(field(k), format!("a ratio to cwnd/SRTT above 0 and at most 100, not {ratio}")));
         }
+    }
+    Ok(())
+}
+
+/// The ECN feedback a controller needs. DCTCP (RFC 8257 §3.3) estimates the fraction of bytes
+/// CE-marked from ACKs that echo the CE state of the very segments they cover (§3.2): TCP with
+/// that echo. RFC 3168's echo (ECE from a CE arrival until CWR) would count every byte of a
+/// marked window as marked, and QUIC's ACK frames count CE packets, which the engine's QUIC
+/// sender does not turn into bytes; without ECN there is nothing to estimate from.
+fn check_controller_feedback(at: Field<'_>, cca: CcaKind, transport: TransportKind, tcp: &TcpSpec) -> Result<(), EngineError> {
+    if cca != CcaKind::Dctcp {
+        return Ok(());
+    }
+    if transport == TransportKind::Quic {
+        return Err(err(format!("{at}.transport"), "DCTCP needs TCP's per-packet ECN echo; QUIC's ACKs count CE packets"));
+    }
+    // Every ECN mode whose receiver echoes each segment's CE state (RFC 8257 §3.2) belongs here.
+    let per_packet_echo = match tcp.ecn {
+        TcpEcn::Dctcp | TcpEcn::L4s => true,
+        TcpEcn::Off | TcpEcn::Classic => false,
+    };
+    if !per_packet_echo {
+        return Err(err(format!("{at}.tcp.ecn"), "DCTCP needs ECN with per-packet echo: set tcp.ecn = \"dctcp\" (or \"l4s\")"));
     }
     Ok(())
 }
@@ -904,6 +931,14 @@ mod tests {
         assert_eq!(validate(&two_hosts()), Ok(()));
     }
 
+    #[test]
+    fn dctcp_with_the_per_packet_echo_passes() {
+        let mut spec = two_hosts();
+        spec.flows[0].cca = CcaKind::Dctcp;
+        spec.flows[0].tcp.ecn = TcpEcn::Dctcp;
+        assert_eq!(validate(&spec), Ok(()));
+    }
+
     type Mutation = Box<dyn FnOnce(&mut ScenarioSpec)>;
 
     #[test]
@@ -931,6 +966,25 @@ mod tests {
                 "flows[0].stop: stop time is before start time",
             ),
             (Box::new(|s| s.flows[0].tcp.mss = 0), "flows[0].tcp.mss: must be positive"),
+            (
+                Box::new(|s| s.flows[0].cca = CcaKind::Dctcp),
+                "flows[0].tcp.ecn: DCTCP needs ECN with per-packet echo: set tcp.ecn = \"dctcp\" (or \"l4s\")",
+            ),
+            (
+                Box::new(|s| {
+                    s.flows[0].cca = CcaKind::Dctcp;
+                    s.flows[0].tcp.ecn = TcpEcn::Classic
+                }),
+                "flows[0].tcp.ecn: DCTCP needs ECN with per-packet echo: set tcp.ecn = \"dctcp\" (or \"l4s\")",
+            ),
+            (
+                Box::new(|s| {
+                    s.flows[0].cca = CcaKind::Dctcp;
+                    s.flows[0].tcp.ecn = TcpEcn::Dctcp;
+                    s.flows[0].transport = TransportKind::Quic
+                }),
+                "flows[0].transport: DCTCP needs TCP's per-packet ECN echo; QUIC's ACKs count CE packets",
+            ),
             (Box::new(|s| s.flows[0].quic.ack_every = 0), "flows[0].quic.ack_every: must be positive"),
             (
                 Box::new(|s| s.flows[0].quic.max_datagram_bytes = 41),

@@ -306,9 +306,10 @@ class FlowDefaults(_Model):
     """Values every flow takes unless it sets its own."""
 
     # Congestion controller: "reno" (RFC 5681; "newreno" is the same controller), "cubic" (RFC
-    # 9438), "highspeed" (RFC 3649) or "bbr" (BBR v1,
-    # draft-cardwell-iccrg-bbr-congestion-control-00); ns-3's names (TcpNewReno, ...) too. Unset:
-    # `[flow_defaults]`'s, else reno.
+    # 9438), "highspeed" (RFC 3649), "bbr" (BBR v1,
+    # draft-cardwell-iccrg-bbr-congestion-control-00), "dctcp" (RFC 8257; needs TCP with
+    # `tcp.ecn = "dctcp"` and an ECN-marking queue to be of use) or "vegas" (TCP Vegas, Brakmo and
+    # Peterson 1995); ns-3's names (TcpNewReno, ...) too. Unset: `[flow_defaults]`'s, else reno.
     cca: Controller | None = None
     # Transport protocol: "tcp" (default) or "quic".
     transport: Literal["tcp", "quic"] | None = None

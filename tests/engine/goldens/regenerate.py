@@ -53,6 +53,12 @@ GOLDENS: dict[str, dict[str, Any]] = {
     "cubic": _dumbbell("cubic", cca="cubic"),
     "highspeed": _dumbbell("highspeed", cca="highspeed", queue="200p"),
     "bbr": _dumbbell("bbr", cca="bbr", queue="200p"),
+    # DCTCP through a step marker at K = 20 packets (RED on the instantaneous queue, every ECT
+    # arrival above K marked: docs/engine/index.md), Vegas through a deep FIFO.
+    "dctcp": _dumbbell("dctcp", cca="dctcp", flow_defaults={"tcp": {"ecn": "dctcp"}},
+                       queue={"kind": "red", "limit": "200p", "min_th": "20p", "max_th": "200p", "max_p": 1.0,
+                              "w_q": 1.0, "gentle": False, "byte_mode": True, "mean_packet": "1B", "ecn": True}),
+    "vegas": _dumbbell("vegas", cca="vegas", queue="200p"),
     "rack_tlp": _dumbbell("rack_tlp", flow_defaults={"tcp": {"rack": True}}),
     "finite_rtt_mix": _dumbbell("finite_rtt_mix", flows=6, flow_defaults={"traffic": {"kind": "finite",
                                                                                       "bytes": 300_000}},

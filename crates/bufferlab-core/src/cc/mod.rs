@@ -22,9 +22,11 @@
 pub mod bbr;
 pub mod contract;
 pub mod cubic;
+pub mod dctcp;
 pub mod delivery_rate;
 pub mod highspeed;
 pub mod reno;
+pub mod vegas;
 
 use crate::spec::CcaKind;
 use crate::units::{BitRate, SimTime};
@@ -32,9 +34,11 @@ use crate::units::{BitRate, SimTime};
 pub use bbr::Bbr;
 pub use contract::{state, AckSample, CongestionController, ControllerConfig, ControllerMetrics};
 pub use cubic::Cubic;
+pub use dctcp::Dctcp;
 pub use delivery_rate::{DeliveryRateEstimator, RateSample};
 pub use highspeed::HighSpeed;
 pub use reno::Reno;
+pub use vegas::Vegas;
 
 /// Every controller the engine knows, chosen per flow by the spec.
 // BBR's model and RNG make it the largest variant; it lives inside its sender, so boxing it would
@@ -46,6 +50,8 @@ pub enum Controller {
     Cubic(Cubic),
     HighSpeed(HighSpeed),
     Bbr(Bbr),
+    Dctcp(Dctcp),
+    Vegas(Vegas),
 }
 
 impl Controller {
@@ -57,6 +63,8 @@ impl Controller {
             CcaKind::Cubic => Controller::Cubic(Cubic::new(config)),
             CcaKind::HighSpeed => Controller::HighSpeed(HighSpeed::new(config.mss, config.initial_window_segments)),
             CcaKind::Bbr => Controller::Bbr(Bbr::new(config)),
+            CcaKind::Dctcp => Controller::Dctcp(Dctcp::from_config(config)),
+            CcaKind::Vegas => Controller::Vegas(Vegas::from_config(config)),
         }
     }
 }
@@ -68,6 +76,8 @@ macro_rules! dispatch {
             Controller::Cubic($c) => $body,
             Controller::HighSpeed($c) => $body,
             Controller::Bbr($c) => $body,
+            Controller::Dctcp($c) => $body,
+            Controller::Vegas($c) => $body,
         }
     };
 }

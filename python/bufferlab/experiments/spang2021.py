@@ -43,13 +43,17 @@ and their losses fall at different times. Every TCP flow reduces from its conges
 reduction the window actually takes (the preconditions measure it).
 
 What is measured, per run, from `measure_from_s` on (the start-up, its overshoot and the first
-reductions before it): the bottleneck's busy fraction (its channel series), and from each flow's
-series its reductions (a fall of ssthresh: each ends a congestion cycle) with the ratio of the new
-ssthresh to the window sampled before it. A controller's threshold is the buffer at which its
-utilisation first reaches `FULL` (99.9 %: a link that idles one part in a thousand), interpolated
-in log(buffer) between the two buffers of the sweep around it; BBR's, which its ProbeRTT pauses
-keep from 99.9 % whatever the buffer, is where it first comes within `BBR_PLATEAU_GAP` of its
-utilisation in the deepest buffer.
+reductions come before it): the bottleneck's busy fraction (its channel series); from each flow's
+series its reductions (a fall of the window by more than a tenth between samples: each ends a
+congestion cycle) with the ratio of the new ssthresh to the window sampled before it; and how
+many of the other flows reduce in the same congestion event. A controller's threshold is the
+buffer from which its utilisation stays at or above a level, interpolated in log(buffer) between
+the two buffers of the sweep around it. For one flow the level is `FULL`, 99.9 % (a link that
+idles one part in a thousand): the rule is the buffer at which it never idles. For N > 1 it is
+`MANY_FLOWS_LEVEL`, 99 %: the √N rule is a Gaussian model of the summed windows, which at one
+multiple of BDP/√N puts Reno at 98.9 % (Appenzeller et al.), not at 100 %. BBR's ProbeRTT pauses
+keep it from 99 % whatever the buffer; its threshold is where it first comes within
+`BBR_PLATEAU_GAP` of its utilisation in the deepest buffer.
 """
 
 from __future__ import annotations
@@ -699,7 +703,7 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
     grid[0][0].set_ylim(max(low - 2, 0), 100.6)
     legend_below(fig, grid[0][0], max_columns=4)
     title(fig, "Utilisation against buffer size: Reno, CUBIC and BBR on a drop-tail bottleneck, 10 Mb/s per flow, "
-               "mean RTT 100 ms; dotted: the paper's rule (1 − β)/β · BDP/√N")
+               "mean RTT 100 ms\ndotted: the paper's rule (1 − β)/β · BDP/√N")
     figures["spang2021_utilisation_vs_buffer"] = fig
 
     # 2. The threshold against N on log axes, with the rule's lines.
@@ -730,14 +734,15 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
             for n, b in zip(found["flows"], found["threshold_bdp"]):
                 smallest = _lo(m.filter((pl.col("cca") == cca) & (pl.col("flows") == n))["buffer_bdp"])
                 if b <= smallest * 1.0001:
-                    ax.annotate("≤ (smallest buffer swept)", (n, b), textcoords="offset points", xytext=(-6, 0),
-                                ha="right", va="center", fontsize="x-small", color=colour[cca])
+                    ax.annotate("≤", (n, b), textcoords="offset points", xytext=(-7, 0), ha="right", va="center",
+                                fontsize="small", color=colour[cca])
     plain_log_ticks(ax, ticks=flows)
     plain_log_ticks(ax, axis="y")
     ax.set_xlabel("N (flows)")
     ax.set_ylabel("threshold buffer / BDP")
     legend_below(fig, ax, max_columns=2)
-    title(fig, "The buffer each controller needs against the number of flows (10 Mb/s per flow, mean RTT 100 ms)")
+    title(fig, "The buffer each controller needs against N (10 Mb/s per flow, mean RTT 100 ms)\n"
+               "dotted: the paper's rule; ≤: BBR already at its plateau at the smallest buffer swept")
     figures["spang2021_threshold_vs_flows"] = fig
     return figures
 
@@ -750,7 +755,7 @@ REPRODUCTION = Reproduction(
                 "against the paper's (1 − β)/β · BDP/√N (one BDP for Reno, 0.43 BDP for CUBIC), BBR's below both, "
                 "and one Reno flow's utilisation against the sawtooth formula. Every TCP flow reduces from cwnd "
                 "(`tcp.ssthresh_from = \"cwnd\"`, as Linux).",
-    quick_estimate_s=60, full_estimate_s=600, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=60, full_estimate_s=380, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw, appendix=_appendix,
     notes=["Quick: N = 1 and 8, buffers 0.05 to 1.5 × BDP/√N (9), one seed, 54 runs; full: N = 1, 2, 4, 8, 16 and 32 "
            "(up to 320 Mb/s), 10 buffers, 180 runs. One to four flows run 150 s measured from 30 s, eight or more "

@@ -76,7 +76,7 @@ MEAN_RTT_S = (RTT_LOW_S + RTT_HIGH_S) / 2
 PACKET = 1500
 FAST_ACCESS_MULTIPLE = 10  # fast access links: 10× the bottleneck (the engine's default)
 SLOW_ACCESS_SHARES = 5  # slow access links: 5 × the fair share C/N
-SAMPLE = "100ms"
+SAMPLE = "500ms"  # coarse enough for the warm-up and the drops; 100 flows × 120 s stay small
 WARM_UP_S = 20.0
 # The paper's number: paced TCP with 10-20 packets of buffer keeps the link about 80 % busy or more.
 PAPER_UTILISATION = 0.80
@@ -367,7 +367,7 @@ REPRODUCTION = Reproduction(
     description="N long-lived Reno flows, RTTs 80-120 ms, through a 100 Mb/s drop-tail bottleneck with 5 to 50 "
                 "packets of buffer and a BDP-scale reference: unpaced over fast access links, paced over the same "
                 "links, and unpaced over slow access links (natural pacing); utilisation against the buffer.",
-    quick_estimate_s=30, full_estimate_s=300, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=26, full_estimate_s=170, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw,
     notes=[f"Quick: N = 50, buffers 5, 10, 20, 50 and {bdp_packets()} packets, 60 s, two seeds; full: N = 50 and 100, "
            f"buffers 5, 10, 20, 50, 100 and {bdp_packets()}, 120 s, three seeds. Utilisation is read after "
@@ -378,4 +378,15 @@ REPRODUCTION = Reproduction(
            "Pacing is Linux's internal pacing (2·cwnd/SRTT in slow start, 1.2·cwnd/SRTT after), not the paper's "
            "idealised spreading of a window evenly over one RTT.",
            "The paper's scale (thousands of flows on Gb/s links, W in the hundreds) is larger; here 50-100 flows "
-           "at 100 Mb/s have windows of about 8-17 packets at the BDP, where log W is 2-3 packets."])
+           "at 100 Mb/s have windows of about 8-17 packets at the BDP, where log W is 2-3 packets.",
+           "Full run (3 seeds): paced flows keep the link 94.0 % and 92.0 % busy at 10 and 20 packets with N = 50, "
+           "96.0 % and 95.4 % with N = 100; unpaced over fast access links 63.1 % and 79.3 %, 77.9 % and 90.6 %. "
+           "Observation 2 differs for N = 100 at 20 packets (4.8 points below, the margin is 5): a hundred "
+           "bursty flows already smooth each other, the multiplexing the paper's model leaves out.",
+           "Quick run (2 seeds): observations 1-3 hold; 4 differs for the paced flows, whose utilisation dips "
+           "2.1 points from 10 to 20 packets (93.9 to 91.8 %), past the 2-point noise floor; with the full run's "
+           "third seed the dip is within the spread over seeds.",
+           "Paced utilisation flattens between 10 and 50 packets (94.0, 92.0, 93.2 % for N = 50) before it rises "
+           "to the BDP's 100 %, where unpaced flows overtake it from 50 packets on: paced flows fill the small "
+           "buffer together and lose together, the synchronisation that Aggarwal, Savage and Anderson reported "
+           "for paced TCP (INFOCOM 2000)."])

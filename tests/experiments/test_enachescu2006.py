@@ -74,3 +74,17 @@ def test_with_no_sender_pacing_the_pacing_precondition_fails_and_nothing_is_judg
                        executor_factory=lambda: LocalPoolExecutor(2))
     assert _precondition(report, "pacing engaged").met is False
     assert all(o.holds is None and "pacing engaged" in o.not_judged for o in report.observations)
+
+
+def test_runs_that_end_before_the_warm_up_judge_nothing(store: Path) -> None:
+    repro = reproductions()["enachescu2006"]
+
+    def sweeps(quick: bool) -> dict[str, Sweep]:
+        data = copy.deepcopy(repro.sweeps(quick)["tiny_buffers"].written)
+        data["base"]["duration"] = "15s"
+        return {"tiny_buffers": Sweep.from_dict(data)}
+
+    forced = dataclasses.replace(repro, name="enachescu2006-short", sweeps=sweeps)
+    report = reproduce(forced, store, store.parent / "short", quick=True, executor_factory=lambda: LocalPoolExecutor(2))
+    assert _precondition(report, "steady state, N = 50").met is False
+    assert all(o.holds is None and "steady state, N = 50" in o.not_judged for o in report.observations)

@@ -57,7 +57,8 @@ start = "1ms"
 def run_data(scenario: Scenario, result: EngineResult) -> metrics.RunData:
     resolved = scenario.resolve()
     return metrics.RunData.from_result(result.counters(), result.flow_timeseries, resolved.engine,
-                                       resolved.flow_endpoints, resolved.bottleneck)
+                                       resolved.flow_endpoints, resolved.bottleneck,
+                                       delay_histograms=result.delay_histograms)
 
 
 def tables(scenario: Scenario) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, EngineResult]:

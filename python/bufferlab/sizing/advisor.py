@@ -207,6 +207,10 @@ class Advisor:
         if base.record is not None and not base.record.store_series:
             raise SpecError("record.store_series", "advise measures the bottleneck's stored time series after the "
                                                    "warm-up: a scenario with store_series = false cannot be advised")
+        try:  # the searched queue must exist before a probe is stored under it
+            base.with_overrides({queue_key: "100p"})
+        except SpecError as e:
+            raise SpecError("--queue-key", f'"{queue_key}" is no queue of the scenario: {e}') from None
         self.queue = searched_queue(base, queue_key)
         # A FIFO is replaced by FIFOs of each size; an AQM keeps its kind and settings, its limit searched.
         self.size_key = queue_key if isinstance(self.queue, FifoQueue) else f"{queue_key}.limit"

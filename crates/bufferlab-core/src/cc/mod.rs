@@ -20,6 +20,7 @@
 //! which case the sender sends while pipe < `window()` (BBR's packet conservation).
 
 pub mod bbr;
+pub mod bbr3;
 pub mod contract;
 pub mod cubic;
 pub mod delivery_rate;
@@ -30,6 +31,7 @@ use crate::spec::CcaKind;
 use crate::units::{BitRate, SimTime};
 
 pub use bbr::Bbr;
+pub use bbr3::Bbr3;
 pub use contract::{state, AckSample, CongestionController, ControllerConfig, ControllerMetrics};
 pub use cubic::Cubic;
 pub use delivery_rate::{DeliveryRateEstimator, RateSample};
@@ -46,6 +48,7 @@ pub enum Controller {
     Cubic(Cubic),
     HighSpeed(HighSpeed),
     Bbr(Bbr),
+    Bbr3(Bbr3),
 }
 
 impl Controller {
@@ -57,6 +60,7 @@ impl Controller {
             CcaKind::Cubic => Controller::Cubic(Cubic::new(config)),
             CcaKind::HighSpeed => Controller::HighSpeed(HighSpeed::new(config.mss, config.initial_window_segments)),
             CcaKind::Bbr => Controller::Bbr(Bbr::new(config)),
+            CcaKind::Bbr3 => Controller::Bbr3(Bbr3::new(config)),
         }
     }
 }
@@ -68,6 +72,7 @@ macro_rules! dispatch {
             Controller::Cubic($c) => $body,
             Controller::HighSpeed($c) => $body,
             Controller::Bbr($c) => $body,
+            Controller::Bbr3($c) => $body,
         }
     };
 }

@@ -48,7 +48,9 @@ pub enum Controller {
     Cubic(Cubic),
     HighSpeed(HighSpeed),
     Bbr(Bbr),
-    Bbr3(Bbr3),
+    /// Boxed: BBRv3's model is about 600 bytes, and inline it would grow every flow's sender,
+    /// whatever its controller, by the difference.
+    Bbr3(Box<Bbr3>),
 }
 
 impl Controller {
@@ -60,7 +62,7 @@ impl Controller {
             CcaKind::Cubic => Controller::Cubic(Cubic::new(config)),
             CcaKind::HighSpeed => Controller::HighSpeed(HighSpeed::new(config.mss, config.initial_window_segments)),
             CcaKind::Bbr => Controller::Bbr(Bbr::new(config)),
-            CcaKind::Bbr3 => Controller::Bbr3(Bbr3::new(config)),
+            CcaKind::Bbr3 => Controller::Bbr3(Box::new(Bbr3::new(config))),
         }
     }
 }

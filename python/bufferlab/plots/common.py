@@ -144,7 +144,8 @@ def _hex(rgb: Sequence[float]) -> str:
 # --- the papers' terms ---------------------------------------------------------------------------
 
 # Congestion controllers as the papers write them.
-CONTROLLER_NAMES = {"reno": "Reno", "newreno": "NewReno", "cubic": "CUBIC", "highspeed": "HSTCP", "bbr": "BBR"}
+CONTROLLER_NAMES = {"reno": "Reno", "newreno": "NewReno", "cubic": "CUBIC", "highspeed": "HSTCP", "bbr": "BBR",
+                    "bbr3": "BBRv3", "bbrv3": "BBRv3"}
 # Spec keys in words, for legends and titles.
 _SPEC_TERMS = {"topology.queue": "buffer", "topology.flows": "N", "topology.rtt": "RTT",
                "topology.bottleneck_rate": "C", "topology.bottleneck_delay": "bottleneck delay",

@@ -52,6 +52,7 @@ GOLDENS: dict[str, dict[str, Any]] = {
     "cubic": _dumbbell("cubic", cca="cubic"),
     "highspeed": _dumbbell("highspeed", cca="highspeed", queue="200p"),
     "bbr": _dumbbell("bbr", cca="bbr", queue="200p"),
+    "bbr3": _dumbbell("bbr3", cca="bbr3", queue="200p"),
     "rack_tlp": _dumbbell("rack_tlp", flow_defaults={"tcp": {"rack": True}}),
     "finite_rtt_mix": _dumbbell("finite_rtt_mix", flows=6, flow_defaults={"traffic": {"kind": "finite",
                                                                                       "bytes": 300_000}},

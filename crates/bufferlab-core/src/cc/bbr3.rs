@@ -778,29 +778,22 @@ impl Bbr3 {
         if !self.full_bw_reached || self.adapt_long_term_model(ack, loss) || !self.mode.is_probe_bw() {
             return;
         }
-        match self.mode {
-            Mode::ProbeBwDown => {
-                if !self.is_time_to_probe_bw(ack) && self.is_time_to_cruise(ack) {
-                    self.start_probe_bw_cruise();
-                }
+        let mode = self.mode;
+        if mode == Mode::ProbeBwDown {
+            if !self.is_time_to_probe_bw(ack) && self.is_time_to_cruise(ack) {
+                self.start_probe_bw_cruise();
             }
-            Mode::ProbeBwCruise => {
-                self.is_time_to_probe_bw(ack);
+        } else if mode == Mode::ProbeBwCruise {
+            self.is_time_to_probe_bw(ack);
+        } else if mode == Mode::ProbeBwRefill {
+            // One round of REFILL, then UP.
+            if self.round_start {
+                self.is_bw_probe_sample = true;
+                self.start_probe_bw_up(ack);
             }
-            Mode::ProbeBwRefill => {
-                // One round of REFILL, then UP.
-                if self.round_start {
-                    self.is_bw_probe_sample = true;
-                    self.start_probe_bw_up(ack);
-                }
-            }
-            Mode::ProbeBwUp => {
-                if self.is_time_to_go_down(ack) {
-                    self.prev_probe_too_high = false;
-                    self.start_probe_bw_down(ack);
-                }
-            }
-            _ => {}
+        } else if mode == Mode::ProbeBwUp && self.is_time_to_go_down(ack) {
+            self.prev_probe_too_high = false;
+            self.start_probe_bw_down(ack);
         }
     }
 

@@ -125,6 +125,7 @@ def ns3_twins() -> dict[str, Any]:
         "1000x1g": Case("1000x1g", 1000, "1Gbps", 1e9, _stanford_packets(1000, 1e9, 0.04), "TcpNewReno", 5,
                         "10Gbps"),
         "10000x10g": "ns-3's dumbbell program gives every flow one RTT (this case spreads them over 20-200 ms)",
+        "fqcodel_10k": "ns-3's dumbbell program gives every flow one RTT (this case spreads them over 20-200 ms)",
         "cubic_10g": "ns-3's dumbbell program has no random loss",
         "seed000": "seed 000's GENI tree with Poisson mice is not a dumbbell",
         "window_210k": "not an ns-3 comparison: the per-ACK cost of a very large window",

@@ -127,6 +127,7 @@ QUANTITIES = [
                                                          "a plain integer is bytes"),
     ("size", '`"100p"`, `"1.25MB"`', "packets (p, pkt, packets) or bytes"),
     ("probability", '`0.01`, `"1%"`', "a number or a percentage"),
+    ("ratio", '`1.2`, `"120%"`', "a number or a percentage"),
 ]
 
 
@@ -146,6 +147,7 @@ def _type_texts() -> dict[str, str]:
         "SampleInterval": '[time](#quantities) above 0, or `"off"` (no time series)',
         "ByteCount": "[bytes](#quantities)",
         "Probability": "[probability](#quantities)",
+        "Ratio": "[ratio](#quantities)",
         "PositiveCount": "integer, above 0",
         "Count": "integer",
         "Switch": "true or false",
@@ -257,7 +259,7 @@ def _describe(annotation: Any, metadata: list[Any], ctx: _Context, owner: str) -
             if name is None or name not in ctx.texts:
                 raise ReferenceError(f"{owner}: a field type the reference does not know ({name or meta!r}): "
                                      "add its text to _type_texts in docs/hooks/reference_pages.py")
-            bounds = _bounds(meta.schema) if name not in ("Probability",) else []
+            bounds = _bounds(meta.schema) if name not in ("Probability", "Ratio") else []
             return ctx.texts[name] + (f"; {', '.join(bounds)}" if bounds else "")
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
@@ -436,9 +438,7 @@ def spec_models() -> list[tuple[type, str, str, str | None]]:
         (recording.Capture, "Captures", "`[[captures]]` or `captures` of `[record]`", None),
     ]
     for kind in queues.QUEUE_KINDS:
-        model = next(m for m in (queues.FifoQueue, queues.TbfQueue, queues.SplitBuffQueue,
-                                 queues.BlindSplitBuffQueue, queues.RedQueue, queues.PieQueue, queues.CoDelQueue,
-                                 queues.FqCodelQueue)
+        model = next(m for m in typing.get_args(queues.Queue)
                      if typing.get_args(m.model_fields["kind"].annotation) == (kind,))
         listed.append((model, f"Queue: {kind}", f'a queue table with `kind = "{kind}"`', kind))
     return listed
@@ -637,12 +637,14 @@ convention:
 
 - **stat**: `mean` (the mean over the samples of the flow's active period), `max`, `cov` (the
   coefficient of variation: standard deviation over mean, of the samples), `total` (a count at
-  the end of the run), `agg` (in the network table: a sum over the flows active at a sample).
+  the end of the run), `agg` (in the network table: a sum over the flows active at a sample),
+  `p50`, `p95`, `p99` (a percentile of every packet's value: see below).
   A name without a stat (`loss_rate_l4`, `utilization_l1`, `flow_completion_time_l4`) is a
   figure of the whole run.
 - **quantity**: what is measured (`throughput`, `cwnd`, `srtt`, `qdisc_delay`, ...).
-- **layer**: `l1` the link, headers included; `l2` the queue discipline; `l4` the transport
-  (TCP or QUIC); `l7` the application.
+- **layer**: `l1` the link, headers included; `l2` the queue discipline; `l3` the network (a
+  packet from its sending to its arrival); `l4` the transport (TCP or QUIC); `l7` the
+  application.
 
 ## Sampling
 
@@ -653,6 +655,20 @@ interval over the interval's length. The totals, the completion time, the loss r
 table come from exact end-of-run counters, not from samples. The network table takes, at each
 sample, a sum or a fairness index over the flows active then, and averages them over the
 samples. A metric that is undefined for a row (a flow that sent nothing) is empty (null).
+
+## Percentiles
+
+The `p50_`, `p95_` and `p99_` metrics are percentiles of every packet, not of samples: a link's
+of the sojourn time (enqueue to start of transmission, zero for a packet that did not wait) of
+each packet it sent, a datagram flow's (`cbr`, `on_off`) of each received packet's one-way delay,
+from the time it was sent to its arrival; a TCP or QUIC flow has none (its delay is its bytes',
+`mean_one_way_delay_l7`). The engine counts the delays in log-linear histograms (32 buckets per
+power of two, each at most 1/32 of its lower bound wide) and reports the q-percentile as the
+midpoint of the bucket that holds the ⌈q·n⌉-th smallest value: within 1.6 % of it, exact where
+every value is the same. The buckets are stored (`delay_histograms`, [The store](store.md)),
+and `bufferlab plot delay` draws them as CDFs. A percentile covers the whole run, slow start
+included: with an AQM, the seconds it takes to drain slow start's overshoot can be more than
+1 % of a short run's packets, and then p99 is theirs.
 
 Units: `Mbps` is 10^6 bit/s; `segments` counts MSS-sized segments; `-` marks a ratio or an
 index without a unit.
@@ -695,7 +711,7 @@ the documentation is built.
 
 Every table of a run's rows has its `run_id` (a run's identity: the SHA-256 of its resolved
 spec, seed and engine version, in hex), so that a query joins any of them to `runs`. The
-tables of many rows per run (a row per sample or per captured packet) are views: they read as
+tables of many rows per run (a row per sample, captured packet or histogram bucket) are views: they read as
 tables, with their `run_id`, while the rows are stored in `<table>_data` under the run's number
 in this store (`runs.run`). A store of an older schema version is brought to this one when a
 run is written into it; one written by a newer bufferlab is refused.

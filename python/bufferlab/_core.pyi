@@ -62,7 +62,7 @@ class Table:
 def run(spec_json: str) -> dict[str, Table]:
     """Simulate a resolved scenario. Returns its result as tables by name: run (one row: engine
     version, end, events, sampling interval), flows, channels, queue_classes, flow_timeseries,
-    channel_timeseries, class_timeseries, captures.
+    channel_timeseries, class_timeseries, captures, delay_histograms.
 
     Raises EngineSpecError (a ValueError: .field, .reason) for a spec the engine rejects. The GIL
     is released while simulating and while the tables are built.
@@ -121,9 +121,10 @@ def metric_catalogue() -> dict[str, list[tuple[str, str, str]]]:
     (crates/bufferlab-core/src/metrics/catalogue.rs)."""
 
 def catalogue(flows: Table, channels: Table, flow_timeseries: Table, end_ns: int, segments: list[tuple[int, int]],
-              bottleneck: int | None = None) -> dict[str, Any]:
+              bottleneck: int | None = None, delay_histograms: Table | None = None) -> dict[str, Any]:
     """The metric catalogue of a run from its `flows`, `channels` and `flow_timeseries` tables, the
-    run's end, each flow's (MSS, header bytes) and the bottleneck channel: a dict of
+    run's end, each flow's (MSS, header bytes), the bottleneck channel and its `delay_histograms`
+    table (without it, the delay percentiles are null): a dict of
     `flow_figures`, `channel_figures`, `flow_metrics`, `link_metrics` (each a dict of columns as
     lists) and `network_metrics` (a dict of values)."""
 

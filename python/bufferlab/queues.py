@@ -12,6 +12,7 @@ joined in a union discriminated by `kind`.
     queue = { kind = "pie", target = "15ms", t_update = "15ms", alpha = 0.125, beta = 1.25 }
     queue = { kind = "codel", target = "5ms", interval = "100ms", limit = "1000p", ecn = true }
     queue = { kind = "fq_codel", flows = 1024, quantum = "1514B", limit = "10240p" }
+    queue = { kind = "dualpi2", target = "15ms", step_thresh = "1ms", coupling = 2 }
 
 `ecn` (RED, PIE, CoDel, FQ-CoDel): the AQM marks an ECN-capable packet Congestion Experienced
 where it would drop it (RFC 3168 §5); packets of flows without ECN (`tcp.ecn`) are dropped as
@@ -44,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - the sizing rules are imported with the f
     from .sizing.rules import Average
 
 __all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "RedQueue",
-           "PieQueue", "CoDelQueue", "FqCodelQueue", "Queue", "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
+           "PieQueue", "CoDelQueue", "FqCodelQueue", "DualPi2Queue", "Queue", "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
 
 RULES = ("bdp", "stanford")
 
@@ -475,12 +476,61 @@ class FqCodelQueue(_Queue):
                 f"target {units.format_time(self.target)}, interval {units.format_time(self.interval)}")
 
 
-Queue = FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue | RedQueue | PieQueue | CoDelQueue | FqCodelQueue
-QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff", "red", "pie", "codel", "fq_codel")
+class DualPi2Queue(_Queue):
+    """DualPI2, the DualQ Coupled AQM of RFC 9332 with its PI2 base AQM (Appendix A):
+    crates/bufferlab-core/src/queue/dualpi2.rs. ECT(1) and CE packets (L4S, RFC 9331) go to the
+    L queue, Not-ECT and ECT(0) ones to the C queue. One PI controller updates a base probability
+    p' every `tupdate` from the queueing delay toward `target`; the C queue drops (Not-ECT) or
+    marks (ECT(0)) with p'^2, the L queue marks with `coupling`·p' or when a packet waited more
+    than `step_thresh`. Defaults as RFC 9332 and Linux's dualpi2; `limit` is shared by the two
+    queues, in packets."""
+
+    model_config = _BUILT_ON_FIRST_USE
+
+    # DualPI2 (RFC 9332's DualQ Coupled AQM with PI2); "dualq" names it too.
+    kind: Literal["dualpi2"]
+    # Packets the two queues hold together; an arrival beyond is tail-dropped. 10000 packets, as
+    # Linux's dualpi2; in packets only.
+    limit: QueueSizeField = QueueSize(limit=QueueLimit(packets=10000))
+    # The queueing delay the PI controller holds the Classic queue at: 15 ms (RFC 9332 Appendix A).
+    target: _Time = 15_000_000
+    # Period of the base probability's update, Tupdate: 16 ms (Linux's dualpi2).
+    tupdate: _Time = 16_000_000
+    # Integral gain α on the delay's distance from `target`, Hz: 0.16 (Linux's dualpi2).
+    alpha: _Real = 0.16
+    # Proportional gain β on the delay's change since the last update, Hz: 3.2 (Linux's dualpi2).
+    beta: _Real = 3.2
+    # The coupling factor k: the L queue marks with k·p' while the C queue drops with p'^2 (RFC 9332
+    # §2.1); 2 gives flows of equal RTTs about equal rates. From 1 to 256.
+    coupling: _Real = 2.0
+    # The L queue's native AQM: a packet that waited longer than this is marked: 1 ms (Linux).
+    step_thresh: _Time = 1_000_000
+    # How the link is shared between the queues: "tshift", the time-shifted FIFO of RFC 9332
+    # Appendix A (the L head first unless the C head waited `tshift` longer), or "wrr", Linux's
+    # weighted round robin giving the C queue `classic_protection` percent.
+    scheduler: Literal["tshift", "wrr"] = "tshift"
+    # The time-shifted FIFO's shift: 30 ms, twice `target` (with "tshift").
+    tshift: _Time = 30_000_000
+    # The C queue's share of the link, percent, while both queues are backlogged (with "wrr"):
+    # 10, as Linux's dualpi2.
+    classic_protection: _Count = 10
+    # On overload (coupling·p' above 1, RFC 9332 §4.2.3), drop L packets with p'^2 besides
+    # marking them all (true, as Linux); false holds p' at 1/coupling and leaves the limit to
+    # bound the queue.
+    drop_on_overload: bool = True
+
+    def __str__(self) -> str:
+        return (f"dualpi2 {self.limit}, target {units.format_time(self.target)}, "
+                f"step {units.format_time(self.step_thresh)}, k {self.coupling:g}, {self.scheduler}")
+
+
+Queue = (FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue | RedQueue | PieQueue | CoDelQueue | FqCodelQueue
+         | DualPi2Queue)
+QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff", "red", "pie", "codel", "fq_codel", "dualpi2")
 _ALIASES = {"fifoqueuedisc": "fifo", "pfifo": "fifo", "droptail": "fifo", "tokenbucket": "tbf",
             "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff",
             "redqueuedisc": "red", "piequeuedisc": "pie", "codelqueuedisc": "codel", "fqcodel": "fq_codel",
-            "fq-codel": "fq_codel", "fqcodelqueuedisc": "fq_codel"}
+            "fq-codel": "fq_codel", "fqcodelqueuedisc": "fq_codel", "dualq": "dualpi2", "dual_pi2": "dualpi2"}
 
 
 @functools.cache
@@ -495,7 +545,7 @@ def _queues() -> "TypeAdapter[Queue]":
 def parse_queue(value: Any) -> Queue:
     """A queue from its spec form (see the module docstring); raises SpecError relative to it."""
     if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue, RedQueue, PieQueue, CoDelQueue,
-                          FqCodelQueue)):
+                          FqCodelQueue, DualPi2Queue)):
         return value
     if isinstance(value, str):
         return FifoQueue(limit=parse_queue_size(value))

@@ -173,10 +173,10 @@ def _parse_byte_unit(number: Decimal, unit: str, text: str) -> int:
     raise UnitError(f'unknown size unit "{unit}" in "{text}" (known: p; B, kB, MB, GB, KiB, MiB, GiB)')
 
 
-def parse_fraction(value: object) -> float:
+def parse_fraction(value: object, what: str = 'a probability like 0.01 or "1%"') -> float:
     """A probability as written, a finite number (0.01) or a percentage ("1%"), whatever its
     range: the engine checks a spec's probabilities against theirs (a link's loss in [0, 1), a
-    loss model's in [0, 1]) and names the field."""
+    loss model's in [0, 1]) and names the field. `what` names the expected form in errors."""
     if isinstance(value, str) and value.strip().endswith("%"):
         try:
             p = float(value.strip()[:-1]) / 100.0
@@ -185,10 +185,16 @@ def parse_fraction(value: object) -> float:
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         p = float(value)
     else:
-        raise UnitError(f"expected a probability like 0.01 or \"1%\", got {value!r}")
+        raise UnitError(f"expected {what}, got {value!r}")
     if not math.isfinite(p):  # JSON, the engine's input, has no NaN nor infinity
-        raise UnitError(f"expected a probability like 0.01 or \"1%\", got {value!r}")
+        raise UnitError(f"expected {what}, got {value!r}")
     return p
+
+
+def parse_ratio(value: object) -> float:
+    """A ratio as written, a finite number (1.2) or a percentage ("120%", as Linux's sysctls),
+    whatever its range (the engine checks it and names the field)."""
+    return parse_fraction(value, 'a ratio like 1.2 or "120%"')
 
 
 def parse_probability(value: object) -> float:

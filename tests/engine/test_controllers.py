@@ -16,10 +16,13 @@ from bufferlab.pipeline.result import EngineResult
 from bufferlab.spec import Scenario
 from conftest import SMALL_DUMBBELL, bufferlab
 
-CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "bbr3")
+CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "bbr3", "dctcp", "vegas")
 # The controllers that pace, and the state codes of each (cc/contract.rs, `state`).
 PACED = ("bbr", "bbr3")
 STATE_CODES = {"bbr3": {0, 1, 3, 4, 5, 6, 7}}
+# What a controller needs of its TCP: DCTCP the per-packet ECN echo (over SMALL_DUMBBELL's FIFO,
+# which drops, it answers losses only).
+NEEDS = {"dctcp": 'tcp = { ecn = "dctcp" }'}
 
 
 def with_controller(cca: str, tcp: str = "") -> str:
@@ -39,7 +42,7 @@ def series(result: EngineResult) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize("cca", CONTROLLERS)
 def test_each_controller_records_pacing_state_and_delivery_rate(cca: str) -> None:
-    scenario = Scenario.from_toml_text(with_controller(cca))
+    scenario = Scenario.from_toml_text(with_controller(cca, NEEDS.get(cca, "")))
     assert scenario.to_engine()["flows"][0]["cca"] == {"newreno": "reno"}.get(cca, cca)
     result, _ = runner.simulate(scenario)
     ts = series(result)
@@ -112,15 +115,15 @@ def test_rto_rack_and_ca_increase_refuse_unknown_values(option: str, value: str)
 
 def test_ccperf_names_select_the_controllers_and_the_store_keeps_their_series(db) -> None:
     args = ["ccperf", "--bw=20Mbps", "--rtts=20ms,20ms,20ms,20ms,20ms", "--qlen=30p", "--stop-time=1s",
-            "--algs=TcpNewReno,TcpCubic,TcpHighSpeed,TcpBbr,TcpBbrV3", "--db", str(db), "--json"]
+            "--algs=TcpNewReno,TcpCubic,TcpHighSpeed,TcpBbr,TcpBbrV3,TcpVegas", "--db", str(db), "--json"]
     proc = bufferlab(*args)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     con = duckdb.connect(str(db), read_only=True)
     spec = json.loads(con.execute("SELECT spec_json FROM runs WHERE run_id = ?", [summary["run_id"]]).fetchone()[0])
-    assert [f["cca"] for f in spec["flows"]] == ["reno", "cubic", "highspeed", "bbr", "bbr3"]
+    assert [f["cca"] for f in spec["flows"]] == ["reno", "cubic", "highspeed", "bbr", "bbr3", "vegas"]
     rows = con.execute("SELECT flow, max(pacing_rate_bps), max(cc_state), max(delivery_rate_bps) "
                        "FROM flow_timeseries WHERE run_id = ? GROUP BY flow ORDER BY flow",
                        [summary["run_id"]]).fetchall()
-    assert [r[1] > 0 for r in rows] == [False, False, False, True, True]
+    assert [r[1] > 0 for r in rows] == [False, False, False, True, True, False]
     assert all(r[2] <= 7 and r[3] > 0 for r in rows)

@@ -288,3 +288,60 @@ def test_tshark_reads_every_tcp_packet_and_flow_and_agrees_with_the_csv(run, tmp
     assert [row[:6] for row in rows] == [line.split(",")[:6] for line in ours.getvalue().splitlines()]
     tshark_retransmissions = sum(row[6] == "1" for row in rows)
     assert 0 < tshark_retransmissions <= int((cap["retransmission"] & (cap["payload_bytes"] > 0)).sum())
+
+
+# Two ECN-capable flows (RFC 3168, classic feedback) through a marking CoDel queue, both
+# directions of the bottleneck captured: data packets ECT(0) or CE, ACKs with ECE, data with CWR.
+ECN_SCENARIO = """
+name = "ecn"
+duration = "3s"
+sample_interval = "off"
+[topology]
+kind = "dumbbell"
+flows = 2
+bottleneck_rate = "10Mbps"
+rtt = "40ms"
+queue = { kind = "codel", limit = "200p", ecn = true }
+[flow_defaults]
+tcp = { ecn = "classic" }
+[[captures]]
+link = "btl"
+[[captures]]
+link = "btl"
+direction = "backward"
+"""
+
+
+@pytest.fixture(scope="module")
+def ecn_run() -> tuple[pl.DataFrame, dict]:
+    scenario = Scenario.from_toml_text(ECN_SCENARIO)
+    result, _ = runner.simulate(scenario)
+    return result.captures, scenario.resolve().engine
+
+
+def test_pcap_carries_the_ecn_field_and_the_ece_and_cwr_flags(ecn_run) -> None:
+    captures, engine = ecn_run
+    out = io.BytesIO()
+    pcap.write_pcap(out, captures, engine["flows"])
+    seen = []
+    for _, buf in dpkt.pcap.Reader(io.BytesIO(out.getvalue())):
+        ip = dpkt.ip.IP(buf)
+        seen.append((ip.tos & 0b11, ip.data.flags))
+    assert seen == list(zip(captures["ecn"].to_list(), captures["flags"].to_list()))
+    codepoints = {ecn for ecn, _ in seen}
+    assert {2, 3} <= codepoints, f"ECT(0) and CE data packets: {codepoints}"
+    assert any(flags & 0x40 for _, flags in seen) and any(flags & 0x80 for _, flags in seen), "ECE and CWR"
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (apt-get install tshark)")
+def test_tshark_reads_the_ecn_field_and_the_ece_and_cwr_flags(ecn_run, tmp_path: Path) -> None:
+    captures, engine = ecn_run
+    path = tmp_path / "ecn.pcap"
+    pcap.write_pcap(path, captures, engine["flows"])
+    out = subprocess.run([TSHARK, "-n", "-r", str(path), "-T", "fields", "-e", "ip.dsfield.ecn", "-e",
+                          "tcp.flags.ece", "-e", "tcp.flags.cwr", "-E", "separator=,"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    rows = [line.split(",") for line in out.stdout.splitlines()]
+    flag = {"0": 0, "1": 1, "False": 0, "True": 1}
+    assert [(int(ecn), flag[ece], flag[cwr]) for ecn, ece, cwr in rows] == [
+        (ecn, (flags >> 6) & 1, flags >> 7) for ecn, flags in zip(captures["ecn"].to_list(), captures["flags"].to_list())]

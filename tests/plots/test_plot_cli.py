@@ -79,3 +79,26 @@ def test_a_time_plot_of_a_run_that_kept_no_series_says_so_in_one_line(stored) ->
                                  "without that setting to draw them\n")
     drawn = bufferlab("plot", "inflight", run_id[:8], "--db", str(db), "-o", str(root / "bare-inflight.png"))
     assert drawn.returncode == 0, drawn.stderr
+
+
+def test_plot_delay_draws_the_bottleneck_s_sojourn_cdf_and_refuses_a_tcp_flow_in_one_line(stored) -> None:
+    db, run_id, root = stored
+    out = root / "delay.png"
+    result = bufferlab("plot", "delay", run_id[:8], "--db", str(db), "-o", str(out), "--links", "btl,btl_backward")
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from bufferlab.plots import delay_cdf
+
+    fig = delay_cdf(db, [run_id], links=["btl", "btl_backward"])
+    (queues,) = fig.axes  # no datagram flow: no one-way delay panel
+    lines = [line for line in queues.get_lines() if line.get_linestyle() == "-"]
+    assert [line.get_label().split(":")[0] for line in lines] == ["btl", "btl_backward"]
+    assert all(line.get_ydata()[-1] == 1.0 for line in lines) and queues.get_xscale() == "log"
+    refused = root / "refused.png"
+    result = bufferlab("plot", "delay", run_id[:8], "--db", str(db), "-o", str(refused), "--flows", "flow_0")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith('error: --flows: flow "flow_0" of run') and "not a datagram flow" in result.stderr
+    assert not refused.exists()

@@ -92,7 +92,7 @@ def test_classic_recovery_finite_traffic_and_loss() -> None:
         ({"stop-times": "1s,1s,1s"}, "--stop-times: 3 value(s), but --rtts gives 2 flow(s)"),
         ({"bw": "0Mbps"}, '--bw: zero or negative rate "0Mbps"'),
         ({"qlen": "0p"}, "--qlen: queue limit must be positive"),
-        ({"algs": "TcpVegas,TcpNewReno"}, '--algs: unknown controller "TcpVegas"'),
+        ({"algs": "TcpWestwood,TcpNewReno"}, '--algs: unknown controller "TcpWestwood"'),
         ({"recoveries": "TcpPrrRecovery,Fast"}, '--recoveries: unknown recovery "Fast"'),
         ({"traffic-models": "Greedy(bytes=0),Bulk"}, '--traffic-models: unknown traffic model "Bulk"'),
         ({"protocols": "TCP,QUIC"}, '--protocols: unsupported protocol "QUIC"'),

@@ -57,7 +57,7 @@ def test_a_listed_flow_is_changed_by_index() -> None:
     ({"topology.quue": "5p"}, "topology.quue: unknown key"),
     ({"topology.queue": "5 parsecs"}, "topology.queue: "),
     ({"flows[3].cca": "cubic"}, "flows: no such entry (nothing is listed under flows)"),
-    ({"flow_defaults.cca": "vegas"}, 'flow_defaults.cca: unknown controller "vegas"'),
+    ({"flow_defaults.cca": "westwood"}, 'flow_defaults.cca: unknown controller "westwood"'),
     ({"duration.x": "1s"}, "duration: is '1s', not a table"),
 ])
 def test_a_bad_override_is_one_error_naming_its_key(overrides: dict, error: str) -> None:

@@ -70,8 +70,8 @@ def test_bad_unit_names_field_and_unit() -> None:
 
 
 def test_unknown_controller_lists_known_ones() -> None:
-    data = graph(flows=[{"src": "h1", "dst": "h2"}, {"src": "h1", "dst": "h2", "cca": "vegas"}])
-    assert error_of(data) == 'flows[1].cca: unknown controller "vegas" (known: reno, newreno, cubic, highspeed, bbr, bbr3)'
+    data = graph(flows=[{"src": "h1", "dst": "h2"}, {"src": "h1", "dst": "h2", "cca": "westwood"}])
+    assert error_of(data) == 'flows[1].cca: unknown controller "westwood" (known: reno, newreno, cubic, highspeed, bbr, bbr3, dctcp, vegas)'
 
 
 @pytest.mark.parametrize("name", ["reno", "newreno", "NewReno", "TcpNewReno", "tcpreno", "TCPRENO"])
@@ -164,6 +164,25 @@ def test_ssthresh_from_refuses_any_other_basis_in_one_line(value: object) -> Non
     message = error_of(graph(flows=[{"src": "h1", "dst": "h2", "tcp": {"ssthresh_from": value}}]))
     assert message.startswith("flows[0].tcp.ssthresh_from: ")
     assert "\n" not in message
+
+
+def test_pacing_takes_linuxs_ratios_by_default_and_as_percentages() -> None:
+    defaults = engine_tcp_defaults()
+    assert (defaults["pacing"], defaults["pacing_ss_ratio"], defaults["pacing_ca_ratio"]) == (False, 2.0, 1.2)
+    data = graph(flows=[{"src": "h1", "dst": "h2", "tcp": {"pacing": True, "pacing_ca_ratio": "150%"}}])
+    tcp = json.loads(plan(Scenario.from_dict(data)).spec_json)["flows"][0]["tcp"]
+    assert (tcp["pacing"], tcp["pacing_ss_ratio"], tcp["pacing_ca_ratio"]) == (True, 2.0, 1.5)
+    quic = graph(flows=[{"src": "h1", "dst": "h2", "transport": "quic", "quic": {"pacing": True}}])
+    assert json.loads(plan(Scenario.from_dict(quic)).spec_json)["flows"][0]["quic"]["pacing"] is True
+
+
+@pytest.mark.parametrize("ratio, reason", [(0, "a ratio to cwnd/SRTT above 0 and at most 100, not 0"),
+                                           ("-10%", "a ratio to cwnd/SRTT above 0 and at most 100, not -0.1"),
+                                           (1000, "a ratio to cwnd/SRTT above 0 and at most 100, not 1000"),
+                                           ("fast", 'expected a ratio like 1.2 or "120%", got \'fast\'')])
+def test_a_pacing_ratio_out_of_range_is_one_line_naming_it(ratio: object, reason: str) -> None:
+    data = graph(flows=[{"src": "h1", "dst": "h2", "tcp": {"pacing": True, "pacing_ss_ratio": ratio}}])
+    assert error_of(data) == f"flows[0].tcp.pacing_ss_ratio: {reason}"
 
 
 def test_rtt_outside_a_dumbbell() -> None:

@@ -216,6 +216,61 @@ def test_a_version_6_store_gains_the_ecn_counters_null(tmp_path: Path) -> None:
         assert stored_tables(older)[table][0] == stored_tables(current)[table][0], table
 
 
+# The metric columns schema version 8 added (the delay percentiles), beside its table
+# delay_histograms.
+VERSION_8_COLUMNS = {"flow_metrics": ("p50_one_way_delay_l3", "p95_one_way_delay_l3", "p99_one_way_delay_l3"),
+                     "link_metrics": ("p50_qdisc_delay_l2", "p95_qdisc_delay_l2", "p99_qdisc_delay_l2")}
+
+
+def percentiles(db: Path) -> set:
+    """The values of every metric column version 8 added, in the store at `db`."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {v for table, names in VERSION_8_COLUMNS.items()
+                for row in con.execute(f"SELECT {', '.join(names)} FROM {table}").fetchall() for v in row}
+    finally:
+        con.close()
+
+
+def test_a_version_7_store_gains_an_empty_delay_histogram_table_and_null_percentiles(tmp_path: Path) -> None:
+    """Version 8 adds the delay distributions: a version 7 store (no delay_histograms table, no
+    percentile columns) is rebuilt with the table empty and the percentiles NULL in its runs,
+    whose engine kept no distribution, every other column and row as before; a run stored after
+    the migration has both."""
+    current, older = tmp_path / "current.duckdb", tmp_path / "older.duckdb"
+    runs = runs_of(3)
+    for run in runs[:2]:
+        store.persist(run, current)
+    assert stored_tables(current)["delay_histograms"][1] and len(percentiles(current)) > 2  # values, not NULL only
+    shutil.copyfile(current, older)
+    con = duckdb.connect(str(older))
+    try:
+        con.execute("DROP VIEW delay_histograms")
+        con.execute(f"DROP TABLE {stored_table('delay_histograms')}")
+        for table, names in VERSION_8_COLUMNS.items():
+            for column in names:
+                con.execute(f"ALTER TABLE {stored_table(table)} DROP COLUMN {column}")
+        con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    finally:
+        con.close()
+    expected = without_columns(stored_tables(current), VERSION_8_COLUMNS)
+    with store.Store(older):
+        pass
+    assert schema_version(older) == SCHEMA_VERSION
+    migrated = without_columns(stored_tables(older), VERSION_8_COLUMNS)
+    assert migrated.pop("delay_histograms")[1] == []
+    expected.pop("delay_histograms")
+    assert migrated == expected
+    assert percentiles(older) == {None}
+    for table in VERSION_8_COLUMNS:  # the columns are where a new store has them
+        assert stored_tables(older)[table][0] == stored_tables(current)[table][0], table
+    store.persist(runs[2], older)
+    with duckdb.connect(str(older), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM delay_histograms WHERE run_id = ?", [runs[2].run_id]).fetchone()[0]
+        assert con.execute("SELECT p99_qdisc_delay_l2 FROM link_metrics WHERE run_id = ? AND bottleneck",
+                           [runs[2].run_id]).fetchone()[0] is not None
+
+
 def test_reading_a_version_4_store_migrates_it_once(older_store: tuple[Path, dict]) -> None:
     older, expected = older_store
     listed = bufferlab("results", "list", "--db", str(older))

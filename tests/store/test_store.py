@@ -378,7 +378,7 @@ def test_a_new_store_keeps_keys_and_slowly_changing_series_run_length_encoded(db
                 "WHERE segment_type <> 'VALIDITY' GROUP BY column_name").fetchall())
             declared = con.execute("SELECT sql FROM duckdb_tables() WHERE table_name = ?", [data]).fetchone()[0]
             for column in columns:
-                assert f"{column} {'UINTEGER' if column in ('run', 'flow', 'channel', 'capture', 'sub_buffer') else 'UBIGINT'}" \
+                assert f"{column} {'UINTEGER' if column in ('run', 'flow', 'channel', 'capture', 'sub_buffer', 'id') else 'UBIGINT'}" \
                     " USING COMPRESSION RLE" in declared, (table, column)
                 assert set(encodings.get(column, ["RLE"])) <= {"RLE", "Constant"}, (table, column, encodings[column])
             # Told only for these: the counters and times are DuckDB's choice (bit-packed here).

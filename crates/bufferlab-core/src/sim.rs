@@ -346,9 +346,7 @@ impl Simulator {
             let mut ts = TimeSeries::new(iv, sampled_flows, sampled_channels);
             for row in 0..ts.channels.len() {
                 let ch = ts.channels[row];
-                if let Some(split) = channels[ch].queue().split() {
-                    ts.add_classes(ch, split.sub_buffers());
-                }
+                ts.add_classes(ch, channels[ch].queue().classes());
             }
             // One sample per interval up to the end time, at interval, 2·interval, … ≤ duration
             // (fewer if every flow completes first): exactly the room a full run fills, so that
@@ -799,8 +797,8 @@ impl Simulator {
             );
         }
         for row in 0..ts.class_channels.len() {
-            let split = self.channels[ts.class_channels[row]].queue().split().expect("a split queue's row");
-            ts.push_class(row, &split.class_record(ts.class_indices[row]));
+            let record = self.channels[ts.class_channels[row]].queue().class_record(ts.class_indices[row]);
+            ts.push_class(row, &record);
         }
         if let Some(iv) = self.sample_interval {
             self.events.schedule(self.now + iv, Event::Sample);
@@ -829,6 +827,7 @@ impl Simulator {
                 r.final_srtt_ns = f.sender.srtt().map(|t| t.as_ns());
                 r.final_cwnd_bytes = f.sender.cwnd();
                 r.delivery_delay_byte_ns = delivery_delay_byte_ps(&f.sender, &f.receiver) / 1000;
+                r.one_way_delay = f.receiver.one_way_delay();
                 r
             })
             .collect();

@@ -83,12 +83,18 @@ impl ScenarioSpec {
             .flows
             .iter()
             .any(|f| matches!(f.cca, CcaKind::Bbr | CcaKind::Bbr3) || matches!(f.traffic, TrafficSpec::OnOff { .. }));
-        // Blind-SplitBuff maps flows to sub-buffers by a key drawn from the seed; RED and PIE drop
-        // early at random.
+        // Blind-SplitBuff maps flows to sub-buffers by a key drawn from the seed; RED, PIE and
+        // DualPI2 drop or mark at random.
         let random_queue = self.links.iter().any(|l| {
-            [&l.queue_forward, &l.queue_backward]
-                .iter()
-                .any(|q| matches!(q, QueueSpec::BlindSplitBuff { .. } | QueueSpec::Red { .. } | QueueSpec::Pie { .. }))
+            [&l.queue_forward, &l.queue_backward].iter().any(|q| {
+                matches!(
+                    q,
+                    QueueSpec::BlindSplitBuff { .. }
+                        | QueueSpec::Red { .. }
+                        | QueueSpec::Pie { .. }
+                        | QueueSpec::DualPi2 { .. }
+                )
+            })
         });
         lossy || random_flow || random_queue || !self.generators.is_empty()
     }
@@ -380,6 +386,49 @@ pub enum QueueSpec {
         #[serde(default)]
         ecn: bool,
     },
+    /// DualPI2, the DualQ Coupled AQM of RFC 9332 (queue/dualpi2.rs): an L queue (ECT(1), CE)
+    /// and a C queue (Not-ECT, ECT(0)) sharing `limit_packets` (the limit is in packets, as
+    /// Linux's; `limit_bytes` is there to be refused with the user's field named). The base
+    /// probability p' is updated every `t_update_ns` (ns) by α = `alpha` and β = `beta` (Hz)
+    /// toward a queueing delay of `target_ns` (ns); the C queue drops or marks with p'², the L
+    /// queue marks with max(step, `coupling`·p'), the step at a sojourn above `step_thresh_ns`
+    /// (ns). `scheduler` shares the link between them: the time-shifted FIFO (`tshift_ns`, ns) or
+    /// a WRR giving C `classic_protection` % of it. `drop_on_overload`: L packets are dropped
+    /// with p'² once `coupling`·p' exceeds 1 (RFC 9332 §4.2.3), else p' stops at 1/`coupling`.
+    #[serde(rename = "dualpi2")]
+    DualPi2 {
+        #[serde(default)]
+        limit_packets: Option<u64>,
+        #[serde(default)]
+        limit_bytes: Option<u64>,
+        #[serde(rename = "target")]
+        target_ns: u64,
+        #[serde(rename = "tupdate")]
+        t_update_ns: u64,
+        alpha: f64,
+        beta: f64,
+        coupling: f64,
+        #[serde(rename = "step_thresh")]
+        step_thresh_ns: u64,
+        scheduler: DualPi2Scheduler,
+        #[serde(rename = "tshift")]
+        tshift_ns: u64,
+        classic_protection: u32,
+        drop_on_overload: bool,
+    },
+}
+
+/// How DualPI2 shares the link between its L and C queues.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DualPi2Scheduler {
+    /// RFC 9332 Appendix A's time-shifted FIFO: the L head first unless the C head has waited
+    /// `tshift` longer.
+    #[default]
+    Tshift,
+    /// Linux's weighted round robin by bytes: C gets `classic_protection` % while both queues
+    /// are backlogged.
+    Wrr,
 }
 
 impl QueueSpec {
@@ -408,6 +457,12 @@ pub enum CcaKind {
     /// BBR version 3, draft-ietf-ccwg-bbr-06 (paced); "bbrv3" is the same.
     #[serde(alias = "bbrv3")]
     Bbr3,
+    /// Data Center TCP, RFC 8257: a window reduction scaled by the fraction of bytes CE-marked.
+    /// Needs a TCP flow with the per-packet ECN echo (`tcp.ecn = "dctcp"`).
+    Dctcp,
+    /// TCP Vegas (Brakmo and Peterson, IEEE JSAC 1995): delay-based, keeps α = 2 to β = 4
+    /// segments queued.
+    Vegas,
 }
 
 /// Loss-recovery procedure of a TCP sender (how much it may send during fast recovery).
@@ -588,8 +643,15 @@ pub struct TcpSpec {
     /// What a fast recovery's reduction starts from (flight_size: RFC 5681 eq. (4)).
     pub ssthresh_from: SsthreshBasis,
     /// Explicit Congestion Notification (off): negotiated on the SYN and SYN-ACK, data segments
-    /// sent ECT(0), the receiver's feedback `classic` (RFC 3168 §6.1) or `dctcp` (RFC 8257 §3.2).
+    /// sent ECT(0), the receiver's feedback `classic` (RFC 3168 §6.1) or `dctcp` (RFC 8257 §3.2);
+    /// `l4s` sends ECT(1) with `dctcp`'s feedback (RFC 9331).
     pub ecn: TcpEcn,
+    /// The sender paces a window-based controller (off; BBR always paces at its own rate) at
+    /// `pacing_ss_ratio` · cwnd/SRTT while cwnd < ssthresh/2 and `pacing_ca_ratio` · cwnd/SRTT
+    /// after, as Linux's internal pacing (tcp_pacing_ss_ratio 200 %, tcp_pacing_ca_ratio 120 %).
+    pub pacing: bool,
+    pub pacing_ss_ratio: f64,
+    pub pacing_ca_ratio: f64,
 }
 
 impl Default for TcpSpec {
@@ -614,6 +676,9 @@ impl Default for TcpSpec {
             ca_increase: CaIncrease::Bytes,
             ssthresh_from: SsthreshBasis::FlightSize,
             ecn: TcpEcn::Off,
+            pacing: false,
+            pacing_ss_ratio: 2.0,
+            pacing_ca_ratio: 1.2,
         }
     }
 }
@@ -632,6 +697,12 @@ pub enum TcpEcn {
     /// every ACK while the last arrival was CE, an immediate ACK when that changes), the
     /// accurate feedback a DCTCP sender needs; the sender's response is as `classic`'s.
     Dctcp,
+    /// L4S (RFC 9331): data segments sent ECT(1), the L4S identifier (§4.1), which a DualQ
+    /// Coupled AQM puts in its low-latency queue; the receiver echoes as `dctcp` does. RFC 9331
+    /// §4.2 asks for accurate ECN feedback (AccECN); until this engine has AccECN, `dctcp`'s
+    /// per-packet echo is its substitute. The response is the controller's (Reno halves once per
+    /// round trip, as for `classic`).
+    L4s,
 }
 
 /// The transport protocol of a flow.
@@ -684,6 +755,9 @@ pub struct QuicSpec {
     /// ECN (false): packets sent ECT(0), the receiver's ACK frames carry ECN counts (RFC 9000
     /// §13.4), and an increased CE count is a congestion event (RFC 9002 §7.1).
     pub ecn: bool,
+    /// The sender paces a window-based controller at N · cwnd / smoothed_rtt, N = 1.25 (RFC 9002
+    /// §7.7) (false; BBR always paces at its own rate).
+    pub pacing: bool,
 }
 
 impl Default for QuicSpec {
@@ -699,6 +773,7 @@ impl Default for QuicSpec {
             initial_rtt_ns: 333_000_000,
             packet_threshold: 3,
             ecn: false,
+            pacing: false,
         }
     }
 }

@@ -6,8 +6,8 @@ use crate::limits::MAX_TIME_NS;
 use crate::net::packet::MAX_SACK_BLOCKS;
 use crate::net::routing::{Hop, RoutingTable};
 use crate::spec::{
-    Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpSpec, TrafficSpec,
-    TransportKind,
+    CcaKind, Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpEcn,
+    TcpSpec, TrafficSpec, TransportKind,
 };
 use crate::traffic::Distribution;
 use crate::transport::datagram::DATAGRAM_HEADER_BYTES;
@@ -161,6 +161,7 @@ fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
             }
             Ok(())
         }
+        QueueSpec::DualPi2 { .. } => check_dualpi2(field, q),
         QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
             for (k, v) in [("rate", rate_bps), ("burst", bucket_bytes), ("limit", limit_bytes)] {
                 if *v == 0 {
@@ -170,6 +171,60 @@ fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
             Ok(())
         }
     }
+}
+
+/// DualPI2's ranges (queue/dualpi2.rs): a limit in packets; positive target and Tupdate; gains
+/// α > 0 and β ≥ 0 (Hz, RFC 9332 Appendix A's PI2); a coupling factor k of at least 1 (p_C =
+/// (p_CL/k)² must not exceed p_CL, RFC 9332 §2.1), at most 256 (Linux's 8-bit factor); times
+/// within the limit of simulated time; a WRR share from 0 to 100 %.
+fn check_dualpi2(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
+    let QueueSpec::DualPi2 {
+        limit_packets,
+        limit_bytes,
+        target_ns,
+        t_update_ns,
+        alpha,
+        beta,
+        coupling,
+        step_thresh_ns,
+        tshift_ns,
+        classic_protection,
+        ..
+    } = *q
+    else {
+        unreachable!("check_dualpi2 is called with a DualPI2 queue")
+    };
+    if limit_bytes.is_some() {
+        return Err(err(
+            format!("{field}.limit"),
+            "DualPI2's limit is in packets (as Linux's dualpi2), not in bytes or time",
+        ));
+    }
+    check_limit(field, "DualPI2", &limit_packets, &limit_bytes)?;
+    for (k, ns) in [("target", target_ns), ("tupdate", t_update_ns)] {
+        if ns == 0 {
+            return Err(err(format!("{field}.{k}"), "must be positive"));
+        }
+        check_time(format_args!("{field}.{k}"), ns)?;
+    }
+    check_time(format_args!("{field}.step_thresh"), step_thresh_ns)?;
+    check_time(format_args!("{field}.tshift"), tshift_ns)?;
+    if !(alpha.is_finite() && alpha > 0.0) {
+        return Err(err(format!("{field}.alpha"), format!("gain {} must be positive", shown(alpha))));
+    }
+    if !(beta.is_finite() && beta >= 0.0) {
+        return Err(err(format!("{field}.beta"), format!("gain {} must not be negative", shown(beta))));
+    }
+    if !(coupling.is_finite() && (1.0..=256.0).contains(&coupling)) {
+        return Err(err(format!("{field}.coupling"), format!("coupling factor {} not in [1, 256]", shown(coupling))));
+    }
+    if classic_protection > 100 {
+        return Err(err(
+            format!("{field}.classic_protection"),
+            format!("the C queue's share is a percentage from 0 to 100, not {classic_protection}"),
+        ));
+    }
+    Ok(())
 }
 
 /// RED's ranges (queue/red.rs): 0 < min_th < max_th ≤ limit (when in one unit), 0 < max_p ≤ 1
@@ -435,6 +490,9 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         }
         check_tcp(format_args!("flows[{i}].tcp"), &flow.tcp)?;
         check_quic(format_args!("flows[{i}].quic"), &flow.quic)?;
+        if !matches!(flow.traffic, TrafficSpec::Cbr { .. } | TrafficSpec::OnOff { .. }) {
+            check_controller_feedback(format_args!("flows[{i}]"), flow.cca, flow.transport, &flow.tcp)?;
+        }
     }
     for (i, g) in spec.generators.iter().enumerate() {
         let at = format!("generators[{i}]");
@@ -451,6 +509,7 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
             }
         }
         check_tcp(format_args!("{at}.tcp"), &g.tcp)?;
+        check_controller_feedback(format_args!("{at}"), g.cca, TransportKind::Tcp, &g.tcp)?;
         match &g.model {
             GeneratorModel::Poisson { rate_per_s, size } => {
                 if !(rate_per_s.is_finite() && *rate_per_s > 0.0) {
@@ -586,6 +645,51 @@ fn check_tcp(at: Field<'_>, t: &TcpSpec) -> Result<(), EngineError> {
     if t.rwnd_bytes.is_some_and(|w| w < t.mss as u64) {
         return Err(err(field("rwnd"), "receive window smaller than one MSS"));
     }
+    check_pacing_ratios(&field, t.pacing_ss_ratio, t.pacing_ca_ratio)
+}
+
+/// A window pacing's ratios to cwnd/SRTT: finite, above 0 and at most 100 (Linux's sysctls take
+/// 0 to 3000 %; at 0 nothing would leave).
+fn check_pacing_ratios(field: &dyn Fn(&str) -> String, slow_start: f64, avoidance: f64) -> Result<(), EngineError> {
+    for (k, ratio) in [("pacing_ss_ratio", slow_start), ("pacing_ca_ratio", avoidance)] {
+        if !(ratio.is_finite() && ratio > 0.0 && ratio <= 100.0) {
+            return Err(err(field(k), format!("a ratio to cwnd/SRTT above 0 and at most 100, not {ratio}")));
+        }
+    }
+    Ok(())
+}
+
+/// The ECN feedback a controller needs. DCTCP (RFC 8257 §3.3) estimates the fraction of bytes
+/// CE-marked from ACKs that echo the CE state of the very segments they cover (§3.2): TCP with
+/// that echo. RFC 3168's echo (ECE from a CE arrival until CWR) would count every byte of a
+/// marked window as marked, and QUIC's ACK frames count CE packets, which the engine's QUIC
+/// sender does not turn into bytes; without ECN there is nothing to estimate from.
+fn check_controller_feedback(
+    at: Field<'_>,
+    cca: CcaKind,
+    transport: TransportKind,
+    tcp: &TcpSpec,
+) -> Result<(), EngineError> {
+    if cca != CcaKind::Dctcp {
+        return Ok(());
+    }
+    if transport == TransportKind::Quic {
+        return Err(err(
+            format!("{at}.transport"),
+            "DCTCP needs TCP's per-packet ECN echo; QUIC's ACKs count CE packets",
+        ));
+    }
+    // Every ECN mode whose receiver echoes each segment's CE state (RFC 8257 §3.2) belongs here.
+    let per_packet_echo = match tcp.ecn {
+        TcpEcn::Dctcp | TcpEcn::L4s => true,
+        TcpEcn::Off | TcpEcn::Classic => false,
+    };
+    if !per_packet_echo {
+        return Err(err(
+            format!("{at}.tcp.ecn"),
+            "DCTCP needs ECN with per-packet echo: set tcp.ecn = \"dctcp\" (or \"l4s\")",
+        ));
+    }
     Ok(())
 }
 
@@ -662,6 +766,7 @@ fn check_queue_fits(
         | QueueSpec::Pie { .. }
         | QueueSpec::CoDel { .. }
         | QueueSpec::FqCodel { .. }
+        | QueueSpec::DualPi2 { .. }
         | QueueSpec::SplitBuff { .. }
         | QueueSpec::BlindSplitBuff { .. } => return Ok(()),
     };
@@ -837,6 +942,14 @@ mod tests {
         assert_eq!(validate(&two_hosts()), Ok(()));
     }
 
+    #[test]
+    fn dctcp_with_the_per_packet_echo_passes() {
+        let mut spec = two_hosts();
+        spec.flows[0].cca = CcaKind::Dctcp;
+        spec.flows[0].tcp.ecn = TcpEcn::Dctcp;
+        assert_eq!(validate(&spec), Ok(()));
+    }
+
     type Mutation = Box<dyn FnOnce(&mut ScenarioSpec)>;
 
     #[test]
@@ -864,6 +977,25 @@ mod tests {
                 "flows[0].stop: stop time is before start time",
             ),
             (Box::new(|s| s.flows[0].tcp.mss = 0), "flows[0].tcp.mss: must be positive"),
+            (
+                Box::new(|s| s.flows[0].cca = CcaKind::Dctcp),
+                "flows[0].tcp.ecn: DCTCP needs ECN with per-packet echo: set tcp.ecn = \"dctcp\" (or \"l4s\")",
+            ),
+            (
+                Box::new(|s| {
+                    s.flows[0].cca = CcaKind::Dctcp;
+                    s.flows[0].tcp.ecn = TcpEcn::Classic
+                }),
+                "flows[0].tcp.ecn: DCTCP needs ECN with per-packet echo: set tcp.ecn = \"dctcp\" (or \"l4s\")",
+            ),
+            (
+                Box::new(|s| {
+                    s.flows[0].cca = CcaKind::Dctcp;
+                    s.flows[0].tcp.ecn = TcpEcn::Dctcp;
+                    s.flows[0].transport = TransportKind::Quic
+                }),
+                "flows[0].transport: DCTCP needs TCP's per-packet ECN echo; QUIC's ACKs count CE packets",
+            ),
             (Box::new(|s| s.flows[0].quic.ack_every = 0), "flows[0].quic.ack_every: must be positive"),
             (
                 Box::new(|s| s.flows[0].quic.max_datagram_bytes = 41),

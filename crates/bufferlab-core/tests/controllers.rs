@@ -18,7 +18,7 @@
 mod common;
 
 use bufferlab_core::cc::state;
-use bufferlab_core::spec::{CcaKind, QueueSpec, QuicSpec, ScenarioSpec, TcpSpec, TransportKind};
+use bufferlab_core::spec::{CcaKind, QueueSpec, QuicSpec, ScenarioSpec, TcpEcn, TcpSpec, TransportKind};
 use bufferlab_core::{run, RunResult};
 use common::*;
 
@@ -287,12 +287,25 @@ fn bbr_over_quic_fills_the_link_with_a_short_queue() {
 
 #[test]
 fn every_controller_is_deterministic_and_conserves_packets() {
+    let every = [
+        CcaKind::Reno,
+        CcaKind::Cubic,
+        CcaKind::HighSpeed,
+        CcaKind::Bbr,
+        CcaKind::Bbr3,
+        CcaKind::Dctcp,
+        CcaKind::Vegas,
+    ];
     for transport in [TransportKind::Tcp, TransportKind::Quic] {
-        for cca in [CcaKind::Reno, CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr] {
+        // DCTCP needs TCP's per-packet ECN echo (over a dropping FIFO it answers losses only).
+        for cca in every.into_iter().filter(|&c| c != CcaKind::Dctcp || transport == TransportKind::Tcp) {
             let mut spec = dumbbell(4, 5 * SEC, 9, 0.002);
             for f in &mut spec.flows {
                 f.cca = cca;
                 f.transport = transport;
+                if cca == CcaKind::Dctcp {
+                    f.tcp.ecn = TcpEcn::Dctcp;
+                }
             }
             let a = run(&spec).unwrap();
             assert_conservation(&a);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use bufferlab_core::spec::{CcaKind, QueueSpec, RecoveryKind, TcpSpec, TrafficSpec};
+use bufferlab_core::spec::{CcaKind, QueueSpec, RecoveryKind, TcpEcn, TcpSpec, TrafficSpec};
 use bufferlab_core::{run, validate};
 use common::*;
 
@@ -182,10 +182,12 @@ fn finite_flow_delivers_every_byte_under_each_recovery_mode() {
 
 #[test]
 fn every_controller_delivers_a_finite_transfer_under_loss_with_each_recovery_mode() {
-    for cca in [CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr] {
+    for cca in [CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr, CcaKind::Bbr3, CcaKind::Dctcp, CcaKind::Vegas] {
+        // DCTCP needs the per-packet ECN echo; the FIFO drops, so it answers losses only.
+        let ecn = if cca == CcaKind::Dctcp { TcpEcn::Dctcp } else { TcpEcn::Off };
         for (name, tcp) in [
-            ("sack+prr", TcpSpec::default()),
-            ("newreno+classic", TcpSpec { sack: false, recovery: RecoveryKind::Classic, ..TcpSpec::default() }),
+            ("sack+prr", TcpSpec { ecn, ..TcpSpec::default() }),
+            ("newreno+classic", TcpSpec { sack: false, recovery: RecoveryKind::Classic, ecn, ..TcpSpec::default() }),
         ] {
             for loss in [0.0, 0.02, 0.1] {
                 let bytes = 1_000_003;

@@ -91,7 +91,15 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
                 name: format!("f{i}"),
                 src,
                 dst,
-                cca: d.pick(&[CcaKind::Reno, CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr]),
+                cca: d.pick(&[
+                    CcaKind::Reno,
+                    CcaKind::Cubic,
+                    CcaKind::HighSpeed,
+                    CcaKind::Bbr,
+                    CcaKind::Bbr3,
+                    CcaKind::Dctcp,
+                    CcaKind::Vegas,
+                ]),
                 traffic: TrafficSpec::Finite { bytes: d.pick(&[1, 1000, 50_000, 300_001, 3_000_000]) },
                 start_ns: d.below(2_000) * MS,
                 stop_ns: None,
@@ -129,13 +137,31 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
                 name: format!("g{i}"),
                 src,
                 dst,
-                cca: d.pick(&[CcaKind::Reno, CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr]),
+                cca: d.pick(&[
+                    CcaKind::Reno,
+                    CcaKind::Cubic,
+                    CcaKind::HighSpeed,
+                    CcaKind::Bbr,
+                    CcaKind::Bbr3,
+                    CcaKind::Dctcp,
+                    CcaKind::Vegas,
+                ]),
                 tcp: TcpSpec { sack: d.chance(0.7), ..TcpSpec::default() },
                 start_ns: d.below(1_000) * MS,
                 stop_ns: Some(1_000 * MS + d.below(2_000) * MS),
                 model,
             });
         }
+    }
+    // DCTCP runs over TCP with the per-packet ECN echo it needs (the spec's checks refuse it
+    // otherwise).
+    let mut flows: Vec<FlowSpec> = flows;
+    for f in flows.iter_mut().filter(|f| f.cca == CcaKind::Dctcp) {
+        f.transport = TransportKind::Tcp;
+        f.tcp.ecn = TcpEcn::Dctcp;
+    }
+    for g in generators.iter_mut().filter(|g| g.cca == CcaKind::Dctcp) {
+        g.tcp.ecn = TcpEcn::Dctcp;
     }
     ScenarioSpec {
         seed,

@@ -18,7 +18,7 @@ use arrow_schema::DataType;
 use bufferlab_core::metrics::{
     self, Catalogue, ChannelFigures, FlowFigures, FlowSamples, FlowSeries, RunFacts, Segment,
 };
-use bufferlab_core::record::result::{ChannelRecord, FlowRecord};
+use bufferlab_core::record::result::{Bucket, ChannelRecord, Distribution, FlowRecord};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -168,6 +168,38 @@ fn channel_records(batch: &RecordBatch) -> Result<Vec<ChannelRecord>, ReadError>
         .collect())
 }
 
+/// The delay distributions of a `delay_histograms` table (subject, id, lower_ns, upper_ns,
+/// count; each distribution's rows in increasing order) put into the records they belong to:
+/// a channel's sojourn times, a flow's one-way delays.
+fn read_distributions(
+    batch: &RecordBatch,
+    flows: &mut [FlowRecord],
+    channels: &mut [ChannelRecord],
+) -> Result<(), ReadError> {
+    let Some(subjects) = batch.column_by_name("subject") else { return Err("no column \"subject\"".into()) };
+    let subjects = match subjects.data_type() {
+        DataType::Utf8 => subjects.as_string::<i32>().iter().map(|s| s.unwrap_or_default().to_owned()).collect(),
+        DataType::LargeUtf8 => subjects.as_string::<i64>().iter().map(|s| s.unwrap_or_default().to_owned()).collect(),
+        DataType::Utf8View => subjects.as_string_view().iter().map(|s| s.unwrap_or_default().to_owned()).collect(),
+        other => return Err(format!("column \"subject\": {other} is not text")),
+    };
+    let subjects: Vec<String> = subjects;
+    let (ids, lower, upper, count) =
+        (counts(batch, "id")?, counts(batch, "lower_ns")?, counts(batch, "upper_ns")?, counts(batch, "count")?);
+    for i in 0..batch.num_rows() {
+        let id = ids[i] as usize;
+        let distribution = match subjects[i].as_str() {
+            "channel" => channels.get_mut(id).map(|c| &mut c.sojourn),
+            "flow" => flows.get_mut(id).map(|f| &mut f.one_way_delay),
+            other => return Err(format!("row {i}: subject {other:?} is neither \"channel\" nor \"flow\"")),
+        };
+        let Some(distribution) = distribution else { return Err(format!("row {i}: no {} {id}", subjects[i])) };
+        let bucket = Bucket { lower_ns: lower[i], upper_ns: upper[i], count: count[i] };
+        distribution.get_or_insert_with(Distribution::default).buckets.push(bucket);
+    }
+    Ok(())
+}
+
 /// The flow series' columns, whole (every row, flow-major).
 struct SeriesColumns<'a> {
     flow: Vec<u64>,
@@ -248,12 +280,17 @@ fn compute(
     flows: &RecordBatch,
     channels: &RecordBatch,
     series: &RecordBatch,
+    histograms: Option<&RecordBatch>,
     end_ns: u64,
     segments: &[Segment],
     bottleneck: Option<usize>,
 ) -> Result<Catalogue, ReadError> {
-    let flow_records = flow_records(flows).map_err(|e| format!("flows: {e}"))?;
-    let channel_records = channel_records(channels).map_err(|e| format!("channels: {e}"))?;
+    let mut flow_records = flow_records(flows).map_err(|e| format!("flows: {e}"))?;
+    let mut channel_records = channel_records(channels).map_err(|e| format!("channels: {e}"))?;
+    if let Some(histograms) = histograms {
+        read_distributions(histograms, &mut flow_records, &mut channel_records)
+            .map_err(|e| format!("delay_histograms: {e}"))?;
+    }
     if segments.len() < flow_records.len() {
         return Err(format!("{} segments for {} flows", segments.len(), flow_records.len()));
     }
@@ -281,11 +318,13 @@ pub fn metric_catalogue(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 }
 
 /// The metric catalogue of a run from its `flows`, `channels` and `flow_timeseries` tables, the
-/// run's end, each flow's (MSS, header bytes) and the bottleneck channel: a dict of
+/// run's end, each flow's (MSS, header bytes), the bottleneck channel and its
+/// `delay_histograms` table (without it, the delay percentiles are null): a dict of
 /// `flow_figures`, `channel_figures`, `flow_metrics`, `link_metrics` (each a dict of columns as
 /// lists) and `network_metrics` (a dict of values).
 #[pyfunction]
-#[pyo3(signature = (flows, channels, flow_timeseries, end_ns, segments, bottleneck=None))]
+#[pyo3(signature = (flows, channels, flow_timeseries, end_ns, segments, bottleneck=None, delay_histograms=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn catalogue<'py>(
     py: Python<'py>,
     flows: PyRef<'py, Table>,
@@ -294,12 +333,14 @@ pub fn catalogue<'py>(
     end_ns: u64,
     segments: Vec<(u64, u64)>,
     bottleneck: Option<usize>,
+    delay_histograms: Option<PyRef<'py, Table>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let segments: Vec<Segment> =
         segments.into_iter().map(|(mss, header_bytes)| Segment { mss, header_bytes }).collect();
     let (f, c, s) = (flows.batch(), channels.batch(), flow_timeseries.batch());
+    let h = delay_histograms.as_ref().map(|t| t.batch());
     let result = py
-        .allow_threads(|| compute(f, c, s, end_ns, &segments, bottleneck))
+        .allow_threads(|| compute(f, c, s, h, end_ns, &segments, bottleneck))
         .map_err(|e| PyValueError::new_err(format!("metric catalogue: {e}")))?;
     to_python(py, result)
 }

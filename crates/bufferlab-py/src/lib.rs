@@ -106,7 +106,7 @@ fn result_to_python(py: Python<'_>, result: RunResult) -> PyResult<Bound<'_, PyD
 }
 
 /// Simulate a resolved scenario (JSON text). Returns the result as Arrow tables by name
-/// (`tables.rs`: run, flows, channels, queue_classes, the time series, captures).
+/// (`tables.rs`: run, flows, channels, queue_classes, the time series, captures, delay_histograms).
 #[pyfunction]
 fn run<'py>(py: Python<'py>, spec_json: &str) -> PyResult<Bound<'py, PyDict>> {
     let spec = spec_from_json(py, spec_json)?;

@@ -12,6 +12,9 @@
 //!   channel_timeseries  sampled channel x sample: the per-channel series
 //!   class_timeseries    sub-buffer x sample: the per-class series
 //!   captures            captured packet: `Capture`, SACK blocks as one column per edge
+//!   delay_histograms    non-empty bucket of a delay distribution: a channel's sojourn times
+//!                       (`ChannelRecord::sojourn`), a datagram flow's one-way delays
+//!                       (`FlowRecord::one_way_delay`)
 //!
 //! Types follow the counters: u64 counters are UInt64, indices UInt32, `Option` nullable, and the
 //! u128 integrals (byte·ns, packet·ns) Decimal128(38, 0), Arrow's carrier of 128-bit integers.
@@ -25,7 +28,7 @@ use arrow_array::{
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use bufferlab_core::net::packet::MAX_SACK_BLOCKS;
 use bufferlab_core::record::result::{
-    Capture, ChannelRecord, FlowRecord, QueueClassRecord, RunResult, Series, TimeSeries,
+    Bucket, Capture, ChannelRecord, FlowRecord, QueueClassRecord, RunResult, Series, TimeSeries,
 };
 
 /// Decimal128 digits: the most Arrow allows, so every u128 below 10^38 fits.
@@ -277,6 +280,37 @@ fn class_columns() -> Vec<Column<[ClassRow]>> {
     ]
 }
 
+// --- delay distributions: one row per non-empty bucket ---------------------------------------------
+
+/// A bucket of a channel's or a flow's distribution.
+struct HistogramRow {
+    /// "channel" (sojourn times) or "flow" (one-way delays).
+    subject: &'static str,
+    id: usize,
+    bucket: Bucket,
+}
+
+fn histogram_columns() -> Vec<Column<[HistogramRow]>> {
+    vec![
+        text_of("subject", |r: &HistogramRow| r.subject),
+        index_of("id", |r: &HistogramRow| r.id),
+        // The values the bucket holds, [lower_ns, upper_ns] inclusive (`record::histogram`).
+        u64_of("lower_ns", |r: &HistogramRow| r.bucket.lower_ns),
+        u64_of("upper_ns", |r: &HistogramRow| r.bucket.upper_ns),
+        u64_of("count", |r: &HistogramRow| r.bucket.count),
+    ]
+}
+
+/// The rows of every channel's and then every flow's distribution, each in increasing order.
+fn histogram_rows(result: &RunResult) -> Vec<HistogramRow> {
+    let channels = result.channels.iter().enumerate().filter_map(|(i, c)| Some(("channel", i, c.sojourn.as_ref()?)));
+    let flows = result.flows.iter().enumerate().filter_map(|(i, f)| Some(("flow", i, f.one_way_delay.as_ref()?)));
+    channels
+        .chain(flows)
+        .flat_map(|(subject, id, d)| d.buckets.iter().map(move |&bucket| HistogramRow { subject, id, bucket }))
+        .collect()
+}
+
 // --- time series: one row per (sampled entity, sample) -------------------------------------------
 
 /// One kind of series in `TimeSeries`, `[row][sample]`.
@@ -409,6 +443,8 @@ fn capture_columns() -> Vec<Column<[Capture]>> {
         captured::<u32, UInt32Array>("flow", DataType::UInt32, |c| &c.flow),
         captured::<bool, BooleanArray>("is_data", DataType::Boolean, |c| &c.is_data),
         captured::<u8, UInt8Array>("flags", DataType::UInt8, |c| &c.flags),
+        // Schema version 8: the IP header's ECN field (RFC 3168 §5).
+        captured::<u8, UInt8Array>("ecn", DataType::UInt8, |c| &c.ecn),
         captured::<u64, UInt64Array>("seq", DataType::UInt64, |c| &c.seq),
         captured::<u64, UInt64Array>("ack", DataType::UInt64, |c| &c.ack),
         captured::<u32, UInt32Array>("payload_bytes", DataType::UInt32, |c| &c.payload_bytes),
@@ -437,6 +473,7 @@ pub fn schemas() -> Vec<(&'static str, SchemaRef)> {
         ("channel_timeseries", schema_of(&channel_series_columns())),
         ("class_timeseries", schema_of(&class_series_columns())),
         ("captures", schema_of(&capture_columns())),
+        ("delay_histograms", schema_of(&histogram_columns())),
     ]
 }
 
@@ -466,6 +503,7 @@ pub fn tables(mut result: RunResult) -> Result<Vec<(&'static str, RecordBatch)>,
             c.classes.iter().enumerate().map(move |(sub_buffer, &record)| ClassRow { channel, sub_buffer, record })
         })
         .collect();
+    let mut histograms = histogram_rows(&result);
     Ok(vec![
         ("run", batch_of(&run_columns(), &mut run[..])?),
         ("flows", batch_of(&flow_columns(), &mut result.flows[..])?),
@@ -475,6 +513,7 @@ pub fn tables(mut result: RunResult) -> Result<Vec<(&'static str, RecordBatch)>,
         ("channel_timeseries", series_batch(&channel_series_columns(), ts.as_mut())?),
         ("class_timeseries", series_batch(&class_series_columns(), ts.as_mut())?),
         ("captures", batch_of(&capture_columns(), &mut result.captures[..])?),
+        ("delay_histograms", batch_of(&histogram_columns(), &mut histograms[..])?),
     ])
 }
 
@@ -608,6 +647,7 @@ mod tests {
                 capture.flow.push(0);
                 capture.is_data.push(true);
                 capture.flags.push(0);
+                capture.ecn.push(0);
                 capture.seq.push(k);
                 capture.ack.push(0);
                 capture.payload_bytes.push(0);
@@ -627,6 +667,24 @@ mod tests {
         assert_eq!(u64s(captures, "packet"), vec![0, 1, 0, 1, 2]);
         assert_eq!(u64s(captures, "sack1_end"), vec![1, 2, 1, 2, 3]);
         assert_eq!(u64s(captures, "sack3_start"), vec![0; 5]);
+    }
+
+    #[test]
+    fn delay_histograms_list_each_channel_s_then_each_flow_s_buckets_in_order() {
+        use bufferlab_core::record::result::Distribution;
+        let mut result = sampled_result();
+        let bucket = |lower_ns, upper_ns, count| Bucket { lower_ns, upper_ns, count };
+        result.channels[2].sojourn = Some(Distribution { buckets: vec![bucket(0, 0, 5), bucket(64, 65, 2)] });
+        result.channels[0].sojourn = Some(Distribution::constant(0, 3));
+        result.flows[1].one_way_delay = Some(Distribution::constant(1_000_000, 7));
+        let tables = tables(result).expect("tables");
+        let rows = table(&tables, "delay_histograms");
+        let subjects = rows.column_by_name("subject").expect("column").as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(subjects.iter().flatten().collect::<Vec<_>>(), ["channel", "channel", "channel", "flow"]);
+        assert_eq!(u32s(rows, "id"), vec![0, 2, 2, 1]);
+        assert_eq!(u64s(rows, "lower_ns"), vec![0, 0, 64, 1_000_000]);
+        assert_eq!(u64s(rows, "upper_ns"), vec![0, 0, 65, 1_000_000]);
+        assert_eq!(u64s(rows, "count"), vec![3, 5, 2, 7]);
     }
 
     #[test]

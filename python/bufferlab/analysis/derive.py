@@ -67,7 +67,8 @@ def run_data(counters: Mapping[str, Any], result: EngineResult, engine_spec: Map
              endpoints: Sequence[tuple[str, str]], bottleneck: int | None) -> catalogue.RunData:
     """What the metric catalogue computes a run's tables from."""
     return catalogue.RunData.from_result(counters, result.arrow("flow_timeseries"), engine_spec, endpoints, bottleneck,
-                                         flow_table=result.arrow("flows"), channel_table=result.arrow("channels"))
+                                         flow_table=result.arrow("flows"), channel_table=result.arrow("channels"),
+                                         delay_histograms=result.arrow("delay_histograms"))
 
 
 def _with_columns(table: Any, columns: Mapping[str, str], values: Mapping[str, list[Any]]) -> Any:

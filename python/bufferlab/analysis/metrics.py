@@ -28,6 +28,12 @@ Deviations from ccperf, by design of the engine:
 - Link means use the engine's exact counters: the queue length is its time-average (the limit of
   the sample mean as Δ → 0), the queue delay the mean sojourn of every packet that left the queue.
 
+Percentiles (``p50_``, ``p95_``, ``p99_``) are of every packet's value, not of samples: a link's
+of the sojourn times of the packets it sent, a datagram flow's of its packets' one-way delays
+(send to arrival; null for TCP and QUIC flows, whose delay is their bytes'). They come from the
+run's delay histograms (the engine's ``delay_histograms`` table, log-linear buckets: within 1.6 %
+of the exact order statistic).
+
 Where they are computed: in the engine crate (crates/bufferlab-core/src/metrics/, called through
 `_core.catalogue` with the run's flow, channel and flow time-series tables), so that deriving a
 run loads neither numpy nor polars, whose imports would cost a fresh `bufferlab run` more than
@@ -83,10 +89,18 @@ def _series_table(table: Any) -> Any:
     return core().Table.from_ipc("flow_timeseries", table.write_ipc_stream(None).getvalue())
 
 
+def _histogram_table(table: Any) -> Any:
+    """The delay histograms as an engine table (None for none: the percentiles are then null)."""
+    if table is None or hasattr(table, "column_types"):
+        return table
+    return core().Table.from_ipc("delay_histograms", table.write_ipc_stream(None).getvalue())
+
+
 def _catalogue(flows: Any, channels: Any, series: Any, end_ns: int, segments: Sequence[tuple[int, int]],
-               bottleneck: int | None) -> dict[str, Any]:
+               bottleneck: int | None, histograms: Any = None) -> dict[str, Any]:
     """`_core.catalogue` of engine tables (bufferlab-core's `metrics::catalogue`)."""
-    result: dict[str, Any] = core().catalogue(flows, channels, series, end_ns, list(segments), bottleneck)
+    result: dict[str, Any] = core().catalogue(flows, channels, series, end_ns, list(segments), bottleneck,
+                                              _histogram_table(histograms))
     return result
 
 
@@ -124,19 +138,23 @@ class RunData:
     # hand: their counters are read from them in place.
     flow_table: Any = None
     channel_table: Any = None
+    # The engine's `delay_histograms` table (Arrow or polars), whose buckets give the delay
+    # percentiles (p99_qdisc_delay_l2, p99_one_way_delay_l3, ...); None leaves them null.
+    delay_histograms: Any = None
 
     @classmethod
     def from_result(cls, counters: Mapping[str, Any], flow_timeseries: Any, engine_spec: Mapping[str, Any],
                     endpoints: Sequence[tuple[str, str]], bottleneck: int | None,
-                    flow_table: Any = None, channel_table: Any = None) -> RunData:
+                    flow_table: Any = None, channel_table: Any = None, delay_histograms: Any = None) -> RunData:
         """From a run's counters (`EngineResult.counters`), its `flow_timeseries` table (Arrow or
-        polars) and, optionally, its flow and channel tables."""
+        polars) and, optionally, its flow, channel and delay histogram tables."""
         from .flow_specs import flow_descriptions
 
         return cls(end_ns=int(counters["end_ns"]), flows=counters["flows"], channels=counters["channels"],
                    endpoints=endpoints, flow_specs=flow_descriptions(engine_spec, counters["flows"]),
                    bottleneck=summary.pick_bottleneck(counters["channels"], bottleneck, channel_table),
-                   timeseries=flow_timeseries, flow_table=flow_table, channel_table=channel_table)
+                   timeseries=flow_timeseries, flow_table=flow_table, channel_table=channel_table,
+                   delay_histograms=delay_histograms)
 
     @functools.cached_property
     def computed(self) -> dict[str, Any]:
@@ -146,7 +164,8 @@ class RunData:
         return _catalogue(engine_table("flows", self.flow_table, self.flows, FLOW_COUNTERS),
                           engine_table("channels", self.channel_table, self.channels, CHANNEL_COUNTERS),
                           _series_table(self.timeseries), self.end_ns,
-                          [segment_bytes(spec) for spec in self.flow_specs[:n]], self.bottleneck)
+                          [segment_bytes(spec) for spec in self.flow_specs[:n]], self.bottleneck,
+                          self.delay_histograms)
 
     @functools.cached_property
     def flow_figures(self) -> FlowFigures:

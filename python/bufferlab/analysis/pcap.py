@@ -5,8 +5,10 @@ type LINKTYPE_RAW (101: every record is an IPv4 packet, no link-layer header), t
 16-byte record header (seconds, nanoseconds, captured length, original length) and the packet.
 
 Each packet gets real headers: IPv4 (RFC 791; total length = the engine's wire bytes, header
-checksum) and TCP (RFC 9293; ports, 32-bit sequence and acknowledgement numbers, flags, data
-offset, checksum over the RFC 9293 §3.1 pseudo-header). Options fill the header bytes the engine
+checksum; the ECN field, the two low bits of the former TOS byte, as the packet carried it on the
+captured link, RFC 3168 §5: Not-ECT, ECT(1), ECT(0) or CE) and TCP (RFC 9293; ports, 32-bit
+sequence and acknowledgement numbers, flags with RFC 3168 §6.1's ECE and CWR, data offset,
+checksum over the RFC 9293 §3.1 pseudo-header). Options fill the header bytes the engine
 counts beyond 40: the timestamp option (RFC 7323) on every segment that has room for it, on a SYN
 or SYN-ACK also MSS, SACK-permitted and window scale, and on an ACK its SACK blocks (RFC 2018).
 
@@ -47,8 +49,8 @@ FIN, SYN, ACK = 0x01, 0x02, 0x10
 IP_HEADER = 20
 TCP_HEADER = 20
 # A captured packet's fields that its headers are written from, and its SACK blocks' edges.
-PACKET_FIELDS = ("time_ns", "flow", "is_data", "flags", "seq", "ack", "payload_bytes", "wire_bytes", "ts_val_ns",
-                 "ts_ecr_ns", "sack_blocks")
+PACKET_FIELDS = ("time_ns", "flow", "is_data", "flags", "ecn", "seq", "ack", "payload_bytes", "wire_bytes",
+                 "ts_val_ns", "ts_ecr_ns", "sack_blocks")
 SACK_EDGES = tuple(f"sack{k}_{edge}" for k in (1, 2, 3) for edge in ("start", "end"))
 
 
@@ -119,23 +121,29 @@ def check_tcp_only(capture: pl.DataFrame, flows: Sequence[Mapping[str, Any]]) ->
 def write_pcap(path: str | Path | BinaryIO, capture: pl.DataFrame, flows: Sequence[Mapping[str, Any]],
                *, full_payload: bool = False) -> int:
     """Write the packets of one capture (rows of the engine's captures table: time_ns, flow,
-    is_data, flags, seq, ack, payload_bytes, wire_bytes, ts_val_ns, ts_ecr_ns, sack_blocks and
-    the SACK edges sack1_start ... sack3_end) of a run whose flows are `flows`
-    (`flow_descriptions`: src, dst, tcp.mss). Returns the packets written."""
+    is_data, flags, ecn, seq, ack, payload_bytes, wire_bytes, ts_val_ns, ts_ecr_ns, sack_blocks
+    and the SACK edges sack1_start ... sack3_end) of a run whose flows are `flows`
+    (`flow_descriptions`: src, dst, tcp.mss). Returns the packets written. A capture stored
+    before the ECN field was (schema version 7 and older: no `ecn`, or NULL) is written Not-ECT."""
+    import polars as pl
+
     check_tcp_only(capture, flows)
-    rows = capture.select(*PACKET_FIELDS, *SACK_EDGES).iter_rows()
+    if "ecn" not in capture.columns:
+        capture = capture.with_columns(pl.lit(0, dtype=pl.UInt8).alias("ecn"))
+    rows = capture.with_columns(pl.col("ecn").fill_null(0)).select(*PACKET_FIELDS, *SACK_EDGES).iter_rows()
     with ExitStack() as opened:  # a file opened here is closed here; a stream given stays open
         handle = opened.enter_context(open(path, "wb")) if isinstance(path, (str, Path)) else path
         handle.write(struct.pack("<IHHiIII", PCAP_MAGIC_NS, 2, 4, 0, 0, SNAPLEN, LINKTYPE_RAW))
-        for index, (t, flow, is_data, flags, seq, ack, payload, wire, ts_val, ts_ecr, nblocks, *sack) in enumerate(rows):
+        for index, (t, flow, is_data, flags, ecn, seq, ack, payload, wire, ts_val, ts_ecr, nblocks, *sack) in \
+                enumerate(rows):
             edges = [edge & 0xFFFFFFFF for edge in sack[:2 * nblocks]]
-            handle.write(_record(index, t, flows[flow], flow, bool(is_data), flags, seq, ack, payload, wire,
+            handle.write(_record(index, t, flows[flow], flow, bool(is_data), flags, ecn, seq, ack, payload, wire,
                                  ts_val, ts_ecr, edges, full_payload))
     return capture.height
 
 
-def _record(index: int, t: int, spec: Mapping[str, Any], flow: int, is_data: bool, flags: int, seq: int,
-            ack: int, payload: int, wire: int, ts_val: int, ts_ecr: int, sack: Sequence[int],
+def _record(index: int, t: int, spec: Mapping[str, Any], flow: int, is_data: bool, flags: int, ecn: int,
+            seq: int, ack: int, payload: int, wire: int, ts_val: int, ts_ecr: int, sack: Sequence[int],
             full_payload: bool) -> bytes:
     options = wire - payload - IP_HEADER - TCP_HEADER
     if options < 0 or options % 4 or options > 40:
@@ -156,12 +164,15 @@ def _record(index: int, t: int, spec: Mapping[str, Any], flow: int, is_data: boo
     opts = _options(options, bool(flags & SYN), min(mss, 0xFFFF), (ts_val // 1000) & 0xFFFFFFFF,
                     (ts_ecr // 1000) & 0xFFFFFFFF, sack)
     tcp_length = TCP_HEADER + options + payload
-    offset_flags = ((TCP_HEADER + options) // 4) << 12 | (flags & 0x3F)
+    # The flags byte: CWR, ECE, URG, ACK, PSH, RST, SYN, FIN from its high bit down (RFC 3168 §6.1
+    # put CWR and ECE in what RFC 793 reserved); the engine's flags are those bits.
+    offset_flags = ((TCP_HEADER + options) // 4) << 12 | (flags & 0xFF)
     src_ip, dst_ip = _address_bytes(src), _address_bytes(dst)
     tcp = struct.pack("!HHIIHHHH", sport, dport, seq32, ack32, offset_flags, 65535, 0, 0) + opts
     pseudo = src_ip + dst_ip + struct.pack("!BBH", 0, 6, tcp_length)
     tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo + tcp)) + tcp[18:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, wire, index & 0xFFFF, 0x4000, 64, 6, 0, src_ip, dst_ip)
+    # The second byte: DSCP (0) in its high six bits, the ECN field in its low two (RFC 3168 §5).
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, ecn & 0b11, wire, index & 0xFFFF, 0x4000, 64, 6, 0, src_ip, dst_ip)
     ip = ip[:10] + struct.pack("!H", _checksum(ip)) + ip[12:]
     packet = ip + tcp + (bytes(payload) if full_payload else b"")
     return struct.pack("<IIII", t // 1_000_000_000, t % 1_000_000_000, len(packet), wire) + packet

@@ -55,7 +55,8 @@ def _size(text: str | None, png_dpi: float | None) -> tuple[float, float] | None
 @db_option
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Figure file: .pdf, .svg or .png (default figures/<kind>-<run>.pdf).")
-@click.option("--flows", multiple=True, help="Flow names or patterns, comma-separated (default: the first 10).")
+@click.option("--flows", multiple=True, help="Flow names or patterns, comma-separated (default: the first 10; "
+                                              "delay: the datagram flows).")
 @click.option("--links", multiple=True, help="Links (their forward direction) or channels, comma-separated "
                                               "(default: the bottleneck).")
 @click.option("--from", "start", default=None, help='Start of the time window, e.g. "5s".')
@@ -79,7 +80,7 @@ def plot_command(kind: str, targets: tuple[str, ...], db: Path, output: Path | N
                  source: str, link: str | None, direction: str, split: str, x_axis: str | None, metric: str | None,
                  by: str | None, size_text: str | None, dpi: int | None) -> None:
     """Draw a figure of stored runs: KIND is one of timeseries, operating-point,
-    inflight, ecdf, plane, cdf, sweep, cwnd (the guide "Figures and the report" shows each)."""
+    inflight, ecdf, plane, cdf, delay, sweep, cwnd (the guide "Figures and the report" shows each)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)

@@ -13,8 +13,10 @@ def reproductions() -> dict[str, Reproduction]:
     from .bufferbloat import REPRODUCTION as bufferbloat
     from .ccperf import REPRODUCTION as ccperf
     from .dhamdhere2006 import REPRODUCTION as dhamdhere2006
+    from .enachescu2006 import REPRODUCTION as enachescu2006
     from .quic_sizing import REPRODUCTION as quic_sizing
+    from .spang2021 import REPRODUCTION as spang2021
     from .splitbuff import REPRODUCTION as splitbuff
 
     return {r.name: r for r in (dhamdhere2006, ccperf, splitbuff, quic_sizing, barman2004, appenzeller2004,
-                                       bufferbloat)}
+                                       bufferbloat, spang2021, enachescu2006)}

@@ -11,6 +11,8 @@ and DuckDB read each one without copying a column. The tables, one row per ...:
     channel_timeseries  sampled channel x sample (channel, time_ns): queue length, drops, ...
     class_timeseries    sub-buffer x sample (channel, sub_buffer, time_ns)
     captures            captured packet (capture, channel, packet): time, flow, flags, seq, ...
+    delay_histograms    non-empty bucket of a delay distribution (subject, id, lower_ns): a
+                        channel's sojourn times, a datagram flow's one-way delays
 
 and the run's scalars (engine version, simulated end, events, sampling interval). Rows come in
 the engine's order: by index, then by sample time.
@@ -38,7 +40,7 @@ __all__ = ["EngineResult", "ENGINE_TABLES", "engine_schemas", "engine_column_typ
 
 # The engine's tables besides `run`, in the order the store writes them.
 ENGINE_TABLES = ("flows", "channels", "queue_classes", "flow_timeseries", "channel_timeseries", "class_timeseries",
-                 "captures")
+                 "captures", "delay_histograms")
 
 
 def rows(table: Any) -> list[dict[str, Any]]:
@@ -213,6 +215,10 @@ class EngineResult:
     @property
     def captures(self) -> pl.DataFrame:
         return self.table("captures")
+
+    @property
+    def delay_histograms(self) -> pl.DataFrame:
+        return self.table("delay_histograms")
 
     def equals(self, other: EngineResult) -> bool:
         """Whether `other` holds the same facts: every table and the scalars but the work done (events)."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import PlotError, save
-from .cdf import cdf
+from .cdf import cdf, delay_cdf
 from .cwnd import cwnd
 from .operating_point import ecdf, inflight, operating_point, plane
 from .sweep import sweep
@@ -26,7 +26,7 @@ from .timeseries import DEFAULT_QUANTITIES, timeseries
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["PlotError", "save", "timeseries", "cdf", "sweep", "cwnd", "operating_point", "inflight", "ecdf",
+__all__ = ["PlotError", "save", "timeseries", "cdf", "delay_cdf", "sweep", "cwnd", "operating_point", "inflight", "ecdf",
            "plane", "KINDS", "Kind"]
 
 Options = dict[str, Any]
@@ -73,6 +73,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("plane", lambda db, targets, o: plane(db, targets, size=o["size"])),
     Kind("cdf", lambda db, targets, o: cdf(db, targets, source=o["source"], link=o["link"],
                                            direction=o["direction"], split=o["split"], size=o["size"])),
+    Kind("delay", lambda db, targets, o: delay_cdf(db, targets, links=o["links"], flows=o["flows"],
+                                                   size=o["size"])),
     Kind("sweep", lambda db, targets, o: sweep(db, targets, x=o["x"] or "", metric=o["metric"] or "", by=o["by"],
                                                size=o["size"])),
     Kind("cwnd", _cwnd),

@@ -5,6 +5,11 @@ Per flow, from the middlebox monitor of a captured link (`analysis.monitor`, the
 method: bytes seen x 8 / (last - first packet seen), retransmissions seen / segments seen, size
 class by bytes seen), or from the flow table (`--source flows`: goodput, loss rate, size class by
 bytes delivered).
+
+`delay_cdf`: the distribution of every packet's delay, from the run's stored delay histograms
+(`Results.delay_distribution`): the sojourn times of a queue (the bottleneck's by default) and the
+one-way delays of datagram flows (a VoIP-like CBR flow beside bulk TCP: what an AQM keeps its
+delay at), as CDFs on a logarithmic time axis, one line per run and link or flow.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..store.reader import Results
 
-__all__ = ["cdf", "per_flow"]
+__all__ = ["cdf", "per_flow", "delay_cdf", "cdf_points"]
 
 SOURCES = ("monitor", "flows")
 
@@ -138,3 +143,110 @@ def _draw_cdfs(ax: Axes, samples: Sequence[np.ndarray], names: Sequence[str], he
     counts = [Line2D([], [], color=run_colour(k)) for k in range(len(samples))]
     ax.legend(counts, [f"n = {values.size}" for values in samples], loc="lower right", handlelength=1.2,
               title="flows")
+
+
+# --- delay distributions ------------------------------------------------------------------------
+
+# Where a delay of zero (a packet sent without waiting) is drawn on the logarithmic axis: the
+# line starts there at the fraction of such packets.
+NO_WAIT_MS = 1e-3
+
+
+def cdf_points(buckets: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """A stored distribution (`Results.delay_distribution`: lower_ns, upper_ns, count, in order)
+    as a CDF line in ms: within a bucket the values are taken as spread evenly (a straight rise
+    from its lower to its upper bound), zeros at `NO_WAIT_MS`."""
+    lower = buckets["lower_ns"].to_numpy().astype(np.float64) / 1e6
+    upper = buckets["upper_ns"].to_numpy().astype(np.float64) / 1e6
+    counts = buckets["count"].to_numpy().astype(np.float64)
+    after = np.cumsum(counts) / counts.sum()
+    before = after - counts / counts.sum()
+    x = np.column_stack([np.maximum(lower, NO_WAIT_MS), np.maximum(upper, NO_WAIT_MS)]).ravel()
+    y = np.column_stack([before, after]).ravel()
+    return x, y
+
+
+def _datagram_flows(res: Results, run_id: str) -> list[str]:
+    """The run's flows that keep their packets' one-way delays (datagram flows that received)."""
+    return [str(n) for n in res.query(
+        "SELECT DISTINCT f.name, f.flow FROM delay_histograms h JOIN flows f ON f.run_id = h.run_id AND f.flow = h.id "
+        "WHERE h.run_id = ? AND h.subject = 'flow' ORDER BY f.flow", [run_id])["name"].to_list()]
+
+
+@figure_function
+def delay_cdf(db: Results | str | Path, runs: Sequence[str], *, links: Sequence[str] | None = None,
+              flows: Sequence[str] | None = None, labels: Sequence[str] | None = None, heading: str | None = None,
+              size: tuple[float, float] | None = None) -> Figure:
+    """CDFs of every packet's delay: left, the sojourn time in the queue of each of `links` (a
+    link's forward direction, or a channel such as ``btl_backward``; default the bottleneck);
+    right, the one-way delay (send to arrival) of each of `flows` (default every datagram flow
+    of the run, up to ten; none: one panel). One line per run and link or flow, runs named by
+    `labels` (default by what differs between them); a dotted line marks each one's p99."""
+    with opened(db) as res:
+        infos = [run_info(res, run) for run in runs]
+        run_names = [info.name for info in infos]
+        names = list(labels) if labels is not None else (
+            run_names if len(set(run_names)) == len(run_names) else run_labels(infos))
+        queues: list[tuple[str, pl.DataFrame]] = []
+        delays: list[tuple[str, pl.DataFrame]] = []
+        for info, name in zip(infos, names):
+            prefix = f"{name}: " if len(infos) > 1 else ""
+            chosen: list[str | None] = list(links) if links else [None]  # None: the bottleneck
+            for channel in chosen:
+                link, direction = channel, "forward"
+                if channel is not None and channel.endswith(("_forward", "_backward")):
+                    link, direction = channel.rsplit("_", 1)
+                shown = channel if channel is not None else (res.bottleneck(info.run_id) or "bottleneck")
+                queues.append((prefix + shown, res.delay_distribution(info.run_id, link=link, direction=direction)))
+            wanted = list(flows) if flows is not None else _datagram_flows(res, info.run_id)[:10]
+            for flow in wanted:
+                delays.append((prefix + flow, res.delay_distribution(info.run_id, flow=flow)))
+    panels = [("queue sojourn time (ms)", "sojourn time of each packet sent", queues)]
+    if delays:
+        panels.append(("one-way delay (ms)", "one-way delay of each datagram, send to arrival", delays))
+    rows = max(len(lines) for _, _, lines in panels)
+    fig, axes = new_figure(1, len(panels), size=size or (4.8 * len(panels) + 0.4, 4.4 + 0.22 * rows), sharey=True)
+    for ax, (xlabel, heading_text, lines) in zip(axes[0], panels):
+        _draw_delay_cdfs(ax, lines)
+        ax.set_xlabel(xlabel)
+        ax.set_title(heading_text, loc="left")
+    axes[0, 0].set_ylabel("fraction of packets at or below")
+    axes[0, 0].set_ylim(0, 1.02)
+    title(fig, f"{heading or describe(infos)}\ndelay distributions (log scale; no wait drawn at "
+               f"{NO_WAIT_MS * 1e3:g} µs; dotted: p99)")
+    return fig
+
+
+def _draw_delay_cdfs(ax: Axes, lines: Sequence[tuple[str, pl.DataFrame]]) -> None:
+    for k, (name, buckets) in enumerate(lines):
+        x, y = cdf_points(buckets)
+        p99 = _quantile_ms(buckets, 0.99)
+        colour = run_colour(k)
+        ax.plot(x, y, color=colour, label=f"{name}: p50 {_ms(_quantile_ms(buckets, 0.5))}, p99 {_ms(p99)}")
+        ax.axvline(max(p99, NO_WAIT_MS), color=colour, linestyle=":", linewidth=0.9)
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    # Plain numbers (0.001, 0.1, 10, ...) at the decades, and at 2 and 5 times them over a range
+    # of less than three decades; none at the other minor ticks, which would crowd it.
+    low, high = ax.dataLim.intervalx
+    if high < 1000 * max(low, NO_WAIT_MS):
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.16), fontsize="small", frameon=False)
+
+
+def _quantile_ms(buckets: pl.DataFrame, q: float) -> float:
+    """The q-quantile in ms by the engine's rule (the midpoint of the bucket holding the
+    ⌈q·n⌉-th value: `record::histogram`), as the catalogue's p50/p95/p99 report it."""
+    counts = buckets["count"].to_numpy()
+    rank = max(1, int(np.ceil(q * counts.sum())))
+    at = int(np.searchsorted(np.cumsum(counts), rank))
+    lower, upper = int(buckets["lower_ns"][at]), int(buckets["upper_ns"][at])
+    return (lower + (upper - lower) / 2) / 1e6
+
+
+def _ms(value: float) -> str:
+    """A delay in words: three significant figures in ms, or µs below a tenth of a ms."""
+    return f"{value * 1e3:.3g} µs" if 0 < value < 0.1 else f"{value:.3g} ms"

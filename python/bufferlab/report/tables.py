@@ -33,6 +33,8 @@ LOWER_IS_BETTER = frozenset({
     "flow_completion_time_l4", "total_retransmissions_l4", "total_rtos_l4", "loss_rate_l4",
     "mean_qdisc_length_l2", "max_qdisc_length_l2", "mean_qdisc_delay_l2", "total_qdisc_drops_l2",
     "total_random_losses_l1",
+    "p50_qdisc_delay_l2", "p95_qdisc_delay_l2", "p99_qdisc_delay_l2",
+    "p50_one_way_delay_l3", "p95_one_way_delay_l3", "p99_one_way_delay_l3",
 })
 # Neither direction: how a flow behaves, not how well it is served.
 NEITHER = frozenset({

@@ -35,7 +35,7 @@ CCPERF_FLAGS: dict[str, str] = {
     "qlen": "bottleneck FIFO limit, e.g. 10p or 100KB",
     "qdisc": "bottleneck queue discipline: FifoQueueDisc",
     "loss": "random loss probability on the bottleneck link, e.g. 0.0",
-    "algs": "per-flow congestion controllers: TcpNewReno, TcpReno, TcpCubic, TcpHighSpeed, TcpBbr, TcpBbrV3",
+    "algs": "per-flow congestion controllers: TcpNewReno, TcpReno, TcpCubic, TcpHighSpeed, TcpBbr, TcpBbrV3, TcpVegas",
     "recoveries": "per-flow loss recovery: TcpPrrRecovery, TcpClassicRecovery",
     "protocols": "per-flow transport: TCP",
     "sources": "per-flow source host names (default src_0, src_1, ...)",
@@ -105,6 +105,17 @@ def _per_flow(name: str, text: str, parse: Any) -> list[Any]:
     return [_flag(name, parse, item) for item in items]
 
 
+def _controller(text: str) -> str:
+    """A controller of --algs. DCTCP answers ECN marks, which ccperf's FIFO never makes."""
+    from .fields import engine_controller, parse_controller
+
+    name = parse_controller(text)
+    if engine_controller(name) == "dctcp":
+        raise ValueError(f'"{text}" needs ECN marks, which ccperf\'s FifoQueueDisc does not make; '
+                         'run DCTCP from a scenario file with an ECN-marking queue')
+    return name
+
+
 def _seed(text: str) -> int:
     if not re.fullmatch(r"\d+", text.strip()) or int(text) >= 2**64:
         raise ValueError(f'not a seed (an integer in [0, 2^64)): "{text}"')
@@ -140,7 +151,7 @@ def _name(text: str) -> str:
 def scenario_from_ccperf(flags: Mapping[str, str | None]) -> Scenario:
     """Build the dumbbell Scenario of a ccperf command line; `flags` maps a flag name without its
     dashes (e.g. "start-times") to its text, or None when absent. Raises SpecError naming a flag."""
-    from .fields import parse_controller, parse_recovery  # pydantic: not needed for --help
+    from .fields import parse_recovery  # pydantic: not needed for --help
     from .scenario import Scenario
 
     unknown = [k for k in flags if k not in CCPERF_FLAGS and k not in METADATA_FLAGS]
@@ -160,7 +171,7 @@ def scenario_from_ccperf(flags: Mapping[str, str | None]) -> Scenario:
 
     parsers = {
         "rtts": lambda t: units.parse_time(t, positive=True),
-        "algs": parse_controller,
+        "algs": _controller,
         "recoveries": parse_recovery,
         "protocols": _protocol,
         "sources": _name,

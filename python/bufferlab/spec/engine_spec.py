@@ -24,6 +24,7 @@ from .. import units
 from ..errors import SpecError
 from .distributions import Dist
 from .fields import DEFAULT_DATAGRAM, Traffic, engine_controller, engine_recovery
+from .resolved import user_field
 from ..queues import Queue
 from .scenario import (
     AccessLink,
@@ -119,6 +120,19 @@ def _inherited(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Ge
         elif isinstance(given, BaseModel):  # a traffic table given is the flow's own, whole
             for key in inherited.model_fields_set - given.model_fields_set:
                 aliases[f"{where}.{section}.{key}"] = f"flow_defaults.{section}.{key}"
+
+
+def _feedback_fields(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Generator,
+                     defaults: FlowDefaults) -> None:
+    """Name the settings the engine checks against a flow's controller (DCTCP needs TCP with
+    `tcp.ecn = "dctcp"`) where the user wrote them, or, where nobody did, beside the `cca` that
+    chose the controller: the field to set."""
+    chosen_at = user_field(aliases, where) if own.cca is not None else "flow_defaults"
+    if not any(layer is not None and "ecn" in layer.model_fields_set for layer in (own.tcp, defaults.tcp)):
+        aliases[f"{where}.tcp.ecn"] = f"{chosen_at}.tcp.ecn"
+    if getattr(own, "transport", None) is None:
+        aliases[f"{where}.transport"] = ("flow_defaults.transport" if defaults.transport is not None
+                                         else f"{chosen_at}.transport")
 
 
 def _flow_ends(flow: Flow | CountedFlow, where: str, nodes: Sequence[Node | Host],
@@ -235,6 +249,8 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
         flow_names.append(name)
         endpoints.append((nodes[src].name, nodes[dst].name))
         _inherited(aliases, where, flow, defaults, ("tcp", "quic", "traffic"))
+        if engine_controller(cca) == "dctcp":
+            _feedback_fields(aliases, where, flow, defaults)
         # A flow's own options are checked and named as its own: only a flow without any shares.
         tcp = (_tcp(defaults.tcp, flow.tcp, where) if flow.tcp is not None
                else tcp_tables.copy(defaults.tcp, partial(_tcp, defaults.tcp, None, where)))
@@ -435,6 +451,8 @@ def _expand_generators(s: Scenario, nodes: Sequence[Node | Host], node_index: di
             k = len(engine)
             aliases[f"generators[{k}]"] = where
             _inherited(aliases, f"generators[{k}]", g, defaults, ("tcp",))
+            if engine_controller(cca) == "dctcp":
+                _feedback_fields(aliases, f"generators[{k}]", g, defaults)
             aliases.update({f"generators[{k}].{key}": f"{where}.{user}"
                             for key, user in _GENERATOR_MODEL_FIELDS.items()})
             names.append(base)

@@ -50,3 +50,6 @@ class QuicOptions(BaseModel):
     # ECN (RFC 9000 §13.4): packets sent ECT(0), ECN counts in the ACK frames, and a congestion
     # event when the CE count grows (RFC 9002 §7.1); default false.
     ecn: Switch = None
+    # Pacing of a window-based controller at N·cwnd/smoothed_rtt with N = 1.25 (RFC 9002 §7.7);
+    # default false. BBR always paces at its own rate.
+    pacing: Switch = None

@@ -57,6 +57,7 @@ from .fields import (
     OptionalRate,
     PositiveTime,
     Probability,
+    Ratio,
     QueueField,
     Rate,
     Recovery,
@@ -284,18 +285,31 @@ class TcpOptions(_Model):
     # away; "cwnd" cannot.
     ssthresh_from: Literal["flight_size", "pipe", "cwnd"] | None = None
     # Explicit Congestion Notification: "off" (default), "classic" (RFC 3168: ECT(0) data, ECE
-    # from a CE arrival until CWR, one window reduction per round trip) or "dctcp" (RFC 8257's
-    # accurate echo: ECE on every ACK while the segments it covers were CE).
-    ecn: Literal["off", "classic", "dctcp"] | None = None
+    # from a CE arrival until CWR, one window reduction per round trip), "dctcp" (RFC 8257's
+    # accurate echo: ECE on every ACK while the segments it covers were CE) or "l4s" (RFC 9331:
+    # ECT(1) data, which a DualPI2 queue puts in its L queue, with dctcp's echo standing in for
+    # AccECN; the window's response is the controller's).
+    ecn: Literal["off", "classic", "dctcp", "l4s"] | None = None
+    # Pacing of a window-based controller by the sender, as Linux's internal pacing: false (the
+    # default: a window leaves as fast as the ACKs release it); true: at `pacing_ss_ratio` ·
+    # cwnd/SRTT while cwnd is below half of ssthresh, `pacing_ca_ratio` · cwnd/SRTT after. BBR
+    # always paces at its own rate.
+    pacing: Switch = None
+    # The pacing rate's ratio to cwnd/SRTT in slow start: 2 (Linux's tcp_pacing_ss_ratio, 200 %).
+    pacing_ss_ratio: Ratio | None = None
+    # The pacing rate's ratio to cwnd/SRTT after slow start: 1.2 (Linux's tcp_pacing_ca_ratio,
+    # 120 %).
+    pacing_ca_ratio: Ratio | None = None
 
 
 class FlowDefaults(_Model):
     """Values every flow takes unless it sets its own."""
 
     # Congestion controller: "reno" (RFC 5681; "newreno" is the same controller), "cubic" (RFC
-    # 9438), "highspeed" (RFC 3649) or "bbr" (BBR v1,
-    # draft-cardwell-iccrg-bbr-congestion-control-00); ns-3's names (TcpNewReno, ...) too. Unset:
-    # `[flow_defaults]`'s, else reno.
+    # 9438), "highspeed" (RFC 3649), "bbr" (BBR v1,
+    # draft-cardwell-iccrg-bbr-congestion-control-00), "dctcp" (RFC 8257; needs TCP with
+    # `tcp.ecn = "dctcp"` and an ECN-marking queue to be of use) or "vegas" (TCP Vegas, Brakmo and
+    # Peterson 1995); ns-3's names (TcpNewReno, ...) too. Unset: `[flow_defaults]`'s, else reno.
     cca: Controller | None = None
     # Transport protocol: "tcp" (default) or "quic".
     transport: Literal["tcp", "quic"] | None = None

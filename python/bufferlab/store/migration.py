@@ -24,7 +24,9 @@ What is copied, table by table, by column name: a column that the older version 
 yet is NULL in its runs' rows (their metric tables are empty where the version had none), as the
 earlier migrations left them (version 7's ECN counters and metrics among them: the runs of an
 older store had no ECN, and their stored specs need no change, the engine taking an absent `ecn`
-as off). Runs of a store before version 5 are numbered in the order they
+as off; version 8's delay histograms and percentiles likewise: an older run has no rows in
+``delay_histograms`` and NULL percentiles, its engine having kept no distribution). Runs of a
+store before version 5 are numbered in the order they
 were stored (`created_at`, then run id; a later store's keep their numbers), and a run table's
 rows keep the order they were stored in.
 """

@@ -235,6 +235,45 @@ class Results:
             frame = frame.filter(pl.col("name").is_in(list(wanted)))
         return frame
 
+    @property
+    def delay_histograms(self) -> pl.DataFrame:
+        return self.query("SELECT * FROM delay_histograms ORDER BY run_id, subject, id, lower_ns")
+
+    def delay_distribution(self, run: str, *, link: str | None = None, direction: str = "forward",
+                           flow: str | None = None) -> pl.DataFrame:
+        """A stored delay distribution of one run, its non-empty buckets in increasing order
+        (lower_ns, upper_ns: the values a bucket holds, inclusive; count; cdf: the fraction of
+        values at or below upper_ns): the sojourn times of the packets `<link>_<direction>` sent,
+        or with `flow` the one-way delays (send to arrival) of a datagram flow's packets. Without
+        either, the bottleneck's sojourn times."""
+        import polars as pl
+
+        run_id = self.run_id(run)
+        if flow is not None:
+            found = self._fetch("SELECT flow FROM flows WHERE run_id = ? AND name = ?", [run_id, flow])
+            if not found:
+                raise StoreError("--flows", f'run {run_id[:12]} has no flow "{flow}" (see bufferlab results show)')
+            subject, entity, what = "flow", int(found[0][0]), f'flow "{flow}"'
+        else:
+            channel = self.bottleneck(run_id) if link is None else f"{link}_{direction}"
+            if channel is None:
+                raise StoreError("--links", f"run {run_id[:12]} has no bottleneck; name a link")
+            found = self._fetch("SELECT channel FROM channels WHERE run_id = ? AND name = ?", [run_id, channel])
+            if not found:
+                raise StoreError("--links", f'run {run_id[:12]} has no link direction "{channel}"')
+            subject, entity, what = "channel", int(found[0][0]), f'"{channel}"'
+        frame = self.query("SELECT lower_ns, upper_ns, count FROM delay_histograms_data WHERE "
+                           "run = (SELECT run FROM runs WHERE run_id = ?) AND subject = ? AND id = ? ORDER BY lower_ns",
+                           [run_id, subject, entity])
+        if frame.height == 0:
+            reason = ("is not a datagram flow (cbr, on_off; only those keep their packets' one-way delays) or "
+                      "received nothing") if subject == "flow" else "sent no packet"
+            raise StoreError("--flows" if subject == "flow" else "--links",
+                             f"{what} of run {run_id[:12]} {reason}; no delay distribution is stored (runs stored "
+                             "before schema version 8 have none)")
+        total = int(frame["count"].sum())
+        return frame.with_columns((pl.col("count").cum_sum() / total).alias("cdf"))
+
     # --- studies --------------------------------------------------------------------------
 
     def _study_exists(self, name: str) -> None:

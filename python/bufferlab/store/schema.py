@@ -36,7 +36,11 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 #    flows.ce_received and flows.ecn_responses; the metrics total_ce_marks_l2,
 #    total_ce_received_l4 and total_ecn_responses_l4 (NULL in the runs of older stores, which had
 #    no ECN: the rebuild copies the older columns by name).
-SCHEMA_VERSION = 7
+# 8: delay distributions: the table delay_histograms (a channel's sojourn times, a datagram flow's
+#    one-way delays, as non-empty buckets) and the metrics p50/p95/p99_qdisc_delay_l2 and
+#    p50/p95/p99_one_way_delay_l3 (the runs of older stores have no rows and NULL metrics: their
+#    engine kept no distribution).
+SCHEMA_VERSION = 8
 
 
 class StoreError(SpecError):

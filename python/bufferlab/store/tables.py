@@ -20,8 +20,13 @@ Tables (one row per ...):
   captures             captured packet (only for runs with captures in their spec)
   queue_classes        sub-buffer of a split queue (SplitBuff): enqueued, dropped, sent, sojourn, limit, RTTP
   class_timeseries     sub-buffer x sample: length, limit, cumulative counts, T_B, RTTP estimate, threshold
+  delay_histograms     non-empty bucket of a delay distribution: subject ('channel': the sojourn times
+                       of the packets a link direction sent; 'flow': a datagram flow's one-way delays,
+                       send to arrival), id (the channel or flow), the values it holds [lower_ns,
+                       upper_ns] (inclusive; log-linear buckets at most 1/32 of lower_ns wide, the
+                       first and last narrowed to the exact smallest and largest value) and count
 
-The tables of many rows per run, a row per sample or captured packet (`NUMBERED_TABLES`), are
+The tables of many rows per run, a row per sample, captured packet or bucket (`NUMBERED_TABLES`), are
 stored as ``<table>_data`` (`stored_table`), which keys its rows by the run's number (`runs.run`,
 a UINTEGER the writer allocates) instead of its 64-character id, and are read through a view of
 the table's own name that joins the run id back (schema version 5): every query, the `Results`
@@ -58,7 +63,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "flows": ("flow",), "channels": ("channel",), "queue_classes": ("channel", "sub_buffer"),
     "flow_timeseries": ("flow", "time_ns"), "channel_timeseries": ("channel", "time_ns"),
     "class_timeseries": ("channel", "sub_buffer", "time_ns"), "captures": ("capture", "channel", "packet"),
-    "flow_metrics": ("flow",), "link_metrics": ("channel",),
+    "flow_metrics": ("flow",), "link_metrics": ("channel",), "delay_histograms": ("subject", "id", "lower_ns"),
 }
 
 # Arrow's types (`_core.Table.column_types`) as DuckDB's.
@@ -130,16 +135,18 @@ TABLES: dict[str, dict[str, str]] = {
     "queue_classes": _ENGINE["queue_classes"],
     "class_timeseries": _ENGINE["class_timeseries"],
     "captures": _ENGINE["captures"],
+    # Version 8: the delay distributions (the percentile metrics' buckets).
+    "delay_histograms": _ENGINE["delay_histograms"],
 }
 
 # Child tables of a run, in the order they are written (and emptied on --force).
 RUN_TABLES = ("flows", "channels", "flow_metrics", "link_metrics", "network_metrics", "flow_timeseries",
-              "channel_timeseries", "captures", "queue_classes", "class_timeseries")
+              "channel_timeseries", "captures", "queue_classes", "class_timeseries", "delay_histograms")
 # The run tables of many rows per run, stored keyed by the run's number and read through a view
 # (see the module docstring). The others hold a row per flow or link direction: keyed by number
 # too, even 10,000 flows' would be inserted barely faster, for less than their six views would
 # cost a new store's schema.
-NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_timeseries")
+NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_timeseries", "delay_histograms")
 # The columns of the numbered tables whose values come in long runs, stored run-length encoded
 # (DuckDB's ``USING COMPRESSION rle``; a column that is constant over a segment is still stored
 # as one constant): a run's keys, sorted, in runs of a flow's or channel's samples; the run's
@@ -160,6 +167,7 @@ RUN_LENGTH_COLUMNS: dict[str, tuple[str, ...]] = {
     "channel_timeseries": ("run", "channel", "drops"),
     "captures": ("run", "capture", "channel"),
     "class_timeseries": ("run", "channel", "sub_buffer"),
+    "delay_histograms": ("run", "id"),
 }
 
 

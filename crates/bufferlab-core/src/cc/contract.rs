@@ -58,7 +58,9 @@ pub struct ControllerMetrics {
 /// Controller state codes recorded in the time series (`cc_state`). The meaning of a code
 /// depends on the flow's controller.
 pub mod state {
-    /// Window-based controllers (Reno, CUBIC, HighSpeed).
+    /// Window-based controllers (Reno, CUBIC, HighSpeed, DCTCP, Vegas). DCTCP's ECN reduction
+    /// leaves it in congestion avoidance (no recovery episode follows it); Vegas is in slow
+    /// start until its Diff exceeds γ, whether the round grows or holds.
     pub const SLOW_START: u8 = 0;
     pub const CONGESTION_AVOIDANCE: u8 = 1;
     /// Fast recovery, from the congestion event to the end of the episode.

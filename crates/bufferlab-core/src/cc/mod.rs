@@ -23,9 +23,11 @@ pub mod bbr;
 pub mod bbr3;
 pub mod contract;
 pub mod cubic;
+pub mod dctcp;
 pub mod delivery_rate;
 pub mod highspeed;
 pub mod reno;
+pub mod vegas;
 
 use crate::spec::CcaKind;
 use crate::units::{BitRate, SimTime};
@@ -34,9 +36,11 @@ pub use bbr::Bbr;
 pub use bbr3::Bbr3;
 pub use contract::{state, AckSample, CongestionController, ControllerConfig, ControllerMetrics};
 pub use cubic::Cubic;
+pub use dctcp::Dctcp;
 pub use delivery_rate::{DeliveryRateEstimator, RateSample};
 pub use highspeed::HighSpeed;
 pub use reno::Reno;
+pub use vegas::Vegas;
 
 /// Every controller the engine knows, chosen per flow by the spec.
 // BBR's model and RNG make it the largest variant; it lives inside its sender, so boxing it would
@@ -51,6 +55,8 @@ pub enum Controller {
     /// Boxed: BBRv3's model is about 600 bytes, and inline it would grow every flow's sender,
     /// whatever its controller, by the difference.
     Bbr3(Box<Bbr3>),
+    Dctcp(Dctcp),
+    Vegas(Vegas),
 }
 
 impl Controller {
@@ -63,6 +69,8 @@ impl Controller {
             CcaKind::HighSpeed => Controller::HighSpeed(HighSpeed::new(config.mss, config.initial_window_segments)),
             CcaKind::Bbr => Controller::Bbr(Bbr::new(config)),
             CcaKind::Bbr3 => Controller::Bbr3(Box::new(Bbr3::new(config))),
+            CcaKind::Dctcp => Controller::Dctcp(Dctcp::from_config(config)),
+            CcaKind::Vegas => Controller::Vegas(Vegas::from_config(config)),
         }
     }
 }
@@ -75,6 +83,8 @@ macro_rules! dispatch {
             Controller::HighSpeed($c) => $body,
             Controller::Bbr($c) => $body,
             Controller::Bbr3($c) => $body,
+            Controller::Dctcp($c) => $body,
+            Controller::Vegas($c) => $body,
         }
     };
 }

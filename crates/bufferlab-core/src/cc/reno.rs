@@ -50,6 +50,19 @@ impl Reno {
         }
     }
 
+    /// Set the window and the threshold directly: the response of a controller built on Reno's
+    /// growth and loss rules to a signal Reno does not know (DCTCP's α-scaled ECN reduction,
+    /// Vegas's per-RTT adjustment). Byte counting starts over.
+    pub(super) fn set_window(&mut self, cwnd: u64, ssthresh: u64) {
+        self.cwnd = cwnd;
+        self.ssthresh = ssthresh;
+        self.bytes_acked = 0;
+    }
+
+    pub(super) fn mss(&self) -> u64 {
+        self.mss
+    }
+
     /// RFC 5681 eq. (4): ssthresh = max(FlightSize / 2, 2·SMSS).
     fn halved(&self, flight_size: u64) -> u64 {
         (flight_size / 2).max(2 * self.mss)

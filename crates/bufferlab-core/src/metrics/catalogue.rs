@@ -2,8 +2,10 @@
 //! tables' order, with its unit and one-line definition.
 //!
 //! Names follow ccperf's convention `<stat>_<quantity>_<layer>`: stat is mean, cov (std / mean),
-//! total or agg (sum over flows); layer is l1 (link, headers included), l2 (queue discipline), l4
-//! (transport) or l7 (application). The definitions are worded as the engine computes them
+//! total, agg (sum over flows) or a percentile p50, p95, p99 (of every packet's value, from the
+//! run's delay histograms, `record::histogram`: within 1.6 % of the exact order statistic);
+//! layer is l1 (link, headers included), l2 (queue discipline), l3 (network: a packet from its
+//! sending to its arrival), l4 (transport) or l7 (application). The definitions are worded as the engine computes them
 //! (`series`, `network`, `figures`), and the docs' Metrics reference page is generated from them.
 //!
 //! Everything else reads the names here: the code that computes a table finds a metric's column
@@ -29,7 +31,7 @@ const fn metric(name: &'static str, unit: &'static str, definition: &'static str
 /// The flow table's metrics, one row per flow. The rates, windows,
 /// delays and utilities are means over the flow's samples (`series`); recovery time, completion
 /// time and the totals come from its end-of-run counters (`figures`).
-pub const FLOW_METRICS: [Metric; 28] = [
+pub const FLOW_METRICS: [Metric; 31] = [
     metric("mean_throughput_l4", "Mbps", "bytes newly acknowledged per interval"),
     metric("mean_throughput_l7", "Mbps", "bytes delivered in order to the receiving application per interval"),
     metric("mean_delivery_rate_l4", "Mbps", "delivery-rate samples (fallback: bytes acknowledged per interval)"),
@@ -46,6 +48,13 @@ pub const FLOW_METRICS: [Metric; 28] = [
     metric("mean_utilization_bw_l4", "-", "throughput / rate of the slowest link on the flow's path"),
     metric("mean_utilization_bdp_l4", "-", "in flight / BDP (that rate x the flow's min RTT, in segments)"),
     metric("mean_one_way_delay_l7", "ms", "application write to in-order delivery, mean over the bytes of an interval"),
+    metric(
+        "p50_one_way_delay_l3",
+        "ms",
+        "median of a datagram flow's packets' send-to-arrival delays (null for TCP, QUIC)",
+    ),
+    metric("p95_one_way_delay_l3", "ms", "95th percentile of a datagram flow's packets' send-to-arrival delays"),
+    metric("p99_one_way_delay_l3", "ms", "99th percentile of a datagram flow's packets' send-to-arrival delays"),
     metric("mean_recovery_time_l4", "ms", "mean duration of loss-recovery episodes"),
     metric("flow_completion_time_l4", "s", "first SYN to last ACK (or to the end of the run)"),
     metric("total_retransmissions_l4", "segments", "retransmitted segments"),
@@ -66,10 +75,13 @@ pub type FlowRow = [Option<f64>; FLOW_METRICS.len()];
 
 /// The link table's metrics, one row per channel that carried traffic, from the channel's exact
 /// counters (`figures`).
-pub const LINK_METRICS: [Metric; 8] = [
+pub const LINK_METRICS: [Metric; 11] = [
     metric("mean_qdisc_length_l2", "packets", "time-average queue length"),
     metric("max_qdisc_length_l2", "packets", "largest queue length"),
     metric("mean_qdisc_delay_l2", "ms", "sojourn time of dequeued packets"),
+    metric("p50_qdisc_delay_l2", "ms", "median sojourn time (enqueue to start of transmission) of dequeued packets"),
+    metric("p95_qdisc_delay_l2", "ms", "95th percentile of the sojourn times of dequeued packets"),
+    metric("p99_qdisc_delay_l2", "ms", "99th percentile of the sojourn times of dequeued packets"),
     metric("mean_sending_rate_l1", "Mbps", "bits put on the link incl. headers / elapsed time"),
     metric("total_qdisc_drops_l2", "packets", "drops by the queue discipline (queue full, or by its AQM)"),
     metric("total_ce_marks_l2", "packets", "packets the AQM marked CE instead of dropping them (RFC 3168)"),
@@ -157,7 +169,7 @@ mod tests {
         let mut names: Vec<&str> = TABLES.iter().flat_map(|(_, table)| table.iter().map(|m| m.name)).collect();
         for name in &names {
             let layer = name.rsplit('_').next().unwrap_or_default();
-            assert!(["l1", "l2", "l4", "l7"].contains(&layer), "{name}: no layer");
+            assert!(["l1", "l2", "l3", "l4", "l7"].contains(&layer), "{name}: no layer");
         }
         let count = names.len();
         names.sort_unstable();
@@ -178,7 +190,7 @@ mod tests {
     fn a_metric_s_position_is_its_index_in_its_table() {
         assert_eq!(flow_metric!("mean_throughput_l4"), 0);
         assert_eq!(flow_metric!("cov_srtt_l4"), FLOW_METRICS.len() - 1);
-        assert_eq!(link_metric!("utilization_l1"), 7);
+        assert_eq!(link_metric!("utilization_l1"), LINK_METRICS.len() - 1);
         assert_eq!(network_metric!("mean_agg_in_flight_l4"), 1);
         for (_, table) in TABLES {
             for (i, m) in table.iter().enumerate() {

@@ -30,7 +30,7 @@ pub use series::FlowSamples;
 
 use catalogue::{flow_metric, link_metric};
 
-use crate::record::result::{ChannelRecord, FlowRecord};
+use crate::record::result::{ChannelRecord, Distribution, FlowRecord};
 use series::{ActiveSamples, Clock, FlowContext, Scratch};
 
 /// What a "segment" is for a flow's segment-counted metrics: its MSS and header bytes.
@@ -189,6 +189,9 @@ fn counters_row(record: &FlowRecord, figures: &FlowFigures, flow: usize) -> Flow
     row[flow_metric!("mean_sending_rate_l4")] = figures.sending_rate_l4[flow];
     row[flow_metric!("mean_sending_rate_l7")] = figures.sending_rate_l7[flow];
     row[flow_metric!("mean_one_way_delay_l7")] = figures.one_way_delay_ms[flow];
+    row[flow_metric!("p50_one_way_delay_l3")] = percentile_ms(&record.one_way_delay, 0.50);
+    row[flow_metric!("p95_one_way_delay_l3")] = percentile_ms(&record.one_way_delay, 0.95);
+    row[flow_metric!("p99_one_way_delay_l3")] = percentile_ms(&record.one_way_delay, 0.99);
     row[flow_metric!("mean_recovery_time_l4")] = figures.recovery_time_ms[flow];
     row[flow_metric!("flow_completion_time_l4")] = Some(figures.lifetime_s[flow]);
     row[flow_metric!("total_retransmissions_l4")] = Some(record.segments_retransmitted as f64);
@@ -197,6 +200,11 @@ fn counters_row(record: &FlowRecord, figures: &FlowFigures, flow: usize) -> Flow
     row[flow_metric!("total_ecn_responses_l4")] = Some(record.ecn_responses as f64);
     row[flow_metric!("loss_rate_l4")] = figures.loss_rate[flow];
     row
+}
+
+/// The q-quantile of a delay distribution, in ms (None without one, or an empty one).
+fn percentile_ms(distribution: &Option<Distribution>, q: f64) -> Option<f64> {
+    distribution.as_ref().and_then(|d| d.quantile(q)).map(|ns| ns / 1e6)
 }
 
 /// The link table: every channel that sent or was offered a packet.
@@ -211,6 +219,9 @@ fn link_metrics(facts: &RunFacts<'_>, figures: &ChannelFigures) -> LinkMetrics {
     columns[link_metric!("mean_qdisc_length_l2")] = of(&|i| figures.mean_queue_packets[i]);
     columns[link_metric!("max_qdisc_length_l2")] = count(|c| c.max_queue_packets);
     columns[link_metric!("mean_qdisc_delay_l2")] = of(&|i| figures.mean_sojourn_ns[i].map(|ns| ns / 1e6));
+    columns[link_metric!("p50_qdisc_delay_l2")] = of(&|i| percentile_ms(&facts.channels[i].sojourn, 0.50));
+    columns[link_metric!("p95_qdisc_delay_l2")] = of(&|i| percentile_ms(&facts.channels[i].sojourn, 0.95));
+    columns[link_metric!("p99_qdisc_delay_l2")] = of(&|i| percentile_ms(&facts.channels[i].sojourn, 0.99));
     // bytes × 8e3 / end (ns): Mb/s incl. headers.
     columns[link_metric!("mean_sending_rate_l1")] =
         of(&|i| (end != 0).then(|| facts.channels[i].sent_bytes as f64 * 8e3 / end as f64));
@@ -380,6 +391,9 @@ mod tests {
             "total_ecn_responses_l4",
             "loss_rate_l4",
         ];
+        // So do the percentiles of the packets' delays, which come from the run's histograms.
+        let counters =
+            [&["p50_one_way_delay_l3", "p95_one_way_delay_l3", "p99_one_way_delay_l3"][..], &counters].concat();
         assert_eq!(kept, counters);
     }
 }

@@ -16,6 +16,7 @@ use crate::net::packet::Packet;
 use crate::net::pool::{Arrival, PacketPool, Pipe};
 use crate::net::routing::RoutingTable;
 use crate::queue::{Dequeue, DropReason, Queue, QueueDiscipline};
+use crate::record::histogram::{DelayHistogram, Distribution};
 use crate::record::result::ChannelRecord;
 use crate::spec::LossModel;
 use crate::units::{BitRate, SimTime};
@@ -153,6 +154,11 @@ struct ChannelCold {
     /// The packet that most recently started transmission, when `keep_last_started` (a
     /// capture): at most one, its buffer allocated once.
     last_started: Vec<Packet>,
+    /// The sojourn times of the packets that waited (a nonzero sojourn), made when the first
+    /// one did: a channel that never queues holds none. The packets sent without waiting are
+    /// counted as zeros when the run ends (sent packets less the histogram's count), so that a
+    /// packet passing an idle link never touches it.
+    sojourns: Option<Box<DelayHistogram>>,
     record: ChannelRecord,
 }
 
@@ -185,6 +191,7 @@ impl Channel {
                 last_lost: false,
                 keep_last_started: false,
                 last_started: Vec::new(),
+                sojourns: None,
                 record,
             }),
             serialisation: SimTime::ZERO,
@@ -393,7 +400,11 @@ impl Channel {
             Dequeue::Packet(packet) => {
                 schedule.started = true;
                 let slot = pool.store(&packet);
-                schedule.head_arrival = self.transmit(slot, (now - packet.enqueued_at).as_ns(), now, pool, routes);
+                let sojourn_ns = (now - packet.enqueued_at).as_ns();
+                if sojourn_ns != 0 {
+                    self.cold.record_sojourn(sojourn_ns);
+                }
+                schedule.head_arrival = self.transmit(slot, sojourn_ns, now, pool, routes);
                 if self.cold.queue.len_packets() > 0 {
                     self.wakeup_pending = true;
                     schedule.wakeup = Some(self.busy_until);
@@ -477,6 +488,14 @@ impl Channel {
             (c.offered_packets, c.offered_bytes, c.sent_packets, c.sent_bytes);
         (r.delivered_packets, r.delivered_bytes, r.busy_ns, r.sojourn_sum_ns) =
             (c.delivered_packets, c.delivered_bytes, c.busy_ns, c.sojourn_sum_ns);
+        // Every packet sent has a sojourn: those the histogram holds, and zeros for the others.
+        r.sojourn = match cold.sojourns.as_mut() {
+            Some(h) => {
+                h.record_n(0, c.sent_packets - h.count());
+                Some(h.distribution())
+            }
+            None => (c.sent_packets != 0).then(|| Distribution::constant(0, c.sent_packets)),
+        };
         r.queue_packet_ns = cold.queue_packet_ps / 1000;
         r.queue_byte_ns = cold.queue_byte_ps / 1000;
         // RFC 3168 §5: the packets the AQM marked CE instead of dropping (counted where marked).
@@ -484,9 +503,7 @@ impl Channel {
         (r.ce_marked_packets, r.ce_marked_bytes) = (marks.packets, marks.bytes);
         r.queued_end_packets = cold.queue.len_packets();
         r.queued_end_bytes = cold.queue.len_bytes();
-        if let Some(split) = cold.queue.split() {
-            r.classes = split.class_records();
-        }
+        r.classes = cold.queue.class_records();
         // The packet started last is still being serialised if the transmitter is busy; it is the
         // newest in the pipe unless the link lost it.
         let serialising = if self.busy_until > now && !cold.last_lost { pool.iter(&self.pipe).last() } else { None };
@@ -508,6 +525,25 @@ impl Channel {
 }
 
 impl ChannelCold {
+    /// Count the nonzero sojourn of a packet that waited.
+    #[inline]
+    fn record_sojourn(&mut self, ns: u64) {
+        match &mut self.sojourns {
+            Some(histogram) => histogram.record(ns),
+            None => self.first_sojourn(ns),
+        }
+    }
+
+    /// The first packet that waited: the histogram is made (kept out of line, so that the
+    /// packet path inlines only the count).
+    #[cold]
+    #[inline(never)]
+    fn first_sojourn(&mut self, ns: u64) {
+        let mut histogram = Box::new(DelayHistogram::new());
+        histogram.record(ns);
+        self.sojourns = Some(histogram);
+    }
+
     /// Accumulate the queue-length integral up to `now` (call before every change of length).
     #[inline]
     fn integrate_queue(&mut self, now: SimTime) {

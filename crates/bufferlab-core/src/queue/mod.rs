@@ -5,6 +5,7 @@
 
 pub mod codel;
 pub mod discipline;
+pub mod dualpi2;
 pub mod fifo;
 pub mod fq_codel;
 pub mod pie;
@@ -13,11 +14,13 @@ pub mod splitbuff;
 pub mod tbf;
 
 use crate::net::packet::Packet;
-use crate::spec::{QueueSpec, SplitBuffEstimator, SplitBuffTotal};
+use crate::record::result::QueueClassRecord;
+use crate::spec::{DualPi2Scheduler, QueueSpec, SplitBuffEstimator, SplitBuffTotal};
 use crate::units::{BitRate, SimTime};
 
 pub use codel::{CoDel, CodelParams};
 pub use discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
+pub use dualpi2::{DualPi2, DualPi2Config};
 pub use fifo::DropTailFifo;
 pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use pie::{Pie, PieConfig};
@@ -39,6 +42,8 @@ pub enum Queue {
     CoDel(CoDel),
     /// FQ-CoDel (RFC 8290): flow queues served by DRR++, CoDel on each.
     FqCodel(FqCodel),
+    /// DualPI2 (RFC 9332): L4S and Classic queues coupled by one PI2 controller.
+    DualPi2(DualPi2),
 }
 
 impl Queue {
@@ -54,7 +59,8 @@ impl Queue {
             | Queue::Red(_)
             | Queue::Pie(_)
             | Queue::CoDel(_)
-            | Queue::FqCodel(_) => false,
+            | Queue::FqCodel(_)
+            | Queue::DualPi2(_) => false,
         }
     }
 
@@ -64,6 +70,30 @@ impl Queue {
             Queue::SplitBuff(q) => Some(q),
             _ => None,
         }
+    }
+
+    /// How many classes (sub-queues) the queue records apart: a split queue's sub-buffers,
+    /// DualPI2's L and C queues; 0 for a queue of one class.
+    pub fn classes(&self) -> usize {
+        match self {
+            Queue::SplitBuff(q) => q.sub_buffers(),
+            Queue::DualPi2(_) => 2,
+            _ => 0,
+        }
+    }
+
+    /// Class `i`'s counters and state (`i < self.classes()`).
+    pub fn class_record(&self, i: usize) -> QueueClassRecord {
+        match self {
+            Queue::SplitBuff(q) => q.class_record(i),
+            Queue::DualPi2(q) => q.class_record(i),
+            _ => unreachable!("a queue of one class has no class record"),
+        }
+    }
+
+    /// Every class's record, in order (empty for a queue of one class).
+    pub fn class_records(&self) -> Vec<QueueClassRecord> {
+        (0..self.classes()).map(|i| self.class_record(i)).collect()
     }
 
     /// The queue a spec describes, in front of a link of `rate` (`None`: unlimited); `seed` keys
@@ -137,6 +167,38 @@ impl Queue {
                 },
                 seed,
             )),
+            QueueSpec::DualPi2 {
+                limit_packets,
+                target_ns,
+                t_update_ns,
+                alpha,
+                beta,
+                coupling,
+                step_thresh_ns,
+                scheduler,
+                tshift_ns,
+                classic_protection,
+                drop_on_overload,
+                ..
+            } => Queue::DualPi2(DualPi2::new(
+                DualPi2Config {
+                    limit_packets: limit_packets.expect("validated: a limit in packets"),
+                    target: SimTime::from_ns(*target_ns),
+                    t_update: SimTime::from_ns(*t_update_ns),
+                    alpha: *alpha,
+                    beta: *beta,
+                    coupling: *coupling,
+                    step_thresh: SimTime::from_ns(*step_thresh_ns),
+                    scheduler: match scheduler {
+                        DualPi2Scheduler::Tshift => dualpi2::Scheduler::TimeShifted(SimTime::from_ns(*tshift_ns)),
+                        DualPi2Scheduler::Wrr => {
+                            dualpi2::Scheduler::Wrr { classic_percent: (*classic_protection).min(100) as u8 }
+                        }
+                    },
+                    drop_on_overload: *drop_on_overload,
+                },
+                seed,
+            )),
             QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns, ecn, control_law } => {
                 let params = CodelParams {
                     target: SimTime::from_ns(*target_ns),
@@ -181,6 +243,7 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.enqueue(packet, now),
             Queue::CoDel(q) => q.enqueue(packet, now),
             Queue::FqCodel(q) => q.enqueue(packet, now),
+            Queue::DualPi2(q) => q.enqueue(packet, now),
         }
     }
     #[inline]
@@ -193,6 +256,7 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.dequeue(now, drops),
             Queue::CoDel(q) => q.dequeue(now, drops),
             Queue::FqCodel(q) => q.dequeue(now, drops),
+            Queue::DualPi2(q) => q.dequeue(now, drops),
         }
     }
     #[inline]
@@ -205,6 +269,7 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.len_packets(),
             Queue::CoDel(q) => q.len_packets(),
             Queue::FqCodel(q) => q.len_packets(),
+            Queue::DualPi2(q) => q.len_packets(),
         }
     }
     #[inline]
@@ -217,6 +282,7 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.len_bytes(),
             Queue::CoDel(q) => q.len_bytes(),
             Queue::FqCodel(q) => q.len_bytes(),
+            Queue::DualPi2(q) => q.len_bytes(),
         }
     }
     fn ce_marks(&self) -> CeMarks {
@@ -228,6 +294,7 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.ce_marks(),
             Queue::CoDel(q) => q.ce_marks(),
             Queue::FqCodel(q) => q.ce_marks(),
+            Queue::DualPi2(q) => q.ce_marks(),
         }
     }
 }

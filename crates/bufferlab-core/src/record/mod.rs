@@ -1,6 +1,7 @@
 //! Recording: per-flow and per-channel counters live with their owners; this module samples time
 //! series at a fixed interval and captures packets on monitored channels.
 
+pub mod histogram;
 pub mod result;
 pub mod series;
 
@@ -232,6 +233,7 @@ impl Capture {
         self.flow.push(p.flow);
         self.is_data.push(p.is_data);
         self.flags.push(p.flags);
+        self.ecn.push(p.ecn as u8);
         self.seq.push(p.seq);
         self.ack.push(if p.has(flags::ACK) { p.ack } else { 0 });
         self.payload_bytes.push(p.payload as u32);

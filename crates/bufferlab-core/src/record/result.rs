@@ -5,6 +5,7 @@
 //! these after the run by `crate::metrics`, so the simulation itself records facts only.
 
 use crate::net::packet::MAX_SACK_BLOCKS;
+pub use crate::record::histogram::{Bucket, Distribution};
 pub use crate::record::series::Series;
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +25,9 @@ pub struct RunResult {
 
 impl crate::memory::HeapBytes for FlowRecord {
     fn heap_bytes(&self) -> usize {
-        self.name.heap_bytes() + self.path.heap_bytes()
+        self.name.heap_bytes()
+            + self.path.heap_bytes()
+            + self.one_way_delay.as_ref().map_or(0, Distribution::heap_bytes)
     }
 }
 
@@ -85,6 +88,12 @@ pub struct FlowRecord {
     pub generator: Option<usize>,
     /// For a closed-loop generator's flow, the user (0-based) whose transfer it is.
     pub user: Option<u32>,
+    /// A datagram flow's one-way delays: each packet received, from the time it was sent to its
+    /// arrival at the receiver (`record::histogram`). `None` for a TCP or QUIC flow, whose
+    /// delay is its bytes' (`delivery_delay_byte_ns`), and for a datagram flow that received
+    /// nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way_delay: Option<Distribution>,
 }
 
 /// Counters of one link direction: a transmitter with its egress queue and its propagation pipe.
@@ -142,18 +151,25 @@ pub struct ChannelRecord {
     pub busy_ns: u64,
     /// Sum of sojourn times (enqueue to start of transmission) of the packets sent.
     pub sojourn_sum_ns: u64,
+    /// The distribution of those sojourn times, one per packet sent (`record::histogram`);
+    /// `None` when the channel sent nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sojourn: Option<Distribution>,
     pub max_queue_packets: u64,
     pub max_queue_bytes: u64,
     /// Integral of the queue length over time, in packet·ns and byte·ns (time-average = ÷ end_ns).
     pub queue_packet_ns: u128,
     pub queue_byte_ns: u128,
-    /// Per sub-buffer counters of a split queue (SplitBuff, Blind-SplitBuff); empty otherwise.
+    /// Per sub-buffer counters of a split queue (SplitBuff, Blind-SplitBuff; DualPI2's L and C
+    /// queues); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<QueueClassRecord>,
 }
 
 /// Counters of one sub-buffer (class) of a split queue, and its state at the end of the run.
-/// Conservation: `enqueued = sent + queued` in packets and bytes; `dropped` never entered.
+/// Conservation: `enqueued = sent + queued` in packets and bytes; `dropped` never entered. A
+/// DualPI2 queue also drops at the head: its `dropped` counts those too, and `enqueued = sent +
+/// queued + dropped at the head` (the channel's `dropped_aqm_*`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueClassRecord {
     pub enqueued_packets: u64,
@@ -255,7 +271,7 @@ pub struct TimeSeries {
     /// Cumulative time the transmitter was busy.
     pub channel_busy_ns: Series,
     /// Per-class series: one row per sub-buffer of every sampled channel with a split queue
-    /// (SplitBuff, Blind-SplitBuff); row `r` is sub-buffer `class_indices[r]` of channel
+    /// (SplitBuff, Blind-SplitBuff; DualPI2: L then C); row `r` is sub-buffer `class_indices[r]` of channel
     /// `class_channels[r]`. Lengths and limits are states, the others cumulative counts; see
     /// [`QueueClassRecord`] for each.
     pub class_channels: Vec<usize>,
@@ -281,8 +297,12 @@ pub struct Capture {
     pub flow: Vec<u32>,
     /// True for data segments (sender→receiver), false for ACKs.
     pub is_data: Vec<bool>,
-    /// TCP flags: 1 FIN, 2 SYN, 16 ACK.
+    /// TCP flags: 1 FIN, 2 SYN, 16 ACK, 64 ECE, 128 CWR (RFC 3168 §6.1).
     pub flags: Vec<u8>,
+    /// The packet's ECN field as it started transmission here (RFC 3168 §5): 0 Not-ECT,
+    /// 1 ECT(1), 2 ECT(0), 3 CE. Absent (0) in results written before it existed.
+    #[serde(default)]
+    pub ecn: Vec<u8>,
     pub seq: Vec<u64>,
     pub ack: Vec<u64>,
     pub payload_bytes: Vec<u32>,

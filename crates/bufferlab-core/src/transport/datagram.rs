@@ -9,6 +9,7 @@
 use crate::limits::MAX_TIME_NS;
 use crate::net::packet::{Packet, SackBlock};
 use crate::net::sack_slab::SackSlab;
+use crate::record::histogram::{DelayHistogram, Distribution};
 use crate::record::result::FlowRecord;
 use crate::traffic::Sampler;
 use crate::transport::timing::{DatagramDelays, InterDeparture};
@@ -191,12 +192,15 @@ pub struct DatagramReceiver {
     /// Always 0: datagrams are sent Not-ECT, so no queue marks them.
     pub ce_received: u64,
     delays: DatagramDelays,
+    /// The one-way delay of each datagram received (send to arrival), made when the first
+    /// arrives.
+    delay_histogram: Option<Box<DelayHistogram>>,
 }
 
 impl DatagramReceiver {
-    /// A datagram receiver holds no buffer.
+    /// A datagram receiver holds no buffer; its delay histogram once a datagram arrived.
     pub fn heap_bytes(&self) -> usize {
-        0
+        self.delay_histogram.as_ref().map_or(0, |h| std::mem::size_of::<DelayHistogram>() + h.heap_bytes())
     }
 
     pub fn on_timeout(&mut self, _now: SimTime, _sacks: &mut SackSlab, _out: &mut Vec<Packet>) {}
@@ -206,6 +210,23 @@ impl DatagramReceiver {
     pub fn on_packet(&mut self, now: SimTime, packet: &Packet, _sacks: &mut SackSlab, _out: &mut Vec<Packet>) {
         self.bytes += packet.payload as u64;
         self.delays.arrived(packet, now);
+        let delay_ns = (now - packet.ts_val).as_ns();
+        match &mut self.delay_histogram {
+            Some(histogram) => histogram.record(delay_ns),
+            None => self.first_arrival(delay_ns),
+        }
+    }
+    /// The first datagram: the histogram is made, out of line.
+    #[cold]
+    #[inline(never)]
+    fn first_arrival(&mut self, delay_ns: u64) {
+        let mut histogram = Box::new(DelayHistogram::new());
+        histogram.record(delay_ns);
+        self.delay_histogram = Some(histogram);
+    }
+    /// The distribution of the datagrams' one-way delays; `None` before the first arrived.
+    pub fn one_way_delay(&self) -> Option<Distribution> {
+        self.delay_histogram.as_ref().map(|h| h.distribution())
     }
     /// Sum over the bytes received of their one-way delay (send to arrival), in byte·ps.
     pub fn delay_byte_ps(&self) -> u128 {

@@ -235,6 +235,14 @@ impl Receiver {
     pub fn next_timeout(&self) -> Option<SimTime> {
         receiver_dispatch!(self, r => r.next_timeout())
     }
+    /// A datagram flow's one-way delays (`DatagramReceiver::one_way_delay`); `None` for TCP
+    /// and QUIC, whose delay is their bytes' (`FlowRecord::delivery_delay_byte_ns`).
+    pub fn one_way_delay(&self) -> Option<crate::record::histogram::Distribution> {
+        match self {
+            Receiver::Datagram(r) => r.one_way_delay(),
+            _ => None,
+        }
+    }
     /// Application bytes delivered in order.
     pub fn bytes_delivered(&self) -> u64 {
         receiver_dispatch!(self, r => r.bytes_delivered())

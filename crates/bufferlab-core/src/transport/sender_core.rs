@@ -11,8 +11,9 @@
 //!   [`AckSample`] every ACK ends with (with the ACK's delivery-rate sample) and the hooks it goes to;
 //! - the delivery-rate estimator (draft-cheng-iccrg-delivery-rate-estimation): a snapshot per
 //!   packet sent, a sample per ACK, the application-limited mark (§3.4);
-//! - pacing at the controller's rate (RFC 9002 §7.7, the BBR draft §4.2.1), and the pacer's wakeup
-//!   among the transport's own timers;
+//! - pacing at the controller's rate (RFC 9002 §7.7, the BBR draft §4.2.1), or, for a window-based
+//!   controller with the transport's `pacing` on, at a multiple of cwnd/SRTT ([`WindowPacing`]),
+//!   and the pacer's wakeup among the transport's own timers;
 //! - the record: packets, payload and retransmissions sent, RTT samples, bytes written and
 //!   acknowledged, recovery episodes and their time, the inter-departure EWMA, and the write log
 //!   that one-way delays are computed from (`timing.rs`).
@@ -66,6 +67,27 @@ pub struct AckTally {
     pub ce_marked_bytes: u64,
 }
 
+/// Pacing of a window-based controller by its sender (a controller with a rate of its own, BBR,
+/// paces at that): rate = ratio · max(cwnd, bytes in flight) / SRTT, one ratio in slow start and
+/// one after. Linux's `tcp_update_pacing_rate`: 200 % (`tcp_pacing_ss_ratio`) while
+/// cwnd < ssthresh/2, 120 % (`tcp_pacing_ca_ratio`) after; RFC 9002 §7.7: N = 1.25 throughout.
+/// Before the first RTT sample nothing is paced (Linux waits for SRTT as well).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WindowPacing {
+    pub slow_start: f64,
+    pub avoidance: f64,
+}
+
+impl WindowPacing {
+    /// The pacing rate for a window of `window` bytes (at least the flight), a slow-start
+    /// threshold `ssthresh` and a smoothed RTT `srtt`.
+    pub fn rate(&self, window: u64, ssthresh: u64, srtt: SimTime) -> BitRate {
+        let ratio = if window < ssthresh / 2 { self.slow_start } else { self.avoidance };
+        let bps = ratio * window as f64 * 8.0 / srtt.as_secs_f64().max(1e-12);
+        BitRate((bps as u64).max(1))
+    }
+}
+
 #[derive(Debug)]
 pub struct SenderCore<R> {
     flow: u32,
@@ -75,6 +97,8 @@ pub struct SenderCore<R> {
     /// Delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation).
     pub rate: DeliveryRateEstimator,
     pacer: Pacer,
+    /// The transport's pacing of a window-based controller, if on.
+    window_pacing: Option<WindowPacing>,
     phase: Phase,
     /// When the loss-recovery period under way began.
     recovery_since: Option<SimTime>,
@@ -94,12 +118,32 @@ impl<R: RttEstimate> SenderCore<R> {
             rtt,
             rate: DeliveryRateEstimator::new(),
             pacer: Pacer::new(),
+            window_pacing: None,
             phase: Phase::Idle,
             recovery_since: None,
             idt: InterDeparture::default(),
             write_log: WriteLog::default(),
             record: FlowRecord::default(),
         }
+    }
+
+    /// The core with the transport's pacing of window-based controllers on (`tcp.pacing`,
+    /// `quic.pacing`).
+    pub fn with_window_pacing(mut self, pacing: Option<WindowPacing>) -> Self {
+        self.window_pacing = pacing;
+        self
+    }
+
+    /// The rate packets leave at with `in_flight` bytes out: the controller's own (BBR), else the
+    /// transport's window pacing once SRTT is known; `None`: not paced.
+    #[inline]
+    pub fn pacing_rate(&self, in_flight: u64) -> Option<BitRate> {
+        if let Some(rate) = self.cc.pacing_rate() {
+            return Some(rate);
+        }
+        let pacing = self.window_pacing?;
+        let srtt = self.rtt.srtt()?;
+        Some(pacing.rate(self.cc.window().max(in_flight), self.cc.ssthresh(), srtt))
     }
 
     /// Ask for the lines of the core that an ACK reads (see `TcpSender::prefetch`).
@@ -141,9 +185,10 @@ impl<R: RttEstimate> SenderCore<R> {
     pub fn min_rtt(&self) -> Option<SimTime> {
         self.rtt.min_rtt()
     }
-    /// Pacing rate in bit/s, 0 when the controller does not pace.
+    /// Pacing rate in bit/s (the window's, not the flight's, for window pacing), 0 when the
+    /// sender does not pace.
     pub fn pacing_rate_bps(&self) -> u64 {
-        self.cc.pacing_rate().map_or(0, |r| r.bps())
+        self.pacing_rate(0).map_or(0, |r| r.bps())
     }
     /// The controller's state code (`cc::state`).
     pub fn cc_state(&self) -> u8 {
@@ -309,15 +354,15 @@ impl<R: RttEstimate> SenderCore<R> {
 
     // ----- transmission -----
 
-    /// Whether a packet may leave at `now` under the controller's pacing rate; if not, the pacer
-    /// holds it back and the sender wakes when it may.
-    pub fn pacing_allows(&mut self, now: SimTime) -> bool {
-        let rate = self.cc.pacing_rate();
+    /// Whether a packet may leave at `now`, `in_flight` bytes out, under the pacing rate; if not,
+    /// the pacer holds it back and the sender wakes when it may.
+    pub fn pacing_allows(&mut self, now: SimTime, in_flight: u64) -> bool {
+        let rate = self.pacing_rate(in_flight);
         self.pacing_allows_at(now, rate)
     }
 
-    /// [`SenderCore::pacing_allows`] under the controller's pacing rate `rate`, read beforehand
-    /// (it holds while packets leave: no hook of the controller runs on a send).
+    /// [`SenderCore::pacing_allows`] under the pacing rate `rate`, read beforehand (it holds while
+    /// packets leave: no hook of the controller runs on a send).
     pub fn pacing_allows_at(&mut self, now: SimTime, rate: Option<BitRate>) -> bool {
         self.pacer.allows(now, rate)
     }
@@ -347,13 +392,13 @@ impl<R: RttEstimate> SenderCore<R> {
         self.rate.on_send(now, nothing_in_flight)
     }
 
-    /// A packet of `wire_bytes` leaves at `now`: the next may leave size/rate later
-    /// (draft-cardwell-iccrg-bbr-congestion-control-00 §4.2.1).
-    pub fn pace(&mut self, now: SimTime, wire_bytes: u64) {
-        self.pace_at(now, wire_bytes, self.cc.pacing_rate());
+    /// A packet of `wire_bytes` leaves at `now`, `in_flight` bytes out before it: the next may
+    /// leave size/rate later (draft-cardwell-iccrg-bbr-congestion-control-00 §4.2.1).
+    pub fn pace(&mut self, now: SimTime, wire_bytes: u64, in_flight: u64) {
+        self.pace_at(now, wire_bytes, self.pacing_rate(in_flight));
     }
 
-    /// [`SenderCore::pace`] under the controller's pacing rate `rate`, read beforehand.
+    /// [`SenderCore::pace`] under the pacing rate `rate`, read beforehand.
     pub fn pace_at(&mut self, now: SimTime, wire_bytes: u64, rate: Option<BitRate>) {
         if let Some(rate) = rate {
             self.pacer.on_send(now, wire_bytes, rate);
@@ -521,17 +566,43 @@ mod tests {
     #[test]
     fn a_paced_sender_wakes_for_the_held_packet_before_its_other_timers() {
         let mut c = core(CcaKind::Bbr);
-        assert!(c.pacing_allows(ms(0)));
-        c.pace(ms(0), 1500);
-        assert!(!c.pacing_allows(ms(0)), "the next packet waits a packet time");
+        assert!(c.pacing_allows(ms(0), 0));
+        c.pace(ms(0), 1500, 0);
+        assert!(!c.pacing_allows(ms(0), 1500), "the next packet waits a packet time");
         let release = c.next_wakeup([None, Some(ms(200))]).unwrap();
         assert!(release > ms(0) && release < ms(1) && c.held_packet_due(release));
         c.release_pacing_hold();
         assert_eq!(c.next_wakeup([None, Some(ms(200))]), Some(ms(200)));
         // An unpaced controller never holds a packet back.
         let mut reno = core(CcaKind::Reno);
-        reno.pace(ms(0), 1500);
-        assert!(reno.pacing_allows(ms(0)));
+        reno.pace(ms(0), 1500, 0);
+        assert!(reno.pacing_allows(ms(0), 1500));
+    }
+
+    #[test]
+    fn window_pacing_spaces_a_window_over_srtt_divided_by_its_ratio() {
+        // Reno's initial window (10 × 1000 bytes) at SRTT 40 ms, in slow start (cwnd < ssthresh/2,
+        // ssthresh unset): 2 × 10,000 × 8 / 0.040 = 4 Mb/s, so the window leaves in 20 ms.
+        let linux = WindowPacing { slow_start: 2.0, avoidance: 1.2 };
+        let mut c = core(CcaKind::Reno).with_window_pacing(Some(linux));
+        let window = 10 * MSS as u64;
+        assert_eq!(c.pacing_rate(0), Some(BitRate(4_000_000)));
+        assert_eq!(c.pacing_rate(0).unwrap().transmission_time(window), ms(20));
+        // The flight counts when it exceeds the window (Linux: max(cwnd, packets_out)).
+        assert_eq!(c.pacing_rate(2 * window), Some(BitRate(8_000_000)));
+        // After a reduction (cwnd ≥ ssthresh/2): 1.2 × cwnd / SRTT.
+        c.congestion_event(ms(100), window);
+        c.exit_recovery(ms(140));
+        let cwnd = c.cwnd();
+        assert_eq!(c.pacing_rate(0), Some(BitRate((1.2 * cwnd as f64 * 8.0 / 0.040) as u64)));
+        // BBR paces at its own rate whatever the transport's setting; without SRTT nothing is paced.
+        let bbr = core(CcaKind::Bbr).with_window_pacing(Some(linux));
+        assert_eq!(bbr.pacing_rate(0), bbr.cc.pacing_rate());
+        let unmeasured =
+            SenderCore::new(3, 7, Controller::new(CcaKind::Reno, &ControllerConfig::new(MSS, 10)), Fixed(None))
+                .with_window_pacing(Some(linux));
+        assert_eq!(unmeasured.pacing_rate(0), None);
+        assert_eq!(core(CcaKind::Reno).pacing_rate(0), None, "off unless the transport asks");
     }
 
     #[test]

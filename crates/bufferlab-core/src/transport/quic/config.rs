@@ -2,6 +2,7 @@
 //! the sender, the receiver and the RTT estimator, which all start from them.
 
 use crate::spec::QuicSpec;
+use crate::transport::sender_core::WindowPacing;
 use crate::units::SimTime;
 
 /// RFC 9002 §6.1.2: kTimeThreshold = 9/8, as a ratio.
@@ -32,7 +33,13 @@ pub struct QuicConfig {
     pub packet_threshold: u64,
     /// ECN (RFC 9000 §13.4, RFC 9002 §7.1).
     pub ecn: bool,
+    /// Pacing of window-based controllers, if on (RFC 9002 §7.7).
+    pub pacing: Option<WindowPacing>,
 }
+
+/// RFC 9002 §7.7: N in the pacing rate N · congestion_window / smoothed_rtt, "small, but at least
+/// 1 (for example, 1.25)".
+pub const PACING_N: f64 = 1.25;
 
 impl From<&QuicSpec> for QuicConfig {
     fn from(s: &QuicSpec) -> Self {
@@ -48,6 +55,7 @@ impl From<&QuicSpec> for QuicConfig {
             initial_rtt: SimTime::from_ns(s.initial_rtt_ns),
             packet_threshold: s.packet_threshold as u64,
             ecn: s.ecn,
+            pacing: s.pacing.then_some(WindowPacing { slow_start: PACING_N, avoidance: PACING_N }),
         }
     }
 }

@@ -69,7 +69,7 @@ impl QuicSender {
     pub fn new(flow: u32, receiver_node: u32, config: QuicConfig, cc: Controller, bytes: Option<u64>) -> Self {
         let rtt = QuicRtt::new(config.initial_rtt);
         QuicSender {
-            core: SenderCore::new(flow, receiver_node, cc, rtt),
+            core: SenderCore::new(flow, receiver_node, cc, rtt).with_window_pacing(config.pacing),
             config,
             sent: SentPackets::default(),
             loss_time: None,
@@ -382,8 +382,8 @@ impl QuicSender {
             if !probe && self.sent.in_flight() + size > self.core.cc.window() {
                 break;
             }
-            // RFC 9002 §7.7: pacing, at the controller's rate.
-            if !probe && !self.core.pacing_allows(now) {
+            // RFC 9002 §7.7: pacing, at the controller's rate or at N·cwnd/smoothed_rtt.
+            if !probe && !self.core.pacing_allows(now, self.sent.in_flight()) {
                 break;
             }
             if matches!(source, Source::New) {
@@ -477,7 +477,7 @@ impl QuicSender {
     /// RFC 9002 A.5 OnPacketSent.
     fn push_sent(&mut self, now: SimTime, size: u32, chunk: Chunk, initial: bool) -> u64 {
         let tx = self.core.snapshot_for_send(now, self.sent.in_flight() == 0);
-        self.core.pace(now, (size + self.config.lower_layer) as u64);
+        self.core.pace(now, (size + self.config.lower_layer) as u64, self.sent.in_flight());
         self.time_of_last_ack_eliciting = now;
         self.sent.push(now, size, chunk, initial, tx)
     }

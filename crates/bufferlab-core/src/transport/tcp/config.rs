@@ -2,6 +2,7 @@
 //! the test bench, which all start from it.
 
 use crate::spec::{RecoveryKind, RtoKind, SsthreshBasis, TcpEcn, TcpSpec};
+use crate::transport::sender_core::WindowPacing;
 use crate::units::SimTime;
 
 /// Extra bytes a SYN or SYN-ACK carries for the MSS, SACK-permitted and window-scale options
@@ -31,6 +32,8 @@ pub struct TcpConfig {
     pub ssthresh_from: SsthreshBasis,
     /// ECN and its feedback mode (RFC 3168 §6.1; RFC 8257 §3.2).
     pub ecn: TcpEcn,
+    /// Linux's pacing of window-based controllers, if on.
+    pub pacing: Option<WindowPacing>,
 }
 
 impl From<&TcpSpec> for TcpConfig {
@@ -53,6 +56,7 @@ impl From<&TcpSpec> for TcpConfig {
             rack: s.rack && s.sack,
             ssthresh_from: s.ssthresh_from,
             ecn: s.ecn,
+            pacing: s.pacing.then_some(WindowPacing { slow_start: s.pacing_ss_ratio, avoidance: s.pacing_ca_ratio }),
         }
     }
 }

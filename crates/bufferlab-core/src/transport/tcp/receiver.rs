@@ -212,7 +212,9 @@ impl TcpReceiver {
                 }
                 self.echo |= ce;
             }
-            TcpEcn::Dctcp => {
+            // RFC 9331 §4.2 asks an L4S receiver for accurate feedback (AccECN); DCTCP's
+            // per-segment echo stands in for it until this engine has AccECN.
+            TcpEcn::Dctcp | TcpEcn::L4s => {
                 if ce != self.echo {
                     // RFC 8257 §3.2: the CE state changes. The segments received before this one
                     // and not yet acknowledged are acknowledged at once, with the old state's ECE,
@@ -533,10 +535,22 @@ mod tests {
         //   6 N       -> the state changes: ACK 601 at once with ECE (segment 5)
         //   7 N       -> ACK 801 without ECE (segments 6 and 7)
         // and CWR changes nothing (DCTCP's receiver does not wait for it).
-        let (mut r, syn_ack) = ecn_receiver(TcpEcn::Dctcp, ECN_SETUP_SYN);
+        dctcp_echo_of(TcpEcn::Dctcp, Ecn::Ect0);
+    }
+
+    #[test]
+    fn an_l4s_receiver_echoes_each_acks_ce_state_as_dctcps() {
+        // RFC 9331 §4.2: accurate feedback; DCTCP's per-segment echo stands in for AccECN. The
+        // unmarked segments are ECT(1), as an L4S sender sends them.
+        dctcp_echo_of(TcpEcn::L4s, Ecn::Ect1);
+    }
+
+    /// The echo sequence of the DCTCP test for a receiver in `mode` fed unmarked segments `ect`.
+    fn dctcp_echo_of(mode: TcpEcn, ect: Ecn) {
+        let (mut r, syn_ack) = ecn_receiver(mode, ECN_SETUP_SYN);
         assert!(syn_ack.has(flags::ECE));
         let (mut out, mut sacks) = (Vec::new(), SackSlab::default());
-        let states = [Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ce, Ecn::Ce, Ecn::Ce, Ecn::Ect0, Ecn::Ect0];
+        let states = [ect, ect, ect, Ecn::Ce, Ecn::Ce, Ecn::Ce, ect, ect];
         for (k, ecn) in states.into_iter().enumerate() {
             r.on_packet(SimTime::ZERO, &marked(k as u64, ecn, flags::CWR), &mut sacks, &mut out);
         }

@@ -101,7 +101,7 @@ impl TcpSender {
     pub fn new(flow: u32, receiver_node: u32, config: TcpConfig, cc: Controller, bytes: Option<u64>) -> Self {
         let rtt = RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto, config.rto);
         TcpSender {
-            core: SenderCore::new(flow, receiver_node, cc, rtt),
+            core: SenderCore::new(flow, receiver_node, cc, rtt).with_window_pacing(config.pacing),
             scoreboard: Scoreboard::new(config.mss, config.dupthresh, config.rack),
             config,
             // The first data byte is sequence number 1 (the SYN takes 0).
@@ -517,7 +517,8 @@ impl TcpSender {
         let data_end = self.stream_end.unwrap_or(u64::MAX);
         let len = (data_end.saturating_sub(self.snd_nxt)).min(self.config.mss as u64);
         if len > 0 && self.rwnd_allows(len) {
-            self.send_new_segment(now, len, self.core.cc.pacing_rate(), out);
+            let pacing_rate = self.core.pacing_rate(self.pipe());
+            self.send_new_segment(now, len, pacing_rate, out);
             self.tlp_episode = Some(LossProbe { end_seq: self.snd_nxt, retransmission: false });
         } else if let Some(i) = self.scoreboard.last_index() {
             let last = *self.scoreboard.get(i);
@@ -756,7 +757,7 @@ impl TcpSender {
         // No hook of the controller runs while segments leave: its window and pacing rate hold
         // for the whole call, read once rather than once per segment.
         let cwnd = self.core.cc.window();
-        let pacing_rate = self.core.cc.pacing_rate();
+        let pacing_rate = self.core.pacing_rate(self.pipe());
         let mut sent_new = false;
         loop {
             // NextSeg() rule 1: a lost segment; otherwise rule 2: new data.
@@ -843,9 +844,9 @@ impl TcpSender {
         let wire_bytes = self.config.header_bytes + payload + options;
         let mut packet = self.core.packet(now, tcp_flags, seq, payload, wire_bytes, retransmission);
         // RFC 3168 §6.1.4-6.1.5: data segments are ECT(0); the SYN, pure control segments and
-        // retransmissions are not.
+        // retransmissions are not. An L4S sender's are ECT(1), the L4S identifier (RFC 9331 §4.1).
         if self.ecn && payload > 0 && !retransmission {
-            packet.ecn = Ecn::Ect0;
+            packet.ecn = if self.config.ecn == TcpEcn::L4s { Ecn::Ect1 } else { Ecn::Ect0 };
             if self.cwr_pending {
                 // §6.1.2: CWR on the first new data segment after the reduction.
                 packet.flags |= flags::CWR;
@@ -1055,7 +1056,12 @@ mod tests {
     /// A Reno sender with `tcp.ecn = "classic"` after its SYN and an ECN-setup SYN-ACK
     /// (`syn_ack_flags`), with the SYN and the segments it sent.
     fn ecn_sender(syn_ack_flags: u8) -> (TcpSender, Packet, Vec<Packet>) {
-        let config = TcpConfig::from(&TcpSpec { mss: MSS as u32, ecn: TcpEcn::Classic, ..TcpSpec::default() });
+        ecn_sender_in(TcpEcn::Classic, syn_ack_flags)
+    }
+
+    /// As [`ecn_sender`], with `tcp.ecn = mode`.
+    fn ecn_sender_in(mode: TcpEcn, syn_ack_flags: u8) -> (TcpSender, Packet, Vec<Packet>) {
+        let config = TcpConfig::from(&TcpSpec { mss: MSS as u32, ecn: mode, ..TcpSpec::default() });
         let cc = Controller::new(CcaKind::Reno, &ControllerConfig::new(config.mss, config.initial_window));
         let mut s = TcpSender::new(0, 1, config, cc, None);
         let mut out = Vec::new();
@@ -1068,6 +1074,17 @@ mod tests {
 
     fn ece(ack: u64) -> Packet {
         Packet { flags: flags::ACK | flags::ECE, ..ack_packet(ack, &[]) }
+    }
+
+    #[test]
+    fn an_l4s_sender_negotiates_ecn_and_sends_new_data_ect1() {
+        // RFC 9331 §4.1: ECT(1), the L4S identifier, on new data; the SYN as RFC 3168's.
+        let (_, syn, data) = ecn_sender_in(TcpEcn::L4s, flags::SYN | flags::ACK | flags::ECE);
+        assert!(syn.has(flags::ECE) && syn.has(flags::CWR) && syn.ecn == Ecn::NotEct);
+        assert_eq!(data.len(), 10);
+        assert!(data.iter().all(|p| p.ecn == Ecn::Ect1));
+        let (_, _, data) = ecn_sender_in(TcpEcn::L4s, flags::SYN | flags::ACK);
+        assert!(data.iter().all(|p| p.ecn == Ecn::NotEct), "no ECN without the peer's agreement");
     }
 
     #[test]

@@ -16,7 +16,10 @@ from bufferlab.pipeline.result import EngineResult
 from bufferlab.spec import Scenario
 from conftest import SMALL_DUMBBELL, bufferlab
 
-CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "dctcp", "vegas")
+CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "bbr3", "dctcp", "vegas")
+# The controllers that pace, and the state codes of each (cc/contract.rs, `state`).
+PACED = ("bbr", "bbr3")
+STATE_CODES = {"bbr3": {0, 1, 3, 4, 5, 6, 7}}
 # What a controller needs of its TCP: DCTCP the per-packet ECN echo (over SMALL_DUMBBELL's FIFO,
 # which drops, it answers losses only).
 NEEDS = {"dctcp": 'tcp = { ecn = "dctcp" }'}
@@ -45,10 +48,10 @@ def test_each_controller_records_pacing_state_and_delivery_rate(cca: str) -> Non
     ts = series(result)
     for column in ("pacing_rate_bps", "cc_state", "delivery_rate_bps"):
         assert ts[column].shape == ts["cwnd_bytes"].shape and ts[column].dtype == np.uint64
-    # Only BBR paces; every controller's state is one of its four codes.
-    assert (ts["pacing_rate_bps"] > 0).all() == (cca == "bbr")
-    assert (ts["pacing_rate_bps"] == 0).all() == (cca != "bbr")
-    assert set(ts["cc_state"].ravel().tolist()) <= {0, 1, 2, 3}
+    # Only BBR and BBRv3 pace; every controller's state is one of its codes.
+    assert (ts["pacing_rate_bps"] > 0).all() == (cca in PACED)
+    assert (ts["pacing_rate_bps"] == 0).all() == (cca not in PACED)
+    assert set(ts["cc_state"].ravel().tolist()) <= STATE_CODES.get(cca, {0, 1, 2, 3})
     # Two flows on 10 Mb/s: every rate sample is below the link rate, and a flow's samples
     # average a fair part of it.
     rates = ts["delivery_rate_bps"]
@@ -63,6 +66,20 @@ def test_bbr_leaves_startup_and_paces_near_the_link_rate() -> None:
     # 0 Startup, 1 Drain, 2 ProbeBW: after a second both flows are probing bandwidth.
     assert (ts["cc_state"][:, 0] == 0).all() and (ts["cc_state"][:, -1] == 2).all()
     assert 2e6 < ts["pacing_rate_bps"][:, -1].sum() < 15e6
+
+
+def test_bbr3_leaves_startup_and_cycles_through_probe_bw() -> None:
+    result, _ = runner.simulate(Scenario.from_toml_text(with_controller("bbr3")))
+    ts = series(result)
+    # 0 Startup; from 2 up the flow has left Startup and Drain (4-7 the ProbeBW phases).
+    states = ts["cc_state"]
+    assert (states[:, 0] == 0).all() and (states[:, -1] >= 2).all()
+    assert 2e6 < ts["pacing_rate_bps"][:, -1].sum() < 15e6
+
+
+@pytest.mark.parametrize("name", ["bbrv3", "BBR3", "TcpBbrV3"])
+def test_bbrv3_spellings_select_bbr3(name: str) -> None:
+    assert Scenario.from_toml_text(with_controller(name)).to_engine()["flows"][0]["cca"] == "bbr3"
 
 
 def test_hystart_can_be_switched_off_per_flow() -> None:
@@ -98,15 +115,15 @@ def test_rto_rack_and_ca_increase_refuse_unknown_values(option: str, value: str)
 
 def test_ccperf_names_select_the_controllers_and_the_store_keeps_their_series(db) -> None:
     args = ["ccperf", "--bw=20Mbps", "--rtts=20ms,20ms,20ms,20ms,20ms", "--qlen=30p", "--stop-time=1s",
-            "--algs=TcpNewReno,TcpCubic,TcpHighSpeed,TcpBbr,TcpVegas", "--db", str(db), "--json"]
+            "--algs=TcpNewReno,TcpCubic,TcpHighSpeed,TcpBbr,TcpBbrV3,TcpVegas", "--db", str(db), "--json"]
     proc = bufferlab(*args)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     con = duckdb.connect(str(db), read_only=True)
     spec = json.loads(con.execute("SELECT spec_json FROM runs WHERE run_id = ?", [summary["run_id"]]).fetchone()[0])
-    assert [f["cca"] for f in spec["flows"]] == ["reno", "cubic", "highspeed", "bbr", "vegas"]
+    assert [f["cca"] for f in spec["flows"]] == ["reno", "cubic", "highspeed", "bbr", "bbr3", "vegas"]
     rows = con.execute("SELECT flow, max(pacing_rate_bps), max(cc_state), max(delivery_rate_bps) "
                        "FROM flow_timeseries WHERE run_id = ? GROUP BY flow ORDER BY flow",
                        [summary["run_id"]]).fetchall()
-    assert [r[1] > 0 for r in rows] == [False, False, False, True, False]
-    assert all(r[2] <= 3 and r[3] > 0 for r in rows)
+    assert [r[1] > 0 for r in rows] == [False, False, False, True, True, False]
+    assert all(r[2] <= 7 and r[3] > 0 for r in rows)

@@ -79,8 +79,10 @@ impl ScenarioSpec {
     /// that draws none runs identically under every seed. Keep this beside every new stream.
     pub fn draws_random_numbers(&self) -> bool {
         let lossy = self.links.iter().any(|l| l.loss > 0.0 || l.loss_model.is_some());
-        let random_flow =
-            self.flows.iter().any(|f| f.cca == CcaKind::Bbr || matches!(f.traffic, TrafficSpec::OnOff { .. }));
+        let random_flow = self
+            .flows
+            .iter()
+            .any(|f| matches!(f.cca, CcaKind::Bbr | CcaKind::Bbr3) || matches!(f.traffic, TrafficSpec::OnOff { .. }));
         // Blind-SplitBuff maps flows to sub-buffers by a key drawn from the seed; RED, PIE and
         // DualPI2 drop or mark at random.
         let random_queue = self.links.iter().any(|l| {
@@ -452,6 +454,9 @@ pub enum CcaKind {
     HighSpeed,
     /// BBR v1, draft-cardwell-iccrg-bbr-congestion-control-00 (paced).
     Bbr,
+    /// BBR version 3, draft-ietf-ccwg-bbr-06 (paced); "bbrv3" is the same.
+    #[serde(alias = "bbrv3")]
+    Bbr3,
     /// Data Center TCP, RFC 8257: a window reduction scaled by the fraction of bytes CE-marked.
     /// Needs a TCP flow with the per-packet ECN echo (`tcp.ecn = "dctcp"`).
     Dctcp,

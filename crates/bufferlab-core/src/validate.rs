@@ -6,8 +6,8 @@ use crate::limits::MAX_TIME_NS;
 use crate::net::packet::MAX_SACK_BLOCKS;
 use crate::net::routing::{Hop, RoutingTable};
 use crate::spec::{
-    CcaKind, Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpEcn, TcpSpec,
-    TrafficSpec, TransportKind,
+    CcaKind, Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpEcn,
+    TcpSpec, TrafficSpec, TransportKind,
 };
 use crate::traffic::Distribution;
 use crate::transport::datagram::DATAGRAM_HEADER_BYTES;
@@ -664,12 +664,20 @@ fn check_pacing_ratios(field: &dyn Fn(&str) -> String, slow_start: f64, avoidanc
 /// that echo. RFC 3168's echo (ECE from a CE arrival until CWR) would count every byte of a
 /// marked window as marked, and QUIC's ACK frames count CE packets, which the engine's QUIC
 /// sender does not turn into bytes; without ECN there is nothing to estimate from.
-fn check_controller_feedback(at: Field<'_>, cca: CcaKind, transport: TransportKind, tcp: &TcpSpec) -> Result<(), EngineError> {
+fn check_controller_feedback(
+    at: Field<'_>,
+    cca: CcaKind,
+    transport: TransportKind,
+    tcp: &TcpSpec,
+) -> Result<(), EngineError> {
     if cca != CcaKind::Dctcp {
         return Ok(());
     }
     if transport == TransportKind::Quic {
-        return Err(err(format!("{at}.transport"), "DCTCP needs TCP's per-packet ECN echo; QUIC's ACKs count CE packets"));
+        return Err(err(
+            format!("{at}.transport"),
+            "DCTCP needs TCP's per-packet ECN echo; QUIC's ACKs count CE packets",
+        ));
     }
     // Every ECN mode whose receiver echoes each segment's CE state (RFC 8257 §3.2) belongs here.
     let per_packet_echo = match tcp.ecn {
@@ -677,7 +685,10 @@ fn check_controller_feedback(at: Field<'_>, cca: CcaKind, transport: TransportKi
         TcpEcn::Off | TcpEcn::Classic => false,
     };
     if !per_packet_echo {
-        return Err(err(format!("{at}.tcp.ecn"), "DCTCP needs ECN with per-packet echo: set tcp.ecn = \"dctcp\" (or \"l4s\")"));
+        return Err(err(
+            format!("{at}.tcp.ecn"),
+            "DCTCP needs ECN with per-packet echo: set tcp.ecn = \"dctcp\" (or \"l4s\")",
+        ));
     }
     Ok(())
 }

@@ -182,7 +182,7 @@ fn finite_flow_delivers_every_byte_under_each_recovery_mode() {
 
 #[test]
 fn every_controller_delivers_a_finite_transfer_under_loss_with_each_recovery_mode() {
-    for cca in [CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr, CcaKind::Dctcp, CcaKind::Vegas] {
+    for cca in [CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr, CcaKind::Bbr3, CcaKind::Dctcp, CcaKind::Vegas] {
         // DCTCP needs the per-packet ECN echo; the FIFO drops, so it answers losses only.
         let ecn = if cca == CcaKind::Dctcp { TcpEcn::Dctcp } else { TcpEcn::Off };
         for (name, tcp) in [

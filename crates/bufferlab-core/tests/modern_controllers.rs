@@ -119,7 +119,8 @@ fn jain_after(result: &RunResult, from_ns: u64) -> f64 {
     let ts = result.timeseries.as_ref().expect("sampled");
     let first = ts.time_ns.iter().position(|&t| t >= from_ns).expect("samples after the warm-up");
     let last = ts.time_ns.len() - 1;
-    let x: Vec<f64> = (0..ts.flows.len()).map(|r| (ts.acked_bytes[r][last] - ts.acked_bytes[r][first]) as f64).collect();
+    let x: Vec<f64> =
+        (0..ts.flows.len()).map(|r| (ts.acked_bytes[r][last] - ts.acked_bytes[r][first]) as f64).collect();
     let sum: f64 = x.iter().sum();
     sum * sum / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
 }

@@ -35,7 +35,7 @@ CCPERF_FLAGS: dict[str, str] = {
     "qlen": "bottleneck FIFO limit, e.g. 10p or 100KB",
     "qdisc": "bottleneck queue discipline: FifoQueueDisc",
     "loss": "random loss probability on the bottleneck link, e.g. 0.0",
-    "algs": "per-flow congestion controllers: TcpNewReno, TcpReno, TcpCubic, TcpHighSpeed, TcpBbr, TcpVegas",
+    "algs": "per-flow congestion controllers: TcpNewReno, TcpReno, TcpCubic, TcpHighSpeed, TcpBbr, TcpBbrV3, TcpVegas",
     "recoveries": "per-flow loss recovery: TcpPrrRecovery, TcpClassicRecovery",
     "protocols": "per-flow transport: TCP",
     "sources": "per-flow source host names (default src_0, src_1, ...)",

@@ -277,14 +277,16 @@ LossModelField = Annotated[LossModel, Parsed(parse_loss_model, _loss_model_out, 
 # User-facing controller names -> the engine's CcaKind. NewReno (RFC 6582) is Reno's loss
 # recovery when SACK is off, so both names select the engine's one AIMD controller ("reno").
 # ccperf / ns-3 spell them TcpNewReno, TcpReno, TcpCubic, TcpHighSpeed, TcpBbr (seed 001),
-# TcpDctcp and TcpVegas; matching is case-insensitive.
+# TcpDctcp and TcpVegas; ns-3 has no BBRv3, whose ccperf spelling here is TcpBbrV3. Matching is
+# case-insensitive.
 _CONTROLLERS = {"reno": "reno", "newreno": "reno", "tcpreno": "reno", "tcpnewreno": "reno",
                 "cubic": "cubic", "tcpcubic": "cubic",
                 "highspeed": "highspeed", "hstcp": "highspeed", "tcphighspeed": "highspeed",
                 "bbr": "bbr", "tcpbbr": "bbr",
+                "bbr3": "bbr3", "bbrv3": "bbr3", "tcpbbrv3": "bbr3", "tcpbbr3": "bbr3",
                 "dctcp": "dctcp", "tcpdctcp": "dctcp",
                 "vegas": "vegas", "tcpvegas": "vegas"}
-KNOWN_CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "dctcp", "vegas")
+KNOWN_CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "bbr3", "dctcp", "vegas")
 
 _RECOVERIES = {"prr": "prr", "tcpprrrecovery": "prr", "classic": "classic", "tcpclassicrecovery": "classic"}
 KNOWN_RECOVERIES = ("prr", "classic")

@@ -53,6 +53,7 @@ GOLDENS: dict[str, dict[str, Any]] = {
     "cubic": _dumbbell("cubic", cca="cubic"),
     "highspeed": _dumbbell("highspeed", cca="highspeed", queue="200p"),
     "bbr": _dumbbell("bbr", cca="bbr", queue="200p"),
+    "bbr3": _dumbbell("bbr3", cca="bbr3", queue="200p"),
     # DCTCP through a step marker at K = 20 packets (RED on the instantaneous queue, every ECT
     # arrival above K marked: docs/engine/index.md), Vegas through a deep FIFO.
     "dctcp": _dumbbell("dctcp", cca="dctcp", flow_defaults={"tcp": {"ecn": "dctcp"}},

@@ -84,6 +84,17 @@ pub mod state {
     pub const BBR_DRAIN: u8 = 1;
     pub const BBR_PROBE_BW: u8 = 2;
     pub const BBR_PROBE_RTT: u8 = 3;
+
+    /// BBRv3 states (draft-ietf-ccwg-bbr-06 §5.1.1). Startup, Drain and ProbeRTT keep BBR v1's
+    /// codes; the four ProbeBW phases have their own, so that every code from 2 up means the
+    /// flow has left Startup and Drain.
+    pub const BBR3_STARTUP: u8 = 0;
+    pub const BBR3_DRAIN: u8 = 1;
+    pub const BBR3_PROBE_RTT: u8 = 3;
+    pub const BBR3_PROBE_BW_DOWN: u8 = 4;
+    pub const BBR3_PROBE_BW_CRUISE: u8 = 5;
+    pub const BBR3_PROBE_BW_REFILL: u8 = 6;
+    pub const BBR3_PROBE_BW_UP: u8 = 7;
 }
 
 pub trait CongestionController {

@@ -20,6 +20,7 @@
 //! which case the sender sends while pipe < `window()` (BBR's packet conservation).
 
 pub mod bbr;
+pub mod bbr3;
 pub mod contract;
 pub mod cubic;
 pub mod dctcp;
@@ -32,6 +33,7 @@ use crate::spec::CcaKind;
 use crate::units::{BitRate, SimTime};
 
 pub use bbr::Bbr;
+pub use bbr3::Bbr3;
 pub use contract::{state, AckSample, CongestionController, ControllerConfig, ControllerMetrics};
 pub use cubic::Cubic;
 pub use dctcp::Dctcp;
@@ -50,6 +52,9 @@ pub enum Controller {
     Cubic(Cubic),
     HighSpeed(HighSpeed),
     Bbr(Bbr),
+    /// Boxed: BBRv3's model is about 600 bytes, and inline it would grow every flow's sender,
+    /// whatever its controller, by the difference.
+    Bbr3(Box<Bbr3>),
     Dctcp(Dctcp),
     Vegas(Vegas),
 }
@@ -63,6 +68,7 @@ impl Controller {
             CcaKind::Cubic => Controller::Cubic(Cubic::new(config)),
             CcaKind::HighSpeed => Controller::HighSpeed(HighSpeed::new(config.mss, config.initial_window_segments)),
             CcaKind::Bbr => Controller::Bbr(Bbr::new(config)),
+            CcaKind::Bbr3 => Controller::Bbr3(Box::new(Bbr3::new(config))),
             CcaKind::Dctcp => Controller::Dctcp(Dctcp::from_config(config)),
             CcaKind::Vegas => Controller::Vegas(Vegas::from_config(config)),
         }
@@ -76,6 +82,7 @@ macro_rules! dispatch {
             Controller::Cubic($c) => $body,
             Controller::HighSpeed($c) => $body,
             Controller::Bbr($c) => $body,
+            Controller::Bbr3($c) => $body,
             Controller::Dctcp($c) => $body,
             Controller::Vegas($c) => $body,
         }

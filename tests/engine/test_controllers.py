@@ -114,7 +114,7 @@ def test_rto_rack_and_ca_increase_refuse_unknown_values(option: str, value: str)
 
 
 def test_ccperf_names_select_the_controllers_and_the_store_keeps_their_series(db) -> None:
-    args = ["ccperf", "--bw=20Mbps", "--rtts=20ms,20ms,20ms,20ms,20ms", "--qlen=30p", "--stop-time=1s",
+    args = ["ccperf", "--bw=20Mbps", "--rtts=20ms,20ms,20ms,20ms,20ms,20ms", "--qlen=30p", "--stop-time=1s",
             "--algs=TcpNewReno,TcpCubic,TcpHighSpeed,TcpBbr,TcpBbrV3,TcpVegas", "--db", str(db), "--json"]
     proc = bufferlab(*args)
     assert proc.returncode == 0, proc.stderr

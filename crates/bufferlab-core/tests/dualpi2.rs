@@ -74,7 +74,7 @@ fn ect0(_: usize) -> TcpEcn {
 
 /// Every other flow L4S.
 fn half_l4s(i: usize) -> TcpEcn {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         TcpEcn::L4s
     } else {
         TcpEcn::Off

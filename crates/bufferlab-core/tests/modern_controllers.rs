@@ -28,7 +28,7 @@ const US: u64 = 1_000;
 /// Full-sized segments on the wire: MSS 1448 + 52 header bytes.
 const PACKET_BYTES: f64 = 1500.0;
 
-/// `n` greedy `cca` flows started 1 ms apart across a bottleneck of `rate_bps` and the queue
+/// `n` greedy flows of `(cca, tcp)` started 1 ms apart across a bottleneck of `rate_bps` and the queue
 /// `buffer`; each host reaches its router in 1/10 of the bottleneck's one-way delay at 10 times
 /// its rate, so that the two-way propagation delay is `rtt_ns`. The bottleneck's forward channel
 /// (series row 0) and every flow are sampled every `sample_ns`.
@@ -37,8 +37,7 @@ fn dumbbell(
     rate_bps: u64,
     rtt_ns: u64,
     buffer: QueueSpec,
-    cca: CcaKind,
-    tcp: TcpSpec,
+    (cca, tcp): (CcaKind, TcpSpec),
     duration_ns: u64,
     sample_ns: u64,
 ) -> ScenarioSpec {
@@ -145,7 +144,15 @@ fn dctcp_against_the_analysis(c: DctcpCase) {
     let (q_max, q_min) = (k as f64 + n, k as f64 + n - amplitude);
     let tcp = TcpSpec { ecn: TcpEcn::Dctcp, ..TcpSpec::default() };
     let spec = |duration_ns| {
-        dumbbell(c.flows, c.rate_bps, c.rtt_ns, step_marking(k), CcaKind::Dctcp, tcp.clone(), duration_ns, c.sample_ns)
+        dumbbell(
+            c.flows,
+            c.rate_bps,
+            c.rtt_ns,
+            step_marking(k),
+            (CcaKind::Dctcp, tcp.clone()),
+            duration_ns,
+            c.sample_ns,
+        )
     };
     let result = run(&spec(c.duration_ns)).unwrap();
     // The same run stopped at the end of the warm-up: what it counted is the warm-up's share
@@ -235,7 +242,7 @@ fn vegas_steady_state(tcp: TcpSpec, together: bool, buffer: u64) {
     let n = 4;
     let (duration, warm_up) = (40 * SEC, 15 * SEC);
     let mut spec =
-        dumbbell(n, 100_000_000, 100 * MS, QueueSpec::fifo_packets(buffer), CcaKind::Vegas, tcp, duration, 10 * MS);
+        dumbbell(n, 100_000_000, 100 * MS, QueueSpec::fifo_packets(buffer), (CcaKind::Vegas, tcp), duration, 10 * MS);
     if together {
         spec.flows.iter_mut().for_each(|f| f.start_ns = 0);
     }

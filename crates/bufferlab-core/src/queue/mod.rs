@@ -42,8 +42,10 @@ pub enum Queue {
     CoDel(CoDel),
     /// FQ-CoDel (RFC 8290): flow queues served by DRR++, CoDel on each.
     FqCodel(FqCodel),
-    /// DualPI2 (RFC 9332): L4S and Classic queues coupled by one PI2 controller.
-    DualPi2(DualPi2),
+    /// DualPI2 (RFC 9332): L4S and Classic queues coupled by one PI2 controller. Boxed: its two
+    /// queues and controller are about 500 bytes, and inline they would double every channel's
+    /// queue, whatever its discipline.
+    DualPi2(Box<DualPi2>),
 }
 
 impl Queue {
@@ -180,7 +182,7 @@ impl Queue {
                 classic_protection,
                 drop_on_overload,
                 ..
-            } => Queue::DualPi2(DualPi2::new(
+            } => Queue::DualPi2(Box::new(DualPi2::new(
                 DualPi2Config {
                     limit_packets: limit_packets.expect("validated: a limit in packets"),
                     target: SimTime::from_ns(*target_ns),
@@ -198,7 +200,7 @@ impl Queue {
                     drop_on_overload: *drop_on_overload,
                 },
                 seed,
-            )),
+            ))),
             QueueSpec::CoDel { limit_packets, limit_bytes, target_ns, interval_ns, ecn, control_law } => {
                 let params = CodelParams {
                     target: SimTime::from_ns(*target_ns),

@@ -287,15 +287,7 @@ fn bbr_over_quic_fills_the_link_with_a_short_queue() {
 
 #[test]
 fn every_controller_is_deterministic_and_conserves_packets() {
-    let every = [
-        CcaKind::Reno,
-        CcaKind::Cubic,
-        CcaKind::HighSpeed,
-        CcaKind::Bbr,
-        CcaKind::Bbr3,
-        CcaKind::Dctcp,
-        CcaKind::Vegas,
-    ];
+    let every = EVERY_CONTROLLER;
     for transport in [TransportKind::Tcp, TransportKind::Quic] {
         // DCTCP needs TCP's per-packet ECN echo (over a dropping FIFO it answers losses only).
         for cca in every.into_iter().filter(|&c| c != CcaKind::Dctcp || transport == TransportKind::Tcp) {

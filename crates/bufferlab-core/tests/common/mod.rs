@@ -6,6 +6,10 @@ use bufferlab_core::spec::*;
 pub const MS: u64 = 1_000_000;
 pub const SEC: u64 = 1_000_000_000;
 
+/// Every congestion controller the engine has, for the tests that run each of them.
+pub const EVERY_CONTROLLER: [CcaKind; 7] =
+    [CcaKind::Reno, CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr, CcaKind::Bbr3, CcaKind::Dctcp, CcaKind::Vegas];
+
 /// Queue deep enough never to drop: for links that are not under test.
 pub fn deep() -> QueueSpec {
     QueueSpec::fifo_packets(1_000_000)

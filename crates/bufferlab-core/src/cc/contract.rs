@@ -155,6 +155,12 @@ pub trait CongestionController {
         None
     }
 
+    /// The controller's estimate of the fraction of its bytes that met ECN congestion marks,
+    /// for controllers that keep one (DCTCP's α, RFC 8257 §3.3); `None` for the others.
+    fn ecn_alpha(&self) -> Option<f64> {
+        None
+    }
+
     /// The state code recorded in the time series (see [`state`]).
     fn state(&self) -> u8 {
         state::SLOW_START

@@ -157,6 +157,10 @@ impl CongestionController for Dctcp {
         self.reno.on_repeated_timeout(now);
     }
 
+    fn ecn_alpha(&self) -> Option<f64> {
+        Some(self.alpha)
+    }
+
     fn state(&self) -> u8 {
         self.reno.state()
     }
@@ -284,6 +288,7 @@ mod tests {
         // With α = 1/4 the window loses an eighth.
         let mut d = Dctcp::new(MSS as u32, 80);
         d.alpha = 0.25;
+        assert_eq!(d.ecn_alpha(), Some(0.25), "the α the time series records");
         d.on_ecn_congestion_event(SimTime::ZERO, 80 * MSS);
         d.on_ack_processed(&AckSample::default());
         assert_eq!(d.window(), 70 * MSS);

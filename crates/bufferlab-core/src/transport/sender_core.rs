@@ -194,6 +194,10 @@ impl<R: RttEstimate> SenderCore<R> {
     pub fn cc_state(&self) -> u8 {
         self.cc.state()
     }
+    /// The controller's ECN fraction estimate (DCTCP's α), for controllers that keep one.
+    pub fn ecn_alpha(&self) -> Option<f64> {
+        self.cc.ecn_alpha()
+    }
     /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
     pub fn delivery_rate_bps(&self) -> u64 {
         self.rate.latest_rate_bps()

@@ -57,6 +57,11 @@ leaves by `cli.app.exit_now`. The steps run one after the other on the main thre
 runs them (an older checkout given as --baseline is measured the same way, in one process, with
 none of the helper threads or processes its command may have had: see its whole-process figures).
 
+--idle-flows: memory per additional idle flow through the whole command: the peak resident memory
+of `bufferlab run` into a new store with 1,000 and with 10,000 flows that start in the last
+millisecond of a 10 s run (built, planned, stored; never sending), with time series sampled every
+100 ms and without; the difference divided by 9,000 against the target of 2 kB per flow.
+
 --baseline PYTHON: the same figures for another checkout's interpreter (e.g. main's venv), in
 the same run, so the before and after are taken under the same load.
 
@@ -110,6 +115,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import tomli_w
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "scenarios" / "dumbbell.toml"
@@ -367,14 +374,37 @@ def stages(repetitions: int, overrides: tuple[str, ...] = (), pythons: tuple[str
     return best
 
 
-def _peak_rss(overrides: tuple[str, ...], db: Path) -> int:
-    """Peak resident bytes of one `bufferlab run` of the reference dumbbell with `overrides`."""
+def _peak_rss(overrides: tuple[str, ...], db: Path, scenario: Path = REFERENCE) -> int:
+    """Peak resident bytes of one `bufferlab run` of `scenario` (the reference dumbbell) with `overrides`."""
     sets = [arg for o in overrides for arg in ("--set", o)]
     code = ("import resource, sys\nfrom bufferlab.cli import main\n"
-            f"status = main(['run', {str(REFERENCE)!r}, '--db', {str(db)!r}, '--json', *{sets!r}])\n"
+            f"status = main(['run', {str(scenario)!r}, '--db', {str(db)!r}, '--json', *{sets!r}])\n"
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    if not db.exists():
+        sys.exit(f"bench_pipeline: the run of {scenario} stored nothing:\n{out.stderr}")
     return int(out.stderr.strip().splitlines()[-1]) * 1024  # Linux reports kB
+
+
+def idle_flows_case(flows: int) -> dict[str, Any]:
+    """`flows` NewReno flows on a 10 s dumbbell that start 1 ms before the end: what a run holds
+    for flows that are there but idle (not yet started, as the finished ones of a long run)."""
+    return {"name": f"idle_{flows}", "seed": 1, "duration": "10s", "sample_interval": "100ms",
+            "topology": {"kind": "dumbbell", "flows": flows, "bottleneck_rate": "1Gbps", "queue": "1000p",
+                         "rtt": "40ms"},
+            "flow_defaults": {"cca": "newreno", "traffic": "greedy", "start": "9.999s"}}
+
+
+def idle_flow_bytes(sampled: bool, small: int = 1_000, large: int = 10_000) -> float:
+    """Peak resident bytes of a whole `bufferlab run` per additional idle flow (`idle_flows_case`)."""
+    overrides = () if sampled else ("sample_interval=off",)
+    peaks = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for flows in (small, large):
+            spec = Path(tmp) / f"idle_{flows}.toml"
+            spec.write_text(tomli_w.dumps(idle_flows_case(flows)))
+            peaks.append(_peak_rss(overrides, Path(tmp) / f"idle_{flows}.duckdb", scenario=spec))
+    return (peaks[1] - peaks[0]) / (large - small)
 
 
 def reference_with(overrides: tuple[str, ...]) -> Any:
@@ -559,6 +589,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large-flows", type=int, default=1000)
     parser.add_argument("--imports", action="store_true", help="only list a fresh run's slowest top-level imports")
     parser.add_argument("--memory", action="store_true", help="only measure the copies of the series at the peak")
+    parser.add_argument("--idle-flows", action="store_true",
+                        help="only the whole command's memory per additional idle flow (1,000 -> 10,000 flows)")
     parser.add_argument("--stages", action="store_true", help="only the CPU time of each stage of a fresh run")
     parser.add_argument("--stages-case", metavar="CASE", default=None,
                         help="with --stages: the stages of one case of bench_scale.py (e.g. 10000x10g) instead")
@@ -594,6 +626,13 @@ def main(argv: list[str] | None = None) -> int:
         series, copies = series_copies()
         print(f"100 flows, 1 ms samples, 5 s: {series / 1e6:.0f} MB of series, {copies:.2f} copies at the peak "
               f"(the budget charges {SERIES_COPIES})")
+        return 0
+    if args.idle_flows:
+        for sampled in (False, True):
+            per_flow = idle_flow_bytes(sampled)
+            label = "sampled every 100 ms" if sampled else "no time series"
+            print(f"bufferlab run, 1,000 -> 10,000 idle flows, {label}: {per_flow / 1e3:.2f} kB per additional flow "
+                  "(target 2)", flush=True)
         return 0
     ns3_times, ns3_source = ns3_seconds(args.ns3_binary)
     print(f"bufferlab run scenarios/dumbbell.toml into a new store, {args.repetitions} processes each, the spec's "

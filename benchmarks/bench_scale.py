@@ -1,5 +1,5 @@
-"""The scale ladder: six scenarios from the reference dumbbell to
-10,000 flows at 10 Gb/s, and one flow with a very large window, each simulated in a process of
+"""The scale ladder: from the reference dumbbell to 10,000 flows at 10 Gb/s (with a FIFO and with
+FQ-CoDel) and 100,000 flows at 100 Gb/s, and one flow with a very large window, each simulated in a process of
 its own, printed as one table.
 
     python benchmarks/bench_scale.py                     # every case, once each
@@ -90,6 +90,11 @@ CASES: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
     "fqcodel_10k": ("the same 10,000 flows behind FQ-CoDel, 16,384 flow queues, limit RTT*C/sqrt(N), 10 s",
                     lambda: _dumbbell(10_000, "10Gbps", 10, rtt={"dist": "uniform", "low": "20ms", "high": "200ms"},
                                       queue={"kind": "fq_codel", "flows": 16384, "limit": {"rule": "stanford"}})),
+    # The top of the ladder: ten times the flows and the rate, for 2 simulated seconds (the RTTs and
+    # the buffer rule as above); its target is to complete within 4 GB.
+    "100000x100g": ("100,000 NewReno flows, 100 Gb/s, RTT uniform 20-200 ms, buffer RTT*C/sqrt(N), 2 s",
+                    lambda: _dumbbell(100_000, "100Gbps", 2, rtt={"dist": "uniform", "low": "20ms", "high": "200ms"},
+                                      queue={"rule": "stanford"})),
     "cubic_10g": ("1 CUBIC flow, 10 Gb/s, RTT 100 ms, 1 BDP, random loss 1e-6, 60 s",
                   lambda: _dumbbell(1, "10Gbps", 60, rtt="100ms", queue={"rule": "bdp"}, cca="cubic", loss=1e-6)),
     "seed000": ("seed 000's full scenario: GENI tree, persistent + Poisson mice, 18p, 150 s", _seed000),
@@ -126,6 +131,7 @@ def ns3_twins() -> dict[str, Any]:
                         "10Gbps"),
         "10000x10g": "ns-3's dumbbell program gives every flow one RTT (this case spreads them over 20-200 ms)",
         "fqcodel_10k": "ns-3's dumbbell program gives every flow one RTT (this case spreads them over 20-200 ms)",
+        "100000x100g": "ns-3's dumbbell program gives every flow one RTT (this case spreads them over 20-200 ms)",
         "cubic_10g": "ns-3's dumbbell program has no random loss",
         "seed000": "seed 000's GENI tree with Poisson mice is not a dumbbell",
         "window_210k": "not an ns-3 comparison: the per-ACK cost of a very large window",
@@ -134,7 +140,7 @@ def ns3_twins() -> dict[str, Any]:
     }
 
 
-NS3_HEADER = (f"{'case':<10} {'bl cpu s':>9} {'ns-3 cpu s':>11} {'ns-3/bl':>8} {'bl Mb/s':>9} {'ns-3 Mb/s':>10} "
+NS3_HEADER = (f"{'case':<12} {'bl cpu s':>9} {'ns-3 cpu s':>11} {'ns-3/bl':>8} {'bl Mb/s':>9} {'ns-3 Mb/s':>10} "
               f"{'bl drops':>9} {'ns-3 drops':>10}")
 
 
@@ -171,7 +177,11 @@ def measure_case(name: str) -> dict[str, Any]:
     from bufferlab.pipeline.simulate import simulate
     from bufferlab.spec import Scenario
 
-    planned = plan(Scenario.from_dict(CASES[name][1]()))
+    # The planner refuses a run whose upper estimate of memory (every queue full at once) exceeds
+    # half the machine; at 100,000 flows that estimate counts 400,000 access queues of 1000
+    # packets (51 GB). The ladder measures what a run uses, so it plans without that guard (as
+    # `bufferlab run --max-memory` would) and prints the estimate beside the measured peak.
+    planned = plan(Scenario.from_dict(CASES[name][1]()), max_memory=1 << 50)
     before_mb = _rss_mb()
     started, cpu_started = time.perf_counter(), time.process_time()
     raw = simulate(planned)
@@ -183,7 +193,7 @@ def measure_case(name: str) -> dict[str, Any]:
     return {
         "case": name, "flows": flows, "simulated_s": result["end_ns"] / 1e9, "wall_s": wall, "cpu_s": cpu,
         "events": result["events"], "packets": sum(c["sent_packets"] for c in result["channels"]),
-        "peak_mb": peak_mb, "run_mb": run_mb, "kb_per_flow": run_mb * 1e3 / max(flows, 1),
+        "peak_mb": peak_mb, "run_mb": run_mb, "estimate_mb": planned.memory_bytes / 1e6, "kb_per_flow": run_mb * 1e3 / max(flows, 1),
         "goodput_mbps": sum(f["bytes_delivered"] for f in result["flows"]) * 8 / result["end_ns"] * 1e3,
         "drops": sum(c["dropped_queue_packets"] + c["dropped_loss_packets"] + c.get("dropped_aqm_packets", 0)
                      for c in result["channels"]),
@@ -198,13 +208,13 @@ def run_in_child(name: str) -> dict[str, Any]:
 
 
 def row(m: dict[str, Any]) -> str:
-    return (f"{m['case']:<10} {m['flows']:>6} {m['simulated_s']:>6.0f} {m['wall_s']:>8.2f} {m['cpu_s']:>7.2f} "
+    return (f"{m['case']:<12} {m['flows']:>6} {m['simulated_s']:>6.0f} {m['wall_s']:>8.2f} {m['cpu_s']:>7.2f} "
             f"{m['events'] / m['cpu_s'] / 1e6:>9.2f} {m['packets'] / m['cpu_s'] / 1e6:>7.2f} "
             f"{m['peak_mb']:>8.0f} {m['run_mb']:>7.0f} {m['kb_per_flow']:>8.2f} {m['goodput_mbps']:>10.1f} "
             f"{m['drops']:>9}")
 
 
-HEADER = (f"{'case':<10} {'flows':>6} {'sim s':>6} {'wall s':>8} {'cpu s':>7} {'Mevent/s':>9} {'Mpkt/s':>7} {'peak MB':>8} "
+HEADER = (f"{'case':<12} {'flows':>6} {'sim s':>6} {'wall s':>8} {'cpu s':>7} {'Mevent/s':>9} {'Mpkt/s':>7} {'peak MB':>8} "
           f"{'run MB':>7} {'kB/flow':>8} {'goodput Mb/s':>10} {'drops':>9}")
 
 
@@ -223,7 +233,7 @@ def main() -> None:
         return
     if args.list:
         for name, (what, _) in CASES.items():
-            print(f"{name:<10} {what}")
+            print(f"{name:<12} {what}")
         return
     from bufferlab.pipeline.engine import engine_version
 
@@ -236,6 +246,16 @@ def main() -> None:
         best = min((run_in_child(name) for _ in range(args.repetitions)), key=lambda m: m["cpu_s"])
         measured[name] = best
         print(row(best), flush=True)
+    if "10000x10g" in measured:
+        big = measured["10000x10g"]
+        print(f"\n10,000 flows at 10 Gb/s: {big['cpu_s']:.1f} s engine CPU for {big['simulated_s']:.0f} simulated s "
+              f"(x{big['simulated_s'] / big['cpu_s']:.2f} real time; target >= 1 whole process), "
+              f"{big['kb_per_flow']:.1f} kB per flow")
+    if "100000x100g" in measured:
+        top = measured["100000x100g"]
+        print(f"100,000 flows at 100 Gb/s: peak {top['peak_mb']:.0f} MB (target 4000; the planner's upper estimate "
+              f"{top['estimate_mb']:.0f} MB), {top['cpu_s']:.1f} s engine CPU "
+              f"for {top['simulated_s']:.0f} simulated s, {top['kb_per_flow']:.1f} kB per flow")
     if "10000x10g" in measured and "fqcodel_10k" in measured:
         fifo, fq = measured["10000x10g"], measured["fqcodel_10k"]
         print(f"\nFQ-CoDel / FIFO at 10,000 flows: engine CPU time x{fq['cpu_s'] / fifo['cpu_s']:.2f} (target 1.5), "

@@ -54,8 +54,8 @@ def test_scale_ladder_has_the_issue_s_six_cases_and_the_large_windows(monkeypatc
     monkeypatch.syspath_prepend(str(BENCH.parent))  # ns3_twins imports bench_ns3 beside it
     bench = load_scale_bench()
     cases = {name: make() for name, (_, make) in bench.CASES.items()}
-    assert list(cases) == ["dumbbell", "100x1g", "1000x1g", "10000x10g", "fqcodel_10k", "cubic_10g", "seed000",
-                           "window_210k", "quic_window", "quic_timeloss"]
+    assert list(cases) == ["dumbbell", "100x1g", "1000x1g", "10000x10g", "fqcodel_10k", "100000x100g", "cubic_10g",
+                           "seed000", "window_210k", "quic_window", "quic_timeloss"]
     big = cases["10000x10g"]["topology"]
     assert (big["flows"], big["bottleneck_rate"], big["queue"]) == (10_000, "10Gbps", {"rule": "stanford"})
     assert big["rtt"] == {"dist": "uniform", "low": "20ms", "high": "200ms"}
@@ -63,6 +63,10 @@ def test_scale_ladder_has_the_issue_s_six_cases_and_the_large_windows(monkeypatc
     fq = cases["fqcodel_10k"]["topology"]
     assert {**fq, "queue": big["queue"]} == big
     assert fq["queue"] == {"kind": "fq_codel", "flows": 16384, "limit": {"rule": "stanford"}}
+    # The top rung: ten times the flows and the rate of the 10,000-flow one, for 2 s.
+    top = cases["100000x100g"]
+    assert {**top["topology"], "flows": 10_000, "bottleneck_rate": "10Gbps"} == big
+    assert (top["topology"]["flows"], top["topology"]["bottleneck_rate"], top["duration"]) == (100_000, "100Gbps", "2s")
     cubic = cases["cubic_10g"]
     assert (cubic["topology"]["loss"], cubic["flow_defaults"]["cca"], cubic["duration"]) == (1e-6, "cubic", "60s")
     assert cases["seed000"]["duration"] == "150s"

@@ -34,6 +34,13 @@ def test_the_model_gives_half_the_link_in_a_bloated_buffer_less_the_probe_rtt_ti
     assert ware2019.loss_based_share(2, bbr_flows=8) < ware2019.loss_based_share(2, bbr_flows=1)
 
 
+def test_the_rtt_estimate_of_eq_7_grows_with_the_queue_the_loss_based_flows_hold() -> None:
+    # (p·q + 4)/c + l: at 8 BDP, p = 1/2 − 1/16 − 4/2667 and q/c = 320 ms.
+    p = ware2019.loss_based_share(8)
+    assert ware2019.model_rtt_estimate_s(8) == pytest.approx(p * 0.32 + 4 * 1500 * 8 / 100e6 + 0.04, rel=1e-3)
+    assert ware2019.model_rtt_estimate_s(1) == pytest.approx(0.04 + 4 * 1500 * 8 / 100e6)
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("ware2019") / "r.duckdb"
@@ -66,6 +73,13 @@ def test_bbrs_share_does_not_depend_on_the_number_of_cubic_flows(quick: Reproduc
     o = _observation(quick, "independent of N")
     assert o.holds is True, o
     assert "8 BDP" in o.measured
+
+
+def test_bbrv1s_rtt_estimate_is_inflated_by_the_cubic_flows_queue_as_eq_7_says(quick: ReproductionReport) -> None:
+    o = _observation(quick, "RTT_est (Eq. 7)")
+    assert o.holds is True, o
+    summary = quick.summary.read_text()
+    assert "| in-flight / cwnd | RTT_est ms | Eq. 7 ms |" in summary
 
 
 def test_the_model_is_judged_at_every_settled_buffer_with_its_tolerance(quick: ReproductionReport) -> None:

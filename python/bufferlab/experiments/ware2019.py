@@ -92,6 +92,7 @@ QUEUE_FILLED = 0.9      # the largest queue after the warm-up reaches this fract
 SETTLED = 0.05          # BBR's shares over the two halves of the window differ by at most this
 MODEL_TOLERANCE = 0.10  # measured share within this of the model's, in fractions of the link
 N_SPREAD = 0.10         # BBR's shares over N within this of one another
+RTT_EST_TOLERANCE = 0.30  # BBRv1's RTT estimate within this of Eq. 7's (CUBIC's β = 0.7: its queue's swing)
 DEEP_BDP = 8.0          # "deep": buffers of at least this many BDP
 
 
@@ -119,6 +120,14 @@ def probe_rtt_fraction(multiple: float) -> float:
     """Probe_time/d of Eq. 11: the time BBR spends in ProbeRTT, (q/c + 0.2 s + l) every 10 s."""
     q_s = queue_packets(multiple) * PACKET * 8 / RATE_BPS
     return min(1.0, (q_s + PROBE_RTT_DURATION_S + RTT_S) / PROBE_RTT_INTERVAL_S)
+
+
+def model_rtt_estimate_s(multiple: float, bbr_flows: int = 1) -> float:
+    """RTT_est of Eq. 7 at Eq. 9's p: the loss-based flows' queue and the BBR flows' 4 packets
+    each, drained at c, plus the base RTT, seconds."""
+    c = RATE_BPS / (PACKET * 8)
+    p = loss_based_share(multiple, bbr_flows)
+    return (p * queue_packets(multiple) + PROBE_RTT_PACKETS * bbr_flows) / c + RTT_S
 
 
 def model_share(multiple: float, bbr_flows: int = 1) -> float:
@@ -184,6 +193,16 @@ def measure(res: Results, studies: dict[str, str]) -> pl.DataFrame:
         "min(s.time_ns) FILTER (WHERE s.cc_state IN (3, 4, 5, 6, 7)) AS v3_ns "
         "FROM flow_timeseries s JOIN flows f ON f.run_id = s.run_id AND f.flow = s.flow "
         f"WHERE f.name = ? AND s.run_id IN ({_STUDY_RUNS}) GROUP BY 1", [BBR, study])
+    # How BBR sat against its window in ProbeBW after the warm-up: the median of in-flight over
+    # cwnd (1: bounded by its in-flight cap, the model's premise), and, for version 1, the RTT
+    # estimate its window implies, (cwnd − 3 send quanta)/(2·BtlBw) with BtlBw the pacing rate over
+    # the cycle's gain (the median sample is at gain 1).
+    window = res.query(
+        "SELECT s.run_id, median(s.in_flight_bytes / s.cwnd_bytes) AS fill, "
+        "median((s.cwnd_bytes - 3 * 1500) * 8.0 / (2 * s.pacing_rate_bps)) FILTER (WHERE s.cc_state = 2) AS rtt_est "
+        "FROM flow_timeseries s JOIN flows f ON f.run_id = s.run_id AND f.flow = s.flow "
+        f"WHERE f.name = ? AND s.time_ns >= ? AND s.cc_state IN (2, 4, 5, 6, 7) AND s.cwnd_bytes > 0 "
+        f"AND s.pacing_rate_bps > 0 AND s.run_id IN ({_STUDY_RUNS}) GROUP BY 1", [BBR, start_ns, study])
     link = res.query(
         "SELECT s.run_id, (max(s.busy_ns) - min(s.busy_ns)) / (max(s.time_ns) - min(s.time_ns)) AS utilisation, "
         "max(s.queue_packets) AS max_queue "
@@ -196,6 +215,7 @@ def measure(res: Results, studies: dict[str, str]) -> pl.DataFrame:
         by_run.setdefault(run_id, {})[bool(is_bbr)] = (d0, d1, d2)
     starts = {r: (v1, v3) for r, v1, v3 in startup.iter_rows()}
     links = {r: (u, q) for r, u, q in link.iter_rows()}
+    windows = {r: (f, e) for r, f, e in window.iter_rows()}
     for run in runs.iter_rows(named=True):
         d = by_run.get(run["run_id"], {})
         shares: list[float | None] = [None, None, None]
@@ -207,14 +227,18 @@ def measure(res: Results, studies: dict[str, str]) -> pl.DataFrame:
         steady_ns = v1_ns if run["version"] == "bbr" else v3_ns
         util, max_queue = links.get(run["run_id"], (None, None))
         limit = queue_packets(run["multiple"])
+        fill, rtt_est = windows.get(run["run_id"], (None, None))
         rows.append({**run, "share": shares[0], "share_first": shares[1], "share_second": shares[2],
                      "model": model_share(run["multiple"]), "fair": 1 / (run["cubic_flows"] + 1),
-                     "utilisation": util, "max_queue": max_queue, "limit": limit,
+                     "utilisation": util, "max_queue": max_queue, "limit": limit, "fill": fill,
+                     "rtt_est_ms": None if rtt_est is None or run["version"] != "bbr" else rtt_est * 1000,
+                     "model_rtt_est_ms": model_rtt_estimate_s(run["multiple"]) * 1000,
                      "startup_end_s": None if steady_ns is None else steady_ns / 1e9,
                      "warm_up_s": float(s["warm_up_s"]), "window_s": float(s["duration_s"] - s["warm_up_s"])})
     schema = {"run_id": pl.Utf8, "version": pl.Utf8, "cubic_flows": pl.Int64, "multiple": pl.Float64,
               "share": pl.Float64, "share_first": pl.Float64, "share_second": pl.Float64, "model": pl.Float64,
               "fair": pl.Float64, "utilisation": pl.Float64, "max_queue": pl.Float64, "limit": pl.Float64,
+              "fill": pl.Float64, "rtt_est_ms": pl.Float64, "model_rtt_est_ms": pl.Float64,
               "startup_end_s": pl.Float64, "warm_up_s": pl.Float64, "window_s": pl.Float64}
     frame = pl.DataFrame(rows, schema=schema, orient="row")
     return frame.with_columns((pl.col("share_second") - pl.col("share_first")).abs().alias("drift")) \
@@ -307,52 +331,94 @@ def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
                       "(5 %), for one seed's spread",
             requires=(*BASE_KEYS, startup_key("bbr"), settled_key("bbr", multiple))))
 
-    # The share does not depend on N.
-    settled = [mult for (mult,), g in v1.group_by(["multiple"], maintain_order=True)
-               if _settled(g) and g["cubic_flows"].n_unique() > 1]
-    claim = ("one BBR flow's share does not depend on the number of CUBIC flows it competes with (the model has no "
-             "term for it), so against several it takes more than its fair share 1/(N + 1)")
-    ns = sorted(set(v1["cubic_flows"].to_list()))
-    if settled:
-        spreads = {}
-        above = True
-        for mult in settled:
-            g = v1.filter(pl.col("multiple") == mult)
-            vals = _values(g["share"])
-            spreads[mult] = max(vals) - min(vals)
-            above = above and all(s > f for s, f, n in zip(g["share"], g["fair"], g["cubic_flows"]) if n > 1)
-        worst = max(spreads.values())
+    # The rest is judged over the buffers whose shares settled (all N) in every version it reads.
+    settled = {v: [x for (x,), g in m.filter(pl.col("version") == v).group_by(["multiple"], maintain_order=True)
+                   if _settled(g)] for v in VERSIONS}
+    unsettled = sorted(set(v1["multiple"].to_list()) - set(settled["bbr"]))
+    left_out = f" ({', '.join(f'{x:g}' for x in unsettled)} BDP not settled, left out)" if unsettled else ""
+
+    # Eq. 7: the RTT estimate inflated by the loss-based flows' queue.
+    claim = ("BBR's RTT estimate is inflated by the loss-based flows' queue, which ProbeRTT does not drain: "
+             "RTT_est = (p·q + 4N)/c + l (Eq. 7), the mechanism behind the share")
+    est = v1.filter(pl.col("rtt_est_ms").is_not_null() & pl.col("multiple").is_in(settled["bbr"]))
+    if est.height:
+        off = [(r["multiple"], r["cubic_flows"], r["rtt_est_ms"] / r["model_rtt_est_ms"] - 1)
+               for r in est.iter_rows(named=True)]
+        far = max(off, key=lambda t: abs(t[2]))
         obs.append(Observation(
-            "independent of N", claim, f"the same share for N = {', '.join(map(str, ns))}; the fair share falls from "
-            f"{1 / (min(ns) + 1):.2f} to {1 / (max(ns) + 1):.2f}",
-            "spread of BBRv1's share over N, per settled buffer: "
-            + ", ".join(f"{k:g} BDP {v:.3f}" for k, v in spreads.items()),
-            worst <= N_SPREAD and above, f"largest spread {worst:.3f}" + ("" if above else "; not above the fair share"),
-            tolerance=f"at every settled buffer the shares over N within {N_SPREAD:g} of one another, and above "
-                      "1/(N + 1) for N ≥ 2",
+            "RTT_est (Eq. 7)", claim, "Eq. 7 per buffer: " + ", ".join(
+                f"{x:g} BDP {model_rtt_estimate_s(x) * 1000:.0f} ms" for x in sorted(set(est["multiple"].to_list()))),
+            "BBRv1's RTT estimate (from its window) per buffer (BDP) / N: " + ", ".join(
+                f"{x:g}/{n}: {e:.0f} ms" for x, n, e in zip(est["multiple"], est["cubic_flows"], est["rtt_est_ms"]))
+            + left_out, abs(far[2]) <= RTT_EST_TOLERANCE,
+            f"farthest {far[2] * 100:+.0f} % ({far[0]:g} BDP, N = {far[1]})",
+            tolerance=f"every run within ±{RTT_EST_TOLERANCE:.0%} of Eq. 7: the model takes the loss-based flows' queue "
+                      "as full, while the estimate is a minimum over 10 s, taken as CUBIC's sawtooth (β = 0.7) "
+                      "moves that queue by up to 30 %",
+            requires=(*BASE_KEYS, startup_key("bbr"))))
+    else:
+        obs.append(Observation("RTT_est (Eq. 7)", claim, "Eq. 7", "no settled BBRv1 buffer sampled in ProbeBW", None,
+                               requires=()))
+
+    # The share does not depend on N; so against several flows it is more than a fair share.
+    ns = sorted(set(v1["cubic_flows"].to_list()))
+    judged = [x for x in settled["bbr"] if v1.filter(pl.col("multiple") == x)["cubic_flows"].n_unique() > 1]
+    claim = ("one BBR flow's share does not depend on the number of CUBIC flows it competes with: the model has no "
+             "term for it")
+    if judged:
+        spreads = {x: max(vals) - min(vals) for x in judged
+                   if (vals := _values(v1.filter(pl.col("multiple") == x)["share"]))}
+        worst_x = max(spreads, key=lambda x: spreads[x])
+        obs.append(Observation(
+            "independent of N", claim, f"the same share for N = {', '.join(map(str, ns))}",
+            "spread of BBRv1's share over N, per buffer: " + ", ".join(f"{k:g} BDP {v:.3f}" for k, v in spreads.items())
+            + left_out, spreads[worst_x] <= N_SPREAD, f"largest spread {spreads[worst_x]:.3f} ({worst_x:g} BDP)",
+            tolerance=f"at every settled buffer the shares over N within {N_SPREAD:g} of one another (the fair share "
+                      f"1/(N + 1) moves by {1 / (min(ns) + 1) - 1 / (max(ns) + 1):.2f} over the same N)",
             requires=(*BASE_KEYS, startup_key("bbr"))))
     else:
         obs.append(Observation("independent of N", claim, "the same share for every N",
                                "no buffer with more than one N whose BBRv1 shares settled", None, requires=()))
+    claim = "so against two or more CUBIC flows one BBR flow takes more than its fair share 1/(N + 1)"
+    several = v1.filter(pl.col("multiple").is_in(settled["bbr"]) & (pl.col("cubic_flows") >= 2))
+    if several.height:
+        margins = [(r["multiple"], r["cubic_flows"], r["share"] - r["fair"]) for r in several.iter_rows(named=True)
+                   if r["share"] is not None]
+        low = min(margins, key=lambda t: t[2])
+        obs.append(Observation(
+            "above fair share", claim, "share > 1/(N + 1) for N ≥ 2",
+            "BBRv1's share less its fair share, smallest per N: " + ", ".join(
+                f"N = {n}: {min(d for _, k, d in margins if k == n):+.3f}" for n in sorted({k for _, k, _ in margins}))
+            + left_out, low[2] > 0, f"smallest {low[2]:+.3f} ({low[0]:g} BDP, N = {low[1]})",
+            tolerance="every settled point strictly above, an ordering",
+            requires=(*BASE_KEYS, startup_key("bbr"))))
+    else:
+        obs.append(Observation("above fair share", claim, "share > 1/(N + 1)", "no settled BBRv1 run with N ≥ 2",
+                               None, requires=()))
 
-    # BBRv3 beside BBRv1: its loss response keeps it below v1 in deep buffers.
+    # BBRv3 beside BBRv1: its loss response should keep it below v1 in deep buffers.
     claim = (f"BBRv3 (not the paper's: its short-term model cuts after loss) takes less of a deep buffer's link "
              f"(≥ {DEEP_BDP:g} BDP) than BBRv1 against the same CUBIC flows")
-    pairs = v1.filter(pl.col("multiple") >= DEEP_BDP).join(
-        v3.filter(pl.col("multiple") >= DEEP_BDP), on=["cubic_flows", "multiple"], suffix="_v3")
-    if pairs.height and v3.height:
-        below = [(r["multiple"], r["cubic_flows"], r["share"], r["share_v3"]) for r in pairs.iter_rows(named=True)
-                 if r["share"] is not None and r["share_v3"] is not None]
-        holds = bool(below) and all(b3 < b1 for _, _, b1, b3 in below)
+    both = [x for x in settled["bbr"] if x in settled["bbr3"] and x >= DEEP_BDP]
+    pairs = v1.filter(pl.col("multiple").is_in(both)).join(
+        v3.filter(pl.col("multiple").is_in(both)), on=["cubic_flows", "multiple"], suffix="_v3")
+    pairs = pairs.filter(pl.col("share").is_not_null() & pl.col("share_v3").is_not_null())
+    if pairs.height:
+        below = sum(b3 < b1 for b1, b3 in zip(pairs["share"], pairs["share_v3"]))
+        skipped = sorted({x for x in m.filter(pl.col("multiple") >= DEEP_BDP)["multiple"].to_list()} - set(both))
         obs.append(Observation(
             "BBRv3 below BBRv1", claim, "BBRv3's share < BBRv1's",
-            "; ".join(f"{x:g} BDP N = {n}: {b3:.3f} vs {b1:.3f}" for x, n, b1, b3 in below), holds,
-            tolerance="every deep point, strictly: an ordering, no model of BBRv3 to compare with",
-            requires=(*BASE_KEYS, startup_key("bbr"), startup_key("bbr3"),
-                      *(settled_key(v, x) for v in VERSIONS for x in sorted(set(pairs["multiple"].to_list()))))))
+            "BBRv3 vs BBRv1 per buffer (BDP) / N: " + "; ".join(
+                f"{x:g}/{n}: {b3:.3f} vs {b1:.3f}" for x, n, b1, b3 in
+                zip(pairs["multiple"], pairs["cubic_flows"], pairs["share"], pairs["share_v3"]))
+            + (f" ({', '.join(f'{x:g}' for x in skipped)} BDP not settled, left out)" if skipped else ""),
+            below == pairs.height, f"below at {below} of {pairs.height} points",
+            tolerance="every deep point where both settled, strictly: an ordering, no model of BBRv3 to compare with",
+            requires=(*BASE_KEYS, startup_key("bbr"), startup_key("bbr3"))))
     else:
         obs.append(Observation("BBRv3 below BBRv1", claim, "BBRv3's share < BBRv1's",
-                               f"no pair of BBRv1 and BBRv3 runs at ≥ {DEEP_BDP:g} BDP", None, requires=()))
+                               f"no buffer of ≥ {DEEP_BDP:g} BDP where both versions' shares settled", None,
+                               requires=()))
     return obs
 
 
@@ -369,16 +435,21 @@ def _appendix(res: Results, studies: dict[str, str]) -> str:
     warm = float(m["warm_up_s"][0]) if m.height else 0.0
     lines = ["## Measured, per point", "",
              f"BBR's share of the bytes delivered from {warm:g} s to the end, over the two halves of that window, "
-             "and Eq. 10's prediction (for BBRv1; BBRv3 beside it has no model).", "",
+             "and Eq. 10's prediction (for BBRv1; BBRv3 beside it has no model). The model's premise, that BBR is "
+             "bounded by its in-flight cap, is the median of BBR's in-flight over its cwnd in ProbeBW (1: always at "
+             "the cap); BBRv1's RTT estimate is the one its window implies, (cwnd − 3 packets)/(2 · pacing rate) at "
+             "the median sample, beside Eq. 7's (p·q + 4)/c + l.", "",
              "| controller | CUBIC flows | buffer (BDP) | model | share | first half | second half | fair share | "
-             "utilisation | largest queue / limit |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "utilisation | largest queue / limit | in-flight / cwnd | RTT_est ms | Eq. 7 ms |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in m.iter_rows(named=True):
         def f(v: float | None, fmt: str = ".3f") -> str:
             return "—" if v is None else f"{v:{fmt}}"
         fill = None if r["max_queue"] is None or not r["limit"] else r["max_queue"] / r["limit"]
         lines.append(f"| {_name(r['version'])} | {r['cubic_flows']} | {r['multiple']:g} | {r['model']:.3f} | "
                      f"{f(r['share'])} | {f(r['share_first'])} | {f(r['share_second'])} | {r['fair']:.3f} | "
-                     f"{f(r['utilisation'])} | {f(fill, '.2f')} |")
+                     f"{f(r['utilisation'])} | {f(fill, '.2f')} | {f(r['fill'], '.2f')} | {f(r['rtt_est_ms'], '.0f')} | "
+                     f"{r['model_rtt_est_ms']:.0f} |")
     return "\n".join(lines)
 
 
@@ -416,9 +487,15 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
             for filled in (True, False):
                 pick = [s == filled for s in settled]
                 if any(pick):
-                    ax.scatter(x[pick], y[pick], color=run_colour(i) if filled else "white", edgecolors=run_colour(i),
-                               marker="o" if version == "bbr" else "s", zorder=3,
-                               label=f"{_name(version)} measured" + ("" if filled else " (not settled)"))
+                    ax.scatter(x[pick], y[pick], zorder=3, **_marker(i, version, filled))
+        if col == 0:
+            # The legend is the first panel's: one entry for each kind of point drawn in any panel.
+            for i, version in enumerate(VERSIONS):
+                g = m.filter(pl.col("version") == version)
+                for filled in (True, False):
+                    if any((d is not None and d <= SETTLED) == filled for d in g["drift"]):
+                        ax.scatter([], [], label=f"{_name(version)} measured" + ("" if filled else " (not settled)"),
+                                   **_marker(i, version, filled))
         plain_log_ticks(ax, ticks=multiples)
         ax.set_ylim(0, 1)
         ax.set_xlabel("buffer (× BDP)")
@@ -430,6 +507,14 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
     title(fig, f"BBR's share against CUBIC flows, by buffer: 100 Mb/s, base RTT {RTT_S * 1000:g} ms (BDP "
                f"{BDP_PACKETS:.0f} packets), measured after the first {warm:g} s")
     return {"ware2019_share_vs_buffer": fig}
+
+
+def _marker(i: int, version: str, settled: bool) -> dict[str, Any]:
+    """A measured point's style: filled if its share settled, a circle for BBRv1, a square for BBRv3."""
+    from ..plots.common import run_colour
+
+    return {"color": run_colour(i) if settled else "white", "edgecolors": run_colour(i),
+            "marker": "o" if version == "bbr" else "s"}
 
 
 def _note_scale() -> str:
@@ -452,7 +537,7 @@ REPRODUCTION = Reproduction(
                 "model (its in-flight cap of twice its estimated BDP, with the RTT estimate inflated by the "
                 "loss-based flows' queue, less its time in ProbeRTT; Eqs. 9-11), which does not depend on the number "
                 "of CUBIC flows; and the same grid with BBRv3, reported beside BBRv1.",
-    quick_estimate_s=30, full_estimate_s=900, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=15, full_estimate_s=240, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw, appendix=_appendix,
     notes=[_note_scale(),
            "The paper's testbed ran 40 ms × 10 Mb/s (and 30 ms × 50 Mb/s); here 100 Mb/s with its 40 ms. The rate "

@@ -530,8 +530,8 @@ def _note_scale() -> str:
 
 
 REPRODUCTION = Reproduction(
-    name="ware2019", seed="(Ware et al., IMC 2019)",
-    title="BBR's share against loss-based flows: Ware, Mukerjee, Seshan and Sherry's model",
+    name="ware2019", seed="Ware, Mukerjee, Seshan and Sherry 2019",
+    title="Ware et al. 2019: one BBR flow's share against CUBIC flows, and the in-flight cap model",
     description="One BBR flow against 1-8 CUBIC flows on a 100 Mb/s drop-tail dumbbell with the paper's base RTT of "
                 "40 ms, buffers of 1-64 BDP: BBR's measured share of the link after the warm-up against the paper's "
                 "model (its in-flight cap of twice its estimated BDP, with the RTT estimate inflated by the "

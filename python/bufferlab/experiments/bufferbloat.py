@@ -19,7 +19,7 @@ independent replication) and one sparse flow, a constant-bit-rate datagram flow 
 200-byte packets (a G.711 voice call's rate, 40 packets a second), which stops writing two
 seconds before the end so that every packet it sent was either delivered or lost. The
 bottleneck's queue limit is swept log-spaced from 0.1 to 10 BDP, for each queue kind {FIFO, RED,
-CoDel, FQ-CoDel, PIE} and each controller {Reno, CUBIC, BBR}. The AQMs take their RFCs' defaults
+CoDel, FQ-CoDel, PIE} and each controller {Reno, CUBIC, BBR, BBRv3}. The AQMs take their RFCs' defaults
 (CoDel and FQ-CoDel 5 ms / 100 ms, PIE 15 ms / 15 ms); RED takes thresholds of 10 and 30 ms at
 C (83 and 249 packets: max_th = 3 min_th, Floyd's guideline, the band between CoDel's and PIE's
 targets), max_p = 0.1 and w_q = 0.002 (Floyd's recommendations), gentle.
@@ -79,11 +79,13 @@ RED_MIN_TH = round(0.010 * RATE_BPS / (PACKET * 8))  # 10 ms at C: 83 packets
 RED_MAX_TH = 3 * RED_MIN_TH                          # 30 ms at C: 249 packets
 MTU_TIME_MS = PACKET * 8 / RATE_BPS * 1000           # 0.12 ms: one full-size packet at C
 
-CONTROLLERS = ("reno", "cubic", "bbr")
+CONTROLLERS = ("reno", "cubic", "bbr", "bbr3")
 LOSS_BASED = ("reno", "cubic")
+MODEL_BASED = ("bbr", "bbr3")
 # The controller states after start-up, in `cc_state`: Reno and CUBIC 1 congestion avoidance,
-# 2 fast recovery; BBR 2 ProbeBW, 3 ProbeRTT (docs/engine/index.md, the flows' series).
-STEADY_STATES = {"reno": (1, 2), "cubic": (1, 2), "bbr": (2, 3)}
+# 2 fast recovery; BBR 2 ProbeBW, 3 ProbeRTT; BBRv3 3 ProbeRTT, 4-7 ProbeBW's DOWN, CRUISE, REFILL
+# and UP (docs/engine/index.md, the flows' series).
+STEADY_STATES = {"reno": (1, 2), "cubic": (1, 2), "bbr": (2, 3), "bbr3": (3, 4, 5, 6, 7)}
 
 # --- the thresholds of the preconditions and observations ---------------------------------------
 
@@ -224,11 +226,12 @@ def _run_table(res: Results, study: str, warm_up_s: float) -> pl.DataFrame:
         "FROM flow_timeseries s JOIN flows f ON f.run_id = s.run_id AND f.flow = s.flow "
         f"WHERE f.name = ? AND s.time_ns >= ? AND s.run_id IN ({_STUDY_RUNS}) GROUP BY s.run_id",
         [SPARSE, start_ns, study])
-    # When each bulk flow first reached a steady state, for either family of controllers; the
-    # warm-up is the latest of its flows' (null if one never did).
+    # When each bulk flow first reached a steady state, for each family of controllers (loss-based,
+    # BBR, BBRv3: `STEADY_STATES`); the warm-up is the latest of its flows' (null if one never did).
     warm = res.query(
         "SELECT s.run_id, s.flow, min(s.time_ns) FILTER (WHERE s.cc_state IN (1, 2)) AS loss_based_ns, "
-        "min(s.time_ns) FILTER (WHERE s.cc_state IN (2, 3)) AS model_based_ns "
+        "min(s.time_ns) FILTER (WHERE s.cc_state IN (2, 3)) AS bbr_ns, "
+        "min(s.time_ns) FILTER (WHERE s.cc_state IN (3, 4, 5, 6, 7)) AS bbr3_ns "
         "FROM flow_timeseries s JOIN flows f ON f.run_id = s.run_id AND f.flow = s.flow "
         f"WHERE f.name <> ? AND s.run_id IN ({_STUDY_RUNS}) GROUP BY s.run_id, s.flow",
         [SPARSE, study])
@@ -248,11 +251,12 @@ def _run_table(res: Results, study: str, warm_up_s: float) -> pl.DataFrame:
     table = runs.join(link, on="run_id", how="left").join(sparse, on="run_id", how="left") \
         .join(counters, on="run_id", how="left").join(link_metrics, on="run_id", how="left") \
         .join(sparse_metrics, on="run_id", how="left")
-    warm_ups = {}
+    warm_ups: dict[str, tuple[int | None, ...]] = {}
     for (run_id,), g in warm.group_by(["run_id"]):
-        warm_ups[run_id] = (None if g["loss_based_ns"].null_count() else int(_hi(g["loss_based_ns"])),
-                            None if g["model_based_ns"].null_count() else int(_hi(g["model_based_ns"])))
-    family = [warm_ups.get(r, (None, None))[1 if c == "bbr" else 0] for r, c in zip(table["run_id"], table["cca"])]
+        warm_ups[run_id] = tuple(None if g[col].null_count() else int(_hi(g[col]))
+                                 for col in ("loss_based_ns", "bbr_ns", "bbr3_ns"))
+    index = {"bbr": 1, "bbr3": 2}
+    family = [warm_ups.get(r, (None, None, None))[index.get(c, 0)] for r, c in zip(table["run_id"], table["cca"])]
     return table.with_columns(pl.Series("warm_up_ns", family, dtype=pl.Int64),
                               (pl.col("t0_ns") / 1e9).alias("t0"), (pl.col("t1_ns") / 1e9).alias("t1"))
 
@@ -558,22 +562,25 @@ def _observe(res: Results, studies: dict[str, str]) -> list[Observation]:
                       "of a BDP gives",
             requires=(engaged_key(kind), *loss_steady)))
 
-    # BBR (version 1): qualitative.
-    bbr = m.filter((pl.col("cca") == "bbr") & (pl.col("kind") == "fifo"))
-    deep = bbr.filter(pl.col("multiple") >= 5.0)
-    claim = ("BBR bounds its own queue in a deep FIFO: in flight at most 2 BDP, so about one BDP (one base RTT) "
-             "of queue whatever the limit beyond (limits ≥ 5 BDP)")
-    if deep.height:
-        low, high = _lo(deep["delay_ms"]), _hi(deep["delay_ms"])
-        obs.append(Observation(
-            "BBR deep FIFO", claim, f"≈ {RTT_S * 1000:g} ms, not limit/C ({limit_delay_ms(5):.0f}–"
-            f"{limit_delay_ms(max(deep['multiple'])):.0f} ms)", f"{per_bdp}: " + _points(deep, "delay_ms", ".0f"),
-            0.5 * RTT_S * 1000 <= low and high <= 1.5 * RTT_S * 1000,
-            tolerance="every run's mean sojourn within 0.5–1.5 base RTTs (50–150 ms): its window's cap of twice "
-                      "the estimated BDP, qualitatively",
-            requires=(SATURATED_KEY, steady_key("bbr"))))
-    else:
-        obs.append(_not_run("BBR deep FIFO", claim, "≈ one base RTT", "BBR FIFO of ≥ 5 BDP"))
+    # BBR (versions 1 and 3) in a deep FIFO: qualitative. BBRv3 answers loss, but eight flows in a
+    # FIFO of five or ten BDP lose nothing once started, so its window's cap sets its queue as
+    # version 1's does; its ProbeBW_DOWN phases (pacing gain 0.9) drain part of it.
+    for cca in MODEL_BASED:
+        name = _cca(cca)
+        deep = m.filter((pl.col("cca") == cca) & (pl.col("kind") == "fifo") & (pl.col("multiple") >= 5.0))
+        claim = (f"{name} bounds its own queue in a deep FIFO: in flight at most 2 BDP (its cwnd gain), so about one "
+                 "BDP (one base RTT) of standing queue whatever the limit beyond (limits ≥ 5 BDP)")
+        if deep.height:
+            low, high = _lo(deep["delay_ms"]), _hi(deep["delay_ms"])
+            obs.append(Observation(
+                f"{name} deep FIFO", claim, f"≈ {RTT_S * 1000:g} ms, not limit/C ({limit_delay_ms(5):.0f}–"
+                f"{limit_delay_ms(max(deep['multiple'])):.0f} ms)", f"{per_bdp}: " + _points(deep, "delay_ms", ".0f"),
+                0.5 * RTT_S * 1000 <= low and high <= 1.5 * RTT_S * 1000,
+                tolerance="every run's mean sojourn within 0.5–1.5 base RTTs (50–150 ms): its window's cap of twice "
+                          "the estimated BDP, qualitatively",
+                requires=(SATURATED_KEY, steady_key(cca))))
+        else:
+            obs.append(_not_run(f"{name} deep FIFO", claim, "≈ one base RTT", f"{name} FIFO of ≥ 5 BDP"))
     shallow_bbr = m.filter((pl.col("cca") == "bbr") & (pl.col("kind") == "fifo") & (pl.col("multiple") < 0.15))
     shallow_cubic = m.filter((pl.col("cca") == "cubic") & (pl.col("kind") == "fifo") & (pl.col("multiple") < 0.15))
     claim = ("BBR, which does not take loss as congestion, drops far more than CUBIC in a shallow FIFO (0.1 BDP), "
@@ -756,13 +763,14 @@ REPRODUCTION = Reproduction(
     title="Bufferbloat: buffer size or AQM, and with which controller",
     description="Eight greedy bulk flows and one 64 kb/s sparse datagram flow on a 100 Mb/s dumbbell with a base RTT of "
                 "100 ms; the bottleneck's queue limit from 0.1 to 10 BDP for FIFO, RED, CoDel, FQ-CoDel and PIE, with "
-                "Reno, CUBIC and BBR: utilisation, standing delay and the sparse flow's delay, judged against RFC 8289 "
+                "Reno, CUBIC, BBR and BBRv3: utilisation, standing delay and the sparse flow's delay, judged against RFC 8289 "
                 "(CoDel), RFC 8033 (PIE), RFC 8290 (FQ-CoDel) and RED's thresholds. Every TCP flow reduces from cwnd "
                 "at a congestion event (`tcp.ssthresh_from = \"cwnd\"`, as Linux).",
-    quick_estimate_s=30, full_estimate_s=600, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=30, full_estimate_s=800, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw, appendix=_appendix,
     notes=["Quick: limits 0.1, 1 and 10 BDP, CUBIC and BBR, 40 s, measured from 10 s, one seed (30 runs); full: 0.1, "
-           "0.2, 0.5, 1, 2, 5 and 10 BDP, Reno, CUBIC and BBR, 120 s, measured from 20 s, three seeds (315 runs).",
+           "0.2, 0.5, 1, 2, 5 and 10 BDP, Reno, CUBIC, BBR and BBRv3, 120 s, measured from 20 s, three seeds (420 runs). "
+           "BBRv3 stays out of the quick variant, which would take half as long again.",
            "TCP reduces from cwnd (`tcp.ssthresh_from = \"cwnd\"`, Linux's rule) and not from RFC 5681's FlightSize, "
            "the engine's default: behind a head-drop AQM (CoDel, FQ-CoDel) CUBIC's overlapping recoveries then raise "
            "its window at each reduction (docs/engine/index.md measures it: 29 % retransmitted, a median sojourn of "

@@ -1,11 +1,11 @@
-"""ccperf — seed 001: the ccperf benchmark's static-dumbbell suite, for five controllers.
+"""ccperf — seed 001: the ccperf benchmark's static-dumbbell suite, for six controllers.
 
 ccperf (an ns-3 benchmark) runs a dumbbell of K flows, one per source/destination pair, with a
 bottleneck of 16 Mb/s per flow, 15 ms RTTs, a FIFO of `qlen` packets, greedy traffic, NewReno with
 PRR, 15 s and seed 42, and prints flow, link and network metric tables (bufferlab's catalogue
 follows their names) with the best value of each row in bold. Its page (the seed) shows
 experiment #11, shallow_buffers with K = 5 and qlen = 10p. The suite here: that experiment and
-its siblings, each for NewReno, CUBIC, BBR, HighSpeed and Vegas, built from ccperf's own flags
+its siblings, each for NewReno, CUBIC, BBR, BBRv3, HighSpeed and Vegas, built from ccperf's own flags
 (`bufferlab ccperf` reads the same command line).
 """
 
@@ -25,9 +25,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..store.reader import Results
 
-# ns-3's names, as ccperf's --algs takes them. Not TcpDctcp: ccperf's FIFO marks nothing.
-CONTROLLERS = {"TcpNewReno": "newreno", "TcpCubic": "cubic", "TcpBbr": "bbr", "TcpHighSpeed": "highspeed",
-               "TcpVegas": "vegas"}
+# ns-3's names, as ccperf's --algs takes them; ns-3 has no BBRv3, and `TcpBbrV3` is the name
+# bufferlab's ccperf reader gives it in the same scheme. Not TcpDctcp: ccperf's FIFO marks nothing.
+CONTROLLERS = {"TcpNewReno": "newreno", "TcpCubic": "cubic", "TcpBbr": "bbr", "TcpBbrV3": "bbr3",
+               "TcpHighSpeed": "highspeed", "TcpVegas": "vegas"}
 # name -> (K flows, qlen, per-flow RTTs in ms, per-flow start times in s, loss)
 CASES: dict[str, tuple[int, str, list[int], list[float], float]] = {
     "steady_state": (1, "100p", [15], [0], 0.0),
@@ -190,7 +191,7 @@ REPRODUCTION = Reproduction(
     name="ccperf", seed="001", title="Seed 001: the ccperf suite (shallow and deep buffers, fairness, loss)",
     description="ccperf's static dumbbell, 16 Mb/s per flow, 15 ms RTTs, 15 s, seed 42: steady state, shallow "
                 "buffers (10p, K = 1 and 5), deep buffers (20p, 80p), synchronous, start-time and RTT fairness, "
-                "random loss, each for NewReno, CUBIC, BBR, HighSpeed and Vegas; experiment #11's numbers next to "
+                "random loss, each for NewReno, CUBIC, BBR, BBRv3, HighSpeed and Vegas; experiment #11's numbers next to "
                 "the seed's, metric tables in ccperf's layout and its four figures.",
     quick_estimate_s=6, full_estimate_s=6, sweeps=_sweeps, preconditions=_preconditions, observe=_observe, draw=_draw,
     appendix=_appendix,

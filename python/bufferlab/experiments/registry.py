@@ -17,6 +17,7 @@ def reproductions() -> dict[str, Reproduction]:
     from .quic_sizing import REPRODUCTION as quic_sizing
     from .spang2021 import REPRODUCTION as spang2021
     from .splitbuff import REPRODUCTION as splitbuff
+    from .ware2019 import REPRODUCTION as ware2019
 
     return {r.name: r for r in (dhamdhere2006, ccperf, splitbuff, quic_sizing, barman2004, appenzeller2004,
-                                       bufferbloat, spang2021, enachescu2006)}
+                                       bufferbloat, spang2021, enachescu2006, ware2019)}

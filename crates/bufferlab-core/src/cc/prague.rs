@@ -418,7 +418,7 @@ mod tests {
                     self.ack(k + i, i >= 1 && i <= m, rtt);
                 }
                 k += n;
-                self.now = self.now + rtt;
+                self.now += rtt;
             }
             self.send(1);
             self.ack(k, false, rtt);

@@ -78,7 +78,7 @@ MALFORMED = {
     "byte queue below a packet": (
         graph(queue="1KB"), "links[1].queue_forward: a 1000-byte limit cannot hold a 1500-byte packet of flows[0]"),
     "unconnected nodes": (UNCONNECTED, "flows[1]: no route from h1 to h3"),
-    "unknown controller": (graph(cca="westwood"), 'flows[0].cca: unknown controller "westwood" (known: reno, newreno, cubic, highspeed, bbr, bbr3, dctcp, vegas)'),
+    "unknown controller": (graph(cca="westwood"), 'flows[0].cca: unknown controller "westwood" (known: reno, newreno, cubic, highspeed, bbr, bbr3, dctcp, prague, vegas)'),
     "invalid toml": ('duration = "1s\n', "invalid TOML"),
     "red max_p above 1": (DUMBBELL_QUEUE_ZERO.replace('"0p"', '{ kind = "red", max_p = 2 }'),
                           "topology.queue.max_p: probability 2 not in (0, 1]"),

@@ -294,7 +294,7 @@ def test_sweep_exits_0_or_2_with_one_line_and_stores_nothing_when_refused(world:
 
 
 REPRODUCTIONS = ["dhamdhere2006", "ccperf", "splitbuff", "quic_sizing", "barman2004", "appenzeller2004",
-                 "bufferbloat", "spang2021", "enachescu2006", "ware2019"]
+                 "bufferbloat", "spang2021", "enachescu2006", "ware2019", "l4s"]
 
 
 @st.composite

@@ -16,13 +16,14 @@ from bufferlab.pipeline.result import EngineResult
 from bufferlab.spec import Scenario
 from conftest import SMALL_DUMBBELL, bufferlab
 
-CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "bbr3", "dctcp", "vegas")
+CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "bbr3", "dctcp", "prague", "vegas")
 # The controllers that pace, and the state codes of each (cc/contract.rs, `state`).
-PACED = ("bbr", "bbr3")
+# Prague paces always (draft-briscoe-iccrg-prague-congestion-control §2.5), at cwnd/SRTT.
+PACED = ("bbr", "bbr3", "prague")
 STATE_CODES = {"bbr3": {0, 1, 3, 4, 5, 6, 7}}
 # What a controller needs of its TCP: DCTCP the per-packet ECN echo (over SMALL_DUMBBELL's FIFO,
 # which drops, it answers losses only).
-NEEDS = {"dctcp": 'tcp = { ecn = "dctcp" }'}
+NEEDS = {"dctcp": 'tcp = { ecn = "dctcp" }', "prague": 'tcp = { ecn = "l4s" }'}
 
 
 def with_controller(cca: str, tcp: str = "") -> str:
@@ -48,7 +49,7 @@ def test_each_controller_records_pacing_state_and_delivery_rate(cca: str) -> Non
     ts = series(result)
     for column in ("pacing_rate_bps", "cc_state", "delivery_rate_bps"):
         assert ts[column].shape == ts["cwnd_bytes"].shape and ts[column].dtype == np.uint64
-    # Only BBR and BBRv3 pace; every controller's state is one of its codes.
+    # Only BBR, BBRv3 and Prague pace; every controller's state is one of its codes.
     assert (ts["pacing_rate_bps"] > 0).all() == (cca in PACED)
     assert (ts["pacing_rate_bps"] == 0).all() == (cca not in PACED)
     assert set(ts["cc_state"].ravel().tolist()) <= STATE_CODES.get(cca, {0, 1, 2, 3})

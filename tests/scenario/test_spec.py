@@ -71,7 +71,7 @@ def test_bad_unit_names_field_and_unit() -> None:
 
 def test_unknown_controller_lists_known_ones() -> None:
     data = graph(flows=[{"src": "h1", "dst": "h2"}, {"src": "h1", "dst": "h2", "cca": "westwood"}])
-    assert error_of(data) == 'flows[1].cca: unknown controller "westwood" (known: reno, newreno, cubic, highspeed, bbr, bbr3, dctcp, vegas)'
+    assert error_of(data) == 'flows[1].cca: unknown controller "westwood" (known: reno, newreno, cubic, highspeed, bbr, bbr3, dctcp, prague, vegas)'
 
 
 @pytest.mark.parametrize("name", ["reno", "newreno", "NewReno", "TcpNewReno", "tcpreno", "TCPRENO"])

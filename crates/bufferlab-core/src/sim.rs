@@ -2,7 +2,7 @@
 //! advances simulated time from event to event. It has no globals, reads no clock and draws every
 //! random number from streams seeded by the spec.
 
-use crate::cc::{Controller, ControllerConfig};
+use crate::cc::{Controller, ControllerConfig, PragueOptions};
 use crate::error::EngineError;
 use crate::event::{Event, EventQueue};
 use crate::net::channel::{Channel, Schedule};
@@ -204,6 +204,10 @@ fn listed_flow(index: u32, f: &FlowSpec, seed: u64, routes: &RoutingTable) -> Fl
                             initial_window_segments: config.initial_window,
                             hystart: f.tcp.hystart,
                             ca_increase: f.tcp.ca_increase,
+                            prague: PragueOptions {
+                                rtt_independence: f.tcp.prague_rtt_independence,
+                                classic_fallback: f.tcp.prague_classic_fallback,
+                            },
                             seed: stream_seed(seed ^ CONTROLLER_STREAMS, index as u64),
                         },
                     );

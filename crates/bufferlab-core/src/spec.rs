@@ -460,6 +460,10 @@ pub enum CcaKind {
     /// Data Center TCP, RFC 8257: a window reduction scaled by the fraction of bytes CE-marked.
     /// Needs a TCP flow with the per-packet ECN echo (`tcp.ecn = "dctcp"`).
     Dctcp,
+    /// TCP Prague, draft-briscoe-iccrg-prague-congestion-control-04: DCTCP's α-scaled response
+    /// for the Internet's L4S service, paced, with Reno's response to loss. Needs a TCP flow
+    /// with `tcp.ecn = "l4s"` (ECT(1) data and accurate ECN feedback).
+    Prague,
     /// TCP Vegas (Brakmo and Peterson, IEEE JSAC 1995): delay-based, keeps α = 2 to β = 4
     /// segments queued.
     Vegas,
@@ -652,6 +656,14 @@ pub struct TcpSpec {
     pub pacing: bool,
     pub pacing_ss_ratio: f64,
     pub pacing_ca_ratio: f64,
+    /// TCP Prague's reduced RTT-dependence (true, as the draft's reference implementation):
+    /// after 500 round trips out of slow start, a flow whose RTT is below 25 ms grows as a 25 ms
+    /// flow would, and answers ECN at most once per 25 ms (draft §2.4.4). Prague only.
+    pub prague_rtt_independence: bool,
+    /// TCP Prague's fall-back on detecting a classic (RFC 3168) ECN AQM at the bottleneck (false,
+    /// as the reference implementation): a delay-variation heuristic (Briscoe and Ahmed 2019)
+    /// raises α toward a Reno-friendly reduction. Prague only.
+    pub prague_classic_fallback: bool,
 }
 
 impl Default for TcpSpec {
@@ -679,6 +691,8 @@ impl Default for TcpSpec {
             pacing: false,
             pacing_ss_ratio: 2.0,
             pacing_ca_ratio: 1.2,
+            prague_rtt_independence: true,
+            prague_classic_fallback: false,
         }
     }
 }

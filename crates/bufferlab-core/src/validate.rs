@@ -663,13 +663,30 @@ fn check_pacing_ratios(field: &dyn Fn(&str) -> String, slow_start: f64, avoidanc
 /// CE-marked from ACKs that echo the CE state of the very segments they cover (§3.2): TCP with
 /// that echo. RFC 3168's echo (ECE from a CE arrival until CWR) would count every byte of a
 /// marked window as marked, and QUIC's ACK frames count CE packets, which the engine's QUIC
-/// sender does not turn into bytes; without ECN there is nothing to estimate from.
+/// sender does not turn into bytes; without ECN there is nothing to estimate from. Prague
+/// (draft-briscoe-iccrg-prague-congestion-control §2.2, §2.3.1) keeps DCTCP's estimate and sends
+/// ECT(1), the L4S identifier: TCP with `tcp.ecn = "l4s"` alone.
 fn check_controller_feedback(
     at: Field<'_>,
     cca: CcaKind,
     transport: TransportKind,
     tcp: &TcpSpec,
 ) -> Result<(), EngineError> {
+    if cca == CcaKind::Prague {
+        if transport == TransportKind::Quic {
+            return Err(err(
+                format!("{at}.transport"),
+                "Prague needs TCP's accurate ECN feedback; QUIC's ACKs count CE packets",
+            ));
+        }
+        if tcp.ecn != TcpEcn::L4s {
+            return Err(err(
+                format!("{at}.tcp.ecn"),
+                "Prague needs ECT(1) and accurate ECN feedback: set tcp.ecn = \"l4s\"",
+            ));
+        }
+        return Ok(());
+    }
     if cca != CcaKind::Dctcp {
         return Ok(());
     }
@@ -950,6 +967,14 @@ mod tests {
         assert_eq!(validate(&spec), Ok(()));
     }
 
+    #[test]
+    fn prague_with_l4s_ecn_passes() {
+        let mut spec = two_hosts();
+        spec.flows[0].cca = CcaKind::Prague;
+        spec.flows[0].tcp.ecn = TcpEcn::L4s;
+        assert_eq!(validate(&spec), Ok(()));
+    }
+
     type Mutation = Box<dyn FnOnce(&mut ScenarioSpec)>;
 
     #[test]
@@ -995,6 +1020,21 @@ mod tests {
                     s.flows[0].transport = TransportKind::Quic
                 }),
                 "flows[0].transport: DCTCP needs TCP's per-packet ECN echo; QUIC's ACKs count CE packets",
+            ),
+            (
+                Box::new(|s| {
+                    s.flows[0].cca = CcaKind::Prague;
+                    s.flows[0].tcp.ecn = TcpEcn::Dctcp
+                }),
+                "flows[0].tcp.ecn: Prague needs ECT(1) and accurate ECN feedback: set tcp.ecn = \"l4s\"",
+            ),
+            (
+                Box::new(|s| {
+                    s.flows[0].cca = CcaKind::Prague;
+                    s.flows[0].tcp.ecn = TcpEcn::L4s;
+                    s.flows[0].transport = TransportKind::Quic
+                }),
+                "flows[0].transport: Prague needs TCP's accurate ECN feedback; QUIC's ACKs count CE packets",
             ),
             (Box::new(|s| s.flows[0].quic.ack_every = 0), "flows[0].quic.ack_every: must be positive"),
             (

@@ -137,15 +137,19 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
             });
         }
     }
-    // DCTCP runs over TCP with the per-packet ECN echo it needs (the spec's checks refuse it
-    // otherwise).
+    // DCTCP and Prague run over TCP with the ECN feedback they need (the spec's checks refuse
+    // them otherwise).
     let mut flows: Vec<FlowSpec> = flows;
-    for f in flows.iter_mut().filter(|f| f.cca == CcaKind::Dctcp) {
-        f.transport = TransportKind::Tcp;
-        f.tcp.ecn = TcpEcn::Dctcp;
+    for f in flows.iter_mut() {
+        if let Some(ecn) = ecn_needed(f.cca) {
+            f.transport = TransportKind::Tcp;
+            f.tcp.ecn = ecn;
+        }
     }
-    for g in generators.iter_mut().filter(|g| g.cca == CcaKind::Dctcp) {
-        g.tcp.ecn = TcpEcn::Dctcp;
+    for g in generators.iter_mut() {
+        if let Some(ecn) = ecn_needed(g.cca) {
+            g.tcp.ecn = ecn;
+        }
     }
     ScenarioSpec {
         seed,

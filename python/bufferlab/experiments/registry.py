@@ -14,10 +14,11 @@ def reproductions() -> dict[str, Reproduction]:
     from .ccperf import REPRODUCTION as ccperf
     from .dhamdhere2006 import REPRODUCTION as dhamdhere2006
     from .enachescu2006 import REPRODUCTION as enachescu2006
+    from .l4s import REPRODUCTION as l4s
     from .quic_sizing import REPRODUCTION as quic_sizing
     from .spang2021 import REPRODUCTION as spang2021
     from .splitbuff import REPRODUCTION as splitbuff
     from .ware2019 import REPRODUCTION as ware2019
 
     return {r.name: r for r in (dhamdhere2006, ccperf, splitbuff, quic_sizing, barman2004, appenzeller2004,
-                                       bufferbloat, spang2021, enachescu2006, ware2019)}
+                                       bufferbloat, spang2021, enachescu2006, ware2019, l4s)}

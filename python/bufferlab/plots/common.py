@@ -146,7 +146,7 @@ def _hex(rgb: Sequence[float]) -> str:
 # Congestion controllers as the papers write them.
 CONTROLLER_NAMES = {"reno": "Reno", "newreno": "NewReno", "cubic": "CUBIC", "highspeed": "HSTCP", "bbr": "BBR",
                     "bbr3": "BBRv3", "bbrv3": "BBRv3",
-                    "dctcp": "DCTCP", "vegas": "Vegas"}
+                    "dctcp": "DCTCP", "prague": "Prague", "vegas": "Vegas"}
 # Spec keys in words, for legends and titles.
 _SPEC_TERMS = {"topology.queue": "buffer", "topology.flows": "N", "topology.rtt": "RTT",
                "topology.bottleneck_rate": "C", "topology.bottleneck_delay": "bottleneck delay",

@@ -125,7 +125,7 @@ def _inherited(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Ge
 def _feedback_fields(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Generator,
                      defaults: FlowDefaults) -> None:
     """Name the settings the engine checks against a flow's controller (DCTCP needs TCP with
-    `tcp.ecn = "dctcp"`) where the user wrote them, or, where nobody did, beside the `cca` that
+    `tcp.ecn = "dctcp"`, Prague with `tcp.ecn = "l4s"`) where the user wrote them, or, where nobody did, beside the `cca` that
     chose the controller: the field to set."""
     chosen_at = user_field(aliases, where) if own.cca is not None else "flow_defaults"
     if not any(layer is not None and "ecn" in layer.model_fields_set for layer in (own.tcp, defaults.tcp)):
@@ -249,7 +249,7 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
         flow_names.append(name)
         endpoints.append((nodes[src].name, nodes[dst].name))
         _inherited(aliases, where, flow, defaults, ("tcp", "quic", "traffic"))
-        if engine_controller(cca) == "dctcp":
+        if engine_controller(cca) in ("dctcp", "prague"):
             _feedback_fields(aliases, where, flow, defaults)
         # A flow's own options are checked and named as its own: only a flow without any shares.
         tcp = (_tcp(defaults.tcp, flow.tcp, where) if flow.tcp is not None
@@ -451,7 +451,7 @@ def _expand_generators(s: Scenario, nodes: Sequence[Node | Host], node_index: di
             k = len(engine)
             aliases[f"generators[{k}]"] = where
             _inherited(aliases, f"generators[{k}]", g, defaults, ("tcp",))
-            if engine_controller(cca) == "dctcp":
+            if engine_controller(cca) in ("dctcp", "prague"):
                 _feedback_fields(aliases, f"generators[{k}]", g, defaults)
             aliases.update({f"generators[{k}].{key}": f"{where}.{user}"
                             for key, user in _GENERATOR_MODEL_FIELDS.items()})

@@ -277,7 +277,7 @@ LossModelField = Annotated[LossModel, Parsed(parse_loss_model, _loss_model_out, 
 # User-facing controller names -> the engine's CcaKind. NewReno (RFC 6582) is Reno's loss
 # recovery when SACK is off, so both names select the engine's one AIMD controller ("reno").
 # ccperf / ns-3 spell them TcpNewReno, TcpReno, TcpCubic, TcpHighSpeed, TcpBbr (seed 001),
-# TcpDctcp and TcpVegas; ns-3 has no BBRv3, whose ccperf spelling here is TcpBbrV3. Matching is
+# TcpDctcp, TcpPrague and TcpVegas; ns-3 has no BBRv3, whose ccperf spelling here is TcpBbrV3. Matching is
 # case-insensitive.
 _CONTROLLERS = {"reno": "reno", "newreno": "reno", "tcpreno": "reno", "tcpnewreno": "reno",
                 "cubic": "cubic", "tcpcubic": "cubic",
@@ -285,8 +285,9 @@ _CONTROLLERS = {"reno": "reno", "newreno": "reno", "tcpreno": "reno", "tcpnewren
                 "bbr": "bbr", "tcpbbr": "bbr",
                 "bbr3": "bbr3", "bbrv3": "bbr3", "tcpbbrv3": "bbr3", "tcpbbr3": "bbr3",
                 "dctcp": "dctcp", "tcpdctcp": "dctcp",
+                "prague": "prague", "tcpprague": "prague",
                 "vegas": "vegas", "tcpvegas": "vegas"}
-KNOWN_CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "bbr3", "dctcp", "vegas")
+KNOWN_CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "bbr3", "dctcp", "prague", "vegas")
 
 _RECOVERIES = {"prr": "prr", "tcpprrrecovery": "prr", "classic": "classic", "tcpclassicrecovery": "classic"}
 KNOWN_RECOVERIES = ("prr", "classic")

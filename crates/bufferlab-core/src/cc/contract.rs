@@ -5,6 +5,7 @@
 //! ([`ControllerMetrics`], the [`state`] codes).
 
 use super::delivery_rate::RateSample;
+use super::prague::PragueOptions;
 use crate::spec::CaIncrease;
 use crate::units::{BitRate, SimTime};
 
@@ -58,9 +59,9 @@ pub struct ControllerMetrics {
 /// Controller state codes recorded in the time series (`cc_state`). The meaning of a code
 /// depends on the flow's controller.
 pub mod state {
-    /// Window-based controllers (Reno, CUBIC, HighSpeed, DCTCP, Vegas). DCTCP's ECN reduction
-    /// leaves it in congestion avoidance (no recovery episode follows it); Vegas is in slow
-    /// start until its Diff exceeds γ, whether the round grows or holds.
+    /// Window-based controllers (Reno, CUBIC, HighSpeed, DCTCP, Prague, Vegas). DCTCP's and
+    /// Prague's ECN reduction leaves them in congestion avoidance (no recovery episode follows
+    /// it); Vegas is in slow start until its Diff exceeds γ, whether the round grows or holds.
     pub const SLOW_START: u8 = 0;
     pub const CONGESTION_AVOIDANCE: u8 = 1;
     /// Fast recovery, from the congestion event to the end of the episode.
@@ -188,10 +189,19 @@ pub struct ControllerConfig {
     pub seed: u64,
     /// How Reno counts acknowledgements (bytes, RFC 3465; or per ACK, RFC 5681).
     pub ca_increase: CaIncrease,
+    /// TCP Prague's options (reduced RTT-dependence, classic ECN AQM fall-back).
+    pub prague: PragueOptions,
 }
 
 impl ControllerConfig {
     pub fn new(mss: u32, initial_window_segments: u32) -> Self {
-        ControllerConfig { mss, initial_window_segments, hystart: true, seed: 0, ca_increase: CaIncrease::Bytes }
+        ControllerConfig {
+            mss,
+            initial_window_segments,
+            hystart: true,
+            seed: 0,
+            ca_increase: CaIncrease::Bytes,
+            prague: PragueOptions::default(),
+        }
     }
 }

@@ -37,18 +37,101 @@ pub const G: f64 = 1.0 / 16.0;
 /// RFC 8257 §3.3: α before the first window has been measured.
 pub const INITIAL_ALPHA: f64 = 1.0;
 
+/// RFC 8257 §3.3's estimate of the fraction of bytes that met congestion, DCTCP.Alpha: the
+/// bytes acknowledged and, of them, the bytes echoed CE-marked, counted over observation windows
+/// of about one round trip; at each window's end α ← (1 − g)·α + g·F. DCTCP and Prague (whose
+/// draft, §2.3.2, takes the estimator over from DCTCP) share it.
 #[derive(Debug, Clone)]
-pub struct Dctcp {
-    /// Slow start, congestion avoidance and the loss response (RFC 8257 §3.4: standard TCP's).
-    reno: Reno,
-    /// DCTCP.Alpha, the estimate of the fraction of bytes marked.
-    alpha: f64,
+pub struct MarkedFraction {
+    /// DCTCP.Alpha.
+    pub(super) alpha: f64,
     /// BytesAcked and BytesMarked of the current observation window.
     window_acked: u64,
     window_marked: u64,
     /// Observation windows: one ends at the ACK of the first byte sent after the last one ended
     /// (RFC 8257's WindowEnd = SND.NXT, counted in delivered bytes).
-    windows: RoundCounter,
+    rounds: RoundCounter,
+    /// The round trip of the current window is over; the window closes as soon as the owner
+    /// lets it (Prague's reduced RTT-dependence holds it open for its reference RTT).
+    round_over: bool,
+    /// Windows closed so far.
+    closed: u64,
+    /// α is held at its initial value until the first CE mark is counted (Prague).
+    hold_until_marked: bool,
+    marked_ever: bool,
+}
+
+impl Default for MarkedFraction {
+    fn default() -> Self {
+        MarkedFraction {
+            alpha: INITIAL_ALPHA,
+            window_acked: 0,
+            window_marked: 0,
+            rounds: RoundCounter::default(),
+            round_over: false,
+            closed: 0,
+            hold_until_marked: false,
+            marked_ever: false,
+        }
+    }
+}
+
+impl MarkedFraction {
+    /// The estimator with α held at 1 until the first CE mark: a flow whose path has shown no
+    /// ECN-capable AQM yet answers its first mark as a classic flow would.
+    pub fn held_until_first_mark() -> Self {
+        MarkedFraction { hold_until_marked: true, ..Self::default() }
+    }
+
+    /// DCTCP.Alpha now.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    /// Observation windows closed so far.
+    pub fn windows_observed(&self) -> u64 {
+        self.closed
+    }
+
+    /// Whether any CE-marked byte has been counted.
+    pub fn marked(&self) -> bool {
+        self.marked_ever
+    }
+
+    /// Count one ACK's sample (RFC 8257 §3.3 steps 1 and 2; SACKed bytes are not counted) and
+    /// close the window if its round trip is over and `may_close` (step 3: the window ends with
+    /// the ACK of data sent after it began). Returns whether the window closed.
+    pub fn on_ack(&mut self, ack: &AckSample, may_close: bool) -> bool {
+        self.window_acked += ack.bytes_acked;
+        self.window_marked += ack.ce_marked_bytes;
+        self.marked_ever |= ack.ce_marked_bytes > 0;
+        if self.rounds.on_ack(ack.rate.as_ref(), ack.total_delivered) {
+            self.round_over = true;
+        }
+        if !(self.round_over && may_close) {
+            return false;
+        }
+        // Steps 6 and 7: the next window ends with the ACK of data sent from now on.
+        self.rounds.restart(ack.total_delivered);
+        self.round_over = false;
+        self.closed += 1;
+        if self.window_acked > 0 && (self.marked_ever || !self.hold_until_marked) {
+            // Steps 4 and 5: F = BytesMarked / BytesAcked; α = α·(1 − g) + g·F.
+            let fraction = self.window_marked as f64 / self.window_acked as f64;
+            self.alpha = self.alpha * (1.0 - G) + G * fraction;
+        }
+        self.window_acked = 0;
+        self.window_marked = 0;
+        true
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Dctcp {
+    /// Slow start, congestion avoidance and the loss response (RFC 8257 §3.4: standard TCP's).
+    reno: Reno,
+    /// DCTCP.Alpha and its observation windows.
+    marks: MarkedFraction,
     /// ECN feedback arrived on the ACK being processed: reduce once its sample is counted.
     reduction_due: bool,
 }
@@ -65,42 +148,24 @@ impl Dctcp {
     }
 
     fn with_reno(reno: Reno) -> Self {
-        Dctcp {
-            reno,
-            alpha: INITIAL_ALPHA,
-            window_acked: 0,
-            window_marked: 0,
-            windows: RoundCounter::default(),
-            reduction_due: false,
-        }
+        Dctcp { reno, marks: MarkedFraction::default(), reduction_due: false }
     }
 
     /// DCTCP.Alpha now.
     pub fn alpha(&self) -> f64 {
-        self.alpha
+        self.marks.alpha()
     }
 
     /// Observation windows closed so far.
     pub fn windows_observed(&self) -> u64 {
-        self.windows.count
-    }
-
-    /// RFC 8257 §3.3 steps 4, 5 and 7 at the end of an observation window.
-    fn close_window(&mut self) {
-        if self.window_acked > 0 {
-            // M = BytesMarked / BytesAcked; DCTCP.Alpha = DCTCP.Alpha·(1 − g) + g·M.
-            let fraction = self.window_marked as f64 / self.window_acked as f64;
-            self.alpha = self.alpha * (1.0 - G) + G * fraction;
-        }
-        self.window_acked = 0;
-        self.window_marked = 0;
+        self.marks.windows_observed()
     }
 
     /// RFC 8257 §3.3 step 8: cwnd = cwnd·(1 − DCTCP.Alpha/2), not below two segments (as
     /// RFC 5681's ssthresh floor), and ssthresh = cwnd (RFC 3168 §6.1.2's reduction of both).
     fn reduce(&mut self) {
         let mss = self.reno.mss();
-        let cwnd = ((self.reno.window() as f64 * (1.0 - self.alpha / 2.0)) as u64).max(2 * mss);
+        let cwnd = ((self.reno.window() as f64 * (1.0 - self.alpha() / 2.0)) as u64).max(2 * mss);
         self.reno.set_window(cwnd, cwnd);
     }
 }
@@ -119,14 +184,8 @@ impl CongestionController for Dctcp {
     }
 
     fn on_ack_processed(&mut self, ack: &AckSample) {
-        // RFC 8257 §3.3 steps 1 and 2 (SACKed bytes are not counted).
-        self.window_acked += ack.bytes_acked;
-        self.window_marked += ack.ce_marked_bytes;
-        // Step 3: the window ends with the ACK of data sent after it began (steps 6 and 7: the
-        // counter records where the next one ends).
-        if self.windows.on_ack(ack.rate.as_ref(), ack.total_delivered) {
-            self.close_window();
-        }
+        // RFC 8257 §3.3 steps 1 to 7: count, and close the window at the end of its round trip.
+        self.marks.on_ack(ack, true);
         if self.reduction_due {
             self.reduction_due = false;
             self.reduce();
@@ -158,7 +217,7 @@ impl CongestionController for Dctcp {
     }
 
     fn ecn_alpha(&self) -> Option<f64> {
-        Some(self.alpha)
+        Some(self.alpha())
     }
 
     fn state(&self) -> u8 {
@@ -287,7 +346,7 @@ mod tests {
         assert_eq!(d.state(), state::CONGESTION_AVOIDANCE);
         // With α = 1/4 the window loses an eighth.
         let mut d = Dctcp::new(MSS as u32, 80);
-        d.alpha = 0.25;
+        d.marks.alpha = 0.25;
         assert_eq!(d.ecn_alpha(), Some(0.25), "the α the time series records");
         d.on_ecn_congestion_event(SimTime::ZERO, 80 * MSS);
         d.on_ack_processed(&AckSample::default());
@@ -322,7 +381,7 @@ mod tests {
     #[test]
     fn a_loss_halves_as_reno_whatever_alpha_is() {
         let mut d = Dctcp::new(MSS as u32, 40);
-        d.alpha = 0.1;
+        d.marks.alpha = 0.1;
         d.on_congestion_event(SimTime::ZERO, 40 * MSS);
         assert_eq!((d.window(), d.ssthresh(), d.state()), (20 * MSS, 20 * MSS, state::RECOVERY));
         d.on_recovery_exit(SimTime::ZERO);

@@ -26,6 +26,7 @@ pub mod cubic;
 pub mod dctcp;
 pub mod delivery_rate;
 pub mod highspeed;
+pub mod prague;
 pub mod reno;
 pub mod vegas;
 
@@ -39,6 +40,7 @@ pub use cubic::Cubic;
 pub use dctcp::Dctcp;
 pub use delivery_rate::{DeliveryRateEstimator, RateSample};
 pub use highspeed::HighSpeed;
+pub use prague::{Prague, PragueOptions};
 pub use reno::Reno;
 pub use vegas::Vegas;
 
@@ -56,6 +58,7 @@ pub enum Controller {
     /// whatever its controller, by the difference.
     Bbr3(Box<Bbr3>),
     Dctcp(Dctcp),
+    Prague(Prague),
     Vegas(Vegas),
 }
 
@@ -70,6 +73,7 @@ impl Controller {
             CcaKind::Bbr => Controller::Bbr(Bbr::new(config)),
             CcaKind::Bbr3 => Controller::Bbr3(Box::new(Bbr3::new(config))),
             CcaKind::Dctcp => Controller::Dctcp(Dctcp::from_config(config)),
+            CcaKind::Prague => Controller::Prague(Prague::from_config(config)),
             CcaKind::Vegas => Controller::Vegas(Vegas::from_config(config)),
         }
     }
@@ -84,6 +88,7 @@ macro_rules! dispatch {
             Controller::Bbr($c) => $body,
             Controller::Bbr3($c) => $body,
             Controller::Dctcp($c) => $body,
+            Controller::Prague($c) => $body,
             Controller::Vegas($c) => $body,
         }
     };
@@ -128,6 +133,9 @@ impl CongestionController for Controller {
     #[inline]
     fn pacing_rate(&self) -> Option<BitRate> {
         dispatch!(self, c => c.pacing_rate())
+    }
+    fn ecn_alpha(&self) -> Option<f64> {
+        dispatch!(self, c => c.ecn_alpha())
     }
     #[inline]
     fn state(&self) -> u8 {

@@ -14,7 +14,7 @@
 //! generator, so changing, say, the size distribution leaves the arrival times as they were.
 
 use super::{Distribution, Sampler};
-use crate::cc::{Controller, ControllerConfig};
+use crate::cc::{Controller, ControllerConfig, PragueOptions};
 use crate::limits::MAX_TIME_NS;
 use crate::spec::{CaIncrease, CcaKind, GeneratorModel, GeneratorSpec};
 use crate::transport::tcp::TcpConfig;
@@ -42,6 +42,8 @@ pub struct Generator {
     hystart: bool,
     /// Congestion-avoidance counting (`tcp.ca_increase`).
     ca_increase: CaIncrease,
+    /// TCP Prague's options (`tcp.prague_*`).
+    prague: PragueOptions,
     /// Seed from which each transfer's controller stream is derived (the complement of the
     /// size stream's seed).
     controller_seed: u64,
@@ -84,6 +86,10 @@ impl Generator {
             config: TcpConfig::from(&spec.tcp),
             hystart: spec.tcp.hystart,
             ca_increase: spec.tcp.ca_increase,
+            prague: PragueOptions {
+                rtt_independence: spec.tcp.prague_rtt_independence,
+                classic_fallback: spec.tcp.prague_classic_fallback,
+            },
             controller_seed: !seeds[1],
             start: SimTime::from_ns(spec.start_ns),
             stop: spec.stop_ns.map_or(SimTime::MAX, SimTime::from_ns),
@@ -130,6 +136,7 @@ impl Generator {
                 initial_window_segments: self.config.initial_window,
                 hystart: self.hystart,
                 ca_increase: self.ca_increase,
+                prague: self.prague,
                 seed: self.controller_seed ^ self.created.wrapping_mul(0x9E37_79B9_7F4A_7C15),
             },
         )

@@ -7,8 +7,26 @@ pub const MS: u64 = 1_000_000;
 pub const SEC: u64 = 1_000_000_000;
 
 /// Every congestion controller the engine has, for the tests that run each of them.
-pub const EVERY_CONTROLLER: [CcaKind; 7] =
-    [CcaKind::Reno, CcaKind::Cubic, CcaKind::HighSpeed, CcaKind::Bbr, CcaKind::Bbr3, CcaKind::Dctcp, CcaKind::Vegas];
+pub const EVERY_CONTROLLER: [CcaKind; 8] = [
+    CcaKind::Reno,
+    CcaKind::Cubic,
+    CcaKind::HighSpeed,
+    CcaKind::Bbr,
+    CcaKind::Bbr3,
+    CcaKind::Dctcp,
+    CcaKind::Vegas,
+    CcaKind::Prague,
+];
+
+/// The TCP ECN mode a controller needs, if it needs one: DCTCP the per-packet echo (RFC 8257
+/// §3.2), Prague ECT(1) with it (the L4S identifier). Neither runs over QUIC.
+pub fn ecn_needed(cca: CcaKind) -> Option<TcpEcn> {
+    match cca {
+        CcaKind::Dctcp => Some(TcpEcn::Dctcp),
+        CcaKind::Prague => Some(TcpEcn::L4s),
+        _ => None,
+    }
+}
 
 /// Queue deep enough never to drop: for links that are not under test.
 pub fn deep() -> QueueSpec {

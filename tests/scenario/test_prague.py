@@ -1,0 +1,63 @@
+"""TCP Prague is named in specs as the other controllers are; a Prague flow without
+`tcp.ecn = "l4s"` (ECT(1) and accurate ECN feedback), or over QUIC, is refused naming the field
+the user wrote; its two options reach the engine."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from bufferlab.errors import SpecError
+from bufferlab.pipeline.plan import plan
+from bufferlab.spec import Scenario
+
+DUMBBELL = """
+    name = "l4s"
+    duration = "1s"
+    [topology]
+    kind = "dumbbell"
+    flows = 2
+    bottleneck_rate = "10Mbps"
+    rtt = "20ms"
+    queue = { kind = "dualpi2" }
+"""
+
+NO_L4S = 'Prague needs ECT(1) and accurate ECN feedback: set tcp.ecn = "l4s"'
+
+
+def scenario(extra: str) -> Scenario:
+    return Scenario.from_toml_text(textwrap.dedent(DUMBBELL) + textwrap.dedent(extra))
+
+
+@pytest.mark.parametrize("written", ["prague", "Prague", "TcpPrague"])
+def test_prague_is_named_as_written_and_reaches_the_engine(written: str) -> None:
+    s = scenario(f'[flow_defaults]\ncca = "{written}"\ntcp = {{ ecn = "l4s" }}\n')
+    assert [f["cca"] for f in s.to_engine()["flows"]] == ["prague", "prague"]
+    plan(s)
+
+
+@pytest.mark.parametrize("tcp", ["", 'tcp = { ecn = "off" }', 'tcp = { ecn = "classic" }',
+                                 'tcp = { ecn = "dctcp" }'])
+def test_prague_without_l4s_ecn_is_refused_naming_the_field(tcp: str) -> None:
+    with pytest.raises(SpecError) as e:
+        plan(scenario(f'[flow_defaults]\ncca = "prague"\n{tcp}\n'))
+    assert (e.value.field, e.value.reason) == ("flow_defaults.tcp.ecn", NO_L4S)
+
+
+def test_prague_over_quic_is_refused() -> None:
+    with pytest.raises(SpecError) as e:
+        plan(scenario('[flow_defaults]\ncca = "prague"\ntransport = "quic"\ntcp = { ecn = "l4s" }\n'))
+    assert (e.value.field, e.value.reason) == (
+        "flow_defaults.transport", "Prague needs TCP's accurate ECN feedback; QUIC's ACKs count CE packets")
+
+
+def test_the_options_default_as_the_reference_implementation_and_reach_the_engine() -> None:
+    s = scenario('[flow_defaults]\ncca = "prague"\ntcp = { ecn = "l4s" }\n')
+    tcp = s.to_engine()["flows"][0]["tcp"]
+    assert (tcp["prague_rtt_independence"], tcp["prague_classic_fallback"]) == (True, False)
+    s = scenario('[flow_defaults]\ncca = "prague"\n'
+                 'tcp = { ecn = "l4s", prague_rtt_independence = false, prague_classic_fallback = true }\n')
+    tcp = s.to_engine()["flows"][0]["tcp"]
+    assert (tcp["prague_rtt_independence"], tcp["prague_classic_fallback"]) == (False, True)
+    plan(s)

@@ -11,7 +11,8 @@ use crate::net::pool::{Arrival, PacketPool};
 use crate::net::routing::{Hop, HopKind, RoutingTable};
 use crate::net::sack_slab::SackSlab;
 use crate::queue::Queue;
-use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
+use crate::queue::QueueDiscipline;
+use crate::record::result::{encode_f64, Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
 use crate::spec::{Direction, FlowSpec, QueueSpec, RecordSpec, ScenarioSpec, TrafficSpec, TransportKind};
 use crate::traffic::{Distribution, Generator, Sampler, Wakeup};
@@ -778,11 +779,13 @@ impl Simulator {
                     pacing_rate_bps: f.sender.pacing_rate_bps(),
                     cc_state: f.sender.cc_state() as u64,
                     delivery_rate_bps: f.sender.delivery_rate_bps(),
+                    ecn_alpha: encode_f64(f.sender.ecn_alpha()),
                 },
             );
         }
         for row in 0..ts.channels.len() {
             let c = &self.channels[ts.channels[row]];
+            let [aqm_probability, aqm_signal, aqm_state, aqm_count] = ChannelSample::aqm(c.queue().aqm_state());
             ts.push_channel(
                 row,
                 ChannelSample {
@@ -793,6 +796,12 @@ impl Simulator {
                     sent_packets: c.sent_packets(),
                     sojourn_ns: c.sojourn_sum_ns(),
                     busy_ns: c.busy_ns(),
+                    aqm_probability,
+                    aqm_signal,
+                    aqm_state,
+                    aqm_count,
+                    ce_marks: c.queue().ce_marks().packets,
+                    aqm_drops: c.aqm_drops(),
                 },
             );
         }

@@ -262,6 +262,11 @@ impl Channel {
         r.dropped_queue_packets + r.dropped_aqm_packets + r.dropped_loss_packets
     }
 
+    /// Packets the queue's AQM dropped so far (of `drops`).
+    pub fn aqm_drops(&self) -> u64 {
+        self.cold.record.dropped_aqm_packets
+    }
+
     pub fn queue_packets(&self) -> u64 {
         self.cold.queue.len_packets()
     }

@@ -157,6 +157,11 @@ impl Sender {
     pub fn cc_state(&self) -> u8 {
         core_dispatch!(self, s => s.cc_state(), d => d.cc_state())
     }
+    /// The controller's estimate of the fraction of bytes marked CE (DCTCP's α); `None` for a
+    /// controller that keeps none and for a datagram flow, which has no controller.
+    pub fn ecn_alpha(&self) -> Option<f64> {
+        core_dispatch!(self, s => s.ecn_alpha(), _d => None)
+    }
     /// Delivery rate of the latest rate sample, bit/s; 0 before the first (or without estimation).
     pub fn delivery_rate_bps(&self) -> u64 {
         core_dispatch!(self, s => s.delivery_rate_bps(), d => d.delivery_rate_bps())

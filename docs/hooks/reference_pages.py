@@ -777,6 +777,9 @@ def store_page() -> str:
             if column in metrics:
                 unit, definition = metrics[column]
                 notes.append(f"metric ({unit}): {definition}")
+            if name == "channel_timeseries" and column in tables.AQM_COLUMNS:
+                notes += [f"{kind}: {what}" for kind, what in tables.AQM_COLUMNS[column].items()]
+                notes.append("NULL for other queues")
             rows.append([code(column), code(sql_type), "; ".join(notes)])
         out += [table(["column", "type", "notes"], rows), ""]
     return "\n".join(out)

@@ -359,6 +359,9 @@ impl Simulator {
         if let Some(iv) = sample_interval {
             events.schedule(iv, Event::Sample);
         }
+        if spec.record.warmup_ns > 0 {
+            events.schedule(SimTime::from_ns(spec.record.warmup_ns), Event::WarmUpEnd);
+        }
         let mut capture_of = vec![None; channels.len()];
         let mut captures = Vec::new();
         for c in &spec.captures {
@@ -574,6 +577,15 @@ impl Simulator {
             Event::FlowStart { flow } => self.drive(flow, Side::Sender, |f, now, _, out| f.sender.start(now, out)),
             Event::FlowStop { flow } => self.drive(flow, Side::Sender, |f, now, _, out| f.sender.stop(now, out)),
             Event::Sample => self.sample(),
+            Event::WarmUpEnd => {
+                // The delay distributions count the packets from here on (`RecordSpec::warmup_ns`).
+                for c in &mut self.channels {
+                    c.restart_sojourns();
+                }
+                for f in &mut self.flows {
+                    f.receiver.restart_delays();
+                }
+            }
             Event::TransferArrival { generator } => {
                 self.start_transfer(generator, None);
                 if let Some((t, w)) = self.generators[generator as usize].after(self.now, Wakeup::Arrival) {

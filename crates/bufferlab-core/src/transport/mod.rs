@@ -240,6 +240,13 @@ impl Receiver {
     pub fn next_timeout(&self) -> Option<SimTime> {
         receiver_dispatch!(self, r => r.next_timeout())
     }
+    /// Start a datagram flow's one-way delay distribution afresh (at the end of the warm-up): the
+    /// datagrams received so far are left out of it. Nothing for TCP or QUIC, which keep none.
+    pub fn restart_delays(&mut self) {
+        if let Receiver::Datagram(r) = self {
+            r.restart_delays();
+        }
+    }
     /// A datagram flow's one-way delays (`DatagramReceiver::one_way_delay`); `None` for TCP
     /// and QUIC, whose delay is their bytes' (`FlowRecord::delivery_delay_byte_ns`).
     pub fn one_way_delay(&self) -> Option<crate::record::histogram::Distribution> {

@@ -95,7 +95,10 @@ fn pies_recorded_probability_settles_where_its_drop_rate_says() {
     let arrivals = (sent[last] - sent[first]) + (drops[last] - drops[first]) + queue[last] - queue[first];
     let drop_rate = (aqm[last] - aqm[first]) as f64 / arrivals as f64;
     let tail = (drops[last] - drops[first]) - (aqm[last] - aqm[first]);
-    eprintln!("PIE: mean p {mean_p:.4}, drop rate {drop_rate:.4} ({} early drops of {arrivals} arrivals, {tail} tail drops)", aqm[last] - aqm[first]);
+    eprintln!(
+        "PIE: mean p {mean_p:.4}, drop rate {drop_rate:.4} ({} early drops of {arrivals} arrivals, {tail} tail drops)",
+        aqm[last] - aqm[first]
+    );
     assert!(p.iter().all(|p| (0.0..=1.0).contains(p)));
     assert!((mean_p - 0.2).abs() < 0.01, "mean p {mean_p:.4}");
     assert!((drop_rate - mean_p).abs() < 0.01, "drop rate {drop_rate:.4} against mean p {mean_p:.4}");
@@ -237,7 +240,10 @@ fn dualpi2_records_its_marks_per_queue_and_its_base_probability() {
     assert_conservation(&result);
     let channel = &result.channels[0];
     let (l, c) = (&channel.classes[0], &channel.classes[1]);
-    eprintln!("DualPI2: L marks {} C marks {} of {}", l.ce_marked_packets, c.ce_marked_packets, channel.ce_marked_packets);
+    eprintln!(
+        "DualPI2: L marks {} C marks {} of {}",
+        l.ce_marked_packets, c.ce_marked_packets, channel.ce_marked_packets
+    );
     assert!(l.ce_marked_packets > 0 && c.ce_marked_packets > 0);
     assert_eq!(l.ce_marked_packets + c.ce_marked_packets, channel.ce_marked_packets);
     assert_eq!(l.ce_marked_bytes + c.ce_marked_bytes, channel.ce_marked_bytes);

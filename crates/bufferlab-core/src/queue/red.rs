@@ -364,7 +364,7 @@ impl QueueDiscipline for Red {
 
     fn aqm_state(&self) -> AqmState {
         AqmState {
-            probability: Some(self.p_b(self.config.mean_packet_bytes as u32)),
+            probability: Some(self.p_b(self.config.mean_packet_bytes)),
             signal: Some(self.avg),
             state: None,
             count: Some(self.count),

@@ -6,8 +6,8 @@ pub mod result;
 pub mod series;
 
 use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
-use crate::units::SimTime;
 use crate::queue::AqmState;
+use crate::units::SimTime;
 use result::{encode_f64, encode_u64, Capture, QueueClassRecord, Series, TimeSeries};
 
 /// One flow's state at a sampling instant.

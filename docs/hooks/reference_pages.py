@@ -666,9 +666,10 @@ from the time it was sent to its arrival; a TCP or QUIC flow has none (its delay
 power of two, each at most 1/32 of its lower bound wide) and reports the q-percentile as the
 midpoint of the bucket that holds the ⌈q·n⌉-th smallest value: within 1.6 % of it, exact where
 every value is the same. The buckets are stored (`delay_histograms`, [The store](store.md)),
-and `bufferlab plot delay` draws them as CDFs. A percentile covers the whole run, slow start
-included: with an AQM, the seconds it takes to drain slow start's overshoot can be more than
-1 % of a short run's packets, and then p99 is theirs.
+and `bufferlab plot delay` draws them as CDFs. A percentile counts the packets from the
+scenario's warm-up on (`[record] warmup`, default 0: the whole run, slow start included). Give
+one to judge the steady state: with an AQM, the seconds it takes to drain slow start's overshoot
+can be more than 1 % of a short run's packets, and then p99 is theirs.
 
 Units: `Mbps` is 10^6 bit/s; `segments` counts MSS-sized segments; `-` marks a ratio or an
 index without a unit.
@@ -777,6 +778,9 @@ def store_page() -> str:
             if column in metrics:
                 unit, definition = metrics[column]
                 notes.append(f"metric ({unit}): {definition}")
+            if name == "channel_timeseries" and column in tables.AQM_COLUMNS:
+                notes += [f"{kind}: {what}" for kind, what in tables.AQM_COLUMNS[column].items()]
+                notes.append("NULL for other queues")
             rows.append([code(column), code(sql_type), "; ".join(notes)])
         out += [table(["column", "type", "notes"], rows), ""]
     return "\n".join(out)

@@ -130,10 +130,10 @@ def test_a_1ns_sample_interval_is_refused_by_the_budget_using_little_memory(smal
 
 
 def test_max_memory_changes_the_budget(small: Path, db: Path) -> None:
-    # 1 s at 1 ms: 1001 samples x (2 flows x 14 + 10 link directions x 7 + 1) series x 8 bytes x 4.5 copies.
+    # 1 s at 1 ms: 1001 samples x (2 flows x 15 + 10 link directions x 13 + 1) series x 8 bytes x 4.5 copies.
     line = assert_one_line_error(bufferlab("run", str(small), "--db", str(db), "--max-memory", "1MB",
                                            "--set", "sample_interval=1ms"), "sample_interval")
-    assert "1001 samples x 99 series" in line and "more than the budget of 1 MB" in line
+    assert "1001 samples x 161 series" in line and "more than the budget of 1 MB" in line
     assert not db.exists()
     assert bufferlab("run", str(small), "--db", str(db), "--max-memory", "1GB", "--json").returncode == 0
     assert_one_line_error(bufferlab("run", str(small), "--db", str(db), "--max-memory", "lots"), "--max-memory")

@@ -5,6 +5,7 @@ store as the engine counted it."""
 from __future__ import annotations
 
 import copy
+import json
 import dataclasses
 from pathlib import Path
 
@@ -83,17 +84,19 @@ def test_the_summary_shows_the_reduction_basis_and_the_measured_table(quick: Rep
     assert 'ssthresh_from = "cwnd"' in summary
     assert "## Measured, per point" in summary and "| CUBIC | FQ-CoDel | 10 |" in summary
     assert {p.stem for p in quick.figures} == {"bufferbloat_delay_vs_buffer", "bufferbloat_delay_vs_throughput",
-                                               "bufferbloat_sparse_flow_delay"}
+                                               "bufferbloat_sparse_flow_delay", "bufferbloat_sojourn_cdf"}
+    assert "| p99 sojourn ms |" in summary and "| sparse flow p99 delay ms |" in summary
 
 
 def test_the_measured_quantities_agree_with_the_engines_whole_run_counters(quick: ReproductionReport,
                                                                           store: Path) -> None:
     # After the warm-up, a FIFO of 10 BDP with CUBIC is full: the window's mean sojourn is close to
-    # the whole run's (the engine's mean_qdisc_delay_l2), and the sparse flow's delay is its base
-    # delay plus that sojourn.
+    # the whole run's (the engine's mean_qdisc_delay_l2); its p99 sojourn, of the packets after
+    # the warm-up (the run's `record.warmup`), is at most the limit's delay; and the sparse flow's
+    # p99 delay is its base delay plus the link's p99 sojourn.
     import polars as pl
 
-    from bufferlab.experiments.bufferbloat import measure
+    from bufferlab.experiments.bufferbloat import limit_delay_ms, measure
     from bufferlab.store.reader import load
 
     res = load(store)
@@ -103,7 +106,14 @@ def test_the_measured_quantities_agree_with_the_engines_whole_run_counters(quick
     whole = res.query("SELECT mean_qdisc_delay_l2 FROM link_metrics WHERE run_id = ? AND bottleneck",
                       [row["run_id"]])["mean_qdisc_delay_l2"][0]
     assert row["delay_ms"] == pytest.approx(whole, rel=0.15)
-    assert row["sparse_queueing_ms"] == pytest.approx(row["delay_ms"], rel=0.1)
+    assert row["delay_ms"] <= row["p99_delay_ms"] <= 1.02 * limit_delay_ms(10.0)
+    assert row["sparse_queueing_ms"] == pytest.approx(row["p99_delay_ms"], rel=0.1)
+    # The run's delay distribution starts at the warm-up: it counts the packets sent after it.
+    run = res.query("SELECT sent_packets FROM channels WHERE run_id = ? AND name = 'btl_forward'", [row["run_id"]])
+    counted = res.delay_distribution(row["run_id"])["count"].sum()
+    assert 0 < counted < run["sent_packets"][0]
+    assert json.loads(res.query("SELECT spec_json FROM runs WHERE run_id = ?", [row["run_id"]])["spec_json"][0]
+                      )["record"]["warmup"] == 10 * 10**9
     assert row["sparse_floor_ms"] == pytest.approx(50.0 + 200 * 8 / 100e6 * 1e3 + 2 * 200 * 8 / 1e9 * 1e3, abs=1e-6)
     assert 0 <= row["sparse_loss"] < 0.05 and 0.99 <= row["utilisation"] <= 1.0
 

@@ -135,6 +135,53 @@ def test_timeseries_of_a_run_without_series_says_what_to_record(store) -> None:
         plots.timeseries(store["db"], store["bare"])
 
 
+# DCTCP flows through a marking PIE on a 10 Mb/s dumbbell: the AQM's probability and delay estimate,
+# its CE marks and the flows' α all move.
+AQM = """
+    name = "aqm"
+    seed = 2
+    duration = "3s"
+
+    [topology]
+    kind = "dumbbell"
+    flows = 2
+    bottleneck_rate = "10Mbps"
+    bottleneck_delay = "10ms"
+    queue = { kind = "pie", limit = "200p", ecn = true, target = "5ms" }
+    rtt = "40ms"
+
+    [flow_defaults]
+    cca = "dctcp"
+    tcp = { ecn = "dctcp" }
+
+    [record]
+    interval = "50ms"
+"""
+
+
+def test_timeseries_draws_the_aqms_state_its_marks_and_dctcps_alpha_as_stored(store, tmp_path: Path) -> None:
+    db = tmp_path / "aqm.duckdb"
+    run_id = _store(db, AQM)
+    fig = plots.timeseries(db, run_id, quantities=["aqm_probability", "aqm_signal", "ce_marks", "ecn_alpha"])
+    probability, signal, marks, alpha = fig.axes[:4]
+    with bufferlab.load(db) as res:
+        link = res.timeseries(run_id, kind="channel", names=["btl_forward"])
+    t = link["time_ns"].to_numpy() / 1e9
+    np.testing.assert_array_equal(_panel_lines(probability)["btl_forward"],
+                                  np.column_stack([t, link["aqm_probability"].to_numpy()]))
+    # PIE's signal is its delay estimate, stored in ns and drawn in ms.
+    np.testing.assert_allclose(_panel_lines(signal)["btl_forward"][:, 1], link["aqm_signal"].to_numpy() / 1e6)
+    per_interval = np.diff(link["ce_marks"].to_numpy().astype(float), prepend=0.0)
+    np.testing.assert_array_equal(_panel_lines(marks)["btl_forward"][:, 1], per_interval)
+    assert per_interval.sum() > 0 and link["aqm_probability"].max() > 0
+    flow = _stored_flow_columns(db, run_id, "flow_0")
+    np.testing.assert_array_equal(_panel_lines(alpha)["flow_0"][:, 1], flow["ecn_alpha"])
+    assert 0 < np.nanmax(flow["ecn_alpha"]) <= 1
+    # A FIFO keeps no AQM state: the panel would be empty, and the figure says so.
+    with pytest.raises(common.PlotError, match=r"aqm_probability: .*no aqm_probability sample"):
+        plots.timeseries(store["db"], store["small"], quantities=["aqm_probability"])
+
+
 # --- shared pieces --------------------------------------------------------------------------------
 
 def test_decimation_keeps_every_bucket_extreme_and_leaves_short_lines_alone() -> None:

@@ -329,6 +329,31 @@ def test_a_chart_with_nothing_to_show_is_left_out_with_one_line_saying_why(tmp_p
         assert len(notes) == len(lines) and all(n.startswith(line) for n, line in zip(notes, lines)), notes
 
 
+def test_a_run_with_an_aqm_gets_charts_of_its_controller_marks_and_alpha(tmp_path):
+    # DCTCP flows through a marking CoDel: the dropping state, the count, the CE marks and α move,
+    # so their charts follow the five of every run; PIE's probability and signal, which CoDel
+    # does not keep, and AQM drops, which marking replaced, are left out without a word.
+    from bufferlab.runner import run
+    from bufferlab.spec import Scenario
+
+    spec_path = tmp_path / "small.toml"
+    spec_path.write_text(textwrap.dedent(SMALL_DUMBBELL), encoding="utf-8")
+    db = tmp_path / "store.duckdb"
+    codel = {"kind": "codel", "limit": "100p", "ecn": True, "target": "1ms", "interval": "20ms"}
+    run_id = run(Scenario.from_toml(spec_path).with_overrides(
+        {"topology.queue": codel, "duration": "3s", "flow_defaults.cca": "dctcp",
+         "flow_defaults.tcp": {"ecn": "dctcp"}}), db).run_id
+    report = build_site(db, tmp_path / "site")
+    html = (tmp_path / "site" / "runs" / run_dir_name(run_id) / "index.html").read_text(encoding="utf-8")
+    assert report.notes == [] and _notes(html) == []
+    assert re.findall(r'data-chart="(\w+)"', html) == ["cwnd", "in_flight", "srtt", "throughput", "queue",
+                                                       "aqm_state", "aqm_count", "ce_marks", "ecn_alpha"]
+    charts = _charts(html)
+    assert [s["name"] for s in charts["ecn_alpha"]["series"]] == ["flow_0", "flow_1"]
+    assert charts["aqm_state"]["title"] == "AQM dropping (queues)"
+    assert max(v for v in charts["ce_marks"]["series"][0]["y"] if v is not None) > 0
+
+
 def test_a_study_page_shows_a_zipped_axis_of_many_flows_as_one_column(tmp_path):
     from bufferlab.study.execute import run_sweep
     from bufferlab.study.executors import SerialExecutor

@@ -364,6 +364,17 @@ def test_sample_interval_off_records_no_series() -> None:
     assert Scenario.from_dict(graph(sample_interval="off")).to_engine()["sample_interval"] is None
 
 
+def test_a_warm_up_goes_to_the_engine_in_ns_and_must_end_before_the_run() -> None:
+    engine = Scenario.from_dict(graph(duration="10s", record={"warmup": "2.5s"})).to_engine()
+    assert engine["record"]["warmup"] == 2_500_000_000
+    # None: the key stays out of the engine's input, whose canonical form (the run's identity)
+    # is then what it was before the key existed.
+    assert "warmup" not in Scenario.from_dict(graph(record={"links": "all"})).to_engine()["record"]
+    assert error_of(graph(duration="10s", record={"warmup": "10s"})) == (
+        "record.warmup: 10s does not end before the run does (duration 10s)")
+    assert error_of(graph(record={"warmup": "-1s"})).startswith("record.warmup: ")
+
+
 def test_engine_json_is_canonical() -> None:
     a = Scenario.from_dict(graph()).to_engine_json()
     reordered = graph()

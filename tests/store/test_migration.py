@@ -63,9 +63,17 @@ VERSION_6_COLUMNS = {"channels": ("dropped_aqm_packets", "dropped_aqm_bytes")}
 VERSION_7_COLUMNS = {"channels": ("ce_marked_packets", "ce_marked_bytes"), "flows": ("ce_received", "ecn_responses"),
                      "flow_metrics": ("total_ce_received_l4", "total_ecn_responses_l4"),
                      "link_metrics": ("total_ce_marks_l2",)}
-# Every column added since version 5: absent from the stores of versions 4 and 5.
+# The columns schema version 9 added (the AQM's controller, CE marks and AQM drops over time,
+# DCTCP's α, CE marks per class).
+VERSION_9_COLUMNS = {
+    "channel_timeseries": ("aqm_probability", "aqm_signal", "aqm_state", "aqm_count", "ce_marks", "aqm_drops"),
+    "flow_timeseries": ("ecn_alpha",), "queue_classes": ("ce_marked_packets", "ce_marked_bytes"),
+    "class_timeseries": ("ce_marked_packets",)}
+# Every column added since version 5 (the percentiles of version 8 aside, which the version 4
+# store keeps as every metric column): absent from the stores of versions 4 and 5.
 LATER_COLUMNS = {table: VERSION_6_COLUMNS.get(table, ()) + VERSION_7_COLUMNS.get(table, ())
-                 for table in VERSION_6_COLUMNS | VERSION_7_COLUMNS}
+                 + VERSION_9_COLUMNS.get(table, ())
+                 for table in VERSION_6_COLUMNS | VERSION_7_COLUMNS | VERSION_9_COLUMNS}
 
 
 def schema_version(db: Path) -> int:
@@ -269,6 +277,54 @@ def test_a_version_7_store_gains_an_empty_delay_histogram_table_and_null_percent
         assert con.execute("SELECT count(*) FROM delay_histograms WHERE run_id = ?", [runs[2].run_id]).fetchone()[0]
         assert con.execute("SELECT p99_qdisc_delay_l2 FROM link_metrics WHERE run_id = ? AND bottleneck",
                            [runs[2].run_id]).fetchone()[0] is not None
+
+
+def aqm_series(db: Path) -> set:
+    """The values of every column version 9 added, in the store at `db`."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {v for table, names in VERSION_9_COLUMNS.items()
+                for row in con.execute(f"SELECT {', '.join(names)} FROM {table}").fetchall() for v in row}
+    finally:
+        con.close()
+
+
+def test_a_version_8_store_gains_the_aqm_series_null(tmp_path: Path) -> None:
+    """Version 9 adds the AQM's controller, CE marks and AQM drops to the channels' series, DCTCP's
+    α to the flows' and CE marks to the classes': a version 8 store is rebuilt with them NULL in
+    its runs (whose engine sampled none of them), every other column and row as before; a run
+    stored after the migration has them."""
+    current, older = tmp_path / "current.duckdb", tmp_path / "older.duckdb"
+    runs = runs_of(3)
+    for run in runs[:2]:
+        store.persist(run, current)
+    assert 0 in aqm_series(current)  # the dumbbell's FIFOs: no marks, no AQM drops
+    shutil.copyfile(current, older)
+    con = duckdb.connect(str(older))
+    try:
+        for table, names in VERSION_9_COLUMNS.items():
+            if table in NUMBERED_TABLES:  # its view names every column: made again without them
+                con.execute(f"DROP VIEW {table}")
+            for column in names:
+                con.execute(f"ALTER TABLE {stored_table(table)} DROP COLUMN {column}")
+            if table in NUMBERED_TABLES:
+                con.execute(f"CREATE VIEW {table} AS SELECT r.run_id, d.* EXCLUDE (run) FROM {stored_table(table)} d "
+                            "JOIN runs r ON r.run = d.run")
+        con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    finally:
+        con.close()
+    expected = without_columns(stored_tables(current), VERSION_9_COLUMNS)
+    with store.Store(older):
+        pass
+    assert schema_version(older) == SCHEMA_VERSION
+    assert without_columns(stored_tables(older), VERSION_9_COLUMNS) == expected
+    assert aqm_series(older) == {None}
+    for table in VERSION_9_COLUMNS:  # the columns are where a new store has them
+        assert stored_tables(older)[table][0] == stored_tables(current)[table][0], table
+    store.persist(runs[2], older)
+    with duckdb.connect(str(older), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM channel_timeseries WHERE run_id = ? AND ce_marks = 0",
+                           [runs[2].run_id]).fetchone()[0] > 0
 
 
 def test_reading_a_version_4_store_migrates_it_once(older_store: tuple[Path, dict]) -> None:

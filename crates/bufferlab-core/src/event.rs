@@ -38,6 +38,8 @@ pub enum Event {
     FlowStop { flow: u32 },
     /// Take one time-series sample.
     Sample,
+    /// The warm-up ends (`RecordSpec::warmup_ns`): the delay distributions start afresh.
+    WarmUpEnd,
     /// A generator's next open-loop transfer arrives.
     TransferArrival { generator: u32 },
     /// A closed-loop user of a generator has finished thinking and starts a transfer.

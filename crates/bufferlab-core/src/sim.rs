@@ -11,7 +11,8 @@ use crate::net::pool::{Arrival, PacketPool};
 use crate::net::routing::{Hop, HopKind, RoutingTable};
 use crate::net::sack_slab::SackSlab;
 use crate::queue::Queue;
-use crate::record::result::{Capture, FlowRecord, RunResult, TimeSeries};
+use crate::queue::QueueDiscipline;
+use crate::record::result::{encode_f64, Capture, FlowRecord, RunResult, TimeSeries};
 use crate::record::{ChannelSample, FlowSample};
 use crate::spec::{Direction, FlowSpec, QueueSpec, RecordSpec, ScenarioSpec, TrafficSpec, TransportKind};
 use crate::traffic::{Distribution, Generator, Sampler, Wakeup};
@@ -362,6 +363,9 @@ impl Simulator {
         if let Some(iv) = sample_interval {
             events.schedule(iv, Event::Sample);
         }
+        if spec.record.warmup_ns > 0 {
+            events.schedule(SimTime::from_ns(spec.record.warmup_ns), Event::WarmUpEnd);
+        }
         let mut capture_of = vec![None; channels.len()];
         let mut captures = Vec::new();
         for c in &spec.captures {
@@ -577,6 +581,15 @@ impl Simulator {
             Event::FlowStart { flow } => self.drive(flow, Side::Sender, |f, now, _, out| f.sender.start(now, out)),
             Event::FlowStop { flow } => self.drive(flow, Side::Sender, |f, now, _, out| f.sender.stop(now, out)),
             Event::Sample => self.sample(),
+            Event::WarmUpEnd => {
+                // The delay distributions count the packets from here on (`RecordSpec::warmup_ns`).
+                for c in &mut self.channels {
+                    c.restart_sojourns();
+                }
+                for f in &mut self.flows {
+                    f.receiver.restart_delays();
+                }
+            }
             Event::TransferArrival { generator } => {
                 self.start_transfer(generator, None);
                 if let Some((t, w)) = self.generators[generator as usize].after(self.now, Wakeup::Arrival) {
@@ -782,11 +795,13 @@ impl Simulator {
                     pacing_rate_bps: f.sender.pacing_rate_bps(),
                     cc_state: f.sender.cc_state() as u64,
                     delivery_rate_bps: f.sender.delivery_rate_bps(),
+                    ecn_alpha: encode_f64(f.sender.ecn_alpha()),
                 },
             );
         }
         for row in 0..ts.channels.len() {
             let c = &self.channels[ts.channels[row]];
+            let [aqm_probability, aqm_signal, aqm_state, aqm_count] = ChannelSample::aqm(c.queue().aqm_state());
             ts.push_channel(
                 row,
                 ChannelSample {
@@ -797,6 +812,12 @@ impl Simulator {
                     sent_packets: c.sent_packets(),
                     sojourn_ns: c.sojourn_sum_ns(),
                     busy_ns: c.busy_ns(),
+                    aqm_probability,
+                    aqm_signal,
+                    aqm_state,
+                    aqm_count,
+                    ce_marks: c.queue().ce_marks().packets,
+                    aqm_drops: c.aqm_drops(),
                 },
             );
         }

@@ -111,6 +111,16 @@ pub struct RecordSpec {
     /// Channel indices (2·link + direction, see [`Direction::channel`]) to sample; `None` samples
     /// every channel.
     pub channels: Option<Vec<usize>>,
+    /// The warm-up, ns: the delay distributions (every channel's sojourn times, every datagram
+    /// flow's one-way delays, and so the percentiles the metric catalogue takes from them) count
+    /// the packets from this time on, leaving the start-up transient (slow start's overshoot)
+    /// out; 0 counts every packet of the run. Before the run's end.
+    #[serde(rename = "warmup", skip_serializing_if = "is_zero")]
+    pub warmup_ns: u64,
+}
+
+fn is_zero(ns: &u64) -> bool {
+    *ns == 0
 }
 
 impl RecordSpec {

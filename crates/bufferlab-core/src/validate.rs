@@ -532,6 +532,9 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
     if let Some(iv) = spec.sample_interval_ns {
         check_time(format_args!("sample_interval"), iv)?;
     }
+    if spec.record.warmup_ns >= spec.duration_ns && spec.record.warmup_ns > 0 {
+        return Err(err("record.warmup", "must end before the run does (the duration)"));
+    }
     for (i, c) in spec.captures.iter().enumerate() {
         if c.link >= spec.links.len() {
             return Err(err(format!("captures[{i}].link"), format!("link index {} out of range", c.link)));
@@ -981,6 +984,10 @@ mod tests {
     fn each_malformed_field_is_named_with_its_reason() {
         let cases: Vec<(Mutation, &str)> = vec![
             (Box::new(|s| s.duration_ns = 0), "duration: must be positive"),
+            (
+                Box::new(|s| s.record.warmup_ns = s.duration_ns),
+                "record.warmup: must end before the run does (the duration)",
+            ),
             (Box::new(|s| s.links[0].rate_bps = Some(0)), "links[0].rate: rate must be positive"),
             (Box::new(|s| s.links[0].b = 0), "links[0].b: a link must join two different nodes"),
             (Box::new(|s| s.links[0].b = 7), "links[0].b: node index 7 out of range (2 nodes)"),

@@ -142,3 +142,48 @@ fn the_catalogue_lists_the_percentiles_where_the_metric_names_say() {
         assert!(catalogue::FLOW_METRICS.iter().any(|m| m.name == name && m.unit == "ms"), "{name}");
     }
 }
+
+#[test]
+fn a_warm_up_leaves_the_packets_before_it_out_of_the_distributions() {
+    // 1250-byte datagrams at 10 Mb/s and 1 Mb/s into a 10 Mb/s link behind a 1000-packet FIFO:
+    // the queue grows by 100 packets a second, to 500 (500 ms) when the first flow stops at 5 s,
+    // and drains at 9 Mb/s in about 0.56 s; from then on the second flow's packets never wait.
+    let flows = vec![
+        FlowSpec { stop_ns: Some(5 * SEC), ..cbr("overload", 0, 2, 10_000_000, 1250) },
+        cbr("sparse", 0, 2, 1_000_000, 1250),
+    ];
+    let spec = two_hops((10_000_000, MS, QueueSpec::fifo_packets(1000)), (1_000_000_000, MS, deep()), flows);
+    let whole = run(&spec).unwrap();
+    let mut warmed = spec.clone();
+    warmed.record.warmup_ns = 6 * SEC;
+    let steady = run(&warmed).unwrap();
+    assert_conservation(&steady);
+    // The same run: the warm-up changes what the distributions count, nothing simulated.
+    assert_eq!(steady.channels[0].sent_packets, whole.channels[0].sent_packets);
+    assert_eq!(steady.channels[0].sojourn_sum_ns, whole.channels[0].sojourn_sum_ns);
+    // Over the whole run the p99 sojourn is the queue of the first seconds; from 6 s on no
+    // packet waits.
+    assert!(ms(&whole.channels[0].sojourn, 0.99) > 400.0, "{}", ms(&whole.channels[0].sojourn, 0.99));
+    assert_eq!(ms(&steady.channels[0].sojourn, 0.99), 0.0);
+    // Counted from 6 s: the sparse flow's 100 packets a second for 14 s (its packets sent at
+    // 6 s exactly may fall either side).
+    let counted = steady.channels[0].sojourn.as_ref().map(Distribution::count).unwrap();
+    assert!((1399..=1401).contains(&counted), "{counted} sojourns counted after the warm-up");
+    // The sparse flow's one-way delay: hundreds of ms of queueing at p99 over the whole run (a
+    // quarter of its packets came in the first 5 s), propagation and serialisation alone after
+    // the warm-up (2 ms + 1 ms + 10 µs).
+    let sparse = |r: &RunResult| ms(&r.flows[1].one_way_delay, 0.99);
+    assert!(sparse(&whole) > 400.0, "{}", sparse(&whole));
+    assert!((sparse(&steady) - 3.01).abs() < 0.1, "{}", sparse(&steady));
+    let received = steady.flows[1].one_way_delay.as_ref().map(Distribution::count).unwrap();
+    assert!((1399..=1401).contains(&received), "{received} delays counted after the warm-up");
+    assert_eq!(link_metric(&steady, 0, "p99_qdisc_delay_l2"), Some(0.0));
+}
+
+#[test]
+fn a_warm_up_that_does_not_end_before_the_run_is_refused() {
+    let mut spec = two_hops((10_000_000, MS, deep()), (10_000_000, MS, deep()), vec![cbr("f", 0, 2, 1_000_000, 1250)]);
+    spec.record.warmup_ns = spec.duration_ns;
+    let error = run(&spec).unwrap_err();
+    assert_eq!(error.field, "record.warmup");
+}

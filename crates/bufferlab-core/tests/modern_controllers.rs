@@ -65,7 +65,7 @@ fn dumbbell(
         links,
         flows,
         captures: vec![],
-        record: RecordSpec { flows: None, channels: Some(vec![0]) },
+        record: RecordSpec { flows: None, channels: Some(vec![0]), ..RecordSpec::default() },
         generators: vec![],
     }
 }

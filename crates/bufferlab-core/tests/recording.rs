@@ -115,7 +115,7 @@ fn each_flow_reports_the_channels_of_its_data_path() {
 fn record_selection_samples_only_the_chosen_flows_and_channels() {
     let mut spec = stop_and_wait(Some(100 * MS));
     spec.flows.push(greedy("g", 0, 1, TcpSpec::default()));
-    spec.record = RecordSpec { flows: Some(vec![1]), channels: Some(vec![1]) };
+    spec.record = RecordSpec { flows: Some(vec![1]), channels: Some(vec![1]), ..RecordSpec::default() };
     let result = run(&spec).unwrap();
     let ts = result.timeseries.as_ref().unwrap();
     assert_eq!((ts.flows.clone(), ts.channels.clone()), (vec![1], vec![1]));
@@ -133,7 +133,7 @@ fn record_selection_samples_only_the_chosen_flows_and_channels() {
 #[test]
 fn nothing_selected_records_no_series_and_schedules_no_sampling() {
     let mut spec = stop_and_wait(Some(MS));
-    spec.record = RecordSpec { flows: Some(vec![]), channels: Some(vec![]) };
+    spec.record = RecordSpec { flows: Some(vec![]), channels: Some(vec![]), ..RecordSpec::default() };
     let quiet = run(&spec).unwrap();
     assert!(quiet.timeseries.is_none());
     let sampled = run(&stop_and_wait(Some(MS))).unwrap();

@@ -57,7 +57,7 @@ fn mixed_dumbbell() -> ScenarioSpec {
         off: Distribution::Uniform { low: 10e6, high: 90e6 },
     };
     spec.captures = vec![CaptureSpec { link: 0, direction: Direction::Forward }];
-    spec.record = RecordSpec { flows: Some(vec![0, 1]), channels: Some(vec![0]) };
+    spec.record = RecordSpec { flows: Some(vec![0, 1]), channels: Some(vec![0]), ..RecordSpec::default() };
     spec
 }
 

@@ -86,7 +86,7 @@ fn dumbbell_with(
         links,
         flows,
         captures: vec![],
-        record: RecordSpec { flows: None, channels: Some(vec![0]) },
+        record: RecordSpec { flows: None, channels: Some(vec![0]), ..RecordSpec::default() },
         generators: vec![],
     }
 }

@@ -23,12 +23,14 @@
 use std::sync::Arc;
 
 use arrow_array::{
-    ArrayRef, BooleanArray, Decimal128Array, ListArray, RecordBatch, StringArray, UInt32Array, UInt64Array, UInt8Array,
+    ArrayRef, BooleanArray, Decimal128Array, Float64Array, ListArray, RecordBatch, StringArray, UInt32Array,
+    UInt64Array, UInt8Array,
 };
+use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use bufferlab_core::net::packet::MAX_SACK_BLOCKS;
 use bufferlab_core::record::result::{
-    Bucket, Capture, ChannelRecord, FlowRecord, QueueClassRecord, RunResult, Series, TimeSeries,
+    Bucket, Capture, ChannelRecord, FlowRecord, QueueClassRecord, RunResult, Series, TimeSeries, NULL,
 };
 
 /// Decimal128 digits: the most Arrow allows, so every u128 below 10^38 fits.
@@ -277,6 +279,9 @@ fn class_columns() -> Vec<Column<[ClassRow]>> {
         u64_of("rttp_ns", |r: &ClassRow| r.record.rttp_ns),
         u64_of("estimate_rttp_ns", |r: &ClassRow| r.record.estimate_rttp_ns),
         u64_of("threshold_ns", |r: &ClassRow| r.record.threshold_ns),
+        // Schema version 9: DualPI2's CE marks per queue.
+        u64_of("ce_marked_packets", |r: &ClassRow| r.record.ce_marked_packets),
+        u64_of("ce_marked_bytes", |r: &ClassRow| r.record.ce_marked_bytes),
     ]
 }
 
@@ -344,6 +349,33 @@ fn series(name: &str, rows: SeriesOf) -> Column<TimeSeries> {
     })
 }
 
+/// The samples of a series that are no value (`result::NULL`) as Arrow's validity: `None` when
+/// every sample is one.
+fn validity(values: &[u64]) -> Option<NullBuffer> {
+    values.contains(&NULL).then(|| NullBuffer::from_iter(values.iter().map(|&v| v != NULL)))
+}
+
+/// A series of f64 samples (`result::encode_f64`) as a Float64 column, NULL where a sample is no
+/// value: its buffer, read as the f64s whose bits it holds, not copied.
+fn f64_series(name: &str, rows: SeriesOf) -> Column<TimeSeries> {
+    Column::taking(name, DataType::Float64, true, move |ts: &mut TimeSeries| {
+        let values = std::mem::take(rows(ts)).into_column();
+        let nulls = validity(&values);
+        let len = values.len();
+        let floats = ScalarBuffer::<f64>::new(ScalarBuffer::<u64>::from(values).into_inner(), 0, len);
+        Ok(Arc::new(Float64Array::new(floats, nulls)) as ArrayRef)
+    })
+}
+
+/// A series of optional integers (`result::encode_u64`): NULL where a sample is no value.
+fn optional_series(name: &str, rows: SeriesOf) -> Column<TimeSeries> {
+    Column::taking(name, DataType::UInt64, true, move |ts: &mut TimeSeries| {
+        let values = std::mem::take(rows(ts)).into_column();
+        let nulls = validity(&values);
+        Ok(Arc::new(UInt64Array::new(ScalarBuffer::from(values), nulls)) as ArrayRef)
+    })
+}
+
 fn flow_series_columns() -> Vec<Column<TimeSeries>> {
     vec![
         repeated("flow", |ts| &ts.flows),
@@ -362,6 +394,8 @@ fn flow_series_columns() -> Vec<Column<TimeSeries>> {
         series("pacing_rate_bps", |ts| &mut ts.pacing_rate_bps),
         series("cc_state", |ts| &mut ts.cc_state),
         series("delivery_rate_bps", |ts| &mut ts.delivery_rate_bps),
+        // Schema version 9: DCTCP's α, NULL for a controller that keeps none.
+        f64_series("ecn_alpha", |ts| &mut ts.ecn_alpha),
     ]
 }
 
@@ -376,6 +410,14 @@ fn channel_series_columns() -> Vec<Column<TimeSeries>> {
         series("sent_packets", |ts| &mut ts.channel_sent_packets),
         series("sojourn_ns", |ts| &mut ts.channel_sojourn_ns),
         series("busy_ns", |ts| &mut ts.channel_busy_ns),
+        // Schema version 9: the AQM's state (`queue::AqmState`, NULL where the discipline keeps
+        // no such quantity), and the cumulative CE marks and AQM drops.
+        f64_series("aqm_probability", |ts| &mut ts.channel_aqm_probability),
+        f64_series("aqm_signal", |ts| &mut ts.channel_aqm_signal),
+        optional_series("aqm_state", |ts| &mut ts.channel_aqm_state),
+        optional_series("aqm_count", |ts| &mut ts.channel_aqm_count),
+        series("ce_marks", |ts| &mut ts.channel_ce_marks),
+        series("aqm_drops", |ts| &mut ts.channel_aqm_drops),
     ]
 }
 
@@ -395,6 +437,8 @@ fn class_series_columns() -> Vec<Column<TimeSeries>> {
         series("rttp_ns", |ts| &mut ts.class_rttp_ns),
         series("estimate_rttp_ns", |ts| &mut ts.class_estimate_rttp_ns),
         series("threshold_ns", |ts| &mut ts.class_threshold_ns),
+        // Schema version 9: DualPI2's CE marks per queue.
+        series("ce_marked_packets", |ts| &mut ts.class_ce_marked_packets),
     ]
 }
 
@@ -540,6 +584,8 @@ mod tests {
             pacing_rate_bps: 0,
             cc_state: 0,
             delivery_rate_bps: 0,
+            // Flow 1's controller keeps α (a quarter of its cwnd), flow 3's none.
+            ecn_alpha: if cwnd < 30 { (cwnd as f64 / 4.0).to_bits() } else { NULL },
         }
     }
 
@@ -552,6 +598,14 @@ mod tests {
             sent_packets: 0,
             sojourn_ns: 0,
             busy_ns: 0,
+            // A PIE-like queue whose probability is k/10 at sample k, and a count present at the
+            // second sample only.
+            aqm_probability: (queue_packets as f64 / 10.0).to_bits(),
+            aqm_signal: NULL,
+            aqm_state: NULL,
+            aqm_count: if queue_packets == 2 { 7 } else { NULL },
+            ce_marks: 5 * queue_packets,
+            aqm_drops: 0,
         }
     }
 
@@ -616,6 +670,29 @@ mod tests {
         assert_eq!(u64s(channels, "queue_packets"), vec![1, 2, 3]);
         let run = table(&tables, "run");
         assert_eq!(u64s(run, "sample_interval_ns"), vec![100]);
+    }
+
+    fn f64s(batch: &RecordBatch, column: &str) -> Vec<Option<f64>> {
+        let array = batch.column_by_name(column).expect("the column");
+        array.as_any().downcast_ref::<Float64Array>().expect("Float64").iter().collect()
+    }
+
+    fn optional_u64s(batch: &RecordBatch, column: &str) -> Vec<Option<u64>> {
+        let array = batch.column_by_name(column).expect("the column");
+        array.as_any().downcast_ref::<UInt64Array>().expect("UInt64").iter().collect()
+    }
+
+    #[test]
+    fn encoded_samples_come_as_floats_and_integers_with_nulls_where_no_value() {
+        let tables = tables(sampled_result()).expect("tables");
+        let flows = table(&tables, "flow_timeseries");
+        assert_eq!(f64s(flows, "ecn_alpha"), vec![Some(2.75), Some(3.0), Some(3.25), None, None, None]);
+        let channels = table(&tables, "channel_timeseries");
+        assert_eq!(f64s(channels, "aqm_probability"), vec![Some(0.1), Some(0.2), Some(0.3)]);
+        assert_eq!(f64s(channels, "aqm_signal"), vec![None, None, None]);
+        assert_eq!(optional_u64s(channels, "aqm_count"), vec![None, Some(7), None]);
+        assert_eq!(channels.column_by_name("ce_marks").expect("the column").null_count(), 0);
+        assert_eq!(u64s(channels, "ce_marks"), vec![5, 10, 15]);
     }
 
     #[test]

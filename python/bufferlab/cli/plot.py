@@ -62,7 +62,9 @@ def _size(text: str | None, png_dpi: float | None) -> tuple[float, float] | None
 @click.option("--from", "start", default=None, help='Start of the time window, e.g. "5s".')
 @click.option("--to", "end", default=None, help='End of the time window, e.g. "12.5s".')
 @click.option("--quantities", multiple=True, help="timeseries: cwnd, in_flight, srtt, throughput, delivery_rate, "
-                                                   "pacing_rate, queue, queue_bytes, sojourn, link_rate, drops.")
+                                                   "pacing_rate, ecn_alpha (DCTCP's α), queue, queue_bytes, sojourn, "
+                                                   "link_rate, drops, and the AQM's aqm_probability, aqm_signal, "
+                                                   "aqm_state, aqm_count, ce_marks, aqm_drops, tail_drops.")
 @click.option("--source", type=click.Choice(["monitor", "flows"]), default="monitor", show_default=True,
               help="cdf: the middlebox monitor of a captured link, or the flow table.")
 @click.option("--link", default=None, help="cdf: the captured link (default: the bottleneck's).")

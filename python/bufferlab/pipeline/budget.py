@@ -4,7 +4,7 @@ starts, with the usual one-line error naming the field that drives its size.
 What grows with the spec, and what one unit of it costs from the engine to the store (the engine's
 buffers, the copy handed to Python, the copies made while deriving metrics and inserting rows):
 
-- recording: samples (duration / sample interval) x series (14 per recorded flow, 7 per recorded
+- recording: samples (duration / sample interval) x series (15 per recorded flow, 13 per recorded
   link direction, plus the time column), 8 bytes each, 4.5 copies at the peak (the peak RSS over
   the series' bytes, which `benchmarks/bench_pipeline.py --memory` measures, with half a copy of
   margin that keeps the estimate a bound): the engine's samples, handed over as the Arrow tables'
@@ -49,8 +49,8 @@ if TYPE_CHECKING:  # pragma: no cover - `parse_budget` (the --max-memory flag) n
 
 __all__ = ["approx_bytes", "Demand", "memory_demands", "check_memory", "default_budget", "parse_budget"]
 
-SERIES_PER_FLOW = 14
-SERIES_PER_CHANNEL = 7
+SERIES_PER_FLOW = 15
+SERIES_PER_CHANNEL = 13
 SERIES_COPIES = 4.5
 CAPTURE_ROW_BYTES = 104
 CAPTURE_COPIES = 3

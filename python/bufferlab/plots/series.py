@@ -15,6 +15,16 @@ over the sampling interval (as the metric catalogue takes it, `analysis.metrics`
 | sojourn | increase of sojourn_ns / increase of sent_packets (mean of the packets sent in the interval) | ms |
 | link_rate | increase of sent_bytes / interval | Mb/s |
 | drops | increase of drops | packets per interval |
+| ecn_alpha | ecn_alpha: DCTCP's α, the fraction of bytes it estimates marked (none for other controllers) | fraction |
+| aqm_probability | aqm_probability: RED's p_b, PIE's drop_prob, DualPI2's p' | probability |
+| aqm_signal | aqm_signal: RED's average queue (packets); PIE's and DualPI2's queueing delay (ms) | packets or ms |
+| aqm_state | aqm_state: CoDel 1 while dropping; FQ-CoDel the flow queues dropping | queues |
+| aqm_count | aqm_count: CoDel's count (FQ-CoDel: the largest of its dropping queues'); RED's count | packets |
+| ce_marks, aqm_drops | increase of ce_marks, aqm_drops | packets per interval |
+| tail_drops | increase of drops − aqm_drops (a full queue's drops and the link's losses) | packets per interval |
+
+The AQM's columns are NULL (no value drawn) where the queue discipline keeps no such quantity
+(`store.tables.AQM_COLUMNS` says which keeps which).
 """
 
 from __future__ import annotations
@@ -50,6 +60,31 @@ def _positive_ms(ns: np.ndarray) -> np.ndarray:
     return np.where(ns > 0, ns / 1e6, np.nan)
 
 
+def _optional(c: Columns, column: str) -> np.ndarray:
+    """A nullable column as floats, NaN where NULL (and all NaN in a run stored before the column
+    existed, which reads it as NULL)."""
+    values = c.get(column)
+    if values is None:
+        return np.full(len(c["time_ns"]), np.nan)
+    return np.asarray([np.nan if v is None else v for v in values] if values.dtype == object else values,
+                      dtype=np.float64)
+
+
+def _per_interval(c: Columns, column: str) -> np.ndarray:
+    """The increase of a cumulative nullable column over each interval."""
+    return np.diff(_optional(c, column), prepend=0.0)
+
+
+def _aqm_signal(c: Columns) -> np.ndarray:
+    """RED's average queue as it is (packets, or bytes in byte mode); PIE's and DualPI2's delay
+    from ns to ms. The series do not carry the queue's kind: RED is the one of the three that
+    keeps a count, so a signal without a count is a delay."""
+    signal = _optional(c, "aqm_signal")
+    count = _optional(c, "aqm_count")
+    delay = np.isnan(count) & ~np.isnan(signal)
+    return np.where(delay, signal / 1e6, signal)
+
+
 def _per_packet_ms(c: Columns) -> np.ndarray:
     sojourn = np.diff(c["sojourn_ns"].astype(np.float64), prepend=0.0)
     packets = np.diff(c["sent_packets"].astype(np.float64), prepend=0.0)
@@ -82,6 +117,7 @@ FLOW_QUANTITIES: dict[str, Quantity] = {q.name: q for q in (
              lambda c, mss: interval_rate_mbps(c["acked_bytes"], _interval_ns(c))),
     Quantity("delivery_rate", "delivery rate (Mb/s)", "flow", lambda c, mss: c["delivery_rate_bps"] / 1e6),
     Quantity("pacing_rate", "pacing rate (Mb/s)", "flow", lambda c, mss: c["pacing_rate_bps"] / 1e6),
+    Quantity("ecn_alpha", "DCTCP α", "flow", lambda c, mss: _optional(c, "ecn_alpha")),
 )}
 LINK_QUANTITIES: dict[str, Quantity] = {q.name: q for q in (
     Quantity("queue", "queue (packets)", "channel", lambda c, _: c["queue_packets"].astype(np.float64)),
@@ -91,6 +127,14 @@ LINK_QUANTITIES: dict[str, Quantity] = {q.name: q for q in (
              lambda c, _: interval_rate_mbps(c["sent_bytes"], _interval_ns(c))),
     Quantity("drops", "drops (packets per interval)", "channel",
              lambda c, _: np.diff(c["drops"].astype(np.float64), prepend=0.0)),
+    Quantity("aqm_probability", "AQM probability", "channel", lambda c, _: _optional(c, "aqm_probability")),
+    Quantity("aqm_signal", "AQM signal (pkts or ms)", "channel", lambda c, _: _aqm_signal(c)),
+    Quantity("aqm_state", "AQM dropping (queues)", "channel", lambda c, _: _optional(c, "aqm_state")),
+    Quantity("aqm_count", "AQM count", "channel", lambda c, _: _optional(c, "aqm_count")),
+    Quantity("ce_marks", "CE marks (per interval)", "channel", lambda c, _: _per_interval(c, "ce_marks")),
+    Quantity("aqm_drops", "AQM drops (per interval)", "channel", lambda c, _: _per_interval(c, "aqm_drops")),
+    Quantity("tail_drops", "tail drops (per interval)", "channel",
+             lambda c, _: np.diff(c["drops"].astype(np.float64), prepend=0.0) - _per_interval(c, "aqm_drops")),
 )}
 QUANTITIES: dict[str, Quantity] = {**FLOW_QUANTITIES, **LINK_QUANTITIES}
 

@@ -30,9 +30,10 @@ def timeseries(db: Results | str | Path, run: str, *, quantities: Sequence[str] 
                flows: Sequence[str] | None = None, links: Sequence[str] | None = None,
                start: str | int | None = None, end: str | int | None = None,
                size: tuple[float, float] | None = None) -> Figure:
-    """Flow series (cwnd, in_flight, srtt, throughput, delivery_rate, pacing_rate) and link series
-    (queue, queue_bytes, sojourn, link_rate, drops) of one run over time, one panel per quantity
-    on a shared time axis. `flows` (names or patterns) defaults to the first recorded flows,
+    """Flow series (cwnd, in_flight, srtt, throughput, delivery_rate, pacing_rate, ecn_alpha) and
+    link series (queue, queue_bytes, sojourn, link_rate, drops; the AQM's aqm_probability,
+    aqm_signal, aqm_state, aqm_count, ce_marks, aqm_drops, tail_drops: `plots.series`) of one run
+    over time, one panel per quantity on a shared time axis. `flows` (names or patterns) defaults to the first recorded flows,
     `links` to the run's bottleneck; `start`/`end` ("5s", "500ms") cut the window."""
     unknown = [q for q in quantities if q not in QUANTITIES]
     if unknown or not quantities:

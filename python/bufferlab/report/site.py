@@ -49,6 +49,11 @@ PACKAGE = Path(__file__).resolve().parent
 # sRTT, throughput). Drawn in the browser from the page's JSON, they replace static figures of
 # the same series, which are slow to draw and save.
 CHART_QUANTITIES = ("cwnd", "in_flight", "srtt", "throughput", "queue")
+# Charts of what an AQM and an ECN controller do over time, drawn where they ran: a chart whose
+# series hold no value (a FIFO keeps no AQM state, Reno no α) or only zeros (no CE mark, no AQM
+# drop) is left out without a word, as the run had nothing of the kind.
+AQM_CHART_QUANTITIES = ("aqm_probability", "aqm_signal", "aqm_state", "aqm_count", "ce_marks", "aqm_drops",
+                        "ecn_alpha")
 # Why a chart whose stored series hold no value is left out.
 EMPTY_CHART_REASONS = {"srtt": "no flow took an RTT sample (datagram flows take none)"}
 DEFAULT_EMPTY_REASON = "its stored series hold no value"
@@ -216,13 +221,15 @@ def _charts(res: Results, run_id: str) -> tuple[list[dict[str, Any]], list[str]]
     missing: dict[str, str] = {}  # flow or link charts, and why their series are not there
     flow_quantities = [FLOW_QUANTITIES[q] for q in CHART_QUANTITIES if q in FLOW_QUANTITIES]
     link_quantities = [LINK_QUANTITIES[q] for q in CHART_QUANTITIES if q in LINK_QUANTITIES]
+    flow_aqm = [FLOW_QUANTITIES[q] for q in AQM_CHART_QUANTITIES if q in FLOW_QUANTITIES]
+    link_aqm = [LINK_QUANTITIES[q] for q in AQM_CHART_QUANTITIES if q in LINK_QUANTITIES]
     try:
         flows, _ = default_flows(res, info, None)
-        lines.update(flow_lines(res, info, flow_quantities, flows, window))
+        lines.update(flow_lines(res, info, flow_quantities + flow_aqm, flows, window))
     except SpecError as e:
         missing["flow"] = e.reason
     try:
-        lines.update(link_lines(res, info, link_quantities, default_links(res, info, None), window))
+        lines.update(link_lines(res, info, link_quantities + link_aqm, default_links(res, info, None), window))
     except SpecError as e:
         missing["link"] = e.reason
     if len(missing) == 2:
@@ -239,6 +246,11 @@ def _charts(res: Results, run_id: str) -> tuple[list[dict[str, Any]], list[str]]
             left_out.append(f"no {_chart_title(name)} chart: {EMPTY_CHART_REASONS.get(name, DEFAULT_EMPTY_REASON)}")
         else:
             charts.append(chart)
+    for name in AQM_CHART_QUANTITIES:
+        if any(np.nan_to_num(line.y).any() for line in lines.get(name, ())):
+            chart = _chart(name, lines[name])
+            if chart is not None:
+                charts.append(chart)
     return charts, left_out
 
 

@@ -471,10 +471,14 @@ def _sample_interval(s: Scenario) -> int:
 
 
 def _record_selection(s: Scenario, flow_names: list[str], link_index: dict[str, int],
-                      channel_names: list[str]) -> dict[str, list[int] | None]:
-    """The engine's `record`: flow and channel indices to sample (None: all of them)."""
+                      channel_names: list[str]) -> dict[str, list[int] | int | None]:
+    """The engine's `record`: flow and channel indices to sample (None: all of them), and the
+    warm-up when there is one."""
     if s.record is None:
         return {"flows": None, "channels": None}
+    if s.record.warmup >= s.duration and s.record.warmup > 0:
+        raise SpecError("record.warmup", f"{units.format_time(s.record.warmup)} does not end before the run does "
+                                         f"(duration {units.format_time(s.duration)})")
     if s.record.interval is not None and "sample_interval" in s.model_fields_set:
         raise SpecError("record.interval", "the interval is given twice: here and as sample_interval")
     flows: list[int] | None
@@ -496,5 +500,8 @@ def _record_selection(s: Scenario, flow_names: list[str], link_index: dict[str, 
                                                       '(give a link name or "<link>_forward"/"<link>_backward")')
     else:
         channels = None if s.record.links == "all" else []
-    return {"flows": None if flows is None else sorted(set(flows)),
-            "channels": None if channels is None else sorted(set(channels))}
+    selection: dict[str, list[int] | int | None] = {"flows": None if flows is None else sorted(set(flows)),
+                                                    "channels": None if channels is None else sorted(set(channels))}
+    if s.record.warmup:
+        selection["warmup"] = s.record.warmup
+    return selection

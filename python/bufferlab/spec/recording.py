@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .fields import SampleInterval
+from .fields import SampleInterval, Time
 
 __all__ = ["Capture", "Record"]
 
@@ -58,3 +58,8 @@ class Record(_Model):
     # false keeps the series out of the store: they are still sampled (the flow means of the
     # metric catalogue are taken over them), but only metrics, summaries and captures are stored.
     store_series: bool = True
+    # The warm-up ("20s"): the delay distributions, and so the delay percentiles of the metric
+    # catalogue (p50/p95/p99_qdisc_delay_l2, p50/p95/p99_one_way_delay_l3), count the packets
+    # from this time on, leaving the start-up transient (slow start's overshoot) out, so that a
+    # p99 is the steady state's. Before the end of the run; default 0, every packet.
+    warmup: Time = 0

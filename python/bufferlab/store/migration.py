@@ -25,7 +25,9 @@ yet is NULL in its runs' rows (their metric tables are empty where the version h
 earlier migrations left them (version 7's ECN counters and metrics among them: the runs of an
 older store had no ECN, and their stored specs need no change, the engine taking an absent `ecn`
 as off; version 8's delay histograms and percentiles likewise: an older run has no rows in
-``delay_histograms`` and NULL percentiles, its engine having kept no distribution). Runs of a
+``delay_histograms`` and NULL percentiles, its engine having kept no distribution; version 9's
+series of the AQM's controller, CE marks, AQM drops and DCTCP's α, and the CE marks per class,
+likewise NULL: its engine sampled none of them). Runs of a
 store before version 5 are numbered in the order they
 were stored (`created_at`, then run id; a later store's keep their numbers), and a run table's
 rows keep the order they were stored in.

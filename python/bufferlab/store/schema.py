@@ -40,7 +40,13 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 #    one-way delays, as non-empty buckets) and the metrics p50/p95/p99_qdisc_delay_l2 and
 #    p50/p95/p99_one_way_delay_l3 (the runs of older stores have no rows and NULL metrics: their
 #    engine kept no distribution).
-SCHEMA_VERSION = 8
+# 9: what the AQMs and ECN controllers do over time: channel_timeseries.aqm_probability,
+#    aqm_signal, aqm_state, aqm_count (the queue discipline's controller, NULL where it keeps no
+#    such quantity), ce_marks and aqm_drops (cumulative); flow_timeseries.ecn_alpha (DCTCP's α,
+#    NULL for a controller without one); queue_classes.ce_marked_packets/_bytes and
+#    class_timeseries.ce_marked_packets (DualPI2's marks per queue). NULL in the runs of older
+#    stores, whose engine sampled none of them.
+SCHEMA_VERSION = 9
 
 
 class StoreError(SpecError):

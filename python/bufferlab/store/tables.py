@@ -15,11 +15,20 @@ Tables (one row per ...):
   link_metrics         link direction that carried traffic: the link table (`metrics.LINK_METRICS`)
   network_metrics      run: the network table (`metrics.NETWORK_METRICS`)
   flow_timeseries      flow x sample: cwnd, ssthresh, in flight, srtt, min RTT, IDT EWMA, cumulative
-                       bytes and one-way delay, pacing rate, controller state, delivery rate
-  channel_timeseries   channel x sample: queue length, cumulative bytes/packets sent, drops, sojourn, busy
+                       bytes and one-way delay, pacing rate, controller state, delivery rate, and
+                       ecn_alpha (DCTCP's α, the fraction of bytes it estimates marked; NULL for a
+                       controller that keeps none)
+  channel_timeseries   channel x sample: queue length, cumulative bytes/packets sent, drops, sojourn,
+                       busy, CE marks (ce_marks) and AQM drops (aqm_drops; drops − aqm_drops are
+                       tail drops and the link's random losses), and the AQM's controller
+                       (aqm_probability, aqm_signal, aqm_state, aqm_count: what each holds for
+                       each queue discipline is in its notes; NULL where the discipline keeps no
+                       such quantity)
   captures             captured packet (only for runs with captures in their spec)
-  queue_classes        sub-buffer of a split queue (SplitBuff): enqueued, dropped, sent, sojourn, limit, RTTP
-  class_timeseries     sub-buffer x sample: length, limit, cumulative counts, T_B, RTTP estimate, threshold
+  queue_classes        sub-buffer of a split queue (SplitBuff; DualPI2's L and C queues): enqueued,
+                       dropped, sent, sojourn, limit, RTTP, CE marks
+  class_timeseries     sub-buffer x sample: length, limit, cumulative counts (CE marks among them),
+                       T_B, RTTP estimate, threshold
   delay_histograms     non-empty bucket of a delay distribution: subject ('channel': the sojourn times
                        of the packets a link direction sent; 'flow': a datagram flow's one-way delays,
                        send to arrival), id (the channel or flow), the values it holds [lower_ns,
@@ -54,7 +63,7 @@ from ..analysis import catalogue
 from ..pipeline.columns import stored_column_types
 from .schema import SCHEMA_VERSION
 
-__all__ = ["KEYS", "TABLES", "RUN_TABLES", "NUMBERED_TABLES", "RUN_LENGTH_COLUMNS", "NEW_STORE_SCHEMA", "duckdb_type",
+__all__ = ["AQM_COLUMNS", "KEYS", "TABLES", "RUN_TABLES", "NUMBERED_TABLES", "RUN_LENGTH_COLUMNS", "NEW_STORE_SCHEMA", "duckdb_type",
            "stored_table", "run_key"]
 
 # The columns that identify a row of a run's table (after its run_id): never null, and the
@@ -64,6 +73,31 @@ KEYS: dict[str, tuple[str, ...]] = {
     "flow_timeseries": ("flow", "time_ns"), "channel_timeseries": ("channel", "time_ns"),
     "class_timeseries": ("channel", "sub_buffer", "time_ns"), "captures": ("capture", "channel", "packet"),
     "flow_metrics": ("flow",), "link_metrics": ("channel",), "delay_histograms": ("subject", "id", "lower_ns"),
+}
+
+# What each column of the AQM's controller in channel_timeseries holds, by queue discipline (the
+# engine's `queue::AqmState`); a discipline not listed (FIFO, TBF, SplitBuff) has NULL in all four.
+AQM_COLUMNS: dict[str, dict[str, str]] = {
+    "aqm_probability": {
+        "red": "p_b at the average queue for a packet of the mean size (Floyd and Jacobson's eq. 2; gentle above "
+               "max_th)",
+        "pie": "drop_prob (RFC 8033 §4.2)",
+        "dualpi2": "p', the base probability (RFC 9332: p_C = p'², p_L = min(k·p', 1) besides the L queue's step)",
+    },
+    "aqm_signal": {
+        "red": "the average queue, in the thresholds' unit (packets, or bytes in byte mode)",
+        "pie": "the queueing-delay estimate, ns",
+        "dualpi2": "the queueing delay at the last update, ns",
+    },
+    "aqm_state": {
+        "codel": "1 in the dropping state, else 0 (RFC 8289 §5.5)",
+        "fq_codel": "flow queues in the dropping state",
+    },
+    "aqm_count": {
+        "red": "packets admitted since the last early drop or mark (count)",
+        "codel": "the control law's count (kept after the dropping state ends)",
+        "fq_codel": "the largest count among the flow queues in the dropping state (0 when none)",
+    },
 }
 
 # Arrow's types (`_core.Table.column_types`) as DuckDB's.
@@ -137,6 +171,8 @@ TABLES: dict[str, dict[str, str]] = {
     "captures": _ENGINE["captures"],
     # Version 8: the delay distributions (the percentile metrics' buckets).
     "delay_histograms": _ENGINE["delay_histograms"],
+    # Version 9 appended the AQM's controller, CE marks and AQM drops to channel_timeseries,
+    # DCTCP's α to flow_timeseries and CE marks to queue_classes and class_timeseries.
 }
 
 # Child tables of a run, in the order they are written (and emptied on --force).

@@ -159,6 +159,9 @@ struct ChannelCold {
     /// counted as zeros when the run ends (sent packets less the histogram's count), so that a
     /// packet passing an idle link never touches it.
     sojourns: Option<Box<DelayHistogram>>,
+    /// Packets sent before the sojourn distribution started (the warm-up's, `restart_sojourns`):
+    /// none of them is counted in it.
+    sent_before_sojourns: u64,
     record: ChannelRecord,
 }
 
@@ -192,6 +195,7 @@ impl Channel {
                 keep_last_started: false,
                 last_started: Vec::new(),
                 sojourns: None,
+                sent_before_sojourns: 0,
                 record,
             }),
             serialisation: SimTime::ZERO,
@@ -262,12 +266,24 @@ impl Channel {
         r.dropped_queue_packets + r.dropped_aqm_packets + r.dropped_loss_packets
     }
 
+    /// Packets the queue's AQM dropped so far (of `drops`).
+    pub fn aqm_drops(&self) -> u64 {
+        self.cold.record.dropped_aqm_packets
+    }
+
     pub fn queue_packets(&self) -> u64 {
         self.cold.queue.len_packets()
     }
 
     pub fn queue_bytes(&self) -> u64 {
         self.cold.queue.len_bytes()
+    }
+
+    /// Start the sojourn distribution afresh (at the end of the warm-up): the packets sent so far
+    /// are left out of it.
+    pub fn restart_sojourns(&mut self) {
+        self.cold.sojourns = None;
+        self.cold.sent_before_sojourns = self.counters.sent_packets;
     }
 
     /// The egress queue (for sampling its sub-buffers).
@@ -488,13 +504,15 @@ impl Channel {
             (c.offered_packets, c.offered_bytes, c.sent_packets, c.sent_bytes);
         (r.delivered_packets, r.delivered_bytes, r.busy_ns, r.sojourn_sum_ns) =
             (c.delivered_packets, c.delivered_bytes, c.busy_ns, c.sojourn_sum_ns);
-        // Every packet sent has a sojourn: those the histogram holds, and zeros for the others.
+        // Every packet sent since the distribution started has a sojourn: those the histogram
+        // holds, and zeros for the others.
+        let counted = c.sent_packets - cold.sent_before_sojourns;
         r.sojourn = match cold.sojourns.as_mut() {
             Some(h) => {
-                h.record_n(0, c.sent_packets - h.count());
+                h.record_n(0, counted - h.count());
                 Some(h.distribution())
             }
-            None => (c.sent_packets != 0).then(|| Distribution::constant(0, c.sent_packets)),
+            None => (counted != 0).then(|| Distribution::constant(0, counted)),
         };
         r.queue_packet_ns = cold.queue_packet_ps / 1000;
         r.queue_byte_ns = cold.queue_byte_ps / 1000;

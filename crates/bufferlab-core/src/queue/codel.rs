@@ -22,7 +22,7 @@
 //! root (`interval / √count` rounded down, [`control_law`]) once per drop, not per packet, so the
 //! same spec and seed give bit-identical results on every machine.
 
-use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
+use super::discipline::{AqmState, CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::spec::CodelControlLaw;
 use crate::units::SimTime;
@@ -343,6 +343,15 @@ impl QueueDiscipline for CoDel {
 
     fn ce_marks(&self) -> CeMarks {
         self.marks
+    }
+
+    fn aqm_state(&self) -> AqmState {
+        AqmState {
+            probability: None,
+            signal: None,
+            state: Some(self.control.dropping() as u64),
+            count: Some(self.control.count() as u64),
+        }
     }
 }
 

@@ -39,6 +39,29 @@ impl CeMarks {
     }
 }
 
+/// What an active queue manager's controller holds at an instant: the channel's time series
+/// samples it (`record`), never the per-packet path. Each field is `None` where the discipline
+/// keeps no such quantity (a FIFO, a shaper, SplitBuff: all four).
+///
+/// | discipline | `probability` | `signal` | `state` | `count` |
+/// |---|---|---|---|---|
+/// | RED, ARED | p_b at the average queue, for a packet of the mean size (Floyd & Jacobson 1993, eq. 2; gentle above max_th) | the average queue, in the thresholds' unit (packets, or bytes in byte mode) | — | packets admitted since the last early drop or mark (§7's count) |
+/// | PIE | drop_prob (RFC 8033 §4.2) | the queueing delay estimate, ns (§4.3) | — | — |
+/// | DualPI2 | p', the base probability (RFC 9332 §2.4: p_C = p'², p_L = min(k·p', 1) where the L queue's own step does not mark) | the queueing delay at the last update, ns | — | — |
+/// | CoDel | — | — | 1 in the dropping state, else 0 (RFC 8289 §5.5) | the control law's count (kept after the dropping state ends, for a re-entry to resume from) |
+/// | FQ-CoDel | — | — | flow queues in the dropping state | the largest count among them (0 when none) |
+///
+/// The values are those of the discipline's last packet event: PIE and DualPI2 apply the
+/// updates due since then at the next arrival or departure, so a sample in an idle period shows
+/// the probability the queue last had, and a queue under load the one in force.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AqmState {
+    pub probability: Option<f64>,
+    pub signal: Option<f64>,
+    pub state: Option<u64>,
+    pub count: Option<u64>,
+}
+
 /// What a dequeue attempt yields. A shaper may hold packets back until a later time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dequeue {
@@ -88,5 +111,9 @@ pub trait QueueDiscipline {
     /// The packets marked CE instead of dropped so far (none for a discipline without ECN).
     fn ce_marks(&self) -> CeMarks {
         CeMarks::default()
+    }
+    /// The AQM's controller now ([`AqmState`]); nothing for a discipline without one.
+    fn aqm_state(&self) -> AqmState {
+        AqmState::default()
     }
 }

@@ -46,7 +46,7 @@
 //! those of the due time and the update is exact. While both queues stay empty the state reached
 //! (p' = 0, prevq = 0) is kept by every further update, and those are skipped.
 
-use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
+use super::discipline::{AqmState, CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::{Ecn, Packet};
 use crate::record::result::QueueClassRecord;
 use crate::units::SimTime;
@@ -212,6 +212,8 @@ impl DualPi2 {
             queued_packets: s.packets.len() as u64,
             queued_bytes: s.bytes,
             limit: self.config.limit_packets,
+            ce_marked_packets: s.marks.packets,
+            ce_marked_bytes: s.marks.bytes,
             ..s.record
         }
     }
@@ -405,6 +407,10 @@ impl QueueDiscipline for DualPi2 {
 
     fn ce_marks(&self) -> CeMarks {
         self.marks
+    }
+
+    fn aqm_state(&self) -> AqmState {
+        AqmState { probability: Some(self.p), signal: Some(self.prev_q.as_ns() as f64), state: None, count: None }
     }
 }
 

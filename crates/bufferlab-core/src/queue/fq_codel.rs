@@ -26,7 +26,7 @@
 //! slab has grown to the backlog's working depth.
 
 use super::codel::{CodelControl, CodelParams, HeadQueue};
-use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
+use super::discipline::{AqmState, CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -338,6 +338,13 @@ impl QueueDiscipline for FqCodel {
 
     fn ce_marks(&self) -> CeMarks {
         self.marks
+    }
+
+    /// The flow queues in CoDel's dropping state, and the largest count among them.
+    fn aqm_state(&self) -> AqmState {
+        let dropping = self.queues.iter().filter(|q| q.codel.dropping());
+        let (queues, count) = dropping.fold((0, 0), |(n, c), q| (n + 1, c.max(q.codel.count() as u64)));
+        AqmState { probability: None, signal: None, state: Some(queues), count: Some(count) }
     }
 }
 

@@ -19,7 +19,7 @@ use crate::spec::{DualPi2Scheduler, QueueSpec, SplitBuffEstimator, SplitBuffTota
 use crate::units::{BitRate, SimTime};
 
 pub use codel::{CoDel, CodelParams};
-pub use discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
+pub use discipline::{AqmState, CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 pub use dualpi2::{DualPi2, DualPi2Config};
 pub use fifo::DropTailFifo;
 pub use fq_codel::{FqCodel, FqCodelConfig};
@@ -297,6 +297,18 @@ impl QueueDiscipline for Queue {
             Queue::CoDel(q) => q.ce_marks(),
             Queue::FqCodel(q) => q.ce_marks(),
             Queue::DualPi2(q) => q.ce_marks(),
+        }
+    }
+    fn aqm_state(&self) -> AqmState {
+        match self {
+            Queue::Fifo(q) => q.aqm_state(),
+            Queue::Tbf(q) => q.aqm_state(),
+            Queue::SplitBuff(q) => q.aqm_state(),
+            Queue::Red(q) => q.aqm_state(),
+            Queue::Pie(q) => q.aqm_state(),
+            Queue::CoDel(q) => q.aqm_state(),
+            Queue::FqCodel(q) => q.aqm_state(),
+            Queue::DualPi2(q) => q.aqm_state(),
         }
     }
 }

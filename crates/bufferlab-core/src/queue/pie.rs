@@ -36,7 +36,7 @@
 //! the state it would reach (drop_prob 0, full burst allowance) is reached in a few updates, and
 //! the rest are skipped.
 
-use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
+use super::discipline::{AqmState, CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use super::fifo::DropTailFifo;
 use crate::net::packet::Packet;
 use crate::units::SimTime;
@@ -252,6 +252,15 @@ impl QueueDiscipline for Pie {
 
     fn ce_marks(&self) -> CeMarks {
         self.marks
+    }
+
+    fn aqm_state(&self) -> AqmState {
+        AqmState {
+            probability: Some(self.drop_prob),
+            signal: Some(self.qdelay.as_ns() as f64),
+            state: None,
+            count: None,
+        }
     }
 }
 

@@ -49,7 +49,7 @@
 //! in mean-sized packets per second (the average's time constant one second), min_th =
 //! max(5, target_delay·C/2) packets and max_th = 3·min_th (see [`automatic_thresholds`]).
 
-use super::discipline::{CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
+use super::discipline::{AqmState, CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use super::fifo::DropTailFifo;
 use crate::net::packet::Packet;
 use crate::spec::QueueSpec;
@@ -360,6 +360,15 @@ impl QueueDiscipline for Red {
 
     fn ce_marks(&self) -> CeMarks {
         self.marks
+    }
+
+    fn aqm_state(&self) -> AqmState {
+        AqmState {
+            probability: Some(self.p_b(self.config.mean_packet_bytes)),
+            signal: Some(self.avg),
+            state: None,
+            count: Some(self.count),
+        }
     }
 }
 

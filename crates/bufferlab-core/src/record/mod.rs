@@ -6,8 +6,9 @@ pub mod result;
 pub mod series;
 
 use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::queue::AqmState;
 use crate::units::SimTime;
-use result::{Capture, QueueClassRecord, Series, TimeSeries};
+use result::{encode_f64, encode_u64, Capture, QueueClassRecord, Series, TimeSeries};
 
 /// One flow's state at a sampling instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +30,8 @@ pub struct FlowSample {
     pub cc_state: u64,
     /// Delivery rate of the latest valid rate sample (draft-cheng-iccrg-delivery-rate-estimation).
     pub delivery_rate_bps: u64,
+    /// The controller's ECN fraction estimate (DCTCP's α), `result::encode_f64`: NULL without one.
+    pub ecn_alpha: u64,
 }
 
 /// One channel's state at a sampling instant.
@@ -41,14 +44,30 @@ pub struct ChannelSample {
     pub sent_packets: u64,
     pub sojourn_ns: u64,
     pub busy_ns: u64,
+    /// The AQM's state (`queue::AqmState`), encoded: probability and signal by
+    /// `result::encode_f64`, state and count by `result::encode_u64`.
+    pub aqm_probability: u64,
+    pub aqm_signal: u64,
+    pub aqm_state: u64,
+    pub aqm_count: u64,
+    /// Cumulative CE marks and AQM drops, packets.
+    pub ce_marks: u64,
+    pub aqm_drops: u64,
 }
 
-/// Series per flow (14), per channel (7) and per class (11): `TimeSeries::series_mut`.
-const SERIES: usize = 32;
+impl ChannelSample {
+    /// The four AQM fields of a sample, from the discipline's state.
+    pub fn aqm(state: AqmState) -> [u64; 4] {
+        [encode_f64(state.probability), encode_f64(state.signal), encode_u64(state.state), encode_u64(state.count)]
+    }
+}
+
+/// Series per flow (15), per channel (13) and per class (12): `TimeSeries::series_mut`.
+const SERIES: usize = 40;
 /// The first `FLOW_SERIES` of `series_mut` are per flow, the next `CHANNEL_SERIES` per channel.
-const FLOW_SERIES: usize = 14;
-const CHANNEL_SERIES: usize = 7;
-const CLASS_SERIES: usize = 11;
+const FLOW_SERIES: usize = 15;
+const CHANNEL_SERIES: usize = 13;
+const CLASS_SERIES: usize = 12;
 const _: () = assert!(FLOW_SERIES + CHANNEL_SERIES + CLASS_SERIES == SERIES);
 
 impl TimeSeries {
@@ -82,6 +101,13 @@ impl TimeSeries {
             pacing_rate_bps: per(nf),
             cc_state: per(nf),
             delivery_rate_bps: per(nf),
+            ecn_alpha: per(nf),
+            channel_aqm_probability: per(nc),
+            channel_aqm_signal: per(nc),
+            channel_aqm_state: per(nc),
+            channel_aqm_count: per(nc),
+            channel_ce_marks: per(nc),
+            channel_aqm_drops: per(nc),
             ..TimeSeries::default()
         }
     }
@@ -119,6 +145,7 @@ impl TimeSeries {
             &mut self.pacing_rate_bps,
             &mut self.cc_state,
             &mut self.delivery_rate_bps,
+            &mut self.ecn_alpha,
             &mut self.queue_packets,
             &mut self.queue_bytes,
             &mut self.channel_sent_bytes,
@@ -126,6 +153,12 @@ impl TimeSeries {
             &mut self.channel_sent_packets,
             &mut self.channel_sojourn_ns,
             &mut self.channel_busy_ns,
+            &mut self.channel_aqm_probability,
+            &mut self.channel_aqm_signal,
+            &mut self.channel_aqm_state,
+            &mut self.channel_aqm_count,
+            &mut self.channel_ce_marks,
+            &mut self.channel_aqm_drops,
             &mut self.class_queue_packets,
             &mut self.class_queue_bytes,
             &mut self.class_limit,
@@ -137,6 +170,7 @@ impl TimeSeries {
             &mut self.class_rttp_ns,
             &mut self.class_estimate_rttp_ns,
             &mut self.class_threshold_ns,
+            &mut self.class_ce_marked_packets,
         ]
     }
 
@@ -164,6 +198,7 @@ impl TimeSeries {
             c.rttp_ns,
             c.estimate_rttp_ns,
             c.threshold_ns,
+            c.ce_marked_packets,
         ];
         for (series, v) in self.class_series_mut().zip(values) {
             series.set(row, v);
@@ -207,6 +242,7 @@ impl TimeSeries {
         self.pacing_rate_bps.set_at(at, s.pacing_rate_bps);
         self.cc_state.set_at(at, s.cc_state);
         self.delivery_rate_bps.set_at(at, s.delivery_rate_bps);
+        self.ecn_alpha.set_at(at, s.ecn_alpha);
     }
 
     /// Row `row`'s values of the per-channel series at the instant opened last (`push_time`).
@@ -220,6 +256,12 @@ impl TimeSeries {
         self.channel_sent_packets.set_at(at, s.sent_packets);
         self.channel_sojourn_ns.set_at(at, s.sojourn_ns);
         self.channel_busy_ns.set_at(at, s.busy_ns);
+        self.channel_aqm_probability.set_at(at, s.aqm_probability);
+        self.channel_aqm_signal.set_at(at, s.aqm_signal);
+        self.channel_aqm_state.set_at(at, s.aqm_state);
+        self.channel_aqm_count.set_at(at, s.aqm_count);
+        self.channel_ce_marks.set_at(at, s.ce_marks);
+        self.channel_aqm_drops.set_at(at, s.aqm_drops);
     }
 }
 

@@ -9,6 +9,35 @@ pub use crate::record::histogram::{Bucket, Distribution};
 pub use crate::record::series::Series;
 use serde::{Deserialize, Serialize};
 
+/// The value of a sample that is no value: a quantity the sampled entity does not keep (an AQM
+/// state on a FIFO, DCTCP's α for Reno). As f64 bits it is a NaN no arithmetic produces here
+/// (the canonical NaN is 0x7ff8…), so an f64 series and an integer series read it alike.
+pub const NULL: u64 = u64::MAX;
+
+/// An optional f64 as a sample of a series: its bits, or [`NULL`].
+#[inline]
+pub fn encode_f64(value: Option<f64>) -> u64 {
+    value.map_or(NULL, f64::to_bits)
+}
+
+/// An optional integer as a sample of a series: itself, or [`NULL`] (no count reaches it).
+#[inline]
+pub fn encode_u64(value: Option<u64>) -> u64 {
+    value.map_or(NULL, |v| v.min(NULL - 1))
+}
+
+/// A sample written by [`encode_f64`] read back.
+#[inline]
+pub fn decode_f64(sample: u64) -> Option<f64> {
+    (sample != NULL).then(|| f64::from_bits(sample))
+}
+
+/// A sample written by [`encode_u64`] read back.
+#[inline]
+pub fn decode_u64(sample: u64) -> Option<u64> {
+    (sample != NULL).then_some(sample)
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub engine_version: String,
@@ -193,6 +222,14 @@ pub struct QueueClassRecord {
     /// SplitBuff: packets with (RTT − T_q) below this go here or to a lower sub-buffer; 0 for
     /// the last sub-buffer and before the first update.
     pub threshold_ns: u64,
+    /// DualPI2: the packets (and their bytes) this queue marked Congestion Experienced, the L
+    /// queue's step and coupled marks or the C queue's p_C marks of ECN-capable Classic traffic
+    /// (their sum is the channel's `ce_marked_*`); 0 for a sub-buffer that marks nothing. Absent
+    /// (0) in results written before it existed.
+    #[serde(default)]
+    pub ce_marked_packets: u64,
+    #[serde(default)]
+    pub ce_marked_bytes: u64,
 }
 
 impl ChannelRecord {
@@ -258,6 +295,10 @@ pub struct TimeSeries {
     pub cc_state: Series,
     /// Delivery rate of the latest valid rate sample, bit/s (0 before the first).
     pub delivery_rate_bps: Series,
+    /// The controller's estimate of the fraction of its bytes marked CE (DCTCP's α, RFC 8257
+    /// §3.3), as f64 bits; [`NULL`] for a controller that keeps none ([`encode_f64`]).
+    #[serde(default)]
+    pub ecn_alpha: Series,
     pub queue_packets: Series,
     pub queue_bytes: Series,
     /// Cumulative bytes that started transmission on each channel.
@@ -270,6 +311,26 @@ pub struct TimeSeries {
     pub channel_sojourn_ns: Series,
     /// Cumulative time the transmitter was busy.
     pub channel_busy_ns: Series,
+    /// The queue discipline's AQM state at each sample (`queue::AqmState`, whose table says what
+    /// each means for each discipline): the probability and the signal as f64 bits, the state and
+    /// the count as integers, [`NULL`] where the discipline keeps no such quantity (every one for
+    /// a FIFO). Absent in results written before they existed.
+    #[serde(default)]
+    pub channel_aqm_probability: Series,
+    #[serde(default)]
+    pub channel_aqm_signal: Series,
+    #[serde(default)]
+    pub channel_aqm_state: Series,
+    #[serde(default)]
+    pub channel_aqm_count: Series,
+    /// Cumulative packets the queue marked CE instead of dropping them (the channel's
+    /// `ce_marked_packets` so far; the marks of an interval are the difference of two samples).
+    #[serde(default)]
+    pub channel_ce_marks: Series,
+    /// Cumulative drops by the AQM's decision (the channel's `dropped_aqm_packets` so far): of
+    /// `channel_drops`, the rest are tail drops of a full queue and the link's random losses.
+    #[serde(default)]
+    pub channel_aqm_drops: Series,
     /// Per-class series: one row per sub-buffer of every sampled channel with a split queue
     /// (SplitBuff, Blind-SplitBuff; DualPI2: L then C); row `r` is sub-buffer `class_indices[r]` of channel
     /// `class_channels[r]`. Lengths and limits are states, the others cumulative counts; see
@@ -287,6 +348,9 @@ pub struct TimeSeries {
     pub class_rttp_ns: Series,
     pub class_estimate_rttp_ns: Series,
     pub class_threshold_ns: Series,
+    /// Cumulative packets the class marked CE (DualPI2's L and C queues; 0 for SplitBuff's).
+    #[serde(default)]
+    pub class_ce_marked_packets: Series,
 }
 
 /// Packets seen starting transmission on one link direction, as columns.

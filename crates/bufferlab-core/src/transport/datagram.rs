@@ -224,6 +224,10 @@ impl DatagramReceiver {
         histogram.record(delay_ns);
         self.delay_histogram = Some(histogram);
     }
+    /// Leave the datagrams received so far out of the delay distribution (the warm-up's).
+    pub fn restart_delays(&mut self) {
+        self.delay_histogram = None;
+    }
     /// The distribution of the datagrams' one-way delays; `None` before the first arrived.
     pub fn one_way_delay(&self) -> Option<Distribution> {
         self.delay_histogram.as_ref().map(|h| h.distribution())

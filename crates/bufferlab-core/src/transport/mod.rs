@@ -157,6 +157,11 @@ impl Sender {
     pub fn cc_state(&self) -> u8 {
         core_dispatch!(self, s => s.cc_state(), d => d.cc_state())
     }
+    /// The controller's estimate of the fraction of bytes marked CE (DCTCP's α); `None` for a
+    /// controller that keeps none and for a datagram flow, which has no controller.
+    pub fn ecn_alpha(&self) -> Option<f64> {
+        core_dispatch!(self, s => s.ecn_alpha(), _d => None)
+    }
     /// Delivery rate of the latest rate sample, bit/s; 0 before the first (or without estimation).
     pub fn delivery_rate_bps(&self) -> u64 {
         core_dispatch!(self, s => s.delivery_rate_bps(), d => d.delivery_rate_bps())
@@ -234,6 +239,13 @@ impl Receiver {
     #[inline]
     pub fn next_timeout(&self) -> Option<SimTime> {
         receiver_dispatch!(self, r => r.next_timeout())
+    }
+    /// Start a datagram flow's one-way delay distribution afresh (at the end of the warm-up): the
+    /// datagrams received so far are left out of it. Nothing for TCP or QUIC, which keep none.
+    pub fn restart_delays(&mut self) {
+        if let Receiver::Datagram(r) = self {
+            r.restart_delays();
+        }
     }
     /// A datagram flow's one-way delays (`DatagramReceiver::one_way_delay`); `None` for TCP
     /// and QUIC, whose delay is their bytes' (`FlowRecord::delivery_delay_byte_ns`).

@@ -182,7 +182,7 @@ pub fn four_flows_at_100ms(
         links,
         flows,
         captures: vec![],
-        record: RecordSpec { flows: Some(vec![]), channels: Some(vec![0]) },
+        record: RecordSpec { flows: Some(vec![]), channels: Some(vec![0]), ..RecordSpec::default() },
         generators: vec![],
     }
 }

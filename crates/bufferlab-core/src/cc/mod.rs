@@ -141,7 +141,4 @@ impl CongestionController for Controller {
     fn state(&self) -> u8 {
         dispatch!(self, c => c.state())
     }
-    fn ecn_alpha(&self) -> Option<f64> {
-        dispatch!(self, c => c.ecn_alpha())
-    }
 }

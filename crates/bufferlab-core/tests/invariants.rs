@@ -79,6 +79,8 @@ fn packets_are_conserved_with_fq_codels_drops_from_the_fattest_queue() {
         quantum_bytes: 1514,
         ecn: false,
         control_law: Default::default(),
+        memory_limit_bytes: None,
+        drop_batch: 1,
     };
     let result = run(&spec).unwrap();
     assert_conservation(&result);

@@ -80,6 +80,19 @@ pub trait QueueDiscipline {
     /// a discipline dropped to make room for it (FQ-CoDel drops from its fattest flow queue,
     /// RFC 8290 §4.1, and keeps the arrival): one packet in, one out.
     fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)>;
+    /// [`enqueue`](Self::enqueue) for a discipline that may drop more than one packet to make
+    /// room (FQ-CoDel's and FQ-PIE's batch drop from the fattest flow queue): the first comes
+    /// back as from `enqueue`, the others go to `drops`. Every other discipline's is `enqueue`.
+    #[inline]
+    fn enqueue_dropping(
+        &mut self,
+        packet: Packet,
+        now: SimTime,
+        drops: &mut impl DropSink,
+    ) -> Result<(), (Packet, DropReason)> {
+        let _ = drops;
+        self.enqueue(packet, now)
+    }
     /// The next packet to transmit, if any may leave now. Packets the discipline drops on the way
     /// (an AQM) go to `drops`, before the packet it yields; none stays in the queue.
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue;

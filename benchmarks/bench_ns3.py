@@ -73,14 +73,18 @@ CASES = [
 # AQMs at a 100 ms RTT (BDP 833 packets at 100 Mb/s) with 1000 packets of room, where a FIFO
 # would hold a standing queue of most of them: 10 flows, each AQM with the RFC's or the paper's
 # defaults on both sides, except where ns-3's differ (its PIE and RED assume 1000- and 500-byte
-# packets, RED's max_p is 1/LInterm; its FqCoDel drops a batch of up to 64 packets at the limit,
-# bufferlab's one, as RFC 8290 §4.1), each with drops and with ECN marks.
+# packets, RED's max_p is 1/LInterm; its FqCoDel and FqPie drop a batch of up to 64 packets at the
+# limit, bufferlab's one by default, as RFC 8290 §4.1: both set to one), each with drops and with
+# ECN marks.
 def _aqm_cases() -> list[Case]:
     twins = [
         ("codel", (("kind", "codel"), ("limit", "1000p")),
          "ns3::CoDelQueueDisc", "MaxSize=999p,Target=5ms,Interval=100ms"),
         ("fq_codel", (("kind", "fq_codel"), ("limit", "1000p")),
          "ns3::FqCoDelQueueDisc", "MaxSize=999p,Target=5ms,Interval=100ms,Flows=1024,DropBatchSize=1"),
+        ("fq_pie", (("kind", "fq_pie"), ("limit", "1000p")),
+         "ns3::FqPieQueueDisc", "MaxSize=999p,Flows=1024,DropBatchSize=1,MeanPktSize=1500,QueueDelayReference=15ms,"
+                                "Tupdate=15ms,A=0.125,B=1.25,MaxBurstAllowance=150ms"),
         ("pie", (("kind", "pie"), ("limit", "1000p")),
          "ns3::PieQueueDisc", "MaxSize=999p,MeanPktSize=1500,QueueDelayReference=15ms,Tupdate=15ms,A=0.125,"
                               "B=1.25,MaxBurstAllowance=150ms"),

@@ -349,7 +349,7 @@ impl Channel {
         // Packets beyond the one handed back that a queue drops to make room (FQ-CoDel's batch
         // from its fattest flow queue) leave the network as a refused arrival does.
         let record = &mut cold.record;
-        let queued = cold.queue.enqueue_dropping(packet, now, &mut |dropped: Packet, reason| {
+        let queued = cold.queue.enqueue(packet, now, &mut |dropped: Packet, reason| {
             pool.release_sack(&dropped);
             count_drop(record, reason, dropped.wire_bytes as u64);
         });

@@ -49,10 +49,11 @@ pub enum Dequeue {
 }
 
 /// Where a discipline hands the packets it drops while dequeuing (an AQM drops at the head, RFC
-/// 8289 §5.5), each with its reason, as it drops them: the caller frees and counts each one as it
-/// does a refused arrival. A generic parameter of [`QueueDiscipline::dequeue`], so the
-/// per-packet path is a static call, with no buffer to allocate or to fill; any
-/// `FnMut(Packet, DropReason)` is one.
+/// 8289 §5.5) or, beyond the one it hands back, to make room for an arrival (a batch drop), each
+/// with its reason, as it drops them: the caller frees and counts each one as it does a refused
+/// arrival. A generic parameter of [`QueueDiscipline::enqueue`] and
+/// [`QueueDiscipline::dequeue`], so the per-packet path is a static call, with no buffer to
+/// allocate or to fill; any `FnMut(Packet, DropReason)` is one.
 pub trait DropSink {
     fn dropped(&mut self, packet: Packet, reason: DropReason);
 }
@@ -64,7 +65,8 @@ impl<F: FnMut(Packet, DropReason)> DropSink for F {
     }
 }
 
-/// The sink of a discipline's unit tests that never drops at dequeue: a drop there is a bug.
+/// The sink of a discipline's unit tests where nothing is dropped into a sink (no AQM drop at
+/// dequeue, no batch drop at enqueue): a packet there is a bug.
 #[cfg(test)]
 pub(crate) struct NoDrops;
 
@@ -77,22 +79,16 @@ impl DropSink for NoDrops {
 
 pub trait QueueDiscipline {
     /// Offer a packet; on refusal a packet comes back with the reason: the arrival, or the one
-    /// a discipline dropped to make room for it (FQ-CoDel drops from its fattest flow queue,
-    /// RFC 8290 §4.1, and keeps the arrival): one packet in, one out.
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)>;
-    /// [`enqueue`](Self::enqueue) for a discipline that may drop more than one packet to make
-    /// room (FQ-CoDel's and FQ-PIE's batch drop from the fattest flow queue): the first comes
-    /// back as from `enqueue`, the others go to `drops`. Every other discipline's is `enqueue`.
-    #[inline]
-    fn enqueue_dropping(
+    /// a discipline dropped to make room for it (FQ-CoDel and FQ-PIE drop from the head of their
+    /// fattest flow queue, RFC 8290 §4.1, and keep the arrival). A discipline that drops several
+    /// packets to make room (the flow queues' batch drop) hands back the first and gives the
+    /// others to `drops`, as it makes them; no other discipline uses `drops` here.
+    fn enqueue(
         &mut self,
         packet: Packet,
         now: SimTime,
         drops: &mut impl DropSink,
-    ) -> Result<(), (Packet, DropReason)> {
-        let _ = drops;
-        self.enqueue(packet, now)
-    }
+    ) -> Result<(), (Packet, DropReason)>;
     /// The next packet to transmit, if any may leave now. Packets the discipline drops on the way
     /// (an AQM) go to `drops`, before the packet it yields; none stays in the queue.
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue;

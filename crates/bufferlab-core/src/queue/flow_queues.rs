@@ -232,17 +232,6 @@ impl HeadQueue for FlowView<'_> {
     }
 }
 
-/// The sink of [`QueueDiscipline::enqueue`] for the flow queues: with a drop batch of one (the
-/// spec's default) nothing reaches it; a larger batch needs
-/// [`QueueDiscipline::enqueue_dropping`], which the channel calls.
-struct OnePerArrival;
-
-impl DropSink for OnePerArrival {
-    fn dropped(&mut self, packet: Packet, _reason: DropReason) {
-        panic!("a drop batch of more than one packet needs enqueue_dropping: {packet:?}");
-    }
-}
-
 /// Flow queues under DRR++, each with an AQM `A`.
 #[derive(Debug)]
 pub struct FlowQueues<A: FlowAqm> {
@@ -359,16 +348,11 @@ impl<A: FlowAqm> FlowQueues<A> {
 }
 
 impl<A: FlowAqm> QueueDiscipline for FlowQueues<A> {
-    #[inline]
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
-        self.enqueue_dropping(packet, now, &mut OnePerArrival)
-    }
-
     /// RFC 8290 §4.1: classify, let the flow queue's AQM judge the arrival, queue it and
     /// activate the flow queue as a new flow; over a limit, drop from the head of the fattest
     /// queue (§4.1).
     #[inline]
-    fn enqueue_dropping(
+    fn enqueue(
         &mut self,
         mut packet: Packet,
         now: SimTime,

@@ -75,7 +75,7 @@ impl FlowQueues<CodelAqm> {
 mod tests {
     use super::*;
     use crate::net::packet::Ecn;
-    use crate::queue::discipline::{Dequeue, QueueDiscipline};
+    use crate::queue::discipline::{Dequeue, NoDrops, QueueDiscipline};
     use crate::queue::flow_queues::{FlowQueue, List};
 
     const MS: SimTime = SimTime::from_ms(1);
@@ -113,7 +113,7 @@ mod tests {
         for round in 0..100u64 {
             for k in 0..50u64 {
                 let flow = ((round * 50 + k) % 1000) as u32;
-                q.enqueue(packet(flow, round, 1500, now), now).unwrap();
+                q.enqueue(packet(flow, round, 1500, now), now, &mut NoDrops).unwrap();
             }
             for _ in 0..50 {
                 assert!(dequeue(&mut q, now).0.is_some());
@@ -129,7 +129,7 @@ mod tests {
     fn flows_map_to_queues_by_their_id_modulo_the_number_of_queues() {
         let mut q = fq(4, 100);
         for flow in [0, 1, 5, 4] {
-            q.enqueue(packet(flow, 0, 1000, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(flow, 0, 1000, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         assert_eq!((0..4).map(|i| q.flow_bytes(i)).collect::<Vec<_>>(), vec![2000, 2000, 0, 0]);
     }
@@ -140,11 +140,11 @@ mod tests {
         // flow it goes next (RFC 8290 §4.2, DRR++), not after flow 0's backlog.
         let mut q = fq(16, 1000);
         for seq in 0..20 {
-            q.enqueue(packet(0, seq, 1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(0, seq, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         assert_eq!(dequeue(&mut q, SimTime::ZERO).0, Some((0, 0)));
         assert_eq!(dequeue(&mut q, SimTime::ZERO).0, Some((0, 1)));
-        q.enqueue(packet(1, 0, 100, SimTime::ZERO), SimTime::ZERO).unwrap();
+        q.enqueue(packet(1, 0, 100, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         assert_eq!(dequeue(&mut q, SimTime::ZERO).0, Some((1, 0)));
         assert_eq!(dequeue(&mut q, SimTime::ZERO).0, Some((0, 2)));
     }
@@ -154,10 +154,10 @@ mod tests {
         // Flow 0 sends 1500-byte packets, flow 1 300-byte ones: each gets the same bytes.
         let mut q = fq(16, 10_000);
         for seq in 0..500 {
-            q.enqueue(packet(0, seq, 1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(0, seq, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         for seq in 0..2500 {
-            q.enqueue(packet(1, seq, 300, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(1, seq, 300, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         let mut bytes = [0u64; 2];
         // Dequeued at time zero: nothing waits, CoDel never drops.
@@ -174,12 +174,12 @@ mod tests {
     fn at_the_limit_the_fattest_queue_loses_its_head() {
         let mut q = fq(16, 5);
         for seq in 0..3 {
-            q.enqueue(packet(2, seq, 1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(2, seq, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
-        q.enqueue(packet(3, 0, 100, SimTime::ZERO), SimTime::ZERO).unwrap();
-        q.enqueue(packet(4, 0, 100, SimTime::ZERO), SimTime::ZERO).unwrap();
+        q.enqueue(packet(3, 0, 100, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+        q.enqueue(packet(4, 0, 100, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         // The sixth packet, of the thin flow 4: flow 2 (4500 bytes) loses its head instead.
-        let (victim, reason) = q.enqueue(packet(4, 1, 100, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        let (victim, reason) = q.enqueue(packet(4, 1, 100, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap_err();
         assert_eq!(((victim.flow, victim.seq), reason), ((2, 0), DropReason::QueueFull));
         assert_eq!((q.len_packets(), q.len_bytes(), q.flow_bytes(4)), (5, 3000 + 300, 200));
     }
@@ -191,14 +191,14 @@ mod tests {
         // sojourn times: only flow 0 is dropped from.
         let mut q = fq(16, 100_000);
         for seq in 0..5000 {
-            q.enqueue(packet(0, seq, 1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(0, seq, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         let (mut dropped, mut sent) = (Vec::new(), 0);
         let mut seq1 = 0;
         let mut now = SimTime::ZERO;
         while now < SimTime::from_ms(400) {
             if now.0.is_multiple_of(MS.0) {
-                q.enqueue(packet(1, seq1, 1500, now), now).unwrap();
+                q.enqueue(packet(1, seq1, 1500, now), now, &mut NoDrops).unwrap();
                 seq1 += 1;
             }
             let (packet, drops) = dequeue(&mut q, now);
@@ -214,13 +214,13 @@ mod tests {
     #[test]
     fn an_emptied_new_flow_goes_to_the_old_list_then_leaves() {
         let mut q = fq(16, 100);
-        q.enqueue(packet(1, 0, 1000, SimTime::ZERO), SimTime::ZERO).unwrap();
+        q.enqueue(packet(1, 0, 1000, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         assert_eq!(dequeue(&mut q, SimTime::ZERO).0, Some((1, 0)));
         assert_eq!(dequeue(&mut q, SimTime::ZERO), (None, vec![]));
         assert!(q.new_flows.is_empty() && q.old_flows.is_empty());
         assert_eq!(q.queues[1].list, List::None);
         // Back as a new flow with a fresh quantum.
-        q.enqueue(packet(1, 1, 1000, SimTime::ZERO), SimTime::ZERO).unwrap();
+        q.enqueue(packet(1, 1, 1000, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         assert_eq!((q.new_flows.len(), q.queues[1].deficit), (1, 1514));
     }
 
@@ -232,8 +232,8 @@ mod tests {
         let mut q = FqCodel::new(FqCodelConfig { codel, scheduler: scheduler(4, 100_000) });
         for seq in 0..20_000 {
             let ect = Packet { ecn: Ecn::Ect0, ..packet(0, seq, 1500, SimTime::ZERO) };
-            q.enqueue(ect, SimTime::ZERO).unwrap();
-            q.enqueue(packet(1, seq, 1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(ect, SimTime::ZERO, &mut NoDrops).unwrap();
+            q.enqueue(packet(1, seq, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         let (mut marked, mut dropped) = ([0u64; 2], [0u64; 2]);
         let mut now = SimTime::from_ms(10);

@@ -98,7 +98,7 @@ impl FlowQueues<PieAqm> {
 mod tests {
     use super::*;
     use crate::net::packet::Ecn;
-    use crate::queue::discipline::{Dequeue, QueueDiscipline};
+    use crate::queue::discipline::{Dequeue, NoDrops, QueueDiscipline};
     use crate::queue::pie::PieEstimator;
 
     const MS: SimTime = SimTime::from_ms(1);
@@ -147,7 +147,7 @@ mod tests {
         let mut q = fq(16, 1000, pie());
         for seq in 0..6 {
             for flow in [3, 1, 2] {
-                q.enqueue(packet(flow, seq, 1000, SimTime::ZERO), SimTime::ZERO).unwrap();
+                q.enqueue(packet(flow, seq, 1000, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
             }
         }
         let order: Vec<u32> = (0..12).map(|_| dequeue(&mut q, SimTime::ZERO).unwrap().0).collect();
@@ -158,11 +158,11 @@ mod tests {
     fn a_sparse_flow_is_served_before_a_backlogged_one() {
         let mut q = fq(16, 1000, pie());
         for seq in 0..20 {
-            q.enqueue(packet(0, seq, 1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(0, seq, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         assert_eq!(dequeue(&mut q, SimTime::ZERO), Some((0, 0)));
         assert_eq!(dequeue(&mut q, SimTime::ZERO), Some((0, 1)));
-        q.enqueue(packet(1, 0, 100, SimTime::ZERO), SimTime::ZERO).unwrap();
+        q.enqueue(packet(1, 0, 100, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         assert_eq!(dequeue(&mut q, SimTime::ZERO), Some((1, 0)));
         assert_eq!(dequeue(&mut q, SimTime::ZERO), Some((0, 2)));
     }
@@ -171,9 +171,9 @@ mod tests {
     fn at_the_limit_the_fattest_queue_loses_its_head() {
         let mut q = fq(16, 3, pie());
         for seq in 0..3 {
-            q.enqueue(packet(2, seq, 1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(2, seq, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
-        let (victim, reason) = q.enqueue(packet(5, 0, 100, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        let (victim, reason) = q.enqueue(packet(5, 0, 100, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap_err();
         assert_eq!(((victim.flow, victim.seq), reason), ((2, 0), DropReason::QueueFull));
         assert_eq!((q.len_packets(), q.flow_bytes(5)), (3, 100));
     }
@@ -205,7 +205,7 @@ mod tests {
                 let now = next_arrival;
                 for flow in 0..2u32 {
                     let ecn = if flow == 0 && ect0 { Ecn::Ect0 } else { Ecn::NotEct };
-                    if let Err((_, reason)) = q.enqueue(Packet { ecn, ..packet(flow, seq, 1500, now) }, now) {
+                    if let Err((_, reason)) = q.enqueue(Packet { ecn, ..packet(flow, seq, 1500, now) }, now, &mut NoDrops) {
                         assert_eq!(reason, DropReason::Aqm);
                         let f = flow as usize;
                         seen.early_drops[f] += 1;
@@ -275,7 +275,7 @@ mod tests {
             let mut dropped = Vec::new();
             for k in 0..20_000u64 {
                 let now = SimTime::from_us(700 * k);
-                if q.enqueue(packet((k % 2) as u32, k, 1500, now), now).is_err() {
+                if q.enqueue(packet((k % 2) as u32, k, 1500, now), now, &mut NoDrops).is_err() {
                     dropped.push(k);
                 }
                 if k % 10 < 7 {

@@ -292,30 +292,22 @@ impl Queue {
 
 impl QueueDiscipline for Queue {
     #[inline]
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
-        match self {
-            Queue::Fifo(q) => q.enqueue(packet, now),
-            Queue::Tbf(q) => q.enqueue(packet, now),
-            Queue::SplitBuff(q) => q.enqueue(packet, now),
-            Queue::Red(q) => q.enqueue(packet, now),
-            Queue::Pie(q) => q.enqueue(packet, now),
-            Queue::CoDel(q) => q.enqueue(packet, now),
-            Queue::FqCodel(q) => q.enqueue(packet, now),
-            Queue::FqPie(q) => q.enqueue(packet, now),
-            Queue::DualPi2(q) => q.enqueue(packet, now),
-        }
-    }
-    #[inline]
-    fn enqueue_dropping(
+    fn enqueue(
         &mut self,
         packet: Packet,
         now: SimTime,
         drops: &mut impl DropSink,
     ) -> Result<(), (Packet, DropReason)> {
         match self {
-            Queue::FqCodel(q) => q.enqueue_dropping(packet, now, drops),
-            Queue::FqPie(q) => q.enqueue_dropping(packet, now, drops),
-            _ => self.enqueue(packet, now),
+            Queue::Fifo(q) => q.enqueue(packet, now, drops),
+            Queue::Tbf(q) => q.enqueue(packet, now, drops),
+            Queue::SplitBuff(q) => q.enqueue(packet, now, drops),
+            Queue::Red(q) => q.enqueue(packet, now, drops),
+            Queue::Pie(q) => q.enqueue(packet, now, drops),
+            Queue::CoDel(q) => q.enqueue(packet, now, drops),
+            Queue::FqCodel(q) => q.enqueue(packet, now, drops),
+            Queue::FqPie(q) => q.enqueue(packet, now, drops),
+            Queue::DualPi2(q) => q.enqueue(packet, now, drops),
         }
     }
     #[inline]

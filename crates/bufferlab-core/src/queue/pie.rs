@@ -383,7 +383,12 @@ impl Pie {
 }
 
 impl QueueDiscipline for Pie {
-    fn enqueue(&mut self, mut packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(
+        &mut self,
+        mut packet: Packet,
+        now: SimTime,
+        drops: &mut impl DropSink,
+    ) -> Result<(), (Packet, DropReason)> {
         let backlog = self.fifo.len_bytes();
         self.control.catch_up(&self.config, now, backlog);
         // RFC 8033 Appendix A: a full queue drops first (tail drop), then the early-drop decision.
@@ -396,7 +401,7 @@ impl QueueDiscipline for Pie {
         {
             return Err((packet, reason));
         }
-        self.fifo.enqueue(packet, now)
+        self.fifo.enqueue(packet, now, drops)
     }
 
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
@@ -517,9 +522,9 @@ mod tests {
         let mut t = from;
         while t < until {
             while q.len_packets() < depth {
-                q.fifo.enqueue(packet(1500, t.saturating_sub(sojourn)), t).unwrap();
+                q.fifo.enqueue(packet(1500, t.saturating_sub(sojourn)), t, &mut NoDrops).unwrap();
             }
-            if let Err((_, reason)) = q.enqueue(packet(1500, t.saturating_sub(sojourn)), t) {
+            if let Err((_, reason)) = q.enqueue(packet(1500, t.saturating_sub(sojourn)), t, &mut NoDrops) {
                 assert_eq!(reason, DropReason::Aqm);
                 drops += 1;
             }
@@ -549,7 +554,7 @@ mod tests {
         q.control.drop_prob = 0.15;
         q.control.qdelay_old = SimTime::from_ms(7);
         for _ in 0..10 {
-            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         // qdelay_old 7 ms < 7.5 ms and drop_prob 0.15 < 0.2: never dropped.
         assert!((0..1000).all(|_| !q.drops_early()));
@@ -563,7 +568,7 @@ mod tests {
             q.fifo.dequeue(SimTime::ZERO, &mut NoDrops);
         }
         assert!((0..1000).all(|_| !q.drops_early()));
-        q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+        q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         assert!(q.drops_early());
     }
 
@@ -577,7 +582,7 @@ mod tests {
         q.control.drop_prob = 0.1;
         q.control.qdelay_old = SimTime::from_ms(100);
         for _ in 0..10 {
-            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         let mut gaps = Vec::new();
         let mut since = 0;
@@ -599,7 +604,7 @@ mod tests {
     fn the_delay_is_the_departing_packets_sojourn_and_updates_are_taken_when_due() {
         let mut q = Pie::new(config(), 1);
         for k in 0..3 {
-            q.enqueue(packet(1500, SimTime::from_ms(k)), SimTime::from_ms(k)).unwrap();
+            q.enqueue(packet(1500, SimTime::from_ms(k)), SimTime::from_ms(k), &mut NoDrops).unwrap();
         }
         q.dequeue(SimTime::from_ms(10), &mut NoDrops);
         assert_eq!(q.control.qdelay, SimTime::from_ms(10));
@@ -610,7 +615,7 @@ mod tests {
         q.dequeue(SimTime::from_ms(17), &mut NoDrops);
         assert_eq!(q.control.qdelay, SimTime::ZERO, "the queue emptied");
         // A long idle time: the state settles and the updates after it are skipped.
-        q.enqueue(packet(1500, SimTime::from_secs(1000)), SimTime::from_secs(1000)).unwrap();
+        q.enqueue(packet(1500, SimTime::from_secs(1000)), SimTime::from_secs(1000), &mut NoDrops).unwrap();
         assert_eq!((q.drop_probability(), q.burst_allowance()), (0.0, SimTime::from_ms(150)));
         let idle_end = SimTime::from_secs(1000);
         assert!(q.control.next_update > idle_end && q.control.next_update <= idle_end + SimTime::from_ms(15));
@@ -623,12 +628,12 @@ mod tests {
         q.control.drop_prob = 1.0;
         q.control.qdelay_old = SimTime::from_ms(100);
         for _ in 0..4 {
-            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
-        let (_, reason) = q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        let (_, reason) = q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap_err();
         assert_eq!(reason, DropReason::QueueFull);
         q.fifo.dequeue(SimTime::ZERO, &mut NoDrops);
-        let (_, reason) = q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        let (_, reason) = q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap_err();
         assert_eq!(reason, DropReason::Aqm);
     }
 
@@ -640,7 +645,7 @@ mod tests {
             q.control.drop_prob = 0.3;
             q.control.qdelay_old = SimTime::from_ms(100);
             for _ in 0..10 {
-                q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+                q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
             }
             (0..2000).map(|_| q.drops_early()).collect::<Vec<_>>()
         };
@@ -656,11 +661,11 @@ mod tests {
         (q.control.drop_prob, q.control.burst_allowance, q.control.qdelay_old) =
             (drop_prob, SimTime::ZERO, SimTime::from_ms(30));
         for _ in 0..10 {
-            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.fifo.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         let (mut dropped, mut marked) = (0, 0);
         for _ in 0..n {
-            match q.enqueue(Packet { ecn, ..packet(1500, SimTime::ZERO) }, SimTime::ZERO) {
+            match q.enqueue(Packet { ecn, ..packet(1500, SimTime::ZERO) }, SimTime::ZERO, &mut NoDrops) {
                 Err((_, reason)) => {
                     assert_eq!(reason, DropReason::Aqm);
                     dropped += 1;
@@ -750,7 +755,7 @@ mod tests {
         let config = PieConfig { estimator: PieEstimator::DepartureRate, ..config() };
         let mut q = Pie::new(config, 1);
         for _ in 0..40 {
-            q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         for k in 0..11 {
             q.dequeue(SimTime::from_us(120 * k), &mut NoDrops);

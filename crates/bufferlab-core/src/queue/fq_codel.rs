@@ -185,6 +185,50 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_drop_takes_up_to_half_the_fattest_queue_and_the_rest_go_to_the_sink() {
+        // Limit 25 packets, batches of up to 64: flow 2 holds 20 packets (30,000 bytes), flow 3
+        // five. The 26th arrival: flow 2 loses its head and more until 15,000 bytes (half) are
+        // gone, ten packets: the first handed back, nine to the sink, all tail drops.
+        let mut q = FqCodel::new(FqCodelConfig {
+            codel: CodelParams::default(),
+            scheduler: SchedulerConfig { drop_batch: 64, ..scheduler(16, 25) },
+        });
+        for seq in 0..20 {
+            q.enqueue(packet(2, seq, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+        }
+        for seq in 0..5 {
+            q.enqueue(packet(3, seq, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+        }
+        let mut sunk = Vec::new();
+        let arrival = packet(3, 5, 1500, SimTime::ZERO);
+        let (first, reason) = q
+            .enqueue(arrival, SimTime::ZERO, &mut |p: Packet, r| {
+                assert_eq!(r, DropReason::QueueFull);
+                sunk.push(p.seq);
+            })
+            .unwrap_err();
+        assert_eq!(((first.flow, first.seq), reason), ((2, 0), DropReason::QueueFull));
+        assert_eq!(sunk, (1..10).collect::<Vec<_>>());
+        assert_eq!((q.len_packets(), q.flow_bytes(2), q.flow_bytes(3)), (16, 15_000, 9000));
+    }
+
+    #[test]
+    fn the_memory_limit_drops_from_the_fattest_queue_as_the_packet_limit_does() {
+        // 10,000 bytes at most: the seventh 1500-byte packet (10,500 bytes) costs the fattest
+        // queue (flow 1's four packets against flow 2's three) its head.
+        let mut q = FqCodel::new(FqCodelConfig {
+            codel: CodelParams::default(),
+            scheduler: SchedulerConfig { memory_limit: 10_000, ..scheduler(16, 1000) },
+        });
+        for (flow, seq) in [(1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (2, 1)] {
+            q.enqueue(packet(flow, seq, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+        }
+        let (victim, _) = q.enqueue(packet(2, 2, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap_err();
+        assert_eq!((victim.flow, victim.seq), (1, 0));
+        assert_eq!(q.len_bytes(), 9000);
+    }
+
+    #[test]
     fn codel_drops_only_from_the_flow_that_keeps_a_standing_queue() {
         // Flow 0 keeps a standing queue (all its packets arrived at time zero); flow 1 sends a
         // packet every millisecond and never waits long. Each flow's CoDel judges its own

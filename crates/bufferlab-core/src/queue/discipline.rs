@@ -83,12 +83,7 @@ pub trait QueueDiscipline {
     /// fattest flow queue, RFC 8290 §4.1, and keep the arrival). A discipline that drops several
     /// packets to make room (the flow queues' batch drop) hands back the first and gives the
     /// others to `drops`, as it makes them; no other discipline uses `drops` here.
-    fn enqueue(
-        &mut self,
-        packet: Packet,
-        now: SimTime,
-        drops: &mut impl DropSink,
-    ) -> Result<(), (Packet, DropReason)>;
+    fn enqueue(&mut self, packet: Packet, now: SimTime, drops: &mut impl DropSink) -> Result<(), (Packet, DropReason)>;
     /// The next packet to transmit, if any may leave now. Packets the discipline drops on the way
     /// (an AQM) go to `drops`, before the packet it yields; none stays in the queue.
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue;

@@ -205,7 +205,9 @@ mod tests {
                 let now = next_arrival;
                 for flow in 0..2u32 {
                     let ecn = if flow == 0 && ect0 { Ecn::Ect0 } else { Ecn::NotEct };
-                    if let Err((_, reason)) = q.enqueue(Packet { ecn, ..packet(flow, seq, 1500, now) }, now, &mut NoDrops) {
+                    if let Err((_, reason)) =
+                        q.enqueue(Packet { ecn, ..packet(flow, seq, 1500, now) }, now, &mut NoDrops)
+                    {
                         assert_eq!(reason, DropReason::Aqm);
                         let f = flow as usize;
                         seen.early_drops[f] += 1;

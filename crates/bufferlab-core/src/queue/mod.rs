@@ -292,12 +292,7 @@ impl Queue {
 
 impl QueueDiscipline for Queue {
     #[inline]
-    fn enqueue(
-        &mut self,
-        packet: Packet,
-        now: SimTime,
-        drops: &mut impl DropSink,
-    ) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, packet: Packet, now: SimTime, drops: &mut impl DropSink) -> Result<(), (Packet, DropReason)> {
         match self {
             Queue::Fifo(q) => q.enqueue(packet, now, drops),
             Queue::Tbf(q) => q.enqueue(packet, now, drops),

@@ -1186,8 +1186,9 @@ mod tests {
                         continue;
                     }
                     let srtt = [0, 12, 45, 130, 400][(z >> 8) as usize % 5];
-                    let admitted =
-                        q.enqueue(packet((z >> 16) as u32 % 8, srtt, 200 + (z >> 24) as u32 % 1300, t), t, &mut NoDrops).is_ok();
+                    let admitted = q
+                        .enqueue(packet((z >> 16) as u32 % 8, srtt, 200 + (z >> 24) as u32 % 1300, t), t, &mut NoDrops)
+                        .is_ok();
                     totals.insert(q.total());
                     if admitted {
                         assert!(q.len_packets() <= q.total(), "step {step}: {} > B = {}", q.len_packets(), q.total());
@@ -1207,7 +1208,9 @@ mod tests {
     fn before_the_first_update_one_sub_buffer_holds_the_whole_buffer() {
         let mut q = SplitBuff::new(config(4, 2));
         for k in 0..4 {
-            assert!(q.enqueue(packet(k % 2, 10 + 980 * (k as u64 % 2), 1000, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).is_ok());
+            assert!(q
+                .enqueue(packet(k % 2, 10 + 980 * (k as u64 % 2), 1000, SimTime::ZERO), SimTime::ZERO, &mut NoDrops)
+                .is_ok());
         }
         assert!(q.enqueue(packet(0, 10, 1000, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).is_err());
         assert_eq!(q.class_record(0).queued_packets, 4);

@@ -60,12 +60,7 @@ impl TokenBucket {
 }
 
 impl QueueDiscipline for TokenBucket {
-    fn enqueue(
-        &mut self,
-        packet: Packet,
-        now: SimTime,
-        drops: &mut impl DropSink,
-    ) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, packet: Packet, now: SimTime, drops: &mut impl DropSink) -> Result<(), (Packet, DropReason)> {
         self.fifo.enqueue(packet, now, drops)
     }
 

@@ -12,9 +12,10 @@ joined in a union discriminated by `kind`.
     queue = { kind = "pie", target = "15ms", t_update = "15ms", alpha = 0.125, beta = 1.25 }
     queue = { kind = "codel", target = "5ms", interval = "100ms", limit = "1000p", ecn = true }
     queue = { kind = "fq_codel", flows = 1024, quantum = "1514B", limit = "10240p" }
+    queue = { kind = "fq_pie", flows = 1024, target = "15ms", limit = "10240p" }
     queue = { kind = "dualpi2", target = "15ms", step_thresh = "1ms", coupling = 2 }
 
-`ecn` (RED, PIE, CoDel, FQ-CoDel): the AQM marks an ECN-capable packet Congestion Experienced
+`ecn` (RED, PIE, CoDel, FQ-CoDel, FQ-PIE): the AQM marks an ECN-capable packet Congestion Experienced
 where it would drop it (RFC 3168 §5); packets of flows without ECN (`tcp.ecn`) are dropped as
 before. Off by default, as in Linux, but for FQ-CoDel, whose Linux default is on.
 
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover - the sizing rules are imported with the f
     from .sizing.rules import Average
 
 __all__ = ["SizeRule", "QueueSize", "FifoQueue", "TbfQueue", "SplitBuffQueue", "BlindSplitBuffQueue", "RedQueue",
-           "PieQueue", "CoDelQueue", "FqCodelQueue", "DualPi2Queue", "Queue", "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
+           "PieQueue", "CoDelQueue", "FqCodelQueue", "FqPieQueue", "DualPi2Queue", "Queue", "QueueField", "parse_queue", "QUEUE_KINDS", "RULES"]
 
 RULES = ("bdp", "stanford")
 
@@ -378,6 +379,9 @@ class RedQueue(_Queue):
         return f"{name} {self.limit}, thresholds {self.min_th}-{self.max_th}"
 
 
+_PieEstimator = Literal["timestamp", "departure_rate"]
+
+
 class PieQueue(_Queue):
     """PIE (RFC 8033): crates/bufferlab-core/src/queue/pie.rs. Arrivals are dropped early with a
     probability a PI controller updates every `t_update` from the queueing delay (the sojourn of
@@ -385,7 +389,8 @@ class PieQueue(_Queue):
     down while the probability is small), after a burst allowance of `burst`; `derandomize`
     spaces the drops as RFC 8033 §5.4 does; `mean_packet` is the packet size of the safeguard that
     never drops from a queue of two packets or less. `limit` is the hard limit (tail drop); 1000p
-    as Linux's pie."""
+    as Linux's pie. `estimator = "departure_rate"` measures the delay as the queue's bytes over the
+    departure rate (RFC 8033 §4.3, §5.2) instead of by timestamps."""
 
     model_config = _BUILT_ON_FIRST_USE
 
@@ -411,6 +416,10 @@ class PieQueue(_Queue):
     # Mark ECN-capable arrivals instead of an early drop while the drop probability is at most
     # 10 % (RFC 8033 §5.1).
     ecn: bool = False
+    # How the queueing delay is measured (RFC 8033 §4.3): "timestamp", the departing packet's
+    # sojourn (the default, as Linux's pie and ns-3), or "departure_rate", the queue's bytes over
+    # the departure rate measured in cycles of 16 KiB (§5.2).
+    estimator: _PieEstimator = "timestamp"
 
     def __str__(self) -> str:
         return f"pie {self.limit}, target {units.format_time(self.target)}"
@@ -470,10 +479,67 @@ class FqCodelQueue(_Queue):
     ecn: bool = True
     # Each flow queue's CoDel control law: "sqrt" (RFC 8289) or "newton" (Linux, ns-3), as codel's.
     control_law: Literal["sqrt", "newton"] = "sqrt"
+    # Bytes (wire sizes) in all flow queues together beyond which the fattest is dropped from, as
+    # at `limit`; none by default. Linux's memory_limit (32 MB) counts the kernel's buffers.
+    memory_limit: _Bytes | None = None
+    # The most packets dropped from the fattest queue at once at a limit, stopping once half its
+    # bytes are gone; 1 drops one packet per arrival. Linux's drop_batch_size is 64.
+    drop_batch: _Count = 1
 
     def __str__(self) -> str:
         return (f"fq_codel {self.limit}, {self.flows} flows, quantum {units.format_bytes(self.quantum)}, "
                 f"target {units.format_time(self.target)}, interval {units.format_time(self.interval)}")
+
+
+class FqPieQueue(_Queue):
+    """FQ-PIE (Linux fq_pie, ns-3 FqPieQueueDisc): FQ-CoDel's flow queues and DRR++ scheduler
+    (`flows`, `quantum`, `limit`, `memory_limit`, `drop_batch` as fq_codel's) with a PIE (RFC 8033)
+    on each flow queue instead of CoDel: each arrival is dropped early, or with `ecn` marked, by
+    its flow queue's PIE from that queue's own delay, with pie's parameters (`target`, `t_update`,
+    `alpha`, `beta`, `burst`, `derandomize`, `mean_packet`, `estimator`). Defaults as Linux's
+    fq_pie: 1024 flows, 10240 packets, 15 ms target. The engine checks the ranges."""
+
+    model_config = _BUILT_ON_FIRST_USE
+
+    # FQ-PIE; "fqpie" and ns-3's "FqPieQueueDisc" name it too.
+    kind: Literal["fq_pie"]
+    # Packets in all flow queues together: at the limit the queue with the most bytes loses its
+    # head. 10240, as Linux's fq_pie; in packets only.
+    limit: QueueSizeField = QueueSize(limit=QueueLimit(packets=10240))
+    # Bytes (wire sizes) in all flow queues together beyond which the fattest is dropped from, as
+    # at `limit`; none by default.
+    memory_limit: _Bytes | None = None
+    # The most packets dropped from the fattest queue at once at a limit, stopping once half its
+    # bytes are gone; 1 drops one packet per arrival (ns-3's DropBatchSize is 64).
+    drop_batch: _Count = 1
+    # Flow queues, from 1 to 65536; a flow's is its index modulo `flows`. 1024, as Linux's fq_pie.
+    flows: _Count = 1024
+    # Bytes of DRR++'s quantum, a flow queue's credit per round: 1514, one Ethernet frame.
+    quantum: _Bytes = 1514
+    # The queueing delay each flow queue's PIE holds it at, QDELAY_REF: 15 ms (RFC 8033 §4).
+    target: _Time = 15_000_000
+    # Period of each flow queue's drop probability update, T_UPDATE: 15 ms (RFC 8033 §4).
+    t_update: _Time = 15_000_000
+    # Gain α on the delay's distance from `target`, per second: 0.125 (RFC 8033 §4.2).
+    alpha: _Real = 0.125
+    # Gain β on the delay's change since the last update, per second: 1.25 (RFC 8033 §4.2).
+    beta: _Real = 1.25
+    # Each flow queue's burst allowance, MAX_BURST: 150 ms (RFC 8033 §4.4).
+    burst: _Time = 150_000_000
+    # RFC 8033 §5.4's derandomisation in each flow queue.
+    derandomize: bool = False
+    # Mean packet size, bytes, of §4.1's safeguard: no early drop from a flow queue of at most two
+    # such packets.
+    mean_packet: _Bytes = 1500
+    # Each flow queue's PIE marks ECN-capable arrivals instead of an early drop while its drop
+    # probability is at most 10 % (RFC 8033 §5.1); off, as Linux's fq_pie.
+    ecn: bool = False
+    # How each flow queue's delay is measured: "timestamp" or "departure_rate" (see pie).
+    estimator: _PieEstimator = "timestamp"
+
+    def __str__(self) -> str:
+        return (f"fq_pie {self.limit}, {self.flows} flows, quantum {units.format_bytes(self.quantum)}, "
+                f"target {units.format_time(self.target)}")
 
 
 class DualPi2Queue(_Queue):
@@ -525,12 +591,13 @@ class DualPi2Queue(_Queue):
 
 
 Queue = (FifoQueue | TbfQueue | SplitBuffQueue | BlindSplitBuffQueue | RedQueue | PieQueue | CoDelQueue | FqCodelQueue
-         | DualPi2Queue)
-QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff", "red", "pie", "codel", "fq_codel", "dualpi2")
+         | FqPieQueue | DualPi2Queue)
+QUEUE_KINDS = ("fifo", "tbf", "splitbuff", "blind_splitbuff", "red", "pie", "codel", "fq_codel", "fq_pie", "dualpi2")
 _ALIASES = {"fifoqueuedisc": "fifo", "pfifo": "fifo", "droptail": "fifo", "tokenbucket": "tbf",
             "token_bucket": "tbf", "split_buff": "splitbuff", "blind_split_buff": "blind_splitbuff",
             "redqueuedisc": "red", "piequeuedisc": "pie", "codelqueuedisc": "codel", "fqcodel": "fq_codel",
-            "fq-codel": "fq_codel", "fqcodelqueuedisc": "fq_codel", "dualq": "dualpi2", "dual_pi2": "dualpi2"}
+            "fq-codel": "fq_codel", "fqcodelqueuedisc": "fq_codel", "fqpie": "fq_pie", "fq-pie": "fq_pie",
+            "fqpiequeuedisc": "fq_pie", "dualq": "dualpi2", "dual_pi2": "dualpi2"}
 
 
 @functools.cache
@@ -545,7 +612,7 @@ def _queues() -> "TypeAdapter[Queue]":
 def parse_queue(value: Any) -> Queue:
     """A queue from its spec form (see the module docstring); raises SpecError relative to it."""
     if isinstance(value, (FifoQueue, TbfQueue, SplitBuffQueue, BlindSplitBuffQueue, RedQueue, PieQueue, CoDelQueue,
-                          FqCodelQueue, DualPi2Queue)):
+                          FqCodelQueue, FqPieQueue, DualPi2Queue)):
         return value
     if isinstance(value, str):
         return FifoQueue(limit=parse_queue_size(value))

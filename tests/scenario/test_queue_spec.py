@@ -111,7 +111,9 @@ def test_red_and_pie_reach_the_engine_under_the_users_keys():
                             "burst": "150ms", "limit": "1000p"}))
     assert q == {"kind": "pie", "limit_packets": 1000, "limit_bytes": None, "target": 15 * MS, "t_update": 15 * MS,
                  "alpha": 0.125, "beta": 1.25, "burst": 150 * MS, "derandomize": False, "mean_packet": 1500,
-                 "ecn": False}
+                 "ecn": False, "estimator": "timestamp"}
+    q = btl_queue(dumbbell({"kind": "pie", "estimator": "departure_rate"}))
+    assert q["estimator"] == "departure_rate"
     # A limit by rule, as any queue's; the spec round-trips.
     data = dumbbell({"kind": "red", "limit": {"rule": "bdp"}, "min_th": "5p", "max_th": "15p"}, rtts=("100ms",))
     assert btl_queue(data)["limit_packets"] == 834
@@ -150,12 +152,32 @@ def test_fq_codel_defaults_to_linuxs_flows_quantum_and_limit():
     q = btl_queue(dumbbell({"kind": "fq_codel"}))
     assert q == {"kind": "fq_codel", "target": 5 * MS, "interval": 100 * MS, "limit_packets": 10240,
                  "limit_bytes": None, "flows": 1024, "quantum": 1514, "ecn": True,
-                 "control_law": "sqrt"}
+                 "control_law": "sqrt", "memory_limit": None, "drop_batch": 1}
     q = btl_queue(dumbbell({"kind": "fq_codel", "flows": 64, "quantum": "3028B", "limit": {"rule": "bdp"}}))
     assert (q["flows"], q["quantum"], q["limit_packets"]) == (64, 3028, 4167)
 
 
+def test_fq_pie_defaults_to_linuxs_fq_pie_with_rfc_8033s_pie_on_each_flow_queue():
+    q = btl_queue(dumbbell({"kind": "fq_pie"}))
+    assert q == {"kind": "fq_pie", "limit_packets": 10240, "limit_bytes": None, "memory_limit": None,
+                 "drop_batch": 1, "flows": 1024, "quantum": 1514, "target": 15 * MS, "t_update": 15 * MS,
+                 "alpha": 0.125, "beta": 1.25, "burst": 150 * MS, "derandomize": False, "mean_packet": 1500,
+                 "ecn": False, "estimator": "timestamp"}
+    q = btl_queue(dumbbell({"kind": "FqPieQueueDisc", "memory_limit": "32MB", "drop_batch": 64,
+                            "estimator": "departure_rate"}))
+    assert (q["kind"], q["memory_limit"], q["drop_batch"], q["estimator"]) == ("fq_pie", 32_000_000, 64,
+                                                                               "departure_rate")
+    assert plan(Scenario.from_dict(dumbbell({"kind": "fq_pie"}, rtts=("10ms",)))).seed_matters
+
+
 @pytest.mark.parametrize("queue, error", [
+    ({"kind": "fq_pie", "flows": 70000}, "topology.queue.flows: from 1 to 65536 flow queues, not 70000"),
+    ({"kind": "fq_pie", "limit": "1MB"}, "topology.queue.limit: FQ-PIE's limit is in packets"),
+    ({"kind": "fq_pie", "alpha": 0}, "topology.queue.alpha: gain 0 must be positive"),
+    ({"kind": "fq_pie", "drop_batch": 0}, "topology.queue.drop_batch: at least one packet is dropped at the limit"),
+    ({"kind": "fq_pie", "estimator": "guess"}, "topology.queue.estimator: "),
+    ({"kind": "fq_codel", "memory_limit": "0B"}, "topology.queue.memory_limit: "),
+    ({"kind": "pie", "estimator": "sojourn"}, "topology.queue.estimator: "),
     ({"kind": "fq_codel", "flows": 0}, "topology.queue.flows: from 1 to 65536 flow queues, not 0"),
     ({"kind": "fq_codel", "quantum": "0B"}, "topology.queue.quantum: size must be positive"),
     ({"kind": "fq_codel", "target": "0ms"}, "topology.queue.target: must be positive"),
@@ -255,6 +277,8 @@ queue = {queue}
 
 @pytest.mark.parametrize("queue, described", [
     ('{ kind = "pie", limit = "500p" }', "pie 500p, target 15ms"),
+    ('{ kind = "pie", limit = "500p", estimator = "departure_rate" }', "pie 500p, target 15ms"),
+    ('{ kind = "fq_pie", limit = "500p" }', "fq_pie 500p, 1024 flows, quantum 1.514kB, target 15ms"),
     ('{ kind = "red", limit = "500p", min_th = "10p", max_th = "30p", max_p = 0.05 }', "red 500p, thresholds 10p-30p"),
 ])
 def test_red_and_pie_run_through_bufferlab_run_and_keep_the_queue_short(tmp_path, queue, described):
@@ -308,8 +332,8 @@ def test_a_bad_codel_value_is_a_one_line_error_naming_the_field(tmp_path):
 
 
 def test_ecn_reaches_the_engine_off_by_default_but_for_fq_codel():
-    # As Linux: codel, red and pie mark only when asked; fq_codel marks unless told not to.
-    for kind, default in (("codel", False), ("red", False), ("pie", False), ("fq_codel", True)):
+    # As Linux: codel, red, pie and fq_pie mark only when asked; fq_codel marks unless told not to.
+    for kind, default in (("codel", False), ("red", False), ("pie", False), ("fq_codel", True), ("fq_pie", False)):
         assert btl_queue(dumbbell({"kind": kind}))["ecn"] is default, kind
         assert btl_queue(dumbbell({"kind": kind, "ecn": not default}))["ecn"] is (not default), kind
 

@@ -8,7 +8,9 @@ import math
 
 import pytest
 
+from bufferlab.queues import parse_queue
 from bufferlab.sizing import rules
+from bufferlab.sizing.limits import limit_meaning
 from conftest import bufferlab
 
 MS = 1_000_000
@@ -96,10 +98,25 @@ def test_size_command_says_what_a_size_means_under_an_aqm():
     assert "What a size means under fifo: a drop-tail FIFO's size" in " ".join(fifo.stdout.split())
 
 
+def test_size_command_says_a_fq_pie_limit_is_shared_by_flow_queues_each_held_by_its_own_pie():
+    # FQ-PIE's 15 ms target is 125 packets of 1500 bytes at 100 Mb/s, as PIE's, but held by a PIE
+    # per flow queue; the limit is the total over the flow queues, as FQ-CoDel's.
+    out = bufferlab("size", "--rate", "100Mbps", "--rtt", "100ms", "--queue", "fq_pie", "--json")
+    assert out.returncode == 0, out.stderr
+    meaning = json.loads(out.stdout)[0]["limit_meaning"]
+    assert meaning.startswith("FQ-PIE's limit over all 1024 flow queues (Linux fq_pie): each flow queue's PIE")
+    assert "near 15ms (125 packets here), whatever the limit" in meaning
+    assert meaning.endswith("the fattest flow queue loses its head, so the limit bounds the bursts of all flows "
+                            "together")
+    queue = parse_queue({"kind": "fq_pie", "flows": 64, "target": "5ms"})
+    assert limit_meaning(queue, None, 1500).startswith("FQ-PIE's limit over all 64 flow queues")
+    assert "near 5ms, whatever the limit" in limit_meaning(queue, None, 1500)
+
+
 @pytest.mark.parametrize("args, line", [
     (("--rate", "100Mbps"), "error: --rtt: give the flows' RTTs (--rtt), or seed 003's --tp and --ack"),
     (("--rate", "100Mbps", "--rtt", "10ms", "--queue", "tbf"),
-     "error: --queue: \"tbf\": expected one of fifo, red, pie, codel, fq_codel"),
+     "error: --queue: \"tbf\": expected one of fifo, red, pie, codel, fq_codel, fq_pie"),
     (("--rate", "fast", "--rtt", "10ms"), "error: --rate: not a rate"),
     (("--rate", "1Mbps", "--rtt", "10parsecs"), 'error: --rtt: unknown time unit "parsecs"'),
     (("--rate", "1Mbps", "--tp", "1ms"), "error: --ack: seed 003's rule needs the ACK size with --tp"),

@@ -83,8 +83,8 @@ impl ScenarioSpec {
             .flows
             .iter()
             .any(|f| matches!(f.cca, CcaKind::Bbr | CcaKind::Bbr3) || matches!(f.traffic, TrafficSpec::OnOff { .. }));
-        // Blind-SplitBuff maps flows to sub-buffers by a key drawn from the seed; RED, PIE and
-        // DualPI2 drop or mark at random.
+        // Blind-SplitBuff maps flows to sub-buffers by a key drawn from the seed; RED, PIE, FQ-PIE
+        // and DualPI2 drop or mark at random.
         let random_queue = self.links.iter().any(|l| {
             [&l.queue_forward, &l.queue_backward].iter().any(|q| {
                 matches!(
@@ -92,6 +92,7 @@ impl ScenarioSpec {
                     QueueSpec::BlindSplitBuff { .. }
                         | QueueSpec::Red { .. }
                         | QueueSpec::Pie { .. }
+                        | QueueSpec::FqPie { .. }
                         | QueueSpec::DualPi2 { .. }
                 )
             })
@@ -229,6 +230,24 @@ pub enum CodelControlLaw {
     Newton,
 }
 
+/// The default of a count that is one unless given (FQ-CoDel's and FQ-PIE's `drop_batch`).
+const fn one() -> u32 {
+    1
+}
+
+/// How PIE measures the queueing delay (RFC 8033 §4.3; queue/pie.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PieEstimator {
+    /// By timestamps: the sojourn time of the packet dequeued last (the default of Linux's `pie`
+    /// and ns-3's `PieQueueDisc`, which the RFC allows as well as the rate estimate).
+    #[default]
+    Timestamp,
+    /// By Little's law: the queue's bytes over the departure rate, measured in cycles of
+    /// DQ_THRESHOLD = 16 KiB departed bytes (§5.2, Appendix B; Linux `dq_rate_estimator`).
+    DepartureRate,
+}
+
 /// An egress queue discipline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
@@ -318,6 +337,15 @@ pub enum QueueSpec {
         /// How each flow queue's CoDel computes its drop spacing.
         #[serde(default)]
         control_law: CodelControlLaw,
+        /// Bytes queued in all flow queues together (wire sizes) before the fattest is dropped
+        /// from, besides the packet limit (Linux's memory_limit, 32 MB, counts buffer sizes);
+        /// absent: no byte limit.
+        #[serde(default, rename = "memory_limit")]
+        memory_limit_bytes: Option<u64>,
+        /// The most packets dropped from the fattest queue at once when a limit is hit, stopping
+        /// once half its bytes are gone (Linux's drop_batch_size, 64); 1: one per arrival.
+        #[serde(default = "one")]
+        drop_batch: u32,
     },
     /// Blind-SplitBuff (seed 002 §IV.B.2): each flow mapped at random onto one of `sub_buffers`
     /// sub-buffers of limit / sub_buffers each, served as SplitBuff's.
@@ -395,6 +423,53 @@ pub enum QueueSpec {
         /// most 10 % (RFC 8033 §5.1; Linux `pie ecn`). Default off.
         #[serde(default)]
         ecn: bool,
+        /// How the queueing delay is measured: by timestamps (the default) or by the departure
+        /// rate (RFC 8033 §4.3, §5.2).
+        #[serde(default)]
+        estimator: PieEstimator,
+    },
+    /// FQ-PIE (Linux `fq_pie`, ns-3 `FqPieQueueDisc`), queue/fq_pie.rs: FQ-CoDel's `flows` flow
+    /// queues served by DRR++ with a quantum of `quantum_bytes`, and at `limit_packets` in all
+    /// (or `memory_limit` bytes) the fattest queue loses its head (`drop_batch` packets at most,
+    /// as FQ-CoDel's); a PIE on each flow queue (RFC 8033's parameters as `pie`'s: `target_ns`,
+    /// `t_update_ns`, `alpha`, `beta`, `burst_ns`, `derandomize`, `mean_packet_bytes`, `ecn`,
+    /// `estimator`) decides each arrival's early drop from that queue's own delay and backlog.
+    /// The limit is in packets; `limit_bytes` is there to be refused with the user's field named.
+    #[serde(rename = "fq_pie")]
+    FqPie {
+        #[serde(default)]
+        limit_packets: Option<u64>,
+        #[serde(default)]
+        limit_bytes: Option<u64>,
+        /// Bytes queued in all flow queues together (wire sizes) before the fattest is dropped
+        /// from, besides the packet limit; absent: no byte limit.
+        #[serde(default, rename = "memory_limit")]
+        memory_limit_bytes: Option<u64>,
+        /// The most packets dropped from the fattest queue at once when a limit is hit (up to
+        /// half its bytes; Linux's drop_batch_size).
+        #[serde(default = "one")]
+        drop_batch: u32,
+        flows: u32,
+        #[serde(rename = "quantum")]
+        quantum_bytes: u32,
+        #[serde(rename = "target")]
+        target_ns: u64,
+        #[serde(rename = "t_update")]
+        t_update_ns: u64,
+        alpha: f64,
+        beta: f64,
+        #[serde(rename = "burst")]
+        burst_ns: u64,
+        derandomize: bool,
+        #[serde(rename = "mean_packet")]
+        mean_packet_bytes: u32,
+        /// Each flow queue's PIE marks ECN-capable arrivals CE instead of an early drop while its
+        /// drop probability is at most 10 % (RFC 8033 §5.1). Default off, as Linux `fq_pie`.
+        #[serde(default)]
+        ecn: bool,
+        /// How each flow queue's PIE measures its queueing delay.
+        #[serde(default)]
+        estimator: PieEstimator,
     },
     /// DualPI2, the DualQ Coupled AQM of RFC 9332 (queue/dualpi2.rs): an L queue (ECT(1), CE)
     /// and a C queue (Not-ECT, ECT(0)) sharing `limit_packets` (the limit is in packets, as

@@ -53,6 +53,72 @@ fn check_codel_times(field: Field<'_>, target_ns: u64, interval_ns: u64) -> Resu
     Ok(())
 }
 
+/// The flow-queue scheduler's keys shared by FQ-CoDel and FQ-PIE (queue/flow_queues.rs).
+struct FlowQueues<'a> {
+    limit_packets: &'a Option<u64>,
+    limit_bytes: &'a Option<u64>,
+    flows: &'a u32,
+    quantum_bytes: &'a u32,
+    memory_limit_bytes: &'a Option<u64>,
+    drop_batch: &'a u32,
+}
+
+/// The scheduler's limit in packets, flow queues, quantum, byte limit and drop batch.
+fn check_flow_queues(field: Field<'_>, what: &str, linux: &str, q: FlowQueues<'_>) -> Result<(), EngineError> {
+    if q.limit_bytes.is_some() {
+        return Err(err(
+            format!("{field}.limit"),
+            format!("{what}'s limit is in packets (as Linux's {linux}), not in bytes or time"),
+        ));
+    }
+    check_limit(field, what, q.limit_packets, q.limit_bytes)?;
+    let flows = *q.flows;
+    if !(1..=MAX_FQ_CODEL_FLOWS).contains(&flows) {
+        return Err(err(format!("{field}.flows"), format!("from 1 to {MAX_FQ_CODEL_FLOWS} flow queues, not {flows}")));
+    }
+    if *q.quantum_bytes == 0 {
+        return Err(err(format!("{field}.quantum"), "must be positive"));
+    }
+    if *q.memory_limit_bytes == Some(0) {
+        return Err(err(format!("{field}.memory_limit"), "must be positive"));
+    }
+    if *q.drop_batch == 0 {
+        return Err(err(format!("{field}.drop_batch"), "at least one packet is dropped at the limit, not 0"));
+    }
+    Ok(())
+}
+
+/// PIE's parameters (RFC 8033 §4), for PIE and each of FQ-PIE's flow queues.
+fn check_pie(
+    field: Field<'_>,
+    target_ns: u64,
+    t_update_ns: u64,
+    burst_ns: u64,
+    alpha: f64,
+    beta: f64,
+    mean_packet_bytes: u32,
+) -> Result<(), EngineError> {
+    for (k, ns) in [("target", target_ns), ("t_update", t_update_ns)] {
+        if ns == 0 {
+            return Err(err(format!("{field}.{k}"), "must be positive"));
+        }
+        check_time(format_args!("{field}.{k}"), ns)?;
+    }
+    check_time(format_args!("{field}.burst"), burst_ns)?;
+    // α and β are gains per second (RFC 8033 §4.2): α > 0 drives the delay to the target,
+    // β ≥ 0 damps it.
+    if !(alpha.is_finite() && alpha > 0.0) {
+        return Err(err(format!("{field}.alpha"), format!("gain {} must be positive", shown(alpha))));
+    }
+    if !(beta.is_finite() && beta >= 0.0) {
+        return Err(err(format!("{field}.beta"), format!("gain {} must not be negative", shown(beta))));
+    }
+    if mean_packet_bytes == 0 {
+        return Err(err(format!("{field}.mean_packet"), "must be positive"));
+    }
+    Ok(())
+}
+
 fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
     match q {
         QueueSpec::Fifo { limit_packets, limit_bytes } => check_limit(field, "a FIFO", limit_packets, limit_bytes),
@@ -60,25 +126,41 @@ fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
             check_limit(field, "CoDel", limit_packets, limit_bytes)?;
             check_codel_times(field, *target_ns, *interval_ns)
         }
-        QueueSpec::FqCodel { limit_packets, limit_bytes, target_ns, interval_ns, flows, quantum_bytes, .. } => {
-            if limit_bytes.is_some() {
-                return Err(err(
-                    format!("{field}.limit"),
-                    "FQ-CoDel's limit is in packets (as Linux's fq_codel), not in bytes or time",
-                ));
-            }
-            check_limit(field, "FQ-CoDel", limit_packets, limit_bytes)?;
-            check_codel_times(field, *target_ns, *interval_ns)?;
-            if !(1..=MAX_FQ_CODEL_FLOWS).contains(flows) {
-                return Err(err(
-                    format!("{field}.flows"),
-                    format!("from 1 to {MAX_FQ_CODEL_FLOWS} flow queues, not {flows}"),
-                ));
-            }
-            if *quantum_bytes == 0 {
-                return Err(err(format!("{field}.quantum"), "must be positive"));
-            }
-            Ok(())
+        QueueSpec::FqCodel {
+            limit_packets,
+            limit_bytes,
+            target_ns,
+            interval_ns,
+            flows,
+            quantum_bytes,
+            memory_limit_bytes,
+            drop_batch,
+            ..
+        } => {
+            let scheduler =
+                FlowQueues { limit_packets, limit_bytes, flows, quantum_bytes, memory_limit_bytes, drop_batch };
+            check_flow_queues(field, "FQ-CoDel", "fq_codel", scheduler)?;
+            check_codel_times(field, *target_ns, *interval_ns)
+        }
+        QueueSpec::FqPie {
+            limit_packets,
+            limit_bytes,
+            memory_limit_bytes,
+            drop_batch,
+            flows,
+            quantum_bytes,
+            target_ns,
+            t_update_ns,
+            alpha,
+            beta,
+            burst_ns,
+            mean_packet_bytes,
+            ..
+        } => {
+            let scheduler =
+                FlowQueues { limit_packets, limit_bytes, flows, quantum_bytes, memory_limit_bytes, drop_batch };
+            check_flow_queues(field, "FQ-PIE", "fq_pie", scheduler)?;
+            check_pie(field, *target_ns, *t_update_ns, *burst_ns, *alpha, *beta, *mean_packet_bytes)
         }
         QueueSpec::SplitBuff {
             limit_packets,
@@ -141,25 +223,7 @@ fn check_queue(field: Field<'_>, q: &QueueSpec) -> Result<(), EngineError> {
             ..
         } => {
             check_limit(field, "PIE", limit_packets, limit_bytes)?;
-            for (k, ns) in [("target", target_ns), ("t_update", t_update_ns)] {
-                if *ns == 0 {
-                    return Err(err(format!("{field}.{k}"), "must be positive"));
-                }
-                check_time(format_args!("{field}.{k}"), *ns)?;
-            }
-            check_time(format_args!("{field}.burst"), *burst_ns)?;
-            // α and β are gains per second (RFC 8033 §4.2): α > 0 drives the delay to the target,
-            // β ≥ 0 damps it.
-            if !(alpha.is_finite() && *alpha > 0.0) {
-                return Err(err(format!("{field}.alpha"), format!("gain {} must be positive", shown(*alpha))));
-            }
-            if !(beta.is_finite() && *beta >= 0.0) {
-                return Err(err(format!("{field}.beta"), format!("gain {} must not be negative", shown(*beta))));
-            }
-            if *mean_packet_bytes == 0 {
-                return Err(err(format!("{field}.mean_packet"), "must be positive"));
-            }
-            Ok(())
+            check_pie(field, *target_ns, *t_update_ns, *burst_ns, *alpha, *beta, *mean_packet_bytes)
         }
         QueueSpec::DualPi2 { .. } => check_dualpi2(field, q),
         QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
@@ -786,6 +850,7 @@ fn check_queue_fits(
         | QueueSpec::Pie { .. }
         | QueueSpec::CoDel { .. }
         | QueueSpec::FqCodel { .. }
+        | QueueSpec::FqPie { .. }
         | QueueSpec::DualPi2 { .. }
         | QueueSpec::SplitBuff { .. }
         | QueueSpec::BlindSplitBuff { .. } => return Ok(()),
@@ -930,6 +995,30 @@ mod tests {
             derandomize: false,
             mean_packet_bytes: 1500,
             ecn: false,
+            estimator: Default::default(),
+        };
+        change(&mut q);
+        q
+    }
+
+    /// FQ-PIE with Linux fq_pie's defaults.
+    fn fq_pie(change: impl FnOnce(&mut QueueSpec)) -> QueueSpec {
+        let mut q = QueueSpec::FqPie {
+            limit_packets: Some(10_240),
+            limit_bytes: None,
+            memory_limit_bytes: None,
+            drop_batch: 1,
+            flows: 1024,
+            quantum_bytes: 1514,
+            target_ns: 15_000_000,
+            t_update_ns: 15_000_000,
+            alpha: 0.125,
+            beta: 1.25,
+            burst_ns: 150_000_000,
+            derandomize: false,
+            mean_packet_bytes: 1500,
+            ecn: false,
+            estimator: Default::default(),
         };
         change(&mut q);
         q
@@ -946,7 +1035,7 @@ mod tests {
 
     #[test]
     fn well_formed_red_and_pie_queues_pass() {
-        for q in [red(|_| {}), red(|q| set_red(q, "adaptive", 1.0)), pie(|_| {})] {
+        for q in [red(|_| {}), red(|q| set_red(q, "adaptive", 1.0)), pie(|_| {}), fq_pie(|_| {})] {
             let mut s = two_hosts();
             s.links[0].queue_forward = q;
             if matches!(s.links[0].queue_forward, QueueSpec::Red { adaptive: true, .. }) {
@@ -1094,6 +1183,51 @@ mod tests {
             (
                 Box::new(|s| s.links[0].queue_forward = pie(|q| set_pie(q, "alpha", -1.0))),
                 "links[0].queue_forward.alpha: gain -1 must be positive",
+            ),
+            (
+                Box::new(|s| {
+                    s.links[0].queue_forward = fq_pie(|q| {
+                        let QueueSpec::FqPie { limit_packets, limit_bytes, .. } = q else { unreachable!() };
+                        (*limit_packets, *limit_bytes) = (None, Some(150_000));
+                    })
+                }),
+                "links[0].queue_forward.limit: FQ-PIE's limit is in packets (as Linux's fq_pie), not in bytes or time",
+            ),
+            (
+                Box::new(|s| {
+                    s.links[0].queue_forward = fq_pie(|q| {
+                        let QueueSpec::FqPie { flows, .. } = q else { unreachable!() };
+                        *flows = 0;
+                    })
+                }),
+                "links[0].queue_forward.flows: from 1 to 65536 flow queues, not 0",
+            ),
+            (
+                Box::new(|s| {
+                    s.links[0].queue_forward = fq_pie(|q| {
+                        let QueueSpec::FqPie { drop_batch, .. } = q else { unreachable!() };
+                        *drop_batch = 0;
+                    })
+                }),
+                "links[0].queue_forward.drop_batch: at least one packet is dropped at the limit, not 0",
+            ),
+            (
+                Box::new(|s| {
+                    s.links[0].queue_forward = fq_pie(|q| {
+                        let QueueSpec::FqPie { memory_limit_bytes, .. } = q else { unreachable!() };
+                        *memory_limit_bytes = Some(0);
+                    })
+                }),
+                "links[0].queue_forward.memory_limit: must be positive",
+            ),
+            (
+                Box::new(|s| {
+                    s.links[0].queue_forward = fq_pie(|q| {
+                        let QueueSpec::FqPie { beta, .. } = q else { unreachable!() };
+                        *beta = -0.5;
+                    })
+                }),
+                "links[0].queue_forward.beta: gain -0.5 must not be negative",
             ),
         ];
         for (change, expected) in cases {

@@ -184,6 +184,8 @@ fn fq_codel(limit_packets: u64) -> QueueSpec {
         quantum_bytes: 1514,
         ecn: false,
         control_law: Default::default(),
+        memory_limit_bytes: None,
+        drop_batch: 1,
     }
 }
 

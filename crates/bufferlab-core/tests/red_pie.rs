@@ -105,6 +105,7 @@ fn pie() -> QueueSpec {
         derandomize: false,
         mean_packet_bytes: 1500,
         ecn: false,
+        estimator: Default::default(),
     }
 }
 

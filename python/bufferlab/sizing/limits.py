@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["SIZED_KINDS", "limit_meaning", "delay_in_packets"]
 
 # The queue kinds whose limit the advisor can search in packets.
-SIZED_KINDS = ("fifo", "red", "pie", "codel", "fq_codel")
+SIZED_KINDS = ("fifo", "red", "pie", "codel", "fq_codel", "fq_pie")
 
 
 def delay_in_packets(delay_ns: int, rate_bps: int, packet_bytes: int) -> float:
@@ -32,7 +32,7 @@ def limit_meaning(queue: Queue, rate_bps: int | None, packet_bytes: int) -> str:
     """One sentence: what the size of `queue`'s limit decides, at a link of `rate_bps` (None:
     unknown) carrying `packet_bytes` packets."""
     # Here, not at the top: the command line lists SIZED_KINDS without loading the queue models.
-    from ..queues import CoDelQueue, FifoQueue, FqCodelQueue, PieQueue, RedQueue
+    from ..queues import CoDelQueue, FifoQueue, FqCodelQueue, FqPieQueue, PieQueue, RedQueue
 
     def at_rate(delay_ns: int) -> str:
         if rate_bps is None:
@@ -50,6 +50,10 @@ def limit_meaning(queue: Queue, rate_bps: int | None, packet_bytes: int) -> str:
         return (f"FQ-CoDel's limit over all {queue.flows} flow queues (RFC 8290): each flow queue's CoDel holds its "
                 f"sojourn time near {at_rate(queue.target)}; at the limit the fattest flow queue loses its head, so "
                 "the limit bounds the bursts of all flows together")
+    if isinstance(queue, FqPieQueue):
+        return (f"FQ-PIE's limit over all {queue.flows} flow queues (Linux fq_pie): each flow queue's PIE (RFC 8033) "
+                f"drops early to hold that queue's delay near {at_rate(queue.target)}, whatever the limit; at the "
+                "limit the fattest flow queue loses its head, so the limit bounds the bursts of all flows together")
     if isinstance(queue, PieQueue):
         return (f"PIE's hard limit (RFC 8033): PIE's early drops hold the mean queueing delay near its target of "
                 f"{at_rate(queue.target)}, whatever the limit; the limit bounds the bursts PIE's burst allowance "

@@ -83,11 +83,13 @@ AQM_COLUMNS: dict[str, dict[str, str]] = {
                "max_th)",
         "pie": "drop_prob (RFC 8033 §4.2)",
         "dualpi2": "p', the base probability (RFC 9332: p_C = p'², p_L = min(k·p', 1) besides the L queue's step)",
+        "fq_pie": "the largest drop_prob among the flow queues",
     },
     "aqm_signal": {
         "red": "the average queue, in the thresholds' unit (packets, or bytes in byte mode)",
         "pie": "the queueing-delay estimate, ns",
         "dualpi2": "the queueing delay at the last update, ns",
+        "fq_pie": "the largest queueing-delay estimate among the flow queues, ns",
     },
     "aqm_state": {
         "codel": "1 in the dropping state, else 0 (RFC 8289 §5.5)",

@@ -362,12 +362,19 @@ impl Channel {
     ) -> Option<Schedule> {
         let cold = &mut *self.cold;
         cold.integrate_queue(now);
-        let queued = cold.queue.enqueue(packet, now);
+        // Packets beyond the one handed back that a queue drops to make room (FQ-CoDel's batch
+        // from its fattest flow queue) leave the network as a refused arrival does.
+        let record = &mut cold.record;
+        let queued = cold.queue.enqueue(packet, now, &mut |dropped: Packet, reason| {
+            pool.release_sack(&dropped);
+            count_drop(record, reason, dropped.wire_bytes as u64);
+        });
         self.passes_through = cold.queue.passes_through_when_idle();
         if let Err((refused, reason)) = queued {
             // The arrival, or the packet the queue dropped to make room for it (FQ-CoDel's
-            // fattest queue): either way the queue holds as many packets as before, so nothing
-            // changes for the transmitter (a non-empty queue already has its wakeup).
+            // fattest queue): the queue holds no more packets than before, so nothing changes
+            // for the transmitter (a non-empty queue already has its wakeup, which finds the
+            // queue empty if a batch drop emptied it).
             pool.release_sack(&refused);
             count_drop(&mut cold.record, reason, refused.wire_bytes as u64);
             return None;

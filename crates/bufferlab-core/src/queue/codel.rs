@@ -313,7 +313,12 @@ impl QueueDiscipline for CoDel {
     /// RFC 8289 §5.4: the arrival is stamped (by the channel, `enqueued_at`) and queued; at the
     /// limit it is tail-dropped, as Linux `codel` does.
     #[inline]
-    fn enqueue(&mut self, packet: Packet, _now: SimTime) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(
+        &mut self,
+        packet: Packet,
+        _now: SimTime,
+        _drops: &mut impl DropSink,
+    ) -> Result<(), (Packet, DropReason)> {
         let size = packet.wire_bytes as u64;
         let fifo = &mut self.fifo;
         if fifo.packets.len() as u64 >= self.limit_packets || fifo.bytes + size > self.limit_bytes {
@@ -359,6 +364,7 @@ impl QueueDiscipline for CoDel {
 mod tests {
     use super::*;
     use crate::net::packet::Ecn;
+    use crate::queue::discipline::NoDrops;
 
     const MS: SimTime = SimTime::from_ms(1);
 
@@ -385,7 +391,7 @@ mod tests {
     fn standing(n: u64) -> CoDel {
         let mut q = codel();
         for seq in 0..n {
-            q.enqueue(packet(seq, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(seq, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         q
     }
@@ -420,7 +426,7 @@ mod tests {
         let mut q = codel();
         for k in 0..2000 {
             let now = MS.mul(k);
-            q.enqueue(packet(k, now), now).unwrap();
+            q.enqueue(packet(k, now), now, &mut NoDrops).unwrap();
             if k >= 4 {
                 let (sent, dropped) = dequeue(&mut q, now + SimTime::from_us(900));
                 assert_eq!((sent, dropped), (Some(k - 4), Vec::<u64>::new()), "at {now}");
@@ -506,7 +512,7 @@ mod tests {
         let params = CodelParams { control_law: CodelControlLaw::Newton, ..CodelParams::default() };
         let mut q = CoDel::new(params, None, None);
         for seq in 0..100_000 {
-            q.enqueue(packet(seq, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(seq, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         let mut drops_at = Vec::new();
         let mut now = SimTime::from_ms(10);
@@ -548,7 +554,7 @@ mod tests {
         // due before 210 ms), the first fresh one, 1 ms in the queue, ends it.
         let now = SimTime::from_ms(111);
         for seq in 100..110 {
-            q.enqueue(packet(seq, now), now).unwrap();
+            q.enqueue(packet(seq, now), now, &mut NoDrops).unwrap();
         }
         for seq in 3..10 {
             assert_eq!(dequeue(&mut q, now + MS), (Some(seq), Vec::<u64>::new()));
@@ -575,8 +581,8 @@ mod tests {
         let mut q = codel();
         let mut now = SimTime::ZERO;
         for seq in 0..500 {
-            q.enqueue(packet(2 * seq, now), now).unwrap();
-            q.enqueue(packet(2 * seq + 1, now), now).unwrap();
+            q.enqueue(packet(2 * seq, now), now, &mut NoDrops).unwrap();
+            q.enqueue(packet(2 * seq + 1, now), now, &mut NoDrops).unwrap();
             now += SimTime::from_ms(50);
             assert_eq!(dequeue(&mut q, now).1, Vec::<u64>::new());
             assert_eq!(dequeue(&mut q, now).1, Vec::<u64>::new());
@@ -595,8 +601,8 @@ mod tests {
         // Leave the dropping state: a packet below target reaches the head.
         let mut fresh = codel();
         std::mem::swap(&mut fresh.control, &mut q.control);
-        fresh.enqueue(packet(1, now), now).unwrap();
-        fresh.enqueue(packet(2, now), now).unwrap();
+        fresh.enqueue(packet(1, now), now, &mut NoDrops).unwrap();
+        fresh.enqueue(packet(2, now), now, &mut NoDrops).unwrap();
         dequeue(&mut fresh, now);
         assert!(!fresh.control().dropping());
         assert_eq!(fresh.control().count(), 5);
@@ -639,14 +645,14 @@ mod tests {
     #[test]
     fn the_limit_tail_drops_arrivals() {
         let mut q = CoDel::new(CodelParams::default(), Some(2), None);
-        q.enqueue(packet(1, SimTime::ZERO), SimTime::ZERO).unwrap();
-        q.enqueue(packet(2, SimTime::ZERO), SimTime::ZERO).unwrap();
-        let (refused, reason) = q.enqueue(packet(3, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        q.enqueue(packet(1, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+        q.enqueue(packet(2, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+        let (refused, reason) = q.enqueue(packet(3, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap_err();
         assert_eq!((refused.seq, reason), (3, DropReason::QueueFull));
         let mut q = CoDel::new(CodelParams::default(), None, Some(3000));
-        q.enqueue(packet(1, SimTime::ZERO), SimTime::ZERO).unwrap();
-        q.enqueue(packet(2, SimTime::ZERO), SimTime::ZERO).unwrap();
-        assert!(q.enqueue(packet(3, SimTime::ZERO), SimTime::ZERO).is_err());
+        q.enqueue(packet(1, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+        q.enqueue(packet(2, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+        assert!(q.enqueue(packet(3, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).is_err());
         assert_eq!((q.len_packets(), q.len_bytes()), (2, 3000));
     }
 
@@ -656,7 +662,7 @@ mod tests {
     fn signals(ecn_on: bool, ecn: Ecn, signals: usize) -> (Vec<SimTime>, Vec<SimTime>, CoDel) {
         let mut q = CoDel::new(CodelParams { ecn: ecn_on, ..CodelParams::default() }, None, None);
         for seq in 0..100_000 {
-            q.enqueue(Packet { ecn, ..packet(seq, SimTime::ZERO) }, SimTime::ZERO).unwrap();
+            q.enqueue(Packet { ecn, ..packet(seq, SimTime::ZERO) }, SimTime::ZERO, &mut NoDrops).unwrap();
         }
         let (mut drops, mut marks) = (Vec::new(), Vec::new());
         let mut now = SimTime::from_ms(10);

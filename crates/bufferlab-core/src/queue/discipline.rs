@@ -50,6 +50,7 @@ impl CeMarks {
 /// | DualPI2 | p', the base probability (RFC 9332 §2.4: p_C = p'², p_L = min(k·p', 1) where the L queue's own step does not mark) | the queueing delay at the last update, ns | — | — |
 /// | CoDel | — | — | 1 in the dropping state, else 0 (RFC 8289 §5.5) | the control law's count (kept after the dropping state ends, for a re-entry to resume from) |
 /// | FQ-CoDel | — | — | flow queues in the dropping state | the largest count among them (0 when none) |
+/// | FQ-PIE | the largest drop_prob among the flow queues | the largest delay estimate among them, ns | — | — |
 ///
 /// The values are those of the discipline's last packet event: PIE and DualPI2 apply the
 /// updates due since then at the next arrival or departure, so a sample in an idle period shows
@@ -72,10 +73,11 @@ pub enum Dequeue {
 }
 
 /// Where a discipline hands the packets it drops while dequeuing (an AQM drops at the head, RFC
-/// 8289 §5.5), each with its reason, as it drops them: the caller frees and counts each one as it
-/// does a refused arrival. A generic parameter of [`QueueDiscipline::dequeue`], so the
-/// per-packet path is a static call, with no buffer to allocate or to fill; any
-/// `FnMut(Packet, DropReason)` is one.
+/// 8289 §5.5) or, beyond the one it hands back, to make room for an arrival (a batch drop), each
+/// with its reason, as it drops them: the caller frees and counts each one as it does a refused
+/// arrival. A generic parameter of [`QueueDiscipline::enqueue`] and
+/// [`QueueDiscipline::dequeue`], so the per-packet path is a static call, with no buffer to
+/// allocate or to fill; any `FnMut(Packet, DropReason)` is one.
 pub trait DropSink {
     fn dropped(&mut self, packet: Packet, reason: DropReason);
 }
@@ -87,7 +89,8 @@ impl<F: FnMut(Packet, DropReason)> DropSink for F {
     }
 }
 
-/// The sink of a discipline's unit tests that never drops at dequeue: a drop there is a bug.
+/// The sink of a discipline's unit tests where nothing is dropped into a sink (no AQM drop at
+/// dequeue, no batch drop at enqueue): a packet there is a bug.
 #[cfg(test)]
 pub(crate) struct NoDrops;
 
@@ -100,9 +103,11 @@ impl DropSink for NoDrops {
 
 pub trait QueueDiscipline {
     /// Offer a packet; on refusal a packet comes back with the reason: the arrival, or the one
-    /// a discipline dropped to make room for it (FQ-CoDel drops from its fattest flow queue,
-    /// RFC 8290 §4.1, and keeps the arrival): one packet in, one out.
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)>;
+    /// a discipline dropped to make room for it (FQ-CoDel and FQ-PIE drop from the head of their
+    /// fattest flow queue, RFC 8290 §4.1, and keep the arrival). A discipline that drops several
+    /// packets to make room (the flow queues' batch drop) hands back the first and gives the
+    /// others to `drops`, as it makes them; no other discipline uses `drops` here.
+    fn enqueue(&mut self, packet: Packet, now: SimTime, drops: &mut impl DropSink) -> Result<(), (Packet, DropReason)>;
     /// The next packet to transmit, if any may leave now. Packets the discipline drops on the way
     /// (an AQM) go to `drops`, before the packet it yields; none stays in the queue.
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue;

@@ -358,7 +358,12 @@ impl DualPi2 {
 }
 
 impl QueueDiscipline for DualPi2 {
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(
+        &mut self,
+        packet: Packet,
+        now: SimTime,
+        _drops: &mut impl DropSink,
+    ) -> Result<(), (Packet, DropReason)> {
         self.catch_up(now);
         let class = classify(packet.ecn);
         self.mtu = self.mtu.max(packet.wire_bytes as u64);
@@ -417,6 +422,7 @@ impl QueueDiscipline for DualPi2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::discipline::NoDrops;
 
     fn packet(ecn: Ecn, enqueued_at: SimTime) -> Packet {
         Packet { ecn, enqueued_at, ..Packet::segment(0, 0, 0, 0, 1448, 1500, SimTime::ZERO) }
@@ -451,7 +457,7 @@ mod tests {
         assert_eq!([Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce].map(classify), [C, L, C, L]);
         let mut q = DualPi2::new(config(), 1);
         for ecn in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce] {
-            q.enqueue(packet(ecn, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(ecn, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         assert_eq!((q.class_len(L), q.class_len(C)), (2, 2));
     }
@@ -511,10 +517,10 @@ mod tests {
         let mut q = DualPi2::new(config(), 1);
         // An L head from t = 0 and a C head from t = 10 ms: at the 16 ms update curq is 16 ms,
         // the L head's: p' = 0.16·0.001 + 3.2·0.016 = 0.05136.
-        q.enqueue(packet(Ecn::Ect1, SimTime::ZERO), SimTime::ZERO).unwrap();
-        q.enqueue(packet(Ecn::NotEct, SimTime::from_ms(10)), SimTime::from_ms(10)).unwrap();
+        q.enqueue(packet(Ecn::Ect1, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+        q.enqueue(packet(Ecn::NotEct, SimTime::from_ms(10)), SimTime::from_ms(10), &mut NoDrops).unwrap();
         // The update is taken by an event at 20 ms, with the sojourns at 16 ms.
-        q.enqueue(packet(Ecn::NotEct, SimTime::from_ms(20)), SimTime::from_ms(20)).unwrap();
+        q.enqueue(packet(Ecn::NotEct, SimTime::from_ms(20)), SimTime::from_ms(20), &mut NoDrops).unwrap();
         assert!((q.base_probability() - 0.05136).abs() < 1e-12, "{}", q.base_probability());
         assert_eq!(q.prev_q, SimTime::from_ms(16));
         assert_eq!(q.next_update, SimTime::from_ms(32));
@@ -525,7 +531,7 @@ mod tests {
         let mut q = DualPi2::new(config(), 1);
         q.p = 0.01;
         // Empty from the start: −0.16·0.015 = −0.0024 per update: 0.0076, 0.0052, 0.0028, 0.0004, 0.
-        q.enqueue(packet(Ecn::NotEct, SimTime::from_secs(100)), SimTime::from_secs(100)).unwrap();
+        q.enqueue(packet(Ecn::NotEct, SimTime::from_secs(100)), SimTime::from_secs(100), &mut NoDrops).unwrap();
         assert_eq!(q.base_probability(), 0.0);
         let t = SimTime::from_secs(100);
         assert!(q.next_update > t && q.next_update <= t + SimTime::from_ms(16));
@@ -538,13 +544,13 @@ mod tests {
         let mut q = DualPi2::new(config(), 1);
         for (waited, marked) in [(SimTime::from_ms(1), false), (SimTime::from_ns(1_000_001), true)] {
             let now = SimTime::from_ms(5);
-            q.enqueue(packet(Ecn::Ect1, now - waited), now).unwrap();
+            q.enqueue(packet(Ecn::Ect1, now - waited), now, &mut NoDrops).unwrap();
             let Dequeue::Packet(p) = q.dequeue(now, &mut Dropped(vec![])) else { panic!("queued") };
             assert_eq!(p.ecn == Ecn::Ce, marked, "{waited:?}");
         }
         assert_eq!(q.class_ce_marks(L), CeMarks { packets: 1, bytes: 1500 });
         // A C packet is never step-marked.
-        q.enqueue(packet(Ecn::Ect0, SimTime::ZERO), SimTime::from_ms(5)).unwrap();
+        q.enqueue(packet(Ecn::Ect0, SimTime::ZERO), SimTime::from_ms(5), &mut NoDrops).unwrap();
         let Dequeue::Packet(p) = q.dequeue(SimTime::from_ms(5), &mut Dropped(vec![])) else { panic!() };
         assert_eq!(p.ecn, Ecn::Ect0);
     }
@@ -559,8 +565,8 @@ mod tests {
         // In the queue: an L head of 1 ms and a C head of 40 ms at tshift 30 ms: C first.
         let mut q = DualPi2::new(config(), 1);
         let now = ms(100);
-        q.enqueue(packet(Ecn::Ect1, now - ms(1)), now).unwrap();
-        q.enqueue(packet(Ecn::NotEct, now - ms(40)), now).unwrap();
+        q.enqueue(packet(Ecn::Ect1, now - ms(1)), now, &mut NoDrops).unwrap();
+        q.enqueue(packet(Ecn::NotEct, now - ms(40)), now, &mut NoDrops).unwrap();
         let Dequeue::Packet(first) = q.dequeue(now, &mut Dropped(vec![])) else { panic!() };
         assert_eq!(first.ecn, Ecn::NotEct);
     }
@@ -569,8 +575,8 @@ mod tests {
     fn the_wrr_gives_the_classic_queue_its_share_of_the_bytes() {
         let mut q = DualPi2::new(DualPi2Config { scheduler: Scheduler::Wrr { classic_percent: 10 }, ..config() }, 1);
         for _ in 0..1000 {
-            q.enqueue(packet(Ecn::Ect1, SimTime::ZERO), SimTime::ZERO).unwrap();
-            q.enqueue(packet(Ecn::NotEct, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(Ecn::Ect1, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+            q.enqueue(packet(Ecn::NotEct, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         // Both backlogged for 500 departures (no step: sojourn 0): 10 % of them from C.
         let mut from_c = 0;
@@ -647,8 +653,8 @@ mod tests {
     fn no_probabilistic_action_below_two_packets_queued() {
         let mut q = DualPi2::new(DualPi2Config { t_update: SimTime::from_secs(1000), ..config() }, 1);
         q.p = 1.0;
-        q.enqueue(packet(Ecn::NotEct, SimTime::ZERO), SimTime::ZERO).unwrap();
-        q.enqueue(packet(Ecn::NotEct, SimTime::ZERO), SimTime::ZERO).unwrap();
+        q.enqueue(packet(Ecn::NotEct, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
+        q.enqueue(packet(Ecn::NotEct, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         // One packet left behind the departing one: under two MTUs, no drop at p_C = 1.
         assert!(matches!(q.dequeue(SimTime::ZERO, &mut Dropped(vec![])), Dequeue::Packet(_)));
     }
@@ -657,9 +663,9 @@ mod tests {
     fn the_shared_limit_tail_drops_and_every_packet_is_accounted_per_queue() {
         let mut q = DualPi2::new(DualPi2Config { limit_packets: 3, ..config() }, 1);
         for ecn in [Ecn::Ect1, Ecn::NotEct, Ecn::NotEct] {
-            q.enqueue(packet(ecn, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(ecn, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
         }
-        let (_, reason) = q.enqueue(packet(Ecn::Ect1, SimTime::ZERO), SimTime::ZERO).unwrap_err();
+        let (_, reason) = q.enqueue(packet(Ecn::Ect1, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap_err();
         assert_eq!(reason, DropReason::QueueFull);
         let (l, c) = (q.class_record(L), q.class_record(C));
         assert_eq!((l.enqueued_packets, l.dropped_packets, l.queued_packets, l.limit), (1, 1, 1, 3));

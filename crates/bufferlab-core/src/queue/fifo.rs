@@ -44,7 +44,12 @@ impl DropTailFifo {
 
 impl QueueDiscipline for DropTailFifo {
     #[inline]
-    fn enqueue(&mut self, packet: Packet, _now: SimTime) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(
+        &mut self,
+        packet: Packet,
+        _now: SimTime,
+        _drops: &mut impl DropSink,
+    ) -> Result<(), (Packet, DropReason)> {
         if !self.fits(packet.wire_bytes) {
             return Err((packet, DropReason::QueueFull));
         }
@@ -85,9 +90,9 @@ mod tests {
     #[test]
     fn packet_limit_drops_the_arrival_that_does_not_fit() {
         let mut q = DropTailFifo::new(Some(2), None);
-        assert!(q.enqueue(packet(1, 1500), SimTime::ZERO).is_ok());
-        assert!(q.enqueue(packet(2, 1500), SimTime::ZERO).is_ok());
-        let (dropped, reason) = q.enqueue(packet(3, 1500), SimTime::ZERO).unwrap_err();
+        assert!(q.enqueue(packet(1, 1500), SimTime::ZERO, &mut NoDrops).is_ok());
+        assert!(q.enqueue(packet(2, 1500), SimTime::ZERO, &mut NoDrops).is_ok());
+        let (dropped, reason) = q.enqueue(packet(3, 1500), SimTime::ZERO, &mut NoDrops).unwrap_err();
         assert_eq!((dropped.seq, reason), (3, DropReason::QueueFull));
         assert_eq!(q.len_packets(), 2);
     }
@@ -95,10 +100,10 @@ mod tests {
     #[test]
     fn byte_limit_admits_only_whole_packets() {
         let mut q = DropTailFifo::new(None, Some(3000));
-        assert!(q.enqueue(packet(1, 1500), SimTime::ZERO).is_ok());
-        assert!(q.enqueue(packet(2, 1000), SimTime::ZERO).is_ok());
-        assert!(q.enqueue(packet(3, 1000), SimTime::ZERO).is_err());
-        assert!(q.enqueue(packet(4, 500), SimTime::ZERO).is_ok());
+        assert!(q.enqueue(packet(1, 1500), SimTime::ZERO, &mut NoDrops).is_ok());
+        assert!(q.enqueue(packet(2, 1000), SimTime::ZERO, &mut NoDrops).is_ok());
+        assert!(q.enqueue(packet(3, 1000), SimTime::ZERO, &mut NoDrops).is_err());
+        assert!(q.enqueue(packet(4, 500), SimTime::ZERO, &mut NoDrops).is_ok());
         assert_eq!(q.len_bytes(), 3000);
     }
 
@@ -106,7 +111,7 @@ mod tests {
     fn dequeues_in_arrival_order() {
         let mut q = DropTailFifo::new(Some(10), None);
         for seq in 0..5 {
-            q.enqueue(packet(seq, 100), SimTime::ZERO).unwrap();
+            q.enqueue(packet(seq, 100), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         for seq in 0..5 {
             assert!(matches!(q.dequeue(SimTime::ZERO, &mut NoDrops), Dequeue::Packet(p) if p.seq == seq));

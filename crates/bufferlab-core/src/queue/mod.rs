@@ -7,7 +7,9 @@ pub mod codel;
 pub mod discipline;
 pub mod dualpi2;
 pub mod fifo;
+pub mod flow_queues;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod pie;
 pub mod red;
 pub mod splitbuff;
@@ -22,7 +24,9 @@ pub use codel::{CoDel, CodelParams};
 pub use discipline::{AqmState, CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 pub use dualpi2::{DualPi2, DualPi2Config};
 pub use fifo::DropTailFifo;
+pub use flow_queues::SchedulerConfig;
 pub use fq_codel::{FqCodel, FqCodelConfig};
+pub use fq_pie::{FqPie, FqPieConfig};
 pub use pie::{Pie, PieConfig};
 pub use red::{Red, RedConfig};
 pub use splitbuff::{SplitBuff, SplitBuffConfig};
@@ -42,6 +46,8 @@ pub enum Queue {
     CoDel(CoDel),
     /// FQ-CoDel (RFC 8290): flow queues served by DRR++, CoDel on each.
     FqCodel(FqCodel),
+    /// FQ-PIE (Linux fq_pie): FQ-CoDel's flow queues and DRR++, PIE (RFC 8033) on each.
+    FqPie(FqPie),
     /// DualPI2 (RFC 9332): L4S and Classic queues coupled by one PI2 controller. Boxed: its two
     /// queues and controller are about 500 bytes, and inline they would double every channel's
     /// queue, whatever its discipline.
@@ -62,6 +68,7 @@ impl Queue {
             | Queue::Pie(_)
             | Queue::CoDel(_)
             | Queue::FqCodel(_)
+            | Queue::FqPie(_)
             | Queue::DualPi2(_) => false,
         }
     }
@@ -99,7 +106,7 @@ impl Queue {
     }
 
     /// The queue a spec describes, in front of a link of `rate` (`None`: unlimited); `seed` keys
-    /// its random choices (Blind-SplitBuff's mapping, RED's and PIE's early drops).
+    /// its random choices (Blind-SplitBuff's mapping, RED's, PIE's and FQ-PIE's early drops).
     pub fn from_spec(spec: &QueueSpec, rate: Option<BitRate>, seed: u64) -> Queue {
         match spec {
             QueueSpec::Fifo { limit_packets, limit_bytes } => {
@@ -154,6 +161,7 @@ impl Queue {
                 derandomize,
                 mean_packet_bytes,
                 ecn,
+                estimator,
             } => Queue::Pie(Pie::new(
                 PieConfig {
                     limit_packets: *limit_packets,
@@ -166,6 +174,48 @@ impl Queue {
                     derandomize: *derandomize,
                     mean_packet_bytes: *mean_packet_bytes,
                     ecn: *ecn,
+                    estimator: *estimator,
+                },
+                seed,
+            )),
+            QueueSpec::FqPie {
+                limit_packets,
+                memory_limit_bytes,
+                drop_batch,
+                flows,
+                quantum_bytes,
+                target_ns,
+                t_update_ns,
+                alpha,
+                beta,
+                burst_ns,
+                derandomize,
+                mean_packet_bytes,
+                ecn,
+                estimator,
+                ..
+            } => Queue::FqPie(FqPie::new(
+                FqPieConfig {
+                    pie: PieConfig {
+                        limit_packets: None,
+                        limit_bytes: None,
+                        target: SimTime::from_ns(*target_ns),
+                        t_update: SimTime::from_ns(*t_update_ns),
+                        alpha: *alpha,
+                        beta: *beta,
+                        max_burst: SimTime::from_ns(*burst_ns),
+                        derandomize: *derandomize,
+                        mean_packet_bytes: *mean_packet_bytes,
+                        ecn: *ecn,
+                        estimator: *estimator,
+                    },
+                    scheduler: SchedulerConfig {
+                        limit_packets: limit_packets.expect("validated: a limit in packets"),
+                        memory_limit: memory_limit_bytes.unwrap_or(u64::MAX),
+                        flows: *flows,
+                        quantum: *quantum_bytes,
+                        drop_batch: *drop_batch,
+                    },
                 },
                 seed,
             )),
@@ -218,6 +268,8 @@ impl Queue {
                 quantum_bytes,
                 ecn,
                 control_law,
+                memory_limit_bytes,
+                drop_batch,
                 ..
             } => Queue::FqCodel(FqCodel::new(FqCodelConfig {
                 codel: CodelParams {
@@ -226,9 +278,13 @@ impl Queue {
                     ecn: *ecn,
                     control_law: *control_law,
                 },
-                limit_packets: limit_packets.expect("validated: a limit in packets"),
-                flows: *flows,
-                quantum: *quantum_bytes,
+                scheduler: SchedulerConfig {
+                    limit_packets: limit_packets.expect("validated: a limit in packets"),
+                    memory_limit: memory_limit_bytes.unwrap_or(u64::MAX),
+                    flows: *flows,
+                    quantum: *quantum_bytes,
+                    drop_batch: *drop_batch,
+                },
             })),
         }
     }
@@ -236,16 +292,17 @@ impl Queue {
 
 impl QueueDiscipline for Queue {
     #[inline]
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(&mut self, packet: Packet, now: SimTime, drops: &mut impl DropSink) -> Result<(), (Packet, DropReason)> {
         match self {
-            Queue::Fifo(q) => q.enqueue(packet, now),
-            Queue::Tbf(q) => q.enqueue(packet, now),
-            Queue::SplitBuff(q) => q.enqueue(packet, now),
-            Queue::Red(q) => q.enqueue(packet, now),
-            Queue::Pie(q) => q.enqueue(packet, now),
-            Queue::CoDel(q) => q.enqueue(packet, now),
-            Queue::FqCodel(q) => q.enqueue(packet, now),
-            Queue::DualPi2(q) => q.enqueue(packet, now),
+            Queue::Fifo(q) => q.enqueue(packet, now, drops),
+            Queue::Tbf(q) => q.enqueue(packet, now, drops),
+            Queue::SplitBuff(q) => q.enqueue(packet, now, drops),
+            Queue::Red(q) => q.enqueue(packet, now, drops),
+            Queue::Pie(q) => q.enqueue(packet, now, drops),
+            Queue::CoDel(q) => q.enqueue(packet, now, drops),
+            Queue::FqCodel(q) => q.enqueue(packet, now, drops),
+            Queue::FqPie(q) => q.enqueue(packet, now, drops),
+            Queue::DualPi2(q) => q.enqueue(packet, now, drops),
         }
     }
     #[inline]
@@ -258,6 +315,7 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.dequeue(now, drops),
             Queue::CoDel(q) => q.dequeue(now, drops),
             Queue::FqCodel(q) => q.dequeue(now, drops),
+            Queue::FqPie(q) => q.dequeue(now, drops),
             Queue::DualPi2(q) => q.dequeue(now, drops),
         }
     }
@@ -271,6 +329,7 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.len_packets(),
             Queue::CoDel(q) => q.len_packets(),
             Queue::FqCodel(q) => q.len_packets(),
+            Queue::FqPie(q) => q.len_packets(),
             Queue::DualPi2(q) => q.len_packets(),
         }
     }
@@ -284,6 +343,7 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.len_bytes(),
             Queue::CoDel(q) => q.len_bytes(),
             Queue::FqCodel(q) => q.len_bytes(),
+            Queue::FqPie(q) => q.len_bytes(),
             Queue::DualPi2(q) => q.len_bytes(),
         }
     }
@@ -296,6 +356,7 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.ce_marks(),
             Queue::CoDel(q) => q.ce_marks(),
             Queue::FqCodel(q) => q.ce_marks(),
+            Queue::FqPie(q) => q.ce_marks(),
             Queue::DualPi2(q) => q.ce_marks(),
         }
     }
@@ -308,6 +369,7 @@ impl QueueDiscipline for Queue {
             Queue::Pie(q) => q.aqm_state(),
             Queue::CoDel(q) => q.aqm_state(),
             Queue::FqCodel(q) => q.aqm_state(),
+            Queue::FqPie(q) => q.aqm_state(),
             Queue::DualPi2(q) => q.aqm_state(),
         }
     }

@@ -324,7 +324,12 @@ impl Red {
 }
 
 impl QueueDiscipline for Red {
-    fn enqueue(&mut self, mut packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(
+        &mut self,
+        mut packet: Packet,
+        now: SimTime,
+        drops: &mut impl DropSink,
+    ) -> Result<(), (Packet, DropReason)> {
         self.update_average(now);
         self.adapt(now);
         if self.drops_early(packet.wire_bytes) {
@@ -335,7 +340,7 @@ impl QueueDiscipline for Red {
                 return Err((packet, DropReason::Aqm));
             }
         }
-        self.fifo.enqueue(packet, now)
+        self.fifo.enqueue(packet, now, drops)
     }
 
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
@@ -406,11 +411,11 @@ mod tests {
         // and idle since 0, so avg stays 0): avg_k = (1 − w)·avg_{k−1} + w·k, by hand for k = 1..4.
         let mut q = Red::new(RedConfig { w_q: 0.5, ..config() }, 1);
         let t = SimTime::ZERO;
-        q.enqueue(packet(1000), t).unwrap();
+        q.enqueue(packet(1000), t, &mut NoDrops).unwrap();
         assert_eq!(q.average(), 0.0);
         let mut hand = 0.0;
         for k in 1..=4 {
-            q.enqueue(packet(1000), t).unwrap();
+            q.enqueue(packet(1000), t, &mut NoDrops).unwrap();
             hand = 0.5 * hand + 0.5 * k as f64;
             assert_eq!(q.average(), hand);
         }
@@ -425,11 +430,11 @@ mod tests {
         // packet times and samples the empty queue: avg ← 0.5^(3+1)·avg.
         let mut q = Red::new(RedConfig { w_q: 0.5, ..config() }, 1);
         for _ in 0..5 {
-            q.enqueue(packet(1000), SimTime::ZERO).unwrap();
+            q.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         let before = q.average();
         while let Dequeue::Packet(_) = q.dequeue(SimTime::from_ms(10), &mut NoDrops) {}
-        q.enqueue(packet(1000), SimTime::from_ms(14)).unwrap();
+        q.enqueue(packet(1000), SimTime::from_ms(14), &mut NoDrops).unwrap();
         assert!((q.average() - before / 16.0).abs() < 1e-12, "{} vs {}", q.average(), before / 16.0);
     }
 
@@ -439,11 +444,11 @@ mod tests {
         // eq. 1 with q = 0, avg ← 0.5·avg.
         let mut q = Red::new(RedConfig { w_q: 0.5, ..config() }, 1);
         for _ in 0..5 {
-            q.enqueue(packet(1000), SimTime::ZERO).unwrap();
+            q.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         let before = q.average();
         while let Dequeue::Packet(_) = q.dequeue(SimTime::from_ms(10), &mut NoDrops) {}
-        q.enqueue(packet(1000), SimTime::from_us(10_500)).unwrap();
+        q.enqueue(packet(1000), SimTime::from_us(10_500), &mut NoDrops).unwrap();
         assert_eq!(q.average(), before / 2.0);
     }
 
@@ -490,13 +495,13 @@ mod tests {
         // geometric gaps (p_a = p_b) would have the mean 50 and a long tail.
         let c = RedConfig { w_q: 1e-300, limit_packets: None, limit_bytes: None, rate: None, ..config() };
         let mut q = at_average(c, 7.0); // p_b = 0.1 · 2/10 = 0.02
-        q.fifo.enqueue(packet(1000), SimTime::ZERO).unwrap(); // non-empty: no idle decay
+        q.fifo.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).unwrap(); // non-empty: no idle decay
         let mut gaps = Vec::new();
         let mut since = 0u64;
         let mut histogram = [0u64; 51];
         for _ in 0..1_000_000 {
             since += 1;
-            if q.enqueue(packet(1000), SimTime::ZERO).is_err() {
+            if q.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).is_err() {
                 gaps.push(since);
                 histogram[since as usize] += 1;
                 since = 0;
@@ -517,15 +522,15 @@ mod tests {
     fn early_drops_are_aqm_drops_and_the_hard_limit_is_a_tail_drop() {
         let c = RedConfig { limit_packets: Some(3), ..config() };
         let mut q = at_average(c, 20.0);
-        q.fifo.enqueue(packet(1000), SimTime::ZERO).unwrap();
-        let (_, reason) = q.enqueue(packet(1000), SimTime::ZERO).unwrap_err();
+        q.fifo.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).unwrap();
+        let (_, reason) = q.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).unwrap_err();
         assert_eq!(reason, DropReason::Aqm);
         let mut q = at_average(c, 0.0);
         q.config.w_q = 1e-300;
         for _ in 0..3 {
-            q.enqueue(packet(1000), SimTime::ZERO).unwrap();
+            q.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).unwrap();
         }
-        let (_, reason) = q.enqueue(packet(1000), SimTime::ZERO).unwrap_err();
+        let (_, reason) = q.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).unwrap_err();
         assert_eq!(reason, DropReason::QueueFull);
     }
 
@@ -576,8 +581,8 @@ mod tests {
         let run = |seed| {
             let mut q = Red::new(RedConfig { w_q: 1e-300, ..config() }, seed);
             q.avg = 9.0;
-            q.fifo.enqueue(packet(1000), SimTime::ZERO).unwrap();
-            (0..2000).map(|_| q.enqueue(packet(1000), SimTime::ZERO).is_err()).collect::<Vec<_>>()
+            q.fifo.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).unwrap();
+            (0..2000).map(|_| q.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).is_err()).collect::<Vec<_>>()
         };
         assert_eq!(run(1), run(1));
         assert_ne!(run(1), run(2));
@@ -589,7 +594,7 @@ mod tests {
         let mut q = at_average(RedConfig { w_q: 1e-12, ecn: true, ..config() }, avg);
         let (mut dropped, mut marked) = (0, 0);
         for _ in 0..n {
-            match q.enqueue(Packet { ecn, ..packet(1000) }, SimTime::ZERO) {
+            match q.enqueue(Packet { ecn, ..packet(1000) }, SimTime::ZERO, &mut NoDrops) {
                 Err((_, reason)) => {
                     assert_eq!(reason, DropReason::Aqm);
                     dropped += 1;

@@ -927,7 +927,12 @@ impl SplitBuff {
 }
 
 impl QueueDiscipline for SplitBuff {
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(
+        &mut self,
+        packet: Packet,
+        now: SimTime,
+        _drops: &mut impl DropSink,
+    ) -> Result<(), (Packet, DropReason)> {
         self.catch_up(now);
         self.period_bytes += packet.wire_bytes as u64;
         self.period_packets += 1;
@@ -1049,7 +1054,7 @@ mod tests {
 
     /// Enqueues a packet and sends it at once: it meets, and leaves, an empty queue.
     fn pass(q: &mut SplitBuff, flow: u32, srtt_ms: u64, t: SimTime) {
-        q.enqueue(packet(flow, srtt_ms, 1000, t), t).unwrap();
+        q.enqueue(packet(flow, srtt_ms, 1000, t), t, &mut NoDrops).unwrap();
         assert!(matches!(q.dequeue(t, &mut NoDrops), Dequeue::Packet(_)));
     }
 
@@ -1062,22 +1067,22 @@ mod tests {
         let mut q = SplitBuff::new(paper(6250, 2, SplitBuffTotal::Fixed));
         let t = SimTime::from_ms(50);
         for _ in 0..10 {
-            q.enqueue(packet(0, 10, 1000, t), t).unwrap();
-            q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+            q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
+            q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).unwrap();
         }
         assert_eq!(q.class_record(0).enqueued_packets, 20, "no threshold before the first update");
         let t = SimTime::from_ms(150);
-        q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+        q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!(q.class_record(0).threshold_ns, 500 * MS);
         assert_eq!(q.class_record(1).enqueued_packets, 1, "990 ms is above the 500 ms threshold");
         for _ in 0..9 {
-            q.enqueue(packet(0, 10, 1000, t), t).unwrap();
-            q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+            q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
+            q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).unwrap();
         }
-        q.enqueue(packet(0, 10, 1000, t), t).unwrap();
+        q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!(q.class_record(0).enqueued_packets, 30, "10 ms is below it");
         let t = SimTime::from_ms(250);
-        q.enqueue(packet(0, 10, 1000, t), t).unwrap();
+        q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!((q.class_record(0).rttp_ns, q.class_record(1).rttp_ns), (10 * MS, 990 * MS));
         assert_eq!((q.class_record(0).limit, q.class_record(1).limit), (62, 6187));
     }
@@ -1114,15 +1119,15 @@ mod tests {
         let mut q = SplitBuff::new(SplitBuffConfig { rate, ..paper(100, 2, SplitBuffTotal::Fixed) });
         let t = SimTime::from_ms(50);
         for _ in 0..4 {
-            q.enqueue(packet(0, 50, 1000, t), t).unwrap();
+            q.enqueue(packet(0, 50, 1000, t), t, &mut NoDrops).unwrap();
         }
         let t = SimTime::from_ms(150);
         for _ in 0..4 {
-            q.enqueue(packet(0, 50, 1000, t), t).unwrap();
+            q.enqueue(packet(0, 50, 1000, t), t, &mut NoDrops).unwrap();
         }
         assert_eq!(q.class_record(0).estimate_rttp_ns, 48_500_000);
         let t = SimTime::from_ms(250);
-        q.enqueue(packet(0, 50, 1000, t), t).unwrap();
+        q.enqueue(packet(0, 50, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!(q.class_record(0).estimate_rttp_ns, 46_500_000);
     }
 
@@ -1154,10 +1159,10 @@ mod tests {
         let mut q = SplitBuff::new(paper(10, 2, SplitBuffTotal::Fixed));
         let t = SimTime::from_ms(50);
         for k in 0..10u32 {
-            q.enqueue(packet(k % 2, 10 + 980 * (k as u64 % 2), 1000, t), t).unwrap();
+            q.enqueue(packet(k % 2, 10 + 980 * (k as u64 % 2), 1000, t), t, &mut NoDrops).unwrap();
         }
         let t = SimTime::from_ms(150);
-        assert!(q.enqueue(packet(1, 990, 1000, t), t).is_err());
+        assert!(q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).is_err());
         assert_eq!((q.class_record(0).limit, q.class_record(1).limit), (5, 5));
         assert_eq!(q.len_packets(), 10);
     }
@@ -1181,8 +1186,9 @@ mod tests {
                         continue;
                     }
                     let srtt = [0, 12, 45, 130, 400][(z >> 8) as usize % 5];
-                    let admitted =
-                        q.enqueue(packet((z >> 16) as u32 % 8, srtt, 200 + (z >> 24) as u32 % 1300, t), t).is_ok();
+                    let admitted = q
+                        .enqueue(packet((z >> 16) as u32 % 8, srtt, 200 + (z >> 24) as u32 % 1300, t), t, &mut NoDrops)
+                        .is_ok();
                     totals.insert(q.total());
                     if admitted {
                         assert!(q.len_packets() <= q.total(), "step {step}: {} > B = {}", q.len_packets(), q.total());
@@ -1202,9 +1208,11 @@ mod tests {
     fn before_the_first_update_one_sub_buffer_holds_the_whole_buffer() {
         let mut q = SplitBuff::new(config(4, 2));
         for k in 0..4 {
-            assert!(q.enqueue(packet(k % 2, 10 + 980 * (k as u64 % 2), 1000, SimTime::ZERO), SimTime::ZERO).is_ok());
+            assert!(q
+                .enqueue(packet(k % 2, 10 + 980 * (k as u64 % 2), 1000, SimTime::ZERO), SimTime::ZERO, &mut NoDrops)
+                .is_ok());
         }
-        assert!(q.enqueue(packet(0, 10, 1000, SimTime::ZERO), SimTime::ZERO).is_err());
+        assert!(q.enqueue(packet(0, 10, 1000, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).is_err());
         assert_eq!(q.class_record(0).queued_packets, 4);
     }
 
@@ -1216,21 +1224,21 @@ mod tests {
         let mut q = SplitBuff::new(config(6250, 2));
         let t = SimTime::from_ms(50);
         for _ in 0..10 {
-            q.enqueue(packet(0, 10, 1000, t), t).unwrap();
-            q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+            q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
+            q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).unwrap();
         }
         // The first period mapped everything to x: the update sees one class only.
         let t = SimTime::from_ms(150);
-        q.enqueue(packet(0, 10, 1000, t), t).unwrap();
+        q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!(q.class_record(0).estimate_rttp_ns, 500 * MS);
-        q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+        q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!(q.class_record(1).enqueued_packets, 1, "990 ms is above the 500 ms threshold");
         for _ in 0..9 {
-            q.enqueue(packet(0, 10, 1000, t), t).unwrap();
-            q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+            q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
+            q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).unwrap();
         }
         let t = SimTime::from_ms(250);
-        q.enqueue(packet(0, 10, 1000, t), t).unwrap();
+        q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!((q.class_record(0).limit, q.class_record(1).limit), (62, 6187));
         assert_eq!((q.class_record(0).rttp_ns, q.class_record(1).rttp_ns), (10 * MS, 990 * MS));
     }
@@ -1243,7 +1251,7 @@ mod tests {
         for period in 0..5u64 {
             let t = SimTime::from_ms(100 * period + 50);
             for k in 0..50 {
-                q.enqueue(packet(0, 1 + (k % 19), 1000, t), t).unwrap();
+                q.enqueue(packet(0, 1 + (k % 19), 1000, t), t, &mut NoDrops).unwrap();
             }
         }
         assert_eq!((q.class_record(0).limit, q.class_record(1).limit), (6250, 0));
@@ -1258,21 +1266,21 @@ mod tests {
         let mut q = SplitBuff::new(config(4, 2));
         let t = SimTime::from_ms(50);
         for _ in 0..3 {
-            q.enqueue(packet(0, 10, 1000, t), t).unwrap();
+            q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
         }
-        q.enqueue(packet(2, 0, 1000, t), t).unwrap();
+        q.enqueue(packet(2, 0, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!((q.class_record(0).queued_packets, q.class_record(1).queued_packets), (3, 1));
-        assert!(q.enqueue(packet(2, 0, 1000, t), t).is_err(), "B = 4 packets in all");
+        assert!(q.enqueue(packet(2, 0, 1000, t), t, &mut NoDrops).is_err(), "B = 4 packets in all");
         // Split at 10 ms / 990 ms: packets without an RTT still go to y.
         let mut q = SplitBuff::new(config(6250, 2));
         for _ in 0..10 {
-            q.enqueue(packet(0, 10, 1000, t), t).unwrap();
-            q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+            q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
+            q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).unwrap();
         }
         let t = SimTime::from_ms(150);
-        q.enqueue(packet(2, 0, 1000, t), t).unwrap();
+        q.enqueue(packet(2, 0, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!((q.class_record(0).enqueued_packets, q.class_record(1).enqueued_packets), (20, 1));
-        q.enqueue(packet(0, 10, 1000, t), t).unwrap();
+        q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!(q.class_record(0).enqueued_packets, 21, "10 ms is below the 500 ms threshold");
     }
 
@@ -1285,17 +1293,17 @@ mod tests {
         // x, not held in y.
         let mut q = SplitBuff::new(SplitBuffConfig { rate: Some(BitRate(10_000_000)), ..config(6250, 2) });
         let t = SimTime::from_ms(50);
-        q.enqueue(packet(0, 10, 1000, t), t).unwrap();
-        q.enqueue(packet(1, 990, 1000, t), t).unwrap();
-        q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+        q.enqueue(packet(0, 10, 1000, t), t, &mut NoDrops).unwrap();
+        q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).unwrap();
+        q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).unwrap();
         let t = SimTime::from_ms(150);
         while let Dequeue::Packet(_) = q.dequeue(t, &mut NoDrops) {}
         for _ in 0..1125 {
-            q.enqueue(packet(1, 990, 1000, t), t).unwrap();
+            q.enqueue(packet(1, 990, 1000, t), t, &mut NoDrops).unwrap();
         }
         assert_eq!(q.class_record(1).queued_packets, 1125, "the long flow in y");
         let t = SimTime::from_ms(1060);
-        q.enqueue(packet(0, 910, 1000, t), t).unwrap();
+        q.enqueue(packet(0, 910, 1000, t), t, &mut NoDrops).unwrap();
         assert_eq!(q.class_record(0).queued_packets, 1, "910 ms less ~900 ms of y's queueing then");
     }
 
@@ -1308,9 +1316,9 @@ mod tests {
         let f0 = *flows.iter().find(|&&f| mix(f as u64).is_multiple_of(2)).unwrap();
         let f1 = *flows.iter().find(|&&f| mix(f as u64) % 2 == 1).unwrap();
         for _ in 0..300 {
-            q.enqueue(packet(f0, 0, 1500, SimTime::ZERO), SimTime::ZERO).unwrap();
+            q.enqueue(packet(f0, 0, 1500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
             for _ in 0..3 {
-                q.enqueue(packet(f1, 0, 500, SimTime::ZERO), SimTime::ZERO).unwrap();
+                q.enqueue(packet(f1, 0, 500, SimTime::ZERO), SimTime::ZERO, &mut NoDrops).unwrap();
             }
         }
         let mut bytes = [0u64; 2];
@@ -1327,7 +1335,7 @@ mod tests {
         assert_eq!((q.class_record(0).limit, q.class_record(1).limit), (50, 50));
         for flow in 0..40 {
             for _ in 0..2 {
-                let _ = q.enqueue(packet(flow, 10, 1000, SimTime::ZERO), SimTime::ZERO);
+                let _ = q.enqueue(packet(flow, 10, 1000, SimTime::ZERO), SimTime::ZERO, &mut NoDrops);
             }
         }
         let total: u64 = q.class_records().iter().map(|r| r.enqueued_packets).sum();

@@ -60,8 +60,8 @@ impl TokenBucket {
 }
 
 impl QueueDiscipline for TokenBucket {
-    fn enqueue(&mut self, packet: Packet, now: SimTime) -> Result<(), (Packet, DropReason)> {
-        self.fifo.enqueue(packet, now)
+    fn enqueue(&mut self, packet: Packet, now: SimTime, drops: &mut impl DropSink) -> Result<(), (Packet, DropReason)> {
+        self.fifo.enqueue(packet, now, drops)
     }
 
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
@@ -101,7 +101,7 @@ mod tests {
     fn a_full_bucket_releases_its_burst_at_once_then_paces_at_the_rate() {
         let mut tbf = TokenBucket::new(RATE, 3000, 1_000_000);
         for _ in 0..4 {
-            tbf.enqueue(packet(1500), SimTime::ZERO).unwrap();
+            tbf.enqueue(packet(1500), SimTime::ZERO, &mut NoDrops).unwrap();
         }
         assert!(matches!(tbf.dequeue(SimTime::ZERO, &mut NoDrops), Dequeue::Packet(_)));
         assert!(matches!(tbf.dequeue(SimTime::ZERO, &mut NoDrops), Dequeue::Packet(_)));
@@ -119,8 +119,8 @@ mod tests {
     #[test]
     fn a_partial_wait_counts_the_tokens_already_earned() {
         let mut tbf = TokenBucket::new(RATE, 1500, 1_000_000);
-        tbf.enqueue(packet(1500), SimTime::ZERO).unwrap();
-        tbf.enqueue(packet(1500), SimTime::ZERO).unwrap();
+        tbf.enqueue(packet(1500), SimTime::ZERO, &mut NoDrops).unwrap();
+        tbf.enqueue(packet(1500), SimTime::ZERO, &mut NoDrops).unwrap();
         assert!(matches!(tbf.dequeue(SimTime::ZERO, &mut NoDrops), Dequeue::Packet(_)));
         // 50 µs later, 625 bytes of tokens are there: 875 more take 70 µs.
         assert_eq!(tbf.dequeue(SimTime::from_us(50), &mut NoDrops), Dequeue::NotBefore(SimTime::from_us(120)));
@@ -129,10 +129,10 @@ mod tests {
     #[test]
     fn the_backlog_is_limited_in_bytes() {
         let mut tbf = TokenBucket::new(RATE, 1500, 4000);
-        assert!(tbf.enqueue(packet(1500), SimTime::ZERO).is_ok());
-        assert!(tbf.enqueue(packet(1500), SimTime::ZERO).is_ok());
-        assert!(tbf.enqueue(packet(1500), SimTime::ZERO).is_err());
-        assert!(tbf.enqueue(packet(1000), SimTime::ZERO).is_ok());
+        assert!(tbf.enqueue(packet(1500), SimTime::ZERO, &mut NoDrops).is_ok());
+        assert!(tbf.enqueue(packet(1500), SimTime::ZERO, &mut NoDrops).is_ok());
+        assert!(tbf.enqueue(packet(1500), SimTime::ZERO, &mut NoDrops).is_err());
+        assert!(tbf.enqueue(packet(1000), SimTime::ZERO, &mut NoDrops).is_ok());
         assert_eq!(tbf.len_bytes(), 4000);
     }
 
@@ -145,7 +145,7 @@ mod tests {
         let end = SimTime::from_secs(1);
         while now <= end {
             while tbf.len_bytes() < 100_000 {
-                tbf.enqueue(packet(1500), now).unwrap();
+                tbf.enqueue(packet(1500), now, &mut NoDrops).unwrap();
             }
             match tbf.dequeue(now, &mut NoDrops) {
                 Dequeue::Packet(p) => released += p.wire_bytes as u64,

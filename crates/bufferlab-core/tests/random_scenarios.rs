@@ -137,12 +137,12 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
             });
         }
     }
-    // DCTCP runs over TCP with the per-packet ECN echo it needs (the spec's checks refuse it
-    // otherwise).
+    // DCTCP runs with the accurate ECN feedback it needs (the spec's checks refuse it otherwise):
+    // TCP's per-packet echo, or QUIC's ECN counts read as L4S feedback.
     let mut flows: Vec<FlowSpec> = flows;
     for f in flows.iter_mut().filter(|f| f.cca == CcaKind::Dctcp) {
-        f.transport = TransportKind::Tcp;
         f.tcp.ecn = TcpEcn::Dctcp;
+        f.quic.ecn = QuicEcn::L4s;
     }
     for g in generators.iter_mut().filter(|g| g.cca == CcaKind::Dctcp) {
         g.tcp.ecn = TcpEcn::Dctcp;

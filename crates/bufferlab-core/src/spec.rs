@@ -163,6 +163,12 @@ pub struct LinkSpec {
     /// each with its own state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_model: Option<LossModel>,
+    /// The link clears the ECN field of every packet it carries, both directions: ECT and CE
+    /// alike leave it Not-ECT, as a faulty middlebox may do (RFC 9000 §13.4.2 has the sender
+    /// detect it). A queue beyond it drops what it would have marked; a mark made before it is
+    /// lost. Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ecn_bleach: bool,
     /// Egress queue of the a→b direction.
     pub queue_forward: QueueSpec,
     /// Egress queue of the b→a direction.

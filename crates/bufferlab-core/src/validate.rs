@@ -852,6 +852,7 @@ mod tests {
                 delay_ns: 0,
                 loss: 0.0,
                 loss_model: None,
+                ecn_bleach: false,
                 queue_forward: q.clone(),
                 queue_backward: q,
             }],

@@ -184,3 +184,67 @@ fn every_controller_runs_over_quic_on_a_100_ms_path_and_fills_the_link() {
         assert!(delivered.iter().all(|&d| d > 10_000_000), "{cca:?}: a flow starved: {delivered:?}");
     }
 }
+
+/// One QUIC CUBIC flow with `quic.ecn = "classic"` across `common::Path` (100 Mb/s, 100 ms,
+/// a CoDel that marks ECN-capable packets and drops the others), the link after the bottleneck
+/// bleaching the ECN field if `bleach`; the bottleneck's forward direction captured.
+fn ecn_path(bleach: bool) -> RunResult {
+    let path = Path {
+        access_rate_bps: Some(1_000_000_000),
+        access_delay_ns: 5 * MS,
+        bottleneck_rate_bps: RATE_BPS,
+        bottleneck_delay_ns: 40 * MS,
+        buffer: codel(1000, true),
+        tcp: TcpSpec::default(),
+        duration_ns: 10 * SEC,
+        seed: 1,
+        sample_interval_ns: None,
+    };
+    let mut spec = path.spec();
+    spec.links[2].ecn_bleach = bleach;
+    spec.captures = vec![CaptureSpec { link: 1, direction: Direction::Forward }];
+    let f = &mut spec.flows[0];
+    (f.cca, f.transport) = (CcaKind::Cubic, TransportKind::Quic);
+    f.quic.ecn = QuicEcn::Classic;
+    run(&spec).unwrap()
+}
+
+/// The ECN fields of the data packets the capture saw, in order (RFC 3168 §5 codes).
+fn data_codepoints(result: &RunResult) -> Vec<u8> {
+    let c = &result.captures[0];
+    c.ecn.iter().zip(&c.is_data).filter(|(_, &data)| data).map(|(&e, _)| e).collect()
+}
+
+const NOT_ECT: u8 = 0;
+const ECT0: u8 = 2;
+const CE: u8 = 3;
+
+#[test]
+fn over_a_clean_path_quic_ecn_validates_and_the_aqm_marks() {
+    let result = ecn_path(false);
+    assert_conservation(&result);
+    let (flow, btl) = (&result.flows[0], &result.channels[BOTTLENECK_FORWARD]);
+    let codepoints = data_codepoints(&result);
+    // Every packet stays ECN-capable: validation succeeded, and CoDel marks instead of dropping.
+    assert!(codepoints.iter().all(|&e| e == ECT0 || e == CE), "a packet left Not-ECT");
+    assert!(btl.ce_marked_packets > 0 && flow.ce_received == btl.ce_marked_packets);
+    assert!(flow.ecn_responses >= 1);
+    assert_eq!(btl.dropped_aqm_packets, 0, "CoDel marks ECN-capable packets");
+}
+
+#[test]
+fn over_a_bleaching_path_quic_stops_marking_and_the_aqm_drops() {
+    let result = ecn_path(true);
+    assert_conservation(&result);
+    let (flow, btl) = (&result.flows[0], &result.channels[BOTTLENECK_FORWARD]);
+    let codepoints = data_codepoints(&result);
+    // The Initial went ECT(0) and arrived Not-ECT: the answer's ECN counts did not rise, so
+    // validation failed (RFC 9000 §13.4.2.1) and every later packet leaves Not-ECT.
+    assert_eq!(codepoints[0], ECT0, "the Initial is ECN-capable");
+    assert!(codepoints[1..].iter().all(|&e| e == NOT_ECT), "marking went on after validation failed");
+    // So the CoDel drops where it would have marked, and no mark reaches the sender.
+    assert_eq!(btl.ce_marked_packets, 0);
+    assert!(btl.dropped_aqm_packets > 0, "CoDel drops Not-ECT packets");
+    assert_eq!((flow.ce_received, flow.ecn_responses), (0, 0));
+    assert!(flow.recoveries >= 1, "the drops are answered as losses");
+}

@@ -55,6 +55,7 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
             delay_ns: d.pick(&[0, 100_000, MS, 5 * MS, 20 * MS, 50 * MS]),
             loss: if d.chance(0.3) { d.pick(&[0.001, 0.01, 0.05]) } else { 0.0 },
             loss_model: None,
+            ecn_bleach: false,
             queue_forward: random_queue(d),
             queue_backward: random_queue(d),
         });

@@ -32,6 +32,7 @@ pub fn link(name: &str, a: usize, b: usize, rate_bps: Option<u64>, delay_ns: u64
         delay_ns,
         loss: 0.0,
         loss_model: None,
+        ecn_bleach: false,
         queue_forward: forward,
         queue_backward: deep(),
     }

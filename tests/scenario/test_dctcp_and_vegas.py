@@ -1,6 +1,7 @@
 """DCTCP and Vegas are named in specs as the other controllers are; a DCTCP flow without the
-per-packet ECN echo it estimates from (`tcp.ecn = "dctcp"`), or over QUIC, is refused naming the
-field the user wrote; and the guide's step-marking DCTCP dumbbell runs as the papers say."""
+accurate ECN feedback it estimates from (TCP's per-packet echo, `tcp.ecn = "dctcp"`; QUIC's
+counts read as L4S feedback, `quic.ecn = "l4s"`) is refused naming the field the user wrote; and
+the guide's step-marking DCTCP dumbbell runs as the papers say."""
 
 from __future__ import annotations
 
@@ -69,11 +70,18 @@ def test_a_single_dctcp_flow_without_the_echo_is_named_by_its_index() -> None:
     assert (e.value.field, e.value.reason) == ("flows[1].tcp.ecn", NO_ECHO)
 
 
-def test_dctcp_over_quic_is_refused() -> None:
+@pytest.mark.parametrize("quic", ["", 'quic = { ecn = "classic" }', "quic = { ecn = true }"])
+def test_dctcp_over_quic_without_l4s_feedback_is_refused_naming_the_field(quic: str) -> None:
     with pytest.raises(SpecError) as e:
-        plan(scenario('[flow_defaults]\ncca = "dctcp"\ntransport = "quic"\ntcp = { ecn = "dctcp" }\n'))
-    assert e.value.field == "flow_defaults.transport"
-    assert e.value.reason == "DCTCP needs TCP's per-packet ECN echo; QUIC's ACKs count CE packets"
+        plan(scenario(f'[flow_defaults]\ncca = "dctcp"\ntransport = "quic"\n{quic}\n'))
+    assert e.value.field == "flow_defaults.quic.ecn"
+    assert e.value.reason == 'DCTCP needs ECN with accurate feedback: set quic.ecn = "l4s"'
+
+
+def test_dctcp_over_quic_with_l4s_feedback_runs() -> None:
+    s = scenario('[flow_defaults]\ncca = "dctcp"\ntransport = "quic"\nquic = { ecn = "l4s" }\n')
+    assert [f["quic"]["ecn"] for f in s.to_engine()["flows"]] == ["l4s", "l4s"]
+    plan(s)
 
 
 def test_the_check_command_prints_the_refusal_on_one_line_and_exits_2(tmp_path: Path) -> None:

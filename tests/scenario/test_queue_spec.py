@@ -381,7 +381,7 @@ def test_an_ecn_run_stores_its_marks_apart_from_the_drops(tmp_path):
 def test_quic_ecn_reaches_the_engine_off_by_default():
     data = dumbbell("100p", rtts=("10ms",))
     data["flow_defaults"] = {"transport": "quic"}
-    assert Scenario.from_dict(data).resolve().engine["flows"][0]["quic"]["ecn"] is False
+    assert Scenario.from_dict(data).resolve().engine["flows"][0]["quic"]["ecn"] == "off"
     data["flow_defaults"]["quic"] = {"ecn": True}
     assert Scenario.from_dict(data).resolve().engine["flows"][0]["quic"]["ecn"] is True
     data["flow_defaults"]["quic"] = {"ecn": "yes"}

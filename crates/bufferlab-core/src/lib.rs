@@ -18,7 +18,8 @@
 //!     ],
 //!     links: vec![LinkSpec {
 //!         name: "ab".into(), a: 0, b: 1, rate_bps: Some(10_000_000), delay_ns: 5_000_000,
-//!         loss: 0.0, loss_model: None, queue_forward: fifo.clone(), queue_backward: fifo,
+//!         loss: 0.0, loss_model: None, ecn_bleach: false, queue_forward: fifo.clone(),
+//!         queue_backward: fifo,
 //!     }],
 //!     flows: vec![FlowSpec {
 //!         name: "f".into(), src: 0, dst: 1, cca: CcaKind::Reno,

@@ -303,6 +303,9 @@ impl Simulator {
                 if let Some(model) = &link.loss_model {
                     ch.set_loss_model(model);
                 }
+                if link.ecn_bleach {
+                    ch.set_ecn_bleach();
+                }
                 let record = ch.record_mut();
                 record.name = format!("{}_{}", link.name, direction.name());
                 record.link = link_index;

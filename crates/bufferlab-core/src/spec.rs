@@ -174,6 +174,12 @@ pub struct LinkSpec {
     /// each with its own state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_model: Option<LossModel>,
+    /// The link clears the ECN field of every packet it carries, both directions: ECT and CE
+    /// alike leave it Not-ECT, as a faulty middlebox may do (RFC 9000 §13.4.2 has the sender
+    /// detect it). A queue beyond it drops what it would have marked; a mark made before it is
+    /// lost. Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ecn_bleach: bool,
     /// Egress queue of the a→b direction.
     pub queue_forward: QueueSpec,
     /// Egress queue of the b→a direction.
@@ -543,7 +549,8 @@ pub enum CcaKind {
     #[serde(alias = "bbrv3")]
     Bbr3,
     /// Data Center TCP, RFC 8257: a window reduction scaled by the fraction of bytes CE-marked.
-    /// Needs a TCP flow with the per-packet ECN echo (`tcp.ecn = "dctcp"`).
+    /// Needs accurate ECN feedback: TCP's per-packet echo (`tcp.ecn = "dctcp"`), or QUIC's ECN
+    /// counts read as L4S feedback (`quic.ecn = "l4s"`).
     Dctcp,
     /// TCP Prague, draft-briscoe-iccrg-prague-congestion-control-04: DCTCP's α-scaled response
     /// for the Internet's L4S service, paced, with Reno's response to loss. Needs a TCP flow
@@ -851,9 +858,11 @@ pub struct QuicSpec {
     pub initial_rtt_ns: u64,
     /// Packets acknowledged after one before it is deemed lost, RFC 9002 §6.1.1 (3).
     pub packet_threshold: u32,
-    /// ECN (false): packets sent ECT(0), the receiver's ACK frames carry ECN counts (RFC 9000
-    /// §13.4), and an increased CE count is a congestion event (RFC 9002 §7.1).
-    pub ecn: bool,
+    /// ECN (off): with `classic` packets leave ECT(0), the receiver's ACK frames carry ECN counts
+    /// (RFC 9000 §13.4), and an increased CE count is a congestion event (RFC 9002 §7.1); with
+    /// `l4s` packets leave ECT(1) and the count's increase is also the accurate feedback a
+    /// scalable controller needs (see [`QuicEcn`]). `true` and `false` are `classic` and `off`.
+    pub ecn: QuicEcn,
     /// The sender paces a window-based controller at N · cwnd / smoothed_rtt, N = 1.25 (RFC 9002
     /// §7.7) (false; BBR always paces at its own rate).
     pub pacing: bool,
@@ -871,9 +880,65 @@ impl Default for QuicSpec {
             max_ack_delay_ns: 25_000_000,
             initial_rtt_ns: 333_000_000,
             packet_threshold: 3,
-            ecn: false,
+            ecn: QuicEcn::Off,
             pacing: false,
         }
+    }
+}
+
+/// A QUIC connection's ECN (both ends use their flow's setting). Whatever the mode, the sender
+/// validates ECN on the path (RFC 9000 §13.4.2) and stops marking if the ACK frames' counts show
+/// that it does not work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuicEcn {
+    /// Not ECN-capable: every packet Not-ECT; a queue drops rather than marks.
+    #[default]
+    Off,
+    /// RFC 9000 §13.4 and RFC 9002 §7.1: packets sent ECT(0); a CE count above the largest seen
+    /// is a congestion event, one per recovery period (RFC 9002 B.6), whose recovery period holds
+    /// the window's growth for the packets sent before it.
+    Classic,
+    /// L4S (RFC 9331): packets sent ECT(1), the L4S identifier (§4.1), which a DualQ Coupled AQM
+    /// puts in its low-latency queue. An ACK frame's ECN counts say how many of the packets it
+    /// newly acknowledges were CE-marked: the accurate feedback RFC 9331 §4.2 asks for, which the
+    /// sender turns into bytes for a scalable controller (DCTCP's α). The response is as over TCP:
+    /// at most once per round trip, with no recovery period after it, so that the window grows
+    /// while the marks of the next round are counted.
+    L4s,
+}
+
+impl QuicEcn {
+    /// Packets carry an ECT codepoint.
+    pub fn is_on(self) -> bool {
+        self != QuicEcn::Off
+    }
+}
+
+/// `"off"`, `"classic"`, `"l4s"`, or a switch: `true` is `classic` (ECT(0), RFC 9000's ECN) and
+/// `false` is `off`.
+impl<'de> Deserialize<'de> for QuicEcn {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Mode;
+        const MODES: &[&str] = &["off", "classic", "l4s"];
+        impl serde::de::Visitor<'_> for Mode {
+            type Value = QuicEcn;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"off\", \"classic\", \"l4s\", true or false")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<QuicEcn, E> {
+                Ok(if on { QuicEcn::Classic } else { QuicEcn::Off })
+            }
+            fn visit_str<E: serde::de::Error>(self, mode: &str) -> Result<QuicEcn, E> {
+                match mode {
+                    "off" => Ok(QuicEcn::Off),
+                    "classic" => Ok(QuicEcn::Classic),
+                    "l4s" => Ok(QuicEcn::L4s),
+                    _ => Err(E::unknown_variant(mode, MODES)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Mode)
     }
 }
 

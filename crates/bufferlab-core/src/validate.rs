@@ -6,8 +6,8 @@ use crate::limits::MAX_TIME_NS;
 use crate::net::packet::MAX_SACK_BLOCKS;
 use crate::net::routing::{Hop, RoutingTable};
 use crate::spec::{
-    CcaKind, Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicSpec, ScenarioSpec, TcpEcn,
-    TcpSpec, TrafficSpec, TransportKind,
+    CcaKind, Direction, FlowSpec, GeneratorModel, LossModel, NodeKind, QueueSpec, QuicEcn, QuicSpec, ScenarioSpec,
+    TcpEcn, TcpSpec, TrafficSpec, TransportKind,
 };
 use crate::traffic::Distribution;
 use crate::transport::datagram::DATAGRAM_HEADER_BYTES;
@@ -555,7 +555,7 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
         check_tcp(format_args!("flows[{i}].tcp"), &flow.tcp)?;
         check_quic(format_args!("flows[{i}].quic"), &flow.quic)?;
         if !matches!(flow.traffic, TrafficSpec::Cbr { .. } | TrafficSpec::OnOff { .. }) {
-            check_controller_feedback(format_args!("flows[{i}]"), flow.cca, flow.transport, &flow.tcp)?;
+            check_accurate_ecn(format_args!("flows[{i}]"), flow.cca, flow.transport, (&flow.tcp, &flow.quic))?;
         }
     }
     for (i, g) in spec.generators.iter().enumerate() {
@@ -573,7 +573,7 @@ pub(crate) fn check_fields(spec: &ScenarioSpec) -> Result<(), EngineError> {
             }
         }
         check_tcp(format_args!("{at}.tcp"), &g.tcp)?;
-        check_controller_feedback(format_args!("{at}"), g.cca, TransportKind::Tcp, &g.tcp)?;
+        check_accurate_ecn(format_args!("{at}"), g.cca, TransportKind::Tcp, (&g.tcp, &QuicSpec::default()))?;
         match &g.model {
             GeneratorModel::Poisson { rate_per_s, size } => {
                 if !(rate_per_s.is_finite() && *rate_per_s > 0.0) {
@@ -726,25 +726,38 @@ fn check_pacing_ratios(field: &dyn Fn(&str) -> String, slow_start: f64, avoidanc
     Ok(())
 }
 
-/// The ECN feedback a controller needs. DCTCP (RFC 8257 §3.3) estimates the fraction of bytes
-/// CE-marked from ACKs that echo the CE state of the very segments they cover (§3.2): TCP with
-/// that echo. RFC 3168's echo (ECE from a CE arrival until CWR) would count every byte of a
-/// marked window as marked, and QUIC's ACK frames count CE packets, which the engine's QUIC
-/// sender does not turn into bytes; without ECN there is nothing to estimate from. Prague
+/// A scalable congestion controller (RFC 9330 §4.3: one whose response is in proportion to the
+/// fraction of its bytes CE-marked), by name; `None` for the others. Each needs accurate ECN
+/// feedback ([`check_accurate_ecn`]).
+fn scalable_controller(cca: CcaKind) -> Option<&'static str> {
+    match cca {
+        CcaKind::Dctcp => Some("DCTCP"),
+        CcaKind::Prague => Some("Prague"),
+        CcaKind::Reno | CcaKind::Cubic | CcaKind::HighSpeed | CcaKind::Bbr | CcaKind::Bbr3 | CcaKind::Vegas => None,
+    }
+}
+
+/// A scalable controller needs accurate ECN feedback: how many of its bytes were CE-marked, not
+/// only that some were (DCTCP, RFC 8257 §3.3, estimates that fraction; RFC 9331 §4.2 asks it of
+/// every L4S sender). Over TCP that is an ACK echoing the CE state of the very segments it
+/// covers (RFC 8257 §3.2: `tcp.ecn = "dctcp"`, or `"l4s"` which echoes alike); RFC 3168's echo
+/// (ECE from a CE arrival until CWR) would count every byte of a marked window as marked. Over
+/// QUIC the ACK frames' ECN counts are accurate feedback (RFC 9000 §19.3.2); `quic.ecn = "l4s"`
+/// turns them into marked bytes and answers them once per round trip as TCP does, where
+/// `"classic"` answers with RFC 9002's recovery period, whose round without growth the
+/// estimate would miss. Without ECN there is nothing to estimate from. Prague
 /// (draft-briscoe-iccrg-prague-congestion-control §2.2, §2.3.1) keeps DCTCP's estimate and sends
-/// ECT(1), the L4S identifier: TCP with `tcp.ecn = "l4s"` alone.
-fn check_controller_feedback(
+/// ECT(1), the L4S identifier: TCP with `tcp.ecn = "l4s"` alone (its options are TCP's).
+fn check_accurate_ecn(
     at: Field<'_>,
     cca: CcaKind,
     transport: TransportKind,
-    tcp: &TcpSpec,
+    (tcp, quic): (&TcpSpec, &QuicSpec),
 ) -> Result<(), EngineError> {
+    let Some(name) = scalable_controller(cca) else { return Ok(()) };
     if cca == CcaKind::Prague {
         if transport == TransportKind::Quic {
-            return Err(err(
-                format!("{at}.transport"),
-                "Prague needs TCP's accurate ECN feedback; QUIC's ACKs count CE packets",
-            ));
+            return Err(err(format!("{at}.transport"), "Prague runs over TCP (its options are tcp.prague_*)"));
         }
         if tcp.ecn != TcpEcn::L4s {
             return Err(err(
@@ -754,25 +767,32 @@ fn check_controller_feedback(
         }
         return Ok(());
     }
-    if cca != CcaKind::Dctcp {
-        return Ok(());
-    }
-    if transport == TransportKind::Quic {
-        return Err(err(
-            format!("{at}.transport"),
-            "DCTCP needs TCP's per-packet ECN echo; QUIC's ACKs count CE packets",
-        ));
-    }
-    // Every ECN mode whose receiver echoes each segment's CE state (RFC 8257 §3.2) belongs here.
-    let per_packet_echo = match tcp.ecn {
-        TcpEcn::Dctcp | TcpEcn::L4s => true,
-        TcpEcn::Off | TcpEcn::Classic => false,
-    };
-    if !per_packet_echo {
-        return Err(err(
-            format!("{at}.tcp.ecn"),
-            "DCTCP needs ECN with per-packet echo: set tcp.ecn = \"dctcp\" (or \"l4s\")",
-        ));
+    match transport {
+        TransportKind::Tcp => {
+            // Every ECN mode whose receiver echoes each segment's CE state belongs here.
+            let per_packet_echo = match tcp.ecn {
+                TcpEcn::Dctcp | TcpEcn::L4s => true,
+                TcpEcn::Off | TcpEcn::Classic => false,
+            };
+            if !per_packet_echo {
+                return Err(err(
+                    format!("{at}.tcp.ecn"),
+                    format!("{name} needs ECN with per-packet echo: set tcp.ecn = \"dctcp\" (or \"l4s\")"),
+                ));
+            }
+        }
+        TransportKind::Quic => {
+            let accurate = match quic.ecn {
+                QuicEcn::L4s => true,
+                QuicEcn::Off | QuicEcn::Classic => false,
+            };
+            if !accurate {
+                return Err(err(
+                    format!("{at}.quic.ecn"),
+                    format!("{name} needs ECN with accurate feedback: set quic.ecn = \"l4s\""),
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -915,6 +935,7 @@ mod tests {
                 delay_ns: 0,
                 loss: 0.0,
                 loss_model: None,
+                ecn_bleach: false,
                 queue_forward: q.clone(),
                 queue_backward: q,
             }],
@@ -1067,6 +1088,15 @@ mod tests {
         assert_eq!(validate(&spec), Ok(()));
     }
 
+    #[test]
+    fn dctcp_over_quic_with_l4s_ecn_passes() {
+        let mut spec = two_hosts();
+        spec.flows[0].cca = CcaKind::Dctcp;
+        spec.flows[0].transport = TransportKind::Quic;
+        spec.flows[0].quic.ecn = QuicEcn::L4s;
+        assert_eq!(validate(&spec), Ok(()));
+    }
+
     type Mutation = Box<dyn FnOnce(&mut ScenarioSpec)>;
 
     #[test]
@@ -1115,7 +1145,15 @@ mod tests {
                     s.flows[0].tcp.ecn = TcpEcn::Dctcp;
                     s.flows[0].transport = TransportKind::Quic
                 }),
-                "flows[0].transport: DCTCP needs TCP's per-packet ECN echo; QUIC's ACKs count CE packets",
+                "flows[0].quic.ecn: DCTCP needs ECN with accurate feedback: set quic.ecn = \"l4s\"",
+            ),
+            (
+                Box::new(|s| {
+                    s.flows[0].cca = CcaKind::Dctcp;
+                    s.flows[0].transport = TransportKind::Quic;
+                    s.flows[0].quic.ecn = QuicEcn::Classic
+                }),
+                "flows[0].quic.ecn: DCTCP needs ECN with accurate feedback: set quic.ecn = \"l4s\"",
             ),
             (
                 Box::new(|s| {
@@ -1130,7 +1168,7 @@ mod tests {
                     s.flows[0].tcp.ecn = TcpEcn::L4s;
                     s.flows[0].transport = TransportKind::Quic
                 }),
-                "flows[0].transport: Prague needs TCP's accurate ECN feedback; QUIC's ACKs count CE packets",
+                "flows[0].transport: Prague runs over TCP (its options are tcp.prague_*)",
             ),
             (Box::new(|s| s.flows[0].quic.ack_every = 0), "flows[0].quic.ack_every: must be positive"),
             (

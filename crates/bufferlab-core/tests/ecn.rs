@@ -156,7 +156,7 @@ fn quic_with_ecn_counts_marks_in_its_acks_and_answers_once_per_round_trip() {
         let mut spec = dumbbell_100ms(codel(1000, ecn), CcaKind::Cubic, TcpEcn::Off);
         for f in &mut spec.flows {
             f.transport = TransportKind::Quic;
-            f.quic = QuicSpec { ecn, ..QuicSpec::default() };
+            f.quic = QuicSpec { ecn: if ecn { QuicEcn::Classic } else { QuicEcn::Off }, ..QuicSpec::default() };
         }
         run(&spec).unwrap()
     };

@@ -55,6 +55,7 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
             delay_ns: d.pick(&[0, 100_000, MS, 5 * MS, 20 * MS, 50 * MS]),
             loss: if d.chance(0.3) { d.pick(&[0.001, 0.01, 0.05]) } else { 0.0 },
             loss_model: None,
+            ecn_bleach: false,
             queue_forward: random_queue(d),
             queue_backward: random_queue(d),
         });
@@ -137,13 +138,17 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
             });
         }
     }
-    // DCTCP and Prague run over TCP with the ECN feedback they need (the spec's checks refuse
-    // them otherwise).
+    // DCTCP and Prague run with the accurate ECN feedback they need (the spec's checks refuse
+    // them otherwise): TCP's per-packet echo, or for DCTCP QUIC's ECN counts read as L4S
+    // feedback; Prague over TCP.
     let mut flows: Vec<FlowSpec> = flows;
     for f in flows.iter_mut() {
         if let Some(ecn) = ecn_needed(f.cca) {
-            f.transport = TransportKind::Tcp;
+            if f.cca == CcaKind::Prague {
+                f.transport = TransportKind::Tcp;
+            }
             f.tcp.ecn = ecn;
+            f.quic.ecn = QuicEcn::L4s;
         }
     }
     for g in generators.iter_mut() {

@@ -125,11 +125,13 @@ def _inherited(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Ge
 def _feedback_fields(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Generator,
                      defaults: FlowDefaults) -> None:
     """Name the settings the engine checks against a flow's controller (DCTCP needs TCP with
-    `tcp.ecn = "dctcp"`, Prague with `tcp.ecn = "l4s"`) where the user wrote them, or, where nobody did, beside the `cca` that
-    chose the controller: the field to set."""
+    `tcp.ecn = "dctcp"` or QUIC with `quic.ecn = "l4s"`, Prague TCP with `tcp.ecn = "l4s"`) where the
+    user wrote them, or, where nobody did, beside the `cca` that chose the controller: the field to set."""
     chosen_at = user_field(aliases, where) if own.cca is not None else "flow_defaults"
-    if not any(layer is not None and "ecn" in layer.model_fields_set for layer in (own.tcp, defaults.tcp)):
-        aliases[f"{where}.tcp.ecn"] = f"{chosen_at}.tcp.ecn"
+    for section in ("tcp", "quic"):
+        layers = (getattr(own, section, None), getattr(defaults, section, None))
+        if not any(layer is not None and "ecn" in layer.model_fields_set for layer in layers):
+            aliases[f"{where}.{section}.ecn"] = f"{chosen_at}.{section}.ecn"
     if getattr(own, "transport", None) is None:
         aliases[f"{where}.transport"] = ("flow_defaults.transport" if defaults.transport is not None
                                          else f"{chosen_at}.transport")
@@ -203,6 +205,8 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
             if link.loss:
                 raise SpecError(f"links[{i}].loss_model", "give either loss or loss_model, not both")
             engine_link["loss_model"] = link.loss_model.to_engine()
+        if link.ecn_bleach:
+            engine_link["ecn_bleach"] = True
         engine_links.append(engine_link)
 
     draw_start = start_sampler(s.seed)

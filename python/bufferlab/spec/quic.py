@@ -5,7 +5,9 @@ flows."""
 # No `from __future__ import annotations` in this module: pydantic would evaluate every field's
 # annotation from its text when it builds the models (see `spec.scenario`).
 
-from pydantic import BaseModel, ConfigDict
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, StrictBool
 
 from .fields import ByteCount, Count, Switch, Time
 
@@ -47,9 +49,13 @@ class QuicOptions(BaseModel):
     # Packets acknowledged after an unacknowledged one before it is deemed lost: 3 (RFC 9002
     # §6.1.1's kPacketThreshold).
     packet_threshold: Count = None
-    # ECN (RFC 9000 §13.4): packets sent ECT(0), ECN counts in the ACK frames, and a congestion
-    # event when the CE count grows (RFC 9002 §7.1); default false.
-    ecn: Switch = None
+    # ECN (RFC 9000 §13.4): "classic" sends packets ECT(0), the ACK frames carry ECN counts, and
+    # a CE count that grows is a congestion event (RFC 9002 §7.1); "l4s" sends ECT(1) and reads
+    # the counts as the accurate feedback a scalable controller (DCTCP) needs, answering them
+    # once per round trip as TCP does. true is "classic", false "off" (the default). The sender
+    # stops marking if the counts show that the path clears or rewrites the ECN field (RFC 9000
+    # §13.4.2).
+    ecn: Literal["off", "classic", "l4s"] | StrictBool | None = None
     # Pacing of a window-based controller at N·cwnd/smoothed_rtt with N = 1.25 (RFC 9002 §7.7);
     # default false. BBR always paces at its own rate.
     pacing: Switch = None

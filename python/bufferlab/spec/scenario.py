@@ -204,6 +204,11 @@ class Link(_Model):
     # A bursty (Gilbert–Elliott) loss process instead of independent losses (both directions, each
     # its own state).
     loss_model: LossModelField | None = None
+    # The link clears the ECN field of every packet it carries, in both directions (ECT and CE
+    # leave it Not-ECT), as a faulty middlebox may: a queue beyond it drops what it would have
+    # marked, and a QUIC sender sees its ECN counts stop and stops marking (RFC 9000 §13.4.2).
+    # Default false.
+    ecn_bleach: Switch = None
     # The egress queue of each direction (each direction has its own queue of this kind); default
     # a FIFO of 1000 packets (Linux's default txqueuelen, ns-3's FifoQueueDisc). Give it or
     # `queue_forward`/`queue_backward`, not both.
@@ -716,7 +721,7 @@ class Host(NamedTuple):
 class AccessLink(NamedTuple):
     """A dumbbell's access link, as the engine spec reads a `Link`: the checked access rate and
     queue (`topology.access_rate`, `topology.access_queue`), its own name, ends and delay (>= 0 ns,
-    from `split_access_delays`), no loss."""
+    from `split_access_delays`), no loss, no bleaching."""
 
     name: str
     a: str
@@ -726,6 +731,7 @@ class AccessLink(NamedTuple):
     queue: Queue
     loss: float = 0.0
     loss_model: LossModel | None = None
+    ecn_bleach: bool | None = None
     queue_forward: Queue | None = None
     queue_backward: Queue | None = None
 

@@ -42,7 +42,8 @@ pub struct AckSample {
     pub ecn_echo: bool,
     /// Of `bytes_acked`, the bytes the receiver reported CE-marked: all of them when a TCP ACK
     /// carries ECE (RFC 8257 §3.3's bytes_marked; exact with the accurate, per-packet echo of
-    /// `tcp.ecn = "dctcp"`), none otherwise. Zero for QUIC, whose ACK frames count CE packets.
+    /// `tcp.ecn = "dctcp"`), none otherwise. For QUIC, whose ACK frames count CE packets, the
+    /// count's rise times the mean size of the packets newly acknowledged (`quic/ecn.rs`).
     pub ce_marked_bytes: u64,
 }
 

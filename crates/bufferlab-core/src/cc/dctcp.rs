@@ -22,9 +22,9 @@
 //! reduction is held until the sample has been counted, and applied with the α of a window that
 //! this very ACK may have closed; no data leaves in between.
 //!
-//! DCTCP needs the per-packet echo: with RFC 3168's echo (ECE on every ACK from a CE arrival
-//! until CWR) BytesMarked counts whole windows, and over QUIC (whose ACK frames count CE packets)
-//! nothing; the spec's checks refuse both (`validate.rs`).
+//! DCTCP needs accurate feedback: with RFC 3168's echo (ECE on every ACK from a CE arrival until
+//! CWR) BytesMarked counts whole windows, which the spec's checks refuse (`validate.rs`); over
+//! QUIC the ACK frames' CE counts serve, turned into bytes (`quic.ecn = "l4s"`, `quic/ecn.rs`).
 
 use super::contract::{AckSample, CongestionController, ControllerConfig};
 use super::delivery_rate::RoundCounter;

@@ -12,7 +12,7 @@
 //! first in the struct, on as few cache lines as possible; what only the end of the run or a
 //! rare event reads (names, drop counts, loss processes, captures) comes after.
 
-use crate::net::packet::Packet;
+use crate::net::packet::{Ecn, Packet};
 use crate::net::pool::{Arrival, PacketPool, Pipe};
 use crate::net::routing::RoutingTable;
 use crate::queue::{Dequeue, DropReason, Queue, QueueDiscipline};
@@ -141,6 +141,8 @@ struct ChannelCold {
     loss_threshold: u64,
     /// A bursty loss process, if the link has one (instead of `loss_threshold`).
     burst_loss: Option<GilbertElliott>,
+    /// The link clears the ECN field of the packets it carries (`LinkSpec::ecn_bleach`).
+    bleach_ecn: bool,
     rng: Xoshiro256PlusPlus,
     queue: Queue,
     queue_changed_at: SimTime,
@@ -186,6 +188,7 @@ impl Channel {
             cold: Box::new(ChannelCold {
                 loss_threshold,
                 burst_loss: None,
+                bleach_ecn: false,
                 rng: Xoshiro256PlusPlus::seed_from_u64(seed),
                 queue,
                 queue_changed_at: SimTime::ZERO,
@@ -213,6 +216,12 @@ impl Channel {
                 loss_bad: threshold(loss_bad),
             },
         });
+        self.transmit_needs_cold = true;
+    }
+
+    /// Clear the ECN field of every packet as it starts transmission (to Not-ECT).
+    pub fn set_ecn_bleach(&mut self) {
+        self.cold.bleach_ecn = true;
         self.transmit_needs_cold = true;
     }
 
@@ -463,12 +472,17 @@ impl Channel {
         self.counters.sent_bytes += bytes;
         self.counters.busy_ns += tx_time.as_ns();
         self.counters.sojourn_sum_ns += sojourn_ns;
-        if self.transmit_needs_cold && self.cold.captures_or_loses(packet) {
-            // Lost on the link: the packet leaves the network, its slot and SACK entry with it.
-            pool.retire(slot);
-            return None;
+        if self.transmit_needs_cold {
+            if self.cold.bleach_ecn {
+                pool.packet_mut(slot).ecn = Ecn::NotEct;
+            }
+            if self.cold.captures_or_loses(pool.packet(slot)) {
+                // Lost on the link: the packet leaves the network, its slot and SACK entry with it.
+                pool.retire(slot);
+                return None;
+            }
         }
-        let then = routes.hop(self.to, packet);
+        let then = routes.hop(self.to, pool.packet(slot));
         pool.link_back(&mut self.pipe, slot, self.busy_until + self.delay, then)
     }
 

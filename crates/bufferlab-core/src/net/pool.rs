@@ -181,6 +181,12 @@ impl PacketPool {
         &self.slots[slot as usize].0
     }
 
+    /// The packet in `slot`, to change as the link carrying it does (a bleached ECN field).
+    #[inline]
+    pub fn packet_mut(&mut self, slot: u32) -> &mut Packet {
+        &mut self.slots[slot as usize].0
+    }
+
     /// The packet in `slot` is no longer needed: the slot is the next one reused.
     #[inline]
     pub fn vacate(&mut self, slot: u32) {

@@ -85,9 +85,8 @@ impl FlowAqm for PieAqm {
     /// The largest drop probability among the flow queues and the largest delay estimate (ns),
     /// as of each queue's last update.
     fn summary<'a>(states: impl Iterator<Item = &'a PieControl>) -> AqmState {
-        let (p, delay) = states.fold((0.0f64, 0.0f64), |(p, d), c| {
-            (p.max(c.drop_probability()), d.max(c.qdelay().as_ns() as f64))
-        });
+        let (p, delay) =
+            states.fold((0.0f64, 0.0f64), |(p, d), c| (p.max(c.drop_probability()), d.max(c.qdelay().as_ns() as f64)));
         AqmState { probability: Some(p), signal: Some(delay), state: None, count: None }
     }
 }

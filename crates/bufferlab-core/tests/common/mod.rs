@@ -19,7 +19,8 @@ pub const EVERY_CONTROLLER: [CcaKind; 8] = [
 ];
 
 /// The TCP ECN mode a controller needs, if it needs one: DCTCP the per-packet echo (RFC 8257
-/// §3.2), Prague ECT(1) with it (the L4S identifier). Neither runs over QUIC.
+/// §3.2), Prague ECT(1) with it (the L4S identifier). Over QUIC, DCTCP needs `quic.ecn = "l4s"`;
+/// Prague runs over TCP only.
 pub fn ecn_needed(cca: CcaKind) -> Option<TcpEcn> {
     match cca {
         CcaKind::Dctcp => Some(TcpEcn::Dctcp),
@@ -50,6 +51,7 @@ pub fn link(name: &str, a: usize, b: usize, rate_bps: Option<u64>, delay_ns: u64
         delay_ns,
         loss: 0.0,
         loss_model: None,
+        ecn_bleach: false,
         queue_forward: forward,
         queue_backward: deep(),
     }

@@ -1,7 +1,7 @@
 //! A QUIC connection's configuration, read once from its spec, and the RFC 9002 constants: below
 //! the sender, the receiver and the RTT estimator, which all start from them.
 
-use crate::spec::QuicSpec;
+use crate::spec::{QuicEcn, QuicSpec};
 use crate::transport::sender_core::WindowPacing;
 use crate::units::SimTime;
 
@@ -31,8 +31,8 @@ pub struct QuicConfig {
     pub max_ack_delay: SimTime,
     pub initial_rtt: SimTime,
     pub packet_threshold: u64,
-    /// ECN (RFC 9000 §13.4, RFC 9002 §7.1).
-    pub ecn: bool,
+    /// ECN (RFC 9000 §13.4, RFC 9002 §7.1), classic or L4S (`ecn.rs`).
+    pub ecn: QuicEcn,
     /// Pacing of window-based controllers, if on (RFC 9002 §7.7).
     pub pacing: Option<WindowPacing>,
 }

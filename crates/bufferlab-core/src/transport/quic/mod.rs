@@ -10,8 +10,11 @@
 //! - ACK frames list at most three packet-number ranges, the highest first; the receiver keeps a
 //!   bounded number of ranges (RFC 9000 §13.2.4 lets it forget old ones).
 //! - No flow control: the seeds' QUIC scenario sets its limits out of the way.
+//! - ECN (`quic.ecn`): ECT(0) or, for L4S, ECT(1); the sender validates the path's ECN from the
+//!   ACK frames' counts (RFC 9000 §13.4.2) and turns the CE count into marked bytes (`ecn.rs`).
 
 pub mod config;
+pub mod ecn;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;

@@ -159,7 +159,7 @@ impl QuicReceiver {
             self.config.ack_packet + 4 * (n as u32 - 1)
         };
         // RFC 9000 §19.3.2: an ACK frame with ECN counts (type 0x03) adds them as three varints.
-        let (datagram, ecn_counts) = if self.config.ecn {
+        let (datagram, ecn_counts) = if self.config.ecn.is_on() {
             let c = self.ecn_counts;
             (datagram + varint_bytes(c.ect0) + varint_bytes(c.ect1) + varint_bytes(c.ce), c)
         } else {

@@ -9,10 +9,12 @@
 use std::collections::VecDeque;
 
 use super::config::{QuicConfig, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIMEOUT};
+use super::ecn::{ce_marked_bytes, EcnValidation};
 use super::rtt::QuicRtt;
 use super::sent_packets::{Chunk, Fate, LossRule, SentPacket, SentPackets};
 use crate::cc::{CongestionController, Controller};
 use crate::net::packet::{flags, AckFrame, Ecn, Packet};
+use crate::spec::QuicEcn;
 use crate::transport::ranges::RangeSet;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::units::SimTime;
@@ -55,8 +57,14 @@ pub struct QuicSender {
     acked: RangeSet,
     /// Lost stream data waiting to be sent again, oldest first.
     retransmit: VecDeque<Chunk>,
-    /// RFC 9002 B.2 ecn_ce_counters: the largest CE count an ACK frame reported.
-    ecn_ce_count: u32,
+    /// The codepoint of the packets sent and the validation of the path's ECN (RFC 9000
+    /// §13.4.2); the last validated counts are RFC 9002 B.2's ecn_ce_counters.
+    pub ecn: EcnValidation,
+    /// With `quic.ecn = "l4s"`: when the last ECN response was made (a response per round trip,
+    /// as over TCP, instead of a recovery period).
+    ecn_reduced_at: Option<SimTime>,
+    /// Bytes handed to the controller as CE-marked (`AckSample::ce_marked_bytes`), in all.
+    pub ce_marked_bytes: u64,
 }
 
 impl QuicSender {
@@ -68,6 +76,7 @@ impl QuicSender {
 
     pub fn new(flow: u32, receiver_node: u32, config: QuicConfig, cc: Controller, bytes: Option<u64>) -> Self {
         let rtt = QuicRtt::new(config.initial_rtt);
+        let ecn = EcnValidation::new(config.ecn);
         QuicSender {
             core: SenderCore::new(flow, receiver_node, cc, rtt).with_window_pacing(config.pacing),
             config,
@@ -84,7 +93,9 @@ impl QuicSender {
             fin_acked: false,
             acked: RangeSet::new(),
             retransmit: VecDeque::new(),
-            ecn_ce_count: 0,
+            ecn,
+            ecn_reduced_at: None,
+            ce_marked_bytes: 0,
         }
     }
 
@@ -186,9 +197,12 @@ impl QuicSender {
     /// RFC 9002 A.7 OnAckReceived, for the single packet-number space.
     fn on_ack_frame(&mut self, now: SimTime, packet: &Packet, ack: AckFrame<'_>) {
         let largest = packet.ack;
+        let raises_largest = self.sent.largest_acked().is_none_or(|l| largest > l);
         let prior_in_flight = self.sent.in_flight();
         let mut newly_acked_bytes_outside_recovery = 0;
         let mut delivered = 0;
+        // Packets this frame newly acknowledges, and of them those sent ECT (RFC 9000 §13.4.2.1).
+        let (mut newly_acked_packets, mut newly_acked_ect) = (0, 0);
         let mut newly_acked_any = false;
         let mut largest_newly_acked: Option<SentPacket> = None;
         let mut exits_recovery = false;
@@ -198,6 +212,8 @@ impl QuicSender {
             // Delivered, even if declared lost before: its bytes reached the receiver.
             core.rate.on_delivered(now, &p.tx, p.time_sent, false, p.size as u64);
             delivered += p.size as u64;
+            newly_acked_packets += 1;
+            newly_acked_ect += p.ect as u64;
             if p.stream_end > p.stream_start {
                 acked.insert(p.stream_start, p.stream_end);
             }
@@ -238,11 +254,16 @@ impl QuicSender {
             rtt_sample = Some(latest);
         }
 
-        // A.7: ECN first (B.7 ProcessECN), then detect and remove lost packets before crediting
-        // the acknowledged ones. A recovery period that begins now covers every packet this ACK
-        // acknowledges (all sent before now).
+        // A.7: ECN first (the counts validated, RFC 9000 §13.4.2.1, then B.7 ProcessECN), then
+        // detect and remove lost packets before crediting the acknowledged ones. A recovery
+        // period that begins now covers every packet this ACK acknowledges (all sent before now).
         let newest = largest_newly_acked.expect("newly acknowledged");
-        let ecn_echo = self.config.ecn && self.process_ecn(now, ack, newest.time_sent);
+        let ce_increase = self.ecn.on_ack_frame(ack.ecn_counts, newly_acked_ect, raises_largest).ce_increase;
+        let ecn_echo = ce_increase > 0;
+        let scalable = self.config.ecn == QuicEcn::L4s;
+        if ecn_echo && !scalable {
+            self.classic_ecn_response(now, newest.time_sent);
+        }
         let lost = self.detect_lost_packets(now);
         if self.recovery_start == Some(now) {
             newly_acked_bytes_outside_recovery = 0;
@@ -251,6 +272,11 @@ impl QuicSender {
         if exits_recovery {
             self.core.exit_recovery(now);
         }
+        // L4S: the response as over TCP, after loss detection (a loss answered now answers the
+        // same round trip).
+        let ecn_reduces = ecn_echo && scalable && self.scalable_ecn_response(now, newest.time_sent);
+        let ce_bytes = ce_marked_bytes(ce_increase, newly_acked_packets, newly_acked_bytes_outside_recovery);
+        self.ce_marked_bytes += ce_bytes;
         let tally = AckTally {
             bytes_acked: newly_acked_bytes_outside_recovery,
             delivered,
@@ -260,25 +286,21 @@ impl QuicSender {
             prior_in_flight,
             in_flight: self.sent.in_flight(),
             ecn_echo,
-            ce_marked_bytes: 0,
+            ce_marked_bytes: ce_bytes,
         };
-        // RFC 9002 B.5: window growth only for packets sent after the recovery period began; the
-        // hook every ACK gets follows (model-based controllers such as BBR learn the path there).
-        self.core.conclude_ack(now, tally, newly_acked_bytes_outside_recovery > 0);
+        // RFC 9002 B.5: window growth only for packets sent after the recovery period began (and,
+        // as over TCP, not on the ACK whose marks reduced the window); the hook every ACK gets
+        // follows (model-based controllers such as BBR learn the path there).
+        self.core.conclude_ack(now, tally, newly_acked_bytes_outside_recovery > 0 && !ecn_reduces);
         // A.7: the probe count resets once an acknowledgement shows the path works.
         self.pto_count = 0;
         self.sent.forget_resolved();
     }
 
-    /// RFC 9002 B.7 ProcessECN: a CE count above the largest seen is a congestion event (§7.1),
-    /// one per recovery period: none if the newest packet acknowledged (sent at `sent_time`) was
-    /// sent before the period under way began. Returns whether the count increased.
-    fn process_ecn(&mut self, now: SimTime, ack: AckFrame<'_>, sent_time: SimTime) -> bool {
-        let increase = ack.ecn_counts.ce.wrapping_sub(self.ecn_ce_count);
-        if increase == 0 || increase > u32::MAX / 2 {
-            return false; // unchanged, or an older ACK frame arriving late (a smaller count)
-        }
-        self.ecn_ce_count = ack.ecn_counts.ce;
+    /// RFC 9002 B.7 ProcessECN, for a validated CE count above the last one: a congestion event
+    /// (§7.1), one per recovery period: none if the newest packet acknowledged (sent at
+    /// `sent_time`) was sent before the period under way began.
+    fn classic_ecn_response(&mut self, now: SimTime, sent_time: SimTime) {
         // B.6 OnCongestionEvent: no reduction within the recovery period under way.
         if self.recovery_start.is_none_or(|r| sent_time > r) {
             self.recovery_start = Some(now);
@@ -287,6 +309,22 @@ impl QuicSender {
             let window = self.core.cc.window();
             self.core.ecn_congestion_event(now, window);
         }
+    }
+
+    /// With L4S, a validated CE count above the last one as a TCP sender answers an ECN-Echo
+    /// (RFC 3168 §6.1.2, RFC 8257 §3.3): the controller's ECN response at most once per round
+    /// trip, none if the newest packet acknowledged (sent at `sent_time`) left before the last
+    /// response or before the loss-recovery period under way began, and no recovery period after
+    /// it: the window keeps growing while a scalable controller counts the next round's marks
+    /// (`AckSample::ce_marked_bytes`). Returns whether the window was reduced.
+    fn scalable_ecn_response(&mut self, now: SimTime, sent_time: SimTime) -> bool {
+        let after = |t: Option<SimTime>| t.is_none_or(|r| sent_time > r);
+        if !after(self.recovery_start) || !after(self.ecn_reduced_at) {
+            return false;
+        }
+        self.ecn_reduced_at = Some(now);
+        let window = self.core.cc.window();
+        self.core.ecn_congestion_event(now, window);
         true
     }
 
@@ -306,7 +344,9 @@ impl QuicSender {
         };
         let handshake = self.core.phase() == Phase::Handshake;
         let (retransmit, resend_initial) = (&mut self.retransmit, &mut self.resend_initial);
+        let mut ect_lost = 0;
         let losses = self.sent.detect_lost(now, &rule, |p| {
+            ect_lost += p.ect as u64;
             // B.8 OnPacketsLost: the Initial is sent again while the handshake lasts; lost stream
             // data (or a lost FIN) waits for a new packet number.
             if p.initial {
@@ -316,6 +356,7 @@ impl QuicSender {
             }
         });
         self.loss_time = losses.loss_time;
+        self.ecn.on_lost(ect_lost);
         let Some(newest_lost_sent) = losses.newest_lost_sent else { return 0 };
         // B.6 OnCongestionEvent: one reduction per recovery period; a loss of a packet sent
         // before the period began does not reduce again.
@@ -445,41 +486,35 @@ impl QuicSender {
     fn send_initial(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         // RFC 9000 §14.1: a client's Initial is padded to a full datagram (at least 1200 bytes).
         let size = self.config.max_datagram;
-        let pn = self.push_sent(now, size, Chunk::NONE, true);
+        let (pn, ecn) = self.push_sent(now, size, Chunk::NONE, true);
         // No RTT sample exists before the handshake completes: the Initial carries no SRTT.
         let initial = self.core.packet(now, flags::SYN, 0, 0, size + self.config.lower_layer, pn > 0);
-        out.push(Packet { pn, ecn: self.codepoint(), ..initial });
+        out.push(Packet { pn, ecn, ..initial });
     }
 
     fn send_packet(&mut self, now: SimTime, chunk: Chunk, retransmission: bool, out: &mut Vec<Packet>) {
         let payload = (chunk.end - chunk.start) as u32;
         let size = self.config.packet_overhead + payload;
-        let pn = self.push_sent(now, size, chunk, false);
+        let (pn, ecn) = self.push_sent(now, size, chunk, false);
         if chunk.fin {
             self.fin_sent = true;
         }
         let tcp_flags = if chunk.fin { flags::FIN } else { 0 };
         let packet =
             self.core.packet(now, tcp_flags, chunk.start, payload, size + self.config.lower_layer, retransmission);
-        out.push(Packet { pn, ecn: self.codepoint(), ..packet });
+        out.push(Packet { pn, ecn, ..packet });
     }
 
-    /// The ECN field of every packet sent: ECT(0) with ECN (RFC 9000 §13.4: a QUIC packet carries
-    /// new frames under a new packet number, so data sent again is ECT too), else Not-ECT.
-    fn codepoint(&self) -> Ecn {
-        if self.config.ecn {
-            Ecn::Ect0
-        } else {
-            Ecn::NotEct
-        }
-    }
-
-    /// RFC 9002 A.5 OnPacketSent.
-    fn push_sent(&mut self, now: SimTime, size: u32, chunk: Chunk, initial: bool) -> u64 {
+    /// RFC 9002 A.5 OnPacketSent; returns the packet number and the ECN field, ECT(0) or ECT(1)
+    /// with ECN while validation has not failed (RFC 9000 §13.4: a QUIC packet carries new frames
+    /// under a new packet number, so data sent again is ECT too), else Not-ECT.
+    fn push_sent(&mut self, now: SimTime, size: u32, chunk: Chunk, initial: bool) -> (u64, Ecn) {
         let tx = self.core.snapshot_for_send(now, self.sent.in_flight() == 0);
         self.core.pace(now, (size + self.config.lower_layer) as u64, self.sent.in_flight());
         self.time_of_last_ack_eliciting = now;
-        self.sent.push(now, size, chunk, initial, tx)
+        let ecn = self.ecn.codepoint();
+        self.ecn.on_sent(ecn);
+        (self.sent.push(now, size, chunk, (initial, ecn != Ecn::NotEct), tx), ecn)
     }
 }
 
@@ -487,8 +522,9 @@ impl QuicSender {
 mod tests {
     use super::*;
     use crate::cc::ControllerConfig;
-    use crate::net::packet::{SackBlock, MAX_SACK_BLOCKS};
+    use crate::net::packet::{EcnCounts, SackBlock, MAX_SACK_BLOCKS};
     use crate::spec::{CcaKind, QuicSpec};
+    use crate::transport::quic::ecn::{EcnFailure, EcnState};
 
     fn config() -> QuicConfig {
         QuicConfig::from(&QuicSpec::default())
@@ -511,6 +547,68 @@ mod tests {
             ..Packet::acknowledgement(0, 0, flags::ACK | extra_flags, largest, 67, SimTime::ZERO)
         };
         s.on_packet(now, &packet, AckFrame::without_delay(&blocks), out);
+    }
+
+    /// As [`acknowledge`], the frame carrying the ECN counts `counts` (RFC 9000 §19.3.2).
+    fn acknowledge_counting(
+        s: &mut QuicSender,
+        now: SimTime,
+        (largest, ranges, extra_flags): (u64, &[(u64, u64)], u8),
+        counts: EcnCounts,
+        out: &mut Vec<Packet>,
+    ) {
+        let blocks: Vec<SackBlock> = ranges.iter().map(|&(start, end)| SackBlock { start, end }).collect();
+        let packet = Packet {
+            sack_len: ranges.len() as u8,
+            ..Packet::acknowledgement(0, 0, flags::ACK | extra_flags, largest, 70, SimTime::ZERO)
+        };
+        s.on_packet(now, &packet, AckFrame { ecn_counts: counts, ..AckFrame::without_delay(&blocks) }, out);
+    }
+
+    #[test]
+    fn ce_counts_become_marked_bytes_and_one_l4s_response_per_round_trip() {
+        let c = QuicConfig { ecn: QuicEcn::L4s, ..config() };
+        let cc = Controller::new(CcaKind::Dctcp, &ControllerConfig::new(c.max_datagram, c.initial_window));
+        let mut s = QuicSender::new(0, 1, c, cc, None);
+        let mut out = Vec::new();
+        s.start(SimTime::ZERO, &mut out);
+        let counts = |ect1, ce| EcnCounts { ect0: 0, ect1, ce };
+        // The Initial arrived ECT(1): the count rose with it, and the path is validated.
+        acknowledge_counting(&mut s, SimTime::from_ms(10), (0, &[(0, 1)], flags::SYN), counts(1, 0), &mut out);
+        assert_eq!(s.ecn.state(), EcnState::Capable);
+        assert_eq!(out.len(), 12);
+        assert!(out.iter().all(|p| p.ecn == Ecn::Ect1), "L4S sends ECT(1)");
+        // pn 1..=4 (1252 bytes each), one of them CE: 1252 bytes marked, and the window reduced.
+        acknowledge_counting(&mut s, SimTime::from_ms(20), (4, &[(1, 5)], 0), counts(4, 1), &mut out);
+        assert_eq!(s.ce_marked_bytes, 1252);
+        assert_eq!(s.core.record.ecn_responses, 1);
+        // pn 5..=7, two CE: 2 × 1252 more; no second response for packets sent before the first.
+        acknowledge_counting(&mut s, SimTime::from_ms(21), (7, &[(1, 8)], 0), counts(5, 3), &mut out);
+        assert_eq!(s.ce_marked_bytes, 3 * 1252);
+        assert_eq!(s.core.record.ecn_responses, 1);
+        assert_eq!(s.core.record.recoveries, 0, "an L4S response begins no recovery period");
+        // pn 8 alone, the CE count up by 3 (an ACK frame between was lost): at most the packet.
+        acknowledge_counting(&mut s, SimTime::from_ms(22), (8, &[(1, 9)], 0), counts(5, 6), &mut out);
+        assert_eq!(s.ce_marked_bytes, 4 * 1252);
+        // A frame that does not raise the largest acknowledged is not read (RFC 9000 §13.4.2.1).
+        acknowledge_counting(&mut s, SimTime::from_ms(23), (8, &[(1, 9)], 0), counts(5, 9), &mut out);
+        assert_eq!(s.ce_marked_bytes, 4 * 1252);
+        assert_eq!(s.ecn.state(), EcnState::Capable);
+    }
+
+    #[test]
+    fn acks_without_the_ect_packets_counted_stop_the_marking() {
+        let c = QuicConfig { ecn: QuicEcn::Classic, ..config() };
+        let cc = Controller::new(CcaKind::Reno, &ControllerConfig::new(c.max_datagram, c.initial_window));
+        let mut s = QuicSender::new(0, 1, c, cc, None);
+        let mut out = Vec::new();
+        s.start(SimTime::ZERO, &mut out);
+        assert_eq!(out[0].ecn, Ecn::Ect0);
+        out.clear();
+        // A bleached path: the Initial arrived Not-ECT and no count rose.
+        acknowledge_counting(&mut s, SimTime::from_ms(10), (0, &[(0, 1)], flags::SYN), EcnCounts::default(), &mut out);
+        assert_eq!(s.ecn.failure, Some(EcnFailure::Missing));
+        assert!(!out.is_empty() && out.iter().all(|p| p.ecn == Ecn::NotEct));
     }
 
     /// A sender past its handshake (Initial pn 0 answered at 10 ms) and its initial window.

@@ -53,6 +53,8 @@ pub struct SentPacket {
     pub stream_end: u64,
     pub fin: bool,
     pub initial: bool,
+    /// Sent with an ECT codepoint (RFC 9000 §13.4.2.1 validates the counts against these).
+    pub ect: bool,
     pub fate: Fate,
     /// Delivery-rate state at send time (draft-cheng-iccrg-delivery-rate-estimation §3.2).
     pub tx: TxSnapshot,
@@ -118,9 +120,21 @@ impl SentPackets {
         self.bytes_in_flight
     }
 
-    /// RFC 9002 A.5 OnPacketSent: every packet this sender sends is ack-eliciting and in flight.
-    /// Returns its packet number.
-    pub fn push(&mut self, time_sent: SimTime, size: u32, chunk: Chunk, initial: bool, tx: TxSnapshot) -> u64 {
+    /// The largest packet number an ACK frame acknowledged so far.
+    pub fn largest_acked(&self) -> Option<u64> {
+        self.largest_acked
+    }
+
+    /// RFC 9002 A.5 OnPacketSent: every packet this sender sends is ack-eliciting and in flight;
+    /// `ect`: it carries an ECT codepoint. Returns its packet number.
+    pub fn push(
+        &mut self,
+        time_sent: SimTime,
+        size: u32,
+        chunk: Chunk,
+        (initial, ect): (bool, bool),
+        tx: TxSnapshot,
+    ) -> u64 {
         let pn = self.next_pn;
         debug_assert!(self.packets.back().is_none_or(|p| p.time_sent <= time_sent), "sent in time order");
         self.next_pn += 1;
@@ -132,6 +146,7 @@ impl SentPackets {
             stream_end: chunk.end,
             fin: chunk.fin,
             initial,
+            ect,
             fate: Fate::Outstanding,
             tx,
         });
@@ -383,7 +398,7 @@ mod tests {
                         for k in 0..n as u32 {
                             let size = 1000 + 7 * k;
                             let chunk = if initial { Chunk::NONE } else { Chunk { start: 0, end: size as u64, fin: false } };
-                            new.push(now, size, chunk, initial, TxSnapshot::default());
+                            new.push(now, size, chunk, (initial, false), TxSnapshot::default());
                             old.push(now, size, initial);
                         }
                     }
@@ -437,7 +452,7 @@ mod tests {
                 SimTime::from_ms(k),
                 100,
                 Chunk { start: 100 * k, end: 100 * (k + 1), fin: false },
-                false,
+                (false, false),
                 TxSnapshot::default(),
             );
         }

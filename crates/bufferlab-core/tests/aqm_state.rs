@@ -45,6 +45,7 @@ fn pie(ecn: bool) -> QueueSpec {
         derandomize: false,
         mean_packet_bytes: 1500,
         ecn,
+        estimator: Default::default(),
     }
 }
 
@@ -176,6 +177,8 @@ fn fq_codel_counts_the_flow_queues_in_their_dropping_state() {
         quantum_bytes: 1514,
         ecn: false,
         control_law: Default::default(),
+        memory_limit_bytes: None,
+        drop_batch: 1,
     };
     let result = run(&spec).unwrap();
     let ts = result.timeseries.as_ref().expect("sampled");
@@ -284,4 +287,45 @@ fn dctcps_alpha_series_is_the_fraction_of_its_bytes_marked() {
         // the fraction marked.
         assert!((mean - marked).abs() < 0.2 * marked, "mean α {mean:.4} against {marked:.4}");
     }
+}
+
+#[test]
+fn fq_pie_records_the_largest_probability_among_its_flow_queues() {
+    // One unresponsive 125 Mb/s source fills one flow queue of FQ-PIE: its PIE settles as a lone
+    // PIE does, at p = 1 − C/λ = 0.2 with the delay estimate at the 15 ms target, and the channel
+    // records that queue's figures (the largest among the flow queues).
+    let QueueSpec::Pie { limit_packets, t_update_ns, alpha, beta, burst_ns, mean_packet_bytes, .. } = pie(false) else {
+        unreachable!()
+    };
+    let fq_pie = QueueSpec::FqPie {
+        limit_packets,
+        limit_bytes: None,
+        memory_limit_bytes: None,
+        drop_batch: 1,
+        flows: 1024,
+        quantum_bytes: 1514,
+        target_ns: 15 * MS,
+        t_update_ns,
+        alpha,
+        beta,
+        burst_ns,
+        derandomize: false,
+        mean_packet_bytes,
+        ecn: false,
+        estimator: Default::default(),
+    };
+    let result = run(&overloaded(fq_pie, 125_000_000, DURATION_NS)).unwrap();
+    assert_conservation(&result);
+    let ts = result.timeseries.as_ref().expect("sampled");
+    let (first, last) = window(ts);
+    let p = probabilities(ts);
+    let mean_p = p[first + 1..=last].iter().sum::<f64>() / (last - first) as f64;
+    let delay_ms: Vec<f64> =
+        ts.channel_aqm_signal[0][first + 1..=last].iter().map(|&s| decode_f64(s).expect("a delay") / 1e6).collect();
+    let mean_delay = delay_ms.iter().sum::<f64>() / delay_ms.len() as f64;
+    eprintln!("FQ-PIE: mean p {mean_p:.4}, mean delay estimate {mean_delay:.2} ms");
+    assert!(p.iter().all(|p| (0.0..=1.0).contains(p)));
+    assert!((mean_p - 0.2).abs() < 0.02, "mean p {mean_p:.4}");
+    assert!((mean_delay - 15.0).abs() < 3.0, "mean delay estimate {mean_delay:.2} ms");
+    assert!(ts.channel_aqm_state[0].iter().all(|&s| decode_u64(s).is_none()));
 }

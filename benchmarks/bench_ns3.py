@@ -112,7 +112,8 @@ CASES += AQM_CASES
 # not drops, at or above MaxTh (UseHardDrop false); bufferlab's RED with w_q = 1, min_th = K,
 # max_p = 1 and byte mode over a 1-byte mean packet (docs/engine/index.md). ns-3's TcpDctcp turns
 # ECN on by itself (sender and receiver); bufferlab's flows set tcp.ecn = "dctcp". Vegas through
-# the FIFO: both sides with α = 2, β = 4, γ = 1.
+# the FIFO: both sides with α = 2, β = 4, γ = 1. BBR (version 1, ns-3's TcpBbr) through the FIFO
+# for 30 s, three ProbeRTT periods.
 MODERN_CASES = [
     Case("dctcp", 4, "100Mbps", 100e6, 1000, "TcpDctcp", 20, "1Gbps", rtt="100ms",
          queue=(("kind", "red"), ("limit", "1000p"), ("min_th", "120p"), ("max_th", "1000p"), ("max_p", 1.0),
@@ -121,6 +122,7 @@ MODERN_CASES = [
                                                      "UseEcn=true,UseHardDrop=false,MeanPktSize=1500,"
                                                      "LinkBandwidth=100Mbps"),
     Case("vegas", 4, "100Mbps", 100e6, 1000, "TcpVegas", 20, "1Gbps", rtt="100ms"),
+    Case("bbr", 4, "100Mbps", 100e6, 1000, "TcpBbr", 30, "1Gbps", rtt="100ms"),
 ]
 CASES += MODERN_CASES
 
@@ -159,7 +161,9 @@ MATCHED = {
 # TcpDctcp's GetSsThresh is (1 − α/2)·cwnd and TcpVegas's min(ssthresh, cwnd − 1 segment): from
 # cwnd, though neither halves on a loss as bufferlab's do (RFC 8257 §3.4; Reno's for Vegas). Their
 # cases lose nothing.
-NS3_SSTHRESH_FROM = {"TcpNewReno": "pipe", "TcpCubic": "cwnd", "TcpDctcp": "cwnd", "TcpVegas": "cwnd"}
+# BBR keeps no ssthresh of its own (its model sets the window); the basis is never used.
+NS3_SSTHRESH_FROM = {"TcpNewReno": "pipe", "TcpCubic": "cwnd", "TcpDctcp": "cwnd", "TcpVegas": "cwnd",
+                     "TcpBbr": "cwnd"}
 
 
 def bufferlab_scenario(case: Case, seed: int, ssthresh_from: str | None = None) -> Scenario:

@@ -18,7 +18,7 @@
 mod common;
 
 use bufferlab_core::cc::state;
-use bufferlab_core::spec::{CcaKind, QueueSpec, QuicEcn, QuicSpec, ScenarioSpec, TcpEcn, TcpSpec, TransportKind};
+use bufferlab_core::spec::{CcaKind, QueueSpec, QuicEcn, QuicSpec, ScenarioSpec, TcpSpec, TransportKind};
 use bufferlab_core::{run, RunResult};
 use common::*;
 

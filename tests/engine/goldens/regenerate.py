@@ -113,6 +113,13 @@ _LATER_FLOW_COUNTERS = ("ce_received", "ecn_responses")
 # Capture columns added after the goldens were first hashed, left out where every packet's is zero
 # (the ECN field of captures without an ECN-capable flow).
 _LATER_CAPTURE_COLUMNS = ("ecn",)
+# Time series and class counters added after the goldens were first hashed (the AQM's controller,
+# CE marks and AQM drops per channel, CE marks per sub-buffer, an ECN controller's α), left out
+# where every value is null or zero (no AQM, no ECN): a golden without them keeps its hash, one
+# with them (its AQM's state, its marks) hashes them.
+_LATER_SERIES = ("aqm_probability", "aqm_signal", "aqm_state", "aqm_count", "ce_marks", "aqm_drops", "ecn_alpha",
+                 "ce_marked_packets")
+_LATER_CLASS_COUNTERS = ("ce_marked_packets", "ce_marked_bytes")
 # Columns of the tables that place a row (its entity, its sample) rather than hold a value.
 _PLACES = ("flow", "channel", "sub_buffer", "time_ns", "capture", "packet")
 
@@ -125,6 +132,15 @@ def _plain(value: Any) -> Any:
 def _records(frame: Any, drop: tuple[str, ...], rename: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     rename = rename or {}
     return [{rename.get(k, k): _plain(v) for k, v in row.items() if k not in drop} for row in frame.iter_rows(named=True)]
+
+
+def _recorded(frame: Any, column: str) -> bool:
+    """Whether `column` of a time-series table belongs in the canonical form: always, unless it is
+    one of `_LATER_SERIES` and holds nothing but nulls and zeros."""
+    if column not in _LATER_SERIES:
+        return True
+    values = frame[column].drop_nulls()
+    return bool(values.len()) and bool((values != 0).any())
 
 
 def _rows(frame: Any, key: str, names: Mapping[str, str], columns: dict[str, Any]) -> Any:
@@ -153,6 +169,9 @@ def canonical_form(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     for row in _records(result.queue_classes, drop=(), rename=_CLASS_FIELDS):
         classes.setdefault(row.pop("channel"), []).append(row)
         row.pop("sub_buffer")
+        for name in _LATER_CLASS_COUNTERS:
+            if row.get(name) == 0:
+                del row[name]
     channels = _records(result.channels, drop=("channel",), rename=_CHANNEL_FIELDS)
     for channel in channels:
         for name in _LATER_COUNTERS:
@@ -175,12 +194,12 @@ def canonical_form(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         timed, key = (flow_ts, "flow") if flow_ts.height else (channel_ts, "channel")
         first = timed.filter(pl.col(key) == timed[key][0]) if timed.height else timed
         columns["timeseries.time_ns"] = first["time_ns"].to_numpy()
-        series = [c for c in flow_ts.columns if c not in _PLACES]
+        series = [c for c in flow_ts.columns if c not in _PLACES and _recorded(flow_ts, c)]
         columns["timeseries.flows"] = _rows(flow_ts, "flow", dict(zip(series, series)), columns)
-        series = [c for c in channel_ts.columns if c not in _PLACES]
+        series = [c for c in channel_ts.columns if c not in _PLACES and _recorded(channel_ts, c)]
         columns["timeseries.channels"] = _rows(channel_ts, "channel", {c: _CHANNEL_SERIES.get(c, c) for c in series},
                                                columns)
-        series = [c for c in class_ts.columns if c not in _PLACES]
+        series = [c for c in class_ts.columns if c not in _PLACES and _recorded(class_ts, c)]
         keyed = class_ts.with_columns((pl.col("channel").cast(pl.UInt64) * 2**32 + pl.col("sub_buffer")).alias("row"))
         _rows(keyed, "row", {c: "class_" + _CLASS_FIELDS.get(c, c) for c in series}, columns)
         firsts = keyed.unique("row", maintain_order=True)

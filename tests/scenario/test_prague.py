@@ -1,6 +1,7 @@
 """TCP Prague is named in specs as the other controllers are; a Prague flow without
-`tcp.ecn = "l4s"` (ECT(1) and accurate ECN feedback), or over QUIC, is refused naming the field
-the user wrote; its two options reach the engine."""
+`tcp.ecn = "l4s"` over TCP, or `quic.ecn = "l4s"` over QUIC (ECT(1) and accurate ECN feedback),
+is refused naming the field the user wrote; its two options reach the engine over either
+transport."""
 
 from __future__ import annotations
 
@@ -45,11 +46,22 @@ def test_prague_without_l4s_ecn_is_refused_naming_the_field(tcp: str) -> None:
     assert (e.value.field, e.value.reason) == ("flow_defaults.tcp.ecn", NO_L4S)
 
 
-def test_prague_over_quic_is_refused() -> None:
+@pytest.mark.parametrize("quic", ["", 'quic = { ecn = "off" }', 'quic = { ecn = "classic" }', "quic = { ecn = true }"])
+def test_prague_over_quic_without_l4s_ecn_is_refused_naming_the_quic_field(quic: str) -> None:
+    # tcp.ecn = "l4s" does not carry over: a QUIC flow's ECN is its own.
     with pytest.raises(SpecError) as e:
-        plan(scenario('[flow_defaults]\ncca = "prague"\ntransport = "quic"\ntcp = { ecn = "l4s" }\n'))
+        plan(scenario(f'[flow_defaults]\ncca = "prague"\ntransport = "quic"\ntcp = {{ ecn = "l4s" }}\n{quic}\n'))
     assert (e.value.field, e.value.reason) == (
-        "flow_defaults.transport", "Prague needs TCP's accurate ECN feedback; QUIC's ACKs count CE packets")
+        "flow_defaults.quic.ecn", 'Prague needs ECT(1) and accurate ECN feedback: set quic.ecn = "l4s"')
+
+
+def test_prague_over_quic_with_l4s_ecn_takes_its_options_from_tcp() -> None:
+    s = scenario('[flow_defaults]\ncca = "prague"\ntransport = "quic"\nquic = { ecn = "l4s" }\n'
+                 'tcp = { prague_rtt_independence = false, prague_classic_fallback = true }\n')
+    flow = s.to_engine()["flows"][0]
+    assert (flow["transport"], flow["quic"]["ecn"]) == ("quic", "l4s")
+    assert (flow["tcp"]["prague_rtt_independence"], flow["tcp"]["prague_classic_fallback"]) == (False, True)
+    plan(s)
 
 
 def test_the_options_default_as_the_reference_implementation_and_reach_the_engine() -> None:

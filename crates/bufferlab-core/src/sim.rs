@@ -220,6 +220,11 @@ fn listed_flow(index: u32, f: &FlowSpec, seed: u64, routes: &RoutingTable) -> Fl
                     let cc = Controller::new(
                         f.cca,
                         &ControllerConfig {
+                            // Prague's options are the controller's, whatever carries it.
+                            prague: PragueOptions {
+                                rtt_independence: f.tcp.prague_rtt_independence,
+                                classic_fallback: f.tcp.prague_classic_fallback,
+                            },
                             seed: stream_seed(seed ^ CONTROLLER_STREAMS, index as u64),
                             ..ControllerConfig::new(config.max_datagram, config.initial_window)
                         },

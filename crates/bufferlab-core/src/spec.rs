@@ -553,8 +553,8 @@ pub enum CcaKind {
     /// counts read as L4S feedback (`quic.ecn = "l4s"`).
     Dctcp,
     /// TCP Prague, draft-briscoe-iccrg-prague-congestion-control-04: DCTCP's α-scaled response
-    /// for the Internet's L4S service, paced, with Reno's response to loss. Needs a TCP flow
-    /// with `tcp.ecn = "l4s"` (ECT(1) data and accurate ECN feedback).
+    /// for the Internet's L4S service, paced, with Reno's response to loss. Needs ECT(1) data
+    /// and accurate ECN feedback: `tcp.ecn = "l4s"` over TCP, `quic.ecn = "l4s"` over QUIC.
     Prague,
     /// TCP Vegas (Brakmo and Peterson, IEEE JSAC 1995): delay-based, keeps α = 2 to β = 4
     /// segments queued.
@@ -750,11 +750,12 @@ pub struct TcpSpec {
     pub pacing_ca_ratio: f64,
     /// TCP Prague's reduced RTT-dependence (true, as the draft's reference implementation):
     /// after 500 round trips out of slow start, a flow whose RTT is below 25 ms grows as a 25 ms
-    /// flow would, and answers ECN at most once per 25 ms (draft §2.4.4). Prague only.
+    /// flow would, and answers ECN at most once per 25 ms (draft §2.4.4). Prague only, over TCP
+    /// or QUIC alike: an option of the controller, kept here beside TCP Prague's other settings.
     pub prague_rtt_independence: bool,
     /// TCP Prague's fall-back on detecting a classic (RFC 3168) ECN AQM at the bottleneck (false,
     /// as the reference implementation): a delay-variation heuristic (Briscoe and Ahmed 2019)
-    /// raises α toward a Reno-friendly reduction. Prague only.
+    /// raises α toward a Reno-friendly reduction. Prague only, over TCP or QUIC alike.
     pub prague_classic_fallback: bool,
 }
 

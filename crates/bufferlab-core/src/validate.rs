@@ -747,7 +747,8 @@ fn scalable_controller(cca: CcaKind) -> Option<&'static str> {
 /// `"classic"` answers with RFC 9002's recovery period, whose round without growth the
 /// estimate would miss. Without ECN there is nothing to estimate from. Prague
 /// (draft-briscoe-iccrg-prague-congestion-control §2.2, §2.3.1) keeps DCTCP's estimate and sends
-/// ECT(1), the L4S identifier: TCP with `tcp.ecn = "l4s"` alone (its options are TCP's).
+/// ECT(1), the L4S identifier: over TCP `tcp.ecn = "l4s"` (not `"dctcp"`, which sends ECT(0)),
+/// over QUIC `quic.ecn = "l4s"`, the one QUIC mode that sends ECT(1) and counts marked bytes.
 fn check_accurate_ecn(
     at: Field<'_>,
     cca: CcaKind,
@@ -756,13 +757,14 @@ fn check_accurate_ecn(
 ) -> Result<(), EngineError> {
     let Some(name) = scalable_controller(cca) else { return Ok(()) };
     if cca == CcaKind::Prague {
-        if transport == TransportKind::Quic {
-            return Err(err(format!("{at}.transport"), "Prague runs over TCP (its options are tcp.prague_*)"));
-        }
-        if tcp.ecn != TcpEcn::L4s {
+        let (field, l4s) = match transport {
+            TransportKind::Tcp => ("tcp.ecn", tcp.ecn == TcpEcn::L4s),
+            TransportKind::Quic => ("quic.ecn", quic.ecn == QuicEcn::L4s),
+        };
+        if !l4s {
             return Err(err(
-                format!("{at}.tcp.ecn"),
-                "Prague needs ECT(1) and accurate ECN feedback: set tcp.ecn = \"l4s\"",
+                format!("{at}.{field}"),
+                format!("Prague needs ECT(1) and accurate ECN feedback: set {field} = \"l4s\""),
             ));
         }
         return Ok(());
@@ -1089,6 +1091,15 @@ mod tests {
     }
 
     #[test]
+    fn prague_over_quic_with_l4s_ecn_passes() {
+        let mut spec = two_hosts();
+        spec.flows[0].cca = CcaKind::Prague;
+        spec.flows[0].transport = TransportKind::Quic;
+        spec.flows[0].quic.ecn = QuicEcn::L4s;
+        assert_eq!(validate(&spec), Ok(()));
+    }
+
+    #[test]
     fn dctcp_over_quic_with_l4s_ecn_passes() {
         let mut spec = two_hosts();
         spec.flows[0].cca = CcaKind::Dctcp;
@@ -1168,7 +1179,15 @@ mod tests {
                     s.flows[0].tcp.ecn = TcpEcn::L4s;
                     s.flows[0].transport = TransportKind::Quic
                 }),
-                "flows[0].transport: Prague runs over TCP (its options are tcp.prague_*)",
+                "flows[0].quic.ecn: Prague needs ECT(1) and accurate ECN feedback: set quic.ecn = \"l4s\"",
+            ),
+            (
+                Box::new(|s| {
+                    s.flows[0].cca = CcaKind::Prague;
+                    s.flows[0].transport = TransportKind::Quic;
+                    s.flows[0].quic.ecn = QuicEcn::Classic
+                }),
+                "flows[0].quic.ecn: Prague needs ECT(1) and accurate ECN feedback: set quic.ecn = \"l4s\"",
             ),
             (Box::new(|s| s.flows[0].quic.ack_every = 0), "flows[0].quic.ack_every: must be positive"),
             (

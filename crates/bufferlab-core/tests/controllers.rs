@@ -289,10 +289,9 @@ fn bbr_over_quic_fills_the_link_with_a_short_queue() {
 fn every_controller_is_deterministic_and_conserves_packets() {
     let every = EVERY_CONTROLLER;
     for transport in [TransportKind::Tcp, TransportKind::Quic] {
-        // DCTCP and Prague need accurate ECN feedback: TCP's per-packet echo, or for DCTCP QUIC's
-        // counts read as L4S feedback; Prague runs over TCP only (over a dropping FIFO they
-        // answer losses only).
-        for cca in every.into_iter().filter(|&c| c != CcaKind::Prague || transport == TransportKind::Tcp) {
+        // DCTCP and Prague need accurate ECN feedback: TCP's per-packet echo, or QUIC's counts
+        // read as L4S feedback (over a dropping FIFO they answer losses only).
+        for cca in every {
             let mut spec = dumbbell(4, 5 * SEC, 9, 0.002);
             for f in &mut spec.flows {
                 f.cca = cca;

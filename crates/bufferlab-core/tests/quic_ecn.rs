@@ -166,12 +166,12 @@ fn dctcp_over_quic_keeps_the_queue_at_k_the_link_busy_and_marks_as_over_tcp() {
 fn every_controller_runs_over_quic_on_a_100_ms_path_and_fills_the_link() {
     // A buffer of one BDP (833 packets of 1500 B): a halving window still fills the link, so
     // every controller, loss-based, delay-based or model-based, keeps it busy once past its
-    // start. DCTCP gets its step-marking queue and L4S ECN. Prague runs over TCP only (its
-    // options are TCP's; the spec's checks refuse it over QUIC).
+    // start. DCTCP and Prague, the scalable controllers, get a step-marking queue and L4S ECN
+    // (ECT(1), the ACK frames' CE counts read as marked bytes).
     let (duration, warm_up) = (20 * SEC, 5 * SEC);
-    for cca in EVERY_CONTROLLER.into_iter().filter(|&c| c != CcaKind::Prague) {
+    for cca in EVERY_CONTROLLER {
         let (buffer, ecn) = match cca {
-            CcaKind::Dctcp => (step_marking(k_packets()), QuicEcn::L4s),
+            CcaKind::Dctcp | CcaKind::Prague => (step_marking(k_packets()), QuicEcn::L4s),
             _ => (QueueSpec::fifo_packets(833), QuicEcn::Off),
         };
         let result = run(&dumbbell(buffer, cca, TransportKind::Quic, ecn, duration)).unwrap();

@@ -139,14 +139,10 @@ fn random_scenario(seed: u64) -> ScenarioSpec {
         }
     }
     // DCTCP and Prague run with the accurate ECN feedback they need (the spec's checks refuse
-    // them otherwise): TCP's per-packet echo, or for DCTCP QUIC's ECN counts read as L4S
-    // feedback; Prague over TCP.
+    // them otherwise): TCP's per-packet echo, or QUIC's ECN counts read as L4S feedback.
     let mut flows: Vec<FlowSpec> = flows;
     for f in flows.iter_mut() {
         if let Some(ecn) = ecn_needed(f.cca) {
-            if f.cca == CcaKind::Prague {
-                f.transport = TransportKind::Tcp;
-            }
             f.tcp.ecn = ecn;
             f.quic.ecn = QuicEcn::L4s;
         }

@@ -125,8 +125,8 @@ def _inherited(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Ge
 def _feedback_fields(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Generator,
                      defaults: FlowDefaults) -> None:
     """Name the settings the engine checks against a flow's controller (DCTCP needs TCP with
-    `tcp.ecn = "dctcp"` or QUIC with `quic.ecn = "l4s"`, Prague TCP with `tcp.ecn = "l4s"`) where the
-    user wrote them, or, where nobody did, beside the `cca` that chose the controller: the field to set."""
+    `tcp.ecn = "dctcp"` or QUIC with `quic.ecn = "l4s"`, Prague TCP with `tcp.ecn = "l4s"` or QUIC with
+    `quic.ecn = "l4s"`) where the user wrote them, or, where nobody did, beside the `cca` that chose the controller: the field to set."""
     chosen_at = user_field(aliases, where) if own.cca is not None else "flow_defaults"
     for section in ("tcp", "quic"):
         layers = (getattr(own, section, None), getattr(defaults, section, None))

@@ -51,10 +51,10 @@ class QuicOptions(BaseModel):
     packet_threshold: Count = None
     # ECN (RFC 9000 §13.4): "classic" sends packets ECT(0), the ACK frames carry ECN counts, and
     # a CE count that grows is a congestion event (RFC 9002 §7.1); "l4s" sends ECT(1) and reads
-    # the counts as the accurate feedback a scalable controller (DCTCP) needs, answering them
-    # once per round trip as TCP does. true is "classic", false "off" (the default). The sender
-    # stops marking if the counts show that the path clears or rewrites the ECN field (RFC 9000
-    # §13.4.2).
+    # the counts as the accurate feedback a scalable controller (DCTCP, Prague) needs, answering
+    # them once per round trip as TCP does. true is "classic", false "off" (the default). The
+    # sender stops marking if the counts show that the path clears or rewrites the ECN field
+    # (RFC 9000 §13.4.2).
     ecn: Literal["off", "classic", "l4s"] | StrictBool | None = None
     # Pacing of a window-based controller at N·cwnd/smoothed_rtt with N = 1.25 (RFC 9002 §7.7);
     # default false. BBR always paces at its own rate.

@@ -308,12 +308,13 @@ class TcpOptions(_Model):
     # TCP Prague's reduced RTT-dependence (draft-briscoe-iccrg-prague-congestion-control §2.4.4):
     # true (the default, as the draft's reference implementation): after 500 round trips out of
     # slow start, a flow whose RTT is below 25 ms grows as a 25 ms flow would and answers ECN at
-    # most once per 25 ms. Prague only.
+    # most once per 25 ms. Prague only, over TCP or QUIC alike (an option of the controller, set
+    # here for a QUIC flow too).
     prague_rtt_independence: Switch = None
     # TCP Prague's fall-back on detecting a classic (RFC 3168) ECN AQM: false (the default, as the
     # reference implementation); true raises α toward a Reno-friendly reduction where the RTT's
     # variation and standing queue say the bottleneck is classic (Briscoe and Ahmed 2019).
-    # Prague only.
+    # Prague only, over TCP or QUIC alike.
     prague_classic_fallback: Switch = None
 
 
@@ -324,9 +325,9 @@ class FlowDefaults(_Model):
     # 9438), "highspeed" (RFC 3649), "bbr" (BBR v1,
     # draft-cardwell-iccrg-bbr-congestion-control-00), "dctcp" (RFC 8257; needs TCP with
     # `tcp.ecn = "dctcp"` and an ECN-marking queue to be of use), "prague" (TCP Prague,
-    # draft-briscoe-iccrg-prague-congestion-control; needs TCP with `tcp.ecn = "l4s"`, at its best
-    # behind DualPI2) or "vegas" (TCP Vegas, Brakmo and Peterson 1995); ns-3's names (TcpNewReno,
-    # ...) too. Unset: `[flow_defaults]`'s, else reno.
+    # draft-briscoe-iccrg-prague-congestion-control; needs TCP with `tcp.ecn = "l4s"` or QUIC with
+    # `quic.ecn = "l4s"`, at its best behind DualPI2) or "vegas" (TCP Vegas, Brakmo and Peterson
+    # 1995); ns-3's names (TcpNewReno, ...) too. Unset: `[flow_defaults]`'s, else reno.
     cca: Controller | None = None
     # Transport protocol: "tcp" (default) or "quic".
     transport: Literal["tcp", "quic"] | None = None

@@ -19,8 +19,7 @@ pub const EVERY_CONTROLLER: [CcaKind; 8] = [
 ];
 
 /// The TCP ECN mode a controller needs, if it needs one: DCTCP the per-packet echo (RFC 8257
-/// §3.2), Prague ECT(1) with it (the L4S identifier). Over QUIC, DCTCP needs `quic.ecn = "l4s"`;
-/// Prague runs over TCP only.
+/// §3.2), Prague ECT(1) with it (the L4S identifier). Over QUIC both need `quic.ecn = "l4s"`.
 pub fn ecn_needed(cca: CcaKind) -> Option<TcpEcn> {
     match cca {
         CcaKind::Dctcp => Some(TcpEcn::Dctcp),

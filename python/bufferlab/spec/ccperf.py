@@ -35,7 +35,8 @@ CCPERF_FLAGS: dict[str, str] = {
     "qlen": "bottleneck FIFO limit, e.g. 10p or 100KB",
     "qdisc": "bottleneck queue discipline: FifoQueueDisc",
     "loss": "random loss probability on the bottleneck link, e.g. 0.0",
-    "algs": "per-flow congestion controllers: TcpNewReno, TcpReno, TcpCubic, TcpHighSpeed, TcpBbr, TcpBbrV3, TcpVegas",
+    "algs": "per-flow congestion controllers: TcpNewReno, TcpReno, TcpCubic, TcpHighSpeed, TcpBbr, TcpBbrV3, TcpVegas, "
+            "TcpDctcp, TcpPrague (with their ECN feedback; the FIFO marks nothing, so they answer losses)",
     "recoveries": "per-flow loss recovery: TcpPrrRecovery, TcpClassicRecovery",
     "protocols": "per-flow transport: TCP",
     "sources": "per-flow source host names (default src_0, src_1, ...)",
@@ -106,14 +107,16 @@ def _per_flow(name: str, text: str, parse: Any) -> list[Any]:
 
 
 def _controller(text: str) -> str:
-    """A controller of --algs. DCTCP answers ECN marks, which ccperf's FIFO never makes."""
-    from .fields import engine_controller, parse_controller
+    """A controller of --algs, as `cca` names it."""
+    from .fields import parse_controller
 
-    name = parse_controller(text)
-    if engine_controller(name) == "dctcp":
-        raise ValueError(f'"{text}" needs ECN marks, which ccperf\'s FifoQueueDisc does not make; '
-                         'run DCTCP from a scenario file with an ECN-marking queue')
-    return name
+    return parse_controller(text)
+
+
+# The ECN feedback a scalable controller of --algs is given (`tcp.ecn`), as ns-3's TcpDctcp turns
+# ECN on by itself: DCTCP's per-packet echo (RFC 8257 §3.2), Prague's ECT(1) with it. ccperf's
+# FifoQueueDisc marks nothing, so both answer its losses (RFC 8257 §3.4: as Reno).
+SCALABLE_ECN = {"dctcp": "dctcp", "prague": "l4s"}
 
 
 def _seed(text: str) -> int:
@@ -215,6 +218,12 @@ def scenario_from_ccperf(flags: Mapping[str, str | None]) -> Scenario:
                 flow[key] = lists[flag][i]
         if "recoveries" in lists:
             flow["tcp"] = {"recovery": lists["recoveries"][i]}
+        if "algs" in lists:
+            from .fields import engine_controller
+
+            ecn = SCALABLE_ECN.get(engine_controller(lists["algs"][i]))
+            if ecn is not None:
+                flow.setdefault("tcp", {})["ecn"] = ecn
         flows.append(flow)
 
     hosts = [f["src"] for f in flows if "src" in f] + [f["dst"] for f in flows if "dst" in f]

@@ -5,7 +5,6 @@
 //! ([`ControllerMetrics`], the [`state`] codes).
 
 use super::delivery_rate::RateSample;
-use super::prague::PragueOptions;
 use crate::spec::CaIncrease;
 use crate::units::{BitRate, SimTime};
 
@@ -175,6 +174,22 @@ pub trait CongestionController {
             pacing_rate: self.pacing_rate(),
             state: self.state(),
         }
+    }
+}
+
+/// TCP Prague's options (cc/prague.rs), chosen per flow (`tcp.prague_rtt_independence`,
+/// `tcp.prague_classic_fallback`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PragueOptions {
+    /// The Prague draft's §2.4.4 reduced RTT-dependence (on).
+    pub rtt_independence: bool,
+    /// Fall-back to a Reno-friendly response on detecting a classic ECN AQM (off).
+    pub classic_fallback: bool,
+}
+
+impl Default for PragueOptions {
+    fn default() -> Self {
+        PragueOptions { rtt_independence: true, classic_fallback: false }
     }
 }
 

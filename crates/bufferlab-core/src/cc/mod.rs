@@ -35,12 +35,12 @@ use crate::units::{BitRate, SimTime};
 
 pub use bbr::Bbr;
 pub use bbr3::Bbr3;
-pub use contract::{state, AckSample, CongestionController, ControllerConfig, ControllerMetrics};
+pub use contract::{state, AckSample, CongestionController, ControllerConfig, ControllerMetrics, PragueOptions};
 pub use cubic::Cubic;
 pub use dctcp::Dctcp;
 pub use delivery_rate::{DeliveryRateEstimator, RateSample};
 pub use highspeed::HighSpeed;
-pub use prague::{Prague, PragueOptions};
+pub use prague::Prague;
 pub use reno::Reno;
 pub use vegas::Vegas;
 

@@ -37,7 +37,7 @@
 //!   score's progress toward classic, so a flow deep in the classic region reduces by at least
 //!   30 %. [`ClassicEcnDetector`] has the details.
 
-use super::contract::{state, AckSample, CongestionController, ControllerConfig};
+use super::contract::{state, AckSample, CongestionController, ControllerConfig, PragueOptions};
 use super::dctcp::MarkedFraction;
 use crate::units::{BitRate, SimTime};
 
@@ -47,22 +47,6 @@ pub const REFERENCE_RTT: SimTime = SimTime::from_ms(25);
 /// §2.4.4: round trips out of slow start before a flow becomes RTT-independent (the reference
 /// implementation's `prague_rtt_transition`): short flows keep the responsiveness of their RTT.
 pub const RTT_TRANSITION_ROUNDS: u64 = 500;
-
-/// Prague's options, chosen per flow (`tcp.prague_rtt_independence`,
-/// `tcp.prague_classic_fallback`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PragueOptions {
-    /// §2.4.4's reduced RTT-dependence (on).
-    pub rtt_independence: bool,
-    /// Fall-back to a Reno-friendly response on detecting a classic ECN AQM (off).
-    pub classic_fallback: bool,
-}
-
-impl Default for PragueOptions {
-    fn default() -> Self {
-        PragueOptions { rtt_independence: true, classic_fallback: false }
-    }
-}
 
 /// Briscoe and Ahmed's classic ECN AQM detection (arXiv:1911.00710 v2), in the form the
 /// reference implementation runs it, with real logarithms for its integer ones. Each round trip

@@ -70,30 +70,6 @@ fn dumbbell(
     }
 }
 
-/// DCTCP's marking (SIGCOMM 2010 §3.1) from the engine's RED, as the module's documentation
-/// explains: CE on every ECN-capable arrival that finds more than `k` packets queued; a limit
-/// of k + 1500 packets.
-fn step_marking(k: u64) -> QueueSpec {
-    let limit = k + 1500;
-    QueueSpec::Red {
-        limit_packets: Some(limit),
-        limit_bytes: None,
-        min_th_packets: Some(k),
-        min_th_bytes: None,
-        max_th_packets: Some(limit),
-        max_th_bytes: None,
-        max_p: 1.0,
-        w_q: Some(1.0),
-        gentle: false,
-        byte_mode: true,
-        mean_packet_bytes: 1,
-        adaptive: false,
-        target_delay_ns: 5 * MS,
-        interval_ns: 500 * MS,
-        ecn: true,
-    }
-}
-
 /// The bottleneck's queue samples from `from_ns` on: (mean, min, max) packets.
 fn queue_stats(result: &RunResult, from_ns: u64) -> (f64, u64, u64) {
     let ts = result.timeseries.as_ref().expect("sampled");

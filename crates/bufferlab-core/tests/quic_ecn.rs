@@ -31,30 +31,6 @@ fn k_packets() -> u64 {
     bdp.div_ceil(7)
 }
 
-/// Step marking from RED at `k` packets, as `modern_controllers.rs` explains: w_q = 1, min_th =
-/// K, max_p = 1 and byte mode over a mean packet of 1 byte mark every ECN-capable arrival that
-/// finds more than K packets queued.
-fn step_marking(k: u64) -> QueueSpec {
-    let limit = k + 1500;
-    QueueSpec::Red {
-        limit_packets: Some(limit),
-        limit_bytes: None,
-        min_th_packets: Some(k),
-        min_th_bytes: None,
-        max_th_packets: Some(limit),
-        max_th_bytes: None,
-        max_p: 1.0,
-        w_q: Some(1.0),
-        gentle: false,
-        byte_mode: true,
-        mean_packet_bytes: 1,
-        adaptive: false,
-        target_delay_ns: 5 * MS,
-        interval_ns: 500 * MS,
-        ecn: true,
-    }
-}
-
 /// Four greedy `cca` flows over `transport` on `common::four_flows_at_100ms` (100 Mb/s, 100 ms)
 /// behind `buffer`, TCP with `tcp.ecn = "dctcp"` acknowledging every segment, QUIC with
 /// 1500-byte packets and `quic_ecn`; the bottleneck sampled every 10 ms.

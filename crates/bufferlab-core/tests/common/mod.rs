@@ -203,3 +203,27 @@ pub fn assert_conservation(result: &bufferlab_core::RunResult) {
         );
     }
 }
+
+/// DCTCP's marking (SIGCOMM 2010 §3.1) from the engine's RED (w_q = 1, min_th = k, max_p = 1,
+/// byte mode over a mean packet of 1 byte, as `modern_controllers.rs` explains): CE on every ECN-capable arrival that finds more than `k` packets queued; a limit
+/// of k + 1500 packets.
+pub fn step_marking(k: u64) -> QueueSpec {
+    let limit = k + 1500;
+    QueueSpec::Red {
+        limit_packets: Some(limit),
+        limit_bytes: None,
+        min_th_packets: Some(k),
+        min_th_bytes: None,
+        max_th_packets: Some(limit),
+        max_th_bytes: None,
+        max_p: 1.0,
+        w_q: Some(1.0),
+        gentle: false,
+        byte_mode: true,
+        mean_packet_bytes: 1,
+        adaptive: false,
+        target_delay_ns: 5 * MS,
+        interval_ns: 500 * MS,
+        ecn: true,
+    }
+}

@@ -214,27 +214,10 @@ fn the_ce_mark_series_sums_to_the_channels_total() {
     }
 }
 
-fn dualpi2() -> QueueSpec {
-    QueueSpec::DualPi2 {
-        limit_packets: Some(10_000),
-        limit_bytes: None,
-        target_ns: 15 * MS,
-        t_update_ns: 16 * MS,
-        alpha: 0.16,
-        beta: 3.2,
-        coupling: 2.0,
-        step_thresh_ns: MS,
-        scheduler: DualPi2Scheduler::Tshift,
-        tshift_ns: 30 * MS,
-        classic_protection: 10,
-        drop_on_overload: true,
-    }
-}
-
 #[test]
 fn dualpi2_records_its_marks_per_queue_and_its_base_probability() {
     // Two DCTCP flows in the L queue, two ECN-capable Reno flows in the C queue.
-    let mut spec = dumbbell(dualpi2(), CcaKind::Dctcp, TcpEcn::L4s);
+    let mut spec = dumbbell(dualpi2(DualPi2Scheduler::Tshift), CcaKind::Dctcp, TcpEcn::L4s);
     for f in spec.flows.iter_mut().skip(2) {
         f.cca = CcaKind::Reno;
         f.tcp.ecn = TcpEcn::Classic;

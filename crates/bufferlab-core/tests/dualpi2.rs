@@ -25,23 +25,6 @@ const WARM_UP: u64 = 10 * SEC;
 const L_ROW: usize = 0;
 const C_ROW: usize = 1;
 
-fn dualpi2(scheduler: DualPi2Scheduler) -> QueueSpec {
-    QueueSpec::DualPi2 {
-        limit_packets: Some(10_000),
-        limit_bytes: None,
-        target_ns: 15 * MS,
-        t_update_ns: 16 * MS,
-        alpha: 0.16,
-        beta: 3.2,
-        coupling: 2.0,
-        step_thresh_ns: MS,
-        scheduler,
-        tshift_ns: 30 * MS,
-        classic_protection: 10,
-        drop_on_overload: true,
-    }
-}
-
 /// `FLOWS` greedy `cca` flows started 50 ms apart through a DualPI2 on the dumbbell of
 /// `common::four_flows_at_100ms` (100 Mb/s, 100 ms RTT), flow i with `tcp.ecn = ecn(i)`.
 fn dumbbell(cca: CcaKind, ecn: fn(usize) -> TcpEcn, scheduler: DualPi2Scheduler, seed: u64) -> ScenarioSpec {

@@ -28,23 +28,6 @@ use common::*;
 
 const WARM_UP: u64 = 10 * SEC;
 
-fn dualpi2() -> QueueSpec {
-    QueueSpec::DualPi2 {
-        limit_packets: Some(10_000),
-        limit_bytes: None,
-        target_ns: 15 * MS,
-        t_update_ns: 16 * MS,
-        alpha: 0.16,
-        beta: 3.2,
-        coupling: 2.0,
-        step_thresh_ns: MS,
-        scheduler: DualPi2Scheduler::Tshift,
-        tshift_ns: 30 * MS,
-        classic_protection: 10,
-        drop_on_overload: true,
-    }
-}
-
 /// Four greedy flows through `buffer` at a propagation RTT of `rtt_ms`: flow i runs `ccas[i]`,
 /// Prague with `tcp.ecn = "l4s"`, any other controller with `other_ecn`.
 fn dumbbell(buffer: QueueSpec, ccas: [CcaKind; 4], other_ecn: TcpEcn, rtt_ms: u64, duration: u64) -> ScenarioSpec {
@@ -83,7 +66,7 @@ fn prague_flows_over_dualpi2_keep_the_l_queue_at_its_step_and_the_link_busy() {
     // trips takes nearly half the window, and additive increase (one segment a round trip) wins
     // it back over 2,500 packets of BDP at 300 ms only slowly.
     for (rtt_ms, least_utilisation) in [(100, 0.95), (200, 0.8), (300, 0.6)] {
-        let spec = dumbbell(dualpi2(), [CcaKind::Prague; 4], TcpEcn::L4s, rtt_ms, 60 * SEC);
+        let spec = dumbbell(dualpi2(DualPi2Scheduler::Tshift), [CcaKind::Prague; 4], TcpEcn::L4s, rtt_ms, 60 * SEC);
         let result = run(&spec).unwrap();
         assert_conservation(&result);
         let btl = &result.channels[0];
@@ -105,7 +88,7 @@ fn prague_flows_over_dualpi2_keep_the_l_queue_at_its_step_and_the_link_busy() {
 /// The L queue's mean sojourn over the run, in ms, and the bottleneck's utilisation after the
 /// warm-up, of four Prague flows over DualPI2 at 100 ms carried by `transport`.
 fn prague_over(transport: TransportKind) -> (f64, f64) {
-    let mut spec = dumbbell(dualpi2(), [CcaKind::Prague; 4], TcpEcn::L4s, 100, 40 * SEC);
+    let mut spec = dumbbell(dualpi2(DualPi2Scheduler::Tshift), [CcaKind::Prague; 4], TcpEcn::L4s, 100, 40 * SEC);
     for f in &mut spec.flows {
         f.transport = transport;
         f.quic.ecn = QuicEcn::L4s;
@@ -145,7 +128,7 @@ fn prague_over_quic_keeps_the_l_queue_short_and_the_link_as_busy_as_over_tcp() {
 #[test]
 fn prague_and_cubic_sharing_dualpi2_get_rates_of_the_same_order() {
     let ccas = [CcaKind::Prague, CcaKind::Cubic, CcaKind::Prague, CcaKind::Cubic];
-    let spec = dumbbell(dualpi2(), ccas, TcpEcn::Off, 100, 60 * SEC);
+    let spec = dumbbell(dualpi2(DualPi2Scheduler::Tshift), ccas, TcpEcn::Off, 100, 60 * SEC);
     let result = run(&spec).unwrap();
     assert_conservation(&result);
     let prague = (rate_mbps(&result, 0) + rate_mbps(&result, 2)) / 2.0;
@@ -160,7 +143,7 @@ fn prague_and_cubic_sharing_dualpi2_get_rates_of_the_same_order() {
 /// A 5 ms and a 50 ms Prague flow through DualPI2 (the bottleneck's own delay 1 ms, the access
 /// links making up the rest): the short flow's rate over the long one's.
 fn short_over_long(rtt_independence: bool) -> f64 {
-    let mut spec = dumbbell(dualpi2(), [CcaKind::Prague; 4], TcpEcn::L4s, 100, 40 * SEC);
+    let mut spec = dumbbell(dualpi2(DualPi2Scheduler::Tshift), [CcaKind::Prague; 4], TcpEcn::L4s, 100, 40 * SEC);
     spec.flows.truncate(2);
     spec.links[0].delay_ns = MS / 2;
     // Flow 0's access links: 1 ms each way in all (5 ms RTT); flow 1's 24 ms (50 ms RTT).

@@ -227,3 +227,22 @@ pub fn step_marking(k: u64) -> QueueSpec {
         ecn: true,
     }
 }
+
+/// A DualPI2 with RFC 9332's parameters as Linux's defaults (target 15 ms, Tupdate 16 ms, α 0.16,
+/// β 3.2, k = 2, step at 1 ms, a 10,000-packet limit) and `scheduler` between its queues.
+pub fn dualpi2(scheduler: DualPi2Scheduler) -> QueueSpec {
+    QueueSpec::DualPi2 {
+        limit_packets: Some(10_000),
+        limit_bytes: None,
+        target_ns: 15 * MS,
+        t_update_ns: 16 * MS,
+        alpha: 0.16,
+        beta: 3.2,
+        coupling: 2.0,
+        step_thresh_ns: MS,
+        scheduler,
+        tshift_ns: 30 * MS,
+        classic_protection: 10,
+        drop_on_overload: true,
+    }
+}

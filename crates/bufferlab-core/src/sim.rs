@@ -111,7 +111,7 @@ impl Flow {
 }
 
 /// How far ahead an event's lines are asked for (`Simulator::prefetch_ahead`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lead {
     AfterNext,
     Next,
@@ -554,6 +554,11 @@ impl Simulator {
             HopKind::Forward(next) => {
                 if let Some(ch) = self.channels.get(next as usize) {
                     ch.prefetch();
+                    // The packet, asked for one event ago, can be read now: its flow names the
+                    // line of a per-flow queue it will be enqueued in.
+                    if lead == Lead::Next {
+                        ch.prefetch_queue_for(self.wire.packet(slot));
+                    }
                 }
                 return;
             }

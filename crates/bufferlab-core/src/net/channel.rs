@@ -126,6 +126,8 @@ pub struct Channel {
     passes_through: bool,
     /// Starting a transmission needs the cold part: the link loses packets or is captured.
     transmit_needs_cold: bool,
+    /// The queue keeps state per flow that an arrival's enqueue reads ([`Queue::prefetch_for`]).
+    queue_per_flow: bool,
     counters: PacketCounters,
     cold: Box<ChannelCold>,
     /// The serialisation time of a packet of `last_bytes`. Almost every packet a channel carries
@@ -172,6 +174,7 @@ impl Channel {
         // Each channel draws from its own stream, so adding a link elsewhere leaves its losses as they were.
         let loss_threshold = threshold(loss);
         let passes_through = queue.passes_through_when_idle();
+        let queue_per_flow = queue.keeps_state_per_flow();
         let record = ChannelRecord { from: from as usize, to: to as usize, ..ChannelRecord::default() };
         Channel {
             busy_until: SimTime::ZERO,
@@ -184,6 +187,7 @@ impl Channel {
             wakeup_pending: false,
             passes_through,
             transmit_needs_cold: loss_threshold > 0,
+            queue_per_flow,
             counters: PacketCounters::default(),
             cold: Box::new(ChannelCold {
                 loss_threshold,
@@ -248,6 +252,17 @@ impl Channel {
     pub fn prefetch(&self) {
         prefetch_read_data::<_, 3>(self);
         prefetch_read_data::<_, 3>(&self.counters.delivered_bytes);
+    }
+
+    /// Ask for the line of the queue's state for `packet`'s flow, ahead of its arrival at this
+    /// channel, where the queue keeps one per flow (FQ-CoDel, FQ-PIE): with thousands of flows,
+    /// a flow queue's line is far from the caches, and reading it was half of an enqueue. The
+    /// packet must have been asked for first (see `Simulator::prefetch_ahead`).
+    #[inline]
+    pub fn prefetch_queue_for(&self, packet: &Packet) {
+        if self.queue_per_flow {
+            self.cold.queue.prefetch_for(packet.flow);
+        }
     }
 
     /// Packets that started transmission so far.

@@ -26,16 +26,18 @@
 //! slots (head, tail, each slot naming the next), as Linux's flow queues are lists of packets. The
 //! slab holds as many slots as the backlog was ever deep (at most the limit), so with 10,000 flows
 //! the packets stay in one small, cache-warm array instead of 10,000 buffers of their own, and a
-//! flow queue is its list ends, deficit and AQM state (with CoDel, 64 bytes: a cache line) and its
-//! byte count, kept in a dense array of its own for the search of the fattest queue at the limit.
-//! The two lists of flows are preallocated for every queue: nothing is allocated per packet once
-//! the slab has grown to the backlog's working depth.
+//! flow queue is its list ends, deficit, AQM state and place in its list (with CoDel, 64 bytes: a
+//! cache line). The two lists of flows ([`FlowList`]) are rings preallocated for every queue, and
+//! each holds beside every listed queue that queue's bytes, in list order: the search for the
+//! fattest queue at the limit reads two short contiguous arrays instead of one random line per
+//! backlogged queue. Nothing is allocated per packet once the slab has grown to the backlog's
+//! working depth.
 
 use super::codel::HeadQueue;
 use super::discipline::{AqmState, CeMarks, Dequeue, DropReason, DropSink, QueueDiscipline};
 use crate::net::packet::Packet;
 use crate::units::SimTime;
-use std::collections::VecDeque;
+use mem_prefetch::prefetch_read_data;
 
 /// The end of a list of slots.
 const NIL: u32 = u32::MAX;
@@ -84,6 +86,7 @@ impl Slab {
     }
 
     /// Slots ever used (for tests).
+    #[cfg(test)]
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.slots.len()
@@ -186,6 +189,180 @@ impl Ends {
     }
 }
 
+/// Entries per block of a [`FlowList`]'s bytes (fewer when the whole ring is smaller).
+const BLOCK: usize = 64;
+
+/// A list of flow queues in DRR++ order (the new or the old flows), first in first out: a queue
+/// joins at the back and leaves from the front. A ring of a power-of-two size, at least the
+/// number of flow queues (a queue is in one list at most), so it never fills. Positions are
+/// absolute (they count every queue that ever joined, wrapping at 2^32); a listed queue remembers
+/// its own, and its entry is at `position & mask`.
+///
+/// Beside each listed queue the ring holds that queue's bytes (a place no queue is listed at
+/// holds zero), so that the search for the fattest queue at the limit need not visit every
+/// listed queue: at the limit of a large run most of a few thousand listed queues are empty or
+/// hold a packet, and a search per drop over all of them was a twentieth of the run. The ring is
+/// cut into blocks of [`BLOCK`] places, and each block keeps its largest count and how many of
+/// its places hold it, updated as a count changes. A block whose last place at its largest count
+/// goes down is marked stale and counted again at the next search. A search then reads the
+/// blocks' largest counts, recounts the few stale blocks, and scans one block in list order.
+#[derive(Debug)]
+pub(super) struct FlowList {
+    ids: Box<[u32]>,
+    bytes: Box<[u64]>,
+    /// Per block: its largest count and the number of its places holding it (exact unless the
+    /// block is stale).
+    block_max: Box<[(u64, u32)]>,
+    /// Bit `b` of word `b / 64`: block `b` is stale.
+    stale: Box<[u64]>,
+    block_shift: u32,
+    /// The position of the front.
+    start: u32,
+    len: u32,
+    mask: u32,
+}
+
+impl FlowList {
+    fn with_room_for(queues: usize) -> Self {
+        let size = queues.max(1).next_power_of_two();
+        let block = BLOCK.min(size);
+        let blocks = size / block;
+        FlowList {
+            ids: vec![0; size].into_boxed_slice(),
+            bytes: vec![0; size].into_boxed_slice(),
+            block_max: vec![(0, block as u32); blocks].into_boxed_slice(),
+            stale: vec![0; blocks.div_ceil(64)].into_boxed_slice(),
+            block_shift: block.trailing_zeros(),
+            start: 0,
+            len: 0,
+            mask: (size - 1) as u32,
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The queue at the front.
+    #[inline]
+    fn front(&self) -> Option<u32> {
+        (self.len > 0).then(|| self.ids[(self.start & self.mask) as usize])
+    }
+
+    /// The queue after the front (the one DRR++ visits next if the front leaves).
+    #[inline]
+    fn second(&self) -> Option<u32> {
+        (self.len > 1).then(|| self.ids[(self.start.wrapping_add(1) & self.mask) as usize])
+    }
+
+    /// Queue `id`, holding `bytes`, joins at the back; returns its position.
+    #[inline]
+    fn push_back(&mut self, id: u32, bytes: u64) -> u32 {
+        let position = self.start.wrapping_add(self.len);
+        let at = (position & self.mask) as usize;
+        self.ids[at] = id;
+        self.write(at, bytes);
+        self.len += 1;
+        position
+    }
+
+    /// The front leaves; its place holds zero again.
+    #[inline]
+    fn pop_front(&mut self) {
+        debug_assert!(self.len > 0);
+        self.write((self.start & self.mask) as usize, 0);
+        self.start = self.start.wrapping_add(1);
+        self.len -= 1;
+    }
+
+    /// The bytes of the queue listed at `position`.
+    #[inline]
+    fn get(&self, position: u32) -> u64 {
+        self.bytes[(position & self.mask) as usize]
+    }
+
+    /// Set the bytes of the queue listed at `position`.
+    #[inline]
+    fn set(&mut self, position: u32, bytes: u64) {
+        self.write((position & self.mask) as usize, bytes);
+    }
+
+    /// Write a place's count and keep its block's largest count and its multiplicity.
+    #[inline]
+    fn write(&mut self, at: usize, new: u64) {
+        let old = std::mem::replace(&mut self.bytes[at], new);
+        let b = at >> self.block_shift;
+        if new == old || self.stale[b / 64] & (1 << (b % 64)) != 0 {
+            return; // nothing moved, or the block is counted again at the next search anyway
+        }
+        let (max, count) = &mut self.block_max[b];
+        if new > *max {
+            (*max, *count) = (new, 1);
+        } else if new == *max {
+            *count += 1;
+        } else if old == *max {
+            *count -= 1;
+            if *count == 0 {
+                self.stale[b / 64] |= 1 << (b % 64);
+            }
+        }
+    }
+
+    /// Count the stale blocks' largest counts again.
+    fn refresh(&mut self) {
+        let block = 1usize << self.block_shift;
+        for w in 0..self.stale.len() {
+            while self.stale[w] != 0 {
+                let b = w * 64 + self.stale[w].trailing_zeros() as usize;
+                self.stale[w] &= self.stale[w] - 1;
+                let places = &self.bytes[b * block..(b + 1) * block];
+                let max = places.iter().copied().fold(0, u64::max);
+                self.block_max[b] = (max, places.iter().filter(|&&n| n == max).count() as u32);
+            }
+        }
+    }
+
+    /// The listed queue holding the most bytes, the first in list order among equals, with its
+    /// bytes (`(0, None)` when no listed queue holds any).
+    fn fattest(&mut self) -> (u64, Option<u32>) {
+        self.refresh();
+        let most = self.block_max.iter().map(|&(max, _)| max).fold(0, u64::max);
+        if most == 0 || self.len == 0 {
+            return (0, None);
+        }
+        // List order from the front: the rest of the front's block, the blocks after it round
+        // the ring, then the front's block up to the front (reached only when the list wraps
+        // all the way round). A place outside the list holds zero, so any place holding `most`
+        // is a listed queue's.
+        let block = 1usize << self.block_shift;
+        let blocks = self.block_max.len();
+        let front = (self.start & self.mask) as usize;
+        let first_block = front / block;
+        let first_in = |lo: usize, hi: usize| (lo..hi).find(|&at| self.bytes[at] == most);
+        let found = first_in(front, (first_block + 1) * block)
+            .or_else(|| {
+                (1..blocks)
+                    .map(|k| (first_block + k) % blocks)
+                    .filter(|&b| self.block_max[b].0 == most)
+                    .find_map(|b| first_in(b * block, (b + 1) * block))
+            })
+            .or_else(|| first_in(first_block * block, front));
+        (most, found.map(|at| self.ids[at]))
+    }
+
+    /// The listed queues, front first (for tests).
+    #[cfg(test)]
+    pub(super) fn ids(&self) -> Vec<u32> {
+        (0..self.len).map(|k| self.ids[(self.start.wrapping_add(k) & self.mask) as usize]).collect()
+    }
+}
+
 #[derive(Debug)]
 pub(super) struct FlowQueue<S> {
     ends: Ends,
@@ -193,6 +370,8 @@ pub(super) struct FlowQueue<S> {
     pub(super) deficit: i64,
     aqm: S,
     pub(super) list: List,
+    /// Its position in its list (see [`FlowList`]), while it is in one.
+    position: u32,
 }
 
 /// One flow queue as its AQM sees it: its head, its bytes, and the whole backlog for CoDel's MTU
@@ -200,7 +379,9 @@ pub(super) struct FlowQueue<S> {
 #[derive(Debug)]
 pub struct FlowView<'a> {
     ends: &'a mut Ends,
-    flow_bytes: &'a mut u64,
+    /// The list the flow queue is in, and its position there, where its bytes are counted.
+    list: &'a mut FlowList,
+    position: u32,
     slab: &'a mut Slab,
     total_packets: &'a mut u64,
     total_bytes: &'a mut u64,
@@ -211,7 +392,7 @@ impl FlowView<'_> {
     /// Bytes still queued in this flow queue (after the last `pop_head`).
     #[inline]
     pub fn flow_bytes(&self) -> u64 {
-        *self.flow_bytes
+        self.list.get(self.position)
     }
 }
 
@@ -220,7 +401,7 @@ impl HeadQueue for FlowView<'_> {
     fn pop_head(&mut self) -> Option<Packet> {
         let packet = self.ends.pop_front(self.slab)?;
         let size = packet.wire_bytes as u64;
-        *self.flow_bytes -= size;
+        self.list.set(self.position, self.list.get(self.position) - size);
         *self.total_packets -= 1;
         *self.total_bytes -= size;
         Some(packet)
@@ -243,12 +424,10 @@ pub struct FlowQueues<A: FlowAqm> {
     aqm: A,
     config: SchedulerConfig,
     pub(super) queues: Vec<FlowQueue<A::State>>,
-    /// The bytes in each flow queue, apart from the rest of its state: the search for the
-    /// fattest queue at the limit reads this dense array alone.
-    backlogs: Vec<u64>,
     pub(super) slab: Slab,
-    pub(super) new_flows: VecDeque<u32>,
-    pub(super) old_flows: VecDeque<u32>,
+    /// The new and the old flows, each listed queue with its bytes (a queue in neither holds none).
+    pub(super) new_flows: FlowList,
+    pub(super) old_flows: FlowList,
     packets: u64,
     bytes: u64,
     /// The largest packet seen: the MTU for CoDel's non-starvation rule.
@@ -267,16 +446,16 @@ impl<A: FlowAqm> FlowQueues<A> {
                 deficit: 0,
                 aqm: aqm.initial_state(),
                 list: List::None,
+                position: 0,
             })
             .collect();
         FlowQueues {
             aqm,
             config,
             queues,
-            backlogs: vec![0; n],
             slab: Slab::default(),
-            new_flows: VecDeque::with_capacity(n),
-            old_flows: VecDeque::with_capacity(n),
+            new_flows: FlowList::with_room_for(n),
+            old_flows: FlowList::with_room_for(n),
             packets: 0,
             bytes: 0,
             max_packet: 0,
@@ -290,35 +469,52 @@ impl<A: FlowAqm> FlowQueues<A> {
         (packet.flow % self.queues.len() as u32) as usize
     }
 
-    /// The backlogged queue holding the most bytes, the first listed among equals (every
-    /// backlogged queue is in one of the two lists).
-    fn fattest(&self) -> usize {
-        let mut best = (0u64, usize::MAX);
-        for &i in self.new_flows.iter().chain(self.old_flows.iter()) {
-            let bytes = self.backlogs[i as usize];
-            if bytes > best.0 {
-                best = (bytes, i as usize);
-            }
-        }
-        best.1
+    /// Ask for the line of the flow queue `flow`'s packets go to (see `Channel::prefetch_queue_for`).
+    #[inline]
+    pub fn prefetch_for(&self, flow: u32) {
+        prefetch_read_data::<_, 3>(&self.queues[(flow % self.queues.len() as u32) as usize]);
     }
 
-    /// Take the flow queue at the front of the new (or the old) flows off that list.
+    /// The backlogged queue holding the most bytes, the first listed among equals (every
+    /// backlogged queue is in one of the two lists; the new flows are listed before the old).
+    fn fattest(&mut self) -> usize {
+        let (in_new, i_new) = self.new_flows.fattest();
+        let (in_old, i_old) = self.old_flows.fattest();
+        let i = if in_old > in_new { i_old } else { i_new.or(i_old) };
+        i.map_or(usize::MAX, |i| i as usize)
+    }
+
+    /// The list a flow queue in `list` is in (none for `List::None`).
     #[inline]
-    fn pop_front(&mut self, from_new: bool) {
-        if from_new {
-            self.new_flows.pop_front();
-        } else {
-            self.old_flows.pop_front();
+    fn list_mut(&mut self, list: List) -> Option<&mut FlowList> {
+        match list {
+            List::None => None,
+            List::New => Some(&mut self.new_flows),
+            List::Old => Some(&mut self.old_flows),
+        }
+    }
+
+    /// The bytes queued in flow queue `i` (none when it is in no list).
+    #[inline]
+    fn backlog(&self, i: usize) -> u64 {
+        let q = &self.queues[i];
+        match q.list {
+            List::None => 0,
+            List::New => self.new_flows.get(q.position),
+            List::Old => self.old_flows.get(q.position),
         }
     }
 
     /// Unlink the head packet of flow queue `i`, counted out of the backlog.
     #[inline]
     fn drop_head(&mut self, i: usize) -> Option<Packet> {
-        let packet = self.queues[i].ends.pop_front(&mut self.slab)?;
+        let q = &mut self.queues[i];
+        let packet = q.ends.pop_front(&mut self.slab)?;
         let size = packet.wire_bytes as u64;
-        self.backlogs[i] -= size;
+        let (list, position) = (q.list, q.position);
+        if let Some(list) = self.list_mut(list) {
+            list.set(position, list.get(position) - size);
+        }
         self.packets -= 1;
         self.bytes -= size;
         Some(packet)
@@ -329,7 +525,7 @@ impl<A: FlowAqm> FlowQueues<A> {
     /// emptied: DRR++ then finds it empty and moves on.
     fn drop_from_fattest(&mut self, drops: &mut impl DropSink) -> (Packet, DropReason) {
         let fattest = self.fattest();
-        let half = self.backlogs[fattest] / 2;
+        let half = self.backlog(fattest) / 2;
         let first = self.drop_head(fattest).expect("the fattest queue holds packets");
         let (mut count, mut dropped) = (1, first.wire_bytes as u64);
         while count < self.config.drop_batch && dropped < half {
@@ -343,7 +539,7 @@ impl<A: FlowAqm> FlowQueues<A> {
 
     /// Bytes queued in flow queue `i` (for tests and inspection).
     pub fn flow_bytes(&self, i: usize) -> u64 {
-        self.backlogs[i]
+        self.backlog(i)
     }
 
     /// Flow queue `i`'s AQM state (for tests and inspection).
@@ -364,7 +560,7 @@ impl<A: FlowAqm> QueueDiscipline for FlowQueues<A> {
         drops: &mut impl DropSink,
     ) -> Result<(), (Packet, DropReason)> {
         let i = self.classify(&packet);
-        let backlog = self.backlogs[i];
+        let backlog = self.backlog(i);
         if let Some(reason) = self.aqm.on_arrival(&mut self.queues[i].aqm, &mut packet, now, backlog, &mut self.marks) {
             return Err((packet, reason));
         }
@@ -373,12 +569,15 @@ impl<A: FlowAqm> QueueDiscipline for FlowQueues<A> {
         let slot = self.slab.insert(packet);
         let q = &mut self.queues[i];
         q.ends.push_back(&mut self.slab, slot);
-        self.backlogs[i] += size;
-        if q.list == List::None {
-            // §4.1: a queue that becomes active is a new flow, with one quantum of credit.
-            q.list = List::New;
-            q.deficit = self.config.quantum as i64;
-            self.new_flows.push_back(i as u32);
+        match q.list {
+            List::New => self.new_flows.set(q.position, backlog + size),
+            List::Old => self.old_flows.set(q.position, backlog + size),
+            List::None => {
+                // §4.1: a queue that becomes active is a new flow, with one quantum of credit.
+                q.list = List::New;
+                q.deficit = self.config.quantum as i64;
+                q.position = self.new_flows.push_back(i as u32, size);
+            }
         }
         self.packets += 1;
         self.bytes += size;
@@ -394,23 +593,26 @@ impl<A: FlowAqm> QueueDiscipline for FlowQueues<A> {
     fn dequeue(&mut self, now: SimTime, drops: &mut impl DropSink) -> Dequeue {
         loop {
             let (from_new, i) = match (self.new_flows.front(), self.old_flows.front()) {
-                (Some(&i), _) => (true, i as usize),
-                (None, Some(&i)) => (false, i as usize),
+                (Some(i), _) => (true, i as usize),
+                (None, Some(i)) => (false, i as usize),
                 (None, None) => return Dequeue::Empty,
             };
             let q = &mut self.queues[i];
+            let list = if from_new { &mut self.new_flows } else { &mut self.old_flows };
             if q.deficit <= 0 {
                 // Its credit spent: another quantum, and to the end of the old flows.
+                let bytes = list.get(q.position);
                 q.deficit += self.config.quantum as i64;
                 q.list = List::Old;
-                self.pop_front(from_new);
-                self.old_flows.push_back(i as u32);
+                list.pop_front();
+                q.position = self.old_flows.push_back(i as u32, bytes);
                 continue;
             }
             let mut state = q.aqm;
             let mut view = FlowView {
                 ends: &mut q.ends,
-                flow_bytes: &mut self.backlogs[i],
+                list,
+                position: q.position,
                 slab: &mut self.slab,
                 total_packets: &mut self.packets,
                 total_bytes: &mut self.bytes,
@@ -422,15 +624,23 @@ impl<A: FlowAqm> QueueDiscipline for FlowQueues<A> {
             match sent {
                 Some(packet) => {
                     q.deficit -= packet.wire_bytes as i64;
+                    // The queue DRR++ turns to after this one: on a large run its line is
+                    // far from the caches, and it is needed within a transmission or two.
+                    let list = if from_new { &self.new_flows } else { &self.old_flows };
+                    if let Some(next) = list.second().or(self.old_flows.front()) {
+                        prefetch_read_data::<_, 3>(&self.queues[next as usize]);
+                    }
                     return Dequeue::Packet(packet);
                 }
                 None => {
                     // Empty: a new flow goes to the end of the old flows (so that it cannot
                     // return as new at once and starve them); an old one leaves the lists.
                     q.list = if from_new { List::Old } else { List::None };
-                    self.pop_front(from_new);
                     if from_new {
-                        self.old_flows.push_back(i as u32);
+                        self.new_flows.pop_front();
+                        q.position = self.old_flows.push_back(i as u32, 0);
+                    } else {
+                        self.old_flows.pop_front();
                     }
                 }
             }
@@ -451,5 +661,79 @@ impl<A: FlowAqm> QueueDiscipline for FlowQueues<A> {
 
     fn aqm_state(&self) -> AqmState {
         A::summary(self.queues.iter().map(|q| &q.aqm))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A list operation: a queue joins with some bytes, the front leaves, or a listed queue's
+    /// count changes (an arrival, a departure, a drop).
+    #[derive(Debug, Clone)]
+    enum Op {
+        Join(u64),
+        Leave,
+        Change { which: usize, bytes: u64 },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        // Few distinct counts, so that ties (the case list order decides) are common.
+        let bytes = prop_oneof![Just(0u64), Just(1500), Just(3000), Just(4500), 0..10_000u64];
+        prop_oneof![
+            bytes.clone().prop_map(Op::Join),
+            Just(Op::Leave),
+            (any::<usize>(), bytes).prop_map(|(which, bytes)| Op::Change { which, bytes }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// The blocks' largest counts find what a scan of every listed queue in order finds:
+        /// the most bytes, and the first listed queue holding them, through joins and leaves
+        /// that carry the list round its ring many times.
+        #[test]
+        fn the_fattest_is_the_first_listed_among_the_largest_as_a_scan_finds_it(
+            queues in prop_oneof![Just(1usize), Just(5), Just(64), Just(200)],
+            ops in proptest::collection::vec(op(), 0..3_000),
+        ) {
+            let mut list = FlowList::with_room_for(queues);
+            // The listed queues in order, with their positions and bytes, as a scan sees them.
+            let mut listed: std::collections::VecDeque<(u32, u32, u64)> = Default::default();
+            let mut next_id = 0u32;
+            for op in ops {
+                match op {
+                    Op::Join(bytes) if listed.len() < queues => {
+                        let position = list.push_back(next_id, bytes);
+                        listed.push_back((next_id, position, bytes));
+                        next_id += 1;
+                    }
+                    Op::Join(_) => {}
+                    Op::Leave => {
+                        if listed.pop_front().is_some() {
+                            list.pop_front();
+                        }
+                    }
+                    Op::Change { which, bytes } => {
+                        if !listed.is_empty() {
+                            let k = which % listed.len();
+                            let entry = &mut listed[k];
+                            list.set(entry.1, bytes);
+                            entry.2 = bytes;
+                        }
+                    }
+                }
+                let mut expected = (0u64, None);
+                for &(id, _, bytes) in &listed {
+                    if bytes > expected.0 {
+                        expected = (bytes, Some(id));
+                    }
+                }
+                prop_assert_eq!(list.fattest(), expected);
+                prop_assert_eq!(list.ids(), listed.iter().map(|e| e.0).collect::<Vec<_>>());
+            }
+        }
     }
 }

@@ -74,6 +74,22 @@ impl Queue {
     }
 
     /// The sub-buffers of a split queue, if this is one.
+    /// The discipline keeps state per flow that an enqueue reads ([`Queue::prefetch_for`]).
+    pub fn keeps_state_per_flow(&self) -> bool {
+        matches!(self, Queue::FqCodel(_) | Queue::FqPie(_))
+    }
+
+    /// Ask for the cache line of the state kept for `flow`, ahead of its packet's arrival (a
+    /// hint: it changes nothing).
+    #[inline]
+    pub fn prefetch_for(&self, flow: u32) {
+        match self {
+            Queue::FqCodel(q) => q.prefetch_for(flow),
+            Queue::FqPie(q) => q.prefetch_for(flow),
+            _ => {}
+        }
+    }
+
     pub fn split(&self) -> Option<&SplitBuff> {
         match self {
             Queue::SplitBuff(q) => Some(q),

@@ -174,27 +174,12 @@ fn flight_size_reductions_start_above_the_window_and_run_cubic_away_under_codel(
     assert!(reductions > 0 && above == 0, "cwnd basis: {above} of {reductions} reductions above the window");
 }
 
-fn fq_codel(limit_packets: u64) -> QueueSpec {
-    QueueSpec::FqCodel {
-        limit_packets: Some(limit_packets),
-        limit_bytes: None,
-        target_ns: 5 * MS,
-        interval_ns: 100 * MS,
-        flows: 1024,
-        quantum_bytes: 1514,
-        ecn: false,
-        control_law: Default::default(),
-        memory_limit_bytes: None,
-        drop_batch: 1,
-    }
-}
-
 #[test]
 fn fq_codel_keeps_the_sojourn_time_low_and_shares_the_link() {
     // The same dumbbell behind FQ-CoDel (1000 packets): each flow in a queue of its own under its
     // own CoDel; the sojourn time as CoDel's, the link busy, and the four flows' goodputs within
     // a few percent of each other (Jain's index).
-    let result = run(&dumbbell_100ms(fq_codel(1000), 1)).unwrap();
+    let result = run(&dumbbell_100ms(fq_codel(1000, 1), 1)).unwrap();
     assert_conservation(&result);
     let fq = bottleneck(&result);
     let goodputs: Vec<f64> = result.flows.iter().map(|f| f.bytes_delivered as f64).collect();
@@ -209,7 +194,7 @@ fn fq_codel_keeps_the_sojourn_time_low_and_shares_the_link() {
 
 #[test]
 fn codel_and_fq_codel_runs_are_deterministic() {
-    for queue in [codel(1000, false), fq_codel(1000)] {
+    for queue in [codel(1000, false), fq_codel(1000, 1)] {
         let spec = dumbbell_100ms(queue, 5);
         let (a, b) = (run(&spec).unwrap(), run(&spec).unwrap());
         assert!(a.channels[0].dropped_aqm_packets > 0);

@@ -33,42 +33,6 @@ fn probabilities(ts: &TimeSeries) -> Vec<f64> {
     ts.channel_aqm_probability[0].iter().map(|&s| decode_f64(s).expect("a probability")).collect()
 }
 
-fn pie(ecn: bool) -> QueueSpec {
-    QueueSpec::Pie {
-        limit_packets: Some(1000),
-        limit_bytes: None,
-        target_ns: 15 * MS,
-        t_update_ns: 15 * MS,
-        alpha: 0.125,
-        beta: 1.25,
-        burst_ns: 150 * MS,
-        derandomize: false,
-        mean_packet_bytes: 1500,
-        ecn,
-        estimator: Default::default(),
-    }
-}
-
-fn red() -> QueueSpec {
-    QueueSpec::Red {
-        limit_packets: Some(1000),
-        limit_bytes: None,
-        min_th_packets: Some(83),
-        min_th_bytes: None,
-        max_th_packets: Some(249),
-        max_th_bytes: None,
-        max_p: 0.1,
-        w_q: Some(0.002),
-        gentle: true,
-        byte_mode: false,
-        mean_packet_bytes: 1500,
-        adaptive: false,
-        target_delay_ns: 5 * MS,
-        interval_ns: 500 * MS,
-        ecn: false,
-    }
-}
-
 /// A CBR source of `rate_bps` into the 100 Mb/s bottleneck behind `buffer`: an overload that
 /// only the queue's drops relieve (the source does not answer them).
 fn overloaded(buffer: QueueSpec, rate_bps: u64, duration_ns: u64) -> ScenarioSpec {
@@ -117,7 +81,7 @@ fn pies_recorded_probability_settles_where_its_drop_rate_says() {
 
 #[test]
 fn reds_recorded_probability_is_its_law_at_the_recorded_average() {
-    let result = run(&dumbbell(red(), CcaKind::Reno, TcpEcn::Off)).unwrap();
+    let result = run(&dumbbell(red(false), CcaKind::Reno, TcpEcn::Off)).unwrap();
     let ts = result.timeseries.as_ref().expect("sampled");
     let (min_th, max_th, max_p) = (83.0, 249.0, 0.1);
     let mut above = 0;
@@ -168,18 +132,7 @@ fn codels_count_rises_through_a_standing_overload() {
 #[test]
 fn fq_codel_counts_the_flow_queues_in_their_dropping_state() {
     let mut spec = overloaded_codel();
-    spec.links[0].queue_forward = QueueSpec::FqCodel {
-        limit_packets: Some(10_240),
-        limit_bytes: None,
-        target_ns: 5 * MS,
-        interval_ns: 100 * MS,
-        flows: 1024,
-        quantum_bytes: 1514,
-        ecn: false,
-        control_law: Default::default(),
-        memory_limit_bytes: None,
-        drop_batch: 1,
-    };
+    spec.links[0].queue_forward = fq_codel(10_240, 1);
     let result = run(&spec).unwrap();
     let ts = result.timeseries.as_ref().expect("sampled");
     let state: Vec<u64> = ts.channel_aqm_state[0].iter().map(|&s| decode_u64(s).expect("a state")).collect();
@@ -277,26 +230,7 @@ fn fq_pie_records_the_largest_probability_among_its_flow_queues() {
     // One unresponsive 125 Mb/s source fills one flow queue of FQ-PIE: its PIE settles as a lone
     // PIE does, at p = 1 − C/λ = 0.2 with the delay estimate at the 15 ms target, and the channel
     // records that queue's figures (the largest among the flow queues).
-    let QueueSpec::Pie { limit_packets, t_update_ns, alpha, beta, burst_ns, mean_packet_bytes, .. } = pie(false) else {
-        unreachable!()
-    };
-    let fq_pie = QueueSpec::FqPie {
-        limit_packets,
-        limit_bytes: None,
-        memory_limit_bytes: None,
-        drop_batch: 1,
-        flows: 1024,
-        quantum_bytes: 1514,
-        target_ns: 15 * MS,
-        t_update_ns,
-        alpha,
-        beta,
-        burst_ns,
-        derandomize: false,
-        mean_packet_bytes,
-        ecn: false,
-        estimator: Default::default(),
-    };
+    let fq_pie = fq_pie(1000, 1);
     let result = run(&overloaded(fq_pie, 125_000_000, DURATION_NS)).unwrap();
     assert_conservation(&result);
     let ts = result.timeseries.as_ref().expect("sampled");

@@ -70,18 +70,7 @@ fn packets_are_conserved_with_fq_codels_drops_from_the_fattest_queue() {
     // At its limit FQ-CoDel keeps the arrival and drops another flow's head packet: the channel
     // counts the packet dropped (its bytes), not the arrival.
     let mut spec = dumbbell(10, 10 * SEC, 7, 0.0);
-    spec.links[0].queue_forward = QueueSpec::FqCodel {
-        limit_packets: Some(100),
-        limit_bytes: None,
-        target_ns: 5 * MS,
-        interval_ns: 100 * MS,
-        flows: 1024,
-        quantum_bytes: 1514,
-        ecn: false,
-        control_law: Default::default(),
-        memory_limit_bytes: None,
-        drop_batch: 1,
-    };
+    spec.links[0].queue_forward = fq_codel(100, 1);
     let result = run(&spec).unwrap();
     assert_conservation(&result);
     let btl = &result.channels[0];
@@ -94,41 +83,12 @@ fn packets_are_conserved_when_a_limit_costs_the_fattest_queue_a_batch() {
     // packets (half its bytes): the first comes back from the enqueue, the others go through its
     // drop sink, and every one must be counted and give back its SACK entry as a refused arrival
     // does, under FQ-CoDel and FQ-PIE alike. The batch changes the run: it is taken.
-    let fq_codel = |drop_batch| QueueSpec::FqCodel {
-        limit_packets: Some(100),
-        limit_bytes: None,
-        target_ns: 5 * MS,
-        interval_ns: 100 * MS,
-        flows: 1024,
-        quantum_bytes: 1514,
-        ecn: false,
-        control_law: Default::default(),
-        memory_limit_bytes: None,
-        drop_batch,
-    };
-    let fq_pie = |drop_batch| QueueSpec::FqPie {
-        limit_packets: Some(100),
-        limit_bytes: None,
-        memory_limit_bytes: None,
-        drop_batch,
-        flows: 1024,
-        quantum_bytes: 1514,
-        target_ns: 15 * MS,
-        t_update_ns: 15 * MS,
-        alpha: 0.125,
-        beta: 1.25,
-        burst_ns: 150 * MS,
-        derandomize: false,
-        mean_packet_bytes: 1500,
-        ecn: false,
-        estimator: Default::default(),
-    };
-    for queue in [fq_codel as fn(u32) -> QueueSpec, fq_pie] {
+    for queue in [fq_codel as fn(u64, u32) -> QueueSpec, fq_pie] {
         let runs: Vec<_> = [1, 64]
             .into_iter()
             .map(|drop_batch| {
                 let mut spec = dumbbell(10, 10 * SEC, 7, 0.0);
-                spec.links[0].queue_forward = queue(drop_batch);
+                spec.links[0].queue_forward = queue(100, drop_batch);
                 let mut sim = bufferlab_core::Simulator::new(&spec).unwrap();
                 let mut t = 0;
                 while !sim.run_until(bufferlab_core::units::SimTime::from_ns(t)) {
@@ -138,11 +98,11 @@ fn packets_are_conserved_when_a_limit_costs_the_fattest_queue_a_batch() {
                 }
                 let result = sim.finish().unwrap();
                 assert_conservation(&result);
-                assert!(result.channels[0].dropped_queue_packets > 0, "{:?}", queue(drop_batch));
+                assert!(result.channels[0].dropped_queue_packets > 0, "{:?}", queue(100, drop_batch));
                 result
             })
             .collect();
-        assert_ne!(runs[0].channels[0], runs[1].channels[0], "{:?}", queue(64));
+        assert_ne!(runs[0].channels[0], runs[1].channels[0], "{:?}", queue(100, 64));
     }
 }
 

@@ -246,3 +246,83 @@ pub fn dualpi2(scheduler: DualPi2Scheduler) -> QueueSpec {
         drop_on_overload: true,
     }
 }
+
+/// PIE with RFC 8033's parameters (target and update 15 ms, α 0.125, β 1.25, a 150 ms burst
+/// allowance) and a 1000-packet limit, marking instead of dropping when `ecn`.
+pub fn pie(ecn: bool) -> QueueSpec {
+    QueueSpec::Pie {
+        limit_packets: Some(1000),
+        limit_bytes: None,
+        target_ns: 15 * MS,
+        t_update_ns: 15 * MS,
+        alpha: 0.125,
+        beta: 1.25,
+        burst_ns: 150 * MS,
+        derandomize: false,
+        mean_packet_bytes: 1500,
+        ecn,
+        estimator: Default::default(),
+    }
+}
+
+/// Gentle RED (Floyd & Jacobson) on a 1000-packet limit, thresholds at 83 and 249 packets
+/// (0.1 and 0.3 of the 100 ms BDP of `four_flows_at_100ms`), max_p 0.1, w_q 0.002; marking
+/// instead of dropping below max_th when `ecn`.
+pub fn red(ecn: bool) -> QueueSpec {
+    QueueSpec::Red {
+        limit_packets: Some(1000),
+        limit_bytes: None,
+        min_th_packets: Some(83),
+        min_th_bytes: None,
+        max_th_packets: Some(249),
+        max_th_bytes: None,
+        max_p: 0.1,
+        w_q: Some(0.002),
+        gentle: true,
+        byte_mode: false,
+        mean_packet_bytes: 1500,
+        adaptive: false,
+        target_delay_ns: 5 * MS,
+        interval_ns: 500 * MS,
+        ecn,
+    }
+}
+
+/// FQ-CoDel with RFC 8290's defaults (1024 flow queues, quantum 1514, CoDel 5 ms / 100 ms) on a
+/// limit of `limit_packets`, dropping up to `drop_batch` packets from the fattest queue at it.
+pub fn fq_codel(limit_packets: u64, drop_batch: u32) -> QueueSpec {
+    QueueSpec::FqCodel {
+        limit_packets: Some(limit_packets),
+        limit_bytes: None,
+        target_ns: 5 * MS,
+        interval_ns: 100 * MS,
+        flows: 1024,
+        quantum_bytes: 1514,
+        ecn: false,
+        control_law: Default::default(),
+        memory_limit_bytes: None,
+        drop_batch,
+    }
+}
+
+/// FQ-PIE: FQ-CoDel's scheduler (1024 flow queues, quantum 1514) with PIE's parameters as
+/// [`pie`] on each flow queue, on a limit of `limit_packets` with a drop batch of `drop_batch`.
+pub fn fq_pie(limit_packets: u64, drop_batch: u32) -> QueueSpec {
+    QueueSpec::FqPie {
+        limit_packets: Some(limit_packets),
+        limit_bytes: None,
+        memory_limit_bytes: None,
+        drop_batch,
+        flows: 1024,
+        quantum_bytes: 1514,
+        target_ns: 15 * MS,
+        t_update_ns: 15 * MS,
+        alpha: 0.125,
+        beta: 1.25,
+        burst_ns: 150 * MS,
+        derandomize: false,
+        mean_packet_bytes: 1500,
+        ecn: false,
+        estimator: Default::default(),
+    }
+}

@@ -176,11 +176,15 @@ def test_tables_made_from_python_values_keep_their_types_and_nulls() -> None:
         Table.from_columns("t", [("z", "Int8", [1])])
 
 
-def test_an_engine_table_pickles_as_a_polars_dataframe_of_it() -> None:
+def test_an_engine_table_pickles_as_the_same_table_through_its_arrow_ipc_stream() -> None:
     # A sweep's workers send derived runs to the process that stores them.
     import pickle
 
+    from bufferlab._core import Table
+
     result = run_spec(small_engine_spec())
     for name in ("flows", "flow_timeseries"):
-        back = pickle.loads(pickle.dumps(result.arrow(name)))
-        assert isinstance(back, pl.DataFrame) and back.equals(result.table(name))
+        table = result.arrow(name)
+        back = pickle.loads(pickle.dumps(table))
+        assert isinstance(back, Table) and back.name == name and back.column_types() == table.column_types()
+        assert pl.DataFrame(back).equals(result.table(name))

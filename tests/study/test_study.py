@@ -370,7 +370,7 @@ def test_sigint_stops_a_sweep_and_keeps_every_finished_run(tmp_path: Path) -> No
     assert again["reused"] == kept and again["simulated"] == 40 - kept
 
 
-def _die(key: int, plan: object) -> None:
+def _die(key: int, plan: object, spool: str) -> None:
     os._exit(1)
 
 
@@ -380,7 +380,7 @@ def test_a_worker_that_dies_fails_its_runs_with_one_line(tmp_path: Path, monkeyp
     sweep = Sweep.from_toml(sweep_of(tmp_path, QUEUE_SWEEP))
     pool = LocalPoolExecutor(2)
     # A worker process that exits abruptly, as one the kernel kills for memory.
-    monkeypatch.setattr(executors, "_task", _die)
+    monkeypatch.setattr(executors, "_spooled_task", _die)
     report = run_sweep(sweep, tmp_path / "s.duckdb", pool)
     assert report.simulated == 0 and len(report.failed) == 4
     assert {error for _, error in report.failed} == {executors.WORKER_DIED}

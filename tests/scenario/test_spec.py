@@ -580,18 +580,21 @@ def test_a_flow_s_ends_are_checked_in_order_after_a_good_flow(ends: dict[str, st
 
 
 def test_flows_without_options_of_their_own_share_one_table_of_the_defaults() -> None:
-    data = dumbbell(flows=3, rtt="20ms")
+    data = dumbbell(flows=4, rtt="20ms")
     data["flow_defaults"] = {"tcp": {"mss": 1000, "delayed_ack": False}, "quic": {"ack_every": 2}}
-    data["flows"] = [{}, {"tcp": {"sack": False}}, {"traffic": {"kind": "finite", "bytes": "10kB"}}]
+    data["flows"] = [{}, {"tcp": {"sack": False}},
+                     {"traffic": {"kind": "finite", "bytes": "10kB"}, "transport": "quic"},
+                     {"transport": "quic"}]
     engine = Scenario.from_dict(data).resolve().engine
-    first, own, third = engine["flows"]
+    first, own, third, fourth = engine["flows"]
     assert first["tcp"] == third["tcp"] == {**engine_tcp_defaults(), "mss": 1000, "ack_every": 1}
     assert own["tcp"] == {**first["tcp"], "sack": False}
-    assert first["quic"] == own["quic"] == third["quic"] and first["quic"]["ack_every"] == 2
+    # A TCP flow has no QUIC table (it would say nothing about the run); a QUIC flow has both.
+    assert "quic" not in first and "quic" not in own and third["quic"]["ack_every"] == 2
     assert first["traffic"] == own["traffic"] == {"kind": "greedy"} != third["traffic"]
     # One table of each for the flows that take it from the defaults (the engine spec is read
     # only once resolved), and for the access channels' queue.
-    assert first["tcp"] is third["tcp"] and first["quic"] is third["quic"] is own["quic"]
+    assert first["tcp"] is third["tcp"] is fourth["tcp"] and third["quic"] is fourth["quic"]
     access = [link["queue_forward"] for link in engine["links"][1:]]
     assert all(q is access[0] for q in access)
 

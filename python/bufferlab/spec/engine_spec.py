@@ -263,10 +263,16 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
                else tcp_tables.shared(defaults.tcp, partial(_tcp, defaults.tcp, None, where)))
         quic = (_quic(defaults.quic, flow.quic) if flow.quic is not None
                 else quic_tables.shared(defaults.quic, partial(_quic, defaults.quic, None)))
-        engine_flows.append({"name": name, "src": src, "dst": dst, "cca": engine_controller(cca),
-                             "traffic": traffic_tables.shared(traffic, traffic.to_engine), "start": start,
-                             "stop": stop, "transport": flow.transport or defaults.transport or "tcp",
-                             "tcp": tcp, "quic": quic})
+        transport = flow.transport or defaults.transport or "tcp"
+        engine_flow = {"name": name, "src": src, "dst": dst, "cca": engine_controller(cca),
+                       "traffic": traffic_tables.shared(traffic, traffic.to_engine), "start": start,
+                       "stop": stop, "transport": transport, "tcp": tcp}
+        # A TCP flow's spec has no QUIC table: it would say nothing about the run, and take
+        # ~200 bytes of the spec's JSON per flow (the engine's is the default, unused). A QUIC
+        # flow has both (its controller's Prague options are the TCP table's).
+        if transport == "quic":
+            engine_flow["quic"] = quic
+        engine_flows.append(engine_flow)
     _unique(flow_names, "flows", aliases)
 
     queue_descriptions = _resolve_queues(nodes, engine_links, engine_flows, queues)

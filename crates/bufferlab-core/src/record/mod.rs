@@ -8,9 +8,9 @@ pub mod series;
 use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::queue::AqmState;
 use crate::units::SimTime;
+use result::{encode_f64, encode_u64, Capture, QueueClassRecord, Series, TimeSeries};
 use std::ops::Range;
 use std::sync::Arc;
-use result::{encode_f64, encode_u64, Capture, QueueClassRecord, Series, TimeSeries};
 
 /// One flow's state at a sampling instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -91,3 +91,14 @@ def test_metrics_of_shorter_rows_equal_those_of_the_rows_padded_with_the_idle_sa
     assert metrics.flow_metrics(ragged).equals(metrics.flow_metrics(full))
     assert metrics.network_metrics(ragged).equals(metrics.network_metrics(full))
     assert metrics.flow_metrics(ragged)["mean_cwnd_l4"].drop_nulls().len() == 4
+
+
+def test_the_flow_series_arrays_have_zeros_before_a_flow_s_first_sample() -> None:
+    result, _ = runner.simulate(staggered(["0s", "1.05s"]))
+    series = metrics.FlowSeries.from_table(result.flow_timeseries)
+    assert series is not None and series.time_ns.tolist() == [INTERVAL_NS * k for k in range(1, 31)]
+    sent = series.column("sent_bytes")
+    assert sent.shape == (2, 30)
+    later = result.flow_timeseries.filter(pl.col("flow") == 1)["sent_bytes"].to_list()
+    assert sent[1].tolist() == [0] * 9 + later and sent[0].tolist() == (
+        result.flow_timeseries.filter(pl.col("flow") == 0)["sent_bytes"].to_list())

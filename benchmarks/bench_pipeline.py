@@ -60,7 +60,10 @@ none of the helper threads or processes its command may have had: see its whole-
 --idle-flows: memory per additional idle flow through the whole command: the peak resident memory
 of `bufferlab run` into a new store with 1,000 and with 10,000 flows that start in the last
 millisecond of a 10 s run (built, planned, stored; never sending), with time series sampled every
-100 ms and without; the difference divided by 9,000 against the target of 2 kB per flow.
+100 ms and without; the difference divided by 9,000 against the target of 2 kB per flow. Each
+peak is the least of 3 processes (fewer with --repetitions): one process's peak varies by about
+a megabyte at 1,000 flows and several at 10,000. Every run plans afresh (a spec's first run; the
+plan cache keeps no spec as large as the 10,000 flows').
 
 --baseline PYTHON: the same figures for another checkout's interpreter (e.g. main's venv), in
 the same run, so the before and after are taken under the same load.
@@ -374,13 +377,14 @@ def stages(repetitions: int, overrides: tuple[str, ...] = (), pythons: tuple[str
     return best
 
 
-def _peak_rss(overrides: tuple[str, ...], db: Path, scenario: Path = REFERENCE) -> int:
+def _peak_rss(overrides: tuple[str, ...], db: Path, scenario: Path = REFERENCE,
+              env: dict[str, str] | None = None) -> int:
     """Peak resident bytes of one `bufferlab run` of `scenario` (the reference dumbbell) with `overrides`."""
     sets = [arg for o in overrides for arg in ("--set", o)]
     code = ("import resource, sys\nfrom bufferlab.cli import main\n"
             f"status = main(['run', {str(scenario)!r}, '--db', {str(db)!r}, '--json', *{sets!r}])\n"
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
     if not db.exists():
         sys.exit(f"bench_pipeline: the run of {scenario} stored nothing:\n{out.stderr}")
     return int(out.stderr.strip().splitlines()[-1]) * 1024  # Linux reports kB
@@ -395,16 +399,21 @@ def idle_flows_case(flows: int) -> dict[str, Any]:
             "flow_defaults": {"cca": "newreno", "traffic": "greedy", "start": "9.999s"}}
 
 
-def idle_flow_bytes(sampled: bool, small: int = 1_000, large: int = 10_000) -> float:
-    """Peak resident bytes of a whole `bufferlab run` per additional idle flow (`idle_flows_case`)."""
+def idle_flow_bytes(sampled: bool, repetitions: int = 1, small: int = 1_000,
+                    large: int = 10_000) -> tuple[float, int, int]:
+    """Peak resident bytes of a whole `bufferlab run` per additional idle flow (`idle_flows_case`),
+    and the peaks of the small and the large run, each the least of `repetitions` processes, each
+    into a new store and planning afresh (the plan cache keeps no spec as large as the larger's)."""
     overrides = () if sampled else ("sample_interval=off",)
     peaks = []
     with tempfile.TemporaryDirectory() as tmp:
+        env = plan_cache_environment("off", tmp)
         for flows in (small, large):
             spec = Path(tmp) / f"idle_{flows}.toml"
             spec.write_text(tomli_w.dumps(idle_flows_case(flows)))
-            peaks.append(_peak_rss(overrides, Path(tmp) / f"idle_{flows}.duckdb", scenario=spec))
-    return (peaks[1] - peaks[0]) / (large - small)
+            peaks.append(min(_peak_rss(overrides, Path(tmp) / f"idle_{flows}_{k}.duckdb", scenario=spec, env=env)
+                             for k in range(repetitions)))
+    return (peaks[1] - peaks[0]) / (large - small), peaks[0], peaks[1]
 
 
 def reference_with(overrides: tuple[str, ...]) -> Any:
@@ -628,11 +637,12 @@ def main(argv: list[str] | None = None) -> int:
               f"(the budget charges {SERIES_COPIES})")
         return 0
     if args.idle_flows:
+        repetitions = min(args.repetitions, 3)
         for sampled in (False, True):
-            per_flow = idle_flow_bytes(sampled)
+            per_flow, small, large = idle_flow_bytes(sampled, repetitions)
             label = "sampled every 100 ms" if sampled else "no time series"
             print(f"bufferlab run, 1,000 -> 10,000 idle flows, {label}: {per_flow / 1e3:.2f} kB per additional flow "
-                  "(target 2)", flush=True)
+                  f"(target 2; peaks {small / 1e6:.1f} and {large / 1e6:.1f} MB, least of {repetitions})", flush=True)
         return 0
     ns3_times, ns3_source = ns3_seconds(args.ns3_binary)
     print(f"bufferlab run scenarios/dumbbell.toml into a new store, {args.repetitions} processes each, the spec's "

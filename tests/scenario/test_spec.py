@@ -422,10 +422,18 @@ def test_with_seed_changes_only_the_seed() -> None:
 
 
 def _user_field_by_scan(aliases: dict[str, str], engine_field: str) -> str:
-    """The definition, by scanning every alias (longest first)."""
+    """The definition, by scanning every alias (longest first), then every alias of a list's
+    entries (``links[*]``) for the path with its first index as ``[*]``."""
     for prefix in sorted(aliases, key=len, reverse=True):
         if engine_field == prefix or engine_field.startswith((prefix + ".", prefix + "[")):
             return aliases[prefix] + engine_field[len(prefix):]
+    head, _, rest = engine_field.partition("[")
+    index, _, tail = rest.partition("]")
+    if index.isdigit():
+        for prefix in sorted((a for a in aliases if a.startswith(f"{head}[*]")), key=len, reverse=True):
+            generic = f"{head}[*]{tail}"
+            if generic == prefix or generic.startswith((prefix + ".", prefix + "[")):
+                return aliases[prefix] + generic[len(prefix):]
     return engine_field
 
 
@@ -438,6 +446,14 @@ def test_user_field_replaces_the_longest_aliased_prefix_at_a_path_boundary() -> 
     assert user_field(aliases, "links[10].rate") == "links[10].rate"  # "links[1" is no prefix of a path part
     assert user_field(aliases, "flows[3].cca") == "topology.flows[3].cca"
     assert user_field(aliases, "flowsx") == "flowsx"
+    # An alias of every entry of a list without one of its own.
+    aliases = {"links[0]": "topology", "links[0].rate": "topology.bottleneck_rate", "links[*]": "topology",
+               "links[*].rate": "topology.access_rate"}
+    assert user_field(aliases, "links[0].rate") == "topology.bottleneck_rate"
+    assert user_field(aliases, "links[0].delay") == "topology.delay"
+    assert user_field(aliases, "links[12].rate") == "topology.access_rate"
+    assert user_field(aliases, "links[12].queue_forward.limit") == "topology.queue_forward.limit"
+    assert user_field(aliases, "links[x].rate") == "links[x].rate" and user_field(aliases, "nodes[3]") == "nodes[3]"
 
 
 def test_user_field_agrees_with_a_scan_of_every_alias_of_a_large_dumbbell() -> None:
@@ -445,8 +461,9 @@ def test_user_field_agrees_with_a_scan_of_every_alias_of_a_large_dumbbell() -> N
         "kind": "dumbbell", "flows": 120, "bottleneck_rate": "1Gbps", "rtt": "40ms", "queue": "100p"}})
     resolved = scenario.resolve()
     aliases = resolved.field_aliases
-    assert len(aliases) > 120
-    paths = [*aliases, *(f"{a}.x" for a in aliases), *(f"{a}[0].y" for a in aliases), "links[999].queue", "z"]
+    assert "links[*].queue_forward" in aliases and not any(a.startswith("links[7]") for a in aliases)
+    paths = [*aliases, *(f"{a}.x" for a in aliases), *(f"{a}[0].y" for a in aliases), "links[999].queue", "z",
+             *(f"links[{k}].{key}" for k in (0, 1, 7, 119) for key in ("rate", "delay", "queue_forward.limit"))]
     for path in paths:
         assert resolved.user_field(path) == _user_field_by_scan(aliases, path), path
 
@@ -579,20 +596,24 @@ def test_a_flow_s_ends_are_checked_in_order_after_a_good_flow(ends: dict[str, st
     assert error_of(graph(flows=[{"src": "h1", "dst": "h2"}, ends])).startswith(expected)
 
 
-def test_flows_without_options_of_their_own_get_equal_tables_that_are_not_shared() -> None:
-    data = dumbbell(flows=3, rtt="20ms")
+def test_flows_without_options_of_their_own_share_one_table_of_the_defaults() -> None:
+    data = dumbbell(flows=4, rtt="20ms")
     data["flow_defaults"] = {"tcp": {"mss": 1000, "delayed_ack": False}, "quic": {"ack_every": 2}}
-    data["flows"] = [{}, {"tcp": {"sack": False}}, {"traffic": {"kind": "finite", "bytes": "10kB"}}]
+    data["flows"] = [{}, {"tcp": {"sack": False}},
+                     {"traffic": {"kind": "finite", "bytes": "10kB"}, "transport": "quic"},
+                     {"transport": "quic"}]
     engine = Scenario.from_dict(data).resolve().engine
-    first, own, third = engine["flows"]
+    first, own, third, fourth = engine["flows"]
     assert first["tcp"] == third["tcp"] == {**engine_tcp_defaults(), "mss": 1000, "ack_every": 1}
     assert own["tcp"] == {**first["tcp"], "sack": False}
-    assert first["quic"] == own["quic"] == third["quic"] and first["quic"]["ack_every"] == 2
+    # A TCP flow has no QUIC table (it would say nothing about the run); a QUIC flow has both.
+    assert "quic" not in first and "quic" not in own and third["quic"]["ack_every"] == 2
     assert first["traffic"] == own["traffic"] == {"kind": "greedy"} != third["traffic"]
-    for key in ("tcp", "quic", "traffic"):
-        assert first[key] is not third[key]
+    # One table of each for the flows that take it from the defaults (the engine spec is read
+    # only once resolved), and for the access channels' queue.
+    assert first["tcp"] is third["tcp"] is fourth["tcp"] and third["quic"] is fourth["quic"]
     access = [link["queue_forward"] for link in engine["links"][1:]]
-    assert all(q == access[0] for q in access) and len({id(q) for q in access}) == len(access)
+    assert all(q is access[0] for q in access)
 
 
 def test_a_min_rto_above_max_rto_names_the_table_it_was_written_in() -> None:

@@ -273,6 +273,43 @@ fn stream_seed(seed: u64, index: u64) -> u64 {
 }
 
 /// The channels a packet from `from` to `to` crosses (validated: a route exists).
+/// The run's sample (0: the one at `interval_ns`) each sampled flow's and channel's series begin
+/// at. A listed flow's at the last sample before its start, when its counters are all still zero
+/// (the increase over its first interval is measured from there), or the first; a channel's at the
+/// earliest of those of the listed flows whose data or acknowledgements cross it (`path(flow,
+/// reverse)`). Series of flows that have not started cost nothing, and no more do those of the
+/// channels only they cross (a dumbbell's access links). A run with generators, whose flows may
+/// cross any channel at any time, samples every channel from the first sample, as it does a
+/// channel that no listed flow crosses.
+fn first_samples(
+    spec: &ScenarioSpec,
+    interval_ns: u64,
+    sampled_flows: &[usize],
+    sampled_channels: &[usize],
+    path: impl Fn(usize, bool) -> Vec<usize>,
+) -> (Vec<usize>, Vec<usize>) {
+    // The samples strictly before `start` are those at k·interval < start, k ≥ 1: ⌈start /
+    // interval⌉ − 1 of them, the last of which has index ⌈start / interval⌉ − 2.
+    let first = |i: usize| (spec.flows[i].start_ns.div_ceil(interval_ns.max(1)) as usize).saturating_sub(2);
+    let flow_first = sampled_flows.iter().map(|&i| first(i)).collect();
+    let mut channel_first = vec![0; sampled_channels.len()];
+    if spec.generators.is_empty() && !sampled_channels.is_empty() {
+        let mut earliest: Vec<Option<usize>> = vec![None; 2 * spec.links.len()];
+        for i in 0..spec.flows.len() {
+            for reverse in [false, true] {
+                for ch in path(i, reverse) {
+                    let e = &mut earliest[ch];
+                    *e = Some(e.map_or(first(i), |e| e.min(first(i))));
+                }
+            }
+        }
+        for (row, &ch) in sampled_channels.iter().enumerate() {
+            channel_first[row] = earliest[ch].unwrap_or(0);
+        }
+    }
+    (flow_first, channel_first)
+}
+
 fn route(routes: &RoutingTable, channels: &[Channel], from: usize, to: usize) -> Vec<usize> {
     let mut path = Vec::new();
     let mut node = from as u32;
@@ -356,7 +393,16 @@ impl Simulator {
             .filter(|_| !(sampled_flows.is_empty() && sampled_channels.is_empty()))
             .map(SimTime::from_ns);
         let timeseries = sample_interval.map(|iv| {
-            let mut ts = TimeSeries::new(iv, sampled_flows, sampled_channels);
+            let (flow_first, channel_first) =
+                first_samples(spec, iv.as_ns(), &sampled_flows, &sampled_channels, |i, reverse| {
+                    let f = &spec.flows[i];
+                    if reverse {
+                        route(&routes, &channels, f.dst, f.src)
+                    } else {
+                        flows[i].sender.record().path.clone()
+                    }
+                });
+            let mut ts = TimeSeries::beginning_at(iv, sampled_flows, flow_first, sampled_channels, channel_first);
             for row in 0..ts.channels.len() {
                 let ch = ts.channels[row];
                 ts.add_classes(ch, channels[ch].queue().classes());
@@ -787,6 +833,9 @@ impl Simulator {
         let Some(ts) = self.timeseries.as_mut() else { return };
         ts.push_time(self.now);
         for row in 0..ts.flows.len() {
+            if !ts.flow_row_holds_sample(row) {
+                continue; // not yet sampled: the flow starts after the next sample
+            }
             let f = &mut self.flows[ts.flows[row]];
             let delivered = f.receiver.bytes_delivered();
             f.sender.fold_writes_below(delivered);
@@ -813,6 +862,9 @@ impl Simulator {
             );
         }
         for row in 0..ts.channels.len() {
+            if !ts.channel_row_holds_sample(row) {
+                continue; // no listed flow that crosses it starts before the next sample
+            }
             let c = &self.channels[ts.channels[row]];
             let [aqm_probability, aqm_signal, aqm_state, aqm_count] = ChannelSample::aqm(c.queue().aqm_state());
             ts.push_channel(

@@ -964,7 +964,8 @@ pub struct FlowSpec {
     /// TCP options, used when `transport` is TCP.
     #[serde(default)]
     pub tcp: TcpSpec,
-    /// QUIC options, used when `transport` is QUIC.
+    /// QUIC options, used when `transport` is QUIC. The spec layer writes them for QUIC flows
+    /// only: a TCP flow's spec leaves them out (the defaults, which it never reads).
     #[serde(default)]
     pub quic: QuicSpec,
 }

@@ -128,11 +128,16 @@ fn reductions_above_the_window(result: &RunResult) -> (usize, usize) {
     let first = ts.time_ns.iter().position(|&t| t >= WARM_UP_NS).expect("samples after the warm-up");
     let (mut reductions, mut above) = (0, 0);
     for row in 0..ts.flows.len() {
+        // A row holds the run's samples from the last before its flow started: index k of the
+        // run is the row's k - offset (every flow has started by the warm-up's end).
+        let offset = ts.flow_samples(row).start;
+        let at = |series: &[u64], k: usize| series[k - offset];
         let (cwnd, ssthresh, state) = (&ts.cwnd_bytes[row], &ts.ssthresh_bytes[row], &ts.cc_state[row]);
-        for k in first + 1..ts.time_ns.len() {
-            if ssthresh[k] != ssthresh[k - 1] && state[k] == 2 {
+        for k in (first + 1).max(offset + 1)..ts.time_ns.len() {
+            let (ssthresh, cwnd, state) = (|k| at(ssthresh, k), |k| at(cwnd, k), |k| at(state, k));
+            if ssthresh(k) != ssthresh(k - 1) && state(k) == 2 {
                 reductions += 1;
-                above += usize::from(ssthresh[k] > cwnd[k - 1]);
+                above += usize::from(ssthresh(k) > cwnd(k - 1));
             }
         }
     }

@@ -65,7 +65,9 @@ fn measure(buffer: u64) -> Row {
     let drops = delta(&ts.channel_drops[0]);
     let queue = &ts.queue_packets[0][i0..=i1];
     let mean_queue_packets = queue.iter().sum::<u64>() as f64 / queue.len() as f64;
-    let goodputs: Vec<f64> = ts.delivered_bytes.iter().map(delta).collect();
+    // A flow's row begins at the last sample before its start (all start before `FROM_NS`).
+    let at = |row: usize, k: usize| ts.delivered_bytes.at(row, k).expect("sampled by then") as f64;
+    let goodputs: Vec<f64> = (0..ts.flows.len()).map(|row| at(row, i1) - at(row, i0)).collect();
     let (sum, sum_sq) = goodputs.iter().fold((0.0, 0.0), |(s, q), x| (s + x, q + x * x));
     Row {
         buffer,

@@ -252,7 +252,9 @@ fn two_bbr_flows_share_the_bottleneck_fairly() {
     assert_conservation(&result);
     let ts = result.timeseries.as_ref().unwrap();
     let (i0, i1) = (sample_at(&result, 10.0), ts.time_ns.len() - 1);
-    let x: Vec<f64> = (0..2).map(|f| (ts.delivered_bytes[f][i1] - ts.delivered_bytes[f][i0]) as f64).collect();
+    // A flow's row begins at the last sample before it starts: before that it had delivered nothing.
+    let delivered = |f: usize, k: usize| ts.delivered_bytes.at(f, k).unwrap_or(0) as f64;
+    let x: Vec<f64> = (0..2).map(|f| delivered(f, i1) - delivered(f, i0)).collect();
     let jain = x.iter().sum::<f64>().powi(2) / (2.0 * x.iter().map(|v| v * v).sum::<f64>());
     let total = x.iter().sum::<f64>() * 8.0 / ((ts.time_ns[i1] - ts.time_ns[i0]) as f64 * 1e-9);
     println!(

@@ -97,7 +97,9 @@ fn goodputs_mbps(r: &RunResult, from_s: u64) -> Vec<f64> {
     let i0 = ts.time_ns.iter().position(|&t| t >= from_s * SEC).unwrap();
     let i1 = ts.time_ns.len() - 1;
     let seconds = (ts.time_ns[i1] - ts.time_ns[i0]) as f64 * 1e-9;
-    ts.delivered_bytes.iter().map(|d| (d[i1] - d[i0]) as f64 * 8.0 / seconds / 1e6).collect()
+    // A flow's row begins at the last sample before it starts: before that it had delivered nothing.
+    let delivered = |row: usize, k: usize| ts.delivered_bytes.at(row, k).unwrap_or(0) as f64;
+    (0..ts.flows.len()).map(|row| (delivered(row, i1) - delivered(row, i0)) * 8.0 / seconds / 1e6).collect()
 }
 
 /// Mean RTT sample of each flow (ms) over the whole run: propagation plus queueing.

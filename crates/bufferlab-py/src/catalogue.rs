@@ -10,6 +10,7 @@
 //! a metric is undefined).
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Int32Type, Int64Type, UInt32Type, UInt64Type};
@@ -202,7 +203,10 @@ fn read_distributions(
 
 /// The flow series' columns, whole (every row, flow-major).
 struct SeriesColumns<'a> {
-    flow: Vec<u64>,
+    /// Each flow's block of rows: its index and its rows' range.
+    blocks: Vec<(usize, Range<usize>)>,
+    /// The rows of the longest block: its samples are the clock the others end on.
+    clock: Range<usize>,
     time_ns: Cow<'a, [u64]>,
     columns: [Cow<'a, [u64]>; 10],
     delivery_rate_bps: Option<Cow<'a, [u64]>>,
@@ -237,24 +241,33 @@ impl<'a> SeriesColumns<'a> {
         let columns: [Cow<'a, [u64]>; 10] = columns.try_into().map_err(|_| "series columns".to_string())?;
         let delivery_rate_bps =
             batch.column_by_name("delivery_rate_bps").map(|_| counts(batch, "delivery_rate_bps")).transpose()?;
-        let flow = counts(batch, "flow")?.into_owned();
-        // The engine samples every recorded flow at the same times: flow-major blocks of equal
-        // length, one flow each (`series` relies on it).
-        let samples = flow.iter().take_while(|&&f| f == flow[0]).count();
-        if flow.len() % samples != 0 || flow.chunks(samples).any(|block| block.iter().any(|&f| f != block[0])) {
-            return Err("its flows do not each hold one block of as many samples".to_string());
+        let flow = counts(batch, "flow")?;
+        let time_ns = counts(batch, "time_ns")?;
+        // Flow-major blocks, one per flow, each the run's samples from the flow's first on: the
+        // samples of every block end those of the longest (`series` relies on it).
+        let mut blocks: Vec<(usize, Range<usize>)> = Vec::new();
+        for (row, &f) in flow.iter().enumerate() {
+            match blocks.last_mut() {
+                Some((last, rows)) if *last as u64 == f => rows.end = row + 1,
+                _ => blocks.push((f as usize, row..row + 1)),
+            }
         }
-        Ok(Some(SeriesColumns { flow, time_ns: counts(batch, "time_ns")?, columns, delivery_rate_bps }))
+        let clock = blocks.iter().map(|(_, rows)| rows.clone()).max_by_key(Range::len).unwrap_or_default();
+        let times = &time_ns[clock.clone()];
+        if blocks.iter().any(|(_, rows)| !times.ends_with(&time_ns[rows.clone()])) {
+            return Err("its flows' samples do not each end those of the flow sampled longest".to_string());
+        }
+        Ok(Some(SeriesColumns { blocks, clock, time_ns, columns, delivery_rate_bps }))
     }
 
-    /// The table as the catalogue reads it: flow-major rows of as many samples each (the rows
-    /// of the first flow count them), flows in order of appearance.
+    /// The table as the catalogue reads it: flow-major blocks of rows, each a flow's samples
+    /// from its first on, flows in order of appearance.
     fn series(&self) -> FlowSeries<'_> {
-        let samples = self.flow.iter().take_while(|&&f| f == self.flow[0]).count();
-        let range = |row: usize| row * samples..(row + 1) * samples;
-        let rows = (0..self.flow.len() / samples)
-            .map(|row| {
-                let c = |k: usize| &self.columns[k][range(row)];
+        let rows = self
+            .blocks
+            .iter()
+            .map(|(flow, range)| {
+                let c = |k: usize| &self.columns[k][range.clone()];
                 let series = FlowSamples {
                     acked_bytes: c(0),
                     delivered_bytes: c(1),
@@ -266,12 +279,12 @@ impl<'a> SeriesColumns<'a> {
                     min_rtt_ns: c(7),
                     idt_ewma_ns: c(8),
                     delivery_delay_byte_us: c(9),
-                    delivery_rate_bps: self.delivery_rate_bps.as_deref().map(|r| &r[range(row)]),
+                    delivery_rate_bps: self.delivery_rate_bps.as_deref().map(|r| &r[range.clone()]),
                 };
-                (self.flow[row * samples] as usize, series)
+                (*flow, series)
             })
             .collect();
-        FlowSeries { time_ns: &self.time_ns[..samples], rows }
+        FlowSeries { time_ns: &self.time_ns[self.clock.clone()], rows }
     }
 }
 

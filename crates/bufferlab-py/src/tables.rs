@@ -8,8 +8,10 @@
 //!   flows               flow: `FlowRecord`, with its index
 //!   channels            link direction: `ChannelRecord` (without its classes), with its index
 //!   queue_classes       sub-buffer of a split queue: `QueueClassRecord`
-//!   flow_timeseries     sampled flow x sample: the per-flow series of `TimeSeries`
-//!   channel_timeseries  sampled channel x sample: the per-channel series
+//!   flow_timeseries     sampled flow x sample: the per-flow series of `TimeSeries`, each flow
+//!                       from the last sample before it starts
+//!   channel_timeseries  sampled channel x sample: the per-channel series, each channel from the
+//!                       first of the samples of the listed flows that cross it
 //!   class_timeseries    sub-buffer x sample: the per-class series
 //!   captures            captured packet: `Capture`, SACK blocks as one column per edge
 //!   delay_histograms    non-empty bucket of a delay distribution: a channel's sojourn times
@@ -20,6 +22,7 @@
 //! u128 integrals (byte·ns, packet·ns) Decimal128(38, 0), Arrow's carrier of 128-bit integers.
 //! A table's rows come in the engine's order: by index, then by sample time.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{
@@ -321,22 +324,36 @@ fn histogram_rows(result: &RunResult) -> Vec<HistogramRow> {
 /// One kind of series in `TimeSeries`, `[row][sample]`.
 type SeriesOf = fn(&mut TimeSeries) -> &mut Series;
 
-/// Entity × sample, entity-major: the key column repeats each row's entity once per sample.
-fn repeated(name: &str, entities: fn(&TimeSeries) -> &Vec<usize>) -> Column<TimeSeries> {
+/// The run's samples (indices into `time_ns`) row `r` of a kind of entity holds.
+type SamplesOf = fn(&TimeSeries, usize) -> Range<usize>;
+
+/// Every sample, for the kinds of entity whose rows all begin at the first (sub-buffers).
+fn every_sample(ts: &TimeSeries, _row: usize) -> Range<usize> {
+    0..ts.time_ns.len()
+}
+
+/// Entity × sample, entity-major: the key column repeats each row's entity once per sample it
+/// holds (a row begins at its first sample: `TimeSeries`).
+fn repeated(name: &str, entities: fn(&TimeSeries) -> &Vec<usize>, samples: SamplesOf) -> Column<TimeSeries> {
     Column::new(name, DataType::UInt32, false, move |ts: &TimeSeries| {
-        let samples = ts.time_ns.len();
-        let mut out = Vec::with_capacity(entities(ts).len() * samples);
-        for &e in entities(ts) {
-            out.extend(std::iter::repeat_n(index(e)?, samples));
+        let rows = entities(ts);
+        let mut out = Vec::with_capacity((0..rows.len()).map(|r| samples(ts, r).len()).sum());
+        for (r, &e) in rows.iter().enumerate() {
+            out.extend(std::iter::repeat_n(index(e)?, samples(ts, r).len()));
         }
         Ok(Arc::new(UInt32Array::from(out)) as ArrayRef)
     })
 }
 
-/// The sampling instants once per row of `entities`.
-fn sample_times(entities: fn(&TimeSeries) -> &Vec<usize>) -> Column<TimeSeries> {
+/// The sampling instants of each row of `entities`, from its first sample on.
+fn sample_times(entities: fn(&TimeSeries) -> &Vec<usize>, samples: SamplesOf) -> Column<TimeSeries> {
     Column::new("time_ns", DataType::UInt64, false, move |ts: &TimeSeries| {
-        Ok(Arc::new(UInt64Array::from(ts.time_ns.repeat(entities(ts).len()))) as ArrayRef)
+        let rows = entities(ts).len();
+        let mut out = Vec::with_capacity((0..rows).map(|r| samples(ts, r).len()).sum());
+        for r in 0..rows {
+            out.extend_from_slice(&ts.time_ns[samples(ts, r)]);
+        }
+        Ok(Arc::new(UInt64Array::from(out)) as ArrayRef)
     })
 }
 
@@ -378,8 +395,8 @@ fn optional_series(name: &str, rows: SeriesOf) -> Column<TimeSeries> {
 
 fn flow_series_columns() -> Vec<Column<TimeSeries>> {
     vec![
-        repeated("flow", |ts| &ts.flows),
-        sample_times(|ts| &ts.flows),
+        repeated("flow", |ts| &ts.flows, TimeSeries::flow_samples),
+        sample_times(|ts| &ts.flows, TimeSeries::flow_samples),
         series("cwnd_bytes", |ts| &mut ts.cwnd_bytes),
         series("ssthresh_bytes", |ts| &mut ts.ssthresh_bytes),
         series("in_flight_bytes", |ts| &mut ts.in_flight_bytes),
@@ -401,8 +418,8 @@ fn flow_series_columns() -> Vec<Column<TimeSeries>> {
 
 fn channel_series_columns() -> Vec<Column<TimeSeries>> {
     vec![
-        repeated("channel", |ts| &ts.channels),
-        sample_times(|ts| &ts.channels),
+        repeated("channel", |ts| &ts.channels, TimeSeries::channel_samples),
+        sample_times(|ts| &ts.channels, TimeSeries::channel_samples),
         series("queue_packets", |ts| &mut ts.queue_packets),
         series("queue_bytes", |ts| &mut ts.queue_bytes),
         series("sent_bytes", |ts| &mut ts.channel_sent_bytes),
@@ -423,9 +440,9 @@ fn channel_series_columns() -> Vec<Column<TimeSeries>> {
 
 fn class_series_columns() -> Vec<Column<TimeSeries>> {
     vec![
-        repeated("channel", |ts| &ts.class_channels),
-        repeated("sub_buffer", |ts| &ts.class_indices),
-        sample_times(|ts| &ts.class_channels),
+        repeated("channel", |ts| &ts.class_channels, every_sample),
+        repeated("sub_buffer", |ts| &ts.class_indices, every_sample),
+        sample_times(|ts| &ts.class_channels, every_sample),
         series("queue_packets", |ts| &mut ts.class_queue_packets),
         series("queue_bytes", |ts| &mut ts.class_queue_bytes),
         series("size_limit", |ts| &mut ts.class_limit),

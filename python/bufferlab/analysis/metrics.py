@@ -227,13 +227,17 @@ def entropy(x: Sequence[float] | np.ndarray) -> float | None:
 class FlowSeries:
     """The per-flow time series (the engine's `flow_timeseries` table: one row per sampled flow and
     sample, flow-major) as ``(flows, samples)`` numpy arrays, for plots and tests: `column(name)[row]`
-    is one flow's series. (The catalogue reads the table in Rust.)"""
+    is one flow's series. (The catalogue reads the table in Rust.) A flow sampled from a later
+    sample on (the last before it started) has zeros before it, the values of a flow that had not
+    started."""
 
     # The table: the engine's Arrow table, or a polars DataFrame of it.
     frame: Any
     time_ns: np.ndarray
     # Row of each sampled flow in the arrays.
     rows: Mapping[int, int]
+    # Samples each flow's block of the table holds, in row order (each ends the run's samples).
+    lengths: tuple[int, ...] = ()
     _columns: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -244,19 +248,33 @@ class FlowSeries:
         if len(frame) == 0:
             return None
         flow = numpy_column(frame, "flow")
-        _, first = np.unique(flow, return_index=True)
-        flows = flow[np.sort(first)].tolist()  # in order of appearance
-        samples = len(flow) // len(flows)
-        return cls(frame=frame, time_ns=numpy_column(frame, "time_ns")[:samples],
-                   rows={int(f): row for row, f in enumerate(flows)})
+        starts = np.concatenate(([0], np.flatnonzero(flow[1:] != flow[:-1]) + 1))  # each block's first row
+        lengths = np.diff(starts, append=len(flow))
+        longest = int(np.argmax(lengths))
+        time_ns = numpy_column(frame, "time_ns")[starts[longest]:starts[longest] + lengths[longest]]
+        return cls(frame=frame, time_ns=time_ns, rows={int(flow[s]): row for row, s in enumerate(starts)},
+                   lengths=tuple(int(n) for n in lengths))
 
     def __contains__(self, name: str) -> bool:
         return name in column_names(self.frame)
 
     def column(self, name: str) -> np.ndarray:
-        """Series `name` of every sampled flow, ``[row][sample]`` (a view of the table's column)."""
+        """Series `name` of every sampled flow, ``[row][sample]`` (a view of the table's column
+        when every flow has every sample)."""
+        import numpy as np
+
         if name not in self._columns:
-            self._columns[name] = numpy_column(self.frame, name).reshape(len(self.rows), self.time_ns.size)
+            values = numpy_column(self.frame, name)
+            samples = self.time_ns.size
+            if all(n == samples for n in self.lengths):
+                self._columns[name] = values.reshape(len(self.rows), samples)
+            else:
+                out = np.zeros((len(self.rows), samples), dtype=values.dtype)
+                end = 0
+                for row, n in enumerate(self.lengths):
+                    out[row, samples - n:] = values[end:end + n]
+                    end += n
+                self._columns[name] = out
         return self._columns[name]
 
 

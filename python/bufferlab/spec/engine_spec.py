@@ -160,21 +160,24 @@ def _start_field(flow: Flow | CountedFlow, where: str) -> str:
 
 
 class _Tables:
-    """Engine tables made once per source object and copied for each user (a shallow copy: no
-    two flows or channels share a table, though nested values may be shared, as they are read
-    only). Sources are told apart by identity and kept alive, so that an id is never reused."""
+    """Engine tables made once per source object and shared by all its users: the engine spec is
+    read only once resolved (encoded as JSON for the engine and the run's identity, read by the
+    memory budget and the metrics), so a 10,000-flow dumbbell's flows hold one TCP table, not
+    10,000 equal ones (~1 kB each). Sources are told apart by identity and kept alive, so that
+    an id is never reused."""
 
     __slots__ = ("made",)
 
     def __init__(self) -> None:
         self.made: dict[int, tuple[object, dict[str, Any]]] = {}
 
-    def copy(self, source: object, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """A copy of the table `make()` gives for `source`, made at the first call for it."""
+    def shared(self, source: object, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The table `make()` gives for `source`, made at the first call for it (not to be changed:
+        its users share it)."""
         known = self.made.get(id(source))
         if known is None:
             known = self.made[id(source)] = (source, make())
-        return dict(known[1])
+        return known[1]
 
 
 def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence[Link | AccessLink],
@@ -220,7 +223,7 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
     engine_flows, flow_names, endpoints = [], [], []
     greedy = Traffic(kind="greedy")
     is_host = [n.kind == "host" for n in nodes]
-    # What flows share is resolved once and copied for each (`_Tables`): most flows of a large
+    # What flows share is resolved once and shared by them (`_Tables`): most flows of a large
     # spec take their options from the flow defaults (a 10,000-flow dumbbell's all do).
     tcp_tables, quic_tables, traffic_tables = _Tables(), _Tables(), _Tables()
     for i, flow in enumerate(flows):
@@ -257,13 +260,19 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
             _feedback_fields(aliases, where, flow, defaults)
         # A flow's own options are checked and named as its own: only a flow without any shares.
         tcp = (_tcp(defaults.tcp, flow.tcp, where) if flow.tcp is not None
-               else tcp_tables.copy(defaults.tcp, partial(_tcp, defaults.tcp, None, where)))
+               else tcp_tables.shared(defaults.tcp, partial(_tcp, defaults.tcp, None, where)))
         quic = (_quic(defaults.quic, flow.quic) if flow.quic is not None
-                else quic_tables.copy(defaults.quic, partial(_quic, defaults.quic, None)))
-        engine_flows.append({"name": name, "src": src, "dst": dst, "cca": engine_controller(cca),
-                             "traffic": traffic_tables.copy(traffic, traffic.to_engine), "start": start,
-                             "stop": stop, "transport": flow.transport or defaults.transport or "tcp",
-                             "tcp": tcp, "quic": quic})
+                else quic_tables.shared(defaults.quic, partial(_quic, defaults.quic, None)))
+        transport = flow.transport or defaults.transport or "tcp"
+        engine_flow = {"name": name, "src": src, "dst": dst, "cca": engine_controller(cca),
+                       "traffic": traffic_tables.shared(traffic, traffic.to_engine), "start": start,
+                       "stop": stop, "transport": transport, "tcp": tcp}
+        # A TCP flow's spec has no QUIC table: it would say nothing about the run, and take
+        # ~200 bytes of the spec's JSON per flow (the engine's is the default, unused). A QUIC
+        # flow has both (its controller's Prague options are the TCP table's).
+        if transport == "quic":
+            engine_flow["quic"] = quic
+        engine_flows.append(engine_flow)
     _unique(flow_names, "flows", aliases)
 
     queue_descriptions = _resolve_queues(nodes, engine_links, engine_flows, queues)
@@ -322,7 +331,7 @@ def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, A
     for channel, (queue, link, written) in enumerate(queues):
         key = "queue_forward" if channel % 2 == 0 else "queue_backward"
         if id(queue) in described:
-            engine_links[link][key] = tables.copy(queue, queue.to_engine)
+            engine_links[link][key] = tables.shared(queue, queue.to_engine)
             descriptions.append(described[id(queue)])
             continue
         if not queue.resolved:
@@ -335,7 +344,7 @@ def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, A
             engine_links[link][key] = sized.to_engine()
         else:
             description = described[id(queue)] = str(queue)
-            engine_links[link][key] = tables.copy(queue, queue.to_engine)
+            engine_links[link][key] = tables.shared(queue, queue.to_engine)
         descriptions.append(description)
     return descriptions
 

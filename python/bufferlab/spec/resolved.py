@@ -66,17 +66,35 @@ class Resolved:
 
 
 def user_field(aliases: dict[str, str], engine_field: str) -> str:
-    """The user's name for an engine field path: its longest prefix in `aliases` replaced.
+    """The user's name for an engine field path: its longest prefix in `aliases` replaced; where
+    none is, its longest prefix that names the first list's entry as ``[*]`` (an alias for every
+    entry of the list that has none of its own: a dumbbell's access links, ``links[*]``).
 
     A prefix ends where the path does or just before a "." or "[", so the path's own prefixes are
     looked up, longest first: the cost is the path's length, not the number of aliases (a
     10,000-flow dumbbell has tens of thousands, and the memory budget asks for every queue)."""
-    if engine_field in aliases:
-        return aliases[engine_field]
-    for end in range(len(engine_field) - 1, 0, -1):
-        if engine_field[end] in ".[" and (prefix := engine_field[:end]) in aliases:
-            return aliases[prefix] + engine_field[end:]
+    found = _replaced_prefix(aliases, engine_field, 1)
+    if found is not None:
+        return found
+    head, bracket, rest = engine_field.partition("[")
+    index, closing, tail = rest.partition("]")
+    if bracket and closing and index.isdigit():
+        generic = f"{head}[*]{tail}"
+        found = _replaced_prefix(aliases, generic, len(head) + 3)
+        if found is not None:
+            return found
     return engine_field
+
+
+def _replaced_prefix(aliases: dict[str, str], path: str, shortest: int) -> str | None:
+    """`path` with its longest prefix of at least `shortest` characters in `aliases` replaced
+    (None without one)."""
+    if path in aliases:
+        return aliases[path]
+    for end in range(len(path) - 1, shortest - 1, -1):
+        if path[end] in ".[" and (prefix := path[:end]) in aliases:
+            return aliases[prefix] + path[end:]
+    return None
 
 
 def canonical_json(value: Any) -> str:

@@ -638,7 +638,7 @@ class Scenario(_Model):
         flows: Sequence[Flow | CountedFlow]
         if isinstance(self.topology, Dumbbell):
             nodes, links, flows, bottleneck, rtts = _expand_dumbbell(self, self.topology)
-            aliases = _dumbbell_aliases(self.topology, len(links))
+            aliases = _dumbbell_aliases(self.topology)
         elif self.topology is not None:
             _no_rtts(self, self.flows)
             from .topology import Tree, build_parking_lot, build_tree
@@ -813,19 +813,17 @@ def _expand_dumbbell(s: Scenario, topo: Dumbbell) -> tuple[list[Node | Host], li
     return [*nodes, *hosts], [*links, *access], expanded, "btl_forward", [r for r, _ in rtts]
 
 
-def _dumbbell_aliases(topo: Dumbbell, links: int) -> dict[str, str]:
-    """Where a dumbbell's generated links come from: link 0 is the bottleneck, the rest access."""
+def _dumbbell_aliases(topo: Dumbbell) -> dict[str, str]:
+    """Where a dumbbell's generated links come from: link 0 is the bottleneck, every other an
+    access link (``links[*]``: one alias for them all, not four per link, which were ~1 kB of a
+    large dumbbell's resolution per flow)."""
     reverse = "topology.reverse_queue" if topo.reverse_queue is not None else "topology.queue"
-    aliases = {"links[0]": "topology", "links[0].queue_forward": "topology.queue",
-               "links[0].queue_backward": reverse, "links[0].rate": "topology.bottleneck_rate",
-               "links[0].delay": "topology.bottleneck_delay", "links[0].loss": "topology.loss",
-               "links[0].loss_model": "topology.loss_model"}
-    for k in range(1, links):
-        aliases[f"links[{k}]"] = "topology"
-        aliases[f"links[{k}].rate"] = "topology.access_rate"
-        for direction in ("forward", "backward"):
-            aliases[f"links[{k}].queue_{direction}"] = "topology.access_queue"
-    return aliases
+    return {"links[0]": "topology", "links[0].queue_forward": "topology.queue",
+            "links[0].queue_backward": reverse, "links[0].rate": "topology.bottleneck_rate",
+            "links[0].delay": "topology.bottleneck_delay", "links[0].loss": "topology.loss",
+            "links[0].loss_model": "topology.loss_model",
+            "links[*]": "topology", "links[*].rate": "topology.access_rate",
+            "links[*].queue_forward": "topology.access_queue", "links[*].queue_backward": "topology.access_queue"}
 
 
 def split_access_delays(rtt_ns: int, bottleneck_delay_ns: int, where: str = "rtt") -> tuple[int, int]:

@@ -41,6 +41,9 @@ pub struct Segment {
 }
 
 /// The per-flow series of a run: the sampled flows (in the table's order) and their series.
+/// A flow's samples are the last of `time_ns`: a flow sampled from a later sample on (the last
+/// before it started) had not started before it, so its cumulative counters were zero there and
+/// none of those samples is in its active period (`series::flow_series_means`).
 #[derive(Debug, Clone)]
 pub struct FlowSeries<'a> {
     pub time_ns: &'a [u64],
@@ -148,7 +151,9 @@ fn flow_and_network_metrics(
             let (mut throughput, mut in_flight) = (vec![0.0; samples], vec![0.0; samples]);
             let mut by_sample = network::SampleColumns::new(samples);
             let mut scratch = Scratch::default();
+            let mut padded = series::Padded::default();
             for &&(flow, ref s) in &sampled {
+                let s = &padded.to_clock(s, samples);
                 let record = &facts.flows[flow];
                 let segment = facts.segments[flow];
                 let path_rate_bps = rates.path_bps(flow);

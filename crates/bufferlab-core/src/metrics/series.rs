@@ -27,6 +27,55 @@ pub struct FlowSamples<'a> {
     pub delivery_rate_bps: Option<&'a [u64]>,
 }
 
+/// A flow's series over the whole clock, for a flow sampled from a later sample on: its samples
+/// after as many zeros as it lacks (it had not started there: its counters were zero, and
+/// its states are outside its active period). Buffers reused from one flow to the next.
+#[derive(Debug, Default)]
+pub struct Padded {
+    columns: [Vec<u64>; 11],
+}
+
+impl Padded {
+    /// `s` itself when it has `samples` samples, else its samples after zeros up to `samples`.
+    pub fn to_clock<'a>(&'a mut self, s: &FlowSamples<'a>, samples: usize) -> FlowSamples<'a> {
+        if s.cwnd_bytes.len() >= samples {
+            return *s;
+        }
+        let sources = [
+            s.acked_bytes,
+            s.delivered_bytes,
+            s.sent_bytes,
+            s.written_bytes,
+            s.cwnd_bytes,
+            s.in_flight_bytes,
+            s.srtt_ns,
+            s.min_rtt_ns,
+            s.idt_ewma_ns,
+            s.delivery_delay_byte_us,
+            s.delivery_rate_bps.unwrap_or_default(),
+        ];
+        for (column, source) in self.columns.iter_mut().zip(sources) {
+            column.clear();
+            column.resize(samples - source.len(), 0);
+            column.extend_from_slice(source);
+        }
+        let [acked, delivered, sent, written, cwnd, in_flight, srtt, min_rtt, idt, delay, rate] = &self.columns;
+        FlowSamples {
+            acked_bytes: acked,
+            delivered_bytes: delivered,
+            sent_bytes: sent,
+            written_bytes: written,
+            cwnd_bytes: cwnd,
+            in_flight_bytes: in_flight,
+            srtt_ns: srtt,
+            min_rtt_ns: min_rtt,
+            idt_ewma_ns: idt,
+            delivery_delay_byte_us: delay,
+            delivery_rate_bps: s.delivery_rate_bps.map(|_| rate.as_slice()),
+        }
+    }
+}
+
 /// What a flow's series are read against: its lifetime, segment size and path.
 #[derive(Debug, Clone, Copy)]
 pub struct FlowContext {

@@ -9,6 +9,8 @@ use crate::net::packet::{flags, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::queue::AqmState;
 use crate::units::SimTime;
 use result::{encode_f64, encode_u64, Capture, QueueClassRecord, Series, TimeSeries};
+use std::ops::Range;
+use std::sync::Arc;
 
 /// One flow's state at a sampling instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,46 +72,92 @@ const CHANNEL_SERIES: usize = 13;
 const CLASS_SERIES: usize = 12;
 const _: () = assert!(FLOW_SERIES + CHANNEL_SERIES + CLASS_SERIES == SERIES);
 
+/// The samples out of `samples` a row beginning at `first` (None: at the first) holds.
+fn samples_from(first: Option<usize>, samples: usize) -> Range<usize> {
+    first.unwrap_or(0).min(samples)..samples
+}
+
 impl TimeSeries {
-    /// Empty series for the sampled `flows` and `channels` (indices, in row order).
+    /// Empty series for the sampled `flows` and `channels` (indices, in row order), every row
+    /// holding every sample.
     pub fn new(interval: SimTime, flows: Vec<usize>, channels: Vec<usize>) -> TimeSeries {
-        let (nf, nc) = (flows.len(), channels.len());
-        let per = Series::with_rows;
+        let (flow_first, channel_first) = (vec![0; flows.len()], vec![0; channels.len()]);
+        TimeSeries::beginning_at(interval, flows, flow_first, channels, channel_first)
+    }
+
+    /// Empty series for the sampled `flows` and `channels` (indices, in row order), row `r` of
+    /// the flows' beginning at the run's sample `flow_first[r]` and of the channels' at
+    /// `channel_first[r]` (`Series`: a row holds its samples from there on).
+    pub fn beginning_at(
+        interval: SimTime,
+        flows: Vec<usize>,
+        flow_first: Vec<usize>,
+        channels: Vec<usize>,
+        channel_first: Vec<usize>,
+    ) -> TimeSeries {
+        assert_eq!((flows.len(), channels.len()), (flow_first.len(), channel_first.len()), "a first sample per row");
+        let (flow_shared, channel_shared): (Arc<[usize]>, Arc<[usize]>) =
+            (flow_first.as_slice().into(), channel_first.as_slice().into());
+        let flow = || Series::beginning_at(flow_shared.clone());
+        let channel = || Series::beginning_at(channel_shared.clone());
         TimeSeries {
             interval_ns: interval.as_ns(),
             time_ns: Vec::new(),
             flows,
             channels,
-            cwnd_bytes: per(nf),
-            ssthresh_bytes: per(nf),
-            in_flight_bytes: per(nf),
-            srtt_ns: per(nf),
-            min_rtt_ns: per(nf),
-            acked_bytes: per(nf),
-            delivered_bytes: per(nf),
-            sent_bytes: per(nf),
-            written_bytes: per(nf),
-            idt_ewma_ns: per(nf),
-            delivery_delay_byte_us: per(nf),
-            queue_packets: per(nc),
-            queue_bytes: per(nc),
-            channel_sent_bytes: per(nc),
-            channel_drops: per(nc),
-            channel_sent_packets: per(nc),
-            channel_sojourn_ns: per(nc),
-            channel_busy_ns: per(nc),
-            pacing_rate_bps: per(nf),
-            cc_state: per(nf),
-            delivery_rate_bps: per(nf),
-            ecn_alpha: per(nf),
-            channel_aqm_probability: per(nc),
-            channel_aqm_signal: per(nc),
-            channel_aqm_state: per(nc),
-            channel_aqm_count: per(nc),
-            channel_ce_marks: per(nc),
-            channel_aqm_drops: per(nc),
+            flow_first,
+            channel_first,
+            cwnd_bytes: flow(),
+            ssthresh_bytes: flow(),
+            in_flight_bytes: flow(),
+            srtt_ns: flow(),
+            min_rtt_ns: flow(),
+            acked_bytes: flow(),
+            delivered_bytes: flow(),
+            sent_bytes: flow(),
+            written_bytes: flow(),
+            idt_ewma_ns: flow(),
+            delivery_delay_byte_us: flow(),
+            queue_packets: channel(),
+            queue_bytes: channel(),
+            channel_sent_bytes: channel(),
+            channel_drops: channel(),
+            channel_sent_packets: channel(),
+            channel_sojourn_ns: channel(),
+            channel_busy_ns: channel(),
+            pacing_rate_bps: flow(),
+            cc_state: flow(),
+            delivery_rate_bps: flow(),
+            ecn_alpha: flow(),
+            channel_aqm_probability: channel(),
+            channel_aqm_signal: channel(),
+            channel_aqm_state: channel(),
+            channel_aqm_count: channel(),
+            channel_ce_marks: channel(),
+            channel_aqm_drops: channel(),
             ..TimeSeries::default()
         }
+    }
+
+    /// Whether row `row` of the per-flow series holds the sample opened last (`push_time`): the
+    /// flow has begun to be sampled.
+    pub fn flow_row_holds_sample(&self, row: usize) -> bool {
+        self.flow_first.get(row).is_none_or(|&first| first < self.time_ns.len())
+    }
+
+    /// Whether row `row` of the per-channel series holds the sample opened last.
+    pub fn channel_row_holds_sample(&self, row: usize) -> bool {
+        self.channel_first.get(row).is_none_or(|&first| first < self.time_ns.len())
+    }
+
+    /// The run's samples (indices into `time_ns`) row `row` of the per-flow series holds.
+    pub fn flow_samples(&self, row: usize) -> Range<usize> {
+        samples_from(self.flow_first.get(row).copied(), self.time_ns.len())
+    }
+
+    /// The run's samples row `row` of the per-channel series holds.
+    pub fn channel_samples(&self, row: usize) -> Range<usize> {
+        samples_from(self.channel_first.get(row).copied(), self.time_ns.len())
     }
 
     /// Add per-class rows: sub-buffers `0..count` of channel `channel`.
@@ -224,7 +272,8 @@ impl TimeSeries {
         flows.iter().all(|s| s.same_layout(flows[0])) && channels.iter().all(|s| s.same_layout(channels[0]))
     }
 
-    /// Row `row`'s values of the per-flow series at the instant opened last (`push_time`).
+    /// Row `row`'s values of the per-flow series at the instant opened last (`push_time`); the
+    /// row must hold it (`flow_row_holds_sample`).
     pub fn push_flow(&mut self, row: usize, s: FlowSample) {
         // The per-flow series share their layout (checked in `push_time`): one position for all.
         let at = self.cwnd_bytes.position(row);
@@ -245,7 +294,8 @@ impl TimeSeries {
         self.ecn_alpha.set_at(at, s.ecn_alpha);
     }
 
-    /// Row `row`'s values of the per-channel series at the instant opened last (`push_time`).
+    /// Row `row`'s values of the per-channel series at the instant opened last (`push_time`);
+    /// the row must hold it (`channel_row_holds_sample`).
     pub fn push_channel(&mut self, row: usize, s: ChannelSample) {
         // The per-channel series share their layout (checked in `push_time`): one position for all.
         let at = self.queue_packets.position(row);

@@ -257,7 +257,11 @@ impl ChannelRecord {
 /// Samples taken every `interval_ns`, at t = interval, 2·interval, … ≤ end.
 /// Per-flow series are indexed `[row][sample]` where row `r` is flow `flows[r]`; per-channel
 /// series `[row][sample]` where row `r` is channel `channels[r]` (the spec's `record` selection).
-/// Each series keeps its rows in one buffer laid out as its table's column ([`Series`]).
+/// A row holds the run's samples from `flow_first[r]` (`channel_first[r]`) on, so `[row][j]` is
+/// the sample at `time_ns[first + j]`: a flow is sampled from the last sample before it starts
+/// (when all its counters are still zero), a channel from the last before the first listed flow
+/// that crosses it starts (`Simulator::new`). Each series keeps its rows in one buffer laid out
+/// as its table's column ([`Series`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimeSeries {
     pub interval_ns: u64,
@@ -266,6 +270,13 @@ pub struct TimeSeries {
     pub flows: Vec<usize>,
     /// The channel of each row of the per-channel series.
     pub channels: Vec<usize>,
+    /// The run's sample (index into `time_ns`) each row of the per-flow series begins at; empty
+    /// in results written before rows began later: every row begins at the first.
+    #[serde(default)]
+    pub flow_first: Vec<usize>,
+    /// The run's sample each row of the per-channel series begins at (empty: the first).
+    #[serde(default)]
+    pub channel_first: Vec<usize>,
     pub cwnd_bytes: Series,
     pub ssthresh_bytes: Series,
     pub in_flight_bytes: Series,

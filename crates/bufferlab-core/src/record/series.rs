@@ -1,54 +1,97 @@
 //! One recorded quantity of many sampled entities, in one buffer laid out as its table's column.
 //!
 //! The result's time-series tables are entity-major (every sample of row 0, then of row 1, ...),
-//! and that is how the samples are kept while the run goes on: row `r`'s sample `k` sits at
-//! `r * stride + k`, where the stride is the number of samples the run is expected to take. A
-//! run that takes exactly that many hands the buffer over as the table's column as it is
-//! (`into_column`, then Arrow's array over the same allocation); one that ends early closes the
-//! gaps in place. A `Vec` per row would need a second, concatenated copy of every series when
-//! the result crosses into Python: fresh memory, and its page faults, the size of the series.
+//! and that is how the samples are kept while the run goes on. A row need not hold every sample
+//! of the run: row `r` begins at the run's sample `first[r]` (an entity sampled only from the
+//! sample before it starts: `TimeSeries::new`) and goes on to the last, so its samples are a
+//! suffix of the run's. With room for `stride` samples, row `r` holds `stride - first[r]` of
+//! them (none if it begins at or after `stride`), right after row `r - 1`'s; its sample `k`
+//! (of the run's) sits at `offset[r] + k - first[r]`. A run that takes exactly `stride` samples
+//! hands the buffer over as the table's column as it is (`into_column`, then Arrow's array over
+//! the same allocation); one that ends early closes the gaps in place. A `Vec` per row would need
+//! a second, concatenated copy of every series when the result crosses into Python: fresh memory,
+//! and its page faults, the size of the series.
 //!
 //! The buffer is allocated zeroed, which the allocator takes from the kernel as untouched pages
 //! for a large series: the memory is touched once, by the samples written into it.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::ops::Index;
+use std::ops::{Index, Range};
+use std::sync::Arc;
 
 /// Serialized as its rows (a list of lists of samples), so that a result written by
 /// `examples/run_spec` keeps one list of samples per row.
 #[derive(Debug, Clone, Default)]
 pub struct Series {
-    /// `rows * stride` values, row-major; only the first `samples` of each row are recorded.
+    /// Each row's samples from its first on, row after row (see the module documentation).
     values: Vec<u64>,
-    rows: usize,
+    /// The run's sample each row begins at; the series of one kind of entity share it.
+    first: Arc<[usize]>,
+    /// Where each row begins in `values` at the current stride, and (last) the end of the rows.
+    offset: Arc<[usize]>,
     stride: usize,
     samples: usize,
 }
 
+/// Where each row of rows beginning at `first` begins with room for `stride` samples, and the
+/// end of the last: `first.len() + 1` offsets.
+fn offsets(first: &[usize], stride: usize) -> Arc<[usize]> {
+    let mut end = 0;
+    let mut out = Vec::with_capacity(first.len() + 1);
+    out.push(0);
+    for &f in first {
+        end += stride.saturating_sub(f);
+        out.push(end);
+    }
+    out.into()
+}
+
 impl Series {
-    /// A series of `rows` rows with no samples and no room reserved.
+    /// A series of `rows` rows, each holding every sample, with no samples and no room reserved.
     pub fn with_rows(rows: usize) -> Series {
-        Series { rows, ..Series::default() }
+        Series::beginning_at(vec![0; rows].into())
+    }
+
+    /// A series of one row per entry of `first`, the row beginning at that sample of the run
+    /// (shared by the series of one kind of entity), with no samples and no room reserved.
+    pub fn beginning_at(first: Arc<[usize]>) -> Series {
+        let offset = offsets(&first, 0);
+        Series { values: Vec::new(), first, offset, stride: 0, samples: 0 }
     }
 
     /// Rows (sampled entities).
     pub fn len(&self) -> usize {
-        self.rows
+        self.first.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows == 0
+        self.first.is_empty()
     }
 
-    /// Samples recorded in each row.
+    /// Samples the run has taken (the rows beginning at sample 0 hold them all).
     pub fn samples(&self) -> usize {
         self.samples
     }
 
-    /// One more row (its samples so far zero); rows are added before the run's first sample.
+    /// The run's sample each row begins at.
+    pub fn first_samples(&self) -> &[usize] {
+        &self.first
+    }
+
+    /// The run's samples row `row` holds (empty if it begins after the last sample taken).
+    pub fn sample_range(&self, row: usize) -> Range<usize> {
+        let first = self.first[row].min(self.samples);
+        first..self.samples
+    }
+
+    /// One more row holding every sample (its samples so far zero); rows are added before the
+    /// run's first sample.
     pub fn add_row(&mut self) {
-        self.rows += 1;
-        self.values.resize(self.rows * self.stride, 0);
+        let mut first = self.first.to_vec();
+        first.push(0);
+        self.first = first.into();
+        self.offset = offsets(&self.first, self.stride);
+        self.values.resize(self.offset[self.len()], 0);
     }
 
     /// Room for `samples` samples in every row, so that no sample up to there moves the series
@@ -69,19 +112,26 @@ impl Series {
         self.samples += 1;
     }
 
-    /// Row `row`'s value at the sample opened last (`begin_sample`).
+    /// Whether row `row` holds the sample opened last (it begins at or before it).
+    #[inline]
+    pub fn holds_sample(&self, row: usize) -> bool {
+        self.first[row] < self.samples
+    }
+
+    /// Row `row`'s value at the sample opened last (`begin_sample`); the row must hold it.
     #[inline]
     pub fn set(&mut self, row: usize, value: u64) {
         self.set_at(self.position(row), value);
     }
 
-    /// Where row `row`'s value at the sample opened last goes in the buffer. Series that took
-    /// the same rows, reservations and samples share their layout (`same_layout`), so a
-    /// recorder setting one row of several of them finds the place once (`set_at`).
+    /// Where row `row`'s value at the sample opened last goes in the buffer (the row must hold
+    /// it: `holds_sample`). Series that took the same rows, reservations and samples share their
+    /// layout (`same_layout`), so a recorder setting one row of several of them finds the place
+    /// once (`set_at`).
     #[inline]
     pub fn position(&self, row: usize) -> usize {
-        debug_assert!(row < self.rows && self.samples > 0);
-        row * self.stride + self.samples - 1
+        debug_assert!(row < self.len() && self.holds_sample(row));
+        self.offset[row] + self.samples - 1 - self.first[row]
     }
 
     /// Set the value at `position` (from [`Series::position`] of this series or of one of the
@@ -93,40 +143,55 @@ impl Series {
 
     /// Both series place every row's samples alike.
     pub fn same_layout(&self, other: &Series) -> bool {
-        (self.rows, self.stride, self.samples) == (other.rows, other.stride, other.samples)
+        (self.stride, self.samples) == (other.stride, other.samples)
+            && (Arc::ptr_eq(&self.first, &other.first) || self.first == other.first)
     }
 
-    /// Row `row`'s samples.
+    /// Row `row`'s samples, from its first (`sample_range`).
     pub fn row(&self, row: usize) -> &[u64] {
-        let start = row * self.stride;
-        &self.values[start..start + self.samples]
+        let start = self.offset[row];
+        &self.values[start..start + self.sample_range(row).len()]
+    }
+
+    /// Row `row`'s value at the run's sample `sample`, if the row holds it.
+    pub fn at(&self, row: usize, sample: usize) -> Option<u64> {
+        let range = self.sample_range(row);
+        range.contains(&sample).then(|| self.row(row)[sample - range.start])
     }
 
     /// The rows one after the other.
     pub fn iter(&self) -> impl Iterator<Item = &[u64]> {
-        (0..self.rows).map(|row| self.row(row))
+        (0..self.len()).map(|row| self.row(row))
     }
 
-    /// Every row's samples one after the other, `rows * samples` values: the table's column.
-    /// The buffer itself, its gaps closed in place if the run took fewer samples than reserved.
+    /// Every row's samples one after the other: the table's column. The buffer itself, its gaps
+    /// closed in place if the run took fewer samples than reserved.
     pub fn into_column(mut self) -> Vec<u64> {
+        let mut end = 0;
         if self.samples < self.stride {
-            for row in 1..self.rows {
-                let start = row * self.stride;
-                self.values.copy_within(start..start + self.samples, row * self.samples);
+            // Each row moves towards the front (its new place is never after its old one).
+            for row in 0..self.len() {
+                let (start, len) = (self.offset[row], self.sample_range(row).len());
+                self.values.copy_within(start..start + len, end);
+                end += len;
             }
+        } else {
+            end = self.offset.last().copied().unwrap_or(0);
         }
-        self.values.truncate(self.rows * self.samples);
+        self.values.truncate(end);
         self.values
     }
 
     /// Move the rows to a stride of `stride` samples (a new buffer).
     fn relayout(&mut self, stride: usize) {
-        let mut values = vec![0; self.rows * stride];
-        for row in 0..self.rows {
-            values[row * stride..row * stride + self.samples].copy_from_slice(self.row(row));
+        let offset = offsets(&self.first, stride);
+        let mut values = vec![0; offset[self.len()]];
+        for row in 0..self.len() {
+            let samples = self.row(row);
+            values[offset[row]..offset[row] + samples.len()].copy_from_slice(samples);
         }
         self.values = values;
+        self.offset = offset;
         self.stride = stride;
     }
 }
@@ -142,7 +207,7 @@ impl Index<usize> for Series {
 /// Equal rows and samples, whatever room either had reserved.
 impl PartialEq for Series {
     fn eq(&self, other: &Series) -> bool {
-        self.rows == other.rows && self.samples == other.samples && self.iter().eq(other.iter())
+        self.len() == other.len() && self.samples == other.samples && self.iter().eq(other.iter())
     }
 }
 
@@ -153,14 +218,14 @@ impl Serialize for Series {
 }
 
 impl<'de> Deserialize<'de> for Series {
-    /// Rows of equal length (the samples of one run); rows of unequal length are refused.
+    /// Rows that end together (the samples of one run): a shorter row begins later, at the
+    /// sample that makes it end with the longest.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Series, D::Error> {
         let rows = Vec::<Vec<u64>>::deserialize(deserializer)?;
-        let samples = rows.first().map_or(0, Vec::len);
-        if rows.iter().any(|row| row.len() != samples) {
-            return Err(serde::de::Error::custom("the rows of a series have different numbers of samples"));
-        }
-        Ok(Series { rows: rows.len(), stride: samples, samples, values: rows.concat() })
+        let samples = rows.iter().map(Vec::len).max().unwrap_or(0);
+        let first: Arc<[usize]> = rows.iter().map(|row| samples - row.len()).collect();
+        let offset = offsets(&first, samples);
+        Ok(Series { values: rows.concat(), first, offset, stride: samples, samples })
     }
 }
 
@@ -245,7 +310,69 @@ mod tests {
         let text = serde_json::to_string(&series).expect("serializable");
         assert_eq!(text, serde_json::to_string(&[[0, 1, 2], [100, 101, 102]]).expect("serializable"));
         assert_eq!(serde_json::from_str::<Series>(&text).expect("readable"), series);
-        assert!(serde_json::from_str::<Series>("[[1, 2], [3]]").is_err());
+    }
+
+    /// Rows beginning at `first`, `samples` samples taken, row r's value at the run's sample k
+    /// 100 r + k, with `reserved` room.
+    fn ragged(first: &[usize], samples: usize, reserved: usize) -> Series {
+        let mut series = Series::beginning_at(first.into());
+        series.reserve_samples(reserved);
+        for k in 0..samples {
+            series.begin_sample();
+            for r in 0..first.len() {
+                if series.holds_sample(r) {
+                    series.set(r, (100 * r + k) as u64);
+                }
+            }
+        }
+        series
+    }
+
+    fn ragged_expected(first: &[usize], samples: usize) -> Vec<u64> {
+        (0..first.len()).flat_map(|r| (first[r].min(samples)..samples).map(move |k| (100 * r + k) as u64)).collect()
+    }
+
+    #[test]
+    fn a_row_that_begins_later_holds_only_the_samples_from_its_first_on() {
+        let first = [0, 3, 1, 9, 5];
+        let series = ragged(&first, 6, 6);
+        assert_eq!(series.row(1), &[103, 104, 105]);
+        assert_eq!(series.row(3), &[] as &[u64], "a row beginning after the last sample holds none");
+        assert_eq!(series.sample_range(4), 5..6);
+        assert_eq!((series.at(1, 4), series.at(1, 2), series.at(4, 5)), (Some(104), None, Some(405)));
+        // Rows of 6, 3, 5, 0 and 1 samples: no room for the samples before a row's first.
+        assert_eq!(series.values.len(), 15);
+        let before = series.values.as_ptr();
+        let column = series.into_column();
+        assert_eq!(column, ragged_expected(&first, 6));
+        assert_eq!(column.as_ptr(), before, "the buffer itself, not a copy");
+    }
+
+    #[test]
+    fn rows_that_begin_later_close_their_gaps_and_grow_past_the_room_like_the_others() {
+        let first = [2, 0, 4, 1];
+        for (samples, reserved) in [(3, 10), (5, 5), (40, 7), (30, 0)] {
+            let series = ragged(&first, samples, reserved);
+            assert_eq!(
+                series.iter().map(<[u64]>::to_vec).collect::<Vec<_>>().concat(),
+                ragged_expected(&first, samples)
+            );
+            assert_eq!(
+                series.into_column(),
+                ragged_expected(&first, samples),
+                "{samples} samples, {reserved} reserved"
+            );
+        }
+    }
+
+    #[test]
+    fn rows_that_begin_later_are_read_back_ending_with_the_longest() {
+        let series = ragged(&[0, 2, 1], 4, 4);
+        let text = serde_json::to_string(&series).expect("serializable");
+        assert_eq!(text, "[[0,1,2,3],[102,103],[201,202,203]]");
+        let back = serde_json::from_str::<Series>(&text).expect("readable");
+        assert_eq!(back, series);
+        assert_eq!(back.first_samples(), &[0, 2, 1]);
     }
 
     #[test]

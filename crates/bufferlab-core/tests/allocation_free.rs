@@ -44,12 +44,12 @@ fn no_queue_discipline_allocates_per_packet() {
     let l4s = TcpSpec { ecn: TcpEcn::L4s, ..TcpSpec::default() };
     let cases: [(&str, QueueSpec, CcaKind, &TcpSpec); 11] = [
         ("fifo", QueueSpec::fifo_packets(1000), CcaKind::Reno, &TcpSpec::default()),
-        ("red", red(false), CcaKind::Reno, &TcpSpec::default()),
-        ("red ecn", red(true), CcaKind::Reno, &classic),
+        ("red", red(83, 249, true, false), CcaKind::Reno, &TcpSpec::default()),
+        ("red ecn", red(83, 249, true, true), CcaKind::Reno, &classic),
         ("codel", codel(1000, false), CcaKind::Reno, &TcpSpec::default()),
         ("codel ecn", codel(1000, true), CcaKind::Reno, &classic),
-        ("pie", pie(false), CcaKind::Cubic, &TcpSpec::default()),
-        ("pie ecn", pie(true), CcaKind::Cubic, &classic),
+        ("pie", pie(1000, false), CcaKind::Cubic, &TcpSpec::default()),
+        ("pie ecn", pie(1000, true), CcaKind::Cubic, &classic),
         ("fq_codel", fq_codel(1000, 1), CcaKind::Cubic, &TcpSpec::default()),
         ("fq_pie", fq_pie(1000, 64), CcaKind::Cubic, &TcpSpec::default()),
         ("dualpi2", dualpi2(DualPi2Scheduler::default()), CcaKind::Prague, &l4s),

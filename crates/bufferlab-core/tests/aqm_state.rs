@@ -48,7 +48,7 @@ fn pies_recorded_probability_settles_where_its_drop_rate_says() {
     // 125 Mb/s into 100 Mb/s: the queue holds still only when a fifth of the arrivals is dropped,
     // so PIE's controller, which stops moving p once the delay stays at its target, settles at
     // p = 1 − C/λ = 0.2, and the drop rate it makes is p.
-    let result = run(&overloaded(pie(false), 125_000_000, DURATION_NS)).unwrap();
+    let result = run(&overloaded(pie(1000, false), 125_000_000, DURATION_NS)).unwrap();
     assert_conservation(&result);
     let ts = result.timeseries.as_ref().expect("sampled");
     let (first, last) = window(ts);
@@ -81,7 +81,7 @@ fn pies_recorded_probability_settles_where_its_drop_rate_says() {
 
 #[test]
 fn reds_recorded_probability_is_its_law_at_the_recorded_average() {
-    let result = run(&dumbbell(red(false), CcaKind::Reno, TcpEcn::Off)).unwrap();
+    let result = run(&dumbbell(red(83, 249, true, false), CcaKind::Reno, TcpEcn::Off)).unwrap();
     let ts = result.timeseries.as_ref().expect("sampled");
     let (min_th, max_th, max_p) = (83.0, 249.0, 0.1);
     let mut above = 0;
@@ -146,7 +146,7 @@ fn fq_codel_counts_the_flow_queues_in_their_dropping_state() {
 
 #[test]
 fn the_ce_mark_series_sums_to_the_channels_total() {
-    let result = run(&dumbbell(pie(true), CcaKind::Reno, TcpEcn::Classic)).unwrap();
+    let result = run(&dumbbell(pie(1000, true), CcaKind::Reno, TcpEcn::Classic)).unwrap();
     let ts = result.timeseries.as_ref().expect("sampled");
     let marks = &ts.channel_ce_marks[0];
     let per_interval: Vec<u64> = std::iter::once(marks[0]).chain(marks.windows(2).map(|w| w[1] - w[0])).collect();

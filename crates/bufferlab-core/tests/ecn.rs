@@ -118,25 +118,8 @@ fn red_with_ecn_marks_below_max_th() {
     // RED in packets, 200 and 800 of a 1000-packet limit (about a BDP): ECN-capable Reno flows
     // get marks, and once the first slow start's overshoot has passed (the average above max_th,
     // where RED drops whatever the packet) the early signals are marks, not drops.
-    let red = |ecn| QueueSpec::Red {
-        limit_packets: Some(1000),
-        limit_bytes: None,
-        min_th_packets: Some(200),
-        min_th_bytes: None,
-        max_th_packets: Some(800),
-        max_th_bytes: None,
-        max_p: 0.1,
-        w_q: Some(0.002),
-        gentle: false,
-        byte_mode: false,
-        mean_packet_bytes: 1500,
-        adaptive: false,
-        target_delay_ns: 5 * MS,
-        interval_ns: 500 * MS,
-        ecn,
-    };
-    let marking = run(&dumbbell_100ms(red(true), CcaKind::Reno, TcpEcn::Classic)).unwrap();
-    let dropping = run(&dumbbell_100ms(red(false), CcaKind::Reno, TcpEcn::Classic)).unwrap();
+    let marking = run(&dumbbell_100ms(red(200, 800, false, true), CcaKind::Reno, TcpEcn::Classic)).unwrap();
+    let dropping = run(&dumbbell_100ms(red(200, 800, false, false), CcaKind::Reno, TcpEcn::Classic)).unwrap();
     assert_conservation(&marking);
     let (m, d) = (&marking.channels[0], &dropping.channels[0]);
     let (steady_marking, steady_dropping) = (steady_state(&marking).0, steady_state(&dropping).0);

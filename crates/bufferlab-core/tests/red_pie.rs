@@ -92,23 +92,6 @@ fn red_with(
     }
 }
 
-/// PIE with RFC 8033's defaults.
-fn pie() -> QueueSpec {
-    QueueSpec::Pie {
-        limit_packets: Some(LIMIT_PACKETS),
-        limit_bytes: None,
-        target_ns: 15 * MS,
-        t_update_ns: 15 * MS,
-        alpha: 0.125,
-        beta: 1.25,
-        burst_ns: 150 * MS,
-        derandomize: false,
-        mean_packet_bytes: 1500,
-        ecn: false,
-        estimator: Default::default(),
-    }
-}
-
 /// The bottleneck between `WARM_UP` and `DURATION`: mean queueing delay (ms), utilisation,
 /// time-average queue (packets and bytes), drops (tail and early).
 #[derive(Debug)]
@@ -152,7 +135,7 @@ fn a_fifo_of_two_bdps_stays_nearly_full() {
 
 #[test]
 fn pie_holds_the_queueing_delay_near_its_target_and_the_link_busy() {
-    let (m, _) = measure(pie(), 1);
+    let (m, _) = measure(pie(LIMIT_PACKETS, false), 1);
     assert!((m.delay_ms - 15.0).abs() < 7.5, "mean queueing delay within ±7.5 ms of 15 ms: {m:?}");
     assert!(m.utilisation >= 0.9, "{m:?}");
     assert!(m.drops > 0);
@@ -172,7 +155,7 @@ fn red_holds_the_average_queue_between_its_thresholds() {
 
 #[test]
 fn red_and_pie_runs_are_deterministic_under_a_seed() {
-    for queue in [red(), pie()] {
+    for queue in [red(), pie(LIMIT_PACKETS, false)] {
         let one = run(&dumbbell(queue.clone(), 7, 5 * SEC)).unwrap();
         let again = run(&dumbbell(queue.clone(), 7, 5 * SEC)).unwrap();
         let other = run(&dumbbell(queue, 8, 5 * SEC)).unwrap();

@@ -248,10 +248,10 @@ pub fn dualpi2(scheduler: DualPi2Scheduler) -> QueueSpec {
 }
 
 /// PIE with RFC 8033's parameters (target and update 15 ms, α 0.125, β 1.25, a 150 ms burst
-/// allowance) and a 1000-packet limit, marking instead of dropping when `ecn`.
-pub fn pie(ecn: bool) -> QueueSpec {
+/// allowance) and a limit of `limit_packets`, marking instead of dropping when `ecn`.
+pub fn pie(limit_packets: u64, ecn: bool) -> QueueSpec {
     QueueSpec::Pie {
-        limit_packets: Some(1000),
+        limit_packets: Some(limit_packets),
         limit_bytes: None,
         target_ns: 15 * MS,
         t_update_ns: 15 * MS,
@@ -265,20 +265,20 @@ pub fn pie(ecn: bool) -> QueueSpec {
     }
 }
 
-/// Gentle RED (Floyd & Jacobson) on a 1000-packet limit, thresholds at 83 and 249 packets
-/// (0.1 and 0.3 of the 100 ms BDP of `four_flows_at_100ms`), max_p 0.1, w_q 0.002; marking
-/// instead of dropping below max_th when `ecn`.
-pub fn red(ecn: bool) -> QueueSpec {
+/// RED (Floyd & Jacobson) on a 1000-packet limit with thresholds `min_th` and `max_th` in
+/// packets, max_p 0.1 and w_q 0.002, `gentle` or not, marking instead of dropping below max_th
+/// when `ecn`.
+pub fn red(min_th: u64, max_th: u64, gentle: bool, ecn: bool) -> QueueSpec {
     QueueSpec::Red {
         limit_packets: Some(1000),
         limit_bytes: None,
-        min_th_packets: Some(83),
+        min_th_packets: Some(min_th),
         min_th_bytes: None,
-        max_th_packets: Some(249),
+        max_th_packets: Some(max_th),
         max_th_bytes: None,
         max_p: 0.1,
         w_q: Some(0.002),
-        gentle: true,
+        gentle,
         byte_mode: false,
         mean_packet_bytes: 1500,
         adaptive: false,
@@ -306,7 +306,7 @@ pub fn fq_codel(limit_packets: u64, drop_batch: u32) -> QueueSpec {
 }
 
 /// FQ-PIE: FQ-CoDel's scheduler (1024 flow queues, quantum 1514) with PIE's parameters as
-/// [`pie`] on each flow queue, on a limit of `limit_packets` with a drop batch of `drop_batch`.
+/// [`pie`]'s on each flow queue, on a limit of `limit_packets` with a drop batch of `drop_batch`.
 pub fn fq_pie(limit_packets: u64, drop_batch: u32) -> QueueSpec {
     QueueSpec::FqPie {
         limit_packets: Some(limit_packets),

@@ -540,18 +540,26 @@ mod tests {
         assert!(error.contains("delivered_bytes"), "{error}");
     }
 
-    #[test]
-    fn a_series_table_of_uneven_flow_blocks_is_refused() {
+    /// A table whose flow 3 has samples at 10 and 20 ns and flow 5 one sample at `flow_5_at`.
+    fn two_flows_of_uneven_blocks(flow_5_at: u64) -> RecordBatch {
         let mut columns: Vec<(&str, ArrayRef)> = vec![
             ("flow", Arc::new(UInt32Array::from(vec![3, 3, 5]))),
-            ("time_ns", Arc::new(UInt64Array::from(vec![10, 20, 10]))),
+            ("time_ns", Arc::new(UInt64Array::from(vec![10, 20, flow_5_at]))),
         ];
         for name in SERIES_COLUMNS {
             columns.push((name, Arc::new(UInt64Array::from(vec![0, 1, 2]))));
         }
-        let uneven = RecordBatch::try_from_iter(columns).expect("a batch");
-        let error = SeriesColumns::read(&uneven).err().expect("refused");
-        assert!(error.contains("block"), "{error}");
+        RecordBatch::try_from_iter(columns).expect("a batch")
+    }
+
+    #[test]
+    fn a_flow_sampled_from_a_later_sample_on_is_read_and_one_whose_samples_stop_early_is_refused() {
+        // A flow's row begins at the last sample before it starts and runs to the end of the
+        // run, so its samples end those of the flow sampled longest; samples that stop before
+        // the end are not a series the engine writes.
+        assert!(SeriesColumns::read(&two_flows_of_uneven_blocks(20)).is_ok());
+        let error = SeriesColumns::read(&two_flows_of_uneven_blocks(10)).err().expect("refused");
+        assert!(error.contains("end those of the flow sampled longest"), "{error}");
     }
 
     #[test]

@@ -272,7 +272,6 @@ fn stream_seed(seed: u64, index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The channels a packet from `from` to `to` crosses (validated: a route exists).
 /// The run's sample (0: the one at `interval_ns`) each sampled flow's and channel's series begin
 /// at. A listed flow's at the last sample before its start, when its counters are all still zero
 /// (the increase over its first interval is measured from there), or the first; a channel's at the
@@ -310,6 +309,7 @@ fn first_samples(
     (flow_first, channel_first)
 }
 
+/// The channels a packet from `from` to `to` crosses (validated: a route exists).
 fn route(routes: &RoutingTable, channels: &[Channel], from: usize, to: usize) -> Vec<usize> {
     let mut path = Vec::new();
     let mut node = from as u32;

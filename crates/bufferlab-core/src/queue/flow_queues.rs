@@ -87,7 +87,6 @@ impl Slab {
 
     /// Slots ever used (for tests).
     #[cfg(test)]
-    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.slots.len()
     }
@@ -293,6 +292,12 @@ impl FlowList {
         self.write((position & self.mask) as usize, bytes);
     }
 
+    /// The queue listed at `position` lost a packet of `size` bytes.
+    #[inline]
+    fn remove(&mut self, position: u32, size: u64) {
+        self.set(position, self.get(position) - size);
+    }
+
     /// Write a place's count and keep its block's largest count and its multiplicity.
     #[inline]
     fn write(&mut self, at: usize, new: u64) {
@@ -401,7 +406,7 @@ impl HeadQueue for FlowView<'_> {
     fn pop_head(&mut self) -> Option<Packet> {
         let packet = self.ends.pop_front(self.slab)?;
         let size = packet.wire_bytes as u64;
-        self.list.set(self.position, self.list.get(self.position) - size);
+        self.list.remove(self.position, size);
         *self.total_packets -= 1;
         *self.total_bytes -= size;
         Some(packet)
@@ -518,11 +523,12 @@ impl<A: FlowAqm> FlowQueues<A> {
     #[inline]
     fn backlog(&self, i: usize) -> u64 {
         let q = &self.queues[i];
-        match q.list {
-            List::None => 0,
-            List::New => self.new_flows.get(q.position),
-            List::Old => self.old_flows.get(q.position),
-        }
+        let list = match q.list {
+            List::None => return 0,
+            List::New => &self.new_flows,
+            List::Old => &self.old_flows,
+        };
+        list.get(q.position)
     }
 
     /// Unlink the head packet of flow queue `i`, counted out of the backlog.
@@ -533,7 +539,7 @@ impl<A: FlowAqm> FlowQueues<A> {
         let size = packet.wire_bytes as u64;
         let (list, position) = (q.list, q.position);
         if let Some(list) = self.list_mut(list) {
-            list.set(position, list.get(position) - size);
+            list.remove(position, size);
         }
         self.packets -= 1;
         self.bytes -= size;

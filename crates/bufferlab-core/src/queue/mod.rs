@@ -73,7 +73,6 @@ impl Queue {
         }
     }
 
-    /// The sub-buffers of a split queue, if this is one.
     /// The discipline keeps state per flow that an enqueue reads ([`Queue::prefetch_for`]).
     pub fn keeps_state_per_flow(&self) -> bool {
         matches!(self, Queue::FqCodel(_) | Queue::FqPie(_))
@@ -90,6 +89,7 @@ impl Queue {
         }
     }
 
+    /// The sub-buffers of a split queue, if this is one.
     pub fn split(&self) -> Option<&SplitBuff> {
         match self {
             Queue::SplitBuff(q) => Some(q),

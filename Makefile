@@ -22,16 +22,21 @@ RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(shell find crates -name '*.r
 RANGES = $$($(BIN)/python -c 'import shlex, tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
 	print(" ".join(map(shlex.quote, p["dependencies"] + p["optional-dependencies"]["dev"])))')
 
-.PHONY: run test fuzz bench bench-ns3 lint docs lock setup clean
+.PHONY: run test test-slow fuzz bench bench-ns3 lint docs lock setup clean
 
 ## run: set up, then simulate the flagship example (the reference dumbbell)
 run: setup
 	$(BIN)/bufferlab run scenarios/dumbbell.toml
 
-## test: set up, then run the Rust and the Python test suites
+## test: set up, then run the Rust and the Python test suites (all but the minutes-long ones: make test-slow)
 test: setup
 	cargo test --release --workspace
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not very_slow"
+
+## test-slow: the suites of minutes that `make test` leaves out (marked very_slow): the wheel built,
+## installed into a fresh virtualenv without Rust, and its quickstart run
+test-slow: setup
+	$(BIN)/python -m pytest -m very_slow
 
 ## fuzz: the spec and command fuzzers with ten times the examples of `make test`, on fresh random seeds
 fuzz: setup

@@ -18,7 +18,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+# Minutes (a wheel, then a fresh virtualenv): `make test-slow` runs it, `make test` does not.
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.very_slow]
 
 # What a user's shell has, less any Rust toolchain: the system's directories only.
 SYSTEM_PATH = os.pathsep.join(d for d in ("/usr/local/bin", "/usr/bin", "/bin") if Path(d).is_dir())

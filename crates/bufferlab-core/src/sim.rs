@@ -643,7 +643,7 @@ impl Simulator {
             Event::WarmUpEnd => {
                 // The delay distributions count the packets from here on (`RecordSpec::warmup_ns`).
                 for c in &mut self.channels {
-                    c.restart_sojourns();
+                    c.restart_sojourns(self.now);
                 }
                 for f in &mut self.flows {
                     f.receiver.restart_delays();
@@ -865,7 +865,8 @@ impl Simulator {
             if !ts.channel_row_holds_sample(row) {
                 continue; // no listed flow that crosses it starts before the next sample
             }
-            let c = &self.channels[ts.channels[row]];
+            let c = &mut self.channels[ts.channels[row]];
+            c.start_due(self.now);
             let [aqm_probability, aqm_signal, aqm_state, aqm_count] = ChannelSample::aqm(c.queue().aqm_state());
             ts.push_channel(
                 row,

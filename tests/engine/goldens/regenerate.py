@@ -2,10 +2,15 @@
 transports, every queue kind and every traffic generator, and the content hash of each one's
 result. An optimisation of the engine must leave every hash unchanged (tests/engine/test_goldens.py).
 
-    python tests/engine/goldens/regenerate.py          # rewrite tests/engine/goldens/hashes.json
+    python tests/engine/goldens/regenerate.py --why "..."   # rewrite hashes.json and aggregates.json
 
-Regenerate only when results are meant to change (a model fix, a new default): say why in the
-commit. The hash covers what the engine computed (every counter of every flow and channel, every
+Regenerate only when results are meant to change (a model fix, a new default, or an optimisation
+that changes only the order of events at one instant): say why, here and in the commit. Beside
+the hashes, aggregates.json keeps each golden's goodput, drops and RTOs. A regeneration compares
+the new aggregates of every golden whose hash changed with the checked-in ones, and with the spread
+that start-time jitter alone gives (the same golden with its flows or generators started at
+`JITTER_RUNS` draws of up to `JITTER_NS` later): a move outside that spread refuses the
+regeneration, writing nothing. The summary of the last regeneration is changes.json. The hash covers what the engine computed (every counter of every flow and channel, every
 time series and capture column), not how much work it took: the event count, the engine version
 and wall times are left out, so that a faster scheduler keeps its goldens. It is taken over the
 result's canonical form (`canonical_form`), the arrangement results had when the hashes were
@@ -23,6 +28,12 @@ from pathlib import Path
 from typing import Any
 
 HASHES = Path(__file__).resolve().parent / "hashes.json"
+AGGREGATES = Path(__file__).resolve().parent / "aggregates.json"
+CHANGES = Path(__file__).resolve().parent / "changes.json"
+# Start-time jitter: each jittered run starts every flow (a dumbbell's) or generator (a tree's) at
+# its own uniform draw in [0, JITTER_NS).
+JITTER_RUNS = 8
+JITTER_NS = 1_000_000
 
 
 def _dumbbell(name: str, *, flows: int = 4, cca: str = "newreno", queue: Any = "60p", seconds: int = 3,
@@ -80,6 +91,12 @@ GOLDENS: dict[str, dict[str, Any]] = {
     "fq_codel": _dumbbell("fq_codel", flows=6, queue={"kind": "fq_codel", "limit": "100p", "flows": 4}, seconds=5),
     "dualpi2": _dumbbell("dualpi2", flows=4, cca="reno", queue={"kind": "dualpi2", "limit": "200p"}, seconds=5,
                          flows_=[{"tcp": {"ecn": "l4s"}}, {"tcp": {"ecn": "l4s"}}, {}, {"tcp": {"ecn": "classic"}}]),
+    # Where the order of events at one instant shows: a buffer of two packets, where a packet
+    # that starts as another arrives decides whether the arrival is dropped, and greedy flows of
+    # unequal RTTs through a FIFO, whose arrivals meet departures at the same picosecond.
+    "tiny_fifo": _dumbbell("tiny_fifo", flows=5, queue="2p", seconds=5),
+    "greedy_rtt_mix": _dumbbell("greedy_rtt_mix", flows=8, seconds=5,
+                                topology={"rtt": {"dist": "uniform", "low": "40ms", "high": "120ms"}}),
     "bytes_queue_gilbert": _dumbbell("bytes_queue_gilbert", queue="90kB",
                                      topology={"loss_model": {"kind": "gilbert_elliott", "p": 0.001, "r": 0.3,
                                                               "loss_good": 0.0, "loss_bad": 0.5}}),
@@ -232,24 +249,99 @@ def content_hash(result: Any) -> str:
     return digest.hexdigest()
 
 
-def golden_hash(name: str) -> str:
-    """Plan and simulate golden `name`; the content hash of its result."""
+def simulated(scenario: Mapping[str, Any]) -> Any:
+    """Plan and simulate a scenario given as a mapping; the engine's result."""
     from bufferlab.pipeline.plan import plan
     from bufferlab.pipeline.simulate import simulate
     from bufferlab.spec import Scenario
 
-    return content_hash(simulate(plan(Scenario.from_dict(GOLDENS[name]))).result)
+    return simulate(plan(Scenario.from_dict(dict(scenario)))).result
 
 
-def main() -> int:
-    hashes = {}
+def golden_hash(name: str) -> str:
+    """Plan and simulate golden `name`; the content hash of its result."""
+    return content_hash(simulated(GOLDENS[name]))
+
+
+def aggregates(result: Any) -> dict[str, int]:
+    """What a change of a golden is summarised by: bytes delivered to every receiver, packets
+    dropped on every channel (by a full queue, an AQM or a lossy link), and RTOs of every flow."""
+    channels = result.channels
+    drops = sum(int(channels[c].sum()) for c in ("dropped_queue_packets", "dropped_aqm_packets",
+                                                  "dropped_loss_packets"))
+    return {"goodput_bytes": int(result.flows["bytes_delivered"].sum()), "drops": drops,
+            "rtos": int(result.flows["rtos"].sum())}
+
+
+def jittered(name: str, run: int) -> dict[str, Any]:
+    """Golden `name` with start-time jitter alone: its seed, links and traffic kept, each flow
+    (a dumbbell's, listed or counted) or each generator (a tree's) started at its own draw in
+    [0, JITTER_NS) from a generator seeded with `run`."""
+    import copy
+
+    import numpy as np
+
+    scenario = copy.deepcopy(GOLDENS[name])
+    rng = np.random.default_rng(run)
+
+    def start() -> str:
+        return f"{int(rng.integers(0, JITTER_NS))}ns"
+
+    if scenario.get("generators"):
+        for generator in scenario["generators"]:
+            generator["start"] = start()
+    else:
+        listed = scenario.get("flows") or [{} for _ in range(scenario["topology"]["flows"])]
+        scenario["flows"] = [{**flow, "start": start()} for flow in listed]
+    return scenario
+
+
+def summarise(name: str, before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, Any]:
+    """A changed golden's aggregates before and after, with the range of each over the
+    jittered runs and the unjittered one after the change; `within` when every move is no
+    larger than that range."""
+    runs = [after] + [aggregates(simulated(jittered(name, k))) for k in range(1, JITTER_RUNS + 1)]
+    summary: dict[str, Any] = {}
+    for key in after:
+        values = [r[key] for r in runs]
+        spread = max(values) - min(values)
+        summary[key] = {"before": before[key], "after": after[key], "jitter_min": min(values),
+                        "jitter_max": max(values), "within": abs(after[key] - before[key]) <= spread}
+    return summary
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--why", required=True, help="why results change (kept in changes.json)")
+    args = parser.parse_args(argv)
+    checked_in = json.loads(HASHES.read_text()) if HASHES.exists() else {}
+    recorded = json.loads(AGGREGATES.read_text()) if AGGREGATES.exists() else {}
+    hashes, totals, changes = {}, {}, {}
     for name in GOLDENS:
-        hashes[name] = golden_hash(name)
-        print(f"{name:<24} {hashes[name][:16]}", flush=True)
+        result = simulated(GOLDENS[name])
+        hashes[name], totals[name] = content_hash(result), aggregates(result)
+        line = f"{name:<24} {hashes[name][:16]}"
+        if name in recorded and hashes[name] != checked_in.get(name):
+            changes[name] = summarise(name, recorded[name], totals[name])
+            line += "  changed: " + ", ".join(
+                f"{key} {c['before']} -> {c['after']} (jitter {c['jitter_min']}..{c['jitter_max']})"
+                + ("" if c["within"] else " OUTSIDE") for key, c in changes[name].items())
+        print(line, flush=True)
+    outside = [name for name, change in changes.items() if not all(c["within"] for c in change.values())]
+    if outside:
+        print(f"refused: {', '.join(outside)} moved beyond the spread of start-time jitter; nothing written",
+              file=sys.stderr)
+        return 1
     HASHES.write_text(json.dumps(hashes, indent=2) + "\n")
-    print(f"{len(hashes)} goldens -> {HASHES}")
+    AGGREGATES.write_text(json.dumps(totals, indent=2) + "\n")
+    if changes:
+        CHANGES.write_text(json.dumps({"why": args.why, "jitter_runs": JITTER_RUNS, "jitter_ns": JITTER_NS,
+                                       "changed": changes}, indent=2) + "\n")
+    print(f"{len(hashes)} goldens, {len(changes)} changed -> {HASHES.parent}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

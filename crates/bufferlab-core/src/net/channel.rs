@@ -7,11 +7,17 @@
 //! needs an event only when packets wait in its queue. The packets on the wire wait in the
 //! simulator's shared [`PacketPool`], which also threads each channel's [`Pipe`] through them.
 //!
+//! A drop-tail FIFO in front of a link that neither loses nor captures needs no transmitter
+//! events at all: each packet's start is fixed as it joins the queue, and it joins the pipe at
+//! once, behind the packets on the wire (see [`crate::net::departures`]). Its pipe then holds the
+//! packets on the wire followed by those still queued.
+//!
 //! A large run has tens of thousands of channels, far more than the caches hold, and each packet
 //! visits its channel a few times (offer, transmit, arrive). The fields those visits touch come
 //! first in the struct, on as few cache lines as possible; what only the end of the run or a
 //! rare event reads (names, drop counts, loss processes, captures) comes after.
 
+use crate::net::departures::{Departure, Departures};
 use crate::net::packet::{Ecn, Packet};
 use crate::net::pool::{Arrival, PacketPool, Pipe};
 use crate::net::routing::RoutingTable;
@@ -128,6 +134,10 @@ pub struct Channel {
     transmit_needs_cold: bool,
     /// The queue keeps state per flow that an arrival's enqueue reads ([`Queue::prefetch_for`]).
     queue_per_flow: bool,
+    /// The queue is a drop-tail FIFO and the link neither loses nor captures: each packet's
+    /// departure is fixed as it joins ([`ChannelCold::departures`]), and the transmitter has no
+    /// wakeups. Its `passes_through` then says that no departure waits.
+    departs_at_enqueue: bool,
     counters: PacketCounters,
     cold: Box<ChannelCold>,
     /// The serialisation time of a packet of `last_bytes`. Almost every packet a channel carries
@@ -147,6 +157,9 @@ struct ChannelCold {
     bleach_ecn: bool,
     rng: Xoshiro256PlusPlus,
     queue: Queue,
+    /// The packets waiting for their fixed departures (`Channel::departs_at_enqueue`; the FIFO
+    /// in `queue` then holds none and gives only its limits).
+    departures: Departures,
     queue_changed_at: SimTime,
     /// Integrals of the queue length over time, in packet·ps and byte·ps.
     queue_packet_ps: u128,
@@ -175,6 +188,7 @@ impl Channel {
         let loss_threshold = threshold(loss);
         let passes_through = queue.passes_through_when_idle();
         let queue_per_flow = queue.keeps_state_per_flow();
+        let departs_at_enqueue = matches!(queue, Queue::Fifo(_)) && loss_threshold == 0;
         let record = ChannelRecord { from: from as usize, to: to as usize, ..ChannelRecord::default() };
         Channel {
             busy_until: SimTime::ZERO,
@@ -188,6 +202,7 @@ impl Channel {
             passes_through,
             transmit_needs_cold: loss_threshold > 0,
             queue_per_flow,
+            departs_at_enqueue,
             counters: PacketCounters::default(),
             cold: Box::new(ChannelCold {
                 loss_threshold,
@@ -195,6 +210,7 @@ impl Channel {
                 bleach_ecn: false,
                 rng: Xoshiro256PlusPlus::seed_from_u64(seed),
                 queue,
+                departures: Departures::default(),
                 queue_changed_at: SimTime::ZERO,
                 queue_packet_ps: 0,
                 queue_byte_ps: 0,
@@ -221,12 +237,14 @@ impl Channel {
             },
         });
         self.transmit_needs_cold = true;
+        self.departs_at_enqueue = false;
     }
 
     /// Clear the ECN field of every packet as it starts transmission (to Not-ECT).
     pub fn set_ecn_bleach(&mut self) {
         self.cold.bleach_ecn = true;
         self.transmit_needs_cold = true;
+        self.departs_at_enqueue = false;
     }
 
     /// Keep a copy of each packet as it starts transmission (see [`Channel::last_started`]).
@@ -234,6 +252,7 @@ impl Channel {
         self.cold.keep_last_started = true;
         self.cold.last_started.reserve_exact(1);
         self.transmit_needs_cold = true;
+        self.departs_at_enqueue = false;
     }
 
     /// The record the run's result will hold (its descriptive fields are filled in by the
@@ -295,17 +314,46 @@ impl Channel {
         self.cold.record.dropped_aqm_packets
     }
 
+    /// Packets queued: as of the last [`Channel::start_due`] where departures are fixed at enqueue.
     pub fn queue_packets(&self) -> u64 {
-        self.cold.queue.len_packets()
+        self.cold.queued_packets()
     }
 
     pub fn queue_bytes(&self) -> u64 {
-        self.cold.queue.len_bytes()
+        self.cold.queued_bytes()
     }
 
-    /// Start the sojourn distribution afresh (at the end of the warm-up): the packets sent so far
-    /// are left out of it.
-    pub fn restart_sojourns(&mut self) {
+    /// Bring the queue and the counters up to `now` where departures are fixed at enqueue: the
+    /// packets whose transmission has started by `now` leave the queue and are counted as sent,
+    /// each at its own start time (the queue-length integral's steps). Called before anything
+    /// reads them (an offer, a sample, the warm-up's end, the run's end). At an instant where a
+    /// packet starts and another arrives, the start comes first.
+    #[inline]
+    pub fn start_due(&mut self, now: SimTime) {
+        if !self.departs_at_enqueue || self.passes_through {
+            return; // no departures fixed at enqueue, or none waits
+        }
+        let cold = &mut *self.cold;
+        while let Some(start) = cold.departures.next_start().filter(|&start| start <= now) {
+            cold.integrate_queue(start);
+            let Some(departure) = cold.departures.pop() else { break };
+            let sojourn_ns = departure.sojourn_ns();
+            let c = &mut self.counters;
+            c.sent_packets += 1;
+            c.sent_bytes += departure.bytes as u64;
+            c.busy_ns += departure.serialisation.as_ns();
+            c.sojourn_sum_ns += sojourn_ns;
+            if sojourn_ns != 0 {
+                cold.record_sojourn(sojourn_ns);
+            }
+        }
+        self.passes_through = cold.departures.is_empty();
+    }
+
+    /// Start the sojourn distribution afresh (at the end of the warm-up, `now`): the packets sent
+    /// so far are left out of it.
+    pub fn restart_sojourns(&mut self, now: SimTime) {
+        self.start_due(now);
         self.cold.sojourns = None;
         self.cold.sent_before_sojourns = self.counters.sent_packets;
     }
@@ -335,6 +383,14 @@ impl Channel {
             let head_arrival = self.transmit(slot, 0, now, pool, routes);
             return Some(Schedule { started: true, head_arrival, wakeup: None });
         }
+        if self.departs_at_enqueue {
+            let Some(start) = self.departure_for(packet.wire_bytes, now) else {
+                pool.release_sack(packet);
+                return None;
+            };
+            let slot = pool.store(&Packet { enqueued_at: now, ..*packet });
+            return Some(self.depart(slot, start, now, pool, routes));
+        }
         self.enqueue(Packet { enqueued_at: now, ..*packet }, now, pool, routes)
     }
 
@@ -355,6 +411,14 @@ impl Channel {
             let head_arrival = self.transmit(slot, 0, now, pool, routes);
             return Some(Schedule { started: true, head_arrival, wakeup: None });
         }
+        if self.departs_at_enqueue {
+            let Some(start) = self.departure_for(pool.packet(slot).wire_bytes, now) else {
+                pool.retire(slot);
+                return None;
+            };
+            pool.packet_mut(slot).enqueued_at = now;
+            return Some(self.depart(slot, start, now, pool, routes));
+        }
         // Stamped as it is copied out of its slot, which is vacated.
         let packet = Packet { enqueued_at: now, ..*pool.packet(slot) };
         pool.vacate(slot);
@@ -372,6 +436,54 @@ impl Channel {
     #[inline]
     fn takes_at_once(&self, now: SimTime) -> bool {
         !self.wakeup_pending && now >= self.busy_until && self.passes_through
+    }
+
+    /// Where departures are fixed at enqueue: when a packet of `wire_bytes` offered `now` (and
+    /// not taken at once) starts transmission, or `None` if the FIFO's limits refuse it (counted).
+    #[inline]
+    fn departure_for(&mut self, wire_bytes: u32, now: SimTime) -> Option<SimTime> {
+        self.start_due(now);
+        let cold = &mut *self.cold;
+        if self.passes_through && now >= self.busy_until {
+            return Some(now); // idle once the due starts are counted
+        }
+        let Queue::Fifo(fifo) = &cold.queue else { unreachable!("departures are fixed at enqueue for a FIFO only") };
+        if !fifo.admits(cold.departures.len_packets(), cold.departures.len_bytes(), wire_bytes) {
+            count_drop(&mut cold.record, DropReason::QueueFull, wire_bytes as u64);
+            return None;
+        }
+        // Back to back behind the packet ahead (`busy_until` is the end of the last one fixed).
+        Some(self.busy_until.max(now))
+    }
+
+    /// Send the packet in pool slot `slot` (in no pipe, stamped with `now`) at `start`, fixed by
+    /// [`Channel::departure_for`]: at once, or into the queue of departures and onto the pipe
+    /// behind the packets ahead of it.
+    #[inline]
+    fn depart(
+        &mut self,
+        slot: u32,
+        start: SimTime,
+        now: SimTime,
+        pool: &mut PacketPool,
+        routes: &RoutingTable,
+    ) -> Schedule {
+        if start == now {
+            let head_arrival = self.transmit(slot, 0, now, pool, routes);
+            return Schedule { started: true, head_arrival, wakeup: None };
+        }
+        let bytes = pool.packet(slot).wire_bytes;
+        let serialisation = self.transmission_time(bytes);
+        self.busy_until = start + serialisation;
+        let cold = &mut *self.cold;
+        cold.integrate_queue(now);
+        cold.departures.push(Departure { start, enqueued_at: now, serialisation, bytes });
+        cold.record.max_queue_packets = cold.record.max_queue_packets.max(cold.departures.len_packets());
+        cold.record.max_queue_bytes = cold.record.max_queue_bytes.max(cold.departures.len_bytes());
+        self.passes_through = false;
+        let then = routes.hop(self.to, pool.packet(slot));
+        let head_arrival = pool.link_back(&mut self.pipe, slot, self.busy_until + self.delay, then);
+        Schedule { started: false, head_arrival, wakeup: None }
     }
 
     /// An offered packet that does not go straight onto the wire, stamped with the time it
@@ -532,9 +644,11 @@ impl Channel {
     /// Fill in the end-of-run state that conservation accounts for; a packet unaccounted for is
     /// an engine bug, reported as an error (never a panic across the Python binding).
     pub fn finish(&mut self, now: SimTime, pool: &PacketPool) -> Result<(), String> {
+        self.start_due(now);
         let cold = &mut *self.cold;
         cold.integrate_queue(now);
         let c = self.counters;
+        let (queued_packets, queued_bytes) = (cold.queued_packets(), cold.queued_bytes());
         let r = &mut cold.record;
         (r.offered_packets, r.offered_bytes, r.sent_packets, r.sent_bytes) =
             (c.offered_packets, c.offered_bytes, c.sent_packets, c.sent_bytes);
@@ -555,17 +669,22 @@ impl Channel {
         // RFC 3168 §5: the packets the AQM marked CE instead of dropping (counted where marked).
         let marks = cold.queue.ce_marks();
         (r.ce_marked_packets, r.ce_marked_bytes) = (marks.packets, marks.bytes);
-        r.queued_end_packets = cold.queue.len_packets();
-        r.queued_end_bytes = cold.queue.len_bytes();
+        (r.queued_end_packets, r.queued_end_bytes) = (queued_packets, queued_bytes);
         r.classes = cold.queue.class_records();
-        // The packet started last is still being serialised if the transmitter is busy; it is the
-        // newest in the pipe unless the link lost it.
-        let serialising = if self.busy_until > now && !cold.last_lost { pool.iter(&self.pipe).last() } else { None };
+        // The pipe holds the packets on the wire and, behind them, those whose fixed departures
+        // are still ahead (none unless departures are fixed at enqueue).
+        let waiting = cold.departures.len_packets() as usize;
+        let on_wire_packets = pool.iter(&self.pipe).count() - waiting;
+        let wire = || pool.iter(&self.pipe).take(on_wire_packets);
+        // The packet started last is still being serialised if the transmitter is busy (a
+        // departure still ahead starts when it ends); it is the newest on the wire unless the
+        // link lost it.
+        let busy = waiting > 0 || self.busy_until > now;
+        let serialising = if busy && !cold.last_lost { wire().last() } else { None };
         r.transmitting_end_packets = serialising.is_some() as u64;
         r.transmitting_end_bytes = serialising.map_or(0, |p| p.wire_bytes as u64);
-        let on_wire: u64 = pool.iter(&self.pipe).map(|p| p.wire_bytes as u64).sum();
-        let in_pipe = pool.iter(&self.pipe).count() as u64;
-        r.propagating_end_packets = in_pipe - r.transmitting_end_packets;
+        let on_wire: u64 = wire().map(|p| p.wire_bytes as u64).sum();
+        r.propagating_end_packets = on_wire_packets as u64 - r.transmitting_end_packets;
         r.propagating_end_bytes = on_wire - r.transmitting_end_bytes;
         // Conservation is checked on every run: a violation is an engine bug, never a result.
         match r.unaccounted() {
@@ -598,6 +717,17 @@ impl ChannelCold {
         self.sojourns = Some(histogram);
     }
 
+    /// Packets queued: in the queue, or waiting for their fixed departures (one of the two is empty).
+    #[inline]
+    fn queued_packets(&self) -> u64 {
+        self.queue.len_packets() + self.departures.len_packets()
+    }
+
+    #[inline]
+    fn queued_bytes(&self) -> u64 {
+        self.queue.len_bytes() + self.departures.len_bytes()
+    }
+
     /// Accumulate the queue-length integral up to `now` (call before every change of length).
     #[inline]
     fn integrate_queue(&mut self, now: SimTime) {
@@ -605,8 +735,8 @@ impl ChannelCold {
             return;
         }
         let dt = (now - self.queue_changed_at).0 as u128;
-        self.queue_packet_ps += self.queue.len_packets() as u128 * dt;
-        self.queue_byte_ps += self.queue.len_bytes() as u128 * dt;
+        self.queue_packet_ps += self.queued_packets() as u128 * dt;
+        self.queue_byte_ps += self.queued_bytes() as u128 * dt;
         self.queue_changed_at = now;
     }
 
@@ -691,6 +821,100 @@ mod tests {
         ch.offer(&p, SimTime::ZERO, &mut pool, &routes);
         assert_eq!((ch.drops(), pool.sacks_held()), (1, 0));
         assert_eq!(pool.ack_frame(&p).blocks, &[block], "a capture of the lost ACK still reads its blocks");
+    }
+
+    fn one_hop() -> RoutingTable {
+        RoutingTable::build(2, &[crate::net::routing::Edge { from: 0, to: 1, cost: 1 }], &[1])
+    }
+
+    fn fifo_channel(limit: u64, rate: BitRate, delay: SimTime) -> Channel {
+        let fifo = Queue::from_spec(&crate::spec::QueueSpec::fifo_packets(limit), Some(rate), 0);
+        Channel::new(0, 1, Some(rate), delay, 0.0, fifo, 1)
+    }
+
+    #[test]
+    fn an_arrival_at_the_instant_a_queued_packet_starts_finds_it_gone() {
+        // A FIFO of one packet: p1 on the wire, p2 queued behind it. At the instant p2 starts,
+        // p3 arrives: the start comes first (net::departures), so p3 finds room and queues.
+        let rate = BitRate(12_000_000); // 1 ms per 1500-byte packet
+        let mut ch = fifo_channel(1, rate, SimTime::from_us(10));
+        assert!(ch.departs_at_enqueue);
+        let (routes, mut pool) = (one_hop(), PacketPool::new());
+        let packet = |seq| Packet::segment(0, 1, 0, seq, 1448, 1500, SimTime::ZERO);
+        let first = ch.offer(&packet(1), SimTime::ZERO, &mut pool, &routes).unwrap();
+        assert!(first.started && first.head_arrival.is_some());
+        let queued = ch.offer(&packet(2), SimTime::ZERO, &mut pool, &routes).unwrap();
+        assert_eq!(queued, Schedule::default(), "queued: no wakeup, and p1 is the pipe's head");
+        assert!(ch.offer(&packet(9), SimTime::from_us(999), &mut pool, &routes).is_none(), "full a picosecond before");
+        let at_start = SimTime::from_ms(1);
+        assert!(ch.offer(&packet(3), at_start, &mut pool, &routes).is_some(), "admitted at the instant p2 starts");
+        assert_eq!((ch.sent_packets(), ch.queue_packets(), ch.drops()), (2, 1, 1));
+        // p3 starts at 2 ms, after a sojourn of 1 ms; p2 waited 1 ms.
+        ch.finish(SimTime::from_ms(3), &pool).unwrap();
+        let record = ch.into_record();
+        assert_eq!((record.sent_packets, record.sojourn_sum_ns), (3, 2_000_000));
+    }
+
+    #[test]
+    fn departures_fixed_at_enqueue_give_what_a_transmitter_woken_at_every_start_gives() {
+        // The same offers, at random picoseconds (no instant shared with a start), to a FIFO whose
+        // departures are fixed at enqueue and to one served by wakeups (a capture keeps it off
+        // the fixed path): every counter, integral and sojourn of their records agree.
+        let rate = BitRate(10_000_019);
+        let (routes, mut rng) = (one_hop(), Xoshiro256PlusPlus::seed_from_u64(5));
+        let mut fixed = fifo_channel(8, rate, SimTime::from_us(250));
+        let mut woken = fifo_channel(8, rate, SimTime::from_us(250));
+        woken.keep_last_started();
+        assert!(fixed.departs_at_enqueue && !woken.departs_at_enqueue);
+        let mut pools = [PacketPool::new(), PacketPool::new()];
+        // Per channel: its pipe head's arrival and its pending wakeup.
+        let mut arrivals: [Option<Arrival>; 2] = [None, None];
+        let mut wakeup: Option<SimTime> = None;
+        let mut now = SimTime::ZERO;
+        for seq in 0..20_000u64 {
+            now += SimTime(rng.next_u64() % 1_800_000_000); // a mean gap of 0.9 ms: a load of one
+            let bytes = if rng.next_u64() % 4 == 0 { 52 } else { 1500 };
+            let packet = Packet::segment(0, 1, 0, seq, bytes - 52, bytes, now);
+            // What falls due before `now`, in time order: the woken channel's wakeups and both pipes' arrivals.
+            loop {
+                let due_arrival = (0..2).filter_map(|i| arrivals[i].map(|a| (a.at, i))).min();
+                let next_wakeup = wakeup.filter(|&t| t < now);
+                match (due_arrival.filter(|&(t, _)| t < now), next_wakeup) {
+                    (Some((t, i)), w) if w.is_none_or(|w| t <= w) => {
+                        let channel = if i == 0 { &mut fixed } else { &mut woken };
+                        let slot = arrivals[i].unwrap().slot;
+                        arrivals[i] = channel.arrive(slot, &mut pools[i]);
+                        pools[i].retire(slot);
+                    }
+                    (_, Some(t)) => {
+                        let schedule = woken.wake(t, &mut pools[1], &routes);
+                        wakeup = schedule.wakeup;
+                        arrivals[1] = arrivals[1].or(schedule.head_arrival);
+                    }
+                    _ => break,
+                }
+            }
+            if let Some(schedule) = fixed.offer(&packet, now, &mut pools[0], &routes) {
+                assert_eq!(schedule.wakeup, None, "departures fixed at enqueue need no wakeup");
+                arrivals[0] = arrivals[0].or(schedule.head_arrival);
+            }
+            if let Some(schedule) = woken.offer(&packet, now, &mut pools[1], &routes) {
+                wakeup = wakeup.or(schedule.wakeup);
+                arrivals[1] = arrivals[1].or(schedule.head_arrival);
+            }
+        }
+        assert!(fixed.drops() > 100 && fixed.cold.record.max_queue_packets == 8, "the FIFO filled and dropped");
+        // The end falls between events: the woken channel is woken up to it first.
+        let end = now + SimTime(1);
+        while let Some(t) = wakeup.filter(|&t| t < end) {
+            let schedule = woken.wake(t, &mut pools[1], &routes);
+            wakeup = schedule.wakeup;
+        }
+        fixed.finish(end, &pools[0]).unwrap();
+        woken.finish(end, &pools[1]).unwrap();
+        let (a, b) = (fixed.into_record(), woken.into_record());
+        assert!(a.queued_end_packets + a.transmitting_end_packets + a.propagating_end_packets > 0);
+        assert_eq!(a, b);
     }
 
     fn chain(p: f64, r: f64, loss_good: f64, loss_bad: f64) -> GilbertElliott {

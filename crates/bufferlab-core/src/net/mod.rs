@@ -1,6 +1,7 @@
 //! The network: packets, link directions (channels) and routing.
 
 pub mod channel;
+pub mod departures;
 pub mod packet;
 pub mod pool;
 pub mod routing;

@@ -37,8 +37,16 @@ impl DropTailFifo {
     /// Whether a packet of `wire_bytes` would be admitted now.
     #[inline]
     pub fn fits(&self, wire_bytes: u32) -> bool {
+        self.admits(self.packets.len() as u64, self.bytes, wire_bytes)
+    }
+
+    /// Whether the FIFO's limits admit a packet of `wire_bytes` behind `packets` packets of
+    /// `bytes` in all: the drop-tail rule, also for a FIFO whose packets wait elsewhere (a
+    /// channel's departures fixed at enqueue, `net::departures`).
+    #[inline]
+    pub fn admits(&self, packets: u64, bytes: u64, wire_bytes: u32) -> bool {
         // A byte-limited queue admits a packet only if it fits whole (bfifo semantics).
-        (self.packets.len() as u64) < self.limit_packets && self.bytes + wire_bytes as u64 <= self.limit_bytes
+        packets < self.limit_packets && bytes + wire_bytes as u64 <= self.limit_bytes
     }
 }
 

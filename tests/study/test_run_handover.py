@@ -6,6 +6,7 @@ cannot be written there comes through the pool's pipe, and is stored the same.""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,14 @@ import pytest
 
 from bufferlab.pipeline.plan import plan
 from bufferlab.study.execute import run_sweep
-from bufferlab.study.executors import LocalPoolExecutor, SerialExecutor, _spooled_task
+from bufferlab.study.executors import (
+    LocalPoolExecutor,
+    RunSpool,
+    SerialExecutor,
+    _alive,
+    _spooled_task,
+    remove_abandoned_spools,
+)
 from bufferlab.study.sweep import Sweep
 
 from conftest import REPO
@@ -95,3 +103,31 @@ def test_the_workers_of_a_sweep_killed_outright_remove_its_spool(tmp_path: Path)
     while spool.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not spool.exists(), "the spool outlived its killed sweep"
+
+
+def test_a_new_spool_removes_those_whose_sweep_is_gone_and_keeps_the_living(tmp_path: Path) -> None:
+    # What a SIGKILL to a sweep's whole process group leaves: a spool named after a process that no
+    # longer exists, still holding a run.
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    dead_pid = int(gone.stdout)
+    assert not _alive(dead_pid)
+    abandoned = tmp_path / f"{RunSpool.PREFIX}{dead_pid}-x1"
+    living = tmp_path / f"{RunSpool.PREFIX}{os.getpid()}-x2"
+    unrelated = tmp_path / "bufferlab-runs-notapid-x3"
+    for d in (abandoned, living, unrelated):
+        d.mkdir()
+        (d / "1.run").write_bytes(b"run")
+    assert remove_abandoned_spools(str(tmp_path)) == [str(abandoned)]
+    assert not abandoned.exists() and living.is_dir() and unrelated.is_dir()
+    # A new spool does the same where it is made (/dev/shm).
+    first = RunSpool()
+    left = Path(first.path).parent / f"{RunSpool.PREFIX}{dead_pid}-left-by-a-killed-sweep"
+    left.mkdir()
+    second = RunSpool()
+    try:
+        assert not left.exists() and Path(first.path).is_dir()
+    finally:
+        first.remove()
+        second.remove()
+        shutil.rmtree(left, ignore_errors=True)

@@ -117,12 +117,17 @@ class RunSpool:
     costs ~16 and ~5 ms. A run that cannot be written there (a full tmpfs: a container's
     /dev/shm may hold 64 MB) goes through the pipe after all. The directory goes with the
     executor (`close`, or when it is collected), and with its workers if the sweep's process is
-    killed outright (`end_with_parent`)."""
+    killed outright (`end_with_parent`). A directory left when nothing of its sweep survived (a
+    SIGKILL to the whole process group) holds memory until the next spool is made, which
+    removes it (`remove_abandoned_spools`)."""
+
+    PREFIX = "bufferlab-runs-"
 
     def __init__(self) -> None:
         shm = "/dev/shm"
-        where = shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
-        self.path = tempfile.mkdtemp(prefix=f"bufferlab-runs-{os.getpid()}-", dir=where)
+        where = shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else tempfile.gettempdir()
+        remove_abandoned_spools(where)
+        self.path = tempfile.mkdtemp(prefix=f"{self.PREFIX}{os.getpid()}-", dir=where)
         self._remove = weakref.finalize(self, shutil.rmtree, self.path, True)
 
     def take(self, key: int, file: str) -> Outcome:
@@ -140,6 +145,32 @@ class RunSpool:
 
     def remove(self) -> None:
         self._remove()
+
+
+def remove_abandoned_spools(where: str) -> list[str]:
+    """Remove the spools in `where` whose sweep's process is gone (its name carries the process
+    id); returns their paths. A spool whose process is alive, or that belongs to another user,
+    is left alone."""
+    removed = []
+    with contextlib.suppress(OSError), os.scandir(where) as entries:
+        for entry in entries:
+            owner = entry.name.removeprefix(RunSpool.PREFIX).partition("-")[0]
+            if entry.name.startswith(RunSpool.PREFIX) and owner.isdigit() and not _alive(int(owner)) \
+                    and entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid():
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(entry.path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` exists (one of another user's counts: it cannot be signalled)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _spooled_task(key: int, plan: Plan, spool: str) -> tuple[int, str | DerivedRun | None, str | None]:

@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -447,6 +448,17 @@ main(int argc, char* argv[])
     {
         goodput += (i ? "," : "") + std::to_string(sinkApps[i]->GetTotalRx());
     }
+    // Each sender's window and slow-start threshold at the end, in segments (the threshold as
+    // -1 while it is still the initial "infinite" one): where the flows stand after a transient.
+    std::string finalCwnd;
+    std::string finalSsthresh;
+    for (std::size_t i = 0; i < g_senders.size(); ++i)
+    {
+        const Sender& s = g_senders[i];
+        finalCwnd += (i ? "," : "") + std::to_string(s.cwnd / segmentSize);
+        bool initial = s.ssthresh == 0 || s.ssthresh == std::numeric_limits<uint32_t>::max();
+        finalSsthresh += (i ? "," : "") + (initial ? std::string("-1") : std::to_string(s.ssthresh / segmentSize));
+    }
     auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
     const RecoveryEntries& r = g_recoveryEntries;
     double perEntry = r.count ? 1.0 / (static_cast<double>(r.count) * segmentSize) : 0.0;
@@ -457,6 +469,7 @@ main(int argc, char* argv[])
                 "\"loss_episodes\": %llu, \"fast_recoveries\": %llu, "
                 "\"recovery_entry_segments\": {\"flight\": %.3f, \"pipe\": %.3f, "
                 "\"cwnd\": %.3f, \"ssthresh\": %.3f}, "
+                "\"final_cwnd_segments\": [%s], \"final_ssthresh_segments\": [%s], "
                 "\"build_wall_s\": %.6f, \"run_wall_s\": %.6f}\n",
                 "3.44",
                 duration,
@@ -475,6 +488,8 @@ main(int argc, char* argv[])
                 r.pipe * perEntry,
                 r.cwnd * perEntry,
                 r.ssthresh * perEntry,
+                finalCwnd.c_str(),
+                finalSsthresh.c_str(),
                 seconds(wallStart, runStart),
                 seconds(runStart, runEnd));
     Simulator::Destroy();

@@ -1134,4 +1134,28 @@ mod tests {
         s.on_packet(SimTime::from_ms(140), &ece(beyond), &[], &mut out);
         assert_eq!(s.core.record.ecn_responses, 2);
     }
+
+    #[test]
+    fn an_ecn_echo_for_data_sent_before_a_timeout_does_not_reduce_the_window_again() {
+        // RFC 3168 §6.1.2: one reduction per window of data. The timeout has already reduced for
+        // the window it ends (ssthresh from the flight, cwnd one segment); the receiver goes on
+        // echoing CE marks of that window until it sees CWR, and those echoes must not reduce
+        // again from the one or two segments in flight after the timeout (ssthresh would fall to
+        // 2 SMSS, and the flow regrow from there by congestion avoidance).
+        let (mut s, _, _) = ecn_sender(flags::SYN | flags::ACK | flags::ECE);
+        let mut out = Vec::new();
+        // Nothing comes back: the loss probe, then the retransmission timer.
+        let mut due = SimTime::ZERO;
+        while s.core.record.rtos == 0 {
+            due = s.next_timeout().expect("a timer armed");
+            s.on_timeout(due, &mut out);
+        }
+        let ssthresh = s.core.ssthresh();
+        assert!(ssthresh > 2 * MSS, "{ssthresh}");
+        for k in 1..=10 {
+            s.on_packet(due + SimTime::from_ms(k), &ece(1 + k * MSS), &[], &mut out);
+        }
+        assert_eq!(s.core.record.ecn_responses, 0);
+        assert_eq!(s.core.ssthresh(), ssthresh);
+    }
 }

@@ -10,7 +10,9 @@ the hashes, aggregates.json keeps each golden's goodput, drops and RTOs. A regen
 the new aggregates of every golden whose hash changed with the checked-in ones, and with the spread
 that start-time jitter alone gives (the same golden with its flows or generators started at
 `JITTER_RUNS` draws of up to `JITTER_NS` later): a move outside that spread refuses the
-regeneration, writing nothing. The summary of the last regeneration is changes.json. The hash covers what the engine computed (every counter of every flow and channel, every
+regeneration, writing nothing. The summary of the last regeneration is changes.json.
+
+The hash covers what the engine computed (every counter of every flow and channel, every
 time series and capture column), not how much work it took: the event count, the engine version
 and wall times are left out, so that a faster scheduler keeps its goldens. It is taken over the
 result's canonical form (`canonical_form`), the arrangement results had when the hashes were

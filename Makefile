@@ -30,7 +30,7 @@ run: setup
 
 ## test: set up, then run the Rust and the Python test suites (all but the minutes-long ones: make test-slow)
 test: setup
-	cargo test --release --workspace
+	cargo test --profile release-test --workspace
 	$(BIN)/python -m pytest -m "not very_slow"
 
 ## test-slow: the suites of minutes that `make test` leaves out (marked very_slow): the wheel built,

@@ -478,8 +478,7 @@ impl Channel {
         let cold = &mut *self.cold;
         cold.integrate_queue(now);
         cold.departures.push(Departure { start, enqueued_at: now, serialisation, bytes });
-        cold.record.max_queue_packets = cold.record.max_queue_packets.max(cold.departures.len_packets());
-        cold.record.max_queue_bytes = cold.record.max_queue_bytes.max(cold.departures.len_bytes());
+        cold.note_largest_queue();
         self.passes_through = false;
         let then = routes.hop(self.to, pool.packet(slot));
         let head_arrival = pool.link_back(&mut self.pipe, slot, self.busy_until + self.delay, then);
@@ -515,8 +514,7 @@ impl Channel {
             count_drop(&mut cold.record, reason, refused.wire_bytes as u64);
             return None;
         }
-        cold.record.max_queue_packets = cold.record.max_queue_packets.max(cold.queue.len_packets());
-        cold.record.max_queue_bytes = cold.record.max_queue_bytes.max(cold.queue.len_bytes());
+        cold.note_largest_queue();
         if self.wakeup_pending {
             // The transmitter is busy and its wakeup is already in the event list: the packet waits.
             return Some(Schedule::default());
@@ -726,6 +724,13 @@ impl ChannelCold {
     #[inline]
     fn queued_bytes(&self) -> u64 {
         self.queue.len_bytes() + self.departures.len_bytes()
+    }
+
+    /// Raise the record's largest queue to the queue now (after a packet joined it).
+    #[inline]
+    fn note_largest_queue(&mut self) {
+        self.record.max_queue_packets = self.record.max_queue_packets.max(self.queued_packets());
+        self.record.max_queue_bytes = self.record.max_queue_bytes.max(self.queued_bytes());
     }
 
     /// Accumulate the queue-length integral up to `now` (call before every change of length).

@@ -41,7 +41,12 @@ use crate::spec::QuicEcn;
 /// §13.4.2: "the first ten outgoing packets on a path").
 pub const TEST_PACKETS: u64 = 10;
 
-/// RFC 9000 Appendix A.4's states, less "unknown": this sender marks every packet while it tests.
+/// RFC 9000 Appendix A.4's states, less "unknown": this sender marks every packet while it tests
+/// (§13.4.2's "early outgoing packets"). A.4's sender marks only a testing period's packets (ten,
+/// or three PTOs) and sends Not-ECT ("unknown") until an ACK frame validates one of them. Here that
+/// state would never be entered: a connection sends its Initial alone and waits for its ACK, whose
+/// counts validate the path (or fail it, on a bleaching link) before the second packet leaves. The
+/// state matters on a path that drops ECT packets, which no link model here is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EcnState {
     /// Packets leave ECT; no ACK frame has shown yet that the path carries the codepoint.

@@ -73,9 +73,11 @@ CASES = [
 # AQMs at a 100 ms RTT (BDP 833 packets at 100 Mb/s) with 1000 packets of room, where a FIFO
 # would hold a standing queue of most of them: 10 flows, each AQM with the RFC's or the paper's
 # defaults on both sides, except where ns-3's differ (its PIE and RED assume 1000- and 500-byte
-# packets, RED's max_p is 1/LInterm; its FqCoDel and FqPie drop a batch of up to 64 packets at the
-# limit, bufferlab's one by default, as RFC 8290 §4.1: both set to one), each with drops and with
-# ECN marks.
+# packets, RED's max_p is 1/LInterm; its RED by default waits between early drops, ns-2's `wait_`:
+# no drop until count·p_b reaches 1, then p_b/(2 − count·p_b), gaps of 1/p_b to 2/p_b packets
+# where the paper's p_b/(1 − count·p_b) spreads them over 1 to 1/p_b, so Wait=false; its FqCoDel
+# and FqPie drop a batch of up to 64 packets at the limit, bufferlab's one by default, as RFC 8290
+# §4.1: both set to one), each with drops and with ECN marks.
 def _aqm_cases() -> list[Case]:
     twins = [
         ("codel", (("kind", "codel"), ("limit", "1000p")),
@@ -90,8 +92,8 @@ def _aqm_cases() -> list[Case]:
                               "B=1.25,MaxBurstAllowance=150ms"),
         ("red", (("kind", "red"), ("limit", "1000p"), ("min_th", "100p"), ("max_th", "300p"), ("max_p", 0.1),
                  ("w_q", 0.002), ("gentle", True)),
-         "ns3::RedQueueDisc", "MaxSize=999p,MinTh=100,MaxTh=300,LInterm=10,QW=0.002,Gentle=true,MeanPktSize=1500,"
-                              "LinkBandwidth=100Mbps"),
+         "ns3::RedQueueDisc", "MaxSize=999p,MinTh=100,MaxTh=300,LInterm=10,QW=0.002,Gentle=true,Wait=false,"
+                              "MeanPktSize=1500,LinkBandwidth=100Mbps"),
     ]
     cases = []
     for ecn in (False, True):
@@ -320,11 +322,24 @@ NOTES = {
     "10xCUBIC": "ns-3.44's PRR with CUBIC (beta 0.7) holds ns-3's queue at half bufferlab's; with "
     "classic recovery on both sides the queue is within 3 % and drops +17 % over 5 s, the rest is "
     "ns-3's Linux-style CUBIC arithmetic (segment counter, cnt clamp, own Reno estimate) against RFC 9438",
-    "red": "not explained yet (sojourn within 9 %): docs/engine/validation.md, The AQM twins",
+    "red": "ns-3's RED waits between early drops by default (ns-2's wait_: gaps of 1/p_b to 2/p_b arrivals, "
+    "about a third of the paper's rate), so the twin sets Wait=false: ns-3 75.63-79.23 Mb/s and 2.84-2.97 ms over "
+    "seeds 1-4 (with wait 78.99-80.39 and 3.25-4.17), bufferlab 73.3-77.1 and 2.0-3.0 over seeds 1-16; the "
+    "start-up overshoot decides the run (0-2 s 40.2 / 42.4 Mb/s, no drop in 2-10 s on either side)",
     "red-ecn": "ns-3's RED marks in the gentle region (max_th..2 max_th) where bufferlab drops, as Linux "
-    "harddrop; with Gentle=false ns-3 drops 346 and marks 127 (bufferlab 241, 201)",
-    "fq_codel-ecn": "not explained yet (sojourn within 8 %): docs/engine/validation.md, The AQM twins",
-    "pie-ecn": "ns-3 drops 1019 (bufferlab 395), most in the slow-start overshoot; not explained yet",
+    "harddrop (with Gentle=false ns-3 drops 240 and marks 170, bufferlab 241 and 201); and ns-3's PRR-paced "
+    "CWR marks its flows again in the start-up (427 marks in 0-2 s): with CWR at once (TcpClassicRecovery) "
+    "ns-3 gives 85.43 Mb/s and 3.08 ms (bufferlab -3.6 %, +20.1 %)",
+    "fq_codel-ecn": "no drop and no draw on either side: the run is the phase of the flows' synchronised "
+    "sawtooth. ns-3's CWR lowers cwnd by PRR and halves nine flows twice by 1.2 s (ssthresh 41-42), bufferlab "
+    "halves at once and takes its second halving at 2.84 s, all ten together (2-10 s 72.5 against 77.8 Mb/s); ns-3 "
+    "with TcpClassicRecovery (CWR at once) matches the start-up (0-2 s 72.7 / 71.4 Mb/s) and gives 83.93 Mb/s, "
+    "its flows halving in groups; CoDel's Newton law and a 1500-byte quantum ruled out",
+    "pie-ecn": "ns-3's seed 1 tops its spread (seeds 1-4 80.7-89.4 Mb/s, 9.9-13.3 ms; bufferlab's 1-16 "
+    "82.6-88.3 and 7.9-11.7: means +0.5 %, -12 %). ns-3 ignores duplicate ACKs in CWR, so every flow times out "
+    "once, with ssthresh 54-128 from pipe; bufferlab halved a third time on a loss in the window its ECN-Echo "
+    "had answered (against RFC 3168 6.1.2, fixed: 82.25 -> 85.19 Mb/s). 2-10 s 79.3 / 91.6 Mb/s, 10-20 s "
+    "96.5 / 96.4 with 13.0 / 13.9 ms; burst allowance ruled out",
     "fq_pie": "both sides drop almost only in the first 1.5 s (509 / 378) and time out once per flow; "
     "the run follows how many flows lose again after their timeout (ssthresh a few segments, not ~56): "
     "ns-3 1, 1, 0, 0 in seeds 1-4 (85.1-87.2 Mb/s, 8.3-9.4 ms), bufferlab 3 here and 1-6 over start-time "

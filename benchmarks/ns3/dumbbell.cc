@@ -23,7 +23,8 @@
 // packets), retransmitted segments (TcpSocketBase "Retransmission") and RTOs (entries into
 // CA_LOSS), and the wall time of the build and of Simulator::Run; and, to explain gaps, the mean
 // state of a sender as it enters fast recovery (flight, RFC 6675 pipe, cwnd, and the ssthresh it
-// sets, in segments).
+// sets, in segments); with --sampleInterval, the run sampled in time ("samples": received bytes,
+// queue-disc drops, marks and length, each sender's cwnd and ssthresh), to split it into phases.
 //
 // --variant=TcpNewRenoHalfCwnd is a diagnostic NewReno (not a bufferlab setting): ns-3's NewReno
 // takes ssthresh from BytesInFlight(), which with SACK is pipe, not FlightSize; this one halves
@@ -272,6 +273,44 @@ DropReasons(const QueueDisc::Stats& stats)
     return "{" + out + "}";
 }
 
+/// Samples of the run every --sampleInterval, to split it in time: [t, bytes received by all
+/// sinks, queue-disc drops, queue-disc marks, packets in the queue disc, [cwnd], [ssthresh]]
+/// (windows in segments, an initial ssthresh as -1).
+struct Sampler
+{
+    Time interval;
+    uint32_t segmentSize = 1448;
+    std::vector<Ptr<PacketSink>> sinks;
+    Ptr<QueueDisc> disc;
+    std::string out;
+
+    void Sample()
+    {
+        uint64_t received = 0;
+        for (const auto& sink : sinks)
+        {
+            received += sink->GetTotalRx();
+        }
+        std::string cwnd;
+        std::string ssthresh;
+        for (std::size_t i = 0; i < g_senders.size(); ++i)
+        {
+            const Sender& s = g_senders[i];
+            bool initial = s.ssthresh == 0 || s.ssthresh == std::numeric_limits<uint32_t>::max();
+            cwnd += (i ? "," : "") + std::to_string(s.cwnd / segmentSize);
+            ssthresh += (i ? "," : "") + (initial ? std::string("-1") : std::to_string(s.ssthresh / segmentSize));
+        }
+        const QueueDisc::Stats& stats = disc->GetStats();
+        out += (out.empty() ? "[" : ", [") + std::to_string(Simulator::Now().GetSeconds()) + ", " +
+               std::to_string(received) + ", " + std::to_string(stats.nTotalDroppedPackets) + ", " +
+               std::to_string(stats.nTotalMarkedPackets) + ", " + std::to_string(disc->GetNPackets()) +
+               ", [" + cwnd + "], [" + ssthresh + "]]";
+        Simulator::Schedule(interval, &Sampler::Sample, this);
+    }
+};
+
+Sampler g_sampler;
+
 } // namespace
 
 int
@@ -302,6 +341,7 @@ main(int argc, char* argv[])
     uint32_t seed = 1;
     std::string qdisc = "";
     std::string qdiscAttributes = "";
+    std::string sampleInterval = "0s";
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("flows", "number of flows", flows);
@@ -327,6 +367,10 @@ main(int argc, char* argv[])
     cmd.AddValue("seed", "RNG run number", seed);
     cmd.AddValue("qdisc", "bottleneck queue disc type instead of the FIFO (e.g. ns3::CoDelQueueDisc)", qdisc);
     cmd.AddValue("qdiscAttributes", "its attributes, Name=value,Name=value", qdiscAttributes);
+    cmd.AddValue("sampleInterval",
+                 "sample received bytes, queue-disc drops, marks and length, and each sender's cwnd "
+                 "and ssthresh this often into the JSON's \"samples\" (0s: none)",
+                 sampleInterval);
     cmd.Parse(argc, argv);
     NS_ABORT_MSG_UNLESS(queuePackets >= 2 && accessQueue >= 2, "queues need at least 2 packets");
 
@@ -434,6 +478,15 @@ main(int argc, char* argv[])
     Ptr<QueueDisc> bottleneckDisc = bottleneckDiscs.Get(0);
     bottleneckDisc->TraceConnectWithoutContext("PacketsInQueue", MakeCallback(&OnDiscLength));
 
+    if (Time(sampleInterval).IsStrictlyPositive())
+    {
+        g_sampler.interval = Time(sampleInterval);
+        g_sampler.segmentSize = segmentSize;
+        g_sampler.sinks = sinkApps;
+        g_sampler.disc = bottleneckDisc;
+        Simulator::Schedule(g_sampler.interval, &Sampler::Sample, &g_sampler);
+    }
+
     auto runStart = std::chrono::steady_clock::now();
     Simulator::Stop(stop);
     Simulator::Run();
@@ -470,7 +523,7 @@ main(int argc, char* argv[])
                 "\"recovery_entry_segments\": {\"flight\": %.3f, \"pipe\": %.3f, "
                 "\"cwnd\": %.3f, \"ssthresh\": %.3f}, "
                 "\"final_cwnd_segments\": [%s], \"final_ssthresh_segments\": [%s], "
-                "\"build_wall_s\": %.6f, \"run_wall_s\": %.6f}\n",
+                "\"build_wall_s\": %.6f, \"run_wall_s\": %.6f%s}\n",
                 "3.44",
                 duration,
                 goodput.c_str(),
@@ -491,7 +544,8 @@ main(int argc, char* argv[])
                 finalCwnd.c_str(),
                 finalSsthresh.c_str(),
                 seconds(wallStart, runStart),
-                seconds(runStart, runEnd));
+                seconds(runStart, runEnd),
+                g_sampler.out.empty() ? "" : (", \"samples\": [" + g_sampler.out + "]").c_str());
     Simulator::Destroy();
     return 0;
 }

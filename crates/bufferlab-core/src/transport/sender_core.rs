@@ -274,14 +274,24 @@ impl<R: RttEstimate> SenderCore<R> {
         self.begin_recovery(now);
     }
 
+    /// A loss detected at `now` in a window whose reduction was already taken (an ECN response
+    /// to the same window of data, RFC 3168 §6.1.2): a recovery episode without a new reduction.
+    pub fn loss_in_answered_window(&mut self, now: SimTime) {
+        self.record.recoveries += 1;
+        self.end_recovery(now);
+        self.begin_recovery(now);
+    }
+
     /// ECN feedback of congestion at `now` that the transport answers (once per round trip, its
     /// rule): the controller's ECN response from `window` (TCP: FlightSize; QUIC: the congestion
-    /// window), counted in the record if the controller responded. No loss-recovery episode
-    /// begins: nothing is lost.
-    pub fn ecn_congestion_event(&mut self, now: SimTime, window: u64) {
-        if self.cc.on_ecn_congestion_event(now, window) {
+    /// window), counted in the record if the controller responded, as the result says. No
+    /// loss-recovery episode begins: nothing is lost.
+    pub fn ecn_congestion_event(&mut self, now: SimTime, window: u64) -> bool {
+        let responded = self.cc.on_ecn_congestion_event(now, window);
+        if responded {
             self.record.ecn_responses += 1;
         }
+        responded
     }
 
     /// A recovery period begins at `now`, unless one is under way (a timeout inside a fast

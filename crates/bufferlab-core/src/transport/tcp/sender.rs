@@ -79,6 +79,10 @@ pub struct TcpSender {
     /// sent after it belongs to the window already answered (RFC 3168 §6.1.2: at most one
     /// reduction per window of data).
     ecn_reduced_at: u64,
+    /// SND.NXT when an ECN-Echo last halved the window (classic ECN, a controller that answers
+    /// it): a loss of data sent before it belongs to the window that reduction answered (RFC 3168
+    /// §6.1.2: one reduction for a window's CE marks and losses together).
+    ece_reduced_at: u64,
     /// The window was reduced (ECN-Echo, fast retransmit or timeout): the next new data segment
     /// carries CWR (RFC 3168 §6.1.2).
     cwr_pending: bool,
@@ -122,6 +126,7 @@ impl TcpSender {
             tlp_episode: None,
             ecn: false,
             ecn_reduced_at: 0,
+            ece_reduced_at: 0,
             cwr_pending: false,
         }
     }
@@ -408,8 +413,11 @@ impl TcpSender {
         let ecn_reduces = ecn_echo && self.recovery.is_none() && ack > self.ecn_reduced_at;
         if ecn_reduces {
             let flight_size = self.snd_nxt - self.snd_una;
-            self.core.ecn_congestion_event(now, flight_size);
+            let responded = self.core.ecn_congestion_event(now, flight_size);
             self.window_reduced();
+            if responded && self.config.ecn == TcpEcn::Classic {
+                self.ece_reduced_at = self.snd_nxt;
+            }
         }
 
         // In fast recovery the sender's procedure (PRR or classic) decides what this ACK lets
@@ -586,8 +594,15 @@ impl TcpSender {
     }
 
     fn enter_fast_recovery(&mut self, now: SimTime) {
-        self.core.congestion_event(now, self.reduction_basis());
-        self.window_reduced();
+        if self.ecn && self.snd_una < self.ece_reduced_at {
+            // RFC 3168 §6.1.2: the first hole was sent before an ECN-Echo reduced the window, so
+            // that reduction answers this loss too: the recovery repairs it without a second
+            // reduction (as Linux enters Recovery from CWR).
+            self.core.loss_in_answered_window(now);
+        } else {
+            self.core.congestion_event(now, self.reduction_basis());
+            self.window_reduced();
+        }
         // RFC 5681 FlightSize: data sent but not cumulatively acknowledged.
         let flight_size = self.snd_nxt - self.snd_una;
         // A recovery episode ends any loss-probe episode (its repair is this reduction).
@@ -1133,6 +1148,53 @@ mod tests {
         let beyond = data[0].seq + data[0].payload as u64;
         s.on_packet(SimTime::from_ms(140), &ece(beyond), &[], &mut out);
         assert_eq!(s.core.record.ecn_responses, 2);
+    }
+
+    #[test]
+    fn a_loss_in_the_window_an_ecn_echo_answered_does_not_reduce_it_again() {
+        // RFC 3168 §6.1.2: "the TCP sender's congestion window should be reduced only once in
+        // response to a series of dropped and/or CE packets from a single window of data". The
+        // ECE halves the window of segments 0..9; segment 1 of that window is then found lost
+        // (segments 2, 3 and 4 SACKed): fast recovery repairs it from the window the ECE left,
+        // without a second halving (as Linux enters Recovery from CWR).
+        let (mut s, _, _) = ecn_sender(flags::SYN | flags::ACK | flags::ECE);
+        let mut out = Vec::new();
+        s.on_packet(SimTime::from_ms(20), &ece(1 + MSS), &[], &mut out);
+        assert_eq!(s.core.record.ecn_responses, 1);
+        let (cwnd, ssthresh) = (s.core.cwnd(), s.core.ssthresh());
+        out.clear();
+        for k in 2..=4 {
+            let sacked: Vec<u64> = (2..=k).rev().collect();
+            acknowledge(&mut s, SimTime::from_ms(20 + k), 1 + MSS, &sack_of(&sacked), &mut out);
+        }
+        assert_eq!(s.core.record.recoveries, 1, "the loss starts a recovery");
+        assert!(out.iter().any(|p| p.retransmission && p.seq == 1 + MSS), "{out:?}");
+        assert_eq!(s.core.ssthresh(), ssthresh, "no second reduction");
+        assert!(s.core.cwnd() <= cwnd);
+    }
+
+    #[test]
+    fn a_loss_after_the_window_an_ecn_echo_answered_reduces_it_again() {
+        // The same ECE, then the rest of its window acknowledged without one: the sender's next
+        // segments (10, 11, ...) go out after the reduction. A loss among them is a new instance
+        // of congestion, and halves the window again.
+        let (mut s, _, _) = ecn_sender(flags::SYN | flags::ACK | flags::ECE);
+        let mut out = Vec::new();
+        s.on_packet(SimTime::from_ms(20), &ece(1 + MSS), &[], &mut out);
+        for k in 2..=10 {
+            acknowledge(&mut s, SimTime::from_ms(20 + k), 1 + k * MSS, &[], &mut out);
+        }
+        let ssthresh = s.core.ssthresh();
+        let sent: Vec<u64> = out.iter().filter(|p| p.payload > 0).map(|p| (p.seq - 1) / MSS).collect();
+        assert!(sent.len() >= 4 && sent[0] == 10, "{sent:?}");
+        out.clear();
+        for k in 1..=3u64 {
+            let sacked: Vec<u64> = sent[1..=k as usize].iter().rev().copied().collect();
+            acknowledge(&mut s, SimTime::from_ms(40 + k), 1 + 10 * MSS, &sack_of(&sacked), &mut out);
+        }
+        assert_eq!(s.core.record.recoveries, 1);
+        assert!(out.iter().any(|p| p.retransmission && p.seq == 1 + 10 * MSS), "{out:?}");
+        assert!(s.core.ssthresh() < ssthresh, "{} vs {ssthresh}", s.core.ssthresh());
     }
 
     #[test]

@@ -23,6 +23,7 @@ from bufferlab.study.executors import (
     RunSpool,
     SerialExecutor,
     _alive,
+    _pid_namespace,
     _spooled_task,
     remove_abandoned_spools,
 )
@@ -96,7 +97,7 @@ def test_the_workers_of_a_sweep_killed_outright_remove_its_spool(tmp_path: Path)
                           stderr=subprocess.DEVNULL, text=True, env=env) as holder:
         assert holder.stdout is not None
         spool = Path(holder.stdout.readline().strip())
-        assert spool.is_dir() and spool.name.startswith(f"bufferlab-runs-{holder.pid}-")
+        assert spool.is_dir() and spool.name.startswith(f"bufferlab-runs-{_pid_namespace()}.{holder.pid}-")
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     deadline = time.monotonic() + 10
@@ -112,17 +113,21 @@ def test_a_new_spool_removes_those_whose_sweep_is_gone_and_keeps_the_living(tmp_
                           check=True)
     dead_pid = int(gone.stdout)
     assert not _alive(dead_pid)
-    abandoned = tmp_path / f"{RunSpool.PREFIX}{dead_pid}-x1"
-    living = tmp_path / f"{RunSpool.PREFIX}{os.getpid()}-x2"
-    unrelated = tmp_path / "bufferlab-runs-notapid-x3"
-    for d in (abandoned, living, unrelated):
+    here = _pid_namespace()
+    abandoned = tmp_path / f"{RunSpool.PREFIX}{here}.{dead_pid}-x1"
+    living = tmp_path / f"{RunSpool.PREFIX}{here}.{os.getpid()}-x2"
+    # A sweep in another container sharing the directory: its process id means nothing here.
+    elsewhere = tmp_path / f"{RunSpool.PREFIX}{here}0.{dead_pid}-x3"
+    unrelated = tmp_path / "bufferlab-runs-notapid-x4"
+    for d in (abandoned, living, elsewhere, unrelated):
         d.mkdir()
         (d / "1.run").write_bytes(b"run")
     assert remove_abandoned_spools(str(tmp_path)) == [str(abandoned)]
-    assert not abandoned.exists() and living.is_dir() and unrelated.is_dir()
-    # A new spool does the same where it is made (/dev/shm).
+    assert not abandoned.exists() and living.is_dir() and elsewhere.is_dir() and unrelated.is_dir()
+    # A new spool does the same where it is made (/dev/shm), and is named as it judges others.
     first = RunSpool()
-    left = Path(first.path).parent / f"{RunSpool.PREFIX}{dead_pid}-left-by-a-killed-sweep"
+    assert Path(first.path).name.startswith(f"{RunSpool.PREFIX}{here}.{os.getpid()}-")
+    left = Path(first.path).parent / f"{RunSpool.PREFIX}{here}.{dead_pid}-left-by-a-killed-sweep"
     left.mkdir()
     second = RunSpool()
     try:
@@ -131,3 +136,13 @@ def test_a_new_spool_removes_those_whose_sweep_is_gone_and_keeps_the_living(tmp_
         first.remove()
         second.remove()
         shutil.rmtree(left, ignore_errors=True)
+
+
+def test_the_pid_namespace_is_the_kernel_s_identity_of_it() -> None:
+    # Two processes of one namespace name it alike; on Linux it is /proc/self/ns/pid's inode.
+    child = subprocess.run([sys.executable, "-c", "from bufferlab.study.executors import _pid_namespace; "
+                            "print(_pid_namespace())"], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    assert child.stdout.strip() == _pid_namespace()
+    if Path("/proc/self/ns/pid").exists():
+        assert _pid_namespace() == str(os.stat("/proc/self/ns/pid").st_ino)

@@ -119,7 +119,13 @@ class RunSpool:
     executor (`close`, or when it is collected), and with its workers if the sweep's process is
     killed outright (`end_with_parent`). A directory left when nothing of its sweep survived (a
     SIGKILL to the whole process group) holds memory until the next spool is made, which
-    removes it (`remove_abandoned_spools`)."""
+    removes it (`remove_abandoned_spools`).
+
+    Its name says whose it is: `bufferlab-runs-<pid namespace>.<pid>-…`. A process id means
+    something only in its PID namespace, and two containers can share /dev/shm (or the temporary
+    directory) as one user while each has its own namespace, where a living sweep's process id
+    may be no process at all; so only spools of this process's namespace are ever judged
+    abandoned."""
 
     PREFIX = "bufferlab-runs-"
 
@@ -127,7 +133,7 @@ class RunSpool:
         shm = "/dev/shm"
         where = shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else tempfile.gettempdir()
         remove_abandoned_spools(where)
-        self.path = tempfile.mkdtemp(prefix=f"{self.PREFIX}{os.getpid()}-", dir=where)
+        self.path = tempfile.mkdtemp(prefix=f"{self.PREFIX}{_pid_namespace()}.{os.getpid()}-", dir=where)
         self._remove = weakref.finalize(self, shutil.rmtree, self.path, True)
 
     def take(self, key: int, file: str) -> Outcome:
@@ -148,18 +154,30 @@ class RunSpool:
 
 
 def remove_abandoned_spools(where: str) -> list[str]:
-    """Remove the spools in `where` whose sweep's process is gone (its name carries the process
-    id); returns their paths. A spool whose process is alive, or that belongs to another user,
-    is left alone."""
-    removed = []
+    """Remove the spools in `where` whose sweep's process is gone (their name carries its PID
+    namespace and process id); returns their paths. A spool whose process is alive, that was
+    made in another PID namespace (whose process ids mean nothing here) or that belongs to another
+    user is left alone."""
+    removed, namespace = [], _pid_namespace()
     with contextlib.suppress(OSError), os.scandir(where) as entries:
         for entry in entries:
             owner = entry.name.removeprefix(RunSpool.PREFIX).partition("-")[0]
-            if entry.name.startswith(RunSpool.PREFIX) and owner.isdigit() and not _alive(int(owner)) \
-                    and entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid():
+            spool_namespace, _, pid = owner.partition(".")
+            if entry.name.startswith(RunSpool.PREFIX) and spool_namespace == namespace and pid.isdigit() \
+                    and not _alive(int(pid)) and entry.is_dir(follow_symlinks=False) \
+                    and entry.stat(follow_symlinks=False).st_uid == os.getuid():
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(entry.path)
     return removed
+
+
+def _pid_namespace() -> str:
+    """This process's PID namespace, as the inode number of /proc/self/ns/pid on Linux (the
+    identity namespaces have there), "host" where there is no such file."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "host"
 
 
 def _alive(pid: int) -> bool:

@@ -325,14 +325,15 @@ NOTES = {
     "harddrop; with Gentle=false ns-3 drops 346 and marks 127 (bufferlab 241, 201)",
     "fq_codel-ecn": "not explained yet (sojourn within 8 %): docs/engine/validation.md, The AQM twins",
     "pie-ecn": "ns-3 drops 1019 (bufferlab 395), most in the slow-start overshoot; not explained yet",
-    "fq_pie": "both sides drop almost only in the first 1.5 s (509 / 378) and time out once per flow; "
-    "the run follows how many flows lose again after their timeout (ssthresh a few segments, not ~56): "
-    "ns-3 1, 1, 0, 0 in seeds 1-4 (85.1-87.2 Mb/s, 8.3-9.4 ms), bufferlab 3 here and 1-6 over start-time "
-    "jitter (r = -0.97 with goodput); with one, 85.08 Mb/s and 7.47 ms, within the band. 10-20 s: queue "
-    "45 / 85 packets, the windows' excess; burst allowance and quantum ruled out",
+    "fq_pie": "within since duplicate ACKs with SACK count only when they SACK new data (RFC 6675 2; "
+    "before, the ACKs for spurious post-timeout retransmissions started fast recoveries at a flight of ~16 "
+    "in 3 flows: 80.05 Mb/s); what varies is how many flows lose a needed retransmission to PIE after "
+    "their timeout (second RTO, ssthresh ~7): ns-3 1, 1, 0 x 6 in seeds 1-8, bufferlab 0 in 9 of seeds "
+    "1-16 and 1-6 in the rest (75.7-87.5 Mb/s), as its flow queues' PIE probability at the timeouts is "
+    "~3x ns-3's (0.105 / 0.032, seed 1)",
     "fq_pie-ecn": "ns-3's TCP enters CWR on an ECE after a timeout and takes ssthresh from the 1-2 "
     "segments then in flight: 9-10 of its 10 flows leave the start-up with ssthresh 2 (seeds 1-4) and "
-    "regrow by congestion avoidance (17.4 Mb/s in 2-5 s against bufferlab's 47.5); bufferlab reduces "
+    "regrow by congestion avoidance (17.4 Mb/s in 2-5 s against bufferlab's 66.5); bufferlab reduces "
     "once per window of data (RFC 3168 6.1.2). No drops after 2 s on either side",
     "dctcp": "20 s is short at a 100 ms RTT: the first ECN response halves (α starts at 1) and the "
     "windows climb back at a segment per RTT, so both sides run below the link (79 % and 75 %), "

@@ -340,14 +340,16 @@ NOTES = {
     "once, with ssthresh 54-128 from pipe; bufferlab halved a third time on a loss in the window its ECN-Echo "
     "had answered (against RFC 3168 6.1.2, fixed: 82.25 -> 85.19 Mb/s). 2-10 s 79.3 / 91.6 Mb/s, 10-20 s "
     "96.5 / 96.4 with 13.0 / 13.9 ms; burst allowance ruled out",
-    "fq_pie": "both sides drop almost only in the first 1.5 s (509 / 378) and time out once per flow; "
-    "the run follows how many flows lose again after their timeout (ssthresh a few segments, not ~56): "
-    "ns-3 1, 1, 0, 0 in seeds 1-4 (85.1-87.2 Mb/s, 8.3-9.4 ms), bufferlab 3 here and 1-6 over start-time "
-    "jitter (r = -0.97 with goodput); with one, 85.08 Mb/s and 7.47 ms, within the band. 10-20 s: queue "
-    "45 / 85 packets, the windows' excess; burst allowance and quantum ruled out",
+    "fq_pie": "within since duplicate ACKs with SACK count only when they SACK new data (RFC 6675 2; "
+    "before, the ACKs for spurious post-timeout retransmissions started fast recoveries at a flight of ~16 "
+    "in 3 flows: 80.05 Mb/s); what varies is how many flows lose a needed retransmission to PIE after "
+    "their timeout (second RTO, ssthresh ~7): ns-3 1, 1, 0 x 6 in seeds 1-8, bufferlab 0 in 9 of seeds "
+    "1-16 and 1-6 in the rest (75.7-87.5 Mb/s), as its flow queues' PIE probability at the timeouts is "
+    "~3x ns-3's (0.105 / 0.032, seed 1); ns-3 ACKs the first data segment at once and its slow start runs "
+    "ahead (a bufferlab build doing the same: 85.09 Mb/s, 11 RTOs and one flow losing again, as ns-3)",
     "fq_pie-ecn": "ns-3's TCP enters CWR on an ECE after a timeout and takes ssthresh from the 1-2 "
     "segments then in flight: 9-10 of its 10 flows leave the start-up with ssthresh 2 (seeds 1-4) and "
-    "regrow by congestion avoidance (17.4 Mb/s in 2-5 s against bufferlab's 47.5); bufferlab reduces "
+    "regrow by congestion avoidance (17.4 Mb/s in 2-5 s against bufferlab's 66.5); bufferlab reduces "
     "once per window of data (RFC 3168 6.1.2). No drops after 2 s on either side",
     "dctcp": "20 s is short at a 100 ms RTT: the first ECN response halves (α starts at 1) and the "
     "windows climb back at a segment per RTT, so both sides run below the link (79 % and 75 %), "

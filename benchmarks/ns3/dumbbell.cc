@@ -26,6 +26,18 @@
 // sets, in segments); with --sampleInterval, the run sampled in time ("samples": received bytes,
 // queue-disc drops, marks and length, each sender's cwnd and ssthresh), to split it into phases.
 //
+// --traceFlows=3,8 writes a per-packet trace of those senders (0-based, as bufferlab numbers its
+// flows) to stderr, or to --traceFile, up to --traceUntil: one line per event, the time in seconds
+// and the sender first, sequence numbers as 0-based segment indices ((seq - 1) / segmentSize),
+// windows in segments:
+//   tx T FLOW SEG new|retx              a data segment leaves the sender
+//   cwnd T FLOW SEGMENTS / ssthresh T FLOW SEGMENTS / inflight T FLOW SEGMENTS (BytesInFlight)
+//   state T FLOW OPEN|DISORDER|CWR|RECOVERY|LOSS
+//   drop T FLOW SEG REASON              the bottleneck queue disc dropped it (ns-3's reason string)
+//   fq T FLOW PACKETS QDELAY_MS         every --traceInterval: the packets in the flow's own queue
+//                                       (a flow-queue disc's class) and, if the class is a PIE, its
+//                                       delay estimate (the last dequeued packet's sojourn), else -
+//
 // --variant=TcpNewRenoHalfCwnd is a diagnostic NewReno (not a bufferlab setting): ns-3's NewReno
 // takes ssthresh from BytesInFlight(), which with SACK is pipe, not FlightSize; this one halves
 // cwnd, the window a greedy sender has in flight when the first duplicate ACK arrives.
@@ -41,6 +53,9 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -213,6 +228,152 @@ OnRto(Time before, Time now)
     }
 }
 
+/// The per-packet trace of some senders (--traceFlows; see the header comment).
+struct PacketTrace
+{
+    std::FILE* out = nullptr;
+    std::vector<bool> traced; // by sender index
+    Time until;
+    uint32_t segmentSize = 1448;
+    std::map<uint32_t, uint32_t> senderByAddress; // sender's IPv4 address -> sender index
+    Ptr<QueueDisc> disc;                          // the bottleneck's
+    Time interval;
+
+    bool On(uint32_t sender) const
+    {
+        return out && sender < traced.size() && traced[sender] && Simulator::Now() <= until;
+    }
+
+    /// The 0-based segment index of sequence number `seq` (data starts at 1).
+    uint64_t Segment(SequenceNumber32 seq) const
+    {
+        return (seq.GetValue() - 1) / segmentSize;
+    }
+
+    void Line(const char* event, uint32_t sender, const std::string& rest) const
+    {
+        std::fprintf(out, "%s %.9f %u %s\n", event, Simulator::Now().GetSeconds(), sender, rest.c_str());
+    }
+};
+
+PacketTrace g_trace;
+
+void
+TraceTx(uint32_t sender, Ptr<const Packet> packet, const TcpHeader& header, Ptr<const TcpSocketBase>)
+{
+    if (!g_trace.On(sender) || packet->GetSize() == 0)
+    {
+        return;
+    }
+    // The socket raises its highest sequence only after this trace: below it is a retransmission.
+    bool retx = header.GetSequenceNumber() < g_senders[sender].highTx;
+    g_trace.Line("tx",
+                 sender,
+                 std::to_string(g_trace.Segment(header.GetSequenceNumber())) + (retx ? " retx" : " new"));
+}
+
+void
+TraceWindow(const char* event, uint32_t sender, uint32_t, uint32_t now)
+{
+    if (g_trace.On(sender))
+    {
+        g_trace.Line(event, sender, std::to_string(static_cast<double>(now) / g_trace.segmentSize));
+    }
+}
+
+void
+TraceCwnd(uint32_t sender, uint32_t before, uint32_t now)
+{
+    TraceWindow("cwnd", sender, before, now);
+}
+
+void
+TraceSsthresh(uint32_t sender, uint32_t before, uint32_t now)
+{
+    TraceWindow("ssthresh", sender, before, now);
+}
+
+void
+TraceInFlight(uint32_t sender, uint32_t before, uint32_t now)
+{
+    TraceWindow("inflight", sender, before, now);
+}
+
+void
+TraceCongState(uint32_t sender, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
+{
+    static const char* names[] = {"OPEN", "DISORDER", "CWR", "RECOVERY", "LOSS"};
+    if (g_trace.On(sender) && now < 5)
+    {
+        g_trace.Line("state", sender, names[now]);
+    }
+}
+
+/// The sender of a queued TCP/IPv4 packet, or none for one of another host.
+std::optional<uint32_t>
+SenderOf(Ptr<const QueueDiscItem> item)
+{
+    auto ip = DynamicCast<const Ipv4QueueDiscItem>(item);
+    if (!ip)
+    {
+        return std::nullopt;
+    }
+    auto found = g_trace.senderByAddress.find(ip->GetHeader().GetSource().Get());
+    if (found == g_trace.senderByAddress.end())
+    {
+        return std::nullopt;
+    }
+    return found->second;
+}
+
+void
+TraceDrop(Ptr<const QueueDiscItem> item, const char* reason)
+{
+    auto sender = SenderOf(item);
+    TcpHeader header;
+    if (!sender || !g_trace.On(*sender) || item->GetPacket()->PeekHeader(header) == 0)
+    {
+        return;
+    }
+    g_trace.Line("drop",
+                 *sender,
+                 std::to_string(g_trace.Segment(header.GetSequenceNumber())) + " \"" + reason + "\"");
+}
+
+/// Every trace interval: the traced senders' own queues in a flow-queue disc. A class holds one
+/// flow's packets (flows hash to distinct queues here); its flow is learnt from its head packet.
+void
+SampleFlowQueues(std::shared_ptr<std::map<uint32_t, uint32_t>> flowOfClass)
+{
+    if (Simulator::Now() > g_trace.until)
+    {
+        return;
+    }
+    for (uint32_t k = 0; k < g_trace.disc->GetNQueueDiscClasses(); ++k)
+    {
+        Ptr<QueueDisc> child = g_trace.disc->GetQueueDiscClass(k)->GetQueueDisc();
+        if (Ptr<const QueueDiscItem> head = child->GetNInternalQueues() ? child->GetInternalQueue(0)->Peek() : nullptr)
+        {
+            if (auto sender = SenderOf(head))
+            {
+                (*flowOfClass)[k] = *sender;
+            }
+        }
+        auto known = flowOfClass->find(k);
+        if (known == flowOfClass->end() || !g_trace.On(known->second))
+        {
+            continue;
+        }
+        std::string delay = "-";
+        if (auto pie = DynamicCast<PieQueueDisc>(child))
+        {
+            delay = std::to_string(pie->GetQueueDelay().GetSeconds() * 1e3);
+        }
+        g_trace.Line("fq", known->second, std::to_string(child->GetNPackets()) + " " + delay);
+    }
+    Simulator::Schedule(g_trace.interval, &SampleFlowQueues, flowOfClass);
+}
+
 /// BulkSend creates its socket when it starts; hook the socket's traces right after.
 void
 HookSocket(Ptr<BulkSendApplication> app)
@@ -227,6 +388,14 @@ HookSocket(Ptr<BulkSendApplication> app)
     socket->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&OnCwnd, sender));
     socket->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&OnSsthresh, sender));
     socket->TraceConnectWithoutContext("HighestSequence", MakeBoundCallback(&OnHighTx, sender));
+    if (g_trace.out && sender < g_trace.traced.size() && g_trace.traced[sender])
+    {
+        socket->TraceConnectWithoutContext("Tx", MakeBoundCallback(&TraceTx, sender));
+        socket->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&TraceCwnd, sender));
+        socket->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&TraceSsthresh, sender));
+        socket->TraceConnectWithoutContext("BytesInFlight", MakeBoundCallback(&TraceInFlight, sender));
+        socket->TraceConnectWithoutContext("CongState", MakeBoundCallback(&TraceCongState, sender));
+    }
 }
 
 /// A FifoQueueDisc of packets - 1 over a one-packet device queue: bufferlab's FIFO of `packets`.
@@ -342,6 +511,10 @@ main(int argc, char* argv[])
     std::string qdisc = "";
     std::string qdiscAttributes = "";
     std::string sampleInterval = "0s";
+    std::string traceFlows = "";
+    std::string traceFile = "";
+    std::string traceUntil = "2s";
+    std::string traceInterval = "15ms";
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("flows", "number of flows", flows);
@@ -371,8 +544,30 @@ main(int argc, char* argv[])
                  "sample received bytes, queue-disc drops, marks and length, and each sender's cwnd "
                  "and ssthresh this often into the JSON's \"samples\" (0s: none)",
                  sampleInterval);
+    cmd.AddValue("traceFlows", "senders to trace packet by packet (0-based, comma-separated)", traceFlows);
+    cmd.AddValue("traceFile", "where the trace goes (default stderr)", traceFile);
+    cmd.AddValue("traceUntil", "the trace's end", traceUntil);
+    cmd.AddValue("traceInterval", "the period of the trace's flow-queue samples", traceInterval);
     cmd.Parse(argc, argv);
     NS_ABORT_MSG_UNLESS(queuePackets >= 2 && accessQueue >= 2, "queues need at least 2 packets");
+
+    if (!traceFlows.empty())
+    {
+        g_trace.out = traceFile.empty() ? stderr : std::fopen(traceFile.c_str(), "w");
+        NS_ABORT_MSG_UNLESS(g_trace.out, "--traceFile: cannot write " << traceFile);
+        g_trace.traced.assign(flows, false);
+        std::stringstream list(traceFlows);
+        std::string item;
+        while (std::getline(list, item, ','))
+        {
+            uint32_t sender = std::stoul(item);
+            NS_ABORT_MSG_UNLESS(sender < flows, "--traceFlows: no sender " << sender);
+            g_trace.traced[sender] = true;
+        }
+        g_trace.until = Time(traceUntil);
+        g_trace.interval = Time(traceInterval);
+        g_trace.segmentSize = segmentSize;
+    }
 
     RngSeedManager::SetSeed(1);
     RngSeedManager::SetRun(seed);
@@ -431,6 +626,7 @@ main(int argc, char* argv[])
         NetDeviceContainer left = link.Install(senders.Get(i), routers.Get(0));
         InstallFifo(left, accessQueue);
         Ipv4InterfaceContainer leftAddresses = senderAddresses.Assign(left);
+        g_trace.senderByAddress[leftAddresses.GetAddress(0).Get()] = i;
         senderAddresses.NewNetwork();
         routing.GetStaticRouting(senders.Get(i)->GetObject<Ipv4>())
             ->SetDefaultRoute(leftAddresses.GetAddress(1), 1);
@@ -477,6 +673,15 @@ main(int argc, char* argv[])
                                                              MakeCallback(&OnDeviceLength));
     Ptr<QueueDisc> bottleneckDisc = bottleneckDiscs.Get(0);
     bottleneckDisc->TraceConnectWithoutContext("PacketsInQueue", MakeCallback(&OnDiscLength));
+    if (g_trace.out)
+    {
+        g_trace.disc = bottleneckDisc;
+        bottleneckDisc->TraceConnectWithoutContext("DropBeforeEnqueue", MakeCallback(&TraceDrop));
+        bottleneckDisc->TraceConnectWithoutContext("DropAfterDequeue", MakeCallback(&TraceDrop));
+        Simulator::Schedule(g_trace.interval,
+                            &SampleFlowQueues,
+                            std::make_shared<std::map<uint32_t, uint32_t>>());
+    }
 
     if (Time(sampleInterval).IsStrictlyPositive())
     {
@@ -547,5 +752,9 @@ main(int argc, char* argv[])
                 seconds(runStart, runEnd),
                 g_sampler.out.empty() ? "" : (", \"samples\": [" + g_sampler.out + "]").c_str());
     Simulator::Destroy();
+    if (g_trace.out && g_trace.out != stderr)
+    {
+        std::fclose(g_trace.out);
+    }
     return 0;
 }

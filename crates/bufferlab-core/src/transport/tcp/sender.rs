@@ -352,8 +352,14 @@ impl TcpSender {
             self.core.rtt.reset_backoff();
             self.core.acknowledged(self.bytes_acked());
         } else if ack == self.snd_una && !self.scoreboard.is_empty() && packet.payload == 0 {
-            // RFC 5681 §2 duplicate ACK (RFC 6675 also counts any ACK carrying new SACK info).
-            self.dupacks += 1;
+            // A duplicate ACK: without SACK, RFC 5681 §2's. With SACK, RFC 6675 §2's: only an
+            // ACK that SACKs octets not acknowledged or SACKed before counts. The immediate ACK a
+            // receiver sends for a segment it already holds (a spurious retransmission, as after
+            // a timeout that went back over data still in flight) brings no such news and is no
+            // sign of a loss.
+            if !self.config.sack || newly_sacked > 0 {
+                self.dupacks += 1;
+            }
             if !self.config.sack {
                 let outstanding_segments = self.scoreboard.outstanding_bytes().div_ceil(self.config.mss as u64);
                 if self.dupack_delivered_segments + 1 < outstanding_segments {
@@ -942,6 +948,32 @@ mod tests {
         assert_eq!(s.core.ssthresh(), 6 * MSS);
         assert_eq!(s.core.record.recoveries, 1);
         assert_eq!(s.core.record.recovery_episodes, 1);
+    }
+
+    #[test]
+    fn with_sack_a_duplicate_ack_without_new_sack_information_is_not_counted() {
+        // Segments 0-3 acknowledged, then three ACKs that repeat the cumulative point and SACK
+        // nothing new: what a receiver sends for segments it already holds, such as the ones a
+        // sender resends after a timeout while their earlier copies are still on the way. With
+        // SACK they are not duplicate ACKs (RFC 6675 §2) and start no fast retransmit (loss
+        // detection by DupThresh, not RACK, which counts no duplicate ACKs).
+        let rfc6675 = TcpSpec { rack: false, ..TcpSpec::default() };
+        let (mut s, _) = established(rfc6675.clone());
+        let mut out = Vec::new();
+        let t = SimTime::from_ms(20);
+        acknowledge(&mut s, t, 1 + 4 * MSS, &[], &mut out);
+        for _ in 0..3 {
+            acknowledge(&mut s, t, 1 + 4 * MSS, &[], &mut out);
+        }
+        assert!(out.iter().all(|p| !p.retransmission), "{out:?}");
+        assert_eq!(s.core.record.recoveries, 0);
+        // The same ACKs are RFC 5681 duplicates to a sender without SACK: it retransmits.
+        let (mut s, _) = established(TcpSpec { sack: false, ..rfc6675 });
+        let mut out = Vec::new();
+        for _ in 0..4 {
+            acknowledge(&mut s, t, 1 + 4 * MSS, &[], &mut out);
+        }
+        assert_eq!(out.iter().filter(|p| p.retransmission).map(|p| p.seq).collect::<Vec<_>>(), vec![1 + 4 * MSS]);
     }
 
     #[test]

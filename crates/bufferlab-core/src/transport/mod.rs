@@ -10,6 +10,7 @@
 //! alike; each keeps only its own sequence space, loss detection, recovery and timers.
 
 pub mod datagram;
+pub mod marked_bytes;
 pub mod pacer;
 pub mod quic;
 pub mod ranges;
@@ -25,19 +26,6 @@ use crate::units::SimTime;
 use datagram::{DatagramReceiver, DatagramSender};
 use quic::{QuicReceiver, QuicSender};
 use tcp::{TcpReceiver, TcpSender};
-
-/// Of the `bytes_acked` an ACK counts for the controller, over the `newly_acked` packets it newly
-/// acknowledges, the bytes taken as CE-marked when the CE count rose by `ce_increase`: each packet
-/// marked with the share min(ΔCE, N)/N (the sender cannot know which ones), i.e. ΔCE times the
-/// mean size when every packet counts: the QUIC sender's reading of an ACK frame's ECN counts
-/// (`quic::ecn`) and the TCP sender's of AccECN's (`tcp::accecn`).
-pub fn ce_marked_bytes(ce_increase: u32, newly_acked: u64, bytes_acked: u64) -> u64 {
-    if newly_acked == 0 {
-        return 0;
-    }
-    let marked = (ce_increase as u64).min(newly_acked);
-    (bytes_acked as u128 * marked as u128 / newly_acked as u128) as u64
-}
 
 /// The sending end of a flow: it carries the application's bytes and runs congestion control.
 // The TCP sender is far larger than a datagram source; boxing it would put a pointer chase on the
@@ -296,22 +284,5 @@ pub fn delivery_delay_byte_ps(sender: &Sender, receiver: &Receiver) -> u128 {
         }
         (_, Receiver::Datagram(r)) => r.delay_byte_ps(),
         _ => unreachable!("both ends of a flow run the same transport"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ce_bytes_are_the_count_times_the_mean_packet_size() {
-        // 4 packets of 1252 bytes, 1 CE: 1252 bytes.
-        assert_eq!(ce_marked_bytes(1, 4, 4 * 1252), 1252);
-        // Mixed sizes: 1252 + 1252 + 500, 2 CE: two thirds of the bytes (the mean size twice).
-        assert_eq!(ce_marked_bytes(2, 3, 3004), 2002);
-        // More CE than packets acknowledged (an earlier ACK frame was lost): all of them.
-        assert_eq!(ce_marked_bytes(7, 3, 3756), 3756);
-        assert_eq!(ce_marked_bytes(0, 3, 3756), 0);
-        assert_eq!(ce_marked_bytes(2, 0, 0), 0);
     }
 }

@@ -15,7 +15,7 @@ use super::sent_packets::{Chunk, Fate, LossRule, SentPacket, SentPackets};
 use crate::cc::{CongestionController, Controller};
 use crate::net::packet::{flags, AckFrame, Ecn, Packet};
 use crate::spec::QuicEcn;
-use crate::transport::ce_marked_bytes;
+use crate::transport::marked_bytes::ce_marked_bytes;
 use crate::transport::ranges::RangeSet;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::units::SimTime;

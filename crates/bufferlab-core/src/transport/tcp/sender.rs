@@ -16,7 +16,7 @@ use crate::cc::{CongestionController, Controller};
 use crate::memory::prefetch;
 use crate::net::packet::{flags, Ecn, Packet, SackBlock};
 use crate::spec::{RecoveryKind, RtoKind, SsthreshBasis, TcpEcn};
-use crate::transport::ce_marked_bytes;
+use crate::transport::marked_bytes::ce_marked_bytes;
 use crate::transport::rtt::RttEstimate;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::transport::tcp::accecn::{self, AceDecoder};

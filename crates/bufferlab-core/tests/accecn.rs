@@ -94,8 +94,9 @@ fn dctcp_estimates_the_same_marked_fraction_from_accecn_s_count_as_from_the_per_
 
 #[test]
 fn prague_reads_accecn_s_count_as_the_feedback_it_is_specified_with() {
-    // TCP Prague (draft-briscoe-iccrg-prague-congestion-control §2.1) sends ECT(1) and needs
-    // AccECN: over the same step marking it marks and holds the queue as with the per-packet echo.
+    // TCP Prague (draft-briscoe-iccrg-prague-congestion-control) sends ECT(1) and needs accurate
+    // feedback (RFC 9331 §4.2), over TCP AccECN: over the same step marking it marks and holds the
+    // queue with AccECN's count as with the per-packet echo.
     let (echo, count) = (scalable(CcaKind::Prague, TcpEcn::L4s, false), scalable(CcaKind::Prague, TcpEcn::L4s, true));
     assert!((count.marked / echo.marked - 1.0).abs() < 0.05, "marked {} against {}", count.marked, echo.marked);
     assert!((count.mean_queue - echo.mean_queue).abs() < 4.0, "queues {} and {}", count.mean_queue, echo.mean_queue);

@@ -236,8 +236,8 @@ impl TcpReceiver {
                 }
                 self.echo |= ce;
             }
-            // RFC 9331 §4.2 asks an L4S receiver for accurate feedback (AccECN); DCTCP's
-            // per-segment echo stands in for it until this engine has AccECN.
+            // RFC 9331 §4.2 asks an L4S receiver for accurate feedback: DCTCP's per-segment
+            // echo, unless the connection uses AccECN (above).
             TcpEcn::Dctcp | TcpEcn::L4s => {
                 if ce != self.echo {
                     // RFC 8257 §3.2: the CE state changes. The segments received before this one
@@ -570,7 +570,7 @@ mod tests {
 
     #[test]
     fn an_l4s_receiver_echoes_each_acks_ce_state_as_dctcps() {
-        // RFC 9331 §4.2: accurate feedback; DCTCP's per-segment echo stands in for AccECN. The
+        // RFC 9331 §4.2: accurate feedback, DCTCP's per-segment echo without AccECN. The
         // unmarked segments are ECT(1), as an L4S sender sends them.
         dctcp_echo_of(TcpEcn::L4s, Ecn::Ect1);
     }

@@ -206,6 +206,20 @@ def test_pcap_headers_are_real_ipv4_and_tcp(run) -> None:
     assert ports == {pcap.flow_ports(0), pcap.flow_ports(1)}
 
 
+def test_pcap_puts_accurate_ecn_s_flag_in_its_place_in_the_header(run) -> None:
+    # RFC 9768's AE bit is the TCP header's bit just above the eight flags (the low bit of the
+    # data offset's byte; dpkt reads it as the ninth bit of `flags`, 0x100); the engine keeps it in
+    # URG's place, which the pcap must not show.
+    result, engine = run
+    cap = capture_on(result, engine, "btl").head(2)
+    cap = cap.with_columns(pl.Series("flags", [cap["flags"][0] | pcap.ENGINE_AE, cap["flags"][1]], dtype=cap["flags"].dtype))
+    out = io.BytesIO()
+    pcap.write_pcap(out, cap, engine["flows"])
+    first, second = (dpkt.ip.IP(buf).data for _, buf in dpkt.pcap.Reader(io.BytesIO(out.getvalue())))
+    assert first.flags == 0x100 | (cap["flags"][0] & ~pcap.ENGINE_AE)
+    assert not first.flags & dpkt.tcp.TH_URG and second.flags == cap["flags"][1]
+
+
 def test_pcap_acks_carry_their_sack_blocks(run) -> None:
     result, engine = run
     cap = capture_on(result, engine, "btl", backward=True)

@@ -742,6 +742,10 @@ pub struct TcpSpec {
     /// sent ECT(0), the receiver's feedback `classic` (RFC 3168 §6.1) or `dctcp` (RFC 8257 §3.2);
     /// `l4s` sends ECT(1) with `dctcp`'s feedback (RFC 9331).
     pub ecn: TcpEcn,
+    /// Accurate ECN feedback (false): the receiver counts CE-marked packets and every ACK carries
+    /// the count modulo 8 in AE, CWR and ECE (RFC 9768, without its TCP Option), in place of the
+    /// `ecn` mode's feedback; the codepoint and the response stay the mode's.
+    pub accecn: bool,
     /// The sender paces a window-based controller (off; BBR always paces at its own rate) at
     /// `pacing_ss_ratio` · cwnd/SRTT while cwnd < ssthresh/2 and `pacing_ca_ratio` · cwnd/SRTT
     /// after, as Linux's internal pacing (tcp_pacing_ss_ratio 200 %, tcp_pacing_ca_ratio 120 %).
@@ -781,6 +785,7 @@ impl Default for TcpSpec {
             ca_increase: CaIncrease::Bytes,
             ssthresh_from: SsthreshBasis::FlightSize,
             ecn: TcpEcn::Off,
+            accecn: false,
             pacing: false,
             pacing_ss_ratio: 2.0,
             pacing_ca_ratio: 1.2,
@@ -805,10 +810,10 @@ pub enum TcpEcn {
     /// accurate feedback a DCTCP sender needs; the sender's response is as `classic`'s.
     Dctcp,
     /// L4S (RFC 9331): data segments sent ECT(1), the L4S identifier (§4.1), which a DualQ
-    /// Coupled AQM puts in its low-latency queue; the receiver echoes as `dctcp` does. RFC 9331
-    /// §4.2 asks for accurate ECN feedback (AccECN); until this engine has AccECN, `dctcp`'s
-    /// per-packet echo is its substitute. The response is the controller's (Reno halves once per
-    /// round trip, as for `classic`).
+    /// Coupled AQM puts in its low-latency queue; the receiver echoes as `dctcp` does, or with
+    /// AccECN's count (`TcpSpec::accecn`, RFC 9768), the accurate feedback RFC 9331 §4.2 asks
+    /// for. The response is the controller's (Reno halves once per round trip, as for
+    /// `classic`).
     L4s,
 }
 

@@ -755,6 +755,13 @@ fn check_accurate_ecn(
     transport: TransportKind,
     (tcp, quic): (&TcpSpec, &QuicSpec),
 ) -> Result<(), EngineError> {
+    // RFC 9768's feedback replaces an ECN mode's; without ECN there is none to replace.
+    if transport == TransportKind::Tcp && tcp.accecn && tcp.ecn == TcpEcn::Off {
+        return Err(err(
+            format!("{at}.tcp.accecn"),
+            "accurate ECN feedback needs ECN: set tcp.ecn = \"classic\", \"dctcp\" or \"l4s\"".to_string(),
+        ));
+    }
     let Some(name) = scalable_controller(cca) else { return Ok(()) };
     if cca == CcaKind::Prague {
         let (field, l4s) = match transport {
@@ -771,10 +778,12 @@ fn check_accurate_ecn(
     }
     match transport {
         TransportKind::Tcp => {
-            // Every ECN mode whose receiver echoes each segment's CE state belongs here.
+            // Every ECN mode whose receiver echoes each segment's CE state belongs here, and
+            // any mode with AccECN's count of CE-marked packets (RFC 9768).
             let per_packet_echo = match tcp.ecn {
                 TcpEcn::Dctcp | TcpEcn::L4s => true,
-                TcpEcn::Off | TcpEcn::Classic => false,
+                TcpEcn::Classic => tcp.accecn,
+                TcpEcn::Off => false,
             };
             if !per_packet_echo {
                 return Err(err(
@@ -1109,6 +1118,21 @@ mod tests {
     }
 
     type Mutation = Box<dyn FnOnce(&mut ScenarioSpec)>;
+
+    #[test]
+    fn accurate_ecn_feedback_needs_ecn_and_serves_dctcp_over_any_mode() {
+        let mut spec = two_hosts();
+        spec.flows[0].tcp.accecn = true;
+        let e = validate(&spec).unwrap_err();
+        assert_eq!(e.field, "flows[0].tcp.accecn");
+        spec.flows[0].tcp.ecn = TcpEcn::Classic;
+        assert!(validate(&spec).is_ok());
+        // DCTCP counts marked bytes: AccECN's count serves it over classic ECN's codepoint.
+        spec.flows[0].cca = CcaKind::Dctcp;
+        assert!(validate(&spec).is_ok());
+        spec.flows[0].tcp.accecn = false;
+        assert_eq!(validate(&spec).unwrap_err().field, "flows[0].tcp.ecn");
+    }
 
     #[test]
     fn each_malformed_field_is_named_with_its_reason() {

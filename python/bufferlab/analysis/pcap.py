@@ -46,6 +46,8 @@ LINKTYPE_RAW = 101
 SNAPLEN = 65535
 
 FIN, SYN, ACK = 0x01, 0x02, 0x10
+# The engine's bit for RFC 9768's AE flag (`net::packet::flags::AE`), written in its place in the header.
+ENGINE_AE = 0x20
 IP_HEADER = 20
 TCP_HEADER = 20
 # A captured packet's fields that its headers are written from, and its SACK blocks' edges.
@@ -165,8 +167,11 @@ def _record(index: int, t: int, spec: Mapping[str, Any], flow: int, is_data: boo
                     (ts_ecr // 1000) & 0xFFFFFFFF, sack)
     tcp_length = TCP_HEADER + options + payload
     # The flags byte: CWR, ECE, URG, ACK, PSH, RST, SYN, FIN from its high bit down (RFC 3168 §6.1
-    # put CWR and ECE in what RFC 793 reserved); the engine's flags are those bits.
-    offset_flags = ((TCP_HEADER + options) // 4) << 12 | (flags & 0xFF)
+    # put CWR and ECE in what RFC 793 reserved); the engine's flags are those bits, but for AE
+    # (RFC 9768's Accurate ECN bit), which the engine keeps in URG's place and the header just
+    # above the byte, in the data offset's 16-bit word.
+    ae = 0x100 if flags & ENGINE_AE else 0
+    offset_flags = ((TCP_HEADER + options) // 4) << 12 | ae | (flags & 0xFF & ~ENGINE_AE)
     src_ip, dst_ip = _address_bytes(src), _address_bytes(dst)
     tcp = struct.pack("!HHIIHHHH", sport, dport, seq32, ack32, offset_flags, 65535, 0, 0) + opts
     pseudo = src_ip + dst_ip + struct.pack("!BBH", 0, 6, tcp_length)

@@ -101,7 +101,10 @@ def _sweeps(quick: bool) -> dict[str, Sweep]:
     for family in FAMILIES:
         for i in range(FLOWS_PER_FAMILY):
             flow: dict[str, Any] = {"name": f"{family}_{i}", "cca": family}
-            flow["tcp"] = {"ecn": "l4s" if family == "prague" else "off", "ssthresh_from": "cwnd"}
+            # Prague with ECT(1) and AccECN's feedback, the accurate feedback its draft requires over TCP
+            # (RFC 9331 §4.2); CUBIC without ECN.
+            ecn: dict[str, Any] = {"ecn": "l4s", "accecn": True} if family == "prague" else {"ecn": "off"}
+            flow["tcp"] = {**ecn, "ssthresh_from": "cwnd"}
             flows.append(flow)
     base = {
         "name": "l4s", "duration": f"{s['duration_s']}s", "sample_interval": SAMPLE,
@@ -369,8 +372,8 @@ REPRODUCTION = Reproduction(
         "The L queue's delay is the 99th percentile of its 10 ms mean sojourns (the store keeps per-packet "
         "sojourn distributions per channel, not per DualPI2 queue).",
         "Prague runs with the draft's reference defaults: reduced RTT-dependence on (no effect at 100 ms, above "
-        "its 25 ms reference RTT), the classic ECN AQM fall-back off; AccECN is stood in for by the per-packet "
-        "echo of `tcp.ecn = \"l4s\"`.",
+        "its 25 ms reference RTT), the classic ECN AQM fall-back off, and AccECN's feedback (`tcp.accecn = true`, "
+        "RFC 9768), which the draft specifies.",
         "FQ-CoDel marks ECN-capable packets (Prague's ECT(1)) at its 5 ms target and drops CUBIC's Not-ECT ones.",
     ],
 )

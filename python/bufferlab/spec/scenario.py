@@ -292,9 +292,16 @@ class TcpOptions(_Model):
     # Explicit Congestion Notification: "off" (default), "classic" (RFC 3168: ECT(0) data, ECE
     # from a CE arrival until CWR, one window reduction per round trip), "dctcp" (RFC 8257's
     # accurate echo: ECE on every ACK while the segments it covers were CE) or "l4s" (RFC 9331:
-    # ECT(1) data, which a DualPI2 queue puts in its L queue, with dctcp's echo standing in for
-    # AccECN; the window's response is the controller's).
+    # ECT(1) data, which a DualPI2 queue puts in its L queue, with dctcp's echo unless `accecn`;
+    # the window's response is the controller's).
     ecn: Literal["off", "classic", "dctcp", "l4s"] | None = None
+    # Accurate ECN feedback (RFC 9768, without its TCP Option): false (the default) or true, in
+    # place of the `ecn` mode's feedback. The SYN asks with AE, CWR and ECE; the receiver counts
+    # CE-marked segments and every ACK carries the count modulo 8 in those three flags, sent at
+    # once when a mark follows an unmarked segment and at every second mark; the sender turns the
+    # count's increase into marked packets and bytes. The codepoint and the response stay the
+    # mode's: "l4s" with accecn is the feedback TCP Prague is specified with. Needs `ecn` on.
+    accecn: Switch = None
     # Pacing of a window-based controller by the sender, as Linux's internal pacing: false (the
     # default: a window leaves as fast as the ACKs release it); true: at `pacing_ss_ratio` ·
     # cwnd/SRTT while cwnd is below half of ssthresh, `pacing_ca_ratio` · cwnd/SRTT after. BBR

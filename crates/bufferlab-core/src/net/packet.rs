@@ -13,6 +13,11 @@ pub mod flags {
     pub const ECE: u8 = 0x40;
     /// Congestion Window Reduced: the sender has answered an ECN-Echo (RFC 3168 §6.1.2).
     pub const CWR: u8 = 0x80;
+    /// Accurate ECN: the header bit RFC 9768 §3.2.2 takes back from the historic ECN nonce (NS),
+    /// the ACE field's most significant bit beside CWR and ECE. On the wire it sits just above this
+    /// byte's eight flags; here it takes the bit of URG, which no endpoint sets (a capture's TCP
+    /// header puts it back in its place).
+    pub const AE: u8 = 0x20;
 }
 
 /// The ECN field of the IP header, its two low bits of the former TOS byte (RFC 3168 §5):

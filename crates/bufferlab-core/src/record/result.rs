@@ -372,7 +372,8 @@ pub struct Capture {
     pub flow: Vec<u32>,
     /// True for data segments (sender→receiver), false for ACKs.
     pub is_data: Vec<bool>,
-    /// TCP flags: 1 FIN, 2 SYN, 16 ACK, 64 ECE, 128 CWR (RFC 3168 §6.1).
+    /// TCP flags: 1 FIN, 2 SYN, 16 ACK, 32 AE (RFC 9768; in the header the bit above these
+    /// eight), 64 ECE, 128 CWR (RFC 3168 §6.1).
     pub flags: Vec<u8>,
     /// The packet's ECN field as it started transmission here (RFC 3168 §5): 0 Not-ECT,
     /// 1 ECT(1), 2 ECT(0), 3 CE. Absent (0) in results written before it existed.

@@ -10,6 +10,7 @@
 //! alike; each keeps only its own sequence space, loss detection, recovery and timers.
 
 pub mod datagram;
+pub mod marked_bytes;
 pub mod pacer;
 pub mod quic;
 pub mod ranges;

@@ -176,36 +176,12 @@ impl EcnValidation {
     }
 }
 
-/// Of the `bytes_acked` an ACK counts for the controller, over the `newly_acked` packets it newly
-/// acknowledges, the bytes taken as CE-marked when the CE count rose by `ce_increase`: each packet
-/// marked with the share min(ΔCE, N)/N (the sender cannot know which ones), i.e. ΔCE times the
-/// mean size when every packet counts (see the module's documentation).
-pub fn ce_marked_bytes(ce_increase: u32, newly_acked: u64, bytes_acked: u64) -> u64 {
-    if newly_acked == 0 {
-        return 0;
-    }
-    let marked = (ce_increase as u64).min(newly_acked);
-    (bytes_acked as u128 * marked as u128 / newly_acked as u128) as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn counts(ect0: u32, ect1: u32, ce: u32) -> EcnCounts {
         EcnCounts { ect0, ect1, ce }
-    }
-
-    #[test]
-    fn ce_bytes_are_the_count_times_the_mean_packet_size() {
-        // 4 packets of 1252 bytes, 1 CE: 1252 bytes.
-        assert_eq!(ce_marked_bytes(1, 4, 4 * 1252), 1252);
-        // Mixed sizes: 1252 + 1252 + 500, 2 CE: two thirds of the bytes (the mean size twice).
-        assert_eq!(ce_marked_bytes(2, 3, 3004), 2002);
-        // More CE than packets acknowledged (an earlier ACK frame was lost): all of them.
-        assert_eq!(ce_marked_bytes(7, 3, 3756), 3756);
-        assert_eq!(ce_marked_bytes(0, 3, 3756), 0);
-        assert_eq!(ce_marked_bytes(2, 0, 0), 0);
     }
 
     #[test]

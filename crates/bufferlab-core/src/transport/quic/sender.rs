@@ -9,12 +9,13 @@
 use std::collections::VecDeque;
 
 use super::config::{QuicConfig, PERSISTENT_CONGESTION_THRESHOLD, PROBES_PER_TIMEOUT};
-use super::ecn::{ce_marked_bytes, EcnValidation};
+use super::ecn::EcnValidation;
 use super::rtt::QuicRtt;
 use super::sent_packets::{Chunk, Fate, LossRule, SentPacket, SentPackets};
 use crate::cc::{CongestionController, Controller};
 use crate::net::packet::{flags, AckFrame, Ecn, Packet};
 use crate::spec::QuicEcn;
+use crate::transport::marked_bytes::ce_marked_bytes;
 use crate::transport::ranges::RangeSet;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
 use crate::units::SimTime;

@@ -32,6 +32,8 @@ pub struct TcpConfig {
     pub ssthresh_from: SsthreshBasis,
     /// ECN and its feedback mode (RFC 3168 §6.1; RFC 8257 §3.2).
     pub ecn: TcpEcn,
+    /// Accurate ECN feedback instead of the mode's (RFC 9768; `accecn`).
+    pub accecn: bool,
     /// Linux's pacing of window-based controllers, if on.
     pub pacing: Option<WindowPacing>,
 }
@@ -56,6 +58,7 @@ impl From<&TcpSpec> for TcpConfig {
             rack: s.rack && s.sack,
             ssthresh_from: s.ssthresh_from,
             ecn: s.ecn,
+            accecn: s.accecn && s.ecn != TcpEcn::Off,
             pacing: s.pacing.then_some(WindowPacing { slow_start: s.pacing_ss_ratio, avoidance: s.pacing_ca_ratio }),
         }
     }

@@ -1,5 +1,6 @@
 //! TCP: a sender and a receiver per flow, carrying one direction of bulk data.
 
+pub mod accecn;
 pub mod config;
 #[cfg(test)]
 pub mod loopback;

@@ -10,6 +10,7 @@ use crate::memory::prefetch;
 use crate::net::packet::{flags, AckFrame, Ecn, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::net::sack_slab::SackSlab;
 use crate::spec::TcpEcn;
+use crate::transport::tcp::accecn::{self, AceCounter};
 use crate::transport::timing::DeliveryLog;
 use crate::units::SimTime;
 use std::collections::VecDeque;
@@ -48,6 +49,13 @@ pub struct TcpReceiver {
     echo: bool,
     /// Segments that arrived marked CE.
     pub ce_received: u64,
+    /// Accurate ECN (RFC 9768): configured, and its counter once the SYN negotiated it
+    /// (`accecn`); its feedback then replaces the mode's.
+    accecn_wanted: bool,
+    accecn: Option<AceCounter>,
+    /// The last data segment must be acknowledged at once (AccECN's change- or increment-
+    /// triggered ACK, RFC 9768 §3.2.2.5.1).
+    ack_now: bool,
 }
 
 impl TcpReceiver {
@@ -85,6 +93,9 @@ impl TcpReceiver {
             ecn: false,
             echo: false,
             ce_received: 0,
+            accecn_wanted: config.accecn,
+            accecn: None,
+            ack_now: false,
         }
     }
 
@@ -138,9 +149,17 @@ impl TcpReceiver {
             self.ts_recent = packet.ts_val;
             self.last_ack_sent = self.rcv_nxt;
             // RFC 3168 §6.1.1: an ECN-setup SYN (ECE and CWR) is answered by an ECN-setup
-            // SYN-ACK (ECE alone) if this end does ECN too.
+            // SYN-ACK (ECE alone) if this end does ECN too. RFC 9768 §3.1.1: an AccECN SYN (AE
+            // as well) is answered by a SYN-ACK that agrees and says how the SYN arrived; a CE
+            // mark on the SYN is not counted in r.cep (§3.2.2.2).
             self.ecn = self.ecn_mode != TcpEcn::Off && packet.has(flags::ECE) && packet.has(flags::CWR);
-            let setup = if self.ecn { flags::ECE } else { 0 };
+            let accecn = self.ecn && self.accecn_wanted && packet.has(flags::AE);
+            self.accecn = accecn.then(AceCounter::default);
+            let setup = match (self.ecn, accecn) {
+                (true, true) => accecn::syn_ack_flags(packet.ecn),
+                (true, false) => flags::ECE,
+                _ => 0,
+            };
             out.push(self.ack_packet(now, flags::SYN | flags::ACK | setup, SYN_OPTION_BYTES));
             self.acks_sent += 1;
             return;
@@ -186,7 +205,7 @@ impl TcpReceiver {
         if packet.payload as u32 >= self.mss {
             self.unacked_segments += 1;
         }
-        if self.unacked_segments >= self.ack_every {
+        if self.unacked_segments >= self.ack_every || self.ack_now {
             self.send_ack(now, sacks, out);
         } else if self.delayed_ack_deadline.is_none() {
             self.delayed_ack_deadline = Some(now + self.delayed_ack_timeout);
@@ -202,6 +221,11 @@ impl TcpReceiver {
         out: &mut Vec<Packet>,
     ) {
         let ce = packet.ecn == Ecn::Ce;
+        if let Some(counter) = self.accecn.as_mut() {
+            // RFC 9768 §3.2.2.5.1: the counter's change- and increment-triggered ACKs.
+            self.ack_now = counter.on_data(packet.ecn);
+            return;
+        }
         match self.ecn_mode {
             TcpEcn::Off => {}
             TcpEcn::Classic => {
@@ -212,8 +236,8 @@ impl TcpReceiver {
                 }
                 self.echo |= ce;
             }
-            // RFC 9331 §4.2 asks an L4S receiver for accurate feedback (AccECN); DCTCP's
-            // per-segment echo stands in for it until this engine has AccECN.
+            // RFC 9331 §4.2 asks an L4S receiver for accurate feedback: DCTCP's per-segment
+            // echo, unless the connection uses AccECN (above).
             TcpEcn::Dctcp | TcpEcn::L4s => {
                 if ce != self.echo {
                     // RFC 8257 §3.2: the CE state changes. The segments received before this one
@@ -296,8 +320,14 @@ impl TcpReceiver {
         self.unacked_segments = 0;
         self.delayed_ack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
-        let ece = if self.ecn && self.echo { flags::ECE } else { 0 };
-        let mut packet = self.ack_packet(now, flags::ACK | ece, 0);
+        self.ack_now = false;
+        let feedback = match self.accecn.as_mut() {
+            // RFC 9768 §3.2.2: every ACK carries ACE = r.cep mod 8.
+            Some(counter) => counter.on_ack_sent(),
+            None if self.ecn && self.echo => flags::ECE,
+            None => 0,
+        };
+        let mut packet = self.ack_packet(now, flags::ACK | feedback, 0);
         if self.sack && self.recent_len > 0 {
             // Refresh each reported block to the current extent of its range.
             let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];
@@ -540,7 +570,7 @@ mod tests {
 
     #[test]
     fn an_l4s_receiver_echoes_each_acks_ce_state_as_dctcps() {
-        // RFC 9331 §4.2: accurate feedback; DCTCP's per-segment echo stands in for AccECN. The
+        // RFC 9331 §4.2: accurate feedback, DCTCP's per-segment echo without AccECN. The
         // unmarked segments are ECT(1), as an L4S sender sends them.
         dctcp_echo_of(TcpEcn::L4s, Ecn::Ect1);
     }

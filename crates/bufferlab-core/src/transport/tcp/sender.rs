@@ -16,8 +16,10 @@ use crate::cc::{CongestionController, Controller};
 use crate::memory::prefetch;
 use crate::net::packet::{flags, Ecn, Packet, SackBlock};
 use crate::spec::{RecoveryKind, RtoKind, SsthreshBasis, TcpEcn};
+use crate::transport::marked_bytes::ce_marked_bytes;
 use crate::transport::rtt::RttEstimate;
 use crate::transport::sender_core::{AckTally, Phase, SenderCore};
+use crate::transport::tcp::accecn::{self, AceDecoder};
 use crate::units::{BitRate, SimTime};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +88,9 @@ pub struct TcpSender {
     /// The window was reduced (ECN-Echo, fast retransmit or timeout): the next new data segment
     /// carries CWR (RFC 3168 §6.1.2).
     cwr_pending: bool,
+    /// Accurate ECN feedback, once the SYN-ACK agreed to it (RFC 9768): the decoder of the ACKs'
+    /// ACE field, whose count replaces the ECN-Echo flag.
+    accecn: Option<AceDecoder>,
 }
 
 /// A tail loss probe in flight (RFC 8985 §7.3).
@@ -128,6 +133,7 @@ impl TcpSender {
             ecn_reduced_at: 0,
             ece_reduced_at: 0,
             cwr_pending: false,
+            accecn: None,
         }
     }
 
@@ -236,8 +242,12 @@ impl TcpSender {
         match self.core.phase() {
             Phase::Handshake if packet.has(flags::SYN) && packet.has(flags::ACK) => {
                 self.core.establish(now);
-                // RFC 3168 §6.1.1: an ECN-setup SYN-ACK has ECE set and CWR clear.
-                self.ecn = self.config.ecn != TcpEcn::Off && packet.has(flags::ECE) && !packet.has(flags::CWR);
+                // RFC 3168 §6.1.1: an ECN-setup SYN-ACK has ECE set and CWR clear; RFC 9768
+                // §3.1.2: an AccECN one sets one of Table 2's four patterns.
+                let accecn = self.config.accecn && accecn::agrees(packet.flags);
+                self.accecn = accecn.then(AceDecoder::default);
+                self.ecn = self.config.ecn != TcpEcn::Off
+                    && (accecn || (packet.has(flags::ECE) && !packet.has(flags::CWR) && !packet.has(flags::AE)));
                 if !self.syn_retransmitted {
                     self.core.rtt.on_sample(now - self.syn_sent_at);
                     self.core.record_rtt_sample(now - self.syn_sent_at);
@@ -415,7 +425,7 @@ impl TcpSender {
         // multiplicative decrease, no retransmission), once per window of data: not within a
         // loss recovery (its reduction answers the same window), nor for an ACK that covers no
         // data sent since the last reduction.
-        let ecn_echo = self.ecn && packet.has(flags::ECE);
+        let (ecn_echo, ce_marked_bytes) = self.congestion_feedback(packet, acked_bytes, delivered);
         let ecn_reduces = ecn_echo && self.recovery.is_none() && ack > self.ecn_reduced_at;
         if ecn_reduces {
             let flight_size = self.snd_nxt - self.snd_una;
@@ -443,8 +453,7 @@ impl TcpSender {
             prior_in_flight,
             in_flight: self.pipe(),
             ecn_echo,
-            // RFC 8257 §3.3: bytes_marked grows by the bytes acknowledged by an ACK with ECE.
-            ce_marked_bytes: if ecn_echo { acked_bytes } else { 0 },
+            ce_marked_bytes,
         };
         // The ACK that reduced the window does not grow it again.
         self.core.conclude_ack(now, tally, acked_bytes > 0 && !in_fast_recovery && !ecn_reduces);
@@ -632,14 +641,36 @@ impl TcpSender {
     fn window_reduced(&mut self) {
         if self.ecn {
             self.ecn_reduced_at = self.snd_nxt;
-            self.cwr_pending = true;
+            // RFC 9768 §3.2.2: with AccECN, CWR is part of the ACE field, not a signal of its own.
+            self.cwr_pending = self.accecn.is_none();
         }
+    }
+
+    /// What an ACK says of congestion: whether it reports CE marks, and the bytes taken as
+    /// marked. Classic and DCTCP feedback: its ECN-Echo flag, and then every byte it acknowledges
+    /// (RFC 8257 §3.3). AccECN: the CE-marked packets its ACE field adds for the `delivered`
+    /// bytes it newly acknowledges, cumulatively or by SACK (RFC 9768 A.2.1's newlyAckedB, in
+    /// full-sized segments), and that share of those bytes (the sender cannot tell which
+    /// packets were marked; more marks than packets count whole segments).
+    fn congestion_feedback(&mut self, packet: &Packet, acked_bytes: u64, delivered: u64) -> (bool, u64) {
+        let Some(decoder) = self.accecn.as_mut() else {
+            let echo = self.ecn && packet.has(flags::ECE);
+            return (echo, if echo { acked_bytes } else { 0 });
+        };
+        let mss = self.config.mss as u64;
+        let packets = delivered.div_ceil(mss);
+        let marked = decoder.on_ack(accecn::ace(packet.flags), packets) as u64;
+        let bytes =
+            ce_marked_bytes(marked.min(packets) as u32, packets, delivered) + marked.saturating_sub(packets) * mss;
+        (marked > 0, bytes)
     }
 
     /// The SYN's flags: with ECN, ECE and CWR ask for it (RFC 3168 §6.1.1, an ECN-setup SYN).
     fn syn_flags(&self) -> u8 {
         if self.config.ecn == TcpEcn::Off {
             flags::SYN
+        } else if self.config.accecn {
+            flags::SYN | accecn::SYN_FLAGS // RFC 9768 §3.1.1
         } else {
             flags::SYN | flags::ECE | flags::CWR
         }
@@ -864,6 +895,11 @@ impl TcpSender {
         let options = if tcp_flags & flags::SYN != 0 { SYN_OPTION_BYTES } else { 0 };
         let wire_bytes = self.config.header_bytes + payload + options;
         let mut packet = self.core.packet(now, tcp_flags, seq, payload, wire_bytes, retransmission);
+        if self.accecn.is_some() {
+            // RFC 9768 §3.2.2: every segment after the handshake carries the ACE field of the
+            // other half-connection, whose pure ACKs are never ECT: its count stays at 5.
+            packet.flags |= accecn::ace_flags(accecn::INITIAL_CEP);
+        }
         // RFC 3168 §6.1.4-6.1.5: data segments are ECT(0); the SYN, pure control segments and
         // retransmissions are not. An L4S sender's are ECT(1), the L4S identifier (RFC 9331 §4.1).
         if self.ecn && payload > 0 && !retransmission {

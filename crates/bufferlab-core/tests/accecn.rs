@@ -28,17 +28,6 @@ fn k_packets() -> u64 {
     (RATE_BPS * RTT_NS / 1_000_000_000 / 8 / PACKET_BYTES).div_ceil(7)
 }
 
-/// The bottleneck from `from_ns` on: (drops, utilisation, mean queue in packets).
-fn bottleneck_after(result: &RunResult, from_ns: u64) -> (u64, f64, f64) {
-    let ts = result.timeseries.as_ref().expect("sampled");
-    let first = ts.time_ns.iter().position(|&t| t >= from_ns).expect("samples after the warm-up");
-    let last = ts.time_ns.len() - 1;
-    let (drops, busy) = (&ts.channel_drops[0], &ts.channel_busy_ns[0]);
-    let utilisation = (busy[last] - busy[first]) as f64 / (ts.time_ns[last] - ts.time_ns[first]) as f64;
-    let q = &ts.queue_packets[0][first..];
-    (drops[last] - drops[first], utilisation, q.iter().sum::<u64>() as f64 / q.len() as f64)
-}
-
 struct Steady {
     marked: f64,
     utilisation: f64,

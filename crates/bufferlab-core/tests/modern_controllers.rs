@@ -79,16 +79,6 @@ fn queue_stats(result: &RunResult, from_ns: u64) -> (f64, u64, u64) {
     (mean, *q.iter().min().unwrap(), *q.iter().max().unwrap())
 }
 
-/// The bottleneck from `from_ns` on: (drops of every cause, utilisation).
-fn bottleneck_after(result: &RunResult, from_ns: u64) -> (u64, f64) {
-    let ts = result.timeseries.as_ref().expect("sampled");
-    let (drops, busy) = (&ts.channel_drops[0], &ts.channel_busy_ns[0]);
-    let first = ts.time_ns.iter().position(|&t| t >= from_ns).expect("samples after the warm-up");
-    let last = ts.time_ns.len() - 1;
-    let utilisation = (busy[last] - busy[first]) as f64 / (ts.time_ns[last] - ts.time_ns[first]) as f64;
-    (drops[last] - drops[first], utilisation)
-}
-
 /// Jain's fairness index of the flows' bytes acknowledged from `from_ns` on.
 fn jain_after(result: &RunResult, from_ns: u64) -> f64 {
     let ts = result.timeseries.as_ref().expect("sampled");
@@ -136,7 +126,7 @@ fn dctcp_against_the_analysis(c: DctcpCase) {
     let warm_up = run(&spec(c.warm_up_ns)).unwrap();
     assert_conservation(&result);
     let btl = &result.channels[0];
-    let (drops, utilisation) = bottleneck_after(&result, c.warm_up_ns);
+    let (drops, utilisation, _) = bottleneck_after(&result, c.warm_up_ns);
     let (mean_queue, min_queue, max_queue) = queue_stats(&result, c.warm_up_ns);
     // The fraction of a flow's segments marked after the warm-up: α's mean, as α is an EWMA
     // of each window's marked fraction.
@@ -224,7 +214,7 @@ fn vegas_steady_state(tcp: TcpSpec, together: bool, buffer: u64) {
     }
     let result = run(&spec).unwrap();
     assert_conservation(&result);
-    let (drops, utilisation) = bottleneck_after(&result, warm_up);
+    let (drops, utilisation, _) = bottleneck_after(&result, warm_up);
     let (mean_queue, min_queue, max_queue) = queue_stats(&result, warm_up);
     let jain = jain_after(&result, warm_up);
     let dropped = result.channels[0].dropped_queue_packets;

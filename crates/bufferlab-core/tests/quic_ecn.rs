@@ -50,18 +50,6 @@ fn dumbbell(
     spec
 }
 
-/// The bottleneck from `from_ns` on: (drops of every cause, utilisation, mean queue in packets).
-fn bottleneck_after(result: &RunResult, from_ns: u64) -> (u64, f64, f64) {
-    let ts = result.timeseries.as_ref().expect("sampled");
-    let first = ts.time_ns.iter().position(|&t| t >= from_ns).expect("samples after the warm-up");
-    let last = ts.time_ns.len() - 1;
-    let (drops, busy) = (&ts.channel_drops[0], &ts.channel_busy_ns[0]);
-    let utilisation = (busy[last] - busy[first]) as f64 / (ts.time_ns[last] - ts.time_ns[first]) as f64;
-    let q = &ts.queue_packets[0][first..];
-    let mean_queue = q.iter().sum::<u64>() as f64 / q.len() as f64;
-    (drops[last] - drops[first], utilisation, mean_queue)
-}
-
 /// Each flow's fraction of packets marked between the end of `warm_up` and the end of `whole`
 /// (the same run stopped earlier: the engine is deterministic), with `payload` bytes a packet.
 fn marked_fractions(whole: &RunResult, warm_up: &RunResult, payload: f64) -> Vec<f64> {

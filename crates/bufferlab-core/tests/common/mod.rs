@@ -326,3 +326,15 @@ pub fn fq_pie(limit_packets: u64, drop_batch: u32) -> QueueSpec {
         estimator: Default::default(),
     }
 }
+
+/// The first channel (a dumbbell's bottleneck) from `from_ns` on, from the run's samples: (drops
+/// of every cause, utilisation, mean queue in packets).
+pub fn bottleneck_after(result: &bufferlab_core::record::result::RunResult, from_ns: u64) -> (u64, f64, f64) {
+    let ts = result.timeseries.as_ref().expect("sampled");
+    let first = ts.time_ns.iter().position(|&t| t >= from_ns).expect("samples after the warm-up");
+    let last = ts.time_ns.len() - 1;
+    let (drops, busy) = (&ts.channel_drops[0], &ts.channel_busy_ns[0]);
+    let utilisation = (busy[last] - busy[first]) as f64 / (ts.time_ns[last] - ts.time_ns[first]) as f64;
+    let q = &ts.queue_packets[0][first..];
+    (drops[last] - drops[first], utilisation, q.iter().sum::<u64>() as f64 / q.len() as f64)
+}

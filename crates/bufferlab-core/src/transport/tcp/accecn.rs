@@ -8,7 +8,7 @@
 //! - the SYN asks for it with AE, CWR and ECE all set, and the SYN-ACK agrees by one of four
 //!   settings of the three flags that also say how the SYN's IP-ECN field arrived (§3.1.1,
 //!   Table 2);
-//! - the Data Receiver counts CE-marked packets in r.cep, which starts at 5 (§3.2.2.1: a zeroed
+//! - the Data Receiver counts CE-marked packets in r.cep, which starts at 5 (§3.2.1: a zeroed
 //!   field is then told apart), and every ACK after the handshake carries ACE = r.cep mod 8;
 //! - it acknowledges at once a CE-marked data packet that follows one that was not
 //!   (change-triggered ACKs), and whenever n CE marks have arrived since its last ACK, n = 2 while
@@ -23,13 +23,13 @@
 //!
 //! The AccECN Option (byte counters per codepoint, §3.2.3) is optional to implement; without it
 //! the sender works from the packet count, as §3.2.3.2.3 has a host do when the option does not
-//! arrive. The congestion response stays the controller's (§1: the feedback protocol does not
-//! change it): a classic controller answers once per window of data, a scalable one counts the
-//! marked bytes.
+//! arrive. The congestion response stays the controller's (§3.1.5: as RFC 3168 §6.1 defines it;
+//! the feedback protocol does not change it): a classic controller answers once per window of
+//! data, a scalable one counts the marked bytes.
 
 use crate::net::packet::{flags, Ecn};
 
-/// The initial value of both ends' CE packet counters (RFC 9768 §3.2.2.1).
+/// The initial value of both ends' CE packet counters (RFC 9768 §3.2.1).
 pub const INITIAL_CEP: u32 = 5;
 
 /// The ACE field's modulus: three bits (§3.2.2).
@@ -49,7 +49,7 @@ pub fn syn_ack_flags(syn_arrived: Ecn) -> u8 {
     }
 }
 
-/// Whether a SYN-ACK's flags agree to AccECN: one of Table 2's four settings (§3.1.2; all three
+/// Whether a SYN-ACK's flags agree to AccECN: one of Table 2's four settings (§3.1.1; all three
 /// set is reserved, ECE alone is classic ECN).
 pub fn agrees(syn_ack: u8) -> bool {
     let ecn_flags = syn_ack & (flags::AE | flags::CWR | flags::ECE);

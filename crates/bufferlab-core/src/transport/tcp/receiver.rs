@@ -151,7 +151,7 @@ impl TcpReceiver {
             // RFC 3168 §6.1.1: an ECN-setup SYN (ECE and CWR) is answered by an ECN-setup
             // SYN-ACK (ECE alone) if this end does ECN too. RFC 9768 §3.1.1: an AccECN SYN (AE
             // as well) is answered by a SYN-ACK that agrees and says how the SYN arrived; a CE
-            // mark on the SYN is not counted in r.cep (§3.2.2.2).
+            // mark on the SYN is not counted in r.cep (§3.2).
             self.ecn = self.ecn_mode != TcpEcn::Off && packet.has(flags::ECE) && packet.has(flags::CWR);
             let accecn = self.ecn && self.accecn_wanted && packet.has(flags::AE);
             self.accecn = accecn.then(AceCounter::default);

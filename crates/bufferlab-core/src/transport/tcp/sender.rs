@@ -243,7 +243,7 @@ impl TcpSender {
             Phase::Handshake if packet.has(flags::SYN) && packet.has(flags::ACK) => {
                 self.core.establish(now);
                 // RFC 3168 §6.1.1: an ECN-setup SYN-ACK has ECE set and CWR clear; RFC 9768
-                // §3.1.2: an AccECN one sets one of Table 2's four patterns.
+                // §3.1.1: an AccECN one sets one of Table 2's four patterns.
                 let accecn = self.config.accecn && accecn::agrees(packet.flags);
                 self.accecn = accecn.then(AceDecoder::default);
                 self.ecn = self.config.ecn != TcpEcn::Off

@@ -127,13 +127,12 @@ fn the_handshake_asks_and_agrees_and_every_ack_carries_the_count_of_ce_marks() {
         [Direction::Forward, Direction::Backward].map(|direction| CaptureSpec { link: 0, direction }).to_vec();
     let result = run(&spec).unwrap();
     let (data, acks) = (&result.captures[0], &result.captures[1]);
-    const AE: u8 = 0x20;
-    let (syn, ece, cwr) = (0x02u8, 0x40u8, 0x80u8);
-    assert_eq!(data.flags[0] & (syn | AE | cwr | ece), syn | AE | cwr | ece, "the SYN asks for AccECN");
-    assert_eq!(acks.flags[0] & (AE | cwr | ece), cwr, "the SYN-ACK agrees: the SYN arrived Not-ECT");
+    use bufferlab_core::net::packet::flags::{AE, CWR, ECE, SYN};
+    assert_eq!(data.flags[0] & (SYN | AE | CWR | ECE), SYN | AE | CWR | ECE, "the SYN asks for AccECN");
+    assert_eq!(acks.flags[0] & (AE | CWR | ECE), CWR, "the SYN-ACK agrees: the SYN arrived Not-ECT");
     let segment = data.payload_bytes.iter().position(|&p| p > 0).expect("data");
-    assert_eq!((data.flags[segment] & (AE | cwr | ece), data.ecn[segment]), (AE | ece, 0b10));
-    let ace = |f: u8| ((f & AE != 0) as u32) << 2 | ((f & cwr != 0) as u32) << 1 | (f & ece != 0) as u32;
+    assert_eq!((data.flags[segment] & (AE | CWR | ECE), data.ecn[segment]), (AE | ECE, 0b10));
+    let ace = |f: u8| ((f & AE != 0) as u32) << 2 | ((f & CWR != 0) as u32) << 1 | (f & ECE != 0) as u32;
     let last = *acks.flags.last().unwrap();
     assert!(result.flows[0].ce_received > 8, "enough marks to cycle the field");
     assert_eq!(ace(last), (5 + result.flows[0].ce_received as u32) % 8);

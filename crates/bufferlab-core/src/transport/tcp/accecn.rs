@@ -53,7 +53,7 @@ pub fn syn_ack_flags(syn_arrived: Ecn) -> u8 {
 /// set is reserved, ECE alone is classic ECN).
 pub fn agrees(syn_ack: u8) -> bool {
     let ecn_flags = syn_ack & (flags::AE | flags::CWR | flags::ECE);
-    [flags::CWR, flags::CWR | flags::ECE, flags::AE, flags::AE | flags::CWR].contains(&ecn_flags)
+    [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce].map(syn_ack_flags).contains(&ecn_flags)
 }
 
 /// The ACE field of a packet's flags: AE is its most significant bit, ECE its least (§3.2.2).

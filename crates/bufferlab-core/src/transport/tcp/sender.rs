@@ -660,8 +660,7 @@ impl TcpSender {
         let mss = self.config.mss as u64;
         let packets = delivered.div_ceil(mss);
         let marked = decoder.on_ack(accecn::ace(packet.flags), packets) as u64;
-        let bytes =
-            ce_marked_bytes(marked.min(packets) as u32, packets, delivered) + marked.saturating_sub(packets) * mss;
+        let bytes = ce_marked_bytes(marked as u32, packets, delivered) + marked.saturating_sub(packets) * mss;
         (marked > 0, bytes)
     }
 

@@ -22,6 +22,10 @@
 //! - NextSeg() rule 1 (the lowest lost segment not yet retransmitted) reads a cursor that only
 //!   moves forward between timeouts, plus a min-heap of the retransmissions RACK found lost below
 //!   the cursor.
+//! - After a retransmission timeout every unSACKed segment is deemed lost, but with SACK only the
+//!   holes the receiver reports (below the highest SACKed sequence number) and the oldest segment
+//!   are sent again while there is new data to send instead (RFC 6675 §5.1): the segments above
+//!   the highest SACK may still be queued in the network.
 
 use super::segment::{sent_after, RackReference};
 // The segment's type lives in its own module, shared with RACK; its old path stays.
@@ -67,6 +71,13 @@ pub struct Scoreboard {
     /// Starts of the DupThresh highest SACKed segments (all of them when fewer are SACKed), in
     /// ascending order: the first is the IsLost() boundary once there are DupThresh of them.
     highest_sacked: VecDeque<u64>,
+    /// The end of the highest segment ever SACKed (0 before any SACK): RFC 6675's "highest
+    /// octet covered by any received SACK".
+    sack_high: u64,
+    /// After a timeout with SACK: the end of the segment that was oldest then. Until the sender
+    /// releases it, lost segments are retransmitted only below the highest SACK or this end
+    /// ([`Scoreboard::retransmission_limit`]).
+    timeout_hold: Option<u64>,
     /// Unsacked segments starting below this sequence number are lost.
     lost_boundary: u64,
     /// The retransmission cursor: no lost, unretransmitted segment starts below this sequence
@@ -135,6 +146,8 @@ impl Scoreboard {
             retransmitted_bytes: 0,
             sacked_segments: 0,
             highest_sacked: VecDeque::new(),
+            sack_high: 0,
+            timeout_hold: None,
             lost_boundary: 0,
             retransmit_hint: 0,
             relost: BinaryHeap::new(),
@@ -413,6 +426,7 @@ impl Scoreboard {
             }
             let seg = *seg;
             self.remember_sacked(seg.start);
+            self.sack_high = self.sack_high.max(seg.end());
             delivered(&seg);
             i += 1;
         }
@@ -473,7 +487,19 @@ impl Scoreboard {
     /// After a retransmission timeout every unsacked segment is presumed lost and no
     /// retransmission is any longer counted in flight (RFC 6675 §5.1; RFC 5681 §3.1).
     /// Returns the bytes newly marked lost. (This one walks the window, once per timeout.)
-    pub fn mark_all_lost(&mut self) -> u64 {
+    ///
+    /// `sack`: the receiver reports what it holds, and RFC 6675 §5.1 asks the sender to use that
+    /// in choosing what to send after the timeout, by filling in the sequence space reported
+    /// missing. The oldest segment is sent again at once (RFC 6298 §5.4), and then only the
+    /// lost segments below the highest SACKed sequence number, until the sender lifts the hold
+    /// ([`Scoreboard::release_timeout_hold`]) when it has no new data to send. A segment above
+    /// the highest SACK was sent after every segment the receiver has reported: behind a deep
+    /// queue it is still on its way, and so is every retransmission of the recovery the timeout
+    /// ended. Sending them all again (go-back-N) duplicates what the queue is about to deliver;
+    /// new data sent instead is SACKed above any of them that was in fact lost, which then is
+    /// a reported hole.
+    pub fn mark_all_lost(&mut self, sack: bool) -> u64 {
+        self.timeout_hold = if sack { self.segments.front().map(Segment::end) } else { None };
         let before = self.lost_bytes;
         for seg in self.segments.iter_mut() {
             if !seg.sacked && !seg.lost {
@@ -611,14 +637,38 @@ impl Scoreboard {
     #[inline]
     pub fn next_retransmission(&mut self) -> Option<usize> {
         let front = self.segments.front()?.start;
-        if self.relost.is_empty() && self.retransmit_hint.max(front) >= self.lost_boundary {
+        let limit = self.retransmission_limit();
+        if self.relost.is_empty() && self.retransmit_hint.max(front) >= limit {
             return None;
         }
-        self.find_retransmission(front)
+        self.find_retransmission(front, limit)
     }
 
-    /// [`Scoreboard::next_retransmission`]'s search, from the cursor or a lost retransmission.
-    fn find_retransmission(&mut self, front: u64) -> Option<usize> {
+    /// Where the search for a lost segment stops: the loss boundary, or while a timeout's hold
+    /// lasts, the highest SACKed sequence number or the end of the segment that was oldest at
+    /// the timeout, whichever is higher (RFC 6675 §5.1, [`Scoreboard::mark_all_lost`]).
+    #[inline]
+    fn retransmission_limit(&self) -> u64 {
+        match self.timeout_hold {
+            Some(oldest_end) => self.lost_boundary.min(oldest_end.max(self.sack_high)),
+            None => self.lost_boundary,
+        }
+    }
+
+    /// A timeout's hold keeps lost segments above the highest SACK from being sent again.
+    pub fn holds_unreported_losses(&self) -> bool {
+        self.timeout_hold.is_some_and(|_| self.retransmission_limit() < self.lost_boundary)
+    }
+
+    /// Lift a timeout's hold: every lost segment may be sent again (go-back-N over the rest).
+    /// The sender does so when it has no new data to send, and when the recovery ends.
+    pub fn release_timeout_hold(&mut self) {
+        self.timeout_hold = None;
+    }
+
+    /// [`Scoreboard::next_retransmission`]'s search, from the cursor or a lost retransmission,
+    /// up to `limit`.
+    fn find_retransmission(&mut self, front: u64, limit: u64) -> Option<usize> {
         while let Some(&Reverse(start)) = self.relost.peek() {
             if start >= front {
                 let i = self.index_of(start);
@@ -630,13 +680,13 @@ impl Scoreboard {
             self.relost.pop(); // acknowledged, SACKed or sent again since
         }
         let from = self.retransmit_hint.max(front);
-        if from >= self.lost_boundary {
+        if from >= limit {
             return None;
         }
         let mut i = self.index_of(from);
         while i < self.segments.len() {
             let seg = &self.segments[i];
-            if seg.start >= self.lost_boundary {
+            if seg.start >= limit {
                 break;
             }
             if seg.lost && !seg.retransmitted && !seg.sacked {
@@ -645,7 +695,7 @@ impl Scoreboard {
             }
             i += 1;
         }
-        self.retransmit_hint = self.lost_boundary;
+        self.retransmit_hint = limit;
         None
     }
 
@@ -759,7 +809,7 @@ mod tests {
     fn timeout_marks_every_unsacked_segment_lost() {
         let mut sb = board(5);
         sack_segments(&mut sb, 3, 4);
-        sb.mark_all_lost();
+        sb.mark_all_lost(false);
         assert_eq!(sb.pipe(), 0);
         let order: Vec<usize> = std::iter::from_fn(|| {
             let i = sb.next_retransmission()?;
@@ -822,11 +872,57 @@ mod tests {
         let mut sb = Scoreboard::new(MSS, 3, true);
         sb.push(1, MSS, SimTime::ZERO, TxSnapshot::default());
         sb.push(1 + MSS as u64, 40, SimTime::ZERO, TxSnapshot::default());
-        assert_eq!(sb.mark_all_lost(), MSS as u64 + 40);
+        assert_eq!(sb.mark_all_lost(false), MSS as u64 + 40);
         let found = sb.rack_detect_losses(reference(9, 100, 10), SimTime::ZERO, SimTime::from_secs(1));
         assert_eq!(found.bytes, 0);
         sb.assert_consistent();
         assert_eq!(sb.pipe(), 0);
+    }
+
+    #[test]
+    fn after_a_timeout_only_the_holes_below_the_highest_sack_are_sent_again_until_released() {
+        // Twenty segments out; the receiver holds 2, 3, 6, 7 and 10: 0, 1, 4, 5, 8 and 9 are
+        // reported missing. 11..=19 lie above everything reported: still queued, perhaps.
+        let mut sb = board(20);
+        for k in [2, 6, 10] {
+            sack_segments(&mut sb, k, k + 1 + (k < 10) as u64);
+        }
+        assert_eq!(sb.mark_all_lost(true), 15 * MSS as u64, "every unSACKed segment is deemed lost");
+        assert_eq!(sb.pipe(), 0);
+        let mut sent = Vec::new();
+        while let Some(i) = sb.next_retransmission() {
+            sent.push((sb.retransmit(i, SimTime::from_ms(1), TxSnapshot::default()).start - 1) / MSS as u64);
+        }
+        assert_eq!(sent, [0, 1, 4, 5, 8, 9], "the oldest segment and the reported holes");
+        assert!(sb.holds_unreported_losses());
+        // New data sent meanwhile is SACKed above segment 11, which is reported missing now.
+        sb.push(1 + 20 * MSS as u64, MSS, SimTime::from_ms(1), TxSnapshot::default());
+        sack_segments(&mut sb, 12, 21);
+        let i = sb.next_retransmission().unwrap();
+        assert_eq!((sb.get(i).start - 1) / MSS as u64, 11);
+        sb.retransmit(i, SimTime::from_ms(2), TxSnapshot::default());
+        assert_eq!(sb.next_retransmission(), None);
+        sb.check_against_recount();
+
+        // Without SACK information to go by, and once released, it is go-back-N over the rest.
+        let mut plain = board(5);
+        plain.mark_all_lost(false);
+        assert!(!plain.holds_unreported_losses());
+        let mut sb = board(6);
+        sack_segments(&mut sb, 1, 2);
+        sb.mark_all_lost(true);
+        let mut sent = Vec::new();
+        while let Some(i) = sb.next_retransmission() {
+            sent.push(sb.retransmit(i, SimTime::from_ms(1), TxSnapshot::default()).start);
+        }
+        assert_eq!(sent, [1]);
+        sb.release_timeout_hold();
+        while let Some(i) = sb.next_retransmission() {
+            sent.push(sb.retransmit(i, SimTime::from_ms(1), TxSnapshot::default()).start);
+        }
+        let starts: Vec<u64> = [0, 2, 3, 4, 5].iter().map(|k| 1 + k * MSS as u64).collect();
+        assert_eq!(sent, starts);
+        sb.check_against_recount();
     }
 
     #[test]
@@ -1076,7 +1172,7 @@ mod tests {
                     }
                     Step::Timeout => {
                         let expected = bytes(&sb, |s| !s.sacked && !s.lost);
-                        assert_eq!(sb.mark_all_lost(), expected);
+                        assert_eq!(sb.mark_all_lost(false), expected);
                     }
                     Step::Retransmit(n) => {
                         for _ in 0..n {

@@ -682,6 +682,7 @@ impl TcpSender {
 
     fn exit_recovery(&mut self, now: SimTime) {
         let r = self.recovery.take().expect("in recovery");
+        self.scoreboard.release_timeout_hold();
         self.dupack_delivered_segments = 0;
         if r.cause == RecoveryCause::Fast {
             self.core.exit_recovery(now);
@@ -740,12 +741,14 @@ impl TcpSender {
             self.window_reduced();
         }
         // RFC 6298 §5.5: back off the timer. Every segment is now deemed lost: RACK's timer and the
-        // loss probe have nothing left to do.
+        // loss probe have nothing left to do. With SACK, what goes out again first is what the
+        // receiver reports missing, new data before the segments above the highest SACK (RFC
+        // 6675 §5.1: behind a deep queue those are still on their way).
         self.core.rtt.back_off();
         self.rack_deadline = None;
         self.tlp_deadline = None;
         self.tlp_episode = None;
-        self.scoreboard.mark_all_lost();
+        self.scoreboard.mark_all_lost(self.config.sack);
         self.dupacks = 0;
         self.dupack_delivered_segments = 0;
         // A timeout inside a fast recovery continues its episode.
@@ -835,13 +838,19 @@ impl TcpSender {
                 continue;
             }
             let data_end = self.stream_end.unwrap_or(u64::MAX);
-            if self.snd_nxt < data_end {
-                let len = (data_end - self.snd_nxt).min(self.config.mss as u64);
-                if !self.rwnd_allows(len) || !self.may_send(len, cwnd) || !self.core.pacing_allows_at(now, pacing_rate)
-                {
+            let new_len = data_end.saturating_sub(self.snd_nxt).min(self.config.mss as u64);
+            let new_data_may_go = new_len > 0 && self.rwnd_allows(new_len);
+            if !new_data_may_go && self.scoreboard.holds_unreported_losses() {
+                // After a timeout, the lost segments above the highest SACK come once no new
+                // data can take their place (RFC 6675 §5.1, `Scoreboard::mark_all_lost`).
+                self.scoreboard.release_timeout_hold();
+                continue;
+            }
+            if new_len > 0 {
+                if !new_data_may_go || !self.may_send(new_len, cwnd) || !self.core.pacing_allows_at(now, pacing_rate) {
                     break;
                 }
-                self.send_new_segment(now, len, pacing_rate, out);
+                self.send_new_segment(now, new_len, pacing_rate, out);
                 sent_new = true;
                 continue;
             }

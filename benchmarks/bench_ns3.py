@@ -354,8 +354,11 @@ NOTES = {
     "dctcp": "20 s is short at a 100 ms RTT: the first ECN response halves (α starts at 1) and the "
     "windows climb back at a segment per RTT, so both sides run below the link (79 % and 75 %), "
     "without a drop; ns-3's TcpDctcp reduces over a round trip in its CWR state, bufferlab at once",
-    "bbr": "within the band; bufferlab retransmits 2.3x ns-3's segments (3964 against 1709) for 5 % fewer "
-    "drops, not explained yet (docs/engine/validation.md, The controllers' twins)",
+    "bbr": "within the band, retransmissions too (1727 / 1709) since a timeout sends again what SACK reports "
+    "missing and new data before the segments above the highest SACK (RFC 6675 5.1, as ns-3's NextSeg rule 1.b): "
+    "before, every timeout inside a recovery behind the 1000-packet queue resent all unSACKed segments, "
+    "400-600 still queued (3964 retransmitted, 2639 arriving twice; docs/engine/validation.md, The controllers' "
+    "twins)",
     "vegas": "ns-3's TcpVegas (Linux's) grows in slow start every RTT and compares "
     "cwnd·(RTT − BaseRTT)/BaseRTT: its flows are still below their equilibrium at 20 s (utilisation "
     "66 %, queue 2.5 packets < N·α = 8); bufferlab's reach 94 % over the 20 s, without a drop",

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bufferlab.spec.resolved import link_queue
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_engine.py"
 
 
@@ -35,7 +37,7 @@ def test_reference_spec_is_the_issue_s_dumbbell() -> None:
     assert rates == [100_000_000, 1_000_000_000]
     bottleneck = next(link for link in spec["links"] if link["rate"] == 100_000_000)
     assert bottleneck["delay"] == 10_000_000
-    assert bottleneck["queue_forward"] == {"kind": "fifo", "limit_packets": 100, "limit_bytes": None}
+    assert link_queue(spec, bottleneck, "forward") == {"kind": "fifo", "limit_packets": 100, "limit_bytes": None}
     assert all(link["delay"] == 5_000_000 for link in spec["links"] if link is not bottleneck)
 
 

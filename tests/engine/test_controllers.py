@@ -14,6 +14,7 @@ from bufferlab.analysis.metrics import FlowSeries
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.result import EngineResult
 from bufferlab.spec import Scenario
+from bufferlab.spec.resolved import flow_tcp
 from conftest import SMALL_DUMBBELL, bufferlab
 
 CONTROLLERS = ("reno", "newreno", "cubic", "highspeed", "bbr", "bbr3", "dctcp", "prague", "vegas")
@@ -85,8 +86,10 @@ def test_bbrv3_spellings_select_bbr3(name: str) -> None:
 
 def test_hystart_can_be_switched_off_per_flow() -> None:
     scenario = Scenario.from_toml_text(with_controller("cubic", "tcp = { hystart = false }"))
-    assert all(f["tcp"]["hystart"] is False for f in scenario.to_engine()["flows"])
-    assert Scenario.from_toml_text(with_controller("cubic")).to_engine()["flows"][0]["tcp"]["hystart"] is True
+    engine = scenario.to_engine()
+    assert all(flow_tcp(engine, f)["hystart"] is False for f in engine["flows"])
+    engine = Scenario.from_toml_text(with_controller("cubic")).to_engine()
+    assert flow_tcp(engine, engine["flows"][0])["hystart"] is True
     runner.simulate(scenario)
 
 
@@ -99,9 +102,11 @@ def test_hystart_must_be_a_boolean() -> None:
 def test_rto_rack_and_ca_increase_reach_the_engine_with_their_defaults() -> None:
     chosen = 'tcp = { rto = "rfc6298", rack = false, ca_increase = "per_ack" }'
     scenario = Scenario.from_toml_text(with_controller("reno", chosen))
-    tcp = scenario.to_engine()["flows"][0]["tcp"]
+    engine = scenario.to_engine()
+    tcp = flow_tcp(engine, engine["flows"][0])
     assert (tcp["rto"], tcp["rack"], tcp["ca_increase"]) == ("rfc6298", False, "per_ack")
-    default = Scenario.from_toml_text(with_controller("reno")).to_engine()["flows"][0]["tcp"]
+    engine = Scenario.from_toml_text(with_controller("reno")).to_engine()
+    default = flow_tcp(engine, engine["flows"][0])
     assert (default["rto"], default["rack"], default["ca_increase"]) == ("linux", True, "bytes")
     runner.simulate(scenario)
 

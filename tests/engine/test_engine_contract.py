@@ -55,8 +55,9 @@ def test_store_tables_are_the_engine_tables_with_a_run_id() -> None:
 
 def test_a_split_queue_has_a_row_per_sub_buffer_and_series_per_sub_buffer() -> None:
     spec = small_engine_spec()
-    spec["links"][0]["queue_forward"] = {"kind": "splitbuff", "limit_packets": 20, "sub_buffers": 3,
-                                         "update_interval": 50_000_000, "alpha": 0.5, "quantum": 1500}
+    spec["links"][0]["queue_forward"] = len(spec["queues"])
+    spec["queues"].append({"kind": "splitbuff", "limit_packets": 20, "sub_buffers": 3,
+                           "update_interval": 50_000_000, "alpha": 0.5, "quantum": 1500})
     result = run_spec(spec)
     assert result.queue_classes.select("channel", "sub_buffer").rows() == [(0, 0), (0, 1), (0, 2)]
     # Conservation per sub-buffer: enqueued = sent + queued at the end.

@@ -10,6 +10,7 @@ import pytest
 from bufferlab.spec.ccperf import parse_traffic_model, scenario_from_ccperf, split_list
 from bufferlab.errors import SpecError
 from bufferlab.spec import Scenario
+from bufferlab.spec.resolved import flow_tcp, link_queue
 from conftest import SCENARIOS, bufferlab
 
 K = 5
@@ -54,11 +55,11 @@ def test_seed_command_builds_the_shallow_buffers_dumbbell() -> None:
     assert len(engine["flows"]) == K
     btl = engine["links"][0]
     assert btl["name"] == "btl" and btl["rate"] == 80_000_000 and btl["loss"] == 0.0
-    assert btl["queue_forward"]["limit_packets"] == 10
+    assert link_queue(engine, btl, "forward")["limit_packets"] == 10
     for i, flow in enumerate(engine["flows"]):
         assert engine["nodes"][flow["src"]]["name"] == f"src_{i}"
         assert engine["nodes"][flow["dst"]]["name"] == f"dst_{i}"
-        assert flow["cca"] == "reno" and flow["tcp"]["recovery"] == "prr"
+        assert flow["cca"] == "reno" and flow_tcp(engine, flow)["recovery"] == "prr"
         assert flow["traffic"] == {"kind": "greedy"}
         assert (flow["start"], flow["stop"]) == (0, 15_000_000_000)
     assert scenario.meta["experiment-name"] == "shallow_buffers"
@@ -78,8 +79,8 @@ def test_classic_recovery_finite_traffic_and_loss() -> None:
                                      "start-times": "0s,1s", "stop-time": "5s"})
     engine = scenario.to_engine()
     assert engine["links"][0]["loss"] == 0.01
-    assert engine["links"][0]["queue_forward"]["limit_bytes"] == 100_000
-    assert [f["tcp"]["recovery"] for f in engine["flows"]] == ["classic", "prr"]
+    assert link_queue(engine, engine["links"][0], "forward")["limit_bytes"] == 100_000
+    assert [flow_tcp(engine, f)["recovery"] for f in engine["flows"]] == ["classic", "prr"]
     assert engine["flows"][1]["traffic"] == {"kind": "finite", "bytes": 2_000_000}
     assert engine["flows"][1]["start"] == 1_000_000_000 and engine["flows"][1]["stop"] is None
     assert engine["seed"] == 1

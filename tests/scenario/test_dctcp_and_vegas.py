@@ -19,6 +19,7 @@ from bufferlab.pipeline.result import EngineResult
 from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
 from bufferlab.spec.ccperf import scenario_from_ccperf
+from bufferlab.spec.resolved import flow_quic, flow_tcp
 from conftest import bufferlab
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +81,8 @@ def test_dctcp_over_quic_without_l4s_feedback_is_refused_naming_the_field(quic: 
 
 def test_dctcp_over_quic_with_l4s_feedback_runs() -> None:
     s = scenario('[flow_defaults]\ncca = "dctcp"\ntransport = "quic"\nquic = { ecn = "l4s" }\n')
-    assert [f["quic"]["ecn"] for f in s.to_engine()["flows"]] == ["l4s", "l4s"]
+    engine = s.to_engine()
+    assert [flow_quic(engine, f)["ecn"] for f in engine["flows"]] == ["l4s", "l4s"]
     plan(s)
 
 
@@ -97,10 +99,11 @@ def test_ccperf_takes_vegas_and_gives_dctcp_and_prague_the_ecn_feedback_they_nee
     # which marks nothing, they answer losses.
     base = {"bw": "20Mbps", "rtts": "100ms,100ms,100ms", "qlen": "30p", "stop-time": "5s"}
     s = scenario_from_ccperf({**base, "algs": "TcpVegas,TcpDctcp,TcpPrague", "recoveries": ",".join(["TcpPrrRecovery"] * 3)})
-    flows = s.to_engine()["flows"]
+    engine = s.to_engine()
+    flows = engine["flows"]
     assert [f["cca"] for f in flows] == ["vegas", "dctcp", "prague"]
-    assert [f["tcp"].get("ecn") for f in flows] == ["off", "dctcp", "l4s"]
-    assert [f["tcp"]["recovery"] for f in flows] == ["prr"] * 3
+    assert [flow_tcp(engine, f).get("ecn") for f in flows] == ["off", "dctcp", "l4s"]
+    assert [flow_tcp(engine, f)["recovery"] for f in flows] == ["prr"] * 3
     result = runner.simulate(s)[0]
     assert result.channels["ce_marked_packets"].sum() == 0
     assert (result.flows["bytes_delivered"] > 0).all()

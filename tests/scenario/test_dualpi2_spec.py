@@ -14,6 +14,7 @@ from bufferlab import load
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
+from bufferlab.spec.resolved import flow_tcp, link_queue
 from conftest import bufferlab
 
 MS = 1_000_000
@@ -26,7 +27,8 @@ def dumbbell(queue: Any, ecn: str = "off") -> dict[str, Any]:
 
 
 def btl_queue(data: dict[str, Any]) -> dict[str, Any]:
-    return Scenario.from_dict(data).resolve().engine["links"][0]["queue_forward"]
+    engine = Scenario.from_dict(data).resolve().engine
+    return link_queue(engine, engine["links"][0], "forward")
 
 
 def test_dualpi2_defaults_to_rfc_9332s_and_linuxs_parameters():
@@ -50,7 +52,8 @@ def test_dualpi2_makes_the_seed_matter():
 
 
 def test_tcp_ecn_l4s_reaches_the_engine():
-    assert Scenario.from_dict(dumbbell("100p", ecn="l4s")).resolve().engine["flows"][0]["tcp"]["ecn"] == "l4s"
+    engine = Scenario.from_dict(dumbbell("100p", ecn="l4s")).resolve().engine
+    assert flow_tcp(engine, engine["flows"][0])["ecn"] == "l4s"
 
 
 @pytest.mark.parametrize("queue, error", [

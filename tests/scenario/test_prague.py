@@ -12,6 +12,7 @@ import pytest
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
+from bufferlab.spec.resolved import flow_quic, flow_tcp
 
 DUMBBELL = """
     name = "l4s"
@@ -58,18 +59,20 @@ def test_prague_over_quic_without_l4s_ecn_is_refused_naming_the_quic_field(quic:
 def test_prague_over_quic_with_l4s_ecn_takes_its_options_from_tcp() -> None:
     s = scenario('[flow_defaults]\ncca = "prague"\ntransport = "quic"\nquic = { ecn = "l4s" }\n'
                  'tcp = { prague_rtt_independence = false, prague_classic_fallback = true }\n')
-    flow = s.to_engine()["flows"][0]
-    assert (flow["transport"], flow["quic"]["ecn"]) == ("quic", "l4s")
-    assert (flow["tcp"]["prague_rtt_independence"], flow["tcp"]["prague_classic_fallback"]) == (False, True)
+    engine = s.to_engine()
+    flow = engine["flows"][0]
+    tcp = flow_tcp(engine, flow)
+    assert (flow["transport"], flow_quic(engine, flow)["ecn"]) == ("quic", "l4s")
+    assert (tcp["prague_rtt_independence"], tcp["prague_classic_fallback"]) == (False, True)
     plan(s)
 
 
 def test_the_options_default_as_the_reference_implementation_and_reach_the_engine() -> None:
     s = scenario('[flow_defaults]\ncca = "prague"\ntcp = { ecn = "l4s" }\n')
-    tcp = s.to_engine()["flows"][0]["tcp"]
+    tcp = flow_tcp(engine := s.to_engine(), engine["flows"][0])
     assert (tcp["prague_rtt_independence"], tcp["prague_classic_fallback"]) == (True, False)
     s = scenario('[flow_defaults]\ncca = "prague"\n'
                  'tcp = { ecn = "l4s", prague_rtt_independence = false, prague_classic_fallback = true }\n')
-    tcp = s.to_engine()["flows"][0]["tcp"]
+    tcp = flow_tcp(engine := s.to_engine(), engine["flows"][0])
     assert (tcp["prague_rtt_independence"], tcp["prague_classic_fallback"]) == (False, True)
     plan(s)

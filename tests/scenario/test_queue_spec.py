@@ -13,6 +13,7 @@ from bufferlab import load
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
+from bufferlab.spec.resolved import flow_quic, flow_tcp, link_queue
 from conftest import REPO, bufferlab
 
 MS = 1_000_000
@@ -27,7 +28,7 @@ def dumbbell(queue: Any, rtts: tuple[str, ...] = ("10ms", "990ms"), rate: str = 
 
 def btl_queue(data: dict[str, Any]) -> dict[str, Any]:
     resolved = Scenario.from_dict(data).resolve()
-    return resolved.engine["links"][0]["queue_forward"]
+    return link_queue(resolved.engine, resolved.engine["links"][0], "forward")
 
 
 def test_a_queue_in_time_holds_that_long_at_the_link_rate():
@@ -54,7 +55,7 @@ def test_a_tree_rule_uses_each_sources_propagation_rtt():
     resolved = Scenario.from_dict(data).resolve()
     btl = resolved.engine["links"][resolved.bottleneck // 2]
     mean_rtt = (2 * 34 + 4 * 234 + 8 * 534) / 14 / 1000
-    assert btl["queue_forward"]["limit_packets"] == math.ceil(50e6 * mean_rtt / 8 / 1500)
+    assert link_queue(resolved.engine, btl, "forward")["limit_packets"] == math.ceil(50e6 * mean_rtt / 8 / 1500)
     assert "bdp rule: 50Mbps x mean RTT" in resolved.queue_descriptions[resolved.bottleneck]
 
 
@@ -71,7 +72,7 @@ def test_resolved_size_is_in_the_summary_and_the_stored_spec(tmp_path):
     assert "queue: 50p (bdp rule" in table.stdout
     spec = bufferlab("results", "query", "SELECT spec_json FROM runs", "--db", str(db), "--format", "json")
     stored = json.loads(json.loads(spec.stdout)[0]["spec_json"])
-    assert stored["links"][0]["queue_forward"]["limit_packets"] == 50
+    assert link_queue(stored, stored["links"][0], "forward")["limit_packets"] == 50
 
 
 def test_spec_round_trip_keeps_rules_and_times():
@@ -341,9 +342,10 @@ def test_ecn_reaches_the_engine_off_by_default_but_for_fq_codel():
 def test_tcp_ecn_reaches_the_engine_and_a_bad_mode_is_a_one_line_error(tmp_path):
     data = dumbbell("100p", rtts=("10ms",))
     engine = Scenario.from_dict(data).resolve().engine
-    assert engine["flows"][0]["tcp"]["ecn"] == "off"
+    assert flow_tcp(engine, engine["flows"][0])["ecn"] == "off"
     data["flow_defaults"] = {"tcp": {"ecn": "dctcp"}}
-    assert Scenario.from_dict(data).resolve().engine["flows"][0]["tcp"]["ecn"] == "dctcp"
+    engine = Scenario.from_dict(data).resolve().engine
+    assert flow_tcp(engine, engine["flows"][0])["ecn"] == "dctcp"
     path = tmp_path / "ecn.toml"
     path.write_text('duration = "1s"\n[topology]\nkind = "dumbbell"\nbottleneck_rate = "10Mbps"\nqueue = "100p"\n'
                     'rtt = "100ms"\nflows = 1\n[flow_defaults.tcp]\necn = "sometimes"\n', encoding="utf-8")
@@ -381,9 +383,11 @@ def test_an_ecn_run_stores_its_marks_apart_from_the_drops(tmp_path):
 def test_quic_ecn_reaches_the_engine_off_by_default():
     data = dumbbell("100p", rtts=("10ms",))
     data["flow_defaults"] = {"transport": "quic"}
-    assert Scenario.from_dict(data).resolve().engine["flows"][0]["quic"]["ecn"] == "off"
+    engine = Scenario.from_dict(data).resolve().engine
+    assert flow_quic(engine, engine["flows"][0])["ecn"] == "off"
     data["flow_defaults"]["quic"] = {"ecn": True}
-    assert Scenario.from_dict(data).resolve().engine["flows"][0]["quic"]["ecn"] is True
+    engine = Scenario.from_dict(data).resolve().engine
+    assert flow_quic(engine, engine["flows"][0])["ecn"] is True
     data["flow_defaults"]["quic"] = {"ecn": "yes"}
     with pytest.raises(SpecError) as e:
         Scenario.from_dict(data).resolve()

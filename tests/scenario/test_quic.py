@@ -11,6 +11,7 @@ from bufferlab import runner
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.result import EngineResult
 from bufferlab.spec import Scenario, engine_quic_defaults
+from bufferlab.spec.resolved import flow_quic, link_queue
 from conftest import SCENARIOS, SMALL_DUMBBELL
 
 
@@ -24,7 +25,7 @@ def quic_dumbbell(**quic: object) -> Scenario:
 
 def test_python_quic_defaults_are_the_engine_s() -> None:
     spelled = quic_dumbbell().to_engine()
-    assert all(f["transport"] == "quic" and f["quic"] == engine_quic_defaults() for f in spelled["flows"])
+    assert all(f["transport"] == "quic" and flow_quic(spelled, f) == engine_quic_defaults() for f in spelled["flows"])
     implicit = json.loads(json.dumps(spelled))
     for flow in implicit["flows"]:
         del flow["quic"]
@@ -35,7 +36,7 @@ def test_python_quic_defaults_are_the_engine_s() -> None:
 
 def test_quic_options_take_units_and_reach_the_engine() -> None:
     engine = quic_dumbbell(max_datagram="1452B", ack_every=2, max_ack_delay="10ms", lower_layer="35B").to_engine()
-    quic = engine["flows"][0]["quic"]
+    quic = flow_quic(engine, engine["flows"][0])
     assert quic["max_datagram"] == 1452 and quic["ack_every"] == 2
     assert quic["max_ack_delay"] == 10_000_000 and quic["lower_layer"] == 35
 
@@ -70,7 +71,7 @@ def test_quic_sizing_scenario_has_the_seed_s_buffer_and_window() -> None:
     scenario = Scenario.from_toml(SCENARIOS / "quic_sizing.toml")
     engine = scenario.to_engine()
     btl = next(link for link in engine["links"] if link["name"] == "bottleneck")
-    assert btl["queue_forward"]["limit_packets"] == 22
+    assert link_queue(engine, btl, "forward")["limit_packets"] == 22
     result, _ = runner.simulate(scenario)
     first = result.flow_timeseries.filter(pl.col("flow") == 0)
     cwnd = first["cwnd_bytes"].to_numpy()

@@ -12,6 +12,7 @@ from bufferlab import runner
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
+from bufferlab.spec.resolved import flow_quic
 
 DUMBBELL = """
     name = "quic_ecn"
@@ -68,7 +69,8 @@ def quic_ecn(value: str) -> Scenario:
                                              ("true", True), ("false", False)])
 def test_quic_ecn_takes_its_modes_and_a_switch(written: str, engine: str | bool) -> None:
     s = quic_ecn(written)
-    assert s.to_engine()["flows"][0]["quic"]["ecn"] == engine
+    spec = s.to_engine()
+    assert flow_quic(spec, spec["flows"][0])["ecn"] == engine
     plan(s)
 
 

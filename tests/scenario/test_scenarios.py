@@ -8,6 +8,7 @@ import pytest
 
 from bufferlab import runner
 from bufferlab.spec import Scenario
+from bufferlab.spec.resolved import flow_tcp, link_queue
 from conftest import SCENARIOS
 
 
@@ -27,7 +28,7 @@ def test_reference_dumbbell_is_the_issue_s() -> None:
     links = {link["name"]: link for link in engine["links"]}
     assert len(engine["flows"]) == 10 and engine["duration"] == 30_000_000_000
     assert links["btl"]["rate"] == 100_000_000 and links["btl"]["delay"] == 10_000_000
-    assert links["btl"]["queue_forward"]["limit_packets"] == 100
+    assert link_queue(engine, links["btl"], "forward")["limit_packets"] == 100
     access = [link for name, link in links.items() if name != "btl"]
     assert len(access) == 20
     assert all(link["rate"] == 1_000_000_000 and link["delay"] == 5_000_000 for link in access)
@@ -37,12 +38,12 @@ def test_quic_sizing_buffer_follows_the_seed_s_formula() -> None:
     # B = ceil((2 Tp + Tt + Tt') C) + 1 packets with TCP's 1500-byte packets and 52-byte ACKs.
     engine = Scenario.from_toml(SCENARIOS / "quic_sizing_tcp.toml").to_engine()
     btl = next(link for link in engine["links"] if link["name"] == "bottleneck")
-    tcp = engine["flows"][0]["tcp"]
+    tcp = flow_tcp(engine, engine["flows"][0])
     packet, ack = tcp["mss"] + tcp["header_bytes"], tcp["header_bytes"]
     rate, tp = btl["rate"], btl["delay"] / 1e9
     c = rate / (packet * 8)
     expected = math.ceil((2 * tp + packet * 8 / rate + ack * 8 / rate) * c) + 1
-    assert btl["queue_forward"]["limit_packets"] == expected == 19
+    assert link_queue(engine, btl, "forward")["limit_packets"] == expected == 19
     assert tcp["ack_every"] == 1
     others = [link for link in engine["links"] if link["name"] != "bottleneck"]
     assert all(link["rate"] is None and link["delay"] == 0 for link in others)

@@ -10,6 +10,7 @@ import pytest
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.plan import plan
 from bufferlab.spec import engine_tcp_defaults, Flow, Link, Node, Scenario, split_access_delays
+from bufferlab.spec.resolved import flow_quic, flow_tcp, link_queue
 
 
 def graph(**overrides: Any) -> dict[str, Any]:
@@ -151,12 +152,14 @@ def test_a_tcp_option_out_of_range_is_named_by_the_engine() -> None:
 @pytest.mark.parametrize("basis", ["flight_size", "pipe", "cwnd"])
 def test_ssthresh_from_takes_each_reduction_basis_to_the_engine(basis: str) -> None:
     data = graph(flows=[{"src": "h1", "dst": "h2", "tcp": {"ssthresh_from": basis}}])
-    assert json.loads(plan(Scenario.from_dict(data)).spec_json)["flows"][0]["tcp"]["ssthresh_from"] == basis
+    engine = json.loads(plan(Scenario.from_dict(data)).spec_json)
+    assert flow_tcp(engine, engine["flows"][0])["ssthresh_from"] == basis
 
 
 def test_ssthresh_from_defaults_to_rfc_5681_flight_size() -> None:
     assert engine_tcp_defaults()["ssthresh_from"] == "flight_size"
-    assert Scenario.from_dict(graph()).to_engine()["flows"][0]["tcp"]["ssthresh_from"] == "flight_size"
+    engine = Scenario.from_dict(graph()).to_engine()
+    assert flow_tcp(engine, engine["flows"][0])["ssthresh_from"] == "flight_size"
 
 
 @pytest.mark.parametrize("value", ["flightsize", "inflight", 1, True])
@@ -170,10 +173,12 @@ def test_pacing_takes_linuxs_ratios_by_default_and_as_percentages() -> None:
     defaults = engine_tcp_defaults()
     assert (defaults["pacing"], defaults["pacing_ss_ratio"], defaults["pacing_ca_ratio"]) == (False, 2.0, 1.2)
     data = graph(flows=[{"src": "h1", "dst": "h2", "tcp": {"pacing": True, "pacing_ca_ratio": "150%"}}])
-    tcp = json.loads(plan(Scenario.from_dict(data)).spec_json)["flows"][0]["tcp"]
+    engine = json.loads(plan(Scenario.from_dict(data)).spec_json)
+    tcp = flow_tcp(engine, engine["flows"][0])
     assert (tcp["pacing"], tcp["pacing_ss_ratio"], tcp["pacing_ca_ratio"]) == (True, 2.0, 1.5)
     quic = graph(flows=[{"src": "h1", "dst": "h2", "transport": "quic", "quic": {"pacing": True}}])
-    assert json.loads(plan(Scenario.from_dict(quic)).spec_json)["flows"][0]["quic"]["pacing"] is True
+    engine = json.loads(plan(Scenario.from_dict(quic)).spec_json)
+    assert flow_quic(engine, engine["flows"][0])["pacing"] is True
 
 
 @pytest.mark.parametrize("ratio, reason", [(0, "a ratio to cwnd/SRTT above 0 and at most 100, not 0"),
@@ -311,7 +316,8 @@ def test_dumbbell_layout_and_defaults() -> None:
     btl = engine["links"][0]
     assert (names[btl["a"]], names[btl["b"]]) == ("left", "right")
     assert btl["rate"] == 10_000_000 and btl["loss"] == 0.01
-    assert btl["queue_forward"] == btl["queue_backward"] == {"kind": "fifo", "limit_packets": 20, "limit_bytes": None}
+    assert link_queue(engine, btl, "forward") == link_queue(engine, btl, "backward") == {
+        "kind": "fifo", "limit_packets": 20, "limit_bytes": None}
     access = engine["links"][1:]
     assert all(link["rate"] == 100_000_000 and link["loss"] == 0.0 for link in access)  # 10 x bottleneck
     # Every forward direction carries data: src -> left, left -> right, right -> dst.
@@ -329,7 +335,7 @@ def test_dumbbell_refuses_explicit_nodes() -> None:
 
 def test_engine_spec_spells_out_every_tcp_default() -> None:
     engine = Scenario.from_dict(graph()).to_engine()
-    assert engine["flows"][0]["tcp"] == engine_tcp_defaults()
+    assert flow_tcp(engine, engine["flows"][0]) == engine_tcp_defaults()
     assert engine["flows"][0]["traffic"] == {"kind": "greedy"}
     assert engine["sample_interval"] == 10_000_000
     assert engine["seed"] == 1
@@ -338,7 +344,8 @@ def test_engine_spec_spells_out_every_tcp_default() -> None:
 def test_tcp_options_layer_defaults_then_flow() -> None:
     data = graph(flow_defaults={"tcp": {"mss": 1000, "recovery": "classic", "min_rto": "1s"}},
                  flows=[{"src": "h1", "dst": "h2", "tcp": {"mss": 500, "delayed_ack": False, "rwnd": "64KiB"}}])
-    tcp = Scenario.from_dict(data).to_engine()["flows"][0]["tcp"]
+    engine = Scenario.from_dict(data).to_engine()
+    tcp = flow_tcp(engine, engine["flows"][0])
     assert tcp["mss"] == 500 and tcp["recovery"] == "classic" and tcp["min_rto"] == 1_000_000_000
     assert tcp["ack_every"] == 1 and tcp["rwnd"] == 65_536
 
@@ -354,10 +361,11 @@ def test_finite_traffic_and_times_resolve_to_base_units() -> None:
 def test_per_direction_queues_and_unlimited_rate() -> None:
     data = graph()
     data["links"][0].update(rate="unlimited", queue_forward="1.25MB", queue_backward="5p")
-    link = Scenario.from_dict(data).to_engine()["links"][0]
+    engine = Scenario.from_dict(data).to_engine()
+    link = engine["links"][0]
     assert link["rate"] is None
-    assert link["queue_forward"] == {"kind": "fifo", "limit_packets": None, "limit_bytes": 1_250_000}
-    assert link["queue_backward"] == {"kind": "fifo", "limit_packets": 5, "limit_bytes": None}
+    assert link_queue(engine, link, "forward") == {"kind": "fifo", "limit_packets": None, "limit_bytes": 1_250_000}
+    assert link_queue(engine, link, "backward") == {"kind": "fifo", "limit_packets": 5, "limit_bytes": None}
 
 
 def test_sample_interval_off_records_no_series() -> None:
@@ -596,7 +604,7 @@ def test_a_flow_s_ends_are_checked_in_order_after_a_good_flow(ends: dict[str, st
     assert error_of(graph(flows=[{"src": "h1", "dst": "h2"}, ends])).startswith(expected)
 
 
-def test_flows_without_options_of_their_own_share_one_table_of_the_defaults() -> None:
+def test_flows_and_links_refer_to_one_listed_entry_of_what_they_share() -> None:
     data = dumbbell(flows=4, rtt="20ms")
     data["flow_defaults"] = {"tcp": {"mss": 1000, "delayed_ack": False}, "quic": {"ack_every": 2}}
     data["flows"] = [{}, {"tcp": {"sack": False}},
@@ -604,16 +612,25 @@ def test_flows_without_options_of_their_own_share_one_table_of_the_defaults() ->
                      {"transport": "quic"}]
     engine = Scenario.from_dict(data).resolve().engine
     first, own, third, fourth = engine["flows"]
-    assert first["tcp"] == third["tcp"] == {**engine_tcp_defaults(), "mss": 1000, "ack_every": 1}
-    assert own["tcp"] == {**first["tcp"], "sack": False}
-    # A TCP flow has no QUIC table (it would say nothing about the run); a QUIC flow has both.
-    assert "quic" not in first and "quic" not in own and third["quic"]["ack_every"] == 2
+    assert flow_tcp(engine, first) == {**engine_tcp_defaults(), "mss": 1000, "ack_every": 1}
+    assert flow_tcp(engine, own) == {**flow_tcp(engine, first), "sack": False}
+    # A TCP flow has no QUIC entry (it would say nothing about the run); a QUIC flow has both.
+    assert "quic" not in first and "quic" not in own and flow_quic(engine, third)["ack_every"] == 2
     assert first["traffic"] == own["traffic"] == {"kind": "greedy"} != third["traffic"]
-    # One table of each for the flows that take it from the defaults (the engine spec is read
-    # only once resolved), and for the access channels' queue.
-    assert first["tcp"] is third["tcp"] is fourth["tcp"] and third["quic"] is fourth["quic"]
-    access = [link["queue_forward"] for link in engine["links"][1:]]
-    assert all(q is access[0] for q in access)
+    # One entry of each for the flows that take it from the defaults, one for the flow with its
+    # own options, and one queue for all the access channels.
+    assert first["tcp"] == third["tcp"] == fourth["tcp"] == 0 and own["tcp"] == 1
+    assert len(engine["tcp_options"]) == 2 and third["quic"] == fourth["quic"] == 0
+    assert {link[side] for link in engine["links"][1:] for side in ("queue_forward", "queue_backward")} == {1}
+    assert len(engine["queues"]) == 2
+    # An entry is named as the field it was written in: the engine's refusal of one names it.
+    resolved = Scenario.from_dict(data).resolve()
+    assert resolved.user_field("tcp_options[0].mss") == "flow_defaults.tcp.mss"
+    assert resolved.user_field("tcp_options[1].sack") == "flows[1].tcp.sack"
+    assert resolved.user_field("tcp_options[1].mss") == "flow_defaults.tcp.mss"
+    assert resolved.user_field("quic_options[0].ack_every") == "flow_defaults.quic.ack_every"
+    assert resolved.user_field("queues[0].limit") == "topology.queue.limit"
+    assert resolved.user_field("queues[1]") == "topology.access_queue"
 
 
 def test_a_min_rto_above_max_rto_names_the_table_it_was_written_in() -> None:

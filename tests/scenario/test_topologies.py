@@ -8,6 +8,7 @@ import pytest
 from bufferlab import runner
 from bufferlab.errors import SpecError
 from bufferlab.spec import Scenario
+from bufferlab.spec.resolved import link_queue
 
 MS = 1_000_000
 
@@ -49,7 +50,7 @@ def test_tree_has_the_seed_s_nodes_and_source_rtts_of_34_234_and_534_ms(fanout, 
         assert 2 * _path_delay(resolved.engine, names.index(host), sink) == expected[level], host
     links = {link["name"]: link for link in resolved.engine["links"]}
     assert links["btl"]["rate"] == 50_000_000
-    assert links["btl"]["queue_forward"] == {"kind": "fifo", "limit_packets": 18, "limit_bytes": None}
+    assert link_queue(resolved.engine, links["btl"], "forward") == {"kind": "fifo", "limit_packets": 18, "limit_bytes": None}
     assert all(link["rate"] == 100_000_000 for name, link in links.items() if name != "btl")
     assert resolved.channel_names[resolved.bottleneck] == "btl_forward"
 

@@ -13,6 +13,7 @@ from bufferlab import runner
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
+from bufferlab.spec.resolved import flow_tcp, link_queue
 from conftest import EMPIRICAL_SIZES_SCENARIO, bufferlab
 
 MS = 1_000_000
@@ -43,7 +44,7 @@ def test_generators_spread_over_the_hosts_their_patterns_select() -> None:
     assert len(users) == 14, "default sources: every host but the destination"
     assert users[0]["model"]["size"] == {"dist": "lognormal", "mu": math.log(10_000), "sigma": 1.0}
     assert users[0]["model"]["think"] == {"dist": "exponential", "mean": 1e9}
-    assert users[0]["tcp"]["mss"] == 1448
+    assert flow_tcp(resolved.engine, users[0])["mss"] == 1448
 
 
 @pytest.mark.parametrize("generator, message", [
@@ -83,9 +84,10 @@ def test_token_bucket_queue_and_loss_model_round_trip() -> None:
                        "loss_model": {"kind": "gilbert_elliott", "p": 0.001, "r": "25%"}}],
             "flows": [{"src": "a", "dst": "b"}]}
     scenario = Scenario.from_dict(spec)
-    link = scenario.to_engine()["links"][0]
-    assert link["queue_forward"] == {"kind": "tbf", "rate": 100_000_000, "burst": 32_768,
-                                     "limit": 1_250_000}
+    engine = scenario.to_engine()
+    link = engine["links"][0]
+    assert link_queue(engine, link, "forward") == {"kind": "tbf", "rate": 100_000_000, "burst": 32_768,
+                                                   "limit": 1_250_000}
     assert link["loss_model"] == {"kind": "gilbert_elliott", "p": 0.001, "r": 0.25, "loss_good": 0.0, "loss_bad": 1.0}
     assert Scenario.from_dict(scenario.to_dict()).to_engine() == scenario.to_engine()
 
@@ -171,7 +173,7 @@ def test_seed_004_shaper_reads_tc_units_as_tc_does() -> None:
     from conftest import SCENARIOS
 
     engine = Scenario.from_toml(SCENARIOS / "shaped_bottleneck.toml").to_engine()
-    shaper = next(link for link in engine["links"] if link["name"] == "g1_g2")["queue_forward"]
+    shaper = link_queue(engine, next(link for link in engine["links"] if link["name"] == "g1_g2"), "forward")
     # tbf rate 100mbit burst 32kB limit 1.25Mb: tc's kb and mb are 1024 and 1024² bytes.
     assert shaper == {"kind": "tbf", "rate": 100_000_000, "burst": 32 * 1024, "limit": 1_310_720}
     delays = {link["name"]: link["delay"] for link in engine["links"]}

@@ -518,9 +518,26 @@ def _as_version_5(table: dict, where: str) -> None:
             table[old] = table.pop(new)
 
 
+def version_9_spec(spec: dict) -> dict:
+    """An engine spec as versions 6 to 9 stored it: each flow, generator and link with its own
+    options and queues (the inverse of the migration's listing of them)."""
+    spec = json.loads(json.dumps(spec))
+    tcp, quic, queues = spec.pop("tcp_options"), spec.pop("quic_options", []), spec.pop("queues")
+    for flow in spec["flows"]:
+        flow["tcp"] = tcp[flow["tcp"]]
+        if "quic" in flow:
+            flow["quic"] = quic[flow["quic"]]
+    for generator in spec.get("generators", []):
+        generator["tcp"] = tcp[generator["tcp"]]
+    for link in spec["links"]:
+        for side in ("queue_forward", "queue_backward"):
+            link[side] = queues[link[side]]
+    return spec
+
+
 def version_5_spec(spec: dict) -> dict:
     """An engine spec as version 5's engine read it (the inverse of the migration's renames)."""
-    spec = json.loads(json.dumps(spec))
+    spec = version_9_spec(spec)
     _as_version_5(spec, "spec")
     for link in spec["links"]:
         _as_version_5(link, "link")
@@ -577,3 +594,33 @@ def test_a_version_5_store_has_its_stored_specs_under_the_scenario_keys_after_mi
         con.close()
     assert stored == planned.resolved.to_json()
     _core.plan(stored)  # the engine reads it (unknown keys are refused): none of version 5's is left
+
+
+def test_a_version_9_store_has_its_stored_specs_with_shared_tables_after_migration(tmp_path: Path) -> None:
+    """Version 10 lists each distinct TCP option set, QUIC option set and queue once and has flows
+    and links refer to them: a version 9 store's specs, each flow and link with its own, are
+    rewritten so (the engine reads them), under the run ids they were stored with."""
+    from bufferlab import _core
+
+    planned = plan(Scenario.from_toml_text(textwrap.dedent(RICH_SCENARIO)))
+    db = tmp_path / "v9.duckdb"
+    store.persist(derive(planned, simulate(planned)), db)
+    older = json.dumps(version_9_spec(json.loads(planned.resolved.to_json())), sort_keys=True,
+                       separators=(",", ":"))
+    assert '"queue_forward":{' in older and '"tcp_options"' not in older
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("UPDATE runs SET spec_json = ?", [older])
+        con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    finally:
+        con.close()
+    migration.migrate(db)
+    assert schema_version(db) == SCHEMA_VERSION
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (run_id, stored) = con.execute("SELECT run_id, spec_json FROM runs").fetchone()
+    finally:
+        con.close()
+    assert run_id == planned.run_id
+    assert stored == planned.resolved.to_json()
+    _core.plan(stored)

@@ -426,3 +426,21 @@ def test_a_writer_killed_before_its_commit_leaves_the_store_no_larger(tmp_path: 
     assert not Path(f"{killed}.wal").exists()
     assert killed.stat().st_size <= 1.1 * clean.stat().st_size, \
         f"after the kill the store takes {killed.stat().st_size} bytes, written cleanly {clean.stat().st_size}"
+
+
+def test_the_stored_engine_spec_lists_shared_options_once_and_is_read_through_its_indices(write_scenario,
+                                                                                          db: Path) -> None:
+    # The store keeps the engine spec as it ran (its identity, and what packet export reads of
+    # each flow) in its compact form, each option set and queue listed once, and the scenario as
+    # the user wrote it, which plans to the same engine spec again (what a rerun runs).
+    text = CAPTURED + '[flow_defaults.tcp]\nmss = 1000\n[[flows]]\ntcp = { sack = false }\n[[flows]]\n'
+    run_id = stored(write_scenario, db, text)
+    with bufferlab.load(db) as res:
+        spec, user_spec = res.spec(run_id), res.user_spec(run_id)
+        flows = res.packet_flows(run_id)
+    assert [flow["tcp"] for flow in spec["flows"]] == [0, 1]
+    assert len(spec["tcp_options"]) == 2 and len(spec["queues"]) == 2  # the bottleneck's, the access links'
+    assert [(f["tcp"]["mss"], f["tcp"]["sack"]) for f in flows] == [(1000, False), (1000, True)]
+    from bufferlab.pipeline.plan import plan
+
+    assert json.loads(plan(Scenario.from_dict(user_spec)).spec_json) == spec

@@ -157,9 +157,10 @@ def test_the_loads_of_some_links_are_those_of_every_link(scenario: str) -> None:
     from bufferlab.spec import load_scenario
 
     engine = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / scenario).resolve().engine
-    every = link_loads(engine["nodes"], engine["links"], engine["flows"])
+    every = link_loads(engine)
     assert any(load.rtts_ns for load in every)
     links = len(engine["links"])
     for wanted in [{k} for k in range(links)] + [set(range(0, links, 2)), set()]:
-        some = loads_of_links(len(engine["nodes"]), engine["links"], engine["flows"], wanted)
+        some = loads_of_links(len(engine["nodes"]), engine["links"], engine["flows"], wanted, engine["tcp_options"],
+                              engine.get("quic_options", []))
         assert some == {k: every[k] for k in sorted(wanted)}

@@ -14,37 +14,261 @@
 //! layer moves a value rather than renames it (a queue's `limit` becomes `limit_packets` or
 //! `limit_bytes`; a dumbbell's `topology.queue` becomes `links[0].queue_forward`), the wire keeps
 //! the engine's structure and the spec layer records the move (`Resolved.field_aliases`).
+//!
+//! What many flows or links share is written once. The JSON lists each distinct set of TCP
+//! options (`tcp_options`), of QUIC options (`quic_options`) and each distinct queue (`queues`)
+//! in a table of its own, and a flow's `tcp` and `quic`, a generator's `tcp` and a link's
+//! `queue_forward` and `queue_backward` are indices into them: a 10,000-flow dumbbell's flows
+//! all name `"tcp": 0`, where each would otherwise repeat its ~30 options. The parser resolves
+//! the indices, so the engine reads a [`ScenarioSpec`] whose flows and links hold their own
+//! options as before ([`SpecText`] is the JSON's form). A value inside a table is named by its
+//! path in the table (`tcp_options[0].mss`); a check of a flow's or link's settings, by the path
+//! through the index (`flows[3].tcp.mss`: the `mss` of the options `flows[3].tcp` refers to).
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::EngineError;
 pub use crate::traffic::Distribution;
 
-/// A complete scenario, ready to simulate.
+/// A complete scenario, ready to simulate. Its JSON form is [`SpecText`]'s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "SpecText", into = "SpecText")]
 pub struct ScenarioSpec {
     /// Seed of every random stream in the run (link loss, later traffic draws).
     pub seed: u64,
     /// Simulated time at which the run stops, ns.
-    #[serde(rename = "duration")]
     pub duration_ns: u64,
     /// Time-series sampling interval, ns; `None` records no time series (and pays nothing for it).
-    #[serde(default, rename = "sample_interval")]
     pub sample_interval_ns: Option<u64>,
     pub nodes: Vec<NodeSpec>,
     pub links: Vec<LinkSpec>,
     pub flows: Vec<FlowSpec>,
     /// Link directions whose packets are captured one record per packet (middlebox monitor).
-    #[serde(default)]
     pub captures: Vec<CaptureSpec>,
     /// Traffic generators: sources of TCP flows created while the run goes on (Poisson mice,
     /// closed-loop users). Their flows' records follow those of `flows` in the result.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub generators: Vec<GeneratorSpec>,
     /// Which flows and channels the time series sample (default: all of them).
-    #[serde(default)]
     pub record: RecordSpec,
+}
+
+/// The JSON form of a [`ScenarioSpec`]: its keys, with the TCP options, QUIC options and queues
+/// that flows, generators and links share listed once each (`tcp_options`, `quic_options`,
+/// `queues`) and referred to by their index. A flow or generator without `tcp` (or `quic`) has
+/// the defaults. An entry no one refers to is allowed, and unused.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecText {
+    seed: u64,
+    #[serde(rename = "duration")]
+    duration_ns: u64,
+    #[serde(default, rename = "sample_interval")]
+    sample_interval_ns: Option<u64>,
+    nodes: Vec<NodeSpec>,
+    /// Each distinct set of TCP options, referred to by flows' and generators' `tcp`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tcp_options: Vec<TcpSpec>,
+    /// Each distinct set of QUIC options, referred to by flows' `quic`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    quic_options: Vec<QuicSpec>,
+    /// Each distinct queue, referred to by links' `queue_forward` and `queue_backward`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    queues: Vec<QueueSpec>,
+    links: Vec<LinkSpec<usize>>,
+    flows: Vec<FlowSpec<Option<usize>, Option<usize>>>,
+    #[serde(default)]
+    captures: Vec<CaptureSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    generators: Vec<GeneratorSpec<Option<usize>>>,
+    #[serde(default)]
+    record: RecordSpec,
+}
+
+/// The entry of `table` (named `table_name`) that the index at `field` refers to; no index is
+/// the defaults.
+fn entry<T: Clone + Default>(
+    table: &[T],
+    table_name: &str,
+    index: Option<usize>,
+    field: impl FnOnce() -> String,
+) -> Result<T, EngineError> {
+    match index {
+        None => Ok(T::default()),
+        Some(k) => table.get(k).cloned().ok_or_else(|| EngineError {
+            field: field(),
+            reason: format!("no entry {k} in {table_name} ({} listed)", table.len()),
+        }),
+    }
+}
+
+impl TryFrom<SpecText> for ScenarioSpec {
+    type Error = EngineError;
+
+    /// The spec with every index resolved to the entry it refers to.
+    fn try_from(text: SpecText) -> Result<ScenarioSpec, EngineError> {
+        let SpecText { tcp_options, quic_options, queues, .. } = &text;
+        let queue = |i: usize, side: &str, k: usize| {
+            queues.get(k).cloned().ok_or_else(|| EngineError {
+                field: format!("links[{i}].{side}"),
+                reason: format!("no entry {k} in queues ({} listed)", queues.len()),
+            })
+        };
+        let links = text
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                Ok(LinkSpec {
+                    name: l.name.clone(),
+                    a: l.a,
+                    b: l.b,
+                    rate_bps: l.rate_bps,
+                    delay_ns: l.delay_ns,
+                    loss: l.loss,
+                    loss_model: l.loss_model,
+                    ecn_bleach: l.ecn_bleach,
+                    queue_forward: queue(i, "queue_forward", l.queue_forward)?,
+                    queue_backward: queue(i, "queue_backward", l.queue_backward)?,
+                })
+            })
+            .collect::<Result<Vec<_>, EngineError>>()?;
+        let flows = text
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                Ok(FlowSpec {
+                    name: f.name.clone(),
+                    src: f.src,
+                    dst: f.dst,
+                    cca: f.cca,
+                    traffic: f.traffic.clone(),
+                    start_ns: f.start_ns,
+                    stop_ns: f.stop_ns,
+                    transport: f.transport,
+                    tcp: entry(tcp_options, "tcp_options", f.tcp, || format!("flows[{i}].tcp"))?,
+                    quic: entry(quic_options, "quic_options", f.quic, || format!("flows[{i}].quic"))?,
+                })
+            })
+            .collect::<Result<Vec<_>, EngineError>>()?;
+        let generators = text
+            .generators
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                Ok(GeneratorSpec {
+                    name: g.name.clone(),
+                    src: g.src,
+                    dst: g.dst,
+                    cca: g.cca,
+                    tcp: entry(tcp_options, "tcp_options", g.tcp, || format!("generators[{i}].tcp"))?,
+                    start_ns: g.start_ns,
+                    stop_ns: g.stop_ns,
+                    model: g.model.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, EngineError>>()?;
+        Ok(ScenarioSpec {
+            seed: text.seed,
+            duration_ns: text.duration_ns,
+            sample_interval_ns: text.sample_interval_ns,
+            nodes: text.nodes,
+            links,
+            flows,
+            captures: text.captures,
+            generators,
+            record: text.record,
+        })
+    }
+}
+
+/// A table being listed: each distinct entry once, in the order first met, told apart by its JSON.
+struct Listing<T> {
+    entries: Vec<T>,
+    known: std::collections::HashMap<String, usize>,
+}
+
+impl<T: Serialize> Listing<T> {
+    fn new() -> Self {
+        Listing { entries: Vec::new(), known: std::collections::HashMap::new() }
+    }
+
+    /// The index of `value`'s entry, listed now if it is new.
+    fn index(&mut self, value: T) -> usize {
+        let key = serde_json::to_string(&value).expect("an engine spec's entries serialise");
+        let entries = &mut self.entries;
+        *self.known.entry(key).or_insert_with(|| {
+            entries.push(value);
+            entries.len() - 1
+        })
+    }
+}
+
+impl From<ScenarioSpec> for SpecText {
+    /// The JSON form of a spec: equal option sets and queues listed once.
+    fn from(spec: ScenarioSpec) -> SpecText {
+        let (mut tcp, mut quic, mut queues) = (Listing::new(), Listing::new(), Listing::new());
+        let links = spec
+            .links
+            .into_iter()
+            .map(|l| LinkSpec {
+                name: l.name,
+                a: l.a,
+                b: l.b,
+                rate_bps: l.rate_bps,
+                delay_ns: l.delay_ns,
+                loss: l.loss,
+                loss_model: l.loss_model,
+                ecn_bleach: l.ecn_bleach,
+                queue_forward: queues.index(l.queue_forward),
+                queue_backward: queues.index(l.queue_backward),
+            })
+            .collect();
+        let flows = spec
+            .flows
+            .into_iter()
+            .map(|f| FlowSpec {
+                name: f.name,
+                src: f.src,
+                dst: f.dst,
+                cca: f.cca,
+                traffic: f.traffic,
+                start_ns: f.start_ns,
+                stop_ns: f.stop_ns,
+                transport: f.transport,
+                tcp: Some(tcp.index(f.tcp)),
+                quic: Some(quic.index(f.quic)),
+            })
+            .collect();
+        let generators = spec
+            .generators
+            .into_iter()
+            .map(|g| GeneratorSpec {
+                name: g.name,
+                src: g.src,
+                dst: g.dst,
+                cca: g.cca,
+                tcp: Some(tcp.index(g.tcp)),
+                start_ns: g.start_ns,
+                stop_ns: g.stop_ns,
+                model: g.model,
+            })
+            .collect();
+        SpecText {
+            seed: spec.seed,
+            duration_ns: spec.duration_ns,
+            sample_interval_ns: spec.sample_interval_ns,
+            nodes: spec.nodes,
+            tcp_options: tcp.entries,
+            quic_options: quic.entries,
+            queues: queues.entries,
+            links,
+            flows,
+            captures: spec.captures,
+            generators,
+            record: spec.record,
+        }
+    }
 }
 
 impl ScenarioSpec {
@@ -56,12 +280,15 @@ impl ScenarioSpec {
     /// tracked (`serde_path_to_error` copies every key it passes into a string, a cost a valid
     /// spec need not pay). Both parses run the same `Deserialize` code, so they
     /// accept and refuse the same texts.
+    /// An index that refers to no entry of its table is named by its own path (`flows[3].tcp`).
     pub fn from_json(text: &str) -> Result<ScenarioSpec, EngineError> {
-        serde_json::from_str(text).or_else(|_| Self::from_json_tracked(text))
+        let listed: SpecText = serde_json::from_str(text).or_else(|_| Self::from_json_tracked(text))?;
+        ScenarioSpec::try_from(listed)
     }
 
-    /// [`ScenarioSpec::from_json`] with the JSON path of every value tracked, for its error.
-    fn from_json_tracked(text: &str) -> Result<ScenarioSpec, EngineError> {
+    /// [`ScenarioSpec::from_json`]'s reading of the JSON form with the path of every value
+    /// tracked, for its error.
+    fn from_json_tracked(text: &str) -> Result<SpecText, EngineError> {
         let mut reader = serde_json::Deserializer::from_str(text);
         serde_path_to_error::deserialize(&mut reader).map_err(|e| {
             let path = e.path().to_string();
@@ -155,9 +382,11 @@ pub struct NodeSpec {
 
 /// A full-duplex point-to-point link between nodes `a` and `b`. Each direction has its own
 /// transmitter and egress queue: direction "forward" is a→b, "backward" is b→a.
+///
+/// `Queue` is the queue's type: a [`QueueSpec`]; in [`SpecText`], the index of one in `queues`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LinkSpec {
+pub struct LinkSpec<Queue = QueueSpec> {
     pub name: String,
     pub a: usize,
     pub b: usize,
@@ -181,9 +410,9 @@ pub struct LinkSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ecn_bleach: bool,
     /// Egress queue of the a→b direction.
-    pub queue_forward: QueueSpec,
+    pub queue_forward: Queue,
     /// Egress queue of the b→a direction.
-    pub queue_backward: QueueSpec,
+    pub queue_backward: Queue,
 }
 
 /// A per-link loss process.
@@ -658,15 +887,18 @@ impl TrafficSpec {
 /// is a flow of its own (with its own record, named `<name>#<k>`, k counting from 0), with the
 /// generator's controller and TCP options. No transfer starts before `start_ns` or at or after
 /// `stop_ns` (both ns); transfers under way at `stop_ns` run on.
+///
+/// `Tcp` is the options' type: a [`TcpSpec`]; in [`SpecText`], the index of one in
+/// `tcp_options` (absent: the defaults).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GeneratorSpec {
+pub struct GeneratorSpec<Tcp = TcpSpec> {
     pub name: String,
     pub src: usize,
     pub dst: usize,
     pub cca: CcaKind,
     #[serde(default)]
-    pub tcp: TcpSpec,
+    pub tcp: Tcp,
     #[serde(default, rename = "start")]
     pub start_ns: u64,
     #[serde(default, rename = "stop")]
@@ -949,9 +1181,12 @@ impl<'de> Deserialize<'de> for QuicEcn {
 }
 
 /// A unidirectional transfer from host `src` to host `dst`.
+///
+/// `Tcp` and `Quic` are the options' types: a [`TcpSpec`] and a [`QuicSpec`]; in [`SpecText`],
+/// the index of one in `tcp_options` and `quic_options` (absent: the defaults).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FlowSpec {
+pub struct FlowSpec<Tcp = TcpSpec, Quic = QuicSpec> {
     pub name: String,
     pub src: usize,
     pub dst: usize,
@@ -968,11 +1203,11 @@ pub struct FlowSpec {
     pub transport: TransportKind,
     /// TCP options, used when `transport` is TCP.
     #[serde(default)]
-    pub tcp: TcpSpec,
+    pub tcp: Tcp,
     /// QUIC options, used when `transport` is QUIC. The spec layer writes them for QUIC flows
     /// only: a TCP flow's spec leaves them out (the defaults, which it never reads).
     #[serde(default)]
-    pub quic: QuicSpec,
+    pub quic: Quic,
 }
 
 /// Capture every packet that starts transmission on one direction of a link.

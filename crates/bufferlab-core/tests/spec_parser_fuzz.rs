@@ -241,21 +241,39 @@ fn scaled(target: &Value, x: f64, factor: f64) -> Value {
     }
 }
 
-/// Whether an error's field (`flows[0].tcp.mss`, `links[2]`, `spec`) is a path in `doc`.
+/// The keys whose value is an index into a table of the document, and the table (spec.rs's
+/// `SpecText`).
+const REFERENCES: [(&str, &str); 4] =
+    [("tcp", "tcp_options"), ("quic", "quic_options"), ("queue_forward", "queues"), ("queue_backward", "queues")];
+
+/// Whether an error's field (`flows[0].tcp.mss`, `links[2]`, `spec`) is a path in `doc`. A path
+/// goes through an index as through the entry it refers to (`flows[0].tcp.mss` is the `mss` of
+/// the entry of `tcp_options` that `flows[0].tcp` names); a path that ends at an index names it
+/// (`flows[0].tcp`: an index with no entry).
 fn names_a_path_in(field: &str, doc: &Value) -> bool {
     if field == "spec" {
         return true;
     }
     let mut v = doc;
-    for part in field.split('.') {
+    let parts: Vec<&str> = field.split('.').collect();
+    for (at, &part) in parts.iter().enumerate() {
+        let last = at + 1 == parts.len();
         let (key, indices) = match part.find('[') {
             Some(at) => (&part[..at], &part[at..]),
             None => (part, ""),
         };
         if !key.is_empty() {
-            match v.get(key) {
-                Some(child) => v = child,
-                None => return false,
+            let table = REFERENCES.iter().find(|(k, _)| *k == key).map(|(_, table)| *table);
+            match (v.get(key), table) {
+                (Some(Value::Number(_)), Some(_)) if last && indices.is_empty() => return true,
+                (Some(Value::Number(n)), Some(table)) => {
+                    match n.as_u64().and_then(|i| doc.get(table)?.get(usize::try_from(i).ok()?)) {
+                        Some(entry) => v = entry,
+                        None => return false,
+                    }
+                }
+                (Some(child), _) => v = child,
+                (None, _) => return false,
             }
         }
         for index in indices.split(['[', ']']).filter(|s| !s.is_empty()) {
@@ -337,9 +355,14 @@ fn a_valid_document_parses_to_the_spec_it_holds_and_a_wrong_one_is_named_by_its_
         let spec = ScenarioSpec::from_json(&doc.to_string()).unwrap();
         assert_eq!(serde_json::to_value(&spec).unwrap(), doc);
         let mut wrong = doc.clone();
-        wrong["flows"][0]["tcp"]["mss"] = json!("large");
+        wrong["tcp_options"][0]["mss"] = json!("large");
         let e = ScenarioSpec::from_json(&wrong.to_string()).unwrap_err();
-        assert_eq!(e.field, "flows[0].tcp.mss");
+        assert_eq!(e.field, "tcp_options[0].mss");
+        let mut wrong = doc.clone();
+        wrong["flows"][0]["tcp"] = json!(7);
+        let e = ScenarioSpec::from_json(&wrong.to_string()).unwrap_err();
+        assert_eq!(e.field, "flows[0].tcp");
+        assert!(e.reason.starts_with("no entry 7 in tcp_options ("), "{}", e.reason);
     }
 }
 

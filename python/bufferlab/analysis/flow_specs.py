@@ -7,22 +7,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..spec.resolved import flow_quic, flow_tcp
+
 __all__ = ["flow_descriptions", "segment_bytes"]
 
 
 def flow_descriptions(engine: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every flow of a run (listed ones, then those its generators created), as the engine spec
-    describes a listed flow: end nodes `src`/`dst`, `transport`, `traffic`, `tcp` options."""
+    describes a listed flow: end nodes `src`/`dst`, `transport`, `traffic`, its `tcp` and `quic`
+    options (the entries of the spec's `tcp_options` and `quic_options` it refers to; {} for none)."""
     listed = engine["flows"]
     generators = engine.get("generators") or []
     out: list[dict[str, Any]] = []
     for i, record in enumerate(records):
         if i < len(listed):
-            out.append(dict(listed[i]))
+            # The flow with its option tables in place of their indices into the spec's tables.
+            out.append({**listed[i], "tcp": flow_tcp(engine, listed[i]), "quic": flow_quic(engine, listed[i])})
             continue
         generator = generators[int(record["generator"])]
         out.append({"src": int(record["src_node"]), "dst": int(record["dst_node"]), "transport": "tcp",
-                    "traffic": {"kind": "finite"}, "tcp": generator.get("tcp") or {}})
+                    "traffic": {"kind": "finite"}, "tcp": flow_tcp(engine, generator)})
     return out
 
 

@@ -43,6 +43,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
+from ..spec.resolved import flow_quic, flow_tcp
 
 if TYPE_CHECKING:  # pragma: no cover - `parse_budget` (the --max-memory flag) needs no spec models
     from ..spec import Resolved, Scenario
@@ -127,10 +128,13 @@ def _smallest_data_packet(engine: dict[str, Any]) -> int:
         if "packet" in traffic:
             sizes.append(traffic["packet"])
         elif f.get("transport") == "quic":
-            sizes.append(f["quic"]["max_datagram"])
+            sizes.append(flow_quic(engine, f)["max_datagram"])
         else:
-            sizes.append(f["tcp"]["mss"] + f["tcp"]["header_bytes"])
-    sizes += [g["tcp"]["mss"] + g["tcp"]["header_bytes"] for g in engine.get("generators", [])]
+            tcp = flow_tcp(engine, f)
+            sizes.append(tcp["mss"] + tcp["header_bytes"])
+    for g in engine.get("generators", []):
+        tcp = flow_tcp(engine, g)
+        sizes.append(tcp["mss"] + tcp["header_bytes"])
     return max(1, min(sizes, default=1500))
 
 
@@ -205,10 +209,11 @@ def _packets(queue: dict[str, Any]) -> int:
 
 def _queue_packets(resolved: Resolved) -> list[tuple[int, str, int]]:
     """(link, side, packets) of every queue with a limit: the most packets it can hold."""
+    packets_of = list(map(_packets, resolved.engine["queues"]))
     out = []
     for i, link in enumerate(resolved.engine["links"]):
-        for side, queue in (("forward", link["queue_forward"]), ("backward", link["queue_backward"])):
-            packets = _packets(queue)
+        for side in ("forward", "backward"):
+            packets = packets_of[link[f"queue_{side}"]]
             if packets:
                 out.append((i, side, packets))
     return out
@@ -217,8 +222,9 @@ def _queue_packets(resolved: Resolved) -> list[tuple[int, str, int]]:
 def _all_queue_packets(resolved: Resolved) -> int:
     """The sum of `_queue_packets`, without listing them (a 10,000-flow dumbbell has 40,002)."""
     links = resolved.engine["links"]
-    return (sum(map(_packets, map(itemgetter("queue_forward"), links)))
-            + sum(map(_packets, map(itemgetter("queue_backward"), links))))
+    packets_of = list(map(_packets, resolved.engine["queues"]))
+    return (sum(map(packets_of.__getitem__, map(itemgetter("queue_forward"), links)))
+            + sum(map(packets_of.__getitem__, map(itemgetter("queue_backward"), links))))
 
 
 def _queue_demand(resolved: Resolved, link: int, side: str, packets: int) -> Demand:
@@ -230,11 +236,11 @@ def _queues(resolved: Resolved) -> list[Demand]:
     return [_queue_demand(resolved, *queue) for queue in _queue_packets(resolved)]
 
 
-def _window_segments(flow: dict[str, Any]) -> int:
-    """The segments of `flow`'s (an engine flow's) first burst: its initial window, or the
+def _window_segments(engine: dict[str, Any], flow: dict[str, Any]) -> int:
+    """The segments of `flow`'s (a flow of `engine`'s) first burst: its initial window, or the
     segments of its transfer if that is smaller."""
     transport = flow.get("transport") or "tcp"
-    config = flow.get(transport) or {}
+    config = flow_quic(engine, flow) if transport == "quic" else flow_tcp(engine, flow)
     segments = int(config.get("initial_window") or 0)
     size = (flow.get("traffic") or {}).get("bytes")
     segment = config.get("mss") or config.get("max_datagram") or 1
@@ -248,7 +254,7 @@ def _initial_windows(resolved: Resolved) -> list[Demand]:
     flows = resolved.engine["flows"]
     if not flows:
         return []
-    segments = [_window_segments(f) for f in flows]
+    segments = [_window_segments(resolved.engine, f) for f in flows]
     largest = max(range(len(flows)), key=segments.__getitem__)
     transport = flows[largest].get("transport") or "tcp"
     field = resolved.user_field(f"flows[{largest}].{transport}.initial_window")

@@ -141,7 +141,7 @@ def link_context(base: Scenario, queue_key: str) -> LinkContext:
 
     resolved = plan(base).resolved
     engine = resolved.engine
-    loads = link_loads(engine["nodes"], engine["links"], engine["flows"])
+    loads = link_loads(engine)
     if resolved.bottleneck is not None:
         load = loads[resolved.bottleneck // 2]
     else:

@@ -3,6 +3,14 @@ input (`crates/bufferlab-core/src/spec.rs`): names become indices, every TCP and
 spelled out from the engine's own defaults, generators and the recording selection are resolved,
 and cross-field problems raise `SpecError` naming the user's field.
 
+What flows and links share is listed once: each distinct set of TCP options, of QUIC options and
+each distinct queue is an entry of the engine spec's `tcp_options`, `quic_options` or `queues`, and
+a flow's `tcp`/`quic`, a generator's `tcp` and a link's `queue_forward`/`queue_backward` are the
+indices of theirs (a 10,000-flow dumbbell's flows all refer to one TCP entry, its 40,000 access
+channels to one queue). An entry's path is aliased to the user's field of its first user
+(`tcp_options[0]` is `flow_defaults.tcp`), so that the engine's errors about it name the user's
+field; `spec.resolved` reads an entry through its index (`flow_tcp`, `link_queue`).
+
 The engine's input keys are the user's (`rate`, `delay`, `min_rto`), so the options are copied
 under their own names; what the resolution moves elsewhere (a generator's model fields, a
 dumbbell's links) is recorded in `Resolved.field_aliases`, and the engine's range checks then
@@ -159,29 +167,63 @@ def _start_field(flow: Flow | CountedFlow, where: str) -> str:
     return f"{where}.start" if flow.start is not None else "flow_defaults.start"
 
 
-class _Tables:
-    """Engine tables made once per source object and shared by all its users: the engine spec is
-    read only once resolved (encoded as JSON for the engine and the run's identity, read by the
-    memory budget and the metrics), so a 10,000-flow dumbbell's flows hold one TCP table, not
-    10,000 equal ones (~1 kB each). Sources are told apart by identity and kept alive, so that
-    an id is never reused."""
+class _Listing:
+    """One of the engine spec's tables of shared entries (`tcp_options`, `quic_options`, `queues`):
+    each distinct entry is listed once, and its users refer to it by index. Entries are told apart
+    by value, so that equal runs have equal engine specs however their options were written (the
+    spec is the run's identity); an entry made from the same source objects as an earlier one is
+    found without being made again (sources are told apart by identity and kept alive, so that
+    an id is never reused). Each new entry's path is recorded with the engine path of its first
+    user (`users`), whose user field its errors will name."""
 
-    __slots__ = ("made",)
+    __slots__ = ("name", "entries", "by_source", "by_value", "users")
 
-    def __init__(self) -> None:
-        self.made: dict[int, tuple[object, dict[str, Any]]] = {}
+    def __init__(self, name: str, users: dict[str, str]) -> None:
+        self.name = name
+        self.entries: list[dict[str, Any]] = []
+        self.by_source: dict[tuple[int, ...], tuple[tuple[object, ...], int]] = {}
+        self.by_value: dict[tuple[tuple[str, Any], ...], int] = {}
+        self.users = users
 
-    def shared(self, source: object, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """The table `make()` gives for `source`, made at the first call for it (not to be changed:
-        its users share it)."""
-        known = self.made.get(id(source))
+    def index(self, sources: tuple[object, ...], make: Callable[[], dict[str, Any]], user: str,
+              named: Callable[[str], None] | None = None) -> int:
+        """The index of the entry `make()` gives for `sources` (not to be changed: its users share
+        it); `user` is the engine path of the field that refers to it (`flows[3].tcp`), and
+        `named(path)` is called with a new entry's path (`tcp_options[1]`)."""
+        key = tuple(map(id, sources))
+        known = self.by_source.get(key)
         if known is None:
-            known = self.made[id(source)] = (source, make())
+            known = self.by_source[key] = (sources, self.listed(make(), user, named))
         return known[1]
+
+    def listed(self, entry: dict[str, Any], user: str, named: Callable[[str], None] | None = None) -> int:
+        """The index of `entry` (a table of plain values), listed now if no equal one is."""
+        value = tuple(sorted(entry.items()))
+        index = self.by_value.get(value)
+        if index is None:
+            index = self.by_value[value] = len(self.entries)
+            self.entries.append(entry)
+            self.users[f"{self.name}[{index}]"] = user
+            if named is not None:
+                named(f"{self.name}[{index}]")
+        return index
+
+
+def _inherited_keys(aliases: dict[str, str], own: BaseModel | None, inherited: BaseModel | None, section: str,
+                    entry: str) -> None:
+    """Name the options of a table entry made from a flow's own options and the flow defaults'
+    that came from the defaults (`tcp_options[1].mss` is `flow_defaults.tcp.mss`)."""
+    if own is not None and inherited is not None:
+        for key in inherited.model_fields_set - own.model_fields_set:
+            aliases[f"{entry}.{key}"] = f"flow_defaults.{section}.{key}"
 
 
 def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence[Link | AccessLink],
-                      flows: Sequence[Flow | CountedFlow], bottleneck: str | None) -> Resolved:
+                      flows: Sequence[Flow | CountedFlow], bottleneck: str | None,
+                      topology_aliases: dict[str, str] | None = None) -> Resolved:
+    """The engine spec of a scenario whose topology is expanded into `nodes`, `links` and
+    `flows`; `topology_aliases` name the user's fields of what the expansion made (a dumbbell's
+    `links[0].queue_forward` is its `topology.queue`)."""
     node_index = _unique([n.name for n in nodes], "nodes")
     link_names = [link.name or f"{link.a}_{link.b}" for link in links]
     link_index = _unique(link_names, "links")
@@ -214,8 +256,11 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
 
     draw_start = start_sampler(s.seed)
     random_draws: list[str] = []
+    # The shared tables, and the engine path of each entry's first user (`_Listing`).
+    users: dict[str, str] = {}
+    tcp_options, quic_options = _Listing("tcp_options", users), _Listing("quic_options", users)
     generated, engine_generators, aliases = _expand_generators(s, nodes, node_index, draw_start, random_draws,
-                                                               first_flow=len(flows))
+                                                               tcp_options, first_flow=len(flows))
     flows = [*flows, *generated]
     if not flows and not engine_generators:
         raise SpecError("flows", "no flows: list at least one [[flows]] or [[generators]]")
@@ -223,9 +268,10 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
     engine_flows, flow_names, endpoints = [], [], []
     greedy = Traffic(kind="greedy")
     is_host = [n.kind == "host" for n in nodes]
-    # What flows share is resolved once and shared by them (`_Tables`): most flows of a large
-    # spec take their options from the flow defaults (a 10,000-flow dumbbell's all do).
-    tcp_tables, quic_tables, traffic_tables = _Tables(), _Tables(), _Tables()
+    # What flows share is resolved once and listed once (`_Listing`): most flows of a large spec
+    # take their options from the flow defaults (a 10,000-flow dumbbell's all do). A traffic table
+    # is small ({"kind": "greedy"}): flows share the object, and the JSON repeats it.
+    traffic_tables: dict[int, tuple[Traffic, dict[str, Any]]] = {}
     for i, flow in enumerate(flows):
         where = f"flows[{i}]"
         src, dst = node_index.get(flow.src or ""), node_index.get(flow.dst or "")
@@ -258,24 +304,29 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
         _inherited(aliases, where, flow, defaults, ("tcp", "quic", "traffic"))
         if engine_controller(cca) in ("dctcp", "prague"):
             _feedback_fields(aliases, where, flow, defaults)
-        # A flow's own options are checked and named as its own: only a flow without any shares.
-        tcp = (_tcp(defaults.tcp, flow.tcp, where) if flow.tcp is not None
-               else tcp_tables.shared(defaults.tcp, partial(_tcp, defaults.tcp, None, where)))
-        quic = (_quic(defaults.quic, flow.quic) if flow.quic is not None
-                else quic_tables.shared(defaults.quic, partial(_quic, defaults.quic, None)))
+        # Flows with the same option tables (their own, and the defaults) share one entry.
+        tcp = tcp_options.index((defaults.tcp, flow.tcp), partial(_tcp, defaults.tcp, flow.tcp, where),
+                                f"{where}.tcp", partial(_inherited_keys, aliases, flow.tcp, defaults.tcp, "tcp"))
         transport = flow.transport or defaults.transport or "tcp"
+        known_traffic = traffic_tables.get(id(traffic))
+        if known_traffic is None:
+            known_traffic = traffic_tables[id(traffic)] = (traffic, traffic.to_engine())
         engine_flow = {"name": name, "src": src, "dst": dst, "cca": engine_controller(cca),
-                       "traffic": traffic_tables.shared(traffic, traffic.to_engine), "start": start,
-                       "stop": stop, "transport": transport, "tcp": tcp}
-        # A TCP flow's spec has no QUIC table: it would say nothing about the run, and take
-        # ~200 bytes of the spec's JSON per flow (the engine's is the default, unused). A QUIC
-        # flow has both (its controller's Prague options are the TCP table's).
+                       "traffic": known_traffic[1], "start": start, "stop": stop, "transport": transport,
+                       "tcp": tcp}
+        # A TCP flow's spec has no QUIC entry: it would say nothing about the run (the engine's is
+        # the default, unused). A QUIC flow has both (its controller's Prague options are the TCP
+        # entry's).
         if transport == "quic":
+            quic = quic_options.index((defaults.quic, flow.quic), partial(_quic, defaults.quic, flow.quic),
+                                      f"{where}.quic", partial(_inherited_keys, aliases, flow.quic, defaults.quic, "quic"))
             engine_flow["quic"] = quic
         engine_flows.append(engine_flow)
     _unique(flow_names, "flows", aliases)
 
-    queue_descriptions = _resolve_queues(nodes, engine_links, engine_flows, queues)
+    queue_list = _Listing("queues", users)
+    queue_descriptions = _resolve_queues(nodes, engine_links, engine_flows, queues, queue_list,
+                                         tcp_options.entries, quic_options.entries)
     channel_names = [f"{name}_{d}" for name in link_names for d in ("forward", "backward")]
     captures = []
     recorded = [(f"captures[{i}]", cap) for i, cap in enumerate(s.captures)]
@@ -302,15 +353,22 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
         "duration": s.duration,
         "sample_interval": _sample_interval(s) or None,
         "nodes": [{"name": n.name, "kind": n.kind} for n in nodes],
+        "tcp_options": tcp_options.entries,
+        "queues": queue_list.entries,
         "links": engine_links,
         "flows": engine_flows,
         "captures": captures,
         "record": record,
     }
+    if quic_options.entries:
+        engine["quic_options"] = quic_options.entries
     if engine_generators:
         engine["generators"] = engine_generators
     if s.record is not None and s.record.interval is not None:
         aliases["sample_interval"] = "record.interval"
+    aliases.update(topology_aliases or {})
+    for entry, user in users.items():  # an entry is named as its first user is
+        aliases[entry] = user_field(aliases, user)
     return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
                     flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel,
                     generator_names=[g["name"] for g in engine_generators], queue_descriptions=queue_descriptions,
@@ -319,19 +377,22 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
 
 
 def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, Any]],
-                    engine_flows: list[dict[str, Any]],
-                    queues: list[tuple[Queue, int, str]]) -> list[str]:
-    """Put each channel's queue, its size resolved (time, rule), into the engine links; returns
-    one description per channel."""
+                    engine_flows: list[dict[str, Any]], queues: list[tuple[Queue, int, str]],
+                    listing: _Listing, tcp_options: list[dict[str, Any]],
+                    quic_options: list[dict[str, Any]]) -> list[str]:
+    """Put the index of each channel's queue, its size resolved (time, rule), in `listing` into
+    the engine links; returns one description per channel."""
     loads = None
     descriptions = []
-    # A resolved queue's engine table and description, made once per queue (queues are frozen):
-    # a 10,000-flow dumbbell's 40,000 access channels share one queue.
-    tables, described = _Tables(), dict[int, str]()
+    # A resolved queue's entry and description, made once per queue (queues are frozen): a
+    # 10,000-flow dumbbell's 40,000 access channels share one queue. A queue sized by time or
+    # rule is sized per link, and listed once per distinct size.
+    described = dict[int, str]()
     for channel, (queue, link, written) in enumerate(queues):
         key = "queue_forward" if channel % 2 == 0 else "queue_backward"
+        user = f"links[{link}].{key}"
         if id(queue) in described:
-            engine_links[link][key] = tables.shared(queue, queue.to_engine)
+            engine_links[link][key] = listing.index((queue,), queue.to_engine, user)
             descriptions.append(described[id(queue)])
             continue
         if not queue.resolved:
@@ -339,12 +400,13 @@ def _resolve_queues(nodes: Sequence[Node | Host], engine_links: list[dict[str, A
             from .queue_sizes import loads_of_links, resolve_queue
 
             if loads is None:  # the loads of the links whose queues are sized by time or rule
-                loads = loads_of_links(len(nodes), engine_links, engine_flows, _links_sized_later(queues))
+                loads = loads_of_links(len(nodes), engine_links, engine_flows, _links_sized_later(queues),
+                                       tcp_options, quic_options)
             sized, description = resolve_queue(queue, loads[link], f"links[{link}].{written}")
-            engine_links[link][key] = sized.to_engine()
+            engine_links[link][key] = listing.listed(sized.to_engine(), user)
         else:
             description = described[id(queue)] = str(queue)
-            engine_links[link][key] = tables.shared(queue, queue.to_engine)
+            engine_links[link][key] = listing.index((queue,), queue.to_engine, user)
         descriptions.append(description)
     return descriptions
 
@@ -391,7 +453,7 @@ _GENERATOR_MODEL_FIELDS = {"model.arrivals_per_s": "arrivals_per_s", "model.user
 
 
 def _expand_generators(s: Scenario, nodes: Sequence[Node | Host], node_index: dict[str, int],
-                       draw_start: Callable[[Dist], int], random_draws: list[str],
+                       draw_start: Callable[[Dist], int], random_draws: list[str], tcp_options: _Listing,
                        first_flow: int) -> tuple[list[Flow], list[dict[str, Any]], dict[str, str]]:
     """Generators -> listed flows (persistent, cbr, onoff) and engine generators (poisson,
     closed_loop), one per source host. A start distribution in flow_defaults gives each listed
@@ -469,9 +531,10 @@ def _expand_generators(s: Scenario, nodes: Sequence[Node | Host], node_index: di
             aliases.update({f"generators[{k}].{key}": f"{where}.{user}"
                             for key, user in _GENERATOR_MODEL_FIELDS.items()})
             names.append(base)
+            tcp = tcp_options.index((defaults.tcp, g.tcp), partial(_tcp, defaults.tcp, g.tcp, where),
+                                    f"generators[{k}].tcp", partial(_inherited_keys, aliases, g.tcp, defaults.tcp, "tcp"))
             engine.append({"name": base, "src": node_index[host], "dst": dst, "cca": engine_controller(cca),
-                           "tcp": _tcp(defaults.tcp, g.tcp, where), "start": start, "stop": stop,
-                           "model": model})
+                           "tcp": tcp, "start": start, "stop": stop, "model": model})
     _unique(names, "generators", aliases)
     return flows, engine, aliases
 

@@ -92,10 +92,14 @@ def _path(src: int, dst: int, toward: list[int | None], channels: list[tuple[int
     return path
 
 
-def _largest_data_packet(flow: dict[str, Any]) -> int:
+def _largest_data_packet(flow: dict[str, Any], tcp_options: list[dict[str, Any]],
+                         quic_options: list[dict[str, Any]]) -> int:
+    """A flow's largest data packet on the wire, from its entry in the options tables."""
     if flow["transport"] == "quic":
-        return int(flow["quic"]["max_datagram"] + flow["quic"]["lower_layer"])
-    return int(flow["tcp"]["mss"] + flow["tcp"]["header_bytes"])
+        quic = quic_options[flow["quic"]]
+        return int(quic["max_datagram"] + quic["lower_layer"])
+    tcp = tcp_options[flow["tcp"]]
+    return int(tcp["mss"] + tcp["header_bytes"])
 
 
 def _channels(engine_links: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
@@ -116,18 +120,22 @@ def round_trip_ns(nodes: int, engine_links: list[dict[str, Any]], src: int, dst:
     return sum(channels[ch][2] for ch in there + back)
 
 
-def link_loads(engine_nodes: list[dict[str, Any]], engine_links: list[dict[str, Any]],
-               engine_flows: list[dict[str, Any]]) -> list[LinkLoad]:
-    """Per link: its rate, and the RTTs and largest data packet of the greedy flows crossing it."""
-    loads = loads_of_links(len(engine_nodes), engine_links, engine_flows, range(len(engine_links)))
-    return [loads[k] for k in range(len(engine_links))]
+def link_loads(engine: dict[str, Any]) -> list[LinkLoad]:
+    """Per link of an engine spec: its rate, and the RTTs and largest data packet of the greedy
+    flows crossing it."""
+    links = engine["links"]
+    loads = loads_of_links(len(engine["nodes"]), links, engine["flows"], range(len(links)),
+                           engine.get("tcp_options", []), engine.get("quic_options", []))
+    return [loads[k] for k in range(len(links))]
 
 
 def loads_of_links(nodes: int, engine_links: list[dict[str, Any]], engine_flows: list[dict[str, Any]],
-                   wanted: Iterable[int]) -> dict[int, LinkLoad]:
+                   wanted: Iterable[int], tcp_options: list[dict[str, Any]],
+                   quic_options: list[dict[str, Any]]) -> dict[int, LinkLoad]:
     """`link_loads` of the `wanted` links only, by link index: a flow's way back and its RTT are
     found only if its data crosses one of them (a queue sized by rule needs the loads of its own
-    link, not of a 10,000-flow dumbbell's 20,000 access links)."""
+    link, not of a 10,000-flow dumbbell's 20,000 access links). The flows' options are entries of
+    `tcp_options` and `quic_options` (the engine spec's tables)."""
     channels = _channels(engine_links)
     loads = {k: LinkLoad(engine_links[k]["rate"], [], None) for k in sorted(wanted)}
     routes: dict[int, list[int | None]] = {}
@@ -152,7 +160,7 @@ def loads_of_links(nodes: int, engine_links: list[dict[str, Any]], engine_flows:
             continue
         acks = path(flow["dst"], flow["src"])
         rtt = sum(channels[ch][2] for ch in data + acks)
-        packet = _largest_data_packet(flow)
+        packet = _largest_data_packet(flow, tcp_options, quic_options)
         for link_index in crossed:
             load = loads[link_index]
             load.rtts_ns.append(rtt)

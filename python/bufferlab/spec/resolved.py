@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Resolved", "user_field", "canonical_json"]
+__all__ = ["Resolved", "user_field", "canonical_json", "flow_tcp", "flow_quic", "link_queue"]
 
 
 @dataclass
@@ -95,6 +96,30 @@ def _replaced_prefix(aliases: dict[str, str], path: str, shortest: int) -> str |
         if path[end] in ".[" and (prefix := path[:end]) in aliases:
             return aliases[prefix] + path[end:]
     return None
+
+
+def flow_tcp(engine: Mapping[str, Any], flow: Mapping[str, Any]) -> dict[str, Any]:
+    """The TCP options of a flow or generator of an engine spec: the entry of `tcp_options` its
+    `tcp` refers to ({} without one: the engine's defaults). The entry is shared by every flow
+    that refers to it: not to be changed."""
+    index = flow.get("tcp")
+    entry: dict[str, Any] = {} if index is None else engine["tcp_options"][index]
+    return entry
+
+
+def flow_quic(engine: Mapping[str, Any], flow: Mapping[str, Any]) -> dict[str, Any]:
+    """The QUIC options of a flow of an engine spec: the entry of `quic_options` its `quic`
+    refers to ({} without one: the engine's defaults), shared as `flow_tcp`'s."""
+    index = flow.get("quic")
+    entry: dict[str, Any] = {} if index is None else engine["quic_options"][index]
+    return entry
+
+
+def link_queue(engine: Mapping[str, Any], link: Mapping[str, Any], direction: str) -> dict[str, Any]:
+    """The queue of a link's direction ("forward", "backward") in an engine spec: the entry of
+    `queues` its `queue_forward` or `queue_backward` refers to."""
+    queue: dict[str, Any] = engine["queues"][link[f"queue_{direction}"]]
+    return queue
 
 
 def canonical_json(value: Any) -> str:

@@ -665,10 +665,9 @@ class Scenario(_Model):
         from .engine_spec import build_engine_spec
 
         try:
-            resolved = build_engine_spec(self, nodes, links, flows, bottleneck)
+            resolved = build_engine_spec(self, nodes, links, flows, bottleneck, aliases)
         except SpecError as e:  # a field of a generated link is the user's topology key
             raise type(e)(user_field(aliases, e.field), e.reason) from None
-        resolved.field_aliases = {**resolved.field_aliases, **aliases}
         resolved.flow_rtts_ns = rtts + [None] * (len(resolved.flow_names) - len(rtts))
         if isinstance(self.topology, Dumbbell) and isinstance(self.topology.rtt, Dist):
             resolved.random_draws.insert(0, "topology.rtt")

@@ -31,6 +31,10 @@ likewise NULL: its engine sampled none of them). Runs of a
 store before version 5 are numbered in the order they
 were stored (`created_at`, then run id; a later store's keep their numbers), and a run table's
 rows keep the order they were stored in.
+
+What is rewritten: the stored engine specs (`runs.spec_json`), into the form the engine reads now
+(version 6's keys; version 10's shared tables of TCP options, QUIC options and queues, which
+flows and links refer to by index), each still under the run id and spec hash it was stored with.
 """
 
 from __future__ import annotations
@@ -117,8 +121,8 @@ def _rebuild(con: duckdb.DuckDBPyConnection, path: Path, version: int, identity:
         con.execute("BEGIN TRANSACTION")
         con.execute(NEW_STORE_SCHEMA)
         _copy_rows(con, version)
-        if version < 6:
-            _rename_version_5_spec_keys(con)
+        if version < 10:
+            _rewrite_specs(con, version)
         con.execute("COMMIT")  # a checkpoint, as every writer's commit (`store.connection`)
     except BaseException:
         _abandon(con, new)
@@ -219,11 +223,52 @@ def version_5_spec_in_version_6(spec_json: str) -> str:
     return canonical_json(spec)
 
 
-def _rename_version_5_spec_keys(con: duckdb.DuckDBPyConnection) -> None:
-    """The stored engine specs of the rebuilt store's runs under version 6's keys."""
+def version_9_spec_in_version_10(spec_json: str) -> str:
+    """A run's engine spec as versions 6 to 9 stored it, each flow and link with its own option
+    tables and queues, in version 10's form: each distinct TCP option set, QUIC option set and
+    queue listed once (`tcp_options`, `quic_options`, `queues`, in the order the spec layer lists
+    them: generators' options before flows', queues channel by channel) and referred to by index.
+    Its run id and spec hash stay the identities it was stored under; a spec in version 10's form
+    already is left as it is."""
+    spec = json.loads(spec_json)
+    if "tcp_options" in spec or "queues" in spec:
+        return spec_json
+    tables: dict[str, tuple[list[Any], dict[str, int]]] = {}
+
+    def listed(table: str, entry: Any) -> int:
+        entries, known = tables.setdefault(table, ([], {}))
+        key = canonical_json(entry)
+        if key not in known:
+            known[key] = len(entries)
+            entries.append(entry)
+        return known[key]
+
+    for generator in spec.get("generators", []):
+        if isinstance(generator.get("tcp"), dict):
+            generator["tcp"] = listed("tcp_options", generator["tcp"])
+    for flow in spec.get("flows", []):
+        for key, table in (("tcp", "tcp_options"), ("quic", "quic_options")):
+            if isinstance(flow.get(key), dict):
+                flow[key] = listed(table, flow[key])
+    for link in spec.get("links", []):
+        for side in ("queue_forward", "queue_backward"):
+            if isinstance(link.get(side), dict):
+                link[side] = listed("queues", link[side])
+    for table in ("tcp_options", "queues"):  # written even when empty, as the spec layer does
+        spec[table] = tables.get(table, ([], {}))[0]
+    if "quic_options" in tables:
+        spec["quic_options"] = tables["quic_options"][0]
+    return canonical_json(spec)
+
+
+def _rewrite_specs(con: duckdb.DuckDBPyConnection, version: int) -> None:
+    """The stored engine specs of the rebuilt store's runs, of schema `version`, in the current
+    form: under version 6's keys, and with version 10's shared tables."""
     rows = con.execute("SELECT run_id, spec_json FROM runs").fetchall()
+    if version < 6:
+        rows = [(run_id, version_5_spec_in_version_6(spec)) for run_id, spec in rows]
     con.executemany("UPDATE runs SET spec_json = ? WHERE run_id = ?",
-                    [(version_5_spec_in_version_6(spec), run_id) for run_id, spec in rows])
+                    [(version_9_spec_in_version_10(spec), run_id) for run_id, spec in rows])
 
 
 def _abandon(con: duckdb.DuckDBPyConnection, new: Path) -> None:

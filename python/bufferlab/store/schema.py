@@ -46,7 +46,10 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 #    NULL for a controller without one); queue_classes.ce_marked_packets/_bytes and
 #    class_timeseries.ce_marked_packets (DualPI2's marks per queue). NULL in the runs of older
 #    stores, whose engine sampled none of them.
-SCHEMA_VERSION = 9
+# 10: the engine's input lists each distinct TCP option set, QUIC option set and queue once
+#    (`runs.spec_json`: `tcp_options`, `quic_options`, `queues`), and flows and links refer to
+#    them by index; the older runs' specs are rewritten so, under the ids they were stored with.
+SCHEMA_VERSION = 10
 
 
 class StoreError(SpecError):

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -19,7 +20,7 @@ import pytest
 
 from bufferlab.analysis.derive import derive
 from bufferlab.analysis.record import DerivedRun
-from bufferlab.pipeline.plan import plan
+from bufferlab.pipeline.plan import Plan, plan
 from bufferlab.pipeline.simulate import simulate
 from bufferlab.spec import Scenario
 from bufferlab.store import migration
@@ -518,6 +519,31 @@ def _as_version_5(table: dict, where: str) -> None:
             table[old] = table.pop(new)
 
 
+def _migrated_rich_run(tmp_path: Path, version: int,
+                       older_form: Callable[[dict], dict]) -> tuple[Plan, str, tuple[str, str]]:
+    """A store of one run of RICH_SCENARIO whose engine spec is rewritten into `older_form` and
+    marked as schema `version`, then migrated: (its plan, the older spec's JSON, the migrated
+    store's (run id, spec JSON))."""
+    planned = plan(Scenario.from_toml_text(textwrap.dedent(RICH_SCENARIO)))
+    db = tmp_path / f"v{version}.duckdb"
+    store.persist(derive(planned, simulate(planned)), db)
+    older = json.dumps(older_form(json.loads(planned.resolved.to_json())), sort_keys=True, separators=(",", ":"))
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("UPDATE runs SET spec_json = ?", [older])
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
+    finally:
+        con.close()
+    migration.migrate(db)
+    assert schema_version(db) == SCHEMA_VERSION
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (run_id, stored) = con.execute("SELECT run_id, spec_json FROM runs").fetchone()
+    finally:
+        con.close()
+    return planned, older, (run_id, stored)
+
+
 def version_9_spec(spec: dict) -> dict:
     """An engine spec as versions 6 to 9 stored it: each flow, generator and link with its own
     options and queues (the inverse of the migration's listing of them)."""
@@ -573,25 +599,8 @@ def test_every_field_the_engine_renamed_on_the_wire_has_its_version_5_name_in_th
 def test_a_version_5_store_has_its_stored_specs_under_the_scenario_keys_after_migration(tmp_path: Path) -> None:
     from bufferlab import _core
 
-    planned = plan(Scenario.from_toml_text(textwrap.dedent(RICH_SCENARIO)))
-    db = tmp_path / "v5.duckdb"
-    store.persist(derive(planned, simulate(planned)), db)
-    current = json.loads(planned.resolved.to_json())
-    older = json.dumps(version_5_spec(current), sort_keys=True, separators=(",", ":"))
+    planned, older, (_, stored) = _migrated_rich_run(tmp_path, 5, version_5_spec)
     assert older != planned.resolved.to_json()
-    con = duckdb.connect(str(db))
-    try:
-        con.execute("UPDATE runs SET spec_json = ?", [older])
-        con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
-    finally:
-        con.close()
-    migration.migrate(db)
-    assert schema_version(db) == SCHEMA_VERSION
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        (stored,) = con.execute("SELECT spec_json FROM runs").fetchone()
-    finally:
-        con.close()
     assert stored == planned.resolved.to_json()
     _core.plan(stored)  # the engine reads it (unknown keys are refused): none of version 5's is left
 
@@ -602,25 +611,8 @@ def test_a_version_9_store_has_its_stored_specs_with_shared_tables_after_migrati
     rewritten so (the engine reads them), under the run ids they were stored with."""
     from bufferlab import _core
 
-    planned = plan(Scenario.from_toml_text(textwrap.dedent(RICH_SCENARIO)))
-    db = tmp_path / "v9.duckdb"
-    store.persist(derive(planned, simulate(planned)), db)
-    older = json.dumps(version_9_spec(json.loads(planned.resolved.to_json())), sort_keys=True,
-                       separators=(",", ":"))
+    planned, older, (run_id, stored) = _migrated_rich_run(tmp_path, 9, version_9_spec)
     assert '"queue_forward":{' in older and '"tcp_options"' not in older
-    con = duckdb.connect(str(db))
-    try:
-        con.execute("UPDATE runs SET spec_json = ?", [older])
-        con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
-    finally:
-        con.close()
-    migration.migrate(db)
-    assert schema_version(db) == SCHEMA_VERSION
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        (run_id, stored) = con.execute("SELECT run_id, spec_json FROM runs").fetchone()
-    finally:
-        con.close()
     assert run_id == planned.run_id
     assert stored == planned.resolved.to_json()
     _core.plan(stored)

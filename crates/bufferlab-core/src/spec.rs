@@ -92,12 +92,76 @@ fn entry<T: Clone + Default>(
     index: Option<usize>,
     field: impl FnOnce() -> String,
 ) -> Result<T, EngineError> {
-    match index {
-        None => Ok(T::default()),
-        Some(k) => table.get(k).cloned().ok_or_else(|| EngineError {
-            field: field(),
-            reason: format!("no entry {k} in {table_name} ({} listed)", table.len()),
-        }),
+    index.map_or_else(|| Ok(T::default()), |k| listed_entry(table, table_name, k, field))
+}
+
+/// The entry `k` of `table` (named `table_name`), which the index at `field` refers to.
+fn listed_entry<T: Clone>(
+    table: &[T],
+    table_name: &str,
+    k: usize,
+    field: impl FnOnce() -> String,
+) -> Result<T, EngineError> {
+    table.get(k).cloned().ok_or_else(|| EngineError {
+        field: field(),
+        reason: format!("no entry {k} in {table_name} ({} listed)", table.len()),
+    })
+}
+
+impl<Queue> LinkSpec<Queue> {
+    /// The same link with each direction's queue replaced by `f(queue, "queue_forward" or
+    /// "queue_backward")`: the one place that lists a link's other fields, for both forms.
+    fn map_queues<Other, E>(self, mut f: impl FnMut(Queue, &str) -> Result<Other, E>) -> Result<LinkSpec<Other>, E> {
+        Ok(LinkSpec {
+            name: self.name,
+            a: self.a,
+            b: self.b,
+            rate_bps: self.rate_bps,
+            delay_ns: self.delay_ns,
+            loss: self.loss,
+            loss_model: self.loss_model,
+            ecn_bleach: self.ecn_bleach,
+            queue_forward: f(self.queue_forward, "queue_forward")?,
+            queue_backward: f(self.queue_backward, "queue_backward")?,
+        })
+    }
+}
+
+impl<Tcp, Quic> FlowSpec<Tcp, Quic> {
+    /// The same flow with its options replaced by `tcp(options)` and `quic(options)`.
+    fn map_options<T, Q, E>(
+        self,
+        tcp: impl FnOnce(Tcp) -> Result<T, E>,
+        quic: impl FnOnce(Quic) -> Result<Q, E>,
+    ) -> Result<FlowSpec<T, Q>, E> {
+        Ok(FlowSpec {
+            name: self.name,
+            src: self.src,
+            dst: self.dst,
+            cca: self.cca,
+            traffic: self.traffic,
+            start_ns: self.start_ns,
+            stop_ns: self.stop_ns,
+            transport: self.transport,
+            tcp: tcp(self.tcp)?,
+            quic: quic(self.quic)?,
+        })
+    }
+}
+
+impl<Tcp> GeneratorSpec<Tcp> {
+    /// The same generator with its TCP options replaced by `tcp(options)`.
+    fn map_options<T, E>(self, tcp: impl FnOnce(Tcp) -> Result<T, E>) -> Result<GeneratorSpec<T>, E> {
+        Ok(GeneratorSpec {
+            name: self.name,
+            src: self.src,
+            dst: self.dst,
+            cca: self.cca,
+            tcp: tcp(self.tcp)?,
+            start_ns: self.start_ns,
+            stop_ns: self.stop_ns,
+            model: self.model,
+        })
     }
 }
 
@@ -106,79 +170,35 @@ impl TryFrom<SpecText> for ScenarioSpec {
 
     /// The spec with every index resolved to the entry it refers to.
     fn try_from(text: SpecText) -> Result<ScenarioSpec, EngineError> {
-        let SpecText { tcp_options, quic_options, queues, .. } = &text;
-        let queue = |i: usize, side: &str, k: usize| {
-            queues.get(k).cloned().ok_or_else(|| EngineError {
-                field: format!("links[{i}].{side}"),
-                reason: format!("no entry {k} in queues ({} listed)", queues.len()),
-            })
-        };
-        let links = text
-            .links
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                Ok(LinkSpec {
-                    name: l.name.clone(),
-                    a: l.a,
-                    b: l.b,
-                    rate_bps: l.rate_bps,
-                    delay_ns: l.delay_ns,
-                    loss: l.loss,
-                    loss_model: l.loss_model,
-                    ecn_bleach: l.ecn_bleach,
-                    queue_forward: queue(i, "queue_forward", l.queue_forward)?,
-                    queue_backward: queue(i, "queue_backward", l.queue_backward)?,
-                })
-            })
-            .collect::<Result<Vec<_>, EngineError>>()?;
-        let flows = text
-            .flows
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                Ok(FlowSpec {
-                    name: f.name.clone(),
-                    src: f.src,
-                    dst: f.dst,
-                    cca: f.cca,
-                    traffic: f.traffic.clone(),
-                    start_ns: f.start_ns,
-                    stop_ns: f.stop_ns,
-                    transport: f.transport,
-                    tcp: entry(tcp_options, "tcp_options", f.tcp, || format!("flows[{i}].tcp"))?,
-                    quic: entry(quic_options, "quic_options", f.quic, || format!("flows[{i}].quic"))?,
-                })
-            })
-            .collect::<Result<Vec<_>, EngineError>>()?;
-        let generators = text
-            .generators
-            .iter()
-            .enumerate()
-            .map(|(i, g)| {
-                Ok(GeneratorSpec {
-                    name: g.name.clone(),
-                    src: g.src,
-                    dst: g.dst,
-                    cca: g.cca,
-                    tcp: entry(tcp_options, "tcp_options", g.tcp, || format!("generators[{i}].tcp"))?,
-                    start_ns: g.start_ns,
-                    stop_ns: g.stop_ns,
-                    model: g.model.clone(),
-                })
-            })
-            .collect::<Result<Vec<_>, EngineError>>()?;
-        Ok(ScenarioSpec {
-            seed: text.seed,
-            duration_ns: text.duration_ns,
-            sample_interval_ns: text.sample_interval_ns,
-            nodes: text.nodes,
+        let SpecText {
+            seed,
+            duration_ns,
+            sample_interval_ns,
+            nodes,
+            tcp_options,
+            quic_options,
+            queues,
             links,
             flows,
-            captures: text.captures,
+            captures,
             generators,
-            record: text.record,
-        })
+            record,
+        } = text;
+        let links = (links.into_iter().enumerate())
+            .map(|(i, l)| l.map_queues(|k, side| listed_entry(&queues, "queues", k, || format!("links[{i}].{side}"))))
+            .collect::<Result<Vec<_>, EngineError>>()?;
+        let flows = (flows.into_iter().enumerate())
+            .map(|(i, f)| {
+                f.map_options(
+                    |k| entry(&tcp_options, "tcp_options", k, || format!("flows[{i}].tcp")),
+                    |k| entry(&quic_options, "quic_options", k, || format!("flows[{i}].quic")),
+                )
+            })
+            .collect::<Result<Vec<_>, EngineError>>()?;
+        let generators = (generators.into_iter().enumerate())
+            .map(|(i, g)| g.map_options(|k| entry(&tcp_options, "tcp_options", k, || format!("generators[{i}].tcp"))))
+            .collect::<Result<Vec<_>, EngineError>>()?;
+        Ok(ScenarioSpec { seed, duration_ns, sample_interval_ns, nodes, links, flows, captures, generators, record })
     }
 }
 
@@ -204,56 +224,24 @@ impl<T: Serialize> Listing<T> {
     }
 }
 
+/// The value of a mapping that cannot fail (listing an entry).
+fn infallible<T>(result: Result<T, std::convert::Infallible>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(never) => match never {},
+    }
+}
+
 impl From<ScenarioSpec> for SpecText {
     /// The JSON form of a spec: equal option sets and queues listed once.
     fn from(spec: ScenarioSpec) -> SpecText {
         let (mut tcp, mut quic, mut queues) = (Listing::new(), Listing::new(), Listing::new());
-        let links = spec
-            .links
-            .into_iter()
-            .map(|l| LinkSpec {
-                name: l.name,
-                a: l.a,
-                b: l.b,
-                rate_bps: l.rate_bps,
-                delay_ns: l.delay_ns,
-                loss: l.loss,
-                loss_model: l.loss_model,
-                ecn_bleach: l.ecn_bleach,
-                queue_forward: queues.index(l.queue_forward),
-                queue_backward: queues.index(l.queue_backward),
-            })
+        let links = (spec.links.into_iter()).map(|l| infallible(l.map_queues(|q, _| Ok(queues.index(q))))).collect();
+        let flows = (spec.flows.into_iter())
+            .map(|f| infallible(f.map_options(|t| Ok(Some(tcp.index(t))), |q| Ok(Some(quic.index(q))))))
             .collect();
-        let flows = spec
-            .flows
-            .into_iter()
-            .map(|f| FlowSpec {
-                name: f.name,
-                src: f.src,
-                dst: f.dst,
-                cca: f.cca,
-                traffic: f.traffic,
-                start_ns: f.start_ns,
-                stop_ns: f.stop_ns,
-                transport: f.transport,
-                tcp: Some(tcp.index(f.tcp)),
-                quic: Some(quic.index(f.quic)),
-            })
-            .collect();
-        let generators = spec
-            .generators
-            .into_iter()
-            .map(|g| GeneratorSpec {
-                name: g.name,
-                src: g.src,
-                dst: g.dst,
-                cca: g.cca,
-                tcp: Some(tcp.index(g.tcp)),
-                start_ns: g.start_ns,
-                stop_ns: g.stop_ns,
-                model: g.model,
-            })
-            .collect();
+        let generators =
+            (spec.generators.into_iter()).map(|g| infallible(g.map_options(|t| Ok(Some(tcp.index(t)))))).collect();
         SpecText {
             seed: spec.seed,
             duration_ns: spec.duration_ns,

@@ -32,25 +32,28 @@ pub use red::{Red, RedConfig};
 pub use splitbuff::{SplitBuff, SplitBuffConfig};
 pub use tbf::TokenBucket;
 
+/// A channel's egress queue, one variant per discipline, dispatched by `match` (never a trait
+/// object on the per-packet path). Every discipline but the drop-tail FIFO is boxed: a queue is
+/// then a FIFO's 56 bytes whatever its discipline, where inline every channel paid for the largest
+/// (FQ-PIE's 400 bytes), four per flow of a dumbbell whose access links are FIFOs. A boxed
+/// queue is one pointer further, a line its channel's own packets keep in the cache.
 #[derive(Debug)]
 pub enum Queue {
     Fifo(DropTailFifo),
-    Tbf(TokenBucket),
+    Tbf(Box<TokenBucket>),
     /// SplitBuff and Blind-SplitBuff (seed 002): sub-buffers served by byte-fair round robin.
-    SplitBuff(SplitBuff),
+    SplitBuff(Box<SplitBuff>),
     /// RED and Adaptive RED (Floyd & Jacobson 1993; Floyd, Gummadi & Shenker 2001).
-    Red(Red),
+    Red(Box<Red>),
     /// PIE (RFC 8033).
-    Pie(Pie),
+    Pie(Box<Pie>),
     /// CoDel (RFC 8289): drops at dequeue by the sojourn time.
-    CoDel(CoDel),
+    CoDel(Box<CoDel>),
     /// FQ-CoDel (RFC 8290): flow queues served by DRR++, CoDel on each.
-    FqCodel(FqCodel),
+    FqCodel(Box<FqCodel>),
     /// FQ-PIE (Linux fq_pie): FQ-CoDel's flow queues and DRR++, PIE (RFC 8033) on each.
-    FqPie(FqPie),
-    /// DualPI2 (RFC 9332): L4S and Classic queues coupled by one PI2 controller. Boxed: its two
-    /// queues and controller are about 500 bytes, and inline they would double every channel's
-    /// queue, whatever its discipline.
+    FqPie(Box<FqPie>),
+    /// DualPI2 (RFC 9332): L4S and Classic queues coupled by one PI2 controller.
     DualPi2(Box<DualPi2>),
 }
 
@@ -129,7 +132,7 @@ impl Queue {
                 Queue::Fifo(DropTailFifo::new(*limit_packets, *limit_bytes))
             }
             QueueSpec::Tbf { rate_bps, bucket_bytes, limit_bytes } => {
-                Queue::Tbf(TokenBucket::new(BitRate(*rate_bps), *bucket_bytes, *limit_bytes))
+                Queue::Tbf(Box::new(TokenBucket::new(BitRate(*rate_bps), *bucket_bytes, *limit_bytes)))
             }
             QueueSpec::SplitBuff {
                 limit_packets,
@@ -140,7 +143,7 @@ impl Queue {
                 quantum_bytes,
                 estimator,
                 total,
-            } => Queue::SplitBuff(SplitBuff::new(SplitBuffConfig {
+            } => Queue::SplitBuff(Box::new(SplitBuff::new(SplitBuffConfig {
                 limit: limit_packets.or(*limit_bytes).expect("validated: a limit"),
                 in_bytes: limit_packets.is_none(),
                 sub_buffers: *sub_buffers as usize,
@@ -150,7 +153,7 @@ impl Queue {
                 rate,
                 estimator: *estimator,
                 total: *total,
-            })),
+            }))),
             QueueSpec::BlindSplitBuff { limit_packets, limit_bytes, sub_buffers, quantum_bytes } => {
                 let config = SplitBuffConfig {
                     limit: limit_packets.or(*limit_bytes).expect("validated: a limit"),
@@ -163,9 +166,11 @@ impl Queue {
                     estimator: SplitBuffEstimator::Paper,
                     total: SplitBuffTotal::Fixed,
                 };
-                Queue::SplitBuff(SplitBuff::blind(config, seed))
+                Queue::SplitBuff(Box::new(SplitBuff::blind(config, seed)))
             }
-            QueueSpec::Red { .. } => Queue::Red(Red::new(RedConfig::from_spec(spec, rate).expect("a RED spec"), seed)),
+            QueueSpec::Red { .. } => {
+                Queue::Red(Box::new(Red::new(RedConfig::from_spec(spec, rate).expect("a RED spec"), seed)))
+            }
             QueueSpec::Pie {
                 limit_packets,
                 limit_bytes,
@@ -178,7 +183,7 @@ impl Queue {
                 mean_packet_bytes,
                 ecn,
                 estimator,
-            } => Queue::Pie(Pie::new(
+            } => Queue::Pie(Box::new(Pie::new(
                 PieConfig {
                     limit_packets: *limit_packets,
                     limit_bytes: *limit_bytes,
@@ -193,7 +198,7 @@ impl Queue {
                     estimator: *estimator,
                 },
                 seed,
-            )),
+            ))),
             QueueSpec::FqPie {
                 limit_packets,
                 memory_limit_bytes,
@@ -210,7 +215,7 @@ impl Queue {
                 ecn,
                 estimator,
                 ..
-            } => Queue::FqPie(FqPie::new(
+            } => Queue::FqPie(Box::new(FqPie::new(
                 FqPieConfig {
                     pie: PieConfig {
                         limit_packets: None,
@@ -234,7 +239,7 @@ impl Queue {
                     },
                 },
                 seed,
-            )),
+            ))),
             QueueSpec::DualPi2 {
                 limit_packets,
                 target_ns,
@@ -274,7 +279,7 @@ impl Queue {
                     ecn: *ecn,
                     control_law: *control_law,
                 };
-                Queue::CoDel(CoDel::new(params, *limit_packets, *limit_bytes))
+                Queue::CoDel(Box::new(CoDel::new(params, *limit_packets, *limit_bytes)))
             }
             QueueSpec::FqCodel {
                 limit_packets,
@@ -287,7 +292,7 @@ impl Queue {
                 memory_limit_bytes,
                 drop_batch,
                 ..
-            } => Queue::FqCodel(FqCodel::new(FqCodelConfig {
+            } => Queue::FqCodel(Box::new(FqCodel::new(FqCodelConfig {
                 codel: CodelParams {
                     target: SimTime::from_ns(*target_ns),
                     interval: SimTime::from_ns(*interval_ns),
@@ -301,7 +306,7 @@ impl Queue {
                     quantum: *quantum_bytes,
                     drop_batch: *drop_batch,
                 },
-            })),
+            }))),
         }
     }
 }
@@ -388,5 +393,18 @@ impl QueueDiscipline for Queue {
             Queue::FqPie(q) => q.aqm_state(),
             Queue::DualPi2(q) => q.aqm_state(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_takes_a_fifos_room_whatever_its_discipline() {
+        // A FIFO inline and every other discipline behind a pointer: a channel pays for the
+        // FIFO's 56 bytes (the tag fits in them), not for the largest discipline.
+        assert_eq!(std::mem::size_of::<DropTailFifo>(), 56);
+        assert_eq!(std::mem::size_of::<Queue>(), std::mem::size_of::<DropTailFifo>());
     }
 }

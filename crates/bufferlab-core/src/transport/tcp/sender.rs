@@ -1131,6 +1131,46 @@ mod tests {
     }
 
     #[test]
+    fn with_rack_a_timeout_resends_the_oldest_segment_and_leaves_recent_ones_in_flight() {
+        // RFC 8985 §6.3 with RFC 6298 §5.4. Segments 0..=9 leave at 10 ms; 0 is acknowledged at
+        // 110 ms, 2..=4 SACKed at 120 ms: RACK deems 1 lost, fast recovery sends it again.
+        let (mut s, _) = established(TcpSpec::default());
+        let mut out = Vec::new();
+        acknowledge(&mut s, SimTime::from_ms(110), 1 + MSS, &[], &mut out);
+        acknowledge(
+            &mut s,
+            SimTime::from_ms(120),
+            1 + MSS,
+            &[SackBlock { start: 1 + 2 * MSS, end: 1 + 5 * MSS }],
+            &mut out,
+        );
+        assert!(out.iter().any(|p| p.retransmission && p.seq == 1 + MSS), "segment 1 sent again");
+        let deadline = s.rto_deadline.expect("the retransmission timer runs");
+        // 20 ms before it expires, 5 and 6 are SACKed (RACK.rtt = deadline - 30 ms) and new data
+        // leaves; its last segment is the newest of the window.
+        out.clear();
+        let late = deadline - SimTime::from_ms(20);
+        acknowledge(&mut s, late, 1 + MSS, &[SackBlock { start: 1 + 2 * MSS, end: 1 + 7 * MSS }], &mut out);
+        assert!(out.iter().any(|p| !p.retransmission), "new data leaves in recovery");
+        let newest = s.scoreboard.last_index().unwrap();
+        assert_eq!(s.scoreboard.get(newest).sent_time, late);
+        // The timeout: lost are the oldest segment (1) and 7, 8 and 9, sent at 10 ms, at least
+        // RACK.rtt + RACK.reo_wnd (zero in recovery) ago; what left at 110 ms, 120 ms and 20 ms
+        // ago is still in flight.
+        out.clear();
+        s.on_timeout(deadline, &mut out);
+        assert_eq!(s.core.record.rtos, 1);
+        assert_eq!(s.core.cwnd(), MSS, "the loss window");
+        assert_eq!(out.len(), 1, "only the oldest segment, although pipe exceeds the loss window");
+        assert!(out[0].retransmission && out[0].seq == 1 + MSS);
+        for k in 7..=9 {
+            assert!(s.scoreboard.get(k - 1).lost, "segment {k}, sent at 10 ms, is lost");
+        }
+        assert!(!s.scoreboard.get(newest).lost, "the segment sent 20 ms ago is in flight");
+        assert!(s.pipe() > 2 * MSS, "pipe counts the segments left in flight: {}", s.pipe());
+    }
+
+    #[test]
     fn paced_sender_releases_one_segment_per_packet_time_and_wakes_for_the_next() {
         let (mut s, out) = established_with(CcaKind::Bbr, TcpSpec::default());
         // BBR's initial rate: 10 segments per 1 ms times 2/ln 2; the window would allow 10.

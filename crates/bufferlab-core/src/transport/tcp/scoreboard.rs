@@ -22,10 +22,12 @@
 //! - NextSeg() rule 1 (the lowest lost segment not yet retransmitted) reads a cursor that only
 //!   moves forward between timeouts, plus a min-heap of the retransmissions RACK found lost below
 //!   the cursor.
-//! - After a retransmission timeout every unSACKed segment is deemed lost, but with SACK only the
-//!   holes the receiver reports (below the highest SACKed sequence number) and the oldest segment
-//!   are sent again while there is new data to send instead (RFC 6675 §5.1): the segments above
-//!   the highest SACK may still be queued in the network.
+//! - After a retransmission timeout without RACK every unSACKed segment is deemed lost, but with
+//!   SACK only the holes the receiver reports (below the highest SACKed sequence number) and the
+//!   oldest segment are sent again while there is new data to send instead (RFC 6675 §5.1): the
+//!   segments above the highest SACK may still be queued in the network. With RACK the timeout
+//!   deems lost the oldest segment and those sent at least RACK.rtt + RACK.reo_wnd ago (RFC 8985
+//!   §6.3); the rest stays in flight.
 
 use super::segment::{sent_after, RackReference};
 // The segment's type lives in its own module, shared with RACK; its old path stays.
@@ -484,8 +486,9 @@ impl Scoreboard {
         self.segments.front().is_some_and(|s| s.lost)
     }
 
-    /// After a retransmission timeout every unsacked segment is presumed lost and no
-    /// retransmission is any longer counted in flight (RFC 6675 §5.1; RFC 5681 §3.1).
+    /// After a retransmission timeout without RACK every unsacked segment is presumed lost and no
+    /// retransmission is any longer counted in flight (RFC 6675 §5.1; RFC 5681 §3.1); with RACK
+    /// see [`Scoreboard::mark_losses_on_rto`].
     /// Returns the bytes newly marked lost. (This one walks the window, once per timeout.)
     ///
     /// `sack`: the receiver reports what it holds, and RFC 6675 §5.1 asks the sender to use that
@@ -515,6 +518,70 @@ impl Scoreboard {
         if let Some(order) = self.retransmissions.as_mut() {
             order.clear();
         }
+        self.lost_bytes - before
+    }
+
+    /// RFC 8985 §6.3, RACK_mark_losses_on_RTO(): at a retransmission timeout with RACK, the
+    /// oldest outstanding segment is lost (it was sent an RTO ago), and so is every other
+    /// unSACKed segment whose latest transmission left at least `wait` = RACK.rtt +
+    /// RACK.reo_wnd before `now`. A segment sent more recently is still in flight: it stays
+    /// counted in pipe (RFC 6675 §4), its retransmission included, and RACK's own rule judges
+    /// it when ACKs come (§6.2). Returns the bytes newly marked lost.
+    ///
+    /// No hold follows (unlike [`Scoreboard::mark_all_lost`] with SACK): the time test already
+    /// leaves in flight what a deep queue may still be delivering, as a segment sent within the
+    /// latest delivered segment's RTT has not had the time to arrive. What it marks has had that
+    /// time, and RACK-TLP sends it again at once, lost segments before new data (RFC 6675
+    /// NextSeg()). Holding those above the highest SACK as well would be a second filter over
+    /// RACK's verdict that neither RFC 8985 nor Linux applies: what it would spare are segments
+    /// sent after the reference whose queueing delay grew by more than RACK.reo_wnd (zero in
+    /// recovery) meanwhile, which RACK, as published, sends again. (Walks the window, once per
+    /// timeout.)
+    pub fn mark_losses_on_rto(&mut self, wait: SimTime, now: SimTime) -> u64 {
+        self.timeout_hold = None;
+        let Some(front) = self.segments.front() else { return 0 };
+        let front_start = front.start;
+        let overdue = |seg: &Segment| seg.start == front_start || seg.sent_time + wait <= now;
+        let before = self.lost_bytes;
+        // (A boundary at the end of a short last segment would map to that segment.)
+        let end = self.segments.back().expect("non-empty").end();
+        let boundary_index = if self.lost_boundary >= end {
+            self.segments.len()
+        } else {
+            self.index_of(self.lost_boundary.max(front_start))
+        };
+        // Below the loss boundary every unSACKed segment is lost already; a retransmission of one
+        // that has been out for `wait` is lost too and the segment waits to be sent again.
+        for seg in self.segments.range_mut(..boundary_index) {
+            if seg.retransmitted && overdue(seg) {
+                seg.retransmitted = false;
+                self.retransmitted_bytes -= seg.len as u64;
+            }
+        }
+        // Above it only original transmissions lie (and a loss probe's copy of the last segment,
+        // which left after every segment below it): they left in sequence order, so those the
+        // rule marks form a prefix, which moves the boundary.
+        let mut i = boundary_index;
+        while i < self.segments.len() {
+            let seg = &mut self.segments[i];
+            if !seg.sacked {
+                if !overdue(seg) {
+                    break;
+                }
+                seg.lost = true;
+                self.lost_bytes += seg.len as u64;
+                if seg.retransmitted {
+                    seg.retransmitted = false;
+                    self.retransmitted_bytes -= seg.len as u64;
+                }
+            }
+            self.lost_boundary = seg.end();
+            i += 1;
+        }
+        // NextSeg() searches again from the oldest segment; retransmissions deemed lost leave
+        // the order RACK keeps when its walk meets them (they are no longer in flight).
+        self.retransmit_hint = 0;
+        self.relost.clear();
         self.lost_bytes - before
     }
 
@@ -926,6 +993,54 @@ mod tests {
     }
 
     #[test]
+    fn at_a_timeout_rack_marks_the_oldest_and_the_segments_sent_rtt_plus_reo_wnd_ago() {
+        // RFC 8985 §6.3. Segment k left at 10·k ms; 3, 4 and 5 are SACKed, so 0, 1 and 2 are
+        // lost; 0 was sent again at 50 ms, 1 at 95 ms. The timeout comes at T = 100 ms with
+        // RACK.rtt = 25 ms and RACK.reo_wnd = 10 ms: what left at or before 65 ms is lost.
+        let mut sb = Scoreboard::new(MSS, 3, true);
+        for k in 0..10 {
+            sb.push(1 + k * MSS as u64, MSS, SimTime::from_ms(10 * k), TxSnapshot::default());
+        }
+        sack_segments(&mut sb, 3, 6);
+        sb.mark_losses();
+        for t in [50, 95] {
+            let i = sb.next_retransmission().unwrap();
+            sb.retransmit(i, SimTime::from_ms(t), TxSnapshot::default());
+        }
+        let (rtt, reo_wnd, now) = (SimTime::from_ms(25), SimTime::from_ms(10), SimTime::from_ms(100));
+        // Segment 6 (60 ms) is newly lost; segment 0's retransmission (50 ms) is lost too.
+        assert_eq!(sb.mark_losses_on_rto(rtt + reo_wnd, now), MSS as u64);
+        let lost: Vec<bool> = (0..10).map(|k| sb.get(k).lost).collect();
+        assert_eq!(lost, [true, true, true, false, false, false, true, false, false, false]);
+        assert!(!sb.get(0).retransmitted && sb.get(1).retransmitted, "the 95 ms retransmission is in flight");
+        // Pipe: segment 1's retransmission and segments 7, 8 and 9, still in flight.
+        assert_eq!(sb.pipe(), 4 * MSS as u64);
+        sb.check_against_recount();
+        let mut order = Vec::new();
+        while let Some(i) = sb.next_retransmission() {
+            sb.retransmit(i, now, TxSnapshot::default());
+            order.push(i);
+        }
+        assert_eq!(order, [0, 2, 6], "the lost segments from the oldest, no hold");
+        // RACK's timer watches segment 7 (sent before the reference, segment 9 delivered at
+        // 90 ms) and takes it at 70 + 35 ms.
+        sack_segments(&mut sb, 9, 10);
+        let found = sb.rack_detect_losses(reference(9, 90, 25), reo_wnd, now);
+        assert_eq!((found.bytes, found.next_deadline), (0, Some(SimTime::from_ms(105))));
+        sb.check_against_recount();
+
+        // The oldest segment is lost even if it left less than RACK.rtt + RACK.reo_wnd ago.
+        let mut sb = Scoreboard::new(MSS, 3, true);
+        for k in 0..4 {
+            sb.push(1 + k * MSS as u64, MSS, SimTime::from_ms(90), TxSnapshot::default());
+        }
+        assert_eq!(sb.mark_losses_on_rto(rtt + reo_wnd, now), MSS as u64);
+        assert_eq!(sb.pipe(), 3 * MSS as u64);
+        assert_eq!(sb.next_retransmission(), Some(0));
+        sb.check_against_recount();
+    }
+
+    #[test]
     fn sack_of_partial_segment_marks_nothing() {
         let mut sb = board(3);
         assert_eq!(sb.sack(SackBlock { start: 150, end: 250 }, &mut ignore), 0);
@@ -1040,6 +1155,8 @@ mod tests {
         MarkLosses,
         MarkFirstLost,
         Timeout,
+        /// A timeout with RACK (RFC 8985 §6.3), RACK.rtt + RACK.reo_wnd in ms.
+        RackTimeout(u8),
         Retransmit(u8),
         Probe,
         Rack(u16, u8, u8),
@@ -1058,6 +1175,7 @@ mod tests {
             2 => Just(Step::MarkLosses),
             1 => Just(Step::MarkFirstLost),
             1 => Just(Step::Timeout),
+            1 => (0u8..80).prop_map(Step::RackTimeout),
             3 => (1u8..8).prop_map(Step::Retransmit),
             1 => Just(Step::Probe),
             3 => (any::<u16>(), 1u8..60, 0u8..20).prop_map(|(k, rtt, reo)| Step::Rack(k, rtt, reo)),
@@ -1173,6 +1291,16 @@ mod tests {
                     Step::Timeout => {
                         let expected = bytes(&sb, |s| !s.sacked && !s.lost);
                         assert_eq!(sb.mark_all_lost(false), expected);
+                    }
+                    Step::RackTimeout(ms) => {
+                        // RFC 8985 §6.3 naively: the oldest segment and every one sent `wait` ago.
+                        let wait = SimTime::from_ms(ms as u64);
+                        let front = sb.first().map(|s| s.start);
+                        let overdue = |s: &Segment| Some(s.start) == front || s.sent_time + wait <= now;
+                        let expected = bytes(&sb, |s| !s.sacked && !s.lost && overdue(s));
+                        let in_flight_again = bytes(&sb, |s| s.retransmitted && !overdue(s));
+                        assert_eq!(sb.mark_losses_on_rto(wait, now), expected);
+                        assert_eq!(bytes(&sb, |s| s.retransmitted), in_flight_again);
                     }
                     Step::Retransmit(n) => {
                         for _ in 0..n {

@@ -11,7 +11,7 @@ use super::config::{TcpConfig, SYN_OPTION_BYTES};
 use super::rack::Rack;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
-use super::segment::Segment;
+use super::segment::{RackReference, Segment};
 use crate::cc::{CongestionController, Controller};
 use crate::memory::prefetch;
 use crate::net::packet::{flags, Ecn, Packet, SackBlock};
@@ -480,10 +480,20 @@ impl TcpSender {
     /// lost, is the scoreboard's inline test; a call cost its frame and reloads).
     #[inline(always)]
     fn rack_detect_losses(&mut self, now: SimTime) -> u64 {
+        let Some((reference, reo_wnd)) = self.rack_wait() else { return 0 };
+        let found = self.scoreboard.rack_detect_losses(reference, reo_wnd, now);
+        self.rack_deadline = found.next_deadline;
+        found.bytes
+    }
+
+    /// RACK's reference (RACK.xmit_ts, RACK.end_seq, RACK.rtt) and its reordering window
+    /// RACK.reo_wnd (RFC 8985 §6.2 step 4) now, once some segment has been delivered.
+    #[inline(always)]
+    fn rack_wait(&self) -> Option<(RackReference, SimTime)> {
         let (Some(reference), Some(min_rtt), Some(srtt)) =
             (self.rack.reference(), self.core.rtt.min_rtt(), self.core.rtt.srtt())
         else {
-            return 0;
+            return None;
         };
         let reo_wnd = self.rack.reordering_window(
             self.recovery.is_some(),
@@ -492,9 +502,7 @@ impl TcpSender {
             min_rtt,
             srtt,
         );
-        let found = self.scoreboard.rack_detect_losses(reference, reo_wnd, now);
-        self.rack_deadline = found.next_deadline;
-        found.bytes
+        Some((reference, reo_wnd))
     }
 
     /// RFC 8985 §6.3: the reordering window has passed for a segment sent before the latest
@@ -740,15 +748,35 @@ impl TcpSender {
             self.core.cc.on_retransmission_timeout(now, basis.min(self.core.cc.window()));
             self.window_reduced();
         }
-        // RFC 6298 §5.5: back off the timer. Every segment is now deemed lost: RACK's timer and the
-        // loss probe have nothing left to do. With SACK, what goes out again first is what the
-        // receiver reports missing, new data before the segments above the highest SACK (RFC
-        // 6675 §5.1: behind a deep queue those are still on their way).
+        // RFC 6298 §5.5: back off the timer. The loss probe has nothing left to do.
         self.core.rtt.back_off();
         self.rack_deadline = None;
         self.tlp_deadline = None;
         self.tlp_episode = None;
-        self.scoreboard.mark_all_lost(self.config.sack);
+        // RACK's reordering window as the ACKs left it, before the timeout's recovery begins.
+        let rack_window = self.config.rack.then(|| self.rack_wait()).flatten();
+        if self.config.rack {
+            // RFC 8985 §6.3: the oldest segment and every segment sent at least RACK.rtt +
+            // RACK.reo_wnd ago are lost; the rest stays in flight, for RACK to judge (§6.2).
+            // Before any delivery RACK.rtt has no sample (zero), and every segment is lost.
+            let wait = rack_window.map_or(SimTime::ZERO, |(reference, reo_wnd)| reference.rtt + reo_wnd);
+            self.scoreboard.mark_losses_on_rto(wait, now);
+        } else {
+            // RFC 6675 §5.1 / RFC 5681 §3.1: every unSACKed segment is deemed lost. With SACK,
+            // what goes out again first is what the receiver reports missing, new data before
+            // the segments above the highest SACK (behind a deep queue those are still on their
+            // way; `Scoreboard::mark_all_lost`).
+            self.scoreboard.mark_all_lost(self.config.sack);
+        }
+        if let Some((reference, reo_wnd)) = rack_window {
+            // RFC 8985 §6.2's timer, for the segments left in flight that were sent before the
+            // latest delivered one: each is lost once its RACK.rtt + RACK.reo_wnd has passed,
+            // whether or not an ACK comes by then. (Nothing more is found now: §6.3 marked every
+            // segment that old.)
+            let found = self.scoreboard.rack_detect_losses(reference, reo_wnd, now);
+            debug_assert_eq!(found.bytes, 0, "RFC 8985 §6.3 marks what §6.2 would");
+            self.rack_deadline = found.next_deadline;
+        }
         self.dupacks = 0;
         self.dupack_delivered_segments = 0;
         // A timeout inside a fast recovery continues its episode.
@@ -766,6 +794,10 @@ impl TcpSender {
             let fin = self.fin_seq().expect("FIN outstanding");
             out.push(self.segment(now, fin, 0, flags::FIN | flags::ACK, true));
         }
+        // With RACK the segments still in flight count in pipe, which may exceed the loss window
+        // of one segment: the earliest segment goes regardless (RFC 6298 §5.4), the rest as ACKs
+        // bring pipe under cwnd (RFC 6675 §5).
+        self.retransmit_now = self.config.rack;
         self.rto_deadline = Some(now + self.core.rtt.rto());
         self.transmit(now, out);
     }
@@ -1096,6 +1128,46 @@ mod tests {
         // Backed off: the next deadline is twice as far.
         let next = s.next_timeout().unwrap();
         assert_eq!(next - deadline, (deadline - SimTime::from_ms(10)).doubled());
+    }
+
+    #[test]
+    fn with_rack_a_timeout_resends_the_oldest_segment_and_leaves_recent_ones_in_flight() {
+        // RFC 8985 §6.3 with RFC 6298 §5.4. Segments 0..=9 leave at 10 ms; 0 is acknowledged at
+        // 110 ms, 2..=4 SACKed at 120 ms: RACK deems 1 lost, fast recovery sends it again.
+        let (mut s, _) = established(TcpSpec::default());
+        let mut out = Vec::new();
+        acknowledge(&mut s, SimTime::from_ms(110), 1 + MSS, &[], &mut out);
+        acknowledge(
+            &mut s,
+            SimTime::from_ms(120),
+            1 + MSS,
+            &[SackBlock { start: 1 + 2 * MSS, end: 1 + 5 * MSS }],
+            &mut out,
+        );
+        assert!(out.iter().any(|p| p.retransmission && p.seq == 1 + MSS), "segment 1 sent again");
+        let deadline = s.rto_deadline.expect("the retransmission timer runs");
+        // 20 ms before it expires, 5 and 6 are SACKed (RACK.rtt = deadline - 30 ms) and new data
+        // leaves; its last segment is the newest of the window.
+        out.clear();
+        let late = deadline - SimTime::from_ms(20);
+        acknowledge(&mut s, late, 1 + MSS, &[SackBlock { start: 1 + 2 * MSS, end: 1 + 7 * MSS }], &mut out);
+        assert!(out.iter().any(|p| !p.retransmission), "new data leaves in recovery");
+        let newest = s.scoreboard.last_index().unwrap();
+        assert_eq!(s.scoreboard.get(newest).sent_time, late);
+        // The timeout: lost are the oldest segment (1) and 7, 8 and 9, sent at 10 ms, at least
+        // RACK.rtt + RACK.reo_wnd (zero in recovery) ago; what left at 110 ms, 120 ms and 20 ms
+        // ago is still in flight.
+        out.clear();
+        s.on_timeout(deadline, &mut out);
+        assert_eq!(s.core.record.rtos, 1);
+        assert_eq!(s.core.cwnd(), MSS, "the loss window");
+        assert_eq!(out.len(), 1, "only the oldest segment, although pipe exceeds the loss window");
+        assert!(out[0].retransmission && out[0].seq == 1 + MSS);
+        for k in 7..=9 {
+            assert!(s.scoreboard.get(k - 1).lost, "segment {k}, sent at 10 ms, is lost");
+        }
+        assert!(!s.scoreboard.get(newest).lost, "the segment sent 20 ms ago is in flight");
+        assert!(s.pipe() > 2 * MSS, "pipe counts the segments left in flight: {}", s.pipe());
     }
 
     #[test]

@@ -88,3 +88,20 @@ def test_runs_that_end_before_the_warm_up_judge_nothing(store: Path) -> None:
     report = reproduce(forced, store, store.parent / "short", quick=True, executor_factory=lambda: LocalPoolExecutor(2))
     assert _precondition(report, "steady state, N = 50").met is False
     assert all(o.holds is None and "steady state, N = 50" in o.not_judged for o in report.observations)
+
+
+def test_access_links_that_drop_more_than_a_tiny_share_of_the_bottleneck_fail_its_precondition(store: Path) -> None:
+    # Access queues of 3 packets overflow in every window's burst: the access links, not the
+    # bottleneck, then shape the flows, and nothing may be judged.
+    repro = reproductions()["enachescu2006"]
+
+    def sweeps(quick: bool) -> dict[str, Sweep]:
+        data = copy.deepcopy(repro.sweeps(quick)["tiny_buffers"].written)
+        data["base"]["topology"]["access_queue"] = "3p"
+        return {"tiny_buffers": Sweep.from_dict(data)}
+
+    forced = dataclasses.replace(repro, name="enachescu2006-access", sweeps=sweeps)
+    report = reproduce(forced, store, store.parent / "access", quick=True, executor_factory=lambda: LocalPoolExecutor(2))
+    bottleneck = _precondition(report, "the bottleneck is the bottleneck")
+    assert bottleneck.met is False, bottleneck.measured
+    assert all(o.holds is None and "the bottleneck is the bottleneck" in o.not_judged for o in report.observations)

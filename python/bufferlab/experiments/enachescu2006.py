@@ -35,14 +35,16 @@ cases:
 Utilisation is the bottleneck's busy fraction from `WARM_UP_S` to the end of the run, the mean
 over seeds.
 
-Preconditions, checked in the store: the bottleneck is the bottleneck (no access link dropped a
-packet after the warm-up, the bottleneck dropped in every run, and the BDP reference kept it ≥ 99 % busy); pacing
+Preconditions, checked in the store: the bottleneck is the bottleneck (after the warm-up a run's
+access links dropped at most `ACCESS_DROP_SHARE` (0.1 %) of what its bottleneck dropped, the
+bottleneck dropped in every run, and the BDP reference kept it ≥ 99 % busy); pacing
 engaged (in paced runs every flow's stored ``pacing_rate_bps`` is positive in every sample after
 the warm-up, in unpaced runs it is 0 throughout); the steady state (every flow left slow start
 before `WARM_UP_S`, the run lasted at least twice that, and below the BDP reference the flow with
 the fewest went through ≥ `MIN_EPISODES` loss recoveries). A slow-starting flow can overflow its own slow access link (its
-1000-packet queue hides the bottleneck's losses until then); after the warm-up none may, and the
-slow-access runs record their access links' series to show it.
+1000-packet queue hides the bottleneck's losses until then); after the warm-up the access links
+may drop only a negligible share, and the slow-access runs record their access links' series to
+show it.
 
 Observations and tolerances:
 
@@ -89,6 +91,10 @@ CLEAR_MARGIN = 0.05  # unpaced, fast access: at least 5 points below paced at TI
 RECOVERED_SHARE = 0.5  # slow access: at least half of pacing's gain at TINY_BUFFERS
 NOISE_FLOOR = 0.02  # the smallest drop between neighbouring buffers read as noise
 BDP_REFERENCE_BUSY = 0.99  # the BDP reference keeps the link at least this busy
+# After the warm-up a run's access links together drop at most this share of what its bottleneck
+# drops: the bottleneck is then the bottleneck. (A burst after a timeout can still overflow a slow
+# access link's queue now and then: 3 drops against the bottleneck's 19,880 in one BDP-reference run.)
+ACCESS_DROP_SHARE = 0.001
 MIN_EPISODES = 3  # loss recoveries of the flow with the fewest, in every run
 
 # The three cases: key -> (label, paced, slow access).
@@ -236,15 +242,20 @@ def _preconditions(res: Results, studies: dict[str, str]) -> list[Precondition]:
     access_drops = int(m["access_drops"].max())  # type: ignore[arg-type]
     access_run = int(m["access_drops_run"].max())  # type: ignore[arg-type]
     fewest_btl_drops = int(m["btl_drops"].min())  # type: ignore[arg-type]
+    # The largest share of its bottleneck's drops a run's access links dropped after the warm-up
+    # (a run whose bottleneck never dropped fails on `fewest_btl_drops` below).
+    worst_share = float(m.select((pl.col("access_drops") / pl.col("btl_drops").clip(lower_bound=1)).max()).item() or 0.0)
     bdp_busy = float(bdp["utilisation"].min())  # type: ignore[arg-type]
     bdp_buffer = int(bdp["buffer"].max())  # type: ignore[arg-type]
     out = [Precondition(
-        BOTTLENECK, f"in every run no access link dropped a packet after the warm-up ({WARM_UP_S:g} s; a "
-        "slow-starting flow may overflow its own before) and the bottleneck dropped; with the BDP-scale reference "
-        f"({bdp_buffer} packets) the bottleneck ≥ {BDP_REFERENCE_BUSY:.0%} busy after the warm-up",
-        f"access-link drops after the warm-up at most {access_drops} (over the run {access_run}); bottleneck drops "
-        f"at least {fewest_btl_drops}; BDP reference at least {bdp_busy:.1%} busy",
-        access_drops == 0 and fewest_btl_drops > 0 and bdp_busy >= BDP_REFERENCE_BUSY)]
+        BOTTLENECK, f"in every run the access links dropped after the warm-up ({WARM_UP_S:g} s; a slow-starting "
+        f"flow may overflow its own before) at most {ACCESS_DROP_SHARE:.1%} of what the bottleneck dropped, and the "
+        f"bottleneck dropped; with the BDP-scale reference ({bdp_buffer} packets) the bottleneck ≥ "
+        f"{BDP_REFERENCE_BUSY:.0%} busy after the warm-up",
+        f"access-link drops after the warm-up at most {access_drops}, at most {worst_share:.3%} of their run's "
+        f"bottleneck drops (over the run {access_run}); bottleneck drops at least {fewest_btl_drops}; BDP reference "
+        f"at least {bdp_busy:.1%} busy",
+        worst_share <= ACCESS_DROP_SHARE and fewest_btl_drops > 0 and bdp_busy >= BDP_REFERENCE_BUSY)]
     paced = m.filter(pl.col("case").is_in([c for c, v in CASES.items() if v[1]]))
     unpaced = m.filter(pl.col("case").is_in([c for c, v in CASES.items() if not v[1]]))
     slowest_pace = float(paced["min_pacing_after"].fill_null(0.0).min() or 0.0)  # type: ignore[arg-type]

@@ -171,6 +171,17 @@ fn recovery_on_a_shallow_shared_buffer_sends_no_faster_than_data_is_delivered() 
 /// 1889 for 1687, 1 RTO.
 #[test]
 fn after_a_timeout_behind_a_deep_queue_bbr_resends_what_sack_reports_missing_not_the_queue() {
+    let (drops, retransmitted, rtos, goodput_bps) = four_bbr_flows_with_ns3_settings(false);
+    assert!(rtos > 0, "the case needs timeouts inside recoveries to test anything");
+    // A FIFO does not reorder: beyond the drops, only retransmissions the timeouts made
+    // needless (the first segment's, whose copy was queued) and lost retransmissions.
+    assert!(retransmitted as f64 <= 1.3 * drops as f64, "{retransmitted} retransmissions for {drops} drops");
+    assert!(goodput_bps > 0.9e8, "goodput {goodput_bps}");
+}
+
+/// Four BBR flows behind 1000 packets, 30 s, with ns-3's TCP settings and RACK on or off:
+/// (drops, segments retransmitted, RTOs, goodput in bit/s).
+fn four_bbr_flows_with_ns3_settings(rack: bool) -> (u64, u64, u64, f64) {
     let tcp = TcpSpec {
         mss: 1448,
         initial_window: 10,
@@ -182,7 +193,7 @@ fn after_a_timeout_behind_a_deep_queue_bbr_resends_what_sack_reports_missing_not
         sack: true,
         timestamps: true,
         recovery: RecoveryKind::Prr,
-        rack: false,
+        rack,
         hystart: false,
         ..TcpSpec::default()
     };
@@ -193,14 +204,10 @@ fn after_a_timeout_behind_a_deep_queue_bbr_resends_what_sack_reports_missing_not
     let rtos: u64 = r.flows.iter().map(|f| f.rtos).sum();
     let goodput_bps = r.flows.iter().map(|f| f.bytes_delivered).sum::<u64>() as f64 * 8.0 / 30.0;
     println!(
-        "BBR x4, 1000 p: {drops} drops, {retransmitted} retransmitted, {rtos} RTOs, {:.2} Mb/s",
+        "BBR x4, 1000 p, rack={rack}: {drops} drops, {retransmitted} retransmitted, {rtos} RTOs, {:.2} Mb/s",
         goodput_bps / 1e6
     );
-    assert!(rtos > 0, "the case needs timeouts inside recoveries to test anything");
-    // A FIFO does not reorder: beyond the drops, only retransmissions the timeouts made
-    // needless (the first segment's, whose copy was queued) and lost retransmissions.
-    assert!(retransmitted as f64 <= 1.3 * drops as f64, "{retransmitted} retransmissions for {drops} drops");
-    assert!(goodput_bps > 0.9e8, "goodput {goodput_bps}");
+    (drops, retransmitted, rtos, goodput_bps)
 }
 
 /// The same four BBR flows behind 1000 packets with ns-3's settings, but with RACK-TLP (RFC 8985)
@@ -211,31 +218,7 @@ fn after_a_timeout_behind_a_deep_queue_bbr_resends_what_sack_reports_missing_not
 /// with §6.3, 1839 for 1838, 3 RTOs.
 #[test]
 fn at_a_timeout_rack_leaves_the_segments_still_queued_in_flight() {
-    let tcp = TcpSpec {
-        mss: 1448,
-        initial_window: 10,
-        ack_every: 2,
-        delayed_ack_timeout_ns: 40 * MS,
-        min_rto_ns: 200 * MS,
-        initial_rto_ns: SEC,
-        rto: RtoKind::Rfc6298,
-        sack: true,
-        timestamps: true,
-        recovery: RecoveryKind::Prr,
-        rack: true,
-        hystart: false,
-        ..TcpSpec::default()
-    };
-    let spec = four_flows_at_100ms(QueueSpec::fifo_packets(1000), CcaKind::Bbr, tcp, 1, 30 * SEC, 100 * MS);
-    let r = run(&spec).unwrap();
-    let drops = r.channels[0].dropped_queue_packets;
-    let retransmitted: u64 = r.flows.iter().map(|f| f.segments_retransmitted).sum();
-    let rtos: u64 = r.flows.iter().map(|f| f.rtos).sum();
-    let goodput_bps = r.flows.iter().map(|f| f.bytes_delivered).sum::<u64>() as f64 * 8.0 / 30.0;
-    println!(
-        "BBR x4, 1000 p, RACK: {drops} drops, {retransmitted} retransmitted, {rtos} RTOs, {:.2} Mb/s",
-        goodput_bps / 1e6
-    );
+    let (drops, retransmitted, rtos, goodput_bps) = four_bbr_flows_with_ns3_settings(true);
     assert!(rtos > 0, "the case needs timeouts to test anything");
     // A FIFO does not reorder: a retransmission repairs a drop, but for the odd segment whose
     // queueing delay grew past RACK's window after the reference left.

@@ -196,7 +196,9 @@ NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_t
 # (DuckDB's ``USING COMPRESSION rle``; a column that is constant over a segment is still stored
 # as one constant): a run's keys, sorted, in runs of a flow's or channel's samples; the run's
 # number; a flow's minimum RTT, which only falls, and its ssthresh, which changes at a loss; a
-# channel's drop count, which changes only while the channel drops. DuckDB otherwise weighs every
+# channel's drop count, which changes only while the channel drops, and likewise its counts of CE
+# marks and of the AQM's drops (told since version 11: 2-4 ms less of the reference dumbbell's
+# commit, the same store). DuckDB otherwise weighs every
 # encoding for every column at each commit's checkpoint, bit-packing included, by running each
 # over the column's values (`ColumnDataCheckpointer::DetectBestCompressionMethod`), and chose RLE
 # or a constant for these in every scenario but one column of one (ssthresh in
@@ -209,7 +211,7 @@ NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_t
 # choice (a table's encodings are fixed when it is created).
 RUN_LENGTH_COLUMNS: dict[str, tuple[str, ...]] = {
     "flow_timeseries": ("run", "flow", "min_rtt_ns", "ssthresh_bytes"),
-    "channel_timeseries": ("run", "channel", "drops"),
+    "channel_timeseries": ("run", "channel", "drops", "ce_marks", "aqm_drops"),
     "captures": ("run", "capture", "channel"),
     "class_timeseries": ("run", "channel", "sub_buffer"),
     "delay_histograms": ("run", "id"),

@@ -65,6 +65,15 @@ peak is the least of 3 processes (fewer with --repetitions): one process's peak 
 a megabyte at 1,000 flows and several at 10,000. Every run plans afresh (a spec's first run; the
 plan cache keeps no spec as large as the 10,000 flows').
 
+    python benchmarks/bench_pipeline.py --idle-flows --stages --repetitions 3
+
+--idle-flows --stages: where those bytes go, without series: the --stages process for 1,000 and
+for 10,000 idle flows, and for each stage the resident growth and the peak resident memory
+reached by its end (`VmHWM`), each per additional flow (the 10,000 flows' least over processes
+minus the 1,000's, over 9,000), and the 10,000 flows' peak in MB. The exit's peak is the
+command's figure; the stage that sets the 10,000 flows' peak (where it last rises), not the one
+that grows most, is where a cut moves it.
+
 --baseline PYTHON: the same figures for another checkout's interpreter (e.g. main's venv), in
 the same run, so the before and after are taken under the same load.
 
@@ -276,7 +285,7 @@ from contextlib import redirect_stdout
 def _resident():
     with open("/proc/self/status") as status:
         fields = dict(line.split(":", 1) for line in status)
-    return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "RssAnon", "RssFile")}
+    return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "RssAnon", "RssFile", "VmHWM")}
 def _measures():
     return {"cpu": time.process_time(), "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt, **_resident()}
 marks = {"start": _measures()}
@@ -343,13 +352,16 @@ def stages(repetitions: int, overrides: tuple[str, ...] = (), pythons: tuple[str
     """For each interpreter of `pythons` (interleaved), each of `STAGE_MEASURES` of each stage of a
     fresh run of `scenario` (TOML, or a .json mapping) with `overrides` (`STAGES`, see the module
     docstring): the least of `repetitions` processes, measure by measure; and under "end", the
-    process's resident bytes (anonymous, file-backed) when it reached its exit, and its peak.
+    process's resident bytes (anonymous, file-backed) when it reached its exit, and its peak;
+    under "peak", the peak resident bytes reached by the end of each stage (`VmHWM`; the exit's,
+    the whole process's).
 
     CPU time and faults count every thread of the process; the exit's are what the child used
     in all minus what it had used at its last mark (its resident growth is not measured: the
     kernel frees it all). The plan as `plan_cache` says (see `whole_process`)."""
     best: list[dict[str, dict[str, float]]] = [
-        {measure: dict.fromkeys(STAGES, float("inf")) for measure in (*STAGE_MEASURES, "end")} for _ in pythons]
+        {measure: dict.fromkeys(STAGES, float("inf")) for measure in (*STAGE_MEASURES, "end", "peak")}
+        for _ in pythons]
     with tempfile.TemporaryDirectory() as tmp:
         env = plan_cache_environment(plan_cache, tmp)
         for k in rounds(repetitions, plan_cache):
@@ -365,12 +377,14 @@ def stages(repetitions: int, overrides: tuple[str, ...] = (), pythons: tuple[str
                                     "exit": child.faults - last["faults"]},
                          "rss": {"start": marks["start"]["VmRSS"], "exit": 0.0},
                          "end": {"VmRSS": last["VmRSS"], "RssAnon": last["RssAnon"], "RssFile": last["RssFile"],
-                                 "peak": child.peak_bytes}}
+                                 "peak": child.peak_bytes},
+                         "peak": {"start": marks["start"]["VmHWM"], "exit": child.peak_bytes}}
                 previous = "start"
                 for stage in _MARKED:
                     spent["cpu"][stage] = marks[stage]["cpu"] - marks[previous]["cpu"]
                     spent["faults"][stage] = marks[stage]["faults"] - marks[previous]["faults"]
                     spent["rss"][stage] = marks[stage]["VmRSS"] - marks[previous]["VmRSS"]
+                    spent["peak"][stage] = marks[stage]["VmHWM"]
                     previous = stage
                 best[i] = {measure: {key: min(best[i][measure].get(key, float("inf")), value)
                                      for key, value in spent[measure].items()} for measure in spent}
@@ -592,6 +606,37 @@ def print_stages(repetitions: int, pythons: list[tuple[str, str]], scale_case: s
     sys.stdout.flush()
 
 
+def idle_flow_stages(repetitions: int, pythons: tuple[str, ...] = (sys.executable,), small: int = 1_000,
+                     large: int = 10_000) -> list[dict[str, dict[str, float]]]:
+    """For each interpreter of `pythons`: each stage's resident growth ("rss") and the peak
+    resident bytes reached by its end ("peak"), per additional idle flow (`idle_flows_case`, no
+    series, planned afresh), from `small` to `large` flows (see --idle-flows --stages); and the
+    `large` flows' peak by the end of each stage, in bytes ("large_peak")."""
+    with tempfile.TemporaryDirectory() as tmp:
+        measured = []
+        for flows in (small, large):
+            case = {**idle_flows_case(flows), "sample_interval": "off"}
+            scenario = Path(tmp) / f"idle_{flows}.json"
+            scenario.write_text(json.dumps(case))
+            measured.append(stages(repetitions, (), pythons, scenario, plan_cache="off"))
+    return [{**{measure: {stage: (b[measure][stage] - a[measure][stage]) / (large - small) for stage in STAGES}
+                for measure in ("rss", "peak")}, "large_peak": b["peak"]} for a, b in zip(*measured)]
+
+
+def print_idle_flow_stages(repetitions: int, pythons: list[tuple[str, str]]) -> None:
+    """The --idle-flows --stages table, one pair of rows per interpreter."""
+    rows = idle_flow_stages(repetitions, tuple(python for _, python in pythons))
+    print(f"bytes per additional idle flow (1,000 -> 10,000, no series), least of {repetitions} processes each")
+    print(f"{'':<35}" + "".join(f"{stage:>8}" for stage in STAGES))
+    for (version, _), per_flow in zip(pythons, rows):
+        for measure, label in (("rss", "resident growth"), ("peak", "peak by its end")):
+            name = f"{label} ({version})" if len(pythons) > 1 else label
+            print(f"{name:<35}" + "".join(f"{per_flow[measure][stage]:>8.0f}" for stage in STAGES))
+        name = f"MB peak of 10,000 ({version})" if len(pythons) > 1 else "MB peak of 10,000 flows"
+        print(f"{name:<35}" + "".join(f"{per_flow['large_peak'][stage] / 1e6:>8.1f}" for stage in STAGES))
+    sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repetitions", type=int, default=5)
@@ -599,7 +644,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--imports", action="store_true", help="only list a fresh run's slowest top-level imports")
     parser.add_argument("--memory", action="store_true", help="only measure the copies of the series at the peak")
     parser.add_argument("--idle-flows", action="store_true",
-                        help="only the whole command's memory per additional idle flow (1,000 -> 10,000 flows)")
+                        help="only the whole command's memory per additional idle flow (1,000 -> 10,000 flows); "
+                             "with --stages, step by step")
     parser.add_argument("--stages", action="store_true", help="only the CPU time of each stage of a fresh run")
     parser.add_argument("--stages-case", metavar="CASE", default=None,
                         help="with --stages: the stages of one case of bench_scale.py (e.g. 10000x10g) instead")
@@ -624,6 +670,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.stages_case is not None:
         print_stages(args.repetitions, pythons, args.stages_case, args.plan_cache)
+        return 0
+    if args.idle_flows and args.stages:
+        print_idle_flow_stages(args.repetitions, pythons)
         return 0
     if args.imports:
         for name, seconds in top_imports(15):

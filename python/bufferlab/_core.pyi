@@ -83,6 +83,11 @@ def package_version() -> str:
     """The package's version (the Cargo workspace's)."""
 
 
+def expanded_spec(spec_json: str) -> str:
+    """A resolved scenario's JSON text with its dumbbell's columns (`many_flows`) expanded into the
+    nodes, links and flows they stand for; raises EngineSpecError."""
+
+
 def tcp_defaults() -> str:
     """The engine's TCP defaults (TcpSpec::default()) as JSON text."""
 

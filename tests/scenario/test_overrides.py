@@ -12,7 +12,7 @@ from bufferlab import runner
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
-from bufferlab.spec.resolved import canonical_json
+from bufferlab.spec.resolved import canonical_json, json_members
 from bufferlab.spec.overrides import parse_assignment, split_path
 
 from conftest import SMALL_DUMBBELL, bufferlab
@@ -113,7 +113,7 @@ def test_a_scenario_without_random_element_has_one_identity_for_every_seed() -> 
     # Its engine spec is the canonical JSON of the resolved spec with seed 0 (assembled from the
     # members encoded once, not the spec encoded again).
     resolved = small().with_seed(99).resolve()
-    assert a.spec_json == b.spec_json == canonical_json({**resolved.engine, "seed": 0})
-    assert json.loads(b.spec_json) == b.resolved.engine
+    assert a.spec_json == b.spec_json == canonical_json({**json_members(resolved), "seed": 0})
+    assert json.loads(b.spec_json) == json_members(b.resolved)
     lossy = Scenario.from_toml_text(SMALL_DUMBBELL + 'loss = "1%"\n')
     assert plan(lossy).seed_matters and plan(lossy).run_id != plan(lossy.with_seed(99)).run_id

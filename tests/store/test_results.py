@@ -444,3 +444,19 @@ def test_the_stored_engine_spec_lists_shared_options_once_and_is_read_through_it
     from bufferlab.pipeline.plan import plan
 
     assert json.loads(plan(Scenario.from_dict(user_spec)).spec_json) == spec
+
+
+def test_a_stored_dumbbell_spec_of_many_flows_reads_back_with_its_flows_listed(write_scenario, db: Path) -> None:
+    # A dumbbell's flows are columns of the stored engine spec (`spec.resolved.json_members`); a
+    # reader gets them listed, as the engine expands them.
+    run_id = stored(write_scenario, db, SMALL_DUMBBELL)
+    with bufferlab.load(db) as res:
+        spec, user_spec = res.spec(run_id), res.user_spec(run_id)
+        stored_text = res.query("SELECT spec_json FROM runs WHERE run_id = ?", [run_id])["spec_json"][0]
+    assert "many_flows" in json.loads(stored_text) and "many_flows" not in spec
+    assert [(f["name"], f["src"], f["dst"]) for f in spec["flows"]] == [("flow_0", 2, 3), ("flow_1", 4, 5)]
+    assert [link["name"] for link in spec["links"]] == ["btl", "access_src_0", "access_dst_0", "access_src_1",
+                                                         "access_dst_1"]
+    from bufferlab.pipeline.plan import plan
+
+    assert plan(Scenario.from_dict(user_spec)).spec_json == stored_text

@@ -189,6 +189,13 @@ fn plan(py: Python<'_>, spec_json: &str) -> PyResult<bool> {
     Ok(spec.draws_random_numbers())
 }
 
+/// A resolved scenario's JSON text with its dumbbell's columns expanded into the nodes, links and
+/// flows they stand for (`ScenarioSpec::expanded_json`; raises EngineSpecError).
+#[pyfunction]
+fn expanded_spec(py: Python<'_>, spec_json: &str) -> PyResult<String> {
+    ScenarioSpec::expanded_json(spec_json).map_err(|e| engine_error(py, e))
+}
+
 /// The engine's TCP defaults (`TcpSpec::default()`) as JSON text: the single source of truth the
 /// Python spec layer fills unset options from.
 #[pyfunction]
@@ -240,6 +247,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalogue::entropy, m)?)?;
     m.add_function(wrap_pyfunction!(catalogue::quotients, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(expanded_spec, m)?)?;
     m.add_function(wrap_pyfunction!(engine_version, m)?)?;
     m.add_function(wrap_pyfunction!(package_version, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_defaults, m)?)?;

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..spec.resolved import Resolved, canonical_json
+from ..spec.resolved import Resolved, canonical_json, json_members
 from .budget import check_memory
 from .engine import core, engine_error, engine_version
 
@@ -108,7 +108,7 @@ def plan(scenario: Scenario, max_memory: int | None = None) -> Plan:
     resolved = scenario.resolve()
     engine: dict[str, Any] = resolved.engine
     _core = core()
-    encoded = _encoded_members(engine)
+    encoded = _encoded_members(json_members(resolved))
     spec_json = _object_json(encoded)
     try:
         # One call: every check (routes included, without building the simulator) and whether

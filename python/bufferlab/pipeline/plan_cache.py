@@ -18,7 +18,7 @@ refuses it with the usual message.
 
 Where: ``$BUFFERLAB_PLAN_CACHE`` (a directory; ``off`` disables the cache), else
 ``$XDG_CACHE_HOME/bufferlab/plans`` or ``~/.cache/bufferlab/plans``. At most `MAX_PLANS` plans
-and `MAX_CACHE_BYTES` are kept (the oldest go), none whose engine spec exceeds `MAX_SPEC_BYTES`.
+and `MAX_CACHE_BYTES` are kept (the oldest go), none whose file would exceed `MAX_PLAN_BYTES`.
 A directory that cannot be written is no error: the command then plans every time.
 """
 
@@ -39,7 +39,7 @@ from .budget import default_budget
 from .engine import engine_version
 from .plan import Plan
 
-__all__ = ["ENVIRONMENT", "MAX_PLANS", "MAX_CACHE_BYTES", "MAX_SPEC_BYTES", "directory", "request", "load",
+__all__ = ["ENVIRONMENT", "MAX_PLANS", "MAX_CACHE_BYTES", "MAX_PLAN_BYTES", "directory", "request", "load",
            "keep", "sources_of_planning"]
 
 ENVIRONMENT = "BUFFERLAB_PLAN_CACHE"
@@ -47,9 +47,10 @@ ENVIRONMENT = "BUFFERLAB_PLAN_CACHE"
 FORMAT = 1
 MAX_PLANS = 256
 MAX_CACHE_BYTES = 64 << 20
-# A plan holds its engine spec (the reference dumbbell's ~12 kB, a 10,000-flow dumbbell's ~12 MB):
-# the largest are not kept, so that a few of them do not fill the cache's bytes.
-MAX_SPEC_BYTES = 4 << 20
+# A plan holds its engine spec, as JSON and as Python's tables (the reference dumbbell's file ~16 kB,
+# a 10,000-flow dumbbell's ~5.6 MB): the largest are not kept, so that a few of them do not fill
+# the cache's bytes.
+MAX_PLAN_BYTES = 4 << 20
 # The modules whose code decides a plan: ours, and the validation library's.
 PLANNING_PACKAGES = ("bufferlab", "pydantic", "pydantic_core", "annotated_types", "typing_extensions")
 _OFF = ("", "0", "off", "no", "false")
@@ -106,7 +107,7 @@ def keep(asked: bytes, plan: Plan, sources: Iterable[Stamp]) -> None:
     """Keep `plan` for request `asked`, valid while `sources` are unchanged; a plan too large, or
     a directory that cannot be written, keeps nothing."""
     folder = directory()
-    if folder is None or len(plan.spec_json) > MAX_SPEC_BYTES:
+    if folder is None:
         return
     kept = _as_dict(plan)
     kept["resolved"] = _as_dict(plan.resolved)
@@ -114,8 +115,11 @@ def keep(asked: bytes, plan: Plan, sources: Iterable[Stamp]) -> None:
     target = _file(folder, asked)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
+        data = marshal.dumps(entry)
+        if len(data) > MAX_PLAN_BYTES:
+            return
         folder.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(marshal.dumps(entry))
+        temporary.write_bytes(data)
         os.replace(temporary, target)  # whole or absent: a reader never sees half a plan
         _prune(folder)
     except (OSError, ValueError):  # unwritable, or a value marshal cannot hold: no plan kept

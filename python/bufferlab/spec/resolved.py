@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Resolved", "user_field", "canonical_json", "flow_tcp", "flow_quic", "link_queue"]
+__all__ = ["Resolved", "user_field", "canonical_json", "json_members", "flow_tcp", "flow_quic", "link_queue"]
 
 
 @dataclass
@@ -43,6 +43,9 @@ class Resolved:
     # False: the run's time series are sampled (its metrics need them) but not stored
     # (`[record] store_series`); part of the run's identity (`pipeline.plan`).
     store_series: bool = True
+    # The first flows that are a dumbbell's, each with two hosts and two access links of its own,
+    # the last of the nodes and links: its JSON form may write them as columns (`json_members`).
+    dumbbell_flows: int = 0
 
     def user_field(self, engine_field: str) -> str:
         """The user's name for an engine field path: its longest aliased prefix replaced."""
@@ -62,8 +65,70 @@ class Resolved:
         return out
 
     def to_json(self) -> str:
-        """Canonical JSON of the engine spec: the identity of a run (with the engine version)."""
-        return canonical_json(self.engine)
+        """Canonical JSON of the engine spec (`json_members`): the identity of a run (with the
+        engine version)."""
+        return canonical_json(json_members(self))
+
+
+def json_members(resolved: Resolved) -> dict[str, Any]:
+    """The members of the engine spec's JSON form: the engine spec's own, except that a dumbbell's
+    flows (`Resolved.dumbbell_flows`), with their hosts and access links, are written as columns
+    (`many_flows`: each flow's start and access delays, and once what they share; `DumbbellText` in
+    crates/bufferlab-core/src/spec.rs, which expands them to exactly these nodes, links and flows)
+    when every one of them has a dumbbell flow's shape: ~30 bytes per flow instead of ~460. The
+    members are the engine spec's values, not copies."""
+    engine = resolved.engine
+    flows = resolved.dumbbell_flows
+    columns = _dumbbell_columns(engine, flows) if flows else None
+    if columns is None:
+        return engine
+    return {**engine, "nodes": engine["nodes"][:-2 * flows], "links": engine["links"][:-2 * flows],
+            "flows": engine["flows"][flows:], "many_flows": columns}
+
+
+# What all of a dumbbell's flows share, and what each has of its own, in the engine spec.
+_SHARED_FLOW_KEYS = ("cca", "traffic", "stop", "transport", "tcp", "quic")
+_OWN_FLOW_KEYS = ("name", "src", "dst", "start")
+_ACCESS_LINK_KEYS = frozenset({"name", "a", "b", "rate", "delay", "loss", "queue_forward", "queue_backward"})
+
+
+def _dumbbell_columns(engine: Mapping[str, Any], count: int) -> dict[str, Any] | None:
+    """The `many_flows` member that stands for the first `count` flows, the last 2 x `count` nodes
+    and links of `engine`, or None where one of them is not as the member would expand it: flow
+    `i` named ``flow_i`` from host ``src_i`` (nodes ``n + 2i``, ``n + 2i + 1``: ``src_i``, ``dst_i``)
+    over ``access_src_i`` to the router `left`, from `right` over ``access_dst_i`` to ``dst_i``;
+    every access link with the first one's rate and queue (both directions) and no loss, every
+    flow with the first one's options, traffic and stop."""
+    nodes, links, flows = engine["nodes"], engine["links"], engine["flows"]
+    first_node, first_link = len(nodes) - 2 * count, len(links) - 2 * count
+    if first_node < 0 or first_link < 0 or len(flows) < count:
+        return None
+    shared = {key: flows[0][key] for key in _SHARED_FLOW_KEYS if key in flows[0]}
+    flow_keys = {*shared, *_OWN_FLOW_KEYS}
+    left, right = links[first_link]["b"], links[first_link + 1]["a"]
+    rate, queue = links[first_link]["rate"], links[first_link]["queue_forward"]
+    starts, delays = [], []
+    for i in range(count):
+        flow, src, dst = flows[i], first_node + 2 * i, first_node + 2 * i + 1
+        to_left, from_right = links[first_link + 2 * i], links[first_link + 2 * i + 1]
+        if not (flow.keys() == flow_keys and flow["name"] == f"flow_{i}" and flow["src"] == src
+                and flow["dst"] == dst and all(flow[key] == value for key, value in shared.items())
+                and nodes[src] == {"name": f"src_{i}", "kind": "host"}
+                and nodes[dst] == {"name": f"dst_{i}", "kind": "host"}
+                and _access_link(to_left, f"access_src_{i}", src, left, rate, queue)
+                and _access_link(from_right, f"access_dst_{i}", right, dst, rate, queue)):
+            return None
+        starts.append(flow["start"])
+        delays.append([to_left["delay"], from_right["delay"]])
+    return {"left": left, "right": right, "rate": rate, "queue": queue, "starts": starts, "delays": delays,
+            "flow": shared}
+
+
+def _access_link(link: Mapping[str, Any], name: str, a: int, b: int, rate: int | None, queue: int) -> bool:
+    """Whether `link` is a dumbbell's access link `name` from `a` to `b` (see `_dumbbell_columns`)."""
+    return (link.keys() == _ACCESS_LINK_KEYS and link["name"] == name and link["a"] == a and link["b"] == b
+            and link["rate"] == rate and link["loss"] == 0 and link["queue_forward"] == queue
+            and link["queue_backward"] == queue)
 
 
 def user_field(aliases: dict[str, str], engine_field: str) -> str:

@@ -669,6 +669,8 @@ class Scenario(_Model):
         except SpecError as e:  # a field of a generated link is the user's topology key
             raise type(e)(user_field(aliases, e.field), e.reason) from None
         resolved.flow_rtts_ns = rtts + [None] * (len(resolved.flow_names) - len(rtts))
+        if isinstance(self.topology, Dumbbell):
+            resolved.dumbbell_flows = len(flows)
         if isinstance(self.topology, Dumbbell) and isinstance(self.topology.rtt, Dist):
             resolved.random_draws.insert(0, "topology.rtt")
         return resolved
@@ -829,7 +831,13 @@ def _dumbbell_aliases(topo: Dumbbell) -> dict[str, str]:
             "links[0].delay": "topology.bottleneck_delay", "links[0].loss": "topology.loss",
             "links[0].loss_model": "topology.loss_model",
             "links[*]": "topology", "links[*].rate": "topology.access_rate",
-            "links[*].queue_forward": "topology.access_queue", "links[*].queue_backward": "topology.access_queue"}
+            "links[*].queue_forward": "topology.access_queue", "links[*].queue_backward": "topology.access_queue",
+            # The same access links, and the flows the topology counts, as the engine spec's columns
+            # (`spec.resolved.json_members`): a value is named as in their listed form.
+            "many_flows.rate": "topology.access_rate",
+            "many_flows.queue": "topology.access_queue", "many_flows.delays[*][0]": "topology.delay",
+            "many_flows.delays[*][1]": "topology.delay", "many_flows.starts[*]": "flow_defaults.start",
+            "many_flows.flow": "flow_defaults"}
 
 
 def split_access_delays(rtt_ns: int, bottleneck_delay_ns: int, where: str = "rtt") -> tuple[int, int]:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from ..errors import writing
+from ..pipeline.engine import core
 from .connection import connect
 from .counters import stored_counters
 from .schema import DEFAULT_DB, SCHEMA_VERSION, StoreError
@@ -360,9 +361,12 @@ class Results:
         return stored_counters(self.path, run_id)
 
     def spec(self, run: str) -> dict[str, Any]:
-        """The engine spec a run ran (nodes, links, flows by index)."""
+        """The engine spec a run ran (nodes, links, flows by index; a dumbbell's flows written as
+        columns expanded into those they stand for: `spec.resolved.json_members`)."""
         rows = self._fetch("SELECT spec_json FROM runs WHERE run_id = ?", [self.run_id(run)])
         spec: dict[str, Any] = json.loads(rows[0][0])
+        if "many_flows" in spec:
+            spec = json.loads(core().expanded_spec(rows[0][0]))
         return spec
 
     def user_spec(self, run: str) -> dict[str, Any]:

@@ -714,11 +714,8 @@ Every table of a run's rows has its `run_id` (a run's identity: the SHA-256 of i
 spec, seed and engine version, in hex), so that a query joins any of them to `runs`. The
 tables of many rows per run (a row per sample, captured packet or histogram bucket) are views: they read as
 tables, with their `run_id`, while the rows are stored in `<table>_data` under the run's number
-in this store (`runs.run`). A time series' data table keeps each run of samples that repeat the
-one before (same values, the next sample time) as one row with their number, `samples`; its
-view gives every sample its own row again, at `time_ns + k * runs.sample_interval_ns`. A store of
-an older schema version is brought to this one when a run is written into it; one written by a
-newer bufferlab is refused.
+in this store (`runs.run`). A store of an older schema version is brought to this one when a
+run is written into it; one written by a newer bufferlab is refused.
 
 The metric columns are described in [Metrics](metrics.md); times whose name ends in `_ns` are
 in nanoseconds, rates in `_bps` in bit/s, sizes in `_bytes` in bytes.

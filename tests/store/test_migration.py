@@ -26,8 +26,7 @@ from bufferlab.spec import Scenario
 from bufferlab.store import migration
 from bufferlab.store import writer as store
 from bufferlab.store.schema import SCHEMA_VERSION
-from bufferlab.pipeline.result import SERIES_TABLES
-from bufferlab.store.tables import NUMBERED_TABLES, TABLES, stored_columns, stored_table
+from bufferlab.store.tables import NUMBERED_TABLES, TABLES, stored_table
 from conftest import REPO, SMALL_DUMBBELL, VARYING, bufferlab, stored_tables
 
 
@@ -327,55 +326,6 @@ def test_a_version_8_store_gains_the_aqm_series_null(tmp_path: Path) -> None:
     with duckdb.connect(str(older), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM channel_timeseries WHERE run_id = ? AND ce_marks = 0",
                            [runs[2].run_id]).fetchone()[0] > 0
-
-
-def test_a_version_10_store_gains_one_sample_per_series_row_and_reads_the_same(tmp_path: Path) -> None:
-    """Version 11 folds each run of repeated samples into one series row (`store.series`): a
-    version 10 store, a row per sample and no sampling interval in `runs`, is rebuilt with each
-    of its rows standing for one sample and the interval NULL, and reads every row as before; a
-    run stored after the migration has its interval."""
-    current, older = tmp_path / "current.duckdb", tmp_path / "older.duckdb"
-    runs = runs_of(3)
-    for run in runs[:2]:
-        store.persist(run, current)
-    shutil.copyfile(current, older)
-    con = duckdb.connect(str(older))
-    try:
-        for table in NUMBERED_TABLES:  # the views join `runs`, which is made again below
-            con.execute(f"DROP VIEW {table}")
-        for table in SERIES_TABLES:  # a row per sample, without `samples`
-            con.execute(f"CREATE TABLE expanded AS SELECT r.run, {stored_columns(table, 'd', 'r')} "
-                        f"FROM {stored_table(table)} d JOIN runs r ON r.run = d.run")
-            con.execute(f"DROP TABLE {stored_table(table)}")
-            con.execute(f"ALTER TABLE expanded RENAME TO {stored_table(table)}")
-        con.execute("CREATE TABLE version_10_runs AS SELECT * EXCLUDE (sample_interval_ns) FROM runs")
-        con.execute("DROP TABLE runs")
-        con.execute("ALTER TABLE version_10_runs RENAME TO runs")
-        for table in NUMBERED_TABLES:
-            con.execute(f"CREATE VIEW {table} AS SELECT r.run_id, d.* EXCLUDE (run) FROM {stored_table(table)} d "
-                        "JOIN runs r ON r.run = d.run")
-        con.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
-    finally:
-        con.close()
-    expected = without_columns(stored_tables(current), {"runs": ("sample_interval_ns",)})
-    before = without_columns(stored_tables(older), {"runs": ("sample_interval_ns",)})
-    assert before.pop("meta") != expected["meta"] and before == {t: v for t, v in expected.items() if t != "meta"}
-    with store.Store(older):
-        pass
-    assert schema_version(older) == SCHEMA_VERSION
-    assert without_columns(stored_tables(older), {"runs": ("sample_interval_ns",)}) == expected
-    assert stored_tables(older)["runs"][0] == stored_tables(current)["runs"][0]
-    with duckdb.connect(str(older), read_only=True) as con:
-        assert con.execute("SELECT DISTINCT sample_interval_ns FROM runs").fetchall() == [(None,)]
-        for table in SERIES_TABLES:
-            assert con.execute(f"SELECT count(*) FILTER (WHERE samples <> 1) FROM {stored_table(table)}").fetchall() \
-                == [(0,)]
-    store.persist(runs[2], older)
-    with duckdb.connect(str(older), read_only=True) as con:
-        interval, samples = con.execute("SELECT r.sample_interval_ns, sum(d.samples) FROM channel_timeseries_data d "
-                                        "JOIN runs r ON r.run = d.run WHERE r.run_id = ? GROUP BY ALL",
-                                        [runs[2].run_id]).fetchall()[0]
-        assert (interval, samples) == (runs[2].result.sample_interval_ns, len(runs[2].result.arrow("channel_timeseries")))
 
 
 def test_reading_a_version_4_store_migrates_it_once(older_store: tuple[Path, dict]) -> None:

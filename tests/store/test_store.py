@@ -17,17 +17,15 @@ from bufferlab import runner
 from bufferlab.analysis.derive import derive
 from bufferlab.analysis.record import DerivedRun
 from bufferlab.pipeline.plan import plan, run_identity
-from bufferlab.pipeline.result import SERIES_TABLES
 from bufferlab.pipeline.simulate import simulate
 from bufferlab.store import schema
 from bufferlab.store import writer as store
 from bufferlab.store.schema import SCHEMA_VERSION, StoreError, stored_schema_version
-from bufferlab.store.series import folded
 from bufferlab.store.tables import NUMBERED_TABLES, RUN_LENGTH_COLUMNS, stored_table
 from bufferlab.store.tables import TABLES as STORE_TABLES
 from bufferlab.store.connection import NEW_STORE_BLOCK_SIZE, ROW_GROUP_SIZE
 from bufferlab.spec import Scenario
-from conftest import LOSSY_LINE, REPO, SCENARIOS, SMALL_DUMBBELL, bufferlab, store_block_size
+from conftest import LOSSY_LINE, REPO, SMALL_DUMBBELL, bufferlab, store_block_size
 
 TABLES = ("runs", "flows", "channels", "flow_metrics", "link_metrics", "network_metrics", "flow_timeseries",
           "channel_timeseries", "captures")
@@ -322,10 +320,10 @@ def test_runs_written_by_concurrent_processes_get_numbers_of_their_own(db: Path,
 # --- writing into an existing store ------------------------------------------------------------------
 
 def dense_run(queue: str) -> DerivedRun:
-    """The reference dumbbell for 50 simulated seconds: 45,874 flow and 143,869 channel series rows
-    once their repeated samples are folded (`store.series`), so that they fill whole row groups."""
-    text = (SCENARIOS / "dumbbell.toml").read_text().replace('duration = "30s"', 'duration = "50s"') \
-        .replace('queue = "100p"', f'queue = "{queue}"')
+    """The small dumbbell sampled every 50 us: 20,000 samples per flow and channel, so its series
+    fill whole row groups."""
+    text = SMALL_DUMBBELL.replace('sample_interval = "100ms"', 'sample_interval = "50us"') \
+        .replace('queue = "20p"', f'queue = "{queue}"')
     planned = plan(Scenario.from_toml_text(text))
     return derive(planned, simulate(planned))
 
@@ -346,7 +344,7 @@ def row_group_layout(db: Path, table: str) -> dict[int, list[tuple[Any, ...]]]:
 
 
 def test_a_later_write_leaves_the_row_groups_of_earlier_runs_where_they_are(db: Path) -> None:
-    first, second = dense_run("100p"), dense_run("150p")
+    first, second = dense_run("20p"), dense_run("30p")
     store.persist(first, db)
     before = {table: row_group_layout(db, table) for table in ("flow_timeseries", "channel_timeseries")}
     store.persist(second, db)
@@ -367,17 +365,14 @@ def test_a_later_write_leaves_the_row_groups_of_earlier_runs_where_they_are(db: 
 def test_a_new_store_keeps_keys_and_slowly_changing_series_run_length_encoded(db: Path) -> None:
     # `tables.RUN_LENGTH_COLUMNS`: told to DuckDB when the tables are made, so that its checkpoint
     # does not weigh every other encoding over them; a constant segment stays a constant.
-    run = dense_run("100p")
+    run = dense_run("20p")
     store.persist(run, db)
     con = duckdb.connect(str(db), read_only=True)
     try:
         for table, columns in RUN_LENGTH_COLUMNS.items():
             data = stored_table(table)
-            rows = len(getattr(run.result, table)) if table != "captures" else 0
-            assert con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == rows
-            if table in SERIES_TABLES:  # each run of repeated samples one row (`store.series`)
-                rows = len(folded(run.result.arrow(table), run.result.sample_interval_ns))
-            assert con.execute(f"SELECT count(*) FROM {data}").fetchone()[0] == rows
+            assert con.execute(f"SELECT count(*) FROM {data}").fetchone()[0] == \
+                (len(getattr(run.result, table)) if table != "captures" else 0)
             encodings = dict(con.execute(
                 f"SELECT column_name, list(DISTINCT compression) FROM pragma_storage_info('{data}') "
                 "WHERE segment_type <> 'VALIDITY' GROUP BY column_name").fetchall())

@@ -10,10 +10,6 @@
 //! through numpy's array interface), its column types (`column_types`), and new tables of Python
 //! values (`from_columns`, `with_columns`).
 //!
-//! A table can fold each run of rows that repeat the one before into one row with the run's
-//! length (`fold_repeats`): how a run's time series reach the store, each run of equal samples
-//! one row (python/bufferlab/store/series.py).
-//!
 //! A table also crosses to another process as an Arrow IPC stream (`to_ipc`, `from_ipc`):
 //! `bufferlab run` writes the store in a child process (python/bufferlab/store/writer_process.py),
 //! which gets back the very schema and values, nullability and types included, so that DuckDB
@@ -30,10 +26,9 @@ use arrow_array::{
     Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, ListArray, RecordBatch, RecordBatchIterator,
     StringArray, TimestampMicrosecondArray, UInt32Array, UInt64Array,
 };
-use arrow_buffer::{Buffer, NullBuffer};
+use arrow_buffer::Buffer;
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
-use arrow_select::take::take_arrays;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
@@ -249,39 +244,6 @@ fn capsule_name(name: &str) -> PyResult<CString> {
     CString::new(name).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// Clears `repeats[row]` where `column` differs from the row before: in validity, or in value
-/// where both rows have one (a float by its bits). Err(the column's type) for a column of
-/// anything but unsigned integers and floats.
-fn unchanged(repeats: &mut [bool], column: &dyn Array) -> Result<(), String> {
-    fn compare<T: PartialEq + Copy>(repeats: &mut [bool], nulls: Option<&NullBuffer>, values: &[T]) {
-        let pairs = repeats.iter_mut().skip(1).zip(values.windows(2));
-        match nulls {
-            None => pairs.for_each(|(repeat, pair)| *repeat &= pair[0] == pair[1]),
-            Some(nulls) => pairs.zip(nulls.iter().zip(nulls.iter().skip(1))).for_each(|((repeat, pair), valid)| {
-                *repeat &= match valid {
-                    (true, true) => pair[0] == pair[1],
-                    (previous, this) => previous == this,
-                }
-            }),
-        }
-    }
-    let nulls = column.logical_nulls().filter(|nulls| nulls.null_count() > 0);
-    if nulls.as_ref().is_some_and(|nulls| nulls.null_count() == column.len()) {
-        return Ok(()); // every value a null, each the same as the one before
-    }
-    match column.data_type() {
-        DataType::UInt8 => compare(repeats, nulls.as_ref(), column.as_primitive::<UInt8Type>().values()),
-        DataType::UInt32 => compare(repeats, nulls.as_ref(), column.as_primitive::<UInt32Type>().values()),
-        DataType::UInt64 => compare(repeats, nulls.as_ref(), column.as_primitive::<UInt64Type>().values()),
-        DataType::Float64 => {
-            let bits: Vec<u64> = column.as_primitive::<Float64Type>().values().iter().map(|v| v.to_bits()).collect();
-            compare(repeats, nulls.as_ref(), &bits);
-        }
-        other => return Err(other.to_string()),
-    }
-    Ok(())
-}
-
 #[pymethods]
 impl Table {
     /// A new table named `name` of `columns`: (column name, type name, values) each, the type
@@ -393,55 +355,6 @@ impl Table {
             })
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, rows)
-    }
-
-    /// This table with every row that repeats the row before it folded into that row: a row
-    /// repeats the one before when it holds the same value in every column but `step_column`
-    /// (a null the same as a null, a float the same as one of the same bits) and its
-    /// `step_column` is exactly `step` more. The first row of each run of repeats stands for the
-    /// run, with the run's length in a column `count_column` (UInt32) after the table's own.
-    /// Columns of unsigned integers and floats only (a time series' columns). Computed without
-    /// the GIL.
-    fn fold_repeats(&self, py: Python<'_>, step_column: &str, step: u64, count_column: &str) -> PyResult<Table> {
-        let failed = |e: String| PyValueError::new_err(format!("{}: {e}", self.name));
-        let schema = self.batch.schema();
-        let (at, _) =
-            schema.column_with_name(step_column).ok_or_else(|| failed(format!("no column {step_column:?}")))?;
-        let steps = self.batch.column(at);
-        let steps = steps
-            .as_primitive_opt::<UInt64Type>()
-            .filter(|steps| steps.null_count() == 0)
-            .ok_or_else(|| failed(format!("column {step_column:?} is not UInt64 without nulls")))?;
-        let folded = py.allow_threads(|| -> Result<RecordBatch, String> {
-            let rows = self.batch.num_rows();
-            let mut repeats: Vec<bool> = (0..rows)
-                .map(|row| row > 0 && steps.value(row - 1).checked_add(step) == Some(steps.value(row)))
-                .collect();
-            for (i, (field, column)) in schema.fields().iter().zip(self.batch.columns()).enumerate() {
-                if i != at {
-                    unchanged(&mut repeats, column.as_ref())
-                        .map_err(|kind| format!("column {:?} is {kind}, not a number", field.name()))?;
-                }
-            }
-            let mut kept = Vec::new();
-            let mut counts: Vec<u32> = Vec::new();
-            for (row, repeat) in repeats.into_iter().enumerate() {
-                match counts.last_mut() {
-                    Some(count) if repeat && *count < u32::MAX => *count += 1,
-                    _ => {
-                        kept.push(u32::try_from(row).map_err(|_| format!("more than {} rows", u32::MAX))?);
-                        counts.push(1);
-                    }
-                }
-            }
-            let indices = UInt32Array::from(kept);
-            let mut columns = take_arrays(self.batch.columns(), &indices, None).map_err(|e| e.to_string())?;
-            columns.push(Arc::new(UInt32Array::from(counts)));
-            let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-            fields.push(Field::new(count_column, DataType::UInt32, false));
-            RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| e.to_string())
-        });
-        Ok(Table::new(&self.name, folded.map_err(failed)?))
     }
 
     #[getter]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..pipeline.columns import CHANNEL_SUMMARY, FLOW_SUMMARY, stored_column_types, stored_schemas
 from ..pipeline.engine import core
-from ..pipeline.result import SERIES_TABLES, EngineResult, polars_type, record_values
+from ..pipeline.result import EngineResult, polars_type, record_values
 from . import metrics as catalogue
 from . import summary
 from .figures import ChannelFigures, FlowFigures
@@ -31,6 +31,9 @@ if TYPE_CHECKING:  # pragma: no cover
     # Annotations only: a run served from its plan cache loads no spec layer (pydantic).
     from ..pipeline.plan import Plan
     from ..pipeline.simulate import RawRun
+
+# The engine's time-series tables: what `[record] store_series = false` keeps out of the store.
+SERIES_TABLES = ("flow_timeseries", "channel_timeseries", "class_timeseries")
 
 __all__ = ["derive", "SERIES_TABLES", "without_series", "metric_tables", "flow_rows", "channel_rows",
            "FLOW_SUMMARY", "CHANNEL_SUMMARY", "stored_schemas", "stored_column_types"]

@@ -44,10 +44,6 @@ class DerivedRun:
     bottleneck: int | None = None
     study: str | None = None
     notes: list[str] = field(default_factory=list)
-    # The time-series tables as the store keeps them (`store.series.folded`), when a sweep's
-    # worker folded them before handing the run over (`study.executors`; its `result` then has
-    # empty series tables); None: the writer folds `result`'s.
-    folded_series: Mapping[str, Any] | None = None
 
     def stored_tables(self) -> dict[str, Any]:
         """Every table of the run as the store writes it (each a `run_id` short of its stored form),

@@ -35,14 +35,12 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import polars as pl
 
-__all__ = ["EngineResult", "ENGINE_TABLES", "SERIES_TABLES", "engine_schemas", "engine_column_types", "rows", "numpy_column",
+__all__ = ["EngineResult", "ENGINE_TABLES", "engine_schemas", "engine_column_types", "rows", "numpy_column",
            "column_names", "polars_type", "Rows", "record_values"]
 
 # The engine's tables besides `run`, in the order the store writes them.
 ENGINE_TABLES = ("flows", "channels", "queue_classes", "flow_timeseries", "channel_timeseries", "class_timeseries",
                  "captures", "delay_histograms")
-# The engine's time-series tables: a row per entity (flow, channel, sub-buffer) and sample.
-SERIES_TABLES = ("flow_timeseries", "channel_timeseries", "class_timeseries")
 
 
 def rows(table: Any) -> list[dict[str, Any]]:

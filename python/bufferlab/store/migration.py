@@ -27,9 +27,7 @@ older store had no ECN, and their stored specs need no change, the engine taking
 as off; version 8's delay histograms and percentiles likewise: an older run has no rows in
 ``delay_histograms`` and NULL percentiles, its engine having kept no distribution; version 9's
 series of the AQM's controller, CE marks, AQM drops and DCTCP's α, and the CE marks per class,
-likewise NULL: its engine sampled none of them; version 11's sampling interval of a run,
-``runs.sample_interval_ns``, NULL too: each of an older run's series rows is one sample,
-``samples`` 1, and needs no interval to be read). Runs of a
+likewise NULL: its engine sampled none of them). Runs of a
 store before version 5 are numbered in the order they
 were stored (`created_at`, then run id; a later store's keep their numbers), and a run table's
 rows keep the order they were stored in.
@@ -53,8 +51,6 @@ import duckdb
 from ..spec.resolved import canonical_json
 from .connection import NEW_STORE_BLOCK_SIZE, ROW_GROUP_SIZE, connect, release_writer, sql_string
 from .schema import SCHEMA_VERSION, StoreError, check_schema_version, stored_schema_version
-from ..pipeline.result import SERIES_TABLES
-from .series import SAMPLES
 from .tables import NEW_STORE_SCHEMA, NUMBERED_TABLES, TABLES, stored_table
 
 __all__ = ["migrate", "migrating_path"]
@@ -162,23 +158,13 @@ def _copy_rows(con: duckdb.DuckDBPyConnection, version: int) -> None:
         con.execute(f"INSERT INTO {table} BY NAME SELECT *{numbered} FROM store.main.{table}")
     for table in NUMBERED_TABLES:
         kept = stored_table(table)
-        # Before version 11 each row of a series is one sample.
-        samples = f", CAST(1 AS UINTEGER) AS {SAMPLES}" \
-            if table in SERIES_TABLES and SAMPLES not in _columns(con, kept if version >= 5 else table) else ""
         if version >= 5 and kept in older:  # keyed by run number already, in the order stored
-            con.execute(f"INSERT INTO {kept} BY NAME SELECT *{samples} FROM store.main.{kept}")
+            con.execute(f"INSERT INTO {kept} BY NAME SELECT * FROM store.main.{kept}")
         elif table in older:
             # `runs` (a few rows per run) is the join's build side; the older table, scanned in
             # order on one thread, is streamed through it in the order its rows were stored.
-            con.execute(f"INSERT INTO {kept} BY NAME SELECT r.run, o.* EXCLUDE (run_id){samples} "
+            con.execute(f"INSERT INTO {kept} BY NAME SELECT r.run, o.* EXCLUDE (run_id) "
                         f"FROM store.main.{table} o JOIN runs r ON r.run_id = o.run_id")
-
-
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
-    """The columns of the older store's `table` (none if it has no such table)."""
-    return {name for (name,) in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'store' AND table_schema = 'main' "
-        f"AND table_name = {sql_string(table)}").fetchall()}
 
 
 # Up to version 5 the engine's input named a field by its base unit (`duration_ns`,

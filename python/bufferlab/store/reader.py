@@ -34,7 +34,7 @@ from ..pipeline.engine import core
 from .connection import connect
 from .counters import stored_counters
 from .schema import DEFAULT_DB, SCHEMA_VERSION, StoreError
-from .tables import KEYS, NUMBERED_TABLES, TABLES, stored_columns, stored_table
+from .tables import KEYS, NUMBERED_TABLES, TABLES, stored_table
 from .writer import Store, schema_version_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -176,10 +176,9 @@ class Results:
     def _rows_of_run(self, table: str, run_id: str, *, entity: str | None = None) -> pl.DataFrame:
         """The rows of one run of a numbered table (`tables.NUMBERED_TABLES`) in key order, as its
         view reads them (with `entity`, the flows or channels table: each row's flow or channel
-        name in front). They are read from the data table by the run's number (a series' rows
-        expanded into their samples, `tables.stored_columns`), and the run id is put back in
-        polars, one value for every row: DuckDB handing over the same 64 characters for each of
-        them would be half the query."""
+        name in front). They are read from the data table by the run's number, and the run id is
+        put back in polars, one value for every row: DuckDB handing over the same 64 characters
+        for each of them would be half the query."""
         import polars as pl
 
         keys = KEYS[table]
@@ -187,10 +186,9 @@ class Results:
         if entity is not None:
             named = "e.name, "
             joined = f" JOIN {entity} e ON e.run_id = $1 AND e.{keys[0]} = t.{keys[0]}"
-        frame = self.query(f"SELECT * FROM (SELECT {named}{stored_columns(table, 't', 'r')} FROM {stored_table(table)} t "
-                           f"JOIN runs r ON r.run = t.run{joined} WHERE t.run = (SELECT run FROM runs WHERE run_id = $1)) "
-                           f"ORDER BY {', '.join(keys)}",
-                           [run_id])
+        frame = self.query(f"SELECT {named}t.* EXCLUDE (run) FROM {stored_table(table)} t{joined} "
+                           f"WHERE t.run = (SELECT run FROM runs WHERE run_id = $1) "
+                           f"ORDER BY {', '.join(f't.{key}' for key in keys)}", [run_id])
         columns = frame.columns
         at = 1 if entity is not None else 0
         return frame.with_columns(pl.lit(run_id, dtype=pl.String).alias("run_id")).select(

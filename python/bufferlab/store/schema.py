@@ -49,11 +49,7 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 # 10: the engine's input lists each distinct TCP option set, QUIC option set and queue once
 #    (`runs.spec_json`: `tcp_options`, `quic_options`, `queues`), and flows and links refer to
 #    them by index; the older runs' specs are rewritten so, under the ids they were stored with.
-# 11: a series data table (`<table>_data` of flow_timeseries, channel_timeseries,
-#    class_timeseries) keeps each run of repeated samples as one row with their number
-#    (`samples`), which the view expands again (`store.series`); runs.sample_interval_ns, the
-#    step between them (NULL in the runs of older stores, whose rows stand for one sample each).
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 10
 
 
 class StoreError(SpecError):

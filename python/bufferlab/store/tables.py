@@ -41,9 +41,7 @@ a UINTEGER the writer allocates) instead of its 64-character id, and are read th
 the table's own name that joins the run id back (schema version 5): every query, the `Results`
 API's, the report's and a user's SQL alike, reads ``flow_timeseries`` with its ``run_id``, and
 the write does not copy the id into each of a run's rows (for a run's series, the id would be
-most of its transaction's storage). A series data table keeps each run of repeated samples as
-one row with their number, ``samples``, which the view expands again (schema version 11,
-`series`). Run
+most of its transaction's storage). Run
 numbers are unique because a store has one writer at a time (the file's lock,
 `store.connection`): the writer takes the next one, ``max(run) + 1``, inside the transaction that
 writes the run. A run replaced with ``--force`` gets a new number.
@@ -63,12 +61,10 @@ from typing import Any
 
 from ..analysis import catalogue
 from ..pipeline.columns import stored_column_types
-from ..pipeline.result import SERIES_TABLES
 from .schema import SCHEMA_VERSION
-from .series import SAMPLES, expanded_columns
 
 __all__ = ["AQM_COLUMNS", "KEYS", "TABLES", "RUN_TABLES", "NUMBERED_TABLES", "RUN_LENGTH_COLUMNS", "NEW_STORE_SCHEMA", "duckdb_type",
-           "stored_table", "stored_columns", "run_key"]
+           "stored_table", "run_key"]
 
 # The columns that identify a row of a run's table (after its run_id): never null, and the
 # order rows are read back in.
@@ -159,9 +155,6 @@ TABLES: dict[str, dict[str, str]] = {
         "study_id": "VARCHAR", "spec_hash": "VARCHAR",
         # Version 5: the run's number in this store, the key of its rows in the numbered tables.
         "run": "UINTEGER NOT NULL",
-        # Version 11: the sampling interval (NULL when nothing was sampled, and in the runs of
-        # older stores), the step between the samples a stored series row stands for (`series`).
-        "sample_interval_ns": "UBIGINT",
     },
     "flows": _ENGINE["flows"],
     "channels": _ENGINE["channels"],
@@ -196,9 +189,7 @@ NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_t
 # (DuckDB's ``USING COMPRESSION rle``; a column that is constant over a segment is still stored
 # as one constant): a run's keys, sorted, in runs of a flow's or channel's samples; the run's
 # number; a flow's minimum RTT, which only falls, and its ssthresh, which changes at a loss; a
-# channel's drop count, which changes only while the channel drops, and likewise its counts of CE
-# marks and of the AQM's drops (told since version 11: 2-4 ms less of the reference dumbbell's
-# commit, the same store). DuckDB otherwise weighs every
+# channel's drop count, which changes only while the channel drops. DuckDB otherwise weighs every
 # encoding for every column at each commit's checkpoint, bit-packing included, by running each
 # over the column's values (`ColumnDataCheckpointer::DetectBestCompressionMethod`), and chose RLE
 # or a constant for these in every scenario but one column of one (ssthresh in
@@ -211,7 +202,7 @@ NUMBERED_TABLES = ("flow_timeseries", "channel_timeseries", "captures", "class_t
 # choice (a table's encodings are fixed when it is created).
 RUN_LENGTH_COLUMNS: dict[str, tuple[str, ...]] = {
     "flow_timeseries": ("run", "flow", "min_rtt_ns", "ssthresh_bytes"),
-    "channel_timeseries": ("run", "channel", "drops", "ce_marks", "aqm_drops"),
+    "channel_timeseries": ("run", "channel", "drops"),
     "captures": ("run", "capture", "channel"),
     "class_timeseries": ("run", "channel", "sub_buffer"),
     "delay_histograms": ("run", "id"),
@@ -236,22 +227,11 @@ def _create_statements(table: str) -> list[str]:
         columns = {"run": "UINTEGER NOT NULL", **{c: kind for c, kind in columns.items() if c != "run_id"}}
         columns = {c: kind + (" USING COMPRESSION rle" if c in RUN_LENGTH_COLUMNS[table] else "")
                    for c, kind in columns.items()}
-        if table in SERIES_TABLES:
-            columns[SAMPLES] = "UINTEGER NOT NULL"
     statements = [f"CREATE TABLE {stored_table(table)} ({', '.join(f'{c} {kind}' for c, kind in columns.items())})"]
     if table in NUMBERED_TABLES:
-        statements.append(f"CREATE VIEW {table} AS SELECT r.run_id, {stored_columns(table, 'd', 'r')} "
-                          f"FROM {stored_table(table)} d JOIN runs r ON r.run = d.run")
+        statements.append(f"CREATE VIEW {table} AS SELECT r.run_id, d.* EXCLUDE (run) FROM {stored_table(table)} d "
+                          "JOIN runs r ON r.run = d.run")
     return statements
-
-
-def stored_columns(table: str, data: str, runs: str) -> str:
-    """The columns of numbered table `table` read from its data table (aliased `data`) joined to
-    `runs` (aliased `runs`), as its view has them after the run id: the data table's but the run
-    number, each series row expanded into the samples it stands for (`series`)."""
-    if table in SERIES_TABLES:
-        return expanded_columns(data, runs)
-    return f"{data}.* EXCLUDE (run)"
 
 
 # A new store's tables, views and schema version as one script, run by one `execute`: DuckDB's

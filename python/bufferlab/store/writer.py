@@ -30,15 +30,15 @@ import duckdb
 
 from ..interrupts import deferred
 from ..pipeline.engine import core
-from ..pipeline.result import SERIES_TABLES
 from ..errors import SpecError
-from .connection import StoreUnusable, connect, release_writer, sql_string, store_error
+from .connection import StoreUnusable, connect, release_writer, store_error
 from .schema import (DEFAULT_DB, SCHEMA_VERSION, StoreError, check_run_id, check_schema_version,
                      stored_schema_version)
-from .series import folded
 from .tables import NEW_STORE_SCHEMA, NUMBERED_TABLES, RUN_TABLES, run_key, stored_table
 
 if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
     from ..analysis.record import DerivedRun
 
 __all__ = ["Store", "StudyPoint", "persist", "spec_hash", "schema_version_of"]
@@ -74,12 +74,13 @@ def _utc_now() -> _dt.datetime:
 
 
 def _study_row(study: str, kind: str, sweep_json: str | None, axes_json: str | None,
-               description: str | None) -> Any:
-    """A study's row as an Arrow table (`_core.Table`: no polars for one row)."""
-    return core().Table.from_columns("studies", [
-        ("study_id", "Utf8", [study]), ("created_at", "Timestamp(us)", [_microseconds(_utc_now())]),
-        ("description", "Utf8", [description]), ("kind", "Utf8", [kind]), ("sweep_json", "Utf8", [sweep_json]),
-        ("axes_json", "Utf8", [axes_json])])
+               description: str | None) -> pl.DataFrame:
+    import polars as pl
+
+    schema = {"study_id": pl.String(), "created_at": pl.Datetime("us"), "description": pl.String(),
+              "kind": pl.String(), "sweep_json": pl.String(), "axes_json": pl.String()}
+    return pl.DataFrame([{"study_id": study, "created_at": _utc_now(), "description": description, "kind": kind,
+                          "sweep_json": sweep_json, "axes_json": axes_json}], schema=schema)
 
 
 def _microseconds(moment: _dt.datetime) -> int:
@@ -214,11 +215,6 @@ class Store:
 
     def _ensure_study(self, study: str, kind: str = "runs", sweep_json: str | None = None,
                       axes_json: str | None = None, description: str | None = None) -> None:
-        """Add the study's row unless the store has it (looked up first: a sweep's every run is
-        of a study it has, and DuckDB's INSERT OR IGNORE costs several times the look-up)."""
-        if not self._empty and self.con.execute(
-                f"SELECT count(*) FROM studies WHERE study_id = {sql_string(study)}").fetchone() != (0,):
-            return
         self._on_frame(_study_row(study, kind, sweep_json, axes_json, description),
                        "INSERT OR IGNORE INTO studies BY NAME SELECT * FROM _frame")
 
@@ -232,16 +228,15 @@ class Store:
 
     def _put_points(self, points: Sequence[tuple[StudyPoint, str | None]]) -> None:
         """Write where runs stand in their sweeps, replacing an earlier row of the same (study, point, seed)."""
-        now = _microseconds(_utc_now())
-        rows = core().Table.from_columns("study_points", [
-            ("study_id", "Utf8", [point.study for point, _ in points]),
-            ("point", "UInt32", [point.point for point, _ in points]),
-            ("seed", "UInt64", [point.seed for point, _ in points]),
-            ("point_json", "Utf8", [json.dumps(dict(point.values), sort_keys=True) for point, _ in points]),
-            ("run_id", "Utf8", [run_id for _, run_id in points]),
-            ("status", "Utf8", ["failed" if point.error is not None else "complete" for point, _ in points]),
-            ("error", "Utf8", [point.error for point, _ in points]),
-            ("updated_at", "Timestamp(us)", [now] * len(points))])
+        import polars as pl
+
+        schema = {"study_id": pl.String(), "point": pl.UInt32(), "seed": pl.UInt64(), "point_json": pl.String(),
+                  "run_id": pl.String(), "status": pl.String(), "error": pl.String(), "updated_at": pl.Datetime("us")}
+        rows = pl.DataFrame([{
+            "study_id": point.study, "point": point.point, "seed": point.seed,
+            "point_json": json.dumps(dict(point.values), sort_keys=True), "run_id": run_id,
+            "status": "failed" if point.error is not None else "complete", "error": point.error,
+            "updated_at": _utc_now()} for point, run_id in points], schema=schema)
         self._on_frame(rows, "DELETE FROM study_points USING _frame f WHERE study_points.study_id = f.study_id "
                              "AND study_points.point = f.point AND study_points.seed = f.seed",
                        "INSERT INTO study_points BY NAME SELECT * FROM _frame")
@@ -290,8 +285,7 @@ class Store:
             ("duration_ns", "UInt64", run.duration_ns), ("end_ns", "UInt64", r.end_ns), ("events", "UInt64", r.events),
             ("wall_time_s", "Float64", run.wall_time_s), ("spec_json", "Utf8", run.spec_json),
             ("user_spec_json", "Utf8", run.user_spec_json), ("study_id", "Utf8", run.study),
-            ("spec_hash", "Utf8", run.spec_hash), ("run", "UInt32", number),
-            ("sample_interval_ns", "UInt64", r.sample_interval_ns)]
+            ("spec_hash", "Utf8", run.spec_hash), ("run", "UInt32", number)]
         self._insert_frame("runs", None, core().Table.from_columns("runs", [(n, kind, [v]) for n, kind, v in row]))
 
     def _insert_frame(self, table: str, run: tuple[str, int] | None, frame: Any) -> None:
@@ -324,13 +318,9 @@ class Store:
             self.con.execute(statement)
 
     def _insert_tables(self, run: DerivedRun, number: int) -> None:
-        """Every table of the run but `runs`, as `derive` made them, the series folded (`series`:
-        by a sweep's worker already, `DerivedRun.folded_series`, or here); the run's `number` keys
-        the numbered ones."""
+        """Every table of the run but `runs`, as `derive` made them; the run's `number` keys the
+        numbered ones."""
         for table, frame in run.stored_tables().items():
-            if table in SERIES_TABLES:
-                frame = run.folded_series[table] if run.folded_series is not None \
-                    else folded(frame, run.result.sample_interval_ns)
             self._insert_frame(table, (run.run_id, number), frame)
 
     # --- comparing ------------------------------------------------------------------------

@@ -18,7 +18,6 @@ and a plan carries everything a run depends on.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import multiprocessing
 import os
 import pickle
@@ -33,15 +32,13 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..analysis.derive import derive, without_series
+from ..analysis.derive import derive
 from ..analysis.record import DerivedRun
 from ..errors import SpecError
 from ..pipeline.plan import Plan
-from ..pipeline.result import SERIES_TABLES
 from ..pipeline.simulate import simulate
-from ..store.series import folded
 
-__all__ = ["simulate_and_derive", "handed_over", "Outcome", "Executor", "SerialExecutor", "LocalPoolExecutor", "DaskExecutor",
+__all__ = ["simulate_and_derive", "Outcome", "Executor", "SerialExecutor", "LocalPoolExecutor", "DaskExecutor",
            "RunSpool", "make_executor", "default_workers", "end_with_parent", "ORPHANED_EXIT_STATUS"]
 
 
@@ -89,20 +86,10 @@ def simulate_and_derive(plan: Plan) -> DerivedRun:
     return derive(plan, simulate(plan))
 
 
-def handed_over(run: DerivedRun) -> DerivedRun:
-    """`run` as a worker hands it to the sweep's writer: its time series folded as the store keeps
-    them (`store.series`), its result's own series tables left out. Only the stored rows cross to
-    the writer (on the reference dumbbell 11 of 19 MB), and the writer only appends them."""
-    interval = run.result.sample_interval_ns
-    series = {name: folded(run.result.arrow(name), interval) for name in SERIES_TABLES}
-    return dataclasses.replace(run, result=without_series(run.result), folded_series=series)
-
-
 def _task(key: int, plan: Plan) -> tuple[int, DerivedRun | None, str | None]:
-    """A task as workers run it: the run as handed over (`handed_over`), or its one-line error (a
-    failure never escapes)."""
+    """A task as workers run it: the run, or its one-line error (a failure never escapes)."""
     try:
-        return key, handed_over(simulate_and_derive(plan)), None
+        return key, simulate_and_derive(plan), None
     except SpecError as e:
         return key, None, str(e)
     except Exception as e:  # noqa: BLE001 - a worker reports every failure as one line
@@ -363,13 +350,8 @@ class DaskExecutor:
         self.workers_lost_after = workers_lost_after
         self.cluster = None
         if address == "local":
-            import dask
-
-            # A worker's statistical profiler samples its threads' stacks every 10 ms: ~10 ms of
-            # CPU per reference dumbbell run, for a profile that nobody reads (no dashboard).
-            with dask.config.set({"distributed.worker.profile.enabled": False}):
-                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                            dashboard_address=None)
+            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                        dashboard_address=None)
             self.client = Client(self.cluster)
         else:
             if not address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):

@@ -103,6 +103,20 @@ def test_serial_local_pool_and_dask_store_identical_results(tmp_path: Path) -> N
     assert results["dask"] == results["serial"]
 
 
+@pytest.mark.slow
+def test_a_local_dask_cluster_s_workers_run_without_the_statistical_profiler() -> None:
+    # It samples every thread's stack every 10 ms: CPU for a profile that a sweep never shows.
+    import dask
+
+    executor = DaskExecutor("local", 2)
+    try:
+        assert set(executor.client.run(lambda: dask.config.get("distributed.worker.profile.enabled")).values()) \
+            == {False}
+    finally:
+        executor.close()
+    assert dask.config.get("distributed.worker.profile.enabled")  # this process's setting is its own
+
+
 def test_a_point_with_an_invalid_override_fails_alone(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     path = sweep_of(tmp_path, """

@@ -49,11 +49,6 @@ class Table:
     def from_ipc(name: str, data: bytes) -> Table:
         """A table named `name` of an Arrow IPC stream of one record batch (`to_ipc`); raises
         ValueError for anything else."""
-    def fold_repeats(self, step_column: str, step: int, count_column: str) -> Table:
-        """This table with every row that repeats the row before it (the same value in every
-        column but `step_column`, which is exactly `step` more) folded into the first row of its
-        run, the run's length in a new UInt32 column `count_column`; unsigned integer and float
-        columns only (a time series'). Raises ValueError for another column type."""
     @property
     def name(self) -> str: ...
     @property

@@ -601,9 +601,12 @@ impl Simulator {
                 if let Some(ch) = self.channels.get(next as usize) {
                     ch.prefetch();
                     // The packet, asked for one event ago, can be read now: its flow names the
-                    // line of a per-flow queue it will be enqueued in.
+                    // line of a per-flow queue it will be enqueued in, and its destination the
+                    // route its transmission on `next` looks up.
                     if lead == Lead::Next {
-                        ch.prefetch_queue_for(self.wire.packet(slot));
+                        let packet = self.wire.packet(slot);
+                        ch.prefetch_queue_for(packet);
+                        self.routes.prefetch_toward(packet.dst);
                     }
                 }
                 return;

@@ -168,6 +168,16 @@ impl RoutingTable {
         })
     }
 
+    /// Ask for the line [`RoutingTable::next_channel`] reads first for a packet to `dst`,
+    /// ahead of its transmission (see `Simulator::prefetch_event`): with thousands of hosts the
+    /// table is out of the first caches, and the packets of a bottleneck go to hosts in turn.
+    #[inline]
+    pub fn prefetch_toward(&self, dst: u32) {
+        if let Some(entry) = self.leaf_of.get(dst as usize) {
+            crate::memory::prefetch(entry);
+        }
+    }
+
     /// The channel `node` forwards on toward `dst`, if there is a path.
     #[inline]
     pub fn next_channel(&self, node: u32, mut dst: u32) -> Option<u32> {

@@ -130,6 +130,7 @@ mod tests {
         }
         assert_eq!(q.slab.len(), 50);
         assert!(std::mem::size_of::<FlowQueue<CodelControl>>() <= 64, "a flow queue's state fits a cache line");
+        assert_eq!(std::mem::align_of::<FlowQueue<CodelControl>>(), 64, "and starts one");
     }
 
     #[test]

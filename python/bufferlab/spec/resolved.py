@@ -180,9 +180,9 @@ def listed_members(members: dict[str, Any]) -> dict[str, Any]:
 
 
 def listed_flows(members: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The flows of the engine spec `members`, listed: `members["flows"]` itself, or with a
-    dumbbell's columns (`many_flows`) their flows first, as `listed_members` lists them (without
-    listing their hosts and access links)."""
+    """The flows of the engine spec `members`, listed (a new list of the same dicts): those of
+    `members["flows"]`, after a dumbbell's columns' (`many_flows`) flows as `listed_members` lists
+    them, without listing their hosts and access links."""
     columns = members.get("many_flows")
     if columns is None:
         return list(members["flows"])

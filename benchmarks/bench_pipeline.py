@@ -62,8 +62,8 @@ of `bufferlab run` into a new store with 1,000 and with 10,000 flows that start 
 millisecond of a 10 s run (built, planned, stored; never sending), with time series sampled every
 100 ms and without; the difference divided by 9,000 against the target of 2 kB per flow. Each
 peak is the least of 3 processes (fewer with --repetitions): one process's peak varies by about
-a megabyte at 1,000 flows and several at 10,000. Every run plans afresh (a spec's first run; the
-plan cache keeps no spec as large as the 10,000 flows').
+a megabyte at 1,000 flows and several at 10,000. Every run plans afresh (a spec's first run: the
+plan cache is off; a compact plan of 10,000 flows would be kept).
 
     python benchmarks/bench_pipeline.py --idle-flows --stages --repetitions 3
 
@@ -417,7 +417,7 @@ def idle_flow_bytes(sampled: bool, repetitions: int = 1, small: int = 1_000,
                     large: int = 10_000) -> tuple[float, int, int]:
     """Peak resident bytes of a whole `bufferlab run` per additional idle flow (`idle_flows_case`),
     and the peaks of the small and the large run, each the least of `repetitions` processes, each
-    into a new store and planning afresh (the plan cache keeps no spec as large as the larger's)."""
+    into a new store and planning afresh (the plan cache off)."""
     overrides = () if sampled else ("sample_interval=off",)
     peaks = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,7 +12,7 @@ from bufferlab import _core
 from bufferlab.errors import SpecError
 from bufferlab.pipeline.plan import plan
 from bufferlab.spec import Scenario
-from bufferlab.spec.resolved import canonical_json
+from bufferlab.spec.resolved import canonical_json, listed_flows
 
 pytestmark = pytest.mark.engine
 
@@ -76,3 +76,13 @@ def test_a_value_of_the_columns_is_named_as_in_the_listed_form() -> None:
     with pytest.raises(SpecError) as info:
         plan(Scenario.from_dict(data))
     assert str(info.value) == "topology.delay: 7.5e+36 is out of range (a whole number from 0 to 18446744073709551615)"
+
+
+def test_a_plan_keeps_the_columns_and_lists_exactly_the_resolved_nodes_links_and_flows_again() -> None:
+    data = dumbbell(generators=[{"kind": "persistent", "flows": 2, "sources": ["src_1", "src_4"], "dst": "dst_0"}])
+    planned = plan(Scenario.from_dict(data))
+    assert "many_flows" in planned.resolved.members and "many_flows" not in planned.resolved.engine
+    resolved = Scenario.from_dict(data).resolve().engine
+    resolved["seed"] = 0  # as planned: the draws are the resolution's, the engine makes none
+    assert canonical_json(planned.resolved.engine) == canonical_json(resolved)
+    assert listed_flows(planned.resolved.members) == planned.resolved.engine["flows"]

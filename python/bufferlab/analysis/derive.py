@@ -122,8 +122,9 @@ def derive(plan: Plan, raw: RawRun, *, study: str | None = None,
     resolved = plan.resolved
     counters = result.counters()
     endpoints = resolved.endpoints_of(counters["flows"])
-    # The engine spec as planned (its JSON is `plan.spec_json`), not decoded from that text again.
-    engine_spec = resolved.engine
+    # The engine spec as planned (its JSON is `plan.spec_json`), not decoded from that text again:
+    # compact, a dumbbell's flows as columns, of which the metrics list the flows alone.
+    engine_spec = resolved.members
     data = run_data(counters, result, engine_spec, endpoints, resolved.bottleneck)
     metrics = metric_tables(counters, result, engine_spec, endpoints, resolved.bottleneck, data)
     if not resolved.store_series:

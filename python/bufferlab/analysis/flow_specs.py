@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..spec.resolved import flow_quic, flow_tcp
+from ..spec.resolved import flow_quic, flow_tcp, listed_flows
 
 __all__ = ["flow_descriptions", "segment_bytes"]
 
@@ -15,8 +15,10 @@ __all__ = ["flow_descriptions", "segment_bytes"]
 def flow_descriptions(engine: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every flow of a run (listed ones, then those its generators created), as the engine spec
     describes a listed flow: end nodes `src`/`dst`, `transport`, `traffic`, its `tcp` and `quic`
-    options (the entries of the spec's `tcp_options` and `quic_options` it refers to; {} for none)."""
-    listed = engine["flows"]
+    options (the entries of the spec's `tcp_options` and `quic_options` it refers to; {} for none).
+    `engine` is listed, or compact as a plan keeps it (a dumbbell's flows as columns, listed here
+    without their hosts and access links: `spec.resolved.listed_flows`)."""
+    listed = listed_flows(engine)
     generators = engine.get("generators") or []
     out: list[dict[str, Any]] = []
     for i, record in enumerate(records):

@@ -251,10 +251,11 @@ def _window_segments(engine: dict[str, Any], flow: dict[str, Any]) -> int:
 
 def _initial_windows(resolved: Resolved) -> list[Demand]:
     """The initial windows of every flow as one demand, named by the flow with the largest."""
-    flows = resolved.engine["flows"]
+    engine = resolved.engine
+    flows = engine["flows"]
     if not flows:
         return []
-    segments = [_window_segments(resolved.engine, f) for f in flows]
+    segments = [_window_segments(engine, f) for f in flows]
     largest = max(range(len(flows)), key=segments.__getitem__)
     transport = flows[largest].get("transport") or "tcp"
     field = resolved.user_field(f"flows[{largest}].{transport}.initial_window")

@@ -106,9 +106,9 @@ def plan(scenario: Scenario, max_memory: int | None = None) -> Plan:
     """Resolve and validate `scenario` once; raises SpecError naming the user's field. A run whose
     memory could exceed `max_memory` bytes (default: `budget.default_budget()`) is refused."""
     resolved = scenario.resolve()
-    engine: dict[str, Any] = resolved.engine
     _core = core()
-    encoded = _encoded_members(json_members(resolved))
+    members = json_members(resolved)
+    encoded = _encoded_members(members)
     spec_json = _object_json(encoded)
     try:
         # One call: every check (routes included, without building the simulator) and whether
@@ -117,10 +117,12 @@ def plan(scenario: Scenario, max_memory: int | None = None) -> Plan:
     except _core.EngineSpecError as e:
         raise engine_error(e, resolved) from None
     memory_bytes = check_memory(scenario, resolved, max_memory)
-    if not engine_draws and engine.get("seed", 0) != 0:
-        engine["seed"] = 0
+    if not engine_draws and members.get("seed", 0) != 0:
+        members["seed"] = 0
         encoded["seed"] = canonical_json(0)
         spec_json = _object_json(encoded)
+    # The listed nodes, links and flows are read no more before derive, which lists them again.
+    resolved.compact(members)
     version = engine_version()
     spec_hash, run_id = _identities(spec_json, version, resolved.store_series)
     return Plan(resolved=resolved, spec_json=spec_json, spec_hash=spec_hash, engine_version=version, run_id=run_id,

@@ -114,6 +114,12 @@ def _quic(defaults: QuicOptions | None, own: QuicOptions | None) -> dict[str, An
     return quic
 
 
+# What a flow's option table taken whole from the defaults is aliased to: one string per table,
+# shared by every flow that takes it (a string of its own per flow was 1.3 MB of a 10,000-flow
+# dumbbell's resolution).
+_DEFAULTS_OF = {section: f"flow_defaults.{section}" for section in ("tcp", "quic", "traffic")}
+
+
 def _inherited(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Generator, defaults: FlowDefaults,
                sections: tuple[str, ...]) -> None:
     """Record which option tables of a flow (or generator) at `where` the resolution took from
@@ -124,7 +130,7 @@ def _inherited(aliases: dict[str, str], where: str, own: Flow | CountedFlow | Ge
         if inherited is None:
             continue
         if given is None:
-            aliases[f"{where}.{section}"] = f"flow_defaults.{section}"
+            aliases[f"{where}.{section}"] = _DEFAULTS_OF[section]
         elif isinstance(given, BaseModel):  # a traffic table given is the flow's own, whole
             for key in inherited.model_fields_set - given.model_fields_set:
                 aliases[f"{where}.{section}.{key}"] = f"flow_defaults.{section}.{key}"
@@ -265,7 +271,7 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
     if not flows and not engine_generators:
         raise SpecError("flows", "no flows: list at least one [[flows]] or [[generators]]")
     defaults = s.flow_defaults or FlowDefaults()
-    engine_flows, flow_names, endpoints = [], [], []
+    engine_flows, flow_names = [], []
     greedy = Traffic(kind="greedy")
     is_host = [n.kind == "host" for n in nodes]
     # What flows share is resolved once and listed once (`_Listing`): most flows of a large spec
@@ -300,7 +306,6 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
                             f"stop ({units.format_time(stop)}) is not after start ({units.format_time(start)})")
         name = flow.name or f"flow_{i}"
         flow_names.append(name)
-        endpoints.append((nodes[src].name, nodes[dst].name))
         _inherited(aliases, where, flow, defaults, ("tcp", "quic", "traffic"))
         if engine_controller(cca) in ("dctcp", "prague"):
             _feedback_fields(aliases, where, flow, defaults)
@@ -369,8 +374,8 @@ def build_engine_spec(s: Scenario, nodes: Sequence[Node | Host], links: Sequence
     aliases.update(topology_aliases or {})
     for entry, user in users.items():  # an entry is named as its first user is
         aliases[entry] = user_field(aliases, user)
-    return Resolved(engine=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
-                    flow_endpoints=endpoints, channel_names=channel_names, bottleneck=bottleneck_channel,
+    return Resolved(members=engine, node_names=[n.name for n in nodes], flow_names=flow_names,
+                    bottleneck=bottleneck_channel,
                     generator_names=[g["name"] for g in engine_generators], queue_descriptions=queue_descriptions,
                     random_draws=random_draws, field_aliases=aliases,
                     store_series=s.record is None or s.record.store_series)

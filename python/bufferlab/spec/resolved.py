@@ -3,6 +3,12 @@
 `Scenario.resolve()` (in `spec.scenario`) makes one; a run's plan keeps it, and everything after
 the plan (the engine, derive, the summary, the store) reads only it. It lives apart from the
 models so that a plan read back from the plan cache (`pipeline.plan_cache`) needs no pydantic.
+
+A plan keeps its engine spec compact (`Resolved.compact`): a dumbbell's flows, with their hosts
+and access links, as the columns its JSON form writes (`json_members`), which `Resolved.engine`
+lists again when asked (`listed_members`). A 10,000-flow dumbbell's listed nodes, links and flows
+were ~12 MB of Python objects, held from the plan to the store's write, which sets the command's
+peak memory.
 """
 
 from __future__ import annotations
@@ -12,18 +18,18 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Resolved", "user_field", "canonical_json", "json_members", "flow_tcp", "flow_quic", "link_queue"]
+__all__ = ["Resolved", "user_field", "canonical_json", "json_members", "listed_members", "listed_flows", "flow_tcp",
+           "flow_quic", "link_queue"]
 
 
 @dataclass
 class Resolved:
     """A scenario resolved for the engine, plus the names needed to read its result."""
 
-    engine: dict[str, Any]
+    # The engine spec's members: listed as resolved; a dumbbell's flows as columns once compact.
+    members: dict[str, Any]
     node_names: list[str]
     flow_names: list[str]
-    flow_endpoints: list[tuple[str, str]]
-    channel_names: list[str]
     # Channel index of the bottleneck named by the spec (None: pick the slowest busy channel).
     bottleneck: int | None = None
     # Names of the engine's generators (flows they create are "<generator>#<k>").
@@ -47,6 +53,34 @@ class Resolved:
     # the last of the nodes and links: its JSON form may write them as columns (`json_members`).
     dumbbell_flows: int = 0
 
+    @property
+    def engine(self) -> dict[str, Any]:
+        """The engine spec with every node, link and flow listed: `members` itself as resolved;
+        once compact, a new dict of them listed again at each call (read it once; changing it
+        changes nothing kept)."""
+        return listed_members(self.members)
+
+    def compact(self, members: dict[str, Any] | None = None) -> None:
+        """Keep the engine spec as its JSON form writes it: `members`, made already by
+        `json_members`, or made now. What a plan holds (see the module docstring)."""
+        self.members = json_members(self) if members is None else members
+        self.dumbbell_flows = 0
+
+    @property
+    def flow_endpoints(self) -> list[tuple[str, str]]:
+        """(src, dst) host names of each listed flow, read from the engine tables when asked (a
+        list of its own was 0.6 MB of a 10,000-flow dumbbell's resolution)."""
+        engine = self.engine
+        nodes = engine["nodes"]
+        return [(nodes[f["src"]]["name"], nodes[f["dst"]]["name"]) for f in engine["flows"]]
+
+    @property
+    def channel_names(self) -> list[str]:
+        """Each channel's name, a link's forward then its backward direction (``<link>_forward``,
+        ``<link>_backward``, as the engine names them), made when asked: no step of a run reads
+        them, and a 10,000-flow dumbbell's 40,002 were 3.2 MB of its resolution."""
+        return [f"{link['name']}_{direction}" for link in self.engine["links"] for direction in ("forward", "backward")]
+
     def user_field(self, engine_field: str) -> str:
         """The user's name for an engine field path: its longest aliased prefix replaced."""
         return user_field(self.field_aliases, engine_field)
@@ -55,13 +89,16 @@ class Resolved:
         """(src, dst) host names of every flow of a result: listed flows and generated ones.
         Flows read back from the store carry their names; the engine's records their node indices."""
         out = []
+        listed: list[tuple[str, str]] | None = None
         for i, f in enumerate(flows):
             if f.get("src") is not None and f.get("dst") is not None:
                 out.append((str(f["src"]), str(f["dst"])))
             elif f.get("src_node") is not None and f.get("dst_node") is not None:
                 out.append((self.node_names[f["src_node"]], self.node_names[f["dst_node"]]))
             else:
-                out.append(self.flow_endpoints[i])
+                if listed is None:
+                    listed = self.flow_endpoints
+                out.append(listed[i])
         return out
 
     def to_json(self) -> str:
@@ -77,7 +114,7 @@ def json_members(resolved: Resolved) -> dict[str, Any]:
     crates/bufferlab-core/src/spec.rs, which expands them to exactly these nodes, links and flows)
     when every one of them has a dumbbell flow's shape: ~30 bytes per flow instead of ~460. The
     members are the engine spec's values, not copies."""
-    engine = resolved.engine
+    engine = resolved.members
     flows = resolved.dumbbell_flows
     columns = _dumbbell_columns(engine, flows) if flows else None
     if columns is None:
@@ -122,6 +159,43 @@ def _dumbbell_columns(engine: Mapping[str, Any], count: int) -> dict[str, Any] |
         delays.append([to_left["delay"], from_right["delay"]])
     return {"left": left, "right": right, "rate": rate, "queue": queue, "starts": starts, "delays": delays,
             "flow": shared}
+
+
+def listed_members(members: dict[str, Any]) -> dict[str, Any]:
+    """The engine spec `members` with a dumbbell's columns (`many_flows`) listed again: exactly
+    the nodes, links and flows `_dumbbell_columns` found them to stand for (`members` itself when
+    it has none)."""
+    columns = members.get("many_flows")
+    if columns is None:
+        return members
+    nodes, links = list(members["nodes"]), list(members["links"])
+    left, right, rate, queue = columns["left"], columns["right"], columns["rate"], columns["queue"]
+    for i, (to_left, from_right) in enumerate(columns["delays"]):
+        src, dst = len(nodes), len(nodes) + 1
+        nodes += [{"name": f"src_{i}", "kind": "host"}, {"name": f"dst_{i}", "kind": "host"}]
+        links += [_listed_access_link(f"access_src_{i}", src, left, rate, to_left, queue),
+                  _listed_access_link(f"access_dst_{i}", right, dst, rate, from_right, queue)]
+    listed = {key: value for key, value in members.items() if key != "many_flows"}
+    return {**listed, "nodes": nodes, "links": links, "flows": listed_flows(members)}
+
+
+def listed_flows(members: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The flows of the engine spec `members`, listed (a new list of the same dicts): those of
+    `members["flows"]`, after a dumbbell's columns' (`many_flows`) flows as `listed_members` lists
+    them, without listing their hosts and access links."""
+    columns = members.get("many_flows")
+    if columns is None:
+        return list(members["flows"])
+    first_host, shared = len(members["nodes"]), columns["flow"]
+    dumbbell = [{**shared, "name": f"flow_{i}", "src": first_host + 2 * i, "dst": first_host + 2 * i + 1,
+                 "start": start} for i, start in enumerate(columns["starts"])]
+    return [*dumbbell, *members["flows"]]
+
+
+def _listed_access_link(name: str, a: int, b: int, rate: int | None, delay: int, queue: int) -> dict[str, Any]:
+    """A dumbbell's access link as the resolution lists it (`spec.scenario.AccessLink`: no loss)."""
+    return {"name": name, "a": a, "b": b, "rate": rate, "delay": delay, "loss": 0.0, "queue_forward": queue,
+            "queue_backward": queue}
 
 
 def _access_link(link: Mapping[str, Any], name: str, a: int, b: int, rate: int | None, queue: int) -> bool:

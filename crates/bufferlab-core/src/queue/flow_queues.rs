@@ -340,23 +340,30 @@ impl FlowList {
     /// The listed queue holding the most bytes, the first in list order among equals, with its
     /// bytes (`(0, None)` when no listed queue holds any).
     fn fattest(&mut self) -> (u64, Option<u32>) {
+        if self.len == 0 {
+            return (0, None);
+        }
         self.refresh();
-        let most = self.block_max.iter().map(|&(max, _)| max).fold(0, u64::max);
-        if most == 0 || self.len == 0 {
+        // Only the blocks the list spans, from the front's: a block wholly outside the list
+        // holds zeros (its largest count, counted again if stale, is zero), and a large run's
+        // list spans a few of the ring's blocks (the new flows a handful of places).
+        let block = 1usize << self.block_shift;
+        let blocks = self.block_max.len();
+        let front = (self.start & self.mask) as usize;
+        let first_block = front / block;
+        let spanned = (front % block + self.len as usize).div_ceil(block).min(blocks);
+        let most = (0..spanned).map(|k| self.block_max[(first_block + k) % blocks].0).fold(0, u64::max);
+        if most == 0 {
             return (0, None);
         }
         // List order from the front: the rest of the front's block, the blocks after it round
         // the ring, then the front's block up to the front (reached only when the list wraps
         // all the way round). A place outside the list holds zero, so any place holding `most`
         // is a listed queue's.
-        let block = 1usize << self.block_shift;
-        let blocks = self.block_max.len();
-        let front = (self.start & self.mask) as usize;
-        let first_block = front / block;
         let first_in = |lo: usize, hi: usize| (lo..hi).find(|&at| self.bytes[at] == most);
         let found = first_in(front, (first_block + 1) * block)
             .or_else(|| {
-                (1..blocks)
+                (1..spanned)
                     .map(|k| (first_block + k) % blocks)
                     .filter(|&b| self.block_max[b].0 == most)
                     .find_map(|b| first_in(b * block, (b + 1) * block))
@@ -658,7 +665,8 @@ impl<A: FlowAqm> QueueDiscipline for FlowQueues<A> {
                 q.position = self.old_flows.push_back(i as u32, bytes);
                 continue;
             }
-            let mut state = q.aqm;
+            // The AQM works on the queue's own state in place (a copy out and back cost two
+            // moves of it per turn).
             let mut view = FlowView {
                 ends: &mut q.ends,
                 list,
@@ -668,9 +676,7 @@ impl<A: FlowAqm> QueueDiscipline for FlowQueues<A> {
                 total_bytes: &mut self.bytes,
                 max_packet: self.max_packet,
             };
-            let sent = self.aqm.dequeue(&mut state, &mut view, now, drops, &mut self.marks);
-            let q = &mut self.queues[i];
-            q.aqm = state;
+            let sent = self.aqm.dequeue(&mut q.aqm, &mut view, now, drops, &mut self.marks);
             match sent {
                 Some(packet) => {
                     q.deficit -= packet.wire_bytes as i64;

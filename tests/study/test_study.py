@@ -117,6 +117,25 @@ def test_a_local_dask_cluster_s_workers_run_without_the_statistical_profiler() -
     assert dask.config.get("distributed.worker.profile.enabled")  # this process's setting is its own
 
 
+def test_a_local_dask_cluster_starts_while_another_holds_the_dashboard_port() -> None:
+    # Two sweeps with `--dask local` at once: the second's scheduler must not want port 8787 (it
+    # warned, an error under this suite's warning filter, and a user saw a warning for nothing).
+    import socket
+    import warnings
+
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            held.bind(("", 8787))
+        except OSError:
+            pass  # already held by someone else: the case under test all the same
+        held.listen()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            executor = DaskExecutor("local", 1)
+        executor.close()
+
+
 def test_a_point_with_an_invalid_override_fails_alone(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     path = sweep_of(tmp_path, """

@@ -353,10 +353,12 @@ class DaskExecutor:
             import dask
 
             # A worker's statistical profiler samples its threads' stacks every 10 ms: ~10 ms of
-            # CPU per reference dumbbell run, for a profile that nobody reads (no dashboard).
+            # CPU per reference dumbbell run, for a profile that nobody reads (no dashboard). The
+            # scheduler's HTTP server (its /metrics and /health) takes a free port: without an
+            # address it asks for 8787, and warns when another cluster (a second sweep) holds it.
             with dask.config.set({"distributed.worker.profile.enabled": False}):
                 self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                            dashboard_address=None)
+                                            dashboard_address=":0")
             self.client = Client(self.cluster)
         else:
             if not address.startswith(("tcp://", "tls://", "inproc://", "ucx://")):

@@ -26,6 +26,14 @@ CPU time, the speed ratio, aggregate goodput and drops. The twins use bench_ns3'
 options, not the ladder's defaults, so their bufferlab times are of the twin, not of the row above.
 Cases without a twin say why. Printed figures, never asserted: timings on a shared machine are
 noisy, so compare ratios taken in one run.
+
+    python benchmarks/bench_scale.py --together 6        # FQ-CoDel / FIFO at 10,000 flows, 6 pairs
+
+--together N runs the FQ-CoDel and the FIFO rung at 10,000 flows N times as pairs started at
+once, one process per core, and prints each pair's ratio of CPU times and their median. Run one
+after the other, the two rungs of a pair see different speeds of a shared host (the FIFO rung
+alone moved from 10.7 to 13.3 s within three minutes); started together, both see the same.
+Each has the other beside it on the second core, as a loaded host would.
 """
 
 from __future__ import annotations
@@ -33,7 +41,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -207,6 +217,28 @@ def run_in_child(name: str) -> dict[str, Any]:
     return measured
 
 
+def ratio_together(rounds: int) -> None:
+    """FQ-CoDel / FIFO at 10,000 flows: `rounds` pairs of the two rungs started at once."""
+    command = [sys.executable, __file__, "--child"]
+    ratios = []
+    print(f"FQ-CoDel / FIFO at 10,000 flows, the two rungs started together, {rounds} pairs "
+          f"(load at start {os.getloadavg()[0]:.1f})")
+    for k in range(rounds):
+        children = {name: subprocess.Popen([*command, name], stdout=subprocess.PIPE, text=True)
+                    for name in ("fqcodel_10k", "10000x10g")}
+        cpu = {}
+        for name, child in children.items():
+            out, _ = child.communicate()
+            if child.returncode != 0:
+                raise SystemExit(f"bench_scale: the {name} rung failed (exit status {child.returncode})")
+            cpu[name] = json.loads(out.strip().splitlines()[-1])["cpu_s"]
+        ratios.append(cpu["fqcodel_10k"] / cpu["10000x10g"])
+        print(f"  pair {k + 1}: FIFO {cpu['10000x10g']:.2f} s, FQ-CoDel {cpu['fqcodel_10k']:.2f} s, x{ratios[-1]:.2f}",
+              flush=True)
+    print(f"median x{statistics.median(ratios):.2f} (range x{min(ratios):.2f}-x{max(ratios):.2f}; target 1.5), "
+          f"load at end {os.getloadavg()[0]:.1f}")
+
+
 def row(m: dict[str, Any]) -> str:
     return (f"{m['case']:<12} {m['flows']:>6} {m['simulated_s']:>6.0f} {m['wall_s']:>8.2f} {m['cpu_s']:>7.2f} "
             f"{m['events'] / m['cpu_s'] / 1e6:>9.2f} {m['packets'] / m['cpu_s'] / 1e6:>7.2f} "
@@ -226,10 +258,15 @@ def main() -> None:
     parser.add_argument("--ns3-binary", type=Path,
                         help="ns-3's dumbbell program (`make bench-ns3` compiles benchmarks/ns3/build/dumbbell): "
                              "adds the table of matched ns-3 twins")
+    parser.add_argument("--together", type=int, metavar="N",
+                        help="FQ-CoDel / FIFO at 10,000 flows from N pairs of the two rungs started at once")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure_case(args.child)))
+        return
+    if args.together:
+        ratio_together(args.together)
         return
     if args.list:
         for name, (what, _) in CASES.items():

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -115,6 +116,36 @@ def test_a_local_dask_cluster_s_workers_run_without_the_statistical_profiler() -
     finally:
         executor.close()
     assert dask.config.get("distributed.worker.profile.enabled")  # this process's setting is its own
+
+
+class _Finished:
+    """A Dask future as `_fetch` sees it: finished, its result fetched by `result()`."""
+
+    status = "finished"
+
+    def __init__(self, fetch: Callable[[], object]) -> None:
+        self.result = fetch
+
+
+def _lost() -> object:
+    raise OSError("Timed out trying to connect to tcp://10.0.0.7:40000")
+
+
+def test_a_dask_run_is_fetched_as_it_finishes_and_a_failed_fetch_fails_it_with_one_line() -> None:
+    # The done-callback fetches a finished run into this process for the writer; a fetch that
+    # raises (its worker unreachable) fails that run with one line instead of losing it, which
+    # would leave the sweep waiting for it forever.
+    import queue
+
+    from bufferlab.study.executors import Outcome, _fetch
+
+    fetched: queue.Queue[tuple[object, Outcome]] = queue.Queue()
+    finished, lost = _Finished(lambda: (3, "the run", None)), _Finished(_lost)
+    _fetch(3, fetched, finished)
+    _fetch(4, fetched, lost)
+    assert fetched.get_nowait() == (finished, Outcome(3, "the run", None))  # type: ignore[arg-type]
+    assert fetched.get_nowait() == (lost, Outcome(4, None, "dask: OSError: Timed out trying to connect to "
+                                                           "tcp://10.0.0.7:40000"))
 
 
 def test_a_point_with_an_invalid_override_fails_alone(tmp_path: Path) -> None:

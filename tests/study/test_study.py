@@ -148,6 +148,39 @@ def test_a_dask_run_is_fetched_as_it_finishes_and_a_failed_fetch_fails_it_with_o
                                                            "tcp://10.0.0.7:40000"))
 
 
+class _StartRecorded(SerialExecutor):
+    """A serial executor that notes when it is told to start: (runs, whether the store existed)."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+        self.started: tuple[int, bool] | None = None
+
+    def start(self, tasks: int) -> None:
+        self.started = (tasks, self.db.exists())
+
+
+def test_a_sweep_into_a_new_store_starts_its_workers_before_the_store_is_made(tmp_path: Path) -> None:
+    # Their start (spawned interpreters importing the engine) overlaps the store's making; a sweep
+    # with nothing left to run starts none.
+    sweep = Sweep.from_toml(sweep_of(tmp_path, QUEUE_SWEEP))
+    db = tmp_path / "s.duckdb"
+    first, again = _StartRecorded(db), _StartRecorded(db)
+    report = run_sweep(sweep, db, first)
+    assert first.started == (report.simulated, False) and report.simulated > 1
+    assert run_sweep(sweep, db, again).reused == report.simulated and again.started is None
+
+
+def test_a_local_pool_told_to_start_starts_the_workers_its_runs_need_once() -> None:
+    pool = LocalPoolExecutor(2)
+    try:
+        pool.start(1)
+        assert len(pool._processes()) == 1
+        pool.start(5)  # running already
+        assert len(pool._processes()) == 1
+    finally:
+        pool.close()
+
+
 def test_a_point_with_an_invalid_override_fails_alone(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     path = sweep_of(tmp_path, """

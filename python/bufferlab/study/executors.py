@@ -442,7 +442,8 @@ class DaskExecutor:
         scheduler has (asked at most every `_DASK_POLL_S`, as workers may join and leave). Each
         worker has one run under way and the next at hand; the rest wait here, not on the
         workers, so that workers on the sweep's own machine leave its writer the CPU it needs,
-        and finished runs wait in no worker's memory for a writer that falls behind."""
+        and a writer that falls behind holds at most this many finished runs (fetched into its
+        process as they finish, `_fetch`), not every run of the sweep."""
         now = time.monotonic()
         if self._threads_seen_at is None or now - self._threads_seen_at >= _DASK_POLL_S:
             self._threads = sum(self.client.nthreads().values())

@@ -15,9 +15,11 @@ Wall time covers the whole sweep: planning, the workers' start-up (the local poo
 LocalCluster's; the TCP cluster is started before the clock, its client connects within it),
 simulation, derivation of the metric tables, and the one writer storing each run. The CPU
 seconds say where the time went: "writer" is this process (planning, receiving the runs, storing
-them), "workers" the worker processes (start-up, simulation, derivation, sending the runs). On
-two cores the sweep cannot take less than the writer's CPU time, nor less than half of the two
-together.
+them), "workers" the worker processes (start-up, simulation, derivation, sending the runs),
+"sched" the TCP cluster's scheduler. On two cores the sweep cannot take less than the writer's
+CPU time, nor less than half of all three together: "bound" is the ratio to the serial rate
+that this allows (the serial sweep's CPU seconds over that least time), which other processes
+on the machine do not move as they move the wall times.
 
     python benchmarks/bench_sweep.py                       # 32 points, 30 simulated s each
     python benchmarks/bench_sweep.py --points 8 --runs-seconds 10
@@ -120,13 +122,14 @@ def cpu_s(usage: Any) -> float:
 
 
 def timed(s: Sweep, make: Callable[[], Executor],
-          workers_cpu: Callable[[], float | None] = lambda: None) -> tuple[float, float, float | None]:
-    """One sweep into a fresh store: its wall time, this process's CPU time, and its workers'
-    (`workers_cpu`, or the child processes this process waited for: the local pool's), in s."""
+          cluster: Callable[[], tuple[float, float]] | None = None) -> tuple[float, float, float, float | None]:
+    """One sweep into a fresh store: its wall time, this process's CPU time, its workers' (the
+    `cluster`'s, or the child processes this process waited for: the local pool's) and the
+    cluster's scheduler's (None without a `cluster`), in s."""
     from bufferlab.study.execute import run_sweep
 
     with tempfile.TemporaryDirectory() as tmp:
-        workers_before = workers_cpu()
+        cluster_before = cluster() if cluster is not None else None
         children = cpu_s(resource.getrusage(resource.RUSAGE_CHILDREN))
         own = cpu_s(resource.getrusage(resource.RUSAGE_SELF))
         started = time.perf_counter()
@@ -134,20 +137,22 @@ def timed(s: Sweep, make: Callable[[], Executor],
         wall = time.perf_counter() - started
         own = cpu_s(resource.getrusage(resource.RUSAGE_SELF)) - own
         children = cpu_s(resource.getrusage(resource.RUSAGE_CHILDREN)) - children
-        workers_after = workers_cpu()
+        cluster_after = cluster() if cluster is not None else None
     runs = len(s.points())
     assert report.simulated == runs and not report.failed and not report.reused, report
-    workers = workers_after - workers_before if workers_before is not None and workers_after is not None \
-        else children
-    return wall, own, workers
+    if cluster_before is None or cluster_after is None:
+        return wall, own, children, None
+    return wall, own, cluster_after[0] - cluster_before[0], cluster_after[1] - cluster_before[1]
 
 
-def cluster_cpu(address: str) -> float:
-    """The CPU seconds the cluster's workers have spent so far (asked through a client of its own)."""
+def cluster_cpu(address: str) -> tuple[float, float]:
+    """The CPU seconds the cluster's workers and its scheduler have spent so far (asked through a
+    client of its own)."""
     from dask.distributed import Client
 
     with Client(address, timeout="10s") as client:
-        return sum(cpu_s(usage) for usage in client.run(resource.getrusage, resource.RUSAGE_SELF).values())
+        workers = sum(cpu_s(usage) for usage in client.run(resource.getrusage, resource.RUSAGE_SELF).values())
+        return workers, cpu_s(client.run_on_scheduler(resource.getrusage, resource.RUSAGE_SELF))
 
 
 def load() -> str:
@@ -176,32 +181,40 @@ def main() -> None:
     print(f"sweep: {runs} runs of the reference dumbbell ({runs // SEEDS} buffer sizes x {SEEDS} seeds), "
           f"{seconds:g} simulated s each; {os.cpu_count()} cores")
     print(f"load average (1, 5, 15 min) at start: {load()}")
-    print(f"{'':<34} {'':>7} {'':>9} {'':>10} {'CPU s':>14}")
-    print(f"{'executor':<34} {'wall s':>7} {'runs/min':>9} {'vs serial':>10} {'writer':>7} {'workers':>7}  target")
+    print(f"{'':<34} {'':>7} {'':>9} {'':>10} {'CPU s':>22}")
+    print(f"{'executor':<34} {'wall s':>7} {'runs/min':>9} {'vs serial':>10} {'writer':>7} {'workers':>7} {'sched':>6} "
+          f"{'bound':>6}  target")
     from bufferlab.study.executors import DaskExecutor, LocalPoolExecutor, SerialExecutor
 
     baseline: float | None = None
+    serial_cpu: float | None = None
 
-    def line(label: str, target: str | None, wall: float, cpu: float, workers_cpu: float | None) -> None:
-        nonlocal baseline
+    def line(label: str, target: str | None, wall: float, cpu: float, workers_cpu: float | None,
+             scheduler_cpu: float | None = None) -> None:
+        nonlocal baseline, serial_cpu
         rate = 60 * runs / wall
         baseline = baseline or rate
+        serial_cpu = serial_cpu or cpu
         ratio = rate / baseline
         verdict = ""
         if target is not None:
             goal = TARGETS[target]
             verdict = f"{goal:.1f}x {'met' if ratio >= goal else 'not met'}"
         workers = "-" if workers_cpu is None else f"{workers_cpu:.2f}"
-        print(f"{label:<34} {wall:>7.2f} {rate:>9.1f} {ratio:>9.2f}x {cpu:>7.2f} {workers:>7}  {verdict}", flush=True)
+        scheduler = "-" if scheduler_cpu is None else f"{scheduler_cpu:.2f}"
+        bound = "-" if workers_cpu is None else \
+            f"{serial_cpu / max(cpu, (cpu + workers_cpu + (scheduler_cpu or 0.0)) / 2):.2f}x"
+        print(f"{label:<34} {wall:>7.2f} {rate:>9.1f} {ratio:>9.2f}x {cpu:>7.2f} {workers:>7} {scheduler:>6} "
+              f"{bound:>6}  {verdict}", flush=True)
 
-    line("serial (this process)", None, *timed(s, SerialExecutor))
-    line(f"local pool, {WORKERS} workers", "local", *timed(s, lambda: LocalPoolExecutor(WORKERS)))
+    line("serial (this process)", None, *timed(s, SerialExecutor)[:2], None)
+    line(f"local pool, {WORKERS} workers", "local", *timed(s, lambda: LocalPoolExecutor(WORKERS))[:3])
     with tcp_cluster(WORKERS) as address:
         line(f"dask tcp cluster, {WORKERS} workers", "dask tcp",
              *timed(s, lambda: DaskExecutor(address, WORKERS), lambda: cluster_cpu(address)))
     if not args.no_local_cluster:
         # Its workers are the children of nannies, whose CPU time this process does not see.
-        wall, cpu, _ = timed(s, lambda: DaskExecutor("local", WORKERS))
+        wall, cpu, _, _ = timed(s, lambda: DaskExecutor("local", WORKERS))
         line(f"dask LocalCluster, {WORKERS} (+start-up)", None, wall, cpu, None)
     print(f"load average (1, 5, 15 min) at end:   {load()}")
 

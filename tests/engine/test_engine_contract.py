@@ -189,3 +189,21 @@ def test_an_engine_table_pickles_as_the_same_table_through_its_arrow_ipc_stream(
         back = pickle.loads(pickle.dumps(table))
         assert isinstance(back, Table) and back.name == name and back.column_types() == table.column_types()
         assert pl.DataFrame(back).equals(result.table(name))
+
+
+def test_an_engine_table_sends_its_arrow_ipc_stream_beside_a_protocol_5_pickle() -> None:
+    # A Dask worker pickles a finished run with a buffer callback: the stream goes as a buffer of
+    # its own, not copied into the pickle; a pickler without one (the spool's, protocol 4's,
+    # copy's) gets it as bytes.
+    import copy
+    import pickle
+
+    table = run_spec(small_engine_spec()).arrow("flow_timeseries")
+    stream = table.to_ipc()
+    buffers: list[pickle.PickleBuffer] = []
+    pickled = pickle.dumps(table, protocol=5, buffer_callback=buffers.append)
+    assert [bytes(b.raw()) for b in buffers] == [stream] and len(pickled) < 200
+    views = [memoryview(b) for b in buffers]
+    for back in (pickle.loads(pickled, buffers=views), pickle.loads(pickle.dumps(table, protocol=5)),
+                 pickle.loads(pickle.dumps(table, protocol=4)), copy.deepcopy(table)):
+        assert back.name == table.name and back.to_ipc() == stream

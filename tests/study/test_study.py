@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -134,6 +135,69 @@ def test_a_local_dask_cluster_starts_while_another_holds_the_dashboard_port() ->
             warnings.simplefilter("error")
             executor = DaskExecutor("local", 1)
         executor.close()
+
+
+class _Finished:
+    """A Dask future as `_fetch` sees it: finished, its result fetched by `result()`."""
+
+    status = "finished"
+
+    def __init__(self, fetch: Callable[[], object]) -> None:
+        self.result = fetch
+
+
+def _lost() -> object:
+    raise OSError("Timed out trying to connect to tcp://10.0.0.7:40000")
+
+
+def test_a_dask_run_is_fetched_as_it_finishes_and_a_failed_fetch_fails_it_with_one_line() -> None:
+    # The done-callback fetches a finished run into this process for the writer; a fetch that
+    # raises (its worker unreachable) fails that run with one line instead of losing it, which
+    # would leave the sweep waiting for it forever.
+    import queue
+
+    from bufferlab.study.executors import Outcome, _fetch
+
+    fetched: queue.Queue[tuple[object, Outcome]] = queue.Queue()
+    finished, lost = _Finished(lambda: (3, "the run", None)), _Finished(_lost)
+    _fetch(3, fetched, finished)
+    _fetch(4, fetched, lost)
+    assert fetched.get_nowait() == (finished, Outcome(3, "the run", None))  # type: ignore[arg-type]
+    assert fetched.get_nowait() == (lost, Outcome(4, None, "dask: OSError: Timed out trying to connect to "
+                                                           "tcp://10.0.0.7:40000"))
+
+
+class _StartRecorded(SerialExecutor):
+    """A serial executor that notes when it is told to start: (runs, whether the store existed)."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+        self.started: tuple[int, bool] | None = None
+
+    def start(self, tasks: int) -> None:
+        self.started = (tasks, self.db.exists())
+
+
+def test_a_sweep_into_a_new_store_starts_its_workers_before_the_store_is_made(tmp_path: Path) -> None:
+    # Their start (spawned interpreters importing the engine) overlaps the store's making; a sweep
+    # with nothing left to run starts none.
+    sweep = Sweep.from_toml(sweep_of(tmp_path, QUEUE_SWEEP))
+    db = tmp_path / "s.duckdb"
+    first, again = _StartRecorded(db), _StartRecorded(db)
+    report = run_sweep(sweep, db, first)
+    assert first.started == (report.simulated, False) and report.simulated > 1
+    assert run_sweep(sweep, db, again).reused == report.simulated and again.started is None
+
+
+def test_a_local_pool_told_to_start_starts_the_workers_its_runs_need_once() -> None:
+    pool = LocalPoolExecutor(2)
+    try:
+        pool.start(1)
+        assert len(pool._processes()) == 1
+        pool.start(5)  # running already
+        assert len(pool._processes()) == 1
+    finally:
+        pool.close()
 
 
 def test_a_point_with_an_invalid_override_fails_alone(tmp_path: Path) -> None:

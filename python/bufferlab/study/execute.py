@@ -73,6 +73,11 @@ def _stored_state(db: Path, study: str) -> tuple[set[str], dict[tuple[int, int],
     return complete, {(point, seed): (run_id, status) for point, seed, run_id, status in points}
 
 
+def _begin_study(sweep: Sweep, db: Path) -> None:
+    with Store(db) as store:
+        store.begin_study(sweep.name, sweep_json=sweep.to_json(), axes=sweep.axis_keys, description=sweep.description)
+
+
 def _study_point(sweep: Sweep, point: SweepPoint, error: str | None = None) -> StudyPoint:
     return StudyPoint(study=sweep.name, point=point.index, seed=point.seed, values=point.values, error=error)
 
@@ -128,8 +133,12 @@ def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listen
         except SpecError as e:
             sweep.check_keys(e)
             plans.append((point, e))
-    with Store(db) as store:
-        store.begin_study(sweep.name, sweep_json=sweep.to_json(), axes=sweep.axis_keys, description=sweep.description)
+    # A new store has nothing to skip: the executor starts its workers before the store is made,
+    # so that their start overlaps its making (an existing store may need migrating before it is
+    # read: it is begun first).
+    new_store = not db.exists()
+    if not new_store:
+        _begin_study(sweep, db)
     complete, recorded = _stored_state(db, sweep.name)
 
     # A distinct run becomes one task, whatever number of points share it.
@@ -147,6 +156,15 @@ def run_sweep(sweep: Sweep, db: str | Path, executor: Executor, listener: Listen
             continue
         tasks.setdefault(planned.run_id, (planned, []))[1].append(point)
     report.seedless = len(sweep.seeds) > 1 and all(not p.seed_matters for p, _ in tasks.values()) and bool(tasks)
+    try:
+        if tasks:
+            executor.start(len(tasks))
+        if new_store:
+            _begin_study(sweep, db)
+    except BaseException:  # a store that cannot be made: the workers just started end with it
+        if not keep_executor:
+            executor.close()
+        raise
     if settled:
         with deferred(), Store(db) as store:
             store.record_points(settled)

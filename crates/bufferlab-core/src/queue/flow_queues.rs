@@ -665,8 +665,7 @@ impl<A: FlowAqm> QueueDiscipline for FlowQueues<A> {
                 q.position = self.old_flows.push_back(i as u32, bytes);
                 continue;
             }
-            // The AQM works on the queue's own state in place (a copy out and back cost two
-            // moves of it per turn).
+            let mut state = q.aqm;
             let mut view = FlowView {
                 ends: &mut q.ends,
                 list,
@@ -676,7 +675,9 @@ impl<A: FlowAqm> QueueDiscipline for FlowQueues<A> {
                 total_bytes: &mut self.bytes,
                 max_packet: self.max_packet,
             };
-            let sent = self.aqm.dequeue(&mut q.aqm, &mut view, now, drops, &mut self.marks);
+            let sent = self.aqm.dequeue(&mut state, &mut view, now, drops, &mut self.marks);
+            let q = &mut self.queues[i];
+            q.aqm = state;
             match sent {
                 Some(packet) => {
                     q.deficit -= packet.wire_bytes as i64;

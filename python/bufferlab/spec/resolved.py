@@ -123,40 +123,35 @@ def json_members(resolved: Resolved) -> dict[str, Any]:
             "flows": engine["flows"][flows:], "many_flows": columns}
 
 
-# What all of a dumbbell's flows share, and what each has of its own, in the engine spec.
+# What all of a dumbbell's flows share in the engine spec (each has its name, ends and start).
 _SHARED_FLOW_KEYS = ("cca", "traffic", "stop", "transport", "tcp", "quic")
-_OWN_FLOW_KEYS = ("name", "src", "dst", "start")
-_ACCESS_LINK_KEYS = frozenset({"name", "a", "b", "rate", "delay", "loss", "queue_forward", "queue_backward"})
 
 
 def _dumbbell_columns(engine: Mapping[str, Any], count: int) -> dict[str, Any] | None:
     """The `many_flows` member that stands for the first `count` flows, the last 2 x `count` nodes
-    and links of `engine`, or None where one of them is not as the member would expand it: flow
-    `i` named ``flow_i`` from host ``src_i`` (nodes ``n + 2i``, ``n + 2i + 1``: ``src_i``, ``dst_i``)
-    over ``access_src_i`` to the router `left`, from `right` over ``access_dst_i`` to ``dst_i``;
-    every access link with the first one's rate and queue (both directions) and no loss, every
-    flow with the first one's options, traffic and stop."""
+    and links of `engine`, or None where one of them is not as the member would expand it: each
+    flow, its two hosts and its two access links exactly as `listed_members` lists them again
+    (`_listed_flow`, `_listed_hosts`, `_listed_access_link`), every access link with the first
+    one's rate and queue, every flow with the first one's options, traffic and stop."""
     nodes, links, flows = engine["nodes"], engine["links"], engine["flows"]
     first_node, first_link = len(nodes) - 2 * count, len(links) - 2 * count
     if first_node < 0 or first_link < 0 or len(flows) < count:
         return None
     shared = {key: flows[0][key] for key in _SHARED_FLOW_KEYS if key in flows[0]}
-    flow_keys = {*shared, *_OWN_FLOW_KEYS}
     left, right = links[first_link]["b"], links[first_link + 1]["a"]
     rate, queue = links[first_link]["rate"], links[first_link]["queue_forward"]
     starts, delays = [], []
     for i in range(count):
         flow, src, dst = flows[i], first_node + 2 * i, first_node + 2 * i + 1
         to_left, from_right = links[first_link + 2 * i], links[first_link + 2 * i + 1]
-        if not (flow.keys() == flow_keys and flow["name"] == f"flow_{i}" and flow["src"] == src
-                and flow["dst"] == dst and all(flow[key] == value for key, value in shared.items())
-                and nodes[src] == {"name": f"src_{i}", "kind": "host"}
-                and nodes[dst] == {"name": f"dst_{i}", "kind": "host"}
-                and _access_link(to_left, f"access_src_{i}", src, left, rate, queue)
-                and _access_link(from_right, f"access_dst_{i}", right, dst, rate, queue)):
+        start, delay = flow.get("start"), [to_left.get("delay"), from_right.get("delay")]
+        if not (flow == _listed_flow(shared, i, src, start)
+                and nodes[src:dst + 1] == _listed_hosts(i)
+                and to_left == _listed_access_link(f"access_src_{i}", src, left, rate, delay[0], queue)
+                and from_right == _listed_access_link(f"access_dst_{i}", right, dst, rate, delay[1], queue)):
             return None
-        starts.append(flow["start"])
-        delays.append([to_left["delay"], from_right["delay"]])
+        starts.append(start)
+        delays.append(delay)
     return {"left": left, "right": right, "rate": rate, "queue": queue, "starts": starts, "delays": delays,
             "flow": shared}
 
@@ -172,7 +167,7 @@ def listed_members(members: dict[str, Any]) -> dict[str, Any]:
     left, right, rate, queue = columns["left"], columns["right"], columns["rate"], columns["queue"]
     for i, (to_left, from_right) in enumerate(columns["delays"]):
         src, dst = len(nodes), len(nodes) + 1
-        nodes += [{"name": f"src_{i}", "kind": "host"}, {"name": f"dst_{i}", "kind": "host"}]
+        nodes += _listed_hosts(i)
         links += [_listed_access_link(f"access_src_{i}", src, left, rate, to_left, queue),
                   _listed_access_link(f"access_dst_{i}", right, dst, rate, from_right, queue)]
     listed = {key: value for key, value in members.items() if key != "many_flows"}
@@ -187,22 +182,27 @@ def listed_flows(members: Mapping[str, Any]) -> list[dict[str, Any]]:
     if columns is None:
         return list(members["flows"])
     first_host, shared = len(members["nodes"]), columns["flow"]
-    dumbbell = [{**shared, "name": f"flow_{i}", "src": first_host + 2 * i, "dst": first_host + 2 * i + 1,
-                 "start": start} for i, start in enumerate(columns["starts"])]
+    dumbbell = [_listed_flow(shared, i, first_host + 2 * i, start) for i, start in enumerate(columns["starts"])]
     return [*dumbbell, *members["flows"]]
 
 
-def _listed_access_link(name: str, a: int, b: int, rate: int | None, delay: int, queue: int) -> dict[str, Any]:
-    """A dumbbell's access link as the resolution lists it (`spec.scenario.AccessLink`: no loss)."""
+# A dumbbell's flow `i`, its hosts and its access links as the resolution lists them: the one
+# definition of the shape that `_dumbbell_columns` checks and `listed_members` lists again.
+
+def _listed_flow(shared: Mapping[str, Any], i: int, src: int, start: Any) -> dict[str, Any]:
+    """Flow ``flow_i`` from host node `src` to the next node, ``dst_i``."""
+    return {**shared, "name": f"flow_{i}", "src": src, "dst": src + 1, "start": start}
+
+
+def _listed_hosts(i: int) -> list[dict[str, Any]]:
+    """Flow `i`'s two hosts, ``src_i`` then ``dst_i``."""
+    return [{"name": f"src_{i}", "kind": "host"}, {"name": f"dst_{i}", "kind": "host"}]
+
+
+def _listed_access_link(name: str, a: int, b: int, rate: int | None, delay: Any, queue: int) -> dict[str, Any]:
+    """A dumbbell's access link (`spec.scenario.AccessLink`: no loss, one queue both ways)."""
     return {"name": name, "a": a, "b": b, "rate": rate, "delay": delay, "loss": 0.0, "queue_forward": queue,
             "queue_backward": queue}
-
-
-def _access_link(link: Mapping[str, Any], name: str, a: int, b: int, rate: int | None, queue: int) -> bool:
-    """Whether `link` is a dumbbell's access link `name` from `a` to `b` (see `_dumbbell_columns`)."""
-    return (link.keys() == _ACCESS_LINK_KEYS and link["name"] == name and link["a"] == a and link["b"] == b
-            and link["rate"] == rate and link["loss"] == 0 and link["queue_forward"] == queue
-            and link["queue_backward"] == queue)
 
 
 def user_field(aliases: dict[str, str], engine_field: str) -> str:

@@ -210,28 +210,34 @@ def measure_case(name: str) -> dict[str, Any]:
     }
 
 
-def run_in_child(name: str) -> dict[str, Any]:
-    """`measure_case` in a fresh interpreter, so that each case's peak memory is its own."""
-    out = subprocess.run([sys.executable, __file__, "--child", name], check=True, capture_output=True, text=True)
-    measured: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+def start_child(name: str) -> subprocess.Popen[str]:
+    """`measure_case` in a fresh interpreter, so that each case's peak memory is its own: started."""
+    return subprocess.Popen([sys.executable, __file__, "--child", name], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def measured_by(child: subprocess.Popen[str]) -> dict[str, Any]:
+    """What a child of `start_child` measured, once it has ended (its failure raised)."""
+    out, err = child.communicate()
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, child.args, out, err)
+    measured: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return measured
+
+
+def run_in_child(name: str) -> dict[str, Any]:
+    """`measure_case` for `name` in a child of its own, waited for."""
+    return measured_by(start_child(name))
 
 
 def ratio_together(rounds: int) -> None:
     """FQ-CoDel / FIFO at 10,000 flows: `rounds` pairs of the two rungs started at once."""
-    command = [sys.executable, __file__, "--child"]
     ratios = []
     print(f"FQ-CoDel / FIFO at 10,000 flows, the two rungs started together, {rounds} pairs "
           f"(load at start {os.getloadavg()[0]:.1f})")
     for k in range(rounds):
-        children = {name: subprocess.Popen([*command, name], stdout=subprocess.PIPE, text=True)
-                    for name in ("fqcodel_10k", "10000x10g")}
-        cpu = {}
-        for name, child in children.items():
-            out, _ = child.communicate()
-            if child.returncode != 0:
-                raise SystemExit(f"bench_scale: the {name} rung failed (exit status {child.returncode})")
-            cpu[name] = json.loads(out.strip().splitlines()[-1])["cpu_s"]
+        children = {name: start_child(name) for name in ("fqcodel_10k", "10000x10g")}
+        cpu = {name: measured_by(child)["cpu_s"] for name, child in children.items()}
         ratios.append(cpu["fqcodel_10k"] / cpu["10000x10g"])
         print(f"  pair {k + 1}: FIFO {cpu['10000x10g']:.2f} s, FQ-CoDel {cpu['fqcodel_10k']:.2f} s, x{ratios[-1]:.2f}",
               flush=True)

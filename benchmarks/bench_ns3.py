@@ -33,6 +33,7 @@ from pathlib import Path
 
 from bufferlab.pipeline.plan import plan
 from bufferlab.pipeline.simulate import simulate
+from bufferlab.spec.ns3 import ns3_controller_options
 from bufferlab.spec.scenario import Scenario
 
 
@@ -57,6 +58,8 @@ class Case:
     # ECN-capable TCP on every flow (RFC 3168; bufferlab tcp.ecn = "classic", ns-3 UseEcn On) and
     # an AQM that marks (the queue's `ecn`, ns-3's UseEcn=true).
     ecn: bool = False
+    # Segments per ACK on both sides (ns-3's DelAckCount, bufferlab's ack_every).
+    ack_every: int = 2
 
 
 # The reference dumbbell (scenarios/dumbbell.toml: 40 ms RTT, 10 ms bottleneck delay, 100 packets
@@ -128,6 +131,13 @@ MODERN_CASES = [
 ]
 CASES += MODERN_CASES
 
+# ccperf's experiment #11 (seed 001: 5 NewReno flows, 80 Mb/s, 15 ms, a 10-packet FIFO, 15 s) as the
+# ccperf form builds it (access links at ten times the bottleneck, a quarter of the RTT on it),
+# with an ACK per segment: the regime its numbers show (python/bufferlab/spec/ccperf.py,
+# CCPERF_TCP). The seed's ns-3 run: 61.48 Mb/s, 330 drops.
+CASES.append(Case("ccperf11", 5, "80Mbps", 80e6, 10, "TcpNewReno", 15, "800Mbps", bottleneck_delay="3.75ms",
+                  rtt="15ms", ack_every=1))
+
 # The twins of bench_pipeline's two whole-command cases: the reference dumbbell itself (30 s) and one
 # flow of it over 10 s (`benchmarks/bench_pipeline.py`), built with the matched settings below.
 REFERENCE_TWIN = Case("dumbbell", 10, "100Mbps", 100e6, 100, "TcpNewReno", 30, "1Gbps")
@@ -157,24 +167,13 @@ MATCHED = {
 }
 
 
-# The flight ns-3 3.44 reduces from at the start of a fast recovery, as bufferlab's
-# `tcp.ssthresh_from` names it: TcpSocketBase hands GetSsThresh BytesInFlight() (with SACK, RFC
-# 6675's pipe), which TcpNewReno halves; TcpCubic ignores it and takes 0.7 of cwnd, as Linux does.
-# TcpDctcp's GetSsThresh is (1 − α/2)·cwnd and TcpVegas's min(ssthresh, cwnd − 1 segment): from
-# cwnd, though neither halves on a loss as bufferlab's do (RFC 8257 §3.4; Reno's for Vegas). Their
-# cases lose nothing.
-# BBR keeps no ssthresh of its own (its model sets the window); the basis is never used.
-NS3_SSTHRESH_FROM = {"TcpNewReno": "pipe", "TcpCubic": "cwnd", "TcpDctcp": "cwnd", "TcpVegas": "cwnd",
-                     "TcpBbr": "cwnd"}
-
-
 def bufferlab_scenario(case: Case, seed: int, ssthresh_from: str | None = None) -> Scenario:
     """`case` as a bufferlab scenario with ns-3's settings; `ssthresh_from` overrides the basis of
-    the reduction that matches ns-3's (`NS3_SSTHRESH_FROM`)."""
+    the reduction that matches ns-3's (`bufferlab.spec.ns3`: each ns-3 class's basis and growth)."""
     tcp: dict[str, object] = {
         "mss": 1448,
         "initial_window": 10,
-        "ack_every": 2,
+        "ack_every": case.ack_every,
         "delayed_ack_timeout": "40ms",
         "min_rto": "200ms",
         "initial_rto": "1s",
@@ -185,13 +184,13 @@ def bufferlab_scenario(case: Case, seed: int, ssthresh_from: str | None = None) 
         "rack": False,
         "hystart": False,
     }
-    if case.variant in ("TcpNewReno", "TcpVegas"):  # TcpVegas grows as its parent, TcpNewReno
-        tcp["ca_increase"] = "per_ack"
     if case.ecn:
         tcp["ecn"] = "classic"
     if case.variant == "TcpDctcp":
         tcp["ecn"] = "dctcp"
-    tcp["ssthresh_from"] = ssthresh_from or NS3_SSTHRESH_FROM[case.variant]
+    tcp.update(ns3_controller_options(case.variant))
+    if ssthresh_from is not None:
+        tcp["ssthresh_from"] = ssthresh_from
     return Scenario.from_dict(
         {
             "name": f"ns3-{case.key}",
@@ -255,7 +254,7 @@ def run_ns3(case: Case, seed: int, binary: Path) -> dict[str, float]:
         "--segmentSize=1448",
         "--initialCwnd=10",
         "--sack=true",
-        "--delAckCount=2",
+        f"--delAckCount={case.ack_every}",
         "--delAckTimeout=40ms",
         "--minRto=200ms",
         "--initialRto=1s",

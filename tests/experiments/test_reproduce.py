@@ -311,6 +311,31 @@ def test_ccperf_does_not_judge_the_one_way_delay_of_an_application_that_does_not
     assert o.holds is None and "#11 application backlog" in o.not_judged
 
 
+def test_ccperf_11_with_ns3s_tcp_matches_the_seeds_network_numbers(quick_runs) -> None:
+    # The seed's #11 (ns-3's TcpNewReno, an ACK per segment): 61.48 Mb/s, 330 drops, 85.01
+    # segments in flight. Within the band in which bufferlab matches ns-3 3.44 itself.
+    run = quick_runs["ccperf"]
+    assert all(p.met for p in run.preconditions if p.key != "#11 application backlog")
+    for key in ("#11 throughput", "#11 drops", "#11 in flight", "#11 Jain", "#11 queue"):
+        assert _verdict(run.observations, key).holds is True, key
+
+
+def test_ccperf_with_the_engines_linux_like_tcp_in_place_of_ns3s_does_not_judge_11(quick_runs,
+                                                                                  quick_store: Path) -> None:
+    # The seed's numbers are ns-3's TCP's: flows that reduce from FlightSize, count bytes, run
+    # RACK and delay their ACKs (the engine's defaults) are another experiment, and #11 says so.
+    def linux(part: str, data: dict) -> None:
+        if part == "shallow_buffers_k5":
+            data["base"]["flow_defaults"]["tcp"] = {}
+            for flow in data["base"]["flows"]:
+                flow["tcp"] = {"recovery": "prr"}
+
+    observations = _forced(quick_store, "ccperf", linux).observations
+    for o in observations:
+        if o.key.startswith("#11"):
+            assert o.holds is None and "#11 ns-3's TCP" in o.not_judged, o.key
+
+
 def test_ccperf_with_a_deep_buffer_in_place_of_11s_shallow_one_does_not_judge_11(quick_runs, quick_store: Path) -> None:
     # Experiment #11 is about a 10-packet FIFO that fills and drops: with 1000 packets nothing
     # drops, and #11's numbers are not compared with the seed's.

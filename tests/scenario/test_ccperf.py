@@ -66,6 +66,32 @@ def test_seed_command_builds_the_shallow_buffers_dumbbell() -> None:
     assert scenario.meta["db-path"] == "benchmark_TcpNewReno.db"
 
 
+def test_the_flows_are_ns3_sockets_each_reducing_and_growing_as_its_ns3_class() -> None:
+    scenario = scenario_from_ccperf({"bw": "48Mbps", "rtts": "15ms,15ms,15ms", "qlen": "10p", "stop-time": "5s",
+                                     "algs": "TcpNewReno,TcpCubic,TcpBbrV3"})
+    engine = scenario.to_engine()
+    tcp = [flow_tcp(engine, flow) for flow in engine["flows"]]
+    for options in tcp:  # ns-3 3.44's socket: no RACK, RFC 6298's timer, 1 s floor; an ACK per segment
+        assert (options["rack"], options["rto"], options["min_rto"], options["initial_rto"],
+                options["ack_every"]) == (False, "rfc6298", 10**9, 10**9, 1)
+    # TcpNewReno halves the pipe and grows per ACK; TcpCubic takes 0.7 of cwnd; ns-3 has no BBRv3,
+    # which keeps the engine's own basis and growth.
+    assert [(o["ssthresh_from"], o["ca_increase"]) for o in tcp] == [
+        ("pipe", "per_ack"), ("cwnd", "bytes"), ("flight_size", "bytes")]
+
+
+def test_a_set_assignment_changes_one_of_the_ns3_socket_options(tmp_path: Path) -> None:
+    db = tmp_path / "store.duckdb"
+    result = bufferlab("ccperf", "--bw=16Mbps", "--rtts=15ms", "--qlen=10p", "--stop-time=1s",
+                       "--set", "flow_defaults.tcp.ack_every=2", "--db", str(db), "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    from bufferlab.store.reader import load
+
+    with load(db) as res:
+        engine = res.spec(res.runs["run_id"][0])
+    assert flow_tcp(engine, engine["flows"][0])["ack_every"] == 2
+
+
 def test_seed_command_and_shallow_buffers_toml_are_the_same_run() -> None:
     from_flags = scenario_from_ccperf(flags(SEED_COMMAND)).to_engine_json()
     from_toml = Scenario.from_toml(SCENARIOS / "shallow_buffers.toml").to_engine_json()

@@ -8,7 +8,9 @@ One flow per entry of the per-flow lists (K = number of --rtts); every list give
 entries. The topology is bufferlab's dumbbell (see `spec`): bottleneck rate --bw, FIFO --qlen in
 both directions, random loss --loss on the bottleneck link; access links run at ten times --bw
 and the bottleneck carries a quarter of the smallest RTT (ccperf does not say where its
-propagation delay sits; only the RTT is specified).
+propagation delay sits; only the RTT is specified). The flows are ns-3 sockets: ns-3 3.44's TCP
+defaults and its controllers' reductions and growth (`spec.ns3`), with an ACK per segment
+(`CCPERF_TCP`); `--set flow_defaults.tcp.KEY=VALUE` changes one.
 
 Flags that only label an experiment (--experiment-name, --db-path, --parameters, --aut) are kept
 as metadata in the stored user spec; --db-path does not choose bufferlab's store (use --db).
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import units
 from ..errors import SpecError
+from .ns3 import NS3_SOCKET
 
 if TYPE_CHECKING:  # pragma: no cover
     from .scenario import Scenario
@@ -113,6 +116,18 @@ def _controller(text: str) -> str:
     return parse_controller(text)
 
 
+# A flow whose --algs entry is absent: the engine's default controller (ns-3's TcpNewReno).
+DEFAULT_CONTROLLER = "reno"
+
+# ccperf's flows are ns-3 sockets: ns-3 3.44's TCP defaults (`spec.ns3.NS3_SOCKET`: no RACK, RFC
+# 6298's timer with a 1 s floor), except the ACK policy. ccperf's page does not give it, and its
+# experiment #11 has the fingerprint of an ACK per segment: ns-3 3.44 itself, run as this form runs
+# it (benchmarks/ns3/dumbbell.cc, ns-3's defaults otherwise), gives 62.6-65.3 Mb/s and 345-553 drops
+# with DelAckCount 1 and 65.3-68.8 Mb/s and 243-275 drops with ns-3's default of 2, over access
+# links of 80 Mb/s to 10 Gb/s, against the seed's 61.48 Mb/s and 330 drops
+# (docs/reproductions.md, "ccperf").
+CCPERF_TCP: dict[str, Any] = {**NS3_SOCKET, "ack_every": 1}
+
 # The ECN feedback a scalable controller of --algs is given (`tcp.ecn`), as ns-3's TcpDctcp turns
 # ECN on by itself: DCTCP's per-packet echo (RFC 8257 §3.2), Prague's ECT(1) with it. ccperf's
 # FifoQueueDisc marks nothing, so both answer its losses (RFC 8257 §3.4: as Reno).
@@ -154,7 +169,8 @@ def _name(text: str) -> str:
 def scenario_from_ccperf(flags: Mapping[str, str | None]) -> Scenario:
     """Build the dumbbell Scenario of a ccperf command line; `flags` maps a flag name without its
     dashes (e.g. "start-times") to its text, or None when absent. Raises SpecError naming a flag."""
-    from .fields import parse_recovery  # pydantic: not needed for --help
+    from .fields import engine_controller, parse_recovery  # pydantic: not needed for --help
+    from .ns3 import ns3_controller_options
     from .scenario import Scenario
 
     unknown = [k for k in flags if k not in CCPERF_FLAGS and k not in METADATA_FLAGS]
@@ -216,14 +232,16 @@ def scenario_from_ccperf(flags: Mapping[str, str | None]) -> Scenario:
                           ("traffic-models", "traffic")):
             if flag in lists:
                 flow[key] = lists[flag][i]
+        # The flow reduces and grows as ns-3's class of its controller does (`spec.ns3`).
+        cca = lists["algs"][i] if "algs" in lists else DEFAULT_CONTROLLER
+        tcp = ns3_controller_options(cca)
         if "recoveries" in lists:
-            flow["tcp"] = {"recovery": lists["recoveries"][i]}
-        if "algs" in lists:
-            from .fields import engine_controller
-
-            ecn = SCALABLE_ECN.get(engine_controller(lists["algs"][i]))
-            if ecn is not None:
-                flow.setdefault("tcp", {})["ecn"] = ecn
+            tcp["recovery"] = lists["recoveries"][i]
+        ecn = SCALABLE_ECN.get(engine_controller(cca))
+        if ecn is not None:
+            tcp["ecn"] = ecn
+        if tcp:
+            flow["tcp"] = tcp
         flows.append(flow)
 
     hosts = [f["src"] for f in flows if "src" in f] + [f["dst"] for f in flows if "dst" in f]
@@ -236,6 +254,7 @@ def scenario_from_ccperf(flags: Mapping[str, str | None]) -> Scenario:
     meta.update({k: v for k, v in given.items() if k in METADATA_FLAGS})
     data = {
         "name": given.get("experiment-name", "ccperf"),
+        "flow_defaults": {"tcp": CCPERF_TCP},
         "seed": seed,
         "duration": units.format_time(duration),
         "sample_interval": _flag("sample-interval", lambda t: units.format_time(units.parse_time(t, positive=True)),

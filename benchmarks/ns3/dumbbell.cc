@@ -38,6 +38,9 @@
 //                                       (a flow-queue disc's class) and, if the class is a PIE, its
 //                                       delay estimate (the last dequeued packet's sojourn), else -
 //
+// --variants=TcpBbr,TcpCubic gives flows their own controllers (flow 0 first; the rest take
+// --variant), for mixes such as one BBR flow against CUBIC flows.
+//
 // --variant=TcpNewRenoHalfCwnd is a diagnostic NewReno (not a bufferlab setting): ns-3's NewReno
 // takes ssthresh from BytesInFlight(), which with SACK is pipe, not FlightSize; this one halves
 // cwnd, the window a greedy sender has in flight when the first duplicate ACK arrives.
@@ -503,6 +506,7 @@ main(int argc, char* argv[])
     std::string initialRto = "1s";
     std::string clockGranularity = "1ns";
     std::string variant = "TcpNewReno";
+    std::string variants = "";
     std::string recovery = "TcpPrrRecovery";
     bool hystart = false;
     bool ecn = false;
@@ -533,6 +537,10 @@ main(int argc, char* argv[])
     cmd.AddValue("initialRto", "initial RTO (SYN and data)", initialRto);
     cmd.AddValue("clockGranularity", "RTO clock granularity G of RFC 6298", clockGranularity);
     cmd.AddValue("variant", "ns-3 congestion control (TcpNewReno, TcpLinuxReno, TcpCubic, ...)", variant);
+    cmd.AddValue("variants",
+                 "per-flow congestion control, comma-separated, flow 0 first (e.g. TcpBbr,TcpCubic); flows "
+                 "beyond the list take --variant",
+                 variants);
     cmd.AddValue("recovery", "TcpPrrRecovery or TcpClassicRecovery", recovery);
     cmd.AddValue("hystart", "HyStart in TcpCubic's slow start", hystart);
     cmd.AddValue("ecn", "ECN-capable TCP (RFC 3168) on every socket; the qdisc marks with UseEcn=true", ecn);
@@ -598,6 +606,17 @@ main(int argc, char* argv[])
     receivers.Create(flows);
     InternetStackHelper stack;
     stack.InstallAll();
+    // --variants: each listed flow's sender node gets its own socket type.
+    {
+        std::istringstream list(variants);
+        std::string item;
+        for (uint32_t i = 0; i < flows && std::getline(list, item, ','); ++i)
+        {
+            senders.Get(i)->GetObject<TcpL4Protocol>()->SetAttribute(
+                "SocketType",
+                TypeIdValue(TypeId::LookupByName("ns3::" + item)));
+        }
+    }
 
     Time oneWay = Time(rtt) / 2;
     Time accessDelay = (oneWay - Time(bottleneckDelay)) / 2;

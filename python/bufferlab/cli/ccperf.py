@@ -71,7 +71,11 @@ def _named_by_flag(set_keys: set[str]) -> Iterator[None]:
 def ccperf_command(db: Path, force: bool, as_json: bool, assignments: tuple[str, ...], study: str | None,
                    max_memory: str | None, **flags: str | None) -> None:
     """Run a static dumbbell given in ccperf's flag vocabulary (seed 001) and print its flow,
-    link and network metric tables."""
+    link and network metric tables.
+
+    The flows are ns-3 3.44's TCP sockets, as ccperf's are: no RACK, RFC 6298's timer with a 1 s
+    floor, each controller's reduction and growth as its ns-3 class does them, and an ACK per
+    segment. --set flow_defaults.tcp.KEY=VALUE changes one (e.g. ack_every=2)."""
     from ..pipeline.budget import parse_budget
     from ..pipeline.plan import plan
     from ..spec.ccperf import scenario_from_ccperf

@@ -509,6 +509,7 @@ main(int argc, char* argv[])
     std::string variants = "";
     std::string recovery = "TcpPrrRecovery";
     bool hystart = false;
+    bool timestamps = true;
     bool ecn = false;
     double duration = 30;
     uint32_t seed = 1;
@@ -543,6 +544,10 @@ main(int argc, char* argv[])
                  variants);
     cmd.AddValue("recovery", "TcpPrrRecovery or TcpClassicRecovery", recovery);
     cmd.AddValue("hystart", "HyStart in TcpCubic's slow start", hystart);
+    cmd.AddValue("timestamps",
+                 "RFC 7323 timestamps (ns-3 then measures RTT from their echo, in whole milliseconds; "
+                 "false: from each segment's send time, to the nanosecond)",
+                 timestamps);
     cmd.AddValue("ecn", "ECN-capable TCP (RFC 3168) on every socket; the qdisc marks with UseEcn=true", ecn);
     cmd.AddValue("duration", "simulated seconds", duration);
     cmd.AddValue("seed", "RNG run number", seed);
@@ -591,7 +596,7 @@ main(int argc, char* argv[])
     Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1u << 26));
     Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1u << 26));
     Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(sack));
-    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
+    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(timestamps));
     Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(Time(minRto)));
     Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(Time(clockGranularity)));
     Config::SetDefault("ns3::RttEstimator::InitialEstimation", TimeValue(Time(initialRto)));

@@ -33,6 +33,7 @@
 //   tx T FLOW SEG new|retx              a data segment leaves the sender
 //   cwnd T FLOW SEGMENTS / ssthresh T FLOW SEGMENTS / inflight T FLOW SEGMENTS (BytesInFlight)
 //   state T FLOW OPEN|DISORDER|CWR|RECOVERY|LOSS
+//   pacing T FLOW MBPS                  the socket's pacing rate changed (a controller that paces)
 //   drop T FLOW SEG REASON              the bottleneck queue disc dropped it (ns-3's reason string)
 //   fq T FLOW PACKETS QDELAY_MS         every --traceInterval: the packets in the flow's own queue
 //                                       (a flow-queue disc's class) and, if the class is a PIE, its
@@ -291,6 +292,15 @@ TraceCwnd(uint32_t sender, uint32_t before, uint32_t now)
 }
 
 void
+TracePacingRate(uint32_t sender, DataRate, DataRate now)
+{
+    if (g_trace.On(sender))
+    {
+        g_trace.Line("pacing", sender, std::to_string(now.GetBitRate() / 1e6));
+    }
+}
+
+void
 TraceSsthresh(uint32_t sender, uint32_t before, uint32_t now)
 {
     TraceWindow("ssthresh", sender, before, now);
@@ -398,6 +408,7 @@ HookSocket(Ptr<BulkSendApplication> app)
         socket->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&TraceSsthresh, sender));
         socket->TraceConnectWithoutContext("BytesInFlight", MakeBoundCallback(&TraceInFlight, sender));
         socket->TraceConnectWithoutContext("CongState", MakeBoundCallback(&TraceCongState, sender));
+        socket->TraceConnectWithoutContext("PacingRate", MakeBoundCallback(&TracePacingRate, sender));
     }
 }
 

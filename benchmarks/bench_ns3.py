@@ -381,12 +381,11 @@ NOTES = {
     "before, every timeout inside a recovery behind the 1000-packet queue resent all unSACKed segments, "
     "400-600 still queued (3964 retransmitted, 2639 arriving twice; docs/engine/validation.md, The controllers' "
     "twins)",
-    "bbr+cubic-2bdp": "open, not traced yet: bufferlab's BBR takes less of the link than ns-3's TcpBbr beside "
-    "CUBIC (share 0.52 / 0.68 over 0-300 s, 0.50 / 0.68 over 300-600 s; at 8 BDP 0.11 / 0.26 and 0.26 / 0.40), "
-    "both below Ware et al.'s model (0.78; 0.55 at 8 BDP). At 8 BDP over 100-130 s bufferlab's BBR holds a "
-    "mean cwnd of 22 packets against ns-3's 54 (median in-flight over cwnd 0.94 and 0.75) and times out 13 "
-    "times in 300 s (ns-3's two flows 15); at 2 BDP ns-3 times out 17 times, BBR 7 and CUBIC 10 (bufferlab: "
-    "CUBIC once), and its drops follow: timeouts cost CUBIC more than BBR, part of the gap",
+    "bbr+cubic-2bdp": "the flows' timeouts, not BBR's model: ns-3's time out 17 times (BBR 7, CUBIC 10; 23 with a "
+    "1 s floor), bufferlab's once; ns-3's CUBIC keeps a smaller window (27 against 43 packets), its BBR measures a "
+    "smaller RTprop and takes more (0.68 against 0.52; at 8 BDP 0.26 against 0.11, where bufferlab's BBR times "
+    "out 13 times under RFC 6298's 200 ms floor: with a 1 s floor on both sides 0.403 against 0.385). Why ns-3's "
+    "flows time out at 2 BDP is not traced; drops follow the timeouts",
     "vegas": "ns-3's TcpVegas (Linux's) grows in slow start every RTT and compares "
     "cwnd·(RTT − BaseRTT)/BaseRTT: its flows are still below their equilibrium at 20 s (utilisation "
     "66 %, queue 2.5 packets < N·α = 8); bufferlab's reach 94 % over the 20 s, without a drop",

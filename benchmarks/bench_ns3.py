@@ -237,6 +237,12 @@ def jain(values: list[float]) -> float:
     return total * total / (len(values) * squares) if squares else 0.0
 
 
+def first_share(values: list[float]) -> float:
+    """The first flow's share of the total (a mix's flow under test, listed first)."""
+    total = sum(values)
+    return values[0] / total if total else 0.0
+
+
 def run_bufferlab(case: Case, seed: int, ssthresh_from: str | None = None) -> dict[str, float]:
     scenario = bufferlab_scenario(case, seed, ssthresh_from)
     cpu = time.process_time()
@@ -254,7 +260,7 @@ def run_bufferlab(case: Case, seed: int, ssthresh_from: str | None = None) -> di
         "sojourn_ms": bottleneck["sojourn_sum_ns"] / max(bottleneck["sent_packets"], 1) / 1e6,
         "queue": int(bottleneck["queue_packet_ns"]) / result["end_ns"],
         "jain": jain(per_flow),
-        "share": per_flow[0] / sum(per_flow) if sum(per_flow) else 0.0,
+        "share": first_share(per_flow),
         "retx": sum(f["segments_retransmitted"] for f in result["flows"]),
         "rtos": sum(f["rtos"] for f in result["flows"]),
         "wall": raw.wall_time_s,
@@ -307,7 +313,7 @@ def run_ns3(case: Case, seed: int, binary: Path) -> dict[str, float]:
         "sojourn_ms": 1e3 * out["queue_packet_s"] / max(out["bottleneck_busy_s"] * case.rate_bps / (1502 * 8), 1),
         "queue": out["queue_packet_s"] / seconds,
         "jain": jain(per_flow),
-        "share": per_flow[0] / sum(per_flow) if sum(per_flow) else 0.0,
+        "share": first_share(per_flow),
         "retx": out["retransmissions"],
         "rtos": out["rtos"],
         "wall": wall,

@@ -17,7 +17,7 @@
 
 mod common;
 
-use bufferlab_core::record::result::RunResult;
+use bufferlab_core::record::result::{FlowRecord, RunResult};
 use bufferlab_core::run;
 use bufferlab_core::spec::*;
 use common::*;
@@ -175,8 +175,24 @@ fn flight_size_reductions_start_above_the_window_and_run_cubic_away_under_codel(
     assert!(retransmitted as f64 > 0.15 * sent as f64, "{retransmitted} of {sent} retransmitted");
     assert!(codel.median_sojourn_ms > 50.0 && codel.tail_drops > 10_000, "{codel:?}");
 
-    let (reductions, above) = reductions_above_the_window(&with_basis(SsthreshBasis::Cwnd));
+    // The engine counts the same at each reduction (`FlowRecord::raising_reductions`), over the
+    // whole run: a fifth of the recoveries or more.
+    let count = |result: &RunResult| {
+        let sum = |f: fn(&FlowRecord) -> u64| result.flows.iter().map(f).sum::<u64>();
+        (sum(|f| f.recoveries), sum(|f| f.raising_reductions))
+    };
+    let (recoveries, raised) = count(&flight_size);
+    assert!(
+        raised > 0 && raised * 5 >= recoveries,
+        "FlightSize: {raised} of {recoveries} recoveries raised the window"
+    );
+
+    let from_cwnd = with_basis(SsthreshBasis::Cwnd);
+    let (reductions, above) = reductions_above_the_window(&from_cwnd);
     assert!(reductions > 0 && above == 0, "cwnd basis: {above} of {reductions} reductions above the window");
+    // ssthresh = 0.7·cwnd is below cwnd by construction: none is counted.
+    let (recoveries, raised) = count(&from_cwnd);
+    assert!(recoveries > 0 && raised == 0, "cwnd basis: {raised} of {recoveries} recoveries raised the window");
 }
 
 #[test]

@@ -194,6 +194,8 @@ fn flow_columns() -> Vec<Column<[FlowRecord]>> {
         u64_of("segments_retransmitted", |f: &FlowRecord| f.segments_retransmitted),
         u64_of("rtos", |f: &FlowRecord| f.rtos),
         u64_of("recoveries", |f: &FlowRecord| f.recoveries),
+        // Schema version 11: the fast recoveries whose reduction raised the window.
+        u64_of("raising_reductions", |f: &FlowRecord| f.raising_reductions),
         u64_of("recovery_episodes", |f: &FlowRecord| f.recovery_episodes),
         u64_of("recovery_time_ns", |f: &FlowRecord| f.recovery_time_ns),
         u64_of("acks_sent", |f: &FlowRecord| f.acks_sent),

@@ -49,7 +49,10 @@ DEFAULT_DB = Path("results") / "bufferlab.duckdb"
 # 10: the engine's input lists each distinct TCP option set, QUIC option set and queue once
 #    (`runs.spec_json`: `tcp_options`, `quic_options`, `queues`), and flows and links refer to
 #    them by index; the older runs' specs are rewritten so, under the ids they were stored with.
-SCHEMA_VERSION = 10
+# 11: flows.raising_reductions, the fast recoveries whose reduction left ssthresh above the
+#    window the flow had at the loss (RFC 5681's FlightSize counting SACKed data); NULL in the runs
+#    of older stores, whose engine did not count them.
+SCHEMA_VERSION = 11
 
 
 class StoreError(SpecError):

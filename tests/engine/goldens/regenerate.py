@@ -126,9 +126,10 @@ _CHANNEL_SERIES = {"sent_bytes": "channel_sent_bytes", "drops": "channel_drops",
 # Counters added to the engine's tables after the goldens were first hashed, left out of a row
 # where they are zero (a discipline without them): the older goldens' hashes carry over, and a
 # golden that has them (codel, fq_codel: their AQM drops) hashes them. The same for the flows'
-# (ECN's, zero while no flow is ECN-capable).
+# (ECN's, zero while no flow is ECN-capable; a reduction that raised the window, zero where
+# none did).
 _LATER_COUNTERS = ("dropped_aqm_packets", "dropped_aqm_bytes", "ce_marked_packets", "ce_marked_bytes")
-_LATER_FLOW_COUNTERS = ("ce_received", "ecn_responses")
+_LATER_FLOW_COUNTERS = ("ce_received", "ecn_responses", "raising_reductions")
 # Capture columns added after the goldens were first hashed, left out where every packet's is zero
 # (the ECN field of captures without an ECN-capable flow).
 _LATER_CAPTURE_COLUMNS = ("ecn",)

@@ -84,6 +84,13 @@ pub struct FlowRecord {
     pub rtos: u64,
     /// Fast-recovery episodes entered.
     pub recoveries: u64,
+    /// Fast recoveries whose reduction left ssthresh above the congestion window the flow had
+    /// when the loss was detected: the reduction raised the window. RFC 5681's FlightSize (the
+    /// default basis, `tcp.ssthresh_from`) counts SACKed data, so a recovery that begins as a long
+    /// one ends reduces from more than the window (CUBIC once FlightSize > cwnd/0.7); reducing
+    /// from cwnd never does. Not counted for a controller that governs its own recovery (BBR).
+    #[serde(default)]
+    pub raising_reductions: u64,
     /// Loss-recovery episodes of either kind (fast recovery, or an RTO outside recovery); an RTO
     /// during an episode continues it.
     pub recovery_episodes: u64,

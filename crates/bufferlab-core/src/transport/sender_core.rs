@@ -268,8 +268,14 @@ impl<R: RttEstimate> SenderCore<R> {
     /// RFC 5681 eq. (4); QUIC: the congestion window, RFC 9002 §7.3.2), and a recovery period
     /// begins (one under way ends first: QUIC may start a new one inside it, B.6).
     pub fn congestion_event(&mut self, now: SimTime, window: u64) {
+        let window_before = self.cc.window();
         self.cc.on_congestion_event(now, window);
         self.record.recoveries += 1;
+        // A reduction is meant to lower the window (RFC 5681 §3.2 step 2: ssthresh = FlightSize/2);
+        // one that set ssthresh above the window in use raised it (`FlowRecord::raising_reductions`).
+        if !self.cc.governs_recovery() && self.cc.ssthresh() > window_before {
+            self.record.raising_reductions += 1;
+        }
         self.end_recovery(now);
         self.begin_recovery(now);
     }
@@ -506,6 +512,28 @@ mod tests {
         assert_eq!((c.record.recoveries, c.record.recovery_episodes), (1, 1));
         assert_eq!(c.record.recovery_time_ns, ms(60).as_ns());
         assert!(!c.end_recovery(ms(170)), "nothing under way");
+    }
+
+    #[test]
+    fn a_reduction_to_above_the_window_in_use_is_counted_as_raising_it() {
+        // Initial window 10 segments. RFC 5681 eq. (4) from a FlightSize of 20: ssthresh 10, the
+        // window itself (not raised); from 30 (SACKed data counted): 15, above it.
+        let mut reno = core(CcaKind::Reno);
+        reno.congestion_event(ms(100), 20 * MSS as u64);
+        assert_eq!(reno.record.raising_reductions, 0);
+        reno.exit_recovery(ms(140));
+        let window = reno.cwnd();
+        reno.congestion_event(ms(200), 3 * window);
+        assert_eq!(reno.ssthresh(), 3 * window / 2);
+        assert_eq!((reno.record.recoveries, reno.record.raising_reductions), (2, 1));
+        // CUBIC (β = 0.7, RFC 9438 §4.6) from 20 segments: 14 > 10.
+        let mut cubic = core(CcaKind::Cubic);
+        cubic.congestion_event(ms(100), 20 * MSS as u64);
+        assert_eq!(cubic.record.raising_reductions, 1);
+        // BBR sets its window from its model, not from a reduction: never counted.
+        let mut bbr = core(CcaKind::Bbr);
+        bbr.congestion_event(ms(100), 100 * MSS as u64);
+        assert_eq!((bbr.record.recoveries, bbr.record.raising_reductions), (1, 0));
     }
 
     #[test]

@@ -132,6 +132,25 @@ def test_summary_uses_display_units() -> None:
     assert s.to_json_dict()["flows"][0]["retransmissions"] == 10
 
 
+def test_reductions_that_raised_the_window_are_noted_with_their_count_and_the_basis_to_change() -> None:
+    # Two flows, one of whose fast recoveries set ssthresh above the window in use (FlightSize
+    # counting SACKed data); a stored run of an older schema has no count (None): none noted.
+    result = {"engine_version": "x", "end_ns": 11_000_000_000, "events": 5, "channels": [channel()],
+              "flows": [flow(recoveries=12, raising_reductions=5), flow(recoveries=8, raising_reductions=0)]}
+    s = m.summarise(result, endpoints=[("a", "b")] * 2, bottleneck=None, run_id="r", from_store=False, seed=1,
+                    wall_time_s=0.5)
+    assert [(f.recoveries, f.raising_reductions) for f in s.flows] == [(12, 5), (8, 0)]
+    [note] = s.notes
+    assert note.startswith("5 of 20 fast recoveries (1 of 2 flows) set ssthresh above the window in use")
+    assert 'tcp.ssthresh_from = "cwnd"' in note and s.to_json_dict()["notes"] == [note]
+    assert f"note: {note[:40]}" in printed(s)
+    for older in (None, 0):
+        result["flows"] = [flow(recoveries=12, raising_reductions=older)]
+        quiet = m.summarise(result, endpoints=[("a", "b")], bottleneck=None, run_id="r", from_store=True, seed=1,
+                            wall_time_s=0.5)
+        assert quiet.notes == [] and "note:" not in printed(quiet)
+
+
 def test_a_shaped_channel_is_measured_against_its_token_rate() -> None:
     # A 1 Gb/s line shaped to 100 Mb/s, busy 1 s of 10 s at line rate: it sent 1 Gbit, all that
     # the 100 Mb/s token rate allows in 10 s.

@@ -21,7 +21,7 @@ import pytest
 
 from bufferlab.analysis.window import weighted_percentile
 from bufferlab.errors import SpecError
-from bufferlab.sizing.advisor import Advisor, judge_probe
+from bufferlab.sizing.advisor import Advice, Advisor, judge_probe, mix_scenario
 from bufferlab.sizing.targets import parse_target
 from bufferlab.spec import Scenario
 from bufferlab.store.reader import load
@@ -235,6 +235,27 @@ def test_advise_takes_an_aqm_for_a_mix_and_says_what_its_limit_means(tmp_path):
     assert both.returncode == 2 and both.stderr.startswith("error: --queue: the scenario's queue is searched")
     unknown = bufferlab("advise", "--rate", "4Mbps", "--queue", "tbf", "--target", "utilisation>=0.5", "--db", str(db))
     assert unknown.returncode == 2 and unknown.stderr.startswith('error: --queue: "tbf": expected one of fifo')
+
+
+def test_recoveries_that_raised_a_window_are_counted_per_probe_and_noted_with_the_basis_to_change(tmp_path):
+    # Four CUBIC flows behind PIE: reducing from RFC 5681's FlightSize (the default), some
+    # recoveries begin as a long one ends and set ssthresh above the window (measured: 48 of 458
+    # in 3 of 8 probes, most at the largest limit); reducing from cwnd, none can (0.7·cwnd).
+    def advise(basis: str) -> tuple[Path, Advice]:
+        mix = mix_scenario(rate="20Mbps", flows=4, rtt="100ms", ccas=["cubic"], duration="20s", queue="pie")
+        mix["flow_defaults"]["tcp"] = {"ssthresh_from": basis}
+        db = tmp_path / f"{basis}.duckdb"
+        return db, Advisor(Scenario.from_dict(mix), [parse_target("utilisation>=0.9")], db, seeds=1,
+                           warmup_ns=4_000_000_000).advise()
+
+    db, advice = advise("flight_size")
+    stored = load(db).query("SELECT sum(recoveries) AS r, sum(raising_reductions) AS raised FROM flows").row(0)
+    assert (sum(p.recoveries for p in advice.probes), sum(p.raising_reductions for p in advice.probes)) == stored
+    assert stored[1] > 0
+    [note] = advice.notes
+    assert note.startswith(f"{stored[1]} of {stored[0]} fast recoveries (in ") and 'ssthresh_from = "cwnd"' in note
+    _, from_cwnd = advise("cwnd")
+    assert all(p.recoveries > 0 and p.raising_reductions == 0 for p in from_cwnd.probes) and from_cwnd.notes == []
 
 
 def test_probes_are_a_stored_study_and_asking_again_simulates_nothing(store):

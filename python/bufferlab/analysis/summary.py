@@ -12,7 +12,7 @@ sample yet, a flow that never completed).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .figures import ChannelFigures, FlowFigures, figures_of, slowest_busy_channel
@@ -24,6 +24,8 @@ __all__ = [
     "pick_bottleneck",
     "summarise_channel",
     "summarise",
+    "notes_of",
+    "raising_reductions_note",
 ]
 
 Record = Mapping[str, Any]
@@ -65,6 +67,10 @@ class FlowSummary:
     mean_srtt_ms: float | None
     completion_time_s: float | None
     bytes_delivered: int
+    # Fast recoveries, and those whose reduction left ssthresh above the window in use (absent
+    # from the flows of results stored before schema version 11: 0).
+    recoveries: int = 0
+    raising_reductions: int = 0
 
 
 @dataclass
@@ -96,9 +102,33 @@ class RunSummary:
     events: int
     flows: list[FlowSummary]
     bottleneck: BottleneckSummary | None
+    # What the reader should know to trust the figures (`notes_of`), one sentence each.
+    notes: list[str] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def raising_reductions_note(raised: int, recoveries: int, where: str) -> str:
+    """The note on `raised` of `recoveries` fast recoveries (`where`: in which flows or runs) that
+    set ssthresh above the window in use, raising it instead of reducing it. RFC 5681's FlightSize
+    (SND.NXT − SND.UNA, `tcp.ssthresh_from`'s default) counts SACKed data: when an AQM drops
+    retransmissions too, recoveries last several round trips and chain, and β·FlightSize exceeds
+    the window (docs: engine, "The reduction's basis")."""
+    return (f"{raised} of {recoveries} fast recoveries ({where}) set ssthresh above the window in use, raising it: "
+            "RFC 5681's FlightSize (tcp.ssthresh_from = \"flight_size\", the default) counts SACKed data, and "
+            "chained recoveries reduce from more than the window; tcp.ssthresh_from = \"cwnd\" (as Linux) reduces "
+            "from the window itself (docs: engine, \"The reduction's basis\")")
+
+
+def notes_of(flows: Sequence[FlowSummary]) -> list[str]:
+    """What a run's counters say the reader should know before trusting its figures: the fast
+    recoveries that raised a window (`raising_reductions_note`)."""
+    raising = [f for f in flows if f.raising_reductions]
+    if not raising:
+        return []
+    return [raising_reductions_note(sum(f.raising_reductions for f in raising), sum(f.recoveries for f in flows),
+                                    f"{len(raising)} of {len(flows)} flows")]
 
 
 def _flow_summaries(flows: Sequence[Record], endpoints: Sequence[tuple[str, str]],
@@ -108,7 +138,8 @@ def _flow_summaries(flows: Sequence[Record], endpoints: Sequence[tuple[str, str]
     return [FlowSummary(name=flow["name"], src=src, dst=dst, goodput_mbps=_mbps(goodput), loss_rate=loss,
                         retransmissions=int(flow["segments_retransmitted"]), rtos=int(flow["rtos"]),
                         mean_srtt_ms=_ms(srtt_ns), completion_time_s=_s(completion_ns),
-                        bytes_delivered=int(flow["bytes_delivered"]))
+                        bytes_delivered=int(flow["bytes_delivered"]), recoveries=int(flow.get("recoveries") or 0),
+                        raising_reductions=int(flow.get("raising_reductions") or 0))
             for flow, (src, dst), goodput, loss, srtt_ns, completion_ns in zip(
                 flows, endpoints, figures.goodput_bps, figures.loss_rate, figures.mean_srtt_ns,
                 figures.completion_time_ns)]
@@ -169,6 +200,7 @@ def summarise(result: Record, *, endpoints: Sequence[tuple[str, str]], bottlenec
         simulated_s=end_ns / 1e9,
         wall_time_s=wall_time_s,
         events=int(result["events"]),
-        flows=_flow_summaries(flows, endpoints, flow_figures),
+        flows=(flow_summaries := _flow_summaries(flows, endpoints, flow_figures)),
         bottleneck=btl,
+        notes=notes_of(flow_summaries),
     )

@@ -119,6 +119,8 @@ def _print(advice: Advice, figure: Path | None) -> None:
     console.print(f"study {escape(advice.study)}: {len(advice.probes)} probe(s), {advice.simulated} run(s) simulated now, "
                   f"{advice.reused} already stored; search resolution {advice.resolution:.0%} or 1 packet"
                   + (f"; figure {escape(str(figure))}" if figure else ""))
+    for note in advice.notes:
+        console.print(f"note: {escape(note)}")
 
 
 def advice_json(advice: Advice, figure: Path | None = None) -> dict[str, Any]:
@@ -127,7 +129,8 @@ def advice_json(advice: Advice, figure: Path | None = None) -> dict[str, Any]:
     def probe_json(p: Probe) -> dict[str, Any]:
         return {"packets": p.packets, "seeds": p.seeds, "meets": p.meets(advice.targets),
                 "metrics": {c: {"mean": m, "ci_low": lo, "ci_high": hi} for c, (m, lo, hi) in p.metrics.items()},
-                "holds": p.holds, "settled": p.settled}
+                "holds": p.holds, "settled": p.settled, "recoveries": p.recoveries,
+                "raising_reductions": p.raising_reductions}
 
     return {"study": advice.study, "met": advice.buffer_packets is not None, "buffer_packets": advice.buffer_packets,
             "buffer_bytes": None if advice.buffer_packets is None else advice.buffer_packets * link.packet_bytes,
@@ -140,7 +143,7 @@ def advice_json(advice: Advice, figure: Path | None = None) -> dict[str, Any]:
                          "column": t.column} for t in advice.targets],
             "rules": [{"rule": s.rule, "packets": s.packets, "ms": s.ms, "from": source} for s, source in advice.rules],
             "rule": RULE, "probes": [probe_json(p) for p in advice.probes], "simulated": advice.simulated,
-            "reused": advice.reused, "figure": str(figure) if figure else None}
+            "reused": advice.reused, "figure": str(figure) if figure else None, "notes": advice.notes}
 
 
 def draw_advice(advice: Advice, path: Path) -> None:

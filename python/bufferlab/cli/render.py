@@ -119,6 +119,8 @@ def print_summary(summary: RunSummary, *, scenario: str, db: str, console: Conso
         console.print(table)
     if summary.bottleneck is None:
         console.print("no bottleneck: no rate-limited link carried traffic", highlight=highlight)
+    for note in summary.notes:
+        console.print(f"note: {escape(note)}", highlight=highlight)
 
 
 def _cell(value: object) -> str:

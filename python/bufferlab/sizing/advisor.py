@@ -35,7 +35,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +70,10 @@ class Probe:
     metrics: dict[str, tuple[float | None, float | None, float | None]]
     holds: dict[str, bool | None]
     settled: dict[str, bool] = field(default_factory=dict)
+    # The fast recoveries of the probe's runs, and those that set ssthresh above the window in use
+    # (`analysis.summary.raising_reductions_note`).
+    recoveries: int = 0
+    raising_reductions: int = 0
 
     def meets(self, targets: Sequence[Target]) -> bool:
         return all(self.holds.get(t.text) is True for t in targets)
@@ -125,6 +129,19 @@ class Advice:
     # The searched queue as the scenario gives it (its size aside), and what its size means.
     queue: str = "fifo"
     limit_meaning: str = ""
+
+    @property
+    def notes(self) -> list[str]:
+        """What the probes' counters say the reader should know before trusting the advice: the
+        fast recoveries that raised a window instead of reducing it."""
+        from ..analysis.summary import raising_reductions_note
+
+        raising = [p for p in self.probes if p.raising_reductions]
+        if not raising:
+            return []
+        return [raising_reductions_note(sum(p.raising_reductions for p in raising),
+                                        sum(p.recoveries for p in self.probes),
+                                        f"in {len(raising)} of {len(self.probes)} probes")]
 
     @property
     def buffer_ms(self) -> float | None:
@@ -274,6 +291,7 @@ class Advisor:
     def _measure(self, packets: int, point: int, report: Any) -> Probe:
         from ..analysis.window import window_metrics
         from ..store.reader import load
+        from ..store.schema import check_run_id
 
         res = load(self.db)
         # A few queries per run (its bottleneck, series and flow metrics) on one connection: each
@@ -289,8 +307,12 @@ class Advisor:
                                                              if t.quantile is not None and not t.floor}),
                                      throughput_quantiles=sorted({t.quantile for t in self.targets
                                                                   if t.quantile is not None and t.floor}))
+            run_ids = ", ".join(f"'{check_run_id(r)}'" for r in runs["run_id"].unique().to_list())
+            recoveries, raising = res.rows("SELECT coalesce(sum(recoveries), 0), coalesce(sum(raising_reductions), 0) "
+                                           f"FROM flows WHERE run_id IN ({run_ids})")[1][0]
         per_run = runs.select("run_id").join(per_run, on="run_id", how="left", maintain_order="left")
-        return judge_probe(packets, point, per_run, self.targets)
+        return replace(judge_probe(packets, point, per_run, self.targets), recoveries=int(recoveries),
+                       raising_reductions=int(raising))
 
     # --- search -------------------------------------------------------------------------------
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from conftest import SMALL_DUMBBELL, bufferlab
 
 TOP_KEYS = {"scenario", "db", "run_id", "from_store", "engine_version", "seed", "simulated_s", "wall_time_s",
-            "events", "flows", "bottleneck"}
+            "events", "flows", "bottleneck", "notes"}
 FLOW_KEYS = {"name", "src", "dst", "goodput_mbps", "loss_rate", "retransmissions", "rtos", "mean_srtt_ms",
-             "completion_time_s", "bytes_delivered"}
+             "completion_time_s", "bytes_delivered", "recoveries", "raising_reductions"}
 BOTTLENECK_KEYS = {"channel", "rate_mbps", "utilisation", "drops", "random_losses", "mean_queue_packets",
                    "max_queue_packets", "mean_sojourn_ms", "queue", "aqm_drops", "ce_marks"}
 

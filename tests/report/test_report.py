@@ -354,6 +354,24 @@ def test_a_run_with_an_aqm_gets_charts_of_its_controller_marks_and_alpha(tmp_pat
     assert max(v for v in charts["ce_marks"]["series"][0]["y"] if v is not None) > 0
 
 
+def test_a_run_whose_recoveries_raised_a_window_says_so_on_its_page_as_run_does(tmp_path):
+    # CUBIC flows behind PIE reducing from RFC 5681's FlightSize (the default): some recoveries
+    # set ssthresh above the window in use; the page carries the note `bufferlab run` prints.
+    from bufferlab.runner import run
+    from bufferlab.spec import Scenario
+
+    spec_path = tmp_path / "small.toml"
+    spec_path.write_text(textwrap.dedent(SMALL_DUMBBELL), encoding="utf-8")
+    db = tmp_path / "store.duckdb"
+    summary = run(Scenario.from_toml(spec_path).with_overrides(
+        {"topology.queue": {"kind": "pie", "limit": "200p"}, "duration": "20s", "flow_defaults.cca": "cubic",
+         "topology.rtt": "200ms"}), db)
+    [note] = summary.notes
+    build_site(db, tmp_path / "site", figures=False)
+    html = (tmp_path / "site" / "runs" / run_dir_name(summary.run_id) / "index.html").read_text(encoding="utf-8")
+    assert _notes(html) == [note]
+
+
 def test_a_study_page_shows_a_zipped_axis_of_many_flows_as_one_column(tmp_path):
     from bufferlab.study.execute import run_sweep
     from bufferlab.study.executors import SerialExecutor

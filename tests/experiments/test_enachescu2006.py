@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bufferlab.experiments.base import ReproductionReport, reproduce
+from bufferlab.experiments.base import TCP_REDUCTIONS_KEY, ReproductionReport, reproduce
 from bufferlab.experiments.registry import reproductions
 from bufferlab.study.executors import LocalPoolExecutor
 from bufferlab.study.sweep import Sweep
@@ -41,7 +41,7 @@ def test_the_quick_run_meets_every_precondition(quick: ReproductionReport) -> No
     assert all(not s.failed for s in quick.sweeps.values())
     assert all(p.met for p in quick.preconditions), [p for p in quick.preconditions if not p.met]
     assert {p.key for p in quick.preconditions} == {"the bottleneck is the bottleneck", "pacing engaged",
-                                                   "steady state, N = 50"}
+                                                   "steady state, N = 50", TCP_REDUCTIONS_KEY}
 
 
 def test_paced_flows_keep_a_twenty_packet_buffers_link_busy_and_bursty_ones_do_not(quick: ReproductionReport) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bufferlab.experiments import l4s
-from bufferlab.experiments.base import ReproductionReport, reproduce
+from bufferlab.experiments.base import TCP_REDUCTIONS_KEY, ReproductionReport, reproduce
 from bufferlab.experiments.registry import reproductions
 from bufferlab.store.reader import load
 from bufferlab.study.executors import LocalPoolExecutor
@@ -36,7 +36,7 @@ def test_the_quick_run_meets_every_precondition(quick: ReproductionReport) -> No
     assert all(not s.failed for s in quick.sweeps.values())
     assert all(p.met for p in quick.preconditions), [p for p in quick.preconditions if not p.met]
     assert {p.key for p in quick.preconditions} == {l4s.RUNS_KEY, l4s.L_CARRIED_KEY, l4s.C_CARRIED_KEY,
-                                                   l4s.MARKS_KEY}
+                                                   l4s.MARKS_KEY, TCP_REDUCTIONS_KEY}
 
 
 def test_the_l_queue_stays_near_its_step_and_the_c_queue_near_its_target(quick: ReproductionReport) -> None:

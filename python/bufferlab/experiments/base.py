@@ -11,7 +11,8 @@ A verdict is evidence only if the experiment did what it claims. So before any o
 judged, `assess` checks the reproduction's preconditions in the stored data: the mechanism under
 test engaged (SplitBuff's sub-buffers each carried a share of the packets), the seed's regime was
 reached (link load, loss range), the runs were long enough (congestion cycles of the slowest
-flow). An observation resting on a failed precondition is "not judged", with what failed and the
+flow). One precondition is every reproduction's (`tcp_reductions`): its flows' fast recoveries
+reduced their windows, as the seeds' TCPs do, rather than set ssthresh above the window in use. An observation resting on a failed precondition is "not judged", with what failed and the
 value measured, never "holds" or "differs". Every observation that is judged states its tolerance
 and where it comes from (the seed's own spread, the spread over seeds, a number of the paper).
 """
@@ -37,7 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..store.reader import Results
 
 __all__ = ["Assessment", "Observation", "Precondition", "Reproduction", "ReproductionReport", "judge", "reproduce",
-           "precondition_table", "verdict_table", "FIGURE_FORMATS"]
+           "precondition_table", "verdict_table", "tcp_reductions", "FIGURE_FORMATS", "MAX_RAISING_REDUCTIONS",
+           "TCP_REDUCTIONS_KEY"]
 
 FIGURE_FORMATS = ("pdf", "svg", "png")
 
@@ -52,10 +54,48 @@ class Precondition:
     requirement: str
     measured: str
     met: bool
+    # Every observation rests on it, whatever its `requires` names (`tcp_reductions`).
+    universal: bool = False
 
     @property
     def status(self) -> str:
         return "met" if self.met else "not met"
+
+
+# The share of fast recoveries that may set ssthresh above the window in use. The seeds' TCPs
+# reduce their windows at a loss; the FIFO reproductions measure at most 1 % (barman2004's quick
+# run, 2 of 209; dhamdhere2006 4 of 37,057), RFC 5681's FlightSize chaining recoveries behind an
+# AQM 20-80 % (docs: engine, "The reduction's basis").
+MAX_RAISING_REDUCTIONS = 0.05
+TCP_REDUCTIONS_KEY = "TCP reductions"
+
+
+def tcp_reductions(res: Results, studies: dict[str, str]) -> Precondition:
+    """The precondition of every reproduction: its flows' fast recoveries reduced their windows
+    (`flows.raising_reductions`, counted by the engine at each congestion event, at most
+    `MAX_RAISING_REDUCTIONS` of them), over every complete run of its studies."""
+    names = list(studies.values())
+    listed = ", ".join("?" * len(names))
+    # A sweep's study lists its runs by point (`study_points`); a study of plain runs in `runs`.
+    _, [(recoveries, raised, flows, uncounted)] = res.rows(
+        "WITH studied AS (SELECT run_id FROM study_points WHERE status = 'complete' AND study_id IN "
+        f"({listed}) UNION SELECT run_id FROM runs WHERE status = 'complete' AND study_id IN ({listed}) "
+        "AND study_id NOT IN (SELECT study_id FROM study_points)) "
+        "SELECT coalesce(sum(f.recoveries), 0), coalesce(sum(f.raising_reductions), 0), "
+        "count(*) FILTER (WHERE f.raising_reductions > 0), count(DISTINCT f.run_id) FILTER (WHERE "
+        "f.raising_reductions IS NULL) FROM flows f WHERE f.run_id IN (SELECT run_id FROM studied)", names + names)
+    requirement = (f"at most {MAX_RAISING_REDUCTIONS:.0%} of the fast recoveries set ssthresh above the window in "
+                   "use (the seed's TCP reduces its window at a loss)")
+    if uncounted:
+        return Precondition(TCP_REDUCTIONS_KEY, requirement,
+                            f"not counted: {uncounted} runs were stored before store schema 11; reproduce them "
+                            "again (--force) to count", False, universal=True)
+    if not recoveries:
+        return Precondition(TCP_REDUCTIONS_KEY, requirement, "no fast recovery", True, universal=True)
+    return Precondition(TCP_REDUCTIONS_KEY, requirement,
+                        f"{raised:,} of {recoveries:,} ({raised / recoveries:.2%}"
+                        + (f"; in {flows:,} flow{'' if flows == 1 else 's'})" if flows else ")"),
+                        raised <= MAX_RAISING_REDUCTIONS * recoveries, universal=True)
 
 
 @dataclass(frozen=True)
@@ -92,7 +132,7 @@ def judge(observations: Sequence[Observation], preconditions: Sequence[Precondit
     failed = [p for p in preconditions if not p.met]
     out = []
     for o in observations:
-        against = [p for p in failed if o.requires is None or p.key in o.requires]
+        against = [p for p in failed if p.universal or o.requires is None or p.key in o.requires]
         if against:
             reason = "; ".join(f"{p.key}: {p.measured} (needs {p.requirement})" for p in against)
             o = replace(o, holds=None, difference="", not_judged=reason)
@@ -138,8 +178,9 @@ class Reproduction:
         return {part: f"{self.name}{suffix}/{part}" for part in self.sweeps(quick)}
 
     def assess(self, res: Results, studies: dict[str, str]) -> Assessment:
-        """Its preconditions checked in the store, then its observations judged under them."""
-        preconditions = self.preconditions(res, studies)
+        """Its preconditions checked in the store (its own, then `tcp_reductions`), then its
+        observations judged under them."""
+        preconditions = [*self.preconditions(res, studies), tcp_reductions(res, studies)]
         return Assessment(preconditions, judge(self.observe(res, studies), preconditions))
 
 

@@ -12,8 +12,9 @@ judged, `assess` checks the reproduction's preconditions in the stored data: the
 test engaged (SplitBuff's sub-buffers each carried a share of the packets), the seed's regime was
 reached (link load, loss range), the runs were long enough (congestion cycles of the slowest
 flow). One precondition is every reproduction's (`tcp_reductions`): its flows' fast recoveries
-reduced their windows, as the seeds' TCPs do, rather than set ssthresh above the window in use. An observation resting on a failed precondition is "not judged", with what failed and the
-value measured, never "holds" or "differs". Every observation that is judged states its tolerance
+reduced their windows, as the seeds' TCPs do, rather than set ssthresh above the window in use.
+An observation resting on a failed precondition is "not judged", with what failed and the value
+measured, never "holds" or "differs". Every observation that is judged states its tolerance
 and where it comes from (the seed's own spread, the spread over seeds, a number of the paper).
 """
 
@@ -63,9 +64,9 @@ class Precondition:
 
 
 # The share of fast recoveries that may set ssthresh above the window in use. The seeds' TCPs
-# reduce their windows at a loss; the FIFO reproductions measure at most 1 % (barman2004's quick
-# run, 2 of 209; dhamdhere2006 4 of 37,057), RFC 5681's FlightSize chaining recoveries behind an
-# AQM 20-80 % (docs: engine, "The reduction's basis").
+# reduce their windows at a loss; the FIFO reproductions measure at most 1 % (barman2004, 2 of
+# 209; dhamdhere2006, 4 of 71,604), RFC 5681's FlightSize chaining recoveries behind an AQM 20-80 %
+# (docs: engine, "The reduction's basis").
 MAX_RAISING_REDUCTIONS = 0.05
 TCP_REDUCTIONS_KEY = "TCP reductions"
 
@@ -88,8 +89,8 @@ def tcp_reductions(res: Results, studies: dict[str, str]) -> Precondition:
                    "use (the seed's TCP reduces its window at a loss)")
     if uncounted:
         return Precondition(TCP_REDUCTIONS_KEY, requirement,
-                            f"not counted: {uncounted} runs were stored before store schema 11; reproduce them "
-                            "again (--force) to count", False, universal=True)
+                            f"not counted: {uncounted} runs were stored by a bufferlab before store schema 11; "
+                            "run the reproduction again to count them", False, universal=True)
     if not recoveries:
         return Precondition(TCP_REDUCTIONS_KEY, requirement, "no fast recovery", True, universal=True)
     return Precondition(TCP_REDUCTIONS_KEY, requirement,

@@ -82,6 +82,22 @@ def test_one_runs_series_and_captures_read_by_its_number_are_its_rows_as_sql_rea
                 assert res.timeseries(run_id, kind=kind).equals(expected), kind
 
 
+def test_results_show_notes_the_recoveries_that_raised_a_window_as_run_did(write_scenario, db: Path) -> None:
+    # CUBIC flows behind PIE at 200 ms reducing from RFC 5681's FlightSize (the default) raise some
+    # windows; the stored counts give `results show` the note `run` printed, in the same words.
+    spec = Scenario.from_toml(write_scenario(SMALL_DUMBBELL)).with_overrides(
+        {"topology.queue": {"kind": "pie", "limit": "200p"}, "duration": "20s", "flow_defaults.cca": "cubic",
+         "topology.rtt": "200ms"})
+    summary = runner.run(spec, db)
+    [note] = summary.notes
+    shown = cli("results", "show", summary.run_id, "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
+    assert f"note: {note}" in " ".join(shown.stdout.split())
+    assert bufferlab.load(db).raising_reductions(summary.run_id) == (
+        2, sum(f.raising_reductions > 0 for f in summary.flows), sum(f.recoveries for f in summary.flows),
+        sum(f.raising_reductions for f in summary.flows))
+
+
 def test_results_cli_lists_shows_queries_and_exports(write_scenario, db: Path, tmp_path: Path) -> None:
     run_id = stored(write_scenario, db, CAPTURED, "--study", "smoke")
     listing = cli("results", "list", "--db", str(db))

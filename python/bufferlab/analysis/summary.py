@@ -25,6 +25,7 @@ __all__ = [
     "summarise_channel",
     "summarise",
     "notes_of",
+    "notes_of_counts",
     "raising_reductions_note",
 ]
 
@@ -124,11 +125,16 @@ def raising_reductions_note(raised: int, recoveries: int, where: str) -> str:
 def notes_of(flows: Sequence[FlowSummary]) -> list[str]:
     """What a run's counters say the reader should know before trusting its figures: the fast
     recoveries that raised a window (`raising_reductions_note`)."""
-    raising = [f for f in flows if f.raising_reductions]
-    if not raising:
+    return notes_of_counts(len(flows), sum(f.raising_reductions > 0 for f in flows), sum(f.recoveries for f in flows),
+                           sum(f.raising_reductions for f in flows))
+
+
+def notes_of_counts(flows: int, raising_flows: int, recoveries: int, raised: int) -> list[str]:
+    """`notes_of` from a run's counts (`Results.raising_reductions` of a stored run): its flows,
+    those whose recoveries raised a window, its fast recoveries, and those that raised one."""
+    if not raised:
         return []
-    return [raising_reductions_note(sum(f.raising_reductions for f in raising), sum(f.recoveries for f in flows),
-                                    f"{len(raising)} of {len(flows)} flows")]
+    return [raising_reductions_note(raised, recoveries, f"{raising_flows} of {flows} flows")]
 
 
 def _flow_summaries(flows: Sequence[Record], endpoints: Sequence[tuple[str, str]],

@@ -69,11 +69,14 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
             return
         from rich.markup import escape
 
+        from ..analysis.summary import notes_of_counts
         from .render import console
 
         console().print(f"run {run_id[:12]} ({escape(str(row['name']))}, seed {row['seed']}, "
                          f"engine {row['engine_version']}, {row['end_ns'] / 1e9:g} s simulated)")
         print_metrics(res, run_id, all_links=all_links)
+        for note in notes_of_counts(*res.raising_reductions(run_id)):  # as `bufferlab run` notes them
+            console().print(f"note: {escape(note)}", highlight=False)
 
 
 def json_rows(rows: Any) -> str:

@@ -36,6 +36,7 @@ from . import DEFAULT_OUT
 from ..errors import SpecError
 from ..store.reader import Results, load, series_stored
 from ..analysis.aggregate import axis_label, distinct_axes
+from ..analysis.summary import notes_of_counts
 from .tables import MetricTable, best_positions, better, format_value, run_metric_tables
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -272,19 +273,6 @@ def _chart(name: str, lines: Sequence[Any]) -> dict[str, Any] | None:
 
 # --- pages ---------------------------------------------------------------------------------------
 
-def _recovery_notes(res: Results, run_id: str) -> list[str]:
-    """The run summary's note on the fast recoveries that raised a window instead of reducing it
-    (`analysis.summary.notes_of`), from the stored flows (none in a run of an older schema)."""
-    from ..analysis.summary import raising_reductions_note
-
-    _, [(flows, raising_flows, recoveries, raised)] = res.rows(
-        "SELECT count(*), count(*) FILTER (WHERE raising_reductions > 0), coalesce(sum(recoveries), 0), "
-        "coalesce(sum(raising_reductions), 0) FROM flows WHERE run_id = ?", [run_id])
-    if not raised:
-        return []
-    return [raising_reductions_note(int(raised), int(recoveries), f"{raising_flows} of {flows} flows")]
-
-
 def _flow_rows(res: Results, run_id: str, spec: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
     frame = res.query("SELECT flow, name, src, dst, start_ns, completed_ns, bytes_acked, segments_retransmitted, "
                       "rtos, goodput_bps, generator FROM flows WHERE run_id = ? ORDER BY flow", [run_id])
@@ -329,7 +317,8 @@ def _build_run(env: Any, res: Results, run: dict[str, Any], out: Path, study_dir
             notes.append("no charts: its time series were not stored ([record] store_series = false)")
         elif figures:
             charts, notes = _charts(res, run_id)
-        notes = _recovery_notes(res, run_id) + notes
+        # What `bufferlab run` notes under its summary (`analysis.summary.notes_of`), first.
+        notes = notes_of_counts(*res.raising_reductions(run_id)) + notes
     for stale in page_dir.glob("*.png"):  # the static figures older reports drew here
         stale.unlink()
     flows, hidden_flows = _flow_rows(res, run_id, engine_spec)

@@ -378,6 +378,15 @@ class Results:
         store_series = false`, which kept its metrics only (its series tables have no rows)."""
         return series_stored(self.user_spec(run))
 
+    def raising_reductions(self, run: str) -> tuple[int, int, int, int]:
+        """A run's flows, those of them whose fast recoveries raised the window at least once, its
+        fast recoveries, and those that raised the window (`flows.raising_reductions`; none
+        counted in a run stored before schema version 11)."""
+        _, [(flows, raising_flows, recoveries, raised)] = self.rows(
+            "SELECT count(*), count(*) FILTER (WHERE raising_reductions > 0), coalesce(sum(recoveries), 0), "
+            "coalesce(sum(raising_reductions), 0) FROM flows WHERE run_id = ?", [self.run_id(run)])
+        return int(flows), int(raising_flows), int(recoveries), int(raised)
+
     def bottleneck(self, run: str) -> str | None:
         """The channel name of a run's bottleneck (the link metrics' `bottleneck` row), or None."""
         names = self.query("SELECT name FROM link_metrics WHERE run_id = ? AND bottleneck",

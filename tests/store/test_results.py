@@ -19,6 +19,7 @@ import bufferlab
 import bufferlab.analysis.metrics
 from bufferlab import runner
 from bufferlab.store import writer as store
+from bufferlab.store.reader import RecoveryCounts
 from bufferlab.store.schema import SCHEMA_VERSION, StoreError
 from bufferlab.store.tables import KEYS, NUMBERED_TABLES, RUN_TABLES, run_key, stored_table
 from bufferlab.errors import SpecError
@@ -93,9 +94,9 @@ def test_results_show_notes_the_recoveries_that_raised_a_window_as_run_did(write
     shown = cli("results", "show", summary.run_id, "--db", str(db))
     assert shown.returncode == 0, shown.stderr
     assert f"note: {note}" in " ".join(shown.stdout.split())
-    assert bufferlab.load(db).raising_reductions(summary.run_id) == (
+    assert bufferlab.load(db).recovery_counts([summary.run_id]) == RecoveryCounts(
         2, sum(f.raising_reductions > 0 for f in summary.flows), sum(f.recoveries for f in summary.flows),
-        sum(f.raising_reductions for f in summary.flows))
+        sum(f.raising_reductions for f in summary.flows), 0)
 
 
 def test_results_cli_lists_shows_queries_and_exports(write_scenario, db: Path, tmp_path: Path) -> None:

@@ -75,7 +75,8 @@ def results_show(run: str, db: Path, all_links: bool, as_json: bool) -> None:
         console().print(f"run {run_id[:12]} ({escape(str(row['name']))}, seed {row['seed']}, "
                          f"engine {row['engine_version']}, {row['end_ns'] / 1e9:g} s simulated)")
         print_metrics(res, run_id, all_links=all_links)
-        for note in notes_of_counts(*res.raising_reductions(run_id)):  # as `bufferlab run` notes them
+        counts = res.recovery_counts([run_id])
+        for note in notes_of_counts(counts.flows, counts.raising_flows, counts.recoveries, counts.raised):
             console().print(f"note: {escape(note)}", highlight=False)
 
 

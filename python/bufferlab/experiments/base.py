@@ -75,29 +75,24 @@ def tcp_reductions(res: Results, studies: dict[str, str]) -> Precondition:
     """The precondition of every reproduction: its flows' fast recoveries reduced their windows
     (`flows.raising_reductions`, counted by the engine at each congestion event, at most
     `MAX_RAISING_REDUCTIONS` of them), over every complete run of its studies."""
-    names = list(studies.values())
-    listed = ", ".join("?" * len(names))
-    # A sweep's study lists its runs by point (`study_points`); a study of plain runs in `runs`.
-    _, [(recoveries, raised, flows, uncounted)] = res.rows(
-        "WITH studied AS (SELECT run_id FROM study_points WHERE status = 'complete' AND study_id IN "
-        f"({listed}) UNION SELECT run_id FROM runs WHERE status = 'complete' AND study_id IN ({listed}) "
-        "AND study_id NOT IN (SELECT study_id FROM study_points)) "
-        "SELECT coalesce(sum(f.recoveries), 0), coalesce(sum(f.raising_reductions), 0), "
-        "count(*) FILTER (WHERE f.raising_reductions > 0), count(DISTINCT f.run_id) FILTER (WHERE "
-        "f.raising_reductions IS NULL) FROM flows f WHERE f.run_id IN (SELECT run_id FROM studied)", names + names)
+    import polars as pl
+
+    run_ids = [r for name in studies.values()
+               for r in res.study_runs(name).filter(pl.col("status") == "complete")["run_id"].to_list()]
+    counts = res.recovery_counts(sorted(set(run_ids)))
     requirement = (f"at most {MAX_RAISING_REDUCTIONS:.0%} of the fast recoveries set ssthresh above the window in "
                    "use (the seed's TCP reduces its window at a loss)")
-    if uncounted:
+    if counts.uncounted_runs:
         return Precondition(TCP_REDUCTIONS_KEY, requirement,
-                            f"not counted: {uncounted} runs were stored by a bufferlab before store schema 11; "
-                            "run the reproduction again to count them", False, universal=True)
-    if not recoveries:
+                            f"not counted: {counts.uncounted_runs} runs were stored by a bufferlab before store schema "
+                            "11; run the reproduction again to count them", False, universal=True)
+    if not counts.recoveries:
         return Precondition(TCP_REDUCTIONS_KEY, requirement, "no fast recovery", True, universal=True)
+    flows = counts.raising_flows
     return Precondition(TCP_REDUCTIONS_KEY, requirement,
-                        f"{raised:,} of {recoveries:,} ({raised / recoveries:.2%}"
+                        f"{counts.raised:,} of {counts.recoveries:,} ({counts.raised / counts.recoveries:.2%}"
                         + (f"; in {flows:,} flow{'' if flows == 1 else 's'})" if flows else ")"),
-                        raised <= MAX_RAISING_REDUCTIONS * recoveries, universal=True)
-
+                        counts.raised <= MAX_RAISING_REDUCTIONS * counts.recoveries, universal=True)
 
 @dataclass(frozen=True)
 class Observation:

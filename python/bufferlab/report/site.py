@@ -318,7 +318,8 @@ def _build_run(env: Any, res: Results, run: dict[str, Any], out: Path, study_dir
         elif figures:
             charts, notes = _charts(res, run_id)
         # What `bufferlab run` notes under its summary (`analysis.summary.notes_of`), first.
-        notes = notes_of_counts(*res.raising_reductions(run_id)) + notes
+        counts = res.recovery_counts([run_id])
+        notes = notes_of_counts(counts.flows, counts.raising_flows, counts.recoveries, counts.raised) + notes
     for stale in page_dir.glob("*.png"):  # the static figures older reports drew here
         stale.unlink()
     flows, hidden_flows = _flow_rows(res, run_id, engine_spec)

@@ -291,7 +291,6 @@ class Advisor:
     def _measure(self, packets: int, point: int, report: Any) -> Probe:
         from ..analysis.window import window_metrics
         from ..store.reader import load
-        from ..store.schema import check_run_id
 
         res = load(self.db)
         # A few queries per run (its bottleneck, series and flow metrics) on one connection: each
@@ -307,12 +306,10 @@ class Advisor:
                                                              if t.quantile is not None and not t.floor}),
                                      throughput_quantiles=sorted({t.quantile for t in self.targets
                                                                   if t.quantile is not None and t.floor}))
-            run_ids = ", ".join(f"'{check_run_id(r)}'" for r in runs["run_id"].unique().to_list())
-            recoveries, raising = res.rows("SELECT coalesce(sum(recoveries), 0), coalesce(sum(raising_reductions), 0) "
-                                           f"FROM flows WHERE run_id IN ({run_ids})")[1][0]
+            counts = res.recovery_counts(runs["run_id"].unique().to_list())
         per_run = runs.select("run_id").join(per_run, on="run_id", how="left", maintain_order="left")
-        return replace(judge_probe(packets, point, per_run, self.targets), recoveries=int(recoveries),
-                       raising_reductions=int(raising))
+        return replace(judge_probe(packets, point, per_run, self.targets), recoveries=counts.recoveries,
+                       raising_reductions=counts.raised)
 
     # --- search -------------------------------------------------------------------------------
 

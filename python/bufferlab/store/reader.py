@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,14 +34,14 @@ from ..errors import writing
 from ..pipeline.engine import core
 from .connection import connect
 from .counters import stored_counters
-from .schema import DEFAULT_DB, SCHEMA_VERSION, StoreError
+from .schema import DEFAULT_DB, SCHEMA_VERSION, StoreError, check_run_id
 from .tables import KEYS, NUMBERED_TABLES, TABLES, stored_table
 from .writer import Store, schema_version_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-__all__ = ["Results", "load", "reading", "series_stored"]
+__all__ = ["Results", "RecoveryCounts", "load", "reading", "series_stored"]
 
 # Tables a user may read or export by name.
 PUBLIC_TABLES = tuple(t for t in TABLES if t != "meta")
@@ -56,6 +57,19 @@ def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Non
     cursor's)."""
     frame: pl.DataFrame = con.sql(sql, params=list(params) if params else None).pl()  # typed Any by DuckDB
     return frame
+
+
+@dataclass(frozen=True)
+class RecoveryCounts:
+    """Fast recoveries over some runs' flows (`Results.recovery_counts`): the flows, those with a
+    recovery that set ssthresh above the window in use, the recoveries, those that did, and the
+    runs stored before schema version 11, whose engine did not count them (NULL)."""
+
+    flows: int
+    raising_flows: int
+    recoveries: int
+    raised: int
+    uncounted_runs: int
 
 
 class Results:
@@ -378,14 +392,15 @@ class Results:
         store_series = false`, which kept its metrics only (its series tables have no rows)."""
         return series_stored(self.user_spec(run))
 
-    def raising_reductions(self, run: str) -> tuple[int, int, int, int]:
-        """A run's flows, those of them whose fast recoveries raised the window at least once, its
-        fast recoveries, and those that raised the window (`flows.raising_reductions`; none
-        counted in a run stored before schema version 11)."""
-        _, [(flows, raising_flows, recoveries, raised)] = self.rows(
+    def recovery_counts(self, run_ids: Sequence[str]) -> RecoveryCounts:
+        """The fast recoveries of the runs `run_ids` (full ids), and those that raised a window
+        (`flows.raising_reductions`)."""
+        listed = ", ".join(f"'{check_run_id(r)}'" for r in run_ids) or "NULL"
+        _, [row] = self.rows(
             "SELECT count(*), count(*) FILTER (WHERE raising_reductions > 0), coalesce(sum(recoveries), 0), "
-            "coalesce(sum(raising_reductions), 0) FROM flows WHERE run_id = ?", [self.run_id(run)])
-        return int(flows), int(raising_flows), int(recoveries), int(raised)
+            "coalesce(sum(raising_reductions), 0), count(DISTINCT run_id) FILTER (WHERE raising_reductions IS NULL) "
+            f"FROM flows WHERE run_id IN ({listed})")
+        return RecoveryCounts(*(int(v) for v in row))
 
     def bottleneck(self, run: str) -> str | None:
         """The channel name of a run's bottleneck (the link metrics' `bottleneck` row), or None."""

@@ -130,7 +130,7 @@ def notes_of(flows: Sequence[FlowSummary]) -> list[str]:
 
 
 def notes_of_counts(flows: int, raising_flows: int, recoveries: int, raised: int) -> list[str]:
-    """`notes_of` from a run's counts (`Results.raising_reductions` of a stored run): its flows,
+    """`notes_of` from a run's counts (`Results.recovery_counts` of a stored run): its flows,
     those whose recoveries raised a window, its fast recoveries, and those that raised one."""
     if not raised:
         return []

@@ -281,7 +281,7 @@ REPRODUCTION = Reproduction(
     name="appenzeller2004", seed="(Stanford model)", title="Appenzeller et al. 2004: B = RTT·C/√N",
     description="N long-lived Reno flows with RTTs spread over 25–300 ms on one drop-tail bottleneck; "
                 "utilisation and queueing delay against the buffer in multiples of the mean RTT × C / √N.",
-    quick_estimate_s=4, full_estimate_s=700, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=3, full_estimate_s=180, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw,
     notes=[f"Bottleneck rate {RATE_PER_FLOW_BPS / 1e6:g} Mb/s per flow, so that the slowest flow's sawtooth lasts "
            "~9 s whatever N, up to a cap: quick 100 Mb/s, N = 4, 16, 64, multiples 0.25, 1, 2, 30 s, one seed; full "

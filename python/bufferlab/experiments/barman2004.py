@@ -152,7 +152,7 @@ REPRODUCTION = Reproduction(
     description="Two flows with ~100 ms and ~50 ms RTT through a 100 Mbit/s token bucket (burst 32 kB) with a "
                 "1.25 MB (≈ BDP) or 0.125 MB limit, HSTCP and CUBIC: both windows and the queue every 0.1 s, and how "
                 "soon and how closely the two windows converge.",
-    quick_estimate_s=3, full_estimate_s=3, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=4, full_estimate_s=5, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw,
     notes=["tc reads 1.25mb as 1.25 × 2^20 bytes: the limits are 1 310 720 and 131 072 bytes.",
            "Delays as the seed's netem settings, each on one interface and so in one direction: 45 ms at s1, 10 ms "

@@ -836,7 +836,7 @@ REPRODUCTION = Reproduction(
                 "Reno, CUBIC, BBR and BBRv3: utilisation, standing delay and the sparse flow's p99 one-way delay after the warm-up, judged against RFC 8289 "
                 "(CoDel), RFC 8033 (PIE), RFC 8290 (FQ-CoDel) and RED's thresholds. Every TCP flow reduces from cwnd "
                 "at a congestion event (`tcp.ssthresh_from = \"cwnd\"`, as Linux).",
-    quick_estimate_s=30, full_estimate_s=400, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=10, full_estimate_s=140, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw, appendix=_appendix,
     notes=["Quick: limits 0.1, 1 and 10 BDP, CUBIC and BBR, 40 s, measured from 10 s, one seed (30 runs); full: 0.1, "
            "0.2, 0.5, 1, 2, 5 and 10 BDP, Reno, CUBIC, BBR and BBRv3, 120 s, measured from 20 s, three seeds (420 runs). "

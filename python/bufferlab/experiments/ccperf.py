@@ -214,7 +214,7 @@ REPRODUCTION = Reproduction(
                 "buffers (10p, K = 1 and 5), deep buffers (20p, 80p), synchronous, start-time and RTT fairness, "
                 "random loss, each for NewReno, CUBIC, BBR, BBRv3, HighSpeed and Vegas; experiment #11's numbers next to "
                 "the seed's, metric tables in ccperf's layout and its four figures.",
-    quick_estimate_s=6, full_estimate_s=6, sweeps=_sweeps, preconditions=_preconditions, observe=_observe, draw=_draw,
+    quick_estimate_s=7, full_estimate_s=8, sweeps=_sweeps, preconditions=_preconditions, observe=_observe, draw=_draw,
     appendix=_appendix,
     notes=["Time series sampled every 100 ms, ccperf's apparent interval (bufferlab ccperf --sample-interval): Jain's "
            "index of #11 is 0.65 over 10 ms samples and 0.94 over 100 ms ones, against the seed's 0.93.",

@@ -308,7 +308,7 @@ REPRODUCTION = Reproduction(
                 "under the Stanford buffer B_s and the BDP buffer B_l, measured by a monitor on the bottleneck as the "
                 "seed's tcpdump was: CDFs of per-flow throughput and loss for large (> 100 kB) and small flows, and "
                 "the seed's observations 1–13.",
-    quick_estimate_s=9, full_estimate_s=13, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=6, full_estimate_s=10, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw,
     notes=["18 sources as the seed's text says: fanout [2, 2, 3] (2 h1, 4 h2, 12 h3: RTTs 34, 234, 534 ms); "
            "the seed's drawing of a binary tree has 14.",

@@ -385,7 +385,7 @@ REPRODUCTION = Reproduction(
     description="N long-lived Reno flows, RTTs 80-120 ms, through a 100 Mb/s drop-tail bottleneck with 5 to 50 "
                 "packets of buffer and a BDP-scale reference: unpaced over fast access links, paced over the same "
                 "links, and unpaced over slow access links (natural pacing); utilisation against the buffer.",
-    quick_estimate_s=26, full_estimate_s=170, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=7, full_estimate_s=40, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw,
     notes=[f"Quick: N = 50, buffers 5, 10, 20, 50 and {bdp_packets()} packets, 60 s, two seeds; full: N = 50 and 100, "
            f"buffers 5, 10, 20, 50, 100 and {bdp_packets()}, 120 s, three seeds. Utilisation is read after "

@@ -360,8 +360,8 @@ REPRODUCTION = Reproduction(
     description="RFC 9332's DualQ Coupled AQM with eight TCP Prague and eight CUBIC flows at 100 Mb/s and 100 ms: "
                 "the L4S queue's delay near its 1 ms step, the Classic queue's near its 15 ms target, the rate "
                 "balance the coupling aims at; against a FIFO and FQ-CoDel of the same one-BDP buffer.",
-    quick_estimate_s=17.0,
-    full_estimate_s=75.0,
+    quick_estimate_s=3.0,
+    full_estimate_s=7.0,
     sweeps=_sweeps,
     observe=_observe,
     draw=_draw,

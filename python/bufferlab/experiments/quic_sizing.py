@@ -186,7 +186,7 @@ REPRODUCTION = Reproduction(
     description="One saturated QUIC NewReno flow over a 100 Mb/s, 1 ms bottleneck with the buffer the seed "
                 "derives, B = ⌈(2Tp + Tt + Tt')·C⌉ + 1 = 22 packets: the pause after a loss, the drain "
                 "time, the ACK spacing and the throughput, next to the seed's numbers.",
-    quick_estimate_s=2, full_estimate_s=2, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=2, full_estimate_s=3, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw,
     notes=["Frames as the seed's: 1287-byte data frames (1252-byte QUIC packet, 28 bytes of IP and UDP, 7 of PPP) "
            "and 58-byte ACK frames; QUIC's window counts 1252-byte packets (RFC 9002).",

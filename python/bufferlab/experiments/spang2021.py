@@ -755,7 +755,7 @@ REPRODUCTION = Reproduction(
                 "against the paper's (1 − β)/β · BDP/√N (one BDP for Reno, 0.43 BDP for CUBIC), BBR's below both, "
                 "and one Reno flow's utilisation against the sawtooth formula. Every TCP flow reduces from cwnd "
                 "(`tcp.ssthresh_from = \"cwnd\"`, as Linux).",
-    quick_estimate_s=60, full_estimate_s=380, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=8, full_estimate_s=45, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw, appendix=_appendix,
     notes=["Quick: N = 1 and 8, buffers 0.05 to 1.5 × BDP/√N (9), one seed, 54 runs; full: N = 1, 2, 4, 8, 16 and 32 "
            "(up to 320 Mb/s), 10 buffers, 180 runs. One to four flows run 150 s measured from 30 s, eight or more "

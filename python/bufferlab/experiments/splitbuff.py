@@ -409,7 +409,7 @@ REPRODUCTION = Reproduction(
     description="Short and long RTT flows on a 100 Mb/s bottleneck with 1 KB packets: a single FIFO against "
                 "SplitBuff (sub-buffers sized by eq. (4), round robin) and Blind-SplitBuff; the BDP rule and the "
                 "Stanford model for N/2 + N/2 flows; the bimodal trace of Table I.",
-    quick_estimate_s=8, full_estimate_s=60 * 60, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=7, full_estimate_s=60 * 60, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw,
     notes=["SplitBuff as published (Fig. 2): packets mapped by RTT − T_q against average(RTT) − T_q of the last "
            "period, B re-estimated every T_u = 100 ms as (average(RTT) − T_q)·C, the sub-buffers sized by eq. (4), "

@@ -537,7 +537,7 @@ REPRODUCTION = Reproduction(
                 "model (its in-flight cap of twice its estimated BDP, with the RTT estimate inflated by the "
                 "loss-based flows' queue, less its time in ProbeRTT; Eqs. 9-11), which does not depend on the number "
                 "of CUBIC flows; and the same grid with BBRv3, reported beside BBRv1.",
-    quick_estimate_s=15, full_estimate_s=240, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
+    quick_estimate_s=6, full_estimate_s=120, sweeps=_sweeps, preconditions=_preconditions, observe=_observe,
     draw=_draw, appendix=_appendix,
     notes=[_note_scale(),
            "The paper's testbed ran 40 ms × 10 Mb/s (and 30 ms × 50 Mb/s); here 100 Mb/s with its 40 ms. The rate "

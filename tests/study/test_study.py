@@ -229,12 +229,14 @@ def test_a_second_sweep_runs_only_what_is_missing(tmp_path: Path) -> None:
     assert bufferlab.load(db).query("SELECT count(*) AS n FROM runs")["n"][0] == 4
 
 
-# 40 runs of a 20-flow, 100 Mb/s dumbbell for 10 s: long enough, on one worker, to stop mid-way.
+# 40 runs of a 20-flow, 100 Mb/s dumbbell for 40 s: long enough, on one worker, to stop mid-way
+# (about 15 s in all; of 10 s each, the sweep took 4.4 s and could end between two looks at its
+# store on a loaded machine, before the test could stop it).
 LONG_SWEEP = """
     name = "{name}"
     seeds = 20
     [set]
-    duration = "10s"
+    duration = "40s"
     "topology.flows" = 20
     "topology.bottleneck_rate" = "100Mbps"
     [[axes]]

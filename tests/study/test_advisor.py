@@ -21,7 +21,7 @@ import pytest
 
 from bufferlab.analysis.window import weighted_percentile
 from bufferlab.errors import SpecError
-from bufferlab.sizing.advisor import Advice, Advisor, judge_probe, mix_scenario
+from bufferlab.sizing.advisor import Advice, Advisor, judge_probe, link_context, mix_scenario
 from bufferlab.sizing.targets import parse_target
 from bufferlab.spec import Scenario
 from bufferlab.store.reader import load
@@ -96,6 +96,22 @@ def test_bad_targets_are_one_line_naming_the_flag(text, reason, tmp_path):
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: --target: "), out.stderr
     assert reason in out.stderr and not db.exists()
+
+
+def test_the_rules_of_thumb_include_the_beta_rule_of_each_loss_based_controller_of_the_flows():
+    # Six flows, controllers in turn: CUBIC and NewReno (the engine's Reno) cut by a constant β,
+    # BBR does not. Each once, in the flows' order; the Reno row is the Stanford size.
+    base = Scenario.from_dict(mix_scenario(rate="100Mbps", flows=6, rtt="100ms", ccas=["cubic", "bbr", "newreno"],
+                                           duration="5s"))
+    link = link_context(base, "topology.queue")
+    assert link.controllers == ["cubic", "reno"]
+    from bufferlab.sizing.rules import size_rows
+
+    sizes = {size.rule: size.packets for size, _ in size_rows(link.rate_bps, link.rtts_ns, link.packet_bytes,
+                                                               flows=6, controllers=link.controllers)}
+    assert sizes["(1 − β)/β (reno, β = 0.5, N = 6)"] == sizes["stanford (N = 6)"] == math.ceil(833.33 / math.sqrt(6))
+    assert sizes["(1 − β)/β (cubic, β = 0.7, N = 6)"] == math.ceil(833.33 / math.sqrt(6) * 3 / 7)
+    assert not any("bbr" in rule for rule in sizes)
 
 
 def test_on_a_terminal_each_probed_size_gets_a_progress_bar(capsys):

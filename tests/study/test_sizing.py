@@ -39,6 +39,23 @@ def test_seed000_bl_is_the_bdp_and_bs_the_stanford_buffer():
     assert rules.stanford(50_000_000, [120 * MS], 866, 1500).packets == 17
 
 
+def test_beta_rule_is_the_stanford_rule_for_reno_and_three_sevenths_of_it_for_cubic():
+    # Spang et al. 2021: B = (1 − β)/β · C·RTT/√N. Reno's β = 1/2 gives C·RTT/√N itself; CUBIC's
+    # 0.7 gives 3/7 of it: at 10 Gb/s, 100 ms and 5,000 flows, 1178.5 and 505.1 packets.
+    reno = rules.beta_rule(10_000_000_000, [100 * MS], 5000, rules.MULTIPLICATIVE_DECREASE["reno"], 1500, "reno")
+    stanford = rules.stanford(10_000_000_000, [100 * MS], 5000, 1500)
+    assert reno.exact_bytes == pytest.approx(stanford.exact_bytes) and reno.packets == stanford.packets == 1179
+    cubic = rules.beta_rule(10_000_000_000, [100 * MS], 5000, rules.MULTIPLICATIVE_DECREASE["cubic"], 1500, "cubic")
+    assert cubic.exact_packets == pytest.approx(1178.511 * 3 / 7, abs=1e-3)
+    assert (cubic.packets, cubic.rule) == (506, "(1 − β)/β (cubic, β = 0.7, N = 5000)")
+    # One flow: the window cut to β of the pipe plus the buffer just fills the pipe.
+    one = rules.beta_rule_multiple(0.7)
+    assert 0.7 * (1 + one) == pytest.approx(1.0)
+    for beta, flows in ((0.0, 1), (1.0, 1), (0.5, 0)):
+        with pytest.raises(ValueError):
+            rules.beta_rule_multiple(beta, flows)
+
+
 def test_seed002_splitbuff_example_splits_6250_packets_into_62_and_6187():
     # Seed 002 §III.C: 10 ms and 990 ms flows, 100 Mbps, 1 KB packets: B = 6250 packets at the
     # 500 ms mean, sub-buffers of ~62 and ~6187 packets.
@@ -74,6 +91,19 @@ def test_size_command_prints_every_rule_as_json():
     assert rows["stanford (N = 2)"]["packets"] == math.ceil(6250 / math.sqrt(2))
     assert rows["splitbuff sub-buffer 0"]["packets"] == 62
     assert rows["splitbuff sub-buffer 1"]["packets"] == 6187
+    # --cca's default: the (1 − β)/β rule of Reno (the Stanford size) and of CUBIC (3/7 of it).
+    assert rows["(1 − β)/β (reno, β = 0.5, N = 2)"]["packets"] == rows["stanford (N = 2)"]["packets"]
+    assert rows["(1 − β)/β (cubic, β = 0.7, N = 2)"]["packets"] == math.ceil(6250 / math.sqrt(2) * 3 / 7)
+
+
+def test_size_command_gives_the_beta_rule_of_the_controllers_named():
+    out = bufferlab("size", "--rate", "10Gbps", "--rtt", "100ms", "--flows", "5000", "--cca", "newreno",
+                    "--cca", "TcpCubic,reno", "--json")
+    assert out.returncode == 0, out.stderr
+    beta_rows = [r for r in json.loads(out.stdout) if r["rule"].startswith("(1 − β)/β")]
+    # NewReno and Reno are one controller (one row), named as the engine names it.
+    assert [(r["rule"], r["packets"]) for r in beta_rows] == [("(1 − β)/β (reno, β = 0.5, N = 5000)", 1179),
+                                                              ("(1 − β)/β (cubic, β = 0.7, N = 5000)", 506)]
 
 
 def test_size_command_table_gives_seed003s_22_packets():
@@ -120,6 +150,10 @@ def test_size_command_says_a_fq_pie_limit_is_shared_by_flow_queues_each_held_by_
     (("--rate", "fast", "--rtt", "10ms"), "error: --rate: not a rate"),
     (("--rate", "1Mbps", "--rtt", "10parsecs"), 'error: --rtt: unknown time unit "parsecs"'),
     (("--rate", "1Mbps", "--tp", "1ms"), "error: --ack: seed 003's rule needs the ACK size with --tp"),
+    (("--rate", "1Mbps", "--rtt", "10ms", "--cca", "bbr"),
+     'error: --cca: "bbr": the (1 − β)/β rule is for the loss-based controllers that cut their window by a constant'),
+    (("--rate", "1Mbps", "--rtt", "10ms", "--cca", "westwood"), 'error: --cca: unknown controller "westwood"'),
+    (("--rate", "1Mbps", "--rtt", "10ms", "--cca", "cubic,"), 'error: --cca: empty controller in "cubic,"'),
 ])
 def test_size_command_bad_input_is_one_line_and_status_2(args, line):
     out = bufferlab("size", *args)

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from ..sizing.rules import MULTIPLICATIVE_DECREASE, beta_rule_multiple
 from ..study.sweep import Sweep
 from .base import Observation, Precondition, Reproduction
 
@@ -86,8 +87,8 @@ SAMPLE = "100ms"
 CONTROLLERS = ("reno", "cubic", "bbr")
 LOSS_BASED = ("reno", "cubic")
 # The multiplicative decrease factor of each loss-based controller: Reno's half (RFC 5681) and
-# CUBIC's 0.7 (RFC 9438 §4.6), the values the paper's rule takes.
-BETA = {"reno": 0.5, "cubic": 0.7}
+# CUBIC's 0.7 (RFC 9438 §4.6), the values the paper's rule takes (`sizing.rules`).
+BETA = {cca: MULTIPLICATIVE_DECREASE[cca] for cca in LOSS_BASED}
 # The controller states after start-up, in `cc_state`: Reno and CUBIC 1 congestion avoidance,
 # 2 fast recovery; BBR 2 ProbeBW, 3 ProbeRTT.
 STEADY_STATES = {"reno": (1, 2), "cubic": (1, 2), "bbr": (2, 3)}
@@ -108,9 +109,8 @@ def bdp_packets(n: int) -> float:
 
 
 def rule_of_the_paper(cca: str, n: int) -> float:
-    """(1 − β)/β · BDP/√N, as a multiple of the BDP."""
-    beta = BETA[cca]
-    return (1 - beta) / beta / math.sqrt(n)
+    """(1 − β)/β · BDP/√N, as a multiple of the BDP (`sizing.rules.beta_rule_multiple`)."""
+    return beta_rule_multiple(BETA[cca], n)
 
 
 def queue_packets(n: int, multiple: float) -> int:

@@ -101,6 +101,9 @@ class LinkContext:
     rate_bps: int | None
     rtts_ns: list[int]
     packet_bytes: int
+    # The long-lived flows' controllers that cut their window by a constant β (each once), whose
+    # (1 − β)/β rule is among the rules of thumb.
+    controllers: list[str] = field(default_factory=list)
 
     @property
     def bdp_packets(self) -> float | None:
@@ -167,7 +170,10 @@ def link_context(base: Scenario, queue_key: str) -> LinkContext:
         if not crossed:
             raise SpecError(queue_key, "the scenario has no link of finite rate to size a buffer for")
         load = min(crossed, key=lambda ld: ld.rate_bps or 0)
-    return LinkContext(load.rate_bps, list(load.rtts_ns), load.packet_bytes or DEFAULT_PACKET)
+    from .rules import MULTIPLICATIVE_DECREASE
+
+    controllers = [c for c in dict.fromkeys(load.controllers) if c in MULTIPLICATIVE_DECREASE]
+    return LinkContext(load.rate_bps, list(load.rtts_ns), load.packet_bytes or DEFAULT_PACKET, controllers)
 
 
 def mix_scenario(*, rate: str, flows: int, rtt: str, ccas: Sequence[str], duration: str, mice_per_s: float = 0.0,
@@ -444,7 +450,8 @@ class Advisor:
 
         if self.link.rate_bps is None or not self.link.rtts_ns:
             return []
-        return size_rows(self.link.rate_bps, self.link.rtts_ns, self.link.packet_bytes, flows=len(self.link.rtts_ns))
+        return size_rows(self.link.rate_bps, self.link.rtts_ns, self.link.packet_bytes, flows=len(self.link.rtts_ns),
+                         controllers=self.link.controllers)
 
 
 def _without_size(queue: Queue) -> str:

@@ -9,6 +9,9 @@ as the rule says), bytes and milliseconds of queueing at the link rate.
   with RTT the mean, the harmonic mean or the largest of the flows' round-trip propagation delays.
 * `stanford`: B = C · RTT / √N for N long-lived flows (Appenzeller, Keslassy & McKeown 2004, ref.
   [2] of seeds 000 and 002; seed 000's B_s).
+* `beta_rule`: B = (1 − β)/β · C · RTT / √N for N desynchronised flows of a loss-based controller
+  that cuts its window to β of itself at a loss (Spang, Arslan & McKeown 2021): the BDP and
+  Stanford rules for Reno's β = 1/2, 3/7 of them for CUBIC's β = 0.7.
 * `single_flow`: seed 003's bound for one saturated flow, B ≥ (2Tp + Tt + Tt') · C with the data
   and ACK transmission delays Tt, Tt', plus one packet because arrivals and departures at the
   router are not in step.
@@ -26,13 +29,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["BufferSize", "Average", "AVERAGES", "average_rtt", "bdp", "stanford", "single_flow",
+__all__ = ["BufferSize", "Average", "AVERAGES", "MULTIPLICATIVE_DECREASE", "average_rtt", "bdp", "stanford",
+           "beta_rule_multiple", "beta_rule", "single_flow",
            "splitbuff_thresholds", "splitbuff_classes", "splitbuff_split", "size_rows"]
 
 Average = Literal["mean", "harmonic", "max"]
 AVERAGES: tuple[Average, ...] = ("mean", "harmonic", "max")
 
 NS_PER_S = 1_000_000_000
+
+# The multiplicative decrease β of the loss-based controllers whose cut is a constant, by the
+# engine's controller (`spec.fields.engine_controller`): at a loss, ssthresh = β · cwnd. Reno, and
+# NewReno with it, halves (RFC 5681 eq. (4)); CUBIC's β_cubic is 0.7 (RFC 9438 §4.6). HighSpeed
+# TCP's β falls with the window (RFC 3649 §5); BBR, DCTCP, Prague and Vegas do not cut a window
+# by a constant at a loss: the rule below is not theirs.
+MULTIPLICATIVE_DECREASE: dict[str, float] = {"reno": 0.5, "cubic": 0.7}
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,30 @@ def stanford(rate_bps: int, rtts_ns: Sequence[int], flows: int, packet_bytes: in
                       rate_bps)
 
 
+def beta_rule_multiple(beta: float, flows: int = 1) -> float:
+    """The buffer of `beta_rule` in BDPs: (1 − β)/β / √N. The window that overflows a buffer B
+    holds the pipe and the buffer, W_max = BDP + B; cut to β of itself it still fills the pipe
+    when β · (BDP + B) ≥ BDP, that is B ≥ (1 − β)/β · BDP (Spang, Arslan & McKeown 2021, one flow),
+    and N desynchronised flows need 1/√N of it (their Stanford-model generalisation)."""
+    if not 0 < beta < 1:
+        raise ValueError(f"the multiplicative decrease β must lie in (0, 1), got {beta}")
+    if flows <= 0:
+        raise ValueError(f"the rule needs at least one long-lived flow, got N = {flows}")
+    return (1 - beta) / beta / math.sqrt(flows)
+
+
+def beta_rule(rate_bps: int, rtts_ns: Sequence[int], flows: int, beta: float, packet_bytes: int,
+              controller: str, average: Average = "mean") -> BufferSize:
+    """The buffer that keeps the link busy under N desynchronised flows of a loss-based
+    controller cutting its window to β at a loss, B = (1 − β)/β · C · RTT / √N (Spang, Arslan &
+    McKeown, "Updating the theory of buffer sizing", 2021): one BDP over √N for Reno (β = 1/2,
+    the Stanford rule), 3/7 of it for CUBIC (β = 0.7)."""
+    _check(rate_bps, packet_bytes)
+    exact = beta_rule_multiple(beta, flows) * rate_bps / 8 * average_rtt(rtts_ns, average) / NS_PER_S
+    return BufferSize(f"(1 − β)/β ({controller}, β = {beta:g}, N = {flows})", exact,
+                      _at_least_ceil(exact / packet_bytes), packet_bytes, rate_bps)
+
+
 def single_flow(rate_bps: int, propagation_delay_ns: int, data_bytes: int, ack_bytes: int) -> BufferSize:
     """Seed 003's buffer for one saturated flow: B ≥ (2Tp + Tt + Tt') · C, C in packets per second,
     Tp the bottleneck's one-way propagation delay, Tt = data packet / rate and Tt' = ACK / rate;
@@ -176,16 +211,21 @@ def splitbuff_split(rate_bps: int, rtts_ns: Sequence[int], packet_bytes: int,
 
 
 def size_rows(rate_bps: int, rtts_ns: list[int], packet_bytes: int, *, flows: int | None = None,
-              tp_ns: int | None = None, ack_bytes: int | None = None,
-              sub_buffers: int = 2) -> list[tuple[BufferSize, str]]:
+              tp_ns: int | None = None, ack_bytes: int | None = None, sub_buffers: int = 2,
+              controllers: Sequence[str] = ()) -> list[tuple[BufferSize, str]]:
     """(size, where the rule comes from) for every rule the inputs allow: the BDP by each
-    average, Stanford's, SplitBuff's sub-buffers when the RTTs differ, seed 003's with `tp_ns`."""
+    average, Stanford's, the (1 − β)/β rule of each of `controllers` (keys of
+    `MULTIPLICATIVE_DECREASE`), SplitBuff's sub-buffers when the RTTs differ, seed 003's with
+    `tp_ns`."""
     rows: list[tuple[BufferSize, str]] = []
     if rtts_ns:
         for average in AVERAGES:
             rows.append((bdp(rate_bps, rtts_ns, packet_bytes, average), "C·RTT, Villamizar & Song 1994"))
         n = flows if flows is not None else len(rtts_ns)
         rows.append((stanford(rate_bps, rtts_ns, n, packet_bytes), "C·RTT/√N, Appenzeller et al. 2004"))
+        for controller in controllers:
+            rows.append((beta_rule(rate_bps, rtts_ns, n, MULTIPLICATIVE_DECREASE[controller], packet_bytes,
+                                   controller), "(1 − β)/β · C·RTT/√N, Spang et al. 2021"))
         if len(set(rtts_ns)) > 1:
             _, parts = splitbuff_split(rate_bps, rtts_ns, packet_bytes, sub_buffers)
             thresholds = splitbuff_thresholds([float(r) for r in rtts_ns], sub_buffers)

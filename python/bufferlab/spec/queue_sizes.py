@@ -12,7 +12,7 @@ for. A rule gives packets of the largest data packet among those flows, unless i
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,11 +30,13 @@ DEFAULT_PACKET = 1500
 
 @dataclass
 class LinkLoad:
-    """What a sizing rule knows about a link: its rate and the long-lived flows crossing it."""
+    """What a sizing rule knows about a link: its rate and the long-lived flows crossing it (their
+    RTTs and controllers, the engine's names, in the flows' order)."""
 
     rate_bps: int | None
     rtts_ns: list[int]
     packet_bytes: int | None
+    controllers: list[str] = field(default_factory=list)
 
 
 def _incoming(nodes: int, channels: list[tuple[int, int, int]]) -> list[list[int]]:
@@ -164,6 +166,7 @@ def loads_of_links(nodes: int, engine_links: list[dict[str, Any]], engine_flows:
         for link_index in crossed:
             load = loads[link_index]
             load.rtts_ns.append(rtt)
+            load.controllers.append(flow["cca"])
             load.packet_bytes = max(load.packet_bytes or 0, packet)
     return loads
 

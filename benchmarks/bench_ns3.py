@@ -392,7 +392,9 @@ NOTES = {
     "smaller RTprop and takes more (0.68 against 0.52; at 8 BDP 0.26 against 0.11, where bufferlab's BBR times "
     "out 13 times under RFC 6298's 200 ms floor: with a 1 s floor on both sides 0.403 against 0.385). At 2 BDP "
     "ns-3's timeouts follow a dropped retransmission (11) or a burst of drops that delays the fast retransmit past "
-    "the RFC 6298 timer (6): ns-3 has 374 recoveries against 260 and loses more in each (docs/engine/validation.md)",
+    "the RFC 6298 timer (6): ns-3 has 374 recoveries against 260 and loses more in each, its PRR counting a "
+    "SACKed duplicate ACK's segment twice, and its BBR alone holds a standing queue of one BDP where "
+    "bufferlab's holds 3 packets (docs/engine/validation.md)",
     "vegas": "ns-3's TcpVegas (Linux's) grows in slow start every RTT and compares "
     "cwnd·(RTT − BaseRTT)/BaseRTT: its flows are still below their equilibrium at 20 s (utilisation "
     "66 %, queue 2.5 packets < N·α = 8); bufferlab's reach 94 % over the 20 s, without a drop",

@@ -441,6 +441,22 @@ def test_report_command_writes_the_site_and_rejects_a_missing_store(store, tmp_p
     assert not (tmp_path / "x").exists()
 
 
+def test_report_and_serve_take_the_store_by_db_as_every_other_command_does(store, tmp_path):
+    done = bufferlab("report", "--db", str(store["db"]), "-o", str(tmp_path / "site"), "--no-figures")
+    assert done.returncode == 0, done.stderr
+    assert "4 run(s), 1 study(ies)" in done.stdout and (tmp_path / "site" / "index.html").is_file()
+    # The same store both ways is the store; two stores are one line naming --db, and nothing is written.
+    same = bufferlab("report", str(store["db"]), "--db", str(store["db"]), "-o", str(tmp_path / "same"), "--no-figures")
+    assert same.returncode == 0, same.stderr
+    for command in ("report", "serve"):
+        twice = bufferlab(command, str(tmp_path / "other.duckdb"), "--db", str(store["db"]), "-o", str(tmp_path / "y"))
+        assert twice.returncode == 2 and twice.stderr.count("\n") == 1
+        assert twice.stderr.startswith("error: --db: the store is given twice, as DB (")
+        missing = bufferlab(command, "--db", str(tmp_path / "nothing.duckdb"), "-o", str(tmp_path / "y"))
+        assert missing.returncode == 2 and missing.stderr.startswith("error: --db: no store at")
+    assert not (tmp_path / "y").exists()
+
+
 # --- the server ---------------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -44,3 +44,14 @@ def test_the_results_guide_documents_every_json_key() -> None:
     guide = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "results.md").read_text(encoding="utf-8")
     for key in TOP_KEYS | FLOW_KEYS | BOTTLENECK_KEYS:
         assert f"`{key}`" in guide, key
+
+
+def test_results_list_json_gives_each_stored_run_with_its_whole_id(write_scenario, db: Path) -> None:
+    ran = json.loads(bufferlab("run", str(write_scenario(SMALL_DUMBBELL)), "--db", str(db), "--json").stdout)
+    listed = bufferlab("results", "list", "--db", str(db), "--json")
+    assert listed.returncode == 0, listed.stderr
+    runs = json.loads(listed.stdout)  # stdout is JSON and nothing else
+    assert [r["run_id"] for r in runs] == [ran["run_id"]] and len(ran["run_id"]) == 64
+    assert set(runs[0]) == {"run_id", "name", "study", "seed", "status", "created_at", "simulated_s", "wall_time_s",
+                            "flows"}
+    assert (runs[0]["name"], runs[0]["status"], runs[0]["flows"], runs[0]["simulated_s"]) == ("small", "complete", 2, 1.0)

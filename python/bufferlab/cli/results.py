@@ -35,17 +35,26 @@ _direction_option = click.option("--direction", type=click.Choice(["forward", "b
 @results_group.command("list", short_help="One line per stored run.")
 @db_option
 @click.option("--study", default=None, help="Only the runs of this study.")
-def results_list(db: Path, study: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the runs as JSON: a list of objects with the whole run id (run_id).")
+def results_list(db: Path, study: str | None, as_json: bool) -> None:
     """One line per stored run."""
     from ..store.reader import load
-    from .render import console, rows_table
 
+    # The table shows the ids' first 12 characters, enough to name a run (any unique prefix does);
+    # a script gets them whole.
+    run = "r.run_id" if as_json else "left(r.run_id, 12) AS run"
     with load(db) as res:  # rows, not a DataFrame: a listing needs neither polars nor numpy
         columns, rows = res.rows(
-            "SELECT left(r.run_id, 12) AS run, r.name, r.study_id AS study, r.seed, r.status, "
+            f"SELECT {run}, r.name, r.study_id AS study, r.seed, r.status, "
             "r.created_at, r.end_ns / 1e9 AS simulated_s, r.wall_time_s, "
             "(SELECT count(*) FROM flows f WHERE f.run_id = r.run_id) AS flows "
             "FROM runs r WHERE ? IS NULL OR r.study_id = ? ORDER BY r.created_at, r.run_id", [study, study])
+    if as_json:
+        click.echo(json_rows([dict(zip(columns, row)) for row in rows]))
+        return
+    from .render import console, rows_table
+
     console().print(rows_table(columns, rows, title=f"{len(rows)} run(s) in {db}"))
 
 

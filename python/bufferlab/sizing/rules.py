@@ -104,12 +104,17 @@ def average_rtt(rtts_ns: Sequence[int], average: Average = "mean") -> float:
     raise ValueError(f'unknown average "{average}" (known: {", ".join(AVERAGES)})')
 
 
+def _bdp_bytes(rate_bps: int, rtts_ns: Sequence[int], average: Average) -> float:
+    """C · RTT in bytes, RTT the flows' `average` (the product every rule below scales)."""
+    return rate_bps / 8 * average_rtt(rtts_ns, average) / NS_PER_S
+
+
 def bdp(rate_bps: int, rtts_ns: Sequence[int], packet_bytes: int, average: Average = "mean") -> BufferSize:
     """The bandwidth-delay product rule, B = C · RTT (Villamizar & Song 1994; seed 002 §I: "a
     router needs buffer of size equal to the average round-trip time ... multiplied by the
     bottleneck link capacity")."""
     _check(rate_bps, packet_bytes)
-    exact = rate_bps / 8 * average_rtt(rtts_ns, average) / NS_PER_S
+    exact = _bdp_bytes(rate_bps, rtts_ns, average)
     return BufferSize(f"bdp ({average} RTT)", exact, _at_least_ceil(exact / packet_bytes), packet_bytes, rate_bps)
 
 
@@ -120,7 +125,7 @@ def stanford(rate_bps: int, rtts_ns: Sequence[int], flows: int, packet_bytes: in
     _check(rate_bps, packet_bytes)
     if flows <= 0:
         raise ValueError(f"the Stanford rule needs at least one long-lived flow, got N = {flows}")
-    exact = rate_bps / 8 * average_rtt(rtts_ns, average) / NS_PER_S / math.sqrt(flows)
+    exact = _bdp_bytes(rate_bps, rtts_ns, average) / math.sqrt(flows)
     return BufferSize(f"stanford (N = {flows})", exact, _at_least_ceil(exact / packet_bytes), packet_bytes,
                       rate_bps)
 
@@ -144,7 +149,7 @@ def beta_rule(rate_bps: int, rtts_ns: Sequence[int], flows: int, beta: float, pa
     McKeown, "Updating the theory of buffer sizing", 2021): one BDP over √N for Reno (β = 1/2,
     the Stanford rule), 3/7 of it for CUBIC (β = 0.7)."""
     _check(rate_bps, packet_bytes)
-    exact = beta_rule_multiple(beta, flows) * rate_bps / 8 * average_rtt(rtts_ns, average) / NS_PER_S
+    exact = _bdp_bytes(rate_bps, rtts_ns, average) * beta_rule_multiple(beta, flows)
     return BufferSize(f"(1 − β)/β ({controller}, β = {beta:g}, N = {flows})", exact,
                       _at_least_ceil(exact / packet_bytes), packet_bytes, rate_bps)
 
